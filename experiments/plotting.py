@@ -1,0 +1,36 @@
+"""Plots shared by the reproductions: paper beside simulation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+# Paper series hatched, simulated series solid, one colour per system.
+_COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
+
+
+def bar_comparison(path: Path, *, title: str, categories: list[str], xlabel: str, ylabel: str,
+                   series: dict[str, object]) -> None:
+    """Grouped bars: one group per category, one bar per series."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / len(series)
+    x = np.arange(len(categories))
+    for i, (label, values) in enumerate(series.items()):
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, list(values), width, label=label,
+                      color=_COLOURS[i % len(_COLOURS)], hatch="//" if "paper" in label else None,
+                      edgecolor="white")
+        ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
+    ax.set_xticks(x, categories)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,111 @@
+"""MegaScale-MoE Table 3: strong scaling of the 352B model on 240-1,440 H800 GPUs, global batch 720."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.plotting import bar_comparison
+from simulator.report import simulate
+
+TOKENS_PER_STEP = 720 * 8192
+GPUS = (240, 480, 720, 960, 1440)
+# Table 3 as printed: (Megatron-LM tokens/s, MegaScale-MoE tokens/s)
+PAPER_TOKENS_PER_S = {
+    240: (151.1e3, 272.9e3),
+    480: (301.1e3, 498.6e3),
+    720: (430.5e3, 740.1e3),
+    960: (550.2e3, 963.8e3),
+    1440: (746.6e3, 1407.7e3),
+}
+# Self-consistent Megatron values (PAPER.md): 240 GPUs prints 39.94 s but 151.1k tokens/s (= 39.03 s);
+# 960 GPUs prints 550.2k tokens/s but 10.82 s (= 545.1k). We compare against the tokens/s that the
+# iteration time and the printed speedup agree on: 151.1k at 240 and 545.1k at 960.
+PAPER_MEGATRON_SELF_CONSISTENT = {**{g: v[0] for g, v in PAPER_TOKENS_PER_S.items()}, 960: TOKENS_PER_STEP / 10.82}
+PAPER_MFU = {240: 0.3248, 1440: 0.2789}  # MegaScale-MoE, Sec. 6
+# Tolerances (issue "Reproduce the paper's results"): mean / per-cell absolute relative error.
+TOLERANCE = {"megascale-moe": (0.05, 0.10), "megatron-lm": (0.10, 0.15)}
+SPEEDUP_TOLERANCE = 0.15
+MFU_TOLERANCE = 0.015
+
+
+def simulate_table3() -> pd.DataFrame:
+    """One row per GPU count: paper and simulated tokens/s for both systems, errors and speedups."""
+    rows = []
+    for gpus in GPUS:
+        megatron = simulate("paper-352b", "megatron-lm", gpus)
+        megascale = simulate("paper-352b", "megascale-moe", gpus)
+        paper_megatron = PAPER_MEGATRON_SELF_CONSISTENT[gpus]
+        paper_megascale = PAPER_TOKENS_PER_S[gpus][1]
+        rows.append({
+            "gpus": gpus,
+            "paper_megatron_tokens_per_s": paper_megatron,
+            "sim_megatron_tokens_per_s": megatron.tokens_per_s,
+            "megatron_error": megatron.tokens_per_s / paper_megatron - 1,
+            "paper_megascale_tokens_per_s": paper_megascale,
+            "sim_megascale_tokens_per_s": megascale.tokens_per_s,
+            "megascale_error": megascale.tokens_per_s / paper_megascale - 1,
+            "paper_speedup": paper_megascale / paper_megatron,
+            "sim_speedup": megascale.tokens_per_s / megatron.tokens_per_s,
+            "sim_megatron_step_s": megatron.step_time_s,
+            "sim_megascale_step_s": megascale.step_time_s,
+            "paper_megascale_mfu": PAPER_MFU.get(gpus, float("nan")),
+            "sim_megascale_mfu": megascale.mfu,
+            "sim_megascale_mfu_6n": megascale.mfu_6n,
+            "sim_megatron_mfu": megatron.mfu,
+            "sim_megascale_bubble": megascale.bubble_fraction,
+            "sim_megatron_bubble": megatron.bubble_fraction,
+        })
+    return pd.DataFrame(rows)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """The REPRODUCTION.md section for Table 3."""
+    lines = [
+        "## Table 3: strong scaling, 352B model, H800, global batch 720 x 8192",
+        "",
+        "Megatron-LM paper values are the self-consistent ones (151.1k at 240 GPUs, 545.1k at 960 GPUs; "
+        "see PAPER.md).",
+        "",
+        "| GPUs | Megatron paper | Megatron sim | err | MegaScale paper | MegaScale sim | err "
+        "| speedup paper | speedup sim | MFU paper | MFU sim | MFU 6N sim |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in frame.itertuples():
+        mfu_paper = "" if row.paper_megascale_mfu != row.paper_megascale_mfu else f"{row.paper_megascale_mfu:.2%}"
+        lines.append(
+            f"| {row.gpus} | {row.paper_megatron_tokens_per_s / 1e3:.1f}k | {row.sim_megatron_tokens_per_s / 1e3:.1f}k "
+            f"| {row.megatron_error:+.1%} | {row.paper_megascale_tokens_per_s / 1e3:.1f}k "
+            f"| {row.sim_megascale_tokens_per_s / 1e3:.1f}k | {row.megascale_error:+.1%} "
+            f"| {row.paper_speedup:.2f}x | {row.sim_speedup:.2f}x | {mfu_paper} | {row.sim_megascale_mfu:.2%} "
+            f"| {row.sim_megascale_mfu_6n:.2%} |"
+        )
+    mae_ms = frame.megascale_error.abs().mean()
+    mae_mt = frame.megatron_error.abs().mean()
+    lines += [
+        "",
+        f"Mean absolute error: MegaScale-MoE {mae_ms:.1%} (target <= 5%, each <= 10%), "
+        f"Megatron-LM {mae_mt:.1%} (target <= 10%, each <= 15%).",
+    ]
+    return "\n".join(lines)
+
+
+def run(out: Path) -> str:
+    """Write results/table3.csv and results/table3.png; return the markdown section."""
+    frame = simulate_table3()
+    frame.to_csv(out / "table3.csv", index=False, float_format="%.6g")
+    bar_comparison(
+        out / "table3.png",
+        title="Table 3: 352B MoE strong scaling on H800 (tokens/s)",
+        categories=[str(g) for g in frame.gpus],
+        xlabel="GPUs",
+        ylabel="thousand tokens/s",
+        series={
+            "Megatron-LM paper": frame.paper_megatron_tokens_per_s / 1e3,
+            "Megatron-LM sim": frame.sim_megatron_tokens_per_s / 1e3,
+            "MegaScale-MoE paper": frame.paper_megascale_tokens_per_s / 1e3,
+            "MegaScale-MoE sim": frame.sim_megascale_tokens_per_s / 1e3,
+        },
+    )
+    return markdown(frame)

@@ -1,0 +1,71 @@
+"""Cost models: pure functions from an op's work to seconds. They never import the engine."""
+
+from __future__ import annotations
+
+import math
+
+from simulator.calibration import Calibration
+from topologies.hardware import GpuSpec
+from workloads.ops import ALL_TO_ALL, ATTENTION, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+
+
+def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
+    """Roofline GEMM time with wave quantization over the SMs.
+
+    Tiles of TILE_M x TILE_N outputs are spread over the SMs in waves; a partial last wave costs a full
+    one. A grouped GEMM schedules all groups' tiles together; a sequential one launches a kernel per
+    group, each quantized on its own.
+    """
+    tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
+    tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
+    tile_s = tile_flop / (gpu.peak_bf16_flops / gpu.sm_count * cal.gemm_mma_efficiency)
+    bytes_per_group = 2.0 * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
+    memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
+    if gemm.sequential:
+        one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + cal.kernel_overhead_s
+        return gemm.groups * one
+    compute_s = math.ceil(tiles * gemm.groups / gpu.sm_count) * tile_s
+    return max(compute_s, memory_s * gemm.groups) + cal.kernel_overhead_s
+
+
+def attention_time_s(flops: float, backward: bool, gpu: GpuSpec, cal: Calibration) -> float:
+    """FlashAttention: counted FLOPs x causal fraction at the measured kernel efficiency."""
+    efficiency = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
+    return flops * cal.attention_causal_fraction / (gpu.peak_bf16_flops * efficiency) + cal.kernel_overhead_s
+
+
+def memory_time_s(mem_bytes: float, kernels: int, gpu: GpuSpec, cal: Calibration) -> float:
+    """Memory-bound kernels: HBM traffic at the achievable bandwidth, plus launch gaps."""
+    return mem_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency) + kernels * cal.kernel_overhead_s
+
+
+def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
+    """Time of the compute part of an op on an otherwise idle GPU."""
+    if op.gemm is not None:
+        return gemm_time_s(op.gemm, gpu, cal)
+    if op.kind == ATTENTION:
+        return attention_time_s(op.flops, op.attention_backward, gpu, cal)
+    if op.kind == MEMORY:
+        return memory_time_s(op.mem_bytes, op.kernels, gpu, cal)
+    if op.kind == HOST_SYNC:
+        return cal.host_sync_s
+    if op.kind == GEMM:
+        raise ValueError(f"GEMM op {op.name} has no shape")
+    return 0.0
+
+
+def collective_wire_bytes(op: Op, cal: Calibration) -> float:
+    """Bytes the collective costs on each member's links, after the algorithm's efficiency."""
+    efficiency = cal.all_to_all_efficiency if op.collective == ALL_TO_ALL else cal.ring_efficiency
+    return op.comm_bytes / efficiency
+
+
+def collective_latency_s(group_size: int, step_latency_s: float) -> float:
+    """Latency term of ring / pairwise algorithms: one step latency per peer (n - 1 steps)."""
+    return max(group_size - 1, 0) * step_latency_s
+
+
+def fused_tail_s(compute_s: float, comm_s: float, tiles: int) -> float:
+    """A fused GEMM + collective pipelined over ``tiles`` chunks: max(compute, comm) + the first/last
+    chunk of the shorter one that cannot overlap (MegaScale-MoE Sec. 4.2, Fig. 10)."""
+    return min(compute_s, comm_s) / max(tiles, 1)

@@ -1,0 +1,80 @@
+"""Memory per GPU: parameters, gradients, optimizer states, activations in flight, buffers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads.layers import BYTES_BF16
+from workloads.step import StepWorkload
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU on the most loaded stage."""
+
+    stage: int
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    buffers_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes + self.buffers_bytes
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GIB
+
+
+def activation_bytes_per_layer(workload: StepWorkload) -> float:
+    """Activations one MoE layer keeps per GPU per micro-batch (MegaScale-MoE Sec. 4.1).
+
+    Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
+    The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input.
+    """
+    m, layout = workload.model, workload.layout
+    n, k = layout.intra_size, m.top_k
+    f = m.expert_ffn_size / m.hidden_size
+    bsh_over_n_bytes = layout.micro_batch * workload.seq_len * m.hidden_size / n * BYTES_BF16
+    if layout.recompute == "sar":
+        factor = 2 * k * f + 4 + 2 / m.q_per_kv
+    elif layout.recompute == "full":
+        factor = 1
+    else:
+        factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv
+    return factor * bsh_over_n_bytes
+
+
+def in_flight_micro_batches(workload: StepWorkload, stage: int) -> int:
+    """Forward activations a stage holds at its peak: 1F1B keeps p - s; interleaved adds warm-up chunks."""
+    pp, chunks, m = workload.pp, workload.chunks, workload.micro_batches
+    if workload.layout.schedule == "interleaved":
+        warmup = (pp - stage - 1) * 2 + (chunks - 1) * pp + 1
+        return min(warmup, m * chunks)  # counted in chunks
+    return min(pp - stage, m)
+
+
+def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
+    """Memory of one GPU of ``stage``: BF16 params, FP32 grads, Adam (FP32 master, m, v) / ZeRO."""
+    held, _ = workload.stage_params_per_gpu(stage)
+    dp, zero = workload.dp, workload.layout.zero_stage
+    params = held * BYTES_BF16 / (dp if zero >= 3 else 1)
+    grads = held * 4 / (dp if zero >= 2 else 1)  # gradients accumulate in FP32 (Sec. 5)
+    optimizer = held * 12 / (dp if zero >= 1 else 1)
+    in_flight = in_flight_micro_batches(workload, stage)
+    layers_per_entry = workload.layers_per_chunk
+    activations = in_flight * layers_per_entry * activation_bytes_per_layer(workload)
+    local = workload.layout.micro_batch * workload.seq_len // workload.layout.intra_size
+    m = workload.model
+    routed = local * m.top_k * m.hidden_size * BYTES_BF16
+    buffers = 4 * routed * workload.layout.capacity_factor  # dispatch/combine send and receive buffers
+    return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
+
+
+def peak_memory(workload: StepWorkload) -> MemoryBreakdown:
+    """The stage with the highest memory per GPU (stage 0 under 1F1B)."""
+    return max((stage_memory(workload, s) for s in range(workload.pp)), key=lambda b: b.total_bytes)

@@ -1,0 +1,108 @@
+"""Fluid network: transfers load links, and concurrent transfers share each link max-min fairly."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+import simpy
+
+# A flow is finished when this little of it is left (floating-point slack, in bytes).
+_DONE_BYTES = 1e-3
+
+
+class _Flow:
+    __slots__ = ("remaining", "links", "rate", "done")
+
+    def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event) -> None:
+        self.remaining = remaining
+        self.links = links
+        self.rate = 0.0
+        self.done = done
+
+
+class FluidNetwork:
+    """Links with capacities (bytes/s); each active flow gets its max-min fair rate.
+
+    Rates are recomputed (progressive filling) whenever a flow starts or ends; between those instants
+    every flow drains at a constant rate, so the simulation is exact for the fluid model.
+    """
+
+    def __init__(self, env: simpy.Environment, capacities_Bps: dict[Hashable, float]) -> None:
+        self.env = env
+        self.capacities_Bps = dict(capacities_Bps)
+        self._flows: list[_Flow] = []
+        self._last_update_s = env.now
+        self._generation = 0
+        self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
+
+    def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
+        """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
+        links = tuple(links)
+        for link in links:
+            if link not in self.capacities_Bps:
+                raise KeyError(f"unknown link {link!r}")
+            self.bytes_sent[link] += nbytes
+        done = self.env.event()
+        if nbytes <= 0 or not links:
+            done.succeed()
+            return done
+        self._advance()
+        self._flows.append(_Flow(float(nbytes), links, done))
+        self._reschedule()
+        return done
+
+    @property
+    def active_flows(self) -> int:
+        return len(self._flows)
+
+    def _advance(self) -> None:
+        elapsed = self.env.now - self._last_update_s
+        if elapsed > 0:
+            for flow in self._flows:
+                flow.remaining -= flow.rate * elapsed
+        self._last_update_s = self.env.now
+
+    def _assign_rates(self) -> None:
+        flows = self._flows
+        if len(flows) == 1:  # fast path: a lone flow runs at its bottleneck
+            flow = flows[0]
+            flow.rate = min(self.capacities_Bps[link] for link in flow.links)
+            return
+        left = {}
+        count: dict[Hashable, int] = {}
+        for flow in flows:
+            for link in flow.links:
+                left[link] = self.capacities_Bps[link]
+                count[link] = count.get(link, 0) + 1
+        unfixed = set(range(len(flows)))
+        while unfixed:
+            link = min((lk for lk in count if count[lk] > 0), key=lambda lk: left[lk] / count[lk])
+            share = left[link] / count[link]
+            for i in [i for i in unfixed if link in flows[i].links]:
+                flows[i].rate = share
+                unfixed.discard(i)
+                for other in flows[i].links:
+                    left[other] -= share
+                    count[other] -= 1
+
+    def _reschedule(self) -> None:
+        self._generation += 1
+        if not self._flows:
+            return
+        self._assign_rates()
+        delay = min(flow.remaining / flow.rate for flow in self._flows)
+        wake = self.env.timeout(max(delay, 0.0))
+        generation = self._generation
+        wake.callbacks.append(lambda _event: self._on_wake(generation))
+
+    def _on_wake(self, generation: int) -> None:
+        if generation != self._generation:
+            return  # a newer event rescheduled the network
+        self._advance()
+        finished = [flow for flow in self._flows if flow.remaining <= _DONE_BYTES]
+        if not finished:  # rounding left a sliver: finish the closest flow
+            finished = [min(self._flows, key=lambda flow: flow.remaining / flow.rate)]
+        for flow in finished:
+            self._flows.remove(flow)
+            flow.done.succeed()
+        self._reschedule()

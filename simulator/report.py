@@ -1,0 +1,125 @@
+"""The report of one simulated step, and ``simulate``: the Python entry point."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from simulator.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.engine import PipelineEngine
+from simulator.memory import peak_memory
+from topologies.cluster import ClusterSpec, cluster_preset
+from topologies.errors import ConfigError
+from workloads.layouts import LayoutSpec, layout_preset
+from workloads.models import ModelSpec, model_preset
+from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
+
+COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
+
+
+@dataclass(frozen=True)
+class Report:
+    """Step time, throughput, utilisation and where the time goes, for one configuration."""
+
+    model: str
+    layout: str
+    gpus: int
+    global_batch: int
+    seq_len: int
+    dp: int
+    pp: int
+    micro_batches: int
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
+    mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
+    bubble_fraction: float
+    exposed_comm_s: dict[str, float]
+    compute_busy_s: float
+    peak_memory_gib: float
+    simulated_ops: int
+    sim_wall_s: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_frame(self):
+        """One-row pandas DataFrame (exposed communication flattened to exposed_<kind>_s columns)."""
+        import pandas as pd
+
+        row = self.to_dict()
+        for kind, seconds in row.pop("exposed_comm_s").items():
+            row[f"exposed_{kind}_s"] = seconds
+        return pd.DataFrame([row])
+
+    def summary(self) -> str:
+        comm = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.exposed_comm_s.items())
+        return "\n".join([
+            f"{self.model} / {self.layout} on {self.gpus} GPUs (PP {self.pp}, DP {self.dp}, "
+            f"{self.micro_batches} micro-batches per pipeline, batch {self.global_batch} x {self.seq_len})",
+            f"  step time        {self.step_time_s:.3f} s",
+            f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s",
+            f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
+            f"  bubble           {self.bubble_fraction * 100:.1f}%",
+            f"  exposed comm     {comm}",
+            f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU",
+            f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
+        ])
+
+
+def resolve(model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None,
+            gpus: int | None) -> tuple[ModelSpec, LayoutSpec, ClusterSpec]:
+    """Turn preset names into specs."""
+    model = model_preset(model) if isinstance(model, str) else model
+    layout = layout_preset(layout) if isinstance(layout, str) else layout
+    if isinstance(cluster, ClusterSpec):
+        if gpus is not None and gpus != cluster.num_gpus:
+            cluster = cluster.with_(num_gpus=gpus)
+    else:
+        if gpus is None:
+            raise ConfigError("gpus", "give the number of GPUs or a ClusterSpec")
+        cluster = cluster_preset(cluster or "h800", gpus)
+    return model, layout, cluster
+
+
+def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
+    """6 x active parameters (no embeddings lookup) + 12 s h per layer for attention."""
+    dense = model.active_params - model.vocab_size * model.hidden_size  # the lookup does no FLOPs
+    return 6.0 * dense + 12.0 * seq_len * model.hidden_size * model.num_layers
+
+
+def simulate(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None = None, *,
+             cluster: ClusterSpec | str | None = None, global_batch: int = DEFAULT_GLOBAL_BATCH,
+             seq_len: int = DEFAULT_SEQ_LEN, micro_batch: int | None = None,
+             calibration: Calibration = DEFAULT_CALIBRATION, memoize: bool = True) -> Report:
+    """Simulate one training step and report it. Presets may be given by name."""
+    wall_start = time.perf_counter()
+    model, layout, cluster = resolve(model, layout, cluster, gpus)
+    if micro_batch is not None:
+        layout = layout.with_(micro_batch=micro_batch)
+    workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
+    result = PipelineEngine(workload, cluster, calibration, memoize=memoize).run()
+    return build_report(workload, cluster, result, time.perf_counter() - wall_start)
+
+
+def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: float) -> Report:
+    stages = result.stages
+    step = result.step_time_s
+    pipeline_end = max(log.pipeline_end_s for log in stages)
+    bubble = sum(1 - log.busy_s / pipeline_end for log in stages) / len(stages)
+    n, dp = workload.layout.intra_size, workload.dp
+    model_flops = sum(log.model_flops for log in stages) * n * dp
+    peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
+    six_n = six_n_flops_per_token(workload.model, workload.seq_len) * workload.tokens_per_step
+    critical = max(stages, key=lambda log: log.end_s)
+    exposed = {kind: critical.exposed_comm_s.get(kind, 0.0) for kind in COMM_KINDS}
+    exposed["pp"] = critical.pp_wait_s
+    exposed["dp"] = critical.dp_exposed_s
+    return Report(
+        model=workload.model.name, layout=workload.layout.name, gpus=cluster.num_gpus,
+        global_batch=workload.global_batch, seq_len=workload.seq_len, dp=dp, pp=workload.pp,
+        micro_batches=workload.micro_batches, step_time_s=step,
+        tokens_per_s=workload.tokens_per_step / step, mfu=model_flops / peak, mfu_6n=six_n / peak,
+        bubble_fraction=bubble, exposed_comm_s=exposed, compute_busy_s=critical.compute_busy_s,
+        peak_memory_gib=peak_memory(workload).total_gib, simulated_ops=result.simulated_ops, sim_wall_s=wall_s,
+    )

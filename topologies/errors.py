@@ -1,0 +1,35 @@
+"""Errors raised by moesim when a configuration value is invalid."""
+
+from __future__ import annotations
+
+import math
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names the field and the rule."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        """Store the offending field and the rule it broke."""
+        super().__init__(f"{field}: {rule}")
+        self.field = field
+        self.rule = rule
+
+    def __str__(self) -> str:
+        """Return the one-line message `field: rule`."""
+        return f"{self.field}: {self.rule}"
+
+
+def check_positive(field: str, value: object) -> None:
+    """Raise ConfigError unless value is a finite real number greater than zero."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(field, f"must be a number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(field, f"must be a finite number > 0, got {value!r}")
+
+
+def check_positive_int(field: str, value: object) -> None:
+    """Raise ConfigError unless value is an int greater than zero."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(field, f"must be an integer, got {value!r}")
+    if value <= 0:
+        raise ConfigError(field, f"must be > 0, got {value!r}")

@@ -1,0 +1,101 @@
+"""GPU hardware specs as frozen data, each number with its source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from topologies.errors import ConfigError, check_positive, check_positive_int
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model: peak compute, memory, and its NVLink port, in SI units."""
+
+    name: str
+    peak_bf16_flops: float  # FLOP/s, dense (no 2:4 sparsity)
+    peak_fp8_flops: float  # FLOP/s, dense
+    hbm_bytes: float  # bytes of device memory
+    hbm_bandwidth_Bps: float  # bytes/s
+    sm_count: int  # streaming multiprocessors
+    nvlink_bandwidth_Bps: float  # bytes/s achievable per direction per GPU (NCCL-class collectives)
+    nvlink_latency_s: float  # seconds per NVLink hop (small-message latency)
+    source: str  # where the numbers come from
+
+    def __post_init__(self) -> None:
+        """Validate that every number is positive; raise ConfigError naming the field."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("name", f"must be a non-empty string, got {self.name!r}")
+        for f in fields(self):
+            if f.name in ("name", "source"):
+                continue
+            value = getattr(self, f.name)
+            if f.name == "sm_count":
+                check_positive_int(f.name, value)
+            else:
+                check_positive(f.name, value)
+
+
+# NVLink latency: assumed 3 us per transfer, the order of NCCL small-message latency inside a node.
+_NVLINK_LATENCY_S = 3e-6
+
+GPU_PRESETS: dict[str, GpuSpec] = {
+    "h800": GpuSpec(
+        name="h800",
+        peak_bf16_flops=989e12,  # paper Table 4; NVIDIA H800 SXM datasheet (dense)
+        peak_fp8_flops=1979e12,  # NVIDIA H800 SXM datasheet (dense)
+        hbm_bytes=80e9,  # 80 GB HBM3, paper Table 4
+        hbm_bandwidth_Bps=3.35e12,  # NVIDIA datasheet 3.35 TB/s (paper Table 4 rounds to 3.4)
+        sm_count=132,  # same GH100 die configuration as H100 SXM
+        # 400 GB/s bidirectional line rate (paper Table 4); ~160 GB/s measured per direction
+        # (DeepSeek-V3 report Sec. 3.2.2; deepseek-ai/DeepSeek-V3 issue #28).
+        nvlink_bandwidth_Bps=160e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="paper Table 4; NVIDIA H800 datasheet; DeepSeek-V3 report Sec. 3.2.2 and issue #28",
+    ),
+    "h100": GpuSpec(
+        name="h100",
+        peak_bf16_flops=989e12,  # NVIDIA H100 SXM datasheet (dense)
+        peak_fp8_flops=1979e12,  # NVIDIA H100 SXM datasheet (dense)
+        hbm_bytes=80e9,  # 80 GB HBM3
+        hbm_bandwidth_Bps=3.35e12,  # NVIDIA H100 SXM datasheet
+        sm_count=132,  # NVIDIA H100 SXM
+        # 450 GB/s per direction line rate; NCCL busbw ~360-370 GB/s (NVIDIA/nccl-tests #212, #326).
+        nvlink_bandwidth_Bps=360e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="NVIDIA H100 SXM datasheet; NVIDIA/nccl-tests issues #212, #326",
+    ),
+    "a100": GpuSpec(
+        name="a100",
+        peak_bf16_flops=312e12,  # paper Table 4; NVIDIA A100 datasheet (dense)
+        # A100 has no FP8 units: set to the BF16 peak so FP8 runs gain nothing on it.
+        peak_fp8_flops=312e12,
+        hbm_bytes=80e9,  # A100 80 GB SXM
+        hbm_bandwidth_Bps=2.0e12,  # paper Table 4 (NVIDIA datasheet: 2,039 GB/s)
+        sm_count=108,  # NVIDIA A100
+        # 600 GB/s bidirectional (paper Table 4) = 300 per direction; 0.8 x 300 achievable, assumed.
+        nvlink_bandwidth_Bps=240e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="paper Table 4; NVIDIA A100 datasheet; NVLink efficiency 0.8 assumed",
+    ),
+    "h20": GpuSpec(
+        name="h20",
+        peak_bf16_flops=148e12,  # paper Table 4; NVIDIA H20 spec (dense)
+        peak_fp8_flops=296e12,  # NVIDIA H20 spec (dense)
+        hbm_bytes=96e9,  # 96 GB HBM3, NVIDIA H20 spec
+        hbm_bandwidth_Bps=4.0e12,  # paper Table 4
+        sm_count=78,  # NVIDIA H20
+        # 900 GB/s bidirectional (paper Table 4) = 450 per direction; 0.8 x 450 achievable, assumed.
+        nvlink_bandwidth_Bps=360e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="paper Table 4; NVIDIA H20 spec; NVLink efficiency 0.8 assumed",
+    ),
+}
+
+
+def gpu_preset(name: str) -> GpuSpec:
+    """Return the GPU preset called name (case-insensitive); ConfigError if unknown."""
+    key = name.lower() if isinstance(name, str) else name
+    if key not in GPU_PRESETS:
+        choices = ", ".join(sorted(GPU_PRESETS))
+        raise ConfigError("gpu", f"unknown preset {name!r}; choose from {choices}")
+    return GPU_PRESETS[key]

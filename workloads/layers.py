@@ -1,0 +1,164 @@
+"""Forward recipes of one MoE transformer layer per GPU, for each intra-node layout.
+
+Shapes follow MegaScale-MoE Fig. 9 (SP+EP) and Megatron-LM's TP with sequence parallelism; byte counts
+follow the paper's Eq. 1-4. All sizes are per GPU, BF16 (2 bytes per element).
+"""
+
+from __future__ import annotations
+
+import math
+
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
+from workloads.ops import (
+    ALL_GATHER,
+    ALL_TO_ALL,
+    ATTENTION,
+    COLLECTIVE,
+    GEMM,
+    HOST_SYNC,
+    MEMORY,
+    REDUCE_SCATTER,
+    Gemm,
+    Step,
+)
+
+BYTES_BF16 = 2
+# Unfused permutation / routing / activation (Megatron-LM at the paper's commit): index expansion,
+# separate gather, probability multiply and scatter kernels. Assumed: 4 kernels and 2 HBM passes where
+# a fused kernel needs 1 and 1.
+UNFUSED_KERNELS = 4
+UNFUSED_PASSES = 2
+
+
+def dispatch_uses_all_gather(model: ModelSpec, layout: LayoutSpec) -> bool:
+    """Sec. 3.2: with top-k above the threshold, AG + local scatter beats the all-to-all."""
+    return layout.ffn == "ep" and model.top_k > layout.a2a_topk_threshold
+
+
+def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
+    """Forward attention FLOPs per GPU: QK^T and AV over the full sequence for heads/n heads.
+
+    Counted without the causal half (FlashAttention's and Megatron's convention); the kernel executes
+    about half of them under the causal mask (see simulator.costs).
+    """
+    heads_local = model.num_heads / layout.intra_size
+    return 4.0 * layout.micro_batch * seq_len * seq_len * model.head_dim * heads_local
+
+
+def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """Norm, QKV projection, FlashAttention, output projection, residual: TP or Ulysses SP."""
+    n, h = layout.intra_size, model.hidden_size
+    tokens = layout.micro_batch * seq_len
+    local = tokens // n  # sequence-sharded tokens per GPU
+    act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
+    norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True)
+    residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
+    flash = Step("flash_attn", ATTENTION, flops=attention_flops(model, layout, seq_len))
+    if layout.attention == "sp":
+        qkv_bytes = local * model.qkv_width * BYTES_BF16
+        return [
+            norm,
+            Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
+            # Eq. 2: Q, K, V to head-sharded layout; (n-1)/n of the buffer leaves the GPU
+            Step("sp_a2a_qkv", COLLECTIVE, collective=ALL_TO_ALL, group="sp",
+                 comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
+            flash,
+            Step("sp_a2a_out", COLLECTIVE, collective=ALL_TO_ALL, group="sp",
+                 comm_bytes=act_local * (n - 1) / n, fuse="next"),
+            Step("o_proj", GEMM, gemm=Gemm(local, h, h)),
+            residual,
+        ]
+    full = tokens * h * BYTES_BF16
+    return [
+        norm,
+        # Eq. 1: all-gather the sequence-sharded input, reduce-scatter the output
+        Step("tp_ag_attn", COLLECTIVE, collective=ALL_GATHER, group="tp",
+             comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True),
+        Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
+        flash,
+        Step("o_proj", GEMM, gemm=Gemm(tokens, h, h // n)),
+        Step("tp_rs_attn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
+             comm_bytes=full * (n - 1) / n, fuse="prev"),
+        residual,
+    ]
+
+
+def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """Router, dispatch, grouped expert GEMMs (SwiGLU), combine: EP or TP experts."""
+    n, h, k, f = layout.intra_size, model.hidden_size, model.top_k, model.expert_ffn_size
+    tokens = layout.micro_batch * seq_len
+    local = tokens // n
+    fused = layout.fused_permute
+    kernels = 1 if fused else UNFUSED_KERNELS
+    passes = 1 if fused else UNFUSED_PASSES
+    steps: list[Step] = [
+        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
+        Step("router", GEMM, gemm=Gemm(local, model.num_experts, h)),
+        Step("router_topk", MEMORY, mem_bytes=passes * 3 * local * model.num_experts * 4, kernels=kernels),
+    ]
+    if layout.ffn == "ep":
+        experts_local = model.num_experts // n
+        routed = local * k  # token copies this GPU sends; balanced routing receives as many
+        routed_bytes = routed * h * BYTES_BF16
+        if dispatch_uses_all_gather(model, layout):
+            full = tokens * h * BYTES_BF16
+            dispatch = Step("ep_ag_dispatch", COLLECTIVE, collective=ALL_GATHER, group="ep",
+                            comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True)
+            combine = Step("ep_rs_combine", COLLECTIVE, collective=REDUCE_SCATTER, group="ep",
+                           comm_bytes=full * (n - 1) / n, fuse="prev")
+        else:
+            # Eq. 3: (k/n) 2bsh (n-1)/n per GPU
+            dispatch = Step("ep_a2a_dispatch", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
+                            comm_bytes=routed_bytes * (n - 1) / n, fuse="next", sar_recompute=True)
+            combine = Step("ep_a2a_combine", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
+                           comm_bytes=routed_bytes * (n - 1) / n, fuse="prev")
+        groups, width, gathered = experts_local, f, routed
+        steps += [Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels,
+                       sar_recompute=True), dispatch]
+    else:
+        full = tokens * h * BYTES_BF16
+        groups, width, gathered = model.num_experts, f // n, tokens * k
+        steps.append(Step("tp_ag_ffn", COLLECTIVE, collective=ALL_GATHER, group="tp",
+                          comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True))
+        if layout.host_sync_per_moe_layer:
+            steps.append(Step("tokens_per_expert_sync", HOST_SYNC))
+        steps.append(Step("permute", MEMORY, mem_bytes=passes * 2 * gathered * h * BYTES_BF16,
+                          kernels=kernels, sar_recompute=True))
+        combine = Step("tp_rs_ffn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
+                       comm_bytes=full * (n - 1) / n, fuse="prev")
+    # Expert GEMMs run on capacity-padded buffers: capacity = cf x balanced tokens per expert.
+    per_expert = math.ceil(gathered / groups * layout.capacity_factor)
+    sequential = layout.expert_gemm == "sequential"
+    slots = per_expert * groups
+    steps += [
+        Step("expert_fc13", GEMM, gemm=Gemm(per_expert, 2 * width, h, groups, sequential)),
+        Step("swiglu", MEMORY, mem_bytes=passes * 3 * slots * width * BYTES_BF16, kernels=kernels),
+        Step("expert_fc2", GEMM, gemm=Gemm(per_expert, h, width, groups, sequential)),
+        combine,
+        Step("unpermute", MEMORY, mem_bytes=passes * (gathered + local) * h * BYTES_BF16, kernels=kernels),
+    ]
+    return steps
+
+
+def layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """The forward steps of one transformer layer on one GPU."""
+    return attention_recipe(model, layout, seq_len) + ffn_recipe(model, layout, seq_len)
+
+
+def embedding_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """Token embedding lookup on the first stage (sequence-sharded)."""
+    local = layout.micro_batch * seq_len // layout.intra_size
+    return [Step("embedding", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16)]
+
+
+def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """Final norm, output projection over the vocabulary and cross-entropy on the last stage."""
+    local = layout.micro_batch * seq_len // layout.intra_size
+    logits_bytes = local * model.vocab_size * 4
+    return [
+        Step("final_norm", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16),
+        Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size)),
+        Step("cross_entropy", MEMORY, mem_bytes=3 * logits_bytes),
+    ]
+

@@ -1,0 +1,115 @@
+"""Parallel layouts: how one training step is split over GPUs, and which system techniques are on.
+
+One dataclass describes every layout; the presets (Megatron-LM, MegaScale-MoE and the Table 5 ablation
+steps) are variations of it, not copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from topologies.errors import ConfigError
+
+ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence parallel) or Ulysses SP
+FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
+SCHEDULES = ("1f1b", "interleaved")
+RECOMPUTE = ("none", "sar", "full")
+EXPERT_GEMMS = ("grouped", "sequential")
+GRAD_SYNC = ("bf16-a2a", "fp32-rs")
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """Parallel degrees and the system techniques of one training configuration."""
+
+    name: str
+    attention: str = "sp"
+    ffn: str = "ep"
+    intra_size: int = 8  # n: GPUs that share one layer inside the node (TP, SP or EP degree)
+    pp: int = 15
+    micro_batch: int = 1
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    inter_op_overlap: bool = True  # communication on its own stream beside independent compute
+    intra_op_overlap: bool = True  # collectives fused into their GEMMs, tile by tile (Sec. 4.2)
+    expert_gemm: str = "grouped"
+    host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
+    fused_permute: bool = True  # permutation, router and activation fused into few kernels
+    recompute: str = "sar"
+    grad_sync: str = "bf16-a2a"  # Sec. 5: BF16 all-to-all + FP32 local sum, or FP32 reduce-scatter
+    zero_stage: int = 1
+    capacity_factor: float = 1.25  # expert GEMMs run on capacity-padded buffers
+    dp_overlap: bool = True  # MegaScale (NSDI'24): DP sync overlapped with the first/last micro-batches
+    a2a_topk_threshold: int = 6  # dispatch switches from all-to-all to AG/RS when top-k exceeds this
+
+    def __post_init__(self) -> None:
+        choices = {
+            "attention": ATTENTION_MODES,
+            "ffn": FFN_MODES,
+            "schedule": SCHEDULES,
+            "recompute": RECOMPUTE,
+            "expert_gemm": EXPERT_GEMMS,
+            "grad_sync": GRAD_SYNC,
+        }
+        for field, allowed in choices.items():
+            if getattr(self, field) not in allowed:
+                raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")
+        for field in ("intra_size", "pp", "micro_batch", "virtual_stages"):
+            if getattr(self, field) < 1:
+                raise ConfigError(f"layout.{field}", "must be a positive integer")
+        if self.zero_stage not in (0, 1, 2, 3):
+            raise ConfigError("layout.zero_stage", "must be 0, 1, 2 or 3")
+        if self.capacity_factor < 1.0:
+            raise ConfigError("layout.capacity_factor", "must be >= 1.0")
+        if self.schedule == "1f1b" and self.virtual_stages != 1:
+            raise ConfigError("layout.virtual_stages", "must be 1 for the 1f1b schedule")
+        if self.intra_op_overlap and not self.inter_op_overlap:
+            raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
+
+    def with_(self, **changes: object) -> LayoutSpec:
+        return replace(self, **changes)
+
+
+# MegaScale-MoE (Sec. 3-5): SP attention, EP experts, both overlaps, SAR, BF16 gradient all-to-all.
+MEGASCALE_MOE = LayoutSpec("megascale-moe")
+
+# Megatron-LM (commit f1f03922, paper Sec. 6): TP=8 with sequence parallelism for attention and
+# experts; the MoE layer of Megatron-Core at that time: all-gather token dispatcher whose token counts
+# go to the host (a device->host sync per MoE layer), SequentialMLP (one GEMM per local expert; grouped
+# GEMM was opt-in), unfused permutation; collectives on the compute stream; FP32 gradient
+# reduce-scatter (distributed optimizer). Recompute is off: activations fit in memory (see memory
+# model). Its DP/PP overlap is MegaScale's (paper Sec. 6), as for MegaScale-MoE.
+MEGATRON_LM = LayoutSpec(
+    "megatron-lm",
+    attention="tp",
+    ffn="tp",
+    inter_op_overlap=False,
+    intra_op_overlap=False,
+    expert_gemm="sequential",
+    host_sync_per_moe_layer=True,
+    fused_permute=False,
+    recompute="none",
+    grad_sync="fp32-rs",
+)
+
+# Table 5 ablation: MegaScale-MoE's own kernels, stepping from TP+TP without overlap to the full system.
+TP_TP = MEGASCALE_MOE.with_(
+    name="tp-tp", attention="tp", ffn="tp", inter_op_overlap=False, intra_op_overlap=False
+)
+SP_EP = MEGASCALE_MOE.with_(name="sp-ep", inter_op_overlap=False, intra_op_overlap=False)
+SP_EP_INTER = MEGASCALE_MOE.with_(name="sp-ep-inter", intra_op_overlap=False)
+SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
+
+LAYOUT_PRESETS: dict[str, LayoutSpec] = {
+    layout.name: layout
+    for layout in (MEGASCALE_MOE, MEGATRON_LM, TP_TP, SP_EP, SP_EP_INTER, SP_EP_INTER_INTRA)
+}
+
+
+def layout_preset(name: str) -> LayoutSpec:
+    """The preset called ``name``, or a ConfigError that lists the choices."""
+    try:
+        return LAYOUT_PRESETS[name]
+    except KeyError:
+        choices = ", ".join(sorted(LAYOUT_PRESETS))
+        raise ConfigError("layout", f"unknown preset '{name}'; choose from {choices}") from None

@@ -1,0 +1,92 @@
+"""The operations of a training step: compute ops with shapes and communication ops with bytes.
+
+Ops carry work (FLOPs, bytes, GEMM shapes), never times: the simulator's cost models turn them into
+time. Dependencies are indices into the task's op list; each op runs on a stream ("compute" or "comm")
+whose ops execute in list order, as CUDA streams do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+COMPUTE = "compute"
+COMM = "comm"
+
+# Op kinds
+GEMM = "gemm"
+ATTENTION = "attention"
+MEMORY = "memory"  # memory-bound elementwise kernels (norms, activations, permutations)
+HOST_SYNC = "host_sync"  # a device-to-host copy the host waits for (e.g. tokens per expert)
+COLLECTIVE = "collective"
+FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE Sec. 4.2)
+
+ALL_TO_ALL = "all_to_all"
+ALL_GATHER = "all_gather"
+REDUCE_SCATTER = "reduce_scatter"
+TRANSPOSE = {ALL_TO_ALL: ALL_TO_ALL, ALL_GATHER: REDUCE_SCATTER, REDUCE_SCATTER: ALL_GATHER}
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group."""
+
+    m: int
+    n: int
+    k: int
+    groups: int = 1
+    sequential: bool = False
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.groups
+
+    def dgrad(self) -> Gemm:
+        """Input gradient: (m x n) @ (n x k)."""
+        return Gemm(self.m, self.k, self.n, self.groups, self.sequential)
+
+    def wgrad(self) -> Gemm:
+        """Weight gradient: (k x m) @ (m x n)."""
+        return Gemm(self.k, self.n, self.m, self.groups, self.sequential)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One kernel (or fused kernel pair) of one GPU; all GPUs of a stage run the same ops."""
+
+    name: str
+    kind: str
+    stream: str
+    deps: tuple[int, ...] = ()
+    layer: int = -1
+    gemm: Gemm | None = None
+    flops: float = 0.0  # executed FLOPs of GEMM / attention kernels
+    model_flops: float = 0.0  # FLOPs counted for MFU (0 for recomputation)
+    attention_backward: bool = False
+    mem_bytes: float = 0.0  # HBM traffic of memory-bound kernels
+    kernels: int = 1
+    collective: str = ""
+    group: str = ""  # "tp" | "sp" | "ep"
+    group_size: int = 1
+    comm_bytes: float = 0.0  # bytes each GPU sends (egress)
+    tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
+
+    @property
+    def is_comm(self) -> bool:
+        return self.kind in (COLLECTIVE, FUSED)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One forward step of a layer recipe; backward is derived from it."""
+
+    name: str
+    kind: str
+    gemm: Gemm | None = None
+    flops: float = 0.0  # attention forward FLOPs as counted (non-causal, FlashAttention's convention)
+    mem_bytes: float = 0.0
+    kernels: int = 1
+    collective: str = ""
+    group: str = ""
+    comm_bytes: float = 0.0
+    fuse: str = ""  # for collectives under intra-op overlap: fuse with the "prev" or "next" GEMM
+    sar_recompute: bool = False  # recomputed / re-communicated in backward under SAR

@@ -1,0 +1,160 @@
+"""One training step of a model under a layout on a number of GPUs: tasks, schedule and sync volumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from topologies.errors import ConfigError
+from workloads.layers import (
+    BYTES_BF16,
+    embedding_recipe,
+    head_recipe,
+    layer_recipe,
+)
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
+from workloads.ops import Op
+from workloads.schedules import FORWARD, Task, stage_order
+from workloads.tasks import LayerSteps, backward_ops, forward_ops
+
+DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
+DEFAULT_SEQ_LEN = 8192
+
+
+@dataclass(frozen=True)
+class StepWorkload:
+    """Everything one training step must do, per GPU, with no notion of time."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    num_gpus: int
+    gpus_per_node: int
+    global_batch: int = DEFAULT_GLOBAL_BATCH
+    seq_len: int = DEFAULT_SEQ_LEN
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        validate(self.model, self.layout, self.num_gpus, self.gpus_per_node, self.global_batch, self.seq_len)
+
+    # --- sizes -----------------------------------------------------------------------------------
+    @property
+    def pp(self) -> int:
+        return self.layout.pp
+
+    @property
+    def chunks(self) -> int:
+        return self.layout.virtual_stages
+
+    @property
+    def dp(self) -> int:
+        return self.num_gpus // (self.layout.intra_size * self.layout.pp)
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per pipeline (per data-parallel replica) per step."""
+        return self.global_batch // (self.dp * self.layout.micro_batch)
+
+    @property
+    def layers_per_chunk(self) -> int:
+        return self.model.num_layers // (self.pp * self.chunks)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+    @property
+    def pp_bytes_per_gpu(self) -> float:
+        """Activation (or its gradient) each GPU sends to the next stage: [b, s/n, h] in BF16."""
+        local = self.layout.micro_batch * self.seq_len // self.layout.intra_size
+        return local * self.model.hidden_size * BYTES_BF16
+
+    # --- parameters per GPU ------------------------------------------------------------------------
+    def layer_params_per_gpu(self) -> tuple[float, float]:
+        """(parameters held, parameters whose gradients cross the NICs) per GPU for one layer.
+
+        SP replicates attention weights inside the node; their gradients are reduced hierarchically
+        (App. A.1), so the inter-node bytes equal TP's: 1/n of them per GPU.
+        """
+        m, n = self.model, self.layout.intra_size
+        experts = m.num_experts * m.expert_params / n  # EP: E/n whole experts; TP: every expert / n
+        attention = m.attention_params / n
+        held = experts + (m.attention_params if self.layout.attention == "sp" else attention)
+        small = m.hidden_size * (m.num_experts + 2)  # router and norms, replicated
+        return held + small, experts + attention + small
+
+    def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
+        held, synced = self.layer_params_per_gpu()
+        layers = self.layers_per_chunk * self.chunks
+        extra = 0.0
+        vocab = self.model.vocab_size * self.model.hidden_size / self.layout.intra_size
+        if stage == 0:
+            extra += vocab
+        if stage == self.pp - 1:
+            extra += vocab
+        return held * layers + extra, synced * layers + extra
+
+    # --- tasks -------------------------------------------------------------------------------------
+    def stage_order(self, stage: int) -> list[Task]:
+        return stage_order(self.layout.schedule, stage, self.pp, self.micro_batches, self.chunks)
+
+    def task_key(self, stage: int, task: Task) -> tuple[str, bool, bool]:
+        """Tasks with equal keys have identical op lists."""
+        first = stage == 0 and task.chunk == 0
+        last = stage == self.pp - 1 and task.chunk == self.chunks - 1
+        return task.direction, first, last
+
+    def task_ops(self, key: tuple[str, bool, bool]) -> tuple[Op, ...]:
+        """The op list of a task with the given key (built once, then cached)."""
+        if key not in self._cache:
+            direction, first, last = key
+            layers = self._chunk_layers(first, last)
+            ops = forward_ops(layers, self.layout) if direction == FORWARD else backward_ops(layers, self.layout)
+            self._cache[key] = tuple(ops)
+        return self._cache[key]
+
+    @cached_property
+    def _layer_steps(self):
+        return layer_recipe(self.model, self.layout, self.seq_len)
+
+    def _chunk_layers(self, first: bool, last: bool) -> list[LayerSteps]:
+        steps = self._layer_steps
+        layers: list[LayerSteps] = [(i, steps) for i in range(self.layers_per_chunk)]
+        if first:
+            layers.insert(0, (-1, embedding_recipe(self.model, self.layout, self.seq_len)))
+        if last:
+            layers.append((self.layers_per_chunk, head_recipe(self.model, self.layout, self.seq_len)))
+        return layers
+
+
+def validate(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int, global_batch: int,
+             seq_len: int) -> None:
+    """Raise ConfigError (naming the field) unless the layout can run the model on the cluster."""
+    n = layout.intra_size
+    if global_batch <= 0:
+        raise ConfigError("global_batch", f"must be positive, got {global_batch}")
+    if seq_len <= 0:
+        raise ConfigError("seq_len", f"must be positive, got {seq_len}")
+    if n > gpus_per_node or gpus_per_node % n:
+        raise ConfigError("layout.intra_size",
+                          f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs")
+    if num_gpus % (n * layout.pp):
+        raise ConfigError("gpus", f"{num_gpus} is not a multiple of intra_size x pp = {n * layout.pp}")
+    if model.num_heads % n:
+        raise ConfigError("model.num_heads", f"{model.num_heads} heads not divisible by TP/SP degree {n}")
+    if layout.ffn == "ep" and model.num_experts % n:
+        raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {n}")
+    if layout.ffn == "tp" and model.expert_ffn_size % n:
+        raise ConfigError("model.expert_ffn_size", f"not divisible by TP degree {n}")
+    if (layout.micro_batch * seq_len) % n:
+        raise ConfigError("seq_len", f"micro_batch x seq_len must be divisible by {n}")
+    stages = layout.pp * layout.virtual_stages
+    if model.num_layers % stages:
+        raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
+    dp = num_gpus // (n * layout.pp)
+    if global_batch % (dp * layout.micro_batch):
+        raise ConfigError("global_batch",
+                          f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}")
+    micro_batches = global_batch // (dp * layout.micro_batch)
+    if layout.schedule == "interleaved" and micro_batches % layout.pp:
+        raise ConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({micro_batches}) divisible by pp")

@@ -1,0 +1,188 @@
+"""Forward and backward op lists of one pipeline task (a chunk of layers for one micro-batch).
+
+Backward is derived from the forward recipe: GEMMs split into input- and weight-gradient GEMMs,
+collectives are transposed (all-gather <-> reduce-scatter), attention backward costs 2.5x forward
+(FlashAttention's convention: the backward recomputes QK^T). With inter-op overlap, communication runs
+on the comm stream and the weight-gradient GEMM is issued after it, so it hides the collective
+(MegaScale-MoE Sec. 4.1). With intra-op overlap, each collective is fused with its adjacent GEMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from workloads.layouts import LayoutSpec
+from workloads.ops import (
+    ATTENTION,
+    COLLECTIVE,
+    COMM,
+    COMPUTE,
+    FUSED,
+    GEMM,
+    HOST_SYNC,
+    MEMORY,
+    TRANSPOSE,
+    Op,
+    Step,
+)
+
+ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs
+MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
+
+LayerSteps = tuple[int, list[Step]]  # (layer index, forward recipe)
+
+
+class _OpList:
+    """Appends ops and hands out their indices."""
+
+    def __init__(self, layout: LayoutSpec) -> None:
+        self.ops: list[Op] = []
+        self.comm_stream = COMM if layout.inter_op_overlap else COMPUTE
+        self.fuse = layout.intra_op_overlap
+        self.group_size = layout.intra_size
+
+    def add(self, op: Op) -> int:
+        self.ops.append(op)
+        return len(self.ops) - 1
+
+    def compute(self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False,
+                recompute: bool = False, gemm=None, name: str = "") -> int:
+        counted = 0.0
+        flops = 0.0
+        kind = step.kind
+        mem_bytes = step.mem_bytes * (MEMORY_BACKWARD_FACTOR if backward else 1.0)
+        if kind == GEMM:
+            flops = gemm.flops
+        elif kind == ATTENTION:
+            flops = step.flops * (ATTENTION_BACKWARD_FACTOR if backward else 1.0)
+        if not recompute:
+            counted = flops
+        return self.add(Op(name or step.name, kind, COMPUTE, deps, layer, gemm=gemm, flops=flops,
+                           model_flops=counted, attention_backward=backward and kind == ATTENTION,
+                           mem_bytes=mem_bytes, kernels=step.kernels))
+
+    def collective(self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False,
+                   name: str = "") -> int:
+        kind = TRANSPOSE[step.collective] if backward else step.collective
+        return self.add(Op(name or step.name, COLLECTIVE, self.comm_stream, deps, layer, collective=kind,
+                           group=step.group, group_size=self.group_size, comm_bytes=step.comm_bytes))
+
+    def fuse_into(self, gemm_index: int, comm: Step, backward: bool) -> None:
+        """Turn the GEMM op at ``gemm_index`` into a fused GEMM + collective op."""
+        op = self.ops[gemm_index]
+        kind = TRANSPOSE[comm.collective] if backward else comm.collective
+        self.ops[gemm_index] = replace(op, name=f"{op.name}+{comm.name}", kind=FUSED, collective=kind,
+                                       group=comm.group, group_size=self.group_size,
+                                       comm_bytes=comm.comm_bytes, tiles=self.group_size)
+
+
+def forward_ops(layers: list[LayerSteps], layout: LayoutSpec, *, recompute: bool = False) -> list[Op]:
+    """The forward op chain of a chunk of layers."""
+    ops = _OpList(layout)
+    _emit_forward(ops, layers, (), recompute)
+    return ops.ops
+
+
+def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...], recompute: bool) -> int:
+    last = deps[0] if deps else -1
+    for layer, steps in layers:
+        pending_comm: Step | None = None
+        for step in steps:
+            deps = (last,) if last >= 0 else ()
+            if step.kind == COLLECTIVE:
+                if ops.fuse and step.fuse == "prev" and last >= 0 and ops.ops[last].kind == GEMM:
+                    ops.fuse_into(last, step, backward=False)
+                elif ops.fuse and step.fuse == "next":
+                    pending_comm = step
+                else:
+                    last = ops.collective(step, layer, deps)
+                continue
+            if step.kind == HOST_SYNC:
+                last = ops.add(Op(step.name, HOST_SYNC, COMPUTE, deps, layer))
+                continue
+            last = ops.compute(step, layer, deps, recompute=recompute, gemm=step.gemm,
+                               name=f"{step.name}.recompute" if recompute else "")
+            if pending_comm is not None and step.kind == GEMM:
+                ops.fuse_into(last, pending_comm, backward=False)
+                pending_comm = None
+            elif pending_comm is not None:  # nothing to fuse with: run it as a plain collective
+                last = ops.collective(pending_comm, layer, (last,))
+                pending_comm = None
+    return last
+
+
+def backward_ops(layers: list[LayerSteps], layout: LayoutSpec) -> list[Op]:
+    """The backward ops of a chunk of layers, last layer first, with recomputation per the layout."""
+    ops = _OpList(layout)
+    grad = -1
+    for layer, steps in reversed(layers):
+        recomputed = _emit_recompute(ops, layer, steps, layout, grad)
+        if layout.recompute == "full":
+            grad = recomputed.get(-1, grad)
+        grad = _emit_layer_backward(ops, layer, steps, grad, recomputed)
+    return ops.ops
+
+
+def _emit_recompute(ops: _OpList, layer: int, steps: list[Step], layout: LayoutSpec,
+                    grad: int) -> dict[int, int]:
+    """Recompute ops at the start of a layer's backward; returns forward position -> op index."""
+    if layout.recompute == "full":
+        deps = (grad,) if grad >= 0 else ()
+        last = _emit_forward(ops, [(layer, steps)], deps, recompute=True)
+        return {-1: last}
+    if layout.recompute != "sar":
+        return {}
+    done: dict[int, int] = {}
+    last = -1
+    for position, step in enumerate(steps):
+        if not step.sar_recompute:
+            continue
+        deps = (last,) if last >= 0 else ()
+        if step.kind == COLLECTIVE:
+            last = ops.collective(step, layer, deps, name=f"{step.name}.recompute")
+        else:
+            last = ops.compute(step, layer, deps, recompute=True, gemm=step.gemm, name=f"{step.name}.recompute")
+        done[position] = last
+    return done
+
+
+def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
+                         recomputed: dict[int, int]) -> int:
+    deferred_wgrads: list[tuple[Step, tuple[int, ...]]] = []
+    pending_comm: Step | None = None
+
+    def flush() -> None:
+        for step, deps in deferred_wgrads:
+            ops.compute(step, layer, deps, backward=True, gemm=step.gemm.wgrad(), name=f"{step.name}.wgrad")
+        deferred_wgrads.clear()
+
+    for position in range(len(steps) - 1, -1, -1):
+        step = steps[position]
+        deps = (grad,) if grad >= 0 else ()
+        if position - 1 in recomputed:  # this step consumes a recomputed forward value
+            deps += (recomputed[position - 1],)
+        if step.kind == HOST_SYNC:
+            continue
+        if step.kind == COLLECTIVE:
+            if ops.fuse and step.fuse == "next" and grad >= 0 and ops.ops[grad].kind == GEMM:
+                ops.fuse_into(grad, step, backward=True)  # fused with the dgrad just issued
+            elif ops.fuse and step.fuse == "prev":
+                pending_comm = step  # fused with the next dgrad
+            else:
+                grad = ops.collective(step, layer, deps, backward=True, name=f"{step.name}.bwd")
+            flush()
+            continue
+        flush()
+        if step.kind == GEMM:
+            grad = ops.compute(step, layer, deps, backward=True, gemm=step.gemm.dgrad(), name=f"{step.name}.dgrad")
+            deferred_wgrads.append((step, deps))
+            if pending_comm is not None:
+                ops.fuse_into(grad, pending_comm, backward=True)
+                pending_comm = None
+        else:
+            grad = ops.compute(step, layer, deps, backward=True, name=f"{step.name}.bwd")
+            if pending_comm is not None:
+                grad = ops.collective(pending_comm, layer, (grad,), backward=True, name=f"{pending_comm.name}.bwd")
+                pending_comm = None
+    flush()
+    return grad
