@@ -43,10 +43,24 @@ def activation_bytes_per_layer(workload: StepWorkload) -> float:
     if layout.recompute == "sar":
         factor = 2 * k * f + 4 + 2 / m.q_per_kv
     elif layout.recompute == "full":
-        factor = 1
+        return bsh_over_n_bytes  # only the layer input
     else:
         factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv
-    return factor * bsh_over_n_bytes
+    return factor * bsh_over_n_bytes + _dispatcher_bytes(workload)
+
+
+def _dispatcher_bytes(workload: StepWorkload) -> float:
+    """What a TP all-gather dispatcher keeps beyond the paper's formula (Megatron-Core at the paper's
+    commit): every GPU holds all b s k permuted token copies, and the unfused permutation saves the
+    int64 index expanded to [b s k, h] for its gather/scatter backward."""
+    layout, m = workload.layout, workload.model
+    if layout.ffn != "tp":
+        return 0.0
+    copies = layout.micro_batch * workload.seq_len * m.top_k
+    kept = copies * m.hidden_size * BYTES_BF16
+    if not layout.fused_permute:
+        kept += copies * m.hidden_size * 8
+    return kept
 
 
 def in_flight_micro_batches(workload: StepWorkload, stage: int) -> int:

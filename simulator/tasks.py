@@ -10,7 +10,7 @@ from simulator.calibration import Calibration
 from simulator.costs import collective_latency_s, collective_wire_bytes, compute_time_s, fused_tail_s
 from simulator.network import FluidNetwork
 from topologies.hardware import GpuSpec
-from workloads.ops import COLLECTIVE, COMPUTE, FUSED, Op
+from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, Op
 
 
 @dataclass
@@ -31,6 +31,7 @@ class OpCosts:
     compute_s: tuple[float, ...]
     wire_bytes: tuple[float, ...]
     latency_s: tuple[float, ...]
+    launch_s: tuple[float, ...]  # host time to issue the op's kernels
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -38,6 +39,7 @@ class OpCosts:
             tuple(compute_time_s(op, gpu, cal) for op in ops),
             tuple(collective_wire_bytes(op, cal) if op.is_comm else 0.0 for op in ops),
             tuple(collective_latency_s(op.group_size, step_latency_s) if op.is_comm else 0.0 for op in ops),
+            tuple(op.kernels * cal.host_launch_s for op in ops),
         )
 
 
@@ -50,20 +52,35 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     over the representative GPU's links: every member does the same at the same time.
     """
     done = [env.event() for _ in ops]
+    issued = [env.event() for _ in ops]
+    env.process(_host(env, ops, costs, done, issued))
     streams: dict[str, list[int]] = {}
     for index, op in enumerate(ops):
         streams.setdefault(op.stream, []).append(index)
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, timing))
+    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, issued, timing))
              for indices in streams.values()]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
     return finished
 
 
-def _stream(env, ops, indices, costs, network, comm_links, done, timing):
+def _host(env, ops, costs, done, issued):
+    """The host thread issues kernels in program order, each costing launch time; at a device-to-host
+    sync it waits for the GPU to reach that point, so the GPU then idles until the host catches up."""
+    for index, op in enumerate(ops):
+        if costs.launch_s[index]:
+            yield env.timeout(costs.launch_s[index])
+        issued[index].succeed()
+        if op.kind == HOST_SYNC:
+            yield done[index]
+
+
+def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing):
     for index in indices:
         op = ops[index]
+        if not issued[index].triggered:
+            yield issued[index]
         for dep in op.deps:
             if not done[dep].triggered:
                 yield done[dep]
@@ -75,8 +92,10 @@ def _stream(env, ops, indices, costs, network, comm_links, done, timing):
         elif op.kind == FUSED:
             compute_s = costs.compute_s[index]
             comm = network.transfer(comm_links, costs.wire_bytes[index])
+            comm_end = []
+            comm.callbacks.append(lambda _e: comm_end.append(env.now))
             yield env.timeout(compute_s) & comm
-            comm_s = env.now - begin
+            comm_s = comm_end[0] - begin
             yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
         else:
             yield env.timeout(costs.compute_s[index])

@@ -77,8 +77,10 @@ MEGASCALE_MOE = LayoutSpec("megascale-moe")
 # experts; the MoE layer of Megatron-Core at that time: all-gather token dispatcher whose token counts
 # go to the host (a device->host sync per MoE layer), SequentialMLP (one GEMM per local expert; grouped
 # GEMM was opt-in), unfused permutation; collectives on the compute stream; FP32 gradient
-# reduce-scatter (distributed optimizer). Recompute is off: activations fit in memory (see memory
-# model). Its DP/PP overlap is MegaScale's (paper Sec. 6), as for MegaScale-MoE.
+# reduce-scatter (distributed optimizer). Full per-layer recomputation: without it the all-gather
+# dispatcher's activations (all b s k token copies per GPU plus the int64 index expanded to [b s k, h])
+# put stage 0 at ~120 GiB per GPU (simulator.memory), over the H800's 80 GB; Megatron's selective
+# recompute (core attention only) does not remove them. DP/PP overlap as MegaScale's (paper Sec. 6).
 MEGATRON_LM = LayoutSpec(
     "megatron-lm",
     attention="tp",
@@ -88,7 +90,7 @@ MEGATRON_LM = LayoutSpec(
     expert_gemm="sequential",
     host_sync_per_moe_layer=True,
     fused_permute=False,
-    recompute="none",
+    recompute="full",
     grad_sync="fp32-rs",
 )
 
