@@ -34,3 +34,22 @@ def bar_comparison(path: Path, *, title: str, categories: list[str], xlabel: str
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def line_comparison(path: Path, *, title: str, x: list, xlabel: str, ylabel: str, series: dict[str, object],
+                    markers: dict[str, object] | None = None) -> None:
+    """Lines for simulated series; optional paper points as markers."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for i, (label, values) in enumerate(series.items()):
+        ax.plot(x, list(values), marker="o", label=label, color=_COLOURS[(2 * i + 1) % len(_COLOURS)])
+    for i, (label, values) in enumerate((markers or {}).items()):
+        ax.plot(x, list(values), linestyle="none", marker="x", markersize=9, label=label,
+                color=_COLOURS[(2 * i + 1) % len(_COLOURS)])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

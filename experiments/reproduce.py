@@ -5,10 +5,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from experiments import table3
+from experiments import fig7, single_node, table3, table5, weak_scaling
 from simulator.calibration import DEFAULT_CALIBRATION
 
-REPRODUCTIONS = {"table3": table3.run}
+REPRODUCTIONS = {
+    "table3": table3.run,
+    "weak-scaling": weak_scaling.run,
+    "table5": table5.run,
+    "fig7": fig7.run,
+    "fig14": single_node.run_fig14,
+    "fig16": single_node.run_fig16,
+    "fig17": single_node.run_fig17,
+}
 
 HEADER = """# Reproduction of MegaScale-MoE (EuroSys '26) with moesim
 

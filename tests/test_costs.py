@@ -1,0 +1,196 @@
+"""Cost models (simulator.costs) on a made-up GPU, each expected value worked out by hand.
+
+The toy GPU has 100 SMs and a round 100 TFLOP/s BF16 peak, so one SM does 1e12 FLOP/s; with an MMA
+efficiency of 1.0 and 128 x 128 tiles, one tile of a GEMM with k = 1000 costs
+    2 * 128 * 128 * 1000 FLOP = 32,768,000 FLOP  /  1e12 FLOP/s  = 32.768 us.
+Every calibration constant the tests depend on is spelled out (never DEFAULT_CALIBRATION).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.calibration import Calibration
+from simulator.costs import (
+    attention_time_s,
+    collective_latency_s,
+    collective_wire_bytes,
+    compute_time_s,
+    fused_tail_s,
+    gemm_time_s,
+    memory_time_s,
+)
+from topologies.hardware import GpuSpec
+from workloads.ops import (
+    ALL_GATHER,
+    ALL_TO_ALL,
+    ATTENTION,
+    COLLECTIVE,
+    COMM,
+    COMPUTE,
+    GEMM,
+    HOST_SYNC,
+    MEMORY,
+    REDUCE_SCATTER,
+    Gemm,
+    Op,
+)
+
+TOY_GPU = GpuSpec(
+    name="toy",
+    peak_bf16_flops=100e12,  # 1e12 FLOP/s per SM
+    peak_fp8_flops=200e12,
+    hbm_bytes=80e9,
+    hbm_bandwidth_Bps=1e12,
+    sm_count=100,
+    nvlink_bandwidth_Bps=100e9,
+    nvlink_latency_s=1e-6,
+    source="made up for tests",
+)
+
+CAL = Calibration(
+    gemm_tile_m=128,
+    gemm_tile_n=128,
+    gemm_mma_efficiency=1.0,
+    attention_fwd_efficiency=0.5,
+    attention_bwd_efficiency=0.25,
+    attention_causal_fraction=0.5,
+    memory_efficiency=1.0,
+    kernel_overhead_s=0.0,
+    host_launch_s=0.0,
+    host_sync_s=50e-6,
+    all_to_all_efficiency=0.5,
+    ring_efficiency=1.0,
+)
+
+TILE_S = 2 * 128 * 128 * 1000 / 1e12  # 32.768e-6 s: one tile (= one full wave) with k = 1000
+
+
+def test_tile_time_constant() -> None:
+    """The hand-computed tile time used below: 32,768,000 FLOP at 1e12 FLOP/s per SM."""
+    assert TILE_S == pytest.approx(32.768e-6, rel=1e-12)
+
+
+def test_one_full_wave_gemm() -> None:
+    """1280 x 1280 outputs = 10 x 10 = 100 tiles = exactly one wave on 100 SMs.
+
+    Memory side: 2 B * (1280*1000 + 1000*1280 + 1280*1280) = 8,396,800 B at 1e12 B/s = 8.4 us < 32.8 us,
+    so the GEMM is compute-bound and costs one tile time, 32.768 us.
+    """
+    gemm = Gemm(m=1280, n=1280, k=1000)
+    assert gemm_time_s(gemm, TOY_GPU, CAL) == pytest.approx(32.768e-6, rel=1e-12)
+
+
+def test_wave_quantization_101_tiles_costs_two_waves() -> None:
+    """101 tiles (12,928 x 128) on 100 SMs: the 101st tile needs a second wave -> 2 x 32.768 us.
+
+    Memory: 2 * (12928*1000 + 1000*128 + 12928*128) = 29,421,568 B -> 29.4 us < 65.5 us (compute-bound).
+    """
+    one_wave = gemm_time_s(Gemm(m=128 * 100, n=128, k=1000), TOY_GPU, CAL)
+    two_waves = gemm_time_s(Gemm(m=128 * 101, n=128, k=1000), TOY_GPU, CAL)
+    assert one_wave == pytest.approx(32.768e-6, rel=1e-12)
+    assert two_waves == pytest.approx(2 * 32.768e-6, rel=1e-12)  # 65.536 us
+
+
+def test_partial_tiles_round_up() -> None:
+    """m = 1281 needs ceil(1281/128) = 11 tile rows; 11 x 10 = 110 tiles -> 2 waves = 65.536 us."""
+    assert gemm_time_s(Gemm(m=1281, n=1280, k=1000), TOY_GPU, CAL) == pytest.approx(65.536e-6, rel=1e-12)
+
+
+def test_grouped_gemm_packs_tiles_sequential_launches_per_group() -> None:
+    """Three groups of 50 tiles (640 x 1280 each).
+
+    Grouped (one kernel): 3 * 50 = 150 tiles -> ceil(150/100) = 2 waves = 65.536 us.
+    Sequential (a kernel per group): each 50 tiles -> 1 wave; 3 groups x 32.768 us = 98.304 us.
+    Sequential = groups x the single-group kernel.
+    """
+    single = gemm_time_s(Gemm(640, 1280, 1000), TOY_GPU, CAL)
+    grouped = gemm_time_s(Gemm(640, 1280, 1000, groups=3), TOY_GPU, CAL)
+    sequential = gemm_time_s(Gemm(640, 1280, 1000, groups=3, sequential=True), TOY_GPU, CAL)
+    assert single == pytest.approx(32.768e-6, rel=1e-12)
+    assert grouped == pytest.approx(65.536e-6, rel=1e-12)
+    assert sequential == pytest.approx(98.304e-6, rel=1e-12)
+    assert sequential == pytest.approx(3 * single, rel=1e-12)
+
+
+def test_kernel_overhead_once_per_kernel() -> None:
+    """With a 4 us launch gap: grouped = 2 waves + 4 us = 69.536 us; sequential = 3 x (32.768 + 4) = 110.304 us."""
+    cal = CAL.with_(kernel_overhead_s=4e-6)
+    grouped = gemm_time_s(Gemm(640, 1280, 1000, groups=3), TOY_GPU, cal)
+    sequential = gemm_time_s(Gemm(640, 1280, 1000, groups=3, sequential=True), TOY_GPU, cal)
+    assert grouped == pytest.approx(69.536e-6, rel=1e-12)
+    assert sequential == pytest.approx(110.304e-6, rel=1e-12)
+
+
+def test_mma_efficiency_scales_tile_time() -> None:
+    """At 50% MMA efficiency one SM does 0.5e12 FLOP/s: the one-wave GEMM takes 65.536 us."""
+    cal = CAL.with_(gemm_mma_efficiency=0.5)
+    assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, cal) == pytest.approx(65.536e-6, rel=1e-12)
+
+
+def test_memory_bound_gemm() -> None:
+    """128 x 128 x 1000 on a 1 GB/s HBM: 2 * (128*1000 + 1000*128 + 128*128) = 544,768 B -> 544.768 us,
+    far above its one tile (32.768 us), so the memory roofline wins."""
+    slow = GpuSpec("slow-hbm", 100e12, 200e12, 80e9, 1e9, 100, 100e9, 1e-6, "made up")
+    assert gemm_time_s(Gemm(128, 128, 1000), slow, CAL) == pytest.approx(544.768e-6, rel=1e-12)
+
+
+def test_gemm_flops_and_transposes() -> None:
+    """FLOPs = 2 m n k groups; dgrad is (m x n)@(n x k), wgrad (k x m)@(m x n); both keep the FLOPs."""
+    gemm = Gemm(m=3, n=5, k=7, groups=2, sequential=True)
+    assert gemm.flops == 2 * 3 * 5 * 7 * 2 == 420
+    assert gemm.dgrad() == Gemm(3, 7, 5, 2, True)
+    assert gemm.wgrad() == Gemm(7, 5, 3, 2, True)
+    assert gemm.dgrad().flops == gemm.wgrad().flops == 420
+
+
+def test_attention_time() -> None:
+    """1e12 counted FLOPs, causal half executed: forward 0.5e12 / (100e12 * 0.5) = 10 ms;
+    backward 0.5e12 / (100e12 * 0.25) = 20 ms."""
+    assert attention_time_s(1e12, False, TOY_GPU, CAL) == pytest.approx(0.010, rel=1e-12)
+    assert attention_time_s(1e12, True, TOY_GPU, CAL) == pytest.approx(0.020, rel=1e-12)
+
+
+def test_memory_kernels() -> None:
+    """3e9 B at 1e12 B/s * 0.8 = 3.75 ms, plus 4 kernels x 5 us = 20 us -> 3.77 ms."""
+    cal = CAL.with_(memory_efficiency=0.8, kernel_overhead_s=5e-6)
+    assert memory_time_s(3e9, 4, TOY_GPU, cal) == pytest.approx(3.77e-3, rel=1e-12)
+
+
+def test_compute_time_dispatch_by_kind() -> None:
+    """compute_time_s routes each op kind to its model; communication has no compute time."""
+    gemm_op = Op("g", GEMM, COMPUTE, gemm=Gemm(1280, 1280, 1000))
+    attn_op = Op("a", ATTENTION, COMPUTE, flops=1e12, attention_backward=True)
+    mem_op = Op("m", MEMORY, COMPUTE, mem_bytes=2e9, kernels=1)
+    sync_op = Op("s", HOST_SYNC, COMPUTE)
+    comm_op = Op("c", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=1e9, group_size=8)
+    assert compute_time_s(gemm_op, TOY_GPU, CAL) == pytest.approx(32.768e-6, rel=1e-12)
+    assert compute_time_s(attn_op, TOY_GPU, CAL) == pytest.approx(0.020, rel=1e-12)
+    assert compute_time_s(mem_op, TOY_GPU, CAL) == pytest.approx(2e-3, rel=1e-12)  # 2e9 / 1e12
+    assert compute_time_s(sync_op, TOY_GPU, CAL) == 50e-6
+    assert compute_time_s(comm_op, TOY_GPU, CAL) == 0.0
+    with pytest.raises(ValueError):
+        compute_time_s(Op("shapeless", GEMM, COMPUTE), TOY_GPU, CAL)
+
+
+def test_collective_wire_bytes_efficiencies() -> None:
+    """All-to-all pays 1 / all_to_all_efficiency (0.5 -> 2x); ring AG / RS pay 1 / ring_efficiency (1x)."""
+    a2a = Op("a2a", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=7e6, group_size=8)
+    ag = Op("ag", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=7e6, group_size=8)
+    rs = Op("rs", COLLECTIVE, COMM, collective=REDUCE_SCATTER, comm_bytes=7e6, group_size=8)
+    assert collective_wire_bytes(a2a, CAL) == pytest.approx(14e6, rel=1e-12)
+    assert collective_wire_bytes(ag, CAL) == pytest.approx(7e6, rel=1e-12)
+    assert collective_wire_bytes(rs, CAL.with_(ring_efficiency=0.8)) == pytest.approx(8.75e6, rel=1e-12)
+
+
+def test_collective_latency_one_step_per_peer() -> None:
+    """n - 1 steps: 8 GPUs at 3 us -> 21 us; a group of one has no peers -> 0."""
+    assert collective_latency_s(8, 3e-6) == pytest.approx(21e-6, rel=1e-12)
+    assert collective_latency_s(1, 3e-6) == 0.0
+
+
+def test_fused_tail() -> None:
+    """Compute 4 ms, comm 2 ms, 8 tiles: the non-overlapped chunk is min(4, 2) / 8 = 0.25 ms."""
+    assert fused_tail_s(4e-3, 2e-3, 8) == pytest.approx(0.25e-3, rel=1e-12)
+    assert fused_tail_s(1e-3, 3e-3, 4) == pytest.approx(0.25e-3, rel=1e-12)  # min(1, 3) / 4
+    assert fused_tail_s(1e-3, 3e-3, 0) == pytest.approx(1e-3, rel=1e-12)  # tiles clamp to 1

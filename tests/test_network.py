@@ -1,0 +1,97 @@
+"""The fluid max-min-fair network (simulator.network.FluidNetwork), with hand-computed finish times."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from simulator.network import FluidNetwork
+
+GB = 1e9
+
+
+def _finish_times(env: simpy.Environment, network: FluidNetwork, flows: list) -> list[float]:
+    """Start each (start_s, links, nbytes) flow at its time; return when each one's last byte lands."""
+    finished: dict[int, float] = {}
+
+    def flow(index, start_s, links, nbytes):
+        yield env.timeout(start_s)
+        yield network.transfer(links, nbytes)
+        finished[index] = env.now
+
+    for index, (start_s, links, nbytes) in enumerate(flows):
+        env.process(flow(index, start_s, links, nbytes))
+    env.run()
+    return [finished[i] for i in range(len(flows))]
+
+
+def test_point_to_point_over_nic() -> None:
+    """100 GB from GPU 0's NIC to GPU 1's NIC at 50 GB/s: 100e9 / 50e9 = 2 s exactly."""
+    env = simpy.Environment()
+    net = FluidNetwork(env, {("nic_out", 0): 50 * GB, ("nic_in", 1): 50 * GB})
+    (done,) = _finish_times(env, net, [(0.0, [("nic_out", 0), ("nic_in", 1)], 100 * GB)])
+    assert done == pytest.approx(2.0, rel=1e-12)
+    assert net.bytes_sent == {("nic_out", 0): 100 * GB, ("nic_in", 1): 100 * GB}
+    assert net.active_flows == 0
+
+
+def test_lone_flow_runs_at_its_bottleneck() -> None:
+    """Out at 50 GB/s, in at 25 GB/s: the flow runs at 25 GB/s, so 50 GB takes 2 s."""
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"out": 50 * GB, "in": 25 * GB})
+    assert _finish_times(env, net, [(0.0, ["out", "in"], 50 * GB)]) == pytest.approx([2.0], rel=1e-12)
+
+
+def test_two_transfers_sharing_a_link_take_twice_as_long() -> None:
+    """Alone: 1 GB at 1 GB/s = 1 s. Two at once on the same link each get 0.5 GB/s: both land at 2 s."""
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"link": 1 * GB})
+    assert _finish_times(env, net, [(0.0, ["link"], 1 * GB)]) == pytest.approx([1.0], rel=1e-12)
+
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"link": 1 * GB})
+    times = _finish_times(env, net, [(0.0, ["link"], 1 * GB), (0.0, ["link"], 1 * GB)])
+    assert times == pytest.approx([2.0, 2.0], rel=1e-12)
+
+
+def test_max_min_fairness_three_flows_two_links() -> None:
+    """Links A = 1 GB/s, B = 2 GB/s. Flow 1 crosses A and B, flow 2 only A, flow 3 only B.
+
+    Progressive filling: fair shares A 1/2 = 0.5, B 2/2 = 1.0; A is the bottleneck, so flows 1 and 2 get
+    0.5 GB/s; B has 2 - 0.5 = 1.5 GB/s left for flow 3 alone -> rates (0.5, 0.5, 1.5) GB/s.
+    Sizes 0.5, 1.0, 3.0 GB:
+      t = 1.0: flow 1 done (0.5 / 0.5). Flow 2 has sent 0.5 (0.5 left), flow 3 has sent 1.5 (1.5 left).
+      Now A carries only flow 2 (1 GB/s), B only flow 3 (2 GB/s):
+      flow 2 lands at 1.0 + 0.5 / 1 = 1.5 s, flow 3 at 1.0 + 1.5 / 2 = 1.75 s.
+    """
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"A": 1 * GB, "B": 2 * GB})
+    times = _finish_times(env, net, [
+        (0.0, ["A", "B"], 0.5 * GB),
+        (0.0, ["A"], 1.0 * GB),
+        (0.0, ["B"], 3.0 * GB),
+    ])
+    assert times == pytest.approx([1.0, 1.5, 1.75], rel=1e-12)
+
+
+def test_flow_that_starts_midway_changes_rates() -> None:
+    """Link 1 GB/s. Flow A (2 GB) starts at 0; flow B (1 GB) at 0.5 s.
+
+      [0, 0.5]: A alone at 1 GB/s -> 0.5 GB sent, 1.5 GB left.
+      From 0.5: both at 0.5 GB/s. B needs 1 / 0.5 = 2 s -> lands at 2.5 s; A has 1.5 - 1.0 = 0.5 GB left.
+      From 2.5: A alone at 1 GB/s -> lands at 2.5 + 0.5 = 3.0 s.
+    """
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"link": 1 * GB})
+    times = _finish_times(env, net, [(0.0, ["link"], 2 * GB), (0.5, ["link"], 1 * GB)])
+    assert times == pytest.approx([3.0, 2.5], rel=1e-12)
+
+
+def test_zero_bytes_and_unknown_link() -> None:
+    """An empty transfer is done at once; a link that was never declared is a KeyError."""
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"link": 1 * GB})
+    done = net.transfer(["link"], 0)
+    assert done.triggered
+    with pytest.raises(KeyError):
+        net.transfer(["nope"], 1.0)

@@ -1,0 +1,166 @@
+"""Op-level execution of hand-built op lists (simulator.tasks.run_task) with exact expected times.
+
+Memory-bound ops are used as "compute" of known length: with a 1e12 B/s HBM, memory efficiency 1.0 and
+no launch gap, an op of 1e9 B takes exactly 1 ms.
+"""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from simulator.calibration import Calibration
+from simulator.network import FluidNetwork
+from simulator.tasks import OpCosts, TaskTiming, run_task
+from topologies.hardware import GpuSpec
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Op
+
+GPU = GpuSpec(
+    name="toy",
+    peak_bf16_flops=100e12,  # 100 SMs at 1e12 FLOP/s each
+    peak_fp8_flops=200e12,
+    hbm_bytes=80e9,
+    hbm_bandwidth_Bps=1e12,
+    sm_count=100,
+    nvlink_bandwidth_Bps=1e9,
+    nvlink_latency_s=1e-6,
+    source="made up for tests",
+)
+
+CAL = Calibration(
+    gemm_tile_m=128,
+    gemm_tile_n=128,
+    gemm_mma_efficiency=1.0,
+    attention_fwd_efficiency=0.5,
+    attention_bwd_efficiency=0.25,
+    attention_causal_fraction=0.5,
+    memory_efficiency=1.0,
+    kernel_overhead_s=0.0,
+    host_sync_s=50e-6,
+    all_to_all_efficiency=0.7,
+    ring_efficiency=1.0,
+)
+
+LINK_BPS = 1e9  # the one link every collective below uses
+
+
+def _run(ops: list[Op], step_latency_s: float = 0.0, cal: Calibration = CAL) -> TaskTiming:
+    env = simpy.Environment()
+    network = FluidNetwork(env, {"nvl": LINK_BPS})
+    timing = TaskTiming()
+    ops = tuple(ops)
+    run_task(env, ops, OpCosts.of(ops, GPU, cal, step_latency_s), network, ("nvl",), timing)
+    env.run()
+    return timing
+
+
+def _mem(name: str, ms: float, deps: tuple[int, ...] = ()) -> Op:
+    """A memory-bound op of ``ms`` milliseconds (ms * 1e9 bytes at 1e12 B/s)."""
+    return Op(name, MEMORY, COMPUTE, deps, mem_bytes=ms * 1e9)
+
+
+def test_ring_all_gather_among_8_gpus() -> None:
+    """A ring all-gather of an S = 8 MB buffer among n = 8 GPUs: each sends S (n-1)/n = 7 MB.
+
+    time = (n - 1) * step latency + bytes / capacity = 7 * 1 us + 7e6 / 1e9 = 7 us + 7 ms = 7.007 ms.
+    On the compute stream it is fully exposed.
+    """
+    size, n = 8e6, 8
+    op = Op("ag", COLLECTIVE, COMPUTE, collective=ALL_GATHER, group="tp", group_size=n,
+            comm_bytes=size * (n - 1) / n)
+    timing = _run([op], step_latency_s=1e-6)
+    assert timing.duration_s == pytest.approx(7.007e-3, rel=1e-12)
+    assert timing.exposed_comm_s == pytest.approx({"tp": 7.007e-3}, rel=1e-12)
+    assert timing.compute_busy_s == 0.0
+
+
+def test_all_to_all_pays_its_efficiency() -> None:
+    """An all-to-all among 8 sending 7 MB per GPU at all_to_all_efficiency 0.7 puts 7e6 / 0.7 = 10 MB
+    on the wire: 7 * 1 us + 10e6 / 1e9 = 10.007 ms."""
+    op = Op("a2a", COLLECTIVE, COMPUTE, collective=ALL_TO_ALL, group="ep", group_size=8, comm_bytes=7e6)
+    timing = _run([op], step_latency_s=1e-6)
+    assert timing.duration_s == pytest.approx(10.007e-3, rel=1e-12)
+    assert timing.exposed_comm_s == pytest.approx({"ep": 10.007e-3}, rel=1e-12)
+
+
+def _overlap_ops(wgrad_ms: float, comm_stream: str) -> list[Op]:
+    """pre (1 ms) -> [comm (2 ms on the wire) || wgrad] -> post (1 ms), as inter-op overlap issues them.
+
+    The all-to-all sends 1.4 MB at efficiency 0.7 -> 2 MB -> 2 ms on the 1 GB/s link (group of 8, no latency).
+    """
+    return [
+        _mem("pre", 1.0),
+        Op("a2a", COLLECTIVE, comm_stream, (0,), collective=ALL_TO_ALL, group="ep", group_size=8,
+           comm_bytes=1.4e6),
+        _mem("wgrad", wgrad_ms, (0,)),
+        _mem("post", 1.0, (1, 2)),
+    ]
+
+
+def test_comm_hidden_behind_longer_compute() -> None:
+    """Comm stream: a2a runs 1-3 ms, wgrad 1-4 ms on the compute stream; post waits for both, 4-5 ms.
+
+    duration 5 ms; the a2a lies entirely inside compute-busy time -> 0 exposed; busy 1 + 3 + 1 = 5 ms.
+    """
+    timing = _run(_overlap_ops(3.0, COMM))
+    assert timing.duration_s == pytest.approx(5e-3, rel=1e-12)
+    assert timing.exposed_comm_s["ep"] == pytest.approx(0.0, abs=1e-15)
+    assert timing.compute_busy_s == pytest.approx(5e-3, rel=1e-12)
+    spans = {index: (begin, end) for index, begin, end in timing.intervals}
+    assert spans[1] == pytest.approx((1e-3, 3e-3), rel=1e-12)
+    assert spans[2] == pytest.approx((1e-3, 4e-3), rel=1e-12)
+    assert spans[3] == pytest.approx((4e-3, 5e-3), rel=1e-12)
+
+
+def test_comm_exposed_behind_shorter_compute() -> None:
+    """wgrad only 1 ms: a2a 1-3 ms, wgrad 1-2 ms, post waits for the a2a: 3-4 ms.
+
+    duration 4 ms; the a2a's 2 ms overlap 1 ms of compute (1-2) -> 1 ms exposed; busy 1 + 1 + 1 = 3 ms.
+    """
+    timing = _run(_overlap_ops(1.0, COMM))
+    assert timing.duration_s == pytest.approx(4e-3, rel=1e-12)
+    assert timing.exposed_comm_s["ep"] == pytest.approx(1e-3, rel=1e-12)
+    assert timing.compute_busy_s == pytest.approx(3e-3, rel=1e-12)
+
+
+def test_comm_on_compute_stream_serializes() -> None:
+    """Without inter-op overlap the a2a sits on the compute stream in list order:
+    pre 0-1, a2a 1-3, wgrad 3-6, post 6-7 -> 7 ms, all 2 ms of the a2a exposed."""
+    timing = _run(_overlap_ops(3.0, COMPUTE))
+    assert timing.duration_s == pytest.approx(7e-3, rel=1e-12)
+    assert timing.exposed_comm_s["ep"] == pytest.approx(2e-3, rel=1e-12)
+    assert timing.compute_busy_s == pytest.approx(5e-3, rel=1e-12)
+
+
+def test_two_collectives_on_one_link_share_it() -> None:
+    """Two independent 1 MB all-gathers on the comm stream run one after the other (stream order):
+    1 ms each -> 2 ms; a compute op of 0.5 ms alongside hides 0.5 ms -> 1.5 ms exposed."""
+    ops = [
+        Op("ag1", COLLECTIVE, COMM, collective=ALL_GATHER, group="tp", group_size=8, comm_bytes=1e6),
+        Op("ag2", COLLECTIVE, COMM, collective=ALL_GATHER, group="tp", group_size=8, comm_bytes=1e6),
+        _mem("side", 0.5),
+    ]
+    timing = _run(ops)
+    assert timing.duration_s == pytest.approx(2e-3, rel=1e-12)
+    assert timing.exposed_comm_s["tp"] == pytest.approx(1.5e-3, rel=1e-12)
+
+
+def test_fused_gemm_and_collective() -> None:
+    """A GEMM of 100 tiles with k = 1000 (one wave: 2*128*128*1000 / 1e12 = 32.768 us) fused with an
+    all-gather of 16,384 B (16.384 us at 1 GB/s), pipelined over 8 tiles, group of 8 at 1 us per step:
+
+      max(32.768, 16.384) + min(32.768, 16.384) / 8 + 7 * 1 us = 32.768 + 2.048 + 7 = 41.816 us.
+    Exposed = duration - GEMM time = 9.048 us; busy = the GEMM's 32.768 us.
+    """
+    op = Op("fc+ag", FUSED, COMPUTE, gemm=Gemm(1280, 1280, 1000), collective=ALL_GATHER, group="tp",
+            group_size=8, comm_bytes=16384, tiles=8)
+    timing = _run([op], step_latency_s=1e-6)
+    assert timing.duration_s == pytest.approx(41.816e-6, rel=1e-9)
+    assert timing.exposed_comm_s["tp"] == pytest.approx(9.048e-6, rel=1e-9)
+    assert timing.compute_busy_s == pytest.approx(32.768e-6, rel=1e-9)
+
+
+def test_model_flops_summed() -> None:
+    """model_flops of every op are added up (recomputation ops carry 0)."""
+    ops = [Op("a", MEMORY, COMPUTE, model_flops=3.0), Op("b", MEMORY, COMPUTE, (0,), model_flops=4.0)]
+    assert _run(ops).model_flops == 7.0
