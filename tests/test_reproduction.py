@@ -1,0 +1,116 @@
+"""Tolerance tests against the paper (targets of the reproduction issue). Known misses are strict xfails
+that name their cause, so fixing one turns the suite red until the marker goes."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import fig7, single_node, table3, table5, weak_scaling
+from experiments.calibrate import fit_gemm_efficiency
+from simulator.calibration import DEFAULT_CALIBRATION
+
+
+@pytest.fixture(scope="module")
+def table3_frame():
+    return table3.simulate_table3()
+
+
+def test_table3_megascale_tokens_per_s_within_tolerance(table3_frame):
+    mean_tol, cell_tol = table3.TOLERANCE["megascale-moe"]
+    errors = table3_frame.megascale_error.abs()
+    assert errors.mean() <= mean_tol
+    assert errors.max() <= cell_tol
+
+
+def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
+    mean_tol, cell_tol = table3.TOLERANCE["megatron-lm"]
+    errors = table3_frame.megatron_error.abs()
+    assert errors.mean() <= mean_tol
+    assert errors.max() <= cell_tol
+
+
+@pytest.mark.xfail(strict=True, reason="sim speedup ~1.95x at every scale; paper 1.65-1.88x (non-monotone). "
+                   "Megatron's 240-GPU cell is predicted 7.6% slow, the others 7-11%.")
+def test_table3_speedup_within_tolerance(table3_frame):
+    assert (table3_frame.sim_speedup - table3_frame.paper_speedup).abs().max() <= table3.SPEEDUP_TOLERANCE
+
+
+def test_table3_megascale_mfu_end_points(table3_frame):
+    by_gpus = table3_frame.set_index("gpus")
+    for gpus, paper in table3.PAPER_MFU.items():
+        assert by_gpus.sim_megascale_mfu[gpus] == pytest.approx(paper, abs=table3.MFU_TOLERANCE)
+
+
+def test_stored_fit_matches_the_fit():
+    assert fit_gemm_efficiency() == pytest.approx(DEFAULT_CALIBRATION.gemm_mma_efficiency, abs=1e-3)
+
+
+def test_table5_overlap_steps():
+    frame = table5.simulate_table5().set_index("layout")
+    for layout in ("sp-ep-inter", "sp-ep-inter-intra"):
+        assert frame.sim[layout] == pytest.approx(frame.paper[layout], abs=table5.TOLERANCE)
+
+
+@pytest.mark.xfail(strict=True, reason="SP+EP alone gains 1.20x (paper 1.13x): the baseline's TP collectives "
+                   "are charged at full NVLink rate with no overlap, more exposed than measured.")
+def test_table5_sp_ep_step():
+    frame = table5.simulate_table5().set_index("layout")
+    assert frame.sim["sp-ep"] == pytest.approx(1.13, abs=table5.TOLERANCE)
+
+
+def test_fig7_shape_and_crossover():
+    frame = fig7.simulate_fig7()
+    assert frame.all_to_all_us.is_monotonic_increasing
+    assert frame.all_gather_us.nunique() == 1
+    assert fig7.crossover(frame) == fig7.PAPER_CROSSOVER[1]
+    assert frame.all_to_all_us.iloc[0] == pytest.approx(fig7.PAPER_A2A_US[1], rel=0.15)
+    assert frame.all_to_all_us.iloc[-1] == pytest.approx(fig7.PAPER_A2A_US[8], rel=0.15)
+
+
+def test_weak_scaling_megascale_per_gpu_throughput_holds():
+    frame = weak_scaling.simulate_weak_scaling()
+    assert abs(weak_scaling.degradation(frame, "megascale-moe")) < 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="sim ratio ~1.95x (paper 1.74-1.79x) and Megatron degrades 0.3% "
+                   "(paper 2.74%): DP sync is overlapped for both, so nothing in the model grows with DP.")
+def test_weak_scaling_ratio_and_degradation():
+    frame = weak_scaling.simulate_weak_scaling()
+    low, high = weak_scaling.PAPER_SPEEDUP_RANGE
+    assert frame.speedup.between(low - 0.05, high + 0.05).all()
+    assert weak_scaling.degradation(frame, "megascale-moe") < weak_scaling.degradation(frame, "megatron-lm")
+
+
+def test_fig14_sp_ep_beats_tp_tp_on_every_model():
+    frame = single_node.simulate_fig14()
+    assert (frame.mfu_gain > 0).all()
+
+
+@pytest.mark.xfail(strict=True, reason="Phi-3.5-MoE (+54%) and DeepSeekMoE (+45%) exceed the widened band: "
+                   "narrow experts make TP's sharded GEMMs and memory-bound ops dominate in the model.")
+def test_fig14_gain_band():
+    frame = single_node.simulate_fig14()
+    low, high = single_node.FIG14_MFU_GAIN
+    widen = single_node.FIG14_BAND_WIDENING
+    assert frame.mfu_gain.between(low - widen, high + widen).all()
+
+
+@pytest.mark.xfail(strict=True, reason="modelled fusion saves 1.05-1.56x per pair (paper 1.2-4.7x): the "
+                   "unfused baseline here is an ideal NCCL collective, not the paper's slower kernels.")
+def test_fig16_pair_speedups():
+    frame = single_node.simulate_fig16()
+    cols = [c for c in frame.columns if c.endswith("_speedup")]
+    assert (frame[cols] >= single_node.FIG16_PAIR_SPEEDUP[0]).all().all()
+
+
+@pytest.mark.xfail(strict=True, reason="the Sec. 4.1 formulas alone give 66% / 69% activation savings; the "
+                   "paper measures 45.5% / 57.2% of all activations, incl. parts the formulas omit.")
+def test_fig17_sar_activation_saving():
+    frame = single_node.simulate_fig17().set_index("model")
+    for model, paper in single_node.FIG17_ACTIVATION_SAVING.items():
+        assert frame.activation_saving[model] == pytest.approx(paper, abs=single_node.FIG17_TOLERANCE)
+
+
+def test_fig17_sar_keeps_mfu():
+    frame = single_node.simulate_fig17()
+    assert ((frame.mfu_no_sar - frame.mfu_sar).abs() < 0.005).all()
