@@ -13,7 +13,7 @@ from simulator.calibration import Calibration
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Op
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, HOST_SYNC, MEMORY, Gemm, Op
 
 GPU = GpuSpec(
     name="toy",
@@ -36,6 +36,7 @@ CAL = Calibration(
     attention_causal_fraction=0.5,
     memory_efficiency=1.0,
     kernel_overhead_s=0.0,
+    host_launch_s=0.0,
     host_sync_s=50e-6,
     all_to_all_efficiency=0.7,
     ring_efficiency=1.0,
@@ -164,3 +165,26 @@ def test_model_flops_summed() -> None:
     """model_flops of every op are added up (recomputation ops carry 0)."""
     ops = [Op("a", MEMORY, COMPUTE, model_flops=3.0), Op("b", MEMORY, COMPUTE, (0,), model_flops=4.0)]
     assert _run(ops).model_flops == 7.0
+
+
+def test_host_launch_runs_ahead_of_the_gpu() -> None:
+    """Host issue costs 10 us per kernel; the GPU starts an op only once it is issued.
+
+    Two 1 ms ops: issued at 10 us and 20 us; op 0 runs 0.010-1.010 ms, op 1 (already issued) 1.010-2.010 ms.
+    The host's lead hides the second launch: duration 2.010 ms.
+    """
+    ops = [_mem("a", 1.0), _mem("b", 1.0, (0,))]
+    timing = _run(ops, cal=CAL.with_(host_launch_s=10e-6))
+    assert timing.duration_s == pytest.approx(2.010e-3, rel=1e-12)
+
+
+def test_host_sync_drains_the_host_lead() -> None:
+    """[1 ms op, device-to-host sync (50 us), 1 ms op], 10 us host launch per kernel:
+
+      host issues op 0 at 10 us and the sync at 20 us, then waits for the sync to finish on the GPU;
+      GPU: op 0 0.010-1.010 ms, sync 1.010-1.060 ms; host resumes at 1.060 ms, issues op 2 at 1.070 ms;
+      op 2 runs 1.070-2.070 ms -> duration 2.070 ms (the 10 us launch after the sync is exposed).
+    """
+    ops = [_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), _mem("b", 1.0, (1,))]
+    timing = _run(ops, cal=CAL.with_(host_launch_s=10e-6))
+    assert timing.duration_s == pytest.approx(2.070e-3, rel=1e-12)

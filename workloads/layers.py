@@ -162,3 +162,22 @@ def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step
         Step("cross_entropy", MEMORY, mem_bytes=3 * logits_bytes),
     ]
 
+
+
+def paper_volumes_bytes(model: ModelSpec, n: int, micro_batch: int, seq_len: int) -> dict[str, float]:
+    """The paper's per-GPU, per-layer forward volumes (Eq. 1-4), in bytes (BF16).
+
+    Eq. 2 as printed is twice the egress of Ulysses' two all-to-alls (Q/K/V in, output back:
+    (2 + 2/m) bsh/n elements x (n-1)/n); the simulator moves the physical bytes, i.e. half of Eq. 2.
+    Eq. 1, 3 and 4 equal the physical egress of AG + RS and of dispatch + combine.
+    """
+    activation = micro_batch * seq_len * model.hidden_size * BYTES_BF16  # bsh in bytes
+    tp = 2 * activation * (n - 1) / n  # Eq. 1 and Eq. 4
+    return {
+        "activation": activation,
+        "tp_attention": tp,
+        "sp_attention": tp * (2 + 2 / model.q_per_kv) / n,  # Eq. 2
+        "ep_ffn_all_to_all": model.top_k / n * tp,  # Eq. 3
+        "tp_ffn": tp,  # Eq. 4
+        "dispatch_per_token": model.top_k * model.hidden_size * BYTES_BF16,
+    }
