@@ -17,8 +17,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="simulate one training step and print a report")
-    run.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
-    run.add_argument("--layout", default="megascale-moe", help="layout preset (default megascale-moe)")
+    run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
+    run.add_argument("--layout", default="megascale-moe", help="layout preset or .yaml file (default megascale-moe)")
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
     run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20 (default h800)")
     run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")

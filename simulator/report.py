@@ -10,8 +10,9 @@ from simulator.engine import PipelineEngine
 from simulator.memory import peak_memory
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import LayoutSpec, layout_preset
-from workloads.models import ModelSpec, model_preset
+from workloads.config import load_layout, load_model
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
@@ -69,9 +70,9 @@ class Report:
 
 def resolve(model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None,
             gpus: int | None) -> tuple[ModelSpec, LayoutSpec, ClusterSpec]:
-    """Turn preset names into specs."""
-    model = model_preset(model) if isinstance(model, str) else model
-    layout = layout_preset(layout) if isinstance(layout, str) else layout
+    """Turn preset names and .yaml/.yml paths into specs."""
+    model = load_model(model)
+    layout = load_layout(layout)
     if isinstance(cluster, ClusterSpec):
         if gpus is not None and gpus != cluster.num_gpus:
             cluster = cluster.with_(num_gpus=gpus)
