@@ -25,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
 
     from experiments.reproduce import REPRODUCTIONS
 
@@ -36,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> None:
     report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-                      seq_len=args.seq_len, micro_batch=args.micro_batch)
+                      seq_len=args.seq_len, micro_batch=args.micro_batch,
+                      allow_oom=args.allow_oom)
     if args.json:
         print(json.dumps(report.to_dict()))
     else:
