@@ -17,14 +17,15 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="simulate one training step and print a report")
-    run.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
-    run.add_argument("--layout", default="megascale-moe", help="layout preset (default megascale-moe)")
+    run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
+    run.add_argument("--layout", default="megascale-moe", help="layout preset or .yaml file (default megascale-moe)")
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
     run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20 (default h800)")
     run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
 
     from experiments.reproduce import REPRODUCTIONS
 
@@ -36,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> None:
     report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-                      seq_len=args.seq_len, micro_batch=args.micro_batch)
+                      seq_len=args.seq_len, micro_batch=args.micro_batch,
+                      allow_oom=args.allow_oom)
     if args.json:
         print(json.dumps(report.to_dict()))
     else:

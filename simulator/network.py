@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import ClassVar
 
 import simpy
 
@@ -27,6 +28,9 @@ class FluidNetwork:
     every flow drains at a constant rate, so the simulation is exact for the fluid model.
     """
 
+    # Debug hook for tests: called with the network after every rate assignment; must not change it.
+    debug_hook: ClassVar[Callable[[FluidNetwork], None] | None] = None
+
     def __init__(self, env: simpy.Environment, capacities_Bps: dict[Hashable, float]) -> None:
         self.env = env
         self.capacities_Bps = dict(capacities_Bps)
@@ -50,6 +54,14 @@ class FluidNetwork:
         self._flows.append(_Flow(float(nbytes), links, done))
         self._reschedule()
         return done
+
+    def link_loads_Bps(self) -> dict[Hashable, float]:
+        """Sum of the current rates of the active flows on each link they cross."""
+        loads: dict[Hashable, float] = {}
+        for flow in self._flows:
+            for link in flow.links:
+                loads[link] = loads.get(link, 0.0) + flow.rate
+        return loads
 
     @property
     def active_flows(self) -> int:
@@ -90,6 +102,8 @@ class FluidNetwork:
         if not self._flows:
             return
         self._assign_rates()
+        if FluidNetwork.debug_hook is not None:
+            FluidNetwork.debug_hook(self)
         delay = min(flow.remaining / flow.rate for flow in self._flows)
         wake = self.env.timeout(max(delay, 0.0))
         generation = self._generation

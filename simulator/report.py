@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import PipelineEngine
-from simulator.memory import peak_memory
+from simulator.memory import GIB, peak_memory
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import LayoutSpec, layout_preset
-from workloads.models import ModelSpec, model_preset
+from workloads.config import load_layout, load_model
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
@@ -39,6 +40,7 @@ class Report:
     peak_memory_gib: float
     simulated_ops: int
     sim_wall_s: float
+    oom: bool = False  # peak memory exceeds the GPU's HBM (simulated anyway with allow_oom)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -62,16 +64,16 @@ class Report:
             f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
             f"  bubble           {self.bubble_fraction * 100:.1f}%",
             f"  exposed comm     {comm}",
-            f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU",
+            f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
             f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
         ])
 
 
 def resolve(model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None,
             gpus: int | None) -> tuple[ModelSpec, LayoutSpec, ClusterSpec]:
-    """Turn preset names into specs."""
-    model = model_preset(model) if isinstance(model, str) else model
-    layout = layout_preset(layout) if isinstance(layout, str) else layout
+    """Turn preset names and .yaml/.yml paths into specs."""
+    model = load_model(model)
+    layout = load_layout(layout)
     if isinstance(cluster, ClusterSpec):
         if gpus is not None and gpus != cluster.num_gpus:
             cluster = cluster.with_(num_gpus=gpus)
@@ -91,15 +93,29 @@ def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
 def simulate(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None = None, *,
              cluster: ClusterSpec | str | None = None, global_batch: int = DEFAULT_GLOBAL_BATCH,
              seq_len: int = DEFAULT_SEQ_LEN, micro_batch: int | None = None,
-             calibration: Calibration = DEFAULT_CALIBRATION, memoize: bool = True) -> Report:
-    """Simulate one training step and report it. Presets may be given by name."""
+             calibration: Calibration = DEFAULT_CALIBRATION, memoize: bool = True, allow_oom: bool = False) -> Report:
+    """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom."""
     wall_start = time.perf_counter()
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
+    oom = check_memory(workload, cluster, allow_oom)
     result = PipelineEngine(workload, cluster, calibration, memoize=memoize).run()
-    return build_report(workload, cluster, result, time.perf_counter() - wall_start)
+    report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
+    return replace(report, oom=True) if oom else report
+
+
+def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool = False) -> bool:
+    """True if peak memory per GPU exceeds HBM; a ConfigError("memory", ...) then unless allow_oom."""
+    peak, hbm = peak_memory(workload), cluster.gpu.hbm_bytes
+    if peak.total_bytes <= hbm:
+        return False
+    if not allow_oom:
+        raise ConfigError("memory", f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
+                          f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}; "
+                          "pass --allow-oom / allow_oom=True to simulate anyway")
+    return True
 
 
 def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: float) -> Report:

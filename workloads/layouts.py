@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError
+from workloads.fieldtypes import check_types
 
 ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence parallel) or Ulysses SP
 FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
@@ -43,6 +44,8 @@ class LayoutSpec:
     a2a_topk_threshold: int = 6  # dispatch switches from all-to-all to AG/RS when top-k exceeds this
 
     def __post_init__(self) -> None:
+        """Check types and the rules between fields; raise ConfigError naming the field."""
+        check_types("layout", self)
         choices = {
             "attention": ATTENTION_MODES,
             "ffn": FFN_MODES,

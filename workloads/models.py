@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from topologies.errors import ConfigError
+from workloads.fieldtypes import check_types
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ModelSpec:
     source: str = ""
 
     def __post_init__(self) -> None:
+        """Check types and positivity; raise ConfigError naming the field."""
+        check_types("model", self)
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, int) and value <= 0:

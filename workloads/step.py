@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, check_positive_int
 from workloads.layers import (
     BYTES_BF16,
     embedding_recipe,
@@ -130,11 +130,10 @@ class StepWorkload:
 def validate(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int, global_batch: int,
              seq_len: int) -> None:
     """Raise ConfigError (naming the field) unless the layout can run the model on the cluster."""
+    for name, value in (("gpus", num_gpus), ("gpus_per_node", gpus_per_node), ("global_batch", global_batch),
+                        ("seq_len", seq_len)):
+        check_positive_int(name, value)
     n = layout.intra_size
-    if global_batch <= 0:
-        raise ConfigError("global_batch", f"must be positive, got {global_batch}")
-    if seq_len <= 0:
-        raise ConfigError("seq_len", f"must be positive, got {seq_len}")
     if n > gpus_per_node or gpus_per_node % n:
         raise ConfigError("layout.intra_size",
                           f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs")

@@ -1,0 +1,139 @@
+"""Fuzzing the loaders and the CLI: any input gives a valid spec or a ConfigError, never another exception."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from unittest import mock
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from experiments.cli import main
+from topologies.errors import ConfigError
+from workloads.config import layout_from_dict, model_from_dict, parse_yaml
+from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
+from workloads.models import MODEL_PRESETS, ModelSpec
+
+TRIED: Counter = Counter()  # examples tried per target, printed by the last test
+FAST = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+
+MODEL_KEYS = [*asdict(MODEL_PRESETS["paper-352b"])]
+LAYOUT_KEYS = [*asdict(LAYOUT_PRESETS["megascale-moe"]), "base"]
+SCALARS = st.one_of(
+    st.integers(-3, 70), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+    st.none(), st.text(max_size=8), st.sampled_from(["1f1b", "interleaved", "sp", "tp", "ep", "sar", "none",
+                                                     "full", "megatron-lm", "megascale-moe", "grouped"]),
+)
+VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.dictionaries(st.text(max_size=4), SCALARS, max_size=2))
+
+
+def mutated(base: dict, keys: list[str]) -> st.SearchStrategy[dict]:
+    """A preset's fields with a few keys replaced, dropped or added."""
+    changes = st.dictionaries(st.one_of(st.sampled_from(keys), st.text(max_size=6)),
+                              st.one_of(st.integers(1, 64), VALUES), max_size=2)
+    drops = st.lists(st.sampled_from(keys), max_size=1)
+    return st.builds(lambda c, d: {**{k: v for k, v in base.items() if k not in d}, **c}, changes, drops)
+
+
+MODEL_DICTS = st.sampled_from(sorted(MODEL_PRESETS)).flatmap(
+    lambda name: mutated(asdict(MODEL_PRESETS[name]), MODEL_KEYS))
+LAYOUT_DICTS = st.one_of(
+    st.sampled_from(sorted(LAYOUT_PRESETS)).flatmap(lambda name: mutated({"base": name}, LAYOUT_KEYS)),
+    st.sampled_from(sorted(LAYOUT_PRESETS)).flatmap(lambda name: mutated(asdict(LAYOUT_PRESETS[name]), LAYOUT_KEYS)),
+)
+
+
+def outcome(target: str, build) -> None:
+    """Run build(); anything but a spec or a ConfigError fails the test."""
+    TRIED[target] += 1
+    try:
+        result = build()
+    except ConfigError as error:
+        assert str(error).split(":")[0], "the message must name a field"
+        TRIED[target + ":error"] += 1
+        return
+    assert isinstance(result, (ModelSpec, LayoutSpec))
+
+
+@FAST
+@given(st.one_of(MODEL_DICTS, st.dictionaries(st.text(max_size=6), VALUES, max_size=4), VALUES))
+def test_fuzz_model_dicts(data: object) -> None:
+    outcome("model_dict", lambda: model_from_dict(data))
+
+
+@FAST
+@given(st.one_of(LAYOUT_DICTS, st.dictionaries(st.text(max_size=6), VALUES, max_size=4), VALUES))
+def test_fuzz_layout_dicts(data: object) -> None:
+    outcome("layout_dict", lambda: layout_from_dict(data))
+
+
+def dumped(data: dict) -> str:
+    """YAML text of data (unencodable values fall back to their repr)."""
+    try:
+        return yaml.safe_dump(data)
+    except yaml.YAMLError:
+        return repr(data)
+
+
+TEXTS = st.one_of(
+    st.text(max_size=60),
+    st.text(alphabet=":-[]{}\n #&*!|>'\"%@`,?0123456789abe.", max_size=60),
+    MODEL_DICTS.map(dumped),
+    LAYOUT_DICTS.map(dumped),
+    st.builds(lambda a, b: a[: len(a) // 2] + b, MODEL_DICTS.map(dumped), st.text(max_size=10)),
+)
+
+
+@FAST
+@given(TEXTS)
+def test_fuzz_yaml_texts(text: str) -> None:
+    outcome("model_yaml", lambda: model_from_dict(parse_yaml("model", text)))
+    outcome("layout_yaml", lambda: layout_from_dict(parse_yaml("layout", text)))
+
+
+class _Reached(Exception):
+    """Raised by the stubbed engine: the configuration passed every check."""
+
+
+class _StubEngine:
+    """Stands in for PipelineEngine so that the fuzzer checks validation, not simulation speed."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise _Reached
+
+
+NUMBERS = st.one_of(st.integers(-2, 2000).map(str), st.sampled_from(["0", "-1", "8", "16", "240", "1e3", "x", ""]))
+FLAGS = st.one_of(
+    st.tuples(st.just("--model"), st.sampled_from([*MODEL_PRESETS, "nope", "m.yaml", ""])),
+    st.tuples(st.just("--layout"), st.sampled_from([*LAYOUT_PRESETS, "nope", "/nonexistent.yml"])),
+    st.tuples(st.just("--cluster"), st.sampled_from(["h800", "h100", "a100", "h20", "H800", "tpu"])),
+    st.tuples(st.sampled_from(["--gpus", "--global-batch", "--seq-len", "--micro-batch"]), NUMBERS),
+    st.tuples(st.sampled_from(["--json", "--bogus", "extra"])),
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(FLAGS, max_size=6))
+def test_fuzz_cli(flags: list[tuple[str, ...]]) -> None:
+    argv = ["run", *[token for flag in flags for token in flag]]
+    TRIED["cli"] += 1
+    with mock.patch("simulator.report.PipelineEngine", _StubEngine):
+        try:
+            status = main(argv)
+        except SystemExit as exit_:  # argparse: bad syntax is exit status 2
+            assert exit_.code == 2
+            TRIED["cli:argparse"] += 1
+            return
+        except _Reached:
+            TRIED["cli:valid"] += 1
+            return
+    assert status == 2
+    TRIED["cli:error"] += 1
+
+
+def test_zz_report_counts() -> None:
+    total = sum(v for k, v in TRIED.items() if ":" not in k)
+    print(f"\nfuzz examples tried: {total} {dict(TRIED)}")
+    assert total == 0 or total >= 1000

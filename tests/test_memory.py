@@ -1,0 +1,83 @@
+"""Memory per GPU against hand computations of MegaScale-MoE Sec. 4.1, and the HBM limit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from experiments.cli import main
+from simulator.memory import GIB, activation_bytes_per_layer, peak_memory, stage_memory
+from simulator.report import simulate
+from topologies.cluster import cluster_preset
+from topologies.errors import ConfigError
+from workloads.layouts import MEGASCALE_MOE, MEGATRON_LM
+from workloads.models import MODEL_PRESETS, ModelSpec
+from workloads.step import StepWorkload
+
+M1 = MODEL_PRESETS["paper-352b"]
+MIB = 2**20
+
+
+def workload(layout, gpus: int = 240, seq_len: int = 8192) -> StepWorkload:
+    """paper-352b under layout on gpus H800s, global batch 720."""
+    return StepWorkload(M1, layout, gpus, 8, 720, seq_len)
+
+
+def test_activation_formulas_by_hand() -> None:
+    # b=1, s=8192, h=4096, n=8: bsh/n = 4,194,304 BF16 elements = 8 MiB. k=3, f=14336/4096=3.5, m=32/8=4.
+    sar = (2 * 3 * 3.5 + 4 + 2 / 4) * 8 * MIB  # 25.5 x 8 MiB = 204 MiB
+    none = (2 * 8 + 2 * 3 + 3 * 3 * 3.5 + 12 + 5 / 4) * 8 * MIB  # 66.75 x 8 MiB = 534 MiB
+    assert sar == 204 * MIB and none == 534 * MIB
+    assert activation_bytes_per_layer(workload(MEGASCALE_MOE)) == pytest.approx(sar, rel=1e-12)
+    assert activation_bytes_per_layer(workload(MEGATRON_LM)) == pytest.approx(none, rel=1e-12)
+
+
+def test_stage0_breakdown_by_hand() -> None:
+    # megascale-moe, 240 GPUs: n=8, pp=15 (4 layers per stage), dp=2, ZeRO-1.
+    experts = 32 * 3 * 4096 * 14336 // 8  # E/n whole experts: 704,643,072
+    attention = 4096 * (4096 + 2 * 8 * 128) + 4096 * 4096  # SP replicates QKV + out: 41,943,040
+    small = 4096 * (32 + 2)  # router and two norms
+    embedding = 65536 * 4096 // 8  # stage 0 holds the input embedding, vocab-parallel over n
+    held = 4 * (experts + attention + small) + embedding
+    assert held == 3_020_455_936
+    mem = stage_memory(workload(MEGASCALE_MOE), 0)
+    assert mem.params_bytes == pytest.approx(2 * held)  # BF16
+    assert mem.grads_bytes == pytest.approx(4 * held)  # FP32 gradients
+    assert mem.optimizer_bytes == pytest.approx(12 * held / 2)  # FP32 master, m, v over DP 2
+    assert mem.activations_bytes == pytest.approx(15 * 4 * 204 * MIB)  # 1F1B: pp - 0 = 15 in flight
+    assert mem.buffers_bytes == pytest.approx(4 * 1024 * 3 * 4096 * 2 * 1.25)  # s/n tokens x k x h, padded
+    assert mem.total_gib == pytest.approx(45.8265, abs=1e-3)
+
+
+def test_megatron_stage0_by_hand() -> None:
+    experts = 32 * 3 * 4096 * 14336 // 8  # TP shards every expert over n
+    attention = (4096 * (4096 + 2 * 8 * 128) + 4096 * 4096) // 8  # TP shards attention too
+    held = 4 * (experts + attention + 4096 * 34) + 65536 * 4096 // 8
+    mem = peak_memory(workload(MEGATRON_LM))
+    assert mem.stage == 0
+    expected = held * (2 + 4 + 6) + 15 * 4 * 534 * MIB + 4 * 1024 * 3 * 4096 * 2 * 1.25
+    assert mem.total_bytes == pytest.approx(expected)
+
+
+def test_over_hbm_is_config_error_unless_allowed(capsys: pytest.CaptureFixture) -> None:
+    layout = MEGASCALE_MOE.with_(name="no-sar", recompute="none")
+    with pytest.raises(ConfigError, match=r"^memory: .* GiB per GPU \(stage 0\) exceeds the 74.5 GiB \(80 GB\) HBM"):
+        simulate(M1, layout, 240, seq_len=16384)
+    assert main(["run", "--seq-len", "32768", "--global-batch", "240"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("moesim: error: memory: ")
+
+
+def test_allow_oom_flags_report() -> None:
+    tiny = ModelSpec("tiny", 4, 1024, 16, 4, 2048, 8, 2, 32000)
+    base = cluster_preset("h800", 16)
+    small = base.with_(gpu=replace(base.gpu, hbm_bytes=1e8))
+    fits = simulate(tiny, MEGASCALE_MOE.with_(pp=2), cluster=base, global_batch=8, seq_len=512)
+    assert not fits.oom
+    with pytest.raises(ConfigError, match="^memory: "):
+        simulate(tiny, MEGASCALE_MOE.with_(pp=2), cluster=small, global_batch=8, seq_len=512)
+    report = simulate(tiny, MEGASCALE_MOE.with_(pp=2), cluster=small, global_batch=8, seq_len=512, allow_oom=True)
+    assert report.oom and report.to_dict()["oom"] is True
+    assert report.peak_memory_gib * GIB > 1e8
+    assert replace(report, oom=False, sim_wall_s=0) == replace(fits, sim_wall_s=0)

@@ -1,0 +1,155 @@
+"""Property tests over random small models, layouts and clusters (hypothesis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simulator.engine import PipelineEngine
+from simulator.network import FluidNetwork
+from simulator.report import simulate
+from topologies.cluster import ClusterSpec, cluster_preset
+from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
+from workloads.models import ModelSpec
+from workloads.step import StepWorkload
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+REL = 1e-9  # floating-point slack, relative
+
+
+@dataclass(frozen=True)
+class Case:
+    """One small configuration: everything simulate needs."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    cluster: ClusterSpec
+    dp: int
+    global_batch: int
+    seq_len: int
+
+    def workload(self) -> StepWorkload:
+        """The step workload of this case."""
+        return StepWorkload(self.model, self.layout, self.cluster.num_gpus, self.cluster.gpus_per_node,
+                            self.global_batch, self.seq_len)
+
+
+@st.composite
+def cases(draw: st.DrawFn, dp: int | None = None) -> Case:
+    """A random small model, layout and cluster that pass validation."""
+    n = draw(st.sampled_from([1, 2, 4, 8]))
+    pp = draw(st.sampled_from([1, 2, 4]))
+    schedule = draw(st.sampled_from(["1f1b", "interleaved"])) if pp > 1 else "1f1b"
+    chunks = 2 if schedule == "interleaved" else 1
+    layers = pp * chunks * draw(st.integers(1, 2))
+    heads = draw(st.sampled_from([8, 16]))
+    model = ModelSpec("prop", layers, heads * draw(st.sampled_from([32, 64])), heads,
+                      draw(st.sampled_from([1, 2, 8])), draw(st.sampled_from([256, 512, 1024])),
+                      draw(st.sampled_from([8, 16])), draw(st.integers(1, 4)), draw(st.sampled_from([1024, 8192])))
+    base = LAYOUT_PRESETS[draw(st.sampled_from(sorted(LAYOUT_PRESETS)))]
+    layout = base.with_(name="prop", intra_size=n, pp=pp, schedule=schedule, virtual_stages=chunks,
+                        recompute=draw(st.sampled_from(["none", "sar", "full"])),
+                        dp_overlap=draw(st.booleans()))
+    dp = dp or draw(st.sampled_from([1, 2, 4]))
+    micro_batches = pp * draw(st.integers(1, 3))
+    gpus = n * pp * dp
+    per_node = 8 if gpus % 8 == 0 else n
+    cluster = cluster_preset(draw(st.sampled_from(["h800", "h100", "a100", "h20"])), gpus, gpus_per_node=per_node)
+    return Case(model, layout, cluster, dp, dp * micro_batches, draw(st.sampled_from([256, 512, 1024])))
+
+
+def run(case: Case, cluster: ClusterSpec | None = None, memoize: bool = True):
+    """Simulate case (optionally on another cluster) and return the report."""
+    return simulate(case.model, case.layout, cluster=cluster or case.cluster, global_batch=case.global_batch,
+                    seq_len=case.seq_len, memoize=memoize, allow_oom=True)
+
+
+SPEEDUPS = st.tuples(st.sampled_from(["nvlink", "nic", "flops"]), st.floats(1.0, 4.0))
+
+
+@SETTINGS
+@given(cases(), SPEEDUPS)
+def test_more_bandwidth_or_flops_never_slower(case: Case, speedup: tuple[str, float]) -> None:
+    what, factor = speedup
+    gpu, cluster = case.cluster.gpu, case.cluster
+    if what == "nvlink":
+        faster = cluster.with_(gpu=replace(gpu, nvlink_bandwidth_Bps=gpu.nvlink_bandwidth_Bps * factor))
+    elif what == "nic":
+        faster = cluster.with_(nic_bandwidth_Bps=cluster.nic_bandwidth_Bps * factor)
+    else:
+        faster = cluster.with_(gpu=replace(gpu, peak_bf16_flops=gpu.peak_bf16_flops * factor))
+    assert run(case, faster).step_time_s <= run(case).step_time_s * (1 + REL)
+
+
+@SETTINGS
+@given(cases())
+def test_step_time_covers_compute_critical_path(case: Case) -> None:
+    result = PipelineEngine(case.workload(), case.cluster).run()
+    for log in result.stages:
+        assert result.step_time_s >= log.compute_busy_s * (1 - REL)
+        assert log.busy_s >= log.compute_busy_s * (1 - REL)  # a stage's tasks span at least their compute
+        assert result.step_time_s >= log.busy_s * (1 - REL)
+
+
+def _check_capacity(network: FluidNetwork) -> None:
+    """Debug hook: no link carries more than its capacity."""
+    for link, load in network.link_loads_Bps().items():
+        assert load <= network.capacities_Bps[link] * (1 + REL), (link, load)
+
+
+@SETTINGS
+@given(cases(), st.booleans())
+def test_links_never_over_capacity_and_bytes_balance(case: Case, memoize: bool) -> None:
+    checks = []
+    FluidNetwork.debug_hook = lambda net: (checks.append(1), _check_capacity(net))
+    try:
+        result = PipelineEngine(case.workload(), case.cluster, memoize=memoize).run()
+    finally:
+        FluidNetwork.debug_hook = None
+    assert checks or case.workload().pp == 1  # PP sends always use the network
+    sent = sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_out")
+    received = sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_in")
+    assert sent == pytest.approx(received, rel=1e-12)
+    # PP: every micro-batch crosses pp x chunks - 1 boundaries forward and as many backward.
+    w = case.workload()
+    engine = PipelineEngine(w, case.cluster)
+    dp_bytes = sum(sum(engine._dp_bytes(stage)) for stage in range(w.pp))
+    pp_bytes = 2 * w.micro_batches * (w.pp * w.chunks - 1) * w.pp_bytes_per_gpu
+    assert sent == pytest.approx(pp_bytes + dp_bytes, rel=1e-9)
+
+
+@SETTINGS
+@given(cases())
+def test_same_inputs_same_report(case: Case) -> None:
+    first, second = run(case).to_dict(), run(case).to_dict()
+    first.pop("sim_wall_s"), second.pop("sim_wall_s")
+    assert first == second  # bit-identical floats
+
+
+def _engine(case: Case):
+    """Run the engine on case and return its raw result."""
+    return PipelineEngine(case.workload(), case.cluster).run()
+
+
+@SETTINGS
+@given(cases(dp=1), st.sampled_from([1, 2]))
+def test_doubling_dp_changes_throughput_only_by_dp_sync(case: Case, dp: int) -> None:
+    """Per-replica work fixed (gpus x2, global batch x2): per-GPU tokens/s moves only by DP sync.
+
+    The report charges the critical stage's DP waits only; DP traffic that slows another stage's PP
+    receives (shared NIC) or delays its first forward reaches the critical stage as bubble. The bound is
+    therefore every stage's exposed DP time plus every stage's extra PP wait, over the step time.
+    """
+    small = replace(case, dp=dp, global_batch=case.global_batch * dp,
+                    cluster=case.cluster.with_(num_gpus=case.cluster.num_gpus * dp))
+    big = replace(small, dp=2 * dp, global_batch=small.global_batch * 2,
+                  cluster=small.cluster.with_(num_gpus=small.cluster.num_gpus * 2))
+    a, b = _engine(small), _engine(big)
+    assert b.step_time_s >= a.step_time_s * (1 - REL)  # more replicas never speed a replica up
+    dp_s = sum(log.dp_exposed_s for log in b.stages)
+    pp_s = sum(max(0.0, y.pp_wait_s - x.pp_wait_s) for x, y in zip(a.stages, b.stages))
+    per_gpu_a, per_gpu_b = 1 / a.step_time_s, 1 / b.step_time_s  # tokens per GPU per step are equal
+    assert (per_gpu_a - per_gpu_b) / per_gpu_a <= (dp_s + pp_s) / b.step_time_s + REL

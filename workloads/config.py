@@ -1,0 +1,126 @@
+"""Models and layouts as YAML files: strict loaders (ConfigError naming the key) and round-trip dumps."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, asdict, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from topologies.errors import ConfigError
+from workloads.fieldtypes import check_value, field_types
+from workloads.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
+from workloads.models import ModelSpec, model_preset
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_yaml_path(value: object) -> bool:
+    """True if value is a Path or a string naming a .yaml/.yml file."""
+    return isinstance(value, Path) or (isinstance(value, str) and value.lower().endswith(YAML_SUFFIXES))
+
+
+def read_yaml(what: str, path: str | Path) -> dict:
+    """Parse the YAML mapping at path; any read or parse failure is ConfigError(what, ...)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ConfigError(what, f"cannot read {str(path)!r}: {error}") from None
+    return parse_yaml(what, text, str(path))
+
+
+def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
+    """Parse YAML text that must hold one mapping; failures are ConfigError(what, ...)."""
+    try:
+        data = yaml.safe_load(text)
+    except Exception as error:  # noqa: BLE001 - yaml raises YAMLError, ValueError, RecursionError, ...
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(what, f"{origin} is not valid YAML: {first}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(what, f"{origin} must hold a YAML mapping of fields, got {type(data).__name__}")
+    return data
+
+
+def _required(cls: type) -> set[str]:
+    """Fields of a dataclass without a default."""
+    return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+
+
+def _checked(what: str, cls: type, data: dict, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Type-check the keys of data against cls's fields; unknown keys name themselves."""
+    kinds = field_types(cls)
+    allowed = [*kinds, *extra]
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str) or key not in allowed:
+            raise ConfigError(f"{what}.{key}", f"unknown key; allowed: {', '.join(allowed)}")
+        out[key] = value if key in extra else check_value(f"{what}.{key}", kinds[key], value)
+    return out
+
+
+def model_from_dict(data: object, default_name: str = "") -> ModelSpec:
+    """Build a ModelSpec from a mapping of its fields (name defaults to default_name)."""
+    if not isinstance(data, dict):
+        raise ConfigError("model", f"must be a mapping of fields, got {type(data).__name__}")
+    values = _checked("model", ModelSpec, data)
+    if default_name and "name" not in values:
+        values["name"] = default_name
+    for key in sorted(_required(ModelSpec) - set(values)):
+        raise ConfigError(f"model.{key}", "missing required key")
+    return ModelSpec(**values)
+
+
+def layout_from_dict(data: object, default_name: str = "") -> LayoutSpec:
+    """Build a LayoutSpec from a mapping of fields, optionally overriding a preset named by `base`."""
+    if not isinstance(data, dict):
+        raise ConfigError("layout", f"must be a mapping of fields, got {type(data).__name__}")
+    values = _checked("layout", LayoutSpec, data, extra=("base",))
+    base = values.pop("base", None)
+    if base is not None:
+        if not isinstance(base, str):
+            raise ConfigError("layout.base", f"must be a preset name ({', '.join(LAYOUT_PRESETS)}), got {base!r}")
+        try:
+            merged = asdict(layout_preset(base))
+        except ConfigError as error:
+            raise ConfigError("layout.base", error.rule) from None
+        merged["name"] = default_name or merged["name"]
+        merged.update(values)
+        values = merged
+    if default_name and "name" not in values:
+        values["name"] = default_name
+    for key in sorted(_required(LayoutSpec) - set(values)):
+        raise ConfigError(f"layout.{key}", "missing required key")
+    return LayoutSpec(**values)
+
+
+def load_model(source: ModelSpec | str | Path) -> ModelSpec:
+    """A ModelSpec from a spec, a preset name or a .yaml/.yml file (name defaults to the file stem)."""
+    if isinstance(source, ModelSpec):
+        return source
+    if is_yaml_path(source):
+        return model_from_dict(read_yaml("model", source), Path(source).stem)
+    if not isinstance(source, str):
+        raise ConfigError("model", f"must be a preset name, a YAML path or a ModelSpec, got {source!r}")
+    return model_preset(source)
+
+
+def load_layout(source: LayoutSpec | str | Path) -> LayoutSpec:
+    """A LayoutSpec from a spec, a preset name or a .yaml/.yml file (name defaults to the file stem)."""
+    if isinstance(source, LayoutSpec):
+        return source
+    if is_yaml_path(source):
+        return layout_from_dict(read_yaml("layout", source), Path(source).stem)
+    if not isinstance(source, str):
+        raise ConfigError("layout", f"must be a preset name, a YAML path or a LayoutSpec, got {source!r}")
+    return layout_preset(source)
+
+
+def model_to_yaml(model: ModelSpec) -> str:
+    """YAML text of every field of model; model_from_dict(yaml.safe_load(text)) == model."""
+    return yaml.safe_dump(asdict(model), sort_keys=False)
+
+
+def layout_to_yaml(layout: LayoutSpec) -> str:
+    """YAML text of every field of layout; layout_from_dict(yaml.safe_load(text)) == layout."""
+    return yaml.safe_dump(asdict(layout), sort_keys=False)

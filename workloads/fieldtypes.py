@@ -1,0 +1,39 @@
+"""Type checks for spec dataclass fields, shared by the specs' __post_init__ and the YAML loaders."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from typing import Any
+
+from topologies.errors import ConfigError
+
+TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+
+
+def field_types(cls: type) -> dict[str, str]:
+    """Map each dataclass field of ``cls`` to its annotation string (int, float, bool or str)."""
+    return {f.name: str(f.type) for f in fields(cls)}
+
+
+def check_value(field: str, kind: str, value: Any) -> Any:
+    """Return value (an int widened to float for float fields) or raise ConfigError naming field."""
+    ok = {
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "bool": isinstance(value, bool),
+        "str": isinstance(value, str),
+    }.get(kind, True)
+    if not ok:
+        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {value!r}")
+    if kind == "float":
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(field, f"must be a finite number, got {value!r}")
+    return value
+
+
+def check_types(prefix: str, spec: Any) -> None:
+    """Raise ConfigError unless every field of the dataclass instance ``spec`` has its declared type."""
+    for name, kind in field_types(type(spec)).items():
+        check_value(f"{prefix}.{name}", kind, getattr(spec, name))
