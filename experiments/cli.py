@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    from experiments import run_outputs
+
+    run_outputs.add_arguments(run)
 
     from experiments.reproduce import REPRODUCTIONS
 
@@ -35,8 +38,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> None:
-    report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-                      seq_len=args.seq_len, micro_batch=args.micro_batch)
+    from experiments import run_outputs
+
+    if run_outputs.wanted(args):
+        report = run_outputs.run_with_outputs(args)
+    else:
+        report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
+                          seq_len=args.seq_len, micro_batch=args.micro_batch)
     if args.json:
         print(json.dumps(report.to_dict()))
     else:
