@@ -36,17 +36,17 @@ def run_with_outputs(args: argparse.Namespace) -> Report:
     """Simulate as ``moesim run`` does and write the requested trace and plot."""
     from simulator.trace import simulate_with_trace, write_trace
 
-    report, result, trace = simulate_with_trace(
+    run = simulate_with_trace(
         args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
         seq_len=args.seq_len, micro_batch=args.micro_batch, stages=parse_stages(args.trace_stages),
-        micro_batches=args.trace_micro_batches)
+        micro_batches=args.trace_micro_batches, trace=bool(args.trace))
     if args.trace:
-        size = write_trace(args.trace, trace)
-        print(f"moesim: wrote {args.trace} ({len(trace['traceEvents'])} events, {size / 1e6:.1f} MB)",
+        size = write_trace(args.trace, run.trace)
+        print(f"moesim: wrote {args.trace} ({len(run.trace['traceEvents'])} events, {size / 1e6:.1f} MB)",
               file=sys.stderr)
     if args.plot:
         from experiments.plots_run import plot_run
 
-        plot_run(args.plot, report, result)
+        plot_run(args.plot, run)
         print(f"moesim: wrote {args.plot}", file=sys.stderr)
-    return report
+    return run.report

@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import EngineResult, PipelineEngine
@@ -198,12 +199,22 @@ def record_link_utilisation(engine: PipelineEngine) -> LinkLog:
     return log
 
 
+class TracedRun(NamedTuple):
+    """A simulated step with everything needed to draw it."""
+
+    report: Report
+    result: EngineResult
+    trace: dict | None
+    workload: StepWorkload
+    cluster: ClusterSpec
+
+
 def simulate_with_trace(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None = None, *,
                         cluster: ClusterSpec | str | None = None, global_batch: int = DEFAULT_GLOBAL_BATCH,
                         seq_len: int = DEFAULT_SEQ_LEN, micro_batch: int | None = None,
                         stages: Iterable[int] | None = None, micro_batches: int | None = None,
-                        calibration: Calibration = DEFAULT_CALIBRATION) -> tuple[Report, EngineResult, dict]:
-    """Simulate one step like ``simulate`` and also return the raw result and its Chrome trace."""
+                        calibration: Calibration = DEFAULT_CALIBRATION, trace: bool = True) -> TracedRun:
+    """Simulate one step like ``simulate`` and also return the raw result and (if asked) its Chrome trace."""
     wall_start = time.perf_counter()
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
@@ -213,9 +224,9 @@ def simulate_with_trace(model: ModelSpec | str, layout: LayoutSpec | str, gpus: 
     link_log = record_link_utilisation(engine)
     result = engine.run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
-    trace = chrome_trace(workload, cluster, result, stages=stages, micro_batches=micro_batches,
-                         link_log=link_log, calibration=calibration)
-    return report, result, trace
+    events = chrome_trace(workload, cluster, result, stages=stages, micro_batches=micro_batches,
+                          link_log=link_log, calibration=calibration) if trace else None
+    return TracedRun(report, result, events, workload, cluster)
 
 
 def write_trace(path: str | Path, trace: dict) -> int:

@@ -52,7 +52,7 @@ def test_cli_trace_file(tmp_path) -> None:
 @pytest.mark.parametrize("layout", ["megascale-moe", "megatron-lm"])
 def test_compute_track_matches_stage_busy(layout: str) -> None:
     """Compute-track busy time per stage equals the engine's compute_busy_s; threads never overlap."""
-    report, result, trace = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
+    report, result, trace, *_ = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
     _assert_no_overlap(trace)
     threads = _threads(trace)
     for (pid, tid), events in _by_thread(trace).items():
@@ -65,7 +65,7 @@ def test_compute_track_matches_stage_busy(layout: str) -> None:
 
 def test_flows_and_counters() -> None:
     """Every PP send gets a flow start and finish; NIC utilisation stays within [0, 1]."""
-    _, result, trace = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
+    _, result, trace, *_ = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
     sends = [t for t in result.nic_transfers if t.kind == "pp"]
     starts = [e for e in trace["traceEvents"] if e["ph"] == "s"]
     finishes = [e for e in trace["traceEvents"] if e["ph"] == "f"]
@@ -80,7 +80,7 @@ def test_interleaved_trace() -> None:
     from workloads.layouts import layout_preset
 
     layout = layout_preset("megascale-moe").with_(schedule="interleaved", virtual_stages=2, pp=6)
-    _, result, trace = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
+    _, result, trace, *_ = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
     _assert_no_overlap(trace)
     assert len([e for e in trace["traceEvents"] if e["ph"] == "f"]) == len(
         [t for t in result.nic_transfers if t.kind == "pp"])
