@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+    from experiments import sweep_cli
+
+    sweep_cli.add_commands(commands)
     return parser
 
 
@@ -61,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.reproduce import reproduce
 
             reproduce(args.name, Path(args.out))
+        else:
+            from experiments import sweep_cli
+
+            sweep_cli.dispatch(args)
     except ConfigError as error:
         print(f"moesim: error: {error}", file=sys.stderr)
         return 2
