@@ -83,10 +83,13 @@ def test_layout_fields_in_grid(tmp_path: Path) -> None:
 
 
 def test_dask_scheduler(tmp_path: Path) -> None:
-    """The dask.distributed path on an in-process LocalCluster."""
+    """The dask.distributed path on an in-process LocalCluster on loopback, by Client and by address."""
     distributed = pytest.importorskip("dask.distributed")
     points, output = load_sweep(_write(tmp_path))
-    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        run_sweep(points, output, scheduler=client, progress=lambda _: None)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, protocol="tcp://",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            run_sweep(points, output, scheduler=client, progress=lambda _: None)
+        run_sweep(points, tmp_path / "by_address.csv", scheduler=cluster.scheduler_address, progress=lambda _: None)
     assert len(_rows(output)) == 6
+    assert len(_rows(tmp_path / "by_address.csv")) == 6
