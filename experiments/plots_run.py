@@ -7,9 +7,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display needed
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from simulator.trace import COMPUTE_T, TracedRun, stage_intervals  # noqa: E402
+from simulator.trace import COMPUTE_T, TracedRun, stage_intervals
 
 Span = tuple[float, float]
 COLOURS = {"compute": "#31a354", "exposed comm": "#e6550d", "bubble / idle": "#d9d9d9", "DP sync + optimizer": "#756bb1"}

@@ -61,8 +61,8 @@ def fastest(table: Path, top: int) -> list[dict[str, str]]:
 
 def format_rows(rows: list[dict[str, str]]) -> str:
     """A fixed-width table of search results."""
-    lines = [f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'pp':>3} {'dp':>4} {'mb':>2} {'schedule':>13} "
-             f"{'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"]
+    lines = [(f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'pp':>3} {'dp':>4} {'mb':>2} {'schedule':>13} "
+              f"{'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}")]
     for rank, r in enumerate(rows, 1):
         schedule = r["schedule"] + (f" x{r['virtual_stages']}" if r["virtual_stages"] != "1" else "")
         lines.append(f"{rank:>3} {r['attention']:>4} {r['ffn']:>3} {r['intra_size']:>2} {r['pp']:>3} {r['dp']:>4} "

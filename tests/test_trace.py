@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from itertools import pairwise
 
 import pytest
 
@@ -28,7 +29,7 @@ def _by_thread(trace: dict) -> dict[tuple[int, int], list[dict]]:
 def _assert_no_overlap(trace: dict) -> None:
     for key, events in _by_thread(trace).items():
         events.sort(key=lambda e: e["ts"])
-        for before, after in zip(events, events[1:]):
+        for before, after in pairwise(events):
             assert before["ts"] + before["dur"] <= after["ts"] + 1e-6, (key, before, after)
 
 
