@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from experiments import run_outputs, sweep_cli
+from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.report import simulate
 from topologies.errors import ConfigError
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
@@ -26,19 +28,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
-
-    from experiments.reproduce import REPRODUCTIONS
+    run_outputs.add_arguments(run)
 
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+    sweep_cli.add_commands(commands)
     return parser
 
 
 def _run(args: argparse.Namespace) -> None:
-    report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-                      seq_len=args.seq_len, micro_batch=args.micro_batch,
-                      allow_oom=args.allow_oom)
+    if run_outputs.wanted(args):
+        report = run_outputs.run_with_outputs(args)
+    else:
+        report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
+                          seq_len=args.seq_len, micro_batch=args.micro_batch, allow_oom=args.allow_oom)
     if args.json:
         print(json.dumps(report.to_dict()))
     else:
@@ -52,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             _run(args)
         elif args.command == "reproduce":
-            from experiments.reproduce import reproduce
-
             reproduce(args.name, Path(args.out))
+        else:
+            sweep_cli.dispatch(args)
     except ConfigError as error:
         print(f"moesim: error: {error}", file=sys.stderr)
         return 2

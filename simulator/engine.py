@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import simpy
 
@@ -55,6 +56,19 @@ class EngineResult:
     simulated_ops: int
     sim_wall_s: float
     network_bytes: dict
+    nic_transfers: list[NicTransfer] = field(default_factory=list)
+
+
+class NicTransfer(NamedTuple):
+    """One NIC transfer the engine started (PP send or DP bucket), for timelines; not used for timing."""
+
+    kind: str  # "pp" | "dp-params" | "dp-grads"
+    src: int
+    dst: int
+    start_s: float
+    end_s: float
+    nbytes: float
+    key: tuple  # PP: (direction, micro_batch, chunk, destination stage); DP: (bucket,)
 
 
 class PipelineEngine:
@@ -82,6 +96,7 @@ class PipelineEngine:
         self.simulated_ops = 0
         self.stages = [StageLog() for _ in range(workload.pp)]
         self.op_timings: list[tuple[int, Task, TaskTiming]] = []
+        self.nic_transfers: list[NicTransfer] = []
 
     # --- task timing -------------------------------------------------------------------------------
     def _op_costs(self, key: tuple) -> OpCosts:
@@ -137,7 +152,9 @@ class PipelineEngine:
     def _send(self, src: int, dst: int, key: tuple):
         yield self.env.timeout(self.cluster.nic_latency_s)
         links = (("nic_out", src), ("nic_in", dst))
+        start = self.env.now
         yield self.network.transfer(links, self.workload.pp_bytes_per_gpu)
+        self.nic_transfers.append(NicTransfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
         self._arrival(key).succeed()
 
     def _stage(self, stage: int, dp_gate: simpy.Event | None):
@@ -209,7 +226,10 @@ class PipelineEngine:
         _, params = self._dp_bytes(stage)
         links = (("nic_out", stage), ("nic_in", stage))
         for bucket in range(buckets):
+            start = self.env.now
             yield self.network.transfer(links, params / buckets)
+            self.nic_transfers.append(NicTransfer("dp-params", stage, stage, start, self.env.now, params / buckets,
+                                                  (bucket,)))
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
         if not gate.triggered:
@@ -227,12 +247,19 @@ class PipelineEngine:
             if ready > self.env.now:
                 yield self.env.timeout(ready - self.env.now)
             transfers.append(self.network.transfer(links, grad / buckets))
+            transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
         held, _ = self.workload.stage_params_per_gpu(stage)
         optimizer_s = memory_time_s(held / self.workload.dp * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
         yield self.env.timeout(optimizer_s)
         log.end_s = self.env.now
         log.dp_exposed_s += self.env.now - end
+
+    def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
+        """A callback that records a finished DP transfer."""
+        def log(_event: simpy.Event) -> None:
+            self.nic_transfers.append(NicTransfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
+        return log
 
     def _stage_with_sync(self, stage: int):
         buckets = self.workload.layers_per_chunk * self.workload.chunks
@@ -253,5 +280,6 @@ class PipelineEngine:
         self.env.run()
         step_time_s = max(log.end_s for log in self.stages)
         return EngineResult(step_time_s, self.stages, dict(self._memo), self.simulated_ops,
-                            time.perf_counter() - wall_start, dict(self.network.bytes_sent))
+                            time.perf_counter() - wall_start, dict(self.network.bytes_sent),
+                            self.nic_transfers)
 

@@ -30,7 +30,15 @@ def test_activation_formulas_by_hand() -> None:
     none = (2 * 8 + 2 * 3 + 3 * 3 * 3.5 + 12 + 5 / 4) * 8 * MIB  # 66.75 x 8 MiB = 534 MiB
     assert sar == 204 * MIB and none == 534 * MIB
     assert activation_bytes_per_layer(workload(MEGASCALE_MOE)) == pytest.approx(sar, rel=1e-12)
-    assert activation_bytes_per_layer(workload(MEGATRON_LM)) == pytest.approx(none, rel=1e-12)
+    assert activation_bytes_per_layer(workload(replace(MEGASCALE_MOE, recompute="none"))) == pytest.approx(none)
+    # Megatron's all-gather dispatcher also keeps all b s k = 24,576 token copies (BF16, 192 MiB) and
+    # the int64 index expanded to [b s k, h] (768 MiB): 960 MiB more per layer without recomputation.
+    dispatcher = 24576 * 4096 * (2 + 8)
+    assert dispatcher == 960 * MIB
+    megatron_no_recompute = workload(replace(MEGATRON_LM, recompute="none"))
+    assert activation_bytes_per_layer(megatron_no_recompute) == pytest.approx(none + dispatcher, rel=1e-12)
+    # Full recomputation keeps only each layer's input, bsh/n.
+    assert activation_bytes_per_layer(workload(MEGATRON_LM)) == pytest.approx(8 * MIB, rel=1e-12)
 
 
 def test_stage0_breakdown_by_hand() -> None:
@@ -56,7 +64,7 @@ def test_megatron_stage0_by_hand() -> None:
     held = 4 * (experts + attention + 4096 * 34) + 65536 * 4096 // 8
     mem = peak_memory(workload(MEGATRON_LM))
     assert mem.stage == 0
-    expected = held * (2 + 4 + 6) + 15 * 4 * 534 * MIB + 4 * 1024 * 3 * 4096 * 2 * 1.25
+    expected = held * (2 + 4 + 6) + 15 * 4 * 8 * MIB + 4 * 1024 * 3 * 4096 * 2 * 1.25  # full recompute
     assert mem.total_bytes == pytest.approx(expected)
 
 

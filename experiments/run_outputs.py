@@ -1,0 +1,52 @@
+"""Extra outputs of ``moesim run``: a Chrome trace (--trace) and a timeline plot (--plot)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from simulator.report import Report
+from topologies.errors import ConfigError
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    """Add --trace, --trace-stages, --trace-micro-batches and --plot to the run parser."""
+    run.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event timeline (Perfetto)")
+    run.add_argument("--trace-stages", metavar="LIST", help="only these pipeline stages in the trace, e.g. 0,1")
+    run.add_argument("--trace-micro-batches", metavar="N", type=int, help="only micro-batches 0..N-1 in the trace")
+    run.add_argument("--plot", metavar="FILE.png", help="write a per-stage Gantt chart and time breakdown")
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether the run needs the engine's raw result (a trace or a plot was asked for)."""
+    return bool(getattr(args, "trace", None) or getattr(args, "plot", None))
+
+
+def parse_stages(text: str | None) -> list[int] | None:
+    """'0,1,4' -> [0, 1, 4]; None stays None."""
+    if not text:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError("trace_stages", f"expected comma-separated stage numbers, got '{text}'") from None
+
+
+def run_with_outputs(args: argparse.Namespace) -> Report:
+    """Simulate as ``moesim run`` does and write the requested trace and plot."""
+    from simulator.trace import simulate_with_trace, write_trace
+
+    run = simulate_with_trace(
+        args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
+        seq_len=args.seq_len, micro_batch=args.micro_batch, stages=parse_stages(args.trace_stages),
+        micro_batches=args.trace_micro_batches, trace=bool(args.trace))
+    if args.trace:
+        size = write_trace(args.trace, run.trace)
+        print(f"moesim: wrote {args.trace} ({len(run.trace['traceEvents'])} events, {size / 1e6:.1f} MB)",
+              file=sys.stderr)
+    if args.plot:
+        from experiments.plots_run import plot_run
+
+        plot_run(args.plot, run)
+        print(f"moesim: wrote {args.plot}", file=sys.stderr)
+    return run.report

@@ -1,0 +1,217 @@
+"""``moesim sweep SWEEP.yaml``: simulate a grid of configurations into a CSV (or Parquet) table.
+
+Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON), so a rerun
+skips what is already there: an interrupted sweep loses nothing. Points run in local processes
+(``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``). Invalid points
+(ConfigError) are rows with an ``error`` column instead of crashes.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import yaml
+
+from simulator.report import COMM_KINDS, Report, simulate
+from topologies.cluster import cluster_preset
+from topologies.errors import ConfigError
+from workloads.layouts import LayoutSpec, layout_preset
+
+SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_bandwidth_GBps")
+LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
+DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
+REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
+    f"exposed_{kind}_s" for kind in COMM_KINDS]
+
+Point = dict[str, object]
+
+
+def load_sweep(path: str | Path) -> tuple[list[Point], Path]:
+    """Read a sweep file: the grid's points (cartesian product) and the output path."""
+    spec = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(spec, dict):
+        raise ConfigError("sweep", "must be a mapping of keys to values or lists")
+    output = spec.pop("output", None)
+    if not output:
+        raise ConfigError("sweep.output", "give an output path ending in .csv or .parquet")
+    if Path(str(output)).suffix not in (".csv", ".parquet"):
+        raise ConfigError("sweep.output", f"must end in .csv or .parquet, got '{output}'")
+    for key in spec:
+        if key not in SIM_KEYS and key not in LAYOUT_KEYS:
+            raise ConfigError(f"sweep.{key}", f"unknown key; use {', '.join(SIM_KEYS)}, output or a layout field")
+    if "gpus" not in spec:
+        raise ConfigError("sweep.gpus", "give the number of GPUs (a value or a list)")
+    output = Path(str(output))
+    if not output.is_absolute():
+        output = Path(path).parent / output
+    return grid({**DEFAULTS, **spec}), output
+
+
+def grid(spec: dict[str, object]) -> list[Point]:
+    """Cartesian product of a mapping whose values are scalars or lists, in key order."""
+    keys = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if k in spec]
+    values = [v if isinstance(v, list) else [v] for v in (spec[k] for k in keys)]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+
+def point_id(point: Point) -> str:
+    """A stable key of a point: its parameters as sorted JSON."""
+    return json.dumps(point, sort_keys=True, separators=(",", ":"))
+
+
+def simulate_point(point: Point) -> Report:
+    """Simulate one point (raises ConfigError for invalid ones)."""
+    layout = layout_preset(str(point.get("layout", DEFAULTS["layout"])))
+    overrides = {k: point[k] for k in LAYOUT_KEYS if k in point}
+    if overrides:
+        layout = layout.with_(**overrides)
+    gpus = int(point["gpus"])
+    cluster = cluster_preset(str(point.get("cluster", DEFAULTS["cluster"])), gpus)
+    if point.get("nic_bandwidth_GBps") is not None:
+        cluster = cluster.with_(nic_bandwidth_Bps=float(point["nic_bandwidth_GBps"]) * 1e9)
+    kwargs = {k: int(point[k]) for k in ("global_batch", "seq_len", "micro_batch") if point.get(k) is not None}
+    return simulate(str(point.get("model", DEFAULTS["model"])), layout, gpus, cluster=cluster, **kwargs)
+
+
+def run_point(point: Point) -> dict[str, object]:
+    """One output row: the point's parameters, the report's columns (or an error) and point_id."""
+    row: dict[str, object] = dict(point)
+    try:
+        report = simulate_point(point)
+    except ConfigError as error:
+        row["error"] = str(error)
+    else:
+        flat = report.to_dict()
+        for kind, seconds in flat.pop("exposed_comm_s").items():
+            flat[f"exposed_{kind}_s"] = seconds
+        row.update({k: v for k, v in flat.items() if k not in point})
+        row["error"] = ""
+    row["point_id"] = point_id(point)
+    return row
+
+
+def columns(points: list[Point]) -> list[str]:
+    """CSV header: parameters, report columns, error, point_id."""
+    params = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if any(k in p for p in points)]
+    return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id"]
+
+
+def done_ids(table: Path) -> set[str]:
+    """point_ids already in a CSV table (empty if it does not exist)."""
+    if not table.exists() or table.stat().st_size == 0:
+        return set()
+    with table.open(newline="") as handle:
+        return {row["point_id"] for row in csv.DictReader(handle) if row.get("point_id")}
+
+
+def _local(points: list[Point], jobs: int) -> Iterator[dict[str, object]]:
+    if jobs <= 1:
+        yield from map(run_point, points)
+        return
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        futures = [pool.submit(run_point, p) for p in points]
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _check_dask() -> None:
+    """Raise a one-line ConfigError unless dask.distributed is importable."""
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError("scheduler", "needs dask.distributed: pip install 'moesim[dist]'") from None
+
+
+def _dask(points: list[Point], scheduler: str | object) -> Iterator[dict[str, object]]:
+    from dask.distributed import Client
+    from dask.distributed import as_completed as dask_completed
+
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    futures = client.map(run_point, points, pure=False)
+    try:
+        for future in dask_completed(futures):
+            yield future.result()
+    finally:
+        client.cancel(futures)
+        if client is not scheduler:
+            client.close()
+
+
+def _describe(row: dict[str, object]) -> str:
+    params = " ".join(f"{k}={v}" for k, v in json.loads(str(row["point_id"])).items() if k not in DEFAULTS or
+                      k == "layout" or v != DEFAULTS[k])
+    if row.get("error"):
+        return f"{params}: error: {row['error']}"
+    return f"{params}: step {float(row['step_time_s']):.3f} s, {float(row['tokens_per_s']) / 1e3:.1f}k tokens/s"
+
+
+def run_sweep(points: list[Point], output: str | Path, *, jobs: int = 1, scheduler: str | object | None = None,
+              progress: Callable[[str], None] | None = None) -> Path:
+    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path."""
+    output = Path(output)
+    table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    header = columns(points)
+    fresh = not table.exists() or table.stat().st_size == 0
+    if not fresh:
+        with table.open(newline="") as handle:
+            existing = next(csv.reader(handle), [])
+        if existing != header:
+            raise ConfigError("sweep.output", f"{table} has other columns; choose a new output file")
+        data = table.read_bytes()
+        if not data.endswith(b"\n"):  # a row cut off by a crash: drop it, its point runs again
+            with table.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+    seen = done_ids(table)
+    if scheduler:
+        _check_dask()
+    todo = [p for p in points if point_id(p) not in seen]
+    where = f"on {scheduler}" if scheduler else f"on {jobs} process{'es' if jobs > 1 else ''}"
+    say(f"sweep: {len(points)} points, {len(points) - len(todo)} already in {table}, running {len(todo)} {where}")
+    table.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows = _dask(todo, scheduler) if scheduler else _local(todo, jobs)
+    with table.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
+        if fresh:
+            writer.writeheader()
+        try:
+            for number, row in enumerate(rows, 1):
+                writer.writerow(row)
+                handle.flush()
+                say(f"[{number}/{len(todo)}] {_describe(row)}")
+        except KeyboardInterrupt:
+            say(f"sweep: interrupted; finished rows are in {table}, rerun to resume")
+            raise
+    say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
+    if output.suffix == ".parquet":
+        import pandas as pd
+
+        try:
+            pd.read_csv(table).to_parquet(output)
+        except ImportError:
+            raise ConfigError("sweep.output", f"Parquet needs pyarrow (pip install pyarrow); rows are in {table}") from None
+    return output
+
+
+def main_sweep(path: str, jobs: int, scheduler: str | None) -> None:
+    """CLI entry: load the sweep file and run it."""
+    points, output = load_sweep(path)
+    run_sweep(points, output, jobs=jobs, scheduler=scheduler)
+
+
+def read_rows(table: str | Path) -> Iterable[dict[str, str]]:
+    """The rows of a CSV sweep table, as strings."""
+    with Path(table).open(newline="") as handle:
+        yield from csv.DictReader(handle)

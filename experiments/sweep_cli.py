@@ -1,0 +1,43 @@
+"""The ``moesim sweep`` and ``moesim search`` subcommands (kept apart from cli.py, which only wires them)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+COMMANDS = ("sweep", "search")
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Register the sweep and search subparsers."""
+    sweep = commands.add_parser("sweep", help="simulate a YAML grid of configurations into a CSV/Parquet table")
+    sweep.add_argument("file", help="sweep YAML: model, layout, gpus, global_batch, seq_len, micro_batch, "
+                                    "cluster, nic_bandwidth_GBps (scalars or lists), output")
+    sweep.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
+    sweep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
+
+    search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
+    search.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
+    search.add_argument("--gpus", type=int, required=True, help="number of GPUs")
+    search.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
+    search.add_argument("--global-batch", type=int, default=None, help="sequences per step (default 720)")
+    search.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 8192)")
+    search.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
+    search.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
+    search.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
+    search.add_argument("--out", default=None, help="keep every simulated point in this CSV (resumable)")
+
+
+def dispatch(args: argparse.Namespace) -> None:
+    """Run the chosen subcommand; Ctrl-C exits with status 130 after saying how to resume."""
+    try:
+        if args.command == "sweep":
+            from experiments.sweep import main_sweep
+
+            main_sweep(args.file, args.jobs, args.scheduler)
+        else:
+            from experiments.search import main_search
+
+            main_search(args)
+    except KeyboardInterrupt:
+        sys.exit(130)

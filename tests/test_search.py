@@ -1,0 +1,48 @@
+"""Tests for ``moesim search`` on a small model."""
+
+from __future__ import annotations
+
+from experiments.cli import main
+from experiments.search import candidates, search
+from simulator.memory import peak_memory
+from topologies.cluster import cluster_preset
+from workloads.layouts import layout_preset
+from workloads.models import model_preset
+from workloads.step import StepWorkload
+
+ARGS = {"global_batch": 16, "seq_len": 2048}
+
+
+def test_candidates_are_valid_and_fit() -> None:
+    """Every candidate builds a workload that fits in HBM; interleaved and both modes appear."""
+    points, too_big = candidates("mixtral-8x7b", 16, **ARGS)
+    assert points and too_big >= 0
+    hbm = cluster_preset("h800", 16).gpu.hbm_bytes
+    for p in points:
+        layout = layout_preset("megascale-moe").with_(
+            micro_batch=p["micro_batch"], **{k: p[k] for k in ("attention", "ffn", "intra_size", "pp", "schedule",
+                                                                "virtual_stages")})
+        workload = StepWorkload(model_preset("mixtral-8x7b"), layout, 16, 8, 16, 2048)
+        assert peak_memory(workload).total_bytes <= hbm
+    assert {p["schedule"] for p in points} == {"1f1b", "interleaved"}
+    assert {(p["attention"], p["ffn"]) for p in points} >= {("sp", "ep"), ("tp", "tp")}
+
+
+def test_search_sorted_top(tmp_path) -> None:
+    """The fastest layouts come first, at most ``top`` of them, and the CSV is resumable."""
+    out = tmp_path / "search.csv"
+    rows = search("mixtral-8x7b", 16, jobs=2, top=5, out=out, progress=lambda _: None, **ARGS)
+    assert 1 <= len(rows) <= 5
+    speeds = [float(r["tokens_per_s"]) for r in rows]
+    assert speeds == sorted(speeds, reverse=True)
+    messages: list[str] = []
+    search("mixtral-8x7b", 16, top=5, out=out, progress=messages.append, **ARGS)
+    assert "running 0" in messages[1]
+
+
+def test_search_cli(capsys) -> None:
+    """The command prints a header and ten ranked rows with memory."""
+    assert main(["search", "--model", "mixtral-8x7b", "--gpus", "16", "--global-batch", "16", "--seq-len", "2048",
+                 "--jobs", "2"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "mem GiB" in lines[0] and len(lines) == 11

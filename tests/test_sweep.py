@@ -1,0 +1,95 @@
+"""Tests for ``moesim sweep``: local pool, resume, errors as rows, and the dask path."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import main
+from experiments.sweep import load_sweep, point_id, run_sweep
+
+SWEEP = """
+model: paper-352b
+layout: [megascale-moe, megatron-lm]
+gpus: [240, 120, 100]
+global_batch: 30
+nic_bandwidth_GBps: 50
+output: out.csv
+"""
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _write(tmp_path: Path, text: str = SWEEP) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_local_pool_two_jobs(tmp_path: Path) -> None:
+    """Six points on two processes: one row each; the invalid GPU count is an error row."""
+    assert main(["sweep", str(_write(tmp_path)), "--jobs", "2"]) == 0
+    rows = _rows(tmp_path / "out.csv")
+    assert len(rows) == 6
+    errors = [r for r in rows if r["error"]]
+    assert len(errors) == 2 and all(r["gpus"] == "100" and "gpus" in r["error"] for r in errors)
+    ok = [r for r in rows if not r["error"]]
+    assert all(float(r["step_time_s"]) > 0 and r["nic_bandwidth_GBps"] == "50" for r in ok)
+    assert {"exposed_ep_s", "mfu", "point_id"} <= set(rows[0])
+
+
+def test_nic_bandwidth_changes_result(tmp_path: Path) -> None:
+    """nic_bandwidth_GBps reaches ClusterSpec: slower NICs, slower step."""
+    points, output = load_sweep(_write(tmp_path, SWEEP.replace("nic_bandwidth_GBps: 50", "nic_bandwidth_GBps: [10, 50]")
+                                       .replace("gpus: [240, 120, 100]", "gpus: 240")
+                                       .replace("[megascale-moe, megatron-lm]", "megascale-moe")))
+    run_sweep(points, output, progress=lambda _: None)
+    times = {r["nic_bandwidth_GBps"]: float(r["step_time_s"]) for r in _rows(output)}
+    assert times["10"] > times["50"]
+
+
+def test_resume_runs_only_missing_points(tmp_path: Path) -> None:
+    """A partial table (as after Ctrl-C, last row cut off) is completed without rerunning finished points."""
+    points, output = load_sweep(_write(tmp_path))
+    run_sweep(points[:3], output, progress=lambda _: None)
+    lines = output.read_text().splitlines(keepends=True)
+    output.write_text("".join(lines[:3]) + lines[3][:-30])  # header + 2 rows + a third torn inside point_id
+    messages: list[str] = []
+    run_sweep(points, output, jobs=2, progress=messages.append)
+    assert messages[0].startswith("sweep: 6 points, 2 already in") and "running 4" in messages[0]
+    assert sum(m.startswith("[") for m in messages) == 4
+    ids = [r["point_id"] for r in _rows(output)]
+    assert sorted(ids) == sorted(point_id(p) for p in points)
+
+
+def test_bad_sweep_file(tmp_path: Path, capsys) -> None:
+    """Unknown keys and missing output are one-line errors with status 2."""
+    assert main(["sweep", str(_write(tmp_path, "gpus: 240\nbogus: 1\noutput: x.csv\n"))]) == 2
+    assert "sweep.bogus" in capsys.readouterr().err
+    assert main(["sweep", str(_write(tmp_path, "gpus: 240\n"))]) == 2
+    assert "sweep.output" in capsys.readouterr().err
+
+
+def test_layout_fields_in_grid(tmp_path: Path) -> None:
+    """Layout fields (here pp) can be swept too."""
+    points, output = load_sweep(_write(tmp_path, "gpus: 240\nglobal_batch: 30\npp: [5, 15]\noutput: o.csv\n"))
+    run_sweep(points, output, progress=lambda _: None)
+    assert sorted(r["pp"] for r in _rows(output)) == ["15", "5"]
+
+
+def test_dask_scheduler(tmp_path: Path) -> None:
+    """The dask.distributed path on an in-process LocalCluster on loopback, by Client and by address."""
+    distributed = pytest.importorskip("dask.distributed")
+    points, output = load_sweep(_write(tmp_path))
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, protocol="tcp://",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            run_sweep(points, output, scheduler=client, progress=lambda _: None)
+        run_sweep(points, tmp_path / "by_address.csv", scheduler=cluster.scheduler_address, progress=lambda _: None)
+    assert len(_rows(output)) == 6
+    assert len(_rows(tmp_path / "by_address.csv")) == 6
