@@ -242,18 +242,18 @@ class PipelineEngine:
         links = (("nic_out", stage), ("nic_in", stage))
         task, begin, end = log.tasks[-1]
         transfers = []
-        for bucket in range(buckets):
+        for bucket in range(buckets if grad > 0 else 0):
             ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
             if ready > self.env.now:
                 yield self.env.timeout(ready - self.env.now)
             transfers.append(self.network.transfer(links, grad / buckets))
             transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
+        log.dp_exposed_s += self.env.now - end
         held, _ = self.workload.stage_params_per_gpu(stage)
         optimizer_s = memory_time_s(held / self.workload.dp * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
         yield self.env.timeout(optimizer_s)
         log.end_s = self.env.now
-        log.dp_exposed_s += self.env.now - end
 
     def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
         """A callback that records a finished DP transfer."""
@@ -268,10 +268,7 @@ class PipelineEngine:
             gate = self.env.event()
             self.env.process(self._param_gather(stage, gate, buckets))
         yield from self._stage(stage, gate)
-        if self.workload.dp > 1:
-            yield from self._grad_sync(stage, buckets)
-        else:
-            self.stages[stage].end_s = self.env.now
+        yield from self._grad_sync(stage, buckets)
 
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
