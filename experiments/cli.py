@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+
+    commands.add_parser("bench", help="time the simulator at fixed points on this machine")
     return parser
 
 
@@ -53,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.reproduce import reproduce
 
             reproduce(args.name, Path(args.out))
+        elif args.command == "bench":
+            from experiments.bench import main as bench
+
+            bench()
     except ConfigError as error:
         print(f"moesim: error: {error}", file=sys.stderr)
         return 2
