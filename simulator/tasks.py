@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import simpy
@@ -42,26 +43,32 @@ class OpCosts:
 
 
 def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
-             comm_links: tuple, timing: TaskTiming) -> simpy.Event:
+             comm_links: tuple, timing: TaskTiming,
+             transfer: Callable[[int, float], simpy.Event] | None = None) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream and its dependencies
     are done (CUDA stream semantics). Collectives of a folded group move each member's egress bytes
-    over the representative GPU's links: every member does the same at the same time.
+    over the representative GPU's links: every member does the same at the same time. ``transfer(op
+    index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
     """
+    if transfer is None:
+        def transfer(_index: int, nbytes: float) -> simpy.Event:
+            return network.transfer(comm_links, nbytes)
+
     done = [env.event() for _ in ops]
     streams: dict[str, list[int]] = {}
     for index, op in enumerate(ops):
         streams.setdefault(op.stream, []).append(index)
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, timing))
+    procs = [env.process(_stream(env, ops, indices, costs, transfer, done, timing))
              for indices in streams.values()]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
     return finished
 
 
-def _stream(env, ops, indices, costs, network, comm_links, done, timing):
+def _stream(env, ops, indices, costs, transfer, done, timing):
     for index in indices:
         op = ops[index]
         for dep in op.deps:
@@ -71,10 +78,10 @@ def _stream(env, ops, indices, costs, network, comm_links, done, timing):
         if op.kind == COLLECTIVE:
             if costs.latency_s[index]:
                 yield env.timeout(costs.latency_s[index])
-            yield network.transfer(comm_links, costs.wire_bytes[index])
+            yield transfer(index, costs.wire_bytes[index])
         elif op.kind == FUSED:
             compute_s = costs.compute_s[index]
-            comm = network.transfer(comm_links, costs.wire_bytes[index])
+            comm = transfer(index, costs.wire_bytes[index])
             yield env.timeout(compute_s) & comm
             comm_s = env.now - begin
             yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
