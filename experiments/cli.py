@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from experiments import run_outputs, sweep_cli
+from experiments.bench import main as bench
 from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.report import simulate
 from topologies.errors import ConfigError
@@ -34,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
     sweep_cli.add_commands(commands)
+    commands.add_parser("bench", help="time the simulator at fixed points on this machine")
     return parser
 
 
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             _run(args)
         elif args.command == "reproduce":
             reproduce(args.name, Path(args.out))
+        elif args.command == "bench":
+            bench()
         else:
             sweep_cli.dispatch(args)
     except ConfigError as error:

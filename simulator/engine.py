@@ -118,7 +118,8 @@ class PipelineEngine:
             self._memo[key] = timing
         return self._memo[key]
 
-    def _run_task(self, stage: int, task: Task):
+    def _run_task(self, place, task: Task):
+        stage = self._stage_of(place)
         key = self.workload.task_key(stage, task)
         if self.memoize:
             timing = self.task_timing(key)
@@ -131,6 +132,27 @@ class PipelineEngine:
         if self.record_ops:
             self.op_timings.append((stage, task, timing))
         return timing
+
+    # --- placement: a place is what runs one stage's tasks; here the stage's representative GPU ------
+    # simulator/unfolded.py overrides these to run every GPU (a place is then (replica, stage, rank)).
+    def _places(self) -> list:
+        return list(range(self.workload.pp))
+
+    def _stage_of(self, place) -> int:
+        return place
+
+    def _log(self, place) -> StageLog:
+        return self.stages[place]
+
+    def _peer(self, place, stage: int):
+        """The place of ``stage`` that exchanges pipeline data with ``place``."""
+        return stage
+
+    def _pp_links(self, src, dst) -> tuple:
+        return ("nic_out", src), ("nic_in", dst)
+
+    def _dp_links(self, place) -> tuple:
+        return ("nic_out", place), ("nic_in", place)
 
     # --- pipeline ----------------------------------------------------------------------------------
     def _source(self, stage: int, task: Task) -> tuple | None:
@@ -149,26 +171,27 @@ class PipelineEngine:
             self._arrivals[key] = self.env.event()
         return self._arrivals[key]
 
-    def _send(self, src: int, dst: int, key: tuple):
+    def _send(self, src, dst, key: tuple):
         yield self.env.timeout(self.cluster.nic_latency_s)
-        links = (("nic_out", src), ("nic_in", dst))
+        links = self._pp_links(src, dst)
         start = self.env.now
         yield self.network.transfer(links, self.workload.pp_bytes_per_gpu)
         self.nic_transfers.append(NicTransfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
         self._arrival(key).succeed()
 
-    def _stage(self, stage: int, dp_gate: simpy.Event | None):
-        log = self.stages[stage]
+    def _stage(self, place, dp_gate: simpy.Event | None):
+        stage = self._stage_of(place)
+        log = self._log(place)
         order = self.workload.stage_order(stage)
         first_forward = True
         for task in order:
             source = self._source(stage, task)
             if source is not None:
-                arrival = self._arrival((task.direction, task.micro_batch, task.chunk, stage))
+                arrival = self._arrival((task.direction, task.micro_batch, task.chunk, place))
                 if not arrival.triggered:
                     wait_start = self.env.now
                     yield arrival
-                    sent = self._sent_at.get((task.direction, task.micro_batch, task.chunk, stage), wait_start)
+                    sent = self._sent_at.get((task.direction, task.micro_batch, task.chunk, place), wait_start)
                     log.pp_wait_s += self.env.now - max(wait_start, sent)
             if first_forward and dp_gate is not None and not dp_gate.triggered:
                 wait_start = self.env.now
@@ -176,17 +199,18 @@ class PipelineEngine:
                 log.dp_exposed_s += self.env.now - wait_start
             first_forward = False
             begin = self.env.now
-            timing = yield from self._run_task(stage, task)
+            timing = yield from self._run_task(place, task)
             log.tasks.append((task, begin, self.env.now))
             log.busy_s += self.env.now - begin
             log.compute_busy_s += timing.compute_busy_s
             log.model_flops += timing.model_flops
             for group, seconds in timing.exposed_comm_s.items():
                 log.exposed_comm_s[group] = log.exposed_comm_s.get(group, 0.0) + seconds
-            self._forward_output(stage, task)
+            self._forward_output(place, task)
         log.pipeline_end_s = self.env.now
 
-    def _forward_output(self, stage: int, task: Task) -> None:
+    def _forward_output(self, place, task: Task) -> None:
+        stage = self._stage_of(place)
         pp, chunks = self.workload.pp, self.workload.chunks
         if task.direction == FORWARD:
             if stage < pp - 1:
@@ -202,9 +226,10 @@ class PipelineEngine:
                 dst = (pp - 1, task.chunk - 1)
             else:
                 return
-        key = (task.direction, task.micro_batch, dst[1], dst[0])
+        peer = self._peer(place, dst[0])
+        key = (task.direction, task.micro_batch, dst[1], peer)
         self._sent_at[key] = self.env.now
-        self.env.process(self._send(stage, dst[0], key))
+        self.env.process(self._send(place, peer, key))
 
     # --- data parallelism ----------------------------------------------------------------------------
     def _dp_bytes(self, stage: int) -> tuple[float, float]:
@@ -221,25 +246,25 @@ class PipelineEngine:
         params = synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
         return grad, params
 
-    def _param_gather(self, stage: int, gate: simpy.Event, buckets: int):
+    def _param_gather(self, place, gate: simpy.Event, buckets: int):
         """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
-        _, params = self._dp_bytes(stage)
-        links = (("nic_out", stage), ("nic_in", stage))
+        _, params = self._dp_bytes(self._stage_of(place))
+        links = self._dp_links(place)
         for bucket in range(buckets):
             start = self.env.now
             yield self.network.transfer(links, params / buckets)
-            self.nic_transfers.append(NicTransfer("dp-params", stage, stage, start, self.env.now, params / buckets,
-                                                  (bucket,)))
+            self.nic_transfers.append(NicTransfer("dp-params", self._stage_of(place), self._stage_of(place), start,
+                                                  self.env.now, params / buckets, (bucket,)))
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
         if not gate.triggered:
             gate.succeed()
 
-    def _grad_sync(self, stage: int, buckets: int):
+    def _grad_sync(self, place, buckets: int):
         """Reduce gradients bucket by bucket as the last backward frees them, then the optimizer step."""
-        log = self.stages[stage]
+        log, stage = self._log(place), self._stage_of(place)
         grad, _ = self._dp_bytes(stage)
-        links = (("nic_out", stage), ("nic_in", stage))
+        links = self._dp_links(place)
         task, begin, end = log.tasks[-1]
         transfers = []
         for bucket in range(buckets if grad > 0 else 0):
@@ -261,19 +286,19 @@ class PipelineEngine:
             self.nic_transfers.append(NicTransfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
         return log
 
-    def _stage_with_sync(self, stage: int):
+    def _stage_with_sync(self, place):
         buckets = self.workload.layers_per_chunk * self.workload.chunks
         gate = None
         if self.workload.dp > 1:
             gate = self.env.event()
-            self.env.process(self._param_gather(stage, gate, buckets))
-        yield from self._stage(stage, gate)
-        yield from self._grad_sync(stage, buckets)
+            self.env.process(self._param_gather(place, gate, buckets))
+        yield from self._stage(place, gate)
+        yield from self._grad_sync(place, buckets)
 
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
-        for stage in range(self.workload.pp):
-            self.env.process(self._stage_with_sync(stage))
+        for place in self._places():
+            self.env.process(self._stage_with_sync(place))
         self.env.run()
         step_time_s = max(log.end_s for log in self.stages)
         return EngineResult(step_time_s, self.stages, dict(self._memo), self.simulated_ops,

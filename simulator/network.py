@@ -80,22 +80,32 @@ class FluidNetwork:
             flow = flows[0]
             flow.rate = min(self.capacities_Bps[link] for link in flow.links)
             return
-        left = {}
-        count: dict[Hashable, int] = {}
+        # Progressive filling, indexed by link so an iteration touches only that link's flows (the
+        # list scan was quadratic in flows); the choice and subtraction order match the plain version.
+        left: dict[Hashable, float] = {}
+        on_link: dict[Hashable, list[_Flow]] = {}
         for flow in flows:
             for link in flow.links:
-                left[link] = self.capacities_Bps[link]
-                count[link] = count.get(link, 0) + 1
-        unfixed = set(range(len(flows)))
-        while unfixed:
-            link = min((lk for lk in count if count[lk] > 0), key=lambda lk: left[lk] / count[lk])
+                if link in on_link:
+                    on_link[link].append(flow)
+                else:
+                    left[link] = self.capacities_Bps[link]
+                    on_link[link] = [flow]
+        count = {link: len(members) for link, members in on_link.items()}
+        fixed: set[int] = set()
+        while count:
+            link = min(count, key=lambda lk: left[lk] / count[lk])
             share = left[link] / count[link]
-            for i in [i for i in unfixed if link in flows[i].links]:
-                flows[i].rate = share
-                unfixed.discard(i)
-                for other in flows[i].links:
+            for flow in on_link[link]:
+                if id(flow) in fixed:
+                    continue
+                flow.rate = share
+                fixed.add(id(flow))
+                for other in flow.links:
                     left[other] -= share
                     count[other] -= 1
+                    if not count[other]:
+                        del count[other]
 
     def _reschedule(self) -> None:
         self._generation += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import simpy
@@ -44,13 +45,19 @@ class OpCosts:
 
 
 def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
-             comm_links: tuple, timing: TaskTiming) -> simpy.Event:
+             comm_links: tuple, timing: TaskTiming,
+             transfer: Callable[[int, float], simpy.Event] | None = None) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream and its dependencies
     are done (CUDA stream semantics). Collectives of a folded group move each member's egress bytes
-    over the representative GPU's links: every member does the same at the same time.
+    over the representative GPU's links: every member does the same at the same time. ``transfer(op
+    index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
     """
+    if transfer is None:
+        def transfer(_index: int, nbytes: float) -> simpy.Event:
+            return network.transfer(comm_links, nbytes)
+
     done = [env.event() for _ in ops]
     issued = [env.event() for _ in ops]
     env.process(_host(env, ops, costs, done, issued))
@@ -58,7 +65,7 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     for index, op in enumerate(ops):
         streams.setdefault(op.stream, []).append(index)
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, issued, timing))
+    procs = [env.process(_stream(env, ops, indices, costs, transfer, done, issued, timing))
              for indices in streams.values()]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
@@ -76,7 +83,7 @@ def _host(env, ops, costs, done, issued):
             yield done[index]
 
 
-def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing):
+def _stream(env, ops, indices, costs, transfer, done, issued, timing):
     for index in indices:
         op = ops[index]
         if not issued[index].triggered:
@@ -88,10 +95,10 @@ def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing)
         if op.kind == COLLECTIVE:
             if costs.latency_s[index]:
                 yield env.timeout(costs.latency_s[index])
-            yield network.transfer(comm_links, costs.wire_bytes[index])
+            yield transfer(index, costs.wire_bytes[index])
         elif op.kind == FUSED:
             compute_s = costs.compute_s[index]
-            comm = network.transfer(comm_links, costs.wire_bytes[index])
+            comm = transfer(index, costs.wire_bytes[index])
             comm_end = []
             comm.callbacks.append(lambda _e: comm_end.append(env.now))
             yield env.timeout(compute_s) & comm
