@@ -70,7 +70,7 @@ def run(out: Path) -> str:
     for r in frame.itertuples():
         paper = f"A2A ~{PAPER_A2A_US[r.top_k]} us" if r.top_k in PAPER_A2A_US else ""
         lines.append(f"| {r.top_k} | {r.all_to_all_us:.0f} | {r.all_gather_us:.0f} | {paper} |")
-    lines += ["", f"AG/RS paper ~770-790 us. Crossover: all-to-all slower from top-{crossover(frame)} "
+    lines += ["", (f"AG/RS paper ~770-790 us. Crossover: all-to-all slower from top-{crossover(frame)} "
               "(paper: between top-6 and top-7). The all-to-all efficiency (0.75) is a declared assumption "
-              "consistent with this figure, so the crossover is not an independent prediction."]
+              "consistent with this figure, so the crossover is not an independent prediction.")]
     return "\n".join(lines)

@@ -31,10 +31,10 @@ def calibration_section() -> str:
     rows += ["", "Sources are in simulator/calibration.py next to each constant. Fitted to the paper: "
              + "; ".join(DEFAULT_CALIBRATION.fitted_on) + " (experiments/calibrate.py reproduces the fit). "
              "Everything else in this file is a prediction.",
-             "", "Choices the paper leaves open, made once and used everywhere: micro-batch 1, plain 1F1B, "
+             "", ("Choices the paper leaves open, made once and used everywhere: micro-batch 1, plain 1F1B, "
              "capacity factor 1.25 (expert GEMMs on padded buffers), ZeRO-1, BF16 params with FP32 grads, "
              "MFU counting GEMMs + FlashAttention (non-causal count, backward 2.5x forward), recomputation "
-             "not counted; see README."]
+             "not counted; see README.")]
     return "\n".join(rows)
 
 
@@ -43,7 +43,7 @@ def _update(markdown_path: Path, name: str, section: str) -> None:
     text = markdown_path.read_text() if markdown_path.exists() else HEADER
     begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
     block = f"{begin}\n{section}\n{end}"
-    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     markdown_path.write_text(text)
 

@@ -65,11 +65,11 @@ def markdown(frame: pd.DataFrame) -> str:
     lines = [
         "## Table 3: strong scaling, 352B model, H800, global batch 720 x 8192",
         "",
-        "Megatron-LM paper values are the self-consistent ones (151.1k at 240 GPUs, 545.1k at 960 GPUs; "
-        "see PAPER.md).",
+        ("Megatron-LM paper values are the self-consistent ones (151.1k at 240 GPUs, 545.1k at 960 GPUs; "
+        "see PAPER.md)."),
         "",
-        "| GPUs | Megatron paper | Megatron sim | err | MegaScale paper | MegaScale sim | err "
-        "| speedup paper | speedup sim | MFU paper | MFU sim | MFU 6N sim |",
+        ("| GPUs | Megatron paper | Megatron sim | err | MegaScale paper | MegaScale sim | err "
+        "| speedup paper | speedup sim | MFU paper | MFU sim | MFU 6N sim |"),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in frame.itertuples():
@@ -85,22 +85,22 @@ def markdown(frame: pd.DataFrame) -> str:
     mae_mt = frame.megatron_error.abs().mean()
     lines += [
         "",
-        f"Mean absolute error: MegaScale-MoE {mae_ms:.1%} (target <= 5%, each <= 10%), "
-        f"Megatron-LM {mae_mt:.1%} (target <= 10%, each <= 15%).",
+        (f"Mean absolute error: MegaScale-MoE {mae_ms:.1%} (target <= 5%, each <= 10%), "
+        f"Megatron-LM {mae_mt:.1%} (target <= 10%, each <= 15%)."),
         "",
-        "Fitted: only `gemm_mma_efficiency`, on the MegaScale-MoE 240-GPU cell (so its 0.0% error is by "
+        ("Fitted: only `gemm_mma_efficiency`, on the MegaScale-MoE 240-GPU cell (so its 0.0% error is by "
         "construction). Every other cell, including Megatron-LM at 240 GPUs, is a prediction. The Megatron-LM "
         "gap comes from modelled mechanisms only: TP all-gather/reduce-scatter on the compute stream, full "
         "recomputation (forced by its memory, see simulator/memory.py), one GEMM kernel per expert, unfused "
-        "permutation over all b s k token copies on every GPU, a host sync per MoE layer, FP32 gradients.",
+        "permutation over all b s k token copies on every GPU, a host sync per MoE layer, FP32 gradients."),
         "",
-        "Misses: the simulated speedup is ~1.95x at every scale while the paper's varies non-monotonically "
+        ("Misses: the simulated speedup is ~1.95x at every scale while the paper's varies non-monotonically "
         "(1.65-1.89x); Megatron-LM is predicted 7-11% slow. Likely causes: Megatron's backward overlaps the "
         "sequence-parallel all-gather with the input-gradient GEMM (not modelled), and the fitted GEMM "
         "efficiency absorbs MegaScale-specific losses (expert imbalance, dynamic shapes) that then also "
         "slow Megatron's larger GEMM share. MFU falls with scale because micro-batches per pipeline fall "
         "(360 -> 60): the simulated bubble grows from 11% to 25% (1F1B; the last stage's LM head makes "
-        "stages unequal, which adds to the (p-1)/(m+p-1) ideal).",
+        "stages unequal, which adds to the (p-1)/(m+p-1) ideal)."),
     ]
     return "\n".join(lines)
 

@@ -25,7 +25,7 @@ from simulator.costs import memory_time_s
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
-from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.schedules import FORWARD, Task
 from workloads.step import StepWorkload
 
 ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
@@ -265,7 +265,7 @@ class PipelineEngine:
         log, stage = self._log(place), self._stage_of(place)
         grad, _ = self._dp_bytes(stage)
         links = self._dp_links(place)
-        task, begin, end = log.tasks[-1]
+        _, begin, end = log.tasks[-1]
         transfers = []
         for bucket in range(buckets if grad > 0 else 0):
             ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end

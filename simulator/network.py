@@ -12,7 +12,7 @@ _DONE_BYTES = 1e-3
 
 
 class _Flow:
-    __slots__ = ("remaining", "links", "rate", "done")
+    __slots__ = ("done", "links", "rate", "remaining")
 
     def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event) -> None:
         self.remaining = remaining

@@ -57,8 +57,8 @@ class Report:
     def summary(self) -> str:
         comm = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.exposed_comm_s.items())
         return "\n".join([
-            f"{self.model} / {self.layout} on {self.gpus} GPUs (PP {self.pp}, DP {self.dp}, "
-            f"{self.micro_batches} micro-batches per pipeline, batch {self.global_batch} x {self.seq_len})",
+            (f"{self.model} / {self.layout} on {self.gpus} GPUs (PP {self.pp}, DP {self.dp}, "
+            f"{self.micro_batches} micro-batches per pipeline, batch {self.global_batch} x {self.seq_len})"),
             f"  step time        {self.step_time_s:.3f} s",
             f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s",
             f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",

@@ -100,7 +100,7 @@ def _stream(env, ops, indices, costs, transfer, done, issued, timing):
             compute_s = costs.compute_s[index]
             comm = transfer(index, costs.wire_bytes[index])
             comm_end = []
-            comm.callbacks.append(lambda _e: comm_end.append(env.now))
+            comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
             yield env.timeout(compute_s) & comm
             comm_s = comm_end[0] - begin
             yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])

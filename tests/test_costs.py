@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.calibration import Calibration
 from simulator.costs import (
     attention_time_s,
     collective_latency_s,
@@ -20,6 +19,7 @@ from simulator.costs import (
     gemm_time_s,
     memory_time_s,
 )
+from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (
     ALL_GATHER,
@@ -36,32 +36,9 @@ from workloads.ops import (
     Op,
 )
 
-TOY_GPU = GpuSpec(
-    name="toy",
-    peak_bf16_flops=100e12,  # 1e12 FLOP/s per SM
-    peak_fp8_flops=200e12,
-    hbm_bytes=80e9,
-    hbm_bandwidth_Bps=1e12,
-    sm_count=100,
-    nvlink_bandwidth_Bps=100e9,
-    nvlink_latency_s=1e-6,
-    source="made up for tests",
-)
+TOY_GPU = toy_gpu()
 
-CAL = Calibration(
-    gemm_tile_m=128,
-    gemm_tile_n=128,
-    gemm_mma_efficiency=1.0,
-    attention_fwd_efficiency=0.5,
-    attention_bwd_efficiency=0.25,
-    attention_causal_fraction=0.5,
-    memory_efficiency=1.0,
-    kernel_overhead_s=0.0,
-    host_launch_s=0.0,
-    host_sync_s=50e-6,
-    all_to_all_efficiency=0.5,
-    ring_efficiency=1.0,
-)
+CAL = toy_calibration()
 
 TILE_S = 2 * 128 * 128 * 1000 / 1e12  # 32.768e-6 s: one tile (= one full wave) with k = 1000
 

@@ -6,11 +6,10 @@ from collections import Counter
 
 import pytest
 
-from simulator.calibration import Calibration
 from simulator.engine import PipelineEngine
 from simulator.report import build_report
+from tests.toys import toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
-from topologies.hardware import GpuSpec
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
 from workloads.schedules import (
@@ -99,34 +98,11 @@ def test_stage_order_dispatch_and_bubble_formula() -> None:
 
 # --- engine ---------------------------------------------------------------------------------------
 
-GPU = GpuSpec(
-    name="toy",
-    peak_bf16_flops=100e12,
-    peak_fp8_flops=200e12,
-    hbm_bytes=80e9,
-    hbm_bandwidth_Bps=1e12,
-    sm_count=100,
-    nvlink_bandwidth_Bps=100e9,
-    nvlink_latency_s=1e-6,
-    source="made up for tests",
-)
+GPU = toy_gpu()
 
 # Every constant spelled out (the engine tests compare the engine with itself or with task timings it
 # reports, so the exact values matter less than that they are fixed here).
-CAL = Calibration(
-    gemm_tile_m=128,
-    gemm_tile_n=128,
-    gemm_mma_efficiency=1.0,
-    attention_fwd_efficiency=0.5,
-    attention_bwd_efficiency=0.4,
-    attention_causal_fraction=0.5,
-    memory_efficiency=1.0,
-    kernel_overhead_s=0.0,
-    host_launch_s=0.0,
-    host_sync_s=50e-6,
-    all_to_all_efficiency=0.75,
-    ring_efficiency=1.0,
-)
+CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
 
 # 8 heads and 8 experts divide n = 8; a vocabulary of 8 makes the embedding and LM head negligible.
 TINY = ModelSpec("tiny", num_layers=32, hidden_size=2048, num_heads=8, num_kv_heads=8, expert_ffn_size=4096,

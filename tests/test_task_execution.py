@@ -12,35 +12,12 @@ import simpy
 from simulator.calibration import Calibration
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
-from topologies.hardware import GpuSpec
+from tests.toys import toy_calibration, toy_gpu
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, HOST_SYNC, MEMORY, Gemm, Op
 
-GPU = GpuSpec(
-    name="toy",
-    peak_bf16_flops=100e12,  # 100 SMs at 1e12 FLOP/s each
-    peak_fp8_flops=200e12,
-    hbm_bytes=80e9,
-    hbm_bandwidth_Bps=1e12,
-    sm_count=100,
-    nvlink_bandwidth_Bps=1e9,
-    nvlink_latency_s=1e-6,
-    source="made up for tests",
-)
+GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 
-CAL = Calibration(
-    gemm_tile_m=128,
-    gemm_tile_n=128,
-    gemm_mma_efficiency=1.0,
-    attention_fwd_efficiency=0.5,
-    attention_bwd_efficiency=0.25,
-    attention_causal_fraction=0.5,
-    memory_efficiency=1.0,
-    kernel_overhead_s=0.0,
-    host_launch_s=0.0,
-    host_sync_s=50e-6,
-    all_to_all_efficiency=0.7,
-    ring_efficiency=1.0,
-)
+CAL = toy_calibration(all_to_all_efficiency=0.7)
 
 LINK_BPS = 1e9  # the one link every collective below uses
 

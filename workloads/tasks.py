@@ -20,7 +20,6 @@ from workloads.ops import (
     FUSED,
     GEMM,
     HOST_SYNC,
-    MEMORY,
     TRANSPOSE,
     Op,
     Step,

@@ -1,0 +1,45 @@
+"""A made-up GPU and fully spelled-out calibrations for hand-computed tests (round numbers)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from simulator.calibration import Calibration
+from topologies.hardware import GpuSpec
+
+TOY_GPU = GpuSpec(
+    name="toy",
+    peak_bf16_flops=100e12,  # 100 SMs at 1e12 FLOP/s each
+    peak_fp8_flops=200e12,
+    hbm_bytes=80e9,
+    hbm_bandwidth_Bps=1e12,
+    sm_count=100,
+    nvlink_bandwidth_Bps=100e9,
+    nvlink_latency_s=1e-6,
+    source="made up for tests",
+)
+
+# Every constant spelled out so that no test depends on the project's calibrated values.
+TOY_CALIBRATION = Calibration(
+    gemm_tile_m=128,
+    gemm_tile_n=128,
+    gemm_mma_efficiency=1.0,
+    attention_fwd_efficiency=0.5,
+    attention_bwd_efficiency=0.25,
+    attention_causal_fraction=0.5,
+    memory_efficiency=1.0,
+    kernel_overhead_s=0.0,
+    host_launch_s=0.0,
+    host_sync_s=50e-6,
+    all_to_all_efficiency=0.5,
+    ring_efficiency=1.0,
+    fitted_on=(),
+)
+
+
+def toy_gpu(**changes: object) -> GpuSpec:
+    return replace(TOY_GPU, **changes)
+
+
+def toy_calibration(**changes: object) -> Calibration:
+    return replace(TOY_CALIBRATION, **changes)
