@@ -85,10 +85,13 @@ class PipelineEngine:
         self.env = simpy.Environment()
         capacities = {}
         for stage in range(workload.pp):
-            capacities[("nvl", stage)] = self.gpu.nvlink_bandwidth_Bps
             capacities[("nic_out", stage)] = cluster.nic_effective_Bps
             capacities[("nic_in", stage)] = cluster.nic_effective_Bps
         self.network = FluidNetwork(self.env, capacities)
+        # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
+        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap.
+        self.nvlink_networks = [FluidNetwork(self.env, {("nvl", stage): self.gpu.nvlink_bandwidth_Bps})
+                                for stage in range(workload.pp)]
         self._costs: dict[tuple, OpCosts] = {}
         self._memo: dict[tuple, TaskTiming] = {}
         self._arrivals: dict[tuple, simpy.Event] = {}
@@ -127,7 +130,7 @@ class PipelineEngine:
             return timing
         timing = TaskTiming()
         ops = self.workload.task_ops(key)
-        yield run_task(self.env, ops, self._op_costs(key), self.network, (("nvl", stage),), timing)
+        yield run_task(self.env, ops, self._op_costs(key), self.nvlink_networks[stage], (("nvl", stage),), timing)
         self.simulated_ops += len(ops)
         if self.record_ops:
             self.op_timings.append((stage, task, timing))
@@ -295,6 +298,12 @@ class PipelineEngine:
         yield from self._stage(place, gate)
         yield from self._grad_sync(place, buckets)
 
+    def _bytes_sent(self) -> dict:
+        sent = dict(self.network.bytes_sent)
+        for network in getattr(self, "nvlink_networks", ()):
+            sent.update(network.bytes_sent)
+        return sent
+
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
         for place in self._places():
@@ -302,6 +311,6 @@ class PipelineEngine:
         self.env.run()
         step_time_s = max(log.end_s for log in self.stages)
         return EngineResult(step_time_s, self.stages, dict(self._memo), self.simulated_ops,
-                            time.perf_counter() - wall_start, dict(self.network.bytes_sent),
+                            time.perf_counter() - wall_start, self._bytes_sent(),
                             self.nic_transfers)
 

@@ -27,20 +27,39 @@ class TaskTiming:
 
 @dataclass(frozen=True)
 class OpCosts:
-    """Pre-computed cost-model numbers of one op list (pure, so computed once per task type)."""
+    """Pre-computed cost-model numbers and dependency structure of one op list (computed once per task type)."""
 
     compute_s: tuple[float, ...]
     wire_bytes: tuple[float, ...]
     latency_s: tuple[float, ...]
     launch_s: tuple[float, ...]  # host time to issue the op's kernels
+    sync_before: tuple[int, ...]  # the last host sync before each op in program order, or -1
+    issue_offset_s: tuple[float, ...]  # host launch time from that sync's completion (or the start) to the op
+    cross_deps: tuple[tuple[int, ...], ...]  # dependencies on ops of other streams
+    signalled: frozenset[int]  # ops whose completion another stream (or the host) waits for
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
+        launch = tuple(op.kernels * cal.host_launch_s for op in ops)
+        sync_before, offsets = [], []
+        sync, offset = -1, 0.0
+        for index, op in enumerate(ops):
+            offset += launch[index]
+            sync_before.append(sync)
+            offsets.append(offset)
+            if op.kind == HOST_SYNC:  # the host waits here; later issues count from its completion
+                sync, offset = index, 0.0
+        cross = tuple(tuple(d for d in op.deps if ops[d].stream != op.stream) for op in ops)
+        signalled = {d for deps in cross for d in deps} | {i for i, op in enumerate(ops) if op.kind == HOST_SYNC}
         return OpCosts(
             tuple(compute_time_s(op, gpu, cal) for op in ops),
             tuple(collective_wire_bytes(op, cal) if op.is_comm else 0.0 for op in ops),
             tuple(collective_latency_s(op.group_size, step_latency_s) if op.is_comm else 0.0 for op in ops),
-            tuple(op.kernels * cal.host_launch_s for op in ops),
+            launch,
+            tuple(sync_before),
+            tuple(offsets),
+            cross,
+            frozenset(signalled),
         )
 
 
@@ -49,65 +68,75 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
              transfer: Callable[[int, float], simpy.Event] | None = None) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
-    Ops of one stream run in list order; an op starts when it heads its stream and its dependencies
-    are done (CUDA stream semantics). Collectives of a folded group move each member's egress bytes
+    Ops of one stream run in list order; an op starts when it heads its stream, the host has issued it
+    and its dependencies are done (CUDA stream semantics). The host issues kernels in program order,
+    each costing its launch time, and at a device-to-host sync waits for the GPU to reach it, so the GPU
+    then idles until the host catches up. Collectives of a folded group move each member's egress bytes
     over the representative GPU's links: every member does the same at the same time. ``transfer(op
     index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
+
+    NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
+    simpy only where time must pass for others: before a collective, before waiting on another stream,
+    and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
     """
     if transfer is None:
         def transfer(_index: int, nbytes: float) -> simpy.Event:
             return network.transfer(comm_links, nbytes)
 
-    done = [env.event() for _ in ops]
-    issued = [env.event() for _ in ops]
-    env.process(_host(env, ops, costs, done, issued))
+    done_at: list[float | None] = [None] * len(ops)
+    signals = {index: env.event() for index in costs.signalled}
     streams: dict[str, list[int]] = {}
     for index, op in enumerate(ops):
         streams.setdefault(op.stream, []).append(index)
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, transfer, done, issued, timing))
+    procs = [env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing))
              for indices in streams.values()]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
     return finished
 
 
-def _host(env, ops, costs, done, issued):
-    """The host thread issues kernels in program order, each costing launch time; at a device-to-host
-    sync it waits for the GPU to reach that point, so the GPU then idles until the host catches up."""
-    for index, op in enumerate(ops):
-        if costs.launch_s[index]:
-            yield env.timeout(costs.launch_s[index])
-        issued[index].succeed()
-        if op.kind == HOST_SYNC:
-            yield done[index]
-
-
-def _stream(env, ops, indices, costs, transfer, done, issued, timing):
+def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing):
+    clock = env.now  # this stream's own time; >= env.now
     for index in indices:
         op = ops[index]
-        if not issued[index].triggered:
-            yield issued[index]
-        for dep in op.deps:
-            if not done[dep].triggered:
-                yield done[dep]
-        begin = env.now
-        if op.kind == COLLECTIVE:
-            if costs.latency_s[index]:
-                yield env.timeout(costs.latency_s[index])
-            yield transfer(index, costs.wire_bytes[index])
-        elif op.kind == FUSED:
-            compute_s = costs.compute_s[index]
-            comm = transfer(index, costs.wire_bytes[index])
-            comm_end = []
-            comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
-            yield env.timeout(compute_s) & comm
-            comm_s = comm_end[0] - begin
-            yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
+        waits = ((costs.sync_before[index],) if costs.sync_before[index] >= 0 else ()) + costs.cross_deps[index]
+        for other in waits:
+            if done_at[other] is None:  # not finished yet: let time pass, then wait for it
+                if clock > env.now:
+                    yield env.timeout(clock - env.now)
+                yield signals[other]
+                clock = env.now
+        sync = costs.sync_before[index]
+        issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
+        clock = max(clock, issued, *(done_at[d] for d in costs.cross_deps[index]))
+        begin = clock
+        if op.kind == COLLECTIVE or op.kind == FUSED:
+            if clock > env.now:
+                yield env.timeout(clock - env.now)
+            if op.kind == COLLECTIVE:
+                if costs.latency_s[index]:
+                    yield env.timeout(costs.latency_s[index])
+                yield transfer(index, costs.wire_bytes[index])
+            else:
+                compute_s = costs.compute_s[index]
+                comm = transfer(index, costs.wire_bytes[index])
+                comm_end = []
+                comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
+                yield env.timeout(compute_s) & comm
+                comm_s = comm_end[0] - begin
+                yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
+            clock = env.now
         else:
-            yield env.timeout(costs.compute_s[index])
-        timing.intervals.append((index, begin, env.now))
-        done[index].succeed()
+            clock += costs.compute_s[index]
+        timing.intervals.append((index, begin, clock))
+        done_at[index] = clock
+        if index in signals:
+            if clock > env.now:
+                yield env.timeout(clock - env.now)
+            signals[index].succeed()
+    if clock > env.now:
+        yield env.timeout(clock - env.now)
 
 
 def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float) -> None:
