@@ -44,24 +44,28 @@ class OpCosts:
 
 
 def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
-             comm_links: tuple, timing: TaskTiming) -> simpy.Event:
+             comm_links: tuple, timing: TaskTiming, lanes: tuple[int, ...] | None = None) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream and its dependencies
     are done (CUDA stream semantics). Collectives of a folded group move each member's egress bytes
-    over the representative GPU's links: every member does the same at the same time.
+    over the representative GPU's links: every member does the same at the same time. With ``lanes``
+    (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take turns on
+    the GPU (one at a time, first come first served), so one lane computes while the other communicates;
+    collectives and host syncs take no turn (NCCL kernels run beside compute, as DeepSeek-V3 Sec. 3.2.2).
     """
     done = [env.event() for _ in ops]
     issued = [env.event() for _ in ops]
     env.process(_host(env, ops, costs, done, issued))
-    streams: dict[str, list[int]] = {}
+    streams: dict[tuple[int, str], list[int]] = {}
     for index, op in enumerate(ops):
-        streams.setdefault(op.stream, []).append(index)
+        streams.setdefault((lanes[index] if lanes else 0, op.stream), []).append(index)
+    gpu = simpy.Resource(env, capacity=1) if lanes else None
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, issued, timing))
+    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, issued, timing, gpu))
              for indices in streams.values()]
     finished = env.all_of(procs)
-    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
+    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
 
 
@@ -76,7 +80,7 @@ def _host(env, ops, costs, done, issued):
             yield done[index]
 
 
-def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing):
+def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing, gpu=None):
     for index in indices:
         op = ops[index]
         if not issued[index].triggered:
@@ -84,6 +88,9 @@ def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing)
         for dep in op.deps:
             if not done[dep].triggered:
                 yield done[dep]
+        turn = gpu.request() if gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC) else None
+        if turn is not None:
+            yield turn
         begin = env.now
         if op.kind == COLLECTIVE:
             if costs.latency_s[index]:
@@ -99,12 +106,15 @@ def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing)
             yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
         else:
             yield env.timeout(costs.compute_s[index])
+        if turn is not None:
+            gpu.release(turn)
         timing.intervals.append((index, begin, env.now))
         done[index].succeed()
 
 
-def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float) -> None:
-    """Fill in busy and exposed-communication times from the recorded intervals."""
+def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:
+    """Fill in busy and exposed-communication times from the recorded intervals (with lanes, a
+    compute-stream collective may hide behind the other lane's compute)."""
     timing.duration_s = end_s - start_s
     busy: list[tuple[float, float]] = []
     exposed: dict[str, float] = {}
@@ -115,7 +125,7 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float) -> 
         if op.kind == FUSED:
             busy.append((begin, begin + costs.compute_s[index]))
             exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - costs.compute_s[index]
-        elif op.kind == COLLECTIVE and op.stream == COMPUTE:
+        elif op.kind == COLLECTIVE and op.stream == COMPUTE and not lanes:
             exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin)
         elif op.kind == COLLECTIVE:
             overlapped.append((index, begin, end))
