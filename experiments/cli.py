@@ -31,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+
+    from experiments import compare
+
+    compare.add_parser(commands)
     return parser
 
 
@@ -53,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.reproduce import reproduce
 
             reproduce(args.name, Path(args.out))
+        elif args.command == "compare":
+            from experiments.compare import run_args
+
+            run_args(args)
     except ConfigError as error:
         print(f"moesim: error: {error}", file=sys.stderr)
         return 2
