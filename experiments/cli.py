@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from experiments import run_outputs, sweep_cli
+from experiments import compare, run_outputs, sweep_cli
+from experiments.compare import run_args as run_compare
 from experiments.bench import main as bench
 from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.report import simulate
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
     sweep_cli.add_commands(commands)
     commands.add_parser("bench", help="time the simulator at fixed points on this machine")
+    compare.add_parser(commands)
     return parser
 
 
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             reproduce(args.name, Path(args.out))
         elif args.command == "bench":
             bench()
+        elif args.command == "compare":
+            run_compare(args)
         else:
             sweep_cli.dispatch(args)
     except ConfigError as error:

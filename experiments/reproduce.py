@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from experiments import fig7, single_node, table3, table5, weak_scaling
+from experiments import fig7, r_ratio, scaleup_domain, single_node, table3, table5, weak_scaling
 from simulator.calibration import DEFAULT_CALIBRATION
 
 REPRODUCTIONS = {
@@ -16,6 +16,8 @@ REPRODUCTIONS = {
     "fig14": single_node.run_fig14,
     "fig16": single_node.run_fig16,
     "fig17": single_node.run_fig17,
+    "scaleup-domain": scaleup_domain.run,  # beyond the paper
+    "r-ratio": r_ratio.run,  # beyond the paper (Sec. 7's R, simulated)
 }
 
 HEADER = """# Reproduction of MegaScale-MoE (EuroSys '26) with moesim

@@ -25,7 +25,8 @@ from simulator.costs import memory_time_s
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
-from workloads.schedules import FORWARD, Task
+from workloads import dualpipe
+from workloads.schedules import BACKWARD, FORWARD, Task
 from workloads.step import StepWorkload
 
 ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
@@ -115,7 +116,7 @@ class PipelineEngine:
             network = FluidNetwork(env, {"nvl": self.gpu.nvlink_bandwidth_Bps})
             timing = TaskTiming()
             ops = self.workload.task_ops(key)
-            run_task(env, ops, self._op_costs(key), network, ("nvl",), timing)
+            run_task(env, ops, self._op_costs(key), network, ("nvl",), timing, lanes=self.workload.task_lanes(key))
             env.run()
             self.simulated_ops += len(ops)
             self._memo[key] = timing
@@ -130,7 +131,8 @@ class PipelineEngine:
             return timing
         timing = TaskTiming()
         ops = self.workload.task_ops(key)
-        yield run_task(self.env, ops, self._op_costs(key), self.nvlink_networks[stage], (("nvl", stage),), timing)
+        yield run_task(self.env, ops, self._op_costs(key), self.nvlink_networks[stage], (("nvl", stage),), timing,
+                       lanes=self.workload.task_lanes(key))
         self.simulated_ops += len(ops)
         if self.record_ops:
             self.op_timings.append((stage, task, timing))
@@ -169,6 +171,15 @@ class PipelineEngine:
             return stage + 1, task.chunk
         return (0, task.chunk + 1) if task.chunk < chunks - 1 else None
 
+    def _inputs(self, place, task: Task) -> list[tuple]:
+        """Arrival keys ``task`` waits for before it starts (each ends with the receiving place)."""
+        stage = self._stage_of(place)
+        if self.workload.layout.schedule == "dualpipe":
+            return [key[:-1] + (place,) for key in dualpipe.inputs(stage, task, self.workload.pp)]
+        if self._source(stage, task) is None:
+            return []
+        return [(task.direction, task.micro_batch, task.chunk, place)]
+
     def _arrival(self, key: tuple) -> simpy.Event:
         if key not in self._arrivals:
             self._arrivals[key] = self.env.event()
@@ -188,13 +199,12 @@ class PipelineEngine:
         order = self.workload.stage_order(stage)
         first_forward = True
         for task in order:
-            source = self._source(stage, task)
-            if source is not None:
-                arrival = self._arrival((task.direction, task.micro_batch, task.chunk, place))
+            for key in self._inputs(place, task):
+                arrival = self._arrival(key)
                 if not arrival.triggered:
                     wait_start = self.env.now
                     yield arrival
-                    sent = self._sent_at.get((task.direction, task.micro_batch, task.chunk, place), wait_start)
+                    sent = self._sent_at.get(key, wait_start)
                     log.pp_wait_s += self.env.now - max(wait_start, sent)
             if first_forward and dp_gate is not None and not dp_gate.triggered:
                 wait_start = self.env.now
@@ -215,6 +225,13 @@ class PipelineEngine:
     def _forward_output(self, place, task: Task) -> None:
         stage = self._stage_of(place)
         pp, chunks = self.workload.pp, self.workload.chunks
+        if self.workload.layout.schedule == "dualpipe":
+            for dst, key in dualpipe.outputs(stage, task, pp):
+                peer = self._peer(place, dst)
+                key = key[:-1] + (peer,)
+                self._sent_at[key] = self.env.now
+                self.env.process(self._send(place, peer, key))
+            return
         if task.direction == FORWARD:
             if stage < pp - 1:
                 dst = (stage + 1, task.chunk)

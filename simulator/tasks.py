@@ -65,7 +65,8 @@ class OpCosts:
 
 def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
              comm_links: tuple, timing: TaskTiming,
-             transfer: Callable[[int, float], simpy.Event] | None = None) -> simpy.Event:
+             transfer: Callable[[int, float], simpy.Event] | None = None,
+             lanes: tuple[int, ...] | None = None) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream, the host has issued it
@@ -74,6 +75,10 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     then idles until the host catches up. Collectives of a folded group move each member's egress bytes
     over the representative GPU's links: every member does the same at the same time. ``transfer(op
     index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
+    With ``lanes`` (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take
+    turns on the GPU (one at a time, first come first served), so one lane computes while the other
+    communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
+    DeepSeek-V3 Sec. 3.2.2).
 
     NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
     simpy only where time must pass for others: before a collective, before waiting on another stream,
@@ -85,40 +90,44 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
 
     done_at: list[float | None] = [None] * len(ops)
     signals = {index: env.event() for index in costs.signalled}
-    streams: dict[str, list[int]] = {}
+    streams: dict[tuple[int, str], list[int]] = {}
     for index, op in enumerate(ops):
-        streams.setdefault(op.stream, []).append(index)
+        streams.setdefault((lanes[index] if lanes else 0, op.stream), []).append(index)
+    gpu = simpy.Resource(env, capacity=1) if lanes else None
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing))
+    procs = [env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu))
              for indices in streams.values()]
     finished = env.all_of(procs)
-    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
+    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
 
 
-def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing):
+def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None):
     clock = env.now  # this stream's own time; >= env.now
     for index in indices:
         op = ops[index]
-        waits = ((costs.sync_before[index],) if costs.sync_before[index] >= 0 else ()) + costs.cross_deps[index]
-        for other in waits:
+        sync = costs.sync_before[index]
+        for other in ((sync,) if sync >= 0 else ()) + costs.cross_deps[index]:
             if done_at[other] is None:  # not finished yet: let time pass, then wait for it
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
                 yield signals[other]
                 clock = env.now
-        sync = costs.sync_before[index]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         clock = max(clock, issued, *(done_at[d] for d in costs.cross_deps[index]))
-        begin = clock
-        if op.kind == COLLECTIVE or op.kind == FUSED:
+        takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
+        if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
+            turn = gpu.request() if takes_turn else None
+            if turn is not None:
+                yield turn
+            begin = env.now
             if op.kind == COLLECTIVE:
                 if costs.latency_s[index]:
                     yield env.timeout(costs.latency_s[index])
                 yield transfer(index, costs.wire_bytes[index])
-            else:
+            elif op.kind == FUSED:
                 compute_s = costs.compute_s[index]
                 comm = transfer(index, costs.wire_bytes[index])
                 comm_end = []
@@ -126,8 +135,13 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 yield env.timeout(compute_s) & comm
                 comm_s = comm_end[0] - begin
                 yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
+            else:
+                yield env.timeout(costs.compute_s[index])
+            if turn is not None:
+                gpu.release(turn)
             clock = env.now
         else:
+            begin = clock
             clock += costs.compute_s[index]
         timing.intervals.append((index, begin, clock))
         done_at[index] = clock
@@ -139,8 +153,9 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         yield env.timeout(clock - env.now)
 
 
-def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float) -> None:
-    """Fill in busy and exposed-communication times from the recorded intervals."""
+def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:
+    """Fill in busy and exposed-communication times from the recorded intervals (with lanes, a
+    compute-stream collective may hide behind the other lane's compute)."""
     timing.duration_s = end_s - start_s
     busy: list[tuple[float, float]] = []
     exposed: dict[str, float] = {}
@@ -151,7 +166,7 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float) -> 
         if op.kind == FUSED:
             busy.append((begin, begin + costs.compute_s[index]))
             exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - costs.compute_s[index]
-        elif op.kind == COLLECTIVE and op.stream == COMPUTE:
+        elif op.kind == COLLECTIVE and op.stream == COMPUTE and not lanes:
             exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin)
         elif op.kind == COLLECTIVE:
             overlapped.append((index, begin, end))

@@ -102,7 +102,7 @@ class UnfoldedEngine(PipelineEngine):
         def transfer(index: int, nbytes: float) -> simpy.Event:
             return self._collective(place, task, ops[index], index, nbytes)
 
-        yield run_task(self.env, ops, self._op_costs(key), self.network, (), timing, transfer)
+        yield run_task(self.env, ops, self._op_costs(key), self.network, (), timing, transfer, lanes=self.workload.task_lanes(key))
         self.simulated_ops += len(ops)
         return timing
 

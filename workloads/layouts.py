@@ -13,7 +13,7 @@ from workloads.fieldtypes import check_types
 
 ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence parallel) or Ulysses SP
 FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
-SCHEDULES = ("1f1b", "interleaved")
+SCHEDULES = ("1f1b", "interleaved", "dualpipe")
 RECOMPUTE = ("none", "sar", "full")
 EXPERT_GEMMS = ("grouped", "sequential")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
@@ -64,8 +64,8 @@ class LayoutSpec:
             raise ConfigError("layout.zero_stage", "must be 0, 1, 2 or 3")
         if self.capacity_factor < 1.0:
             raise ConfigError("layout.capacity_factor", "must be >= 1.0")
-        if self.schedule == "1f1b" and self.virtual_stages != 1:
-            raise ConfigError("layout.virtual_stages", "must be 1 for the 1f1b schedule")
+        if self.schedule in ("1f1b", "dualpipe") and self.virtual_stages != 1:
+            raise ConfigError("layout.virtual_stages", f"must be 1 for the {self.schedule} schedule")
         if self.intra_op_overlap and not self.inter_op_overlap:
             raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
 

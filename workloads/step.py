@@ -15,7 +15,8 @@ from workloads.layers import (
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import Op
-from workloads.schedules import FORWARD, Task, stage_order
+from workloads import dualpipe
+from workloads.schedules import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, Task, stage_order
 from workloads.tasks import LayerSteps, backward_ops, forward_ops
 
 DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
@@ -92,6 +93,8 @@ class StepWorkload:
             extra += vocab
         if stage == self.pp - 1:
             extra += vocab
+        if self.layout.schedule == "dualpipe":  # blocks s and pp-1-s: 2x parameters (DualPipe README)
+            return 2 * (held * layers + extra), 2 * (synced * layers + extra)
         return held * layers + extra, synced * layers + extra
 
     # --- tasks -------------------------------------------------------------------------------------
@@ -100,18 +103,38 @@ class StepWorkload:
 
     def task_key(self, stage: int, task: Task) -> tuple[str, bool, bool]:
         """Tasks with equal keys have identical op lists."""
+        if self.layout.schedule == "dualpipe":
+            return dualpipe.task_key(stage, task, self.pp)
         first = stage == 0 and task.chunk == 0
         last = stage == self.pp - 1 and task.chunk == self.chunks - 1
         return task.direction, first, last
 
     def task_ops(self, key: tuple[str, bool, bool]) -> tuple[Op, ...]:
         """The op list of a task with the given key (built once, then cached)."""
+        if key not in self._cache and dualpipe.is_dualpipe_kind(key[0]):
+            self._cache[key] = self._split_task_ops(key)
         if key not in self._cache:
             direction, first, last = key
             layers = self._chunk_layers(first, last)
             ops = forward_ops(layers, self.layout) if direction == FORWARD else backward_ops(layers, self.layout)
             self._cache[key] = tuple(ops)
         return self._cache[key]
+
+    def task_lanes(self, key: tuple) -> tuple[int, ...] | None:
+        """Lane of each op of an F&B task (0 forward, 1 backward); None for single-lane tasks."""
+        if key[0] != FORWARD_BACKWARD:
+            return None
+        self.task_ops(key)
+        return self._cache[("lanes", *key)]
+
+    def _split_task_ops(self, key: tuple) -> tuple[Op, ...]:
+        """Bi and W: a full backward split at its weight-gradient GEMMs; F&B: F and B paired."""
+        if key[0] == FORWARD_BACKWARD:
+            ops, lanes = dualpipe.pair(self.task_ops((FORWARD, *key[1:3])), self.task_ops((BACKWARD, *key[3:5])))
+            self._cache[("lanes", *key)] = lanes
+            return ops
+        input_ops, weight_ops = dualpipe.split_backward(self.task_ops((BACKWARD, *key[1:])))
+        return input_ops if key[0] == BACKWARD_INPUT else weight_ops
 
     @cached_property
     def _layer_steps(self):
@@ -155,5 +178,8 @@ def validate(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node:
         raise ConfigError("global_batch",
                           f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}")
     micro_batches = global_batch // (dp * layout.micro_batch)
+    if layout.schedule == "dualpipe" and (layout.pp % 2 or micro_batches % 2 or micro_batches < 2 * layout.pp):
+        raise ConfigError("layout.pp", f"DualPipe needs an even pp ({layout.pp}) and an even number of "
+                          f"micro-batches ({micro_batches}) of at least 2 x pp (deepseek-ai/DualPipe)")
     if layout.schedule == "interleaved" and micro_batches % layout.pp:
         raise ConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({micro_batches}) divisible by pp")

@@ -1,0 +1,184 @@
+"""``moesim compare``: sweep layouts, NIC bandwidths, scale-up domains (or any simulate()/ClusterSpec/
+LayoutSpec keyword) over GPU counts; write a CSV and a plot."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simulator.report import simulate
+from topologies.cluster import ClusterSpec, cluster_preset
+from topologies.errors import ConfigError
+from workloads.layouts import LayoutSpec, layout_preset
+from workloads.step import DEFAULT_GLOBAL_BATCH
+
+SIMULATE, CLUSTER, LAYOUT = "simulate", "cluster", "layout"
+# Named axes of the command line: (flag, keyword, unit factor applied to the values given).
+NAMED_AXES = {
+    "nic_gbps": ("nic_bandwidth_Bps", 1e9),  # GB/s -> bytes/s, once, at the boundary
+    "scaleup": ("gpus_per_node", 1),
+    "zipf": ("zipf", 1),  # expert-load skew: needs routing support (branch ep)
+}
+METRICS = ("step_time_s", "tokens_per_s", "mfu", "bubble_fraction", "peak_memory_gib")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept keyword: where it goes (simulate, cluster or layout) and its values."""
+
+    key: str
+    target: str
+    values: tuple[Any, ...]
+    label: str = ""
+
+    @property
+    def column(self) -> str:
+        return self.label or self.key
+
+
+def target_of(key: str) -> str:
+    """Where ``key`` is accepted: a simulate() keyword, a ClusterSpec field or a LayoutSpec field."""
+    if key in inspect.signature(simulate).parameters and key not in ("model", "layout", "gpus", "cluster"):
+        return SIMULATE
+    if key in {f.name for f in dataclasses.fields(ClusterSpec)} - {"gpu", "num_gpus"}:
+        return CLUSTER
+    if key in {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}:
+        return LAYOUT
+    if key == "zipf":
+        raise ConfigError("zipf", "--zipf needs routing support: this build's simulate() has no skew keyword")
+    raise ConfigError(key, "not a simulate() keyword, ClusterSpec field or LayoutSpec field")
+
+
+def axis(key: str, values: list[Any], label: str = "") -> Axis:
+    """An axis over ``key``, checked against what this build accepts."""
+    return Axis(key, target_of(key), tuple(values), label)
+
+
+def _parse_value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def simulate_point(model: str, layout: str | LayoutSpec, gpus: int, settings: dict[str, Any], *,
+                   cluster: str = "h800", global_batch: int = DEFAULT_GLOBAL_BATCH) -> dict[str, Any]:
+    """Simulate one point of a sweep; a configuration that cannot run gives a row with its error."""
+    by_target: dict[str, dict[str, Any]] = {SIMULATE: {}, CLUSTER: {}, LAYOUT: {}}
+    for key, value in settings.items():
+        by_target[target_of(key)][key] = value
+    row: dict[str, Any] = {"model": model, "layout": layout if isinstance(layout, str) else layout.name,
+                           "gpus": gpus}
+    try:
+        spec = layout_preset(layout) if isinstance(layout, str) else layout
+        if by_target[LAYOUT]:
+            spec = spec.with_(**by_target[LAYOUT])
+        cluster_spec: ClusterSpec = cluster_preset(cluster, gpus, **by_target[CLUSTER])
+        report = simulate(model, spec, cluster=cluster_spec, global_batch=global_batch, **by_target[SIMULATE])
+    except ConfigError as error:
+        return {**row, **{m: math.nan for m in METRICS}, "error": str(error)}
+    row.update({m: getattr(report, m) for m in METRICS})
+    row.update({f"exposed_{k}_s": v for k, v in report.exposed_comm_s.items()})
+    row["error"] = ""
+    return row
+
+
+def sweep(model: str, layouts: list[str], gpus: list[int], axes: list[Axis], *, cluster: str = "h800",
+          global_batch: int = DEFAULT_GLOBAL_BATCH) -> pd.DataFrame:
+    """Every combination of layouts x axes x GPU counts, one row each."""
+    rows = []
+    for layout in layouts:
+        for values in itertools.product(*(a.values for a in axes)):
+            settings = {a.key: v for a, v in zip(axes, values)}
+            for count in gpus:
+                row = simulate_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
+                row.update({a.column: v for a, v in zip(axes, values)})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot(frame: pd.DataFrame, axes: list[Axis], path: Path, title: str) -> None:
+    """Tokens/s per GPU against GPUs, one line per layout and axis setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    keys = ["layout", *(a.column for a in axes)]
+    for values, group in frame.groupby(keys, sort=False):
+        values = values if isinstance(values, tuple) else (values,)
+        label = ", ".join(f"{k}={v}" if k != "layout" else str(v) for k, v in zip(keys, values))
+        ax.plot(group.gpus, group.tokens_per_s / group.gpus, marker="o", label=label)
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("tokens/s per GPU")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _csv_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """Register ``moesim compare``."""
+    p = commands.add_parser("compare", help="sweep layouts, NIC bandwidths, scale-up domains over GPU counts")
+    p.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
+    p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets")
+    p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
+    p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
+    p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
+    p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
+    p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (gpus_per_node)")
+    p.add_argument("--zipf", default=None, help="comma-separated Zipf skews of expert load (needs routing support)")
+    p.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
+                   help="any simulate() keyword, ClusterSpec or LayoutSpec field, e.g. pp=10,12")
+    p.add_argument("--out", default="results/compare.csv", help="CSV path; the plot goes beside it as .png")
+
+
+def run_args(args: argparse.Namespace) -> pd.DataFrame:
+    """Run ``moesim compare`` from parsed arguments; write the CSV and the plot."""
+    axes = []
+    for flag, (key, factor) in NAMED_AXES.items():
+        text = getattr(args, flag)
+        if text is not None:
+            values = [_parse_value(v) for v in _csv_list(text)]
+            axes.append(axis(key, [v * factor if factor != 1 else v for v in values], label=flag))
+    for item in args.sweep:
+        key, _, text = item.partition("=")
+        if not text:
+            raise ConfigError("sweep", f"expected KEY=V1,V2, got {item!r}")
+        axes.append(axis(key.strip(), [_parse_value(v) for v in _csv_list(text)]))
+    try:
+        gpus = [int(g) for g in _csv_list(args.gpus)]
+    except ValueError:
+        raise ConfigError("gpus", f"expected comma-separated integers, got {args.gpus!r}") from None
+    layouts = _csv_list(args.layouts)
+    for name in layouts:
+        layout_preset(name)  # unknown presets fail before any simulation
+    frame = sweep(args.model, layouts, gpus, axes, cluster=args.cluster, global_batch=args.global_batch)
+    for a in axes:  # report the values as given (GB/s, not bytes/s)
+        if a.label == "nic_gbps":
+            frame[a.column] = frame[a.column] / 1e9
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False, float_format="%.6g")
+    plot(frame.dropna(subset=["tokens_per_s"]), axes, out.with_suffix(".png"), f"{args.model}: moesim compare")
+    shown = ["layout", *(a.column for a in axes), "gpus", "tokens_per_s", "mfu", "error"]
+    print(frame[shown].to_string(index=False))
+    print(f"wrote {out} and {out.with_suffix('.png')}")
+    return frame

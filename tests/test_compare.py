@@ -1,0 +1,57 @@
+"""``moesim compare`` (experiments.compare): axis resolution, the CSV it writes, errors."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments.cli import main
+from experiments.compare import CLUSTER, LAYOUT, SIMULATE, simulate_point, target_of
+from topologies.errors import ConfigError
+
+# 240 GPUs = 8 x 15 (PP) x 2 (DP); 30 sequences -> 15 micro-batches per pipeline: fast.
+FAST = ["--gpus", "240", "--global-batch", "30"]
+
+
+def test_axes_resolve_to_simulate_cluster_or_layout() -> None:
+    assert target_of("seq_len") == SIMULATE
+    assert target_of("nic_bandwidth_Bps") == CLUSTER
+    assert target_of("gpus_per_node") == CLUSTER
+    assert target_of("pp") == LAYOUT and target_of("schedule") == LAYOUT
+    with pytest.raises(ConfigError, match="needs routing support"):
+        target_of("zipf")
+    with pytest.raises(ConfigError, match="bogus"):
+        target_of("bogus")
+
+
+def test_point_that_cannot_run_is_a_row_with_its_error() -> None:
+    row = simulate_point("paper-352b", "megascale-moe", 240, {"pp": 12}, global_batch=30)
+    assert "intra_size x pp" in row["error"] and row["tokens_per_s"] != row["tokens_per_s"]  # NaN
+
+
+def test_compare_nic_and_layouts_csv(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """2 layouts x 2 NIC bandwidths x 1 GPU count = 4 rows; a faster NIC never slows a step down."""
+    out = tmp_path / "x.csv"
+    assert main(["compare", *FAST, "--layouts", "megascale-moe,megatron-lm", "--nic-gbps", "25,100",
+                 "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert len(frame) == 4 and (tmp_path / "x.png").exists()
+    assert sorted(frame.nic_gbps.unique()) == [25.0, 100.0]
+    for _layout, group in frame.groupby("layout"):
+        slow, fast = group.sort_values("nic_gbps").tokens_per_s
+        assert fast >= slow
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_compare_scaleup_and_generic_sweep(tmp_path) -> None:
+    out = tmp_path / "y.csv"
+    assert main(["compare", *FAST, "--scaleup", "8,16", "--sweep", "seq_len=4096", "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert list(frame.scaleup) == [8, 16] and list(frame.seq_len) == [4096, 4096]
+    assert frame.error.isna().all()
+
+
+def test_compare_zipf_is_a_one_line_error(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", *FAST, "--zipf", "1.2", "--out", str(tmp_path / "z.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs routing support" in err
