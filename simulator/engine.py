@@ -65,7 +65,9 @@ class PipelineEngine:
         self.workload = workload
         self.cluster = cluster
         self.cal = calibration
-        self.memoize = memoize
+        # Memoization is exact only while tasks stay off the NIC; cross-node EP puts task traffic on the
+        # NIC beside PP sends and DP buckets, so such workloads run every task at op level instead.
+        self.memoize = memoize and not workload.tasks_use_nic
         self.record_ops = record_ops
         self.gpu = cluster.gpu
         self.env = simpy.Environment()
@@ -111,7 +113,8 @@ class PipelineEngine:
             return timing
         timing = TaskTiming()
         ops = self.workload.task_ops(key)
-        yield run_task(self.env, ops, self._op_costs(key), self.network, (("nvl", stage),), timing)
+        nic = (("nic_out", stage), ("nic_in", stage))
+        yield run_task(self.env, ops, self._op_costs(key), self.network, (("nvl", stage),), timing, nic)
         self.simulated_ops += len(ops)
         if self.record_ops:
             self.op_timings.append((stage, task, timing))
@@ -192,16 +195,16 @@ class PipelineEngine:
     # --- data parallelism ----------------------------------------------------------------------------
     def _dp_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
-        dp = self.workload.dp
-        if dp == 1:
-            return 0.0, 0.0
-        _, synced = self.workload.stage_params_per_gpu(stage)
-        share = (dp - 1) / dp
-        if self.workload.layout.grad_sync == "bf16-a2a":  # Sec. 5: BF16 all-to-all, FP32 local sum
-            grad = synced * 2 * share / self.cal.all_to_all_efficiency
-        else:
-            grad = synced * 4 * share / self.cal.ring_efficiency
-        params = synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
+        grad = params = 0.0
+        for _, synced, dp in self.workload.stage_param_groups(stage):  # experts sync over expert_dp
+            if dp == 1:
+                continue
+            share = (dp - 1) / dp
+            if self.workload.layout.grad_sync == "bf16-a2a":  # Sec. 5: BF16 all-to-all, FP32 local sum
+                grad += synced * 2 * share / self.cal.all_to_all_efficiency
+            else:
+                grad += synced * 4 * share / self.cal.ring_efficiency
+            params += synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
         return grad, params
 
     def _param_gather(self, stage: int, gate: simpy.Event, buckets: int):
@@ -228,8 +231,8 @@ class PipelineEngine:
                 yield self.env.timeout(ready - self.env.now)
             transfers.append(self.network.transfer(links, grad / buckets))
         yield self.env.all_of(transfers)
-        held, _ = self.workload.stage_params_per_gpu(stage)
-        optimizer_s = memory_time_s(held / self.workload.dp * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
+        held = sum(h / dp for h, _, dp in self.workload.stage_param_groups(stage))  # ZeRO-sharded
+        optimizer_s = memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
         yield self.env.timeout(optimizer_s)
         log.end_s = self.env.now
         log.dp_exposed_s += self.env.now - end

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 import simpy
 
 from simulator.calibration import Calibration
-from simulator.costs import collective_latency_s, collective_wire_bytes, compute_time_s, fused_tail_s
+from simulator.costs import (
+    collective_latency_s,
+    collective_wire_bytes,
+    compute_time_s,
+    fused_tail_s,
+    nic_wire_bytes,
+)
 from simulator.network import FluidNetwork
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, Op
@@ -32,6 +38,7 @@ class OpCosts:
     wire_bytes: tuple[float, ...]
     latency_s: tuple[float, ...]
     launch_s: tuple[float, ...]  # host time to issue the op's kernels
+    nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -40,16 +47,18 @@ class OpCosts:
             tuple(collective_wire_bytes(op, cal) if op.is_comm else 0.0 for op in ops),
             tuple(collective_latency_s(op.group_size, step_latency_s) if op.is_comm else 0.0 for op in ops),
             tuple(op.kernels * cal.host_launch_s for op in ops),
+            tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
         )
 
 
 def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
-             comm_links: tuple, timing: TaskTiming) -> simpy.Event:
+             comm_links: tuple, timing: TaskTiming, nic_links: tuple = ()) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream and its dependencies
     are done (CUDA stream semantics). Collectives of a folded group move each member's egress bytes
-    over the representative GPU's links: every member does the same at the same time.
+    over the representative GPU's links: every member does the same at the same time. Ops with NIC
+    bytes (cross-node EP) also load ``nic_links``, concurrently with their NVLink bytes.
     """
     done = [env.event() for _ in ops]
     issued = [env.event() for _ in ops]
@@ -58,7 +67,8 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     for index, op in enumerate(ops):
         streams.setdefault(op.stream, []).append(index)
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, network, comm_links, done, issued, timing))
+    links = (comm_links, nic_links)
+    procs = [env.process(_stream(env, ops, indices, costs, network, links, done, issued, timing))
              for indices in streams.values()]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now))
@@ -76,7 +86,16 @@ def _host(env, ops, costs, done, issued):
             yield done[index]
 
 
-def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing):
+def _transfer(network: FluidNetwork, costs: OpCosts, links: tuple, index: int) -> simpy.Event:
+    """The op's NVLink bytes, and its NIC bytes alongside when it has any."""
+    comm_links, nic_links = links
+    event = network.transfer(comm_links, costs.wire_bytes[index])
+    if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
+        event = event & network.transfer(nic_links, costs.nic_bytes[index])
+    return event
+
+
+def _stream(env, ops, indices, costs, network, links, done, issued, timing):
     for index in indices:
         op = ops[index]
         if not issued[index].triggered:
@@ -88,10 +107,10 @@ def _stream(env, ops, indices, costs, network, comm_links, done, issued, timing)
         if op.kind == COLLECTIVE:
             if costs.latency_s[index]:
                 yield env.timeout(costs.latency_s[index])
-            yield network.transfer(comm_links, costs.wire_bytes[index])
+            yield _transfer(network, costs, links, index)
         elif op.kind == FUSED:
             compute_s = costs.compute_s[index]
-            comm = network.transfer(comm_links, costs.wire_bytes[index])
+            comm = _transfer(network, costs, links, index)
             comm_end = []
             comm.callbacks.append(lambda _e: comm_end.append(env.now))
             yield env.timeout(compute_s) & comm
