@@ -20,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
     run.add_argument("--layout", default="megascale-moe", help="layout preset (default megascale-moe)")
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
-    run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20 (default h800)")
+    run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20, gb200-nvl72 (default h800)")
     run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
