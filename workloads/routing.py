@@ -58,6 +58,8 @@ def routing_stats(loads: np.ndarray, tokens_per_gpu: int, top_k: int, ep: int,
 
     Copies in the group C = ep x tokens x k; expert e receives C x load_e, capped at the capacity
     ceil(cf x C / E) when dropping (GShard's capacity factor); GPU g receives the sum over its block.
+    Dropped copies are not sent, so under heavy dropping the busiest GPU may receive less than the
+    balanced share (comm_scale < 1) while the padded expert GEMMs cost what balanced ones do.
     """
     num_experts = len(loads)
     copies = ep * tokens_per_gpu * top_k
