@@ -25,6 +25,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
+    run.add_argument("--zipf", type=float, default=None, help="Zipf exponent of skewed routing")
+    run.add_argument("--seed", type=int, default=None, help="seed of the routing Generator")
+    run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
+    run.add_argument("--ep", type=int, default=None, help="EP degree (> GPUs per node: across nodes)")
+    run.add_argument("--ep-max-nodes", type=int, default=None, help="node-limited routing M (0 = unlimited)")
 
     from experiments.reproduce import REPRODUCTIONS
 
@@ -34,8 +40,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _layout(args: argparse.Namespace):
+    """The layout preset with the routing / EP flags applied."""
+    from workloads.layouts import layout_preset
+
+    changes = {field: value for field, value in (
+        ("routing", args.routing), ("zipf_exponent", args.zipf), ("seed", args.seed), ("ep", args.ep),
+        ("ep_max_nodes", args.ep_max_nodes), ("dropless", args.dropless or None)) if value is not None}
+    if args.zipf is not None and args.routing is None:
+        changes["routing"] = "zipf"
+    layout = layout_preset(args.layout)
+    return layout.with_(**changes) if changes else layout
+
+
 def _run(args: argparse.Namespace) -> None:
-    report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
+    report = simulate(args.model, _layout(args), args.gpus, cluster=args.cluster, global_batch=args.global_batch,
                       seq_len=args.seq_len, micro_batch=args.micro_batch)
     if args.json:
         print(json.dumps(report.to_dict()))
