@@ -64,7 +64,7 @@ def test_zipf_shares_and_seeded_determinism() -> None:
 
 
 def test_skew_slows_the_step_and_dropless_more_than_capacity() -> None:
-    kwargs = dict(gpus=120, global_batch=16)
+    kwargs = {"gpus": 120, "global_batch": 16}
     base = LAYOUT.with_(pp=15)
     uniform = simulate(MODEL, base, **kwargs)
     zipf = base.with_(routing="zipf", zipf_exponent=1.2, seed=3)
