@@ -12,6 +12,7 @@ from experiments.compare import run_args as run_compare
 from experiments.bench import main as bench
 from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.report import simulate
+from workloads.config import load_layout
 from topologies.errors import ConfigError
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
@@ -24,12 +25,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
     run.add_argument("--layout", default="megascale-moe", help="layout preset or .yaml file (default megascale-moe)")
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
-    run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20 (default h800)")
+    run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20, gb200-nvl72 (default h800)")
     run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
+    run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
+    run.add_argument("--zipf", type=float, default=None, help="Zipf exponent of skewed routing")
+    run.add_argument("--seed", type=int, default=None, help="seed of the routing Generator")
+    run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
+    run.add_argument("--ep", type=int, default=None, help="EP degree (> GPUs per node: across nodes)")
+    run.add_argument("--ep-max-nodes", type=int, default=None, help="node-limited routing M (0 = unlimited)")
     run_outputs.add_arguments(run)
 
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
@@ -41,7 +48,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _layout(args: argparse.Namespace):
+    """The layout (preset or YAML file) with the routing / EP flags applied."""
+    changes = {field: value for field, value in (
+        ("routing", args.routing), ("zipf_exponent", args.zipf), ("seed", args.seed), ("ep", args.ep),
+        ("ep_max_nodes", args.ep_max_nodes), ("dropless", args.dropless or None)) if value is not None}
+    if args.zipf is not None and args.routing is None:
+        changes["routing"] = "zipf"
+    layout = load_layout(args.layout)
+    return layout.with_(**changes) if changes else layout
+
+
 def _run(args: argparse.Namespace) -> None:
+    args.layout = _layout(args)
     if run_outputs.wanted(args):
         report = run_outputs.run_with_outputs(args)
     else:

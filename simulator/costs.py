@@ -18,7 +18,8 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     """
     tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
-    tile_s = tile_flop / (gpu.peak_bf16_flops / gpu.sm_count * cal.gemm_mma_efficiency)
+    peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
+    tile_s = tile_flop / (peak_flops / gpu.sm_count * cal.gemm_mma_efficiency)
     bytes_per_group = 2.0 * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
     memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
     if gemm.sequential:
@@ -58,6 +59,13 @@ def collective_wire_bytes(op: Op, cal: Calibration) -> float:
     """Bytes the collective costs on each member's links, after the algorithm's efficiency."""
     efficiency = cal.all_to_all_efficiency if op.collective == ALL_TO_ALL else cal.ring_efficiency
     return op.comm_bytes / efficiency
+
+
+def nic_wire_bytes(op: Op) -> float:
+    """NIC bytes of a cross-node EP collective: DeepEP reaches ~46 of 50 GB/s RDMA on 400 Gb/s CX7
+    (deepseek-ai/DeepEP README, internode dispatch/combine), i.e. the NIC's effective rate, so no further
+    algorithm efficiency is applied."""
+    return op.nic_bytes
 
 
 def collective_latency_s(group_size: int, step_latency_s: float) -> float:

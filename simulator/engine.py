@@ -80,7 +80,9 @@ class PipelineEngine:
         self.workload = workload
         self.cluster = cluster
         self.cal = calibration
-        self.memoize = memoize
+        # Memoization is exact only while tasks stay off the NIC; cross-node EP puts task traffic on the
+        # NIC beside PP sends and DP buckets, so such workloads run every task at op level instead.
+        self.memoize = memoize and not workload.tasks_use_nic
         self.record_ops = record_ops
         self.gpu = cluster.gpu
         self.env = simpy.Environment()
@@ -90,9 +92,16 @@ class PipelineEngine:
             capacities[("nic_in", stage)] = cluster.nic_effective_Bps
         self.network = FluidNetwork(self.env, capacities)
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
-        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap.
-        self.nvlink_networks = [FluidNetwork(self.env, {("nvl", stage): self.gpu.nvlink_bandwidth_Bps})
-                                for stage in range(workload.pp)]
+        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. When
+        # tasks also use the NIC (cross-node EP), their flows span both, so everything shares one network.
+        if workload.tasks_use_nic:
+            for stage in range(workload.pp):
+                self.network.capacities_Bps[("nvl", stage)] = self.gpu.nvlink_bandwidth_Bps
+                self.network.bytes_sent[("nvl", stage)] = 0.0
+            self.nvlink_networks = [self.network] * workload.pp
+        else:
+            self.nvlink_networks = [FluidNetwork(self.env, {("nvl", stage): self.gpu.nvlink_bandwidth_Bps})
+                                    for stage in range(workload.pp)]
         self._costs: dict[tuple, OpCosts] = {}
         self._memo: dict[tuple, TaskTiming] = {}
         self._arrivals: dict[tuple, simpy.Event] = {}
@@ -131,8 +140,9 @@ class PipelineEngine:
             return timing
         timing = TaskTiming()
         ops = self.workload.task_ops(key)
+        nic = (("nic_out", stage), ("nic_in", stage))
         yield run_task(self.env, ops, self._op_costs(key), self.nvlink_networks[stage], (("nvl", stage),), timing,
-                       lanes=self.workload.task_lanes(key))
+                       lanes=self.workload.task_lanes(key), nic_links=nic)
         self.simulated_ops += len(ops)
         if self.record_ops:
             self.op_timings.append((stage, task, timing))
@@ -254,16 +264,16 @@ class PipelineEngine:
     # --- data parallelism ----------------------------------------------------------------------------
     def _dp_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
-        dp = self.workload.dp
-        if dp == 1:
-            return 0.0, 0.0
-        _, synced = self.workload.stage_params_per_gpu(stage)
-        share = (dp - 1) / dp
-        if self.workload.layout.grad_sync == "bf16-a2a":  # Sec. 5: BF16 all-to-all, FP32 local sum
-            grad = synced * 2 * share / self.cal.all_to_all_efficiency
-        else:
-            grad = synced * 4 * share / self.cal.ring_efficiency
-        params = synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
+        grad = params = 0.0
+        for _, synced, dp in self.workload.stage_param_groups(stage):  # experts sync over expert_dp
+            if dp == 1:
+                continue
+            share = (dp - 1) / dp
+            if self.workload.layout.grad_sync == "bf16-a2a":  # Sec. 5: BF16 all-to-all, FP32 local sum
+                grad += synced * 2 * share / self.cal.all_to_all_efficiency
+            else:
+                grad += synced * 4 * share / self.cal.ring_efficiency
+            params += synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
         return grad, params
 
     def _param_gather(self, place, gate: simpy.Event, buckets: int):
@@ -295,8 +305,8 @@ class PipelineEngine:
             transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
-        held, _ = self.workload.stage_params_per_gpu(stage)
-        optimizer_s = memory_time_s(held / self.workload.dp * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
+        held = sum(h / dp for h, _, dp in self.workload.stage_param_groups(stage))  # ZeRO-sharded
+        optimizer_s = memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
         yield self.env.timeout(optimizer_s)
         log.end_s = self.env.now
 
@@ -318,7 +328,8 @@ class PipelineEngine:
     def _bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)
         for network in getattr(self, "nvlink_networks", ()):
-            sent.update(network.bytes_sent)
+            if network is not self.network:
+                sent.update(network.bytes_sent)
         return sent
 
     def run(self) -> EngineResult:

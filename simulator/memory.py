@@ -80,7 +80,9 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     dp, zero = workload.dp, workload.layout.zero_stage
     params = held * BYTES_BF16 / (dp if zero >= 3 else 1)
     grads = held * 4 / (dp if zero >= 2 else 1)  # gradients accumulate in FP32 (Sec. 5)
-    optimizer = held * 12 / (dp if zero >= 1 else 1)
+    groups = workload.stage_param_groups(stage)  # experts shard their states over expert_dp
+    optimizer = sum(h * 12 / (g if zero >= 1 else 1) for h, _, g in groups) if len(groups) > 1 else \
+        held * 12 / (dp if zero >= 1 else 1)
     in_flight = in_flight_micro_batches(workload, stage)
     layers_per_entry = workload.layers_per_chunk
     activations = in_flight * layers_per_entry * activation_bytes_per_layer(workload)

@@ -35,7 +35,7 @@ class Report:
     mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
     bubble_fraction: float
-    exposed_comm_s: dict[str, float]
+    exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
     compute_busy_s: float
     peak_memory_gib: float
     simulated_ops: int
@@ -128,9 +128,10 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
     six_n = six_n_flops_per_token(workload.model, workload.seq_len) * workload.tokens_per_step
     critical = max(stages, key=lambda log: log.end_s)
-    exposed = {kind: critical.exposed_comm_s.get(kind, 0.0) for kind in COMM_KINDS}
-    exposed["pp"] = critical.pp_wait_s
-    exposed["dp"] = critical.dp_exposed_s
+    # Per kind, the stage that exposes the most of it (stages differ: e.g. dense-only or LM-head stages).
+    exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in COMM_KINDS}
+    exposed["pp"] = max(log.pp_wait_s for log in stages)
+    exposed["dp"] = max(log.dp_exposed_s for log in stages)
     return Report(
         model=workload.model.name, layout=workload.layout.name, gpus=cluster.num_gpus,
         global_batch=workload.global_batch, seq_len=workload.seq_len, dp=dp, pp=workload.pp,

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 import simpy
 
 from simulator.calibration import Calibration
-from simulator.costs import collective_latency_s, collective_wire_bytes, compute_time_s, fused_tail_s
+from simulator.costs import (
+    collective_latency_s,
+    collective_wire_bytes,
+    compute_time_s,
+    fused_tail_s,
+    nic_wire_bytes,
+)
 from simulator.network import FluidNetwork
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, Op
@@ -37,6 +43,7 @@ class OpCosts:
     issue_offset_s: tuple[float, ...]  # host launch time from that sync's completion (or the start) to the op
     cross_deps: tuple[tuple[int, ...], ...]  # dependencies on ops of other streams
     signalled: frozenset[int]  # ops whose completion another stream (or the host) waits for
+    nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -60,13 +67,14 @@ class OpCosts:
             tuple(offsets),
             cross,
             frozenset(signalled),
+            tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
         )
 
 
 def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
              comm_links: tuple, timing: TaskTiming,
              transfer: Callable[[int, float], simpy.Event] | None = None,
-             lanes: tuple[int, ...] | None = None) -> simpy.Event:
+             lanes: tuple[int, ...] | None = None, nic_links: tuple = ()) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream, the host has issued it
@@ -75,6 +83,7 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     then idles until the host catches up. Collectives of a folded group move each member's egress bytes
     over the representative GPU's links: every member does the same at the same time. ``transfer(op
     index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
+    Ops with NIC bytes (cross-node EP) also load ``nic_links``, concurrently with their NVLink bytes.
     With ``lanes`` (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take
     turns on the GPU (one at a time, first come first served), so one lane computes while the other
     communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
@@ -85,8 +94,11 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
     """
     if transfer is None:
-        def transfer(_index: int, nbytes: float) -> simpy.Event:
-            return network.transfer(comm_links, nbytes)
+        def transfer(index: int, nbytes: float) -> simpy.Event:
+            event = network.transfer(comm_links, nbytes)
+            if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
+                event = event & network.transfer(nic_links, costs.nic_bytes[index])
+            return event
 
     done_at: list[float | None] = [None] * len(ops)
     signals = {index: env.event() for index in costs.signalled}

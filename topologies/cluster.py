@@ -95,6 +95,9 @@ CLUSTER_PRESETS: dict[str, Callable[..., ClusterSpec]] = {
     "h100": _preset("h100"),
     "a100": _preset("a100"),
     "h20": _preset("h20"),
+    # GB200 NVL72: one NVLink 5 domain of 72 GPUs (18 NVSwitch trays, one crossbar here); scale-out one
+    # 400 Gb/s ConnectX-7 per GPU (NVIDIA GB200 NVL72 reference architecture), rail-optimized as above.
+    "gb200-nvl72": functools.partial(ClusterSpec, gpu=GPU_PRESETS["gb200"], gpus_per_node=72, nic_bandwidth_Bps=50e9),
 }
 
 

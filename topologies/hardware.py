@@ -89,6 +89,24 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
         source="paper Table 4; NVIDIA H20 spec; NVLink efficiency 0.8 assumed",
     ),
+    # Blackwell GPU of a GB200 NVL72 rack (1,200 W GB200 configuration). NVIDIA GB200 NVL72 datasheet: rack
+    # FP16/BF16 360 PFLOP/s and FP8 720 PFLOP/s are WITH 2:4 sparsity, so dense per GPU = 360/72/2 = 2.5e15
+    # and 720/72/2 = 5e15 (NVIDIA Blackwell architecture technical brief, GB200 column: BF16 2.5 PF
+    # dense, 5 PF sparse; HGX B200 at 1,000 W has 2.25 PF). 13.4 TB HBM3e and 576 TB/s per rack
+    # -> 186 GB and 8 TB/s per GPU.
+    "gb200": GpuSpec(
+        name="gb200",
+        peak_bf16_flops=2.5e15,  # dense; NVIDIA GB200 NVL72 datasheet / Blackwell technical brief
+        peak_fp8_flops=5.0e15,  # dense; same sources
+        hbm_bytes=186e9,  # 13.4 TB HBM3e / 72 GPUs, GB200 NVL72 datasheet
+        hbm_bandwidth_Bps=8.0e12,  # 576 TB/s / 72 GPUs, GB200 NVL72 datasheet
+        sm_count=148,  # B200 die pair as reported by CUDA device queries; assumed for GB200
+        # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet);
+        # 0.8 x 900 achievable assumed, the same fraction as the A100 and H20 presets.
+        nvlink_bandwidth_Bps=720e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; NVLink efficiency 0.8 assumed",
+    ),
 }
 
 

@@ -42,9 +42,21 @@ class LayoutSpec:
     capacity_factor: float = 1.25  # expert GEMMs run on capacity-padded buffers
     dp_overlap: bool = True  # MegaScale (NSDI'24): DP sync overlapped with the first/last micro-batches
     a2a_topk_threshold: int = 6  # dispatch switches from all-to-all to AG/RS when top-k exceeds this
+    # Beyond the paper (validated in workloads.moe.validate_extensions; defaults = the paper's layouts).
+    ep: int = 0  # EP degree; 0 = intra_size (in-node EP); > GPUs per node spans nodes (DeepEP style)
+    ep_max_nodes: int = 0  # node-limited routing M: a token reaches at most M nodes; 0 = unlimited
+    routing: str = "uniform"  # expert load: "uniform" | "zipf" (workloads.routing)
+    zipf_exponent: float = 1.0
+    seed: int = 0  # seeds the numpy Generator of skewed routing
+    dropless: bool = False  # expert GEMMs run on the tokens received, no capacity padding or dropping
+    expert_loads: tuple[float, ...] = ()  # explicit per-expert load (overrides routing), normalised
+    gemm_dtype: str = "bf16"  # "fp8": linear-layer GEMMs at the FP8 peak (DeepSeek-V3 Sec. 3.3)
+    uneven_pp: bool = False  # allow layers not divisible by pp: last, then first stages take fewer
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
+        if isinstance(self.expert_loads, list):  # YAML gives lists; keep the spec hashable and comparable
+            object.__setattr__(self, "expert_loads", tuple(self.expert_loads))
         check_types("layout", self)
         choices = {
             "attention": ATTENTION_MODES,
@@ -105,9 +117,17 @@ SP_EP = MEGASCALE_MOE.with_(name="sp-ep", inter_op_overlap=False, intra_op_overl
 SP_EP_INTER = MEGASCALE_MOE.with_(name="sp-ep-inter", intra_op_overlap=False)
 SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
 
+# DeepSeek-V3 report Sec. 3.2: PP 16 (DualPipe; plain 1F1B here), 64-way EP over 8 nodes, no TP: attention
+# is data parallel (intra_size 1), node-limited routing to at most 4 nodes, ZeRO-1, FP8 GEMMs (Sec. 3.3).
+# Dispatch is DeepEP's all-to-all (no AG for top-8); no fused GEMM + collective (intra-op overlap off).
+DEEPSEEK_V3 = MEGASCALE_MOE.with_(
+    name="deepseek-v3", intra_size=1, pp=16, ep=64, ep_max_nodes=4, intra_op_overlap=False,
+    a2a_topk_threshold=8, gemm_dtype="fp8", uneven_pp=True,
+)
+
 LAYOUT_PRESETS: dict[str, LayoutSpec] = {
     layout.name: layout
-    for layout in (MEGASCALE_MOE, MEGATRON_LM, TP_TP, SP_EP, SP_EP_INTER, SP_EP_INTER_INTRA)
+    for layout in (MEGASCALE_MOE, MEGATRON_LM, TP_TP, SP_EP, SP_EP_INTER, SP_EP_INTER_INTRA, DEEPSEEK_V3)
 }
 
 

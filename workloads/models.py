@@ -22,12 +22,27 @@ class ModelSpec:
     top_k: int
     vocab_size: int = 65536
     source: str = ""
+    # Beyond the paper (defaults keep the Table 2 presets unchanged); see workloads/mla.py.
+    attention: str = "gqa"  # "gqa" | "mla" (DeepSeek-V2 Sec. 2.1 multi-head latent attention)
+    kv_lora_rank: int = 0  # MLA d_c: compressed KV width
+    q_lora_rank: int = 0  # MLA d_c': compressed query width (0 = no query compression)
+    qk_rope_head_dim: int = 0  # MLA d_h^R: decoupled RoPE key/query width per head
+    qk_nope_head_dim: int = 0  # MLA d_h: non-RoPE query/key width per head
+    v_head_dim: int = 0  # MLA value width per head
+    num_dense_layers: int = 0  # leading layers with a dense SwiGLU FFN instead of the MoE
+    dense_ffn_size: int = 0  # their intermediate width
+    num_shared_experts: int = 0  # experts every token goes through (width expert_ffn_size)
+    tied_embeddings: bool = False  # input embedding and output head share one matrix
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
         check_types("model", self)
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name in _OPTIONAL_FIELDS:
+                if value < 0:
+                    raise ConfigError(f"model.{f.name}", f"must be >= 0, got {value}")
+                continue
             if isinstance(value, int) and value <= 0:
                 raise ConfigError(f"model.{f.name}", f"must be a positive integer, got {value}")
         if self.hidden_size % self.num_heads:
@@ -36,6 +51,7 @@ class ModelSpec:
             raise ConfigError("model.num_kv_heads", f"must divide num_heads={self.num_heads}")
         if self.top_k > self.num_experts:
             raise ConfigError("model.top_k", f"must be <= num_experts={self.num_experts}")
+        _check_extensions(self)
 
     @property
     def head_dim(self) -> int:
@@ -53,7 +69,11 @@ class ModelSpec:
 
     @property
     def attention_params(self) -> int:
-        """QKV and output projections of one layer."""
+        """QKV and output projections of one layer (MLA: its down/up projections and norms)."""
+        if self.attention == "mla":
+            from workloads.mla import mla_params
+
+            return mla_params(self)
         return self.hidden_size * self.qkv_width + self.hidden_size * self.hidden_size
 
     @property
@@ -68,17 +88,63 @@ class ModelSpec:
         return self.attention_params + self.num_experts * self.expert_params + router + norms
 
     @property
+    def embedding_params(self) -> int:
+        """Input embedding and output head: one matrix if tied, else two."""
+        return (1 if self.tied_embeddings else 2) * self.vocab_size * self.hidden_size
+
+    @property
+    def moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers
+
+    @property
+    def shared_params(self) -> int:
+        """Shared experts of one MoE layer (DeepSeekMoE: each as wide as a routed expert)."""
+        return self.num_shared_experts * self.expert_params
+
+    @property
+    def dense_layer_params(self) -> int:
+        """A leading dense layer: attention, SwiGLU of width dense_ffn_size, two norms."""
+        return self.attention_params + 3 * self.hidden_size * self.dense_ffn_size + 2 * self.hidden_size
+
+    @property
     def total_params(self) -> int:
-        embeddings = 2 * self.vocab_size * self.hidden_size  # untied input and output embeddings
-        return self.num_layers * self.layer_params + embeddings
+        if self.num_dense_layers == 0 and self.num_shared_experts == 0 and not self.tied_embeddings:
+            embeddings = 2 * self.vocab_size * self.hidden_size  # untied input and output embeddings
+            return self.num_layers * self.layer_params + embeddings
+        moe = self.layer_params + self.shared_params
+        return self.moe_layers * moe + self.num_dense_layers * self.dense_layer_params + self.embedding_params
 
     @property
     def active_params(self) -> int:
-        per_layer = self.attention_params + self.top_k * self.expert_params
-        return self.num_layers * per_layer + 2 * self.vocab_size * self.hidden_size
+        if self.num_dense_layers == 0 and self.num_shared_experts == 0 and not self.tied_embeddings:
+            per_layer = self.attention_params + self.top_k * self.expert_params
+            return self.num_layers * per_layer + 2 * self.vocab_size * self.hidden_size
+        moe = self.attention_params + self.top_k * self.expert_params + self.shared_params
+        dense = self.dense_layer_params - 2 * self.hidden_size  # norms are not counted, as above
+        return self.moe_layers * moe + self.num_dense_layers * dense + self.embedding_params
 
     def with_(self, **changes: object) -> ModelSpec:
         return replace(self, **changes)
+
+
+_OPTIONAL_FIELDS = frozenset({
+    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+    "num_dense_layers", "dense_ffn_size", "num_shared_experts", "tied_embeddings",
+})
+
+
+def _check_extensions(model: ModelSpec) -> None:
+    """Validate the beyond-the-paper fields: MLA ranks, dense layers."""
+    if model.attention not in ("gqa", "mla"):
+        raise ConfigError("model.attention", "must be gqa or mla")
+    if model.attention == "mla":
+        for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            if getattr(model, name) <= 0:
+                raise ConfigError(f"model.{name}", "must be positive for MLA attention")
+    if model.num_dense_layers >= model.num_layers:
+        raise ConfigError("model.num_dense_layers", f"must be < num_layers={model.num_layers}")
+    if model.num_dense_layers and model.dense_ffn_size <= 0:
+        raise ConfigError("model.dense_ffn_size", "must be positive when num_dense_layers > 0")
 
 
 _T2 = "MegaScale-MoE Table 2"
@@ -91,6 +157,15 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
     "hunyuan-large": ModelSpec("hunyuan-large", 64, 6400, 80, 8, 18304, 16, 1, 128512, _T2 + " (M4)"),
     "phi-3.5-moe": ModelSpec("phi-3.5-moe", 32, 4096, 32, 8, 6400, 16, 2, 32064, _T2 + " (M5)"),
     "deepseekmoe": ModelSpec("deepseekmoe", 28, 2048, 16, 16, 1408, 64, 6, 102400, _T2 + " (M6)"),
+    # DeepSeek-V3 technical report (arXiv 2412.19437) Sec. 4.2: 61 layers, h 7168, 128 heads, MLA with
+    # d_c 512, d_c' 1536, d_h 128, d_h^R 64; first 3 layers dense (width 18432, HF config), then 1 shared
+    # + 256 routed experts of width 2048, top-8; vocabulary 129,280 (HF config.json); 671B / 37B params.
+    "deepseek-v3": ModelSpec(
+        "deepseek-v3", 61, 7168, 128, 128, 2048, 256, 8, 129280,
+        "DeepSeek-V3 report Sec. 4.2; deepseek-ai/DeepSeek-V3 config.json",
+        attention="mla", kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        v_head_dim=128, num_dense_layers=3, dense_ffn_size=18432, num_shared_experts=1,
+    ),
 }
 
 

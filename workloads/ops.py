@@ -35,6 +35,7 @@ class Gemm:
     k: int
     groups: int = 1
     sequential: bool = False
+    fp8: bool = False  # runs at the GPU's FP8 peak (DeepSeek-V3 Sec. 3.3 FP8 training)
 
     @property
     def flops(self) -> float:
@@ -42,11 +43,11 @@ class Gemm:
 
     def dgrad(self) -> Gemm:
         """Input gradient: (m x n) @ (n x k)."""
-        return Gemm(self.m, self.k, self.n, self.groups, self.sequential)
+        return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.fp8)
 
     def wgrad(self) -> Gemm:
         """Weight gradient: (k x m) @ (m x n)."""
-        return Gemm(self.k, self.n, self.m, self.groups, self.sequential)
+        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.fp8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,7 @@ class Op:
     group_size: int = 1
     comm_bytes: float = 0.0  # bytes each GPU sends (egress)
     tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
+    nic_bytes: float = 0.0  # bytes each GPU sends over its NIC (cross-node EP), besides comm_bytes on NVLink
 
     @property
     def is_comm(self) -> bool:
@@ -90,3 +92,6 @@ class Step:
     comm_bytes: float = 0.0
     fuse: str = ""  # for collectives under intra-op overlap: fuse with the "prev" or "next" GEMM
     sar_recompute: bool = False  # recomputed / re-communicated in backward under SAR
+    nic_bytes: float = 0.0  # collectives: bytes each GPU sends over its NIC (cross-node EP)
+    group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
+    overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective

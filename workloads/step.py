@@ -14,6 +14,7 @@ from workloads.layers import (
 )
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
+from workloads.moe import ep_degree, ext_layer_recipe, is_extended, validate_extensions
 from workloads.ops import Op
 from workloads import dualpipe
 from workloads.schedules import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, Task, stage_order
@@ -58,7 +59,34 @@ class StepWorkload:
 
     @property
     def layers_per_chunk(self) -> int:
-        return self.model.num_layers // (self.pp * self.chunks)
+        """Layers of a chunk; with uneven_pp, of the fullest stage."""
+        return -(-self.model.num_layers // (self.pp * self.chunks))
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each expert: GPUs per stage / EP degree (= dp for in-node EP)."""
+        return self.num_gpus // (ep_degree(self.layout) * self.layout.pp)
+
+    @cached_property
+    def extended(self) -> bool:
+        return is_extended(self.model, self.layout)
+
+    @cached_property
+    def tasks_use_nic(self) -> bool:
+        """Whether any task op sends over the NIC (cross-node EP)."""
+        return any(op.nic_bytes > 0 for key in self._all_task_keys() for op in self.task_ops(key))
+
+    def stage_layers(self, stage: int) -> range:
+        """Global layer indices of a stage (1F1B) or of its first chunk; uneven_pp gives fewer to the last,
+        first, second-to-last, ... stages."""
+        per, extra = divmod(self.model.num_layers, self.pp * self.chunks)
+        if extra == 0:
+            return range(stage * per, (stage + 1) * per)
+        short = [s for pair in zip(range(self.pp - 1, -1, -1), range(self.pp)) for s in pair]
+        short = list(dict.fromkeys(short))[: self.pp - extra]
+        counts = [per + (s not in short) for s in range(self.pp)]
+        start = sum(counts[:stage])
+        return range(start, start + counts[stage])
 
     @property
     def tokens_per_step(self) -> int:
@@ -84,7 +112,40 @@ class StepWorkload:
         small = m.hidden_size * (m.num_experts + 2)  # router and norms, replicated
         return held + small, experts + attention + small
 
+    def stage_param_groups(self, stage: int) -> list[tuple[float, float, int]]:
+        """(params held, params synced over the NICs, DP group size) per GPU of a stage, per sync group.
+
+        Beyond-the-paper layouts: expert weights sync over expert_dp replicas, the rest over dp.
+        """
+        if not self.extended:
+            held, synced = self.stage_params_per_gpu(stage)
+            return [(held, synced, self.dp)]
+        m, n, ep = self.model, self.layout.intra_size, ep_degree(self.layout)
+        sp = self.layout.attention == "sp"
+        layers = self.stage_layers(stage) if self.chunks == 1 else range(self.layers_per_chunk * self.chunks)
+        dense_layers = sum(1 for i in layers if i < m.num_dense_layers)
+        moe_layers = len(layers) - dense_layers
+        local_dense = (m.attention_params + 3 * m.hidden_size * m.dense_ffn_size) if sp else 0
+        attention = m.attention_params
+        shared = m.shared_params
+        small = m.hidden_size * (m.num_experts + 2)
+        replicated = dense_layers * (local_dense + 2 * m.hidden_size) + moe_layers * ((attention + shared) * sp + small)
+        split = dense_layers * (m.dense_layer_params - 2 * m.hidden_size) + moe_layers * (attention + shared)
+        held_dense = replicated + (0 if sp else split / n)
+        synced_dense = moe_layers * small + dense_layers * 2 * m.hidden_size + split / n
+        experts = moe_layers * m.num_experts * m.expert_params / (ep if self.layout.ffn == "ep" else n)
+        vocab = self.model.vocab_size * self.model.hidden_size / n
+        ends = (stage == 0) + (stage == self.pp - 1)
+        if m.tied_embeddings and ends == 2:
+            ends = 1
+        held_dense += ends * vocab
+        synced_dense += ends * vocab
+        return [(held_dense, synced_dense, self.dp), (experts, experts, self.expert_dp)]
+
     def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
+        if self.extended:
+            groups = self.stage_param_groups(stage)
+            return sum(g[0] for g in groups), sum(g[1] for g in groups)
         held, synced = self.layer_params_per_gpu()
         layers = self.layers_per_chunk * self.chunks
         extra = 0.0
@@ -101,21 +162,30 @@ class StepWorkload:
     def stage_order(self, stage: int) -> list[Task]:
         return stage_order(self.layout.schedule, stage, self.pp, self.micro_batches, self.chunks)
 
-    def task_key(self, stage: int, task: Task) -> tuple[str, bool, bool]:
+    def task_key(self, stage: int, task: Task) -> tuple:
         """Tasks with equal keys have identical op lists."""
         if self.layout.schedule == "dualpipe":
             return dualpipe.task_key(stage, task, self.pp)
         first = stage == 0 and task.chunk == 0
         last = stage == self.pp - 1 and task.chunk == self.chunks - 1
-        return task.direction, first, last
+        if not self.extended:
+            return task.direction, first, last
+        layers = self.stage_layers(stage) if self.chunks == 1 else range(stage * self.layers_per_chunk,
+                                                                         (stage + 1) * self.layers_per_chunk)
+        dense = sum(1 for i in layers if i < self.model.num_dense_layers)
+        return task.direction, first, last, dense, len(layers) - dense
 
-    def task_ops(self, key: tuple[str, bool, bool]) -> tuple[Op, ...]:
+    def _all_task_keys(self) -> set[tuple]:
+        return {self.task_key(s, Task(d, 0, c)) for s in range(self.pp) for d in (FORWARD, BACKWARD)
+                for c in range(self.chunks)}
+
+    def task_ops(self, key: tuple) -> tuple[Op, ...]:
         """The op list of a task with the given key (built once, then cached)."""
         if key not in self._cache and dualpipe.is_dualpipe_kind(key[0]):
             self._cache[key] = self._split_task_ops(key)
         if key not in self._cache:
-            direction, first, last = key
-            layers = self._chunk_layers(first, last)
+            direction, first, last = key[:3]
+            layers = self._chunk_layers(first, last) if len(key) == 3 else self._ext_chunk_layers(*key[1:])
             ops = forward_ops(layers, self.layout) if direction == FORWARD else backward_ops(layers, self.layout)
             self._cache[key] = tuple(ops)
         return self._cache[key]
@@ -139,6 +209,16 @@ class StepWorkload:
     @cached_property
     def _layer_steps(self):
         return layer_recipe(self.model, self.layout, self.seq_len)
+
+    def _ext_chunk_layers(self, first: bool, last: bool, dense: int, moe: int) -> list[LayerSteps]:
+        """Beyond-the-paper chunks: ``dense`` leading dense layers, then ``moe`` MoE layers."""
+        recipes = [ext_layer_recipe(self.model, self.layout, self.seq_len, self.gpus_per_node, d) for d in (False, True)]
+        layers: list[LayerSteps] = [(i, recipes[i < dense]) for i in range(dense + moe)]
+        if first:
+            layers.insert(0, (-1, embedding_recipe(self.model, self.layout, self.seq_len)))
+        if last:
+            layers.append((dense + moe, head_recipe(self.model, self.layout, self.seq_len)))
+        return layers
 
     def _chunk_layers(self, first: bool, last: bool) -> list[LayerSteps]:
         steps = self._layer_steps
@@ -170,8 +250,11 @@ def validate(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node:
         raise ConfigError("model.expert_ffn_size", f"not divisible by TP degree {n}")
     if (layout.micro_batch * seq_len) % n:
         raise ConfigError("seq_len", f"micro_batch x seq_len must be divisible by {n}")
+    validate_extensions(model, layout, num_gpus, gpus_per_node)
     stages = layout.pp * layout.virtual_stages
-    if model.num_layers % stages:
+    if layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages:
+        pass  # stage_layers spreads the remainder
+    elif model.num_layers % stages:
         raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
     dp = num_gpus // (n * layout.pp)
     if global_batch % (dp * layout.micro_batch):

@@ -64,15 +64,17 @@ class _OpList:
                    name: str = "") -> int:
         kind = TRANSPOSE[step.collective] if backward else step.collective
         return self.add(Op(name or step.name, COLLECTIVE, self.comm_stream, deps, layer, collective=kind,
-                           group=step.group, group_size=self.group_size, comm_bytes=step.comm_bytes))
+                           group=step.group, group_size=step.group_size or self.group_size,
+                           comm_bytes=step.comm_bytes, nic_bytes=step.nic_bytes))
 
     def fuse_into(self, gemm_index: int, comm: Step, backward: bool) -> None:
         """Turn the GEMM op at ``gemm_index`` into a fused GEMM + collective op."""
         op = self.ops[gemm_index]
         kind = TRANSPOSE[comm.collective] if backward else comm.collective
+        size = comm.group_size or self.group_size
         self.ops[gemm_index] = replace(op, name=f"{op.name}+{comm.name}", kind=FUSED, collective=kind,
-                                       group=comm.group, group_size=self.group_size,
-                                       comm_bytes=comm.comm_bytes, tiles=self.group_size)
+                                       group=comm.group, group_size=size, comm_bytes=comm.comm_bytes,
+                                       tiles=size, nic_bytes=comm.nic_bytes)
 
 
 def forward_ops(layers: list[LayerSteps], layout: LayoutSpec, *, recompute: bool = False) -> list[Op]:
@@ -84,10 +86,15 @@ def forward_ops(layers: list[LayerSteps], layout: LayoutSpec, *, recompute: bool
 
 def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...], recompute: bool) -> int:
     last = deps[0] if deps else -1
+    join: tuple[int, ...] = ()  # a comm-stream collective that overlapping compute ran beside
     for layer, steps in layers:
         pending_comm: Step | None = None
         for step in steps:
             deps = (last,) if last >= 0 else ()
+            if step.overlap_comm and not join and last >= 0 and ops.ops[last].stream == COMM:
+                join, deps = (last,), ops.ops[last].deps  # run beside the collective, not after it
+            elif join and not step.overlap_comm:
+                deps, join = deps + join, ()
             if step.kind == COLLECTIVE:
                 if ops.fuse and step.fuse == "prev" and last >= 0 and ops.ops[last].kind == GEMM:
                     ops.fuse_into(last, step, backward=False)

@@ -1,0 +1,47 @@
+"""The deepseek-v3 layout: attention without TP (intra_size 1) beside EP 64, uneven PP, FP8 GEMMs."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.calibration import DEFAULT_CALIBRATION
+from simulator.costs import gemm_time_s
+from topologies.hardware import gpu_preset
+from workloads.layouts import layout_preset
+from workloads.models import model_preset
+from workloads.moe import ext_layer_recipe
+from workloads.ops import Gemm
+from workloads.schedules import FORWARD, Task
+from workloads.step import StepWorkload
+
+WORKLOAD = StepWorkload(model_preset("deepseek-v3"), layout_preset("deepseek-v3"), 2048, 8, 15360, 4096)
+
+
+def test_degrees_and_batches() -> None:
+    """2,048 GPUs / PP 16 = 128 attention-DP ranks; experts: 128 / EP 64 = 2 replicas; 15,360 / 128 = 120."""
+    assert (WORKLOAD.dp, WORKLOAD.expert_dp, WORKLOAD.micro_batches) == (128, 2, 120)
+
+
+def test_uneven_pp_gives_fewer_layers_to_the_last_and_first_stages() -> None:
+    """61 = 16 x 4 - 3: stages 15, 0 and 14 hold 3 layers; stage 0 holds exactly the 3 dense layers."""
+    counts = [len(WORKLOAD.stage_layers(s)) for s in range(16)]
+    assert counts == [3] + [4] * 13 + [3, 3] and sum(counts) == 61
+    assert WORKLOAD.task_key(0, Task(FORWARD, 0, 0)) == (FORWARD, True, False, 3, 0)
+    assert WORKLOAD.task_key(1, Task(FORWARD, 0, 0)) == (FORWARD, False, False, 0, 4)
+
+
+def test_fp8_gemms_and_their_time() -> None:
+    steps = ext_layer_recipe(WORKLOAD.model, WORKLOAD.layout, 4096, 8, dense=False)
+    fp8 = {s.name: s.gemm.fp8 for s in steps if s.gemm is not None}
+    assert fp8["router"] is False and fp8["expert_fc13"] and fp8["q_up"] and fp8["shared_fc2"]
+    gpu, cal = gpu_preset("h800"), DEFAULT_CALIBRATION
+    bf16 = gemm_time_s(Gemm(4096, 4096, 7168), gpu, cal) - cal.kernel_overhead_s
+    half = gemm_time_s(Gemm(4096, 4096, 7168, fp8=True), gpu, cal) - cal.kernel_overhead_s
+    assert half == pytest.approx(bf16 * 989 / 1979)  # compute-bound: 8 waves of tiles at the FP8 peak
+
+
+def test_expert_params_shard_over_ep_and_sync_over_expert_dp() -> None:
+    """Stage 1: 4 MoE layers x 256 experts x 3 x 7168 x 2048 / 64 per GPU, synced over 2 replicas."""
+    groups = WORKLOAD.stage_param_groups(1)
+    assert groups[1] == (4 * 256 * 3 * 7168 * 2048 / 64,) * 2 + (2,)
+    assert groups[0][2] == 128

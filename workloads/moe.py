@@ -1,0 +1,177 @@
+"""Beyond-the-paper layer recipes: dense FFN layers, shared experts, cross-node EP, skewed routing, FP8.
+
+The paper's presets keep workloads.layers' recipes untouched; ``is_extended`` says when these apply.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from topologies.errors import ConfigError
+from workloads.ep import ep_dispatch_bytes
+from workloads.layers import (
+    BYTES_BF16,
+    UNFUSED_KERNELS,
+    UNFUSED_PASSES,
+    attention_recipe,
+    dispatch_uses_all_gather,
+    ffn_recipe,
+)
+from workloads.layouts import LayoutSpec
+from workloads.mla import mla_recipe
+from workloads.models import ModelSpec
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, GEMM, MEMORY, REDUCE_SCATTER, Gemm, Step
+from workloads.routing import ROUTINGS, layout_routing_stats
+
+GEMM_DTYPES = ("bf16", "fp8")
+FP8_EXCLUDED = ("router", "lm_head")  # DeepSeek-V3 Sec. 3.3.1: gating and output head stay in BF16
+
+
+def ep_degree(layout: LayoutSpec) -> int:
+    """The EP degree: ``layout.ep``, or intra_size when unset (in-node EP, the paper's)."""
+    return layout.ep or layout.intra_size
+
+
+def is_extended(model: ModelSpec, layout: LayoutSpec) -> bool:
+    """True when the model or layout uses a feature the paper's recipes do not cover."""
+    return (model.attention == "mla" or model.num_dense_layers > 0 or model.num_shared_experts > 0
+            or ep_degree(layout) != layout.intra_size or layout.routing != "uniform" or layout.dropless
+            or bool(layout.expert_loads) or layout.gemm_dtype != "bf16")
+
+
+def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int) -> None:
+    """Raise ConfigError for bad beyond-the-paper layout fields."""
+    if layout.routing not in ROUTINGS:
+        raise ConfigError("layout.routing", f"must be one of {', '.join(ROUTINGS)}")
+    if layout.gemm_dtype not in GEMM_DTYPES:
+        raise ConfigError("layout.gemm_dtype", f"must be one of {', '.join(GEMM_DTYPES)}")
+    if layout.ep < 0 or layout.ep_max_nodes < 0:
+        raise ConfigError("layout.ep", "ep and ep_max_nodes must be >= 0")
+    if layout.zipf_exponent < 0:
+        raise ConfigError("layout.zipf_exponent", "must be >= 0")
+    if layout.expert_loads and (len(layout.expert_loads) != model.num_experts or min(layout.expert_loads) < 0
+                                or sum(layout.expert_loads) <= 0):
+        raise ConfigError("layout.expert_loads", f"must be {model.num_experts} non-negative loads, not all 0")
+    ep, n = ep_degree(layout), layout.intra_size
+    if ep == n or layout.ffn != "ep":
+        return
+    if ep % n or (num_gpus // layout.pp) % ep:
+        raise ConfigError("layout.ep", f"EP {ep} must be a multiple of intra_size {n} and divide GPUs per stage")
+    if model.num_experts % ep:
+        raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {ep}")
+    if ep > gpus_per_node and ep % gpus_per_node:
+        raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {gpus_per_node} GPUs per node")
+    if ep < gpus_per_node and gpus_per_node % ep:
+        raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {gpus_per_node} GPUs of a node")
+
+
+def to_fp8(steps: list[Step]) -> list[Step]:
+    """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and excluded GEMMs stay BF16."""
+    return [replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and s.name not in FP8_EXCLUDED else s
+            for s in steps]
+
+
+def ext_attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """GQA (the paper's recipe) or MLA attention."""
+    return mla_recipe(model, layout, seq_len) if model.attention == "mla" else attention_recipe(model, layout, seq_len)
+
+
+def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """A dense SwiGLU FFN of width dense_ffn_size: TP-split with AG/RS under TP attention, else replicated."""
+    n, h, f = layout.intra_size, model.hidden_size, model.dense_ffn_size
+    tokens = layout.micro_batch * seq_len
+    local = tokens // n
+    tp = layout.attention == "tp" and n > 1
+    rows, width = (tokens, f // n) if tp else (local, f)
+    full = tokens * h * BYTES_BF16
+    steps = [Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True)]
+    if tp:
+        steps.append(Step("tp_ag_ffn", COLLECTIVE, collective=ALL_GATHER, group="tp",
+                          comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True))
+    steps += [
+        Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h)),
+        Step("swiglu", MEMORY, mem_bytes=3 * rows * width * BYTES_BF16),
+        Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width)),
+    ]
+    if tp:
+        steps.append(Step("tp_rs_ffn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
+                          comm_bytes=full * (n - 1) / n, fuse="prev"))
+    return steps
+
+
+def shared_expert_steps(model: ModelSpec, local: int) -> list[Step]:
+    """Shared experts on the GPU's own tokens, no dispatch; they run beside the dispatch (overlap_comm)."""
+    h, f = model.hidden_size, model.num_shared_experts * model.expert_ffn_size
+    return [
+        Step("shared_fc13", GEMM, gemm=Gemm(local, 2 * f, h), overlap_comm=True),
+        Step("shared_swiglu", MEMORY, mem_bytes=3 * local * f * BYTES_BF16, overlap_comm=True),
+        Step("shared_fc2", GEMM, gemm=Gemm(local, h, f), overlap_comm=True),
+    ]
+
+
+def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int) -> list[Step]:
+    """The MoE FFN with EP degree ep (in-node or across nodes), shared experts and skewed routing."""
+    if layout.ffn != "ep":
+        steps = ffn_recipe(model, layout, seq_len)
+        return steps[:3] + shared_expert_steps(model, layout.micro_batch * seq_len // layout.intra_size) + steps[3:] \
+            if model.num_shared_experts else steps
+    n, h, k, f = layout.intra_size, model.hidden_size, model.top_k, model.expert_ffn_size
+    ep = ep_degree(layout)
+    g = min(ep, gpus_per_node)  # EP members per node
+    local = layout.micro_batch * seq_len // n
+    kernels, passes = (1, 1) if layout.fused_permute else (UNFUSED_KERNELS, UNFUSED_PASSES)
+    experts_local = model.num_experts // ep
+    routed = local * k
+    routed_bytes = routed * h * BYTES_BF16
+    scale, per_expert = 1.0, math.ceil(routed / experts_local * layout.capacity_factor)
+    if layout.routing != "uniform" or layout.dropless or layout.expert_loads:
+        stats = layout_routing_stats(model.num_experts, k, local, ep, layout.routing, layout.zipf_exponent,
+                                     layout.seed, layout.dropless, layout.capacity_factor, layout.expert_loads)
+        scale = stats.comm_scale
+        if layout.dropless:  # no padding: the busiest GPU's received copies, spread over its experts
+            per_expert = math.ceil(stats.busiest_copies / experts_local)
+    shared = shared_expert_steps(model, local) if model.num_shared_experts else []
+    fuse_dispatch = "" if shared else "next"  # shared experts, not a fused GEMM, hide the dispatch
+    if ep > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
+        ep_bytes = ep_dispatch_bytes(local, h, k, model.num_experts, ep, gpus_per_node, layout.ep_max_nodes)
+        nvl, nic = ep_bytes.nvlink_bytes * scale, ep_bytes.nic_bytes * scale
+        dispatch = Step("ep_a2a_dispatch", COLLECTIVE, collective=ALL_TO_ALL, group="ep", comm_bytes=nvl,
+                        nic_bytes=nic, group_size=g, fuse=fuse_dispatch, sar_recompute=True)
+        combine = Step("ep_a2a_combine", COLLECTIVE, collective=ALL_TO_ALL, group="ep", comm_bytes=nvl,
+                       nic_bytes=nic, group_size=g, fuse="prev")
+    elif dispatch_uses_all_gather(model, layout):
+        full = layout.micro_batch * seq_len * h * BYTES_BF16 * g / n  # the g members' tokens
+        dispatch = Step("ep_ag_dispatch", COLLECTIVE, collective=ALL_GATHER, group="ep",
+                        comm_bytes=full * (g - 1) / g, group_size=g, fuse=fuse_dispatch, sar_recompute=True)
+        combine = Step("ep_rs_combine", COLLECTIVE, collective=REDUCE_SCATTER, group="ep",
+                       comm_bytes=full * (g - 1) / g, group_size=g, fuse="prev")
+    else:  # MegaScale-MoE Eq. 3 with the EP degree g, scaled to the busiest GPU
+        dispatch = Step("ep_a2a_dispatch", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
+                        comm_bytes=routed_bytes * (g - 1) / g * scale, group_size=g, fuse=fuse_dispatch,
+                        sar_recompute=True)
+        combine = Step("ep_a2a_combine", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
+                       comm_bytes=routed_bytes * (g - 1) / g * scale, group_size=g, fuse="prev")
+    sequential = layout.expert_gemm == "sequential"
+    slots = per_expert * experts_local
+    return [
+        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
+        Step("router", GEMM, gemm=Gemm(local, model.num_experts, h)),
+        Step("router_topk", MEMORY, mem_bytes=passes * 3 * local * model.num_experts * 4, kernels=kernels),
+        Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),
+        dispatch,
+        *shared,
+        Step("expert_fc13", GEMM, gemm=Gemm(per_expert, 2 * f, h, experts_local, sequential)),
+        Step("swiglu", MEMORY, mem_bytes=passes * 3 * slots * f * BYTES_BF16, kernels=kernels),
+        Step("expert_fc2", GEMM, gemm=Gemm(per_expert, h, f, experts_local, sequential)),
+        combine,
+        Step("unpermute", MEMORY, mem_bytes=passes * (routed + local) * h * BYTES_BF16, kernels=kernels),
+    ]
+
+
+def ext_layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int,
+                     dense: bool) -> list[Step]:
+    """The forward steps of one (dense or MoE) layer on one GPU, in the layout's GEMM precision."""
+    ffn = dense_ffn_recipe(model, layout, seq_len) if dense else ep_ffn_recipe(model, layout, seq_len, gpus_per_node)
+    steps = ext_attention_recipe(model, layout, seq_len) + ffn
+    return to_fp8(steps) if layout.gemm_dtype == "fp8" else steps
