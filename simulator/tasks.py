@@ -42,6 +42,7 @@ class OpCosts:
     sync_before: tuple[int, ...]  # the last host sync before each op in program order, or -1
     issue_offset_s: tuple[float, ...]  # host launch time from that sync's completion (or the start) to the op
     cross_deps: tuple[tuple[int, ...], ...]  # dependencies on ops of other streams
+    waits: tuple[tuple[int, ...], ...]  # ops each op waits for: its host sync, then its cross-stream deps
     signalled: frozenset[int]  # ops whose completion another stream (or the host) waits for
     nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
 
@@ -66,6 +67,7 @@ class OpCosts:
             tuple(sync_before),
             tuple(offsets),
             cross,
+            tuple(((sync,) if sync >= 0 else ()) + deps for sync, deps in zip(sync_before, cross)),
             frozenset(signalled),
             tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
         )
@@ -119,14 +121,17 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
     for index in indices:
         op = ops[index]
         sync = costs.sync_before[index]
-        for other in ((sync,) if sync >= 0 else ()) + costs.cross_deps[index]:
+        for other in costs.waits[index]:
             if done_at[other] is None:  # not finished yet: let time pass, then wait for it
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
                 yield signals[other]
                 clock = env.now
+            elif done_at[other] > clock:
+                clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
-        clock = max(clock, issued, *(done_at[d] for d in costs.cross_deps[index]))
+        if issued > clock:
+            clock = issued
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
         if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn:  # time must really pass
             if clock > env.now:
@@ -144,7 +149,9 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 comm = transfer(index, costs.wire_bytes[index])
                 comm_end = []
                 comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
-                yield env.timeout(compute_s) & comm
+                yield env.timeout(compute_s)
+                if not comm_end:  # NOTE: two plain yields instead of an AllOf condition: same times, cheaper
+                    yield comm
                 comm_s = comm_end[0] - begin
                 yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
             else:
