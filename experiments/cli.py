@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 from experiments import compare, run_outputs, sweep_cli
-from experiments.compare import run_args as run_compare
 from experiments.bench import main as bench
+from experiments.compare import run_args as run_compare
 from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.report import simulate
-from workloads.config import load_layout
 from topologies.errors import ConfigError
+from workloads.config import load_layout
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 

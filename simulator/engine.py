@@ -26,7 +26,7 @@ from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads import dualpipe
-from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.schedules import FORWARD, Task
 from workloads.step import StepWorkload
 
 ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)

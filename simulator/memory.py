@@ -49,6 +49,36 @@ def activation_bytes_per_layer(workload: StepWorkload) -> float:
     return factor * bsh_over_n_bytes + _dispatcher_bytes(workload)
 
 
+def chunk_activation_bytes(workload: StepWorkload) -> float:
+    """Activations of one chunk of layers per micro-batch; under partial full recomputation the kept
+    layers hold everything and the recomputed ones only their input."""
+    layers = workload.layers_per_chunk
+    per_layer = activation_bytes_per_layer(workload)
+    layout = workload.layout
+    if layout.recompute != "full" or not layout.recompute_kept_layers:
+        return layers * per_layer
+    kept = min(layout.recompute_kept_layers, layers)
+    stored = activation_bytes_per_layer(StepWorkload(workload.model, layout.with_(recompute="none",
+                                        recompute_kept_layers=0, recompute_to_fit=False), workload.num_gpus,
+                                        workload.gpus_per_node, workload.global_batch, workload.seq_len))
+    return (layers - kept) * per_layer + kept * stored
+
+
+def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
+    """With layout.recompute_to_fit: keep the most layers un-recomputed that still fit in ``hbm_bytes``."""
+    layout = workload.layout
+    if not layout.recompute_to_fit or layout.recompute != "full":
+        return workload
+    best = workload
+    for kept in range(1, workload.layers_per_chunk + 1):
+        candidate = StepWorkload(workload.model, layout.with_(recompute_kept_layers=kept), workload.num_gpus,
+                                 workload.gpus_per_node, workload.global_batch, workload.seq_len)
+        if peak_memory(candidate).total_bytes > hbm_bytes:
+            break
+        best = candidate
+    return best
+
+
 def _dispatcher_bytes(workload: StepWorkload) -> float:
     """What a TP all-gather dispatcher keeps beyond the paper's formula (Megatron-Core at the paper's
     commit): every GPU holds all b s k permuted token copies, and the unfused permutation saves the
@@ -84,8 +114,7 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     optimizer = sum(h * 12 / (g if zero >= 1 else 1) for h, _, g in groups) if len(groups) > 1 else \
         held * 12 / (dp if zero >= 1 else 1)
     in_flight = in_flight_micro_batches(workload, stage)
-    layers_per_entry = workload.layers_per_chunk
-    activations = in_flight * layers_per_entry * activation_bytes_per_layer(workload)
+    activations = in_flight * chunk_activation_bytes(workload)
     local = workload.layout.micro_batch * workload.seq_len // workload.layout.intra_size
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import PipelineEngine
-from simulator.memory import GIB, peak_memory
+from simulator.memory import GIB, fit_recompute, peak_memory
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
@@ -100,6 +100,7 @@ def simulate(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None 
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
+    workload = fit_recompute(workload, cluster.gpu.hbm_bytes)
     oom = check_memory(workload, cluster, allow_oom)
     result = PipelineEngine(workload, cluster, calibration, memoize=memoize).run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)

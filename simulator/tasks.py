@@ -130,8 +130,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             elif done_at[other] > clock:
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
-        if issued > clock:
-            clock = issued
+        clock = max(clock, issued)
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
         if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn:  # time must really pass
             if clock > env.now:

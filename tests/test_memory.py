@@ -89,3 +89,18 @@ def test_allow_oom_flags_report() -> None:
     assert report.oom and report.to_dict()["oom"] is True
     assert report.peak_memory_gib * GIB > 1e8
     assert replace(report, oom=False, sim_wall_s=0) == replace(fits, sim_wall_s=0)
+
+
+def test_megatron_recomputes_as_few_layers_as_fit() -> None:
+    """At 240 GPUs Megatron-LM's stage 0 holds 15 micro-batches of 4 layers. Each recomputed layer keeps its
+    input (8 MiB); a kept layer keeps 534 + 960 = 1,494 MiB. One kept layer fits in 80 GB, two do not."""
+    from simulator.memory import fit_recompute
+
+    base = workload(MEGATRON_LM)
+    static = peak_memory(base).total_bytes - 15 * 4 * 8 * MIB  # everything but activations
+    one_kept = static + 15 * (3 * 8 + 1494) * MIB
+    two_kept = static + 15 * (2 * 8 + 2 * 1494) * MIB
+    assert one_kept <= 80e9 < two_kept
+    fitted = fit_recompute(base, 80e9)
+    assert fitted.layout.recompute_kept_layers == 1
+    assert peak_memory(fitted).total_bytes == pytest.approx(one_kept)

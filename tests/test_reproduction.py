@@ -29,8 +29,8 @@ def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
     assert errors.max() <= cell_tol
 
 
-@pytest.mark.xfail(strict=True, reason="sim speedup ~1.95x at every scale; paper 1.65-1.88x (non-monotone). "
-                   "Megatron's 240-GPU cell is predicted 7.6% slow, the others 7-11%.")
+@pytest.mark.xfail(strict=True, reason="sim speedup 1.68x at 1,440 GPUs (paper 1.89x): Megatron-LM recomputes "
+                   "fewer layers as DP shards its optimizer states; the paper's runs likely kept one setting.")
 def test_table3_speedup_within_tolerance(table3_frame):
     assert (table3_frame.sim_speedup - table3_frame.paper_speedup).abs().max() <= table3.SPEEDUP_TOLERANCE
 
@@ -72,8 +72,8 @@ def test_weak_scaling_megascale_per_gpu_throughput_holds():
     assert abs(weak_scaling.degradation(frame, "megascale-moe")) < 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="sim ratio ~1.95x (paper 1.74-1.79x) and Megatron degrades 0.3% "
-                   "(paper 2.74%): DP sync is overlapped for both, so nothing in the model grows with DP.")
+@pytest.mark.xfail(strict=True, reason="sim ratio 1.68x (paper 1.74-1.79x) and Megatron degrades 0.4% "
+                   "(paper 2.74%): DP sync is overlapped for both, so little in the model grows with DP.")
 def test_weak_scaling_ratio_and_degradation():
     frame = weak_scaling.simulate_weak_scaling()
     low, high = weak_scaling.PAPER_SPEEDUP_RANGE

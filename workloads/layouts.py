@@ -52,6 +52,11 @@ class LayoutSpec:
     expert_loads: tuple[float, ...] = ()  # explicit per-expert load (overrides routing), normalised
     gemm_dtype: str = "bf16"  # "fp8": linear-layer GEMMs at the FP8 peak (DeepSeek-V3 Sec. 3.3)
     uneven_pp: bool = False  # allow layers not divisible by pp: last, then first stages take fewer
+    # Full recomputation of only some layers (Megatron-LM's --recompute-method block): the last
+    # recompute_kept_layers layers of each chunk keep their activations. With recompute_to_fit, simulate()
+    # keeps as many as fit in HBM, as one tunes --recompute-num-layers. Both apply to recompute "full" only.
+    recompute_kept_layers: int = 0
+    recompute_to_fit: bool = False
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
@@ -80,6 +85,8 @@ class LayoutSpec:
             raise ConfigError("layout.virtual_stages", f"must be 1 for the {self.schedule} schedule")
         if self.intra_op_overlap and not self.inter_op_overlap:
             raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
+        if self.recompute_kept_layers < 0:
+            raise ConfigError("layout.recompute_kept_layers", "must be >= 0")
 
     def with_(self, **changes: object) -> LayoutSpec:
         return replace(self, **changes)
@@ -92,10 +99,12 @@ MEGASCALE_MOE = LayoutSpec("megascale-moe")
 # experts; the MoE layer of Megatron-Core at that time: all-gather token dispatcher whose token counts
 # go to the host (a device->host sync per MoE layer), SequentialMLP (one GEMM per local expert; grouped
 # GEMM was opt-in), unfused permutation; collectives on the compute stream; FP32 gradient
-# reduce-scatter (distributed optimizer). Full per-layer recomputation: without it the all-gather
-# dispatcher's activations (all b s k token copies per GPU plus the int64 index expanded to [b s k, h])
-# put stage 0 at ~120 GiB per GPU (simulator.memory), over the H800's 80 GB; Megatron's selective
-# recompute (core attention only) does not remove them. DP/PP overlap as MegaScale's (paper Sec. 6).
+# reduce-scatter (distributed optimizer). Full recomputation of as many layers as memory requires:
+# without it the all-gather dispatcher's activations (all b s k token copies per GPU plus the int64 index
+# expanded to [b s k, h]) put stage 0 at ~120 GiB per GPU (simulator.memory), over the H800's 80 GB, and
+# Megatron's selective recompute (core attention only) does not remove them; its block method recomputes
+# the first layers of each stage, and one keeps as many layers un-recomputed as fit (recompute_to_fit).
+# DP/PP overlap as MegaScale's (paper Sec. 6).
 MEGATRON_LM = LayoutSpec(
     "megatron-lm",
     attention="tp",
@@ -106,6 +115,7 @@ MEGATRON_LM = LayoutSpec(
     host_sync_per_moe_layer=True,
     fused_permute=False,
     recompute="full",
+    recompute_to_fit=True,
     grad_sync="fp32-rs",
 )
 

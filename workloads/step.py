@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from topologies.errors import ConfigError, check_positive_int
+from workloads import dualpipe
 from workloads.layers import (
     BYTES_BF16,
     embedding_recipe,
@@ -16,7 +17,6 @@ from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.moe import ep_degree, ext_layer_recipe, is_extended, validate_extensions
 from workloads.ops import Op
-from workloads import dualpipe
 from workloads.schedules import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, Task, stage_order
 from workloads.tasks import LayerSteps, backward_ops, forward_ops
 
@@ -186,7 +186,12 @@ class StepWorkload:
         if key not in self._cache:
             direction, first, last = key[:3]
             layers = self._chunk_layers(first, last) if len(key) == 3 else self._ext_chunk_layers(*key[1:])
-            ops = forward_ops(layers, self.layout) if direction == FORWARD else backward_ops(layers, self.layout)
+            if direction == FORWARD:
+                ops = forward_ops(layers, self.layout)
+            else:
+                transformer_layers = sum(1 for layer, _ in layers if layer >= 0) - (1 if last else 0)
+                recompute_below = max(transformer_layers - self.layout.recompute_kept_layers, 0)
+                ops = backward_ops(layers, self.layout, recompute_below)
             self._cache[key] = tuple(ops)
         return self._cache[key]
 

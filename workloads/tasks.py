@@ -117,22 +117,27 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
     return last
 
 
-def backward_ops(layers: list[LayerSteps], layout: LayoutSpec) -> list[Op]:
-    """The backward ops of a chunk of layers, last layer first, with recomputation per the layout."""
+def backward_ops(layers: list[LayerSteps], layout: LayoutSpec, recompute_below: int | None = None) -> list[Op]:
+    """The backward ops of a chunk of layers, last layer first, with recomputation per the layout.
+
+    Full recomputation applies to transformer layers 0 .. recompute_below - 1 of the chunk (all of them
+    by default), never to the embedding (-1) or the head: Megatron-LM's block method.
+    """
     ops = _OpList(layout)
     grad = -1
     for layer, steps in reversed(layers):
-        recomputed = _emit_recompute(ops, layer, steps, layout, grad)
-        if layout.recompute == "full":
+        full = layout.recompute == "full" and 0 <= layer < (len(layers) if recompute_below is None else recompute_below)
+        recomputed = _emit_recompute(ops, layer, steps, layout, grad, full)
+        if full:
             grad = recomputed.get(-1, grad)
         grad = _emit_layer_backward(ops, layer, steps, grad, recomputed)
     return ops.ops
 
 
 def _emit_recompute(ops: _OpList, layer: int, steps: list[Step], layout: LayoutSpec,
-                    grad: int) -> dict[int, int]:
+                    grad: int, full: bool) -> dict[int, int]:
     """Recompute ops at the start of a layer's backward; returns forward position -> op index."""
-    if layout.recompute == "full":
+    if full:
         deps = (grad,) if grad >= 0 else ()
         last = _emit_forward(ops, [(layer, steps)], deps, recompute=True)
         return {-1: last}
