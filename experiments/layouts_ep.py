@@ -136,7 +136,8 @@ def markdown(frame: pd.DataFrame) -> str:
          "Each placement runs at the fewest PP stages whose peak memory fits 80 GB (wider EP shards the experts "
          "further, so the pipeline can be shorter). "
          + "; ".join(f"{s.label} ({s.model}): {s.gpus} GPUs, batch {s.global_batch} x {DEFAULT_SEQ_LEN}"
-                     for s in SETUPS if s.label in set(frame.model_label)) + "."),
+                     for s in SETUPS if s.label in set(frame.model_label))
+         + " (sized to run in ~10 s on 2 CPU cores: simulation time grows with micro-batches per pipeline)."),
         "",
         "| model | placement | EP | M | PP | DP | peak GiB | bubble | "
         + " | ".join(f"tok/s/GPU @{g:g}" for g in bandwidths)
@@ -183,7 +184,7 @@ def _finding(frame: pd.DataFrame) -> str:
 
 
 CAVEATS = (
-    "Caveats: routing is uniform (expert_loads skew is the `skew` reproduction); the node-limited byte count is "
+    "Caveats: routing is uniform (skewed load is the `skew` section); the node-limited byte count is "
     "the expectation over uniformly chosen nodes, not DeepEP's measured traffic; the NIC is a fluid max-min "
     "fair link (no congestion control, incast or adaptive routing); the fewest-stages rule can land close to the "
     "HBM limit (see peak GiB), where a real run would need headroom for fragmentation; 1F1B, not DualPipe."
