@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,21 @@ SIMULATE, CLUSTER, LAYOUT = "simulate", "cluster", "layout"
 NAMED_AXES = {
     "nic_gbps": ("nic_bandwidth_Bps", 1e9),  # GB/s -> bytes/s, once, at the boundary
     "scaleup": ("gpus_per_node", 1),
-    "zipf": ("zipf", 1),  # expert-load skew: needs routing support (branch ep)
+    "zipf": ("zipf", 1),  # expert-load skew: an alias, see ALIASES
 }
 METRICS = ("step_time_s", "tokens_per_s", "mfu", "bubble_fraction", "peak_memory_gib")
+
+
+def _zipf_fields(exponent: Any) -> dict[str, Any]:
+    """LayoutSpec fields of a Zipf exponent: routing="zipf" with it, or uniform routing for 0."""
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
+        raise ConfigError("zipf", f"expected a number >= 0, got {exponent!r}")
+    return {"routing": "zipf", "zipf_exponent": float(exponent)} if exponent else {"routing": "uniform"}
+
+
+# Axis keys that stand for several LayoutSpec fields: Zipf exponent s -> routing="zipf" with that exponent
+# (s = 0 is uniform routing, so it is simulated as the paper's routing="uniform").
+ALIASES: dict[str, Callable[[Any], dict[str, Any]]] = {"zipf": _zipf_fields}
 
 
 @dataclass(frozen=True)
@@ -50,10 +63,8 @@ def target_of(key: str) -> str:
         return SIMULATE
     if key in {f.name for f in dataclasses.fields(ClusterSpec)} - {"gpu", "num_gpus"}:
         return CLUSTER
-    if key in {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}:
+    if key in {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"} or key in ALIASES:
         return LAYOUT
-    if key == "zipf":
-        raise ConfigError("zipf", "--zipf needs routing support: this build's simulate() has no skew keyword")
     raise ConfigError(key, "not a simulate() keyword, ClusterSpec field or LayoutSpec field")
 
 
@@ -76,7 +87,10 @@ def simulate_point(model: str, layout: str | LayoutSpec, gpus: int, settings: di
     """Simulate one point of a sweep; a configuration that cannot run gives a row with its error."""
     by_target: dict[str, dict[str, Any]] = {SIMULATE: {}, CLUSTER: {}, LAYOUT: {}}
     for key, value in settings.items():
-        by_target[target_of(key)][key] = value
+        if key in ALIASES:
+            by_target[LAYOUT].update(ALIASES[key](value))
+        else:
+            by_target[target_of(key)][key] = value
     row: dict[str, Any] = {"model": model, "layout": layout if isinstance(layout, str) else layout.name,
                            "gpus": gpus}
     try:
@@ -93,7 +107,7 @@ def simulate_point(model: str, layout: str | LayoutSpec, gpus: int, settings: di
     return row
 
 
-def sweep(model: str, layouts: list[str], gpus: list[int], axes: list[Axis], *, cluster: str = "h800",
+def sweep(model: str, layouts: list[str | LayoutSpec], gpus: list[int], axes: list[Axis], *, cluster: str = "h800",
           global_batch: int = DEFAULT_GLOBAL_BATCH) -> pd.DataFrame:
     """Every combination of layouts x axes x GPU counts, one row each."""
     rows = []
@@ -144,7 +158,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (gpus_per_node)")
-    p.add_argument("--zipf", default=None, help="comma-separated Zipf skews of expert load (needs routing support)")
+    p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
     p.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
                    help="any simulate() keyword, ClusterSpec or LayoutSpec field, e.g. pp=10,12")
     p.add_argument("--out", default="results/compare.csv", help="CSV path; the plot goes beside it as .png")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from experiments import fig7, r_ratio, scaleup_domain, single_node, table3, table5, weak_scaling
+from experiments import fig7, layouts_ep, r_ratio, scaleup_domain, single_node, skew, table3, table5, weak_scaling
 from simulator.calibration import DEFAULT_CALIBRATION
 
 REPRODUCTIONS = {
@@ -18,6 +18,8 @@ REPRODUCTIONS = {
     "fig17": single_node.run_fig17,
     "scaleup-domain": scaleup_domain.run,  # beyond the paper
     "r-ratio": r_ratio.run,  # beyond the paper (Sec. 7's R, simulated)
+    "layouts-ep": layouts_ep.run,  # beyond the paper: in-node vs cross-node EP over NIC bandwidth
+    "skew": skew.run,  # beyond the paper: Zipf expert load, dropless vs capacity 1.25
 }
 
 HEADER = """# Reproduction of MegaScale-MoE (EuroSys '26) with moesim
