@@ -11,6 +11,7 @@ from experiments import compare, run_outputs, sweep_cli
 from experiments.bench import main as bench
 from experiments.compare import run_args as run_compare
 from experiments.reproduce import REPRODUCTIONS, reproduce
+from simulator.faults import Faults
 from simulator.report import simulate
 from topologies.errors import ConfigError
 from workloads.config import load_layout
@@ -37,6 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
     run.add_argument("--ep", type=int, default=None, help="EP degree (> GPUs per node: across nodes)")
     run.add_argument("--ep-max-nodes", type=int, default=None, help="node-limited routing M (0 = unlimited)")
+    run.add_argument("--straggler", action="append", default=[], metavar="GPU:FACTOR",
+                     help="GPU's compute kernels take FACTOR (>= 1) times longer; repeatable")
+    run.add_argument("--degrade", action="append", default=[], metavar="LINK:FACTOR",
+                     help="divide a port's bandwidth by FACTOR; LINK is nic:GPU or nvlink:GPU; repeatable")
+    run.add_argument("--fail-link", action="append", default=[], metavar="LINK",
+                     help="that NIC is down (nic:GPU); its traffic shares a node neighbour's NIC; repeatable")
     run_outputs.add_arguments(run)
 
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
@@ -61,11 +68,15 @@ def _layout(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> None:
     args.layout = _layout(args)
+    faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
     if run_outputs.wanted(args):
+        if faults:
+            raise ConfigError("trace", "--trace / --plot do not show faults yet; drop one or the other")
         report = run_outputs.run_with_outputs(args)
     else:
         report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-                          seq_len=args.seq_len, micro_batch=args.micro_batch, allow_oom=args.allow_oom)
+                          seq_len=args.seq_len, micro_batch=args.micro_batch, allow_oom=args.allow_oom,
+                          faults=faults)
     if args.json:
         print(json.dumps(report.to_dict()))
     else:

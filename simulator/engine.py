@@ -10,6 +10,15 @@ Memoization: a task's ops use only the GPU's compute stream and NVLink, which no
 pipeline level touches (PP and DP traffic go over the NIC), so each distinct task is timed once at op
 level and replayed as one timeout. ``memoize=False`` runs every task at op level instead; the two
 agree exactly (tests/test_engine.py).
+
+Faults (simulator/faults.py) break symmetry; the representative of an affected stage becomes its
+slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
+stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC shared by k GPUs. This
+assumes every member of a stage waits for the slowest (each intra-node collective is a barrier, so
+the whole group runs at the straggler's pace), that DP rings and PP transfers run at their slowest
+member's pace (every replica's stage is charged the fault), and that a failed NIC's detour over NVLink
+costs NVLink nothing. Memoized timings are keyed by the stage's fault, so faulty stages are timed
+apart. simulator/unfolded.py applies the same faults GPU by GPU (tests/test_faults.py compares).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import memory_time_s
+from simulator.faults import Faults, StageFault, scale_compute
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
@@ -76,7 +86,7 @@ class PipelineEngine:
     """Simulates one step of ``workload`` on ``cluster``."""
 
     def __init__(self, workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION,
-                 *, memoize: bool = True, record_ops: bool = False) -> None:
+                 *, memoize: bool = True, record_ops: bool = False, faults: Faults | None = None) -> None:
         self.workload = workload
         self.cluster = cluster
         self.cal = calibration
@@ -86,21 +96,24 @@ class PipelineEngine:
         self.record_ops = record_ops
         self.gpu = cluster.gpu
         self.env = simpy.Environment()
+        self.faults = faults or Faults()
+        self.faults.validate(cluster)
+        self.stage_faults = self.faults.stage_faults(cluster, workload.pp, workload.layout.intra_size)
         capacities = {}
         for stage in range(workload.pp):
-            capacities[("nic_out", stage)] = cluster.nic_effective_Bps
-            capacities[("nic_in", stage)] = cluster.nic_effective_Bps
+            capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
+            capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
         self.network = FluidNetwork(self.env, capacities)
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
         # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. When
         # tasks also use the NIC (cross-node EP), their flows span both, so everything shares one network.
         if workload.tasks_use_nic:
             for stage in range(workload.pp):
-                self.network.capacities_Bps[("nvl", stage)] = self.gpu.nvlink_bandwidth_Bps
+                self.network.capacities_Bps[("nvl", stage)] = self._nvlink_Bps(stage)
                 self.network.bytes_sent[("nvl", stage)] = 0.0
             self.nvlink_networks = [self.network] * workload.pp
         else:
-            self.nvlink_networks = [FluidNetwork(self.env, {("nvl", stage): self.gpu.nvlink_bandwidth_Bps})
+            self.nvlink_networks = [FluidNetwork(self.env, {("nvl", stage): self._nvlink_Bps(stage)})
                                     for stage in range(workload.pp)]
         self._costs: dict[tuple, OpCosts] = {}
         self._memo: dict[tuple, TaskTiming] = {}
@@ -112,36 +125,45 @@ class PipelineEngine:
         self.nic_transfers: list[NicTransfer] = []
 
     # --- task timing -------------------------------------------------------------------------------
-    def _op_costs(self, key: tuple) -> OpCosts:
-        if key not in self._costs:
-            ops = self.workload.task_ops(key)
-            self._costs[key] = OpCosts.of(ops, self.gpu, self.cal, self.gpu.nvlink_latency_s)
-        return self._costs[key]
+    def _nvlink_Bps(self, stage: int) -> float:
+        return self.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
 
-    def task_timing(self, key: tuple) -> TaskTiming:
+    def _op_costs(self, key: tuple, compute_factor: float = 1.0) -> OpCosts:
+        if (key, compute_factor) not in self._costs:
+            ops = self.workload.task_ops(key)
+            costs = OpCosts.of(ops, self.gpu, self.cal, self.gpu.nvlink_latency_s)
+            self._costs[(key, compute_factor)] = scale_compute(costs, ops, compute_factor)
+        return self._costs[(key, compute_factor)]
+
+    def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
         """Time a task alone, at op level, in a private environment (exact: see module docstring)."""
-        if key not in self._memo:
+        fault = self.stage_faults[stage] if stage is not None else StageFault()
+        slow = (fault.compute_factor, fault.nvlink_factor)  # the NIC does not touch a memoized task
+        memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
+        if memo_key not in self._memo:
             env = simpy.Environment()
-            network = FluidNetwork(env, {"nvl": self.gpu.nvlink_bandwidth_Bps})
+            network = FluidNetwork(env, {"nvl": self.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
             timing = TaskTiming()
             ops = self.workload.task_ops(key)
-            run_task(env, ops, self._op_costs(key), network, ("nvl",), timing, lanes=self.workload.task_lanes(key))
+            run_task(env, ops, self._op_costs(key, fault.compute_factor), network, ("nvl",), timing,
+                     lanes=self.workload.task_lanes(key))
             env.run()
             self.simulated_ops += len(ops)
-            self._memo[key] = timing
-        return self._memo[key]
+            self._memo[memo_key] = timing
+        return self._memo[memo_key]
 
     def _run_task(self, place, task: Task):
         stage = self._stage_of(place)
         key = self.workload.task_key(stage, task)
         if self.memoize:
-            timing = self.task_timing(key)
+            timing = self.task_timing(key, stage)
             yield self.env.timeout(timing.duration_s)
             return timing
         timing = TaskTiming()
         ops = self.workload.task_ops(key)
         nic = (("nic_out", stage), ("nic_in", stage))
-        yield run_task(self.env, ops, self._op_costs(key), self.nvlink_networks[stage], (("nvl", stage),), timing,
+        costs = self._op_costs(key, self.stage_faults[stage].compute_factor)
+        yield run_task(self.env, ops, costs, self.nvlink_networks[stage], (("nvl", stage),), timing,
                        lanes=self.workload.task_lanes(key), nic_links=nic)
         self.simulated_ops += len(ops)
         if self.record_ops:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import PipelineEngine
+from simulator.faults import Faults
 from simulator.memory import GIB, fit_recompute, peak_memory
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
@@ -41,6 +42,7 @@ class Report:
     simulated_ops: int
     sim_wall_s: float
     oom: bool = False  # peak memory exceeds the GPU's HBM (simulated anyway with allow_oom)
+    faults: list[str] = field(default_factory=list)  # injected faults, as on the command line
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -66,7 +68,7 @@ class Report:
             f"  exposed comm     {comm}",
             f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
             f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
-        ])
+        ] + ([f"  faults           {', '.join(self.faults)}"] if self.faults else []))
 
 
 def resolve(model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None,
@@ -93,7 +95,8 @@ def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
 def simulate(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None = None, *,
              cluster: ClusterSpec | str | None = None, global_batch: int = DEFAULT_GLOBAL_BATCH,
              seq_len: int = DEFAULT_SEQ_LEN, micro_batch: int | None = None,
-             calibration: Calibration = DEFAULT_CALIBRATION, memoize: bool = True, allow_oom: bool = False) -> Report:
+             calibration: Calibration = DEFAULT_CALIBRATION, memoize: bool = True, allow_oom: bool = False,
+             faults: Faults | None = None) -> Report:
     """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom."""
     wall_start = time.perf_counter()
     model, layout, cluster = resolve(model, layout, cluster, gpus)
@@ -102,9 +105,9 @@ def simulate(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None 
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
     workload = fit_recompute(workload, cluster.gpu.hbm_bytes)
     oom = check_memory(workload, cluster, allow_oom)
-    result = PipelineEngine(workload, cluster, calibration, memoize=memoize).run()
+    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults).run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
-    return replace(report, oom=True) if oom else report
+    return replace(report, oom=oom, faults=faults.describe() if faults else [])
 
 
 def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool = False) -> bool:

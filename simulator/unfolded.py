@@ -15,7 +15,12 @@ Latency is charged as in the folded engine, per operation rather than per hop: (
 latency per collective (OpCosts, before the member joins the barrier; members arrive together) and one
 NIC latency per PP send; DP transfers carry none. Edge latency_s attributes are therefore unused.
 
-GPU numbering: replica d, stage s, local rank r is GPU (d x pp + s) x n + r, so with n = gpus_per_node
+Faults (simulator/faults.py) apply GPU by GPU: a straggler's compute kernels are slower, a degraded
+port's graph edges (both directions) lose capacity, and routes avoid a failed NIC (faults.fault_path:
+an NVLink hop to the next rail whose NICs work at both ends). The other members of a group then wait
+for the slow one at each collective's barrier.
+
+GPU numbering (simulator.faults.gpu_index): replica d, stage s, local rank r is GPU (d x pp + s) x n + r, so with n = gpus_per_node
 each group fills a node and rank r sits on rail r: PP and DP flows stay on the NIC rails and the
 NVLink ports carry only the group's collectives, the conditions under which folding is exact.
 """
@@ -28,9 +33,11 @@ import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import EngineResult, PipelineEngine, StageLog
+from simulator.faults import Faults, fault_path
+from simulator.faults import gpu_index as placement
 from simulator.network import FluidNetwork
 from simulator.tasks import TaskTiming, run_task
-from topologies.cluster import ClusterSpec, build_cluster, gpu_path
+from topologies.cluster import ClusterSpec, build_cluster
 from workloads.ops import ALL_TO_ALL, Op
 from workloads.schedules import Task
 from workloads.step import StepWorkload
@@ -50,11 +57,12 @@ class UnfoldedEngine(PipelineEngine):
     """Simulates one step of ``workload`` on ``cluster`` with every GPU and every flow explicit."""
 
     def __init__(self, workload: StepWorkload, cluster: ClusterSpec,
-                 calibration: Calibration = DEFAULT_CALIBRATION) -> None:
-        super().__init__(workload, cluster, calibration, memoize=False)
+                 calibration: Calibration = DEFAULT_CALIBRATION, faults: Faults | None = None) -> None:
+        super().__init__(workload, cluster, calibration, memoize=False, faults=faults)
         graph = build_cluster(cluster)
-        self.network = FluidNetwork(self.env, {(a, b): data["bandwidth_Bps"]
+        self.network = FluidNetwork(self.env, {(a, b): data["bandwidth_Bps"] / self._edge_factor(a, b, data["kind"])
                                                for a, b, data in graph.edges(data=True)})
+        self._failed = self.faults.failed_nics()
         self.n = workload.layout.intra_size
         self._logs: dict[Place, StageLog] = {place: StageLog() for place in self._places()}
         # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works unchanged.
@@ -62,11 +70,15 @@ class UnfoldedEngine(PipelineEngine):
         self._barriers: dict[tuple, _Barrier] = {}
         self._routes: dict[tuple[int, int], tuple] = {}
 
+    def _edge_factor(self, a: tuple, b: tuple, kind: str) -> float:
+        """Bandwidth divisor of a graph edge: a degraded port slows both directions of the GPU's link."""
+        gpu = a[1] if a[0] == "gpu" else b[1] if b[0] == "gpu" else None
+        return 1.0 if gpu is None or kind not in ("nic", "nvlink") else self.faults.link_factor(kind, gpu)
+
     # --- placement ---------------------------------------------------------------------------------
     def gpu_index(self, place: Place) -> int:
         """Global GPU index of (replica, stage, local rank)."""
-        replica, stage, rank = place
-        return (replica * self.workload.pp + stage) * self.n + rank
+        return placement(*place, self.workload.pp, self.n)
 
     def _places(self) -> list[Place]:
         w = self.workload
@@ -83,7 +95,7 @@ class UnfoldedEngine(PipelineEngine):
 
     def _route(self, src: int, dst: int) -> tuple:
         if (src, dst) not in self._routes:
-            self._routes[(src, dst)] = tuple(gpu_path(self.cluster, src, dst))
+            self._routes[(src, dst)] = tuple(fault_path(self.cluster, src, dst, self._failed))
         return self._routes[(src, dst)]
 
     def _pp_links(self, src: Place, dst: Place) -> tuple:
@@ -102,7 +114,8 @@ class UnfoldedEngine(PipelineEngine):
         def transfer(index: int, nbytes: float) -> simpy.Event:
             return self._collective(place, task, ops[index], index, nbytes)
 
-        yield run_task(self.env, ops, self._op_costs(key), self.network, (), timing, transfer, lanes=self.workload.task_lanes(key))
+        costs = self._op_costs(key, self.faults.compute_factor(self.gpu_index(place)))
+        yield run_task(self.env, ops, costs, self.network, (), timing, transfer, lanes=self.workload.task_lanes(key))
         self.simulated_ops += len(ops)
         return timing
 

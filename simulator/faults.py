@@ -1,0 +1,239 @@
+"""Faults on demand: stragglers, degraded links and failed NICs, and where each GPU sits in the layout.
+
+Placement (the one place it is defined): DP replica d, pipeline stage s and local rank r (of the
+intra-node group of n = layout.intra_size GPUs) is global GPU (d x pp + s) x n + r. With n equal to
+the GPUs per node every group fills a node and rank r sits on rail r.
+
+A fault is written as on the command line: ``straggler GPU:FACTOR`` (the GPU's compute kernels take
+FACTOR times longer), ``degrade LINK:FACTOR`` (LINK is ``nic:G`` or ``nvlink:G``: that port's bandwidth,
+both directions, divided by FACTOR) and ``fail-link nic:G`` (the NIC is down; the GPU's NIC traffic goes
+over NVLink to the next GPU of its node whose NIC works, PXN-style, and shares that NIC).
+
+The folded engine sees a fault through ``stage_faults``: the representative of an affected stage
+becomes its slowest member (largest compute factor, smallest NVLink and NIC capacity, a NIC shared by
+k GPUs counting as 1/k of one). See ``simulator/engine.py`` for what that view assumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from simulator.tasks import OpCosts
+from topologies.cluster import ClusterSpec, Edge, _rail_path, gpu_path
+from topologies.errors import ConfigError
+from workloads.ops import ATTENTION, FUSED, GEMM, MEMORY, Op
+
+LINK_KINDS = ("nic", "nvlink")
+KERNEL_KINDS = (GEMM, ATTENTION, MEMORY, FUSED)  # what a straggler runs slower (not host syncs, not NCCL)
+
+
+def gpu_index(replica: int, stage: int, rank: int, pp: int, n: int) -> int:
+    """Global GPU index of (DP replica, pipeline stage, local rank)."""
+    return (replica * pp + stage) * n + rank
+
+
+def gpu_place(gpu: int, pp: int, n: int) -> tuple[int, int, int]:
+    """(DP replica, pipeline stage, local rank) of a global GPU index; inverse of ``gpu_index``."""
+    group, rank = divmod(gpu, n)
+    replica, stage = divmod(group, pp)
+    return replica, stage, rank
+
+
+def _factor(field: str, text: str, value: str) -> float:
+    try:
+        factor = float(value)
+    except ValueError:
+        raise ConfigError(field, f"{text!r}: FACTOR must be a number, got {value!r}") from None
+    if not math.isfinite(factor) or factor < 1:
+        raise ConfigError(field, f"{text!r}: FACTOR must be a finite number >= 1, got {value!r}")
+    return factor
+
+
+def _gpu(field: str, text: str, value: str) -> int:
+    try:
+        gpu = int(value)
+    except ValueError:
+        raise ConfigError(field, f"{text!r}: GPU must be an integer index, got {value!r}") from None
+    if gpu < 0:
+        raise ConfigError(field, f"{text!r}: GPU index must be >= 0, got {gpu}")
+    return gpu
+
+
+def _link(field: str, text: str, kind: str, gpu: str) -> tuple[str, int]:
+    if kind not in LINK_KINDS:
+        raise ConfigError(field, f"{text!r}: LINK must be nic:GPU or nvlink:GPU, got {kind!r}")
+    return kind, _gpu(field, text, gpu)
+
+
+@dataclass(frozen=True)
+class StageFault:
+    """How the representative of one stage differs from a healthy GPU (1.0 = healthy)."""
+
+    compute_factor: float = 1.0  # compute kernels take this many times longer
+    nvlink_factor: float = 1.0  # NVLink bandwidth divided by this
+    nic_factor: float = 1.0  # NIC bandwidth available to the stage's GPU divided by this
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Faults injected into one simulated step; each entry names a global GPU index."""
+
+    stragglers: tuple[tuple[int, float], ...] = ()  # (gpu, compute factor)
+    degraded: tuple[tuple[str, int, float], ...] = ()  # (link kind "nic" | "nvlink", gpu, bandwidth divisor)
+    failed: tuple[tuple[str, int], ...] = ()  # ("nic", gpu)
+
+    def __post_init__(self) -> None:
+        """Normalise to tuples and check what needs no cluster: kinds, indices, factors."""
+        object.__setattr__(self, "stragglers", tuple(tuple(s) for s in self.stragglers))
+        object.__setattr__(self, "degraded", tuple(tuple(d) for d in self.degraded))
+        object.__setattr__(self, "failed", tuple(tuple(f) for f in self.failed))
+        for gpu, factor in self.stragglers:
+            _check("straggler", gpu, factor)
+        for kind, gpu, factor in self.degraded:
+            if kind not in LINK_KINDS:
+                raise ConfigError("degrade", f"LINK must be nic:GPU or nvlink:GPU, got {kind!r}")
+            _check("degrade", gpu, factor)
+        for kind, gpu in self.failed:
+            if kind != "nic":
+                raise ConfigError("fail_link", f"'{kind}:{gpu}': only a NIC can fail (nic:GPU); "
+                                  "a slow NVLink port is --degrade nvlink:GPU:FACTOR")
+            _check("fail_link", gpu, 1.0)
+
+    @classmethod
+    def parse(cls, straggler: Iterable[str] = (), degrade: Iterable[str] = (),
+              fail_link: Iterable[str] = ()) -> Faults:
+        """Build from command-line strings: 'GPU:FACTOR', 'nic:GPU:FACTOR' and 'nic:GPU'."""
+        stragglers, degraded, failed = [], [], []
+        for text in straggler:
+            parts = text.split(":")
+            if len(parts) != 2:
+                raise ConfigError("straggler", f"{text!r}: expected GPU:FACTOR, e.g. 17:1.2")
+            stragglers.append((_gpu("straggler", text, parts[0]), _factor("straggler", text, parts[1])))
+        for text in degrade:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ConfigError("degrade", f"{text!r}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, "
+                                  "e.g. nic:17:2")
+            degraded.append((*_link("degrade", text, parts[0], parts[1]), _factor("degrade", text, parts[2])))
+        for text in fail_link:
+            parts = text.split(":")
+            if len(parts) != 2:
+                raise ConfigError("fail_link", f"{text!r}: expected nic:GPU, e.g. nic:17")
+            failed.append(_link("fail_link", text, *parts))
+        return cls(tuple(stragglers), tuple(degraded), tuple(failed))
+
+    def __bool__(self) -> bool:
+        return bool(self.stragglers or self.degraded or self.failed)
+
+    def describe(self) -> list[str]:
+        """One string per fault, in the command line's words."""
+        return ([f"straggler {gpu}:{factor:g}" for gpu, factor in self.stragglers]
+                + [f"degrade {kind}:{gpu}:{factor:g}" for kind, gpu, factor in self.degraded]
+                + [f"fail-link {kind}:{gpu}" for kind, gpu in self.failed])
+
+    def validate(self, cluster: ClusterSpec) -> None:
+        """Check every GPU index against the cluster and that each failed NIC can be routed around."""
+        for field, gpus in (("straggler", [g for g, _ in self.stragglers]),
+                            ("degrade", [g for _, g, _ in self.degraded]),
+                            ("fail_link", [g for _, g in self.failed])):
+            for gpu in gpus:
+                if gpu >= cluster.num_gpus:
+                    raise ConfigError(field, f"GPU {gpu} is not in the cluster (indices 0..{cluster.num_gpus - 1})")
+        for _, gpu in self.failed:
+            if cluster.gpus_per_node == 1:
+                raise ConfigError("fail_link", f"nic:{gpu}: cannot reroute, GPU {gpu}'s node has no other GPU "
+                                  "to lend its NIC (gpus_per_node=1)")
+            if cluster.num_nodes == 1:
+                raise ConfigError("fail_link", f"nic:{gpu}: a single-node cluster sends nothing over NICs")
+            self.proxy(cluster, gpu)
+
+    # --- what the faults do --------------------------------------------------------------------------
+    def failed_nics(self) -> frozenset[int]:
+        return frozenset(gpu for _, gpu in self.failed)
+
+    def compute_factor(self, gpu: int) -> float:
+        """How many times longer the GPU's compute kernels take."""
+        return max((f for g, f in self.stragglers if g == gpu), default=1.0)
+
+    def link_factor(self, kind: str, gpu: int) -> float:
+        """Divisor of the bandwidth of the GPU's ``kind`` port (several degrades multiply)."""
+        return math.prod(f for k, g, f in self.degraded if k == kind and g == gpu)
+
+    def proxy(self, cluster: ClusterSpec, gpu: int) -> int:
+        """The GPU whose NIC carries a failed NIC's traffic: the next one of its node with a working NIC."""
+        node, rail = divmod(gpu, cluster.gpus_per_node)
+        failed = self.failed_nics()
+        for step in range(1, cluster.gpus_per_node):
+            other = node * cluster.gpus_per_node + (rail + step) % cluster.gpus_per_node
+            if other not in failed:
+                return other
+        raise ConfigError("fail_link", f"nic:{gpu}: every NIC of node {node} is down; nothing to reroute through")
+
+    def nic_sharers(self, cluster: ClusterSpec) -> dict[int, int]:
+        """GPUs using each proxy's NIC (itself plus the failed NICs rerouted to it)."""
+        sharers: dict[int, int] = {}
+        for gpu in sorted(self.failed_nics()):
+            proxy = self.proxy(cluster, gpu)
+            sharers[proxy] = sharers.get(proxy, 1) + 1
+        return sharers
+
+    def stage_faults(self, cluster: ClusterSpec, pp: int, n: int) -> list[StageFault]:
+        """The folded view: per stage, its slowest member over all DP replicas and local ranks."""
+        compute, nvlink, nic = [1.0] * pp, [1.0] * pp, [1.0] * pp
+        for gpu, factor in self.stragglers:
+            stage = gpu_place(gpu, pp, n)[1]
+            compute[stage] = max(compute[stage], factor)
+        for kind, gpu, _ in self.degraded:
+            stage = gpu_place(gpu, pp, n)[1]
+            if kind == "nvlink":
+                nvlink[stage] = max(nvlink[stage], self.link_factor(kind, gpu))
+            else:
+                nic[stage] = max(nic[stage], self.link_factor(kind, gpu))
+        # A failed NIC's GPU and its proxy both get 1/k of the proxy's NIC (k GPUs share it).
+        sharers = self.nic_sharers(cluster)
+        for gpu in sorted(self.failed_nics()):
+            proxy = self.proxy(cluster, gpu)
+            share = sharers[proxy] * self.link_factor("nic", proxy)
+            for member in (gpu, proxy):
+                stage = gpu_place(member, pp, n)[1]
+                nic[stage] = max(nic[stage], share)
+        return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
+
+
+def _check(field: str, gpu: object, factor: object) -> None:
+    """Raise ConfigError naming ``field`` unless gpu is an int >= 0 and factor a finite number >= 1."""
+    if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
+        raise ConfigError(field, f"GPU index must be an int >= 0, got {gpu!r}")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor < 1:
+        raise ConfigError(field, f"FACTOR must be a finite number >= 1, got {factor!r}")
+
+
+def scale_compute(costs: OpCosts, ops: tuple[Op, ...], factor: float) -> OpCosts:
+    """OpCosts with the compute kernels' times (compute ops and fused GEMMs) multiplied by ``factor``."""
+    if factor == 1.0:
+        return costs
+    return replace(costs, compute_s=tuple(c * factor if op.kind in KERNEL_KINDS else c
+                                          for c, op in zip(costs.compute_s, ops)))
+
+
+def fault_path(cluster: ClusterSpec, src: int, dst: int, failed: frozenset[int]) -> list[Edge]:
+    """``gpu_path`` around failed NICs: if the rail it would use is down at either end, take the next rail
+    whose NICs work at both ends, with an NVLink hop to that rail's GPU on each node (PXN)."""
+    path = gpu_path(cluster, src, dst)
+    gpn = cluster.gpus_per_node
+    src_node, dst_node = src // gpn, dst // gpn
+    if not failed or src_node == dst_node:
+        return path
+    rail = dst % gpn
+    for step in range(gpn):
+        out, into = src_node * gpn + (rail + step) % gpn, dst_node * gpn + (rail + step) % gpn
+        if out in failed or into in failed:
+            continue
+        if step == 0:
+            return path
+        head = [] if out == src else [(("gpu", src), ("nvswitch", src_node)), (("nvswitch", src_node), ("gpu", out))]
+        tail = [] if into == dst else [(("gpu", into), ("nvswitch", dst_node)), (("nvswitch", dst_node), ("gpu", dst))]
+        return head + _rail_path(cluster, out, into) + tail
+    raise ConfigError("fail_link", f"no rail with working NICs between GPU {src} and GPU {dst}")
