@@ -10,7 +10,7 @@ from typing import Any
 
 import networkx as nx
 
-from topologies.errors import ConfigError, check_positive, check_positive_int
+from topologies.errors import ConfigError, check_positive, check_positive_int, lookup_preset
 from topologies.hardware import GPU_PRESETS, GpuSpec
 
 Node = tuple[Any, ...]  # ("gpu", g) | ("nvswitch", node) | ("leaf", pod, rail) | ("spine", rail)
@@ -103,17 +103,14 @@ CLUSTER_PRESETS: dict[str, Callable[..., ClusterSpec]] = {
 
 def cluster_preset(name: str, num_gpus: int, **overrides: Any) -> ClusterSpec:
     """Return the named cluster preset with num_gpus GPUs and any field overrides."""
-    key = name.lower() if isinstance(name, str) else name
-    if key not in CLUSTER_PRESETS:
-        choices = ", ".join(sorted(CLUSTER_PRESETS))
-        raise ConfigError("cluster", f"unknown preset {name!r}; choose from {choices}")
+    make = lookup_preset("cluster", CLUSTER_PRESETS, name)
     known = {f.name for f in dataclasses.fields(ClusterSpec)}
     for field_name in overrides:
         if field_name not in known or field_name == "num_gpus":
             raise ConfigError(
                 field_name, f"not an overridable ClusterSpec field; choose from {sorted(known - {'num_gpus'})}"
             )
-    return CLUSTER_PRESETS[key](num_gpus=num_gpus, **overrides)
+    return make(num_gpus=num_gpus, **overrides)
 
 
 def _add_link(graph: nx.DiGraph, a: Node, b: Node, bandwidth_Bps: float, latency_s: float, kind: str) -> None:

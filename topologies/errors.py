@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -33,3 +37,11 @@ def check_positive_int(field: str, value: object) -> None:
         raise ConfigError(field, f"must be an integer, got {value!r}")
     if value <= 0:
         raise ConfigError(field, f"must be > 0, got {value!r}")
+
+
+def lookup_preset(field: str, presets: Mapping[str, T], name: object) -> T:
+    """``presets[name]`` (case-insensitive), or a ConfigError naming ``field`` that lists the choices."""
+    key = name.lower() if isinstance(name, str) else name
+    if key not in presets:
+        raise ConfigError(field, f"unknown preset {name!r}; choose from {', '.join(sorted(presets))}")
+    return presets[key]

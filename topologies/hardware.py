@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from topologies.errors import ConfigError, check_positive, check_positive_int
+from topologies.errors import ConfigError, check_positive, check_positive_int, lookup_preset
 
 
 @dataclass(frozen=True)
@@ -111,9 +111,5 @@ GPU_PRESETS: dict[str, GpuSpec] = {
 
 
 def gpu_preset(name: str) -> GpuSpec:
-    """Return the GPU preset called name (case-insensitive); ConfigError if unknown."""
-    key = name.lower() if isinstance(name, str) else name
-    if key not in GPU_PRESETS:
-        choices = ", ".join(sorted(GPU_PRESETS))
-        raise ConfigError("gpu", f"unknown preset {name!r}; choose from {choices}")
-    return GPU_PRESETS[key]
+    """The preset called ``name``, or a ConfigError that lists the choices."""
+    return lookup_preset("gpu", GPU_PRESETS, name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
 
 ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence parallel) or Ulysses SP
@@ -143,8 +143,4 @@ LAYOUT_PRESETS: dict[str, LayoutSpec] = {
 
 def layout_preset(name: str) -> LayoutSpec:
     """The preset called ``name``, or a ConfigError that lists the choices."""
-    try:
-        return LAYOUT_PRESETS[name]
-    except KeyError:
-        choices = ", ".join(sorted(LAYOUT_PRESETS))
-        raise ConfigError("layout", f"unknown preset '{name}'; choose from {choices}") from None
+    return lookup_preset("layout", LAYOUT_PRESETS, name)

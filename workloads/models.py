@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
 
 
@@ -171,8 +171,4 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
 
 def model_preset(name: str) -> ModelSpec:
     """The preset called ``name``, or a ConfigError that lists the choices."""
-    try:
-        return MODEL_PRESETS[name]
-    except KeyError:
-        choices = ", ".join(sorted(MODEL_PRESETS))
-        raise ConfigError("model", f"unknown preset '{name}'; choose from {choices}") from None
+    return lookup_preset("model", MODEL_PRESETS, name)
