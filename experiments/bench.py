@@ -160,9 +160,15 @@ def run_bench(points: list[BenchPoint] | tuple[BenchPoint, ...] | None = None) -
 def format_bench(frame: pd.DataFrame) -> str:
     """The bench table as aligned text, with the bare simpy event time underneath."""
     shown = frame.copy()
-    formats = {"wall_s": "{:.3f}", "engine_s": "{:.3f}", "ops_per_s": "{:,.0f}", "cost_per_op_vs_simpy": "{:.1f}",
-               "cost_per_step_op_vs_simpy": "{:.2f}",
-               "peak_mem_mib": "{:.1f}", "step_time_s": "{:.4f}"}
+    formats = {
+        "wall_s": "{:.3f}",
+        "engine_s": "{:.3f}",
+        "ops_per_s": "{:,.0f}",
+        "cost_per_op_vs_simpy": "{:.1f}",
+        "cost_per_step_op_vs_simpy": "{:.2f}",
+        "peak_mem_mib": "{:.1f}",
+        "step_time_s": "{:.4f}",
+    }
     for column, fmt in formats.items():
         shown[column] = shown[column].map(fmt.format)
     text = shown.to_string(index=False)

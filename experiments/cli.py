@@ -26,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
     run.add_argument("--layout", default="megascale-moe", help="layout preset or .yaml file (default megascale-moe)")
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
-    run.add_argument("--cluster", default="h800", help="cluster preset: h800, h100, a100, h20, gb200-nvl72 (default h800)")
+    run.add_argument(
+        "--cluster", default="h800", help="cluster preset: h800, h100, a100, h20, gb200-nvl72 (default h800)"
+    )
     run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
@@ -38,12 +40,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
     run.add_argument("--ep", type=int, default=None, help="EP degree (> GPUs per node: across nodes)")
     run.add_argument("--ep-max-nodes", type=int, default=None, help="node-limited routing M (0 = unlimited)")
-    run.add_argument("--straggler", action="append", default=[], metavar="GPU:FACTOR",
-                     help="GPU's compute kernels take FACTOR (>= 1) times longer; repeatable")
-    run.add_argument("--degrade", action="append", default=[], metavar="LINK:FACTOR",
-                     help="divide a port's bandwidth by FACTOR; LINK is nic:GPU or nvlink:GPU; repeatable")
-    run.add_argument("--fail-link", action="append", default=[], metavar="LINK",
-                     help="that NIC is down (nic:GPU); its traffic shares a node neighbour's NIC; repeatable")
+    run.add_argument(
+        "--straggler",
+        action="append",
+        default=[],
+        metavar="GPU:FACTOR",
+        help="GPU's compute kernels take FACTOR (>= 1) times longer; repeatable",
+    )
+    run.add_argument(
+        "--degrade",
+        action="append",
+        default=[],
+        metavar="LINK:FACTOR",
+        help="divide a port's bandwidth by FACTOR; LINK is nic:GPU or nvlink:GPU; repeatable",
+    )
+    run.add_argument(
+        "--fail-link",
+        action="append",
+        default=[],
+        metavar="LINK",
+        help="that NIC is down (nic:GPU); its traffic shares a node neighbour's NIC; repeatable",
+    )
     run_outputs.add_arguments(run)
 
     reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
@@ -57,9 +74,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def _layout(args: argparse.Namespace):
     """The layout (preset or YAML file) with the routing / EP flags applied."""
-    changes = {field: value for field, value in (
-        ("routing", args.routing), ("zipf_exponent", args.zipf), ("seed", args.seed), ("ep", args.ep),
-        ("ep_max_nodes", args.ep_max_nodes), ("dropless", args.dropless or None)) if value is not None}
+    changes = {
+        field: value
+        for field, value in (
+            ("routing", args.routing),
+            ("zipf_exponent", args.zipf),
+            ("seed", args.seed),
+            ("ep", args.ep),
+            ("ep_max_nodes", args.ep_max_nodes),
+            ("dropless", args.dropless or None),
+        )
+        if value is not None
+    }
     if args.zipf is not None and args.routing is None:
         changes["routing"] = "zipf"
     layout = load_layout(args.layout)
@@ -74,9 +100,17 @@ def _run(args: argparse.Namespace) -> None:
             raise ConfigError("trace", "--trace / --plot do not show faults yet; drop one or the other")
         report = run_outputs.run_with_outputs(args)
     else:
-        report = simulate(args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-                          seq_len=args.seq_len, micro_batch=args.micro_batch, allow_oom=args.allow_oom,
-                          faults=faults)
+        report = simulate(
+            args.model,
+            args.layout,
+            args.gpus,
+            cluster=args.cluster,
+            global_batch=args.global_batch,
+            seq_len=args.seq_len,
+            micro_batch=args.micro_batch,
+            allow_oom=args.allow_oom,
+            faults=faults,
+        )
     if args.json:
         print(json.dumps(report.to_dict()))
     else:

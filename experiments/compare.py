@@ -82,8 +82,15 @@ def _parse_value(text: str) -> Any:
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def simulate_point(model: str, layout: str | LayoutSpec, gpus: int, settings: dict[str, Any], *,
-                   cluster: str = "h800", global_batch: int = DEFAULT_GLOBAL_BATCH) -> dict[str, Any]:
+def simulate_point(
+    model: str,
+    layout: str | LayoutSpec,
+    gpus: int,
+    settings: dict[str, Any],
+    *,
+    cluster: str = "h800",
+    global_batch: int = DEFAULT_GLOBAL_BATCH,
+) -> dict[str, Any]:
     """Simulate one point of a sweep; a configuration that cannot run gives a row with its error."""
     by_target: dict[str, dict[str, Any]] = {SIMULATE: {}, CLUSTER: {}, LAYOUT: {}}
     for key, value in settings.items():
@@ -91,8 +98,7 @@ def simulate_point(model: str, layout: str | LayoutSpec, gpus: int, settings: di
             by_target[LAYOUT].update(ALIASES[key](value))
         else:
             by_target[target_of(key)][key] = value
-    row: dict[str, Any] = {"model": model, "layout": layout if isinstance(layout, str) else layout.name,
-                           "gpus": gpus}
+    row: dict[str, Any] = {"model": model, "layout": layout if isinstance(layout, str) else layout.name, "gpus": gpus}
     try:
         spec = layout_preset(layout) if isinstance(layout, str) else layout
         if by_target[LAYOUT]:
@@ -107,8 +113,15 @@ def simulate_point(model: str, layout: str | LayoutSpec, gpus: int, settings: di
     return row
 
 
-def sweep(model: str, layouts: list[str | LayoutSpec], gpus: list[int], axes: list[Axis], *, cluster: str = "h800",
-          global_batch: int = DEFAULT_GLOBAL_BATCH) -> pd.DataFrame:
+def sweep(
+    model: str,
+    layouts: list[str | LayoutSpec],
+    gpus: list[int],
+    axes: list[Axis],
+    *,
+    cluster: str = "h800",
+    global_batch: int = DEFAULT_GLOBAL_BATCH,
+) -> pd.DataFrame:
     """Every combination of layouts x axes x GPU counts, one row each."""
     rows = []
     for layout in layouts:
@@ -159,8 +172,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (gpus_per_node)")
     p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
-    p.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2",
-                   help="any simulate() keyword, ClusterSpec or LayoutSpec field, e.g. pp=10,12")
+    p.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="any simulate() keyword, ClusterSpec or LayoutSpec field, e.g. pp=10,12",
+    )
     p.add_argument("--out", default="results/compare.csv", help="CSV path; the plot goes beside it as .png")
 
 

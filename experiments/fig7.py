@@ -61,16 +61,30 @@ def crossover(frame: pd.DataFrame) -> int:
 def run(out: Path) -> str:
     frame = simulate_fig7()
     frame.to_csv(out / "fig7.csv", index=False, float_format="%.6g")
-    line_comparison(out / "fig7.png", title="Fig. 7: dispatch collectives, Mixtral-8x7B, one node", x=list(frame.top_k),
-                    xlabel="top-k", ylabel="time (us)",
-                    series={"all-to-all sim": frame.all_to_all_us, "all-gather / reduce-scatter sim": frame.all_gather_us},
-                    markers={"all-to-all paper": [PAPER_A2A_US.get(k, float("nan")) for k in frame.top_k]})
-    lines = ["## Fig. 7: dispatch collective vs top-k (Mixtral-8x7B, 8 x H800, 16,384 tokens per node assumed)", "",
-             "| top-k | all-to-all sim (us) | AG/RS sim (us) | paper |", "|---|---|---|---|"]
+    line_comparison(
+        out / "fig7.png",
+        title="Fig. 7: dispatch collectives, Mixtral-8x7B, one node",
+        x=list(frame.top_k),
+        xlabel="top-k",
+        ylabel="time (us)",
+        series={"all-to-all sim": frame.all_to_all_us, "all-gather / reduce-scatter sim": frame.all_gather_us},
+        markers={"all-to-all paper": [PAPER_A2A_US.get(k, float("nan")) for k in frame.top_k]},
+    )
+    lines = [
+        "## Fig. 7: dispatch collective vs top-k (Mixtral-8x7B, 8 x H800, 16,384 tokens per node assumed)",
+        "",
+        "| top-k | all-to-all sim (us) | AG/RS sim (us) | paper |",
+        "|---|---|---|---|",
+    ]
     for r in frame.itertuples():
         paper = f"A2A ~{PAPER_A2A_US[r.top_k]} us" if r.top_k in PAPER_A2A_US else ""
         lines.append(f"| {r.top_k} | {r.all_to_all_us:.0f} | {r.all_gather_us:.0f} | {paper} |")
-    lines += ["", (f"AG/RS paper ~770-790 us. Crossover: all-to-all slower from top-{crossover(frame)} "
-              "(paper: between top-6 and top-7). The all-to-all efficiency (0.75) is a declared assumption "
-              "consistent with this figure, so the crossover is not an independent prediction.")]
+    lines += [
+        "",
+        (
+            f"AG/RS paper ~770-790 us. Crossover: all-to-all slower from top-{crossover(frame)} "
+            "(paper: between top-6 and top-7). The all-to-all efficiency (0.75) is a declared assumption "
+            "consistent with this figure, so the crossover is not an independent prediction."
+        ),
+    ]
     return "\n".join(lines)

@@ -65,12 +65,14 @@ def fewest_stages(model_name: str, layout: LayoutSpec, gpus: int, global_batch: 
 def placements(setup: Setup) -> list[LayoutSpec]:
     """In-node EP 8, cross-node EP with node limit M (and unlimited where M binds), each at its fewest PP."""
     nodes = setup.cross_ep // GPUS_PER_NODE
-    candidates = [MEGASCALE_MOE.with_(name="in-node EP 8"),
-                  MEGASCALE_MOE.with_(name=f"cross-node EP {setup.cross_ep}, M={setup.max_nodes}",
-                                      ep=setup.cross_ep, ep_max_nodes=setup.max_nodes)]
+    candidates = [
+        MEGASCALE_MOE.with_(name="in-node EP 8"),
+        MEGASCALE_MOE.with_(
+            name=f"cross-node EP {setup.cross_ep}, M={setup.max_nodes}", ep=setup.cross_ep, ep_max_nodes=setup.max_nodes
+        ),
+    ]
     if setup.max_nodes < nodes:
-        candidates.append(MEGASCALE_MOE.with_(name=f"cross-node EP {setup.cross_ep}, M unlimited",
-                                              ep=setup.cross_ep))
+        candidates.append(MEGASCALE_MOE.with_(name=f"cross-node EP {setup.cross_ep}, M unlimited", ep=setup.cross_ep))
     layouts = []
     for layout in candidates:
         pp = fewest_stages(setup.model, layout, setup.gpus, setup.global_batch)
@@ -109,8 +111,14 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         part = frame[frame.model_label == label]
         for i, (name, group) in enumerate(part.groupby("layout", sort=False)):
             style = "--" if group.placement.iloc[0] == "cross-node" else "-"
-            ax.plot(group.nic_gbps, group.tokens_per_s_per_gpu, style, marker="o", label=name,
-                    color=_COLOURS[(2 * i + 1) % len(_COLOURS)])
+            ax.plot(
+                group.nic_gbps,
+                group.tokens_per_s_per_gpu,
+                style,
+                marker="o",
+                label=name,
+                color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+            )
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(part.nic_gbps.unique()), [f"{g:g}" for g in part.nic_gbps.unique()])
         ax.set_xlabel("NIC bandwidth per GPU (GB/s)")
@@ -129,15 +137,20 @@ def markdown(frame: pd.DataFrame) -> str:
     lines = [
         "## Beyond the paper: in-node vs cross-node expert parallelism (M1, M6; NIC 50-400 GB/s)",
         "",
-        ("The paper keeps EP inside the 8-GPU node (Sec. 3: the all-to-all stays on NVLink); DeepSeek-V3 runs EP "
-         "across nodes with DeepEP and node-limited routing (a token reaches at most M nodes). Both placements "
-         "below use the same GPUs with SP 8 attention in the node; cross-node EP sends each token once per remote "
-         "node over the NIC and fans out over NVLink (workloads/ep.py), and shares the NIC with PP and DP. "
-         "Each placement runs at the fewest PP stages whose peak memory fits 80 GB (wider EP shards the experts "
-         "further, so the pipeline can be shorter). "
-         + "; ".join(f"{s.label} ({s.model}): {s.gpus} GPUs, batch {s.global_batch} x {DEFAULT_SEQ_LEN}"
-                     for s in SETUPS if s.label in set(frame.model_label))
-         + " (sized to run in ~10 s on 2 CPU cores: simulation time grows with micro-batches per pipeline)."),
+        (
+            "The paper keeps EP inside the 8-GPU node (Sec. 3: the all-to-all stays on NVLink); DeepSeek-V3 runs EP "
+            "across nodes with DeepEP and node-limited routing (a token reaches at most M nodes). Both placements "
+            "below use the same GPUs with SP 8 attention in the node; cross-node EP sends each token once per remote "
+            "node over the NIC and fans out over NVLink (workloads/ep.py), and shares the NIC with PP and DP. "
+            "Each placement runs at the fewest PP stages whose peak memory fits 80 GB (wider EP shards the experts "
+            "further, so the pipeline can be shorter). "
+            + "; ".join(
+                f"{s.label} ({s.model}): {s.gpus} GPUs, batch {s.global_batch} x {DEFAULT_SEQ_LEN}"
+                for s in SETUPS
+                if s.label in set(frame.model_label)
+            )
+            + " (sized to run in ~10 s on 2 CPU cores: simulation time grows with micro-batches per pipeline)."
+        ),
         "",
         "| model | placement | EP | M | PP | DP | peak GiB | bubble | "
         + " | ".join(f"tok/s/GPU @{g:g}" for g in bandwidths)
@@ -148,10 +161,12 @@ def markdown(frame: pd.DataFrame) -> str:
         group = group.sort_values("nic_gbps")
         first, last = group.iloc[0], group.iloc[-1]
         m = "-" if first.placement == "in-node" else (str(first.ep_max_nodes) if first.ep_max_nodes else "all")
-        lines.append(f"| {label} | {name} | {first.ep} | {m} | {first.pp} | {first.dp} | {first.peak_memory_gib:.1f} | "
-                     f"{first.bubble_fraction:.1%} | "
-                     + " | ".join(f"{v:,.0f}" for v in group.tokens_per_s_per_gpu)
-                     + f" | {first.exposed_ep_s * 1e3:.0f} | {last.exposed_ep_s * 1e3:.0f} |")
+        lines.append(
+            f"| {label} | {name} | {first.ep} | {m} | {first.pp} | {first.dp} | {first.peak_memory_gib:.1f} | "
+            f"{first.bubble_fraction:.1%} | "
+            + " | ".join(f"{v:,.0f}" for v in group.tokens_per_s_per_gpu)
+            + f" | {first.exposed_ep_s * 1e3:.0f} | {last.exposed_ep_s * 1e3:.0f} |"
+        )
     lines += ["", _finding(frame), "", CAVEATS]
     return "\n".join(lines)
 
@@ -162,25 +177,33 @@ def _finding(frame: pd.DataFrame) -> str:
     for label, part in frame.groupby("model_label", sort=False):
         best = part.groupby(["nic_gbps", "placement"]).tokens_per_s_per_gpu.max().unstack()
         ratios = ", ".join(f"{r:.3f}x" for r in best["cross-node"] / best["in-node"])
-        text = f"{label}: best cross-node / best in-node EP = {ratios} at {', '.join(f'{g:g}' for g in best.index)} GB/s"
+        text = (
+            f"{label}: best cross-node / best in-node EP = {ratios} at {', '.join(f'{g:g}' for g in best.index)} GB/s"
+        )
         slow = part[part.nic_gbps == part.nic_gbps.min()]
         top = {p: slow.loc[slow[slow.placement == p].tokens_per_s_per_gpu.idxmax()] for p in ("in-node", "cross-node")}
-        text += (f"; at {slow.nic_gbps.iloc[0]:g} GB/s in-node PP {top['in-node'].pp} -> cross-node PP "
-                 f"{top['cross-node'].pp}, exposed EP {top['in-node'].exposed_ep_s * 1e3:.0f} -> "
-                 f"{top['cross-node'].exposed_ep_s * 1e3:.0f} ms, exposed DP {top['in-node'].exposed_dp_s * 1e3:.0f} "
-                 f"-> {top['cross-node'].exposed_dp_s * 1e3:.0f} ms per step")
+        text += (
+            f"; at {slow.nic_gbps.iloc[0]:g} GB/s in-node PP {top['in-node'].pp} -> cross-node PP "
+            f"{top['cross-node'].pp}, exposed EP {top['in-node'].exposed_ep_s * 1e3:.0f} -> "
+            f"{top['cross-node'].exposed_ep_s * 1e3:.0f} ms, exposed DP {top['in-node'].exposed_dp_s * 1e3:.0f} "
+            f"-> {top['cross-node'].exposed_dp_s * 1e3:.0f} ms per step"
+        )
         cross = slow[slow.placement == "cross-node"].set_index("ep_max_nodes")
         if 0 in cross.index and len(cross) > 1:
             limited = cross.drop(index=0).iloc[0]
             gain = limited.tokens_per_s_per_gpu / cross.loc[0].tokens_per_s_per_gpu - 1
-            text += (f"; node-limited routing (M = {limited.name}) is worth {gain:+.1%} over unlimited there "
-                     f"({cross.loc[0].exposed_ep_s * 1e3:.0f} -> {limited.exposed_ep_s * 1e3:.0f} ms exposed EP)")
+            text += (
+                f"; node-limited routing (M = {limited.name}) is worth {gain:+.1%} over unlimited there "
+                f"({cross.loc[0].exposed_ep_s * 1e3:.0f} -> {limited.exposed_ep_s * 1e3:.0f} ms exposed EP)"
+            )
         parts.append(text)
-    return ("Finding (throughput per GPU): " + "; ".join(parts) + ". Cross-node EP does not make EP cheaper; "
-            "where it wins, it wins through what wider expert sharding frees: a shorter pipeline (smaller bubble) "
-            "and fewer expert gradients per GPU for the DP sync on the same NIC. On a slow NIC its own all-to-all "
-            "is exposed instead; for M6's thin experts (R < 1, see r-ratio) that outweighs the DP saving at the "
-            "slowest NIC, and at the fastest the DP saving is too small to matter.")
+    return (
+        "Finding (throughput per GPU): " + "; ".join(parts) + ". Cross-node EP does not make EP cheaper; "
+        "where it wins, it wins through what wider expert sharding frees: a shorter pipeline (smaller bubble) "
+        "and fewer expert gradients per GPU for the DP sync on the same NIC. On a slow NIC its own all-to-all "
+        "is exposed instead; for M6's thin experts (R < 1, see r-ratio) that outweighs the DP saving at the "
+        "slowest NIC, and at the fastest the DP saving is too small to matter."
+    )
 
 
 CAVEATS = (
@@ -194,10 +217,26 @@ CAVEATS = (
 def run(out: Path, setups: tuple[Setup, ...] = SETUPS, nic_gbps: tuple[int, ...] = NIC_GBPS) -> str:
     """Write results/layouts-ep.csv and .png; return the markdown section."""
     frame = simulate_layouts_ep(setups, nic_gbps)
-    columns = ["model_label", "model", "layout", "placement", "ep", "ep_max_nodes", "pp", "dp", "gpus", "nic_gbps",
-               "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "bubble_fraction", "peak_memory_gib", "step_time_s",
-               *(c for c in frame.columns if c.startswith("exposed_")), "error"]
+    columns = [
+        "model_label",
+        "model",
+        "layout",
+        "placement",
+        "ep",
+        "ep_max_nodes",
+        "pp",
+        "dp",
+        "gpus",
+        "nic_gbps",
+        "tokens_per_s",
+        "tokens_per_s_per_gpu",
+        "mfu",
+        "bubble_fraction",
+        "peak_memory_gib",
+        "step_time_s",
+        *(c for c in frame.columns if c.startswith("exposed_")),
+        "error",
+    ]
     frame[columns].to_csv(out / "layouts-ep.csv", index=False, float_format="%.6g")
     plot(frame.dropna(subset=["tokens_per_s"]), out / "layouts-ep.png")
     return markdown(frame)
-

@@ -12,9 +12,21 @@ import matplotlib.pyplot as plt
 from simulator.trace import COMPUTE_T, TracedRun, stage_intervals
 
 Span = tuple[float, float]
-COLOURS = {"compute": "#31a354", "exposed comm": "#e6550d", "bubble / idle": "#d9d9d9", "DP sync + optimizer": "#756bb1"}
-BREAKDOWN_COLOURS = {"compute": "#31a354", "tp": "#fdae6b", "sp": "#e6550d", "ep": "#a63603", "pp": "#6baed6",
-                     "dp": "#756bb1", "bubble": "#d9d9d9"}
+COLOURS = {
+    "compute": "#31a354",
+    "exposed comm": "#e6550d",
+    "bubble / idle": "#d9d9d9",
+    "DP sync + optimizer": "#756bb1",
+}
+BREAKDOWN_COLOURS = {
+    "compute": "#31a354",
+    "tp": "#fdae6b",
+    "sp": "#e6550d",
+    "ep": "#a63603",
+    "pp": "#6baed6",
+    "dp": "#756bb1",
+    "bubble": "#d9d9d9",
+}
 
 
 def merge(spans: list[Span]) -> list[Span]:
@@ -75,13 +87,18 @@ def breakdown(run: TracedRun, stage: int) -> dict[str, float]:
 def plot_run(path: str | Path, run: TracedRun) -> None:
     """Write the Gantt chart (left) and the per-stage time breakdown (right) to ``path``."""
     stages = run.workload.pp
-    fig, (gantt, bars) = plt.subplots(1, 2, figsize=(14, 1.2 + 0.4 * stages),
-                                      gridspec_kw={"width_ratios": [3, 1]}, sharey=True)
+    fig, (gantt, bars) = plt.subplots(
+        1, 2, figsize=(14, 1.2 + 0.4 * stages), gridspec_kw={"width_ratios": [3, 1]}, sharey=True
+    )
     for stage in range(stages):
         for label, spans in stage_gantt(run, stage).items():
             if spans:
-                gantt.broken_barh([(a, b - a) for a, b in spans], (stage - 0.4, 0.8), facecolors=COLOURS[label],
-                                  label=label if stage == 0 else None)
+                gantt.broken_barh(
+                    [(a, b - a) for a, b in spans],
+                    (stage - 0.4, 0.8),
+                    facecolors=COLOURS[label],
+                    label=label if stage == 0 else None,
+                )
     gantt.set_xlim(0, run.result.step_time_s)
     gantt.set_xlabel("time in step (s)")
     gantt.set_ylabel("pipeline stage")
@@ -89,8 +106,11 @@ def plot_run(path: str | Path, run: TracedRun) -> None:
     gantt.invert_yaxis()
     gantt.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 - 1.0 / stages), ncol=4, fontsize=8)
     report = run.report
-    gantt.set_title(f"{report.model} / {report.layout} on {report.gpus} GPUs: step {report.step_time_s:.3f} s, "
-                    f"MFU {report.mfu * 100:.1f}%", fontsize=10)
+    gantt.set_title(
+        f"{report.model} / {report.layout} on {report.gpus} GPUs: step {report.step_time_s:.3f} s, "
+        f"MFU {report.mfu * 100:.1f}%",
+        fontsize=10,
+    )
     left = [0.0] * stages
     parts = [breakdown(run, stage) for stage in range(stages)]
     for label, colour in BREAKDOWN_COLOURS.items():

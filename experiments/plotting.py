@@ -14,16 +14,23 @@ import numpy as np
 _COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
 
 
-def bar_comparison(path: Path, *, title: str, categories: list[str], xlabel: str, ylabel: str,
-                   series: dict[str, object]) -> None:
+def bar_comparison(
+    path: Path, *, title: str, categories: list[str], xlabel: str, ylabel: str, series: dict[str, object]
+) -> None:
     """Grouped bars: one group per category, one bar per series."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     width = 0.8 / len(series)
     x = np.arange(len(categories))
     for i, (label, values) in enumerate(series.items()):
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, list(values), width, label=label,
-                      color=_COLOURS[i % len(_COLOURS)], hatch="//" if "paper" in label else None,
-                      edgecolor="white")
+        bars = ax.bar(
+            x + (i - (len(series) - 1) / 2) * width,
+            list(values),
+            width,
+            label=label,
+            color=_COLOURS[i % len(_COLOURS)],
+            hatch="//" if "paper" in label else None,
+            edgecolor="white",
+        )
         ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
     ax.set_xticks(x, categories)
     ax.set_xlabel(xlabel)
@@ -36,15 +43,30 @@ def bar_comparison(path: Path, *, title: str, categories: list[str], xlabel: str
     plt.close(fig)
 
 
-def line_comparison(path: Path, *, title: str, x: list, xlabel: str, ylabel: str, series: dict[str, object],
-                    markers: dict[str, object] | None = None) -> None:
+def line_comparison(
+    path: Path,
+    *,
+    title: str,
+    x: list,
+    xlabel: str,
+    ylabel: str,
+    series: dict[str, object],
+    markers: dict[str, object] | None = None,
+) -> None:
     """Lines for simulated series; optional paper points as markers."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, (label, values) in enumerate(series.items()):
         ax.plot(x, list(values), marker="o", label=label, color=_COLOURS[(2 * i + 1) % len(_COLOURS)])
     for i, (label, values) in enumerate((markers or {}).items()):
-        ax.plot(x, list(values), linestyle="none", marker="x", markersize=9, label=label,
-                color=_COLOURS[(2 * i + 1) % len(_COLOURS)])
+        ax.plot(
+            x,
+            list(values),
+            linestyle="none",
+            marker="x",
+            markersize=9,
+            label=label,
+            color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+        )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)

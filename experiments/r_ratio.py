@@ -61,13 +61,23 @@ def simulate_r_ratio() -> pd.DataFrame:
     rows = []
     peak = cluster_preset("h800", N).gpu.peak_bf16_flops
     points = [(link, name, *LINKS[link]) for link in LINKS for name in MODELS]
-    points += [("sweep", "paper-352b", gbps * 1e9, LINKS["nic"][1] if gbps < 100 else LINKS["nvlink"][1])
-               for gbps in SWEEP_GBPS]
+    points += [
+        ("sweep", "paper-352b", gbps * 1e9, LINKS["nic"][1] if gbps < 100 else LINKS["nvlink"][1])
+        for gbps in SWEEP_GBPS
+    ]
     for link, name, link_Bps, latency_s in points:
         model = model_preset(name)
-        rows.append({"model": name, "link": link, "link_GBps": link_Bps / 1e9, "h_ffn": model.expert_ffn_size,
-                     "top_k": model.top_k, "R": r_ratio(model.expert_ffn_size, link_Bps, peak, N),
-                     **ep_hidden(name, link_Bps, latency_s)})
+        rows.append(
+            {
+                "model": name,
+                "link": link,
+                "link_GBps": link_Bps / 1e9,
+                "h_ffn": model.expert_ffn_size,
+                "top_k": model.top_k,
+                "R": r_ratio(model.expert_ffn_size, link_Bps, peak, N),
+                **ep_hidden(name, link_Bps, latency_s),
+            }
+        )
     return pd.DataFrame(rows).sort_values("R").reset_index(drop=True)
 
 
@@ -93,13 +103,25 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, link in enumerate(LINKS):
         group = frame[frame.link == link].sort_values("R")
-        ax.plot(group.R, group.hidden * 100, marker="o", linestyle="none", color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
-                label=f"Table 2 models, EP over {link} ({group.link_GBps.iloc[0]:.0f} GB/s)")
+        ax.plot(
+            group.R,
+            group.hidden * 100,
+            marker="o",
+            linestyle="none",
+            color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+            label=f"Table 2 models, EP over {link} ({group.link_GBps.iloc[0]:.0f} GB/s)",
+        )
         for row in group.itertuples():
             ax.annotate(row.model, (row.R, row.hidden * 100), fontsize=6, xytext=(3, 3), textcoords="offset points")
     sweep = frame[frame.link == "sweep"].sort_values("R")
-    ax.plot(sweep.R, sweep.hidden * 100, color="black", linewidth=1, marker=".",
-            label=f"paper-352b, link {SWEEP_GBPS[0]}-{SWEEP_GBPS[-1]} GB/s")
+    ax.plot(
+        sweep.R,
+        sweep.hidden * 100,
+        color="black",
+        linewidth=1,
+        marker=".",
+        label=f"paper-352b, link {SWEEP_GBPS[0]}-{SWEEP_GBPS[-1]} GB/s",
+    )
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.axhline(50, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
@@ -119,17 +141,21 @@ def markdown(frame: pd.DataFrame) -> str:
     lines = [
         "## Beyond the paper: R against the hidden fraction of EP communication",
         "",
-        ("R = T_comp/T_comm = 3/2 h_ffn B/P n/(n-1) (Sec. 7), P = 989 TFLOP/s, n = 8; B = 160 GB/s (NVLink) or "
-        "47 GB/s (a 50 GB/s NIC at NCCL's 94%: the one-node cluster's scale-up link set to the NIC rate). "
-        f"Layout megascale-moe (inter- and intra-op overlap, SAR), {LAYERS} layers, one 8,192-token sequence; "
-        "hidden = 1 - exposed EP time / EP comm time (each collective alone on the link), forward + backward."),
+        (
+            "R = T_comp/T_comm = 3/2 h_ffn B/P n/(n-1) (Sec. 7), P = 989 TFLOP/s, n = 8; B = 160 GB/s (NVLink) or "
+            "47 GB/s (a 50 GB/s NIC at NCCL's 94%: the one-node cluster's scale-up link set to the NIC rate). "
+            f"Layout megascale-moe (inter- and intra-op overlap, SAR), {LAYERS} layers, one 8,192-token sequence; "
+            "hidden = 1 - exposed EP time / EP comm time (each collective alone on the link), forward + backward."
+        ),
         "",
         "| model | link | h_ffn | top-k | R | EP comm ms | exposed ms | hidden |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in models.itertuples():
-        lines.append(f"| {row.model} | {row.link} | {row.h_ffn} | {row.top_k} | {row.R:.2f} | "
-                     f"{row.ep_comm_s * 1e3:.2f} | {row.ep_exposed_s * 1e3:.2f} | {row.hidden:.0%} |")
+        lines.append(
+            f"| {row.model} | {row.link} | {row.h_ffn} | {row.top_k} | {row.R:.2f} | "
+            f"{row.ep_comm_s * 1e3:.2f} | {row.ep_exposed_s * 1e3:.2f} | {row.hidden:.0%} |"
+        )
     lines += [
         "",
         f"The hidden fraction crosses 50% at R ~ {cross:.2f} on the paper-352b link sweep "
@@ -154,14 +180,16 @@ def _why(frame: pd.DataFrame) -> str:
         parts.append(f"Below R = 1 the mean hidden fraction is {low.hidden.mean():.0%}")
     if len(high):
         parts.append(f"at R >= 1 it is {high.hidden.mean():.0%}")
-    return ("; ".join(parts) + ". A fused expert GEMM hides its all-to-all only while it has compute to hide "
-            "it behind: at R < 1 the dispatch/combine outlasts the GEMM and the excess is exposed; at R > 1 "
-            "only the first/last tile (1/n of the shorter side, Sec. 4.2) and per-peer latency remain, so "
-            "the curve saturates below 100%. R counts only the expert GEMMs (per routed token copy, so k cancels); "
-            "the simulated overlap also hides EP behind independent work on the compute stream (attention, "
-            "router, permutation, SAR recompute in backward, weight-gradient GEMMs), so half of EP is hidden "
-            "already below R = 1. A negative hidden fraction means EP took longer than alone on the link: it "
-            "shared the link with the SP all-to-alls, and each fused op adds its non-overlapped tile.")
+    return (
+        "; ".join(parts) + ". A fused expert GEMM hides its all-to-all only while it has compute to hide "
+        "it behind: at R < 1 the dispatch/combine outlasts the GEMM and the excess is exposed; at R > 1 "
+        "only the first/last tile (1/n of the shorter side, Sec. 4.2) and per-peer latency remain, so "
+        "the curve saturates below 100%. R counts only the expert GEMMs (per routed token copy, so k cancels); "
+        "the simulated overlap also hides EP behind independent work on the compute stream (attention, "
+        "router, permutation, SAR recompute in backward, weight-gradient GEMMs), so half of EP is hidden "
+        "already below R = 1. A negative hidden fraction means EP took longer than alone on the link: it "
+        "shared the link with the SP all-to-alls, and each fused op adds its non-overlapped tile."
+    )
 
 
 def run(out: Path) -> str:
@@ -170,5 +198,3 @@ def run(out: Path) -> str:
     frame.to_csv(out / "r-ratio.csv", index=False, float_format="%.6g")
     plot(frame, out / "r-ratio.png")
     return markdown(frame)
-
-

@@ -37,13 +37,22 @@ def run_with_outputs(args: argparse.Namespace) -> Report:
     from simulator.trace import simulate_with_trace, write_trace
 
     run = simulate_with_trace(
-        args.model, args.layout, args.gpus, cluster=args.cluster, global_batch=args.global_batch,
-        seq_len=args.seq_len, micro_batch=args.micro_batch, stages=parse_stages(args.trace_stages),
-        micro_batches=args.trace_micro_batches, trace=bool(args.trace))
+        args.model,
+        args.layout,
+        args.gpus,
+        cluster=args.cluster,
+        global_batch=args.global_batch,
+        seq_len=args.seq_len,
+        micro_batch=args.micro_batch,
+        stages=parse_stages(args.trace_stages),
+        micro_batches=args.trace_micro_batches,
+        trace=bool(args.trace),
+    )
     if args.trace:
         size = write_trace(args.trace, run.trace)
-        print(f"moesim: wrote {args.trace} ({len(run.trace['traceEvents'])} events, {size / 1e6:.1f} MB)",
-              file=sys.stderr)
+        print(
+            f"moesim: wrote {args.trace} ({len(run.trace['traceEvents'])} events, {size / 1e6:.1f} MB)", file=sys.stderr
+        )
     if args.plot:
         from experiments.plots_run import plot_run
 

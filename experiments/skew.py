@@ -30,8 +30,17 @@ def load_stats(exponent: float, dropless: bool, seed: int = 0) -> tuple[float, f
     """(busiest GPU's copies / balanced, share of copies dropped) for M1's EP 8 group and one micro-batch."""
     model, layout = model_preset(MODEL), MEGASCALE_MOE
     tokens = layout.micro_batch * DEFAULT_SEQ_LEN // layout.intra_size
-    stats = layout_routing_stats(model.num_experts, model.top_k, tokens, layout.intra_size, "zipf", exponent,
-                                 seed, dropless, layout.capacity_factor)
+    stats = layout_routing_stats(
+        model.num_experts,
+        model.top_k,
+        tokens,
+        layout.intra_size,
+        "zipf",
+        exponent,
+        seed,
+        dropless,
+        layout.capacity_factor,
+    )
     return stats.comm_scale, 0.0 if dropless else stats.dropped_fraction  # dropless: 0, not rounding noise
 
 
@@ -62,8 +71,14 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     ax.grid(alpha=0.3)
     dropped = frame[~frame.dropless]
     right = ax.twinx()
-    right.plot(dropped.zipf, dropped.dropped_fraction * 100, linestyle="--", marker="x", color="grey",
-               label=f"copies dropped at capacity {MEGASCALE_MOE.capacity_factor} (%)")
+    right.plot(
+        dropped.zipf,
+        dropped.dropped_fraction * 100,
+        linestyle="--",
+        marker="x",
+        color="grey",
+        label=f"copies dropped at capacity {MEGASCALE_MOE.capacity_factor} (%)",
+    )
     right.set_ylabel("copies dropped (%)")
     right.set_ylim(0, 100)
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
@@ -79,27 +94,35 @@ def markdown(frame: pd.DataFrame, global_batch: int = GLOBAL_BATCH) -> str:
     cap = frame[~frame.dropless].set_index("zipf")
     free = frame[frame.dropless].set_index("zipf")
     lines = [
-        (f"## Beyond the paper: skewed expert load ({MODEL}, megascale-moe, {GPUS} H800s, batch "
-         f"{global_batch} x {DEFAULT_SEQ_LEN})"),
+        (
+            f"## Beyond the paper: skewed expert load ({MODEL}, megascale-moe, {GPUS} H800s, batch "
+            f"{global_batch} x {DEFAULT_SEQ_LEN})"
+        ),
         "",
-        ("The paper assumes balanced routing and capacity-padded expert GEMMs (capacity factor 1.25). Here the "
-         "expert load follows Zipf's law with exponent s (share of the expert of rank r ~ r^-s, ranks permuted "
-         "over the 32 experts by seed 0; workloads/routing.py): the GPU of the EP 8 group with the most copies "
-         "paces the grouped expert GEMMs and the dispatch/combine. With capacity 1.25 each expert keeps at most "
-         "1.25x its balanced share of copies and drops the rest (GEMMs stay padded, so their cost is fixed); "
-         "dropless runs the GEMMs on what the busiest GPU receives. Table 3's smallest cluster at the paper's "
-         "batch; the ten points run in ~5 s on 2 CPU cores."),
+        (
+            "The paper assumes balanced routing and capacity-padded expert GEMMs (capacity factor 1.25). Here the "
+            "expert load follows Zipf's law with exponent s (share of the expert of rank r ~ r^-s, ranks permuted "
+            "over the 32 experts by seed 0; workloads/routing.py): the GPU of the EP 8 group with the most copies "
+            "paces the grouped expert GEMMs and the dispatch/combine. With capacity 1.25 each expert keeps at most "
+            "1.25x its balanced share of copies and drops the rest (GEMMs stay padded, so their cost is fixed); "
+            "dropless runs the GEMMs on what the busiest GPU receives. Table 3's smallest cluster at the paper's "
+            "batch; the ten points run in ~5 s on 2 CPU cores."
+        ),
         "",
-        ("| s | cap. 1.25 tok/s/GPU | copies dropped | dropless tok/s/GPU | dropless / cap. | busiest GPU load "
-         "(dropless, seed 0; seeds 0-9) | exposed EP ms cap. / dropless |"),
+        (
+            "| s | cap. 1.25 tok/s/GPU | copies dropped | dropless tok/s/GPU | dropless / cap. | busiest GPU load "
+            "(dropless, seed 0; seeds 0-9) | exposed EP ms cap. / dropless |"
+        ),
         "|---|---|---|---|---|---|---|",
     ]
     for s in cap.index:
         c, d = cap.loc[s], free.loc[s]
-        lines.append(f"| {s:g} | {c.tokens_per_s_per_gpu:,.0f} | {c.dropped_fraction:.1%} | "
-                     f"{d.tokens_per_s_per_gpu:,.0f} | {d.tokens_per_s_per_gpu / c.tokens_per_s_per_gpu:.2f}x | "
-                     f"{d.busiest_gpu_load:.2f}x ({d.busiest_gpu_load_min_seeds:.2f}-{d.busiest_gpu_load_max_seeds:.2f}) "
-                     f"| {c.exposed_ep_s * 1e3:.0f} / {d.exposed_ep_s * 1e3:.0f} |")
+        lines.append(
+            f"| {s:g} | {c.tokens_per_s_per_gpu:,.0f} | {c.dropped_fraction:.1%} | "
+            f"{d.tokens_per_s_per_gpu:,.0f} | {d.tokens_per_s_per_gpu / c.tokens_per_s_per_gpu:.2f}x | "
+            f"{d.busiest_gpu_load:.2f}x ({d.busiest_gpu_load_min_seeds:.2f}-{d.busiest_gpu_load_max_seeds:.2f}) "
+            f"| {c.exposed_ep_s * 1e3:.0f} / {d.exposed_ep_s * 1e3:.0f} |"
+        )
     lines += ["", _finding(cap, free), "", CAVEATS]
     return "\n".join(lines)
 
@@ -110,22 +133,36 @@ def _finding(cap: pd.DataFrame, free: pd.DataFrame) -> str:
     worse = [s for s in ratio.index if ratio[s] < 1]
     top = cap.index.max()
     model = model_preset(MODEL)
-    rows = MEGASCALE_MOE.micro_batch * DEFAULT_SEQ_LEN // MEGASCALE_MOE.intra_size * model.top_k * \
-        MEGASCALE_MOE.intra_size // model.num_experts
-    text = (f"Finding: under uniform load (s = 0) dropless is {ratio[0] - 1:+.0%} faster than capacity 1.25, whose "
-            f"expert GEMMs run on {math.ceil(rows * MEGASCALE_MOE.capacity_factor)} padded rows per expert instead "
-            f"of the {rows} received." if 0 in ratio.index else "Finding:")
+    rows = (
+        MEGASCALE_MOE.micro_batch
+        * DEFAULT_SEQ_LEN
+        // MEGASCALE_MOE.intra_size
+        * model.top_k
+        * MEGASCALE_MOE.intra_size
+        // model.num_experts
+    )
+    text = (
+        f"Finding: under uniform load (s = 0) dropless is {ratio[0] - 1:+.0%} faster than capacity 1.25, whose "
+        f"expert GEMMs run on {math.ceil(rows * MEGASCALE_MOE.capacity_factor)} padded rows per expert instead "
+        f"of the {rows} received."
+        if 0 in ratio.index
+        else "Finding:"
+    )
     if worse:
         s = worse[0]
-        text += (f" From s = {s:g} on, dropless is slower ({ratio[s]:.2f}x at s = {s:g}, {ratio[top]:.2f}x at "
-                 f"s = {top:g}): its busiest GPU holds {free.busiest_gpu_load[top]:.2f}x the balanced copies at "
-                 f"s = {top:g}, while capacity 1.25 keeps the step time flat "
-                 f"({cap.tokens_per_s_per_gpu.min():,.0f}-{cap.tokens_per_s_per_gpu.max():,.0f} tokens/s per GPU) by "
-                 f"dropping {cap.dropped_fraction[s]:.1%} of the copies at s = {s:g} and "
-                 f"{cap.dropped_fraction[top]:.1%} at s = {top:g}.")
-    return text + (" Throughput alone favours dropping once load is skewed; what the dropped copies cost in model "
-                   "quality is outside the simulator, which is why production routers balance the load instead "
-                   "(auxiliary loss or DeepSeek-V3's bias terms) rather than rely on either mode.")
+        text += (
+            f" From s = {s:g} on, dropless is slower ({ratio[s]:.2f}x at s = {s:g}, {ratio[top]:.2f}x at "
+            f"s = {top:g}): its busiest GPU holds {free.busiest_gpu_load[top]:.2f}x the balanced copies at "
+            f"s = {top:g}, while capacity 1.25 keeps the step time flat "
+            f"({cap.tokens_per_s_per_gpu.min():,.0f}-{cap.tokens_per_s_per_gpu.max():,.0f} tokens/s per GPU) by "
+            f"dropping {cap.dropped_fraction[s]:.1%} of the copies at s = {s:g} and "
+            f"{cap.dropped_fraction[top]:.1%} at s = {top:g}."
+        )
+    return text + (
+        " Throughput alone favours dropping once load is skewed; what the dropped copies cost in model "
+        "quality is outside the simulator, which is why production routers balance the load instead "
+        "(auxiliary loss or DeepSeek-V3's bias terms) rather than rely on either mode."
+    )
 
 
 CAVEATS = (
@@ -139,10 +176,25 @@ CAVEATS = (
 def run(out: Path, exponents: tuple[float, ...] = EXPONENTS, global_batch: int = GLOBAL_BATCH) -> str:
     """Write results/skew.csv and .png; return the markdown section."""
     frame = simulate_skew(exponents, global_batch)
-    columns = ["model", "layout", "gpus", "zipf", "dropless", "capacity_factor", "tokens_per_s",
-               "tokens_per_s_per_gpu", "dropped_fraction", "busiest_gpu_load", "busiest_gpu_load_min_seeds",
-               "busiest_gpu_load_max_seeds", "step_time_s", "mfu", "bubble_fraction",
-               *(c for c in frame.columns if c.startswith("exposed_")), "error"]
+    columns = [
+        "model",
+        "layout",
+        "gpus",
+        "zipf",
+        "dropless",
+        "capacity_factor",
+        "tokens_per_s",
+        "tokens_per_s_per_gpu",
+        "dropped_fraction",
+        "busiest_gpu_load",
+        "busiest_gpu_load_min_seeds",
+        "busiest_gpu_load_max_seeds",
+        "step_time_s",
+        "mfu",
+        "bubble_fraction",
+        *(c for c in frame.columns if c.startswith("exposed_")),
+        "error",
+    ]
     frame[columns].to_csv(out / "skew.csv", index=False, float_format="%.6g")
     plot(frame, out / "skew.png")
     return markdown(frame, global_batch)

@@ -29,7 +29,8 @@ SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch",
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
-    f"exposed_{kind}_s" for kind in COMM_KINDS]
+    f"exposed_{kind}_s" for kind in COMM_KINDS
+]
 
 Point = dict[str, object]
 
@@ -149,15 +150,24 @@ def _dask(points: list[Point], scheduler: str | object) -> Iterator[dict[str, ob
 
 
 def _describe(row: dict[str, object]) -> str:
-    params = " ".join(f"{k}={v}" for k, v in json.loads(str(row["point_id"])).items() if k not in DEFAULTS or
-                      k == "layout" or v != DEFAULTS[k])
+    params = " ".join(
+        f"{k}={v}"
+        for k, v in json.loads(str(row["point_id"])).items()
+        if k not in DEFAULTS or k == "layout" or v != DEFAULTS[k]
+    )
     if row.get("error"):
         return f"{params}: error: {row['error']}"
     return f"{params}: step {float(row['step_time_s']):.3f} s, {float(row['tokens_per_s']) / 1e3:.1f}k tokens/s"
 
 
-def run_sweep(points: list[Point], output: str | Path, *, jobs: int = 1, scheduler: str | object | None = None,
-              progress: Callable[[str], None] | None = None) -> Path:
+def run_sweep(
+    points: list[Point],
+    output: str | Path,
+    *,
+    jobs: int = 1,
+    scheduler: str | object | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
     """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
@@ -201,7 +211,9 @@ def run_sweep(points: list[Point], output: str | Path, *, jobs: int = 1, schedul
         try:
             pd.read_csv(table).to_parquet(output)
         except ImportError:
-            raise ConfigError("sweep.output", f"Parquet needs pyarrow (pip install pyarrow); rows are in {table}") from None
+            raise ConfigError(
+                "sweep.output", f"Parquet needs pyarrow (pip install pyarrow); rows are in {table}"
+            ) from None
     return output
 
 

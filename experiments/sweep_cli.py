@@ -11,8 +11,11 @@ COMMANDS = ("sweep", "search")
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register the sweep and search subparsers."""
     sweep = commands.add_parser("sweep", help="simulate a YAML grid of configurations into a CSV/Parquet table")
-    sweep.add_argument("file", help="sweep YAML: model, layout, gpus, global_batch, seq_len, micro_batch, "
-                                    "cluster, nic_bandwidth_GBps (scalars or lists), output")
+    sweep.add_argument(
+        "file",
+        help="sweep YAML: model, layout, gpus, global_batch, seq_len, micro_batch, "
+        "cluster, nic_bandwidth_GBps (scalars or lists), output",
+    )
     sweep.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
     sweep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
 

@@ -38,25 +38,27 @@ def simulate_table3() -> pd.DataFrame:
         megascale = simulate("paper-352b", "megascale-moe", gpus)
         paper_megatron = PAPER_MEGATRON_SELF_CONSISTENT[gpus]
         paper_megascale = PAPER_TOKENS_PER_S[gpus][1]
-        rows.append({
-            "gpus": gpus,
-            "paper_megatron_tokens_per_s": paper_megatron,
-            "sim_megatron_tokens_per_s": megatron.tokens_per_s,
-            "megatron_error": megatron.tokens_per_s / paper_megatron - 1,
-            "paper_megascale_tokens_per_s": paper_megascale,
-            "sim_megascale_tokens_per_s": megascale.tokens_per_s,
-            "megascale_error": megascale.tokens_per_s / paper_megascale - 1,
-            "paper_speedup": paper_megascale / paper_megatron,
-            "sim_speedup": megascale.tokens_per_s / megatron.tokens_per_s,
-            "sim_megatron_step_s": megatron.step_time_s,
-            "sim_megascale_step_s": megascale.step_time_s,
-            "paper_megascale_mfu": PAPER_MFU.get(gpus, float("nan")),
-            "sim_megascale_mfu": megascale.mfu,
-            "sim_megascale_mfu_6n": megascale.mfu_6n,
-            "sim_megatron_mfu": megatron.mfu,
-            "sim_megascale_bubble": megascale.bubble_fraction,
-            "sim_megatron_bubble": megatron.bubble_fraction,
-        })
+        rows.append(
+            {
+                "gpus": gpus,
+                "paper_megatron_tokens_per_s": paper_megatron,
+                "sim_megatron_tokens_per_s": megatron.tokens_per_s,
+                "megatron_error": megatron.tokens_per_s / paper_megatron - 1,
+                "paper_megascale_tokens_per_s": paper_megascale,
+                "sim_megascale_tokens_per_s": megascale.tokens_per_s,
+                "megascale_error": megascale.tokens_per_s / paper_megascale - 1,
+                "paper_speedup": paper_megascale / paper_megatron,
+                "sim_speedup": megascale.tokens_per_s / megatron.tokens_per_s,
+                "sim_megatron_step_s": megatron.step_time_s,
+                "sim_megascale_step_s": megascale.step_time_s,
+                "paper_megascale_mfu": PAPER_MFU.get(gpus, float("nan")),
+                "sim_megascale_mfu": megascale.mfu,
+                "sim_megascale_mfu_6n": megascale.mfu_6n,
+                "sim_megatron_mfu": megatron.mfu,
+                "sim_megascale_bubble": megascale.bubble_fraction,
+                "sim_megatron_bubble": megatron.bubble_fraction,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -65,11 +67,15 @@ def markdown(frame: pd.DataFrame) -> str:
     lines = [
         "## Table 3: strong scaling, 352B model, H800, global batch 720 x 8192",
         "",
-        ("Megatron-LM paper values are the self-consistent ones (151.1k at 240 GPUs, 545.1k at 960 GPUs; "
-        "see PAPER.md)."),
+        (
+            "Megatron-LM paper values are the self-consistent ones (151.1k at 240 GPUs, 545.1k at 960 GPUs; "
+            "see PAPER.md)."
+        ),
         "",
-        ("| GPUs | Megatron paper | Megatron sim | err | MegaScale paper | MegaScale sim | err "
-        "| speedup paper | speedup sim | MFU paper | MFU sim | MFU 6N sim |"),
+        (
+            "| GPUs | Megatron paper | Megatron sim | err | MegaScale paper | MegaScale sim | err "
+            "| speedup paper | speedup sim | MFU paper | MFU sim | MFU 6N sim |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in frame.itertuples():
@@ -85,8 +91,10 @@ def markdown(frame: pd.DataFrame) -> str:
     mae_mt = frame.megatron_error.abs().mean()
     lines += [
         "",
-        (f"Mean absolute error: MegaScale-MoE {mae_ms:.1%} (target <= 5%, each <= 10%), "
-        f"Megatron-LM {mae_mt:.1%} (target <= 10%, each <= 15%)."),
+        (
+            f"Mean absolute error: MegaScale-MoE {mae_ms:.1%} (target <= 5%, each <= 10%), "
+            f"Megatron-LM {mae_mt:.1%} (target <= 10%, each <= 15%)."
+        ),
         "",
         (
             "Fitted: only `gemm_mma_efficiency`, on the MegaScale-MoE 240-GPU cell (so its 0.0% error is by "

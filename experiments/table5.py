@@ -16,24 +16,45 @@ TOLERANCE = 0.04
 def simulate_table5() -> pd.DataFrame:
     reports = {layout: simulate("paper-352b", layout, 240) for layout in PAPER_NORMALIZED}
     base = reports["tp-tp"].tokens_per_s
-    return pd.DataFrame([
-        {"layout": layout, "paper": paper, "sim": reports[layout].tokens_per_s / base,
-         "sim_tokens_per_s": reports[layout].tokens_per_s, "error": reports[layout].tokens_per_s / base - paper}
-        for layout, paper in PAPER_NORMALIZED.items()
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "layout": layout,
+                "paper": paper,
+                "sim": reports[layout].tokens_per_s / base,
+                "sim_tokens_per_s": reports[layout].tokens_per_s,
+                "error": reports[layout].tokens_per_s / base - paper,
+            }
+            for layout, paper in PAPER_NORMALIZED.items()
+        ]
+    )
 
 
 def run(out: Path) -> str:
     frame = simulate_table5()
     frame.to_csv(out / "table5.csv", index=False, float_format="%.6g")
-    bar_comparison(out / "table5.png", title="Table 5: ablation at 240 GPUs (normalized throughput)",
-                   categories=list(frame.layout), xlabel="step", ylabel="throughput / TP+TP",
-                   series={"paper": frame.paper, "sim": frame.sim})
-    lines = ["## Table 5: ablation, 240 GPUs, normalized to TP+TP without overlap", "",
-             "| step | paper | sim | error |", "|---|---|---|---|"]
+    bar_comparison(
+        out / "table5.png",
+        title="Table 5: ablation at 240 GPUs (normalized throughput)",
+        categories=list(frame.layout),
+        xlabel="step",
+        ylabel="throughput / TP+TP",
+        series={"paper": frame.paper, "sim": frame.sim},
+    )
+    lines = [
+        "## Table 5: ablation, 240 GPUs, normalized to TP+TP without overlap",
+        "",
+        "| step | paper | sim | error |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {r.layout} | {r.paper:.2f} | {r.sim:.3f} | {r.error:+.3f} |" for r in frame.itertuples()]
-    lines += ["", ("Miss: SP+EP alone gains more than measured (1.20 vs 1.13): without overlap, the TP "
-              "baseline's four NCCL collectives per layer are charged at the full measured NVLink rate and "
-              "fully exposed; the paper's baseline likely hid part of them (e.g. Megatron-style async "
-              "all-gather in backward). The overlap steps are predicted within 0.02.")]
+    lines += [
+        "",
+        (
+            "Miss: SP+EP alone gains more than measured (1.20 vs 1.13): without overlap, the TP "
+            "baseline's four NCCL collectives per layer are charged at the full measured NVLink rate and "
+            "fully exposed; the paper's baseline likely hid part of them (e.g. Megatron-style async "
+            "all-gather in backward). The overlap steps are predicted within 0.02."
+        ),
+    ]
     return "\n".join(lines)

@@ -37,8 +37,11 @@ def run(out: Path) -> str:
     frame = simulate_weak_scaling()
     frame.to_csv(out / "weak-scaling.csv", index=False, float_format="%.6g")
     line_comparison(
-        out / "weak-scaling.png", title="Fig. 12: weak scaling (352B, batch 360-1,080)", x=list(frame.gpus),
-        xlabel="GPUs", ylabel="thousand tokens/s per GPU x 1000",
+        out / "weak-scaling.png",
+        title="Fig. 12: weak scaling (352B, batch 360-1,080)",
+        x=list(frame.gpus),
+        xlabel="GPUs",
+        ylabel="thousand tokens/s per GPU x 1000",
         series={
             "Megatron-LM sim": frame["megatron-lm_tokens_per_s_per_gpu"],
             "MegaScale-MoE sim": frame["megascale-moe_tokens_per_s_per_gpu"],
@@ -51,13 +54,17 @@ def run(out: Path) -> str:
         "|---|---|---|---|---|---|",
     ]
     for row in frame.itertuples(index=False):
-        lines.append(f"| {row.gpus} | {row.global_batch} | {row[2] / 1e3:.1f}k | {row[4] / 1e3:.1f}k "
-                     f"| {row.speedup:.2f}x | 1.74-1.79x |")
+        lines.append(
+            f"| {row.gpus} | {row.global_batch} | {row[2] / 1e3:.1f}k | {row[4] / 1e3:.1f}k "
+            f"| {row.speedup:.2f}x | 1.74-1.79x |"
+        )
     lines += [
         "",
-        (f"Per-GPU throughput degradation, smallest to largest point: Megatron-LM sim "
-        f"{degradation(frame, 'megatron-lm'):.2%} (paper 2.74%), MegaScale-MoE sim "
-        f"{degradation(frame, 'megascale-moe'):.2%} (paper 0.2%)."),
+        (
+            f"Per-GPU throughput degradation, smallest to largest point: Megatron-LM sim "
+            f"{degradation(frame, 'megatron-lm'):.2%} (paper 2.74%), MegaScale-MoE sim "
+            f"{degradation(frame, 'megascale-moe'):.2%} (paper 0.2%)."
+        ),
         "",
         (
             f"Miss: the ratio is {frame.speedup.min():.2f}-{frame.speedup.max():.2f}x (paper 1.74-1.79x) and "

@@ -85,8 +85,16 @@ class NicTransfer(NamedTuple):
 class PipelineEngine:
     """Simulates one step of ``workload`` on ``cluster``."""
 
-    def __init__(self, workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION,
-                 *, memoize: bool = True, record_ops: bool = False, faults: Faults | None = None) -> None:
+    def __init__(
+        self,
+        workload: StepWorkload,
+        cluster: ClusterSpec,
+        calibration: Calibration = DEFAULT_CALIBRATION,
+        *,
+        memoize: bool = True,
+        record_ops: bool = False,
+        faults: Faults | None = None,
+    ) -> None:
         self.workload = workload
         self.cluster = cluster
         self.cal = calibration
@@ -113,8 +121,9 @@ class PipelineEngine:
                 self.network.bytes_sent[("nvl", stage)] = 0.0
             self.nvlink_networks = [self.network] * workload.pp
         else:
-            self.nvlink_networks = [FluidNetwork(self.env, {("nvl", stage): self._nvlink_Bps(stage)})
-                                    for stage in range(workload.pp)]
+            self.nvlink_networks = [
+                FluidNetwork(self.env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
+            ]
         self._costs: dict[tuple, OpCosts] = {}
         self._memo: dict[tuple, TaskTiming] = {}
         self._arrivals: dict[tuple, simpy.Event] = {}
@@ -145,8 +154,15 @@ class PipelineEngine:
             network = FluidNetwork(env, {"nvl": self.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
             timing = TaskTiming()
             ops = self.workload.task_ops(key)
-            run_task(env, ops, self._op_costs(key, fault.compute_factor), network, ("nvl",), timing,
-                     lanes=self.workload.task_lanes(key))
+            run_task(
+                env,
+                ops,
+                self._op_costs(key, fault.compute_factor),
+                network,
+                ("nvl",),
+                timing,
+                lanes=self.workload.task_lanes(key),
+            )
             env.run()
             self.simulated_ops += len(ops)
             self._memo[memo_key] = timing
@@ -163,8 +179,16 @@ class PipelineEngine:
         ops = self.workload.task_ops(key)
         nic = (("nic_out", stage), ("nic_in", stage))
         costs = self._op_costs(key, self.stage_faults[stage].compute_factor)
-        yield run_task(self.env, ops, costs, self.nvlink_networks[stage], (("nvl", stage),), timing,
-                       lanes=self.workload.task_lanes(key), nic_links=nic)
+        yield run_task(
+            self.env,
+            ops,
+            costs,
+            self.nvlink_networks[stage],
+            (("nvl", stage),),
+            timing,
+            lanes=self.workload.task_lanes(key),
+            nic_links=nic,
+        )
         self.simulated_ops += len(ops)
         if self.record_ops:
             self.op_timings.append((stage, task, timing))
@@ -305,8 +329,17 @@ class PipelineEngine:
         for bucket in range(buckets):
             start = self.env.now
             yield self.network.transfer(links, params / buckets)
-            self.nic_transfers.append(NicTransfer("dp-params", self._stage_of(place), self._stage_of(place), start,
-                                                  self.env.now, params / buckets, (bucket,)))
+            self.nic_transfers.append(
+                NicTransfer(
+                    "dp-params",
+                    self._stage_of(place),
+                    self._stage_of(place),
+                    start,
+                    self.env.now,
+                    params / buckets,
+                    (bucket,),
+                )
+            )
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
         if not gate.triggered:
@@ -334,8 +367,10 @@ class PipelineEngine:
 
     def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
         """A callback that records a finished DP transfer."""
+
         def log(_event: simpy.Event) -> None:
             self.nic_transfers.append(NicTransfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
+
         return log
 
     def _stage_with_sync(self, place):
@@ -360,7 +395,12 @@ class PipelineEngine:
             self.env.process(self._stage_with_sync(place))
         self.env.run()
         step_time_s = max(log.end_s for log in self.stages)
-        return EngineResult(step_time_s, self.stages, dict(self._memo), self.simulated_ops,
-                            time.perf_counter() - wall_start, self._bytes_sent(),
-                            self.nic_transfers)
-
+        return EngineResult(
+            step_time_s,
+            self.stages,
+            dict(self._memo),
+            self.simulated_ops,
+            time.perf_counter() - wall_start,
+            self._bytes_sent(),
+            self.nic_transfers,
+        )

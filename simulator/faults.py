@@ -97,13 +97,14 @@ class Faults:
             _check("degrade", gpu, factor)
         for kind, gpu in self.failed:
             if kind != "nic":
-                raise ConfigError("fail_link", f"'{kind}:{gpu}': only a NIC can fail (nic:GPU); "
-                                  "a slow NVLink port is --degrade nvlink:GPU:FACTOR")
+                raise ConfigError(
+                    "fail_link",
+                    f"'{kind}:{gpu}': only a NIC can fail (nic:GPU); a slow NVLink port is --degrade nvlink:GPU:FACTOR",
+                )
             _check("fail_link", gpu, 1.0)
 
     @classmethod
-    def parse(cls, straggler: Iterable[str] = (), degrade: Iterable[str] = (),
-              fail_link: Iterable[str] = ()) -> Faults:
+    def parse(cls, straggler: Iterable[str] = (), degrade: Iterable[str] = (), fail_link: Iterable[str] = ()) -> Faults:
         """Build from command-line strings: 'GPU:FACTOR', 'nic:GPU:FACTOR' and 'nic:GPU'."""
         stragglers, degraded, failed = [], [], []
         for text in straggler:
@@ -114,8 +115,9 @@ class Faults:
         for text in degrade:
             parts = text.split(":")
             if len(parts) != 3:
-                raise ConfigError("degrade", f"{text!r}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, "
-                                  "e.g. nic:17:2")
+                raise ConfigError(
+                    "degrade", f"{text!r}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, e.g. nic:17:2"
+                )
             degraded.append((*_link("degrade", text, parts[0], parts[1]), _factor("degrade", text, parts[2])))
         for text in fail_link:
             parts = text.split(":")
@@ -129,22 +131,28 @@ class Faults:
 
     def describe(self) -> list[str]:
         """One string per fault, in the command line's words."""
-        return ([f"straggler {gpu}:{factor:g}" for gpu, factor in self.stragglers]
-                + [f"degrade {kind}:{gpu}:{factor:g}" for kind, gpu, factor in self.degraded]
-                + [f"fail-link {kind}:{gpu}" for kind, gpu in self.failed])
+        return (
+            [f"straggler {gpu}:{factor:g}" for gpu, factor in self.stragglers]
+            + [f"degrade {kind}:{gpu}:{factor:g}" for kind, gpu, factor in self.degraded]
+            + [f"fail-link {kind}:{gpu}" for kind, gpu in self.failed]
+        )
 
     def validate(self, cluster: ClusterSpec) -> None:
         """Check every GPU index against the cluster and that each failed NIC can be routed around."""
-        for field, gpus in (("straggler", [g for g, _ in self.stragglers]),
-                            ("degrade", [g for _, g, _ in self.degraded]),
-                            ("fail_link", [g for _, g in self.failed])):
+        for field, gpus in (
+            ("straggler", [g for g, _ in self.stragglers]),
+            ("degrade", [g for _, g, _ in self.degraded]),
+            ("fail_link", [g for _, g in self.failed]),
+        ):
             for gpu in gpus:
                 if gpu >= cluster.num_gpus:
                     raise ConfigError(field, f"GPU {gpu} is not in the cluster (indices 0..{cluster.num_gpus - 1})")
         for _, gpu in self.failed:
             if cluster.gpus_per_node == 1:
-                raise ConfigError("fail_link", f"nic:{gpu}: cannot reroute, GPU {gpu}'s node has no other GPU "
-                                  "to lend its NIC (gpus_per_node=1)")
+                raise ConfigError(
+                    "fail_link",
+                    f"nic:{gpu}: cannot reroute, GPU {gpu}'s node has no other GPU to lend its NIC (gpus_per_node=1)",
+                )
             if cluster.num_nodes == 1:
                 raise ConfigError("fail_link", f"nic:{gpu}: a single-node cluster sends nothing over NICs")
             self.proxy(cluster, gpu)
@@ -214,8 +222,9 @@ def scale_compute(costs: OpCosts, ops: tuple[Op, ...], factor: float) -> OpCosts
     """OpCosts with the compute kernels' times (compute ops and fused GEMMs) multiplied by ``factor``."""
     if factor == 1.0:
         return costs
-    return replace(costs, compute_s=tuple(c * factor if op.kind in KERNEL_KINDS else c
-                                          for c, op in zip(costs.compute_s, ops)))
+    return replace(
+        costs, compute_s=tuple(c * factor if op.kind in KERNEL_KINDS else c for c, op in zip(costs.compute_s, ops))
+    )
 
 
 def fault_path(cluster: ClusterSpec, src: int, dst: int, failed: frozenset[int]) -> list[Edge]:

@@ -58,9 +58,16 @@ def chunk_activation_bytes(workload: StepWorkload) -> float:
     if layout.recompute != "full" or not layout.recompute_kept_layers:
         return layers * per_layer
     kept = min(layout.recompute_kept_layers, layers)
-    stored = activation_bytes_per_layer(StepWorkload(workload.model, layout.with_(recompute="none",
-                                        recompute_kept_layers=0, recompute_to_fit=False), workload.num_gpus,
-                                        workload.gpus_per_node, workload.global_batch, workload.seq_len))
+    stored = activation_bytes_per_layer(
+        StepWorkload(
+            workload.model,
+            layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False),
+            workload.num_gpus,
+            workload.gpus_per_node,
+            workload.global_batch,
+            workload.seq_len,
+        )
+    )
     return (layers - kept) * per_layer + kept * stored
 
 
@@ -71,8 +78,14 @@ def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
         return workload
     best = workload
     for kept in range(1, workload.layers_per_chunk + 1):
-        candidate = StepWorkload(workload.model, layout.with_(recompute_kept_layers=kept), workload.num_gpus,
-                                 workload.gpus_per_node, workload.global_batch, workload.seq_len)
+        candidate = StepWorkload(
+            workload.model,
+            layout.with_(recompute_kept_layers=kept),
+            workload.num_gpus,
+            workload.gpus_per_node,
+            workload.global_batch,
+            workload.seq_len,
+        )
         if peak_memory(candidate).total_bytes > hbm_bytes:
             break
         best = candidate
@@ -111,8 +124,11 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     params = held * BYTES_BF16 / (dp if zero >= 3 else 1)
     grads = held * 4 / (dp if zero >= 2 else 1)  # gradients accumulate in FP32 (Sec. 5)
     groups = workload.stage_param_groups(stage)  # experts shard their states over expert_dp
-    optimizer = sum(h * 12 / (g if zero >= 1 else 1) for h, _, g in groups) if len(groups) > 1 else \
-        held * 12 / (dp if zero >= 1 else 1)
+    optimizer = (
+        sum(h * 12 / (g if zero >= 1 else 1) for h, _, g in groups)
+        if len(groups) > 1
+        else held * 12 / (dp if zero >= 1 else 1)
+    )
     in_flight = in_flight_micro_batches(workload, stage)
     activations = in_flight * chunk_activation_bytes(workload)
     local = workload.layout.micro_batch * workload.seq_len // workload.layout.intra_size

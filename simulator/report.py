@@ -58,21 +58,27 @@ class Report:
 
     def summary(self) -> str:
         comm = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.exposed_comm_s.items())
-        return "\n".join([
-            (f"{self.model} / {self.layout} on {self.gpus} GPUs (PP {self.pp}, DP {self.dp}, "
-            f"{self.micro_batches} micro-batches per pipeline, batch {self.global_batch} x {self.seq_len})"),
-            f"  step time        {self.step_time_s:.3f} s",
-            f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s",
-            f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
-            f"  bubble           {self.bubble_fraction * 100:.1f}%",
-            f"  exposed comm     {comm}",
-            f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
-            f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
-        ] + ([f"  faults           {', '.join(self.faults)}"] if self.faults else []))
+        return "\n".join(
+            [
+                (
+                    f"{self.model} / {self.layout} on {self.gpus} GPUs (PP {self.pp}, DP {self.dp}, "
+                    f"{self.micro_batches} micro-batches per pipeline, batch {self.global_batch} x {self.seq_len})"
+                ),
+                f"  step time        {self.step_time_s:.3f} s",
+                f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s",
+                f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
+                f"  bubble           {self.bubble_fraction * 100:.1f}%",
+                f"  exposed comm     {comm}",
+                f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
+                f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
+            ]
+            + ([f"  faults           {', '.join(self.faults)}"] if self.faults else [])
+        )
 
 
-def resolve(model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None,
-            gpus: int | None) -> tuple[ModelSpec, LayoutSpec, ClusterSpec]:
+def resolve(
+    model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None, gpus: int | None
+) -> tuple[ModelSpec, LayoutSpec, ClusterSpec]:
     """Turn preset names and .yaml/.yml paths into specs."""
     model = load_model(model)
     layout = load_layout(layout)
@@ -92,11 +98,20 @@ def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
     return 6.0 * dense + 12.0 * seq_len * model.hidden_size * model.num_layers
 
 
-def simulate(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None = None, *,
-             cluster: ClusterSpec | str | None = None, global_batch: int = DEFAULT_GLOBAL_BATCH,
-             seq_len: int = DEFAULT_SEQ_LEN, micro_batch: int | None = None,
-             calibration: Calibration = DEFAULT_CALIBRATION, memoize: bool = True, allow_oom: bool = False,
-             faults: Faults | None = None) -> Report:
+def simulate(
+    model: ModelSpec | str,
+    layout: LayoutSpec | str,
+    gpus: int | None = None,
+    *,
+    cluster: ClusterSpec | str | None = None,
+    global_batch: int = DEFAULT_GLOBAL_BATCH,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    micro_batch: int | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+    memoize: bool = True,
+    allow_oom: bool = False,
+    faults: Faults | None = None,
+) -> Report:
     """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom."""
     wall_start = time.perf_counter()
     model, layout, cluster = resolve(model, layout, cluster, gpus)
@@ -116,9 +131,12 @@ def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool =
     if peak.total_bytes <= hbm:
         return False
     if not allow_oom:
-        raise ConfigError("memory", f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
-                          f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}; "
-                          "pass --allow-oom / allow_oom=True to simulate anyway")
+        raise ConfigError(
+            "memory",
+            f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
+            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}; "
+            "pass --allow-oom / allow_oom=True to simulate anyway",
+        )
     return True
 
 
@@ -137,10 +155,22 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
     return Report(
-        model=workload.model.name, layout=workload.layout.name, gpus=cluster.num_gpus,
-        global_batch=workload.global_batch, seq_len=workload.seq_len, dp=dp, pp=workload.pp,
-        micro_batches=workload.micro_batches, step_time_s=step,
-        tokens_per_s=workload.tokens_per_step / step, mfu=model_flops / peak, mfu_6n=six_n / peak,
-        bubble_fraction=bubble, exposed_comm_s=exposed, compute_busy_s=critical.compute_busy_s,
-        peak_memory_gib=peak_memory(workload).total_gib, simulated_ops=result.simulated_ops, sim_wall_s=wall_s,
+        model=workload.model.name,
+        layout=workload.layout.name,
+        gpus=cluster.num_gpus,
+        global_batch=workload.global_batch,
+        seq_len=workload.seq_len,
+        dp=dp,
+        pp=workload.pp,
+        micro_batches=workload.micro_batches,
+        step_time_s=step,
+        tokens_per_s=workload.tokens_per_step / step,
+        mfu=model_flops / peak,
+        mfu_6n=six_n / peak,
+        bubble_fraction=bubble,
+        exposed_comm_s=exposed,
+        compute_busy_s=critical.compute_busy_s,
+        peak_memory_gib=peak_memory(workload).total_gib,
+        simulated_ops=result.simulated_ops,
+        sim_wall_s=wall_s,
     )

@@ -73,10 +73,17 @@ class OpCosts:
         )
 
 
-def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork,
-             comm_links: tuple, timing: TaskTiming,
-             transfer: Callable[[int, float], simpy.Event] | None = None,
-             lanes: tuple[int, ...] | None = None, nic_links: tuple = ()) -> simpy.Event:
+def run_task(
+    env: simpy.Environment,
+    ops: tuple[Op, ...],
+    costs: OpCosts,
+    network: FluidNetwork,
+    comm_links: tuple,
+    timing: TaskTiming,
+    transfer: Callable[[int, float], simpy.Event] | None = None,
+    lanes: tuple[int, ...] | None = None,
+    nic_links: tuple = (),
+) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
     Ops of one stream run in list order; an op starts when it heads its stream, the host has issued it
@@ -96,6 +103,7 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
     and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
     """
     if transfer is None:
+
         def transfer(index: int, nbytes: float) -> simpy.Event:
             event = network.transfer(comm_links, nbytes)
             if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
@@ -109,8 +117,10 @@ def run_task(env: simpy.Environment, ops: tuple[Op, ...], costs: OpCosts, networ
         streams.setdefault((lanes[index] if lanes else 0, op.stream), []).append(index)
     gpu = simpy.Resource(env, capacity=1) if lanes else None
     start_s = env.now
-    procs = [env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu))
-             for indices in streams.values()]
+    procs = [
+        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu))
+        for indices in streams.values()
+    ]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished

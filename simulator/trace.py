@@ -43,8 +43,13 @@ def stage_gpu(workload: StepWorkload, stage: int) -> tuple[int, int]:
 
 
 def _op_args(op: Op, direction: str, micro_batch: int, chunk: int) -> dict:
-    args: dict = {"kind": op.kind, "layer": op.layer, "micro_batch": micro_batch, "chunk": chunk,
-                  "direction": "forward" if direction == FORWARD else "backward"}
+    args: dict = {
+        "kind": op.kind,
+        "layer": op.layer,
+        "micro_batch": micro_batch,
+        "chunk": chunk,
+        "direction": "forward" if direction == FORWARD else "backward",
+    }
     if op.flops:
         args["flops"] = op.flops
     if op.gemm is not None:
@@ -56,9 +61,14 @@ def _op_args(op: Op, direction: str, micro_batch: int, chunk: int) -> dict:
     return args
 
 
-def stage_intervals(workload: StepWorkload, cluster: ClusterSpec, result: EngineResult, stage: int,
-                    micro_batches: int | None = None,
-                    calibration: Calibration = DEFAULT_CALIBRATION) -> dict[str, list[Interval]]:
+def stage_intervals(
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    result: EngineResult,
+    stage: int,
+    micro_batches: int | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> dict[str, list[Interval]]:
     """Absolute (start, end, name, args) intervals of one stage, by track (before lane splitting)."""
     tracks: dict[str, list[Interval]] = {name: [] for name in TRACKS}
     costs: dict[tuple, OpCosts] = {}
@@ -70,8 +80,14 @@ def stage_intervals(workload: StepWorkload, cluster: ClusterSpec, result: Engine
         if key not in costs:
             costs[key] = OpCosts.of(ops, cluster.gpu, calibration, cluster.gpu.nvlink_latency_s)
         label = f"{task.direction}{task.micro_batch}" + (f".{task.chunk}" if workload.chunks > 1 else "")
-        tracks[TASKS].append((begin, end, label, {"micro_batch": task.micro_batch, "chunk": task.chunk,
-                                                  "direction": task.direction, "ops": len(ops)}))
+        tracks[TASKS].append(
+            (
+                begin,
+                end,
+                label,
+                {"micro_batch": task.micro_batch, "chunk": task.chunk, "direction": task.direction, "ops": len(ops)},
+            )
+        )
         for index, start, stop in result.task_timings[key].intervals:
             op = ops[index]
             args = _op_args(op, task.direction, task.micro_batch, task.chunk)
@@ -91,8 +107,14 @@ def stage_intervals(workload: StepWorkload, cluster: ClusterSpec, result: Engine
             if micro_batches is not None and micro_batch >= micro_batches:
                 continue
             name = f"PP {'fwd' if direction == FORWARD else 'bwd'} mb{micro_batch} -> stage {dst}"
-            args = {"kind": "pp_send", "direction": direction, "micro_batch": micro_batch, "chunk": chunk,
-                    "dst_stage": dst, "bytes": t.nbytes}
+            args = {
+                "kind": "pp_send",
+                "direction": direction,
+                "micro_batch": micro_batch,
+                "chunk": chunk,
+                "dst_stage": dst,
+                "bytes": t.nbytes,
+            }
         else:
             name, args = f"{t.kind} bucket {t.key[0]}", {"kind": t.kind, "bucket": t.key[0], "bytes": t.nbytes}
         tracks[NIC_PP_T if t.kind == "pp" else NIC_DP_T].append((t.start_s, t.end_s, name, args))
@@ -116,9 +138,16 @@ def _us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
-def chrome_trace(workload: StepWorkload, cluster: ClusterSpec, result: EngineResult, *,
-                 stages: Iterable[int] | None = None, micro_batches: int | None = None,
-                 link_log: LinkLog | None = None, calibration: Calibration = DEFAULT_CALIBRATION) -> dict:
+def chrome_trace(
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    result: EngineResult,
+    *,
+    stages: Iterable[int] | None = None,
+    micro_batches: int | None = None,
+    link_log: LinkLog | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+) -> dict:
     """The trace-event JSON object of a simulated step (optionally only some stages / micro-batches)."""
     keep = sorted(set(range(workload.pp)) if stages is None else {s for s in stages if 0 <= s < workload.pp})
     events: list[dict] = []
@@ -126,8 +155,15 @@ def chrome_trace(workload: StepWorkload, cluster: ClusterSpec, result: EngineRes
     for stage in keep:
         pid = stage + 1
         node, local = stage_gpu(workload, stage)
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                       "args": {"name": f"stage {stage} (node {node}, GPU {local})"}})
+        events.append(
+            {
+                "ph": "M",
+                "name": "process_name",
+                "pid": pid,
+                "tid": 0,
+                "args": {"name": f"stage {stage} (node {node}, GPU {local})"},
+            }
+        )
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": stage}})
         tid = 0
         for track, intervals in stage_intervals(workload, cluster, result, stage, micro_batches, calibration).items():
@@ -135,15 +171,29 @@ def chrome_trace(workload: StepWorkload, cluster: ClusterSpec, result: EngineRes
                 tid += 1
                 name = track if lane_no == 0 else f"{track} #{lane_no + 1}"
                 events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
-                events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                               "args": {"sort_index": tid}})
+                events.append(
+                    {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+                )
                 for start, end, label, args in lane:
                     ts = _us(start)
-                    events.append({"ph": "X", "name": label, "cat": track, "pid": pid, "tid": tid, "ts": ts,
-                                   "dur": round(_us(end) - ts, 3), "args": args})
+                    events.append(
+                        {
+                            "ph": "X",
+                            "name": label,
+                            "cat": track,
+                            "pid": pid,
+                            "tid": tid,
+                            "ts": ts,
+                            "dur": round(_us(end) - ts, 3),
+                            "args": args,
+                        }
+                    )
                     if track == NIC_PP_T and args.get("kind") == "pp_send":
                         slots[("send", args["direction"], args["micro_batch"], args["chunk"], args["dst_stage"])] = (
-                            pid, tid, ts)
+                            pid,
+                            tid,
+                            ts,
+                        )
                     if track == TASKS:
                         slots[("task", args["direction"], args["micro_batch"], args["chunk"], stage)] = (pid, tid, ts)
     events += _flows(workload, result, slots, set(keep), micro_batches)
@@ -151,15 +201,25 @@ def chrome_trace(workload: StepWorkload, cluster: ClusterSpec, result: EngineRes
         direction, stage = name.split(" ")
         if int(stage) in keep:
             counter = "NIC out utilisation" if direction == "nic_out" else "NIC in utilisation"
-            events += [{"ph": "C", "name": counter, "pid": int(stage) + 1, "ts": _us(t), "args": {"value": round(u, 4)}}
-                       for t, u in points]
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"model": workload.model.name, "layout": workload.layout.name, "gpus": workload.num_gpus,
-                          "step_time_s": result.step_time_s}}
+            events += [
+                {"ph": "C", "name": counter, "pid": int(stage) + 1, "ts": _us(t), "args": {"value": round(u, 4)}}
+                for t, u in points
+            ]
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "model": workload.model.name,
+            "layout": workload.layout.name,
+            "gpus": workload.num_gpus,
+            "step_time_s": result.step_time_s,
+        },
+    }
 
 
-def _flows(workload: StepWorkload, result: EngineResult, slots: dict, keep: set[int],
-           micro_batches: int | None) -> list[dict]:
+def _flows(
+    workload: StepWorkload, result: EngineResult, slots: dict, keep: set[int], micro_batches: int | None
+) -> list[dict]:
     """Flow arrows from each PP send on the sender's NIC to the receiving task."""
     events = []
     for number, t in enumerate(t for t in result.nic_transfers if t.kind == "pp"):
@@ -209,11 +269,20 @@ class TracedRun(NamedTuple):
     cluster: ClusterSpec
 
 
-def simulate_with_trace(model: ModelSpec | str, layout: LayoutSpec | str, gpus: int | None = None, *,
-                        cluster: ClusterSpec | str | None = None, global_batch: int = DEFAULT_GLOBAL_BATCH,
-                        seq_len: int = DEFAULT_SEQ_LEN, micro_batch: int | None = None,
-                        stages: Iterable[int] | None = None, micro_batches: int | None = None,
-                        calibration: Calibration = DEFAULT_CALIBRATION, trace: bool = True) -> TracedRun:
+def simulate_with_trace(
+    model: ModelSpec | str,
+    layout: LayoutSpec | str,
+    gpus: int | None = None,
+    *,
+    cluster: ClusterSpec | str | None = None,
+    global_batch: int = DEFAULT_GLOBAL_BATCH,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    micro_batch: int | None = None,
+    stages: Iterable[int] | None = None,
+    micro_batches: int | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+    trace: bool = True,
+) -> TracedRun:
     """Simulate one step like ``simulate`` and also return the raw result and (if asked) its Chrome trace."""
     wall_start = time.perf_counter()
     model, layout, cluster = resolve(model, layout, cluster, gpus)
@@ -224,8 +293,19 @@ def simulate_with_trace(model: ModelSpec | str, layout: LayoutSpec | str, gpus: 
     link_log = record_link_utilisation(engine)
     result = engine.run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
-    events = chrome_trace(workload, cluster, result, stages=stages, micro_batches=micro_batches,
-                          link_log=link_log, calibration=calibration) if trace else None
+    events = (
+        chrome_trace(
+            workload,
+            cluster,
+            result,
+            stages=stages,
+            micro_batches=micro_batches,
+            link_log=link_log,
+            calibration=calibration,
+        )
+        if trace
+        else None
+    )
     return TracedRun(report, result, events, workload, cluster)
 
 

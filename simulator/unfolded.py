@@ -56,12 +56,22 @@ class _Barrier:
 class UnfoldedEngine(PipelineEngine):
     """Simulates one step of ``workload`` on ``cluster`` with every GPU and every flow explicit."""
 
-    def __init__(self, workload: StepWorkload, cluster: ClusterSpec,
-                 calibration: Calibration = DEFAULT_CALIBRATION, faults: Faults | None = None) -> None:
+    def __init__(
+        self,
+        workload: StepWorkload,
+        cluster: ClusterSpec,
+        calibration: Calibration = DEFAULT_CALIBRATION,
+        faults: Faults | None = None,
+    ) -> None:
         super().__init__(workload, cluster, calibration, memoize=False, faults=faults)
         graph = build_cluster(cluster)
-        self.network = FluidNetwork(self.env, {(a, b): data["bandwidth_Bps"] / self._edge_factor(a, b, data["kind"])
-                                               for a, b, data in graph.edges(data=True)})
+        self.network = FluidNetwork(
+            self.env,
+            {
+                (a, b): data["bandwidth_Bps"] / self._edge_factor(a, b, data["kind"])
+                for a, b, data in graph.edges(data=True)
+            },
+        )
         self._failed = self.faults.failed_nics()
         self.n = workload.layout.intra_size
         self._logs: dict[Place, StageLog] = {place: StageLog() for place in self._places()}

@@ -11,8 +11,20 @@ from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.step import StepWorkload
 
-COLUMNS = {"point", "gpus", "steps", "wall_s", "engine_s", "simulated_ops", "represented_ops", "ops_per_s",
-           "cost_per_op_vs_simpy", "cost_per_step_op_vs_simpy", "peak_mem_mib", "step_time_s"}
+COLUMNS = {
+    "point",
+    "gpus",
+    "steps",
+    "wall_s",
+    "engine_s",
+    "simulated_ops",
+    "represented_ops",
+    "ops_per_s",
+    "cost_per_op_vs_simpy",
+    "cost_per_step_op_vs_simpy",
+    "peak_mem_mib",
+    "step_time_s",
+}
 
 
 @pytest.mark.benchmark
@@ -32,7 +44,9 @@ def test_bench_table_structure() -> None:
 
 def test_represented_ops_counts_every_task() -> None:
     workload = StepWorkload(model_preset("paper-352b"), layout_preset("megascale-moe"), 1440, 8, 720, 8192)
-    per_task = {key: len(workload.task_ops(key)) for key in
-                {workload.task_key(s, t) for s in range(workload.pp) for t in workload.stage_order(s)}}
+    per_task = {
+        key: len(workload.task_ops(key))
+        for key in {workload.task_key(s, t) for s in range(workload.pp) for t in workload.stage_order(s)}
+    }
     tasks = sum(len(workload.stage_order(s)) for s in range(workload.pp))
     assert min(per_task.values()) * tasks <= represented_ops(workload) <= max(per_task.values()) * tasks

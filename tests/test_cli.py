@@ -17,8 +17,15 @@ def test_run_json_structure(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     assert err == ""
     report = json.loads(out)
-    for key in ("step_time_s", "tokens_per_s", "mfu", "bubble_fraction", "exposed_comm_s", "peak_memory_gib",
-                "sim_wall_s"):
+    for key in (
+        "step_time_s",
+        "tokens_per_s",
+        "mfu",
+        "bubble_fraction",
+        "exposed_comm_s",
+        "peak_memory_gib",
+        "sim_wall_s",
+    ):
         assert key in report, key
     assert set(report["exposed_comm_s"]) == {"tp", "sp", "ep", "pp", "dp"}
     assert all(isinstance(v, float) and v >= 0.0 for v in report["exposed_comm_s"].values())
@@ -42,15 +49,18 @@ def test_run_text_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert "step time" in out and "throughput" in out and "bubble" in out
 
 
-@pytest.mark.parametrize("argv,field", [
-    (["run", "--model", "no-such-model"], "model"),
-    (["run", "--layout", "no-such-layout"], "layout"),
-    (["run", "--gpus", "100"], "gpus"),  # not a multiple of 8
-    (["run", "--gpus", "250"], "gpus"),  # not a multiple of 8
-    (["run", "--gpus", "128"], "gpus"),  # a multiple of 8 but not of 8 x PP 15
-    (["run", "--cluster", "no-such-cluster"], "cluster"),
-    (["run", "--global-batch", "31"], "global_batch"),  # not divisible by DP 2
-])
+@pytest.mark.parametrize(
+    "argv,field",
+    [
+        (["run", "--model", "no-such-model"], "model"),
+        (["run", "--layout", "no-such-layout"], "layout"),
+        (["run", "--gpus", "100"], "gpus"),  # not a multiple of 8
+        (["run", "--gpus", "250"], "gpus"),  # not a multiple of 8
+        (["run", "--gpus", "128"], "gpus"),  # a multiple of 8 but not of 8 x PP 15
+        (["run", "--cluster", "no-such-cluster"], "cluster"),
+        (["run", "--global-batch", "31"], "global_batch"),  # not divisible by DP 2
+    ],
+)
 def test_bad_input_one_line_exit_2(argv: list[str], field: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     out, err = capsys.readouterr()

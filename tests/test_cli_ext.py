@@ -8,8 +8,23 @@ from experiments.cli import main
 
 
 def test_run_with_cross_node_ep_and_skew(capsys) -> None:
-    argv = ["run", "--gpus", "240", "--global-batch", "30", "--ep", "16", "--ep-max-nodes", "2", "--zipf", "1.1",
-            "--seed", "5", "--dropless", "--json"]
+    argv = [
+        "run",
+        "--gpus",
+        "240",
+        "--global-batch",
+        "30",
+        "--ep",
+        "16",
+        "--ep-max-nodes",
+        "2",
+        "--zipf",
+        "1.1",
+        "--seed",
+        "5",
+        "--dropless",
+        "--json",
+    ]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["step_time_s"] > 0 and report["dp"] == 2

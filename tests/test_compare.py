@@ -31,8 +31,10 @@ def test_point_that_cannot_run_is_a_row_with_its_error() -> None:
 def test_compare_nic_and_layouts_csv(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """2 layouts x 2 NIC bandwidths x 1 GPU count = 4 rows; a faster NIC never slows a step down."""
     out = tmp_path / "x.csv"
-    assert main(["compare", *FAST, "--layouts", "megascale-moe,megatron-lm", "--nic-gbps", "25,100",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["compare", *FAST, "--layouts", "megascale-moe,megatron-lm", "--nic-gbps", "25,100", "--out", str(out)])
+        == 0
+    )
     frame = pd.read_csv(out)
     assert len(frame) == 4 and (tmp_path / "x.png").exists()
     assert sorted(frame.nic_gbps.unique()) == [25.0, 100.0]

@@ -22,8 +22,16 @@ from workloads.config import (
 from workloads.layouts import LAYOUT_PRESETS, MEGASCALE_MOE
 from workloads.models import MODEL_PRESETS
 
-TINY = {"name": "tiny", "num_layers": 4, "hidden_size": 1024, "num_heads": 16, "num_kv_heads": 4,
-        "expert_ffn_size": 2048, "num_experts": 8, "top_k": 2}
+TINY = {
+    "name": "tiny",
+    "num_layers": 4,
+    "hidden_size": 1024,
+    "num_heads": 16,
+    "num_kv_heads": 4,
+    "expert_ffn_size": 2048,
+    "num_experts": 8,
+    "top_k": 2,
+}
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -61,15 +69,18 @@ def test_model_name_defaults_to_stem(tmp_path: Path) -> None:
     assert load_model(write(tmp_path, "small.yaml", yaml.safe_dump(data))).name == "small"
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"foo": 1}, "model.foo"),
-    ({"num_layers": "4"}, "model.num_layers"),
-    ({"num_layers": True}, "model.num_layers"),
-    ({"num_layers": 4.0}, "model.num_layers"),
-    ({"hidden_size": None}, "model.hidden_size"),
-    ({"top_k": 0}, "model.top_k"),
-    ({"num_heads": 3}, "model.num_heads"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"foo": 1}, "model.foo"),
+        ({"num_layers": "4"}, "model.num_layers"),
+        ({"num_layers": True}, "model.num_layers"),
+        ({"num_layers": 4.0}, "model.num_layers"),
+        ({"hidden_size": None}, "model.hidden_size"),
+        ({"top_k": 0}, "model.top_k"),
+        ({"num_heads": 3}, "model.num_heads"),
+    ],
+)
 def test_model_errors_name_the_field(change: dict, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         model_from_dict({**TINY, **change})
@@ -85,15 +96,18 @@ def test_missing_and_unknown_messages() -> None:
         model_from_dict({**TINY, "foo": 1})
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"base": "nope"}, "layout.base"),
-    ({"base": 3}, "layout.base"),
-    ({"base": "megascale-moe", "pp": "2"}, "layout.pp"),
-    ({"base": "megascale-moe", "inter_op_overlap": "yes"}, "layout.inter_op_overlap"),
-    ({"base": "megascale-moe", "capacity_factor": float("nan")}, "layout.capacity_factor"),
-    ({"base": "megascale-moe", "recompute": "some"}, "layout.recompute"),
-    ({"pp": 2}, "layout.name"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"base": "nope"}, "layout.base"),
+        ({"base": 3}, "layout.base"),
+        ({"base": "megascale-moe", "pp": "2"}, "layout.pp"),
+        ({"base": "megascale-moe", "inter_op_overlap": "yes"}, "layout.inter_op_overlap"),
+        ({"base": "megascale-moe", "capacity_factor": float("nan")}, "layout.capacity_factor"),
+        ({"base": "megascale-moe", "recompute": "some"}, "layout.recompute"),
+        ({"pp": 2}, "layout.name"),
+    ],
+)
 def test_layout_errors_name_the_field(data: dict, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         layout_from_dict(data)
@@ -125,8 +139,12 @@ def test_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_resolve_accepts_paths(tmp_path: Path) -> None:
-    model, layout, _ = resolve(write(tmp_path, "m.yaml", yaml.safe_dump(TINY)),
-                               write(tmp_path, "l.yaml", "base: megascale-moe\npp: 2\n"), None, 16)
+    model, layout, _ = resolve(
+        write(tmp_path, "m.yaml", yaml.safe_dump(TINY)),
+        write(tmp_path, "l.yaml", "base: megascale-moe\npp: 2\n"),
+        None,
+        16,
+    )
     assert model.name == "tiny" and layout.pp == 2
 
 

@@ -102,8 +102,9 @@ def test_dualpipe_bubble_readme_formula_unit_tasks(stages: int) -> None:
     (PP/2 - 1)(F&B + B - 3W) (deepseek-ai/DualPipe README): for PP 4 and F&B 3, 1 x (3 + 2 - 3) = 2.
     The README's figure draws F = Bi = W; with other ratios the bubble differs (see the engine test)."""
     for f_and_b in (3.0, 2.5):
-        idle = _replay(stages, 2 * stages, {FORWARD: 1, BACKWARD: 2, BACKWARD_INPUT: 1, WEIGHT: 1,
-                                            FORWARD_BACKWARD: f_and_b})
+        idle = _replay(
+            stages, 2 * stages, {FORWARD: 1, BACKWARD: 2, BACKWARD_INPUT: 1, WEIGHT: 1, FORWARD_BACKWARD: f_and_b}
+        )
         assert max(idle) == pytest.approx(bubble_dualpipe_s(stages, f_and_b, 2, 1), abs=1e-12)
     assert bubble_dualpipe_s(4, 3, 2, 1) == 2.0
 
@@ -124,7 +125,9 @@ def test_split_backward_partitions_the_full_backward() -> None:
     inputs, weights = workload.task_ops((BACKWARD_INPUT, False, False)), workload.task_ops((WEIGHT, False, False))
     assert len(inputs) + len(weights) == len(full)
     assert weights and all(op.name.endswith(".wgrad") and op.deps == () for op in weights)
-    assert sum(op.flops for op in inputs) + sum(op.flops for op in weights) == pytest.approx(sum(op.flops for op in full))
+    assert sum(op.flops for op in inputs) + sum(op.flops for op in weights) == pytest.approx(
+        sum(op.flops for op in full)
+    )
     assert all(dep < i for i, op in enumerate(inputs) for dep in op.deps)
 
 
@@ -166,8 +169,10 @@ def test_dualpipe_engine_bubble_matches_formula_and_beats_1f1b(pp: int, micro_ba
     result = engine.run()
     end = max(log.pipeline_end_s for log in result.stages)
     idle = max(end - log.busy_s for log in result.stages)
-    d = {kind: engine.task_timing((kind, False, False)).duration_s
-         for kind in (FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT)}
+    d = {
+        kind: engine.task_timing((kind, False, False)).duration_s
+        for kind in (FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT)
+    }
     d[FORWARD_BACKWARD] = engine.task_timing((FORWARD_BACKWARD, False, False, False, False)).duration_s
     assert d[FORWARD_BACKWARD] <= d[FORWARD] + d[BACKWARD]
     assert idle == pytest.approx(max(_replay(pp, micro_batches, d)), rel=0.02)
@@ -212,7 +217,8 @@ def test_dualpipe_memory_two_parameter_copies_and_pp_plus_one_activations() -> N
     for stage in range(4):
         # stage s holds blocks s and pp-1-s, so stages 0 and pp-1 both hold the embedding and the head
         assert workload.stage_params_per_gpu(stage) == pytest.approx(
-            tuple(2 * x for x in one_f.stage_params_per_gpu(stage)))
+            tuple(2 * x for x in one_f.stage_params_per_gpu(stage))
+        )
         assert in_flight_micro_batches(workload, stage) == 5
         live = peak = 0
         for task in dualpipe(stage, 4, 8):

@@ -21,8 +21,17 @@ from workloads.step import StepWorkload
 
 CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
 # 32 equal layers; a vocabulary of 8 makes the embedding and LM head negligible.
-EQUAL = ModelSpec("equal", num_layers=32, hidden_size=2048, num_heads=8, num_kv_heads=8, expert_ffn_size=4096,
-                  num_experts=8, top_k=2, vocab_size=8)
+EQUAL = ModelSpec(
+    "equal",
+    num_layers=32,
+    hidden_size=2048,
+    num_heads=8,
+    num_kv_heads=8,
+    expert_ffn_size=4096,
+    num_experts=8,
+    top_k=2,
+    vocab_size=8,
+)
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
 
@@ -30,30 +39,49 @@ SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
 def _toy(n: int, pp: int, dp: int, m: int, **layout) -> tuple[StepWorkload, ClusterSpec]:
     """The toy GPU, n GPUs per node = intra size, a near-free NIC unless the layout says otherwise."""
     lay = layout_preset("megascale-moe").with_(pp=pp, micro_batch=1, intra_size=n, **layout)
-    spec = ClusterSpec(toy_gpu(), num_gpus=n * pp * dp, gpus_per_node=n, nic_bandwidth_Bps=1e15,
-                       nic_efficiency=1.0, nic_latency_s=1e-12)
+    spec = ClusterSpec(
+        toy_gpu(),
+        num_gpus=n * pp * dp,
+        gpus_per_node=n,
+        nic_bandwidth_Bps=1e15,
+        nic_efficiency=1.0,
+        nic_latency_s=1e-12,
+    )
     return StepWorkload(EQUAL, lay, spec.num_gpus, n, m * dp, 4096), spec
 
 
 # --- parsing, validation, placement ----------------------------------------------------------------
+
 
 def test_parse_and_describe_round_trip() -> None:
     faults = Faults.parse(["3:1.2", "9:2"], ["nic:17:2", "nvlink:4:1.5"], ["nic:5"])
     assert faults.stragglers == ((3, 1.2), (9, 2.0))
     assert faults.degraded == (("nic", 17, 2.0), ("nvlink", 4, 1.5))
     assert faults.failed == (("nic", 5),)
-    assert faults.describe() == ["straggler 3:1.2", "straggler 9:2", "degrade nic:17:2", "degrade nvlink:4:1.5",
-                                 "fail-link nic:5"]
+    assert faults.describe() == [
+        "straggler 3:1.2",
+        "straggler 9:2",
+        "degrade nic:17:2",
+        "degrade nvlink:4:1.5",
+        "fail-link nic:5",
+    ]
     assert not Faults() and faults
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    ({"straggler": ["3"]}, "straggler"), ({"straggler": ["3:0.9"]}, "straggler"),
-    ({"straggler": ["x:2"]}, "straggler"), ({"straggler": ["3:nan"]}, "straggler"),
-    ({"straggler": ["-1:2"]}, "straggler"), ({"degrade": ["nic:3"]}, "degrade"),
-    ({"degrade": ["pcie:3:2"]}, "degrade"), ({"fail_link": ["nvlink:3"]}, "fail_link"),
-    ({"fail_link": ["17"]}, "fail_link"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"straggler": ["3"]}, "straggler"),
+        ({"straggler": ["3:0.9"]}, "straggler"),
+        ({"straggler": ["x:2"]}, "straggler"),
+        ({"straggler": ["3:nan"]}, "straggler"),
+        ({"straggler": ["-1:2"]}, "straggler"),
+        ({"degrade": ["nic:3"]}, "degrade"),
+        ({"degrade": ["pcie:3:2"]}, "degrade"),
+        ({"fail_link": ["nvlink:3"]}, "fail_link"),
+        ({"fail_link": ["17"]}, "fail_link"),
+    ],
+)
 def test_bad_faults_name_the_field(kwargs: dict, field: str) -> None:
     with pytest.raises(ConfigError) as error:
         Faults.parse(**kwargs)
@@ -87,6 +115,7 @@ def test_stage_faults_take_the_slowest_member() -> None:
 
 # --- (1) a straggler ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("factor", [1.2, 2.0])
 def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
     """1F1B, p = 4 equal stages, m = 8, one GPU per stage (no collectives), near-free network, no DP.
@@ -101,8 +130,9 @@ def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
     workload, cluster = _toy(1, 4, 1, 8)
     healthy = PipelineEngine(workload, cluster, CAL)
     base = healthy.run().step_time_s
-    last = healthy.task_timing((FORWARD, False, True)).duration_s + healthy.task_timing(
-        (BACKWARD, False, True)).duration_s
+    last = (
+        healthy.task_timing((FORWARD, False, True)).duration_s + healthy.task_timing((BACKWARD, False, True)).duration_s
+    )
     f_mid = healthy.task_timing((FORWARD, False, False)).duration_s
     b_mid = healthy.task_timing((BACKWARD, False, False)).duration_s
     assert last >= f_mid + b_mid  # the LM-head stage is (barely) the slowest even when healthy
@@ -119,22 +149,31 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
     base = healthy.run().step_time_s
     faulty = PipelineEngine(workload, cluster, CAL, faults=Faults(stragglers=[(3 * 8 + 5, 1.2)]))
     slow = faulty.run().step_time_s
-    extra = sum(faulty.task_timing(key, 3).duration_s - healthy.task_timing(key).duration_s
-                for key in ((FORWARD, False, True), (BACKWARD, False, True)))
-    assert 0 < extra < 0.2 * sum(healthy.task_timing(k).duration_s for k in ((FORWARD, False, True),
-                                                                             (BACKWARD, False, True)))
+    extra = sum(
+        faulty.task_timing(key, 3).duration_s - healthy.task_timing(key).duration_s
+        for key in ((FORWARD, False, True), (BACKWARD, False, True))
+    )
+    assert (
+        0
+        < extra
+        < 0.2 * sum(healthy.task_timing(k).duration_s for k in ((FORWARD, False, True), (BACKWARD, False, True)))
+    )
     assert slow - base == pytest.approx(8 * extra, rel=1e-9)
     # Memoization keeps the slow stage's timings apart from the healthy stages'.
-    assert faulty.task_timing((FORWARD, False, False), 1).duration_s == healthy.task_timing(
-        (FORWARD, False, False)).duration_s
+    assert (
+        faulty.task_timing((FORWARD, False, False), 1).duration_s
+        == healthy.task_timing((FORWARD, False, False)).duration_s
+    )
 
 
 # --- (2) a degraded NIC -------------------------------------------------------------------------------
 
+
 def _nic_case(pp: int, dp: int, **layout) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset("megascale-moe").with_(pp=pp, micro_batch=1, **layout)
-    spec = ClusterSpec(toy_gpu(), num_gpus=8 * pp * dp, gpus_per_node=8, nic_bandwidth_Bps=50e9,
-                       nic_efficiency=1.0, nic_latency_s=5e-6)
+    spec = ClusterSpec(
+        toy_gpu(), num_gpus=8 * pp * dp, gpus_per_node=8, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
+    )
     return StepWorkload(EQUAL, lay, spec.num_gpus, 8, 4 * dp, 4096), spec
 
 
@@ -165,6 +204,7 @@ def test_degraded_nic_slows_pp_sends_by_its_factor() -> None:
 
 # --- (3) a failed NIC ---------------------------------------------------------------------------------
 
+
 def test_failed_nic_without_a_neighbour_is_one_line() -> None:
     cluster = ClusterSpec(toy_gpu(), num_gpus=4, gpus_per_node=1)
     layout = layout_preset("megascale-moe").with_(pp=2, intra_size=1)
@@ -179,8 +219,15 @@ def test_failed_nic_reroutes_and_costs() -> None:
     stage sees half a NIC: the folded step equals that of a NIC degraded by 2, and is slower than healthy."""
     workload, cluster = _nic_case(2, 2)
     base = PipelineEngine(workload, cluster, CAL).run().step_time_s
-    failed = simulate(EQUAL, workload.layout, cluster=cluster, global_batch=8, seq_len=4096, calibration=CAL,
-                      faults=Faults(failed=[("nic", 3)]))
+    failed = simulate(
+        EQUAL,
+        workload.layout,
+        cluster=cluster,
+        global_batch=8,
+        seq_len=4096,
+        calibration=CAL,
+        faults=Faults(failed=[("nic", 3)]),
+    )
     halved = PipelineEngine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 3, 2.0)])).run().step_time_s
     assert failed.step_time_s > base
     assert failed.step_time_s == pytest.approx(halved, rel=1e-12)
@@ -193,6 +240,7 @@ def test_failed_nic_reroutes_and_costs() -> None:
 
 
 # --- (4) folded == unfolded ----------------------------------------------------------------------------
+
 
 def _unfolded_case(model: ModelSpec, gpus: int, n: int, pp: int, layout: str = "megascale-moe"):
     lay = layout_preset(layout).with_(pp=pp, intra_size=n)
@@ -209,9 +257,16 @@ EXACT = [
 ]
 
 
-@pytest.mark.parametrize("case", [(TINY, 16, 4, 4, "megascale-moe"), (TINY, 16, 4, 2, "megascale-moe"),
-                                  (SMALL, 32, 8, 2, "megascale-moe"), (TINY, 32, 4, 4, "megatron-lm")],
-                         ids=lambda c: f"{c[4]}-{c[1]}gpus-pp{c[3]}")
+@pytest.mark.parametrize(
+    "case",
+    [
+        (TINY, 16, 4, 4, "megascale-moe"),
+        (TINY, 16, 4, 2, "megascale-moe"),
+        (SMALL, 32, 8, 2, "megascale-moe"),
+        (TINY, 32, 4, 4, "megatron-lm"),
+    ],
+    ids=lambda c: f"{c[4]}-{c[1]}gpus-pp{c[3]}",
+)
 @pytest.mark.parametrize("faults", EXACT, ids=lambda f: ",".join(f.describe()))
 def test_folded_equals_unfolded_with_faults(case, faults: Faults) -> None:
     """Faults within one stage of one replica: every member waits for the slow one at each collective
@@ -229,7 +284,8 @@ def test_failed_nic_folded_vs_unfolded() -> None:
     faults = Faults(failed=[("nic", 5)])
     workload, cluster = _unfolded_case(TINY, 16, 4, 4)
     assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(
-        PipelineEngine(workload, cluster, faults=faults).run().step_time_s, rel=1e-9)
+        PipelineEngine(workload, cluster, faults=faults).run().step_time_s, rel=1e-9
+    )
     workload, cluster = _unfolded_case(SMALL, 32, 8, 2)
     folded = PipelineEngine(workload, cluster, faults=faults).run().step_time_s
     assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(folded, rel=1e-3)
@@ -242,30 +298,43 @@ def test_where_folding_is_not_exact() -> None:
     a slow NIC on the same GPU, or faults in different replicas (the folded view charges both to every
     replica), then differ by well under 1%."""
     workload, cluster = _unfolded_case(SMALL, 32, 8, 2)
-    for faults in (Faults(stragglers=[(5, 1.5)], degraded=[("nic", 5, 3.0)]),
-                   Faults(stragglers=[(5, 1.5)], degraded=[("nic", 17, 3.0)])):
+    for faults in (
+        Faults(stragglers=[(5, 1.5)], degraded=[("nic", 5, 3.0)]),
+        Faults(stragglers=[(5, 1.5)], degraded=[("nic", 17, 3.0)]),
+    ):
         folded = PipelineEngine(workload, cluster, faults=faults).run().step_time_s
         assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(folded, rel=1e-2)
 
 
 # --- (5) the command line -----------------------------------------------------------------------------
 
+
 def test_cli_fault_flags(capsys) -> None:
     args = ["run", "--gpus", "240", "--global-batch", "30", "--json"]
     assert main(args) == 0
     healthy = json.loads(capsys.readouterr().out)
     assert healthy["faults"] == []
-    assert main(args + ["--straggler", "3:1.2", "--straggler", "100:1.1", "--degrade", "nvlink:17:2",
-                        "--fail-link", "nic:17"]) == 0
+    assert (
+        main(
+            args
+            + ["--straggler", "3:1.2", "--straggler", "100:1.1", "--degrade", "nvlink:17:2", "--fail-link", "nic:17"]
+        )
+        == 0
+    )
     faulty = json.loads(capsys.readouterr().out)
     assert faulty["faults"] == ["straggler 3:1.2", "straggler 100:1.1", "degrade nvlink:17:2", "fail-link nic:17"]
     assert faulty["step_time_s"] > healthy["step_time_s"]
 
 
-@pytest.mark.parametrize("flag,value,field", [("--straggler", "3:0.5", "straggler"),
-                                              ("--straggler", "240:2", "straggler"),
-                                              ("--degrade", "nic:17", "degrade"),
-                                              ("--fail-link", "nvlink:3", "fail_link")])
+@pytest.mark.parametrize(
+    "flag,value,field",
+    [
+        ("--straggler", "3:0.5", "straggler"),
+        ("--straggler", "240:2", "straggler"),
+        ("--degrade", "nic:17", "degrade"),
+        ("--fail-link", "nvlink:3", "fail_link"),
+    ],
+)
 def test_cli_bad_fault_exits_2(capsys, flag: str, value: str, field: str) -> None:
     assert main(["run", "--gpus", "240", "--global-batch", "30", flag, value]) == 2
     err = capsys.readouterr().err

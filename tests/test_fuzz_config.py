@@ -22,23 +22,31 @@ FAST = settings(max_examples=1000, deadline=None, suppress_health_check=list(Hea
 MODEL_KEYS = [*asdict(MODEL_PRESETS["paper-352b"])]
 LAYOUT_KEYS = [*asdict(LAYOUT_PRESETS["megascale-moe"]), "base"]
 SCALARS = st.one_of(
-    st.integers(-3, 70), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
-    st.none(), st.text(max_size=8), st.sampled_from(["1f1b", "interleaved", "sp", "tp", "ep", "sar", "none",
-                                                     "full", "megatron-lm", "megascale-moe", "grouped"]),
+    st.integers(-3, 70),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=8),
+    st.sampled_from(
+        ["1f1b", "interleaved", "sp", "tp", "ep", "sar", "none", "full", "megatron-lm", "megascale-moe", "grouped"]
+    ),
 )
 VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.dictionaries(st.text(max_size=4), SCALARS, max_size=2))
 
 
 def mutated(base: dict, keys: list[str]) -> st.SearchStrategy[dict]:
     """A preset's fields with a few keys replaced, dropped or added."""
-    changes = st.dictionaries(st.one_of(st.sampled_from(keys), st.text(max_size=6)),
-                              st.one_of(st.integers(1, 64), VALUES), max_size=2)
+    changes = st.dictionaries(
+        st.one_of(st.sampled_from(keys), st.text(max_size=6)), st.one_of(st.integers(1, 64), VALUES), max_size=2
+    )
     drops = st.lists(st.sampled_from(keys), max_size=1)
     return st.builds(lambda c, d: {**{k: v for k, v in base.items() if k not in d}, **c}, changes, drops)
 
 
 MODEL_DICTS = st.sampled_from(sorted(MODEL_PRESETS)).flatmap(
-    lambda name: mutated(asdict(MODEL_PRESETS[name]), MODEL_KEYS))
+    lambda name: mutated(asdict(MODEL_PRESETS[name]), MODEL_KEYS)
+)
 LAYOUT_DICTS = st.one_of(
     st.sampled_from(sorted(LAYOUT_PRESETS)).flatmap(lambda name: mutated({"base": name}, LAYOUT_KEYS)),
     st.sampled_from(sorted(LAYOUT_PRESETS)).flatmap(lambda name: mutated(asdict(LAYOUT_PRESETS[name]), LAYOUT_KEYS)),

@@ -105,8 +105,9 @@ def test_shared_experts_run_beside_the_dispatch() -> None:
 def test_extended_recipe_equals_paper_recipe_for_in_node_ep() -> None:
     model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
     old, new = ffn_recipe(model, layout, 8192), ep_ffn_recipe(model, layout, 8192, 8)
-    assert [(s.name, s.gemm, s.comm_bytes, s.mem_bytes) for s in old] == \
-        [(s.name, s.gemm, s.comm_bytes, s.mem_bytes) for s in new]
+    assert [(s.name, s.gemm, s.comm_bytes, s.mem_bytes) for s in old] == [
+        (s.name, s.gemm, s.comm_bytes, s.mem_bytes) for s in new
+    ]
 
 
 def test_bad_extension_fields() -> None:

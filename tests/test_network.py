@@ -66,20 +66,24 @@ def test_max_min_fairness_three_flows_two_links() -> None:
     """
     env = simpy.Environment()
     net = FluidNetwork(env, {"A": 1 * GB, "B": 2 * GB})
-    times = _finish_times(env, net, [
-        (0.0, ["A", "B"], 0.5 * GB),
-        (0.0, ["A"], 1.0 * GB),
-        (0.0, ["B"], 3.0 * GB),
-    ])
+    times = _finish_times(
+        env,
+        net,
+        [
+            (0.0, ["A", "B"], 0.5 * GB),
+            (0.0, ["A"], 1.0 * GB),
+            (0.0, ["B"], 3.0 * GB),
+        ],
+    )
     assert times == pytest.approx([1.0, 1.5, 1.75], rel=1e-12)
 
 
 def test_flow_that_starts_midway_changes_rates() -> None:
     """Link 1 GB/s. Flow A (2 GB) starts at 0; flow B (1 GB) at 0.5 s.
 
-      [0, 0.5]: A alone at 1 GB/s -> 0.5 GB sent, 1.5 GB left.
-      From 0.5: both at 0.5 GB/s. B needs 1 / 0.5 = 2 s -> lands at 2.5 s; A has 1.5 - 1.0 = 0.5 GB left.
-      From 2.5: A alone at 1 GB/s -> lands at 2.5 + 0.5 = 3.0 s.
+    [0, 0.5]: A alone at 1 GB/s -> 0.5 GB sent, 1.5 GB left.
+    From 0.5: both at 0.5 GB/s. B needs 1 / 0.5 = 2 s -> lands at 2.5 s; A has 1.5 - 1.0 = 0.5 GB left.
+    From 2.5: A alone at 1 GB/s -> lands at 2.5 + 0.5 = 3.0 s.
     """
     env = simpy.Environment()
     net = FluidNetwork(env, {"link": 1 * GB})

@@ -28,15 +28,23 @@ from workloads.step import StepWorkload
 
 def test_1f1b_last_stage_alternates() -> None:
     """The last stage has no warm-up: F0 B0 F1 B1 F2 B2."""
-    assert one_f_one_b(3, 4, 3) == [Task(FORWARD, 0, 0), Task(BACKWARD, 0, 0), Task(FORWARD, 1, 0),
-                                   Task(BACKWARD, 1, 0), Task(FORWARD, 2, 0), Task(BACKWARD, 2, 0)]
+    assert one_f_one_b(3, 4, 3) == [
+        Task(FORWARD, 0, 0),
+        Task(BACKWARD, 0, 0),
+        Task(FORWARD, 1, 0),
+        Task(BACKWARD, 1, 0),
+        Task(FORWARD, 2, 0),
+        Task(BACKWARD, 2, 0),
+    ]
 
 
 def test_1f1b_first_stage_order() -> None:
     """Stage 0 of 4 with 5 micro-batches: warm-up p - s - 1 = 3 forwards, then 2 x (F, B), then 3 B."""
-    expected = ("F0 F1 F2 "  # warm-up
-                "F3 B0 F4 B1 "  # steady state: 5 - 3 = 2 pairs
-                "B2 B3 B4")  # cool-down
+    expected = (
+        "F0 F1 F2 "  # warm-up
+        "F3 B0 F4 B1 "  # steady state: 5 - 3 = 2 pairs
+        "B2 B3 B4"
+    )  # cool-down
     got = " ".join(f"{t.direction}{t.micro_batch}" for t in one_f_one_b(0, 4, 5))
     assert got == expected
 
@@ -105,13 +113,23 @@ GPU = toy_gpu()
 CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
 
 # 8 heads and 8 experts divide n = 8; a vocabulary of 8 makes the embedding and LM head negligible.
-TINY = ModelSpec("tiny", num_layers=32, hidden_size=2048, num_heads=8, num_kv_heads=8, expert_ffn_size=4096,
-                 num_experts=8, top_k=2, vocab_size=8)
+TINY = ModelSpec(
+    "tiny",
+    num_layers=32,
+    hidden_size=2048,
+    num_heads=8,
+    num_kv_heads=8,
+    expert_ffn_size=4096,
+    num_experts=8,
+    top_k=2,
+    vocab_size=8,
+)
 SEQ_LEN = 4096
 
 
-def _workload(model: ModelSpec, pp: int, dp: int, micro_batches: int, layout: str = "megascale-moe",
-              **cluster) -> tuple[StepWorkload, ClusterSpec]:
+def _workload(
+    model: ModelSpec, pp: int, dp: int, micro_batches: int, layout: str = "megascale-moe", **cluster
+) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset(layout).with_(pp=pp, micro_batch=1)
     spec = ClusterSpec(GPU, num_gpus=8 * pp * dp, gpus_per_node=8, **cluster)
     return StepWorkload(model, lay, spec.num_gpus, 8, micro_batches * dp, SEQ_LEN), spec
@@ -123,8 +141,9 @@ def test_two_stage_pipeline_pp_send() -> None:
     and each send is the NIC latency + [b, s/n, h] BF16 bytes at the NIC rate:
         1 * 4096 / 8 * 2048 * 2 = 2,097,152 B at 50 GB/s * 1.0 = 41.94304 us, + 5 us = 46.94304 us.
     """
-    workload, cluster = _workload(TINY, pp=2, dp=1, micro_batches=1, nic_bandwidth_Bps=50e9,
-                                  nic_efficiency=1.0, nic_latency_s=5e-6)
+    workload, cluster = _workload(
+        TINY, pp=2, dp=1, micro_batches=1, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
+    )
     assert workload.pp_bytes_per_gpu == 2_097_152
     send_s = 5e-6 + 2_097_152 / 50e9
     assert send_s == pytest.approx(46.94304e-6, rel=1e-12)
@@ -152,8 +171,9 @@ def test_two_stage_pipeline_pp_send() -> None:
 def test_1f1b_bubble_matches_formula(micro_batches: int) -> None:
     """Equal stages (8 layers each; the 8-word vocabulary makes embedding and head negligible) and a
     near-free network: the simulated bubble is (p-1)/(m+p-1) = 3/7 (m = 4) or 3/11 (m = 8) within 1%."""
-    workload, cluster = _workload(TINY, pp=4, dp=1, micro_batches=micro_batches, nic_bandwidth_Bps=1e15,
-                                  nic_efficiency=1.0, nic_latency_s=1e-12)
+    workload, cluster = _workload(
+        TINY, pp=4, dp=1, micro_batches=micro_batches, nic_bandwidth_Bps=1e15, nic_efficiency=1.0, nic_latency_s=1e-12
+    )
     assert workload.layers_per_chunk == 8 and workload.micro_batches == micro_batches
     report = build_report(workload, cluster, PipelineEngine(workload, cluster, CAL).run(), 0.0)
     expected = (4 - 1) / (micro_batches + 4 - 1)
@@ -161,8 +181,17 @@ def test_1f1b_bubble_matches_formula(micro_batches: int) -> None:
     assert report.bubble_fraction == pytest.approx(bubble_fraction_1f1b(4, micro_batches), rel=0.01)
 
 
-SMALL = ModelSpec("small", num_layers=4, hidden_size=1024, num_heads=8, num_kv_heads=2, expert_ffn_size=2048,
-                  num_experts=16, top_k=4, vocab_size=1024)
+SMALL = ModelSpec(
+    "small",
+    num_layers=4,
+    hidden_size=1024,
+    num_heads=8,
+    num_kv_heads=2,
+    expert_ffn_size=2048,
+    num_experts=16,
+    top_k=4,
+    vocab_size=1024,
+)
 
 
 @pytest.mark.parametrize("layout", ["megascale-moe", "megatron-lm", "sp-ep"])

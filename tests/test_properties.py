@@ -36,8 +36,9 @@ class Case:
 
     def workload(self) -> StepWorkload:
         """The step workload of this case."""
-        return StepWorkload(self.model, self.layout, self.cluster.num_gpus, self.cluster.gpus_per_node,
-                            self.global_batch, self.seq_len)
+        return StepWorkload(
+            self.model, self.layout, self.cluster.num_gpus, self.cluster.gpus_per_node, self.global_batch, self.seq_len
+        )
 
 
 @st.composite
@@ -49,13 +50,27 @@ def cases(draw: st.DrawFn, dp: int | None = None) -> Case:
     chunks = 2 if schedule == "interleaved" else 1
     layers = pp * chunks * draw(st.integers(1, 2))
     heads = draw(st.sampled_from([8, 16]))
-    model = ModelSpec("prop", layers, heads * draw(st.sampled_from([32, 64])), heads,
-                      draw(st.sampled_from([1, 2, 8])), draw(st.sampled_from([256, 512, 1024])),
-                      draw(st.sampled_from([8, 16])), draw(st.integers(1, 4)), draw(st.sampled_from([1024, 8192])))
+    model = ModelSpec(
+        "prop",
+        layers,
+        heads * draw(st.sampled_from([32, 64])),
+        heads,
+        draw(st.sampled_from([1, 2, 8])),
+        draw(st.sampled_from([256, 512, 1024])),
+        draw(st.sampled_from([8, 16])),
+        draw(st.integers(1, 4)),
+        draw(st.sampled_from([1024, 8192])),
+    )
     base = LAYOUT_PRESETS[draw(st.sampled_from(PAPER_LAYOUTS))]
-    layout = base.with_(name="prop", intra_size=n, pp=pp, schedule=schedule, virtual_stages=chunks,
-                        recompute=draw(st.sampled_from(["none", "sar", "full"])),
-                        dp_overlap=draw(st.booleans()))
+    layout = base.with_(
+        name="prop",
+        intra_size=n,
+        pp=pp,
+        schedule=schedule,
+        virtual_stages=chunks,
+        recompute=draw(st.sampled_from(["none", "sar", "full"])),
+        dp_overlap=draw(st.booleans()),
+    )
     dp = dp or draw(st.sampled_from([1, 2, 4]))
     micro_batches = pp * draw(st.integers(1, 3))
     gpus = n * pp * dp
@@ -66,8 +81,15 @@ def cases(draw: st.DrawFn, dp: int | None = None) -> Case:
 
 def run(case: Case, cluster: ClusterSpec | None = None, memoize: bool = True):
     """Simulate case (optionally on another cluster) and return the report."""
-    return simulate(case.model, case.layout, cluster=cluster or case.cluster, global_batch=case.global_batch,
-                    seq_len=case.seq_len, memoize=memoize, allow_oom=True)
+    return simulate(
+        case.model,
+        case.layout,
+        cluster=cluster or case.cluster,
+        global_batch=case.global_batch,
+        seq_len=case.seq_len,
+        memoize=memoize,
+        allow_oom=True,
+    )
 
 
 SPEEDUPS = st.tuples(st.sampled_from(["nvlink", "nic", "flops"]), st.floats(1.0, 4.0))
@@ -146,10 +168,18 @@ def test_doubling_dp_changes_throughput_only_by_dp_sync(case: Case, dp: int) -> 
     receives (shared NIC) or delays its first forward reaches the critical stage as bubble. The bound is
     therefore every stage's exposed DP time plus every stage's extra PP wait, over the step time.
     """
-    small = replace(case, dp=dp, global_batch=case.global_batch * dp,
-                    cluster=case.cluster.with_(num_gpus=case.cluster.num_gpus * dp))
-    big = replace(small, dp=2 * dp, global_batch=small.global_batch * 2,
-                  cluster=small.cluster.with_(num_gpus=small.cluster.num_gpus * 2))
+    small = replace(
+        case,
+        dp=dp,
+        global_batch=case.global_batch * dp,
+        cluster=case.cluster.with_(num_gpus=case.cluster.num_gpus * dp),
+    )
+    big = replace(
+        small,
+        dp=2 * dp,
+        global_batch=small.global_batch * 2,
+        cluster=small.cluster.with_(num_gpus=small.cluster.num_gpus * 2),
+    )
     a, b = _engine(small), _engine(big)
     assert b.step_time_s >= a.step_time_s * (1 - REL)  # more replicas never speed a replica up
     dp_s = sum(log.dp_exposed_s for log in b.stages)

@@ -29,8 +29,11 @@ def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
     assert errors.max() <= cell_tol
 
 
-@pytest.mark.xfail(strict=True, reason="sim speedup 1.68x at 1,440 GPUs (paper 1.89x): Megatron-LM recomputes "
-                   "fewer layers as DP shards its optimizer states; the paper's runs likely kept one setting.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="sim speedup 1.68x at 1,440 GPUs (paper 1.89x): Megatron-LM recomputes "
+    "fewer layers as DP shards its optimizer states; the paper's runs likely kept one setting.",
+)
 def test_table3_speedup_within_tolerance(table3_frame):
     assert (table3_frame.sim_speedup - table3_frame.paper_speedup).abs().max() <= table3.SPEEDUP_TOLERANCE
 
@@ -51,8 +54,11 @@ def test_table5_overlap_steps():
         assert frame.sim[layout] == pytest.approx(frame.paper[layout], abs=table5.TOLERANCE)
 
 
-@pytest.mark.xfail(strict=True, reason="SP+EP alone gains 1.20x (paper 1.13x): the baseline's TP collectives "
-                   "are charged at full NVLink rate with no overlap, more exposed than measured.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="SP+EP alone gains 1.20x (paper 1.13x): the baseline's TP collectives "
+    "are charged at full NVLink rate with no overlap, more exposed than measured.",
+)
 def test_table5_sp_ep_step():
     frame = table5.simulate_table5().set_index("layout")
     assert frame.sim["sp-ep"] == pytest.approx(1.13, abs=table5.TOLERANCE)
@@ -72,8 +78,11 @@ def test_weak_scaling_megascale_per_gpu_throughput_holds():
     assert abs(weak_scaling.degradation(frame, "megascale-moe")) < 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="sim ratio 1.68x (paper 1.74-1.79x) and Megatron degrades 0.4% "
-                   "(paper 2.74%): DP sync is overlapped for both, so little in the model grows with DP.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="sim ratio 1.68x (paper 1.74-1.79x) and Megatron degrades 0.4% "
+    "(paper 2.74%): DP sync is overlapped for both, so little in the model grows with DP.",
+)
 def test_weak_scaling_ratio_and_degradation():
     frame = weak_scaling.simulate_weak_scaling()
     low, high = weak_scaling.PAPER_SPEEDUP_RANGE
@@ -86,8 +95,11 @@ def test_fig14_sp_ep_beats_tp_tp_on_every_model():
     assert (frame.mfu_gain > 0).all()
 
 
-@pytest.mark.xfail(strict=True, reason="Phi-3.5-MoE (+54%) and DeepSeekMoE (+45%) exceed the widened band: "
-                   "narrow experts make TP's sharded GEMMs and memory-bound ops dominate in the model.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Phi-3.5-MoE (+54%) and DeepSeekMoE (+45%) exceed the widened band: "
+    "narrow experts make TP's sharded GEMMs and memory-bound ops dominate in the model.",
+)
 def test_fig14_gain_band():
     frame = single_node.simulate_fig14()
     low, high = single_node.FIG14_MFU_GAIN
@@ -95,16 +107,22 @@ def test_fig14_gain_band():
     assert frame.mfu_gain.between(low - widen, high + widen).all()
 
 
-@pytest.mark.xfail(strict=True, reason="modelled fusion saves 1.05-1.56x per pair (paper 1.2-4.7x): the "
-                   "unfused baseline here is an ideal NCCL collective, not the paper's slower kernels.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="modelled fusion saves 1.05-1.56x per pair (paper 1.2-4.7x): the "
+    "unfused baseline here is an ideal NCCL collective, not the paper's slower kernels.",
+)
 def test_fig16_pair_speedups():
     frame = single_node.simulate_fig16()
     cols = [c for c in frame.columns if c.endswith("_speedup")]
     assert (frame[cols] >= single_node.FIG16_PAIR_SPEEDUP[0]).all().all()
 
 
-@pytest.mark.xfail(strict=True, reason="the Sec. 4.1 formulas alone give 66% / 69% activation savings; the "
-                   "paper measures 45.5% / 57.2% of all activations, incl. parts the formulas omit.")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the Sec. 4.1 formulas alone give 66% / 69% activation savings; the "
+    "paper measures 45.5% / 57.2% of all activations, incl. parts the formulas omit.",
+)
 def test_fig17_sar_activation_saving():
     frame = single_node.simulate_fig17().set_index("model")
     for model, paper in single_node.FIG17_ACTIVATION_SAVING.items():

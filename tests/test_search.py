@@ -20,8 +20,9 @@ def test_candidates_are_valid_and_fit() -> None:
     hbm = cluster_preset("h800", 16).gpu.hbm_bytes
     for p in points:
         layout = layout_preset("megascale-moe").with_(
-            micro_batch=p["micro_batch"], **{k: p[k] for k in ("attention", "ffn", "intra_size", "pp", "schedule",
-                                                                "virtual_stages")})
+            micro_batch=p["micro_batch"],
+            **{k: p[k] for k in ("attention", "ffn", "intra_size", "pp", "schedule", "virtual_stages")},
+        )
         workload = StepWorkload(model_preset("mixtral-8x7b"), layout, 16, 8, 16, 2048)
         assert peak_memory(workload).total_bytes <= hbm
     assert {p["schedule"] for p in points} == {"1f1b", "interleaved"}
@@ -42,7 +43,23 @@ def test_search_sorted_top(tmp_path) -> None:
 
 def test_search_cli(capsys) -> None:
     """The command prints a header and ten ranked rows with memory."""
-    assert main(["search", "--model", "mixtral-8x7b", "--gpus", "16", "--global-batch", "16", "--seq-len", "2048",
-                 "--jobs", "2"]) == 0
+    assert (
+        main(
+            [
+                "search",
+                "--model",
+                "mixtral-8x7b",
+                "--gpus",
+                "16",
+                "--global-batch",
+                "16",
+                "--seq-len",
+                "2048",
+                "--jobs",
+                "2",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert "mem GiB" in lines[0] and len(lines) == 11

@@ -45,9 +45,14 @@ def test_local_pool_two_jobs(tmp_path: Path) -> None:
 
 def test_nic_bandwidth_changes_result(tmp_path: Path) -> None:
     """nic_bandwidth_GBps reaches ClusterSpec: slower NICs, slower step."""
-    points, output = load_sweep(_write(tmp_path, SWEEP.replace("nic_bandwidth_GBps: 50", "nic_bandwidth_GBps: [10, 50]")
-                                       .replace("gpus: [240, 120, 100]", "gpus: 240")
-                                       .replace("[megascale-moe, megatron-lm]", "megascale-moe")))
+    points, output = load_sweep(
+        _write(
+            tmp_path,
+            SWEEP.replace("nic_bandwidth_GBps: 50", "nic_bandwidth_GBps: [10, 50]")
+            .replace("gpus: [240, 120, 100]", "gpus: 240")
+            .replace("[megascale-moe, megatron-lm]", "megascale-moe"),
+        )
+    )
     run_sweep(points, output, progress=lambda _: None)
     times = {r["nic_bandwidth_GBps"]: float(r["step_time_s"]) for r in _rows(output)}
     assert times["10"] > times["50"]
@@ -86,8 +91,9 @@ def test_dask_scheduler(tmp_path: Path) -> None:
     """The dask.distributed path on an in-process LocalCluster on loopback, by Client and by address."""
     distributed = pytest.importorskip("dask.distributed")
     points, output = load_sweep(_write(tmp_path))
-    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, protocol="tcp://",
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=2, protocol="tcp://", host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         with distributed.Client(cluster) as client:
             run_sweep(points, output, scheduler=client, progress=lambda _: None)
         run_sweep(points, tmp_path / "by_address.csv", scheduler=cluster.scheduler_address, progress=lambda _: None)

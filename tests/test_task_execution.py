@@ -44,8 +44,7 @@ def test_ring_all_gather_among_8_gpus() -> None:
     On the compute stream it is fully exposed.
     """
     size, n = 8e6, 8
-    op = Op("ag", COLLECTIVE, COMPUTE, collective=ALL_GATHER, group="tp", group_size=n,
-            comm_bytes=size * (n - 1) / n)
+    op = Op("ag", COLLECTIVE, COMPUTE, collective=ALL_GATHER, group="tp", group_size=n, comm_bytes=size * (n - 1) / n)
     timing = _run([op], step_latency_s=1e-6)
     assert timing.duration_s == pytest.approx(7.007e-3, rel=1e-12)
     assert timing.exposed_comm_s == pytest.approx({"tp": 7.007e-3}, rel=1e-12)
@@ -68,8 +67,7 @@ def _overlap_ops(wgrad_ms: float, comm_stream: str) -> list[Op]:
     """
     return [
         _mem("pre", 1.0),
-        Op("a2a", COLLECTIVE, comm_stream, (0,), collective=ALL_TO_ALL, group="ep", group_size=8,
-           comm_bytes=1.4e6),
+        Op("a2a", COLLECTIVE, comm_stream, (0,), collective=ALL_TO_ALL, group="ep", group_size=8, comm_bytes=1.4e6),
         _mem("wgrad", wgrad_ms, (0,)),
         _mem("post", 1.0, (1, 2)),
     ]
@@ -130,8 +128,17 @@ def test_fused_gemm_and_collective() -> None:
       max(32.768, 16.384) + min(32.768, 16.384) / 8 + 7 * 1 us = 32.768 + 2.048 + 7 = 41.816 us.
     Exposed = duration - GEMM time = 9.048 us; busy = the GEMM's 32.768 us.
     """
-    op = Op("fc+ag", FUSED, COMPUTE, gemm=Gemm(1280, 1280, 1000), collective=ALL_GATHER, group="tp",
-            group_size=8, comm_bytes=16384, tiles=8)
+    op = Op(
+        "fc+ag",
+        FUSED,
+        COMPUTE,
+        gemm=Gemm(1280, 1280, 1000),
+        collective=ALL_GATHER,
+        group="tp",
+        group_size=8,
+        comm_bytes=16384,
+        tiles=8,
+    )
     timing = _run([op], step_latency_s=1e-6)
     assert timing.duration_s == pytest.approx(41.816e-6, rel=1e-9)
     assert timing.exposed_comm_s["tp"] == pytest.approx(9.048e-6, rel=1e-9)
@@ -158,9 +165,9 @@ def test_host_launch_runs_ahead_of_the_gpu() -> None:
 def test_host_sync_drains_the_host_lead() -> None:
     """[1 ms op, device-to-host sync (50 us), 1 ms op], 10 us host launch per kernel:
 
-      host issues op 0 at 10 us and the sync at 20 us, then waits for the sync to finish on the GPU;
-      GPU: op 0 0.010-1.010 ms, sync 1.010-1.060 ms; host resumes at 1.060 ms, issues op 2 at 1.070 ms;
-      op 2 runs 1.070-2.070 ms -> duration 2.070 ms (the 10 us launch after the sync is exposed).
+    host issues op 0 at 10 us and the sync at 20 us, then waits for the sync to finish on the GPU;
+    GPU: op 0 0.010-1.010 ms, sync 1.010-1.060 ms; host resumes at 1.060 ms, issues op 2 at 1.070 ms;
+    op 2 runs 1.070-2.070 ms -> duration 2.070 ms (the 10 us launch after the sync is exposed).
     """
     ops = [_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), _mem("b", 1.0, (1,))]
     timing = _run(ops, cal=CAL.with_(host_launch_s=10e-6))

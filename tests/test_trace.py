@@ -84,4 +84,5 @@ def test_interleaved_trace() -> None:
     _, result, trace, *_ = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
     _assert_no_overlap(trace)
     assert len([e for e in trace["traceEvents"] if e["ph"] == "f"]) == len(
-        [t for t in result.nic_transfers if t.kind == "pp"])
+        [t for t in result.nic_transfers if t.kind == "pp"]
+    )

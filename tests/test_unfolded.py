@@ -47,7 +47,8 @@ def test_folded_equals_unfolded(case) -> None:
     assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
     # every GPU ran every task at op level
     assert unfolded.simulated_ops == cluster.num_gpus // workload.pp * sum(
-        len(workload.task_ops(workload.task_key(s, t))) for s in range(workload.pp) for t in workload.stage_order(s))
+        len(workload.task_ops(workload.task_key(s, t))) for s in range(workload.pp) for t in workload.stage_order(s)
+    )
     a, b = build_report(workload, cluster, folded, 0.0), build_report(workload, cluster, unfolded, 0.0)
     assert b.bubble_fraction == pytest.approx(a.bubble_fraction, rel=1e-9, abs=1e-12)
     for kind, seconds in a.exposed_comm_s.items():

@@ -39,7 +39,10 @@ def test_cli_one_line_exit_2(args: list[str], field: str, capsys: pytest.Capture
 
 # (a thunk that builds the simulate arguments, the field the ConfigError must name)
 API_CASES = [
-    (lambda: (M1.with_(num_heads=36, num_kv_heads=4, hidden_size=4608), MEGASCALE_MOE.with_(pp=1), 8), "model.num_heads"),
+    (
+        lambda: (M1.with_(num_heads=36, num_kv_heads=4, hidden_size=4608), MEGASCALE_MOE.with_(pp=1), 8),
+        "model.num_heads",
+    ),
     (lambda: (M1.with_(num_experts=12), MEGASCALE_MOE.with_(pp=1), 8), "model.num_experts"),
     (lambda: (M1, MEGASCALE_MOE.with_(intra_size=16, pp=1), 16), "layout.intra_size"),  # EP beyond the node
     (lambda: (M1, MEGASCALE_MOE.with_(intra_size=3, pp=1), 24), "layout.intra_size"),  # does not divide 8
@@ -62,10 +65,16 @@ def test_api_config_error(build, field: str) -> None:
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"global_batch": 0}, "global_batch"), ({"global_batch": True}, "global_batch"),
-    ({"seq_len": -1}, "seq_len"), ({"seq_len": 1024.0}, "seq_len"), ({"micro_batch": 0}, "layout.micro_batch"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"global_batch": 0}, "global_batch"),
+        ({"global_batch": True}, "global_batch"),
+        ({"seq_len": -1}, "seq_len"),
+        ({"seq_len": 1024.0}, "seq_len"),
+        ({"micro_batch": 0}, "layout.micro_batch"),
+    ],
+)
 def test_api_sizes(kwargs: dict, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         simulate("paper-352b", "megascale-moe", 240, **kwargs)

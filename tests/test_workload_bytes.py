@@ -27,8 +27,11 @@ SPEP = layout_preset("megascale-moe")  # Ulysses SP attention, EP experts
 
 
 def _comm(steps, *, group: str, collective: str | None = None) -> list[float]:
-    return [step.comm_bytes for step in steps
-            if step.kind == COLLECTIVE and step.group == group and collective in (None, step.collective)]
+    return [
+        step.comm_bytes
+        for step in steps
+        if step.kind == COLLECTIVE and step.group == group and collective in (None, step.collective)
+    ]
 
 
 def _named(steps, name: str) -> float:
@@ -68,10 +71,10 @@ def test_tp_ffn_bytes() -> None:
 
 def test_sp_attention_physical_bytes() -> None:
     """Ulysses SP, per GPU: s/n = 1024 tokens.
-      Q, K, V all-to-all: 1024 tokens x (h + 2 h/m = 4096 + 2048 = 6144) x 2 B = 12,582,912 B, 7/8 leaves
-        -> 11,010,048 B;
-      output all-to-all: 1024 x 4096 x 2 B = 8,388,608 B, 7/8 leaves -> 7,340,032 B;
-      sum 18,350,080 B = 18.35 MB = (2 + 2/m) b s h / n (n-1)/n x 2 B.
+    Q, K, V all-to-all: 1024 tokens x (h + 2 h/m = 4096 + 2048 = 6144) x 2 B = 12,582,912 B, 7/8 leaves
+      -> 11,010,048 B;
+    output all-to-all: 1024 x 4096 x 2 B = 8,388,608 B, 7/8 leaves -> 7,340,032 B;
+    sum 18,350,080 B = 18.35 MB = (2 + 2/m) b s h / n (n-1)/n x 2 B.
     """
     steps = attention_recipe(MODEL, SPEP, SEQ_LEN)
     assert _named(steps, "sp_a2a_qkv") == 11_010_048
@@ -91,14 +94,15 @@ def test_sp_attention_paper_bytes() -> None:
 
 def test_ep_all_to_all_bytes() -> None:
     """EP (Eq. 3): each GPU sends its s/n = 1024 tokens to k = 3 experts, 7/8 of them off-GPU:
-      dispatch = 1024 x 3 x 4096 x 2 B x 7/8 = 22,020,096 B = 22.0 MB, combine the same back;
-      dispatch + combine = 44,040,192 B = 44.0 MB, the paper's EP all-to-all per layer."""
+    dispatch = 1024 x 3 x 4096 x 2 B x 7/8 = 22,020,096 B = 22.0 MB, combine the same back;
+    dispatch + combine = 44,040,192 B = 44.0 MB, the paper's EP all-to-all per layer."""
     steps = ffn_recipe(MODEL, SPEP, SEQ_LEN)
     dispatch, combine = _named(steps, "ep_a2a_dispatch"), _named(steps, "ep_a2a_combine")
     assert dispatch == combine == pytest.approx(22_020_096, rel=1e-12)
     assert (dispatch + combine) / MB == pytest.approx(44.0, rel=1e-3)
-    assert paper_volumes_bytes(MODEL, 8, 1, SEQ_LEN)["ep_ffn_all_to_all"] == pytest.approx(dispatch + combine,
-                                                                                          rel=1e-12)
+    assert paper_volumes_bytes(MODEL, 8, 1, SEQ_LEN)["ep_ffn_all_to_all"] == pytest.approx(
+        dispatch + combine, rel=1e-12
+    )
 
 
 def test_dispatch_bytes_per_token() -> None:
@@ -120,8 +124,9 @@ def test_paper_volumes_match_printed_values() -> None:
 def test_tp_tp_over_sp_ep_per_layer() -> None:
     """Per layer, TP+TP (117.4 + 117.4 = 234.9 MB) over SP+EP as the paper counts them (36.7 + 44.0 =
     80.7 MB): 234,881,024 / 80,740,352 = 2.909 -> 2.9x. The recipes give the TP side and EP exactly."""
-    tp_tp = (sum(_comm(attention_recipe(MODEL, TP, SEQ_LEN), group="tp"))
-             + sum(_comm(ffn_recipe(MODEL, TP, SEQ_LEN), group="tp")))
+    tp_tp = sum(_comm(attention_recipe(MODEL, TP, SEQ_LEN), group="tp")) + sum(
+        _comm(ffn_recipe(MODEL, TP, SEQ_LEN), group="tp")
+    )
     ep = sum(_comm(ffn_recipe(MODEL, SPEP, SEQ_LEN), group="ep"))
     sp_paper = paper_volumes_bytes(MODEL, 8, 1, SEQ_LEN)["sp_attention"]
     assert tp_tp == 234_881_024

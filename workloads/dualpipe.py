@@ -96,8 +96,9 @@ def split_backward(ops: tuple[Op, ...]) -> tuple[tuple[Op, ...], tuple[Op, ...]]
 def pair(first: tuple[Op, ...], second: tuple[Op, ...]) -> tuple[tuple[Op, ...], tuple[int, ...]]:
     """Merge two op lists into one, interleaved in proportion (the host issues them alternately),
     with each op's lane (0 = ``first``, 1 = ``second``); each list keeps its own order and deps."""
-    order = sorted([(i / len(first), 0, i) for i in range(len(first))]
-                   + [(j / len(second), 1, j) for j in range(len(second))])
+    order = sorted(
+        [(i / len(first), 0, i) for i in range(len(first))] + [(j / len(second), 1, j) for j in range(len(second))]
+    )
     new_index = {(lane, i): k for k, (_, lane, i) in enumerate(order)}
     merged = []
     for _, lane, i in order:

@@ -39,8 +39,16 @@ def expected_nodes(num_experts: int, top_k: int, nodes: int, max_nodes: int) -> 
     return m * (1.0 - comb(pool - per_node, top_k) / comb(pool, top_k))
 
 
-def ep_dispatch_bytes(tokens_local: int, hidden_size: int, top_k: int, num_experts: int, ep: int,
-                      gpus_per_node: int, max_nodes: int = 0, bytes_per_element: int = BYTES_BF16) -> EpBytes:
+def ep_dispatch_bytes(
+    tokens_local: int,
+    hidden_size: int,
+    top_k: int,
+    num_experts: int,
+    ep: int,
+    gpus_per_node: int,
+    max_nodes: int = 0,
+    bytes_per_element: int = BYTES_BF16,
+) -> EpBytes:
     """Per-GPU NIC and NVLink egress of one EP dispatch with node-limited routing (uniform routing).
 
     N = ep / G nodes with G = min(ep, gpus_per_node). The selected nodes are uniform, so a token's own

@@ -61,11 +61,23 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
             norm,
             Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
             # Eq. 2: Q, K, V to head-sharded layout; (n-1)/n of the buffer leaves the GPU
-            Step("sp_a2a_qkv", COLLECTIVE, collective=ALL_TO_ALL, group="sp",
-                 comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
+            Step(
+                "sp_a2a_qkv",
+                COLLECTIVE,
+                collective=ALL_TO_ALL,
+                group="sp",
+                comm_bytes=qkv_bytes * (n - 1) / n,
+                fuse="prev",
+            ),
             flash,
-            Step("sp_a2a_out", COLLECTIVE, collective=ALL_TO_ALL, group="sp",
-                 comm_bytes=act_local * (n - 1) / n, fuse="next"),
+            Step(
+                "sp_a2a_out",
+                COLLECTIVE,
+                collective=ALL_TO_ALL,
+                group="sp",
+                comm_bytes=act_local * (n - 1) / n,
+                fuse="next",
+            ),
             Step("o_proj", GEMM, gemm=Gemm(local, h, h)),
             residual,
         ]
@@ -73,13 +85,21 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     return [
         norm,
         # Eq. 1: all-gather the sequence-sharded input, reduce-scatter the output
-        Step("tp_ag_attn", COLLECTIVE, collective=ALL_GATHER, group="tp",
-             comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True),
+        Step(
+            "tp_ag_attn",
+            COLLECTIVE,
+            collective=ALL_GATHER,
+            group="tp",
+            comm_bytes=full * (n - 1) / n,
+            fuse="next",
+            sar_recompute=True,
+        ),
         Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
         flash,
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, h // n)),
-        Step("tp_rs_attn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
-             comm_bytes=full * (n - 1) / n, fuse="prev"),
+        Step(
+            "tp_rs_attn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp", comm_bytes=full * (n - 1) / n, fuse="prev"
+        ),
         residual,
     ]
 
@@ -103,30 +123,71 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         routed_bytes = routed * h * BYTES_BF16
         if dispatch_uses_all_gather(model, layout):
             full = tokens * h * BYTES_BF16
-            dispatch = Step("ep_ag_dispatch", COLLECTIVE, collective=ALL_GATHER, group="ep",
-                            comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True)
-            combine = Step("ep_rs_combine", COLLECTIVE, collective=REDUCE_SCATTER, group="ep",
-                           comm_bytes=full * (n - 1) / n, fuse="prev")
+            dispatch = Step(
+                "ep_ag_dispatch",
+                COLLECTIVE,
+                collective=ALL_GATHER,
+                group="ep",
+                comm_bytes=full * (n - 1) / n,
+                fuse="next",
+                sar_recompute=True,
+            )
+            combine = Step(
+                "ep_rs_combine",
+                COLLECTIVE,
+                collective=REDUCE_SCATTER,
+                group="ep",
+                comm_bytes=full * (n - 1) / n,
+                fuse="prev",
+            )
         else:
             # Eq. 3: (k/n) 2bsh (n-1)/n per GPU
-            dispatch = Step("ep_a2a_dispatch", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
-                            comm_bytes=routed_bytes * (n - 1) / n, fuse="next", sar_recompute=True)
-            combine = Step("ep_a2a_combine", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
-                           comm_bytes=routed_bytes * (n - 1) / n, fuse="prev")
+            dispatch = Step(
+                "ep_a2a_dispatch",
+                COLLECTIVE,
+                collective=ALL_TO_ALL,
+                group="ep",
+                comm_bytes=routed_bytes * (n - 1) / n,
+                fuse="next",
+                sar_recompute=True,
+            )
+            combine = Step(
+                "ep_a2a_combine",
+                COLLECTIVE,
+                collective=ALL_TO_ALL,
+                group="ep",
+                comm_bytes=routed_bytes * (n - 1) / n,
+                fuse="prev",
+            )
         groups, width, gathered = experts_local, f, routed
-        steps += [Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels,
-                       sar_recompute=True), dispatch]
+        steps += [
+            Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),
+            dispatch,
+        ]
     else:
         full = tokens * h * BYTES_BF16
         groups, width, gathered = model.num_experts, f // n, tokens * k
-        steps.append(Step("tp_ag_ffn", COLLECTIVE, collective=ALL_GATHER, group="tp",
-                          comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True))
+        steps.append(
+            Step(
+                "tp_ag_ffn",
+                COLLECTIVE,
+                collective=ALL_GATHER,
+                group="tp",
+                comm_bytes=full * (n - 1) / n,
+                fuse="next",
+                sar_recompute=True,
+            )
+        )
         if layout.host_sync_per_moe_layer:
             steps.append(Step("tokens_per_expert_sync", HOST_SYNC))
-        steps.append(Step("permute", MEMORY, mem_bytes=passes * 2 * gathered * h * BYTES_BF16,
-                          kernels=kernels, sar_recompute=True))
-        combine = Step("tp_rs_ffn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
-                       comm_bytes=full * (n - 1) / n, fuse="prev")
+        steps.append(
+            Step(
+                "permute", MEMORY, mem_bytes=passes * 2 * gathered * h * BYTES_BF16, kernels=kernels, sar_recompute=True
+            )
+        )
+        combine = Step(
+            "tp_rs_ffn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp", comm_bytes=full * (n - 1) / n, fuse="prev"
+        )
     # Expert GEMMs run on capacity-padded buffers: capacity = cf x balanced tokens per expert.
     per_expert = math.ceil(gathered / groups * layout.capacity_factor)
     sequential = layout.expert_gemm == "sequential"
@@ -161,7 +222,6 @@ def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size)),
         Step("cross_entropy", MEMORY, mem_bytes=3 * logits_bytes),
     ]
-
 
 
 def paper_volumes_bytes(model: ModelSpec, n: int, micro_batch: int, seq_len: int) -> dict[str, float]:

@@ -120,9 +120,7 @@ MEGATRON_LM = LayoutSpec(
 )
 
 # Table 5 ablation: MegaScale-MoE's own kernels, stepping from TP+TP without overlap to the full system.
-TP_TP = MEGASCALE_MOE.with_(
-    name="tp-tp", attention="tp", ffn="tp", inter_op_overlap=False, intra_op_overlap=False
-)
+TP_TP = MEGASCALE_MOE.with_(name="tp-tp", attention="tp", ffn="tp", inter_op_overlap=False, intra_op_overlap=False)
 SP_EP = MEGASCALE_MOE.with_(name="sp-ep", inter_op_overlap=False, intra_op_overlap=False)
 SP_EP_INTER = MEGASCALE_MOE.with_(name="sp-ep-inter", intra_op_overlap=False)
 SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
@@ -131,8 +129,15 @@ SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
 # is data parallel (intra_size 1), node-limited routing to at most 4 nodes, ZeRO-1, FP8 GEMMs (Sec. 3.3).
 # Dispatch is DeepEP's all-to-all (no AG for top-8); no fused GEMM + collective (intra-op overlap off).
 DEEPSEEK_V3 = MEGASCALE_MOE.with_(
-    name="deepseek-v3", intra_size=1, pp=16, ep=64, ep_max_nodes=4, intra_op_overlap=False,
-    a2a_topk_threshold=8, gemm_dtype="fp8", uneven_pp=True,
+    name="deepseek-v3",
+    intra_size=1,
+    pp=16,
+    ep=64,
+    ep_max_nodes=4,
+    intra_op_overlap=False,
+    a2a_topk_threshold=8,
+    gemm_dtype="fp8",
+    uneven_pp=True,
 )
 
 LAYOUT_PRESETS: dict[str, LayoutSpec] = {

@@ -50,12 +50,23 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
     steps = [Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True)]
     full = tokens * h * BYTES_BF16
     if tp:  # the latents are replicated over the TP group; up projections are split by heads
-        steps.append(Step("tp_ag_attn", COLLECTIVE, collective=ALL_GATHER, group="tp",
-                          comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True))
+        steps.append(
+            Step(
+                "tp_ag_attn",
+                COLLECTIVE,
+                collective=ALL_GATHER,
+                group="tp",
+                comm_bytes=full * (n - 1) / n,
+                fuse="next",
+                sar_recompute=True,
+            )
+        )
     if q_rank:
-        steps += [Step("q_down", GEMM, gemm=Gemm(rows, q_rank, h)),
-                  Step("q_norm", MEMORY, mem_bytes=2 * rows * q_rank * BYTES_BF16),
-                  Step("q_up", GEMM, gemm=Gemm(rows, local_heads * d_qk, q_rank))]
+        steps += [
+            Step("q_down", GEMM, gemm=Gemm(rows, q_rank, h)),
+            Step("q_norm", MEMORY, mem_bytes=2 * rows * q_rank * BYTES_BF16),
+            Step("q_up", GEMM, gemm=Gemm(rows, local_heads * d_qk, q_rank)),
+        ]
     else:
         steps.append(Step("q_proj", GEMM, gemm=Gemm(rows, local_heads * d_qk, h)))
     steps += [
@@ -69,16 +80,38 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         return steps + [
             flash,
             Step("o_proj", GEMM, gemm=Gemm(rows, h, local_heads * d_v)),
-            Step("tp_rs_attn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
-                 comm_bytes=full * (n - 1) / n, fuse="prev"),
+            Step(
+                "tp_rs_attn",
+                COLLECTIVE,
+                collective=REDUCE_SCATTER,
+                group="tp",
+                comm_bytes=full * (n - 1) / n,
+                fuse="prev",
+            ),
             residual,
         ]
     if n > 1:  # Ulysses: Q (d_qk), K (d_qk, RoPE part broadcast) and V (d_v) of all heads to head shards
         qkv_bytes = rows * heads * (2 * d_qk + d_v) * BYTES_BF16
-        steps.append(Step("sp_a2a_qkv", COLLECTIVE, collective=ALL_TO_ALL, group="sp",
-                          comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"))
+        steps.append(
+            Step(
+                "sp_a2a_qkv",
+                COLLECTIVE,
+                collective=ALL_TO_ALL,
+                group="sp",
+                comm_bytes=qkv_bytes * (n - 1) / n,
+                fuse="prev",
+            )
+        )
     steps.append(flash)
     if n > 1:
-        steps.append(Step("sp_a2a_out", COLLECTIVE, collective=ALL_TO_ALL, group="sp",
-                          comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n, fuse="next"))
+        steps.append(
+            Step(
+                "sp_a2a_out",
+                COLLECTIVE,
+                collective=ALL_TO_ALL,
+                group="sp",
+                comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n,
+                fuse="next",
+            )
+        )
     return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]

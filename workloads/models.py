@@ -127,10 +127,19 @@ class ModelSpec:
         return replace(self, **changes)
 
 
-_OPTIONAL_FIELDS = frozenset({
-    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-    "num_dense_layers", "dense_ffn_size", "num_shared_experts", "tied_embeddings",
-})
+_OPTIONAL_FIELDS = frozenset(
+    {
+        "kv_lora_rank",
+        "q_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "v_head_dim",
+        "num_dense_layers",
+        "dense_ffn_size",
+        "num_shared_experts",
+        "tied_embeddings",
+    }
+)
 
 
 def _check_extensions(model: ModelSpec) -> None:
@@ -161,10 +170,25 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
     # d_c 512, d_c' 1536, d_h 128, d_h^R 64; first 3 layers dense (width 18432, HF config), then 1 shared
     # + 256 routed experts of width 2048, top-8; vocabulary 129,280 (HF config.json); 671B / 37B params.
     "deepseek-v3": ModelSpec(
-        "deepseek-v3", 61, 7168, 128, 128, 2048, 256, 8, 129280,
+        "deepseek-v3",
+        61,
+        7168,
+        128,
+        128,
+        2048,
+        256,
+        8,
+        129280,
         "DeepSeek-V3 report Sec. 4.2; deepseek-ai/DeepSeek-V3 config.json",
-        attention="mla", kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, qk_nope_head_dim=128,
-        v_head_dim=128, num_dense_layers=3, dense_ffn_size=18432, num_shared_experts=1,
+        attention="mla",
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        num_dense_layers=3,
+        dense_ffn_size=18432,
+        num_shared_experts=1,
     ),
 }
 

@@ -35,9 +35,16 @@ def ep_degree(layout: LayoutSpec) -> int:
 
 def is_extended(model: ModelSpec, layout: LayoutSpec) -> bool:
     """True when the model or layout uses a feature the paper's recipes do not cover."""
-    return (model.attention == "mla" or model.num_dense_layers > 0 or model.num_shared_experts > 0
-            or ep_degree(layout) != layout.intra_size or layout.routing != "uniform" or layout.dropless
-            or bool(layout.expert_loads) or layout.gemm_dtype != "bf16")
+    return (
+        model.attention == "mla"
+        or model.num_dense_layers > 0
+        or model.num_shared_experts > 0
+        or ep_degree(layout) != layout.intra_size
+        or layout.routing != "uniform"
+        or layout.dropless
+        or bool(layout.expert_loads)
+        or layout.gemm_dtype != "bf16"
+    )
 
 
 def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int) -> None:
@@ -50,8 +57,9 @@ def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpu
         raise ConfigError("layout.ep", "ep and ep_max_nodes must be >= 0")
     if layout.zipf_exponent < 0:
         raise ConfigError("layout.zipf_exponent", "must be >= 0")
-    if layout.expert_loads and (len(layout.expert_loads) != model.num_experts or min(layout.expert_loads) < 0
-                                or sum(layout.expert_loads) <= 0):
+    if layout.expert_loads and (
+        len(layout.expert_loads) != model.num_experts or min(layout.expert_loads) < 0 or sum(layout.expert_loads) <= 0
+    ):
         raise ConfigError("layout.expert_loads", f"must be {model.num_experts} non-negative loads, not all 0")
     ep, n = ep_degree(layout), layout.intra_size
     if ep == n or layout.ffn != "ep":
@@ -68,8 +76,10 @@ def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpu
 
 def to_fp8(steps: list[Step]) -> list[Step]:
     """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and excluded GEMMs stay BF16."""
-    return [replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and s.name not in FP8_EXCLUDED else s
-            for s in steps]
+    return [
+        replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and s.name not in FP8_EXCLUDED else s
+        for s in steps
+    ]
 
 
 def ext_attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
@@ -87,16 +97,33 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     full = tokens * h * BYTES_BF16
     steps = [Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True)]
     if tp:
-        steps.append(Step("tp_ag_ffn", COLLECTIVE, collective=ALL_GATHER, group="tp",
-                          comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True))
+        steps.append(
+            Step(
+                "tp_ag_ffn",
+                COLLECTIVE,
+                collective=ALL_GATHER,
+                group="tp",
+                comm_bytes=full * (n - 1) / n,
+                fuse="next",
+                sar_recompute=True,
+            )
+        )
     steps += [
         Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h)),
         Step("swiglu", MEMORY, mem_bytes=3 * rows * width * BYTES_BF16),
         Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width)),
     ]
     if tp:
-        steps.append(Step("tp_rs_ffn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp",
-                          comm_bytes=full * (n - 1) / n, fuse="prev"))
+        steps.append(
+            Step(
+                "tp_rs_ffn",
+                COLLECTIVE,
+                collective=REDUCE_SCATTER,
+                group="tp",
+                comm_bytes=full * (n - 1) / n,
+                fuse="prev",
+            )
+        )
     return steps
 
 
@@ -114,8 +141,11 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     """The MoE FFN with EP degree ep (in-node or across nodes), shared experts and skewed routing."""
     if layout.ffn != "ep":
         steps = ffn_recipe(model, layout, seq_len)
-        return steps[:3] + shared_expert_steps(model, layout.micro_batch * seq_len // layout.intra_size) + steps[3:] \
-            if model.num_shared_experts else steps
+        return (
+            steps[:3] + shared_expert_steps(model, layout.micro_batch * seq_len // layout.intra_size) + steps[3:]
+            if model.num_shared_experts
+            else steps
+        )
     n, h, k, f = layout.intra_size, model.hidden_size, model.top_k, model.expert_ffn_size
     ep = ep_degree(layout)
     g = min(ep, gpus_per_node)  # EP members per node
@@ -126,8 +156,18 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     routed_bytes = routed * h * BYTES_BF16
     scale, per_expert = 1.0, math.ceil(routed / experts_local * layout.capacity_factor)
     if layout.routing != "uniform" or layout.dropless or layout.expert_loads:
-        stats = layout_routing_stats(model.num_experts, k, local, ep, layout.routing, layout.zipf_exponent,
-                                     layout.seed, layout.dropless, layout.capacity_factor, layout.expert_loads)
+        stats = layout_routing_stats(
+            model.num_experts,
+            k,
+            local,
+            ep,
+            layout.routing,
+            layout.zipf_exponent,
+            layout.seed,
+            layout.dropless,
+            layout.capacity_factor,
+            layout.expert_loads,
+        )
         scale = stats.comm_scale
         if layout.dropless:  # no padding: the busiest GPU's received copies, spread over its experts
             per_expert = math.ceil(stats.busiest_copies / experts_local)
@@ -136,22 +176,68 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     if ep > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
         ep_bytes = ep_dispatch_bytes(local, h, k, model.num_experts, ep, gpus_per_node, layout.ep_max_nodes)
         nvl, nic = ep_bytes.nvlink_bytes * scale, ep_bytes.nic_bytes * scale
-        dispatch = Step("ep_a2a_dispatch", COLLECTIVE, collective=ALL_TO_ALL, group="ep", comm_bytes=nvl,
-                        nic_bytes=nic, group_size=g, fuse=fuse_dispatch, sar_recompute=True)
-        combine = Step("ep_a2a_combine", COLLECTIVE, collective=ALL_TO_ALL, group="ep", comm_bytes=nvl,
-                       nic_bytes=nic, group_size=g, fuse="prev")
+        dispatch = Step(
+            "ep_a2a_dispatch",
+            COLLECTIVE,
+            collective=ALL_TO_ALL,
+            group="ep",
+            comm_bytes=nvl,
+            nic_bytes=nic,
+            group_size=g,
+            fuse=fuse_dispatch,
+            sar_recompute=True,
+        )
+        combine = Step(
+            "ep_a2a_combine",
+            COLLECTIVE,
+            collective=ALL_TO_ALL,
+            group="ep",
+            comm_bytes=nvl,
+            nic_bytes=nic,
+            group_size=g,
+            fuse="prev",
+        )
     elif dispatch_uses_all_gather(model, layout):
         full = layout.micro_batch * seq_len * h * BYTES_BF16 * g / n  # the g members' tokens
-        dispatch = Step("ep_ag_dispatch", COLLECTIVE, collective=ALL_GATHER, group="ep",
-                        comm_bytes=full * (g - 1) / g, group_size=g, fuse=fuse_dispatch, sar_recompute=True)
-        combine = Step("ep_rs_combine", COLLECTIVE, collective=REDUCE_SCATTER, group="ep",
-                       comm_bytes=full * (g - 1) / g, group_size=g, fuse="prev")
+        dispatch = Step(
+            "ep_ag_dispatch",
+            COLLECTIVE,
+            collective=ALL_GATHER,
+            group="ep",
+            comm_bytes=full * (g - 1) / g,
+            group_size=g,
+            fuse=fuse_dispatch,
+            sar_recompute=True,
+        )
+        combine = Step(
+            "ep_rs_combine",
+            COLLECTIVE,
+            collective=REDUCE_SCATTER,
+            group="ep",
+            comm_bytes=full * (g - 1) / g,
+            group_size=g,
+            fuse="prev",
+        )
     else:  # MegaScale-MoE Eq. 3 with the EP degree g, scaled to the busiest GPU
-        dispatch = Step("ep_a2a_dispatch", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
-                        comm_bytes=routed_bytes * (g - 1) / g * scale, group_size=g, fuse=fuse_dispatch,
-                        sar_recompute=True)
-        combine = Step("ep_a2a_combine", COLLECTIVE, collective=ALL_TO_ALL, group="ep",
-                       comm_bytes=routed_bytes * (g - 1) / g * scale, group_size=g, fuse="prev")
+        dispatch = Step(
+            "ep_a2a_dispatch",
+            COLLECTIVE,
+            collective=ALL_TO_ALL,
+            group="ep",
+            comm_bytes=routed_bytes * (g - 1) / g * scale,
+            group_size=g,
+            fuse=fuse_dispatch,
+            sar_recompute=True,
+        )
+        combine = Step(
+            "ep_a2a_combine",
+            COLLECTIVE,
+            collective=ALL_TO_ALL,
+            group="ep",
+            comm_bytes=routed_bytes * (g - 1) / g * scale,
+            group_size=g,
+            fuse="prev",
+        )
     sequential = layout.expert_gemm == "sequential"
     slots = per_expert * experts_local
     return [
@@ -169,8 +255,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     ]
 
 
-def ext_layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int,
-                     dense: bool) -> list[Step]:
+def ext_layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool) -> list[Step]:
     """The forward steps of one (dense or MoE) layer on one GPU, in the layout's GEMM precision."""
     ffn = dense_ffn_recipe(model, layout, seq_len) if dense else ep_ffn_recipe(model, layout, seq_len, gpus_per_node)
     steps = ext_attention_recipe(model, layout, seq_len) + ffn

@@ -31,8 +31,13 @@ class RoutingStats:
         return self.busiest_copies / self.balanced_copies
 
 
-def expert_loads(num_experts: int, routing: str = "uniform", zipf_exponent: float = 1.0,
-                 rng: np.random.Generator | None = None, loads: tuple[float, ...] = ()) -> np.ndarray:
+def expert_loads(
+    num_experts: int,
+    routing: str = "uniform",
+    zipf_exponent: float = 1.0,
+    rng: np.random.Generator | None = None,
+    loads: tuple[float, ...] = (),
+) -> np.ndarray:
     """Share of token copies each expert receives (sums to 1).
 
     "zipf": share of the expert of popularity rank r is proportional to r^-s (Zipf's law), ranks assigned
@@ -52,8 +57,9 @@ def expert_loads(num_experts: int, routing: str = "uniform", zipf_exponent: floa
     return rng.permutation(weights / weights.sum())
 
 
-def routing_stats(loads: np.ndarray, tokens_per_gpu: int, top_k: int, ep: int,
-                  capacity_factor: float | None) -> RoutingStats:
+def routing_stats(
+    loads: np.ndarray, tokens_per_gpu: int, top_k: int, ep: int, capacity_factor: float | None
+) -> RoutingStats:
     """Busiest-GPU copies for expert ``loads`` over an EP group of ``ep`` GPUs (None = dropless).
 
     Copies in the group C = ep x tokens x k; expert e receives C x load_e, capped at the capacity
@@ -73,9 +79,18 @@ def routing_stats(loads: np.ndarray, tokens_per_gpu: int, top_k: int, ep: int,
     return RoutingStats(float(tokens_per_gpu * top_k), float(per_gpu.max()), capacity, max(dropped, 0.0))
 
 
-def layout_routing_stats(num_experts: int, top_k: int, tokens_per_gpu: int, ep: int, routing: str,
-                         zipf_exponent: float, seed: int, dropless: bool, capacity_factor: float,
-                         loads: tuple[float, ...] = ()) -> RoutingStats:
+def layout_routing_stats(
+    num_experts: int,
+    top_k: int,
+    tokens_per_gpu: int,
+    ep: int,
+    routing: str,
+    zipf_exponent: float,
+    seed: int,
+    dropless: bool,
+    capacity_factor: float,
+    loads: tuple[float, ...] = (),
+) -> RoutingStats:
     """Routing statistics for a layout's routing options, from ``numpy.random.default_rng(seed)``."""
     rng = np.random.default_rng(seed)
     shares = expert_loads(num_experts, routing, zipf_exponent, rng, loads)

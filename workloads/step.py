@@ -170,14 +170,21 @@ class StepWorkload:
         last = stage == self.pp - 1 and task.chunk == self.chunks - 1
         if not self.extended:
             return task.direction, first, last
-        layers = self.stage_layers(stage) if self.chunks == 1 else range(stage * self.layers_per_chunk,
-                                                                         (stage + 1) * self.layers_per_chunk)
+        layers = (
+            self.stage_layers(stage)
+            if self.chunks == 1
+            else range(stage * self.layers_per_chunk, (stage + 1) * self.layers_per_chunk)
+        )
         dense = sum(1 for i in layers if i < self.model.num_dense_layers)
         return task.direction, first, last, dense, len(layers) - dense
 
     def _all_task_keys(self) -> set[tuple]:
-        return {self.task_key(s, Task(d, 0, c)) for s in range(self.pp) for d in (FORWARD, BACKWARD)
-                for c in range(self.chunks)}
+        return {
+            self.task_key(s, Task(d, 0, c))
+            for s in range(self.pp)
+            for d in (FORWARD, BACKWARD)
+            for c in range(self.chunks)
+        }
 
     def task_ops(self, key: tuple) -> tuple[Op, ...]:
         """The op list of a task with the given key (built once, then cached)."""
@@ -217,7 +224,9 @@ class StepWorkload:
 
     def _ext_chunk_layers(self, first: bool, last: bool, dense: int, moe: int) -> list[LayerSteps]:
         """Beyond-the-paper chunks: ``dense`` leading dense layers, then ``moe`` MoE layers."""
-        recipes = [ext_layer_recipe(self.model, self.layout, self.seq_len, self.gpus_per_node, d) for d in (False, True)]
+        recipes = [
+            ext_layer_recipe(self.model, self.layout, self.seq_len, self.gpus_per_node, d) for d in (False, True)
+        ]
         layers: list[LayerSteps] = [(i, recipes[i < dense]) for i in range(dense + moe)]
         if first:
             layers.insert(0, (-1, embedding_recipe(self.model, self.layout, self.seq_len)))
@@ -235,16 +244,22 @@ class StepWorkload:
         return layers
 
 
-def validate(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int, global_batch: int,
-             seq_len: int) -> None:
+def validate(
+    model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int, global_batch: int, seq_len: int
+) -> None:
     """Raise ConfigError (naming the field) unless the layout can run the model on the cluster."""
-    for name, value in (("gpus", num_gpus), ("gpus_per_node", gpus_per_node), ("global_batch", global_batch),
-                        ("seq_len", seq_len)):
+    for name, value in (
+        ("gpus", num_gpus),
+        ("gpus_per_node", gpus_per_node),
+        ("global_batch", global_batch),
+        ("seq_len", seq_len),
+    ):
         check_positive_int(name, value)
     n = layout.intra_size
     if n > gpus_per_node or gpus_per_node % n:
-        raise ConfigError("layout.intra_size",
-                          f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs")
+        raise ConfigError(
+            "layout.intra_size", f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs"
+        )
     if num_gpus % (n * layout.pp):
         raise ConfigError("gpus", f"{num_gpus} is not a multiple of intra_size x pp = {n * layout.pp}")
     if model.num_heads % n:
@@ -263,11 +278,15 @@ def validate(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node:
         raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
     dp = num_gpus // (n * layout.pp)
     if global_batch % (dp * layout.micro_batch):
-        raise ConfigError("global_batch",
-                          f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}")
+        raise ConfigError(
+            "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
+        )
     micro_batches = global_batch // (dp * layout.micro_batch)
     if layout.schedule == "dualpipe" and (layout.pp % 2 or micro_batches % 2 or micro_batches < 2 * layout.pp):
-        raise ConfigError("layout.pp", f"DualPipe needs an even pp ({layout.pp}) and an even number of "
-                          f"micro-batches ({micro_batches}) of at least 2 x pp (deepseek-ai/DualPipe)")
+        raise ConfigError(
+            "layout.pp",
+            f"DualPipe needs an even pp ({layout.pp}) and an even number of "
+            f"micro-batches ({micro_batches}) of at least 2 x pp (deepseek-ai/DualPipe)",
+        )
     if layout.schedule == "interleaved" and micro_batches % layout.pp:
         raise ConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({micro_batches}) divisible by pp")

@@ -44,8 +44,17 @@ class _OpList:
         self.ops.append(op)
         return len(self.ops) - 1
 
-    def compute(self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False,
-                recompute: bool = False, gemm=None, name: str = "") -> int:
+    def compute(
+        self,
+        step: Step,
+        layer: int,
+        deps: tuple[int, ...],
+        *,
+        backward: bool = False,
+        recompute: bool = False,
+        gemm=None,
+        name: str = "",
+    ) -> int:
         counted = 0.0
         flops = 0.0
         kind = step.kind
@@ -56,25 +65,57 @@ class _OpList:
             flops = step.flops * (ATTENTION_BACKWARD_FACTOR if backward else 1.0)
         if not recompute:
             counted = flops
-        return self.add(Op(name or step.name, kind, COMPUTE, deps, layer, gemm=gemm, flops=flops,
-                           model_flops=counted, attention_backward=backward and kind == ATTENTION,
-                           mem_bytes=mem_bytes, kernels=step.kernels))
+        return self.add(
+            Op(
+                name or step.name,
+                kind,
+                COMPUTE,
+                deps,
+                layer,
+                gemm=gemm,
+                flops=flops,
+                model_flops=counted,
+                attention_backward=backward and kind == ATTENTION,
+                mem_bytes=mem_bytes,
+                kernels=step.kernels,
+            )
+        )
 
-    def collective(self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False,
-                   name: str = "") -> int:
+    def collective(
+        self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False, name: str = ""
+    ) -> int:
         kind = TRANSPOSE[step.collective] if backward else step.collective
-        return self.add(Op(name or step.name, COLLECTIVE, self.comm_stream, deps, layer, collective=kind,
-                           group=step.group, group_size=step.group_size or self.group_size,
-                           comm_bytes=step.comm_bytes, nic_bytes=step.nic_bytes))
+        return self.add(
+            Op(
+                name or step.name,
+                COLLECTIVE,
+                self.comm_stream,
+                deps,
+                layer,
+                collective=kind,
+                group=step.group,
+                group_size=step.group_size or self.group_size,
+                comm_bytes=step.comm_bytes,
+                nic_bytes=step.nic_bytes,
+            )
+        )
 
     def fuse_into(self, gemm_index: int, comm: Step, backward: bool) -> None:
         """Turn the GEMM op at ``gemm_index`` into a fused GEMM + collective op."""
         op = self.ops[gemm_index]
         kind = TRANSPOSE[comm.collective] if backward else comm.collective
         size = comm.group_size or self.group_size
-        self.ops[gemm_index] = replace(op, name=f"{op.name}+{comm.name}", kind=FUSED, collective=kind,
-                                       group=comm.group, group_size=size, comm_bytes=comm.comm_bytes,
-                                       tiles=size, nic_bytes=comm.nic_bytes)
+        self.ops[gemm_index] = replace(
+            op,
+            name=f"{op.name}+{comm.name}",
+            kind=FUSED,
+            collective=kind,
+            group=comm.group,
+            group_size=size,
+            comm_bytes=comm.comm_bytes,
+            tiles=size,
+            nic_bytes=comm.nic_bytes,
+        )
 
 
 def forward_ops(layers: list[LayerSteps], layout: LayoutSpec, *, recompute: bool = False) -> list[Op]:
@@ -106,8 +147,14 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
             if step.kind == HOST_SYNC:
                 last = ops.add(Op(step.name, HOST_SYNC, COMPUTE, deps, layer))
                 continue
-            last = ops.compute(step, layer, deps, recompute=recompute, gemm=step.gemm,
-                               name=f"{step.name}.recompute" if recompute else "")
+            last = ops.compute(
+                step,
+                layer,
+                deps,
+                recompute=recompute,
+                gemm=step.gemm,
+                name=f"{step.name}.recompute" if recompute else "",
+            )
             if pending_comm is not None and step.kind == GEMM:
                 ops.fuse_into(last, pending_comm, backward=False)
                 pending_comm = None
@@ -134,8 +181,9 @@ def backward_ops(layers: list[LayerSteps], layout: LayoutSpec, recompute_below: 
     return ops.ops
 
 
-def _emit_recompute(ops: _OpList, layer: int, steps: list[Step], layout: LayoutSpec,
-                    grad: int, full: bool) -> dict[int, int]:
+def _emit_recompute(
+    ops: _OpList, layer: int, steps: list[Step], layout: LayoutSpec, grad: int, full: bool
+) -> dict[int, int]:
     """Recompute ops at the start of a layer's backward; returns forward position -> op index."""
     if full:
         deps = (grad,) if grad >= 0 else ()
@@ -157,8 +205,7 @@ def _emit_recompute(ops: _OpList, layer: int, steps: list[Step], layout: LayoutS
     return done
 
 
-def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
-                         recomputed: dict[int, int]) -> int:
+def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int, recomputed: dict[int, int]) -> int:
     deferred_wgrads: list[tuple[Step, tuple[int, ...]]] = []
     pending_comm: Step | None = None
 
