@@ -9,7 +9,7 @@ Cost therefore grows with stages x micro-batches, not with the GPU count.
 Memoization: a task's ops use only the GPU's compute stream and NVLink, which nothing else at the
 pipeline level touches (PP and DP traffic go over the NIC), so each distinct task is timed once at op
 level and replayed as one timeout. ``memoize=False`` runs every task at op level instead; the two
-agree exactly (tests/test_engine.py).
+agree to 1e-9 (tests/test_pipeline.py).
 
 Faults (simulator/faults.py) break symmetry; the representative of an affected stage becomes its
 slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
@@ -327,19 +327,11 @@ class PipelineEngine:
         _, params = self._dp_bytes(self._stage_of(place))
         links = self._dp_links(place)
         for bucket in range(buckets):
-            start = self.env.now
-            yield self.network.transfer(links, params / buckets)
-            self.nic_transfers.append(
-                NicTransfer(
-                    "dp-params",
-                    self._stage_of(place),
-                    self._stage_of(place),
-                    start,
-                    self.env.now,
-                    params / buckets,
-                    (bucket,),
-                )
+            transfer = self.network.transfer(links, params / buckets)
+            transfer.callbacks.append(
+                self._logger("dp-params", self._stage_of(place), self.env.now, params / buckets, bucket)
             )
+            yield transfer
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
         if not gate.triggered:
