@@ -149,6 +149,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if turn is not None:
                 yield turn
             begin = env.now
+            tail_s = 0.0  # time after the op's last event that no one else needs to see pass
             if op.kind == COLLECTIVE:
                 if costs.latency_s[index]:
                     yield env.timeout(costs.latency_s[index])
@@ -162,12 +163,15 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 if not comm_end:  # NOTE: two plain yields instead of an AllOf condition: same times, cheaper
                     yield comm
                 comm_s = comm_end[0] - begin
-                yield env.timeout(fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index])
+                tail_s = fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]
+                if turn is not None:  # the GPU turn is held through the tail
+                    yield env.timeout(tail_s)
+                    tail_s = 0.0
             else:
                 yield env.timeout(costs.compute_s[index])
             if turn is not None:
                 gpu.release(turn)
-            clock = env.now
+            clock = env.now + tail_s
         else:
             begin = clock
             clock += costs.compute_s[index]
