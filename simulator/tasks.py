@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -206,8 +207,13 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
             busy.append((begin, end))
     timing.compute_busy_s = sum(end - begin for begin, end in busy)
     busy.sort()
+    starts = [b_begin for b_begin, _ in busy]
     for index, begin, end in overlapped:
-        hidden = sum(max(0.0, min(end, b_end) - max(begin, b_begin)) for b_begin, b_end in busy)
+        hidden = 0.0
+        # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
+        # starting before ``begin`` can intersect [begin, end).
+        for b_begin, b_end in busy[max(bisect_right(starts, begin) - 1, 0) : bisect_left(starts, end)]:
+            hidden += max(0.0, min(end, b_end) - max(begin, b_begin))
         group = ops[index].group
         exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
     timing.exposed_comm_s = exposed
