@@ -18,11 +18,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-import yaml
-
 from simulator.report import COMM_KINDS, Report, simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
+from workloads.config import read_yaml
 from workloads.layouts import LayoutSpec, layout_preset
 
 SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_bandwidth_GBps")
@@ -37,9 +36,7 @@ Point = dict[str, object]
 
 def load_sweep(path: str | Path) -> tuple[list[Point], Path]:
     """Read a sweep file: the grid's points (cartesian product) and the output path."""
-    spec = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(spec, dict):
-        raise ConfigError("sweep", "must be a mapping of keys to values or lists")
+    spec = dict(read_yaml("sweep", path))  # a readable YAML mapping, or ConfigError("sweep", ...)
     output = spec.pop("output", None)
     if not output:
         raise ConfigError("sweep.output", "give an output path ending in .csv or .parquet")

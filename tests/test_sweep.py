@@ -99,3 +99,11 @@ def test_dask_scheduler(tmp_path: Path) -> None:
         run_sweep(points, tmp_path / "by_address.csv", scheduler=cluster.scheduler_address, progress=lambda _: None)
     assert len(_rows(output)) == 6
     assert len(_rows(tmp_path / "by_address.csv")) == 6
+
+
+def test_unreadable_sweep_file_is_one_line_error(tmp_path, capsys) -> None:
+    from experiments.cli import main
+
+    assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("moesim: error: sweep: cannot read")
