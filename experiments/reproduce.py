@@ -5,7 +5,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from experiments import fig7, layouts_ep, r_ratio, scaleup_domain, single_node, skew, table3, table5, weak_scaling
+from experiments import (
+    fig7,
+    fig14,
+    fig16,
+    fig17,
+    layouts_ep,
+    r_ratio,
+    scaleup_domain,
+    skew,
+    table3,
+    table5,
+    weak_scaling,
+)
 from simulator.calibration import DEFAULT_CALIBRATION
 
 REPRODUCTIONS = {
@@ -13,9 +25,9 @@ REPRODUCTIONS = {
     "weak-scaling": weak_scaling.run,
     "table5": table5.run,
     "fig7": fig7.run,
-    "fig14": single_node.run_fig14,
-    "fig16": single_node.run_fig16,
-    "fig17": single_node.run_fig17,
+    "fig14": fig14.run,
+    "fig16": fig16.run,
+    "fig17": fig17.run,
     "scaleup-domain": scaleup_domain.run,  # beyond the paper
     "r-ratio": r_ratio.run,  # beyond the paper (Sec. 7's R, simulated)
     "layouts-ep": layouts_ep.run,  # beyond the paper: in-node vs cross-node EP over NIC bandwidth

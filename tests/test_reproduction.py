@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import fig7, single_node, table3, table5, weak_scaling
+from experiments import fig7, fig14, fig16, fig17, table3, table5, weak_scaling
 from experiments.calibrate import fit_gemm_efficiency
 from simulator.calibration import DEFAULT_CALIBRATION
 
@@ -91,7 +91,7 @@ def test_weak_scaling_ratio_and_degradation():
 
 
 def test_fig14_sp_ep_beats_tp_tp_on_every_model():
-    frame = single_node.simulate_fig14()
+    frame = fig14.simulate_fig14()
     assert (frame.mfu_gain > 0).all()
 
 
@@ -101,9 +101,9 @@ def test_fig14_sp_ep_beats_tp_tp_on_every_model():
     "narrow experts make TP's sharded GEMMs and memory-bound ops dominate in the model.",
 )
 def test_fig14_gain_band():
-    frame = single_node.simulate_fig14()
-    low, high = single_node.FIG14_MFU_GAIN
-    widen = single_node.FIG14_BAND_WIDENING
+    frame = fig14.simulate_fig14()
+    low, high = fig14.FIG14_MFU_GAIN
+    widen = fig14.FIG14_BAND_WIDENING
     assert frame.mfu_gain.between(low - widen, high + widen).all()
 
 
@@ -113,9 +113,9 @@ def test_fig14_gain_band():
     "unfused baseline here is an ideal NCCL collective, not the paper's slower kernels.",
 )
 def test_fig16_pair_speedups():
-    frame = single_node.simulate_fig16()
+    frame = fig16.simulate_fig16()
     cols = [c for c in frame.columns if c.endswith("_speedup")]
-    assert (frame[cols] >= single_node.FIG16_PAIR_SPEEDUP[0]).all().all()
+    assert (frame[cols] >= fig16.FIG16_PAIR_SPEEDUP[0]).all().all()
 
 
 @pytest.mark.xfail(
@@ -124,11 +124,11 @@ def test_fig16_pair_speedups():
     "paper measures 45.5% / 57.2% of all activations, incl. parts the formulas omit.",
 )
 def test_fig17_sar_activation_saving():
-    frame = single_node.simulate_fig17().set_index("model")
-    for model, paper in single_node.FIG17_ACTIVATION_SAVING.items():
-        assert frame.activation_saving[model] == pytest.approx(paper, abs=single_node.FIG17_TOLERANCE)
+    frame = fig17.simulate_fig17().set_index("model")
+    for model, paper in fig17.FIG17_ACTIVATION_SAVING.items():
+        assert frame.activation_saving[model] == pytest.approx(paper, abs=fig17.FIG17_TOLERANCE)
 
 
 def test_fig17_sar_keeps_mfu():
-    frame = single_node.simulate_fig17()
+    frame = fig17.simulate_fig17()
     assert ((frame.mfu_no_sar - frame.mfu_sar).abs() < 0.005).all()

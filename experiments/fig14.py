@@ -1,0 +1,73 @@
+"""MegaScale-MoE Fig. 14: single-node strategies, SP+EP vs TP+TP MFU and SP's memory cost, M1-M6."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.plotting import bar_comparison
+from experiments.single_node import MODELS, simulate_one, single_node_model
+
+FIG14_MFU_GAIN = (0.149, 0.329)  # SP+EP MFU over TP+TP across M1-M6
+FIG14_MEMORY_COST = (0.012, 0.054)  # SP's extra memory
+FIG14_BAND_WIDENING = 0.05  # the tolerance: each model within the band widened by 5 points
+
+
+def simulate_fig14() -> pd.DataFrame:
+    rows = []
+    for name in MODELS:
+        model = single_node_model(name)
+        tp, sp = simulate_one(model, "tp-tp"), simulate_one(model, "sp-ep")
+        rows.append(
+            {
+                "model": name,
+                "layers": model.num_layers,
+                "mfu_tp_tp": tp.mfu,
+                "mfu_sp_ep": sp.mfu,
+                "mfu_gain": sp.mfu / tp.mfu - 1,
+                "memory_tp_tp_gib": tp.peak_memory_gib,
+                "memory_sp_ep_gib": sp.peak_memory_gib,
+                "memory_cost": sp.peak_memory_gib / tp.peak_memory_gib - 1,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run(out: Path) -> str:
+    frame = simulate_fig14()
+    frame.to_csv(out / "fig14.csv", index=False, float_format="%.6g")
+    bar_comparison(
+        out / "fig14.png",
+        title="Fig. 14: one node, MFU of TP+TP vs SP+EP (sim)",
+        categories=list(frame.model),
+        xlabel="model",
+        ylabel="MFU (%)",
+        series={"TP+TP sim": frame.mfu_tp_tp * 100, "SP+EP sim": frame.mfu_sp_ep * 100},
+    )
+    lines = [
+        "## Fig. 14: single node (8 x H800, batch 32), SP+EP vs TP+TP, no overlap",
+        "",
+        "| model | layers | MFU TP+TP | MFU SP+EP | gain sim | memory cost of SP sim |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.model} | {r.layers} | {r.mfu_tp_tp:.1%} | {r.mfu_sp_ep:.1%} | {r.mfu_gain:+.1%} | {r.memory_cost:+.1%} |"
+        for r in frame.itertuples()
+    ]
+    lines += [
+        "",
+        (
+            "Paper: SP+EP MFU +14.9% to +32.9% across M1-M6; SP costs 1.2-5.4% more memory. "
+            "Sequence length 8,192 and layer counts cut to fit 80 GB are our choices (not given)."
+        ),
+        "",
+        (
+            "Misses: the gain is above the band for the narrow-expert models (Phi-3.5-MoE, DeepSeekMoE), "
+            "where TP's 8-way sharded expert GEMMs (width h_ffn/8 = 800 and 176) and the memory-bound "
+            "permutation of all b s k copies on every GPU dominate; SP's memory cost is above the paper's "
+            "because our SP keeps replicated attention weights with FP32 gradients and Adam states per GPU "
+            "(ZeRO-1 over DP = 1 shards nothing) and the activation formulas of Sec. 4.1."
+        ),
+    ]
+    return "\n".join(lines)

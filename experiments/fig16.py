@@ -1,0 +1,85 @@
+"""MegaScale-MoE Fig. 16: intra-operator overlap, fused GEMM + collective pairs against unfused, M1-M6."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.plotting import bar_comparison
+from experiments.single_node import MODELS, simulate_one, single_node_model, workload
+from simulator.engine import PipelineEngine
+from topologies.cluster import cluster_preset
+
+FIG16_PAIR_SPEEDUP = (1.2, 4.7)  # each fused pair this much faster than unfused
+FIG16_ITERATION_SAVING = (0.071, 0.129)
+PAIRS = (
+    ("qkv_proj", "sp_a2a_qkv"),
+    ("sp_a2a_out", "o_proj"),
+    ("ep_a2a_dispatch", "expert_fc13"),
+    ("expert_fc2", "ep_a2a_combine"),
+)
+
+
+def _pair_times(model, layout: str) -> dict[str, float]:
+    """Forward time of each op (or fused op) of the first layer, by name."""
+    step = workload(model, layout)
+    engine = PipelineEngine(step, cluster_preset("h800", 8))
+    key = ("F", False, False)
+    ops = step.task_ops(key)
+    times: dict[str, float] = {}
+    for index, begin, end in engine.task_timing(key).intervals:
+        if ops[index].layer == 0:
+            times[ops[index].name] = end - begin
+    return times
+
+
+def simulate_fig16() -> pd.DataFrame:
+    rows = []
+    for name in MODELS:
+        model = single_node_model(name)
+        unfused, fused = _pair_times(model, "sp-ep-inter"), _pair_times(model, "sp-ep-inter-intra")
+        row = {"model": name}
+        for first, second in PAIRS:
+            before = unfused.get(first, 0.0) + unfused.get(second, 0.0)
+            after = fused.get(f"{first}+{second}", fused.get(f"{second}+{first}", before))
+            row[f"{first}+{second}_speedup"] = before / after
+        inter, intra = simulate_one(model, "sp-ep-inter"), simulate_one(model, "sp-ep-inter-intra")
+        row["iteration_saving"] = 1 - intra.step_time_s / inter.step_time_s
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run(out: Path) -> str:
+    frame = simulate_fig16()
+    frame.to_csv(out / "fig16.csv", index=False, float_format="%.6g")
+    cols = [c for c in frame.columns if c.endswith("_speedup")]
+    bar_comparison(
+        out / "fig16.png",
+        title="Fig. 16: fused / unfused forward pairs (sim speedup)",
+        categories=list(frame.model),
+        xlabel="model",
+        ylabel="speedup (x)",
+        series={c.replace("_speedup", ""): frame[c] for c in cols},
+    )
+    lines = [
+        "## Fig. 16: intra-operator overlap (fused GEMM + collective), one node",
+        "",
+        "| model | " + " | ".join(c.replace("_speedup", "") for c in cols) + " | iteration saving |",
+        "|---|" + "---|" * (len(cols) + 1),
+    ]
+    lines += [
+        "| " + r["model"] + " | " + " | ".join(f"{r[c]:.2f}x" for c in cols) + f" | {r['iteration_saving']:.1%} |"
+        for _, r in frame.iterrows()
+    ]
+    lines += [
+        "",
+        "Paper: each fused pair 1.2-4.7x faster than unfused; iteration time -7.1% to -12.9%.",
+        "",
+        (
+            "Miss: our unfused baseline is an ideal NCCL collective followed by the GEMM, so fusion can save "
+            "at most the shorter of the two; the paper's larger gains (up to 4.7x) imply a slower unfused "
+            "path (separate scatter/gather kernels, synchronization) than modelled."
+        ),
+    ]
+    return "\n".join(lines)

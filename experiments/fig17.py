@@ -1,0 +1,82 @@
+"""MegaScale-MoE Fig. 17: selective activation rematerialization (SAR) on Mixtral-8x7B and 8x22B."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.plotting import bar_comparison
+from experiments.single_node import SEQ_LEN
+from simulator.memory import peak_memory
+from simulator.report import simulate
+from workloads.layouts import layout_preset
+from workloads.models import MODEL_PRESETS
+from workloads.step import StepWorkload
+
+FIG17_ACTIVATION_SAVING = {"mixtral-8x7b": 0.455, "mixtral-8x22b": 0.572}
+FIG17_TOLERANCE = 0.05
+
+
+def simulate_fig17() -> pd.DataFrame:
+    rows = []
+    for name, pp in (("mixtral-8x7b", 4), ("mixtral-8x22b", 4)):
+        model = MODEL_PRESETS[name]
+        result = {}
+        for recompute in ("none", "sar"):
+            layout = layout_preset("megascale-moe").with_(pp=pp, recompute=recompute)
+            breakdown = peak_memory(StepWorkload(model, layout, 128, 8, 128, SEQ_LEN))
+            report = simulate(model, layout, 128, global_batch=128, seq_len=SEQ_LEN, allow_oom=True)
+            result[recompute] = (breakdown, report)
+        (no_sar, r0), (sar, r1) = result["none"], result["sar"]
+        rows.append(
+            {
+                "model": name,
+                "activation_saving": 1 - sar.activations_bytes / no_sar.activations_bytes,
+                "paper_activation_saving": FIG17_ACTIVATION_SAVING[name],
+                "total_saving": 1 - sar.total_bytes / no_sar.total_bytes,
+                "mfu_no_sar": r0.mfu,
+                "mfu_sar": r1.mfu,
+                "memory_no_sar_gib": no_sar.total_gib,
+                "memory_sar_gib": sar.total_gib,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run(out: Path) -> str:
+    frame = simulate_fig17()
+    frame.to_csv(out / "fig17.csv", index=False, float_format="%.6g")
+    bar_comparison(
+        out / "fig17.png",
+        title="Fig. 17: activation memory saved by SAR",
+        categories=list(frame.model),
+        xlabel="model",
+        ylabel="saving (%)",
+        series={"paper": frame.paper_activation_saving * 100, "sim": frame.activation_saving * 100},
+    )
+    lines = [
+        "## Fig. 17: selective activation rematerialization (128 H800, PP 4)",
+        "",
+        (
+            "| model | activation saving paper | sim | total memory saving sim | memory no SAR / SAR (GiB) "
+            "| MFU no SAR | MFU SAR |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.model} | {r.paper_activation_saving:.1%} | {r.activation_saving:.1%} | {r.total_saving:.1%} "
+        f"| {r.memory_no_sar_gib:.0f} / {r.memory_sar_gib:.0f} | {r.mfu_no_sar:.2%} | {r.mfu_sar:.2%} |"
+        for r in frame.itertuples()
+    ]
+    lines += [
+        "",
+        "Paper: total memory -21.3% and -35%, MFU within 0.5%.",
+        "",
+        (
+            "Miss: the Sec. 4.1 per-layer formulas alone give 66% / 69% savings; the paper's measured "
+            "45.5% / 57.2% count all activations (embeddings, logits, allocator slack) that SAR does not "
+            "touch. Recomputation is hidden by overlap, so MFU moves < 0.5 points as in the paper."
+        ),
+    ]
+    return "\n".join(lines)
