@@ -236,3 +236,18 @@ def test_dualpipe_rejects_bad_sizes(pp: int, micro_batches: int) -> None:
 
 def test_task_tuple_defaults_keep_old_equality() -> None:
     assert Task(FORWARD, 0, 0) == (FORWARD, 0, 0, None)
+
+
+def test_dualpipe_refuses_models_it_cannot_simulate_yet() -> None:
+    """DualPipe's task keys cover the paper-style layers only: extended models are a one-line ConfigError."""
+    from simulator.report import simulate
+
+    with pytest.raises(ConfigError) as error:
+        simulate(
+            "deepseek-v3",
+            layout_preset("deepseek-v3").with_(schedule="dualpipe"),
+            2048,
+            global_batch=15360,
+            seq_len=4096,
+        )
+    assert error.value.field == "layout.schedule"

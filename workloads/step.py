@@ -271,6 +271,12 @@ def validate(
     if (layout.micro_batch * seq_len) % n:
         raise ConfigError("seq_len", f"micro_batch x seq_len must be divisible by {n}")
     validate_extensions(model, layout, num_gpus, gpus_per_node)
+    if layout.schedule == "dualpipe" and (is_extended(model, layout) or layout.uneven_pp):
+        raise ConfigError(
+            "layout.schedule",
+            "dualpipe is simulated for the paper-style models and layouts only (no MLA, dense or shared-expert "
+            "layers, cross-node EP, skewed routing, FP8 or uneven pp yet)",
+        )
     stages = layout.pp * layout.virtual_stages
     if layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages:
         pass  # stage_layers spreads the remainder
