@@ -47,6 +47,7 @@ def run_with_outputs(args: argparse.Namespace) -> Report:
         stages=parse_stages(args.trace_stages),
         micro_batches=args.trace_micro_batches,
         trace=bool(args.trace),
+        allow_oom=args.allow_oom,
     )
     if args.trace:
         size = write_trace(args.trace, run.trace)

@@ -114,15 +114,29 @@ def simulate(
 ) -> Report:
     """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom."""
     wall_start = time.perf_counter()
+    workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
+    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults).run()
+    report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
+    return replace(report, oom=oom, faults=faults.describe() if faults else [])
+
+
+def prepare(
+    model: ModelSpec | str,
+    layout: LayoutSpec | str,
+    gpus: int | None,
+    cluster: ClusterSpec | str | None,
+    global_batch: int,
+    seq_len: int,
+    micro_batch: int | None,
+    allow_oom: bool,
+) -> tuple[StepWorkload, ClusterSpec, bool]:
+    """The validated step workload (recomputation fitted to memory), its cluster, and whether it overflows HBM."""
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
     workload = fit_recompute(workload, cluster.gpu.hbm_bytes)
-    oom = check_memory(workload, cluster, allow_oom)
-    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults).run()
-    report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
-    return replace(report, oom=oom, faults=faults.describe() if faults else [])
+    return workload, cluster, check_memory(workload, cluster, allow_oom)
 
 
 def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool = False) -> bool:

@@ -15,14 +15,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import EngineResult, PipelineEngine
-from simulator.report import Report, build_report, resolve
+from simulator.report import Report, build_report, prepare
 from simulator.tasks import OpCosts
 from topologies.cluster import ClusterSpec
+from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import COLLECTIVE, FUSED, Op
@@ -282,17 +284,17 @@ def simulate_with_trace(
     micro_batches: int | None = None,
     calibration: Calibration = DEFAULT_CALIBRATION,
     trace: bool = True,
+    allow_oom: bool = False,
 ) -> TracedRun:
     """Simulate one step like ``simulate`` and also return the raw result and (if asked) its Chrome trace."""
     wall_start = time.perf_counter()
-    model, layout, cluster = resolve(model, layout, cluster, gpus)
-    if micro_batch is not None:
-        layout = layout.with_(micro_batch=micro_batch)
-    workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
+    workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
+    if workload.tasks_use_nic:  # op timings are read from the memoized task timings, which need NIC-free tasks
+        raise ConfigError("trace", "timelines of cross-node EP runs (tasks on the NIC) are not supported yet")
     engine = PipelineEngine(workload, cluster, calibration, memoize=True)
     link_log = record_link_utilisation(engine)
     result = engine.run()
-    report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
+    report = replace(build_report(workload, cluster, result, time.perf_counter() - wall_start), oom=oom)
     events = (
         chrome_trace(
             workload,

@@ -38,6 +38,7 @@ from simulator.faults import gpu_index as placement
 from simulator.network import FluidNetwork
 from simulator.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec, build_cluster
+from topologies.errors import ConfigError
 from workloads.ops import ALL_TO_ALL, Op
 from workloads.schedules import Task
 from workloads.step import StepWorkload
@@ -63,6 +64,8 @@ class UnfoldedEngine(PipelineEngine):
         calibration: Calibration = DEFAULT_CALIBRATION,
         faults: Faults | None = None,
     ) -> None:
+        if workload.tasks_use_nic:
+            raise ConfigError("layout.ep", "the unfolded engine does not simulate cross-node EP (tasks on the NIC) yet")
         super().__init__(workload, cluster, calibration, memoize=False, faults=faults)
         graph = build_cluster(cluster)
         self.network = FluidNetwork(

@@ -44,6 +44,7 @@ def is_extended(model: ModelSpec, layout: LayoutSpec) -> bool:
         or layout.dropless
         or bool(layout.expert_loads)
         or layout.gemm_dtype != "bf16"
+        or layout.uneven_pp
     )
 
 
@@ -61,8 +62,15 @@ def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpu
         len(layout.expert_loads) != model.num_experts or min(layout.expert_loads) < 0 or sum(layout.expert_loads) <= 0
     ):
         raise ConfigError("layout.expert_loads", f"must be {model.num_experts} non-negative loads, not all 0")
+    if layout.seed < 0:
+        raise ConfigError("layout.seed", f"must be >= 0, got {layout.seed}")
+    if layout.ffn != "ep":
+        routed = layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep
+        if routed:
+            raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
+        return
     ep, n = ep_degree(layout), layout.intra_size
-    if ep == n or layout.ffn != "ep":
+    if ep == n:
         return
     if ep % n or (num_gpus // layout.pp) % ep:
         raise ConfigError("layout.ep", f"EP {ep} must be a multiple of intra_size {n} and divide GPUs per stage")
@@ -72,6 +80,12 @@ def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpu
         raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {gpus_per_node} GPUs per node")
     if ep < gpus_per_node and gpus_per_node % ep:
         raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {gpus_per_node} GPUs of a node")
+    nodes = max(ep // gpus_per_node, 1)
+    reachable = model.num_experts // nodes * (min(layout.ep_max_nodes, nodes) if layout.ep_max_nodes else nodes)
+    if model.top_k > reachable:
+        raise ConfigError(
+            "layout.ep_max_nodes", f"top_k {model.top_k} exceeds the {reachable} experts a token may reach"
+        )
 
 
 def to_fp8(steps: list[Step]) -> list[Step]:

@@ -76,6 +76,13 @@ class StepWorkload:
         """Whether any task op sends over the NIC (cross-node EP)."""
         return any(op.nic_bytes > 0 for key in self._all_task_keys() for op in self.task_ops(key))
 
+    def chunk_layer_range(self, stage: int, chunk: int) -> range:
+        """Global layer indices of model chunk ``chunk`` on ``stage`` (interleaved: block chunk x pp + stage)."""
+        if self.chunks == 1:
+            return self.stage_layers(stage)
+        block = chunk * self.pp + stage
+        return range(block * self.layers_per_chunk, (block + 1) * self.layers_per_chunk)
+
     def stage_layers(self, stage: int) -> range:
         """Global layer indices of a stage (1F1B) or of its first chunk; uneven_pp gives fewer to the last,
         first, second-to-last, ... stages."""
@@ -122,7 +129,7 @@ class StepWorkload:
             return [(held, synced, self.dp)]
         m, n, ep = self.model, self.layout.intra_size, ep_degree(self.layout)
         sp = self.layout.attention == "sp"
-        layers = self.stage_layers(stage) if self.chunks == 1 else range(self.layers_per_chunk * self.chunks)
+        layers = [i for chunk in range(self.chunks) for i in self.chunk_layer_range(stage, chunk)]
         dense_layers = sum(1 for i in layers if i < m.num_dense_layers)
         moe_layers = len(layers) - dense_layers
         local_dense = (m.attention_params + 3 * m.hidden_size * m.dense_ffn_size) if sp else 0
@@ -170,11 +177,7 @@ class StepWorkload:
         last = stage == self.pp - 1 and task.chunk == self.chunks - 1
         if not self.extended:
             return task.direction, first, last
-        layers = (
-            self.stage_layers(stage)
-            if self.chunks == 1
-            else range(stage * self.layers_per_chunk, (stage + 1) * self.layers_per_chunk)
-        )
+        layers = self.chunk_layer_range(stage, task.chunk)
         dense = sum(1 for i in layers if i < self.model.num_dense_layers)
         return task.direction, first, last, dense, len(layers) - dense
 
