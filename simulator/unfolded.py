@@ -38,6 +38,7 @@ from simulator.faults import gpu_index as placement
 from simulator.network import FluidNetwork
 from simulator.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec, build_cluster
+from topologies.errors import ConfigError
 from workloads.ops import ALL_TO_ALL, Op
 from workloads.schedules import Task
 from workloads.step import StepWorkload
@@ -63,6 +64,9 @@ class UnfoldedEngine(PipelineEngine):
         calibration: Calibration = DEFAULT_CALIBRATION,
         faults: Faults | None = None,
     ) -> None:
+        for field in ("cp", "etp"):  # its groups are the intra_size GPUs of a stage; CP/ETP groups are not modeled
+            if getattr(workload.layout, field) > 1:
+                raise ConfigError(f"layout.{field}", "not supported by the unfolded engine; use the folded one")
         super().__init__(workload, cluster, calibration, memoize=False, faults=faults)
         graph = build_cluster(cluster)
         self.network = FluidNetwork(
