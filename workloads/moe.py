@@ -305,9 +305,7 @@ def ext_layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_pe
     """The forward steps of one (dense or MoE) layer on one GPU: CP, GEMM and communication precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/cp.py)
     ffn = (
-        dense_ffn_recipe(model, layout, local_seq)
-        if dense
-        else ep_ffn_recipe(model, layout, local_seq, gpus_per_node)
+        dense_ffn_recipe(model, layout, local_seq) if dense else ep_ffn_recipe(model, layout, local_seq, gpus_per_node)
     )
     attention = apply_cp(ext_attention_recipe(model, layout, local_seq), model, layout, seq_len, gpus_per_node)
     steps = attention + ffn

@@ -134,7 +134,9 @@ class StepWorkload:
         split = dense_layers * (m.dense_layer_params - 2 * m.hidden_size) + moe_layers * (attention + shared)
         held_dense = replicated + (0 if sp else split / n)
         synced_dense = moe_layers * small + dense_layers * 2 * m.hidden_size + split / n
-        experts = moe_layers * m.num_experts * m.expert_params / (ep * self.layout.etp if self.layout.ffn == "ep" else n)
+        experts = (
+            moe_layers * m.num_experts * m.expert_params / (ep * self.layout.etp if self.layout.ffn == "ep" else n)
+        )
         vocab = self.model.vocab_size * self.model.hidden_size / n
         ends = (stage == 0) + (stage == self.pp - 1)
         if m.tied_embeddings and ends == 2:
@@ -266,7 +268,9 @@ def validate(
     if cp > 1 and ((n * cp) % gpus_per_node if n * cp > gpus_per_node else gpus_per_node % (n * cp)):
         raise ConfigError("layout.cp", f"intra_size x cp = {n * cp} must divide or fill whole nodes of {gpus_per_node}")
     if cp > 1 and (seq_len % (2 * cp) or (layout.micro_batch * seq_len // cp) % n):
-        raise ConfigError("seq_len", f"must split into 2 x cp = {2 * cp} chunks of micro_batch x tokens divisible by {n}")
+        raise ConfigError(
+            "seq_len", f"must split into 2 x cp = {2 * cp} chunks of micro_batch x tokens divisible by {n}"
+        )
     if num_gpus % (n * cp * layout.pp):
         label = "intra_size x pp" if cp == 1 else "intra_size x cp x pp"
         raise ConfigError("gpus", f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}")
