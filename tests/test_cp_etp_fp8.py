@@ -19,6 +19,7 @@ from simulator.unfolded import UnfoldedEngine
 from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
+from workloads.config import load_layout
 from workloads.cp import FP8_COMM_SCALE
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec, model_preset
@@ -220,3 +221,14 @@ def test_unfolded_engine_refuses_cp() -> None:
     work = StepWorkload(TOY, BASE.with_(intra_size=1, cp=2), 8, 8, global_batch=4, seq_len=SEQ)
     with pytest.raises(ConfigError, match="layout.cp"):
         UnfoldedEngine(work, cluster_preset("h800", 8))
+
+
+def test_new_fields_load_from_yaml(tmp_path) -> None:
+    """The README's example lines load; a non-integer cp names the field."""
+    path = tmp_path / "cp.yaml"
+    path.write_text("base: megascale-moe\ncp: 2\netp: 2\ncomm_dtype: fp8\n")
+    layout = load_layout(str(path))
+    assert (layout.cp, layout.etp, layout.comm_dtype, layout.pp) == (2, 2, "fp8", 15)
+    path.write_text("cp: '2'\n")
+    with pytest.raises(ConfigError, match="layout.cp"):
+        load_layout(str(path))
