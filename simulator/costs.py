@@ -6,7 +6,7 @@ import math
 
 from simulator.calibration import Calibration
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_TO_ALL, ATTENTION, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.ops import ALL_TO_ALL, ATTENTION, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
 
 
 def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
@@ -44,7 +44,7 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
     """Time of the compute part of an op on an otherwise idle GPU."""
     if op.gemm is not None:
         return gemm_time_s(op.gemm, gpu, cal)
-    if op.kind == ATTENTION:
+    if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
         return attention_time_s(op.flops, op.attention_backward, gpu, cal)
     if op.kind == MEMORY:
         return memory_time_s(op.mem_bytes, op.kernels, gpu, cal)

@@ -106,7 +106,9 @@ class PipelineEngine:
         self.env = simpy.Environment()
         self.faults = faults or Faults()
         self.faults.validate(cluster)
-        self.stage_faults = self.faults.stage_faults(cluster, workload.pp, workload.layout.intra_size)
+        self.stage_faults = self.faults.stage_faults(
+            cluster, workload.pp, workload.num_gpus // (workload.pp * workload.dp)
+        )
         capacities = {}
         for stage in range(workload.pp):
             capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor

@@ -35,11 +35,12 @@ def activation_bytes_per_layer(workload: StepWorkload) -> float:
 
     Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
     The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input.
+    CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp).
     """
     m, layout = workload.model, workload.layout
     n, k = layout.intra_size, m.top_k
     f = m.expert_ffn_size / m.hidden_size
-    bsh_over_n_bytes = layout.micro_batch * workload.seq_len * m.hidden_size / n * BYTES_BF16
+    bsh_over_n_bytes = layout.micro_batch * workload.seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
     if layout.recompute == "sar":
         factor = 2 * k * f + 4 + 2 / m.q_per_kv
     elif layout.recompute == "full":
@@ -99,7 +100,7 @@ def _dispatcher_bytes(workload: StepWorkload) -> float:
     layout, m = workload.layout, workload.model
     if layout.ffn != "tp":
         return 0.0
-    copies = layout.micro_batch * workload.seq_len * m.top_k
+    copies = layout.micro_batch * workload.seq_len // layout.cp * m.top_k
     kept = copies * m.hidden_size * BYTES_BF16
     if not layout.fused_permute:
         kept += copies * m.hidden_size * 8
@@ -131,7 +132,7 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     )
     in_flight = in_flight_micro_batches(workload, stage)
     activations = in_flight * chunk_activation_bytes(workload)
-    local = workload.layout.micro_batch * workload.seq_len // workload.layout.intra_size
+    local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16
     buffers = 4 * routed * workload.layout.capacity_factor  # dispatch/combine send and receive buffers

@@ -159,13 +159,14 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     step = result.step_time_s
     pipeline_end = max(log.pipeline_end_s for log in stages)
     bubble = sum(1 - log.busy_s / pipeline_end for log in stages) / len(stages)
-    n, dp = workload.layout.intra_size, workload.dp
-    model_flops = sum(log.model_flops for log in stages) * n * dp
+    dp = workload.dp
+    model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
     six_n = six_n_flops_per_token(workload.model, workload.seq_len) * workload.tokens_per_step
     critical = max(stages, key=lambda log: log.end_s)
     # Per kind, the stage that exposes the most of it (stages differ: e.g. dense-only or LM-head stages).
-    exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in COMM_KINDS}
+    kinds = COMM_KINDS + (("cp",) if workload.layout.cp > 1 else ())  # CP's ring: a "cp" entry when used
+    exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
     return Report(

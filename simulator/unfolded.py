@@ -66,6 +66,9 @@ class UnfoldedEngine(PipelineEngine):
     ) -> None:
         if workload.tasks_use_nic:
             raise ConfigError("layout.ep", "the unfolded engine does not simulate cross-node EP (tasks on the NIC) yet")
+        for field in ("cp", "etp"):  # its groups are the intra_size GPUs of a stage; CP/ETP groups are not modeled
+            if getattr(workload.layout, field) > 1:
+                raise ConfigError(f"layout.{field}", "not supported by the unfolded engine; use the folded one")
         super().__init__(workload, cluster, calibration, memoize=False, faults=faults)
         graph = build_cluster(cluster)
         self.network = FluidNetwork(

@@ -17,6 +17,7 @@ SCHEDULES = ("1f1b", "interleaved", "dualpipe")
 RECOMPUTE = ("none", "sar", "full")
 EXPERT_GEMMS = ("grouped", "sequential")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
+COMM_DTYPES = ("bf16", "fp8")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class LayoutSpec:
     dropless: bool = False  # expert GEMMs run on the tokens received, no capacity padding or dropping
     expert_loads: tuple[float, ...] = ()  # explicit per-expert load (overrides routing), normalised
     gemm_dtype: str = "bf16"  # "fp8": linear-layer GEMMs at the FP8 peak (DeepSeek-V3 Sec. 3.3)
+    # Context parallelism (ring attention, Megatron-Core CP): cp GPUs split each sequence (workloads/cp.py).
+    cp: int = 1
+    # Expert-tensor parallelism: each expert's FFN width split over etp GPUs (AG/RS of its tokens).
+    etp: int = 1
+    # "fp8": dispatch and TP all-gathers into linear layers move FP8 + per-128 scales; combine stays BF16.
+    comm_dtype: str = "bf16"
     uneven_pp: bool = False  # allow layers not divisible by pp: last, then first stages take fewer
     # Full recomputation of only some layers (Megatron-LM's --recompute-method block): the last
     # recompute_kept_layers layers of each chunk keep their activations. With recompute_to_fit, simulate()
@@ -70,11 +77,12 @@ class LayoutSpec:
             "recompute": RECOMPUTE,
             "expert_gemm": EXPERT_GEMMS,
             "grad_sync": GRAD_SYNC,
+            "comm_dtype": COMM_DTYPES,
         }
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")
-        for field in ("intra_size", "pp", "micro_batch", "virtual_stages"):
+        for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp"):
             if getattr(self, field) < 1:
                 raise ConfigError(f"layout.{field}", "must be a positive integer")
         if self.zero_stage not in (0, 1, 2, 3):

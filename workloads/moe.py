@@ -9,6 +9,7 @@ import math
 from dataclasses import replace
 
 from topologies.errors import ConfigError
+from workloads.cp import apply_cp, to_fp8_comm
 from workloads.ep import ep_dispatch_bytes
 from workloads.layers import (
     BYTES_BF16,
@@ -45,6 +46,9 @@ def is_extended(model: ModelSpec, layout: LayoutSpec) -> bool:
         or bool(layout.expert_loads)
         or layout.gemm_dtype != "bf16"
         or layout.uneven_pp
+        or layout.cp > 1
+        or layout.etp > 1
+        or layout.comm_dtype != "bf16"
     )
 
 
@@ -68,19 +72,25 @@ def validate_extensions(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpu
         routed = layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep
         if routed:
             raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
+    ep, n, etp = ep_degree(layout), layout.intra_size, layout.etp
+    if layout.etp > 1 and layout.ffn != "ep":
+        raise ConfigError("layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)')
+    if etp > 1 and (gpus_per_node % etp or model.expert_ffn_size % etp):
+        raise ConfigError("layout.etp", f"ETP {etp} must divide the {gpus_per_node} GPUs of a node and expert_ffn_size")
+    if (ep == n and etp == 1) or layout.ffn != "ep":
         return
-    ep, n = ep_degree(layout), layout.intra_size
-    if ep == n:
-        return
-    if ep % n or (num_gpus // layout.pp) % ep:
-        raise ConfigError("layout.ep", f"EP {ep} must be a multiple of intra_size {n} and divide GPUs per stage")
+    per_node = gpus_per_node // etp  # EP ranks per node: ETP groups sit inside the node (Megatron's order)
+    if (ep * etp) % n or (num_gpus // layout.pp) % (ep * etp):
+        raise ConfigError(
+            "layout.ep", f"EP {ep} x ETP {etp} must be a multiple of intra_size {n} and divide GPUs per stage"
+        )
     if model.num_experts % ep:
         raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {ep}")
-    if ep > gpus_per_node and ep % gpus_per_node:
-        raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {gpus_per_node} GPUs per node")
-    if ep < gpus_per_node and gpus_per_node % ep:
-        raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {gpus_per_node} GPUs of a node")
-    nodes = max(ep // gpus_per_node, 1)
+    if ep > per_node and ep % per_node:
+        raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {per_node} EP ranks per node")
+    if ep < per_node and per_node % ep:
+        raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {per_node} EP ranks of a node")
+    nodes = max(ep // per_node, 1)
     reachable = model.num_experts // nodes * (min(layout.ep_max_nodes, nodes) if layout.ep_max_nodes else nodes)
     if model.top_k > reachable:
         raise ConfigError(
@@ -160,15 +170,18 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
             if model.num_shared_experts
             else steps
         )
-    n, h, k, f = layout.intra_size, model.hidden_size, model.top_k, model.expert_ffn_size
+    n, h, k, etp = layout.intra_size, model.hidden_size, model.top_k, layout.etp
+    f = model.expert_ffn_size // etp  # ETP: each GPU holds 1/etp of every local expert's width
     ep = ep_degree(layout)
+    gpus_per_node //= etp  # EP ranks per node (ETP groups inside the node)
     g = min(ep, gpus_per_node)  # EP members per node
     local = layout.micro_batch * seq_len // n
     kernels, passes = (1, 1) if layout.fused_permute else (UNFUSED_KERNELS, UNFUSED_PASSES)
     experts_local = model.num_experts // ep
     routed = local * k
     routed_bytes = routed * h * BYTES_BF16
-    scale, per_expert = 1.0, math.ceil(routed / experts_local * layout.capacity_factor)
+    # ETP all-gathers the etp members' received copies: each expert's GEMM sees etp x the rows
+    scale, per_expert = 1.0, math.ceil(routed * etp / experts_local * layout.capacity_factor)
     if layout.routing != "uniform" or layout.dropless or layout.expert_loads:
         stats = layout_routing_stats(
             model.num_experts,
@@ -184,9 +197,12 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         )
         scale = stats.comm_scale
         if layout.dropless:  # no padding: the busiest GPU's received copies, spread over its experts
-            per_expert = math.ceil(stats.busiest_copies / experts_local)
+            per_expert = math.ceil(stats.busiest_copies * etp / experts_local)
     shared = shared_expert_steps(model, local) if model.num_shared_experts else []
-    fuse_dispatch = "" if shared else "next"  # shared experts, not a fused GEMM, hide the dispatch
+    # Shared experts, not a fused GEMM, hide the dispatch; with ETP the ETP all-gather / reduce-scatter
+    # take the fused slots next to the expert GEMMs and dispatch / combine run as plain collectives.
+    fuse_dispatch = "" if shared or etp > 1 else "next"
+    fuse_combine = "" if etp > 1 else "prev"
     if ep > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
         ep_bytes = ep_dispatch_bytes(local, h, k, model.num_experts, ep, gpus_per_node, layout.ep_max_nodes)
         nvl, nic = ep_bytes.nvlink_bytes * scale, ep_bytes.nic_bytes * scale
@@ -209,7 +225,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
             comm_bytes=nvl,
             nic_bytes=nic,
             group_size=g,
-            fuse="prev",
+            fuse=fuse_combine,
         )
     elif dispatch_uses_all_gather(model, layout):
         full = layout.micro_batch * seq_len * h * BYTES_BF16 * g / n  # the g members' tokens
@@ -230,7 +246,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
             group="ep",
             comm_bytes=full * (g - 1) / g,
             group_size=g,
-            fuse="prev",
+            fuse=fuse_combine,
         )
     else:  # MegaScale-MoE Eq. 3 with the EP degree g, scaled to the busiest GPU
         dispatch = Step(
@@ -250,10 +266,37 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
             group="ep",
             comm_bytes=routed_bytes * (g - 1) / g * scale,
             group_size=g,
-            fuse="prev",
+            fuse=fuse_combine,
         )
     sequential = layout.expert_gemm == "sequential"
     slots = per_expert * experts_local
+    etp_ag: list[Step] = []
+    etp_rs: list[Step] = []
+    if etp > 1:  # TP's Eq. 4 on the routed copies: AG + RS of the etp x routed buffer, (etp-1)/etp each
+        etp_bytes = routed_bytes * scale * (etp - 1)
+        etp_ag = [
+            Step(
+                "etp_ag",
+                COLLECTIVE,
+                collective=ALL_GATHER,
+                group="ep",
+                comm_bytes=etp_bytes,
+                group_size=etp,
+                fuse="" if shared else "next",
+                sar_recompute=True,
+            )
+        ]
+        etp_rs = [
+            Step(
+                "etp_rs",
+                COLLECTIVE,
+                collective=REDUCE_SCATTER,
+                group="ep",
+                comm_bytes=etp_bytes,
+                group_size=etp,
+                fuse="prev",
+            )
+        ]
     return [
         Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h)),
@@ -261,16 +304,23 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),
         dispatch,
         *shared,
+        *etp_ag,
         Step("expert_fc13", GEMM, gemm=Gemm(per_expert, 2 * f, h, experts_local, sequential)),
         Step("swiglu", MEMORY, mem_bytes=passes * 3 * slots * f * BYTES_BF16, kernels=kernels),
         Step("expert_fc2", GEMM, gemm=Gemm(per_expert, h, f, experts_local, sequential)),
+        *etp_rs,
         combine,
         Step("unpermute", MEMORY, mem_bytes=passes * (routed + local) * h * BYTES_BF16, kernels=kernels),
     ]
 
 
 def ext_layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool) -> list[Step]:
-    """The forward steps of one (dense or MoE) layer on one GPU, in the layout's GEMM precision."""
-    ffn = dense_ffn_recipe(model, layout, seq_len) if dense else ep_ffn_recipe(model, layout, seq_len, gpus_per_node)
-    steps = ext_attention_recipe(model, layout, seq_len) + ffn
-    return to_fp8(steps) if layout.gemm_dtype == "fp8" else steps
+    """The forward steps of one (dense or MoE) layer on one GPU: CP, GEMM and communication precision."""
+    local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/cp.py)
+    ffn = (
+        dense_ffn_recipe(model, layout, local_seq) if dense else ep_ffn_recipe(model, layout, local_seq, gpus_per_node)
+    )
+    attention = apply_cp(ext_attention_recipe(model, layout, local_seq), model, layout, seq_len, gpus_per_node)
+    steps = attention + ffn
+    steps = to_fp8(steps) if layout.gemm_dtype == "fp8" else steps
+    return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps

@@ -89,9 +89,10 @@ class Step:
     kernels: int = 1
     collective: str = ""
     group: str = ""
-    comm_bytes: float = 0.0
+    comm_bytes: float = 0.0  # ATTENTION with comm_bytes / nic_bytes: ring attention (CP), fused
     fuse: str = ""  # for collectives under intra-op overlap: fuse with the "prev" or "next" GEMM
     sar_recompute: bool = False  # recomputed / re-communicated in backward under SAR
     nic_bytes: float = 0.0  # collectives: bytes each GPU sends over its NIC (cross-node EP)
     group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
     overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective
+    bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale

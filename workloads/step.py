@@ -50,7 +50,8 @@ class StepWorkload:
 
     @property
     def dp(self) -> int:
-        return self.num_gpus // (self.layout.intra_size * self.layout.pp)
+        """Data-parallel replicas: GPUs / (intra_size x cp x pp)."""
+        return self.num_gpus // (self.layout.intra_size * self.layout.cp * self.layout.pp)
 
     @property
     def micro_batches(self) -> int:
@@ -64,8 +65,8 @@ class StepWorkload:
 
     @property
     def expert_dp(self) -> int:
-        """Replicas of each expert: GPUs per stage / EP degree (= dp for in-node EP)."""
-        return self.num_gpus // (ep_degree(self.layout) * self.layout.pp)
+        """Replicas of each expert: GPUs per stage / (EP x ETP) (= dp for in-node EP)."""
+        return self.num_gpus // (ep_degree(self.layout) * self.layout.etp * self.layout.pp)
 
     @cached_property
     def extended(self) -> bool:
@@ -101,8 +102,8 @@ class StepWorkload:
 
     @property
     def pp_bytes_per_gpu(self) -> float:
-        """Activation (or its gradient) each GPU sends to the next stage: [b, s/n, h] in BF16."""
-        local = self.layout.micro_batch * self.seq_len // self.layout.intra_size
+        """Activation (or its gradient) each GPU sends to the next stage: [b, s/(n cp), h] in BF16."""
+        local = self.layout.micro_batch * self.seq_len // (self.layout.intra_size * self.layout.cp)
         return local * self.model.hidden_size * BYTES_BF16
 
     # --- parameters per GPU ------------------------------------------------------------------------
@@ -140,14 +141,17 @@ class StepWorkload:
         split = dense_layers * (m.dense_layer_params - 2 * m.hidden_size) + moe_layers * (attention + shared)
         held_dense = replicated + (0 if sp else split / n)
         synced_dense = moe_layers * small + dense_layers * 2 * m.hidden_size + split / n
-        experts = moe_layers * m.num_experts * m.expert_params / (ep if self.layout.ffn == "ep" else n)
+        experts = (
+            moe_layers * m.num_experts * m.expert_params / (ep * self.layout.etp if self.layout.ffn == "ep" else n)
+        )
         vocab = self.model.vocab_size * self.model.hidden_size / n
         ends = (stage == 0) + (stage == self.pp - 1)
         if m.tied_embeddings and ends == 2:
             ends = 1
         held_dense += ends * vocab
         synced_dense += ends * vocab
-        return [(held_dense, synced_dense, self.dp), (experts, experts, self.expert_dp)]
+        # CP ranks hold the same weights: the dense gradients reduce over DP x CP (Megatron-Core)
+        return [(held_dense, synced_dense, self.dp * self.layout.cp), (experts, experts, self.expert_dp)]
 
     def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
         if self.extended:
@@ -231,10 +235,11 @@ class StepWorkload:
             ext_layer_recipe(self.model, self.layout, self.seq_len, self.gpus_per_node, d) for d in (False, True)
         ]
         layers: list[LayerSteps] = [(i, recipes[i < dense]) for i in range(dense + moe)]
+        local_seq = self.seq_len // self.layout.cp
         if first:
-            layers.insert(0, (-1, embedding_recipe(self.model, self.layout, self.seq_len)))
+            layers.insert(0, (-1, embedding_recipe(self.model, self.layout, local_seq)))
         if last:
-            layers.append((dense + moe, head_recipe(self.model, self.layout, self.seq_len)))
+            layers.append((dense + moe, head_recipe(self.model, self.layout, local_seq)))
         return layers
 
     def _chunk_layers(self, first: bool, last: bool) -> list[LayerSteps]:
@@ -258,13 +263,20 @@ def validate(
         ("seq_len", seq_len),
     ):
         check_positive_int(name, value)
-    n = layout.intra_size
+    n, cp = layout.intra_size, layout.cp
     if n > gpus_per_node or gpus_per_node % n:
         raise ConfigError(
             "layout.intra_size", f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs"
         )
-    if num_gpus % (n * layout.pp):
-        raise ConfigError("gpus", f"{num_gpus} is not a multiple of intra_size x pp = {n * layout.pp}")
+    if cp > 1 and ((n * cp) % gpus_per_node if n * cp > gpus_per_node else gpus_per_node % (n * cp)):
+        raise ConfigError("layout.cp", f"intra_size x cp = {n * cp} must divide or fill whole nodes of {gpus_per_node}")
+    if cp > 1 and (seq_len % (2 * cp) or (layout.micro_batch * seq_len // cp) % n):
+        raise ConfigError(
+            "seq_len", f"must split into 2 x cp = {2 * cp} chunks of micro_batch x tokens divisible by {n}"
+        )
+    if num_gpus % (n * cp * layout.pp):
+        label = "intra_size x pp" if cp == 1 else "intra_size x cp x pp"
+        raise ConfigError("gpus", f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}")
     if model.num_heads % n:
         raise ConfigError("model.num_heads", f"{model.num_heads} heads not divisible by TP/SP degree {n}")
     if layout.ffn == "ep" and model.num_experts % n:
@@ -285,7 +297,7 @@ def validate(
         pass  # stage_layers spreads the remainder
     elif model.num_layers % stages:
         raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
-    dp = num_gpus // (n * layout.pp)
+    dp = num_gpus // (n * cp * layout.pp)
     if global_batch % (dp * layout.micro_batch):
         raise ConfigError(
             "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"

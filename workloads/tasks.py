@@ -65,26 +65,39 @@ class _OpList:
             flops = step.flops * (ATTENTION_BACKWARD_FACTOR if backward else 1.0)
         if not recompute:
             counted = flops
-        return self.add(
-            Op(
-                name or step.name,
-                kind,
-                COMPUTE,
-                deps,
-                layer,
-                gemm=gemm,
-                flops=flops,
-                model_flops=counted,
-                attention_backward=backward and kind == ATTENTION,
-                mem_bytes=mem_bytes,
-                kernels=step.kernels,
-            )
+        op = Op(
+            name or step.name,
+            kind,
+            COMPUTE,
+            deps,
+            layer,
+            gemm=gemm,
+            flops=flops,
+            model_flops=counted,
+            attention_backward=backward and kind == ATTENTION,
+            mem_bytes=mem_bytes,
+            kernels=step.kernels,
         )
+        if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
+            scale = step.bwd_scale if backward else 1.0
+            size = step.group_size or self.group_size
+            op = replace(
+                op,
+                kind=FUSED,
+                collective=step.collective,
+                group=step.group,
+                group_size=size,
+                comm_bytes=step.comm_bytes * scale,
+                nic_bytes=step.nic_bytes * scale,
+                tiles=size,
+            )
+        return self.add(op)
 
     def collective(
         self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False, name: str = ""
     ) -> int:
         kind = TRANSPOSE[step.collective] if backward else step.collective
+        scale = step.bwd_scale if backward else 1.0
         return self.add(
             Op(
                 name or step.name,
@@ -95,8 +108,8 @@ class _OpList:
                 collective=kind,
                 group=step.group,
                 group_size=step.group_size or self.group_size,
-                comm_bytes=step.comm_bytes,
-                nic_bytes=step.nic_bytes,
+                comm_bytes=step.comm_bytes * scale,
+                nic_bytes=step.nic_bytes * scale,
             )
         )
 
@@ -105,6 +118,7 @@ class _OpList:
         op = self.ops[gemm_index]
         kind = TRANSPOSE[comm.collective] if backward else comm.collective
         size = comm.group_size or self.group_size
+        scale = comm.bwd_scale if backward else 1.0
         self.ops[gemm_index] = replace(
             op,
             name=f"{op.name}+{comm.name}",
@@ -112,9 +126,9 @@ class _OpList:
             collective=kind,
             group=comm.group,
             group_size=size,
-            comm_bytes=comm.comm_bytes,
+            comm_bytes=comm.comm_bytes * scale,
             tiles=size,
-            nic_bytes=comm.nic_bytes,
+            nic_bytes=comm.nic_bytes * scale,
         )
 
 

@@ -1,0 +1,88 @@
+"""Context parallelism (ring attention, Megatron-Core CP) and FP8 communication: recipe transforms.
+
+CP: a group of cp GPUs splits every sequence into cp shards (Megatron-Core's load-balanced 2 cp chunks
+under the causal mask, so each GPU does 1/cp of the attention work). Every other op of the layer sees
+s/cp tokens, so the layer recipes are built with seq_len / cp and ``apply_cp`` fixes the attention:
+FLOPs per GPU = (full-sequence FLOPs) / cp, and the ring passes each GPU's K and V shard around the
+group in cp - 1 steps (forward), K/V and their gradients in backward (2x), overlapped block by block
+with the attention kernels (Liu et al., Ring Attention, 2023; Megatron-Core context_parallel.py).
+The ring runs on NVLink when the TP/SP x CP group fits in a node (cp x intra_size <= GPUs per node),
+else on the NIC: a ring step ends when its slowest hop (the one between nodes) lands, so the folded
+representative sends all its ring bytes over the NIC, like cross-node EP (workloads/ep.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
+from workloads.ops import ALL_GATHER, ATTENTION, COLLECTIVE, Step
+
+BYTES_BF16 = 2
+CP_BACKWARD_FACTOR = 2.0  # backward ring passes K/V and their gradients dK/dV (Megatron-Core CP)
+# DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
+FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
+FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16 bytes
+# Collectives that move activations into a linear layer (FP8 under comm_dtype fp8; their backward moves
+# gradients out of one, BF16) and those that move a linear layer's output out (BF16; their backward moves
+# activation gradients into one, FP8: DeepSeek-V3 Sec. 3.3.2, "low-precision communication").
+FP8_INTO_GEMM = ("ep_a2a_dispatch", "ep_ag_dispatch", "tp_ag_attn", "tp_ag_ffn", "etp_ag")
+FP8_OUT_OF_GEMM = ("ep_a2a_combine", "ep_rs_combine", "tp_rs_attn", "tp_rs_ffn", "etp_rs")
+
+
+def kv_width_per_gpu(model: ModelSpec, layout: LayoutSpec) -> int:
+    """K plus V elements per token on one GPU: its heads of the TP/SP group (KV heads replicated when
+    fewer than intra_size, as Megatron-LM and Ulysses do); MLA passes the expanded per-head K and V."""
+    n = layout.intra_size
+    if model.attention == "mla":
+        return model.num_heads // n * (model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim)
+    return 2 * math.ceil(model.num_kv_heads / n) * model.head_dim
+
+
+def cp_ring_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
+    """Forward ring bytes each GPU sends per layer: (cp - 1) steps x its K/V shard, b (s/cp) x width x 2."""
+    shard = layout.micro_batch * (seq_len // layout.cp) * kv_width_per_gpu(model, layout) * BYTES_BF16
+    return (layout.cp - 1) * shard
+
+
+def apply_cp(steps: list[Step], model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int) -> list[Step]:
+    """Attention steps built for s/cp tokens -> CP: attention FLOPs x cp (= full / cp) fused with the ring."""
+    if layout.cp == 1:
+        return steps
+    ring = cp_ring_bytes(model, layout, seq_len)
+    on_nvlink = layout.cp * layout.intra_size <= gpus_per_node
+    return [
+        replace(
+            step,
+            flops=step.flops * layout.cp,
+            collective=ALL_GATHER,
+            group="cp",
+            group_size=layout.cp,
+            comm_bytes=ring if on_nvlink else 0.0,
+            nic_bytes=0.0 if on_nvlink else ring,
+            bwd_scale=CP_BACKWARD_FACTOR,
+        )
+        if step.kind == ATTENTION
+        else step
+        for step in steps
+    ]
+
+
+def to_fp8_comm(steps: list[Step]) -> list[Step]:
+    """FP8 communication: collectives into a linear layer move FP8 + scales forward, BF16 backward; the
+    collectives out of one (combine, TP reduce-scatter) the reverse. Ulysses SP and CP stay BF16."""
+    out = []
+    for step in steps:
+        if step.kind == COLLECTIVE and step.name in FP8_INTO_GEMM:
+            step = replace(
+                step,
+                comm_bytes=step.comm_bytes * FP8_COMM_SCALE,
+                nic_bytes=step.nic_bytes * FP8_COMM_SCALE,
+                bwd_scale=step.bwd_scale / FP8_COMM_SCALE,
+            )
+        elif step.kind == COLLECTIVE and step.name in FP8_OUT_OF_GEMM:
+            step = replace(step, bwd_scale=step.bwd_scale * FP8_COMM_SCALE)
+        out.append(step)
+    return out
