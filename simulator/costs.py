@@ -20,7 +20,9 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
     peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
     tile_s = tile_flop / (peak_flops / gpu.sm_count * cal.gemm_mma_efficiency)
-    bytes_per_group = 2.0 * (gemm.m * gemm.k + gemm.k * gemm.n + gemm.m * gemm.n)
+    # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
+    operand_bytes = 1.0 if gemm.fp8 else 2.0
+    bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
     memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
     if gemm.sequential:
         one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + cal.kernel_overhead_s

@@ -354,7 +354,8 @@ class PipelineEngine:
             transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
-        held = sum(h / dp for h, _, dp in self.workload.stage_param_groups(stage))  # ZeRO-sharded
+        zero = self.workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
+        held = sum(h / (dp if zero else 1) for h, _, dp in self.workload.stage_param_groups(stage))
         optimizer_s = memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
         yield self.env.timeout(optimizer_s)
         log.end_s = self.env.now

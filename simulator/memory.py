@@ -120,16 +120,15 @@ def in_flight_micro_batches(workload: StepWorkload, stage: int) -> int:
 
 def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     """Memory of one GPU of ``stage``: BF16 params, FP32 grads, Adam (FP32 master, m, v) / ZeRO."""
-    held, _ = workload.stage_params_per_gpu(stage)
-    dp, zero = workload.dp, workload.layout.zero_stage
-    params = held * BYTES_BF16 / (dp if zero >= 3 else 1)
-    grads = held * 4 / (dp if zero >= 2 else 1)  # gradients accumulate in FP32 (Sec. 5)
-    groups = workload.stage_param_groups(stage)  # experts shard their states over expert_dp
-    optimizer = (
-        sum(h * 12 / (g if zero >= 1 else 1) for h, _, g in groups)
-        if len(groups) > 1
-        else held * 12 / (dp if zero >= 1 else 1)
-    )
+    zero = workload.layout.zero_stage
+    groups = workload.stage_param_groups(stage)  # each group shards over its own DP size (experts: expert_dp)
+
+    def sharded(bytes_per_param: float, from_stage: int) -> float:
+        return sum(held * bytes_per_param / (dp if zero >= from_stage else 1) for held, _, dp in groups)
+
+    params = sharded(BYTES_BF16, 3)
+    grads = sharded(4, 2)  # gradients accumulate in FP32 (Sec. 5)
+    optimizer = sharded(12, 1)  # FP32 master weights, Adam m and v
     in_flight = in_flight_micro_batches(workload, stage)
     activations = in_flight * chunk_activation_bytes(workload)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)

@@ -94,7 +94,9 @@ def resolve(
 
 def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
     """6 x active parameters (no embeddings lookup) + 12 s h per layer for attention."""
-    dense = model.active_params - model.vocab_size * model.hidden_size  # the lookup does no FLOPs
+    # The input lookup does no FLOPs; with tied embeddings the one matrix is the (computing) output head.
+    lookup = 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
+    dense = model.active_params - lookup
     return 6.0 * dense + 12.0 * seq_len * model.hidden_size * model.num_layers
 
 

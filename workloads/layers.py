@@ -36,6 +36,11 @@ def dispatch_uses_all_gather(model: ModelSpec, layout: LayoutSpec) -> bool:
     return layout.ffn == "ep" and model.top_k > layout.a2a_topk_threshold
 
 
+def host_sync_steps(layout: LayoutSpec) -> list[Step]:
+    """Token counts per expert copied to the host before the expert GEMMs (Megatron-Core's dispatchers)."""
+    return [Step("tokens_per_expert_sync", HOST_SYNC)] if layout.host_sync_per_moe_layer else []
+
+
 def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
     """Forward attention FLOPs per GPU: QK^T and AV over the full sequence for heads/n heads.
 
@@ -160,7 +165,7 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
                 fuse="prev",
             )
         groups, width, gathered = experts_local, f, routed
-        steps += [
+        steps += host_sync_steps(layout) + [
             Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),
             dispatch,
         ]
@@ -178,8 +183,7 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
                 sar_recompute=True,
             )
         )
-        if layout.host_sync_per_moe_layer:
-            steps.append(Step("tokens_per_expert_sync", HOST_SYNC))
+        steps += host_sync_steps(layout)
         steps.append(
             Step(
                 "permute", MEMORY, mem_bytes=passes * 2 * gathered * h * BYTES_BF16, kernels=kernels, sar_recompute=True

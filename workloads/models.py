@@ -108,19 +108,14 @@ class ModelSpec:
 
     @property
     def total_params(self) -> int:
-        if self.num_dense_layers == 0 and self.num_shared_experts == 0 and not self.tied_embeddings:
-            embeddings = 2 * self.vocab_size * self.hidden_size  # untied input and output embeddings
-            return self.num_layers * self.layer_params + embeddings
         moe = self.layer_params + self.shared_params
         return self.moe_layers * moe + self.num_dense_layers * self.dense_layer_params + self.embedding_params
 
     @property
     def active_params(self) -> int:
-        if self.num_dense_layers == 0 and self.num_shared_experts == 0 and not self.tied_embeddings:
-            per_layer = self.attention_params + self.top_k * self.expert_params
-            return self.num_layers * per_layer + 2 * self.vocab_size * self.hidden_size
+        """Parameters one token uses: attention, top-k and shared experts, dense layers, embeddings."""
         moe = self.attention_params + self.top_k * self.expert_params + self.shared_params
-        dense = self.dense_layer_params - 2 * self.hidden_size  # norms are not counted, as above
+        dense = self.dense_layer_params - 2 * self.hidden_size  # norms are not counted
         return self.moe_layers * moe + self.num_dense_layers * dense + self.embedding_params
 
     def with_(self, **changes: object) -> ModelSpec:

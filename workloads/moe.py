@@ -18,6 +18,7 @@ from workloads.layers import (
     attention_recipe,
     dispatch_uses_all_gather,
     ffn_recipe,
+    host_sync_steps,
 )
 from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
@@ -301,6 +302,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h)),
         Step("router_topk", MEMORY, mem_bytes=passes * 3 * local * model.num_experts * 4, kernels=kernels),
+        *host_sync_steps(layout),
         Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),
         dispatch,
         *shared,

@@ -144,7 +144,7 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
     join: tuple[int, ...] = ()  # a comm-stream collective that overlapping compute ran beside
     for layer, steps in layers:
         pending_comm: Step | None = None
-        for step in steps:
+        for position, step in enumerate(steps):
             deps = (last,) if last >= 0 else ()
             if step.overlap_comm and not join and last >= 0 and ops.ops[last].stream == COMM:
                 join, deps = (last,), ops.ops[last].deps  # run beside the collective, not after it
@@ -153,7 +153,7 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
             if step.kind == COLLECTIVE:
                 if ops.fuse and step.fuse == "prev" and last >= 0 and ops.ops[last].kind == GEMM:
                     ops.fuse_into(last, step, backward=False)
-                elif ops.fuse and step.fuse == "next":
+                elif ops.fuse and step.fuse == "next" and _next_compute_is_gemm(steps, position):
                     pending_comm = step
                 else:
                     last = ops.collective(step, layer, deps)
@@ -176,6 +176,12 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
                 last = ops.collective(pending_comm, layer, (last,))
                 pending_comm = None
     return last
+
+
+def _next_compute_is_gemm(steps: list[Step], position: int) -> bool:
+    """Whether the first compute step after ``position`` is a GEMM (a collective fuses only into one)."""
+    following = [step for step in steps[position + 1 :] if step.kind != COLLECTIVE]
+    return bool(following) and following[0].kind == GEMM
 
 
 def backward_ops(layers: list[LayerSteps], layout: LayoutSpec, recompute_below: int | None = None) -> list[Op]:
