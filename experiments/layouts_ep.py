@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from experiments.compare import axis, sweep
-from experiments.plotting import _COLOURS
+from experiments.plotting import COLOURS
 from experiments.search import stages_that_fit
 from topologies.cluster import cluster_preset
 from workloads.layouts import MEGASCALE_MOE, LayoutSpec
@@ -110,7 +110,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
                 style,
                 marker="o",
                 label=name,
-                color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+                color=COLOURS[(2 * i + 1) % len(COLOURS)],
             )
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(part.nic_gbps.unique()), [f"{g:g}" for g in part.nic_gbps.unique()])
