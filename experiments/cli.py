@@ -9,12 +9,12 @@ from pathlib import Path
 
 from experiments import compare, run_outputs, sweep_cli
 from experiments.bench import main as bench
-from experiments.compare import run_args as run_compare
 from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.faults import Faults
 from simulator.report import simulate
 from topologies.errors import ConfigError
 from workloads.config import load_layout
+from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _layout(args: argparse.Namespace):
+def _layout(args: argparse.Namespace) -> LayoutSpec:
     """The layout (preset or YAML file) with the routing / EP flags applied."""
     changes = {
         field: value
@@ -93,16 +93,16 @@ def _layout(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> None:
-    args.layout = _layout(args)
+    layout = _layout(args)
     faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
     if run_outputs.wanted(args):
         if faults:
             raise ConfigError("trace", "--trace / --plot do not show faults yet; drop one or the other")
-        report = run_outputs.run_with_outputs(args)
+        report = run_outputs.run_with_outputs(args, layout)
     else:
         report = simulate(
             args.model,
-            args.layout,
+            layout,
             args.gpus,
             cluster=args.cluster,
             global_batch=args.global_batch,
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "bench":
             bench()
         elif args.command == "compare":
-            run_compare(args)
+            compare.run_args(args)
         else:
             sweep_cli.dispatch(args)
     except ConfigError as error:

@@ -1,10 +1,13 @@
-"""``moesim compare``: sweep layouts, NIC bandwidths, scale-up domains (or any simulate()/ClusterSpec/
-LayoutSpec keyword) over GPU counts; write a CSV and a plot."""
+"""``moesim compare``: sweep layouts, NIC bandwidths, scale-up domains (or a simulate() keyword, ClusterSpec
+field or LayoutSpec field) over GPU counts; write a CSV and a plot.
+
+Keys and the types of values are checked before anything runs (a one-line ConfigError); a point whose
+values are well typed but cannot run (a layout that does not divide the GPUs, ...) is a row with its error.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import inspect
 import itertools
 import math
@@ -18,7 +21,9 @@ import pandas as pd
 from simulator.report import simulate
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import LayoutSpec, layout_preset
+from workloads.config import load_layout, load_model
+from workloads.fieldtypes import check_value, field_types
+from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH
 
 SIMULATE, CLUSTER, LAYOUT = "simulate", "cluster", "layout"
@@ -57,29 +62,74 @@ class Axis:
         return self.label or self.key
 
 
+# simulate() keywords that are not swept: the point itself (model, layout, gpus, cluster), objects
+# (calibration, faults) and memoize, which changes how fast the simulator runs, not what it predicts.
+NOT_SWEPT = ("model", "layout", "gpus", "cluster", "calibration", "faults", "memoize")
+SCALAR_KINDS = ("int", "float", "bool", "str")
+
+
+def _simulate_kinds() -> dict[str, str]:
+    """Sweepable simulate() keywords and their scalar types (from the annotations; ``X | None`` -> X)."""
+    kinds = {}
+    for name, parameter in inspect.signature(simulate).parameters.items():
+        kind = str(parameter.annotation).replace(" | None", "")
+        if name not in NOT_SWEPT and kind in SCALAR_KINDS:
+            kinds[name] = kind
+    return kinds
+
+
+def _kinds(target: str) -> dict[str, str]:
+    """The keys a target accepts and their scalar types."""
+    if target == SIMULATE:
+        return _simulate_kinds()
+    if target == CLUSTER:
+        return {k: v for k, v in field_types(ClusterSpec).items() if k not in ("gpu", "num_gpus")}
+    return {k: v for k, v in field_types(LayoutSpec).items() if k != "name"}
+
+
 def target_of(key: str) -> str:
     """Where ``key`` is accepted: a simulate() keyword, a ClusterSpec field or a LayoutSpec field."""
-    if key in inspect.signature(simulate).parameters and key not in ("model", "layout", "gpus", "cluster"):
-        return SIMULATE
-    if key in {f.name for f in dataclasses.fields(ClusterSpec)} - {"gpu", "num_gpus"}:
-        return CLUSTER
-    if key in {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"} or key in ALIASES:
+    for target in (SIMULATE, CLUSTER, LAYOUT):
+        if key in _kinds(target):
+            return target
+    if key in ALIASES:
         return LAYOUT
-    raise ConfigError(key, "not a simulate() keyword, ClusterSpec field or LayoutSpec field")
+    raise ConfigError(
+        key,
+        f"not a simulate() keyword ({', '.join(_simulate_kinds())}), ClusterSpec field or LayoutSpec field",
+    )
+
+
+def check_axis_value(key: str, value: Any) -> Any:
+    """``value`` checked against the type of ``key``; a wrong type is a ConfigError naming the key."""
+    if key in ALIASES:
+        ALIASES[key](value)  # raises ConfigError for a bad value
+        return value
+    return check_value(key, _kinds(target_of(key))[key], value)
 
 
 def axis(key: str, values: list[Any], label: str = "") -> Axis:
-    """An axis over ``key``, checked against what this build accepts."""
-    return Axis(key, target_of(key), tuple(values), label)
+    """An axis over ``key``, its key and the types of its values checked before anything runs."""
+    target = target_of(key)
+    if not values:
+        raise ConfigError(label or key, "give at least one value")
+    return Axis(key, target, tuple(check_axis_value(key, v) for v in values), label)
 
 
-def _parse_value(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(text.lower(), text)
+def parse_value(key: str, text: str, field: str = "") -> Any:
+    """A command-line value of ``key`` parsed as the key's type (a str field keeps the text as given)."""
+    field = field or key
+    kind = "float" if key in ALIASES else _kinds(target_of(key))[key]
+    if kind == "str":
+        return text
+    if kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(field, f"must be true or false, got {text!r}")
+        return text.lower() == "true"
+    try:
+        return int(text) if kind == "int" else float(text)
+    except ValueError:
+        raise ConfigError(field, f"must be {'an integer' if kind == 'int' else 'a number'}, got {text!r}") from None
 
 
 def simulate_point(
@@ -99,12 +149,13 @@ def simulate_point(
         else:
             by_target[target_of(key)][key] = value
     row: dict[str, Any] = {"model": model, "layout": layout if isinstance(layout, str) else layout.name, "gpus": gpus}
+    keywords = {"global_batch": global_batch, **by_target[SIMULATE]}  # a swept global_batch wins
     try:
-        spec = layout_preset(layout) if isinstance(layout, str) else layout
+        spec = load_layout(layout)
         if by_target[LAYOUT]:
             spec = spec.with_(**by_target[LAYOUT])
         cluster_spec: ClusterSpec = cluster_preset(cluster, gpus, **by_target[CLUSTER])
-        report = simulate(model, spec, cluster=cluster_spec, global_batch=global_batch, **by_target[SIMULATE])
+        report = simulate(model, spec, cluster=cluster_spec, **keywords)
     except ConfigError as error:
         return {**row, **{m: math.nan for m in METRICS}, "error": str(error)}
     row.update({m: getattr(report, m) for m in METRICS})
@@ -164,8 +215,8 @@ def _csv_list(text: str) -> list[str]:
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``moesim compare``."""
     p = commands.add_parser("compare", help="sweep layouts, NIC bandwidths, scale-up domains over GPU counts")
-    p.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
-    p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets")
+    p.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
+    p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets or .yaml files")
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
     p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
     p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
@@ -177,7 +228,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=V1,V2",
-        help="any simulate() keyword, ClusterSpec or LayoutSpec field, e.g. pp=10,12",
+        help="a simulate() keyword (global_batch, seq_len, micro_batch, allow_oom), ClusterSpec or LayoutSpec "
+        "field, e.g. pp=10,12",
     )
     p.add_argument("--out", default="results/compare.csv", help="CSV path; the plot goes beside it as .png")
 
@@ -188,20 +240,23 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for flag, (key, factor) in NAMED_AXES.items():
         text = getattr(args, flag)
         if text is not None:
-            values = [_parse_value(v) for v in _csv_list(text)]
+            values = [parse_value(key, v, field=flag) for v in _csv_list(text)]
+            axis(key, values, label=flag)  # check the values as given, before the unit factor
             axes.append(axis(key, [v * factor if factor != 1 else v for v in values], label=flag))
     for item in args.sweep:
         key, _, text = item.partition("=")
         if not text:
             raise ConfigError("sweep", f"expected KEY=V1,V2, got {item!r}")
-        axes.append(axis(key.strip(), [_parse_value(v) for v in _csv_list(text)]))
+        key = key.strip()
+        axes.append(axis(key, [parse_value(key, v) for v in _csv_list(text)]))
     try:
         gpus = [int(g) for g in _csv_list(args.gpus)]
     except ValueError:
         raise ConfigError("gpus", f"expected comma-separated integers, got {args.gpus!r}") from None
     layouts = _csv_list(args.layouts)
     for name in layouts:
-        layout_preset(name)  # unknown presets fail before any simulation
+        load_layout(name)  # unknown presets and bad layout files fail before any simulation
+    load_model(args.model)
     frame = sweep(args.model, layouts, gpus, axes, cluster=args.cluster, global_batch=args.global_batch)
     for a in axes:  # report the values as given (GB/s, not bytes/s)
         if a.label == "nic_gbps":

@@ -71,7 +71,10 @@ def run(out: Path) -> str:
         markers={"all-to-all paper": [PAPER_A2A_US.get(k, float("nan")) for k in frame.top_k]},
     )
     lines = [
-        "## Fig. 7: dispatch collective vs top-k (Mixtral-8x7B, 8 x H800, 16,384 tokens per node assumed)",
+        (
+            f"## Fig. 7: dispatch collective vs top-k (Mixtral-8x7B, {GPUS} x H800, {TOKENS_PER_NODE:,} tokens "
+            "per node assumed)"
+        ),
         "",
         "| top-k | all-to-all sim (us) | AG/RS sim (us) | paper |",
         "|---|---|---|---|",
@@ -82,8 +85,9 @@ def run(out: Path) -> str:
     lines += [
         "",
         (
-            f"AG/RS paper ~770-790 us. Crossover: all-to-all slower from top-{crossover(frame)} "
-            "(paper: between top-6 and top-7). The all-to-all efficiency (0.75) is a declared assumption "
+            f"AG/RS paper ~{PAPER_AG_RS_US[0]}-{PAPER_AG_RS_US[1]} us. Crossover: all-to-all slower from "
+            f"top-{crossover(frame)} (paper: between top-{PAPER_CROSSOVER[0]} and top-{PAPER_CROSSOVER[1]}). "
+            f"The all-to-all efficiency ({DEFAULT_CALIBRATION.all_to_all_efficiency:.2f}) is a declared assumption "
             "consistent with this figure, so the crossover is not an independent prediction."
         ),
     ]

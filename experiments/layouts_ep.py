@@ -20,13 +20,12 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from experiments.compare import axis, sweep
-from experiments.plotting import _COLOURS
-from simulator.memory import peak_memory
+from experiments.plotting import COLOURS
+from experiments.search import stages_that_fit
 from topologies.cluster import cluster_preset
-from topologies.errors import ConfigError
 from workloads.layouts import MEGASCALE_MOE, LayoutSpec
 from workloads.models import model_preset
-from workloads.step import DEFAULT_SEQ_LEN, StepWorkload
+from workloads.step import DEFAULT_SEQ_LEN
 
 NIC_GBPS = (50, 100, 200, 400)
 GPUS_PER_NODE = 8
@@ -52,14 +51,8 @@ SETUPS = (Setup("paper-352b", "M1", 480, 720, 32, 4), Setup("deepseekmoe", "M6",
 def fewest_stages(model_name: str, layout: LayoutSpec, gpus: int, global_batch: int) -> int | None:
     """Fewest pipeline stages (a divisor of the layers) that the layout runs with inside the HBM."""
     model, hbm = model_preset(model_name), cluster_preset("h800", gpus).gpu.hbm_bytes
-    for pp in (p for p in range(1, model.num_layers + 1) if model.num_layers % p == 0):
-        try:
-            workload = StepWorkload(model, layout.with_(pp=pp), gpus, GPUS_PER_NODE, global_batch, DEFAULT_SEQ_LEN)
-        except ConfigError:
-            continue
-        if peak_memory(workload).total_bytes <= hbm:
-            return pp
-    return None
+    depths = stages_that_fit(model, layout, gpus, GPUS_PER_NODE, global_batch, DEFAULT_SEQ_LEN, hbm)
+    return depths[0] if depths else None
 
 
 def placements(setup: Setup) -> list[LayoutSpec]:
@@ -117,7 +110,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
                 style,
                 marker="o",
                 label=name,
-                color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+                color=COLOURS[(2 * i + 1) % len(COLOURS)],
             )
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(part.nic_gbps.unique()), [f"{g:g}" for g in part.nic_gbps.unique()])

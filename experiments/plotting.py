@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 # Paper series hatched, simulated series solid, one colour per system.
-_COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
+COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
 
 
 def bar_comparison(
@@ -27,7 +27,7 @@ def bar_comparison(
             list(values),
             width,
             label=label,
-            color=_COLOURS[i % len(_COLOURS)],
+            color=COLOURS[i % len(COLOURS)],
             hatch="//" if "paper" in label else None,
             edgecolor="white",
         )
@@ -56,7 +56,7 @@ def line_comparison(
     """Lines for simulated series; optional paper points as markers."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, (label, values) in enumerate(series.items()):
-        ax.plot(x, list(values), marker="o", label=label, color=_COLOURS[(2 * i + 1) % len(_COLOURS)])
+        ax.plot(x, list(values), marker="o", label=label, color=COLOURS[(2 * i + 1) % len(COLOURS)])
     for i, (label, values) in enumerate((markers or {}).items()):
         ax.plot(
             x,
@@ -65,7 +65,7 @@ def line_comparison(
             marker="x",
             markersize=9,
             label=label,
-            color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+            color=COLOURS[(2 * i + 1) % len(COLOURS)],
         )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -8,23 +8,30 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.plotting import _COLOURS
+from experiments.plotting import COLOURS
+from experiments.single_node import MODELS
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import PipelineEngine
 from simulator.tasks import OpCosts
 from topologies.cluster import ClusterSpec, cluster_preset
+from topologies.hardware import gpu_preset
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.schedules import BACKWARD, FORWARD
-from workloads.step import StepWorkload
+from workloads.step import DEFAULT_SEQ_LEN, StepWorkload
 
-MODELS = ("paper-352b", "mixtral-8x7b", "mixtral-8x22b", "hunyuan-large", "phi-3.5-moe", "deepseekmoe")
 N = 8  # EP degree: one node
-SEQ_LEN = 8192
+SEQ_LEN = DEFAULT_SEQ_LEN
 LAYERS = 2  # the hidden fraction is per layer; two layers keep the run short
-# Links: H800 NVLink ~160 GB/s measured per direction (DeepSeek-V3 Sec. 3.2.2), NIC 50 GB/s x 0.94 (NCCL).
-LINKS = {"nvlink": (160e9, 3e-6), "nic": (47e9, 5e-6)}  # (bytes/s, per-step latency s)
-SWEEP_GBPS = (5, 10, 15, 20, 30, 47, 80, 160)  # M1 over a link of each rate, to place the crossing finely
+# Links, from the presets: H800 NVLink per direction (topologies.hardware) and the H800 cluster's NIC at
+# NCCL's efficiency (ClusterSpec.nic_effective_Bps), each with its per-step latency.
+_GPU, _CLUSTER = gpu_preset("h800"), cluster_preset("h800", N)
+LINKS = {
+    "nvlink": (_GPU.nvlink_bandwidth_Bps, _GPU.nvlink_latency_s),
+    "nic": (_CLUSTER.nic_effective_Bps, _CLUSTER.nic_latency_s),
+}  # (bytes/s, per-step latency s)
+# M1 over a link of each rate (GB/s), to place the crossing finely; includes both links' rates.
+SWEEP_GBPS = tuple(sorted({5, 10, 15, 20, 30, 80, *(round(bps / 1e9) for bps, _ in LINKS.values())}))
 
 
 def r_ratio(h_ffn: int, link_Bps: float, peak_flops: float, n: int) -> float:
@@ -108,7 +115,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
             group.hidden * 100,
             marker="o",
             linestyle="none",
-            color=_COLOURS[(2 * i + 1) % len(_COLOURS)],
+            color=COLOURS[(2 * i + 1) % len(COLOURS)],
             label=f"Table 2 models, EP over {link} ({group.link_GBps.iloc[0]:.0f} GB/s)",
         )
         for row in group.itertuples():
@@ -142,9 +149,12 @@ def markdown(frame: pd.DataFrame) -> str:
         "## Beyond the paper: R against the hidden fraction of EP communication",
         "",
         (
-            "R = T_comp/T_comm = 3/2 h_ffn B/P n/(n-1) (Sec. 7), P = 989 TFLOP/s, n = 8; B = 160 GB/s (NVLink) or "
-            "47 GB/s (a 50 GB/s NIC at NCCL's 94%: the one-node cluster's scale-up link set to the NIC rate). "
-            f"Layout megascale-moe (inter- and intra-op overlap, SAR), {LAYERS} layers, one 8,192-token sequence; "
+            f"R = T_comp/T_comm = 3/2 h_ffn B/P n/(n-1) (Sec. 7), P = {_GPU.peak_bf16_flops / 1e12:.0f} TFLOP/s, "
+            f"n = {N}; B = {LINKS['nvlink'][0] / 1e9:.0f} GB/s (NVLink) or {LINKS['nic'][0] / 1e9:.0f} GB/s (a "
+            f"{_CLUSTER.nic_bandwidth_Bps / 1e9:.0f} GB/s NIC at NCCL's {_CLUSTER.nic_efficiency:.0%}: the one-node "
+            "cluster's scale-up link set to the NIC rate). "
+            f"Layout megascale-moe (inter- and intra-op overlap, SAR), {LAYERS} layers, one {SEQ_LEN:,}-token "
+            "sequence; "
             "hidden = 1 - exposed EP time / EP comm time (each collective alone on the link), forward + backward."
         ),
         "",

@@ -7,6 +7,7 @@ import sys
 
 from simulator.report import Report
 from topologies.errors import ConfigError
+from workloads.layouts import LayoutSpec
 
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
@@ -32,13 +33,14 @@ def parse_stages(text: str | None) -> list[int] | None:
         raise ConfigError("trace_stages", f"expected comma-separated stage numbers, got '{text}'") from None
 
 
-def run_with_outputs(args: argparse.Namespace) -> Report:
-    """Simulate as ``moesim run`` does and write the requested trace and plot."""
+def run_with_outputs(args: argparse.Namespace, layout: LayoutSpec | str | None = None) -> Report:
+    """Simulate as ``moesim run`` does (``layout``: the resolved layout, default ``args.layout``) and write the
+    requested trace and plot."""
     from simulator.trace import simulate_with_trace, write_trace
 
     run = simulate_with_trace(
         args.model,
-        args.layout,
+        args.layout if layout is None else layout,
         args.gpus,
         cluster=args.cluster,
         global_batch=args.global_batch,

@@ -14,13 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.plotting import line_comparison
-from simulator.memory import peak_memory
+from experiments.search import stages_that_fit
 from simulator.report import simulate
 from topologies.cluster import cluster_preset
-from topologies.errors import ConfigError
 from workloads.layouts import MEGASCALE_MOE
 from workloads.models import model_preset
-from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
+from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 MODEL = "paper-352b"
 GPUS = 1440  # a multiple of 8, 16, 32 and 72
@@ -41,14 +40,9 @@ def best_layout(domain: int, gpus: int = GPUS):
     n = intra_size(domain)
     cluster = cluster_preset("h800", gpus, gpus_per_node=domain)
     best = None
-    for pp in (p for p in range(1, model.num_layers + 1) if model.num_layers % p == 0):
-        layout = MEGASCALE_MOE.with_(name=f"megascale-moe-n{n}-pp{pp}", intra_size=n, pp=pp)
-        try:
-            workload = StepWorkload(model, layout, gpus, domain, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN)
-        except ConfigError:
-            continue
-        if peak_memory(workload).total_bytes > cluster.gpu.hbm_bytes:
-            continue
+    base = MEGASCALE_MOE.with_(intra_size=n)
+    for pp in stages_that_fit(model, base, gpus, domain, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, cluster.gpu.hbm_bytes):
+        layout = base.with_(name=f"megascale-moe-n{n}-pp{pp}", pp=pp)
         report = simulate(model, layout, cluster=cluster)
         if best is None or report.tokens_per_s > best[0].tokens_per_s:
             best = (report, pp, n)

@@ -12,8 +12,9 @@ from experiments.sweep import Point, read_rows, run_sweep
 from simulator.memory import peak_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
+from workloads.config import load_model
+from workloads.layouts import LayoutSpec, layout_preset
+from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, SAR, ...) searched layouts keep
@@ -22,6 +23,40 @@ BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, SAR, ...) searched la
 def divisors(n: int) -> list[int]:
     """Positive divisors of n, ascending."""
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def fits_memory(
+    model: ModelSpec,
+    layout: LayoutSpec,
+    gpus: int,
+    gpus_per_node: int,
+    global_batch: int,
+    seq_len: int,
+    hbm_bytes: float,
+) -> bool | None:
+    """Whether the layout's peak memory per GPU fits ``hbm_bytes``; None if the layout is not valid there."""
+    try:
+        workload = StepWorkload(model, layout, gpus, gpus_per_node, global_batch, seq_len)
+    except ConfigError:
+        return None
+    return peak_memory(workload).total_bytes <= hbm_bytes
+
+
+def stages_that_fit(
+    model: ModelSpec,
+    layout: LayoutSpec,
+    gpus: int,
+    gpus_per_node: int,
+    global_batch: int,
+    seq_len: int,
+    hbm_bytes: float,
+) -> list[int]:
+    """Pipeline depths (divisors of the layers, ascending) with which the layout is valid and fits the HBM."""
+    return [
+        pp
+        for pp in divisors(model.num_layers)
+        if fits_memory(model, layout.with_(pp=pp), gpus, gpus_per_node, global_batch, seq_len, hbm_bytes)
+    ]
 
 
 def candidates(
@@ -33,7 +68,7 @@ def candidates(
     seq_len: int = DEFAULT_SEQ_LEN,
 ) -> tuple[list[Point], int]:
     """Valid layouts that fit in HBM, as sweep points, and how many valid ones did not fit."""
-    spec = model_preset(model)
+    spec = load_model(model)
     cluster_spec = cluster_preset(cluster, gpus)
     base = layout_preset(BASE_LAYOUT)
     points: list[Point] = []
@@ -53,18 +88,18 @@ def candidates(
                     "schedule": schedule,
                     "virtual_stages": chunks,
                 }
-                try:
-                    workload = StepWorkload(
-                        spec,
-                        base.with_(micro_batch=micro_batch, **layout),
-                        gpus,
-                        cluster_spec.gpus_per_node,
-                        global_batch,
-                        seq_len,
-                    )
-                except ConfigError:
+                fits = fits_memory(
+                    spec,
+                    base.with_(micro_batch=micro_batch, **layout),
+                    gpus,
+                    cluster_spec.gpus_per_node,
+                    global_batch,
+                    seq_len,
+                    cluster_spec.gpu.hbm_bytes,
+                )
+                if fits is None:
                     continue
-                if peak_memory(workload).total_bytes > cluster_spec.gpu.hbm_bytes:
+                if not fits:
                     too_big += 1
                     continue
                 points.append(

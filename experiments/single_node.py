@@ -7,17 +7,25 @@ from simulator.report import simulate
 from topologies.cluster import cluster_preset
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
-from workloads.step import StepWorkload
+from workloads.step import DEFAULT_SEQ_LEN, StepWorkload
 
-MODELS = ("paper-352b", "mixtral-8x7b", "mixtral-8x22b", "hunyuan-large", "phi-3.5-moe", "deepseekmoe")
-SEQ_LEN = 8192  # not given for Figs. 14, 16 and 17; the paper's training length
+MODELS = (  # Table 2's M1-M6
+    "paper-352b",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "hunyuan-large",
+    "phi-3.5-moe",
+    "deepseekmoe",
+)
+SEQ_LEN = DEFAULT_SEQ_LEN  # not given for Figs. 14, 16 and 17; the paper's training length
 BATCH = 32  # Fig. 14: global batch 32 on 8 x H800
+GPUS = 8  # one node
 
 
 def single_node_model(name: str):
     """The model with its layer count cut so that TP+TP and SP+EP both fit one node's memory."""
     model = model_preset(name)
-    hbm = cluster_preset("h800", 8).gpu.hbm_bytes
+    hbm = cluster_preset("h800", GPUS).gpu.hbm_bytes
     for layers in range(model.num_layers, 0, -1):
         candidate = model.with_(num_layers=layers)
         if all(peak_memory(workload(candidate, layout)).total_bytes <= hbm for layout in ("tp-tp", "sp-ep")):
@@ -26,8 +34,8 @@ def single_node_model(name: str):
 
 
 def workload(model, layout: str) -> StepWorkload:
-    return StepWorkload(model, layout_preset(layout).with_(pp=1), 8, 8, BATCH, SEQ_LEN)
+    return StepWorkload(model, layout_preset(layout).with_(pp=1), GPUS, GPUS, BATCH, SEQ_LEN)
 
 
 def simulate_one(model, layout: str):
-    return simulate(model, layout_preset(layout).with_(pp=1), 8, global_batch=BATCH, seq_len=SEQ_LEN)
+    return simulate(model, layout_preset(layout).with_(pp=1), GPUS, global_batch=BATCH, seq_len=SEQ_LEN)

@@ -13,15 +13,15 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from experiments.compare import axis, sweep
-from experiments.plotting import _COLOURS
+from experiments.plotting import COLOURS
 from workloads.layouts import MEGASCALE_MOE
 from workloads.models import model_preset
 from workloads.routing import layout_routing_stats
-from workloads.step import DEFAULT_SEQ_LEN
+from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 MODEL = "paper-352b"
 GPUS = 240  # Table 3's first column: SP/EP 8, PP 15, DP 2
-GLOBAL_BATCH = 720  # the paper's
+GLOBAL_BATCH = DEFAULT_GLOBAL_BATCH  # the paper's
 EXPONENTS = (0.0, 0.5, 1.0, 1.5, 2.0)
 SEEDS = range(10)  # the spread of the busiest GPU's load over routing draws (analytic, not simulated)
 
@@ -64,7 +64,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, (dropless, group) in enumerate(frame.groupby("dropless", sort=False)):
         label = "dropless" if dropless else f"capacity factor {MEGASCALE_MOE.capacity_factor} (drops)"
-        ax.plot(group.zipf, group.tokens_per_s_per_gpu, marker="o", label=label, color=_COLOURS[2 * i + 1])
+        ax.plot(group.zipf, group.tokens_per_s_per_gpu, marker="o", label=label, color=COLOURS[2 * i + 1])
     ax.set_xlabel("Zipf exponent of expert load (0 = uniform)")
     ax.set_ylabel("tokens/s per GPU")
     ax.set_ylim(0, frame.tokens_per_s_per_gpu.max() * 1.35)  # room for the legend above the lines

@@ -4,6 +4,11 @@ Rows are appended as points finish, keyed by a ``point_id`` (the point's paramet
 skips what is already there: an interrupted sweep loses nothing. Points run in local processes
 (``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``). Invalid points
 (ConfigError) are rows with an ``error`` column instead of crashes.
+
+Values are type-checked when the file is loaded: a value of the wrong type (``gpus: [240, "x"]``, ``true``
+for an integer, ``4.0`` for an integer) is one ConfigError naming the key (``sweep.gpus``) before any point
+runs. ``model`` and ``layout`` take preset names or .yaml/.yml files; a relative file path, like ``output``,
+is relative to the sweep file's folder.
 """
 
 from __future__ import annotations
@@ -21,11 +26,26 @@ from pathlib import Path
 from simulator.report import COMM_KINDS, Report, simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.config import read_yaml
-from workloads.layouts import LayoutSpec, layout_preset
+from workloads.config import is_yaml_path, load_layout, read_yaml
+from workloads.fieldtypes import check_value, field_types
+from workloads.layouts import LayoutSpec
 
 SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_bandwidth_GBps")
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
+# The type of every key's values (int, float, bool or str), checked by check_point.
+KINDS = {
+    "model": "str",
+    "layout": "str",
+    "cluster": "str",
+    "gpus": "int",
+    "global_batch": "int",
+    "seq_len": "int",
+    "micro_batch": "int",
+    "nic_bandwidth_GBps": "float",
+    **{k: v for k, v in field_types(LayoutSpec).items() if k in LAYOUT_KEYS},
+}
+PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
+OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_bandwidth_GBps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
     f"exposed_{kind}_s" for kind in COMM_KINDS
@@ -50,7 +70,37 @@ def load_sweep(path: str | Path) -> tuple[list[Point], Path]:
     output = Path(str(output))
     if not output.is_absolute():
         output = Path(path).parent / output
+    for key, value in spec.items():
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise ConfigError(f"sweep.{key}", "give a value or a non-empty list")
+        for v in values:
+            _check(f"sweep.{key}", key, v)
+        if key in PATH_KEYS:
+            values = [_relative_to(Path(path).parent, v) for v in values]
+        spec[key] = values if isinstance(value, list) else values[0]
     return grid({**DEFAULTS, **spec}), output
+
+
+def _relative_to(folder: Path, value: str) -> str:
+    """A relative .yaml path taken relative to ``folder``; preset names and absolute paths as given."""
+    if is_yaml_path(value) and not Path(value).is_absolute():
+        return str(folder / value)
+    return value
+
+
+def _check(field: str, key: str, value: object) -> None:
+    """Raise ConfigError(field, ...) unless value has key's type (ints stay ints: point ids do not change)."""
+    if not (value is None and key in OPTIONAL_KEYS):
+        check_value(field, KINDS[key], value)
+
+
+def check_point(point: Point) -> None:
+    """Raise ConfigError naming the first key whose value has the wrong type (or is unknown)."""
+    for key, value in point.items():
+        if key not in KINDS:
+            raise ConfigError(key, f"unknown key; use {', '.join(SIM_KEYS)} or a layout field")
+        _check(key, key, value)
 
 
 def grid(spec: dict[str, object]) -> list[Point]:
@@ -66,17 +116,20 @@ def point_id(point: Point) -> str:
 
 
 def simulate_point(point: Point) -> Report:
-    """Simulate one point (raises ConfigError for invalid ones)."""
-    layout = layout_preset(str(point.get("layout", DEFAULTS["layout"])))
+    """Simulate one point (raises ConfigError for invalid ones, including values of the wrong type)."""
+    check_point(point)
+    if "gpus" not in point:
+        raise ConfigError("gpus", "give the number of GPUs")
+    layout = load_layout(point.get("layout", DEFAULTS["layout"]))
     overrides = {k: point[k] for k in LAYOUT_KEYS if k in point}
     if overrides:
         layout = layout.with_(**overrides)
-    gpus = int(point["gpus"])
-    cluster = cluster_preset(str(point.get("cluster", DEFAULTS["cluster"])), gpus)
+    gpus = point["gpus"]
+    cluster = cluster_preset(point.get("cluster", DEFAULTS["cluster"]), gpus)
     if point.get("nic_bandwidth_GBps") is not None:
-        cluster = cluster.with_(nic_bandwidth_Bps=float(point["nic_bandwidth_GBps"]) * 1e9)
-    kwargs = {k: int(point[k]) for k in ("global_batch", "seq_len", "micro_batch") if point.get(k) is not None}
-    return simulate(str(point.get("model", DEFAULTS["model"])), layout, gpus, cluster=cluster, **kwargs)
+        cluster = cluster.with_(nic_bandwidth_Bps=point["nic_bandwidth_GBps"] * 1e9)
+    kwargs = {k: point[k] for k in ("global_batch", "seq_len", "micro_batch") if point.get(k) is not None}
+    return simulate(point.get("model", DEFAULTS["model"]), layout, gpus, cluster=cluster, **kwargs)
 
 
 def run_point(point: Point) -> dict[str, object]:

@@ -14,13 +14,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "file",
         help="sweep YAML: model, layout, gpus, global_batch, seq_len, micro_batch, "
-        "cluster, nic_bandwidth_GBps (scalars or lists), output",
+        "cluster, nic_bandwidth_GBps or a layout field (scalars or lists), output; model and layout take "
+        "presets or .yaml files (relative to the sweep file)",
     )
     sweep.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
     sweep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
 
     search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
-    search.add_argument("--model", default="paper-352b", help="model preset (default paper-352b)")
+    search.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
     search.add_argument("--gpus", type=int, required=True, help="number of GPUs")
     search.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
     search.add_argument("--global-batch", type=int, default=None, help="sequences per step (default 720)")

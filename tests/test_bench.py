@@ -50,3 +50,15 @@ def test_represented_ops_counts_every_task() -> None:
     }
     tasks = sum(len(workload.stage_order(s)) for s in range(workload.pp))
     assert min(per_task.values()) * tasks <= represented_ops(workload) <= max(per_task.values()) * tasks
+
+
+def test_recording_restores_the_engine_even_on_error() -> None:
+    """The bench wraps PipelineEngine.run only while it measures, and puts it back whatever happens."""
+    from experiments.bench import _recording
+    from simulator.engine import PipelineEngine
+
+    original = PipelineEngine.run
+    with pytest.raises(RuntimeError), _recording():
+        assert PipelineEngine.run is not original
+        raise RuntimeError("boom")
+    assert PipelineEngine.run is original

@@ -68,3 +68,63 @@ def test_compare_zipf_bad_value_is_a_one_line_error(tmp_path, capsys: pytest.Cap
     assert main(["compare", *FAST, "--zipf", "high", "--out", str(tmp_path / "z.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "zipf" in err
+
+
+def test_compare_sweeps_global_batch(tmp_path) -> None:
+    """--sweep global_batch overrides --global-batch (it used to be passed twice to simulate())."""
+    out = tmp_path / "g.csv"
+    assert main(["compare", *FAST, "--sweep", "global_batch=30,60", "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert list(frame.global_batch) == [30, 60] and frame.error.isna().all()
+    assert frame.tokens_per_s[1] > frame.tokens_per_s[0]  # more micro-batches, smaller bubble
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--sweep", "calibration=1"], "calibration"),
+        (["--sweep", "faults=1"], "faults"),
+        (["--sweep", "memoize=false"], "memoize"),
+        (["--sweep", "gpus=8"], "gpus"),
+        (["--sweep", "pp=x"], "pp"),
+        (["--sweep", "pp=1.5"], "pp"),
+        (["--sweep", "dropless=yes"], "dropless"),
+        (["--sweep", "nic_efficiency=abc"], "nic_efficiency"),
+        (["--sweep", "pp=,"], "pp"),
+        (["--sweep", "pp"], "sweep"),
+        (["--nic-gbps", "abc"], "nic_gbps"),
+        (["--scaleup", "8,x"], "scaleup"),
+        (["--layouts", "missing.yaml"], "layout"),
+        (["--model", "missing.yaml"], "model"),
+    ],
+)
+def test_compare_bad_key_or_value_is_a_one_line_error(tmp_path, capsys, flags: list[str], field: str) -> None:
+    assert main(["compare", *FAST, *flags, "--out", str(tmp_path / "e.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"moesim: error: {field}")
+    assert not (tmp_path / "e.csv").exists()
+
+
+def test_axis_checks_python_values() -> None:
+    from experiments.compare import axis
+
+    assert axis("nic_efficiency", [1]).values == (1.0,)  # an int widens to a float field
+    with pytest.raises(ConfigError, match="pp"):
+        axis("pp", [True])  # a bool is not an integer
+    with pytest.raises(ConfigError, match="schedule"):
+        axis("schedule", [3])
+
+
+def test_compare_takes_layout_and_model_files(tmp_path) -> None:
+    from workloads.config import layout_to_yaml, model_to_yaml
+    from workloads.layouts import layout_preset
+    from workloads.models import model_preset
+
+    (tmp_path / "m.yaml").write_text(model_to_yaml(model_preset("paper-352b")))
+    (tmp_path / "l.yaml").write_text(layout_to_yaml(layout_preset("megascale-moe")))
+    out = tmp_path / "f.csv"
+    args = ["compare", *FAST, "--model", str(tmp_path / "m.yaml"), "--layouts", str(tmp_path / "l.yaml")]
+    assert main([*args, "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    preset = simulate_point("paper-352b", "megascale-moe", 240, {}, global_batch=30)
+    assert frame.error.isna().all() and frame.tokens_per_s[0] == pytest.approx(preset["tokens_per_s"], rel=1e-5)

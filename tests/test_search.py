@@ -63,3 +63,28 @@ def test_search_cli(capsys) -> None:
     )
     lines = capsys.readouterr().out.strip().splitlines()
     assert "mem GiB" in lines[0] and len(lines) == 11
+
+
+def test_stages_that_fit_are_the_valid_divisors_within_hbm() -> None:
+    """One helper finds the pipeline depths for search, layouts-ep and scaleup-domain."""
+    from experiments.search import divisors, fits_memory, stages_that_fit
+
+    model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
+    hbm = cluster_preset("h800", 240).gpu.hbm_bytes
+    depths = stages_that_fit(model, layout, 240, 8, 720, 8192, hbm)
+    assert 15 in depths and set(depths) <= set(divisors(model.num_layers))
+    assert fits_memory(model, layout.with_(pp=7), 240, 8, 720, 8192, hbm) is None  # 7 does not divide 240 / 8
+    assert fits_memory(model, layout.with_(pp=1), 240, 8, 720, 8192, hbm) is False
+    assert stages_that_fit(model, layout, 240, 8, 720, 8192, 1.0) == []
+
+
+def test_search_takes_a_model_file(tmp_path) -> None:
+    from workloads.config import model_to_yaml
+
+    path = tmp_path / "mix.yaml"
+    path.write_text(model_to_yaml(model_preset("mixtral-8x7b")))
+    assert candidates(str(path), 16, **ARGS)[0] == [
+        {**p, "model": str(path)} for p in candidates("mixtral-8x7b", 16, **ARGS)[0]
+    ]
+    rows = search(str(path), 16, top=1, progress=lambda _: None, **ARGS)
+    assert len(rows) == 1 and not rows[0]["error"]

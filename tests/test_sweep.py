@@ -107,3 +107,52 @@ def test_unreadable_sweep_file_is_one_line_error(tmp_path, capsys) -> None:
     assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("moesim: error: sweep: cannot read")
+
+
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ('gpus: [240, "x"]', "sweep.gpus"),
+        ("gpus: [240, true]", "sweep.gpus"),  # int(True) used to be taken as 1
+        ("gpus: 240.0", "sweep.gpus"),
+        ("gpus: []", "sweep.gpus"),
+        ("gpus: 240\nnic_bandwidth_GBps: fast", "sweep.nic_bandwidth_GBps"),
+        ("gpus: 240\npp: [5, x]", "sweep.pp"),
+        ("gpus: 240\nlayout: [megascale-moe, 3]", "sweep.layout"),
+        ("gpus: 240\nglobal_batch: {a: 1}", "sweep.global_batch"),
+    ],
+)
+def test_bad_point_value_is_a_one_line_error_before_running(tmp_path: Path, capsys, line: str, field: str) -> None:
+    """A value of the wrong type stops the sweep before any point runs, naming the key."""
+    assert main(["sweep", str(_write(tmp_path, f"{line}\noutput: out.csv\n"))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"moesim: error: {field}:")
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_run_point_with_a_bad_value_is_an_error_row() -> None:
+    """Points built in Python (not from a file) are checked too: an error row, not a crash."""
+    from experiments.sweep import run_point
+
+    row = run_point({"gpus": True, "global_batch": 30})
+    assert row["error"].startswith("gpus:")
+
+
+def test_layout_and_model_files_relative_to_sweep_file(tmp_path: Path) -> None:
+    """model/layout may be .yaml files; relative paths are relative to the sweep file, like output."""
+    from workloads.config import layout_to_yaml, model_to_yaml
+    from workloads.layouts import layout_preset
+    from workloads.models import model_preset
+
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "m.yaml").write_text(model_to_yaml(model_preset("paper-352b")))
+    (folder / "l.yaml").write_text(layout_to_yaml(layout_preset("megascale-moe").with_(pp=30)))
+    path = folder / "sweep.yaml"
+    path.write_text("model: m.yaml\nlayout: [l.yaml, megascale-moe]\ngpus: 240\nglobal_batch: 30\noutput: o.csv\n")
+    points, output = load_sweep(path)
+    run_sweep(points, output, progress=lambda _: None)
+    rows = _rows(output)
+    assert len(rows) == 2 and not any(r["error"] for r in rows)
+    by_layout = {Path(r["layout"]).name: r for r in rows}
+    assert by_layout["l.yaml"]["pp"] == "30" and by_layout["megascale-moe"]["pp"] == "15"
