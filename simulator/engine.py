@@ -31,7 +31,7 @@ import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import memory_time_s
-from simulator.faults import Faults, StageFault, scale_compute
+from simulator.faults import Faults, StageFault, gpu_index, scale_compute
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
@@ -113,6 +113,9 @@ class PipelineEngine:
         for stage in range(workload.pp):
             capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
             capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
+            # PP sends and DP sync between GPUs of one node use NVLink (scale-up domains larger than a stage)
+            capacities[("nvl_pp", stage)] = self._nvlink_Bps(stage)
+            capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
         self.network = FluidNetwork(self.env, capacities)
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
         # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. When
@@ -211,10 +214,19 @@ class PipelineEngine:
         """The place of ``stage`` that exchanges pipeline data with ``place``."""
         return stage
 
+    def _node_of(self, replica: int, stage: int) -> int:
+        """Node of the first GPU of (replica, stage) under the placement of simulator.faults.gpu_index."""
+        per_stage = self.workload.num_gpus // (self.workload.pp * self.workload.dp)
+        return gpu_index(replica, stage, 0, self.workload.pp, per_stage) // self.cluster.gpus_per_node
+
     def _pp_links(self, src, dst) -> tuple:
+        if self._node_of(0, src) == self._node_of(0, dst):  # both stages in one scale-up domain
+            return (("nvl_pp", src),)
         return ("nic_out", src), ("nic_in", dst)
 
     def _dp_links(self, place) -> tuple:
+        if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
+            return (("nvl_dp", place),)
         return ("nic_out", place), ("nic_in", place)
 
     # --- pipeline ----------------------------------------------------------------------------------

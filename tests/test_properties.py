@@ -135,8 +135,10 @@ def test_links_never_over_capacity_and_bytes_balance(case: Case, memoize: bool) 
     finally:
         FluidNetwork.debug_hook = None
     assert checks or case.workload().pp == 1  # PP sends always use the network
-    sent = sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_out")
-    received = sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_in")
+    # Same-node PP/DP traffic goes over one NVLink link ("nvl_pp", "nvl_dp"), counted on both sides.
+    on_nvlink = sum(v for (kind, _), v in result.network_bytes.items() if kind in ("nvl_pp", "nvl_dp"))
+    sent = on_nvlink + sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_out")
+    received = on_nvlink + sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_in")
     assert sent == pytest.approx(received, rel=1e-12)
     # PP: every micro-batch crosses pp x chunks - 1 boundaries forward and as many backward.
     w = case.workload()

@@ -67,3 +67,15 @@ def test_unfolded_traffic_uses_the_real_graph() -> None:
     # ... and all its collectives over its own NVLink port.
     assert sent[(("gpu", 0), ("nvswitch", 0))] > 0
     assert engine.gpu_index((1, 1, 3)) == 15
+
+
+@pytest.mark.parametrize("layout_name", ["megascale-moe", "megatron-lm"])
+def test_two_stages_per_node_send_over_nvlink(layout_name) -> None:
+    """With 4-GPU stages on 8-GPU nodes, stages 0 and 1 share a node: PP sends take NVLink in both engines
+    (the folded one used to charge them to the NIC), and the engines agree."""
+    layout = layout_preset(layout_name).with_(pp=2, intra_size=4)
+    cluster = cluster_preset("h800", 16, gpus_per_node=8)
+    workload = StepWorkload(TINY, layout, 16, 8, 2 * 8, 512)
+    folded = PipelineEngine(workload, cluster).run()
+    assert folded.network_bytes[("nvl_pp", 0)] > 0 and folded.network_bytes[("nic_out", 0)] > 0  # DP: NIC
+    assert UnfoldedEngine(workload, cluster).run().step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
