@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-COMMANDS = ("sweep", "search")
-
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register the sweep and search subparsers."""

@@ -92,7 +92,6 @@ class PipelineEngine:
         calibration: Calibration = DEFAULT_CALIBRATION,
         *,
         memoize: bool = True,
-        record_ops: bool = False,
         faults: Faults | None = None,
     ) -> None:
         self.workload = workload
@@ -101,7 +100,6 @@ class PipelineEngine:
         # Memoization is exact only while tasks stay off the NIC; cross-node EP puts task traffic on the
         # NIC beside PP sends and DP buckets, so such workloads run every task at op level instead.
         self.memoize = memoize and not workload.tasks_use_nic
-        self.record_ops = record_ops
         self.gpu = cluster.gpu
         self.env = simpy.Environment()
         self.faults = faults or Faults()
@@ -135,7 +133,6 @@ class PipelineEngine:
         self._sent_at: dict[tuple, float] = {}
         self.simulated_ops = 0
         self.stages = [StageLog() for _ in range(workload.pp)]
-        self.op_timings: list[tuple[int, Task, TaskTiming]] = []
         self.nic_transfers: list[NicTransfer] = []
 
     # --- task timing -------------------------------------------------------------------------------
@@ -195,8 +192,6 @@ class PipelineEngine:
             nic_links=nic,
         )
         self.simulated_ops += len(ops)
-        if self.record_ops:
-            self.op_timings.append((stage, task, timing))
         return timing
 
     # --- placement: a place is what runs one stage's tasks; here the stage's representative GPU ------

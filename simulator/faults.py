@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from simulator.tasks import OpCosts
-from topologies.cluster import ClusterSpec, Edge, _rail_path, gpu_path
+from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
 from topologies.errors import ConfigError
 from workloads.ops import ATTENTION, FUSED, GEMM, MEMORY, Op
 
@@ -244,5 +244,5 @@ def fault_path(cluster: ClusterSpec, src: int, dst: int, failed: frozenset[int])
             return path
         head = [] if out == src else [(("gpu", src), ("nvswitch", src_node)), (("nvswitch", src_node), ("gpu", out))]
         tail = [] if into == dst else [(("gpu", into), ("nvswitch", dst_node)), (("nvswitch", dst_node), ("gpu", dst))]
-        return head + _rail_path(cluster, out, into) + tail
+        return head + rail_path(cluster, out, into) + tail
     raise ConfigError("fail_link", f"no rail with working NICs between GPU {src} and GPU {dst}")

@@ -31,7 +31,8 @@ class MemoryBreakdown:
 
 
 def activation_bytes_per_layer(workload: StepWorkload) -> float:
-    """Activations one MoE layer keeps per GPU per micro-batch (MegaScale-MoE Sec. 4.1).
+    """Activations one MoE layer keeps per GPU per micro-batch (MegaScale-MoE Sec. 4.1); the same formula
+    is used, as an approximation, for dense and MLA layers.
 
     Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
     The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input.

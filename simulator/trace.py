@@ -4,7 +4,8 @@ One process per simulated representative GPU (one per pipeline stage), one threa
 pipeline tasks, the compute stream (SM work; the GEMM part of fused ops), NVLink collectives, NVLink
 traffic fused into GEMMs, and the NIC (PP sends; DP buckets). Threads that could overlap get extra
 lanes, so no two events on one thread ever overlap. Op timings come from the engine's memoized
-per-task op intervals, expanded at each task's begin time; nothing is re-simulated.
+per-task op intervals, expanded at each task's begin time; nothing is re-simulated. Runs whose tasks
+cannot be memoized (cross-node EP: tasks on the NIC) and runs with faults are refused with a ConfigError.
 
 Placement: ranks are numbered intra-node group fastest, then pipeline stage, then data-parallel
 replica, so stage s's representative is global GPU s x intra_size of replica 0.

@@ -20,9 +20,10 @@ port's graph edges (both directions) lose capacity, and routes avoid a failed NI
 an NVLink hop to the next rail whose NICs work at both ends). The other members of a group then wait
 for the slow one at each collective's barrier.
 
-GPU numbering (simulator.faults.gpu_index): replica d, stage s, local rank r is GPU (d x pp + s) x n + r, so with n = gpus_per_node
-each group fills a node and rank r sits on rail r: PP and DP flows stay on the NIC rails and the
-NVLink ports carry only the group's collectives, the conditions under which folding is exact.
+GPU numbering (simulator.faults.gpu_index): replica d, stage s, local rank r is GPU (d x pp + s) x n + r.
+With n = gpus_per_node each group fills a node and rank r sits on rail r: PP and DP flows stay on the NIC
+rails and the NVLink ports carry only the group's collectives, the conditions under which folding is
+exact (tests/test_unfolded.py; also two stages per node). Not simulated here: cross-node EP, CP, ETP.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ def build_cluster(spec: ClusterSpec) -> nx.DiGraph:
     return graph
 
 
-def _rail_path(spec: ClusterSpec, src: int, dst: int) -> list[Edge]:
+def rail_path(spec: ClusterSpec, src: int, dst: int) -> list[Edge]:
     """Edges from src to dst on different nodes of the same rail: leaf, or leaf-spine-leaf."""
     rail = src % spec.gpus_per_node
     src_pod = (src // spec.gpus_per_node) // spec.nodes_per_leaf
@@ -168,10 +168,10 @@ def gpu_path(spec: ClusterSpec, src: int, dst: int) -> list[Edge]:
     if src_node == dst_node:
         return [(("gpu", src), switch), (switch, ("gpu", dst))]
     if src_rail == dst_rail:
-        return _rail_path(spec, src, dst)
+        return rail_path(spec, src, dst)
     # NCCL PXN: move the data over NVLink to the source-node GPU on dst's rail, then send on that rail.
     proxy = src_node * spec.gpus_per_node + dst_rail
-    return [(("gpu", src), switch), (switch, ("gpu", proxy))] + _rail_path(spec, proxy, dst)
+    return [(("gpu", src), switch), (switch, ("gpu", proxy))] + rail_path(spec, proxy, dst)
 
 
 def path_edges_bottleneck_Bps(graph: nx.DiGraph, edges: Sequence[Edge]) -> float:

@@ -18,9 +18,8 @@ from dataclasses import replace
 
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.ops import ALL_GATHER, ATTENTION, COLLECTIVE, Step
+from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, COLLECTIVE, Step
 
-BYTES_BF16 = 2
 CP_BACKWARD_FACTOR = 2.0  # backward ring passes K/V and their gradients dK/dV (Megatron-Core CP)
 # DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
 FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0

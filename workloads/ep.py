@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import comb
 
-BYTES_BF16 = 2
+from workloads.ops import BYTES_BF16
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from workloads.ops import (
     ALL_GATHER,
     ALL_TO_ALL,
     ATTENTION,
+    BYTES_BF16,
     COLLECTIVE,
     GEMM,
     HOST_SYNC,
@@ -23,7 +24,6 @@ from workloads.ops import (
     Step,
 )
 
-BYTES_BF16 = 2
 # Unfused permutation / routing / activation (Megatron-LM at the paper's commit): index expansion,
 # separate gather, probability multiply and scatter kernels. Assumed: 4 kernels and 2 HBM passes where
 # a fused kernel needs 1 and 1.

@@ -9,9 +9,18 @@ from __future__ import annotations
 
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, ATTENTION, COLLECTIVE, GEMM, MEMORY, REDUCE_SCATTER, Gemm, Step
-
-BYTES_BF16 = 2
+from workloads.ops import (
+    ALL_GATHER,
+    ALL_TO_ALL,
+    ATTENTION,
+    BYTES_BF16,
+    COLLECTIVE,
+    GEMM,
+    MEMORY,
+    REDUCE_SCATTER,
+    Gemm,
+    Step,
+)
 
 
 def qk_head_dim(model: ModelSpec) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+BYTES_BF16 = 2  # bytes per BF16 element: activations, weights and gradients on the wire
+
 COMPUTE = "compute"
 COMM = "comm"
 
