@@ -39,13 +39,17 @@ class FluidNetwork:
         self._generation = 0
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
 
-    def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
-        """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
-        links = tuple(links)
+    def account(self, links: Iterable[Hashable], nbytes: float) -> None:
+        """Count ``nbytes`` as sent over ``links`` (also for transfers timed outside the network)."""
         for link in links:
             if link not in self.capacities_Bps:
                 raise KeyError(f"unknown link {link!r}")
             self.bytes_sent[link] += nbytes
+
+    def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
+        """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
+        links = tuple(links)
+        self.account(links, nbytes)
         done = self.env.event()
         if nbytes <= 0 or not links:
             done.succeed()

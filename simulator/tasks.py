@@ -45,6 +45,7 @@ class OpCosts:
     cross_deps: tuple[tuple[int, ...], ...]  # dependencies on ops of other streams
     waits: tuple[tuple[int, ...], ...]  # ops each op waits for: its host sync, then its cross-stream deps
     signalled: frozenset[int]  # ops whose completion another stream (or the host) waits for
+    streams: tuple[tuple[int, ...], ...]  # op indices of each stream, in program order
     nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
 
     @staticmethod
@@ -70,6 +71,10 @@ class OpCosts:
             cross,
             tuple(((sync,) if sync >= 0 else ()) + deps for sync, deps in zip(sync_before, cross)),
             frozenset(signalled),
+            tuple(
+                tuple(i for i, op in enumerate(ops) if op.stream == name)
+                for name in dict.fromkeys(o.stream for o in ops)
+            ),
             tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
         )
 
@@ -103,6 +108,20 @@ def run_task(
     simpy only where time must pass for others: before a collective, before waiting on another stream,
     and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
     """
+    start_s = env.now
+    if lanes:
+        lane_streams: dict[tuple[int, str], list[int]] = {}
+        for index, op in enumerate(ops):
+            lane_streams.setdefault((lanes[index], op.stream), []).append(index)
+        streams = list(lane_streams.values())
+    else:
+        streams = costs.streams
+    if transfer is None and len(streams) == 1 and not network.active_flows and not costs.nic_bytes:
+        # NOTE: one stream on an idle link of its own: every transfer is a lone flow at the link's rate, so
+        # the whole task is arithmetic and costs one simpy event (same times as the event path).
+        finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
+        finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
+        return finished
     if transfer is None:
 
         def transfer(index: int, nbytes: float) -> simpy.Event:
@@ -113,18 +132,40 @@ def run_task(
 
     done_at: list[float | None] = [None] * len(ops)
     signals = {index: env.event() for index in costs.signalled}
-    streams: dict[tuple[int, str], list[int]] = {}
-    for index, op in enumerate(ops):
-        streams.setdefault((lanes[index] if lanes else 0, op.stream), []).append(index)
     gpu = simpy.Resource(env, capacity=1) if lanes else None
-    start_s = env.now
     procs = [
         env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu))
-        for indices in streams.values()
+        for indices in streams
     ]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
+
+
+def _one_stream(env, ops, costs, network, comm_links, timing):
+    """A single-stream task on an otherwise idle link, timed without intermediate events."""
+    rate_Bps = min(network.capacities_Bps[link] for link in comm_links) if comm_links else 0.0
+    start_s = clock = env.now
+    done_at: list[float] = [0.0] * len(ops)
+    for index, op in enumerate(ops):
+        sync = costs.sync_before[index]
+        clock = max(clock, (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index])
+        begin = clock
+        if op.kind == COLLECTIVE or op.kind == FUSED:
+            nbytes = costs.wire_bytes[index]
+            network.account(comm_links, nbytes)
+            comm_s = nbytes / rate_Bps if nbytes > 0 and comm_links else 0.0
+            if op.kind == COLLECTIVE:
+                clock = begin + costs.latency_s[index] + comm_s
+            else:
+                compute_s = costs.compute_s[index]
+                clock = max(begin + compute_s, begin + comm_s)
+                clock += fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]
+        else:
+            clock += costs.compute_s[index]
+        timing.intervals.append((index, begin, clock))
+        done_at[index] = clock
+    yield env.timeout(clock - env.now)
 
 
 def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None):

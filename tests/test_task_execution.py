@@ -172,3 +172,39 @@ def test_host_sync_drains_the_host_lead() -> None:
     ops = [_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), _mem("b", 1.0, (1,))]
     timing = _run(ops, cal=CAL.with_(host_launch_s=10e-6))
     assert timing.duration_s == pytest.approx(2.070e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("layout_name", ["megatron-lm", "megascale-moe", "tp-tp"])
+def test_single_stream_fast_path_equals_event_path(layout_name: str) -> None:
+    """Single-stream tasks are timed arithmetically; passing an explicit transfer forces the event path,
+    which must give the same op intervals (to rounding) and the same exposed communication."""
+    from simulator.calibration import DEFAULT_CALIBRATION
+    from topologies.hardware import gpu_preset
+    from workloads.layouts import layout_preset
+    from workloads.models import model_preset
+    from workloads.step import StepWorkload
+
+    gpu = gpu_preset("h800")
+    workload = StepWorkload(model_preset("mixtral-8x7b"), layout_preset(layout_name).with_(pp=4), 64, 8, 8, 2048)
+    compared = 0
+    for key in (("F", False, False), ("B", False, False)):
+        ops = workload.task_ops(key)
+        costs = OpCosts.of(ops, gpu, DEFAULT_CALIBRATION, gpu.nvlink_latency_s)
+        if len(costs.streams) != 1:
+            continue  # only single-stream tasks take the fast path
+        timings = []
+        for forced in (False, True):
+            env = simpy.Environment()
+            network = FluidNetwork(env, {"nvl": gpu.nvlink_bandwidth_Bps})
+            timing = TaskTiming()
+            transfer = (lambda _i, nbytes, net=network: net.transfer(("nvl",), nbytes)) if forced else None
+            run_task(env, ops, costs, network, ("nvl",), timing, transfer)
+            env.run()
+            timings.append(timing)
+        fast, slow = timings
+        assert fast.duration_s == pytest.approx(slow.duration_s, rel=1e-12)
+        for (i, b1, e1), (j, b2, e2) in zip(sorted(fast.intervals), sorted(slow.intervals)):
+            assert i == j and b1 == pytest.approx(b2, rel=1e-12, abs=1e-15) and e1 == pytest.approx(e2, rel=1e-12)
+        assert fast.exposed_comm_s == pytest.approx(slow.exposed_comm_s, rel=1e-9)
+        compared += 1
+    assert compared >= 1  # megascale-moe's forward and both megatron-lm / tp-tp tasks are single-stream
