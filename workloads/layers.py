@@ -15,13 +15,13 @@ from workloads.ops import (
     ALL_TO_ALL,
     ATTENTION,
     BYTES_BF16,
-    COLLECTIVE,
     GEMM,
     HOST_SYNC,
     MEMORY,
     REDUCE_SCATTER,
     Gemm,
     Step,
+    comm_step,
 )
 
 # Unfused permutation / routing / activation (Megatron-LM at the paper's commit): index expansion,
@@ -66,23 +66,9 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
             norm,
             Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
             # Eq. 2: Q, K, V to head-sharded layout; (n-1)/n of the buffer leaves the GPU
-            Step(
-                "sp_a2a_qkv",
-                COLLECTIVE,
-                collective=ALL_TO_ALL,
-                group="sp",
-                comm_bytes=qkv_bytes * (n - 1) / n,
-                fuse="prev",
-            ),
+            comm_step("sp_a2a_qkv", ALL_TO_ALL, "sp", comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
             flash,
-            Step(
-                "sp_a2a_out",
-                COLLECTIVE,
-                collective=ALL_TO_ALL,
-                group="sp",
-                comm_bytes=act_local * (n - 1) / n,
-                fuse="next",
-            ),
+            comm_step("sp_a2a_out", ALL_TO_ALL, "sp", comm_bytes=act_local * (n - 1) / n, fuse="next"),
             Step("o_proj", GEMM, gemm=Gemm(local, h, h)),
             residual,
         ]
@@ -90,21 +76,11 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     return [
         norm,
         # Eq. 1: all-gather the sequence-sharded input, reduce-scatter the output
-        Step(
-            "tp_ag_attn",
-            COLLECTIVE,
-            collective=ALL_GATHER,
-            group="tp",
-            comm_bytes=full * (n - 1) / n,
-            fuse="next",
-            sar_recompute=True,
-        ),
+        comm_step("tp_ag_attn", ALL_GATHER, "tp", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True),
         Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
         flash,
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, h // n)),
-        Step(
-            "tp_rs_attn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp", comm_bytes=full * (n - 1) / n, fuse="prev"
-        ),
+        comm_step("tp_rs_attn", REDUCE_SCATTER, "tp", comm_bytes=full * (n - 1) / n, fuse="prev"),
         residual,
     ]
 
@@ -128,42 +104,21 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         routed_bytes = routed * h * BYTES_BF16
         if dispatch_uses_all_gather(model, layout):
             full = tokens * h * BYTES_BF16
-            dispatch = Step(
-                "ep_ag_dispatch",
-                COLLECTIVE,
-                collective=ALL_GATHER,
-                group="ep",
-                comm_bytes=full * (n - 1) / n,
-                fuse="next",
-                sar_recompute=True,
+            dispatch = comm_step(
+                "ep_ag_dispatch", ALL_GATHER, "ep", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True
             )
-            combine = Step(
-                "ep_rs_combine",
-                COLLECTIVE,
-                collective=REDUCE_SCATTER,
-                group="ep",
-                comm_bytes=full * (n - 1) / n,
-                fuse="prev",
-            )
+            combine = comm_step("ep_rs_combine", REDUCE_SCATTER, "ep", comm_bytes=full * (n - 1) / n, fuse="prev")
         else:
             # Eq. 3: (k/n) 2bsh (n-1)/n per GPU
-            dispatch = Step(
+            dispatch = comm_step(
                 "ep_a2a_dispatch",
-                COLLECTIVE,
-                collective=ALL_TO_ALL,
-                group="ep",
+                ALL_TO_ALL,
+                "ep",
                 comm_bytes=routed_bytes * (n - 1) / n,
                 fuse="next",
                 sar_recompute=True,
             )
-            combine = Step(
-                "ep_a2a_combine",
-                COLLECTIVE,
-                collective=ALL_TO_ALL,
-                group="ep",
-                comm_bytes=routed_bytes * (n - 1) / n,
-                fuse="prev",
-            )
+            combine = comm_step("ep_a2a_combine", ALL_TO_ALL, "ep", comm_bytes=routed_bytes * (n - 1) / n, fuse="prev")
         groups, width, gathered = experts_local, f, routed
         steps += host_sync_steps(layout) + [
             Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),
@@ -173,15 +128,7 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         full = tokens * h * BYTES_BF16
         groups, width, gathered = model.num_experts, f // n, tokens * k
         steps.append(
-            Step(
-                "tp_ag_ffn",
-                COLLECTIVE,
-                collective=ALL_GATHER,
-                group="tp",
-                comm_bytes=full * (n - 1) / n,
-                fuse="next",
-                sar_recompute=True,
-            )
+            comm_step("tp_ag_ffn", ALL_GATHER, "tp", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True)
         )
         steps += host_sync_steps(layout)
         steps.append(
@@ -189,9 +136,7 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
                 "permute", MEMORY, mem_bytes=passes * 2 * gathered * h * BYTES_BF16, kernels=kernels, sar_recompute=True
             )
         )
-        combine = Step(
-            "tp_rs_ffn", COLLECTIVE, collective=REDUCE_SCATTER, group="tp", comm_bytes=full * (n - 1) / n, fuse="prev"
-        )
+        combine = comm_step("tp_rs_ffn", REDUCE_SCATTER, "tp", comm_bytes=full * (n - 1) / n, fuse="prev")
     # Expert GEMMs run on capacity-padded buffers: capacity = cf x balanced tokens per expert.
     per_expert = math.ceil(gathered / groups * layout.capacity_factor)
     sequential = layout.expert_gemm == "sequential"

@@ -14,12 +14,12 @@ from workloads.ops import (
     ALL_TO_ALL,
     ATTENTION,
     BYTES_BF16,
-    COLLECTIVE,
     GEMM,
     MEMORY,
     REDUCE_SCATTER,
     Gemm,
     Step,
+    comm_step,
 )
 
 
@@ -60,15 +60,7 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
     full = tokens * h * BYTES_BF16
     if tp:  # the latents are replicated over the TP group; up projections are split by heads
         steps.append(
-            Step(
-                "tp_ag_attn",
-                COLLECTIVE,
-                collective=ALL_GATHER,
-                group="tp",
-                comm_bytes=full * (n - 1) / n,
-                fuse="next",
-                sar_recompute=True,
-            )
+            comm_step("tp_ag_attn", ALL_GATHER, "tp", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True)
         )
     if q_rank:
         steps += [
@@ -89,38 +81,17 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         return steps + [
             flash,
             Step("o_proj", GEMM, gemm=Gemm(rows, h, local_heads * d_v)),
-            Step(
-                "tp_rs_attn",
-                COLLECTIVE,
-                collective=REDUCE_SCATTER,
-                group="tp",
-                comm_bytes=full * (n - 1) / n,
-                fuse="prev",
-            ),
+            comm_step("tp_rs_attn", REDUCE_SCATTER, "tp", comm_bytes=full * (n - 1) / n, fuse="prev"),
             residual,
         ]
     if n > 1:  # Ulysses: Q (d_qk), K (d_qk, RoPE part broadcast) and V (d_v) of all heads to head shards
         qkv_bytes = rows * heads * (2 * d_qk + d_v) * BYTES_BF16
-        steps.append(
-            Step(
-                "sp_a2a_qkv",
-                COLLECTIVE,
-                collective=ALL_TO_ALL,
-                group="sp",
-                comm_bytes=qkv_bytes * (n - 1) / n,
-                fuse="prev",
-            )
-        )
+        steps.append(comm_step("sp_a2a_qkv", ALL_TO_ALL, "sp", comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"))
     steps.append(flash)
     if n > 1:
         steps.append(
-            Step(
-                "sp_a2a_out",
-                COLLECTIVE,
-                collective=ALL_TO_ALL,
-                group="sp",
-                comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n,
-                fuse="next",
+            comm_step(
+                "sp_a2a_out", ALL_TO_ALL, "sp", comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n, fuse="next"
             )
         )
     return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]

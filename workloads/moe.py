@@ -23,7 +23,7 @@ from workloads.layers import (
 from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
 from workloads.models import ModelSpec
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, GEMM, MEMORY, REDUCE_SCATTER, Gemm, Step
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, GEMM, MEMORY, REDUCE_SCATTER, Gemm, Step, comm_step
 from workloads.routing import ROUTINGS, layout_routing_stats
 
 GEMM_DTYPES = ("bf16", "fp8")
@@ -123,15 +123,7 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     steps = [Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True)]
     if tp:
         steps.append(
-            Step(
-                "tp_ag_ffn",
-                COLLECTIVE,
-                collective=ALL_GATHER,
-                group="tp",
-                comm_bytes=full * (n - 1) / n,
-                fuse="next",
-                sar_recompute=True,
-            )
+            comm_step("tp_ag_ffn", ALL_GATHER, "tp", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True)
         )
     steps += [
         Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h)),
@@ -139,16 +131,7 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
         Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width)),
     ]
     if tp:
-        steps.append(
-            Step(
-                "tp_rs_ffn",
-                COLLECTIVE,
-                collective=REDUCE_SCATTER,
-                group="tp",
-                comm_bytes=full * (n - 1) / n,
-                fuse="prev",
-            )
-        )
+        steps.append(comm_step("tp_rs_ffn", REDUCE_SCATTER, "tp", comm_bytes=full * (n - 1) / n, fuse="prev"))
     return steps
 
 
@@ -207,64 +190,47 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     if ep > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
         ep_bytes = ep_dispatch_bytes(local, h, k, model.num_experts, ep, gpus_per_node, layout.ep_max_nodes)
         nvl, nic = ep_bytes.nvlink_bytes * scale, ep_bytes.nic_bytes * scale
-        dispatch = Step(
+        dispatch = comm_step(
             "ep_a2a_dispatch",
-            COLLECTIVE,
-            collective=ALL_TO_ALL,
-            group="ep",
+            ALL_TO_ALL,
+            "ep",
             comm_bytes=nvl,
             nic_bytes=nic,
             group_size=g,
             fuse=fuse_dispatch,
             sar_recompute=True,
         )
-        combine = Step(
-            "ep_a2a_combine",
-            COLLECTIVE,
-            collective=ALL_TO_ALL,
-            group="ep",
-            comm_bytes=nvl,
-            nic_bytes=nic,
-            group_size=g,
-            fuse=fuse_combine,
+        combine = comm_step(
+            "ep_a2a_combine", ALL_TO_ALL, "ep", comm_bytes=nvl, nic_bytes=nic, group_size=g, fuse=fuse_combine
         )
     elif dispatch_uses_all_gather(model, layout):
         full = layout.micro_batch * seq_len * h * BYTES_BF16 * g / n  # the g members' tokens
-        dispatch = Step(
+        dispatch = comm_step(
             "ep_ag_dispatch",
-            COLLECTIVE,
-            collective=ALL_GATHER,
-            group="ep",
+            ALL_GATHER,
+            "ep",
             comm_bytes=full * (g - 1) / g,
             group_size=g,
             fuse=fuse_dispatch,
             sar_recompute=True,
         )
-        combine = Step(
-            "ep_rs_combine",
-            COLLECTIVE,
-            collective=REDUCE_SCATTER,
-            group="ep",
-            comm_bytes=full * (g - 1) / g,
-            group_size=g,
-            fuse=fuse_combine,
+        combine = comm_step(
+            "ep_rs_combine", REDUCE_SCATTER, "ep", comm_bytes=full * (g - 1) / g, group_size=g, fuse=fuse_combine
         )
     else:  # MegaScale-MoE Eq. 3 with the EP degree g, scaled to the busiest GPU
-        dispatch = Step(
+        dispatch = comm_step(
             "ep_a2a_dispatch",
-            COLLECTIVE,
-            collective=ALL_TO_ALL,
-            group="ep",
+            ALL_TO_ALL,
+            "ep",
             comm_bytes=routed_bytes * (g - 1) / g * scale,
             group_size=g,
             fuse=fuse_dispatch,
             sar_recompute=True,
         )
-        combine = Step(
+        combine = comm_step(
             "ep_a2a_combine",
-            COLLECTIVE,
-            collective=ALL_TO_ALL,
-            group="ep",
+            ALL_TO_ALL,
+            "ep",
             comm_bytes=routed_bytes * (g - 1) / g * scale,
             group_size=g,
             fuse=fuse_combine,
@@ -276,28 +242,17 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     if etp > 1:  # TP's Eq. 4 on the routed copies: AG + RS of the etp x routed buffer, (etp-1)/etp each
         etp_bytes = routed_bytes * scale * (etp - 1)
         etp_ag = [
-            Step(
+            comm_step(
                 "etp_ag",
-                COLLECTIVE,
-                collective=ALL_GATHER,
-                group="ep",
+                ALL_GATHER,
+                "ep",
                 comm_bytes=etp_bytes,
                 group_size=etp,
                 fuse="" if shared else "next",
                 sar_recompute=True,
             )
         ]
-        etp_rs = [
-            Step(
-                "etp_rs",
-                COLLECTIVE,
-                collective=REDUCE_SCATTER,
-                group="ep",
-                comm_bytes=etp_bytes,
-                group_size=etp,
-                fuse="prev",
-            )
-        ]
+        etp_rs = [comm_step("etp_rs", REDUCE_SCATTER, "ep", comm_bytes=etp_bytes, group_size=etp, fuse="prev")]
     return [
         Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h)),

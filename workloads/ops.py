@@ -98,3 +98,8 @@ class Step:
     group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
     overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective
     bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale
+
+
+def comm_step(name: str, collective: str, group: str, comm_bytes: float = 0.0, **fields: object) -> Step:
+    """A collective step of a layer recipe: ``collective`` within ``group``, ``comm_bytes`` of egress per GPU."""
+    return Step(name, COLLECTIVE, collective=collective, group=group, comm_bytes=comm_bytes, **fields)
