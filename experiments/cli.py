@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -40,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
     run.add_argument("--ep", type=int, default=None, help="EP degree (> GPUs per node: across nodes)")
     run.add_argument("--ep-max-nodes", type=int, default=None, help="node-limited routing M (0 = unlimited)")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a layout field, e.g. --set pp=10 --set schedule=interleaved --set virtual_stages=2",
+    )
     run.add_argument(
         "--straggler",
         action="append",
@@ -88,6 +96,14 @@ def _layout(args: argparse.Namespace) -> LayoutSpec:
     }
     if args.zipf is not None and args.routing is None:
         changes["routing"] = "zipf"
+    fields = {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}
+    for item in args.set:
+        key, sep, text = item.partition("=")
+        if not sep or key not in fields:
+            raise ConfigError(
+                "--set", f"expected FIELD=VALUE with a layout field ({', '.join(sorted(fields))}), got {item!r}"
+            )
+        changes[key] = compare.parse_value(key, text, f"--set {key}")
     layout = load_layout(args.layout)
     return layout.with_(**changes) if changes else layout
 

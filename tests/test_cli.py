@@ -70,3 +70,14 @@ def test_bad_input_one_line_exit_2(argv: list[str], field: str, capsys: pytest.C
     assert "Traceback" not in err
     assert lines[0].startswith("moesim: error: ")
     assert field in lines[0]
+
+
+def test_set_overrides_layout_fields(capsys) -> None:
+    assert (
+        main(["run", "--gpus", "240", "--global-batch", "30", "--set", "pp=10", "--set", "recompute=full", "--json"])
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["pp"] == 10 and report["dp"] == 3
+    assert main(["run", "--set", "pp=x"]) == 2
+    assert capsys.readouterr().err.strip() == "moesim: error: --set pp: must be an integer, got 'x'"
