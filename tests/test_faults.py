@@ -11,7 +11,7 @@ from simulator.engine import PipelineEngine
 from simulator.faults import Faults, StageFault, fault_path, gpu_index, gpu_place
 from simulator.report import simulate
 from simulator.unfolded import UnfoldedEngine
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
@@ -20,18 +20,7 @@ from workloads.schedules import BACKWARD, FORWARD
 from workloads.step import StepWorkload
 
 CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
-# 32 equal layers; a vocabulary of 8 makes the embedding and LM head negligible.
-EQUAL = ModelSpec(
-    "equal",
-    num_layers=32,
-    hidden_size=2048,
-    num_heads=8,
-    num_kv_heads=8,
-    expert_ffn_size=4096,
-    num_experts=8,
-    top_k=2,
-    vocab_size=8,
-)
+EQUAL = EQUAL_STAGES
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
 

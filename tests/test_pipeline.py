@@ -8,7 +8,7 @@ import pytest
 
 from simulator.engine import PipelineEngine
 from simulator.report import build_report
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
@@ -112,18 +112,7 @@ GPU = toy_gpu()
 # reports, so the exact values matter less than that they are fixed here).
 CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
 
-# 8 heads and 8 experts divide n = 8; a vocabulary of 8 makes the embedding and LM head negligible.
-TINY = ModelSpec(
-    "tiny",
-    num_layers=32,
-    hidden_size=2048,
-    num_heads=8,
-    num_kv_heads=8,
-    expert_ffn_size=4096,
-    num_experts=8,
-    top_k=2,
-    vocab_size=8,
-)
+TINY = EQUAL_STAGES
 SEQ_LEN = 4096
 
 

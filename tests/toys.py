@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from simulator.calibration import Calibration
 from topologies.hardware import GpuSpec
+from workloads.models import ModelSpec
 
 TOY_GPU = GpuSpec(
     name="toy",
@@ -18,6 +19,10 @@ TOY_GPU = GpuSpec(
     nvlink_latency_s=1e-6,
     source="made up for tests",
 )
+
+# 32 equal layers; 8 heads and 8 experts divide n = 8; a vocabulary of 8 makes the embedding and LM head
+# negligible, so every pipeline stage does the same work.
+EQUAL_STAGES = ModelSpec("equal", 32, 2048, 8, 8, 4096, 8, 2, 8)
 
 # Every constant spelled out so that no test depends on the project's calibrated values.
 TOY_CALIBRATION = Calibration(
