@@ -238,8 +238,8 @@ def test_task_tuple_defaults_keep_old_equality() -> None:
     assert Task(FORWARD, 0, 0) == (FORWARD, 0, 0, None)
 
 
-def test_dualpipe_refuses_models_it_cannot_simulate_yet() -> None:
-    """DualPipe's task keys cover the paper-style layers only: extended models are a one-line ConfigError."""
+def test_dualpipe_refuses_uneven_stages() -> None:
+    """DualPipe runs blocks s and pp-1-s on stage s, which needs equal blocks: uneven pp is a ConfigError."""
     from simulator.report import simulate
 
     with pytest.raises(ConfigError) as error:
@@ -251,3 +251,25 @@ def test_dualpipe_refuses_models_it_cannot_simulate_yet() -> None:
             seq_len=4096,
         )
     assert error.value.field == "layout.schedule"
+
+
+def test_dualpipe_runs_extended_models_with_their_own_blocks() -> None:
+    """Dense leading layers and shared experts under DualPipe: stage 0 and stage pp-1 both hold block 0
+    (the dense one), so their tasks differ from the middle stages'; the bubble beats 1F1B's."""
+    from dataclasses import replace as with_fields
+
+    from simulator.report import simulate
+    from workloads.models import ModelSpec
+
+    model = ModelSpec(
+        "ext", 8, 1024, 8, 8, 1024, 8, 2, 1024, num_dense_layers=2, dense_ffn_size=2048, num_shared_experts=1
+    )
+    layout = with_fields(layout_preset("megascale-moe"), pp=4)
+    one_f_one_b = simulate(model, layout, 32, global_batch=32, seq_len=1024)
+    dual = simulate(model, layout.with_(schedule="dualpipe"), 32, global_batch=32, seq_len=1024)
+    assert dual.bubble_fraction < one_f_one_b.bubble_fraction
+    workload = StepWorkload(model, layout.with_(schedule="dualpipe"), 32, 8, 32, 1024)
+    first = workload.task_key(0, Task(FORWARD, 0, 0))
+    middle = workload.task_key(1, Task(FORWARD, 0, 0))
+    assert first[-2:] == (2, 0) and middle[-2:] == (0, 2)  # block 0 holds both dense layers
+    assert workload.task_key(3, Task(FORWARD, 0, 1)) == first  # the reverse pipeline's block 0 on stage 3

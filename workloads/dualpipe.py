@@ -67,19 +67,6 @@ def outputs(stage: int, task: Task, stages: int) -> list[tuple[int, FlowKey]]:
     return sent
 
 
-def task_key(stage: int, task: Task, stages: int) -> tuple:
-    """Tasks with equal keys have identical op lists: the kind and first/last flags of each half."""
-
-    def ends(chunk: int) -> tuple[bool, bool]:
-        pos = position(stage, chunk, stages)
-        return pos == 0, pos == stages - 1
-
-    if task.direction == FORWARD_BACKWARD:
-        assert task.paired is not None
-        return (task.direction, *ends(task.chunk), *ends(task.paired[1]))
-    return (task.direction, *ends(task.chunk))
-
-
 def split_backward(ops: tuple[Op, ...]) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     """(input-gradient ops, weight-gradient ops) of a full backward op list, indices remapped."""
     keep = [i for i, op in enumerate(ops) if not op.name.endswith(WGRAD_SUFFIX)]

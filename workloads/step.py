@@ -130,7 +130,11 @@ class StepWorkload:
             return [(held, synced, self.dp)]
         m, n, ep = self.model, self.layout.intra_size, ep_degree(self.layout)
         sp = self.layout.attention == "sp"
-        layers = [i for chunk in range(self.chunks) for i in self.chunk_layer_range(stage, chunk)]
+        if self.layout.schedule == "dualpipe":  # two parameter copies: blocks s and pp-1-s
+            per = self.layers_per_chunk
+            layers = [i for block in (stage, self.pp - 1 - stage) for i in range(block * per, (block + 1) * per)]
+        else:
+            layers = [i for chunk in range(self.chunks) for i in self.chunk_layer_range(stage, chunk)]
         dense_layers = sum(1 for i in layers if i < m.num_dense_layers)
         moe_layers = len(layers) - dense_layers
         local_dense = (m.attention_params + 3 * m.hidden_size * m.dense_ffn_size) if sp else 0
@@ -145,7 +149,8 @@ class StepWorkload:
             moe_layers * m.num_experts * m.expert_params / (ep * self.layout.etp if self.layout.ffn == "ep" else n)
         )
         vocab = self.model.vocab_size * self.model.hidden_size / n
-        ends = (stage == 0) + (stage == self.pp - 1)
+        blocks = (stage, self.pp - 1 - stage) if self.layout.schedule == "dualpipe" else (stage,)
+        ends = (0 in blocks) + (self.pp - 1 in blocks)  # embedding with block 0, head with the last block
         if m.tied_embeddings and ends == 2:
             ends = 1
         held_dense += ends * vocab
@@ -174,16 +179,27 @@ class StepWorkload:
         return stage_order(self.layout.schedule, stage, self.pp, self.micro_batches, self.chunks)
 
     def task_key(self, stage: int, task: Task) -> tuple:
-        """Tasks with equal keys have identical op lists."""
-        if self.layout.schedule == "dualpipe":
-            return dualpipe.task_key(stage, task, self.pp)
+        """Tasks with equal keys have identical op lists: the direction, then per half its block's key."""
+        if self.layout.schedule == "dualpipe":  # chunk 0 runs block s, chunk 1 block pp-1-s (DualPipe)
+
+            def half(chunk: int) -> tuple:
+                block = dualpipe.position(stage, chunk, self.pp)
+                per = self.layers_per_chunk
+                return self._block_key(block == 0, block == self.pp - 1, range(block * per, (block + 1) * per))
+
+            if task.direction == FORWARD_BACKWARD:
+                return (task.direction, *half(task.chunk), *half(task.paired[1]))
+            return (task.direction, *half(task.chunk))
         first = stage == 0 and task.chunk == 0
         last = stage == self.pp - 1 and task.chunk == self.chunks - 1
+        return (task.direction, *self._block_key(first, last, self.chunk_layer_range(stage, task.chunk)))
+
+    def _block_key(self, first: bool, last: bool, layers: range) -> tuple:
+        """What sets a block's op list: embedding/head flags and, for extended models, dense/MoE layer counts."""
         if not self.extended:
-            return task.direction, first, last
-        layers = self.chunk_layer_range(stage, task.chunk)
+            return first, last
         dense = sum(1 for i in layers if i < self.model.num_dense_layers)
-        return task.direction, first, last, dense, len(layers) - dense
+        return first, last, dense, len(layers) - dense
 
     def _all_task_keys(self) -> set[tuple]:
         return {
@@ -219,7 +235,9 @@ class StepWorkload:
     def _split_task_ops(self, key: tuple) -> tuple[Op, ...]:
         """Bi and W: a full backward split at its weight-gradient GEMMs; F&B: F and B paired."""
         if key[0] == FORWARD_BACKWARD:
-            ops, lanes = dualpipe.pair(self.task_ops((FORWARD, *key[1:3])), self.task_ops((BACKWARD, *key[3:5])))
+            half = (len(key) - 1) // 2
+            forward, backward = (FORWARD, *key[1 : 1 + half]), (BACKWARD, *key[1 + half :])
+            ops, lanes = dualpipe.pair(self.task_ops(forward), self.task_ops(backward))
             self._cache[("lanes", *key)] = lanes
             return ops
         input_ops, weight_ops = dualpipe.split_backward(self.task_ops((BACKWARD, *key[1:])))
@@ -286,12 +304,8 @@ def validate(
     if (layout.micro_batch * seq_len) % n:
         raise ConfigError("seq_len", f"micro_batch x seq_len must be divisible by {n}")
     validate_extensions(model, layout, num_gpus, gpus_per_node)
-    if layout.schedule == "dualpipe" and (is_extended(model, layout) or layout.uneven_pp):
-        raise ConfigError(
-            "layout.schedule",
-            "dualpipe is simulated for the paper-style models and layouts only (no MLA, dense or shared-expert "
-            "layers, cross-node EP, skewed routing, FP8 or uneven pp yet)",
-        )
+    if layout.schedule == "dualpipe" and (layout.uneven_pp or layout.cp > 1):
+        raise ConfigError("layout.schedule", "dualpipe is simulated with even pipeline stages and cp = 1 only")
     stages = layout.pp * layout.virtual_stages
     if layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages:
         pass  # stage_layers spreads the remainder
