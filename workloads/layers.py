@@ -36,6 +36,32 @@ def dispatch_uses_all_gather(model: ModelSpec, layout: LayoutSpec) -> bool:
     return layout.ffn == "ep" and model.top_k > layout.a2a_topk_threshold
 
 
+def ep_collectives(
+    all_gather: bool,
+    group_bytes: float,
+    routed_bytes: float,
+    g: int,
+    fuse_dispatch: str = "next",
+    fuse_combine: str = "prev",
+) -> tuple[Step, Step]:
+    """Dispatch and combine inside an EP group of g GPUs (MegaScale-MoE Sec. 3.2).
+
+    All-to-all (Eq. 3): (g-1)/g of the ``routed_bytes`` of token copies this GPU sends; with top-k above
+    the threshold, all-gather + reduce-scatter of the g members' tokens (``group_bytes``) instead.
+    """
+    if all_gather:
+        egress = group_bytes * (g - 1) / g
+        names, kinds = ("ep_ag_dispatch", "ep_rs_combine"), (ALL_GATHER, REDUCE_SCATTER)
+    else:
+        egress = routed_bytes * (g - 1) / g
+        names, kinds = ("ep_a2a_dispatch", "ep_a2a_combine"), (ALL_TO_ALL, ALL_TO_ALL)
+    dispatch = comm_step(
+        names[0], kinds[0], "ep", comm_bytes=egress, group_size=g, fuse=fuse_dispatch, sar_recompute=True
+    )
+    combine = comm_step(names[1], kinds[1], "ep", comm_bytes=egress, group_size=g, fuse=fuse_combine)
+    return dispatch, combine
+
+
 def host_sync_steps(layout: LayoutSpec) -> list[Step]:
     """Token counts per expert copied to the host before the expert GEMMs (Megatron-Core's dispatchers)."""
     return [Step("tokens_per_expert_sync", HOST_SYNC)] if layout.host_sync_per_moe_layer else []
@@ -102,23 +128,9 @@ def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         experts_local = model.num_experts // n
         routed = local * k  # token copies this GPU sends; balanced routing receives as many
         routed_bytes = routed * h * BYTES_BF16
-        if dispatch_uses_all_gather(model, layout):
-            full = tokens * h * BYTES_BF16
-            dispatch = comm_step(
-                "ep_ag_dispatch", ALL_GATHER, "ep", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True
-            )
-            combine = comm_step("ep_rs_combine", REDUCE_SCATTER, "ep", comm_bytes=full * (n - 1) / n, fuse="prev")
-        else:
-            # Eq. 3: (k/n) 2bsh (n-1)/n per GPU
-            dispatch = comm_step(
-                "ep_a2a_dispatch",
-                ALL_TO_ALL,
-                "ep",
-                comm_bytes=routed_bytes * (n - 1) / n,
-                fuse="next",
-                sar_recompute=True,
-            )
-            combine = comm_step("ep_a2a_combine", ALL_TO_ALL, "ep", comm_bytes=routed_bytes * (n - 1) / n, fuse="prev")
+        dispatch, combine = ep_collectives(
+            dispatch_uses_all_gather(model, layout), tokens * h * BYTES_BF16, routed_bytes, n
+        )
         groups, width, gathered = experts_local, f, routed
         steps += host_sync_steps(layout) + [
             Step("permute", MEMORY, mem_bytes=passes * 2 * routed_bytes, kernels=kernels, sar_recompute=True),

@@ -17,6 +17,7 @@ from workloads.layers import (
     UNFUSED_PASSES,
     attention_recipe,
     dispatch_uses_all_gather,
+    ep_collectives,
     ffn_recipe,
     host_sync_steps,
 )
@@ -203,37 +204,10 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         combine = comm_step(
             "ep_a2a_combine", ALL_TO_ALL, "ep", comm_bytes=nvl, nic_bytes=nic, group_size=g, fuse=fuse_combine
         )
-    elif dispatch_uses_all_gather(model, layout):
-        full = layout.micro_batch * seq_len * h * BYTES_BF16 * g / n  # the g members' tokens
-        dispatch = comm_step(
-            "ep_ag_dispatch",
-            ALL_GATHER,
-            "ep",
-            comm_bytes=full * (g - 1) / g,
-            group_size=g,
-            fuse=fuse_dispatch,
-            sar_recompute=True,
-        )
-        combine = comm_step(
-            "ep_rs_combine", REDUCE_SCATTER, "ep", comm_bytes=full * (g - 1) / g, group_size=g, fuse=fuse_combine
-        )
-    else:  # MegaScale-MoE Eq. 3 with the EP degree g, scaled to the busiest GPU
-        dispatch = comm_step(
-            "ep_a2a_dispatch",
-            ALL_TO_ALL,
-            "ep",
-            comm_bytes=routed_bytes * (g - 1) / g * scale,
-            group_size=g,
-            fuse=fuse_dispatch,
-            sar_recompute=True,
-        )
-        combine = comm_step(
-            "ep_a2a_combine",
-            ALL_TO_ALL,
-            "ep",
-            comm_bytes=routed_bytes * (g - 1) / g * scale,
-            group_size=g,
-            fuse=fuse_combine,
+    else:  # inside the node: MegaScale-MoE Eq. 3 (or AG/RS) with the EP degree g, scaled to the busiest GPU
+        group_bytes = layout.micro_batch * seq_len * h * BYTES_BF16 * g / n  # the g members' tokens
+        dispatch, combine = ep_collectives(
+            dispatch_uses_all_gather(model, layout), group_bytes, routed_bytes * scale, g, fuse_dispatch, fuse_combine
         )
     sequential = layout.expert_gemm == "sequential"
     slots = per_expert * experts_local
