@@ -131,6 +131,7 @@ class PipelineEngine:
         self._memo: dict[tuple, TaskTiming] = {}
         self._arrivals: dict[tuple, simpy.Event] = {}
         self._sent_at: dict[tuple, float] = {}
+        self._pp_routes: dict[tuple, tuple] = {}
         self.simulated_ops = 0
         self.stages = [StageLog() for _ in range(workload.pp)]
         self.nic_transfers: list[NicTransfer] = []
@@ -215,9 +216,10 @@ class PipelineEngine:
         return gpu_index(replica, stage, 0, self.workload.pp, per_stage) // self.cluster.gpus_per_node
 
     def _pp_links(self, src, dst) -> tuple:
-        if self._node_of(0, src) == self._node_of(0, dst):  # both stages in one scale-up domain
-            return (("nvl_pp", src),)
-        return ("nic_out", src), ("nic_in", dst)
+        if (src, dst) not in self._pp_routes:  # NOTE: once per stage pair, not per send
+            same_node = self._node_of(0, src) == self._node_of(0, dst)  # both stages in one scale-up domain
+            self._pp_routes[src, dst] = (("nvl_pp", src),) if same_node else (("nic_out", src), ("nic_in", dst))
+        return self._pp_routes[src, dst]
 
     def _dp_links(self, place) -> tuple:
         if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
