@@ -9,6 +9,7 @@ import pandas as pd
 from experiments.plotting import bar_comparison
 from experiments.single_node import GPUS, MODELS, simulate_one, single_node_model, workload
 from simulator.engine import PipelineEngine
+from workloads.schedules import FORWARD, Task
 from topologies.cluster import cluster_preset
 
 FIG16_PAIR_SPEEDUP = (1.2, 4.7)  # each fused pair this much faster than unfused
@@ -25,7 +26,7 @@ def _pair_times(model, layout: str) -> dict[str, float]:
     """Forward time of each op (or fused op) of the first layer, by name."""
     step = workload(model, layout)
     engine = PipelineEngine(step, cluster_preset("h800", GPUS))
-    key = ("F", False, False)
+    key = step.task_key(0, Task(FORWARD, 0, 0))
     ops = step.task_ops(key)
     times: dict[str, float] = {}
     for index, begin, end in engine.task_timing(key).intervals:

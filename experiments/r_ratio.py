@@ -17,7 +17,7 @@ from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.hardware import gpu_preset
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
-from workloads.schedules import BACKWARD, FORWARD
+from workloads.schedules import BACKWARD, FORWARD, Task
 from workloads.step import DEFAULT_SEQ_LEN, StepWorkload
 
 N = 8  # EP degree: one node
@@ -53,7 +53,7 @@ def ep_hidden(model_name: str, link_Bps: float, latency_s: float, layout: str = 
     engine = PipelineEngine(workload, cluster)
     total = exposed = 0.0
     for direction in (FORWARD, BACKWARD):
-        key = (direction, True, True)
+        key = workload.task_key(0, Task(direction, 0, 0))
         timing = engine.task_timing(key)
         ops = workload.task_ops(key)
         costs = OpCosts.of(ops, cluster.gpu, DEFAULT_CALIBRATION, cluster.gpu.nvlink_latency_s)

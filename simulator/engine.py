@@ -35,8 +35,7 @@ from simulator.faults import Faults, StageFault, gpu_index, scale_compute
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
-from workloads import dualpipe
-from workloads.schedules import FORWARD, Task
+from workloads.schedules import Task
 from workloads.step import StepWorkload
 
 ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
@@ -227,25 +226,9 @@ class PipelineEngine:
         return ("nic_out", place), ("nic_in", place)
 
     # --- pipeline ----------------------------------------------------------------------------------
-    def _source(self, stage: int, task: Task) -> tuple | None:
-        """The (stage, chunk) whose output this task consumes, or None if it needs no input."""
-        pp, chunks = self.workload.pp, self.workload.chunks
-        if task.direction == FORWARD:
-            if stage > 0:
-                return stage - 1, task.chunk
-            return (pp - 1, task.chunk - 1) if task.chunk > 0 else None
-        if stage < pp - 1:
-            return stage + 1, task.chunk
-        return (0, task.chunk + 1) if task.chunk < chunks - 1 else None
-
     def _inputs(self, place, task: Task) -> list[tuple]:
         """Arrival keys ``task`` waits for before it starts (each ends with the receiving place)."""
-        stage = self._stage_of(place)
-        if self.workload.layout.schedule == "dualpipe":
-            return [key[:-1] + (place,) for key in dualpipe.inputs(stage, task, self.workload.pp)]
-        if self._source(stage, task) is None:
-            return []
-        return [(task.direction, task.micro_batch, task.chunk, place)]
+        return [flow[:-1] + (place,) for flow in self.workload.schedule.inputs(self._stage_of(place), task)]
 
     def _arrival(self, key: tuple) -> simpy.Event:
         if key not in self._arrivals:
@@ -290,33 +273,11 @@ class PipelineEngine:
         log.pipeline_end_s = self.env.now
 
     def _forward_output(self, place, task: Task) -> None:
-        stage = self._stage_of(place)
-        pp, chunks = self.workload.pp, self.workload.chunks
-        if self.workload.layout.schedule == "dualpipe":
-            for dst, key in dualpipe.outputs(stage, task, pp):
-                peer = self._peer(place, dst)
-                key = key[:-1] + (peer,)
-                self._sent_at[key] = self.env.now
-                self.env.process(self._send(place, peer, key))
-            return
-        if task.direction == FORWARD:
-            if stage < pp - 1:
-                dst = (stage + 1, task.chunk)
-            elif task.chunk < chunks - 1:
-                dst = (0, task.chunk + 1)
-            else:
-                return
-        else:
-            if stage > 0:
-                dst = (stage - 1, task.chunk)
-            elif task.chunk > 0:
-                dst = (pp - 1, task.chunk - 1)
-            else:
-                return
-        peer = self._peer(place, dst[0])
-        key = (task.direction, task.micro_batch, dst[1], peer)
-        self._sent_at[key] = self.env.now
-        self.env.process(self._send(place, peer, key))
+        for flow in self.workload.schedule.outputs(self._stage_of(place), task):
+            peer = self._peer(place, flow.stage)
+            key = flow[:-1] + (peer,)
+            self._sent_at[key] = self.env.now
+            self.env.process(self._send(place, peer, key))
 
     # --- data parallelism ----------------------------------------------------------------------------
     def _dp_bytes(self, stage: int) -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads.layers import BYTES_BF16
+from workloads.ops import BYTES_BF16
 from workloads.step import StepWorkload
 
 GIB = 2**30
@@ -109,14 +109,8 @@ def _dispatcher_bytes(workload: StepWorkload) -> float:
 
 
 def in_flight_micro_batches(workload: StepWorkload, stage: int) -> int:
-    """Forward activations a stage holds at its peak: 1F1B p - s; interleaved adds warm-up; DualPipe p + 1."""
-    pp, chunks, m = workload.pp, workload.chunks, workload.micro_batches
-    if workload.layout.schedule == "dualpipe":  # PP + 1 chunks on every rank (deepseek-ai/DualPipe README)
-        return min(pp + 1, m)
-    if workload.layout.schedule == "interleaved":
-        warmup = (pp - stage - 1) * 2 + (chunks - 1) * pp + 1
-        return min(warmup, m * chunks)  # counted in chunks
-    return min(pp - stage, m)
+    """Forward activations (in chunks) a stage holds at its peak, as its schedule runs."""
+    return workload.schedule.in_flight(stage)
 
 
 def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:

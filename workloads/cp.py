@@ -1,4 +1,4 @@
-"""Context parallelism (ring attention, Megatron-Core CP) and FP8 communication: recipe transforms.
+"""Context parallelism (ring attention, Megatron-Core CP): a recipe transform.
 
 CP: a group of cp GPUs splits every sequence into cp shards (Megatron-Core's load-balanced 2 cp chunks
 under the causal mask, so each GPU does 1/cp of the attention work). Every other op of the layer sees
@@ -18,17 +18,9 @@ from dataclasses import replace
 
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, COLLECTIVE, Step
+from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, Group, Step
 
 CP_BACKWARD_FACTOR = 2.0  # backward ring passes K/V and their gradients dK/dV (Megatron-Core CP)
-# DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
-FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
-FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16 bytes
-# Collectives that move activations into a linear layer (FP8 under comm_dtype fp8; their backward moves
-# gradients out of one, BF16) and those that move a linear layer's output out (BF16; their backward moves
-# activation gradients into one, FP8: DeepSeek-V3 Sec. 3.3.2, "low-precision communication").
-FP8_INTO_GEMM = ("ep_a2a_dispatch", "ep_ag_dispatch", "tp_ag_attn", "tp_ag_ffn", "etp_ag")
-FP8_OUT_OF_GEMM = ("ep_a2a_combine", "ep_rs_combine", "tp_rs_attn", "tp_rs_ffn", "etp_rs")
 
 
 def kv_width_per_gpu(model: ModelSpec, layout: LayoutSpec) -> int:
@@ -57,7 +49,7 @@ def apply_cp(steps: list[Step], model: ModelSpec, layout: LayoutSpec, seq_len: i
             step,
             flops=step.flops * layout.cp,
             collective=ALL_GATHER,
-            group="cp",
+            group=Group.CP,
             group_size=layout.cp,
             comm_bytes=ring if on_nvlink else 0.0,
             nic_bytes=0.0 if on_nvlink else ring,
@@ -68,20 +60,3 @@ def apply_cp(steps: list[Step], model: ModelSpec, layout: LayoutSpec, seq_len: i
         for step in steps
     ]
 
-
-def to_fp8_comm(steps: list[Step]) -> list[Step]:
-    """FP8 communication: collectives into a linear layer move FP8 + scales forward, BF16 backward; the
-    collectives out of one (combine, TP reduce-scatter) the reverse. Ulysses SP and CP stay BF16."""
-    out = []
-    for step in steps:
-        if step.kind == COLLECTIVE and step.name in FP8_INTO_GEMM:
-            step = replace(
-                step,
-                comm_bytes=step.comm_bytes * FP8_COMM_SCALE,
-                nic_bytes=step.nic_bytes * FP8_COMM_SCALE,
-                bwd_scale=step.bwd_scale / FP8_COMM_SCALE,
-            )
-        elif step.kind == COLLECTIVE and step.name in FP8_OUT_OF_GEMM:
-            step = replace(step, bwd_scale=step.bwd_scale * FP8_COMM_SCALE)
-        out.append(step)
-    return out

@@ -8,10 +8,12 @@ is then forwarded over NVLink to the GPUs holding its experts in that node (Deep
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from math import comb
 
 from workloads.ops import BYTES_BF16
+from workloads.routing import RoutingStats
 
 
 @dataclass(frozen=True)
@@ -65,3 +67,70 @@ def ep_dispatch_bytes(
     d = expected_nodes(num_experts, top_k, nodes, max_nodes)
     remote = d * (nodes - 1) / nodes
     return EpBytes(token_bytes * remote, token_bytes * top_k * (g - 1) / g, d, remote)
+
+
+@dataclass(frozen=True)
+class EpPlan:
+    """Where every EP number of one MoE layer comes from: the group, the dispatch and its per-GPU bytes.
+
+    Dispatch egress per GPU (= combine egress) of one micro-batch, scaled to the busiest GPU under
+    skewed routing: inside one node MegaScale-MoE Eq. 3 ((g-1)/g of the routed copies) or, with top-k
+    above the threshold, the all-gather of the g members' tokens (Sec. 3.2, Fig. 6/7); across nodes
+    DeepEP's NIC + NVLink bytes with node-limited routing (``ep_dispatch_bytes``).
+    """
+
+    degree: int  # EP ranks of the group
+    members_per_node: int  # g: EP ranks of the group inside one node
+    nodes: int  # nodes the group spans
+    all_gather: bool  # dispatch as all-gather + reduce-scatter instead of all-to-all
+    nvlink_bytes: float  # dispatch egress per GPU over NVLink
+    nic_bytes: float  # dispatch egress per GPU over the NIC (cross-node EP)
+    experts_local: int  # experts per EP rank
+    rows_per_expert: int  # rows of each expert's GEMM (capacity-padded, or the busiest GPU's if dropless)
+    routed_bytes: float  # token copies this GPU sends, before the (g-1)/g of Eq. 3, busiest-GPU scaled
+    dropped_fraction: float  # share of copies dropped by the capacity limit
+
+    @property
+    def cross_node(self) -> bool:
+        return self.nodes > 1
+
+
+def ep_plan(
+    *,
+    num_experts: int,
+    top_k: int,
+    hidden_size: int,
+    tokens_local: int,
+    group_tokens: int,
+    degree: int,
+    ranks_per_node: int,
+    etp: int,
+    all_gather: bool,
+    max_nodes: int,
+    capacity_factor: float,
+    dropless: bool = False,
+    stats: RoutingStats | None = None,
+) -> EpPlan:
+    """The EP plan of one MoE layer for ``tokens_local`` tokens per GPU (``stats``: skewed routing).
+
+    ``group_tokens``: the tokens of the g members of the group in one node (the all-gather's input).
+    With ETP each expert's GEMM sees the etp members' copies: etp x the rows.
+    """
+    g = min(degree, ranks_per_node)
+    nodes = max(degree // ranks_per_node, 1)
+    experts_local = num_experts // degree
+    routed = tokens_local * top_k
+    scale = stats.comm_scale if stats is not None else 1.0
+    routed_bytes = routed * hidden_size * BYTES_BF16 * scale
+    rows = math.ceil(routed * etp / experts_local * capacity_factor)
+    if dropless and stats is not None:  # dropless: the busiest GPU's copies, no padding
+        rows = math.ceil(stats.busiest_copies * etp / experts_local)
+    if degree > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
+        cross = ep_dispatch_bytes(tokens_local, hidden_size, top_k, num_experts, degree, ranks_per_node, max_nodes)
+        nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
+    elif all_gather:
+        nvlink, nic = group_tokens * hidden_size * BYTES_BF16 * (g - 1) / g, 0.0
+    else:
+        nvlink, nic = routed_bytes * (g - 1) / g, 0.0
+    dropped = stats.dropped_fraction if stats is not None else 0.0
+    return EpPlan(degree, g, nodes, all_gather, nvlink, nic, experts_local, rows, routed_bytes, dropped)

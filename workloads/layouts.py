@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
+from workloads.schedules import SCHEDULES
+from workloads.validation import check_layout
 
 ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence parallel) or Ulysses SP
 FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
-SCHEDULES = ("1f1b", "interleaved", "dualpipe")
 RECOMPUTE = ("none", "sar", "full")
 EXPERT_GEMMS = ("grouped", "sequential")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
@@ -43,7 +44,7 @@ class LayoutSpec:
     capacity_factor: float = 1.25  # expert GEMMs run on capacity-padded buffers
     dp_overlap: bool = True  # MegaScale (NSDI'24): DP sync overlapped with the first/last micro-batches
     a2a_topk_threshold: int = 6  # dispatch switches from all-to-all to AG/RS when top-k exceeds this
-    # Beyond the paper (validated in workloads.moe.validate_extensions; defaults = the paper's layouts).
+    # Beyond the paper (validated in workloads.validation; defaults = the paper's layouts).
     ep: int = 0  # EP degree; 0 = intra_size (in-node EP); > GPUs per node spans nodes (DeepEP style)
     ep_max_nodes: int = 0  # node-limited routing M: a token reaches at most M nodes; 0 = unlimited
     routing: str = "uniform"  # expert load: "uniform" | "zipf" (workloads.routing)
@@ -73,7 +74,7 @@ class LayoutSpec:
         choices = {
             "attention": ATTENTION_MODES,
             "ffn": FFN_MODES,
-            "schedule": SCHEDULES,
+            "schedule": tuple(SCHEDULES),
             "recompute": RECOMPUTE,
             "expert_gemm": EXPERT_GEMMS,
             "grad_sync": GRAD_SYNC,
@@ -89,12 +90,12 @@ class LayoutSpec:
             raise ConfigError("layout.zero_stage", "must be 0, 1, 2 or 3")
         if self.capacity_factor < 1.0:
             raise ConfigError("layout.capacity_factor", "must be >= 1.0")
-        if self.schedule in ("1f1b", "dualpipe") and self.virtual_stages != 1:
-            raise ConfigError("layout.virtual_stages", f"must be 1 for the {self.schedule} schedule")
-        if self.intra_op_overlap and not self.inter_op_overlap:
-            raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
-        if self.recompute_kept_layers < 0:
-            raise ConfigError("layout.recompute_kept_layers", "must be >= 0")
+        check_layout(self)
+
+    @property
+    def ep_degree(self) -> int:
+        """The EP degree: ``ep``, or intra_size when unset (in-node EP, the paper's)."""
+        return self.ep or self.intra_size
 
     def with_(self, **changes: object) -> LayoutSpec:
         return replace(self, **changes)

@@ -9,18 +9,8 @@ from __future__ import annotations
 
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.ops import (
-    ALL_GATHER,
-    ALL_TO_ALL,
-    ATTENTION,
-    BYTES_BF16,
-    GEMM,
-    MEMORY,
-    REDUCE_SCATTER,
-    Gemm,
-    Step,
-    comm_step,
-)
+from workloads.moe import tp_pair
+from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, comm_step
 
 
 def qk_head_dim(model: ModelSpec) -> int:
@@ -57,11 +47,9 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
     local_heads = heads // n if tp else heads
     act_local = tokens // n * h * BYTES_BF16
     steps = [Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True)]
-    full = tokens * h * BYTES_BF16
+    gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16)
     if tp:  # the latents are replicated over the TP group; up projections are split by heads
-        steps.append(
-            comm_step("tp_ag_attn", ALL_GATHER, "tp", comm_bytes=full * (n - 1) / n, fuse="next", sar_recompute=True)
-        )
+        steps.append(gather)
     if q_rank:
         steps += [
             Step("q_down", GEMM, gemm=Gemm(rows, q_rank, h)),
@@ -81,17 +69,17 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         return steps + [
             flash,
             Step("o_proj", GEMM, gemm=Gemm(rows, h, local_heads * d_v)),
-            comm_step("tp_rs_attn", REDUCE_SCATTER, "tp", comm_bytes=full * (n - 1) / n, fuse="prev"),
+            scatter,
             residual,
         ]
     if n > 1:  # Ulysses: Q (d_qk), K (d_qk, RoPE part broadcast) and V (d_v) of all heads to head shards
         qkv_bytes = rows * heads * (2 * d_qk + d_v) * BYTES_BF16
-        steps.append(comm_step("sp_a2a_qkv", ALL_TO_ALL, "sp", comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"))
+        steps.append(comm_step("sp_a2a_qkv", ALL_TO_ALL, Group.SP, comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"))
     steps.append(flash)
     if n > 1:
         steps.append(
             comm_step(
-                "sp_a2a_out", ALL_TO_ALL, "sp", comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n, fuse="next"
+                "sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n, fuse="next"
             )
         )
     return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]

@@ -8,6 +8,7 @@ whose ops execute in list order, as CUDA streams do.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 BYTES_BF16 = 2  # bytes per BF16 element: activations, weights and gradients on the wire
 
@@ -26,6 +27,48 @@ ALL_TO_ALL = "all_to_all"
 ALL_GATHER = "all_gather"
 REDUCE_SCATTER = "reduce_scatter"
 TRANSPOSE = {ALL_TO_ALL: ALL_TO_ALL, ALL_GATHER: REDUCE_SCATTER, REDUCE_SCATTER: ALL_GATHER}
+
+
+class Label(str, Enum):
+    """A str-valued enum that prints, formats and serialises as its value ("ep", not "Group.EP")."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    __hash__ = str.__hash__  # equal to its value, so it must hash like it (Enum hashes the member name)
+
+
+class Group(Label):
+    """The parallel group a collective runs in (the key of exposed communication)."""
+
+    NONE = ""
+    TP = "tp"
+    SP = "sp"
+    EP = "ep"
+    ETP = "etp"
+    CP = "cp"
+    PP = "pp"
+    DP = "dp"
+
+
+class Role(Label):
+    """What an op does for the training step: the key transforms and schedules use, never its name."""
+
+    FORWARD = "forward"
+    RECOMPUTE = "recompute"  # forward work redone in backward (full recomputation or SAR)
+    INPUT_GRAD = "input_grad"  # activation gradients, and the collectives on their path
+    WEIGHT_GRAD = "weight_grad"  # weight-gradient GEMMs: nothing in a backward waits for them
+
+
+class Carries(Label):
+    """What a collective moves, which sets its precision under FP8 communication (DeepSeek-V3 Sec. 3.3.2)."""
+
+    OTHER = "other"  # attention all-to-alls, CP ring: BF16
+    INTO_GEMM = "into_gemm"  # activations into a linear layer (dispatch, TP/ETP all-gather): FP8 forward
+    OUT_OF_GEMM = "out_of_gemm"  # a linear layer's output (combine, TP/ETP reduce-scatter): FP8 backward
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +103,7 @@ class Op:
     kind: str
     stream: str
     deps: tuple[int, ...] = ()
+    role: Role = Role.FORWARD
     layer: int = -1
     gemm: Gemm | None = None
     flops: float = 0.0  # executed FLOPs of GEMM / attention kernels
@@ -68,7 +112,7 @@ class Op:
     mem_bytes: float = 0.0  # HBM traffic of memory-bound kernels
     kernels: int = 1
     collective: str = ""
-    group: str = ""  # "tp" | "sp" | "ep"
+    group: Group = Group.NONE
     group_size: int = 1
     comm_bytes: float = 0.0  # bytes each GPU sends (egress)
     tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
@@ -90,7 +134,7 @@ class Step:
     mem_bytes: float = 0.0
     kernels: int = 1
     collective: str = ""
-    group: str = ""
+    group: Group = Group.NONE
     comm_bytes: float = 0.0  # ATTENTION with comm_bytes / nic_bytes: ring attention (CP), fused
     fuse: str = ""  # for collectives under intra-op overlap: fuse with the "prev" or "next" GEMM
     sar_recompute: bool = False  # recomputed / re-communicated in backward under SAR
@@ -98,8 +142,10 @@ class Step:
     group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
     overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective
     bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale
+    carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
+    bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
 
 
-def comm_step(name: str, collective: str, group: str, comm_bytes: float = 0.0, **fields: object) -> Step:
+def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0, **fields: object) -> Step:
     """A collective step of a layer recipe: ``collective`` within ``group``, ``comm_bytes`` of egress per GPU."""
     return Step(name, COLLECTIVE, collective=collective, group=group, comm_bytes=comm_bytes, **fields)

@@ -1,134 +1,337 @@
-"""Pipeline schedules: the order in which each stage runs its forward and backward tasks."""
+"""Pipeline schedules as objects: the task order of each stage, which layer block a chunk runs, the data
+each task receives and sends, the activations a stage holds and the parameter blocks it keeps.
+
+``SCHEDULES`` (name -> class) is the only place a schedule's name is looked at.
+"""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
-FORWARD = "F"
-BACKWARD = "B"  # full backward: input and weight gradients
-BACKWARD_INPUT = "Bi"  # input-gradient half of a split backward (zero-bubble's B; Qi et al., ICLR'24)
-WEIGHT = "W"  # weight-gradient half, deferred to fill bubbles
-FORWARD_BACKWARD = "F&B"  # a forward and a full backward of different micro-batches, overlapped
+from topologies.errors import ConfigError
+from workloads.ops import Label
+
+if TYPE_CHECKING:
+    from workloads.layouts import LayoutSpec
+
+
+class Phase(Label):
+    """What a pipeline task computes."""
+
+    FORWARD = "F"
+    BACKWARD = "B"  # full backward: input and weight gradients
+    BACKWARD_INPUT = "Bi"  # input-gradient half of a split backward (zero-bubble's B; Qi et al., ICLR'24)
+    WEIGHT = "W"  # weight-gradient half, deferred to fill bubbles
+    FORWARD_BACKWARD = "F&B"  # a forward and a full backward of different micro-batches, overlapped
+
+
+FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD = Phase
 
 
 class Task(NamedTuple):
     """One forward or backward pass of one micro-batch through one model chunk of a stage."""
 
-    direction: str
+    direction: Phase
     micro_batch: int
     chunk: int  # virtual stage index on this stage (0 for plain 1F1B); DualPipe: the direction 0 or 1
     paired: tuple[int, int] | None = None  # F&B: (micro-batch, chunk) of the backward half
 
 
-def one_f_one_b(stage: int, stages: int, micro_batches: int) -> list[Task]:
+class Flow(NamedTuple):
+    """An activation (FORWARD) or gradient (BACKWARD) of a micro-batch arriving at (stage, chunk)."""
+
+    direction: Phase
+    micro_batch: int
+    chunk: int
+    stage: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """What sets a layer block's op list: embedding / head on it, and its dense and MoE layer counts."""
+
+    first: bool
+    last: bool
+    dense: int
+    moe: int
+
+
+@dataclass(frozen=True)
+class TaskKey:
+    """Tasks with equal keys have identical op lists: the phase and the block of each half (F&B: two)."""
+
+    phase: Phase
+    blocks: tuple[Block, ...]
+
+
+class Schedule:
+    """A pipeline schedule over ``stages`` stages and ``micro_batches`` micro-batches per step."""
+
+    name: ClassVar[str]
+    virtual_stages: ClassVar[bool] = False  # whether a stage may hold several model chunks (layout.virtual_stages)
+
+    def __init__(self, stages: int, micro_batches: int, chunks: int = 1) -> None:
+        self.stages, self.micro_batches, self.chunks = stages, micro_batches, chunks
+
+    # --- what a schedule defines ---------------------------------------------------------------------
+    def order(self, stage: int) -> list[Task]:
+        """The tasks of ``stage``, in the order it runs them."""
+        raise NotImplementedError
+
+    @property
+    def blocks(self) -> int:
+        """Layer blocks the model is cut into (one per (stage, chunk) of the forward pipeline)."""
+        return self.stages * self.chunks
+
+    def block_of(self, stage: int, chunk: int) -> int:
+        """The layer block chunk ``chunk`` of ``stage`` runs."""
+        return chunk * self.stages + stage
+
+    def successor(self, stage: int, chunk: int) -> tuple[int, int] | None:
+        """The (stage, chunk) that runs the next block of the forward pass, or None at the last block."""
+        if stage < self.stages - 1:
+            return stage + 1, chunk
+        return (0, chunk + 1) if chunk < self.chunks - 1 else None
+
+    def predecessor(self, stage: int, chunk: int) -> tuple[int, int] | None:
+        """The (stage, chunk) that runs the previous block, or None at block 0."""
+        if stage > 0:
+            return stage - 1, chunk
+        return (self.stages - 1, chunk - 1) if chunk > 0 else None
+
+    def stage_blocks(self, stage: int) -> tuple[int, ...]:
+        """The blocks whose parameters ``stage`` holds."""
+        return tuple(self.block_of(stage, chunk) for chunk in range(self.chunks))
+
+    def in_flight(self, stage: int) -> int:
+        """Forward activations (in chunks) ``stage`` holds at its peak."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise ConfigError if the schedule cannot run these stages and micro-batches."""
+
+    @classmethod
+    def check_layout(cls, layout: LayoutSpec) -> None:
+        """Raise ConfigError for layout features the schedule is not simulated with."""
+
+    # --- derived from the above ----------------------------------------------------------------------
+    @staticmethod
+    def halves(task: Task) -> list[tuple[Phase, int, int]]:
+        """(FORWARD or BACKWARD, micro-batch, chunk) of the data-moving halves of a task (W moves none)."""
+        if task.direction == FORWARD:
+            return [(FORWARD, task.micro_batch, task.chunk)]
+        if task.direction in (BACKWARD, BACKWARD_INPUT):
+            return [(BACKWARD, task.micro_batch, task.chunk)]
+        if task.direction == FORWARD_BACKWARD:
+            assert task.paired is not None
+            return [(FORWARD, task.micro_batch, task.chunk), (BACKWARD, *task.paired)]
+        return []
+
+    @staticmethod
+    def task_chunks(task: Task) -> tuple[int, ...]:
+        """The chunk of each half of the task's op list (F&B: forward chunk, then backward chunk)."""
+        return (task.chunk, task.paired[1]) if task.paired is not None else (task.chunk,)
+
+    def inputs(self, stage: int, task: Task) -> list[Flow]:
+        """The activations and gradients ``task`` must receive before it starts."""
+        needed = []
+        for direction, mb, chunk in self.halves(task):
+            source = self.predecessor(stage, chunk) if direction == FORWARD else self.successor(stage, chunk)
+            if source is not None:
+                needed.append(Flow(direction, mb, chunk, stage))
+        return needed
+
+    def outputs(self, stage: int, task: Task) -> list[Flow]:
+        """What ``task`` sends when it ends, each keyed by its receiving (stage, chunk)."""
+        sent = []
+        for direction, mb, chunk in self.halves(task):
+            target = self.successor(stage, chunk) if direction == FORWARD else self.predecessor(stage, chunk)
+            if target is not None:
+                sent.append(Flow(direction, mb, target[1], target[0]))
+        return sent
+
+
+class OneFOneB(Schedule):
     """1F1B (PipeDream-flush): warm-up forwards, alternating steady state, cool-down backwards."""
-    warmup = min(stages - stage - 1, micro_batches)
-    order = [Task(FORWARD, mb, 0) for mb in range(warmup)]
-    for i in range(micro_batches - warmup):
-        order.append(Task(FORWARD, warmup + i, 0))
-        order.append(Task(BACKWARD, i, 0))
-    order += [Task(BACKWARD, mb, 0) for mb in range(micro_batches - warmup, micro_batches)]
-    return order
+
+    name = "1f1b"
+
+    def order(self, stage: int) -> list[Task]:
+        m = self.micro_batches
+        warmup = min(self.stages - stage - 1, m)
+        order = [Task(FORWARD, mb, 0) for mb in range(warmup)]
+        for i in range(m - warmup):
+            order.append(Task(FORWARD, warmup + i, 0))
+            order.append(Task(BACKWARD, i, 0))
+        return order + [Task(BACKWARD, mb, 0) for mb in range(m - warmup, m)]
+
+    def in_flight(self, stage: int) -> int:
+        return min(self.stages - stage, self.micro_batches)
 
 
-def interleaved_one_f_one_b(stage: int, stages: int, micro_batches: int, chunks: int) -> list[Task]:
+class Interleaved(Schedule):
     """Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21): micro-batches in groups of ``stages``."""
-    total = micro_batches * chunks
 
-    def forward(k: int) -> Task:
-        group, within = divmod(k, stages * chunks)
-        return Task(FORWARD, group * stages + within % stages, within // stages)
+    name = "interleaved"
+    virtual_stages = True
 
-    def backward(k: int) -> Task:
-        group, within = divmod(k, stages * chunks)
-        return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
+    def _warmup(self, stage: int) -> int:
+        return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages
 
-    warmup = min((stages - stage - 1) * 2 + (chunks - 1) * stages, total)
-    order = [forward(k) for k in range(warmup)]
-    for i in range(total - warmup):
-        order.append(forward(warmup + i))
-        order.append(backward(i))
-    order += [backward(k) for k in range(total - warmup, total)]
-    return order
+    def order(self, stage: int) -> list[Task]:
+        stages, chunks = self.stages, self.chunks
+        total = self.micro_batches * chunks
+
+        def forward(k: int) -> Task:
+            group, within = divmod(k, stages * chunks)
+            return Task(FORWARD, group * stages + within % stages, within // stages)
+
+        def backward(k: int) -> Task:
+            group, within = divmod(k, stages * chunks)
+            return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
+
+        warmup = min(self._warmup(stage), total)
+        order = [forward(k) for k in range(warmup)]
+        for i in range(total - warmup):
+            order.append(forward(warmup + i))
+            order.append(backward(i))
+        return order + [backward(k) for k in range(total - warmup, total)]
+
+    def in_flight(self, stage: int) -> int:
+        return min(self._warmup(stage) + 1, self.micro_batches * self.chunks)
+
+    def check(self) -> None:
+        if self.micro_batches % self.stages:
+            raise ConfigError(
+                "global_batch", f"interleaved 1F1B needs micro-batches ({self.micro_batches}) divisible by pp"
+            )
 
 
-def dualpipe(stage: int, stages: int, micro_batches: int) -> list[Task]:
+class DualPipe(Schedule):
     """DualPipe (DeepSeek-V3 report Sec. 3.2.1; deepseek-ai/DualPipe ``DualPipe.step``, steps 1-8).
 
-    Half of the micro-batches enter at stage 0 (chunk 0), half at the last stage (chunk 1). Phase p of a
-    rank is direction p for the first half of the ranks and 1 - p for the second half.
+    Stage s holds two chunks: chunk 0 is block s of the pipeline that runs stage 0 -> pp-1, chunk 1 is
+    block pp-1-s of the pipeline that runs pp-1 -> 0 (two parameter copies). Half of the micro-batches
+    enter at stage 0 (chunk 0), half at the last stage (chunk 1).
     """
-    half, half_rank = stages // 2, min(stage, stages - 1 - stage)
-    flip = int(stage >= half)
-    middle = half_rank == half - 1
-    count = {FORWARD: [0, 0], BACKWARD: [0, 0]}
-    deferred: list[tuple[int, int]] = []  # weight-gradient work waiting, FIFO (WeightGradStore)
-    order: list[Task] = []
 
-    def take(kind: str, phase: int) -> tuple[int, int]:
-        chunk = phase ^ flip
-        count[kind][chunk] += 1
-        return count[kind][chunk] - 1, chunk
+    name = "dualpipe"
 
-    def f(phase: int) -> None:
-        order.append(Task(FORWARD, *take(FORWARD, phase)))
+    def __init__(self, stages: int, micro_batches: int, chunks: int = 1) -> None:
+        super().__init__(stages, micro_batches, 1)
 
-    def b(phase: int, zero_bubble: bool = False) -> None:
-        mb, chunk = take(BACKWARD, phase)
-        order.append(Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk))
-        if zero_bubble:
-            deferred.append((mb, chunk))
+    def block_of(self, stage: int, chunk: int) -> int:
+        return stage if chunk == 0 else self.stages - 1 - stage
 
-    def w() -> None:
-        order.append(Task(WEIGHT, *deferred.pop(0)))
+    def successor(self, stage: int, chunk: int) -> tuple[int, int] | None:
+        nxt = stage + 1 if chunk == 0 else stage - 1
+        return (nxt, chunk) if 0 <= nxt < self.stages else None
 
-    def fb(f_phase: int, b_phase: int) -> None:
-        forward = take(FORWARD, f_phase)
-        order.append(Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase)))
+    def predecessor(self, stage: int, chunk: int) -> tuple[int, int] | None:
+        prev = stage - 1 if chunk == 0 else stage + 1
+        return (prev, chunk) if 0 <= prev < self.stages else None
 
-    outer = half - half_rank - 1
-    for _ in range(2 * outer):  # step 1: nF0
-        f(0)
-    for _ in range(half_rank + 1):  # step 2: nF0F1
-        f(0)
-        f(1)
-    for _ in range(outer):  # step 3: nB1W1F1 (zero bubble)
-        b(1, zero_bubble=True)
-        w()
-        f(1)
-    for i in range(micro_batches // 2 - stages + half_rank + 1):  # step 4: nF0B1F1B0
-        if i == 0 and middle:  # the middle ranks do not overlap their first pair
+    def stage_blocks(self, stage: int) -> tuple[int, ...]:
+        return stage, self.stages - 1 - stage
+
+    def in_flight(self, stage: int) -> int:
+        return min(self.stages + 1, self.micro_batches)  # PP + 1 chunks on every rank (DualPipe README)
+
+    @classmethod
+    def check_layout(cls, layout: LayoutSpec) -> None:
+        if layout.uneven_pp or layout.cp > 1:
+            raise ConfigError("layout.schedule", "dualpipe is simulated with even pipeline stages and cp = 1 only")
+
+    def check(self) -> None:
+        pp, m = self.stages, self.micro_batches
+        if pp % 2 or m % 2 or m < 2 * pp:
+            raise ConfigError(
+                "layout.pp",
+                f"DualPipe needs an even pp ({pp}) and an even number of "
+                f"micro-batches ({m}) of at least 2 x pp (deepseek-ai/DualPipe)",
+            )
+
+    def order(self, stage: int) -> list[Task]:
+        """Phase p of a rank is direction p for the first half of the ranks and 1 - p for the second."""
+        stages, micro_batches = self.stages, self.micro_batches
+        half, half_rank = stages // 2, min(stage, stages - 1 - stage)
+        flip = int(stage >= half)
+        middle = half_rank == half - 1
+        count = {FORWARD: [0, 0], BACKWARD: [0, 0]}
+        deferred: list[tuple[int, int]] = []  # weight-gradient work waiting, FIFO (WeightGradStore)
+        order: list[Task] = []
+
+        def take(kind: Phase, phase: int) -> tuple[int, int]:
+            chunk = phase ^ flip
+            count[kind][chunk] += 1
+            return count[kind][chunk] - 1, chunk
+
+        def f(phase: int) -> None:
+            order.append(Task(FORWARD, *take(FORWARD, phase)))
+
+        def b(phase: int, zero_bubble: bool = False) -> None:
+            mb, chunk = take(BACKWARD, phase)
+            order.append(Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk))
+            if zero_bubble:
+                deferred.append((mb, chunk))
+
+        def w() -> None:
+            order.append(Task(WEIGHT, *deferred.pop(0)))
+
+        def fb(f_phase: int, b_phase: int) -> None:
+            forward = take(FORWARD, f_phase)
+            order.append(Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase)))
+
+        outer = half - half_rank - 1
+        for _ in range(2 * outer):  # step 1: nF0
             f(0)
+        for _ in range(half_rank + 1):  # step 2: nF0F1
+            f(0)
+            f(1)
+        for _ in range(outer):  # step 3: nB1W1F1 (zero bubble)
+            b(1, zero_bubble=True)
+            w()
+            f(1)
+        for i in range(micro_batches // 2 - stages + half_rank + 1):  # step 4: nF0B1F1B0
+            if i == 0 and middle:  # the middle ranks do not overlap their first pair
+                f(0)
+                b(1)
+            else:
+                fb(0, 1)
+            fb(1, 0)
+        for _ in range(outer):  # step 5: nB1F1B0
             b(1)
-        else:
-            fb(0, 1)
-        fb(1, 0)
-    for _ in range(outer):  # step 5: nB1F1B0
-        b(1)
-        fb(1, 0)
-    zero_bubble = False
-    for i in range(half_rank + 1):  # step 6: nB1B0, the second half with zero bubble
-        if i == (half_rank + 1) // 2 and half_rank % 2 == 1:
-            zero_bubble = True
-        b(1, zero_bubble)
-        if i == (half_rank + 1) // 2 and half_rank % 2 == 0:
-            zero_bubble = True
-        b(0, zero_bubble)
-    for _ in range(outer):  # step 7: nWB0 (zero bubble)
-        w()
-        b(0, zero_bubble=True)
-    for _ in range(half_rank + 1):  # step 8: nW
-        w()
-    return order
+            fb(1, 0)
+        zero_bubble = False
+        for i in range(half_rank + 1):  # step 6: nB1B0, the second half with zero bubble
+            if i == (half_rank + 1) // 2 and half_rank % 2 == 1:
+                zero_bubble = True
+            b(1, zero_bubble)
+            if i == (half_rank + 1) // 2 and half_rank % 2 == 0:
+                zero_bubble = True
+            b(0, zero_bubble)
+        for _ in range(outer):  # step 7: nWB0 (zero bubble)
+            w()
+            b(0, zero_bubble=True)
+        for _ in range(half_rank + 1):  # step 8: nW
+            w()
+        return order
+
+
+SCHEDULES: dict[str, type[Schedule]] = {cls.name: cls for cls in (OneFOneB, Interleaved, DualPipe)}
+
+
+def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1) -> Schedule:
+    """The schedule called ``name`` (a LayoutSpec.schedule value)."""
+    if name not in SCHEDULES:
+        raise ConfigError("layout.schedule", f"must be one of {', '.join(SCHEDULES)}")
+    return SCHEDULES[name](stages, micro_batches, chunks)
 
 
 def stage_order(schedule: str, stage: int, stages: int, micro_batches: int, chunks: int) -> list[Task]:
-    """The task order of ``stage`` under ``schedule``."""
-    if schedule == "dualpipe":
-        return dualpipe(stage, stages, micro_batches)
-    if schedule == "interleaved":
-        return interleaved_one_f_one_b(stage, stages, micro_batches, chunks)
-    return one_f_one_b(stage, stages, micro_batches)
+    """The task order of ``stage`` under the schedule called ``schedule``."""
+    return make_schedule(schedule, stages, micro_batches, chunks).order(stage)
 
 
 def bubble_dualpipe_s(stages: int, f_and_b_s: float, backward_s: float, weight_s: float) -> float:

@@ -22,6 +22,7 @@ from workloads.ops import (
     HOST_SYNC,
     TRANSPOSE,
     Op,
+    Role,
     Step,
 )
 
@@ -49,27 +50,28 @@ class _OpList:
         step: Step,
         layer: int,
         deps: tuple[int, ...],
+        role: Role,
         *,
-        backward: bool = False,
-        recompute: bool = False,
         gemm=None,
         name: str = "",
     ) -> int:
         counted = 0.0
         flops = 0.0
         kind = step.kind
+        backward = role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
         mem_bytes = step.mem_bytes * (MEMORY_BACKWARD_FACTOR if backward else 1.0)
         if kind == GEMM:
             flops = gemm.flops
         elif kind == ATTENTION:
             flops = step.flops * (ATTENTION_BACKWARD_FACTOR if backward else 1.0)
-        if not recompute:
+        if role != Role.RECOMPUTE:
             counted = flops
         op = Op(
             name or step.name,
             kind,
             COMPUTE,
             deps,
+            role,
             layer,
             gemm=gemm,
             flops=flops,
@@ -93,9 +95,8 @@ class _OpList:
             )
         return self.add(op)
 
-    def collective(
-        self, step: Step, layer: int, deps: tuple[int, ...], *, backward: bool = False, name: str = ""
-    ) -> int:
+    def collective(self, step: Step, layer: int, deps: tuple[int, ...], role: Role, *, name: str = "") -> int:
+        backward = role == Role.INPUT_GRAD
         kind = TRANSPOSE[step.collective] if backward else step.collective
         scale = step.bwd_scale if backward else 1.0
         return self.add(
@@ -104,6 +105,7 @@ class _OpList:
                 COLLECTIVE,
                 self.comm_stream,
                 deps,
+                role,
                 layer,
                 collective=kind,
                 group=step.group,
@@ -140,6 +142,7 @@ def forward_ops(layers: list[LayerSteps], layout: LayoutSpec, *, recompute: bool
 
 
 def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...], recompute: bool) -> int:
+    role = Role.RECOMPUTE if recompute else Role.FORWARD
     last = deps[0] if deps else -1
     join: tuple[int, ...] = ()  # a comm-stream collective that overlapping compute ran beside
     for layer, steps in layers:
@@ -156,24 +159,19 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
                 elif ops.fuse and step.fuse == "next" and _next_compute_is_gemm(steps, position):
                     pending_comm = step
                 else:
-                    last = ops.collective(step, layer, deps)
+                    last = ops.collective(step, layer, deps, role)
                 continue
             if step.kind == HOST_SYNC:
-                last = ops.add(Op(step.name, HOST_SYNC, COMPUTE, deps, layer))
+                last = ops.add(Op(step.name, HOST_SYNC, COMPUTE, deps, role, layer))
                 continue
             last = ops.compute(
-                step,
-                layer,
-                deps,
-                recompute=recompute,
-                gemm=step.gemm,
-                name=f"{step.name}.recompute" if recompute else "",
+                step, layer, deps, role, gemm=step.gemm, name=f"{step.name}.recompute" if recompute else ""
             )
             if pending_comm is not None and step.kind == GEMM:
                 ops.fuse_into(last, pending_comm, backward=False)
                 pending_comm = None
             elif pending_comm is not None:  # nothing to fuse with: run it as a plain collective
-                last = ops.collective(pending_comm, layer, (last,))
+                last = ops.collective(pending_comm, layer, (last,), role)
                 pending_comm = None
     return last
 
@@ -218,9 +216,9 @@ def _emit_recompute(
             continue
         deps = (last,) if last >= 0 else ()
         if step.kind == COLLECTIVE:
-            last = ops.collective(step, layer, deps, name=f"{step.name}.recompute")
+            last = ops.collective(step, layer, deps, Role.RECOMPUTE, name=f"{step.name}.recompute")
         else:
-            last = ops.compute(step, layer, deps, recompute=True, gemm=step.gemm, name=f"{step.name}.recompute")
+            last = ops.compute(step, layer, deps, Role.RECOMPUTE, gemm=step.gemm, name=f"{step.name}.recompute")
         done[position] = last
     return done
 
@@ -231,7 +229,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
 
     def flush() -> None:
         for step, deps in deferred_wgrads:
-            ops.compute(step, layer, deps, backward=True, gemm=step.gemm.wgrad(), name=f"{step.name}.wgrad")
+            ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=step.gemm.wgrad(), name=f"{step.name}.wgrad")
         deferred_wgrads.clear()
 
     for position in range(len(steps) - 1, -1, -1):
@@ -247,20 +245,20 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
             elif ops.fuse and step.fuse == "prev":
                 pending_comm = step  # fused with the next dgrad
             else:
-                grad = ops.collective(step, layer, deps, backward=True, name=f"{step.name}.bwd")
+                grad = ops.collective(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd")
             flush()
             continue
         flush()
         if step.kind == GEMM:
-            grad = ops.compute(step, layer, deps, backward=True, gemm=step.gemm.dgrad(), name=f"{step.name}.dgrad")
+            grad = ops.compute(step, layer, deps, Role.INPUT_GRAD, gemm=step.gemm.dgrad(), name=f"{step.name}.dgrad")
             deferred_wgrads.append((step, deps))
             if pending_comm is not None:
                 ops.fuse_into(grad, pending_comm, backward=True)
                 pending_comm = None
         else:
-            grad = ops.compute(step, layer, deps, backward=True, name=f"{step.name}.bwd")
+            grad = ops.compute(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd")
             if pending_comm is not None:
-                grad = ops.collective(pending_comm, layer, (grad,), backward=True, name=f"{pending_comm.name}.bwd")
+                grad = ops.collective(pending_comm, layer, (grad,), Role.INPUT_GRAD, name=f"{pending_comm.name}.bwd")
                 pending_comm = None
     flush()
     return grad

@@ -1,0 +1,37 @@
+"""FP8 training as recipe transforms: FP8 GEMMs and FP8 communication, keyed on typed step fields."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, Step
+
+# DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
+FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
+FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16 bytes
+
+
+def to_fp8_gemms(steps: list[Step]) -> list[Step]:
+    """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16."""
+    return [
+        replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps
+    ]
+
+
+def to_fp8_comm(steps: list[Step]) -> list[Step]:
+    """FP8 communication (DeepSeek-V3 Sec. 3.3.2): collectives into a linear layer move FP8 + scales forward,
+    BF16 backward (gradients out of one); those out of one (combine, TP reduce-scatter) the reverse.
+    Ulysses SP and CP stay BF16."""
+    out = []
+    for step in steps:
+        if step.kind == COLLECTIVE and step.carries == Carries.INTO_GEMM:
+            step = replace(
+                step,
+                comm_bytes=step.comm_bytes * FP8_COMM_SCALE,
+                nic_bytes=step.nic_bytes * FP8_COMM_SCALE,
+                bwd_scale=step.bwd_scale / FP8_COMM_SCALE,
+            )
+        elif step.kind == COLLECTIVE and step.carries == Carries.OUT_OF_GEMM:
+            step = replace(step, bwd_scale=step.bwd_scale * FP8_COMM_SCALE)
+        out.append(step)
+    return out

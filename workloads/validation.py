@@ -1,0 +1,143 @@
+"""Every rule between fields: a layout on its own, and a model under a layout on a cluster.
+
+Single-field rules (types, choices, positivity) live with the specs; every rule that relates two fields
+or more is here, each a small function that raises a ConfigError naming the field to change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from topologies.errors import ConfigError, check_positive_int
+from workloads.routing import ROUTINGS
+from workloads.schedules import SCHEDULES
+
+if TYPE_CHECKING:  # the specs import this module
+    from workloads.layouts import LayoutSpec
+    from workloads.models import ModelSpec
+
+GEMM_DTYPES = ("bf16", "fp8")
+
+
+def check_layout(layout: LayoutSpec) -> None:
+    """Rules between the fields of one layout, checked when it is built."""
+    if not SCHEDULES[layout.schedule].virtual_stages and layout.virtual_stages != 1:
+        raise ConfigError("layout.virtual_stages", f"must be 1 for the {layout.schedule} schedule")
+    if layout.intra_op_overlap and not layout.inter_op_overlap:
+        raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
+    if layout.routing not in ROUTINGS:
+        raise ConfigError("layout.routing", f"must be one of {', '.join(ROUTINGS)}")
+    if layout.gemm_dtype not in GEMM_DTYPES:
+        raise ConfigError("layout.gemm_dtype", f"must be one of {', '.join(GEMM_DTYPES)}")
+    for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers"):
+        if getattr(layout, field) < 0:
+            raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
+    if layout.ffn != "ep":
+        if layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep:
+            raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
+        if layout.etp > 1:
+            raise ConfigError(
+                "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
+            )
+
+
+def check_step(
+    model: ModelSpec,
+    layout: LayoutSpec,
+    num_gpus: int,
+    gpus_per_node: int,
+    global_batch: int,
+    seq_len: int,
+) -> None:
+    """Raise ConfigError (naming the field) unless the layout can run the model on the cluster."""
+    for name, value in (
+        ("gpus", num_gpus),
+        ("gpus_per_node", gpus_per_node),
+        ("global_batch", global_batch),
+        ("seq_len", seq_len),
+    ):
+        check_positive_int(name, value)
+    _check_intra_group(model, layout, num_gpus, gpus_per_node, seq_len)
+    _check_expert_loads(model, layout)
+    _check_expert_groups(model, layout, num_gpus, gpus_per_node)
+    _check_pipeline(model, layout, num_gpus, global_batch)
+
+
+def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:
+    """Data-parallel replicas: GPUs / (intra_size x cp x pp)."""
+    return num_gpus // (layout.intra_size * layout.cp * layout.pp)
+
+
+def _check_intra_group(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int, seq_len: int) -> None:
+    """The TP/SP/EP group of intra_size GPUs and the CP group around it fit the nodes and the shapes."""
+    n, cp = layout.intra_size, layout.cp
+    if n > gpus_per_node or gpus_per_node % n:
+        raise ConfigError(
+            "layout.intra_size", f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs"
+        )
+    if cp > 1 and ((n * cp) % gpus_per_node if n * cp > gpus_per_node else gpus_per_node % (n * cp)):
+        raise ConfigError("layout.cp", f"intra_size x cp = {n * cp} must divide or fill whole nodes of {gpus_per_node}")
+    if cp > 1 and (seq_len % (2 * cp) or (layout.micro_batch * seq_len // cp) % n):
+        raise ConfigError(
+            "seq_len", f"must split into 2 x cp = {2 * cp} chunks of micro_batch x tokens divisible by {n}"
+        )
+    if num_gpus % (n * cp * layout.pp):
+        label = "intra_size x pp" if cp == 1 else "intra_size x cp x pp"
+        raise ConfigError("gpus", f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}")
+    if model.num_heads % n:
+        raise ConfigError("model.num_heads", f"{model.num_heads} heads not divisible by TP/SP degree {n}")
+    if layout.ffn == "ep" and model.num_experts % n:
+        raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {n}")
+    if layout.ffn == "tp" and model.expert_ffn_size % n:
+        raise ConfigError("model.expert_ffn_size", f"not divisible by TP degree {n}")
+    if (layout.micro_batch * seq_len) % n:
+        raise ConfigError("seq_len", f"micro_batch x seq_len must be divisible by {n}")
+
+
+def _check_expert_loads(model: ModelSpec, layout: LayoutSpec) -> None:
+    loads = layout.expert_loads
+    if loads and (len(loads) != model.num_experts or min(loads) < 0 or sum(loads) <= 0):
+        raise ConfigError("layout.expert_loads", f"must be {model.num_experts} non-negative loads, not all 0")
+
+
+def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int) -> None:
+    """EP x ETP groups: ETP inside the node, EP in or across whole nodes, top-k reachable under node limits."""
+    ep, n, etp = layout.ep_degree, layout.intra_size, layout.etp
+    if etp > 1 and (gpus_per_node % etp or model.expert_ffn_size % etp):
+        raise ConfigError("layout.etp", f"ETP {etp} must divide the {gpus_per_node} GPUs of a node and expert_ffn_size")
+    if (ep == n and etp == 1) or layout.ffn != "ep":
+        return
+    per_node = gpus_per_node // etp  # EP ranks per node: ETP groups sit inside the node (Megatron's order)
+    if (ep * etp) % n or (num_gpus // layout.pp) % (ep * etp):
+        raise ConfigError(
+            "layout.ep", f"EP {ep} x ETP {etp} must be a multiple of intra_size {n} and divide GPUs per stage"
+        )
+    if model.num_experts % ep:
+        raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {ep}")
+    if ep > per_node and ep % per_node:
+        raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {per_node} EP ranks per node")
+    if ep < per_node and per_node % ep:
+        raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {per_node} EP ranks of a node")
+    nodes = max(ep // per_node, 1)
+    reachable = model.num_experts // nodes * (min(layout.ep_max_nodes, nodes) if layout.ep_max_nodes else nodes)
+    if model.top_k > reachable:
+        raise ConfigError(
+            "layout.ep_max_nodes", f"top_k {model.top_k} exceeds the {reachable} experts a token may reach"
+        )
+
+
+def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_batch: int) -> None:
+    """Layers split over the pipeline's blocks; the batch over DP replicas and micro-batches; the schedule."""
+    schedule = SCHEDULES[layout.schedule]
+    schedule.check_layout(layout)
+    stages = layout.pp * layout.virtual_stages
+    if not (layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages) and (
+        model.num_layers % stages
+    ):
+        raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
+    dp = data_parallel(layout, num_gpus)
+    if global_batch % (dp * layout.micro_batch):
+        raise ConfigError(
+            "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
+        )
+    schedule(layout.pp, global_batch // (dp * layout.micro_batch), layout.virtual_stages).check()
