@@ -20,10 +20,10 @@ from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_layout
-from workloads.cp import FP8_COMM_SCALE
+from workloads.precision import FP8_COMM_SCALE
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec, model_preset
-from workloads.moe import ext_layer_recipe, is_extended
+from workloads.layers import layer_recipe
 from workloads.ops import FUSED
 from workloads.step import StepWorkload
 from workloads.tasks import backward_ops, forward_ops
@@ -34,7 +34,7 @@ BASE = layout_preset("megascale-moe").with_(pp=1)
 
 
 def _steps(layout, seq_len: int = SEQ, gpus_per_node: int = 8) -> dict:
-    return {s.name: s for s in ext_layer_recipe(TOY, layout, seq_len, gpus_per_node, False)}
+    return {s.name: s for s in layer_recipe(TOY, layout, seq_len, gpus_per_node, False)}
 
 
 def _time_one(op) -> float:
@@ -96,7 +96,7 @@ def test_cp_mla_ring_bytes() -> None:
     """MLA passes expanded K (d_h + d_h^R = 192) and V (128) per head: 128 heads x 320 x 4,096 tokens x 2 B."""
     model = model_preset("deepseek-v3")
     layout = layout_preset("deepseek-v3").with_(cp=2)
-    flash = next(s for s in ext_layer_recipe(model, layout, 8192, 8, False) if s.name == "flash_attn")
+    flash = next(s for s in layer_recipe(model, layout, 8192, 8, False) if s.name == "flash_attn")
     assert flash.nic_bytes == 0 and flash.comm_bytes == 4096 * 128 * 320 * 2
 
 
@@ -163,8 +163,8 @@ def test_fp8_tp_all_gather_and_cross_node_nic_bytes() -> None:
     assert tp["tp_rs_attn"].comm_bytes == 7_340_032
     model = model_preset("deepseekmoe")
     cross = BASE.with_(ep=16)
-    bf16 = {s.name: s for s in ext_layer_recipe(model, cross, SEQ, 8, False)}
-    fp8 = {s.name: s for s in ext_layer_recipe(model, cross.with_(comm_dtype="fp8"), SEQ, 8, False)}
+    bf16 = {s.name: s for s in layer_recipe(model, cross, SEQ, 8, False)}
+    fp8 = {s.name: s for s in layer_recipe(model, cross.with_(comm_dtype="fp8"), SEQ, 8, False)}
     assert fp8["ep_a2a_dispatch"].nic_bytes == pytest.approx(bf16["ep_a2a_dispatch"].nic_bytes * 0.515625)
     assert fp8["ep_a2a_combine"].nic_bytes == bf16["ep_a2a_combine"].nic_bytes
 
@@ -181,11 +181,6 @@ def test_tp2_with_ep64_runs() -> None:
     report = simulate("deepseekmoe", layout, 64, global_batch=64, seq_len=SEQ)
     assert report.dp == 32 and report.exposed_comm_s["tp"] > 0 and report.exposed_comm_s["ep"] > 0
     assert "cp" not in report.exposed_comm_s
-
-
-def test_defaults_keep_presets_on_the_paper_path() -> None:
-    for name in ("megascale-moe", "megatron-lm", "tp-tp"):
-        assert not is_extended(model_preset("paper-352b"), layout_preset(name))
 
 
 @pytest.mark.parametrize(

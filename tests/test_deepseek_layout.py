@@ -9,9 +9,9 @@ from simulator.costs import gemm_time_s
 from topologies.hardware import gpu_preset
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
-from workloads.moe import ext_layer_recipe
+from workloads.layers import layer_recipe
 from workloads.ops import Gemm
-from workloads.schedules import FORWARD, Task
+from workloads.schedules import FORWARD, Block, Task, TaskKey
 from workloads.step import StepWorkload
 
 WORKLOAD = StepWorkload(model_preset("deepseek-v3"), layout_preset("deepseek-v3"), 2048, 8, 15360, 4096)
@@ -26,12 +26,12 @@ def test_uneven_pp_gives_fewer_layers_to_the_last_and_first_stages() -> None:
     """61 = 16 x 4 - 3: stages 15, 0 and 14 hold 3 layers; stage 0 holds exactly the 3 dense layers."""
     counts = [len(WORKLOAD.stage_layers(s)) for s in range(16)]
     assert counts == [3] + [4] * 13 + [3, 3] and sum(counts) == 61
-    assert WORKLOAD.task_key(0, Task(FORWARD, 0, 0)) == (FORWARD, True, False, 3, 0)
-    assert WORKLOAD.task_key(1, Task(FORWARD, 0, 0)) == (FORWARD, False, False, 0, 4)
+    assert WORKLOAD.task_key(0, Task(FORWARD, 0, 0)) == TaskKey(FORWARD, (Block(True, False, 3, 0),))
+    assert WORKLOAD.task_key(1, Task(FORWARD, 0, 0)) == TaskKey(FORWARD, (Block(False, False, 0, 4),))
 
 
 def test_fp8_gemms_and_their_time() -> None:
-    steps = ext_layer_recipe(WORKLOAD.model, WORKLOAD.layout, 4096, 8, dense=False)
+    steps = layer_recipe(WORKLOAD.model, WORKLOAD.layout, 4096, 8, dense=False)
     fp8 = {s.name: s.gemm.fp8 for s in steps if s.gemm is not None}
     assert fp8["router"] is False and fp8["expert_fc13"] and fp8["q_up"] and fp8["shared_fc2"]
     gpu, cal = gpu_preset("h800"), DEFAULT_CALIBRATION

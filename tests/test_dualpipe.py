@@ -12,6 +12,7 @@ from simulator.engine import PipelineEngine
 from simulator.memory import in_flight_micro_batches, stage_memory
 from simulator.report import build_report
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
+from tests.toys import block_task_key
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads import dualpipe as dp
@@ -19,12 +20,13 @@ from workloads.layouts import layout_preset
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
+    Block,
     FORWARD,
     FORWARD_BACKWARD,
     WEIGHT,
     Task,
+    DualPipe,
     bubble_dualpipe_s,
-    dualpipe,
 )
 from workloads.step import StepWorkload
 
@@ -33,7 +35,8 @@ FREE_NIC = {"nic_bandwidth_Bps": 1e15, "nic_efficiency": 1.0, "nic_latency_s": 1
 
 def _replay(stages: int, micro_batches: int, durations: dict[str, float]) -> list[float]:
     """Idle time of each stage when tasks take fixed durations and sends are free (a hand model)."""
-    orders = [dualpipe(s, stages, micro_batches) for s in range(stages)]
+    schedule = DualPipe(stages, micro_batches)
+    orders = [schedule.order(s) for s in range(stages)]
     arrived: dict[tuple, float] = {}
     clock, busy, next_task = [0.0] * stages, [0.0] * stages, [0] * stages
     moved = True
@@ -42,12 +45,12 @@ def _replay(stages: int, micro_batches: int, durations: dict[str, float]) -> lis
         for s in range(stages):
             while next_task[s] < len(orders[s]):
                 task = orders[s][next_task[s]]
-                needed = dp.inputs(s, task, stages)
+                needed = schedule.inputs(s, task)
                 if any(key not in arrived for key in needed):
                     break
                 clock[s] = max([clock[s]] + [arrived[key] for key in needed]) + durations[task.direction]
                 busy[s] += durations[task.direction]
-                for _dst, key in dp.outputs(s, task, stages):
+                for key in schedule.outputs(s, task):
                     arrived[key] = clock[s]
                 next_task[s] += 1
                 moved = True
@@ -63,7 +66,7 @@ def test_dualpipe_each_task_once_in_dependency_order(stages: int, micro_batches:
     """Every (micro-batch, direction) is forwarded once and backwarded once per stage (B, Bi or the backward
     half of an F&B), after its forward; each Bi is followed later by its W; m/2 micro-batches per direction."""
     for stage in range(stages):
-        order = dualpipe(stage, stages, micro_batches)
+        order = DualPipe(stages, micro_batches).order(stage)
         forwards, backwards, weights, position = [], [], [], {}
         for i, task in enumerate(order):
             if task.direction in (FORWARD, FORWARD_BACKWARD):
@@ -90,7 +93,7 @@ def test_dualpipe_stage0_of_4() -> None:
     step 1 F0a F1a, step 2 F2a F0b, step 3 Bi0b W0b F1b, step 4 (F3a & B1b) (F2b & B0a),
     step 5 B2b (F3b & B1a), step 6 B3b Bi2a (zero bubble from the middle), step 7 W2a Bi3a, step 8 W3a."""
     got = []
-    for t in dualpipe(0, 4, 8):
+    for t in DualPipe(4, 8).order(0):
         name = f"{t.direction}{t.micro_batch}{'ab'[t.chunk]}"
         got.append(name + (f"/{t.paired[0]}{'ab'[t.paired[1]]}" if t.paired else ""))
     assert " ".join(got) == ("F0a F1a F2a F0b Bi0b W0b F1b F&B3a/1b F&B2b/0a B2b F&B3b/1a B3b Bi2a W2a Bi3a W3a")
@@ -121,8 +124,8 @@ def _workload(model, layout: str, pp: int, micro_batches: int, **nic) -> tuple[S
 def test_split_backward_partitions_the_full_backward() -> None:
     """Bi + W hold exactly the full backward's ops; W is the .wgrad GEMMs, Bi keeps valid deps."""
     workload, _ = _workload(TINY, "megascale-moe", 4, 8)
-    full = workload.task_ops((BACKWARD, False, False))
-    inputs, weights = workload.task_ops((BACKWARD_INPUT, False, False)), workload.task_ops((WEIGHT, False, False))
+    full = workload.task_ops(block_task_key(workload, BACKWARD, False, False))
+    inputs, weights = workload.task_ops(block_task_key(workload, BACKWARD_INPUT, False, False)), workload.task_ops(block_task_key(workload, WEIGHT, False, False))
     assert len(inputs) + len(weights) == len(full)
     assert weights and all(op.name.endswith(".wgrad") and op.deps == () for op in weights)
     assert sum(op.flops for op in inputs) + sum(op.flops for op in weights) == pytest.approx(
@@ -133,9 +136,9 @@ def test_split_backward_partitions_the_full_backward() -> None:
 
 def test_pair_keeps_each_list_order_and_dependencies() -> None:
     workload, _ = _workload(TINY, "megascale-moe", 4, 8)
-    key = (FORWARD_BACKWARD, False, False, False, False)
+    key = block_task_key(workload, FORWARD_BACKWARD)
     ops, lanes = workload.task_ops(key), workload.task_lanes(key)
-    f_ops, b_ops = workload.task_ops((FORWARD, False, False)), workload.task_ops((BACKWARD, False, False))
+    f_ops, b_ops = workload.task_ops(block_task_key(workload, FORWARD, False, False)), workload.task_ops(block_task_key(workload, BACKWARD, False, False))
     assert [op.name for op, lane in zip(ops, lanes) if lane == 0] == [op.name for op in f_ops]
     assert [op.name for op, lane in zip(ops, lanes) if lane == 1] == [op.name for op in b_ops]
     assert all(lanes[d] == lanes[i] and d < i for i, op in enumerate(ops) for d in op.deps)
@@ -147,9 +150,9 @@ def test_paired_task_hides_communication(layout: str) -> None:
     beside the other's compute) but no shorter than the GPU's compute work, which the lanes share."""
     workload, cluster = _workload(TINY, layout, 4, 8)
     engine = PipelineEngine(workload, cluster, CAL)
-    f = engine.task_timing((FORWARD, False, False))
-    b = engine.task_timing((BACKWARD, False, False))
-    fb = engine.task_timing((FORWARD_BACKWARD, False, False, False, False))
+    f = engine.task_timing(block_task_key(workload, FORWARD, False, False))
+    b = engine.task_timing(block_task_key(workload, BACKWARD, False, False))
+    fb = engine.task_timing(block_task_key(workload, FORWARD_BACKWARD))
     assert fb.duration_s < 0.97 * (f.duration_s + b.duration_s)
     assert fb.duration_s >= f.compute_busy_s + b.compute_busy_s - 1e-12
     assert fb.compute_busy_s == pytest.approx(f.compute_busy_s + b.compute_busy_s, rel=1e-9)
@@ -170,10 +173,10 @@ def test_dualpipe_engine_bubble_matches_formula_and_beats_1f1b(pp: int, micro_ba
     end = max(log.pipeline_end_s for log in result.stages)
     idle = max(end - log.busy_s for log in result.stages)
     d = {
-        kind: engine.task_timing((kind, False, False)).duration_s
+        kind: engine.task_timing(block_task_key(workload, kind, False, False)).duration_s
         for kind in (FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT)
     }
-    d[FORWARD_BACKWARD] = engine.task_timing((FORWARD_BACKWARD, False, False, False, False)).duration_s
+    d[FORWARD_BACKWARD] = engine.task_timing(block_task_key(workload, FORWARD_BACKWARD)).duration_s
     assert d[FORWARD_BACKWARD] <= d[FORWARD] + d[BACKWARD]
     assert idle == pytest.approx(max(_replay(pp, micro_batches, d)), rel=0.02)
     # Here Bi > F > W (SAR recompute sits in Bi); the README formula, exact for F = Bi = W, bounds it.
@@ -221,7 +224,7 @@ def test_dualpipe_memory_two_parameter_copies_and_pp_plus_one_activations() -> N
         )
         assert in_flight_micro_batches(workload, stage) == 5
         live = peak = 0
-        for task in dualpipe(stage, 4, 8):
+        for task in DualPipe(4, 8).order(stage):
             live += {FORWARD: 1, BACKWARD: -1, BACKWARD_INPUT: -1}.get(task.direction, 0)
             peak = max(peak, live + (task.direction == FORWARD_BACKWARD))
         assert peak == 5
@@ -271,5 +274,6 @@ def test_dualpipe_runs_extended_models_with_their_own_blocks() -> None:
     workload = StepWorkload(model, layout.with_(schedule="dualpipe"), 32, 8, 32, 1024)
     first = workload.task_key(0, Task(FORWARD, 0, 0))
     middle = workload.task_key(1, Task(FORWARD, 0, 0))
-    assert first[-2:] == (2, 0) and middle[-2:] == (0, 2)  # block 0 holds both dense layers
+    assert first.blocks == (Block(True, False, 2, 0),)  # block 0 holds both dense layers
+    assert middle.blocks == (Block(False, False, 0, 2),)
     assert workload.task_key(3, Task(FORWARD, 0, 1)) == first  # the reverse pipeline's block 0 on stage 3

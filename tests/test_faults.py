@@ -11,7 +11,7 @@ from simulator.engine import PipelineEngine
 from simulator.faults import Faults, StageFault, fault_path, gpu_index, gpu_place
 from simulator.report import simulate
 from simulator.unfolded import UnfoldedEngine
-from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
+from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
@@ -120,10 +120,10 @@ def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
     healthy = PipelineEngine(workload, cluster, CAL)
     base = healthy.run().step_time_s
     last = (
-        healthy.task_timing((FORWARD, False, True)).duration_s + healthy.task_timing((BACKWARD, False, True)).duration_s
+        healthy.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s + healthy.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
     )
-    f_mid = healthy.task_timing((FORWARD, False, False)).duration_s
-    b_mid = healthy.task_timing((BACKWARD, False, False)).duration_s
+    f_mid = healthy.task_timing(block_task_key(workload, FORWARD, False, False)).duration_s
+    b_mid = healthy.task_timing(block_task_key(workload, BACKWARD, False, False)).duration_s
     assert last >= f_mid + b_mid  # the LM-head stage is (barely) the slowest even when healthy
     slow = PipelineEngine(workload, cluster, CAL, faults=Faults(stragglers=[(3, factor)])).run().step_time_s
     assert slow - base == pytest.approx(8 * (factor - 1) * last, rel=1e-9)
@@ -140,18 +140,18 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
     slow = faulty.run().step_time_s
     extra = sum(
         faulty.task_timing(key, 3).duration_s - healthy.task_timing(key).duration_s
-        for key in ((FORWARD, False, True), (BACKWARD, False, True))
+        for key in (block_task_key(workload, FORWARD, False, True), block_task_key(workload, BACKWARD, False, True))
     )
     assert (
         0
         < extra
-        < 0.2 * sum(healthy.task_timing(k).duration_s for k in ((FORWARD, False, True), (BACKWARD, False, True)))
+        < 0.2 * sum(healthy.task_timing(k).duration_s for k in (block_task_key(workload, FORWARD, False, True), block_task_key(workload, BACKWARD, False, True)))
     )
     assert slow - base == pytest.approx(8 * extra, rel=1e-9)
     # Memoization keeps the slow stage's timings apart from the healthy stages'.
     assert (
-        faulty.task_timing((FORWARD, False, False), 1).duration_s
-        == healthy.task_timing((FORWARD, False, False)).duration_s
+        faulty.task_timing(block_task_key(workload, FORWARD, False, False), 1).duration_s
+        == healthy.task_timing(block_task_key(workload, FORWARD, False, False)).duration_s
     )
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import pytest
 
 from topologies.errors import ConfigError
-from workloads.layers import ffn_recipe
-from workloads.layouts import LAYOUT_PRESETS, layout_preset
+from workloads.layouts import layout_preset
 from workloads.mla import mla_params, mla_recipe
-from workloads.models import MODEL_PRESETS, model_preset
-from workloads.moe import dense_ffn_recipe, ep_ffn_recipe, is_extended
+from workloads.models import model_preset
+from workloads.moe import dense_ffn_recipe, ep_ffn_recipe
 from workloads.ops import COMM, Gemm
 from workloads.tasks import forward_ops
 
@@ -41,14 +40,8 @@ def test_deepseek_v3_total_and_active_params() -> None:
     assert DSV3.total_params == 3 * dense + 58 * moe + 2 * 129280 * 7168
 
 
-def test_paper_presets_unchanged_and_not_extended() -> None:
+def test_paper_preset_parameter_count_unchanged() -> None:
     assert model_preset("paper-352b").total_params == 341_290_483_712
-    for name, model in MODEL_PRESETS.items():
-        if name == "deepseek-v3":
-            continue
-        for layout in LAYOUT_PRESETS.values():
-            if layout.name != "deepseek-v3":
-                assert not is_extended(model, layout)
 
 
 def test_tied_embeddings_drop_one_matrix() -> None:
@@ -100,14 +93,6 @@ def test_shared_experts_run_beside_the_dispatch() -> None:
     assert dispatch.stream == COMM
     assert ops[index["shared_fc13"]].deps == dispatch.deps
     assert set(ops[index["expert_fc13"]].deps) == {index["shared_fc2"], index["ep_a2a_dispatch"]}
-
-
-def test_extended_recipe_equals_paper_recipe_for_in_node_ep() -> None:
-    model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
-    old, new = ffn_recipe(model, layout, 8192), ep_ffn_recipe(model, layout, 8192, 8)
-    assert [(s.name, s.gemm, s.comm_bytes, s.mem_bytes) for s in old] == [
-        (s.name, s.gemm, s.comm_bytes, s.mem_bytes) for s in new
-    ]
 
 
 def test_bad_extension_fields() -> None:

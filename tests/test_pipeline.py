@@ -8,7 +8,7 @@ import pytest
 
 from simulator.engine import PipelineEngine
 from simulator.report import build_report
-from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
+from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
@@ -16,10 +16,11 @@ from workloads.schedules import (
     BACKWARD,
     FORWARD,
     Task,
+    SCHEDULES,
+    Interleaved,
+    OneFOneB,
     bubble_fraction_1f1b,
-    interleaved_one_f_one_b,
-    one_f_one_b,
-    stage_order,
+    make_schedule,
 )
 from workloads.step import StepWorkload
 
@@ -28,7 +29,7 @@ from workloads.step import StepWorkload
 
 def test_1f1b_last_stage_alternates() -> None:
     """The last stage has no warm-up: F0 B0 F1 B1 F2 B2."""
-    assert one_f_one_b(3, 4, 3) == [
+    assert OneFOneB(4, 3).order(3) == [
         Task(FORWARD, 0, 0),
         Task(BACKWARD, 0, 0),
         Task(FORWARD, 1, 0),
@@ -45,7 +46,7 @@ def test_1f1b_first_stage_order() -> None:
         "F3 B0 F4 B1 "  # steady state: 5 - 3 = 2 pairs
         "B2 B3 B4"
     )  # cool-down
-    got = " ".join(f"{t.direction}{t.micro_batch}" for t in one_f_one_b(0, 4, 5))
+    got = " ".join(f"{t.direction}{t.micro_batch}" for t in OneFOneB(4, 5).order(0))
     assert got == expected
 
 
@@ -54,7 +55,7 @@ def test_1f1b_counts(stages: int, micro_batches: int) -> None:
     """Every stage runs each micro-batch once forward and once backward, backward after forward, and
     holds at most p - s micro-batches in flight (warm-up min(p - s - 1, m) + 1)."""
     for stage in range(stages):
-        order = one_f_one_b(stage, stages, micro_batches)
+        order = OneFOneB(stages, micro_batches).order(stage)
         assert len(order) == 2 * micro_batches
         counts = Counter((t.direction, t.micro_batch) for t in order)
         assert set(counts.values()) == {1}
@@ -74,7 +75,7 @@ def test_interleaved_each_task_once_backward_after_forward(stages: int, micro_ba
     """Interleaved 1F1B: every (micro-batch, chunk) once per direction; each backward after its forward;
     a micro-batch's forward visits chunks 0, 1, ... in order and its backward the reverse."""
     for stage in range(stages):
-        order = interleaved_one_f_one_b(stage, stages, micro_batches, chunks)
+        order = Interleaved(stages, micro_batches, chunks).order(stage)
         assert len(order) == 2 * micro_batches * chunks
         everything = {(mb, c) for mb in range(micro_batches) for c in range(chunks)}
         forwards = [(t.micro_batch, t.chunk) for t in order if t.direction == FORWARD]
@@ -92,14 +93,15 @@ def test_interleaved_each_task_once_backward_after_forward(stages: int, micro_ba
 def test_interleaved_first_stage_warmup() -> None:
     """p = 2, v = 2, m = 2 on stage 0: warm-up (p - 0 - 1) * 2 + (v - 1) * p = 4 forwards =
     F(mb0, c0) F(mb1, c0) F(mb0, c1) F(mb1, c1), then backwards from the last chunk."""
-    order = interleaved_one_f_one_b(0, 2, 2, 2)
+    order = Interleaved(2, 2, 2).order(0)
     assert order[:4] == [Task(FORWARD, 0, 0), Task(FORWARD, 1, 0), Task(FORWARD, 0, 1), Task(FORWARD, 1, 1)]
     assert order[4:] == [Task(BACKWARD, 0, 1), Task(BACKWARD, 1, 1), Task(BACKWARD, 0, 0), Task(BACKWARD, 1, 0)]
 
 
 def test_stage_order_dispatch_and_bubble_formula() -> None:
-    assert stage_order("1f1b", 1, 4, 8, 1) == one_f_one_b(1, 4, 8)
-    assert stage_order("interleaved", 1, 4, 8, 2) == interleaved_one_f_one_b(1, 4, 8, 2)
+    assert make_schedule("1f1b", 4, 8).order(1) == OneFOneB(4, 8).order(1)
+    assert make_schedule("interleaved", 4, 8, 2).order(1) == Interleaved(4, 8, 2).order(1)
+    assert set(SCHEDULES) == {"1f1b", "interleaved", "dualpipe"}
     assert bubble_fraction_1f1b(4, 8) == pytest.approx(3 / 11, rel=1e-15)  # (p-1)/(m+p-1)
     assert bubble_fraction_1f1b(15, 48) == pytest.approx(14 / 62, rel=1e-15)
 
@@ -138,10 +140,10 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert send_s == pytest.approx(46.94304e-6, rel=1e-12)
     engine = PipelineEngine(workload, cluster, CAL)
     result = engine.run()
-    f0 = engine.task_timing((FORWARD, True, False)).duration_s
-    f1 = engine.task_timing((FORWARD, False, True)).duration_s
-    b1 = engine.task_timing((BACKWARD, False, True)).duration_s
-    b0 = engine.task_timing((BACKWARD, True, False)).duration_s
+    f0 = engine.task_timing(block_task_key(workload, FORWARD, True, False)).duration_s
+    f1 = engine.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
+    b1 = engine.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
+    b0 = engine.task_timing(block_task_key(workload, BACKWARD, True, False)).duration_s
     # Then stage 0's optimizer step: Adam reads and writes 32 B per parameter it holds, at HBM speed.
     held = workload.stage_params_per_gpu(0)[0]
     optimizer_s = held * 32 / (cluster.gpu.hbm_bandwidth_Bps * CAL.memory_efficiency) + CAL.kernel_overhead_s

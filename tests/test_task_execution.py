@@ -182,12 +182,13 @@ def test_single_stream_fast_path_equals_event_path(layout_name: str) -> None:
     from topologies.hardware import gpu_preset
     from workloads.layouts import layout_preset
     from workloads.models import model_preset
+    from workloads.schedules import BACKWARD, FORWARD, Task
     from workloads.step import StepWorkload
 
     gpu = gpu_preset("h800")
     workload = StepWorkload(model_preset("mixtral-8x7b"), layout_preset(layout_name).with_(pp=4), 64, 8, 8, 2048)
     compared = 0
-    for key in (("F", False, False), ("B", False, False)):
+    for key in (workload.task_key(1, Task(FORWARD, 0, 0)), workload.task_key(1, Task(BACKWARD, 0, 0))):
         ops = workload.task_ops(key)
         costs = OpCosts.of(ops, gpu, DEFAULT_CALIBRATION, gpu.nvlink_latency_s)
         if len(costs.streams) != 1:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.layers import BYTES_BF16, attention_recipe, ffn_recipe, paper_volumes_bytes
+from workloads.layers import BYTES_BF16, attention_recipe, paper_volumes_bytes
+from workloads.moe import ffn_recipe
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, REDUCE_SCATTER
@@ -66,7 +67,7 @@ def test_tp_attention_bytes() -> None:
 def test_tp_ffn_bytes() -> None:
     """TP experts (Eq. 4) all-gather the sequence-sharded tokens and reduce-scatter the output:
     the same 2 x 58,720,256 B = 117.4 MB as TP attention."""
-    assert _comm(ffn_recipe(MODEL, TP, SEQ_LEN), group="tp") == [58_720_256, 58_720_256]
+    assert _comm(ffn_recipe(MODEL, TP, SEQ_LEN, 8, False), group="tp") == [58_720_256, 58_720_256]
 
 
 def test_sp_attention_physical_bytes() -> None:
@@ -96,7 +97,7 @@ def test_ep_all_to_all_bytes() -> None:
     """EP (Eq. 3): each GPU sends its s/n = 1024 tokens to k = 3 experts, 7/8 of them off-GPU:
     dispatch = 1024 x 3 x 4096 x 2 B x 7/8 = 22,020,096 B = 22.0 MB, combine the same back;
     dispatch + combine = 44,040,192 B = 44.0 MB, the paper's EP all-to-all per layer."""
-    steps = ffn_recipe(MODEL, SPEP, SEQ_LEN)
+    steps = ffn_recipe(MODEL, SPEP, SEQ_LEN, 8, False)
     dispatch, combine = _named(steps, "ep_a2a_dispatch"), _named(steps, "ep_a2a_combine")
     assert dispatch == combine == pytest.approx(22_020_096, rel=1e-12)
     assert (dispatch + combine) / MB == pytest.approx(44.0, rel=1e-3)
@@ -125,9 +126,9 @@ def test_tp_tp_over_sp_ep_per_layer() -> None:
     """Per layer, TP+TP (117.4 + 117.4 = 234.9 MB) over SP+EP as the paper counts them (36.7 + 44.0 =
     80.7 MB): 234,881,024 / 80,740,352 = 2.909 -> 2.9x. The recipes give the TP side and EP exactly."""
     tp_tp = sum(_comm(attention_recipe(MODEL, TP, SEQ_LEN), group="tp")) + sum(
-        _comm(ffn_recipe(MODEL, TP, SEQ_LEN), group="tp")
+        _comm(ffn_recipe(MODEL, TP, SEQ_LEN, 8, False), group="tp")
     )
-    ep = sum(_comm(ffn_recipe(MODEL, SPEP, SEQ_LEN), group="ep"))
+    ep = sum(_comm(ffn_recipe(MODEL, SPEP, SEQ_LEN, 8, False), group="ep"))
     sp_paper = paper_volumes_bytes(MODEL, 8, 1, SEQ_LEN)["sp_attention"]
     assert tp_tp == 234_881_024
     assert ep == pytest.approx(44_040_192, rel=1e-12)

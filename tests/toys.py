@@ -7,6 +7,8 @@ from dataclasses import replace
 from simulator.calibration import Calibration
 from topologies.hardware import GpuSpec
 from workloads.models import ModelSpec
+from workloads.schedules import Block, Phase, TaskKey
+from workloads.step import StepWorkload
 
 TOY_GPU = GpuSpec(
     name="toy",
@@ -48,3 +50,9 @@ def toy_gpu(**changes: object) -> GpuSpec:
 
 def toy_calibration(**changes: object) -> Calibration:
     return replace(TOY_CALIBRATION, **changes)
+
+
+def block_task_key(workload: StepWorkload, phase: Phase, first: bool = False, last: bool = False) -> TaskKey:
+    """The key of a task on a block of ``workload.layers_per_chunk`` MoE layers (models without dense layers)."""
+    block = Block(first, last, 0, workload.layers_per_chunk)
+    return TaskKey(phase, (block, block) if phase == Phase.FORWARD_BACKWARD else (block,))

@@ -329,11 +329,6 @@ def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1) -
     return SCHEDULES[name](stages, micro_batches, chunks)
 
 
-def stage_order(schedule: str, stage: int, stages: int, micro_batches: int, chunks: int) -> list[Task]:
-    """The task order of ``stage`` under the schedule called ``schedule``."""
-    return make_schedule(schedule, stages, micro_batches, chunks).order(stage)
-
-
 def bubble_dualpipe_s(stages: int, f_and_b_s: float, backward_s: float, weight_s: float) -> float:
     """DualPipe's bubble (PP/2 - 1)(F&B + B - 3W) (deepseek-ai/DualPipe README, bubble table)."""
     return (stages / 2 - 1) * (f_and_b_s + backward_s - 3 * weight_s)

@@ -158,6 +158,11 @@ class StepWorkload:
             ParamGroup(experts, experts, self.expert_dp),
         ]
 
+    def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
+        """(parameters held, parameters synced over the NICs) per GPU of a stage, over its groups."""
+        groups = self.stage_param_groups(stage)
+        return sum(g.held for g in groups), sum(g.synced for g in groups)
+
     # --- tasks -------------------------------------------------------------------------------------
     def block_key(self, block: int) -> Block:
         """What sets block ``block``'s op list."""
