@@ -167,7 +167,8 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     six_n = six_n_flops_per_token(workload.model, workload.seq_len) * workload.tokens_per_step
     critical = max(stages, key=lambda log: log.end_s)
     # Per kind, the stage that exposes the most of it (stages differ: e.g. dense-only or LM-head stages).
-    kinds = COMM_KINDS + (("cp",) if workload.layout.cp > 1 else ())  # CP's ring: a "cp" entry when used
+    # CP's ring and ETP's all-gather / reduce-scatter: "cp" and "etp" entries when used
+    kinds = COMM_KINDS + (("cp",) if workload.layout.cp > 1 else ()) + (("etp",) if workload.layout.etp > 1 else ())
     exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)

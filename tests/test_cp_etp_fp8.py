@@ -139,6 +139,18 @@ def test_etp_all_gather_fused_into_expert_gemm() -> None:
     assert _time_one(fused) == pytest.approx(872.415232e-6 + 83.88608e-6 + 1e-6, rel=1e-12)
 
 
+def test_etp_communication_is_its_own_kind() -> None:
+    """ETP's all-gather / reduce-scatter are group ETP (exposed as "etp"), not EP; dispatch stays EP."""
+    layout = BASE.with_(intra_size=1, ep=4, etp=2, intra_op_overlap=False)
+    ops = forward_ops([(0, list(_steps(layout).values()))], layout)
+    groups = {op.name: op.group for op in ops if op.is_comm and op.group != "sp"}  # SP of 1: zero bytes
+    assert groups == {"ep_a2a_dispatch": "ep", "etp_ag": "etp", "etp_rs": "etp", "ep_a2a_combine": "ep"}
+    report = simulate(TOY, layout, 8, global_batch=8, seq_len=SEQ)
+    assert set(report.exposed_comm_s) == {"tp", "sp", "ep", "etp", "pp", "dp"}
+    # Without intra-op overlap nothing but the comm stream's own order hides the ETP AG before its GEMM.
+    assert report.exposed_comm_s["etp"] > 0
+
+
 # --- FP8 communication ---------------------------------------------------------------------------------
 def test_fp8_dispatch_is_half_plus_scales_and_combine_stays_bf16() -> None:
     """In-node EP 8: 512 tokens x 2 copies x 1,024 x 2 B x 7/8 = 1,835,008 B BF16; FP8: 1,835,008 / 2 = 917,504
