@@ -3,9 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
+
+
+class LayerParams(NamedTuple):
+    """Weights of one layer by how they are sharded and synchronised."""
+
+    attention: int  # projections (MLA: with its latent norms)
+    dense_ffn: int  # a dense layer's SwiGLU
+    shared: int  # shared experts
+    experts: int  # all routed experts
+    active_experts: int  # the top-k routed experts one token uses
+    router: int
+    norms: int
+
+    def total(self) -> int:
+        return self.attention + self.dense_ffn + self.shared + self.experts + self.router + self.norms
+
+    def active(self) -> int:
+        return self.attention + self.dense_ffn + self.shared + self.active_experts
 
 
 @dataclass(frozen=True)
@@ -82,12 +101,6 @@ class ModelSpec:
         return 3 * self.hidden_size * self.expert_ffn_size
 
     @property
-    def layer_params(self) -> int:
-        router = self.hidden_size * self.num_experts
-        norms = 2 * self.hidden_size
-        return self.attention_params + self.num_experts * self.expert_params + router + norms
-
-    @property
     def embedding_params(self) -> int:
         """Input embedding and output head: one matrix if tied, else two."""
         return (1 if self.tied_embeddings else 2) * self.vocab_size * self.hidden_size
@@ -101,22 +114,33 @@ class ModelSpec:
         """Shared experts of one MoE layer (DeepSeekMoE: each as wide as a routed expert)."""
         return self.num_shared_experts * self.expert_params
 
-    @property
-    def dense_layer_params(self) -> int:
-        """A leading dense layer: attention, SwiGLU of width dense_ffn_size, two norms."""
-        return self.attention_params + 3 * self.hidden_size * self.dense_ffn_size + 2 * self.hidden_size
+    def layer_parts(self, dense: bool) -> LayerParams:
+        """The weights of one (dense or MoE) layer by part: the one parameter model that the parameter
+        counts, the 6N FLOPs, memory and DP sync (workloads.step.stage_param_groups) all use."""
+        h = self.hidden_size
+        if dense:
+            return LayerParams(self.attention_params, 3 * h * self.dense_ffn_size, 0, 0, 0, 0, 2 * h)
+        return LayerParams(
+            self.attention_params,
+            0,
+            self.shared_params,
+            self.num_experts * self.expert_params,
+            self.top_k * self.expert_params,
+            h * self.num_experts,
+            2 * h,
+        )
+
+    def _over_layers(self, part) -> int:
+        return self.moe_layers * part(self.layer_parts(False)) + self.num_dense_layers * part(self.layer_parts(True))
 
     @property
     def total_params(self) -> int:
-        moe = self.layer_params + self.shared_params
-        return self.moe_layers * moe + self.num_dense_layers * self.dense_layer_params + self.embedding_params
+        return self._over_layers(LayerParams.total) + self.embedding_params
 
     @property
     def active_params(self) -> int:
-        """Parameters one token uses: attention, top-k and shared experts, dense layers, embeddings."""
-        moe = self.attention_params + self.top_k * self.expert_params + self.shared_params
-        dense = self.dense_layer_params - 2 * self.hidden_size  # norms are not counted
-        return self.moe_layers * moe + self.num_dense_layers * dense + self.embedding_params
+        """Parameters one token uses: attention, top-k and shared experts, dense FFNs, embeddings (no norms or router)."""
+        return self._over_layers(LayerParams.active) + self.embedding_params
 
     def with_(self, **changes: object) -> ModelSpec:
         return replace(self, **changes)

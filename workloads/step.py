@@ -129,22 +129,14 @@ class StepWorkload:
         SP replicates attention (and dense FFN) weights inside the node; their gradients are reduced
         hierarchically (MegaScale-MoE App. A.1), so the inter-node bytes equal TP's: 1/n of them per GPU.
         """
-        m, n, ep = self.model, self.layout.intra_size, self.layout.ep_degree
-        sp = self.layout.attention == "sp"
-        layers = self.stage_layers(stage)
-        dense_layers = sum(1 for i in layers if i < m.num_dense_layers)
-        moe_layers = len(layers) - dense_layers
-        local_dense = (m.attention_params + 3 * m.hidden_size * m.dense_ffn_size) if sp else 0
-        attention = m.attention_params
-        shared = m.shared_params
-        small = m.hidden_size * (m.num_experts + 2)  # router and norms, replicated
-        replicated = dense_layers * (local_dense + 2 * m.hidden_size) + moe_layers * ((attention + shared) * sp + small)
-        split = dense_layers * (m.dense_layer_params - 2 * m.hidden_size) + moe_layers * (attention + shared)
-        held_dense = replicated + (0 if sp else split / n)
-        synced_dense = moe_layers * small + dense_layers * 2 * m.hidden_size + split / n
-        experts = (
-            moe_layers * m.num_experts * m.expert_params / (ep * self.layout.etp if self.layout.ffn == "ep" else n)
-        )
+        m, n, layout = self.model, self.layout.intra_size, self.layout
+        parts = [m.layer_parts(i < m.num_dense_layers) for i in self.stage_layers(stage)]
+        split = sum(p.attention + p.dense_ffn + p.shared for p in parts)  # TP shards these n ways; SP replicates
+        small = sum(p.router + p.norms for p in parts)  # replicated everywhere
+        experts = sum(p.experts for p in parts) / (layout.ep_degree * layout.etp if layout.ffn == "ep" else n)
+        sp = layout.attention == "sp"
+        held_dense = small + (split if sp else split / n)
+        synced_dense = small + split / n
         vocab = m.vocab_size * m.hidden_size / n
         blocks = self.schedule.stage_blocks(stage)
         ends = (0 in blocks) + (self.schedule.blocks - 1 in blocks)  # embedding on block 0, head on the last
