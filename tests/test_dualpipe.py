@@ -17,6 +17,7 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads import dualpipe as dp
 from workloads.layouts import layout_preset
+from workloads.models import LayerKind
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
@@ -274,6 +275,6 @@ def test_dualpipe_runs_extended_models_with_their_own_blocks() -> None:
     workload = StepWorkload(model, layout.with_(schedule="dualpipe"), 32, 8, 32, 1024)
     first = workload.task_key(0, Task(FORWARD, 0, 0))
     middle = workload.task_key(1, Task(FORWARD, 0, 0))
-    assert first.blocks == (Block(True, False, 2, 0),)  # block 0 holds both dense layers
-    assert middle.blocks == (Block(False, False, 0, 2),)
+    assert first.blocks == (Block(True, False, (LayerKind(True, 0),) * 2),)  # block 0 holds both dense layers
+    assert middle.blocks == (Block(False, False, (LayerKind(False, 0),) * 2),)
     assert workload.task_key(3, Task(FORWARD, 0, 1)) == first  # the reverse pipeline's block 0 on stage 3

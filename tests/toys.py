@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from simulator.calibration import Calibration
 from topologies.hardware import GpuSpec
-from workloads.models import ModelSpec
+from workloads.models import LayerKind, ModelSpec
 from workloads.schedules import Block, Phase, TaskKey
 from workloads.step import StepWorkload
 
@@ -54,5 +54,5 @@ def toy_calibration(**changes: object) -> Calibration:
 
 def block_task_key(workload: StepWorkload, phase: Phase, first: bool = False, last: bool = False) -> TaskKey:
     """The key of a task on a block of ``workload.layers_per_chunk`` MoE layers (models without dense layers)."""
-    block = Block(first, last, 0, workload.layers_per_chunk)
+    block = Block(first, last, (LayerKind(False, 0),) * workload.layers_per_chunk)
     return TaskKey(phase, (block, block) if phase == Phase.FORWARD_BACKWARD else (block,))

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, Group, Step
+from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, Group, Step, attention_pairs
 
 CP_BACKWARD_FACTOR = 2.0  # backward ring passes K/V and their gradients dK/dV (Megatron-Core CP)
 
@@ -38,16 +38,21 @@ def cp_ring_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
     return (layout.cp - 1) * shard
 
 
-def apply_cp(steps: list[Step], model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int) -> list[Step]:
-    """Attention steps built for s/cp tokens -> CP: attention FLOPs x cp (= full / cp) fused with the ring."""
+def apply_cp(
+    steps: list[Step], model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, window: int = 0
+) -> list[Step]:
+    """Attention steps built for s/cp tokens -> CP: 1/cp of the full sequence's attention FLOPs (x cp
+    without a window) per GPU, fused with the ring."""
     if layout.cp == 1:
         return steps
+    local_seq = seq_len // layout.cp
+    scale = attention_pairs(seq_len, window) / (attention_pairs(local_seq, window) * layout.cp)
     ring = cp_ring_bytes(model, layout, seq_len)
     on_nvlink = layout.cp * layout.intra_size <= gpus_per_node
     return [
         replace(
             step,
-            flops=step.flops * layout.cp,
+            flops=step.flops * scale,
             collective=ALL_GATHER,
             group=Group.CP,
             group_size=layout.cp,

@@ -18,10 +18,11 @@ def field_types(cls: type) -> dict[str, str]:
 
 def check_value(field: str, kind: str, value: Any) -> Any:
     """Return value (an int widened to float for float fields) or raise ConfigError naming field."""
-    if kind == "tuple[float, ...]":
+    if kind.startswith("tuple[") and kind.endswith(", ...]"):  # a YAML list of one item type
+        item_kind = kind[len("tuple[") : -len(", ...]")]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(field, f"must be a list of numbers, got {value!r}")
-        return tuple(check_value(f"{field}[{i}]", "float", item) for i, item in enumerate(value))
+            raise ConfigError(field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {value!r}")
+        return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
     ok = {
         "int": isinstance(value, int) and not isinstance(value, bool),
         "float": isinstance(value, (int, float)) and not isinstance(value, bool),

@@ -13,29 +13,26 @@ from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
 from workloads.models import ModelSpec
 from workloads.moe import ffn_recipe, tp_pair
-from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, comm_step
+from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, attention_pairs, comm_step
 from workloads.precision import to_fp8_comm, to_fp8_gemms
 
 
-def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
-    """Forward attention FLOPs per GPU: QK^T and AV over the full sequence for heads/n heads.
-
-    Counted without the causal half (FlashAttention's and Megatron's convention); the kernel executes
-    about half of them under the causal mask (see simulator.costs).
-    """
+def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
+    """Forward attention FLOPs per GPU: QK^T and AV for heads/n heads over ``attention_pairs`` (s x s
+    without a window: FlashAttention's and Megatron's non-causal convention)."""
     heads_local = model.num_heads / layout.intra_size
-    return 4.0 * layout.micro_batch * seq_len * seq_len * model.head_dim * heads_local
+    return 4.0 * layout.micro_batch * attention_pairs(seq_len, window) * model.head_dim * heads_local
 
 
-def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
     """Norm, QKV projection, FlashAttention, output projection, residual: TP or Ulysses SP."""
-    n, h = layout.intra_size, model.hidden_size
+    n, h, q = layout.intra_size, model.hidden_size, model.q_width
     tokens = layout.micro_batch * seq_len
     local = tokens // n  # sequence-sharded tokens per GPU
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
     norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
-    flash = Step("flash_attn", ATTENTION, flops=attention_flops(model, layout, seq_len))
+    flash = Step("flash_attn", ATTENTION, flops=attention_flops(model, layout, seq_len, window))
     if layout.attention == "sp":
         qkv_bytes = local * model.qkv_width * BYTES_BF16
         return [
@@ -44,8 +41,8 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
             # Eq. 2: Q, K, V to head-sharded layout; (n-1)/n of the buffer leaves the GPU
             comm_step("sp_a2a_qkv", ALL_TO_ALL, Group.SP, comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
             flash,
-            comm_step("sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=act_local * (n - 1) / n, fuse="next"),
-            Step("o_proj", GEMM, gemm=Gemm(local, h, h)),
+            comm_step("sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=local * q * BYTES_BF16 * (n - 1) / n, fuse="next"),
+            Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
             residual,
         ]
     gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16)  # Eq. 1: AG the sharded input, RS the output
@@ -54,19 +51,21 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
         gather,
         Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
         flash,
-        Step("o_proj", GEMM, gemm=Gemm(tokens, h, h // n)),
+        Step("o_proj", GEMM, gemm=Gemm(tokens, h, q // n)),
         scatter,
         residual,
     ]
 
 
-def layer_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool) -> list[Step]:
-    """The forward steps of one (dense or MoE) layer on one GPU, with CP and the GEMM / comm precision."""
+def layer_recipe(
+    model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool = False, window: int = 0
+) -> list[Step]:
+    """The forward steps of one layer on one GPU (dense or MoE FFN, attention over a ``window`` of keys or
+    all of them), with CP and the GEMM / comm precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/cp.py)
-    attention = mla_recipe(model, layout, local_seq) if model.attention == "mla" else attention_recipe(
-        model, layout, local_seq
-    )
-    steps = apply_cp(attention, model, layout, seq_len, gpus_per_node) + ffn_recipe(
+    recipe = mla_recipe if model.attention == "mla" else attention_recipe
+    attention = recipe(model, layout, local_seq, window)
+    steps = apply_cp(attention, model, layout, seq_len, gpus_per_node, window) + ffn_recipe(
         model, layout, local_seq, gpus_per_node, dense
     )
     steps = to_fp8_gemms(steps) if layout.gemm_dtype == "fp8" else steps
@@ -87,6 +86,18 @@ def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step
         Step("final_norm", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16),
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
         Step("cross_entropy", MEMORY, mem_bytes=3 * logits_bytes),
+    ]
+
+
+def mtp_projection_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """A multi-token prediction module's input (DeepSeek-V3 Sec. 2.2): the shifted tokens' embedding, RMSNorm
+    of it and of the previous depth's hidden state, and the projection of their concatenation (2h -> h)."""
+    local = layout.micro_batch * seq_len // layout.intra_size
+    act = local * model.hidden_size * BYTES_BF16
+    return [
+        Step("mtp_embedding", MEMORY, mem_bytes=2 * act),
+        Step("mtp_norms", MEMORY, mem_bytes=4 * act),
+        Step("mtp_proj", GEMM, gemm=Gemm(local, model.hidden_size, 2 * model.hidden_size)),
     ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.moe import tp_pair
-from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, comm_step
+from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, attention_pairs, comm_step
 
 
 def qk_head_dim(model: ModelSpec) -> int:
@@ -29,14 +29,14 @@ def mla_params(model: ModelSpec) -> int:
     return query + kv + out
 
 
-def mla_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
+def mla_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
     """Forward attention FLOPs per GPU, non-causal: 2 b s^2 (H/n) (d_qk + d_v) (QK^T and AV)."""
     heads_local = model.num_heads / layout.intra_size
     dims = qk_head_dim(model) + model.v_head_dim
-    return 2.0 * layout.micro_batch * seq_len * seq_len * heads_local * dims
+    return 2.0 * layout.micro_batch * attention_pairs(seq_len, window) * heads_local * dims
 
 
-def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
     """Norm, MLA down/up projections, FlashAttention, output projection: Ulysses SP (n >= 1) or TP."""
     n, h, heads = layout.intra_size, model.hidden_size, model.num_heads
     tokens = layout.micro_batch * seq_len
@@ -63,7 +63,7 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]
         Step("kv_norm", MEMORY, mem_bytes=2 * rows * kv_rank * BYTES_BF16),
         Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank)),
     ]
-    flash = Step("flash_attn", ATTENTION, flops=mla_attention_flops(model, layout, seq_len))
+    flash = Step("flash_attn", ATTENTION, flops=mla_attention_flops(model, layout, seq_len, window))
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
     if tp:
         return steps + [

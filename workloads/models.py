@@ -9,6 +9,13 @@ from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
 
 
+class LayerKind(NamedTuple):
+    """What distinguishes one layer's recipe from another's."""
+
+    dense: bool  # a dense SwiGLU FFN instead of the MoE
+    window: int  # sliding-window attention over this many keys; 0 = full causal attention
+
+
 class LayerParams(NamedTuple):
     """Weights of one layer by how they are sharded and synchronised."""
 
@@ -52,29 +59,49 @@ class ModelSpec:
     dense_ffn_size: int = 0  # their intermediate width
     num_shared_experts: int = 0  # experts every token goes through (width expert_ffn_size)
     tied_embeddings: bool = False  # input embedding and output head share one matrix
+    # Real-model features (HF config.json keys in brackets; workloads/hf_config.py reads them).
+    kv_channels: int = 0  # width of one attention head [head_dim]; 0 = hidden_size / num_heads
+    sliding_window: int = 0  # keys a query attends to in the window layers [sliding_window]; 0 = none
+    window_layers: tuple[int, ...] = ()  # layers with sliding-window attention [layer_types]
+    mlp_only_layers: tuple[int, ...] = ()  # dense layers beside the leading ones [mlp_only_layers, moe freq]
+    shared_expert_ffn_size: int = 0  # total width of the shared experts; 0 = num_shared x expert_ffn_size
+    mtp_layers: int = 0  # multi-token prediction modules after the last layer [num_nextn_predict_layers]
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
+        for name in ("window_layers", "mlp_only_layers"):  # YAML gives lists; keep the spec hashable
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("model", self)
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _OPTIONAL_FIELDS:
-                if value < 0:
+                if any(item < 0 for item in (value if isinstance(value, tuple) else (value,))):
                     raise ConfigError(f"model.{f.name}", f"must be >= 0, got {value}")
                 continue
             if isinstance(value, int) and value <= 0:
                 raise ConfigError(f"model.{f.name}", f"must be a positive integer, got {value}")
-        if self.hidden_size % self.num_heads:
-            raise ConfigError("model.num_heads", f"must divide hidden_size={self.hidden_size}")
+        if not self.kv_channels and self.hidden_size % self.num_heads:
+            raise ConfigError("model.num_heads", f"must divide hidden_size={self.hidden_size} (or give kv_channels)")
         if self.num_heads % self.num_kv_heads:
             raise ConfigError("model.num_kv_heads", f"must divide num_heads={self.num_heads}")
         if self.top_k > self.num_experts:
             raise ConfigError("model.top_k", f"must be <= num_experts={self.num_experts}")
         _check_extensions(self)
 
+    def layer_kind(self, layer: int) -> LayerKind:
+        """What sets layer ``layer``'s recipe: a dense or MoE FFN, and its attention window."""
+        dense = layer < self.num_dense_layers or layer in self.mlp_only_layers or self.num_experts == 0
+        return LayerKind(dense, self.sliding_window if layer in self.window_layers else 0)
+
     @property
     def head_dim(self) -> int:
-        return self.hidden_size // self.num_heads
+        return self.kv_channels or self.hidden_size // self.num_heads
+
+    @property
+    def q_width(self) -> int:
+        """Query (and attention output) width: heads x head_dim (= hidden_size unless kv_channels is set)."""
+        return self.num_heads * self.head_dim
 
     @property
     def q_per_kv(self) -> int:
@@ -84,7 +111,7 @@ class ModelSpec:
     @property
     def qkv_width(self) -> int:
         """Output width of the fused QKV projection: h (1 + 2/m)."""
-        return self.hidden_size + 2 * self.num_kv_heads * self.head_dim
+        return self.q_width + 2 * self.num_kv_heads * self.head_dim
 
     @property
     def attention_params(self) -> int:
@@ -93,7 +120,7 @@ class ModelSpec:
             from workloads.mla import mla_params
 
             return mla_params(self)
-        return self.hidden_size * self.qkv_width + self.hidden_size * self.hidden_size
+        return self.hidden_size * self.qkv_width + self.q_width * self.hidden_size
 
     @property
     def expert_params(self) -> int:
@@ -107,12 +134,17 @@ class ModelSpec:
 
     @property
     def moe_layers(self) -> int:
-        return self.num_layers - self.num_dense_layers
+        return sum(not self.layer_kind(i).dense for i in range(self.num_layers))
+
+    @property
+    def shared_ffn_size(self) -> int:
+        """Total width of the shared experts (DeepSeekMoE: each as wide as a routed expert)."""
+        return self.shared_expert_ffn_size or self.num_shared_experts * self.expert_ffn_size
 
     @property
     def shared_params(self) -> int:
-        """Shared experts of one MoE layer (DeepSeekMoE: each as wide as a routed expert)."""
-        return self.num_shared_experts * self.expert_params
+        """Shared experts of one MoE layer: a SwiGLU of width shared_ffn_size."""
+        return 3 * self.hidden_size * self.shared_ffn_size
 
     def layer_parts(self, dense: bool) -> LayerParams:
         """The weights of one (dense or MoE) layer by part: the one parameter model that the parameter
@@ -131,7 +163,15 @@ class ModelSpec:
         )
 
     def _over_layers(self, part) -> int:
-        return self.moe_layers * part(self.layer_parts(False)) + self.num_dense_layers * part(self.layer_parts(True))
+        kinds = [self.layer_kind(i).dense for i in range(self.num_layers)]
+        return sum(part(self.layer_parts(dense)) for dense in kinds)
+
+    @property
+    def mtp_params(self) -> int:
+        """Multi-token prediction modules (DeepSeek-V3 Sec. 2.2): 2 norms, the 2h -> h projection and one
+        MoE layer each; the embedding and output head are shared. Published totals leave them out."""
+        h = self.hidden_size
+        return self.mtp_layers * (2 * h + 2 * h * h + self.layer_parts(self.num_experts == 0).total())
 
     @property
     def total_params(self) -> int:
@@ -157,6 +197,15 @@ _OPTIONAL_FIELDS = frozenset(
         "dense_ffn_size",
         "num_shared_experts",
         "tied_embeddings",
+        "num_experts",
+        "top_k",
+        "expert_ffn_size",
+        "kv_channels",
+        "sliding_window",
+        "window_layers",
+        "mlp_only_layers",
+        "shared_expert_ffn_size",
+        "mtp_layers",
     }
 )
 
@@ -169,10 +218,22 @@ def _check_extensions(model: ModelSpec) -> None:
         for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             if getattr(model, name) <= 0:
                 raise ConfigError(f"model.{name}", "must be positive for MLA attention")
-    if model.num_dense_layers >= model.num_layers:
-        raise ConfigError("model.num_dense_layers", f"must be < num_layers={model.num_layers}")
-    if model.num_dense_layers and model.dense_ffn_size <= 0:
-        raise ConfigError("model.dense_ffn_size", "must be positive when num_dense_layers > 0")
+    dense_only = model.num_experts == 0
+    if model.num_dense_layers >= model.num_layers and not dense_only:
+        raise ConfigError("model.num_dense_layers", f"must be < num_layers={model.num_layers} (or num_experts 0)")
+    has_dense = dense_only or model.num_dense_layers or model.mlp_only_layers
+    if has_dense and model.dense_ffn_size <= 0:
+        raise ConfigError("model.dense_ffn_size", "must be positive when the model has dense layers")
+    if not dense_only:
+        for name in ("top_k", "expert_ffn_size"):
+            if getattr(model, name) <= 0:
+                raise ConfigError(f"model.{name}", "must be positive for a model with experts (num_experts > 0)")
+    for name in ("window_layers", "mlp_only_layers"):
+        outside = [i for i in getattr(model, name) if i >= model.num_layers]
+        if outside:
+            raise ConfigError(f"model.{name}", f"layer {outside[0]} is beyond num_layers={model.num_layers}")
+    if model.window_layers and model.sliding_window <= 0:
+        raise ConfigError("model.sliding_window", "must be positive when window_layers are given")
 
 
 _T2 = "MegaScale-MoE Table 2"

@@ -71,6 +71,18 @@ class Carries(Label):
     OUT_OF_GEMM = "out_of_gemm"  # a linear layer's output (combine, TP/ETP reduce-scatter): FP8 backward
 
 
+def attention_pairs(seq_len: int, window: int = 0) -> int:
+    """Query-key pairs attention is counted over, in FlashAttention's non-causal convention (s x s).
+
+    The kernels execute about half of the counted FLOPs under the causal mask (simulator.costs). With a
+    sliding window of w < s keys a causal query i attends min(i + 1, w) keys, s w - w^2 / 2 in all, so
+    the pairs counted are twice that: 2 s w - w^2 (s^2 without a window, or when w >= s).
+    """
+    if window <= 0 or window >= seq_len:
+        return seq_len * seq_len
+    return 2 * seq_len * window - window * window
+
+
 @dataclass(frozen=True, slots=True)
 class Gemm:
     """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from topologies.errors import ConfigError
+from workloads.models import LayerKind
 from workloads.ops import Label
 
 if TYPE_CHECKING:
@@ -49,12 +50,11 @@ class Flow(NamedTuple):
 
 @dataclass(frozen=True)
 class Block:
-    """What sets a layer block's op list: embedding / head on it, and its dense and MoE layer counts."""
+    """What sets a layer block's op list: embedding / head (and MTP) on it, and the kind of each layer."""
 
     first: bool
     last: bool
-    dense: int
-    moe: int
+    layers: tuple[LayerKind, ...]
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from functools import cached_property
 from typing import NamedTuple
 
 from workloads import dualpipe
-from workloads.layers import embedding_recipe, head_recipe, layer_recipe
+from workloads.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.layouts import LayoutSpec
-from workloads.models import ModelSpec
+from workloads.models import LayerKind, ModelSpec
 from workloads.ops import BYTES_BF16, Op
 from workloads.schedules import (
     BACKWARD,
@@ -130,15 +130,18 @@ class StepWorkload:
         hierarchically (MegaScale-MoE App. A.1), so the inter-node bytes equal TP's: 1/n of them per GPU.
         """
         m, n, layout = self.model, self.layout.intra_size, self.layout
-        parts = [m.layer_parts(i < m.num_dense_layers) for i in self.stage_layers(stage)]
-        split = sum(p.attention + p.dense_ffn + p.shared for p in parts)  # TP shards these n ways; SP replicates
-        small = sum(p.router + p.norms for p in parts)  # replicated everywhere
+        blocks = self.schedule.stage_blocks(stage)
+        parts = [m.layer_parts(m.layer_kind(i).dense) for i in self.stage_layers(stage)]
+        mtp = m.mtp_layers if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
+        parts += [m.layer_parts(m.num_experts == 0)] * mtp
+        # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
+        split = sum(p.attention + p.dense_ffn + p.shared for p in parts) + mtp * 2 * m.hidden_size**2
+        small = sum(p.router + p.norms for p in parts) + mtp * 2 * m.hidden_size  # replicated everywhere
         experts = sum(p.experts for p in parts) / (layout.ep_degree * layout.etp if layout.ffn == "ep" else n)
         sp = layout.attention == "sp"
         held_dense = small + (split if sp else split / n)
         synced_dense = small + split / n
         vocab = m.vocab_size * m.hidden_size / n
-        blocks = self.schedule.stage_blocks(stage)
         ends = (0 in blocks) + (self.schedule.blocks - 1 in blocks)  # embedding on block 0, head on the last
         if m.tied_embeddings and ends == 2:
             ends = 1
@@ -158,9 +161,8 @@ class StepWorkload:
     # --- tasks -------------------------------------------------------------------------------------
     def block_key(self, block: int) -> Block:
         """What sets block ``block``'s op list."""
-        layers = self.block_ranges[block]
-        dense = sum(1 for i in layers if i < self.model.num_dense_layers)
-        return Block(block == 0, block == self.schedule.blocks - 1, dense, len(layers) - dense)
+        kinds = tuple(self.model.layer_kind(i) for i in self.block_ranges[block])
+        return Block(block == 0, block == self.schedule.blocks - 1, kinds)
 
     def task_key(self, stage: int, task: Task) -> TaskKey:
         """Tasks with equal keys have identical op lists: the phase and, per half, its block's key."""
@@ -191,10 +193,8 @@ class StepWorkload:
         if phase == FORWARD:
             return tuple(forward_ops(self._layers(blocks[0]), self.layout))
         if phase == BACKWARD:
-            layers = self._layers(blocks[0])
-            transformer_layers = sum(1 for layer, _ in layers if layer >= 0) - (1 if blocks[0].last else 0)
-            recompute_below = max(transformer_layers - self.layout.recompute_kept_layers, 0)
-            return tuple(backward_ops(layers, self.layout, recompute_below))
+            recompute_below = max(len(blocks[0].layers) - self.layout.recompute_kept_layers, 0)
+            return tuple(backward_ops(self._layers(blocks[0]), self.layout, recompute_below))
         if phase == FORWARD_BACKWARD:  # a forward and a full backward, paired on two lanes
             forward, backward = TaskKey(FORWARD, blocks[:1]), TaskKey(BACKWARD, blocks[1:])
             ops, self._lanes[key] = dualpipe.pair(self.task_ops(forward), self.task_ops(backward))
@@ -202,17 +202,27 @@ class StepWorkload:
         input_ops, weight_ops = dualpipe.split_backward(self.task_ops(TaskKey(BACKWARD, blocks)))
         return input_ops if phase == BACKWARD_INPUT else weight_ops
 
-    @cached_property
-    def _recipes(self) -> tuple[list, list]:
-        """(MoE layer, dense layer) forward recipes."""
-        return tuple(layer_recipe(self.model, self.layout, self.seq_len, self.gpus_per_node, d) for d in (False, True))
+    def _recipe(self, kind: LayerKind) -> list:
+        """The forward recipe of a layer of ``kind`` (built once per kind)."""
+        if kind not in self._cache:
+            self._cache[kind] = layer_recipe(
+                self.model, self.layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window
+            )
+        return self._cache[kind]
 
     def _layers(self, block: Block) -> list[LayerSteps]:
-        """A block's layers in order: embedding (-1), ``dense`` dense then ``moe`` MoE layers, head."""
-        layers: list[LayerSteps] = [(i, self._recipes[i < block.dense]) for i in range(block.dense + block.moe)]
+        """A block's layers in order: embedding (-1), its layers, then on the last block the head and the
+        multi-token prediction modules (DeepSeek-V3 Sec. 2.2: each a projection, one layer and the head)."""
+        layers: list[LayerSteps] = [(i, self._recipe(kind)) for i, kind in enumerate(block.layers)]
         local_seq = self.seq_len // self.layout.cp
         if block.first:
             layers.insert(0, (-1, embedding_recipe(self.model, self.layout, local_seq)))
         if block.last:
-            layers.append((block.dense + block.moe, head_recipe(self.model, self.layout, local_seq)))
+            head = head_recipe(self.model, self.layout, local_seq)
+            layers.append((len(block.layers), head))
+            mtp_kind = LayerKind(self.model.num_experts == 0, 0)
+            for _ in range(self.model.mtp_layers):
+                layers.append((len(layers), mtp_projection_recipe(self.model, self.layout, local_seq)))
+                layers.append((len(layers), self._recipe(mtp_kind)))
+                layers.append((len(layers), head))
         return layers
