@@ -10,6 +10,7 @@ import yaml
 
 from topologies.errors import ConfigError
 from workloads.fieldtypes import check_value, field_types
+from workloads.hf_config import is_hf_config_path, load_hf_config
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
 from workloads.models import ModelSpec, model_preset
 
@@ -95,9 +96,12 @@ def layout_from_dict(data: object, default_name: str = "") -> LayoutSpec:
 
 
 def load_model(source: ModelSpec | str | Path) -> ModelSpec:
-    """A ModelSpec from a spec, a preset name or a .yaml/.yml file (name defaults to the file stem)."""
+    """A ModelSpec from a spec, a preset name, a .yaml/.yml file (name defaults to the file stem) or a
+    Hugging Face config.json (a .json path or a folder holding one)."""
     if isinstance(source, ModelSpec):
         return source
+    if is_hf_config_path(source):
+        return load_hf_config(source)
     if is_yaml_path(source):
         return model_from_dict(read_yaml("model", source), Path(source).stem)
     if not isinstance(source, str):

@@ -124,9 +124,9 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
 
 def shared_expert_steps(model: ModelSpec, local: int) -> list[Step]:
     """Shared experts on the GPU's own tokens, no dispatch; they run beside the dispatch (overlap_comm)."""
-    if not model.num_shared_experts:
+    if not model.shared_ffn_size:
         return []
-    h, f = model.hidden_size, model.num_shared_experts * model.expert_ffn_size
+    h, f = model.hidden_size, model.shared_ffn_size
     return [
         Step("shared_fc13", GEMM, gemm=Gemm(local, 2 * f, h), overlap_comm=True),
         Step("shared_swiglu", MEMORY, mem_bytes=3 * local * f * BYTES_BF16, overlap_comm=True),
