@@ -8,44 +8,27 @@ values are well typed but cannot run (a layout that does not divide the GPUs, ..
 from __future__ import annotations
 
 import argparse
-import inspect
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from simulator.report import simulate
-from topologies.cluster import ClusterSpec, cluster_preset
+from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
-from workloads.fieldtypes import check_value, field_types
 from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH
 
-SIMULATE, CLUSTER, LAYOUT = "simulate", "cluster", "layout"
 # Named axes of the command line: (flag, keyword, unit factor applied to the values given).
 NAMED_AXES = {
     "nic_gbps": ("nic_bandwidth_Bps", 1e9),  # GB/s -> bytes/s, once, at the boundary
     "scaleup": ("gpus_per_node", 1),
-    "zipf": ("zipf", 1),  # expert-load skew: an alias, see ALIASES
+    "zipf": ("zipf", 1),  # expert-load skew: an alias, see experiments.points.ALIASES
 }
 METRICS = ("step_time_s", "tokens_per_s", "mfu", "bubble_fraction", "peak_memory_gib")
-
-
-def _zipf_fields(exponent: Any) -> dict[str, Any]:
-    """LayoutSpec fields of a Zipf exponent: routing="zipf" with it, or uniform routing for 0."""
-    if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
-        raise ConfigError("zipf", f"expected a number >= 0, got {exponent!r}")
-    return {"routing": "zipf", "zipf_exponent": float(exponent)} if exponent else {"routing": "uniform"}
-
-
-# Axis keys that stand for several LayoutSpec fields: Zipf exponent s -> routing="zipf" with that exponent
-# (s = 0 is uniform routing, so it is simulated as the paper's routing="uniform").
-ALIASES: dict[str, Callable[[Any], dict[str, Any]]] = {"zipf": _zipf_fields}
 
 
 @dataclass(frozen=True)
@@ -62,64 +45,18 @@ class Axis:
         return self.label or self.key
 
 
-# simulate() keywords that are not swept: the point itself (model, layout, gpus, cluster), objects
-# (calibration, faults) and memoize, which changes how fast the simulator runs, not what it predicts.
-NOT_SWEPT = ("model", "layout", "gpus", "cluster", "calibration", "faults", "memoize")
-SCALAR_KINDS = ("int", "float", "bool", "str")
-
-
-def _simulate_kinds() -> dict[str, str]:
-    """Sweepable simulate() keywords and their scalar types (from the annotations; ``X | None`` -> X)."""
-    kinds = {}
-    for name, parameter in inspect.signature(simulate).parameters.items():
-        kind = str(parameter.annotation).replace(" | None", "")
-        if name not in NOT_SWEPT and kind in SCALAR_KINDS:
-            kinds[name] = kind
-    return kinds
-
-
-def _kinds(target: str) -> dict[str, str]:
-    """The keys a target accepts and their scalar types."""
-    if target == SIMULATE:
-        return _simulate_kinds()
-    if target == CLUSTER:
-        return {k: v for k, v in field_types(ClusterSpec).items() if k not in ("gpu", "num_gpus")}
-    return {k: v for k, v in field_types(LayoutSpec).items() if k != "name"}
-
-
-def target_of(key: str) -> str:
-    """Where ``key`` is accepted: a simulate() keyword, a ClusterSpec field or a LayoutSpec field."""
-    for target in (SIMULATE, CLUSTER, LAYOUT):
-        if key in _kinds(target):
-            return target
-    if key in ALIASES:
-        return LAYOUT
-    raise ConfigError(
-        key,
-        f"not a simulate() keyword ({', '.join(_simulate_kinds())}), ClusterSpec field or LayoutSpec field",
-    )
-
-
-def check_axis_value(key: str, value: Any) -> Any:
-    """``value`` checked against the type of ``key``; a wrong type is a ConfigError naming the key."""
-    if key in ALIASES:
-        ALIASES[key](value)  # raises ConfigError for a bad value
-        return value
-    return check_value(key, _kinds(target_of(key))[key], value)
-
-
 def axis(key: str, values: list[Any], label: str = "") -> Axis:
     """An axis over ``key``, its key and the types of its values checked before anything runs."""
     target = target_of(key)
     if not values:
         raise ConfigError(label or key, "give at least one value")
-    return Axis(key, target, tuple(check_axis_value(key, v) for v in values), label)
+    return Axis(key, target, tuple(check_setting(key, v) for v in values), label)
 
 
 def parse_value(key: str, text: str, field: str = "") -> Any:
     """A command-line value of ``key`` parsed as the key's type (a str field keeps the text as given)."""
     field = field or key
-    kind = "float" if key in ALIASES else _kinds(target_of(key))[key]
+    kind = kind_of(key)
     if kind == "str":
         return text
     if kind == "bool":
@@ -132,35 +69,14 @@ def parse_value(key: str, text: str, field: str = "") -> Any:
         raise ConfigError(field, f"must be {'an integer' if kind == 'int' else 'a number'}, got {text!r}") from None
 
 
-def simulate_point(
-    model: str,
-    layout: str | LayoutSpec,
-    gpus: int,
-    settings: dict[str, Any],
-    *,
-    cluster: str = "h800",
-    global_batch: int = DEFAULT_GLOBAL_BATCH,
-) -> dict[str, Any]:
-    """Simulate one point of a sweep; a configuration that cannot run gives a row with its error."""
-    by_target: dict[str, dict[str, Any]] = {SIMULATE: {}, CLUSTER: {}, LAYOUT: {}}
-    for key, value in settings.items():
-        if key in ALIASES:
-            by_target[LAYOUT].update(ALIASES[key](value))
-        else:
-            by_target[target_of(key)][key] = value
-    row: dict[str, Any] = {"model": model, "layout": layout if isinstance(layout, str) else layout.name, "gpus": gpus}
-    keywords = {"global_batch": global_batch, **by_target[SIMULATE]}  # a swept global_batch wins
-    try:
-        spec = load_layout(layout)
-        if by_target[LAYOUT]:
-            spec = spec.with_(**by_target[LAYOUT])
-        cluster_spec: ClusterSpec = cluster_preset(cluster, gpus, **by_target[CLUSTER])
-        report = simulate(model, spec, cluster=cluster_spec, **keywords)
-    except ConfigError as error:
-        return {**row, **{m: math.nan for m in METRICS}, "error": str(error)}
-    row.update({m: getattr(report, m) for m in METRICS})
-    row.update({f"exposed_{k}_s": v for k, v in report.exposed_comm_s.items()})
-    row["error"] = ""
+def compare_row(point: Point) -> dict[str, Any]:
+    """The CSV row of one point: model, layout, GPUs, the metrics (NaN if it cannot run), exposed comm, error."""
+    result = run_point(point)
+    layout = point.layout if isinstance(point.layout, str) else point.layout.name
+    row: dict[str, Any] = {"model": point.model, "layout": layout, "gpus": point.gpus}
+    row.update({m: result.get(m, math.nan) for m in METRICS})
+    row.update({k: v for k, v in result.items() if k.startswith("exposed_")})
+    row["error"] = result["error"]
     return row
 
 
@@ -179,7 +95,8 @@ def sweep(
         for values in itertools.product(*(a.values for a in axes)):
             settings = {a.key: v for a, v in zip(axes, values)}
             for count in gpus:
-                row = simulate_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
+                point = make_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
+                row = compare_row(point)
                 row.update({a.column: v for a, v in zip(axes, values)})
                 rows.append(row)
     return pd.DataFrame(rows)

@@ -8,12 +8,13 @@ import pandas as pd
 
 from experiments.plotting import bar_comparison
 from experiments.single_node import GPUS, MODELS, simulate_one, single_node_model, workload
-from simulator.engine import PipelineEngine
-from workloads.schedules import FORWARD, Task
+from simulator.timing import time_task
 from topologies.cluster import cluster_preset
+from workloads.schedules import FORWARD, Task
 
 FIG16_PAIR_SPEEDUP = (1.2, 4.7)  # each fused pair this much faster than unfused
 FIG16_ITERATION_SAVING = (0.071, 0.129)
+UNFUSED, FUSED = "sp-ep-inter", "sp-ep-inter-intra"  # Table 5's last two steps: without, with intra-op overlap
 PAIRS = (
     ("qkv_proj", "sp_a2a_qkv"),
     ("sp_a2a_out", "o_proj"),
@@ -22,30 +23,42 @@ PAIRS = (
 )
 
 
-def _pair_times(model, layout: str) -> dict[str, float]:
-    """Forward time of each op (or fused op) of the first layer, by name."""
+def _first_layer_times(model, layout: str) -> dict[str, float]:
+    """Forward time of each op (or fused op) of the first layer, by name (the first micro-batch's forward)."""
     step = workload(model, layout)
-    engine = PipelineEngine(step, cluster_preset("h800", GPUS))
-    key = step.task_key(0, Task(FORWARD, 0, 0))
-    ops = step.task_ops(key)
+    timed = time_task(step, cluster_preset("h800", GPUS), 0, Task(FORWARD, 0, 0))
     times: dict[str, float] = {}
-    for index, begin, end in engine.task_timing(key).intervals:
-        if ops[index].layer == 0:
-            times[ops[index].name] = end - begin
+    for op_time in timed.ops:
+        if op_time.op.layer == 0:
+            if op_time.op.name in times:
+                raise ValueError(f"fig16: two ops named {op_time.op.name!r} in the first layer of {layout}")
+            times[op_time.op.name] = op_time.duration_s
     return times
+
+
+def _lookup(times: dict[str, float], names: tuple[str, ...], layout: str) -> float:
+    """The time of the first of ``names`` that the layout's first layer has; an error if it has none."""
+    for name in names:
+        if name in times:
+            return times[name]
+    raise ValueError(f"fig16: no op named {' or '.join(names)} in the first layer of {layout}")
+
+
+def pair_speedup(unfused: dict[str, float], fused: dict[str, float], first: str, second: str) -> float:
+    """Unfused time of ``first`` then ``second`` over the time of their fused op (named either way round)."""
+    before = _lookup(unfused, (first,), UNFUSED) + _lookup(unfused, (second,), UNFUSED)
+    return before / _lookup(fused, (f"{first}+{second}", f"{second}+{first}"), FUSED)
 
 
 def simulate_fig16() -> pd.DataFrame:
     rows = []
     for name in MODELS:
         model = single_node_model(name)
-        unfused, fused = _pair_times(model, "sp-ep-inter"), _pair_times(model, "sp-ep-inter-intra")
+        unfused, fused = _first_layer_times(model, UNFUSED), _first_layer_times(model, FUSED)
         row = {"model": name}
         for first, second in PAIRS:
-            before = unfused.get(first, 0.0) + unfused.get(second, 0.0)
-            after = fused.get(f"{first}+{second}", fused.get(f"{second}+{first}", before))
-            row[f"{first}+{second}_speedup"] = before / after
-        inter, intra = simulate_one(model, "sp-ep-inter"), simulate_one(model, "sp-ep-inter-intra")
+            row[f"{first}+{second}_speedup"] = pair_speedup(unfused, fused, first, second)
+        inter, intra = simulate_one(model, UNFUSED), simulate_one(model, FUSED)
         row["iteration_saving"] = 1 - intra.step_time_s / inter.step_time_s
         rows.append(row)
     return pd.DataFrame(rows)

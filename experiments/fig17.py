@@ -16,8 +16,7 @@ from workloads.step import StepWorkload
 
 FIG17_ACTIVATION_SAVING = {"mixtral-8x7b": 0.455, "mixtral-8x22b": 0.572}
 FIG17_TOTAL_SAVING = {"mixtral-8x7b": 0.213, "mixtral-8x22b": 0.35}  # total memory, as measured
-FIG17_MFU_CHANGE = 0.005  # the paper's MFU stays within this with SAR
-FIG17_TOLERANCE = 0.05
+FIG17_MFU_CHANGE = 0.005  # the paper's statement, not a tolerance: "MFU within 0.5%" with SAR (Fig. 17)
 GPUS = 128
 PP = 4
 BATCH = 128
@@ -75,11 +74,7 @@ def run(out: Path) -> str:
         for r in frame.itertuples()
     ]
     largest = (frame.mfu_no_sar - frame.mfu_sar).abs().max()
-    mfu_moves = (
-        f"< {FIG17_MFU_CHANGE * 100:.1f} points as in the paper"
-        if largest < FIG17_MFU_CHANGE
-        else (f"{largest * 100:.1f} points (paper < {FIG17_MFU_CHANGE * 100:.1f})")
-    )
+    mfu_moves = f"by at most {largest * 100:.2f} points (paper: within {FIG17_MFU_CHANGE * 100:.1f})"
     lines += [
         "",
         (

@@ -10,12 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import simpy
 
 from experiments.plotting import line_comparison
 from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.timing import time_op_s
 from topologies.hardware import gpu_preset
 from workloads.layers import BYTES_BF16
 from workloads.models import model_preset
@@ -30,14 +28,8 @@ PAPER_CROSSOVER = (6, 7)  # all-to-all slower than AG/RS from top-7 on
 
 def collective_time_s(collective: str, comm_bytes: float) -> float:
     """Simulate one collective on one node's representative NVLink link."""
-    gpu = gpu_preset("h800")
     op = Op("dispatch", COLLECTIVE, COMM, collective=collective, group="ep", group_size=GPUS, comm_bytes=comm_bytes)
-    env = simpy.Environment()
-    network = FluidNetwork(env, {"nvl": gpu.nvlink_bandwidth_Bps})
-    timing = TaskTiming()
-    run_task(env, (op,), OpCosts.of((op,), gpu, DEFAULT_CALIBRATION, gpu.nvlink_latency_s), network, ("nvl",), timing)
-    env.run()
-    return timing.duration_s
+    return time_op_s(op, gpu_preset("h800"))
 
 
 def simulate_fig7() -> pd.DataFrame:

@@ -10,9 +10,7 @@ import pandas as pd
 
 from experiments.plotting import COLOURS
 from experiments.single_node import MODELS
-from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.engine import PipelineEngine
-from simulator.tasks import OpCosts
+from simulator.timing import comm_alone_s, time_task
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.hardware import gpu_preset
 from workloads.layouts import layout_preset
@@ -50,17 +48,13 @@ def ep_hidden(model_name: str, link_Bps: float, latency_s: float, layout: str = 
     model = model_preset(model_name).with_(num_layers=LAYERS)
     cluster = one_node(link_Bps, latency_s)
     workload = StepWorkload(model, layout_preset(layout).with_(pp=1), N, N, 1, SEQ_LEN)
-    engine = PipelineEngine(workload, cluster)
     total = exposed = 0.0
     for direction in (FORWARD, BACKWARD):
-        key = workload.task_key(0, Task(direction, 0, 0))
-        timing = engine.task_timing(key)
-        ops = workload.task_ops(key)
-        costs = OpCosts.of(ops, cluster.gpu, DEFAULT_CALIBRATION, cluster.gpu.nvlink_latency_s)
-        for index, op in enumerate(ops):
+        timed = time_task(workload, cluster, 0, Task(direction, 0, 0))
+        for op in (t.op for t in timed.ops):
             if op.is_comm and op.group == "ep":
-                total += costs.latency_s[index] + costs.wire_bytes[index] / link_Bps
-        exposed += timing.exposed_comm_s.get("ep", 0.0)
+                total += comm_alone_s(op, cluster.gpu)
+        exposed += timed.exposed_comm_s.get("ep", 0.0)
     return {"ep_comm_s": total, "ep_exposed_s": exposed, "hidden": 1 - exposed / total}
 
 

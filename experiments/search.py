@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from experiments.sweep import Point, read_rows, run_sweep
+from experiments.sweep import Params, read_rows, run_sweep
 from simulator.memory import peak_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
@@ -66,12 +66,12 @@ def candidates(
     cluster: str = "h800",
     global_batch: int = DEFAULT_GLOBAL_BATCH,
     seq_len: int = DEFAULT_SEQ_LEN,
-) -> tuple[list[Point], int]:
+) -> tuple[list[Params], int]:
     """Valid layouts that fit in HBM, as sweep points, and how many valid ones did not fit."""
     spec = load_model(model)
     cluster_spec = cluster_preset(cluster, gpus)
     base = layout_preset(BASE_LAYOUT)
-    points: list[Point] = []
+    points: list[Params] = []
     too_big = 0
     for intra in divisors(cluster_spec.gpus_per_node):
         modes = [("sp", "ep"), ("sp", "tp"), ("tp", "ep"), ("tp", "tp")] if intra > 1 else [("sp", "ep")]

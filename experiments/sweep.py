@@ -23,26 +23,24 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from simulator.report import COMM_KINDS, Report, simulate
-from topologies.cluster import cluster_preset
+from experiments.points import Point, kind_of, make_point, run_point
+from simulator.report import COMM_KINDS, Report
 from topologies.errors import ConfigError
-from workloads.config import is_yaml_path, load_layout, read_yaml
-from workloads.fieldtypes import check_value, field_types
+from workloads.config import is_yaml_path, read_yaml
+from workloads.fieldtypes import check_value
 from workloads.layouts import LayoutSpec
 
 SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_bandwidth_GBps")
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
-# The type of every key's values (int, float, bool or str), checked by check_point.
+# The type of every key's values (int, float, bool or str), checked by check_point: the point's own keys,
+# the NIC in GB/s (converted to ClusterSpec's bytes/s) and the simulate() keywords and layout fields.
 KINDS = {
     "model": "str",
     "layout": "str",
     "cluster": "str",
     "gpus": "int",
-    "global_batch": "int",
-    "seq_len": "int",
-    "micro_batch": "int",
     "nic_bandwidth_GBps": "float",
-    **{k: v for k, v in field_types(LayoutSpec).items() if k in LAYOUT_KEYS},
+    **{k: kind_of(k) for k in ("global_batch", "seq_len", "micro_batch", *LAYOUT_KEYS)},
 }
 PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
 OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_bandwidth_GBps")  # null: the default
@@ -51,10 +49,10 @@ REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "expos
     f"exposed_{kind}_s" for kind in COMM_KINDS
 ]
 
-Point = dict[str, object]
+Params = dict[str, object]  # one grid row as written in the file and in point_id
 
 
-def load_sweep(path: str | Path) -> tuple[list[Point], Path]:
+def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
     """Read a sweep file: the grid's points (cartesian product) and the output path."""
     spec = dict(read_yaml("sweep", path))  # a readable YAML mapping, or ConfigError("sweep", ...)
     output = spec.pop("output", None)
@@ -95,7 +93,7 @@ def _check(field: str, key: str, value: object) -> None:
         check_value(field, KINDS[key], value)
 
 
-def check_point(point: Point) -> None:
+def check_point(point: Params) -> None:
     """Raise ConfigError naming the first key whose value has the wrong type (or is unknown)."""
     for key, value in point.items():
         if key not in KINDS:
@@ -103,53 +101,43 @@ def check_point(point: Point) -> None:
         _check(key, key, value)
 
 
-def grid(spec: dict[str, object]) -> list[Point]:
+def grid(spec: dict[str, object]) -> list[Params]:
     """Cartesian product of a mapping whose values are scalars or lists, in key order."""
     keys = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if k in spec]
     values = [v if isinstance(v, list) else [v] for v in (spec[k] for k in keys)]
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
-def point_id(point: Point) -> str:
+def point_id(point: Params) -> str:
     """A stable key of a point: its parameters as sorted JSON."""
     return json.dumps(point, sort_keys=True, separators=(",", ":"))
 
 
-def simulate_point(point: Point) -> Report:
-    """Simulate one point (raises ConfigError for invalid ones, including values of the wrong type)."""
-    check_point(point)
-    if "gpus" not in point:
+def to_point(params: Params) -> Point:
+    """The typed point of one grid row (raises ConfigError for invalid ones, including values of the wrong type)."""
+    check_point(params)
+    if "gpus" not in params:
         raise ConfigError("gpus", "give the number of GPUs")
-    layout = load_layout(point.get("layout", DEFAULTS["layout"]))
-    overrides = {k: point[k] for k in LAYOUT_KEYS if k in point}
-    if overrides:
-        layout = layout.with_(**overrides)
-    gpus = point["gpus"]
-    cluster = cluster_preset(point.get("cluster", DEFAULTS["cluster"]), gpus)
-    if point.get("nic_bandwidth_GBps") is not None:
-        cluster = cluster.with_(nic_bandwidth_Bps=point["nic_bandwidth_GBps"] * 1e9)
-    kwargs = {k: point[k] for k in ("global_batch", "seq_len", "micro_batch") if point.get(k) is not None}
-    return simulate(point.get("model", DEFAULTS["model"]), layout, gpus, cluster=cluster, **kwargs)
+    settings = {k: v for k, v in params.items() if k not in DEFAULTS and k != "gpus" and v is not None}
+    if "nic_bandwidth_GBps" in settings:  # GB/s -> bytes/s, once, at the boundary
+        settings["nic_bandwidth_Bps"] = settings.pop("nic_bandwidth_GBps") * 1e9
+    model, layout, cluster = (params.get(k, DEFAULTS[k]) for k in ("model", "layout", "cluster"))
+    return make_point(model, layout, params["gpus"], settings, cluster=cluster)
 
 
-def run_point(point: Point) -> dict[str, object]:
+def sweep_row(params: Params) -> dict[str, object]:
     """One output row: the point's parameters, the report's columns (or an error) and point_id."""
-    row: dict[str, object] = dict(point)
     try:
-        report = simulate_point(point)
+        result = run_point(to_point(params))
     except ConfigError as error:
-        row["error"] = str(error)
-    else:
-        flat = report.to_dict()
-        for kind, seconds in flat.pop("exposed_comm_s").items():
-            flat[f"exposed_{kind}_s"] = seconds
-        row.update({k: v for k, v in flat.items() if k not in point})
-        row["error"] = ""
-    row["point_id"] = point_id(point)
+        result = {"error": str(error)}
+    row: dict[str, object] = dict(params)
+    row.update({k: v for k, v in result.items() if k not in params})
+    row["point_id"] = point_id(params)
     return row
 
 
-def columns(points: list[Point]) -> list[str]:
+def columns(points: list[Params]) -> list[str]:
     """CSV header: parameters, report columns, error, point_id."""
     params = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if any(k in p for p in points)]
     return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id"]
@@ -163,13 +151,13 @@ def done_ids(table: Path) -> set[str]:
         return {row["point_id"] for row in csv.DictReader(handle) if row.get("point_id")}
 
 
-def _local(points: list[Point], jobs: int) -> Iterator[dict[str, object]]:
+def _local(points: list[Params], jobs: int) -> Iterator[dict[str, object]]:
     if jobs <= 1:
-        yield from map(run_point, points)
+        yield from map(sweep_row, points)
         return
     pool = ProcessPoolExecutor(max_workers=jobs)
     try:
-        futures = [pool.submit(run_point, p) for p in points]
+        futures = [pool.submit(sweep_row, p) for p in points]
         for future in as_completed(futures):
             yield future.result()
     finally:
@@ -184,12 +172,12 @@ def _check_dask() -> None:
         raise ConfigError("scheduler", "needs dask.distributed: pip install 'moesim[dist]'") from None
 
 
-def _dask(points: list[Point], scheduler: str | object) -> Iterator[dict[str, object]]:
+def _dask(points: list[Params], scheduler: str | object) -> Iterator[dict[str, object]]:
     from dask.distributed import Client
     from dask.distributed import as_completed as dask_completed
 
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
-    futures = client.map(run_point, points, pure=False)
+    futures = client.map(sweep_row, points, pure=False)
     try:
         for future in dask_completed(futures):
             yield future.result()
@@ -211,7 +199,7 @@ def _describe(row: dict[str, object]) -> str:
 
 
 def run_sweep(
-    points: list[Point],
+    points: list[Params],
     output: str | Path,
     *,
     jobs: int = 1,

@@ -11,7 +11,6 @@ from experiments.plotting import bar_comparison
 from simulator.report import simulate
 
 PAPER_NORMALIZED = {"tp-tp": 1.00, "sp-ep": 1.13, "sp-ep-inter": 1.22, "sp-ep-inter-intra": 1.28}
-TOLERANCE = 0.04
 
 
 def simulate_table5() -> pd.DataFrame:

@@ -12,7 +12,6 @@ from simulator.report import simulate
 POINTS = ((480, 360), (720, 540), (960, 720), (1200, 900), (1440, 1080))  # (GPUs, global batch)
 PAPER_SPEEDUP_RANGE = (1.74, 1.79)  # MegaScale-MoE / Megatron-LM over the range
 PAPER_PER_GPU_DEGRADATION = {"megatron-lm": 0.0274, "megascale-moe": 0.002}  # smallest -> largest point
-SPEEDUP_TOLERANCE = 0.05
 
 
 def simulate_weak_scaling() -> pd.DataFrame:

@@ -47,14 +47,18 @@ class Report:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_row(self) -> dict:
+        """A flat dict: exposed communication as exposed_<kind>_s columns (a table row)."""
+        row = self.to_dict()
+        for kind, seconds in row.pop("exposed_comm_s").items():
+            row[f"exposed_{kind}_s"] = seconds
+        return row
+
     def to_frame(self):
         """One-row pandas DataFrame (exposed communication flattened to exposed_<kind>_s columns)."""
         import pandas as pd
 
-        row = self.to_dict()
-        for kind, seconds in row.pop("exposed_comm_s").items():
-            row[f"exposed_{kind}_s"] = seconds
-        return pd.DataFrame([row])
+        return pd.DataFrame([self.to_row()])
 
     def summary(self) -> str:
         comm = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.exposed_comm_s.items())

@@ -6,11 +6,17 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main
-from experiments.compare import CLUSTER, LAYOUT, SIMULATE, simulate_point, target_of
+from experiments.compare import compare_row
+from experiments.points import CLUSTER, LAYOUT, SIMULATE, make_point, target_of
 from topologies.errors import ConfigError
 
 # 240 GPUs = 8 x 15 (PP) x 2 (DP); 30 sequences -> 15 micro-batches per pipeline: fast.
 FAST = ["--gpus", "240", "--global-batch", "30"]
+
+
+def simulate_point(model: str, layout: str, gpus: int, settings: dict) -> dict:
+    """The compare row of one point at the fast global batch."""
+    return compare_row(make_point(model, layout, gpus, settings, global_batch=30))
 
 
 def test_axes_resolve_to_simulate_cluster_or_layout() -> None:
@@ -24,7 +30,7 @@ def test_axes_resolve_to_simulate_cluster_or_layout() -> None:
 
 
 def test_point_that_cannot_run_is_a_row_with_its_error() -> None:
-    row = simulate_point("paper-352b", "megascale-moe", 240, {"pp": 12}, global_batch=30)
+    row = simulate_point("paper-352b", "megascale-moe", 240, {"pp": 12})
     assert "intra_size x pp" in row["error"] and row["tokens_per_s"] != row["tokens_per_s"]  # NaN
 
 
@@ -58,9 +64,9 @@ def test_compare_zipf_sweeps_routing_skew(tmp_path) -> None:
     assert main(["compare", *FAST, "--zipf", "0,1,2", "--out", str(out)]) == 0
     frame = pd.read_csv(out)
     assert list(frame.zipf) == [0, 1, 2] and frame.error.isna().all() and (tmp_path / "z.png").exists()
-    uniform = simulate_point("paper-352b", "megascale-moe", 240, {}, global_batch=30)
+    uniform = simulate_point("paper-352b", "megascale-moe", 240, {})
     assert frame.tokens_per_s[0] == pytest.approx(uniform["tokens_per_s"], rel=1e-5)  # CSV keeps 6 digits
-    dropless = simulate_point("paper-352b", "megascale-moe", 240, {"zipf": 2, "dropless": True}, global_batch=30)
+    dropless = simulate_point("paper-352b", "megascale-moe", 240, {"zipf": 2, "dropless": True})
     assert dropless["tokens_per_s"] < frame.tokens_per_s[2]  # the busiest GPU paces dropless expert GEMMs
 
 
@@ -126,5 +132,5 @@ def test_compare_takes_layout_and_model_files(tmp_path) -> None:
     args = ["compare", *FAST, "--model", str(tmp_path / "m.yaml"), "--layouts", str(tmp_path / "l.yaml")]
     assert main([*args, "--out", str(out)]) == 0
     frame = pd.read_csv(out)
-    preset = simulate_point("paper-352b", "megascale-moe", 240, {}, global_batch=30)
+    preset = simulate_point("paper-352b", "megascale-moe", 240, {})
     assert frame.error.isna().all() and frame.tokens_per_s[0] == pytest.approx(preset["tokens_per_s"], rel=1e-5)

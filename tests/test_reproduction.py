@@ -9,6 +9,21 @@ from experiments import fig7, fig14, fig16, fig17, table3, table5, weak_scaling
 from experiments.calibrate import fit_gemm_efficiency
 from simulator.calibration import DEFAULT_CALIBRATION
 
+# The tolerances of this suite live here, so that widening one is a visible change to the tests. The paper's
+# numbers they are applied to live with each figure's module (MegaScale-MoE, EuroSys '26).
+# Table 3 (strong scaling, tokens/s): mean and per-cell absolute relative error, per system, as set by the
+# issue "Reproduce the paper's results".
+TABLE3_TOKENS_TOLERANCE = {"megascale-moe": (0.05, 0.10), "megatron-lm": (0.10, 0.15)}
+TABLE3_SPEEDUP_TOLERANCE = 0.15  # absolute, MegaScale-MoE / Megatron-LM tokens/s at every GPU count (Table 3)
+TABLE3_MFU_TOLERANCE = 0.015  # absolute MFU at the paper's end points: 32.48% at 240 GPUs, 27.89% at 1,440 (Sec. 6)
+TABLE5_TOLERANCE = 0.04  # absolute, throughput normalized to TP+TP without overlap (Table 5: 1.13, 1.22, 1.28)
+FIG7_A2A_TOLERANCE = 0.15  # relative, all-to-all at top-1 and top-8 (~150 and ~1,030 us, read from Fig. 7)
+WEAK_SCALING_MEGASCALE_DEGRADATION = 0.01  # per-GPU throughput, 480 -> 1,440 GPUs (Fig. 12: paper 0.2%)
+WEAK_SCALING_SPEEDUP_TOLERANCE = 0.05  # absolute, around the paper's 1.74-1.79x (Fig. 12)
+FIG14_BAND_WIDENING = 0.05  # absolute MFU gain beyond the paper's +14.9% to +32.9% band (Fig. 14)
+FIG17_ACTIVATION_TOLERANCE = 0.05  # absolute activation-memory saving (Fig. 17: 45.5% and 57.2%)
+FIG17_MFU_CHANGE = 0.005  # the paper's own bound: "MFU within 0.5%" with SAR (Fig. 17; fig17.FIG17_MFU_CHANGE)
+
 
 @pytest.fixture(scope="module")
 def table3_frame():
@@ -16,14 +31,14 @@ def table3_frame():
 
 
 def test_table3_megascale_tokens_per_s_within_tolerance(table3_frame):
-    mean_tol, cell_tol = table3.TOLERANCE["megascale-moe"]
+    mean_tol, cell_tol = TABLE3_TOKENS_TOLERANCE["megascale-moe"]
     errors = table3_frame.megascale_error.abs()
     assert errors.mean() <= mean_tol
     assert errors.max() <= cell_tol
 
 
 def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
-    mean_tol, cell_tol = table3.TOLERANCE["megatron-lm"]
+    mean_tol, cell_tol = TABLE3_TOKENS_TOLERANCE["megatron-lm"]
     errors = table3_frame.megatron_error.abs()
     assert errors.mean() <= mean_tol
     assert errors.max() <= cell_tol
@@ -35,13 +50,13 @@ def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
     "fewer layers as DP shards its optimizer states; the paper's runs likely kept one setting.",
 )
 def test_table3_speedup_within_tolerance(table3_frame):
-    assert (table3_frame.sim_speedup - table3_frame.paper_speedup).abs().max() <= table3.SPEEDUP_TOLERANCE
+    assert (table3_frame.sim_speedup - table3_frame.paper_speedup).abs().max() <= TABLE3_SPEEDUP_TOLERANCE
 
 
 def test_table3_megascale_mfu_end_points(table3_frame):
     by_gpus = table3_frame.set_index("gpus")
     for gpus, paper in table3.PAPER_MFU.items():
-        assert by_gpus.sim_megascale_mfu[gpus] == pytest.approx(paper, abs=table3.MFU_TOLERANCE)
+        assert by_gpus.sim_megascale_mfu[gpus] == pytest.approx(paper, abs=TABLE3_MFU_TOLERANCE)
 
 
 def test_stored_fit_matches_the_fit():
@@ -51,7 +66,7 @@ def test_stored_fit_matches_the_fit():
 def test_table5_overlap_steps():
     frame = table5.simulate_table5().set_index("layout")
     for layout in ("sp-ep-inter", "sp-ep-inter-intra"):
-        assert frame.sim[layout] == pytest.approx(frame.paper[layout], abs=table5.TOLERANCE)
+        assert frame.sim[layout] == pytest.approx(frame.paper[layout], abs=TABLE5_TOLERANCE)
 
 
 @pytest.mark.xfail(
@@ -61,7 +76,7 @@ def test_table5_overlap_steps():
 )
 def test_table5_sp_ep_step():
     frame = table5.simulate_table5().set_index("layout")
-    assert frame.sim["sp-ep"] == pytest.approx(1.13, abs=table5.TOLERANCE)
+    assert frame.sim["sp-ep"] == pytest.approx(1.13, abs=TABLE5_TOLERANCE)
 
 
 def test_fig7_shape_and_crossover():
@@ -69,13 +84,13 @@ def test_fig7_shape_and_crossover():
     assert frame.all_to_all_us.is_monotonic_increasing
     assert frame.all_gather_us.nunique() == 1
     assert fig7.crossover(frame) == fig7.PAPER_CROSSOVER[1]
-    assert frame.all_to_all_us.iloc[0] == pytest.approx(fig7.PAPER_A2A_US[1], rel=0.15)
-    assert frame.all_to_all_us.iloc[-1] == pytest.approx(fig7.PAPER_A2A_US[8], rel=0.15)
+    assert frame.all_to_all_us.iloc[0] == pytest.approx(fig7.PAPER_A2A_US[1], rel=FIG7_A2A_TOLERANCE)
+    assert frame.all_to_all_us.iloc[-1] == pytest.approx(fig7.PAPER_A2A_US[8], rel=FIG7_A2A_TOLERANCE)
 
 
 def test_weak_scaling_megascale_per_gpu_throughput_holds():
     frame = weak_scaling.simulate_weak_scaling()
-    assert abs(weak_scaling.degradation(frame, "megascale-moe")) < 0.01
+    assert abs(weak_scaling.degradation(frame, "megascale-moe")) < WEAK_SCALING_MEGASCALE_DEGRADATION
 
 
 @pytest.mark.xfail(
@@ -86,7 +101,7 @@ def test_weak_scaling_megascale_per_gpu_throughput_holds():
 def test_weak_scaling_ratio_and_degradation():
     frame = weak_scaling.simulate_weak_scaling()
     low, high = weak_scaling.PAPER_SPEEDUP_RANGE
-    assert frame.speedup.between(low - 0.05, high + 0.05).all()
+    assert frame.speedup.between(low - WEAK_SCALING_SPEEDUP_TOLERANCE, high + WEAK_SCALING_SPEEDUP_TOLERANCE).all()
     assert weak_scaling.degradation(frame, "megascale-moe") < weak_scaling.degradation(frame, "megatron-lm")
 
 
@@ -103,8 +118,7 @@ def test_fig14_sp_ep_beats_tp_tp_on_every_model():
 def test_fig14_gain_band():
     frame = fig14.simulate_fig14()
     low, high = fig14.FIG14_MFU_GAIN
-    widen = fig14.FIG14_BAND_WIDENING
-    assert frame.mfu_gain.between(low - widen, high + widen).all()
+    assert frame.mfu_gain.between(low - FIG14_BAND_WIDENING, high + FIG14_BAND_WIDENING).all()
 
 
 @pytest.mark.xfail(
@@ -126,9 +140,9 @@ def test_fig16_pair_speedups():
 def test_fig17_sar_activation_saving():
     frame = fig17.simulate_fig17().set_index("model")
     for model, paper in fig17.FIG17_ACTIVATION_SAVING.items():
-        assert frame.activation_saving[model] == pytest.approx(paper, abs=fig17.FIG17_TOLERANCE)
+        assert frame.activation_saving[model] == pytest.approx(paper, abs=FIG17_ACTIVATION_TOLERANCE)
 
 
 def test_fig17_sar_keeps_mfu():
     frame = fig17.simulate_fig17()
-    assert ((frame.mfu_no_sar - frame.mfu_sar).abs() < 0.005).all()
+    assert ((frame.mfu_no_sar - frame.mfu_sar).abs() < FIG17_MFU_CHANGE).all()

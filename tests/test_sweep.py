@@ -132,9 +132,9 @@ def test_bad_point_value_is_a_one_line_error_before_running(tmp_path: Path, caps
 
 def test_run_point_with_a_bad_value_is_an_error_row() -> None:
     """Points built in Python (not from a file) are checked too: an error row, not a crash."""
-    from experiments.sweep import run_point
+    from experiments.sweep import sweep_row
 
-    row = run_point({"gpus": True, "global_batch": 30})
+    row = sweep_row({"gpus": True, "global_batch": 30})
     assert row["error"].startswith("gpus:")
 
 
