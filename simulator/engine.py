@@ -24,8 +24,8 @@ apart. simulator/unfolded.py applies the same faults GPU by GPU (tests/test_faul
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import simpy
 
@@ -33,6 +33,7 @@ from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import memory_time_s
 from simulator.faults import Faults, StageFault, gpu_index, scale_compute
 from simulator.network import FluidNetwork
+from simulator.probes import Probe, Transfer, start, subscribed
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads import dualpipe
@@ -67,19 +68,6 @@ class EngineResult:
     simulated_ops: int
     sim_wall_s: float
     network_bytes: dict
-    nic_transfers: list[NicTransfer] = field(default_factory=list)
-
-
-class NicTransfer(NamedTuple):
-    """One NIC transfer the engine started (PP send or DP bucket), for timelines; not used for timing."""
-
-    kind: str  # "pp" | "dp-params" | "dp-grads"
-    src: int
-    dst: int
-    start_s: float
-    end_s: float
-    nbytes: float
-    key: tuple  # PP: (direction, micro_batch, chunk, destination stage); DP: (bucket,)
 
 
 class PipelineEngine:
@@ -93,8 +81,10 @@ class PipelineEngine:
         *,
         memoize: bool = True,
         faults: Faults | None = None,
+        probes: Iterable[Probe] = (),
     ) -> None:
         self.workload = workload
+        self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         self.cluster = cluster
         self.cal = calibration
         # Memoization is exact only while tasks stay off the NIC; cross-node EP puts task traffic on the
@@ -134,7 +124,6 @@ class PipelineEngine:
         self._pp_routes: dict[tuple, tuple] = {}
         self.simulated_ops = 0
         self.stages = [StageLog() for _ in range(workload.pp)]
-        self.nic_transfers: list[NicTransfer] = []
 
     # --- task timing -------------------------------------------------------------------------------
     def _nvlink_Bps(self, stage: int) -> float:
@@ -257,7 +246,8 @@ class PipelineEngine:
         links = self._pp_links(src, dst)
         start = self.env.now
         yield self.network.transfer(links, self.workload.pp_bytes_per_gpu)
-        self.nic_transfers.append(NicTransfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
+        for probe in self.probes:
+            probe.on_transfer(Transfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
         self._arrival(key).succeed()
 
     def _stage(self, place, dp_gate: simpy.Event | None):
@@ -286,6 +276,8 @@ class PipelineEngine:
             log.model_flops += timing.model_flops
             for group, seconds in timing.exposed_comm_s.items():
                 log.exposed_comm_s[group] = log.exposed_comm_s.get(group, 0.0) + seconds
+            for probe in self.probes:
+                probe.on_task(place, stage, task, begin, self.env.now, timing)
             self._forward_output(place, task)
         log.pipeline_end_s = self.env.now
 
@@ -339,9 +331,10 @@ class PipelineEngine:
         links = self._dp_links(place)
         for bucket in range(buckets):
             transfer = self.network.transfer(links, params / buckets)
-            transfer.callbacks.append(
-                self._logger("dp-params", self._stage_of(place), self.env.now, params / buckets, bucket)
-            )
+            if self.probes:
+                transfer.callbacks.append(
+                    self._logger("dp-params", self._stage_of(place), self.env.now, params / buckets, bucket)
+                )
             yield transfer
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
@@ -360,7 +353,8 @@ class PipelineEngine:
             if ready > self.env.now:
                 yield self.env.timeout(ready - self.env.now)
             transfers.append(self.network.transfer(links, grad / buckets))
-            transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
+            if self.probes:
+                transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
         zero = self.workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
@@ -370,10 +364,11 @@ class PipelineEngine:
         log.end_s = self.env.now
 
     def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
-        """A callback that records a finished DP transfer."""
+        """A callback that tells the probes of a finished DP transfer."""
 
         def log(_event: simpy.Event) -> None:
-            self.nic_transfers.append(NicTransfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
+            for probe in self.probes:
+                probe.on_transfer(Transfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
 
         return log
 
@@ -395,16 +390,20 @@ class PipelineEngine:
 
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
-        for place in self._places():
+        start(self.probes, self, (self.network, *getattr(self, "nvlink_networks", ())))
+        places = self._places()
+        for place in places:
             self.env.process(self._stage_with_sync(place))
         self.env.run()
-        step_time_s = max(log.end_s for log in self.stages)
-        return EngineResult(
+        step_time_s = max(self._log(place).end_s for place in places)  # every place's, so probes see the step
+        result = EngineResult(
             step_time_s,
             self.stages,
             dict(self._memo),
             self.simulated_ops,
             time.perf_counter() - wall_start,
             self._bytes_sent(),
-            self.nic_transfers,
         )
+        for probe in self.probes:
+            probe.on_run(result)
+        return result

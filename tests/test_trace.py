@@ -66,8 +66,9 @@ def test_compute_track_matches_stage_busy(layout: str) -> None:
 
 def test_flows_and_counters() -> None:
     """Every PP send gets a flow start and finish; NIC utilisation stays within [0, 1]."""
-    _, result, trace, *_ = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
-    sends = [t for t in result.nic_transfers if t.kind == "pp"]
+    run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
+    trace = run.trace
+    sends = [t for t in run.timeline.transfers if t.kind == "pp"]
     starts = [e for e in trace["traceEvents"] if e["ph"] == "s"]
     finishes = [e for e in trace["traceEvents"] if e["ph"] == "f"]
     assert len(starts) == len(finishes) == len(sends) == 2 * 14 * 15
@@ -81,8 +82,8 @@ def test_interleaved_trace() -> None:
     from workloads.layouts import layout_preset
 
     layout = layout_preset("megascale-moe").with_(schedule="interleaved", virtual_stages=2, pp=6)
-    _, result, trace, *_ = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
-    _assert_no_overlap(trace)
-    assert len([e for e in trace["traceEvents"] if e["ph"] == "f"]) == len(
-        [t for t in result.nic_transfers if t.kind == "pp"]
+    run = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
+    _assert_no_overlap(run.trace)
+    assert len([e for e in run.trace["traceEvents"] if e["ph"] == "f"]) == len(
+        [t for t in run.timeline.transfers if t.kind == "pp"]
     )
