@@ -19,6 +19,9 @@ the whole group runs at the straggler's pace), that DP rings and PP transfers ru
 member's pace (every replica's stage is charged the fault), and that a failed NIC's detour over NVLink
 costs NVLink nothing. Memoized timings are keyed by the stage's fault, so faulty stages are timed
 apart. simulator/unfolded.py applies the same faults GPU by GPU (tests/test_faults.py compares).
+
+Observers (trace, link statistics, bench) are probes (simulator/probes.py): the engine tells them of
+each task, transfer, rate change and the step's end; with none, no event is built.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import memory_time_s
 from simulator.faults import Faults, StageFault, gpu_index, scale_compute
 from simulator.network import FluidNetwork
-from simulator.probes import Probe, Transfer, start, subscribed
+from simulator.probes import Probe, Transfer, start_probes, subscribed
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads import dualpipe
@@ -390,7 +393,7 @@ class PipelineEngine:
 
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
-        start(self.probes, self, (self.network, *getattr(self, "nvlink_networks", ())))
+        start_probes(self.probes, self, (self.network, *getattr(self, "nvlink_networks", ())))
         places = self._places()
         for place in places:
             self.env.process(self._stage_with_sync(place))

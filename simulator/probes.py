@@ -70,7 +70,7 @@ def subscribed(probes: Iterable[Probe]) -> tuple[Probe, ...]:
     return (*probes, *_AMBIENT.get())
 
 
-def start(probes: tuple[Probe, ...], engine: PipelineEngine, networks: Iterable[FluidNetwork]) -> None:
+def start_probes(probes: tuple[Probe, ...], engine: PipelineEngine, networks: Iterable[FluidNetwork]) -> None:
     """Subscribe the probes' rate observers to each distinct network, then announce the run."""
     # NOTE: only probes that override on_link_rates are called on every rate update.
     observers: list[Callable[[FluidNetwork], None]] = [
