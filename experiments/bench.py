@@ -7,14 +7,15 @@ import io
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import simpy
 
 from simulator.engine import EngineResult, PipelineEngine
+from simulator.probes import Probe, observing
 from simulator.report import simulate
 from workloads.step import StepWorkload
 
@@ -57,30 +58,17 @@ def represented_ops(workload: StepWorkload) -> int:
 
 
 @dataclass
-class _Engines:
-    """What every PipelineEngine.run() during a measurement did (reproduce runs many)."""
+class Steps(Probe):
+    """What every engine run during a measurement did (reproduce runs many): its workload and result."""
 
-    workloads: list[StepWorkload]
-    results: list[EngineResult]
+    workloads: list[StepWorkload] = field(default_factory=list)
+    results: list[EngineResult] = field(default_factory=list)
 
+    def on_start(self, engine: PipelineEngine) -> None:
+        self.workloads.append(engine.workload)
 
-@contextlib.contextmanager
-def _recording() -> Iterator[_Engines]:
-    """Record the workload and result of each engine run; the wrapper costs one call per step."""
-    seen = _Engines([], [])
-    original = PipelineEngine.run
-
-    def run(engine: PipelineEngine) -> EngineResult:
-        result = original(engine)
-        seen.workloads.append(engine.workload)
-        seen.results.append(result)
-        return result
-
-    PipelineEngine.run = run  # type: ignore[method-assign]
-    try:
-        yield seen
-    finally:
-        PipelineEngine.run = original  # type: ignore[method-assign]
+    def on_run(self, result: EngineResult) -> None:
+        self.results.append(result)
 
 
 def bare_event_s(events: int = BARE_EVENTS) -> float:
@@ -116,7 +104,8 @@ def _action(point: BenchPoint) -> Callable[[], None]:
 def measure(point: BenchPoint, event_s: float) -> dict:
     """Time one point, then run it again under tracemalloc for its peak Python allocation."""
     action = _action(point)
-    with _recording() as seen:
+    seen = Steps()
+    with observing(seen):
         start = time.perf_counter()
         action()
         wall_s = time.perf_counter() - start

@@ -112,9 +112,7 @@ def _run(args: argparse.Namespace) -> None:
     layout = _layout(args)
     faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
     if run_outputs.wanted(args):
-        if faults:
-            raise ConfigError("trace", "--trace / --plot do not show faults yet; drop one or the other")
-        report = run_outputs.run_with_outputs(args, layout)
+        report = run_outputs.run_with_outputs(args, layout, faults)
     else:
         report = simulate(
             args.model,

@@ -62,7 +62,7 @@ def subtract(spans: list[Span], holes: list[Span]) -> list[Span]:
 def stage_gantt(run: TracedRun, stage: int) -> dict[str, list[Span]]:
     """Compute, exposed communication (task time without compute), idle and DP-sync spans of a stage."""
     log = run.result.stages[stage]
-    compute = merge([(a, b) for a, b, _, _ in stage_intervals(run.workload, run.cluster, run.result, stage)[COMPUTE_T]])
+    compute = merge([(a, b) for a, b, _, _ in stage_intervals(run.timeline, stage)[COMPUTE_T]])
     tasks = merge([(begin, end) for _, begin, end in log.tasks])
     return {
         "compute": compute,

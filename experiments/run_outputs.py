@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from simulator.faults import Faults
 from simulator.report import Report
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
@@ -33,9 +34,11 @@ def parse_stages(text: str | None) -> list[int] | None:
         raise ConfigError("trace_stages", f"expected comma-separated stage numbers, got '{text}'") from None
 
 
-def run_with_outputs(args: argparse.Namespace, layout: LayoutSpec | str | None = None) -> Report:
-    """Simulate as ``moesim run`` does (``layout``: the resolved layout, default ``args.layout``) and write the
-    requested trace and plot."""
+def run_with_outputs(
+    args: argparse.Namespace, layout: LayoutSpec | str | None = None, faults: Faults | None = None
+) -> Report:
+    """Simulate as ``moesim run`` does (``layout``: the resolved layout, default ``args.layout``; ``faults``: the
+    parsed fault flags) and write the requested trace and plot."""
     from simulator.trace import simulate_with_trace, write_trace
 
     run = simulate_with_trace(
@@ -50,6 +53,7 @@ def run_with_outputs(args: argparse.Namespace, layout: LayoutSpec | str | None =
         micro_batches=args.trace_micro_batches,
         trace=bool(args.trace),
         allow_oom=args.allow_oom,
+        faults=faults,
     )
     if args.trace:
         size = write_trace(args.trace, run.trace)

@@ -19,13 +19,16 @@ the whole group runs at the straggler's pace), that DP rings and PP transfers ru
 member's pace (every replica's stage is charged the fault), and that a failed NIC's detour over NVLink
 costs NVLink nothing. Memoized timings are keyed by the stage's fault, so faulty stages are timed
 apart. simulator/unfolded.py applies the same faults GPU by GPU (tests/test_faults.py compares).
+
+Observers (trace, link statistics, bench) are probes (simulator/probes.py): the engine tells them of
+each task, transfer, rate change and the step's end; with none, no event is built.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import simpy
 
@@ -33,6 +36,7 @@ from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import memory_time_s
 from simulator.faults import Faults, StageFault, gpu_index, scale_compute
 from simulator.network import FluidNetwork
+from simulator.probes import Probe, Transfer, start_probes, subscribed
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads.schedules import Task
@@ -66,19 +70,6 @@ class EngineResult:
     simulated_ops: int
     sim_wall_s: float
     network_bytes: dict
-    nic_transfers: list[NicTransfer] = field(default_factory=list)
-
-
-class NicTransfer(NamedTuple):
-    """One NIC transfer the engine started (PP send or DP bucket), for timelines; not used for timing."""
-
-    kind: str  # "pp" | "dp-params" | "dp-grads"
-    src: int
-    dst: int
-    start_s: float
-    end_s: float
-    nbytes: float
-    key: tuple  # PP: (direction, micro_batch, chunk, destination stage); DP: (bucket,)
 
 
 class PipelineEngine:
@@ -92,8 +83,10 @@ class PipelineEngine:
         *,
         memoize: bool = True,
         faults: Faults | None = None,
+        probes: Iterable[Probe] = (),
     ) -> None:
         self.workload = workload
+        self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         self.cluster = cluster
         self.cal = calibration
         # Memoization is exact only while tasks stay off the NIC; cross-node EP puts task traffic on the
@@ -133,7 +126,6 @@ class PipelineEngine:
         self._pp_routes: dict[tuple, tuple] = {}
         self.simulated_ops = 0
         self.stages = [StageLog() for _ in range(workload.pp)]
-        self.nic_transfers: list[NicTransfer] = []
 
     # --- task timing -------------------------------------------------------------------------------
     def _nvlink_Bps(self, stage: int) -> float:
@@ -240,7 +232,8 @@ class PipelineEngine:
         links = self._pp_links(src, dst)
         start = self.env.now
         yield self.network.transfer(links, self.workload.pp_bytes_per_gpu)
-        self.nic_transfers.append(NicTransfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
+        for probe in self.probes:
+            probe.on_transfer(Transfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
         self._arrival(key).succeed()
 
     def _stage(self, place, dp_gate: simpy.Event | None):
@@ -269,6 +262,8 @@ class PipelineEngine:
             log.model_flops += timing.model_flops
             for group, seconds in timing.exposed_comm_s.items():
                 log.exposed_comm_s[group] = log.exposed_comm_s.get(group, 0.0) + seconds
+            for probe in self.probes:
+                probe.on_task(place, stage, task, begin, self.env.now, timing)
             self._forward_output(place, task)
         log.pipeline_end_s = self.env.now
 
@@ -300,9 +295,10 @@ class PipelineEngine:
         links = self._dp_links(place)
         for bucket in range(buckets):
             transfer = self.network.transfer(links, params / buckets)
-            transfer.callbacks.append(
-                self._logger("dp-params", self._stage_of(place), self.env.now, params / buckets, bucket)
-            )
+            if self.probes:
+                transfer.callbacks.append(
+                    self._logger("dp-params", self._stage_of(place), self.env.now, params / buckets, bucket)
+                )
             yield transfer
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
@@ -321,7 +317,8 @@ class PipelineEngine:
             if ready > self.env.now:
                 yield self.env.timeout(ready - self.env.now)
             transfers.append(self.network.transfer(links, grad / buckets))
-            transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
+            if self.probes:
+                transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
         zero = self.workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
@@ -331,10 +328,11 @@ class PipelineEngine:
         log.end_s = self.env.now
 
     def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
-        """A callback that records a finished DP transfer."""
+        """A callback that tells the probes of a finished DP transfer."""
 
         def log(_event: simpy.Event) -> None:
-            self.nic_transfers.append(NicTransfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
+            for probe in self.probes:
+                probe.on_transfer(Transfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
 
         return log
 
@@ -356,16 +354,20 @@ class PipelineEngine:
 
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
-        for place in self._places():
+        start_probes(self.probes, self, (self.network, *getattr(self, "nvlink_networks", ())))
+        places = self._places()
+        for place in places:
             self.env.process(self._stage_with_sync(place))
         self.env.run()
-        step_time_s = max(log.end_s for log in self.stages)
-        return EngineResult(
+        step_time_s = max(self._log(place).end_s for place in places)  # every place's, so probes see the step
+        result = EngineResult(
             step_time_s,
             self.stages,
             dict(self._memo),
             self.simulated_ops,
             time.perf_counter() - wall_start,
             self._bytes_sent(),
-            self.nic_transfers,
         )
+        for probe in self.probes:
+            probe.on_run(result)
+        return result

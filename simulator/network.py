@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import ClassVar
 
 import simpy
 
@@ -28,9 +27,6 @@ class FluidNetwork:
     every flow drains at a constant rate, so the simulation is exact for the fluid model.
     """
 
-    # Debug hook for tests: called with the network after every rate assignment; must not change it.
-    debug_hook: ClassVar[Callable[[FluidNetwork], None] | None] = None
-
     def __init__(self, env: simpy.Environment, capacities_Bps: dict[Hashable, float]) -> None:
         self.env = env
         self.capacities_Bps = dict(capacities_Bps)
@@ -38,6 +34,8 @@ class FluidNetwork:
         self._last_update_s = env.now
         self._generation = 0
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
+        # Called with this network after every rate change (the last flow's end too); they must not change it.
+        self.observers: list[Callable[[FluidNetwork], None]] = []
 
     def account(self, links: Iterable[Hashable], nbytes: float) -> None:
         """Count ``nbytes`` as sent over ``links`` (also for transfers timed outside the network)."""
@@ -113,11 +111,12 @@ class FluidNetwork:
 
     def _reschedule(self) -> None:
         self._generation += 1
+        if self._flows:
+            self._assign_rates()
+        for observer in self.observers:
+            observer(self)
         if not self._flows:
             return
-        self._assign_rates()
-        if FluidNetwork.debug_hook is not None:
-            FluidNetwork.debug_hook(self)
         delay = min(flow.remaining / flow.rate for flow in self._flows)
         wake = self.env.timeout(max(delay, 0.0))
         generation = self._generation

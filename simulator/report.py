@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import PipelineEngine
 from simulator.faults import Faults
 from simulator.memory import GIB, fit_recompute, peak_memory
+from simulator.probes import Probe
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
@@ -117,11 +119,13 @@ def simulate(
     memoize: bool = True,
     allow_oom: bool = False,
     faults: Faults | None = None,
+    probes: Iterable[Probe] = (),
 ) -> Report:
-    """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom."""
+    """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom;
+    ``probes`` observe the engine (simulator/probes.py)."""
     wall_start = time.perf_counter()
     workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
-    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults).run()
+    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults, probes=probes).run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 

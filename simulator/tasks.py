@@ -29,7 +29,7 @@ class TaskTiming:
     compute_busy_s: float = 0.0
     exposed_comm_s: dict[str, float] = field(default_factory=dict)
     model_flops: float = 0.0
-    intervals: list[tuple[int, float, float]] = field(default_factory=list)  # (op index, start, end)
+    intervals: list[tuple[int, float, float]] = field(default_factory=list)  # (op, start, end) from the task start
 
 
 @dataclass(frozen=True)
@@ -258,3 +258,5 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
         group = ops[index].group
         exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
     timing.exposed_comm_s = exposed
+    if start_s:  # a task run in the step's environment recorded env times: count them from its start, like a memo
+        timing.intervals = [(index, begin - start_s, end - start_s) for index, begin, end in timing.intervals]

@@ -2,10 +2,11 @@
 
 One process per simulated representative GPU (one per pipeline stage), one thread per resource: the
 pipeline tasks, the compute stream (SM work; the GEMM part of fused ops), NVLink collectives, NVLink
-traffic fused into GEMMs, and the NIC (PP sends; DP buckets). Threads that could overlap get extra
-lanes, so no two events on one thread ever overlap. Op timings come from the engine's memoized
-per-task op intervals, expanded at each task's begin time; nothing is re-simulated. Runs whose tasks
-cannot be memoized (cross-node EP: tasks on the NIC) and runs with faults are refused with a ConfigError.
+traffic fused into GEMMs, and the NIC (PP sends; DP buckets; cross-node EP collectives). Threads that
+could overlap get extra lanes, so no two events on one thread ever overlap. Everything comes from a
+``Timeline`` probe (simulator/probes.py) that records each task as it ends, with the op intervals it
+actually had (memoized or op level, faulty stages included), the transfers as they land, and NIC
+utilisation whenever rates change; nothing is re-simulated.
 
 Placement: ranks are numbered intra-node group fastest, then pipeline stage, then data-parallel
 replica, so stage s's representative is global GPU s x intra_size of replica 0.
@@ -14,27 +15,27 @@ replica, so stage s's representative is global GPU s x intra_size of replica 0.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import EngineResult, PipelineEngine
-from simulator.report import Report, build_report, prepare
-from simulator.tasks import OpCosts
+from simulator.faults import Faults, scale_compute
+from simulator.network import FluidNetwork
+from simulator.probes import Probe, Transfer
+from simulator.report import Report, simulate
+from simulator.tasks import OpCosts, TaskTiming
 from topologies.cluster import ClusterSpec
-from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import COLLECTIVE, FUSED, Op
-from workloads.schedules import FORWARD
+from workloads.schedules import FORWARD, Task
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 TASKS, COMPUTE_T, NVLINK_T, FUSED_T = "pipeline tasks", "compute", "NVLink comm", "NVLink (fused)"
-NIC_PP_T, NIC_DP_T = "NIC comm (PP)", "NIC comm (DP)"
-TRACKS = (TASKS, COMPUTE_T, NVLINK_T, FUSED_T, NIC_PP_T, NIC_DP_T)
+NIC_PP_T, NIC_DP_T, NIC_EP_T = "NIC comm (PP)", "NIC comm (DP)", "NIC comm (EP)"
+TRACKS = (TASKS, COMPUTE_T, NVLINK_T, FUSED_T, NIC_EP_T, NIC_PP_T, NIC_DP_T)
 Interval = tuple[float, float, str, dict]  # (start s, end s, name, args)
 LinkLog = dict[str, list[tuple[float, float]]]  # counter name -> [(time s, utilisation 0..1)]
 
@@ -61,27 +62,74 @@ def _op_args(op: Op, direction: str, micro_batch: int, chunk: int) -> dict:
         args["mem_bytes"] = op.mem_bytes
     if op.is_comm:
         args.update(collective=op.collective, group=op.group, group_size=op.group_size, bytes=op.comm_bytes)
+    if op.nic_bytes:
+        args["nic_bytes"] = op.nic_bytes
     return args
 
 
-def stage_intervals(
-    workload: StepWorkload,
-    cluster: ClusterSpec,
-    result: EngineResult,
-    stage: int,
-    micro_batches: int | None = None,
-    calibration: Calibration = DEFAULT_CALIBRATION,
-) -> dict[str, list[Interval]]:
+class TaskRecord(NamedTuple):
+    """One task as it ran: its span in the step and its op intervals (from ``begin_s``)."""
+
+    task: Task
+    begin_s: float
+    end_s: float
+    timing: TaskTiming
+
+
+class Timeline(Probe):
+    """Records what a trace draws: each place's tasks, the PP and DP transfers, NIC utilisation, the result."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[Any, list[TaskRecord]] = {}  # by place (the folded engine's places are its stages)
+        self.transfers: list[Transfer] = []
+        self.links: LinkLog = {}
+        self.result: EngineResult | None = None
+
+    def on_start(self, engine: PipelineEngine) -> None:
+        self.workload, self.cluster, self.calibration = engine.workload, engine.cluster, engine.cal
+        self.compute_factors = [fault.compute_factor for fault in engine.stage_faults]
+        self._network = engine.network
+        self._nic = [
+            (link, f"{link[0]} {link[1]}")
+            for link in engine.network.capacities_Bps
+            if isinstance(link, tuple) and link[0] in ("nic_out", "nic_in")
+        ]
+        self.links = {name: [(0.0, 0.0)] for _, name in self._nic}
+
+    def on_task(self, place: Any, stage: int, task: Task, begin_s: float, end_s: float, timing: TaskTiming) -> None:
+        self.tasks.setdefault(place, []).append(TaskRecord(task, begin_s, end_s, timing))
+
+    def on_transfer(self, transfer: Transfer) -> None:
+        self.transfers.append(transfer)
+
+    def on_link_rates(self, network: FluidNetwork) -> None:
+        """Log each NIC link's utilisation when it changes (the NICs are on the engine's main network)."""
+        if network is not self._network:
+            return
+        loads = network.link_loads_Bps()
+        for link, name in self._nic:
+            points = self.links[name]
+            value = loads.get(link, 0.0) / network.capacities_Bps[link]
+            if abs(points[-1][1] - value) > 1e-9:
+                points.append((network.env.now, value))
+
+    def on_run(self, result: EngineResult) -> None:
+        self.result = result
+
+
+def stage_intervals(timeline: Timeline, stage: int, micro_batches: int | None = None) -> dict[str, list[Interval]]:
     """Absolute (start, end, name, args) intervals of one stage, by track (before lane splitting)."""
+    workload, gpu = timeline.workload, timeline.cluster.gpu
     tracks: dict[str, list[Interval]] = {name: [] for name in TRACKS}
-    costs: dict[tuple, OpCosts] = {}
-    for task, begin, end in result.stages[stage].tasks:
+    costs: dict = {}
+    for task, begin, end, timing in timeline.tasks.get(stage, ()):
         if micro_batches is not None and task.micro_batch >= micro_batches:
             continue
         key = workload.task_key(stage, task)
         ops = workload.task_ops(key)
-        if key not in costs:
-            costs[key] = OpCosts.of(ops, cluster.gpu, calibration, cluster.gpu.nvlink_latency_s)
+        if key not in costs:  # the fused GEMMs' compute time, as the engine charged it (stragglers scale it)
+            plain = OpCosts.of(ops, gpu, timeline.calibration, gpu.nvlink_latency_s)
+            costs[key] = scale_compute(plain, ops, timeline.compute_factors[stage])
         label = f"{task.direction}{task.micro_batch}" + (f".{task.chunk}" if workload.chunks > 1 else "")
         tracks[TASKS].append(
             (
@@ -91,7 +139,7 @@ def stage_intervals(
                 {"micro_batch": task.micro_batch, "chunk": task.chunk, "direction": task.direction, "ops": len(ops)},
             )
         )
-        for index, start, stop in result.task_timings[key].intervals:
+        for index, start, stop in timing.intervals:
             op = ops[index]
             args = _op_args(op, task.direction, task.micro_batch, task.chunk)
             a, b = begin + start, begin + stop
@@ -102,7 +150,9 @@ def stage_intervals(
                 tracks[NVLINK_T].append((a, b, f"{op.group} {op.collective}", args))
             else:
                 tracks[COMPUTE_T].append((a, b, op.name, args))
-    for t in result.nic_transfers:
+            if op.nic_bytes:  # cross-node EP: the same op also loads the NIC
+                tracks[NIC_EP_T].append((a, b, f"{op.name} (NIC)", args))
+    for t in timeline.transfers:
         if t.src != stage:
             continue
         if t.kind == "pp":
@@ -141,17 +191,9 @@ def _us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
-def chrome_trace(
-    workload: StepWorkload,
-    cluster: ClusterSpec,
-    result: EngineResult,
-    *,
-    stages: Iterable[int] | None = None,
-    micro_batches: int | None = None,
-    link_log: LinkLog | None = None,
-    calibration: Calibration = DEFAULT_CALIBRATION,
-) -> dict:
-    """The trace-event JSON object of a simulated step (optionally only some stages / micro-batches)."""
+def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, micro_batches: int | None = None) -> dict:
+    """The trace-event JSON object of a recorded step (optionally only some stages / micro-batches)."""
+    workload = timeline.workload
     keep = sorted(set(range(workload.pp)) if stages is None else {s for s in stages if 0 <= s < workload.pp})
     events: list[dict] = []
     slots: dict[tuple, tuple[int, int, float]] = {}  # PP send key -> (pid, tid, start us) for flows
@@ -169,7 +211,7 @@ def chrome_trace(
         )
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": stage}})
         tid = 0
-        for track, intervals in stage_intervals(workload, cluster, result, stage, micro_batches, calibration).items():
+        for track, intervals in stage_intervals(timeline, stage, micro_batches).items():
             for lane_no, lane in enumerate(split_lanes(intervals)):
                 tid += 1
                 name = track if lane_no == 0 else f"{track} #{lane_no + 1}"
@@ -199,8 +241,8 @@ def chrome_trace(
                         )
                     if track == TASKS:
                         slots[("task", args["direction"], args["micro_batch"], args["chunk"], stage)] = (pid, tid, ts)
-    events += _flows(workload, result, slots, set(keep), micro_batches)
-    for name, points in (link_log or {}).items():
+    events += _flows(timeline, slots, set(keep), micro_batches)
+    for name, points in timeline.links.items():
         direction, stage = name.split(" ")
         if int(stage) in keep:
             counter = "NIC out utilisation" if direction == "nic_out" else "NIC in utilisation"
@@ -215,17 +257,15 @@ def chrome_trace(
             "model": workload.model.name,
             "layout": workload.layout.name,
             "gpus": workload.num_gpus,
-            "step_time_s": result.step_time_s,
+            "step_time_s": timeline.result.step_time_s,
         },
     }
 
 
-def _flows(
-    workload: StepWorkload, result: EngineResult, slots: dict, keep: set[int], micro_batches: int | None
-) -> list[dict]:
+def _flows(timeline: Timeline, slots: dict, keep: set[int], micro_batches: int | None) -> list[dict]:
     """Flow arrows from each PP send on the sender's NIC to the receiving task."""
     events = []
-    for number, t in enumerate(t for t in result.nic_transfers if t.kind == "pp"):
+    for number, t in enumerate(t for t in timeline.transfers if t.kind == "pp"):
         direction, micro_batch, chunk, dst = t.key
         if t.src not in keep or dst not in keep or (micro_batches is not None and micro_batch >= micro_batches):
             continue
@@ -239,29 +279,6 @@ def _flows(
     return events
 
 
-def record_link_utilisation(engine: PipelineEngine) -> LinkLog:
-    """Hook the engine's network to log each NIC link's utilisation whenever rates change."""
-    network = engine.network
-    log: LinkLog = {f"{d} {s}": [(0.0, 0.0)] for s in range(engine.workload.pp) for d in ("nic_out", "nic_in")}
-    reschedule = network._reschedule
-
-    def recording() -> None:
-        reschedule()
-        load: dict = {}
-        for flow in network._flows:
-            for link in flow.links:
-                load[link] = load.get(link, 0.0) + flow.rate
-        for (direction, stage), capacity in network.capacities_Bps.items():
-            if direction.startswith("nic"):
-                points = log[f"{direction} {stage}"]
-                value = load.get((direction, stage), 0.0) / capacity
-                if abs(points[-1][1] - value) > 1e-9:
-                    points.append((engine.env.now, value))
-
-    network._reschedule = recording
-    return log
-
-
 class TracedRun(NamedTuple):
     """A simulated step with everything needed to draw it."""
 
@@ -270,6 +287,7 @@ class TracedRun(NamedTuple):
     trace: dict | None
     workload: StepWorkload
     cluster: ClusterSpec
+    timeline: Timeline
 
 
 def simulate_with_trace(
@@ -286,30 +304,27 @@ def simulate_with_trace(
     calibration: Calibration = DEFAULT_CALIBRATION,
     trace: bool = True,
     allow_oom: bool = False,
+    faults: Faults | None = None,
+    memoize: bool = True,
 ) -> TracedRun:
-    """Simulate one step like ``simulate`` and also return the raw result and (if asked) its Chrome trace."""
-    wall_start = time.perf_counter()
-    workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
-    if workload.tasks_use_nic:  # op timings are read from the memoized task timings, which need NIC-free tasks
-        raise ConfigError("trace", "timelines of cross-node EP runs (tasks on the NIC) are not supported yet")
-    engine = PipelineEngine(workload, cluster, calibration, memoize=True)
-    link_log = record_link_utilisation(engine)
-    result = engine.run()
-    report = replace(build_report(workload, cluster, result, time.perf_counter() - wall_start), oom=oom)
-    events = (
-        chrome_trace(
-            workload,
-            cluster,
-            result,
-            stages=stages,
-            micro_batches=micro_batches,
-            link_log=link_log,
-            calibration=calibration,
-        )
-        if trace
-        else None
+    """Simulate one step like ``simulate``, recording a Timeline; also return its Chrome trace (if asked)."""
+    timeline = Timeline()
+    report = simulate(
+        model,
+        layout,
+        gpus,
+        cluster=cluster,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        calibration=calibration,
+        memoize=memoize,
+        allow_oom=allow_oom,
+        faults=faults,
+        probes=(timeline,),
     )
-    return TracedRun(report, result, events, workload, cluster)
+    events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches) if trace else None
+    return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)
 
 
 def write_trace(path: str | Path, trace: dict) -> int:

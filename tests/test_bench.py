@@ -6,7 +6,9 @@ import math
 
 import pytest
 
-from experiments.bench import POINTS, format_bench, represented_ops, run_bench
+from experiments.bench import POINTS, Steps, format_bench, represented_ops, run_bench
+from simulator.probes import Probe, observing
+from simulator.report import simulate
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.step import StepWorkload
@@ -52,13 +54,26 @@ def test_represented_ops_counts_every_task() -> None:
     assert min(per_task.values()) * tasks <= represented_ops(workload) <= max(per_task.values()) * tasks
 
 
-def test_recording_restores_the_engine_even_on_error() -> None:
-    """The bench wraps PipelineEngine.run only while it measures, and puts it back whatever happens."""
-    from experiments.bench import _recording
-    from simulator.engine import PipelineEngine
+class _OpsSeen(Probe):
+    """Counts the ops of every task the engine ran (each op leaves one interval)."""
 
-    original = PipelineEngine.run
-    with pytest.raises(RuntimeError), _recording():
-        assert PipelineEngine.run is not original
-        raise RuntimeError("boom")
-    assert PipelineEngine.run is original
+    def __init__(self) -> None:
+        self.ops = 0
+
+    def on_task(self, place, stage, task, begin_s, end_s, timing) -> None:
+        self.ops += len(timing.intervals)
+
+
+def test_steps_probe_counts_every_run_inside_its_block() -> None:
+    """Two steps inside the block are counted with their real op counts; one after it is not."""
+    seen, ops = Steps(), _OpsSeen()
+    with observing(seen, ops):
+        first = simulate("paper-352b", "megascale-moe", 240, global_batch=30)
+        second = simulate("paper-352b", "megatron-lm", 240, global_batch=30)
+    simulate("paper-352b", "megascale-moe", 240, global_batch=30)
+    assert len(seen.workloads) == len(seen.results) == 2
+    assert [r.step_time_s for r in seen.results] == [first.step_time_s, second.step_time_s]
+    assert [r.simulated_ops for r in seen.results] == [first.simulated_ops, second.simulated_ops]
+    assert [w.layout.name for w in seen.workloads] == ["megascale-moe", "megatron-lm"]
+    assert ops.ops == sum(represented_ops(w) for w in seen.workloads)
+    assert all(0 < r.sim_wall_s for r in seen.results)

@@ -9,6 +9,7 @@ import pytest
 from experiments.cli import main
 from simulator.engine import PipelineEngine
 from simulator.faults import Faults, StageFault, fault_path, gpu_index, gpu_place
+from simulator.probes import TransferLog
 from simulator.report import simulate
 from simulator.unfolded import UnfoldedEngine
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
@@ -183,9 +184,9 @@ def test_degraded_nic_slows_pp_sends_by_its_factor() -> None:
     """PP 2, no DP: a NIC of stage 0 degraded by 2.5; every activation out of and gradient into stage 0
     crosses it alone, so each PP transfer takes 2.5 x bytes / C (latency apart)."""
     workload, cluster = _nic_case(2, 1)
-    engine = PipelineEngine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 6, 2.5)]))
-    result = engine.run()
-    sends = [t for t in result.nic_transfers if t.kind == "pp"]
+    log = TransferLog()
+    PipelineEngine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 6, 2.5)]), probes=(log,)).run()
+    sends = [t for t in log.transfers if t.kind == "pp"]
     assert len(sends) == 2 * 4
     for send in sends:
         assert send.end_s - send.start_s == pytest.approx(2.5 * workload.pp_bytes_per_gpu / 50e9, rel=1e-9)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict
-from unittest import mock
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.cli import main
+from simulator.probes import Probe, observing
 from topologies.errors import ConfigError
 from workloads.config import layout_from_dict, model_from_dict, parse_yaml
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
@@ -102,13 +102,13 @@ def test_fuzz_yaml_texts(text: str) -> None:
 
 
 class _Reached(Exception):
-    """Raised by the stubbed engine: the configuration passed every check."""
+    """Raised when an engine starts: the configuration passed every check."""
 
 
-class _StubEngine:
-    """Stands in for PipelineEngine so that the fuzzer checks validation, not simulation speed."""
+class _StopAtStart(Probe):
+    """Ends the run as it starts, so that the fuzzer checks validation, not simulation speed."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def on_start(self, engine: object) -> None:
         raise _Reached
 
 
@@ -127,7 +127,7 @@ FLAGS = st.one_of(
 def test_fuzz_cli(flags: list[tuple[str, ...]]) -> None:
     argv = ["run", *[token for flag in flags for token in flag]]
     TRIED["cli"] += 1
-    with mock.patch("simulator.report.PipelineEngine", _StubEngine):
+    with observing(_StopAtStart()):
         try:
             status = main(argv)
         except SystemExit as exit_:  # argparse: bad syntax is exit status 2

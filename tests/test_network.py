@@ -99,3 +99,20 @@ def test_zero_bytes_and_unknown_link() -> None:
     assert done.triggered
     with pytest.raises(KeyError):
         net.transfer(["nope"], 1.0)
+
+
+def test_rate_observers_see_every_rate_change() -> None:
+    """A (1 GB over "a" and "shared") alone at 1 GB/s from 0; B (0.5 GB over "shared") joins at 0.25 s: 0.5 GB/s
+    each; B lands at 0.25 + 1 = 1.25 s with A 0.25 GB short, which runs alone until 1.5 s; the last call sees
+    no flow left. Link loads: {a: 1, shared: 1}, then {a: 0.5, shared: 1}, {a: 1, shared: 1}, {}."""
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"a": 1 * GB, "shared": 1 * GB})
+    log: list[tuple[float, dict]] = []
+    net.observers.append(lambda n: log.append((n.env.now, n.link_loads_Bps())))
+    _finish_times(env, net, [(0.0, ["a", "shared"], 1 * GB), (0.25, ["shared"], 0.5 * GB)])
+    assert log == [
+        (0.0, {"a": 1 * GB, "shared": 1 * GB}),
+        (0.25, {"a": 0.5 * GB, "shared": 1 * GB}),
+        (1.25, {"a": 1 * GB, "shared": 1 * GB}),
+        (1.5, {}),
+    ]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from simulator.engine import PipelineEngine
 from simulator.network import FluidNetwork
+from simulator.probes import Probe
 from simulator.report import simulate
 from topologies.cluster import ClusterSpec, cluster_preset
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
@@ -119,22 +120,24 @@ def test_step_time_covers_compute_critical_path(case: Case) -> None:
         assert result.step_time_s >= log.busy_s * (1 - REL)
 
 
-def _check_capacity(network: FluidNetwork) -> None:
-    """Debug hook: no link carries more than its capacity."""
-    for link, load in network.link_loads_Bps().items():
-        assert load <= network.capacities_Bps[link] * (1 + REL), (link, load)
+class CapacityCheck(Probe):
+    """After every rate assignment: no link carries more than its capacity."""
+
+    def __init__(self) -> None:
+        self.checks = 0
+
+    def on_link_rates(self, network: FluidNetwork) -> None:
+        self.checks += 1
+        for link, load in network.link_loads_Bps().items():
+            assert load <= network.capacities_Bps[link] * (1 + REL), (link, load)
 
 
 @SETTINGS
 @given(cases(), st.booleans())
 def test_links_never_over_capacity_and_bytes_balance(case: Case, memoize: bool) -> None:
-    checks = []
-    FluidNetwork.debug_hook = lambda net: (checks.append(1), _check_capacity(net))
-    try:
-        result = PipelineEngine(case.workload(), case.cluster, memoize=memoize).run()
-    finally:
-        FluidNetwork.debug_hook = None
-    assert checks or case.workload().pp == 1  # PP sends always use the network
+    check = CapacityCheck()
+    result = PipelineEngine(case.workload(), case.cluster, memoize=memoize, probes=(check,)).run()
+    assert check.checks or case.workload().pp == 1  # PP sends always use the network
     # Same-node PP/DP traffic goes over one NVLink link ("nvl_pp", "nvl_dp"), counted on both sides.
     on_nvlink = sum(v for (kind, _), v in result.network_bytes.items() if kind in ("nvl_pp", "nvl_dp"))
     sent = on_nvlink + sum(v for (kind, _), v in result.network_bytes.items() if kind == "nic_out")

@@ -9,7 +9,14 @@ from itertools import pairwise
 import pytest
 
 from experiments.cli import main
-from simulator.trace import COMPUTE_T, simulate_with_trace
+from simulator.engine import PipelineEngine
+from simulator.faults import Faults
+from simulator.trace import COMPUTE_T, NIC_EP_T, NIC_PP_T, TASKS, Timeline, chrome_trace, simulate_with_trace
+from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
+from topologies.cluster import ClusterSpec
+from workloads.layouts import layout_preset
+from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.step import StepWorkload
 
 SMALL = ["--gpus", "240", "--global-batch", "30"]
 
@@ -66,8 +73,9 @@ def test_compute_track_matches_stage_busy(layout: str) -> None:
 
 def test_flows_and_counters() -> None:
     """Every PP send gets a flow start and finish; NIC utilisation stays within [0, 1]."""
-    _, result, trace, *_ = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
-    sends = [t for t in result.nic_transfers if t.kind == "pp"]
+    run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
+    trace = run.trace
+    sends = [t for t in run.timeline.transfers if t.kind == "pp"]
     starts = [e for e in trace["traceEvents"] if e["ph"] == "s"]
     finishes = [e for e in trace["traceEvents"] if e["ph"] == "f"]
     assert len(starts) == len(finishes) == len(sends) == 2 * 14 * 15
@@ -78,11 +86,141 @@ def test_flows_and_counters() -> None:
 
 def test_interleaved_trace() -> None:
     """Interleaved 1F1B: tasks carry chunks; flows still pair up."""
-    from workloads.layouts import layout_preset
-
     layout = layout_preset("megascale-moe").with_(schedule="interleaved", virtual_stages=2, pp=6)
-    _, result, trace, *_ = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
-    _assert_no_overlap(trace)
-    assert len([e for e in trace["traceEvents"] if e["ph"] == "f"]) == len(
-        [t for t in result.nic_transfers if t.kind == "pp"]
+    run = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
+    _assert_no_overlap(run.trace)
+    assert len([e for e in run.trace["traceEvents"] if e["ph"] == "f"]) == len(
+        [t for t in run.timeline.transfers if t.kind == "pp"]
     )
+
+
+def _spans(trace: dict, pid: int, thread: str) -> list[tuple[float, float, str]]:
+    """(start us, end us, name) of the events on one named thread of a process."""
+    tid = next(t for (p, t), name in _threads(trace).items() if p == pid and name == thread)
+    events = sorted(
+        (e for e in trace["traceEvents"] if e["ph"] == "X" and (e["pid"], e["tid"]) == (pid, tid)),
+        key=lambda e: e["ts"],
+    )
+    return [(e["ts"], e["ts"] + e["dur"], e["name"]) for e in events]
+
+
+def test_two_stage_trace_hand_computed() -> None:
+    """PP 2, one micro-batch, no DP (tests/test_pipeline.py's two-stage case): F on stage 0, the activation
+    send, F and B on stage 1, the gradient send, B on stage 0. Each send waits the 5 us NIC latency, then
+    moves 1 x 4096 / 8 x 2048 x 2 = 2,097,152 B at 50 GB/s: 41.94304 us on the NIC thread."""
+    layout = layout_preset("megascale-moe").with_(pp=2, micro_batch=1)
+    cluster = ClusterSpec(toy_gpu(), 16, 8, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6)
+    workload = StepWorkload(EQUAL_STAGES, layout, 16, 8, 1, 4096)
+    cal = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
+    timeline = Timeline()
+    engine = PipelineEngine(workload, cluster, cal, probes=(timeline,))
+    engine.run()
+    f0, f1, b1, b0 = (
+        engine.task_timing(workload.task_key(stage, Task(kind, 0, 0)), stage).duration_s * 1e6
+        for stage, kind in ((0, FORWARD), (1, FORWARD), (1, BACKWARD), (0, BACKWARD))
+    )
+    wire, latency = 41.94304, 5.0
+    back = f0 + latency + wire + f1 + b1  # stage 1's B ends; the gradient send starts
+    trace = chrome_trace(timeline)
+    expected = {
+        (1, TASKS): [(0.0, f0, "F0"), (back + latency + wire, back + latency + wire + b0, "B0")],
+        (1, NIC_PP_T): [(f0 + latency, f0 + latency + wire, "PP fwd mb0 -> stage 1")],
+        (2, TASKS): [(f0 + latency + wire, f0 + latency + wire + f1, "F0"), (f0 + latency + wire + f1, back, "B0")],
+        (2, NIC_PP_T): [(back + latency, back + latency + wire, "PP bwd mb0 -> stage 0")],
+    }
+    for (pid, thread), spans in expected.items():
+        got = _spans(trace, pid, thread)
+        assert [name for *_, name in got] == [name for *_, name in spans]
+        assert [t for a, b, _ in got for t in (a, b)] == pytest.approx(
+            [t for a, b, _ in spans for t in (a, b)], abs=2e-3
+        )
+    # The ops of stage 1's forward fill it: the first starts with the task, the last ends with it.
+    ops = [s for s in _spans(trace, 2, COMPUTE_T) if s[1] <= f0 + latency + wire + f1 + 2e-3]
+    assert ops[0][0] == pytest.approx(f0 + latency + wire, abs=2e-3)
+    assert max(b for _, b, _ in ops) == pytest.approx(f0 + latency + wire + f1, abs=2e-3)
+    _assert_no_overlap(trace)
+
+
+def test_memoized_and_op_level_traces_agree() -> None:
+    """Memoized tasks replay intervals timed apart; op-level tasks record theirs in the step: same events."""
+    traces = [
+        simulate_with_trace(
+            "mixtral-8x7b",
+            layout_preset("megascale-moe").with_(pp=4),
+            64,
+            global_batch=8,
+            seq_len=4096,
+            memoize=memoize,
+        ).trace
+        for memoize in (True, False)
+    ]
+    memo, op_level = ([e for e in t["traceEvents"] if e["ph"] == "X"] for t in traces)
+    assert [(e["name"], e["pid"], e["tid"]) for e in memo] == [(e["name"], e["pid"], e["tid"]) for e in op_level]
+    assert [e["ts"] for e in memo] == pytest.approx([e["ts"] for e in op_level], abs=2e-3)
+    assert [e["dur"] for e in memo] == pytest.approx([e["dur"] for e in op_level], abs=4e-3)
+
+
+def _check_trace_file(path) -> dict:
+    """A written trace parses, its durations are non-negative and no thread's events overlap."""
+    trace = json.loads(path.read_text())
+    assert all(e["dur"] >= 0 for e in trace["traceEvents"] if e["ph"] == "X")
+    _assert_no_overlap(trace)
+    return trace
+
+
+def _compute_busy_matches(run) -> None:
+    """Each stage's compute thread adds up to the engine's compute-busy time (fused GEMMs at their real speed)."""
+    threads = _threads(run.trace)
+    busy: dict[int, float] = defaultdict(float)
+    for (pid, tid), events in _by_thread(run.trace).items():
+        if threads[(pid, tid)].startswith(COMPUTE_T):
+            busy[pid - 1] += sum(e["dur"] for e in events) / 1e6
+    for stage, log in enumerate(run.result.stages):
+        assert busy[stage] == pytest.approx(log.compute_busy_s, rel=1e-6)
+
+
+STRAGGLER = ["--straggler", "17:1.2"]  # GPU 17: replica 0, stage 2, local rank 1
+CROSS_NODE_EP = [
+    "--model",
+    "deepseekmoe",
+    "--gpus",
+    "32",
+    "--global-batch",
+    "8",
+    "--seq-len",
+    "4096",
+    "--ep",
+    "16",
+    "--set",
+    "pp=2",
+]  # EP 16 over two nodes: task collectives on the NIC, run at op level
+
+
+def test_straggler_trace_and_plot(tmp_path) -> None:
+    """--trace and --plot with a fault: the straggler's stage has its own (slower) op intervals."""
+    trace_path, plot_path = tmp_path / "t.json", tmp_path / "t.png"
+    assert main(["run", *SMALL, *STRAGGLER, "--trace", str(trace_path), "--plot", str(plot_path)]) == 0
+    _check_trace_file(trace_path)
+    assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    run = simulate_with_trace(
+        "paper-352b", "megascale-moe", 240, global_batch=30, faults=Faults(stragglers=[(17, 1.2)])
+    )
+    assert run.report.faults == ["straggler 17:1.2"]
+    _compute_busy_matches(run)
+    stages = run.result.stages
+    assert stages[2].compute_busy_s > 1.1 * stages[1].compute_busy_s  # same layers, 1.2 x slower kernels
+
+
+def test_cross_node_ep_trace_and_plot(tmp_path) -> None:
+    """--trace and --plot of a cross-node EP run: EP collectives on a NIC thread, NIC counters within [0, 1]."""
+    trace_path, plot_path = tmp_path / "t.json", tmp_path / "t.png"
+    assert main(["run", *CROSS_NODE_EP, "--trace", str(trace_path), "--plot", str(plot_path)]) == 0
+    trace = _check_trace_file(trace_path)
+    assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert NIC_EP_T in set(_threads(trace).values())
+    values = [e["args"]["value"] for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert max(values) <= 1.0 + 1e-9 and min(values) >= 0.0 and max(values) > 0.5
+    layout = layout_preset("megascale-moe").with_(ep=16, pp=2)
+    run = simulate_with_trace("deepseekmoe", layout, 32, global_batch=8, seq_len=4096)
+    assert run.workload.tasks_use_nic
+    _compute_busy_matches(run)
