@@ -242,19 +242,15 @@ def test_task_tuple_defaults_keep_old_equality() -> None:
     assert Task(FORWARD, 0, 0) == (FORWARD, 0, 0, None)
 
 
-def test_dualpipe_refuses_uneven_stages() -> None:
-    """DualPipe runs blocks s and pp-1-s on stage s, which needs equal blocks: uneven pp is a ConfigError."""
-    from simulator.report import simulate
+def test_dualpipe_runs_uneven_blocks() -> None:
+    """61 layers over 16 DualPipe blocks: blocks 15, 0 and 14 hold 3 layers, the rest 4 (the last, then the
+    first blocks are short); stage 0 holds blocks 0 and 15 (6 layers), stage 1 blocks 1 and 14 (7)."""
+    from workloads.models import model_preset
 
-    with pytest.raises(ConfigError) as error:
-        simulate(
-            "deepseek-v3",
-            layout_preset("deepseek-v3").with_(schedule="dualpipe"),
-            2048,
-            global_batch=15360,
-            seq_len=4096,
-        )
-    assert error.value.field == "layout.schedule"
+    layout = layout_preset("deepseek-v3").with_(schedule="dualpipe")
+    workload = StepWorkload(model_preset("deepseek-v3"), layout, 2048, 8, 15360, 4096)
+    assert [len(r) for r in workload.block_ranges] == [3] + [4] * 13 + [3, 3]
+    assert len(workload.stage_layers(0)) == 6 and len(workload.stage_layers(1)) == 7
 
 
 def test_dualpipe_runs_extended_models_with_their_own_blocks() -> None:

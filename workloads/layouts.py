@@ -60,6 +60,7 @@ class LayoutSpec:
     # "fp8": dispatch and TP all-gathers into linear layers move FP8 + per-128 scales; combine stays BF16.
     comm_dtype: str = "bf16"
     uneven_pp: bool = False  # allow layers not divisible by pp: last, then first stages take fewer
+    block_layers: tuple[int, ...] = ()  # explicit layers of each pipeline block (pp x virtual stages), in order
     # Full recomputation of only some layers (Megatron-LM's --recompute-method block): the last
     # recompute_kept_layers layers of each chunk keep their activations. With recompute_to_fit, simulate()
     # keeps as many as fit in HBM, as one tunes --recompute-num-layers. Both apply to recompute "full" only.
@@ -68,8 +69,9 @@ class LayoutSpec:
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
-        if isinstance(self.expert_loads, list):  # YAML gives lists; keep the spec hashable and comparable
-            object.__setattr__(self, "expert_loads", tuple(self.expert_loads))
+        for name in ("expert_loads", "block_layers"):  # YAML gives lists; keep the spec hashable and comparable
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("layout", self)
         choices = {
             "attention": ATTENTION_MODES,

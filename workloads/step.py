@@ -106,7 +106,7 @@ class StepWorkload:
     @cached_property
     def block_ranges(self) -> tuple[range, ...]:
         """Global layer indices of each pipeline block (layouts without uneven_pp split evenly)."""
-        counts = block_layer_counts(self.model.num_layers, self.schedule.blocks)
+        counts = self.layout.block_layers or block_layer_counts(self.model.num_layers, self.schedule.blocks)
         starts = [sum(counts[:b]) for b in range(len(counts))]
         return tuple(range(start, start + count) for start, count in zip(starts, counts))
 
