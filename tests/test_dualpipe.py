@@ -15,18 +15,17 @@ from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
 from tests.toys import block_task_key
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads import dualpipe as dp
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
-    Block,
     FORWARD,
     FORWARD_BACKWARD,
     WEIGHT,
-    Task,
+    Block,
     DualPipe,
+    Task,
     bubble_dualpipe_s,
 )
 from workloads.step import StepWorkload
@@ -126,7 +125,10 @@ def test_split_backward_partitions_the_full_backward() -> None:
     """Bi + W hold exactly the full backward's ops; W is the .wgrad GEMMs, Bi keeps valid deps."""
     workload, _ = _workload(TINY, "megascale-moe", 4, 8)
     full = workload.task_ops(block_task_key(workload, BACKWARD, False, False))
-    inputs, weights = workload.task_ops(block_task_key(workload, BACKWARD_INPUT, False, False)), workload.task_ops(block_task_key(workload, WEIGHT, False, False))
+    inputs, weights = (
+        workload.task_ops(block_task_key(workload, BACKWARD_INPUT, False, False)),
+        workload.task_ops(block_task_key(workload, WEIGHT, False, False)),
+    )
     assert len(inputs) + len(weights) == len(full)
     assert weights and all(op.name.endswith(".wgrad") and op.deps == () for op in weights)
     assert sum(op.flops for op in inputs) + sum(op.flops for op in weights) == pytest.approx(
@@ -139,7 +141,10 @@ def test_pair_keeps_each_list_order_and_dependencies() -> None:
     workload, _ = _workload(TINY, "megascale-moe", 4, 8)
     key = block_task_key(workload, FORWARD_BACKWARD)
     ops, lanes = workload.task_ops(key), workload.task_lanes(key)
-    f_ops, b_ops = workload.task_ops(block_task_key(workload, FORWARD, False, False)), workload.task_ops(block_task_key(workload, BACKWARD, False, False))
+    f_ops, b_ops = (
+        workload.task_ops(block_task_key(workload, FORWARD, False, False)),
+        workload.task_ops(block_task_key(workload, BACKWARD, False, False)),
+    )
     assert [op.name for op, lane in zip(ops, lanes) if lane == 0] == [op.name for op in f_ops]
     assert [op.name for op, lane in zip(ops, lanes) if lane == 1] == [op.name for op in b_ops]
     assert all(lanes[d] == lanes[i] and d < i for i, op in enumerate(ops) for d in op.deps)

@@ -121,7 +121,8 @@ def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
     healthy = PipelineEngine(workload, cluster, CAL)
     base = healthy.run().step_time_s
     last = (
-        healthy.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s + healthy.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
+        healthy.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
+        + healthy.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
     )
     f_mid = healthy.task_timing(block_task_key(workload, FORWARD, False, False)).duration_s
     b_mid = healthy.task_timing(block_task_key(workload, BACKWARD, False, False)).duration_s
@@ -146,7 +147,11 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
     assert (
         0
         < extra
-        < 0.2 * sum(healthy.task_timing(k).duration_s for k in (block_task_key(workload, FORWARD, False, True), block_task_key(workload, BACKWARD, False, True)))
+        < 0.2
+        * sum(
+            healthy.task_timing(k).duration_s
+            for k in (block_task_key(workload, FORWARD, False, True), block_task_key(workload, BACKWARD, False, True))
+        )
     )
     assert slow - base == pytest.approx(8 * extra, rel=1e-9)
     # Memoization keeps the slow stage's timings apart from the healthy stages'.

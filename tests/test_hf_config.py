@@ -154,7 +154,10 @@ def test_unreadable_json_is_one_line(tmp_path: Path, capsys) -> None:
 def test_a_config_json_simulates() -> None:
     """Qwen3-30B-A3B on 16 H800: SP/EP 8, PP 2 over 48 layers; every op list builds and the step runs."""
     report = simulate(
-        str(MODELS / "qwen3-30b-a3b.json"), layout_preset("megascale-moe").with_(pp=2), 16, global_batch=16,
+        str(MODELS / "qwen3-30b-a3b.json"),
+        layout_preset("megascale-moe").with_(pp=2),
+        16,
+        global_batch=16,
         seq_len=4096,
     )
     assert report.step_time_s > 0 and report.model == "qwen3-30b-a3b"

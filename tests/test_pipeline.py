@@ -15,10 +15,10 @@ from workloads.models import ModelSpec
 from workloads.schedules import (
     BACKWARD,
     FORWARD,
-    Task,
     SCHEDULES,
     Interleaved,
     OneFOneB,
+    Task,
     bubble_fraction_1f1b,
     make_schedule,
 )

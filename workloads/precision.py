@@ -13,9 +13,7 @@ FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16
 
 def to_fp8_gemms(steps: list[Step]) -> list[Step]:
     """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16."""
-    return [
-        replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps
-    ]
+    return [replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps]
 
 
 def to_fp8_comm(steps: list[Step]) -> list[Step]:
