@@ -34,6 +34,7 @@ PUBLISHED = [
     ("qwen3-30b-a3b", 30.5e9, 3.3e9, (3, 2), True),  # Qwen3 technical report, Table 1
     ("gpt-oss-120b", 116.83e9, 5.13e9, (5, 3), False),  # gpt-oss model card, Table 1
     ("mixtral-8x7b", 46.7e9, 12.9e9, (3, 3), True),  # Jiang et al., Mixtral of Experts, Sec. 2.1
+    ("llama-3.1-405b", 405e9, 405e9, (3, 3), True),  # Llama 3 report (Dubey et al. 2024), Sec. 3.1 (dense)
 ]
 
 
