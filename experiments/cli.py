@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from experiments import compare, run_outputs, sweep_cli
+from experiments import compare, run_outputs, sweep_cli, validate
 from experiments.bench import main as bench
 from experiments.reproduce import REPRODUCTIONS, reproduce
 from simulator.faults import Faults
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep_cli.add_commands(commands)
     commands.add_parser("bench", help="time the simulator at fixed points on this machine")
     compare.add_parser(commands)
+    validate.add_parser(commands)
     return parser
 
 
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             bench()
         elif args.command == "compare":
             compare.run_args(args)
+        elif args.command == "validate":
+            validate.main(args)
         else:
             sweep_cli.dispatch(args)
     except ConfigError as error:

@@ -75,3 +75,43 @@ def line_comparison(
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+
+
+def parity_plot(
+    path: Path, *, title: str, points: list[tuple[str, float, float]], xlabel: str, ylabel: str, band: float = 0.1
+) -> None:
+    """Predicted against measured on log-log axes: y = x, a +-``band`` region, one marker per group label."""
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    values = [v for _, measured, predicted in points for v in (measured, predicted)]
+    low, high = (min(values) / 1.5, max(values) * 1.5) if values else (1.0, 10.0)
+    line = np.geomspace(low, high, 50)
+    ax.plot(line, line, color="black", linewidth=0.8, label="predicted = measured")
+    ax.fill_between(line, line * (1 - band), line * (1 + band), color="grey", alpha=0.2, label=f"+-{band:.0%}")
+    for i, group in enumerate(dict.fromkeys(label for label, _, _ in points)):
+        mine = [(m, p) for label, m, p in points if label == group]
+        ax.scatter(
+            [m for m, _ in mine],
+            [p for _, p in mine],
+            marker=MARKERS[i % len(MARKERS)],
+            color=COLOURS[(2 * i + 1) % len(COLOURS)],
+            edgecolor="black",
+            linewidth=0.5,
+            s=45,
+            label=group,
+            zorder=3,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

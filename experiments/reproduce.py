@@ -16,6 +16,7 @@ from experiments import (
     skew,
     table3,
     table5,
+    validate,
     weak_scaling,
 )
 from simulator.calibration import DEFAULT_CALIBRATION
@@ -32,6 +33,7 @@ REPRODUCTIONS = {
     "r-ratio": r_ratio.run,  # beyond the paper (Sec. 7's R, simulated)
     "layouts-ep": layouts_ep.run,  # beyond the paper: in-node vs cross-node EP over NIC bandwidth
     "skew": skew.run,  # beyond the paper: Zipf expert load, dropless vs capacity 1.25
+    "validation": validate.run,  # published runs of other models, clusters and frameworks (moesim validate)
 }
 
 HEADER = """# Reproduction of MegaScale-MoE (EuroSys '26) with moesim
@@ -69,6 +71,13 @@ def _update(markdown_path: Path, name: str, section: str) -> None:
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
     markdown_path.write_text(text)
+
+
+def update_section(out: Path, name: str, section: str) -> None:
+    """Write one named section of ``out``/REPRODUCTION.md (and the calibration section) in place."""
+    out.mkdir(parents=True, exist_ok=True)
+    _update(out / "REPRODUCTION.md", name, section)
+    _update(out / "REPRODUCTION.md", "calibration", calibration_section())
 
 
 def reproduce(name: str, out: Path) -> None:

@@ -1,0 +1,568 @@
+"""``moesim validate``: simulated against measured throughput of published training runs.
+
+The corpus is ``experiments/validation/cases/*.yaml``, one published run a file: the model, the job (moesim
+layout fields or Megatron-LM arguments), the cluster preset, GPUs, global batch and sequence length, the
+measured tokens/s per GPU (model TFLOP/s per GPU where published) and the source. Every case is a
+prediction except one marked ``fitted`` (the calibration point, simulator/calibration.py), which is shown
+but kept out of the MAPE; a case that cannot run (a feature refused, out of memory) is a row with its
+error message, also kept out of the MAPE, and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from experiments.plotting import parity_plot
+from simulator.report import Report, simulate
+from topologies.cluster import cluster_preset
+from topologies.errors import ConfigError
+from workloads.config import layout_from_dict, load_layout, load_model, parse_yaml
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository: relative model / layout paths start here
+CASES_DIR = Path(__file__).resolve().parent / "validation" / "cases"
+MISS = 0.10  # a miss: |error| above this; also the band of the plot and the release-disagreement threshold
+
+TOP = {
+    "name": "str",
+    "model": "str",
+    "cluster": "str",
+    "gpus": "int",
+    "global_batch": "int",
+    "seq_len": "int",
+    "layout": "layout",
+    "megatron_args": "args",
+    "measured": "measured",
+    "source": "source",
+    "recipe": "recipe",
+    "other_releases": "releases",
+    "fitted": "bool",
+    "gaps": "texts",
+    "notes": "texts",
+}
+REQUIRED = ("model", "cluster", "gpus", "global_batch", "seq_len", "measured", "source")
+MEASURED = {  # tokens/s per GPU, or tokens/s of the whole job (divided by gpus)
+    "tokens_per_s_per_gpu": "number",
+    "tokens_per_s": "number",
+    "model_tflops_per_gpu": "number",
+    "derivation": "str",
+}
+SOURCE = {"document": "str", "release": "str", "commit": "str", "recipe": "str", "row": "str", "note": "str"}
+RELEASE = {
+    "release": "str",
+    "tokens_per_s_per_gpu": "number",
+    "model_tflops_per_gpu": "number",
+    "same_row": "bool",
+    "settings": "str",
+}
+KIND_TEXT = {
+    "str": "a string",
+    "int": "a positive integer",
+    "number": "a finite number > 0",
+    "bool": "true or false",
+    "texts": "a string or a list of strings",
+    "args": "Megatron-LM flags: a string or a list of strings",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published run: what ran, where, what was measured, and where it was published."""
+
+    name: str
+    model: ModelSpec
+    cluster: str
+    gpus: int
+    global_batch: int
+    seq_len: int
+    layout: LayoutSpec | None
+    megatron_args: str
+    measured_tokens_per_s_per_gpu: float
+    measured_model_tflops_per_gpu: float | None
+    source: dict[str, str]
+    recipe: dict[str, Any] = field(default_factory=dict)
+    other_releases: tuple[dict[str, Any], ...] = ()
+    fitted: bool = False
+    gaps: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    derivation: str = ""
+
+    @property
+    def source_label(self) -> str:
+        """The document and release, e.g. 'Megatron-Bridge performance-summary.md 26.06'."""
+        return " ".join(part for part in (self.source["document"], self.source.get("release", "")) if part)
+
+    def disagreeing_releases(self) -> list[dict[str, Any]]:
+        """Other releases of the same row whose tokens/s differ from this case's by more than MISS."""
+        return [
+            other
+            for other in self.other_releases
+            if other.get("same_row") and abs(other["tokens_per_s_per_gpu"] / self.measured_tokens_per_s_per_gpu - 1) > MISS
+        ]
+
+
+def _value(where: str, kind: str, value: Any) -> Any:
+    """``value`` checked as ``kind`` (see KIND_TEXT); a ConfigError naming ``where`` otherwise."""
+    ok = {
+        "str": isinstance(value, str) and value.strip() != "",
+        "int": isinstance(value, int) and not isinstance(value, bool) and value > 0,
+        "number": isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0,
+        "bool": isinstance(value, bool),
+        "texts": isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)),
+        "args": isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)),
+    }[kind]
+    if not ok:
+        raise ConfigError(where, f"must be {KIND_TEXT[kind]}, got {value!r}")
+    if kind == "number":
+        return float(value)
+    if kind == "texts":
+        return (value,) if isinstance(value, str) else tuple(value)
+    if kind == "args":
+        return value if isinstance(value, str) else " ".join(value)
+    return value
+
+
+def _mapping(where: str, data: Any, schema: dict[str, str], required: tuple[str, ...]) -> dict[str, Any]:
+    """A mapping with only ``schema``'s keys, each of its kind, the ``required`` ones present."""
+    if not isinstance(data, dict):
+        raise ConfigError(where, f"must be a mapping of {', '.join(schema)}, got {data!r}")
+    out = {}
+    for key, value in data.items():
+        if key not in schema:
+            raise ConfigError(f"{where}.{key}", f"unknown key; allowed: {', '.join(schema)}")
+        out[key] = _value(f"{where}.{key}", schema[key], value)
+    for key in required:
+        if key not in out:
+            raise ConfigError(f"{where}.{key}", "missing required key")
+    return out
+
+
+def _recipe(where: str, data: Any) -> dict[str, Any]:
+    """The published settings as given: keys to a scalar or a list of scalars (documentation only)."""
+    if not isinstance(data, dict):
+        raise ConfigError(where, f"must be a mapping of setting to value, got {data!r}")
+    scalar = (str, int, float, bool)
+    for key, value in data.items():
+        if not isinstance(key, str) or not (
+            isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
+        ):
+            raise ConfigError(f"{where}.{key}", f"must be a scalar or a list of scalars, got {value!r}")
+    return dict(data)
+
+
+def _path_or_name(text: str) -> str:
+    """A file named relative to the repository, or a preset name as given."""
+    if text.lower().endswith((".json", ".yaml", ".yml")) and not Path(text).is_absolute():
+        return str(ROOT / text)
+    return text
+
+
+def _prefixed(where: str, call: Callable[[], Any]) -> Any:
+    """``call()``, with a ConfigError's field prefixed by ``where`` (the case file)."""
+    try:
+        return call()
+    except ConfigError as error:
+        raise ConfigError(f"{where}:{error.field}", error.rule) from None
+
+
+def case_from_dict(data: Any, name: str, origin: str) -> Case:
+    """A Case from one YAML mapping; ``origin`` (the file name) prefixes every error's field."""
+    if not isinstance(data, dict):
+        raise ConfigError(origin, f"must hold a YAML mapping of {', '.join(TOP)}, got {type(data).__name__}")
+    for key in data:
+        if key not in TOP:
+            raise ConfigError(f"{origin}:{key}", f"unknown key; allowed: {', '.join(TOP)}")
+    for key in REQUIRED:
+        if key not in data:
+            raise ConfigError(f"{origin}:{key}", "missing required key")
+    plain = {k: _value(f"{origin}:{k}", kind, data[k]) for k, kind in TOP.items() if k in data and kind in KIND_TEXT}
+    measured = _mapping(f"{origin}:measured", data["measured"], MEASURED, ())
+    if ("tokens_per_s_per_gpu" in measured) == ("tokens_per_s" in measured):
+        raise ConfigError(f"{origin}:measured.tokens_per_s_per_gpu", "give exactly one of it and measured.tokens_per_s")
+    source = _mapping(f"{origin}:source", data["source"], SOURCE, ("document",))
+    releases = data.get("other_releases", [])
+    if not isinstance(releases, list):
+        raise ConfigError(f"{origin}:other_releases", f"must be a list of mappings, got {releases!r}")
+    releases = tuple(
+        _mapping(f"{origin}:other_releases[{i}]", r, RELEASE, ("release", "tokens_per_s_per_gpu"))
+        for i, r in enumerate(releases)
+    )
+    if "layout" not in data and "megatron_args" not in data:
+        raise ConfigError(f"{origin}:layout", "give the job: layout (preset, file or fields) or megatron_args")
+    name = plain.get("name", name)
+    layout = data.get("layout")
+    if layout is not None and not isinstance(layout, (str, dict)):
+        raise ConfigError(f"{origin}:layout", f"must be a preset name, a .yaml path or a mapping, got {layout!r}")
+    if isinstance(layout, dict):
+        layout = _prefixed(origin, lambda: layout_from_dict(layout, name))
+    elif isinstance(layout, str):
+        layout = _prefixed(origin, lambda: load_layout(_path_or_name(layout)))
+    model = _prefixed(origin, lambda: load_model(_path_or_name(plain["model"])))
+    _prefixed(origin, lambda: cluster_preset(plain["cluster"], plain["gpus"]))
+    return Case(
+        name=name,
+        model=model,
+        cluster=plain["cluster"],
+        gpus=plain["gpus"],
+        global_batch=plain["global_batch"],
+        seq_len=plain["seq_len"],
+        layout=layout,
+        megatron_args=plain.get("megatron_args", ""),
+        measured_tokens_per_s_per_gpu=measured.get("tokens_per_s_per_gpu") or measured["tokens_per_s"] / plain["gpus"],
+        measured_model_tflops_per_gpu=measured.get("model_tflops_per_gpu"),
+        source=source,
+        recipe=_recipe(f"{origin}:recipe", data.get("recipe", {})),
+        other_releases=releases,
+        fitted=plain.get("fitted", False),
+        gaps=plain.get("gaps", ()),
+        notes=plain.get("notes", ()),
+        derivation=measured.get("derivation", ""),
+    )
+
+
+def load_case(path: str | Path) -> Case:
+    """One case file (strict: an unknown key or a wrong type is one ConfigError naming the file and field)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(path.name, f"cannot read {str(path)!r}: {error}") from None
+    return case_from_dict(parse_yaml(path.name, text, path.name), path.stem, path.name)
+
+
+def load_cases(source: str | Path = CASES_DIR, names: Iterable[str] = ()) -> list[Case]:
+    """The cases of a folder (sorted by file name) or one file; ``names`` keeps only those cases."""
+    source = Path(source)
+    paths = sorted(source.glob("*.yaml")) if source.is_dir() else [source]
+    if not paths:
+        raise ConfigError("cases", f"no *.yaml case files in {str(source)!r}")
+    cases = [load_case(path) for path in paths]
+    wanted = list(names)
+    unknown = sorted(set(wanted) - {case.name for case in cases})
+    if unknown:
+        raise ConfigError("--case", f"unknown case {unknown[0]!r}; choose from {', '.join(c.name for c in cases)}")
+    return [case for case in cases if not wanted or case.name in wanted]
+
+
+class Job(NamedTuple):
+    """What simulate() runs for a case, what of the recipe it does not simulate, and how to name errors."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    not_simulated: tuple[str, ...]  # "--flag: reason" of recipe flags the simulator parses but does not run
+    notes: tuple[str, ...]  # where the simulator runs something other than the recipe
+    explain: Callable[[ConfigError], ConfigError]
+
+
+def _megatron_job(case: Case) -> Job:
+    """The glue to workloads.megatron: the case's Megatron-LM flags over its model (and layout, as base)."""
+    try:
+        from workloads.megatron import parse_megatron_args
+        from workloads.megatron_args import NOT_MODELLED, NOT_SIMULATED, UNKNOWN
+    except ImportError:
+        raise ConfigError("megatron_args", "needs the Megatron-LM argument parser (workloads/megatron.py)") from None
+    job = parse_megatron_args(case.megatron_args)
+    try:
+        run = job.resolve(case.model, case.layout)
+    except ConfigError as error:
+        raise job.explain(error) from None
+    for flag, given, wanted in (
+        ("global_batch", run.global_batch, case.global_batch),
+        ("seq_len", run.seq_len, case.seq_len),
+    ):
+        if given is not None and given != wanted:
+            raise ConfigError(f"{case.name}:{flag}", f"{wanted} but the Megatron arguments give {given}")
+    missing = tuple(f"{arg.flag}: {arg.reason}" for arg in run.ignored if arg.reason.startswith((NOT_SIMULATED, NOT_MODELLED, UNKNOWN)))
+    return Job(run.model, run.layout, missing, run.notes, job.explain)
+
+
+def case_job(case: Case) -> Job:
+    """The model and layout the case simulates (Megatron arguments resolved when it has them)."""
+    if case.megatron_args:
+        return _megatron_job(case)
+    return Job(case.model, case.layout, (), (), lambda error: error)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case run: the prediction and its report, or the error that stopped it."""
+
+    case: Case
+    predicted_tokens_per_s_per_gpu: float | None
+    message: str = ""
+    report: Report | None = None
+    not_simulated: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    wall_s: float = 0.0
+
+    @property
+    def ran(self) -> bool:
+        return self.predicted_tokens_per_s_per_gpu is not None
+
+    @property
+    def error(self) -> float | None:
+        """Signed fraction of the measured value: 0.05 = predicted 5% high."""
+        if not self.ran:
+            return None
+        return self.predicted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
+
+    @property
+    def in_mape(self) -> bool:
+        return self.ran and not self.case.fitted
+
+
+def run_case(case: Case) -> CaseResult:
+    """Simulate one case; a ConfigError (refused feature, out of memory, bad flags) becomes its message."""
+    start = time.perf_counter()
+    explain: Callable[[ConfigError], ConfigError] = lambda error: error  # noqa: E731
+    try:
+        job = case_job(case)
+        explain = job.explain
+        report = simulate(
+            job.model,
+            job.layout,
+            case.gpus,
+            cluster=case.cluster,
+            global_batch=case.global_batch,
+            seq_len=case.seq_len,
+        )
+    except ConfigError as error:
+        return CaseResult(case, None, str(explain(error)), wall_s=time.perf_counter() - start)
+    predicted = report.tokens_per_s / case.gpus
+    return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, time.perf_counter() - start)
+
+
+def mape(results: Iterable[CaseResult]) -> float:
+    """Mean absolute percentage error (a fraction) over the cases that count: ran and not fitted."""
+    errors = [abs(result.error) for result in results if result.in_mape]
+    return sum(errors) / len(errors) if errors else math.nan
+
+
+def run_cases(cases: list[Case], say: Callable[[str], None] | None = None) -> list[CaseResult]:
+    """Run every case in order, reporting progress through ``say`` (stderr by default)."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    results = []
+    for i, case in enumerate(cases, 1):
+        say(f"validate: [{i}/{len(cases)}] {case.name} ({case.gpus} GPUs) ...")
+        result = run_case(case)
+        outcome = f"{result.error:+.1%}" if result.ran else f"not run: {result.message}"
+        say(f"validate: [{i}/{len(cases)}] {case.name}: {outcome} ({result.wall_s:.1f} s)")
+        results.append(result)
+    return results
+
+
+def to_json(results: list[CaseResult]) -> dict[str, Any]:
+    """The ``--json`` object: one entry per case and the MAPE (null when no case counts)."""
+    rows = []
+    for result in results:
+        row = {
+            "case": result.case.name,
+            "measured_tokens_per_s_per_gpu": result.case.measured_tokens_per_s_per_gpu,
+            "predicted_tokens_per_s_per_gpu": result.predicted_tokens_per_s_per_gpu,
+            "error": result.error,
+        }
+        if not result.ran:
+            row["message"] = result.message
+        rows.append(row)
+    value = mape(results)
+    return {
+        "cases": rows,
+        "mape": None if math.isnan(value) else value,
+        "not_run": [r.case.name for r in results if not r.ran],
+        "fitted": [r.case.name for r in results if r.case.fitted],
+    }
+
+
+def to_frame(results: list[CaseResult]) -> pd.DataFrame:
+    """One CSV row per case: measured, predicted, error, the publisher's TFLOP/s and where the step goes."""
+    rows = []
+    for result in results:
+        case, report = result.case, result.report
+        flops = case.measured_model_tflops_per_gpu
+        row = {
+            "case": case.name,
+            "model": case.model.name,
+            "source": case.source_label,
+            "cluster": case.cluster,
+            "gpus": case.gpus,
+            "global_batch": case.global_batch,
+            "seq_len": case.seq_len,
+            "measured_tokens_per_s_per_gpu": case.measured_tokens_per_s_per_gpu,
+            "predicted_tokens_per_s_per_gpu": result.predicted_tokens_per_s_per_gpu,
+            "error": result.error,
+            "measured_model_tflops_per_gpu": flops,
+            # the publisher's FLOPs per token times the predicted tokens/s
+            "predicted_model_tflops_per_gpu": (
+                flops * result.predicted_tokens_per_s_per_gpu / case.measured_tokens_per_s_per_gpu
+                if flops and result.ran
+                else None
+            ),
+            "in_mape": result.in_mape,
+            "fitted": case.fitted,
+            "message": result.message,
+            "not_simulated": "; ".join(result.not_simulated),
+            "sim_wall_s": result.wall_s,
+        }
+        if report is not None:
+            row.update(
+                {k: v for k, v in report.to_row().items() if k.startswith("exposed_")},
+                step_time_s=report.step_time_s,
+                pp=report.pp,
+                dp=report.dp,
+                micro_batches=report.micro_batches,
+                bubble_fraction=report.bubble_fraction,
+                mfu=report.mfu,
+                peak_memory_gib=report.peak_memory_gib,
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:+.1%}"
+
+
+def _where_time_goes(report: Report) -> str:
+    """The simulated step in one phrase: time, bubble and the exposed communication over 1% of the step."""
+    comm = ", ".join(
+        f"{kind.upper()} {seconds * 1e3:.0f} ms"
+        for kind, seconds in report.exposed_comm_s.items()
+        if seconds > 0.01 * report.step_time_s
+    )
+    return (
+        f"simulated step {report.step_time_s:.2f} s, bubble {report.bubble_fraction:.0%}, "
+        f"exposed communication {comm or 'under 1% of the step'}"
+    )
+
+
+def markdown(results: list[CaseResult]) -> str:
+    """The REPRODUCTION.md section: the table, the cases that did not run, disagreeing releases, misses."""
+    counted = [r for r in results if r.in_mape]
+    not_run = [r for r in results if not r.ran]
+    fitted = [r.case.name for r in results if r.case.fitted]
+    value = mape(results)
+    lines = [
+        "## Validation: published training runs (`moesim validate`)",
+        "",
+        (
+            f"{len(results)} cases (experiments/validation/cases/); {len(results) - len(not_run)} ran, "
+            f"{len(not_run)} could not run. MAPE of tokens/s per GPU over the {len(counted)} predicted cases: "
+            + ("n/a" if math.isnan(value) else f"{value:.1%}")
+            + (f" (fitted, so left out: {', '.join(fitted)})." if fitted else ".")
+            + " Error = predicted / measured - 1."
+        ),
+        "",
+        "| case | source | GPUs | measured tok/s/GPU | predicted | error | measured TFLOP/s/GPU |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        case = r.case
+        predicted = f"{r.predicted_tokens_per_s_per_gpu:,.0f}" if r.ran else "not run"
+        tflops = f"{case.measured_model_tflops_per_gpu:,.0f}" if case.measured_model_tflops_per_gpu else ""
+        mark = " (fitted)" if case.fitted else ""
+        lines.append(
+            f"| {case.name}{mark} | {case.source_label} | {case.gpus:,} | {case.measured_tokens_per_s_per_gpu:,.0f} "
+            f"| {predicted} | {_pct(r.error)} | {tflops} |"
+        )
+    if not_run:
+        lines += ["", f"Could not run ({len(not_run)}, left out of the MAPE):", ""]
+        lines += [f"- {r.case.name}: `{r.message}`" for r in not_run]
+    disagreeing = [(r.case, other) for r in results for other in r.case.disagreeing_releases()]
+    if disagreeing:
+        lines += ["", "Releases of the same row that disagree by more than 10% (the newest is the case's value):", ""]
+        lines += [
+            f"- {case.name}: {other['release']} {other['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU against "
+            f"{case.measured_tokens_per_s_per_gpu:,.0f} ({other['tokens_per_s_per_gpu'] / case.measured_tokens_per_s_per_gpu - 1:+.0%})"
+            for case, other in disagreeing
+        ]
+    misses = [r for r in results if r.ran and abs(r.error) > MISS]
+    lines += ["", f"Misses over {MISS:.0%} ({len(misses)}) and their likely causes:", ""]
+    for r in misses:
+        parts = [f"predicted {'high' if r.error > 0 else 'low'} by {abs(r.error):.0%}; {_where_time_goes(r.report)}"]
+        if r.not_simulated:
+            parts.append("recipe flags parsed but not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated))
+        if r.notes:
+            parts.append("simulated differently: " + "; ".join(r.notes))
+        if r.case.gaps:
+            parts.append("known gaps: " + "; ".join(r.case.gaps))
+        lines.append(f"- {r.case.name}: " + ". ".join(parts) + ".")
+    if not misses:
+        lines.append("- none")
+    return "\n".join(lines)
+
+
+def write_outputs(results: list[CaseResult], out: Path) -> str:
+    """Write validation.csv and validation.png into ``out``; return the markdown section."""
+    out.mkdir(parents=True, exist_ok=True)
+    to_frame(results).to_csv(out / "validation.csv", index=False, float_format="%.6g")
+    parity_plot(
+        out / "validation.png",
+        title="moesim validate: published training runs",
+        points=[
+            (r.case.model.name, r.case.measured_tokens_per_s_per_gpu, r.predicted_tokens_per_s_per_gpu)
+            for r in results
+            if r.ran
+        ],
+        xlabel="measured tokens/s per GPU",
+        ylabel="predicted tokens/s per GPU",
+        band=MISS,
+    )
+    return markdown(results)
+
+
+def run(out: Path) -> str:
+    """``moesim reproduce validation``: the whole corpus into ``out``; returns the markdown section."""
+    return write_outputs(run_cases(load_cases()), out)
+
+
+def table(results: list[CaseResult]) -> str:
+    """The printed table: one row per case, then the MAPE and the cases that did not run."""
+    width = max(len(r.case.name) for r in results)
+    lines = [f"{'case':<{width}}  {'measured':>10}  {'predicted':>10}  {'error':>7}"]
+    for r in results:
+        predicted = f"{r.predicted_tokens_per_s_per_gpu:10.0f}" if r.ran else f"{'-':>10}"
+        tail = "  (fitted, not in MAPE)" if r.case.fitted else ("" if r.ran else f"  not run: {r.message}")
+        lines.append(
+            f"{r.case.name:<{width}}  {r.case.measured_tokens_per_s_per_gpu:10.0f}  {predicted}  "
+            f"{_pct(r.error):>7}{tail}"
+        )
+    value = mape(results)
+    counted = sum(r.in_mape for r in results)
+    lines.append(f"MAPE {'n/a' if math.isnan(value) else f'{value:.1%}'} over {counted} cases (tokens/s per GPU)")
+    not_run = [r.case.name for r in results if not r.ran]
+    if not_run:
+        lines.append(f"not run ({len(not_run)}): {', '.join(not_run)}")
+    return "\n".join(lines)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """The ``validate`` subcommand."""
+    parser = commands.add_parser("validate", help="compare predictions with published training runs")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: cases and mape")
+    parser.add_argument("--cases", default=str(CASES_DIR), help="a case file or a folder of them (default: corpus)")
+    parser.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case; repeatable")
+    parser.add_argument("--out", default="results", help="output folder (default results/)")
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the cases, print the table (or JSON) and write the CSV, the plot and the REPRODUCTION.md section."""
+    from experiments.reproduce import update_section  # reproduce imports this module
+
+    results = run_cases(load_cases(args.cases, args.case))
+    out = Path(args.out)
+    update_section(out, "validation", write_outputs(results, out))
+    print(json.dumps(to_json(results)) if args.json else table(results))
