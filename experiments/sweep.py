@@ -30,7 +30,7 @@ from workloads.config import is_yaml_path, load_layout, read_yaml
 from workloads.fieldtypes import check_value, field_types
 from workloads.layouts import LayoutSpec
 
-SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_bandwidth_GBps")
+SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_gbps")
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
 # The type of every key's values (int, float, bool or str), checked by check_point.
 KINDS = {
@@ -41,11 +41,11 @@ KINDS = {
     "global_batch": "int",
     "seq_len": "int",
     "micro_batch": "int",
-    "nic_bandwidth_GBps": "float",
+    "nic_gbps": "float",
     **{k: v for k, v in field_types(LayoutSpec).items() if k in LAYOUT_KEYS},
 }
 PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
-OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_bandwidth_GBps")  # null: the default
+OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
     f"exposed_{kind}_s" for kind in COMM_KINDS
@@ -126,8 +126,8 @@ def simulate_point(point: Point) -> Report:
         layout = layout.with_(**overrides)
     gpus = point["gpus"]
     cluster = cluster_preset(point.get("cluster", DEFAULTS["cluster"]), gpus)
-    if point.get("nic_bandwidth_GBps") is not None:
-        cluster = cluster.with_(nic_bandwidth_Bps=point["nic_bandwidth_GBps"] * 1e9)
+    if point.get("nic_gbps") is not None:
+        cluster = cluster.with_(nic_bandwidth_Bps=point["nic_gbps"] * 1e9)
     kwargs = {k: point[k] for k in ("global_batch", "seq_len", "micro_batch") if point.get(k) is not None}
     return simulate(point.get("model", DEFAULTS["model"]), layout, gpus, cluster=cluster, **kwargs)
 
