@@ -26,7 +26,8 @@ class ClusterSpec:
     The hardware has domains of ``domain_gpus`` GPUs on one NVLink fabric, made of hosts (servers or
     trays) of ``gpus_per_host``; a job uses ``domain_gpus_used`` GPUs of each domain it spans. What the
     simulator sees is ``gpus_per_node``: the GPUs of one domain as this job sees it (a job smaller than
-    one domain gets one domain of its size), used everywhere as the NVLink group size.
+    one domain gets one domain of its size), used everywhere as the NVLink group size. Hosts matter to
+    packing only (a job takes whole hosts): every GPU has its own NIC, on the rail of its rank in the domain.
     """
 
     gpu: GpuSpec
