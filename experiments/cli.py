@@ -11,9 +11,11 @@ from pathlib import Path
 from experiments import compare, run_outputs, sweep_cli, validate
 from experiments.bench import main as bench
 from experiments.reproduce import REPRODUCTIONS, reproduce
+from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
 from simulator.report import simulate
-from topologies.errors import ConfigError
+from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
+from topologies.errors import ConfigError, check_positive
 from workloads.config import load_layout
 from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
@@ -28,7 +30,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--layout", default="megascale-moe", help="layout preset or .yaml file (default megascale-moe)")
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
     run.add_argument(
-        "--cluster", default="h800", help="cluster preset: h800, h100, a100, h20, gb200-nvl72 (default h800)"
+        "--cluster",
+        default=DEFAULT_CLUSTER,
+        help=f"cluster preset ({', '.join(CLUSTER_PRESETS)}) or .yaml file (default {DEFAULT_CLUSTER})",
+    )
+    run.add_argument(
+        "--nic-gbps", type=float, default=None, help="NIC bandwidth per GPU, GB/s (default: the cluster's)"
     )
     run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
@@ -109,17 +116,26 @@ def _layout(args: argparse.Namespace) -> LayoutSpec:
     return layout.with_(**changes) if changes else layout
 
 
+def _cluster(args: argparse.Namespace) -> ClusterSpec:
+    """The cluster (preset or YAML file) of --gpus GPUs, with --nic-gbps applied (GB/s -> bytes/s, once, here)."""
+    cluster = load_cluster(args.cluster, args.gpus)
+    if args.nic_gbps is None:
+        return cluster
+    check_positive("nic_gbps", args.nic_gbps)
+    return cluster.with_(nic_bandwidth_Bps=args.nic_gbps * 1e9)
+
+
 def _run(args: argparse.Namespace) -> None:
     layout = _layout(args)
+    cluster = _cluster(args)
     faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
     if run_outputs.wanted(args):
-        report = run_outputs.run_with_outputs(args, layout, faults)
+        report = run_outputs.run_with_outputs(args, layout, faults, cluster)
     else:
         report = simulate(
             args.model,
             layout,
-            args.gpus,
-            cluster=args.cluster,
+            cluster=cluster,
             global_batch=args.global_batch,
             seq_len=args.seq_len,
             micro_batch=args.micro_batch,

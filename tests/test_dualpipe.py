@@ -117,7 +117,7 @@ def test_dualpipe_bubble_readme_formula_unit_tasks(stages: int) -> None:
 
 def _workload(model, layout: str, pp: int, micro_batches: int, **nic) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset(layout).with_(pp=pp, micro_batch=1, schedule="dualpipe")
-    spec = ClusterSpec(GPU, num_gpus=8 * pp, gpus_per_node=8, **nic)
+    spec = ClusterSpec(GPU, num_gpus=8 * pp, domain_gpus=8, **nic)
     return StepWorkload(model, lay, spec.num_gpus, 8, micro_batches, SEQ_LEN), spec
 
 
@@ -205,7 +205,7 @@ def test_dualpipe_memoized_engine_equals_op_level() -> None:
     """PP 4, DP 2, 8 micro-batches, default NIC: memoized replay equals op-level execution."""
     cal = CAL.with_(gemm_mma_efficiency=0.75, kernel_overhead_s=4e-6, host_launch_s=10e-6)
     lay = layout_preset("sp-ep").with_(pp=4, micro_batch=1, schedule="dualpipe")
-    cluster = ClusterSpec(GPU, num_gpus=64, gpus_per_node=8)
+    cluster = ClusterSpec(GPU, num_gpus=64, domain_gpus=8)
     runs = []
     for memoize in (True, False):
         workload = StepWorkload(replace(SMALL, name="small8", num_layers=8), lay, 64, 8, 16, SEQ_LEN)

@@ -32,7 +32,7 @@ def _toy(n: int, pp: int, dp: int, m: int, **layout) -> tuple[StepWorkload, Clus
     spec = ClusterSpec(
         toy_gpu(),
         num_gpus=n * pp * dp,
-        gpus_per_node=n,
+        domain_gpus=n,
         nic_bandwidth_Bps=1e15,
         nic_efficiency=1.0,
         nic_latency_s=1e-12,
@@ -167,7 +167,7 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
 def _nic_case(pp: int, dp: int, **layout) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset("megascale-moe").with_(pp=pp, micro_batch=1, **layout)
     spec = ClusterSpec(
-        toy_gpu(), num_gpus=8 * pp * dp, gpus_per_node=8, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
+        toy_gpu(), num_gpus=8 * pp * dp, domain_gpus=8, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
     )
     return StepWorkload(EQUAL, lay, spec.num_gpus, 8, 4 * dp, 4096), spec
 
@@ -201,7 +201,7 @@ def test_degraded_nic_slows_pp_sends_by_its_factor() -> None:
 
 
 def test_failed_nic_without_a_neighbour_is_one_line() -> None:
-    cluster = ClusterSpec(toy_gpu(), num_gpus=4, gpus_per_node=1)
+    cluster = ClusterSpec(toy_gpu(), num_gpus=4, domain_gpus=1)
     layout = layout_preset("megascale-moe").with_(pp=2, intra_size=1)
     with pytest.raises(ConfigError) as error:
         simulate(TINY, layout, cluster=cluster, global_batch=4, seq_len=512, faults=Faults(failed=[("nic", 1)]))
@@ -239,7 +239,7 @@ def test_failed_nic_reroutes_and_costs() -> None:
 
 def _unfolded_case(model: ModelSpec, gpus: int, n: int, pp: int, layout: str = "megascale-moe"):
     lay = layout_preset(layout).with_(pp=pp, intra_size=n)
-    cluster = cluster_preset("h800", gpus, gpus_per_node=n)
+    cluster = cluster_preset("h800", gpus, domain_gpus=n)
     return StepWorkload(model, lay, gpus, n, gpus // (n * pp) * 8, 512), cluster
 
 
