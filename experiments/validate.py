@@ -324,6 +324,15 @@ class CaseResult:
     def in_mape(self) -> bool:
         return self.ran and not self.case.fitted
 
+    @property
+    def flops_per_token_ratio(self) -> float | None:
+        """Megatron-LM's FLOPs per token of the simulated model over the publisher's (TFLOP/s over tokens/s)."""
+        flops = self.case.measured_model_tflops_per_gpu
+        if self.report is None or not flops:
+            return None
+        published = flops / self.case.measured_tokens_per_s_per_gpu
+        return self.report.model_tflops_per_gpu / self.report.tokens_per_s_per_gpu / published
+
 
 def run_case(case: Case) -> CaseResult:
     """Simulate one case; a ConfigError (refused feature, out of memory, bad flags) becomes its message."""
@@ -342,7 +351,7 @@ def run_case(case: Case) -> CaseResult:
         )
     except ConfigError as error:
         return CaseResult(case, None, str(explain(error)), wall_s=time.perf_counter() - start)
-    predicted = report.tokens_per_s / case.gpus
+    predicted = report.tokens_per_s_per_gpu
     return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, time.perf_counter() - start)
 
 
@@ -405,12 +414,9 @@ def to_frame(results: list[CaseResult]) -> pd.DataFrame:
             "predicted_tokens_per_s_per_gpu": result.predicted_tokens_per_s_per_gpu,
             "error": result.error,
             "measured_model_tflops_per_gpu": flops,
-            # the publisher's FLOPs per token times the predicted tokens/s
-            "predicted_model_tflops_per_gpu": (
-                flops * result.predicted_tokens_per_s_per_gpu / case.measured_tokens_per_s_per_gpu
-                if flops and result.ran
-                else None
-            ),
+            # Megatron-LM's FLOP count (simulator/megatron_flops.py) over the simulated step
+            "predicted_model_tflops_per_gpu": report.model_tflops_per_gpu if report else None,
+            "flops_per_token_vs_published": result.flops_per_token_ratio,
             "in_mape": result.in_mape,
             "fitted": case.fitted,
             "message": result.message,
