@@ -108,7 +108,8 @@ class Case:
         return [
             other
             for other in self.other_releases
-            if other.get("same_row") and abs(other["tokens_per_s_per_gpu"] / self.measured_tokens_per_s_per_gpu - 1) > MISS
+            if other.get("same_row")
+            and abs(other["tokens_per_s_per_gpu"] / self.measured_tokens_per_s_per_gpu - 1) > MISS
         ]
 
 
@@ -286,7 +287,11 @@ def _megatron_job(case: Case) -> Job:
     ):
         if given is not None and given != wanted:
             raise ConfigError(f"{case.name}:{flag}", f"{wanted} but the Megatron arguments give {given}")
-    missing = tuple(f"{arg.flag}: {arg.reason}" for arg in run.ignored if arg.reason.startswith((NOT_SIMULATED, NOT_MODELLED, UNKNOWN)))
+    missing = tuple(
+        f"{arg.flag}: {arg.reason}"
+        for arg in run.ignored
+        if arg.reason.startswith((NOT_SIMULATED, NOT_MODELLED, UNKNOWN))
+    )
     return Job(run.model, run.layout, missing, run.notes, job.explain)
 
 
@@ -337,7 +342,7 @@ class CaseResult:
 def run_case(case: Case) -> CaseResult:
     """Simulate one case; a ConfigError (refused feature, out of memory, bad flags) becomes its message."""
     start = time.perf_counter()
-    explain: Callable[[ConfigError], ConfigError] = lambda error: error  # noqa: E731
+    explain: Callable[[ConfigError], ConfigError] = lambda error: error
     try:
         job = case_job(case)
         explain = job.explain

@@ -1,0 +1,214 @@
+"""``moesim validate``: the strict case loader, the JSON shape, the sign of the error, the MAPE by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments import validate
+from experiments.cli import main
+from experiments.reproduce import REPRODUCTIONS
+from topologies.errors import ConfigError
+
+TINY_MODEL = {
+    "num_layers": 4,
+    "hidden_size": 1024,
+    "num_heads": 16,
+    "num_kv_heads": 4,
+    "expert_ffn_size": 2048,
+    "num_experts": 8,
+    "top_k": 2,
+}
+
+
+def tiny_case(tmp_path: Path, **changes: object) -> dict:
+    """A case on a 4-layer model (16 GPUs, PP 2, batch 16 x 1024); ``changes`` replace top-level keys."""
+    model = tmp_path / "tiny-model.yaml"
+    model.write_text(yaml.safe_dump(TINY_MODEL))
+    case = {
+        "model": str(model),
+        "layout": {"base": "megascale-moe", "pp": 2},
+        "cluster": "h800",
+        "gpus": 16,
+        "global_batch": 16,
+        "seq_len": 1024,
+        "measured": {"tokens_per_s_per_gpu": 1000, "model_tflops_per_gpu": 100},
+        "source": {"document": "a test", "release": "v0"},
+    }
+    case.update(changes)
+    return {k: v for k, v in case.items() if v is not None}
+
+
+def write(tmp_path: Path, case: dict, name: str = "tiny.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(case))
+    return path
+
+
+def test_the_loader_reads_a_tiny_case(tmp_path: Path) -> None:
+    case = validate.load_case(write(tmp_path, tiny_case(tmp_path, notes="one note")))
+    assert (case.name, case.model.name, case.cluster, case.gpus, case.global_batch, case.seq_len) == (
+        "tiny",
+        "tiny-model",
+        "h800",
+        16,
+        16,
+        1024,
+    )
+    assert (case.layout.pp, case.layout.attention, case.layout.name) == (2, "sp", "tiny")
+    assert (case.measured_tokens_per_s_per_gpu, case.measured_model_tflops_per_gpu) == (1000.0, 100.0)
+    assert (case.source_label, case.notes, case.fitted, case.megatron_args) == ("a test v0", ("one note",), False, "")
+    # the whole job's tokens/s is divided by the GPUs
+    total = validate.load_case(write(tmp_path, tiny_case(tmp_path, measured={"tokens_per_s": 32000})))
+    assert total.measured_tokens_per_s_per_gpu == 2000.0
+    # Megatron flags given as a list are one command line
+    flags = tiny_case(tmp_path, megatron_args=["--tensor-model-parallel-size 2", "--bf16"])
+    assert validate.load_case(write(tmp_path, flags)).megatron_args == "--tensor-model-parallel-size 2 --bf16"
+
+
+BAD = [
+    ({"colour": "red"}, "tiny.yaml:colour: unknown key"),
+    ({"gpus": "16"}, "tiny.yaml:gpus: must be a positive integer"),
+    ({"gpus": 0}, "tiny.yaml:gpus: must be a positive integer"),
+    ({"fitted": "yes"}, "tiny.yaml:fitted: must be true or false"),
+    ({"cluster": None}, "tiny.yaml:cluster: missing required key"),
+    ({"cluster": "h9000"}, "tiny.yaml:cluster: unknown preset"),
+    ({"model": "nope"}, "tiny.yaml:model: unknown preset"),
+    ({"layout": {"base": "megascale-moe", "pp": 2, "colour": 1}}, "tiny.yaml:layout.colour: unknown key"),
+    ({"layout": {"base": "megascale-moe", "pp": "2"}}, "tiny.yaml:layout.pp: must be an integer"),
+    ({"layout": 7}, "tiny.yaml:layout: must be a preset name"),
+    ({"layout": None}, "tiny.yaml:layout: give the job"),
+    ({"megatron_args": 5}, "tiny.yaml:megatron_args: must be Megatron-LM flags"),
+    ({"measured": {"tokens_per_s_per_gpu": -1}}, "tiny.yaml:measured.tokens_per_s_per_gpu: must be a finite number"),
+    ({"measured": {"tokens_per_s_per_gpu": "8826"}}, "tiny.yaml:measured.tokens_per_s_per_gpu: must be a finite"),
+    ({"measured": {"tokens_per_s_per_gpu": 1, "flops": 2}}, "tiny.yaml:measured.flops: unknown key"),
+    ({"measured": {"model_tflops_per_gpu": 2}}, "tiny.yaml:measured.tokens_per_s_per_gpu: give exactly one"),
+    ({"measured": {"tokens_per_s": 1, "tokens_per_s_per_gpu": 1}}, "tiny.yaml:measured.tokens_per_s_per_gpu"),
+    ({"measured": [1]}, "tiny.yaml:measured: must be a mapping"),
+    ({"source": {"release": "x"}}, "tiny.yaml:source.document: missing required key"),
+    ({"recipe": {"tp": {"a": 1}}}, "tiny.yaml:recipe.tp: must be a scalar or a list of scalars"),
+    ({"other_releases": {"release": "x"}}, "tiny.yaml:other_releases: must be a list"),
+    ({"other_releases": [{"release": "x"}]}, "tiny.yaml:other_releases[0].tokens_per_s_per_gpu: missing required"),
+    (
+        {"other_releases": [{"release": "x", "tokens_per_s_per_gpu": 1, "same": 1}]},
+        "tiny.yaml:other_releases[0].same: unknown",
+    ),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD)
+def test_bad_case_files_are_one_line_naming_the_field(tmp_path: Path, change: dict, message: str) -> None:
+    path = write(tmp_path, tiny_case(tmp_path, **change))
+    with pytest.raises(ConfigError) as error:
+        validate.load_case(path)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("text, message", [("- 1\n- 2\n", "must hold a YAML mapping"), ("a: [1\n", "not valid YAML")])
+def test_unreadable_case_files(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        validate.load_case(path)
+
+
+def test_a_bad_case_file_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, tiny_case(tmp_path, gpus="16"))
+    assert main(["validate", "--cases", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["moesim: error: tiny.yaml:gpus: must be a positive integer, got '16'"]
+
+
+def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    probe = validate.run_case(validate.load_case(write(tmp_path, tiny_case(tmp_path))))
+    predicted = probe.predicted_tokens_per_s_per_gpu
+    assert probe.ran and predicted > 0
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    # measured 1/1.25 of the prediction: the prediction is 25% high, error +0.25
+    write(cases, tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": predicted / 1.25}), "high.yaml")
+    write(cases, tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": predicted / 0.8}), "low.yaml")
+    write(cases, tiny_case(tmp_path, gpus=24), "broken.yaml")  # 24 GPUs do not divide into intra 8 x PP 2
+    out = tmp_path / "out"
+    assert main(["validate", "--json", "--cases", str(cases), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert set(report) == {"cases", "mape", "not_run", "fitted"}
+    broken, high, low = report["cases"]
+    for row in (high, low):
+        assert set(row) == {"case", "measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu", "error"}
+    assert (high["case"], low["case"]) == ("high", "low")
+    assert high["predicted_tokens_per_s_per_gpu"] == pytest.approx(predicted)
+    assert high["error"] == pytest.approx(0.25)
+    assert low["error"] == pytest.approx(-0.2)
+    assert report["mape"] == pytest.approx((0.25 + 0.2) / 2)
+    # a case that cannot run is a row with its message, left out of the MAPE and listed
+    assert (broken["predicted_tokens_per_s_per_gpu"], broken["error"]) == (None, None)
+    assert broken["message"].startswith("gpus: 24")
+    assert report["not_run"] == ["broken"]
+    assert "validate: [3/3] low" in captured.err  # progress goes to stderr
+    for name in ("validation.csv", "validation.png", "REPRODUCTION.md"):
+        assert (out / name).is_file()
+    assert "<!-- validation -->" in (out / "REPRODUCTION.md").read_text()
+
+
+def result(error: float | None, fitted: bool = False, name: str = "x") -> validate.CaseResult:
+    """A CaseResult whose prediction is (1 + error) x a measured 1,000 tokens/s per GPU (None: not run)."""
+    case = validate.Case(
+        name=name,
+        model=None,
+        cluster="h800",
+        gpus=8,
+        global_batch=8,
+        seq_len=1024,
+        layout=None,
+        megatron_args="",
+        measured_tokens_per_s_per_gpu=1000.0,
+        measured_model_tflops_per_gpu=None,
+        source={"document": "d"},
+        fitted=fitted,
+    )
+    predicted = None if error is None else 1000.0 * (1 + error)
+    return validate.CaseResult(case, predicted, "" if predicted else "memory: too big")
+
+
+def test_mape_by_hand() -> None:
+    results = [result(0.1), result(-0.2), result(0.5, fitted=True), result(None)]
+    assert [r.error for r in results[:3]] == [pytest.approx(0.1), pytest.approx(-0.2), pytest.approx(0.5)]
+    assert [r.in_mape for r in results] == [True, True, False, False]
+    assert validate.mape(results) == pytest.approx((0.1 + 0.2) / 2)  # fitted and not-run cases left out
+    assert math.isnan(validate.mape([result(None), result(0.3, fitted=True)]))
+    assert validate.to_json([result(None)])["mape"] is None
+
+
+def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
+    cases = validate.load_cases()
+    names = [case.name for case in cases]
+    assert len(names) == len(set(names)) == 20
+    assert sorted(c.name for c in cases if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
+    bridge = [c for c in cases if c.name.startswith("bridge-")]
+    assert len(bridge) == 6 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
+    assert all(c.source.get("commit") and c.measured_model_tflops_per_gpu for c in bridge)
+    with pytest.raises(ConfigError, match="unknown case"):
+        validate.load_cases(names=["nope"])
+
+
+def test_the_corpus_is_package_data_and_a_reproduction() -> None:
+    pyproject = (validate.ROOT / "pyproject.toml").read_text()  # tomllib is Python >= 3.11
+    folder = validate.CASES_DIR.relative_to(validate.ROOT / "experiments").as_posix()
+    assert f'experiments = ["{folder}/*.yaml"]' in pyproject.split("[tool.setuptools.package-data]")[1]
+    assert REPRODUCTIONS["validation"] is validate.run
+
+
+@pytest.mark.benchmark
+def test_the_whole_corpus_runs(tmp_path: Path) -> None:
+    results = validate.run_cases(validate.load_cases(), say=lambda line: None)
+    assert all(r.ran or r.message for r in results)
+    assert math.isfinite(validate.mape(results))
+    section = validate.write_outputs(results, tmp_path)
+    assert section.count("\n| ") == len(results) + 1  # header + one row per case
