@@ -326,6 +326,11 @@ class CaseResult:
         return self.predicted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
 
     @property
+    def ignoring_memory(self) -> float | None:
+        """Tokens/s per GPU of an out-of-memory case simulated anyway (None otherwise)."""
+        return self.report.tokens_per_s_per_gpu if self.report is not None and not self.ran else None
+
+    @property
     def in_mape(self) -> bool:
         return self.ran and not self.case.fitted
 
@@ -333,7 +338,7 @@ class CaseResult:
     def flops_per_token_ratio(self) -> float | None:
         """Megatron-LM's FLOPs per token of the simulated model over the publisher's (TFLOP/s over tokens/s)."""
         flops = self.case.measured_model_tflops_per_gpu
-        if self.report is None or not flops:
+        if self.report is None or not flops:  # (an out-of-memory case's report counts the same FLOPs)
             return None
         published = flops / self.case.measured_tokens_per_s_per_gpu
         return self.report.model_tflops_per_gpu / self.report.tokens_per_s_per_gpu / published
@@ -346,18 +351,29 @@ def run_case(case: Case) -> CaseResult:
     try:
         job = case_job(case)
         explain = job.explain
-        report = simulate(
-            job.model,
-            job.layout,
-            case.gpus,
-            cluster=case.cluster,
-            global_batch=case.global_batch,
-            seq_len=case.seq_len,
-        )
+        report = _simulate(case, job)
     except ConfigError as error:
-        return CaseResult(case, None, str(explain(error)), wall_s=time.perf_counter() - start)
+        message = str(explain(error))
+        if error.field != "memory":
+            return CaseResult(case, None, message, wall_s=time.perf_counter() - start)
+        # Out of memory: not a prediction (left out of the MAPE), but the step simulated anyway says whether
+        # the throughput model or the memory model misses.
+        report = _simulate(case, job, allow_oom=True)
+        return CaseResult(case, None, message, report, job.not_simulated, job.notes, time.perf_counter() - start)
     predicted = report.tokens_per_s_per_gpu
     return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, time.perf_counter() - start)
+
+
+def _simulate(case: Case, job: Job, allow_oom: bool = False) -> Report:
+    return simulate(
+        job.model,
+        job.layout,
+        case.gpus,
+        cluster=case.cluster,
+        global_batch=case.global_batch,
+        seq_len=case.seq_len,
+        allow_oom=allow_oom,
+    )
 
 
 def mape(results: Iterable[CaseResult]) -> float:
@@ -420,7 +436,8 @@ def to_frame(results: list[CaseResult]) -> pd.DataFrame:
             "error": result.error,
             "measured_model_tflops_per_gpu": flops,
             # Megatron-LM's FLOP count (simulator/megatron_flops.py) over the simulated step
-            "predicted_model_tflops_per_gpu": report.model_tflops_per_gpu if report else None,
+            "predicted_model_tflops_per_gpu": report.model_tflops_per_gpu if result.ran else None,
+            "predicted_ignoring_memory": result.ignoring_memory,
             "flops_per_token_vs_published": result.flops_per_token_ratio,
             "in_mape": result.in_mape,
             "fitted": case.fitted,
@@ -491,7 +508,17 @@ def markdown(results: list[CaseResult]) -> str:
         )
     if not_run:
         lines += ["", f"Could not run ({len(not_run)}, left out of the MAPE):", ""]
-        lines += [f"- {r.case.name}: `{r.message}`" for r in not_run]
+        for r in not_run:
+            line = f"- {r.case.name}: `{r.message}`"
+            if r.ignoring_memory is not None:
+                line += (
+                    f". Simulated anyway (allow_oom): {r.ignoring_memory:,.0f} tokens/s per GPU, "
+                    f"{r.ignoring_memory / r.case.measured_tokens_per_s_per_gpu - 1:+.0%} against the measured; "
+                    f"{_where_time_goes(r.report)}"
+                )
+                if r.not_simulated:
+                    line += "; parsed but not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated)
+            lines.append(line)
     disagreeing = [(r.case, other) for r in results for other in r.case.disagreeing_releases()]
     if disagreeing:
         lines += ["", "Releases of the same row that disagree by more than 10% (the newest is the case's value):", ""]
