@@ -6,9 +6,10 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.memory import GIB, fit_recompute, peak_memory
+from simulator.unfolded import check_unfolded_size
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
@@ -113,11 +114,15 @@ def simulate(
     memoize: bool = True,
     allow_oom: bool = False,
     faults: Faults | None = None,
+    engine: str = "folded",
 ) -> Report:
-    """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom."""
+    """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom.
+    ``engine="unfolded"`` simulates every GPU (small clusters only; simulator/unfolded.py)."""
     wall_start = time.perf_counter()
     workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
-    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults).run()
+    if engine == "unfolded":
+        check_unfolded_size(workload)
+    result = Engine(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults).run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 

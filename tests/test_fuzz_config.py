@@ -106,7 +106,7 @@ class _Reached(Exception):
 
 
 class _StubEngine:
-    """Stands in for PipelineEngine so that the fuzzer checks validation, not simulation speed."""
+    """Stands in for the Engine so that the fuzzer checks validation, not simulation speed."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise _Reached
@@ -127,7 +127,7 @@ FLAGS = st.one_of(
 def test_fuzz_cli(flags: list[tuple[str, ...]]) -> None:
     argv = ["run", *[token for flag in flags for token in flag]]
     TRIED["cli"] += 1
-    with mock.patch("simulator.report.PipelineEngine", _StubEngine):
+    with mock.patch("simulator.report.Engine", _StubEngine):
         try:
             status = main(argv)
         except SystemExit as exit_:  # argparse: bad syntax is exit status 2
