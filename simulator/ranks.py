@@ -16,6 +16,7 @@ consecutive blocks, and with group = GPUs per node rank j sits on rail j.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from workloads.moe import ep_degree
@@ -65,7 +66,9 @@ class RankMap:
     @property
     def block(self) -> int:
         """GPUs numbered together for one stage: a replica's group, or whole expert groups up to a node."""
-        return self.group  # REFINE-BLOCK
+        if self.group >= self.gpus_per_node:
+            return self.group
+        return math.lcm(self.group, min(self.ep * self.etp, self.gpus_per_node))
 
     def gpu(self, place: Place) -> int:
         """Global GPU index of a place."""

@@ -19,7 +19,9 @@ successor; an all-to-all splits it evenly over the other members; a cross-node a
 workloads/ep.py) splits the member's NVLink bytes over its node peers and its NIC bytes over its same-rail
 peers in the other nodes (NIC once per remote node). A PP send goes from each GPU of stage s to the GPU of
 the same replica and local rank of the next stage; DP parameter gathers and gradient reductions are ring
-flows to the same (stage, local rank) of the next replica, with the folded engine's per-GPU bytes.
+flows to the same (stage, local rank) of the next replica (with one replica, of the next CP rank), with the
+folded engine's per-GPU bytes; where replicas share a node (an expert group wider than a replica's
+stage, simulator/ranks.py) those hops take NVLink or a PXN detour, which the folded NIC view does not.
 
 Latency is charged as in the folded placement, per operation rather than per hop: (n - 1) x NVLink
 latency per collective (OpCosts, before the member joins the barrier; members arrive together) and one

@@ -98,6 +98,10 @@ FEATURES = [
     # GPU's 3 EP flows (one per remote node) take 3/4 of its NIC beside one PP flow, the folded
     # representative's single EP flow 1/2. 3%.
     ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, 0.03),
+    # In-node EP 4 over two replicas of intra_size 2 (a node holds both; simulator/ranks.py): exact EP, but
+    # the DP ring's hop between those replicas runs on NVLink and the next one detours over a neighbour's
+    # rail (PXN), where the folded representative sends all its DP bytes over its own NIC. 1%.
+    ("ep-over-2-replicas", TINY, 16, 4, 8, {"intra_size": 2, "ep": 4}, None, None, 0.01),
     # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
     # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
     (
@@ -156,6 +160,9 @@ def test_numbering_and_groups() -> None:
     assert cp.dp_successor(Place(1, 1, 3)) == Place(0, 1, 3)
     ep = RankMap(pp=2, dp=2, n=4, cp=1, ep=8, etp=1, gpus_per_node=4)  # EP 8 over replicas 0 and 1
     assert [ep.gpu(p) for p in ep.members(Place(0, 0, 1), EP)] == [0, 1, 2, 3, 8, 9, 10, 11]
+    shared = RankMap(pp=2, dp=4, n=2, cp=1, ep=4, etp=1, gpus_per_node=4)  # EP 4 = replicas 0 and 1 of a node
+    assert [shared.gpu(Place(d, 0, 0)) for d in range(4)] == [0, 2, 8, 10] and shared.gpu(Place(0, 1, 0)) == 4
+    assert [shared.gpu(p) for p in shared.members(Place(1, 0, 1), EP)] == [0, 1, 2, 3]
     etp = RankMap(pp=2, dp=2, n=4, cp=1, ep=2, etp=2, gpus_per_node=4)  # ETP fastest, then EP
     assert [etp.gpu(p) for p in etp.members(Place(0, 1, 1), ETP)] == [4, 5]
     assert [etp.gpu(p) for p in etp.members(Place(0, 1, 1), EP)] == [5, 7]
