@@ -94,8 +94,6 @@ class Engine:
         self.gpu = cluster.gpu
         self.env = placement.env
         self.network = placement.network
-        self.faults = placement.faults
-        self.stage_faults = placement.stage_faults
         costs = CostCache(workload, cluster.gpu, calibration)
         # task_timing works in every engine (experiments read it); tasks replay it only where exact.
         self._memo = MemoTimer(self.env, costs, placement.stage_faults)

@@ -8,9 +8,9 @@ FACTOR times longer), ``degrade LINK:FACTOR`` (LINK is ``nic:G`` or ``nvlink:G``
 both directions, divided by FACTOR) and ``fail-link nic:G`` (the NIC is down; the GPU's NIC traffic goes
 over NVLink to the next GPU of its node whose NIC works, PXN-style, and shares that NIC).
 
-The folded engine sees a fault through ``stage_faults``: the representative of an affected stage
+The folded placement sees a fault through ``stage_faults``: the representative of an affected stage
 becomes its slowest member (largest compute factor, smallest NVLink and NIC capacity, a NIC shared by
-k GPUs counting as 1/k of one). See ``simulator/engine.py`` for what that view assumes.
+k GPUs counting as 1/k of one). See ``simulator/placement.py`` for what that view assumes.
 """
 
 from __future__ import annotations

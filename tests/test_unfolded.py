@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 
 import pytest
+import simpy
 
 from experiments.cli import main
 from simulator.engine import Engine
@@ -15,6 +16,7 @@ from simulator.ranks import CP, EP, ETP, TP, Place, RankMap
 from simulator.report import build_report
 from simulator.unfolded import UnfoldedPlacement, unfolded_ops
 from topologies.cluster import cluster_preset, gpu_path
+from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
 from workloads.step import StepWorkload
@@ -186,6 +188,17 @@ def test_deepep_flows_by_hand() -> None:
     assert plan[-1][0] == tuple(gpu_path(engine.cluster, 0, 8))  # over rail 0's leaf
 
 
+def test_a_placement_object_is_a_part() -> None:
+    """Engine(placement=obj) runs on the placement's environment and faults, as the name would."""
+    workload, cluster = _workload("megatron-lm", TINY, 16, 4, 2, 2, 4, {})
+    faults = Faults(stragglers=[(5, 1.5)])
+    placement = UnfoldedPlacement(simpy.Environment(), workload, cluster, faults)
+    by_object = Engine(workload, cluster, placement=placement).run().step_time_s
+    assert by_object == Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s
+    with pytest.raises(ConfigError, match="engine"):
+        Engine(workload, cluster, placement="sideways")
+
+
 def test_unfolded_traffic_uses_the_real_graph() -> None:
     workload, cluster = _workload("megascale-moe", TINY, 16, 4, 2, 2, 2, {})
     sent = Engine(workload, cluster, placement="unfolded").run().network_bytes
@@ -216,11 +229,11 @@ TINY_YAML += "num_experts: 8\ntop_k: 2\nvocab_size: 1024\n"
 
 
 def test_cli_runs_the_unfolded_engine(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    """16 GPUs (2 nodes), PP 2, 4 micro-batches: the same report as folded; every GPU's ops simulated."""
+    """16 GPUs (2 nodes of 8), SP/EP 4, PP 2, DP 2: the same step as folded; every GPU's ops simulated."""
     model = tmp_path / "tiny.yaml"
     model.write_text(TINY_YAML)
     argv = ["run", "--model", str(model), "--gpus", "16", "--global-batch", "4", "--seq-len", "512"]
-    argv += ["--set", "pp=2", "--json"]
+    argv += ["--set", "pp=2", "--set", "intra_size=4", "--json"]
     reports = []
     for engine in ("folded", "unfolded"):
         assert main([*argv, "--engine", engine]) == 0
@@ -228,7 +241,7 @@ def test_cli_runs_the_unfolded_engine(tmp_path, capsys: pytest.CaptureFixture[st
     folded, unfolded = reports
     assert unfolded["step_time_s"] == pytest.approx(folded["step_time_s"], rel=1e-9)
     assert unfolded["simulated_ops"] == unfolded_ops(
-        StepWorkload(TINY, layout_preset("megascale-moe").with_(pp=2), 16, 8, 4, 512)
+        StepWorkload(TINY, layout_preset("megascale-moe").with_(pp=2, intra_size=4), 16, 8, 4, 512)
     )
 
 
