@@ -42,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
+    run.add_argument(
+        "--engine",
+        choices=("folded", "unfolded"),
+        default="folded",
+        help="folded: one GPU per stage stands for all (default); unfolded: every GPU, small clusters only",
+    )
     run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
     run.add_argument("--zipf", type=float, default=None, help="Zipf exponent of skewed routing")
     run.add_argument("--seed", type=int, default=None, help="seed of the routing Generator")
@@ -129,6 +135,8 @@ def _run(args: argparse.Namespace) -> None:
     cluster = _cluster(args)
     faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
     if run_outputs.wanted(args):
+        if args.engine != "folded":
+            raise ConfigError("engine", "--trace / --plot show the folded engine only; drop --engine unfolded")
         report = run_outputs.run_with_outputs(args, layout, faults, cluster)
     else:
         report = simulate(
@@ -140,6 +148,7 @@ def _run(args: argparse.Namespace) -> None:
             micro_batch=args.micro_batch,
             allow_oom=args.allow_oom,
             faults=faults,
+            engine=args.engine,
         )
     if args.json:
         print(json.dumps(report.to_dict()))

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from experiments.cli import main
-from simulator.engine import PipelineEngine
-from simulator.faults import Faults, StageFault, fault_path, gpu_index, gpu_place
+from simulator.engine import Engine, PipelineEngine
+from simulator.faults import Faults, StageFault, fault_path
 from simulator.probes import TransferLog
+from simulator.ranks import Place, RankMap
 from simulator.report import simulate
-from simulator.unfolded import UnfoldedEngine
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
@@ -86,21 +86,22 @@ def test_gpu_index_out_of_cluster() -> None:
     assert error.value.field == "degrade"
 
 
-def test_placement_is_one_formula() -> None:
-    """GPU (d x pp + s) x n + r, inverted by gpu_place; the unfolded engine uses the same."""
-    pp, n = 3, 4
-    for gpu in range(2 * pp * n):
-        assert gpu_index(*gpu_place(gpu, pp, n), pp, n) == gpu
-    assert gpu_place(17, 3, 4) == (1, 1, 1)
-    workload, cluster = _toy(4, 4, 2, 4)
-    assert UnfoldedEngine(workload, cluster).gpu_index((1, 0, 1)) == 17
+def test_faults_use_the_one_numbering() -> None:
+    """GPU (d x pp + s) x n + r (simulator/ranks.py), inverted by RankMap.place; both placements use it."""
+    workload, _ = _toy(4, 4, 2, 4)
+    ranks = RankMap.of(workload)
+    assert [ranks.gpu(ranks.place(gpu)) for gpu in range(32)] == list(range(32))
+    assert ranks.place(23) == Place(1, 1, 3) and ranks.gpu(Place(1, 0, 1)) == 17
 
 
 def test_stage_faults_take_the_slowest_member() -> None:
     """Per stage: the largest straggler factor over replicas and ranks, degrades, a failed NIC as a 1/2 NIC."""
     cluster = cluster_preset("h800", 64)  # pp 2, n 8, dp 4
     faults = Faults(stragglers=[(3, 1.2), (16 + 5, 1.5)], degraded=[("nvlink", 9, 2.0)], failed=[("nic", 40)])
-    assert faults.stage_faults(cluster, 2, 8) == [StageFault(1.5, 1.0, 1.0), StageFault(1.0, 2.0, 2.0)]
+    assert faults.stage_faults(cluster, RankMap(pp=2, dp=4, n=8, cp=1, ep=8, etp=1, gpus_per_node=8)) == [
+        StageFault(1.5, 1.0, 1.0),
+        StageFault(1.0, 2.0, 2.0),
+    ]
 
 
 # --- (1) a straggler ----------------------------------------------------------------------------------
@@ -268,7 +269,7 @@ def test_folded_equals_unfolded_with_faults(case, faults: Faults) -> None:
     and the other replicas' stages at the DP flows, so the folded slowest-member view is exact."""
     workload, cluster = _unfolded_case(*case)
     folded = PipelineEngine(workload, cluster, faults=faults).run()
-    unfolded = UnfoldedEngine(workload, cluster, faults=faults).run()
+    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run()
     assert folded.step_time_s > PipelineEngine(workload, cluster).run().step_time_s
     assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
 
@@ -278,12 +279,14 @@ def test_failed_nic_folded_vs_unfolded() -> None:
     proxy's NIC, which the folded view does not charge) within 0.1%."""
     faults = Faults(failed=[("nic", 5)])
     workload, cluster = _unfolded_case(TINY, 16, 4, 4)
-    assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(
+    assert Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s == pytest.approx(
         PipelineEngine(workload, cluster, faults=faults).run().step_time_s, rel=1e-9
     )
     workload, cluster = _unfolded_case(SMALL, 32, 8, 2)
     folded = PipelineEngine(workload, cluster, faults=faults).run().step_time_s
-    assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(folded, rel=1e-3)
+    assert Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s == pytest.approx(
+        folded, rel=1e-3
+    )
 
 
 def test_where_folding_is_not_exact() -> None:
@@ -298,7 +301,9 @@ def test_where_folding_is_not_exact() -> None:
         Faults(stragglers=[(5, 1.5)], degraded=[("nic", 17, 3.0)]),
     ):
         folded = PipelineEngine(workload, cluster, faults=faults).run().step_time_s
-        assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(folded, rel=1e-2)
+        assert Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s == pytest.approx(
+            folded, rel=1e-2
+        )
 
 
 # --- (5) the command line -----------------------------------------------------------------------------
