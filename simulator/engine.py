@@ -58,7 +58,6 @@ class EngineResult:
 
     step_time_s: float
     stages: list[StageLog]
-    task_timings: dict[tuple, TaskTiming]
     simulated_ops: int
     sim_wall_s: float
     network_bytes: dict
@@ -248,7 +247,6 @@ class Engine:
         result = EngineResult(
             step_time_s,
             self.stages,
-            dict(self._memo.memo),
             self.simulated_ops,
             time.perf_counter() - wall_start,
             self.placement.bytes_sent(),
@@ -268,7 +266,3 @@ def make_placement(
     if kind not in PLACEMENTS:
         raise ConfigError("engine", f"placement must be one of {', '.join(PLACEMENTS)}, got {kind!r}")
     return PLACEMENTS[kind](env, workload, cluster, faults)
-
-
-# NOTE: the old name, kept while experiments/, trace.py and bench.py (other work in progress) import it.
-PipelineEngine = Engine

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from simulator.engine import EngineResult, PipelineEngine
+from simulator.engine import Engine, EngineResult
 from simulator.faults import scale_compute
 from simulator.network import FluidNetwork
 from simulator.probes import Probe, Transfer
@@ -83,7 +83,7 @@ class Timeline(Probe):
         self.links: LinkLog = {}
         self.result: EngineResult | None = None
 
-    def on_start(self, engine: PipelineEngine) -> None:
+    def on_start(self, engine: Engine) -> None:
         self.workload, self.cluster, self.calibration = engine.workload, engine.cluster, engine.cal
         self.compute_factors = [fault.compute_factor for fault in engine.stage_faults]
         self._network = engine.network
