@@ -39,6 +39,19 @@ def check_layout(layout: LayoutSpec) -> None:
             raise ConfigError(
                 "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
             )
+    _check_memory_options(layout)
+
+
+def _check_memory_options(layout: LayoutSpec) -> None:
+    """Selective recomputation, FP8 weights and the optimizer's storage: each option with the one it needs."""
+    if layout.recompute_modules and layout.recompute != "selective":
+        raise ConfigError("layout.recompute_modules", f'needs recompute "selective", not {layout.recompute!r}')
+    if layout.gemm_dtype != "fp8":
+        for field in ("fp8_param_gather", "fp8_recipe"):
+            if getattr(layout, field):
+                raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
+    if layout.param_remainders and layout.main_params_dtype != "fp32":
+        raise ConfigError("layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32")
 
 
 def check_step(
@@ -61,6 +74,8 @@ def check_step(
     _check_expert_loads(model, layout)
     _check_expert_groups(model, layout, num_gpus, gpus_per_node)
     _check_pipeline(model, layout, num_gpus, global_batch)
+    if "mla_up_proj" in layout.recompute_modules and model.attention != "mla":
+        raise ConfigError("layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla")
 
 
 def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:
@@ -131,9 +146,15 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
     schedule = SCHEDULES[layout.schedule]
     schedule.check_layout(layout)
     stages = layout.pp * layout.virtual_stages
-    if not (layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages) and (
-        model.num_layers % stages
-    ):
+    explicit = layout.block_layers
+    if explicit and (len(explicit) != stages or sum(explicit) != model.num_layers):
+        raise ConfigError(
+            "layout.block_layers",
+            f"must give the layers of pp x virtual_stages = {stages} blocks summing to num_layers = "
+            f"{model.num_layers}, got {list(explicit)}",
+        )
+    even_ok = layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages
+    if not explicit and not even_ok and model.num_layers % stages:
         raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
     dp = data_parallel(layout, num_gpus)
     if global_batch % (dp * layout.micro_batch):
