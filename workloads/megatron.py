@@ -321,7 +321,7 @@ def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], no
         if first is not None or last is not None or embedding or loss:
             raise ConfigError("--pipeline-model-parallel-layout", "replaces the first/last and account-for flags")
         split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0))
-        blocks, chunks = list(split.layers), split.virtual_stages // pp
+        blocks, chunks = list(split.layers), len(split.layers) // pp
         if any(split.mtp[:-1]):
             notes.append("MTP modules simulated on the last block, beside the head")
     else:

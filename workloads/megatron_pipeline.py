@@ -28,10 +28,6 @@ class StageLayout(NamedTuple):
     layers: tuple[int, ...]
     mtp: tuple[int, ...]
 
-    @property
-    def virtual_stages(self) -> int:
-        return len(self.layers)
-
 
 def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int) -> StageLayout:
     """Blocks of ``--pipeline-model-parallel-layout`` ("Et*3|(tt|)*29,m|L"): '|' splits blocks, ``(..)*n`` and
