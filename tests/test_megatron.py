@@ -101,6 +101,10 @@ def test_inline_and_file_give_the_same_json(tmp_path: Path, capsys: pytest.Captu
         ("--bf16 --moe-token-dispatcher-type ring", "--moe-token-dispatcher-type: must be one of allgather"),
         ("--bf16 --pipeline-model-parallel-layout 'Et|tt", "--megatron-args: cannot read as a command line"),
         ("/nonexistent/train.sh", "--megatron-args: not flags (they start with --) nor a readable file"),
+        (  # ETP defaults to TP: EP 8 x ETP 2 = 16 GPUs do not fit the 8 of a stage (32 GPUs / PP 4), as in Megatron
+            "--bf16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8",
+            "layout.ep (--expert-model-parallel-size x --expert-tensor-parallel-size): EP 8 x ETP 2 must be a multiple",
+        ),
         (
             "--bf16 --expert-model-parallel-size 2 --tensor-model-parallel-size 4 --expert-tensor-parallel-size 1",
             "layout.ep (--expert-model-parallel-size x --expert-tensor-parallel-size): EP 2 x ETP 1",

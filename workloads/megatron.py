@@ -171,6 +171,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         raise ConfigError("--moe-shared-expert-overlap", "only works with the alltoall or flex token dispatcher")
     if dispatcher == "flex":
         notes.append("flex dispatcher (DeepEP / HybridEP): simulated as moesim's all-to-all dispatch")
+    if args.get("--moe-shared-expert-overlap"):
+        notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
     ffn = "ep" if ep > 1 or tp == 1 or etp != tp else "tp"
     capacity = args.get("--moe-expert-capacity-factor")
     capacity = None if capacity is not None and capacity < 0 else capacity  # Megatron: negative = dropless
