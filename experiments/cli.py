@@ -11,9 +11,11 @@ from pathlib import Path
 from experiments import compare, run_outputs, sweep_cli
 from experiments.bench import main as bench
 from experiments.reproduce import REPRODUCTIONS, reproduce
+from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
 from simulator.report import simulate
-from topologies.errors import ConfigError
+from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
+from topologies.errors import ConfigError, check_positive
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
 from workloads.megatron import MegatronJob, MegatronRun, parse_megatron_args
@@ -35,7 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
     run.add_argument(
-        "--cluster", default="h800", help="cluster preset: h800, h100, a100, h20, gb200-nvl72 (default h800)"
+        "--cluster",
+        default=DEFAULT_CLUSTER,
+        help=f"cluster preset ({', '.join(CLUSTER_PRESETS)}) or .yaml file (default {DEFAULT_CLUSTER})",
+    )
+    run.add_argument(
+        "--nic-gbps", type=float, default=None, help="NIC bandwidth per GPU, GB/s (default: the cluster's)"
     )
     run.add_argument(
         "--global-batch", type=int, default=None, help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH})"
@@ -116,7 +123,16 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
     return layout.with_(**changes) if changes else layout
 
 
-def _megatron(args: argparse.Namespace, job: MegatronJob) -> tuple[argparse.Namespace, MegatronRun]:
+def _cluster(args: argparse.Namespace) -> ClusterSpec:
+    """The cluster (preset or YAML file) of --gpus GPUs, with --nic-gbps applied (GB/s -> bytes/s, once, here)."""
+    cluster = load_cluster(args.cluster, args.gpus)
+    if args.nic_gbps is None:
+        return cluster
+    check_positive("nic_gbps", args.nic_gbps)
+    return cluster.with_(nic_bandwidth_Bps=args.nic_gbps * 1e9)
+
+
+def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[argparse.Namespace, MegatronRun]:
     """Resolve --megatron-args over --model and --layout; explicit --global-batch / --seq-len still win."""
     if job.unknown:
         print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
@@ -124,16 +140,17 @@ def _megatron(args: argparse.Namespace, job: MegatronJob) -> tuple[argparse.Name
         run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None)
     except ConfigError as error:
         raise job.explain(error) from None
-    batch = args.global_batch if args.global_batch is not None else job.global_batch_for(args.gpus)
+    batch = args.global_batch if args.global_batch is not None else job.global_batch_for(gpus)
     seq_len = args.seq_len if args.seq_len is not None else run.seq_len
     return argparse.Namespace(**{**vars(args), "model": run.model, "global_batch": batch, "seq_len": seq_len}), run
 
 
 def _run(args: argparse.Namespace) -> None:
+    cluster = _cluster(args)
     job = parse_megatron_args(args.megatron_args) if args.megatron_args else None
     megatron = None
     if job:
-        args, megatron = _megatron(args, job)
+        args, megatron = _megatron(args, job, cluster.num_gpus)
     base = megatron.layout if megatron else load_layout(args.layout or "megascale-moe")
     layout = _layout(args, base)
     args.global_batch = DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch
@@ -141,13 +158,12 @@ def _run(args: argparse.Namespace) -> None:
     faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
     try:
         if run_outputs.wanted(args):
-            report = run_outputs.run_with_outputs(args, layout, faults)
+            report = run_outputs.run_with_outputs(args, layout, faults, cluster)
         else:
             report = simulate(
                 args.model,
                 layout,
-                args.gpus,
-                cluster=args.cluster,
+                cluster=cluster,
                 global_batch=args.global_batch,
                 seq_len=args.seq_len,
                 micro_batch=args.micro_batch,

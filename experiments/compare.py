@@ -25,7 +25,7 @@ from workloads.step import DEFAULT_GLOBAL_BATCH
 # Named axes of the command line: (flag, keyword, unit factor applied to the values given).
 NAMED_AXES = {
     "nic_gbps": ("nic_bandwidth_Bps", 1e9),  # GB/s -> bytes/s, once, at the boundary
-    "scaleup": ("gpus_per_node", 1),
+    "scaleup": ("domain_gpus", 1),
     "zipf": ("zipf", 1),  # expert-load skew: an alias, see experiments.points.ALIASES
 }
 METRICS = ("step_time_s", "tokens_per_s", "mfu", "bubble_fraction", "peak_memory_gib")
@@ -138,7 +138,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
     p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
-    p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (gpus_per_node)")
+    p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
     p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
     p.add_argument(
         "--sweep",

@@ -7,6 +7,7 @@ import sys
 
 from simulator.faults import Faults
 from simulator.report import Report
+from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 
@@ -35,17 +36,20 @@ def parse_stages(text: str | None) -> list[int] | None:
 
 
 def run_with_outputs(
-    args: argparse.Namespace, layout: LayoutSpec | str | None = None, faults: Faults | None = None
+    args: argparse.Namespace,
+    layout: LayoutSpec | str | None = None,
+    faults: Faults | None = None,
+    cluster: ClusterSpec | None = None,
 ) -> Report:
-    """Simulate as ``moesim run`` does (``layout``: the resolved layout, default ``args.layout``; ``faults``: the
-    parsed fault flags) and write the requested trace and plot."""
+    """Simulate as ``moesim run`` does (``layout``, ``cluster``: the resolved ones, default ``args.layout`` and
+    ``args.cluster``; ``faults``: the parsed fault flags) and write the requested trace and plot."""
     from simulator.trace import simulate_with_trace, write_trace
 
     run = simulate_with_trace(
         args.model,
         args.layout if layout is None else layout,
         args.gpus,
-        cluster=args.cluster,
+        cluster=args.cluster if cluster is None else cluster,
         global_batch=args.global_batch,
         seq_len=args.seq_len,
         micro_batch=args.micro_batch,

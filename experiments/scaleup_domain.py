@@ -38,7 +38,7 @@ def best_layout(domain: int, gpus: int = GPUS):
     """(report, pp, n) of the fastest pipeline depth that fits memory on this domain."""
     model = model_preset(MODEL)
     n = intra_size(domain)
-    cluster = cluster_preset("h800", gpus, gpus_per_node=domain)
+    cluster = cluster_preset("h800", gpus, domain_gpus=domain)
     best = None
     base = MEGASCALE_MOE.with_(intra_size=n)
     for pp in stages_that_fit(model, base, gpus, domain, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, cluster.gpu.hbm_bytes):
@@ -54,7 +54,7 @@ def simulate_scaleup() -> pd.DataFrame:
     baseline = simulate(MODEL, "megascale-moe", cluster=cluster_preset("h800", GPUS))
     for domain in DOMAINS:
         found = best_layout(domain)
-        fixed = simulate(MODEL, "megascale-moe", cluster=cluster_preset("h800", GPUS, gpus_per_node=domain))
+        fixed = simulate(MODEL, "megascale-moe", cluster=cluster_preset("h800", GPUS, domain_gpus=domain))
         row = {"domain": domain, "fixed_tokens_per_s": fixed.tokens_per_s, "n": math.nan, "pp": math.nan}
         if found is not None:
             report, pp, n = found

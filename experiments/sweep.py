@@ -30,7 +30,7 @@ from workloads.config import is_yaml_path, read_yaml
 from workloads.fieldtypes import check_value
 from workloads.layouts import LayoutSpec
 
-SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_bandwidth_GBps")
+SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_gbps")
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
 # The type of every key's values (int, float, bool or str), checked by check_point: the point's own keys,
 # the NIC in GB/s (converted to ClusterSpec's bytes/s) and the simulate() keywords and layout fields.
@@ -39,11 +39,11 @@ KINDS = {
     "layout": "str",
     "cluster": "str",
     "gpus": "int",
-    "nic_bandwidth_GBps": "float",
+    "nic_gbps": "float",
     **{k: kind_of(k) for k in ("global_batch", "seq_len", "micro_batch", *LAYOUT_KEYS)},
 }
 PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
-OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_bandwidth_GBps")  # null: the default
+OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
     f"exposed_{kind}_s" for kind in COMM_KINDS
@@ -119,8 +119,8 @@ def to_point(params: Params) -> Point:
     if "gpus" not in params:
         raise ConfigError("gpus", "give the number of GPUs")
     settings = {k: v for k, v in params.items() if k not in DEFAULTS and k != "gpus" and v is not None}
-    if "nic_bandwidth_GBps" in settings:  # GB/s -> bytes/s, once, at the boundary
-        settings["nic_bandwidth_Bps"] = settings.pop("nic_bandwidth_GBps") * 1e9
+    if "nic_gbps" in settings:  # GB/s -> bytes/s, once, at the boundary
+        settings["nic_bandwidth_Bps"] = settings.pop("nic_gbps") * 1e9
     model, layout, cluster = (params.get(k, DEFAULTS[k]) for k in ("model", "layout", "cluster"))
     return make_point(model, layout, params["gpus"], settings, cluster=cluster)
 

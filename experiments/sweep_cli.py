@@ -12,7 +12,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "file",
         help="sweep YAML: model, layout, gpus, global_batch, seq_len, micro_batch, "
-        "cluster, nic_bandwidth_GBps or a layout field (scalars or lists), output; model and layout take "
+        "cluster, nic_gbps or a layout field (scalars or lists), output; model and layout take "
         "presets or .yaml files (relative to the sweep file)",
     )
     sweep.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")

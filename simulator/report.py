@@ -7,11 +7,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.cluster_config import load_cluster
 from simulator.engine import PipelineEngine
 from simulator.faults import Faults
+from simulator.megatron_flops import megatron_args, megatron_flops
 from simulator.memory import GIB, fit_recompute, peak_memory
 from simulator.probes import Probe
-from topologies.cluster import ClusterSpec, cluster_preset
+from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
@@ -35,8 +37,10 @@ class Report:
     micro_batches: int
     step_time_s: float
     tokens_per_s: float
+    tokens_per_s_per_gpu: float
     mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
+    model_tflops_per_gpu: float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.megatron_flops)
     bubble_fraction: float
     exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
     compute_busy_s: float
@@ -71,8 +75,9 @@ class Report:
                     f"{self.micro_batches} micro-batches per pipeline, batch {self.global_batch} x {self.seq_len})"
                 ),
                 f"  step time        {self.step_time_s:.3f} s",
-                f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s",
+                f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s, {self.tokens_per_s_per_gpu:.1f} per GPU",
                 f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
+                f"  model TFLOP/s    {self.model_tflops_per_gpu:.1f} per GPU (Megatron-LM's count)",
                 f"  bubble           {self.bubble_fraction * 100:.1f}%",
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
@@ -85,17 +90,8 @@ class Report:
 def resolve(
     model: ModelSpec | str, layout: LayoutSpec | str, cluster: ClusterSpec | str | None, gpus: int | None
 ) -> tuple[ModelSpec, LayoutSpec, ClusterSpec]:
-    """Turn preset names and .yaml/.yml paths into specs."""
-    model = load_model(model)
-    layout = load_layout(layout)
-    if isinstance(cluster, ClusterSpec):
-        if gpus is not None and gpus != cluster.num_gpus:
-            cluster = cluster.with_(num_gpus=gpus)
-    else:
-        if gpus is None:
-            raise ConfigError("gpus", "give the number of GPUs or a ClusterSpec")
-        cluster = cluster_preset(cluster or "h800", gpus)
-    return model, layout, cluster
+    """Turn preset names and .yaml/.yml paths (models, layouts, clusters) into specs."""
+    return load_model(model), load_layout(layout), load_cluster(cluster, gpus)
 
 
 def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
@@ -173,6 +169,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
     six_n = six_n_flops_per_token(workload.model, workload.seq_len) * workload.tokens_per_step
+    megatron = megatron_flops(megatron_args(workload.model, workload.layout), workload.global_batch, workload.seq_len)
     critical = max(stages, key=lambda log: log.end_s)
     # Per kind, the stage that exposes the most of it (stages differ: e.g. dense-only or LM-head stages).
     # CP's ring and ETP's all-gather / reduce-scatter: "cp" and "etp" entries when used
@@ -191,8 +188,10 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         micro_batches=workload.micro_batches,
         step_time_s=step,
         tokens_per_s=workload.tokens_per_step / step,
+        tokens_per_s_per_gpu=workload.tokens_per_step / step / cluster.num_gpus,
         mfu=model_flops / peak,
         mfu_6n=six_n / peak,
+        model_tflops_per_gpu=megatron / step / cluster.num_gpus / 1e12,
         bubble_fraction=bubble,
         exposed_comm_s=exposed,
         compute_busy_s=critical.compute_busy_s,

@@ -19,9 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import EngineResult, PipelineEngine
-from simulator.faults import Faults, scale_compute
+from simulator.faults import scale_compute
 from simulator.network import FluidNetwork
 from simulator.probes import Probe, Transfer
 from simulator.report import Report, simulate
@@ -31,7 +30,7 @@ from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import COLLECTIVE, FUSED, Op
 from workloads.schedules import FORWARD, Task
-from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
+from workloads.step import StepWorkload
 
 TASKS, COMPUTE_T, NVLINK_T, FUSED_T = "pipeline tasks", "compute", "NVLink comm", "NVLink (fused)"
 NIC_PP_T, NIC_DP_T, NIC_EP_T = "NIC comm (PP)", "NIC comm (DP)", "NIC comm (EP)"
@@ -295,34 +294,15 @@ def simulate_with_trace(
     layout: LayoutSpec | str,
     gpus: int | None = None,
     *,
-    cluster: ClusterSpec | str | None = None,
-    global_batch: int = DEFAULT_GLOBAL_BATCH,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    micro_batch: int | None = None,
     stages: Iterable[int] | None = None,
     micro_batches: int | None = None,
-    calibration: Calibration = DEFAULT_CALIBRATION,
     trace: bool = True,
-    allow_oom: bool = False,
-    faults: Faults | None = None,
-    memoize: bool = True,
+    **simulate_keywords: Any,
 ) -> TracedRun:
-    """Simulate one step like ``simulate``, recording a Timeline; also return its Chrome trace (if asked)."""
+    """Simulate one step like ``simulate`` (same keywords), recording a Timeline; also return its Chrome
+    trace (if asked), of some ``stages`` and the first ``micro_batches`` only if given."""
     timeline = Timeline()
-    report = simulate(
-        model,
-        layout,
-        gpus,
-        cluster=cluster,
-        global_batch=global_batch,
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        calibration=calibration,
-        memoize=memoize,
-        allow_oom=allow_oom,
-        faults=faults,
-        probes=(timeline,),
-    )
+    report = simulate(model, layout, gpus, probes=(timeline,), **simulate_keywords)
     events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches) if trace else None
     return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)
 

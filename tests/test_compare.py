@@ -22,7 +22,7 @@ def simulate_point(model: str, layout: str, gpus: int, settings: dict) -> dict:
 def test_axes_resolve_to_simulate_cluster_or_layout() -> None:
     assert target_of("seq_len") == SIMULATE
     assert target_of("nic_bandwidth_Bps") == CLUSTER
-    assert target_of("gpus_per_node") == CLUSTER
+    assert target_of("domain_gpus") == CLUSTER
     assert target_of("pp") == LAYOUT and target_of("schedule") == LAYOUT
     assert target_of("zipf") == LAYOUT  # an alias for routing="zipf" + zipf_exponent
     with pytest.raises(ConfigError, match="bogus"):

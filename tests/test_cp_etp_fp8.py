@@ -20,11 +20,11 @@ from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_layout
-from workloads.precision import FP8_COMM_SCALE
+from workloads.layers import layer_recipe
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec, model_preset
-from workloads.layers import layer_recipe
 from workloads.ops import FUSED
+from workloads.precision import FP8_COMM_SCALE
 from workloads.step import StepWorkload
 from workloads.tasks import backward_ops, forward_ops
 

@@ -7,9 +7,9 @@ import pytest
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.costs import gemm_time_s
 from topologies.hardware import gpu_preset
+from workloads.layers import layer_recipe
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind, model_preset
-from workloads.layers import layer_recipe
 from workloads.ops import Gemm
 from workloads.schedules import FORWARD, Block, Task, TaskKey
 from workloads.step import StepWorkload
@@ -26,8 +26,12 @@ def test_uneven_pp_gives_fewer_layers_to_the_last_and_first_stages() -> None:
     """61 = 16 x 4 - 3: stages 15, 0 and 14 hold 3 layers; stage 0 holds exactly the 3 dense layers."""
     counts = [len(WORKLOAD.stage_layers(s)) for s in range(16)]
     assert counts == [3] + [4] * 13 + [3, 3] and sum(counts) == 61
-    assert WORKLOAD.task_key(0, Task(FORWARD, 0, 0)) == TaskKey(FORWARD, (Block(True, False, (LayerKind(True, 0),) * 3),))
-    assert WORKLOAD.task_key(1, Task(FORWARD, 0, 0)) == TaskKey(FORWARD, (Block(False, False, (LayerKind(False, 0),) * 4),))
+    assert WORKLOAD.task_key(0, Task(FORWARD, 0, 0)) == TaskKey(
+        FORWARD, (Block(True, False, (LayerKind(True, 0),) * 3),)
+    )
+    assert WORKLOAD.task_key(1, Task(FORWARD, 0, 0)) == TaskKey(
+        FORWARD, (Block(False, False, (LayerKind(False, 0),) * 4),)
+    )
 
 
 def test_fp8_gemms_and_their_time() -> None:

@@ -15,18 +15,17 @@ from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
 from tests.toys import block_task_key
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads import dualpipe as dp
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
-    Block,
     FORWARD,
     FORWARD_BACKWARD,
     WEIGHT,
-    Task,
+    Block,
     DualPipe,
+    Task,
     bubble_dualpipe_s,
 )
 from workloads.step import StepWorkload
@@ -118,7 +117,7 @@ def test_dualpipe_bubble_readme_formula_unit_tasks(stages: int) -> None:
 
 def _workload(model, layout: str, pp: int, micro_batches: int, **nic) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset(layout).with_(pp=pp, micro_batch=1, schedule="dualpipe")
-    spec = ClusterSpec(GPU, num_gpus=8 * pp, gpus_per_node=8, **nic)
+    spec = ClusterSpec(GPU, num_gpus=8 * pp, domain_gpus=8, **nic)
     return StepWorkload(model, lay, spec.num_gpus, 8, micro_batches, SEQ_LEN), spec
 
 
@@ -126,7 +125,10 @@ def test_split_backward_partitions_the_full_backward() -> None:
     """Bi + W hold exactly the full backward's ops; W is the .wgrad GEMMs, Bi keeps valid deps."""
     workload, _ = _workload(TINY, "megascale-moe", 4, 8)
     full = workload.task_ops(block_task_key(workload, BACKWARD, False, False))
-    inputs, weights = workload.task_ops(block_task_key(workload, BACKWARD_INPUT, False, False)), workload.task_ops(block_task_key(workload, WEIGHT, False, False))
+    inputs, weights = (
+        workload.task_ops(block_task_key(workload, BACKWARD_INPUT, False, False)),
+        workload.task_ops(block_task_key(workload, WEIGHT, False, False)),
+    )
     assert len(inputs) + len(weights) == len(full)
     assert weights and all(op.name.endswith(".wgrad") and op.deps == () for op in weights)
     assert sum(op.flops for op in inputs) + sum(op.flops for op in weights) == pytest.approx(
@@ -139,7 +141,10 @@ def test_pair_keeps_each_list_order_and_dependencies() -> None:
     workload, _ = _workload(TINY, "megascale-moe", 4, 8)
     key = block_task_key(workload, FORWARD_BACKWARD)
     ops, lanes = workload.task_ops(key), workload.task_lanes(key)
-    f_ops, b_ops = workload.task_ops(block_task_key(workload, FORWARD, False, False)), workload.task_ops(block_task_key(workload, BACKWARD, False, False))
+    f_ops, b_ops = (
+        workload.task_ops(block_task_key(workload, FORWARD, False, False)),
+        workload.task_ops(block_task_key(workload, BACKWARD, False, False)),
+    )
     assert [op.name for op, lane in zip(ops, lanes) if lane == 0] == [op.name for op in f_ops]
     assert [op.name for op, lane in zip(ops, lanes) if lane == 1] == [op.name for op in b_ops]
     assert all(lanes[d] == lanes[i] and d < i for i, op in enumerate(ops) for d in op.deps)
@@ -200,7 +205,7 @@ def test_dualpipe_memoized_engine_equals_op_level() -> None:
     """PP 4, DP 2, 8 micro-batches, default NIC: memoized replay equals op-level execution."""
     cal = CAL.with_(gemm_mma_efficiency=0.75, kernel_overhead_s=4e-6, host_launch_s=10e-6)
     lay = layout_preset("sp-ep").with_(pp=4, micro_batch=1, schedule="dualpipe")
-    cluster = ClusterSpec(GPU, num_gpus=64, gpus_per_node=8)
+    cluster = ClusterSpec(GPU, num_gpus=64, domain_gpus=8)
     runs = []
     for memoize in (True, False):
         workload = StepWorkload(replace(SMALL, name="small8", num_layers=8), lay, 64, 8, 16, SEQ_LEN)
@@ -242,19 +247,15 @@ def test_task_tuple_defaults_keep_old_equality() -> None:
     assert Task(FORWARD, 0, 0) == (FORWARD, 0, 0, None)
 
 
-def test_dualpipe_refuses_uneven_stages() -> None:
-    """DualPipe runs blocks s and pp-1-s on stage s, which needs equal blocks: uneven pp is a ConfigError."""
-    from simulator.report import simulate
+def test_dualpipe_runs_uneven_blocks() -> None:
+    """61 layers over 16 DualPipe blocks: blocks 15, 0 and 14 hold 3 layers, the rest 4 (the last, then the
+    first blocks are short); stage 0 holds blocks 0 and 15 (6 layers), stage 1 blocks 1 and 14 (7)."""
+    from workloads.models import model_preset
 
-    with pytest.raises(ConfigError) as error:
-        simulate(
-            "deepseek-v3",
-            layout_preset("deepseek-v3").with_(schedule="dualpipe"),
-            2048,
-            global_batch=15360,
-            seq_len=4096,
-        )
-    assert error.value.field == "layout.schedule"
+    layout = layout_preset("deepseek-v3").with_(schedule="dualpipe")
+    workload = StepWorkload(model_preset("deepseek-v3"), layout, 2048, 8, 15360, 4096)
+    assert [len(r) for r in workload.block_ranges] == [3] + [4] * 13 + [3, 3]
+    assert len(workload.stage_layers(0)) == 6 and len(workload.stage_layers(1)) == 7
 
 
 def test_dualpipe_runs_extended_models_with_their_own_blocks() -> None:

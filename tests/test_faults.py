@@ -32,7 +32,7 @@ def _toy(n: int, pp: int, dp: int, m: int, **layout) -> tuple[StepWorkload, Clus
     spec = ClusterSpec(
         toy_gpu(),
         num_gpus=n * pp * dp,
-        gpus_per_node=n,
+        domain_gpus=n,
         nic_bandwidth_Bps=1e15,
         nic_efficiency=1.0,
         nic_latency_s=1e-12,
@@ -121,7 +121,8 @@ def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
     healthy = PipelineEngine(workload, cluster, CAL)
     base = healthy.run().step_time_s
     last = (
-        healthy.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s + healthy.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
+        healthy.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
+        + healthy.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
     )
     f_mid = healthy.task_timing(block_task_key(workload, FORWARD, False, False)).duration_s
     b_mid = healthy.task_timing(block_task_key(workload, BACKWARD, False, False)).duration_s
@@ -146,7 +147,11 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
     assert (
         0
         < extra
-        < 0.2 * sum(healthy.task_timing(k).duration_s for k in (block_task_key(workload, FORWARD, False, True), block_task_key(workload, BACKWARD, False, True)))
+        < 0.2
+        * sum(
+            healthy.task_timing(k).duration_s
+            for k in (block_task_key(workload, FORWARD, False, True), block_task_key(workload, BACKWARD, False, True))
+        )
     )
     assert slow - base == pytest.approx(8 * extra, rel=1e-9)
     # Memoization keeps the slow stage's timings apart from the healthy stages'.
@@ -162,7 +167,7 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
 def _nic_case(pp: int, dp: int, **layout) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset("megascale-moe").with_(pp=pp, micro_batch=1, **layout)
     spec = ClusterSpec(
-        toy_gpu(), num_gpus=8 * pp * dp, gpus_per_node=8, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
+        toy_gpu(), num_gpus=8 * pp * dp, domain_gpus=8, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
     )
     return StepWorkload(EQUAL, lay, spec.num_gpus, 8, 4 * dp, 4096), spec
 
@@ -196,7 +201,7 @@ def test_degraded_nic_slows_pp_sends_by_its_factor() -> None:
 
 
 def test_failed_nic_without_a_neighbour_is_one_line() -> None:
-    cluster = ClusterSpec(toy_gpu(), num_gpus=4, gpus_per_node=1)
+    cluster = ClusterSpec(toy_gpu(), num_gpus=4, domain_gpus=1)
     layout = layout_preset("megascale-moe").with_(pp=2, intra_size=1)
     with pytest.raises(ConfigError) as error:
         simulate(TINY, layout, cluster=cluster, global_batch=4, seq_len=512, faults=Faults(failed=[("nic", 1)]))
@@ -234,7 +239,7 @@ def test_failed_nic_reroutes_and_costs() -> None:
 
 def _unfolded_case(model: ModelSpec, gpus: int, n: int, pp: int, layout: str = "megascale-moe"):
     lay = layout_preset(layout).with_(pp=pp, intra_size=n)
-    cluster = cluster_preset("h800", gpus, gpus_per_node=n)
+    cluster = cluster_preset("h800", gpus, domain_gpus=n)
     return StepWorkload(model, lay, gpus, n, gpus // (n * pp) * 8, 512), cluster
 
 

@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 from experiments.cli import main
 from simulator.memory import peak_memory
 from simulator.probes import Probe, observing
+from simulator.cluster_config import cluster_from_dict
+from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
+from topologies.hardware import GPU_PRESETS
 from workloads.config import layout_from_dict, model_from_dict, parse_yaml
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.megatron import parse_megatron_args
@@ -53,6 +56,18 @@ def mutated(base: dict, keys: list[str]) -> st.SearchStrategy[dict]:
 MODEL_DICTS = st.sampled_from(sorted(MODEL_PRESETS)).flatmap(
     lambda name: mutated(asdict(MODEL_PRESETS[name]), MODEL_KEYS)
 )
+CLUSTER_KEYS = [*asdict(ClusterSpec(GPU_PRESETS["h800"], 8)), "base"]
+GPU_KEYS = [*asdict(GPU_PRESETS["h800"]), "base"]
+GPU_VALUES = st.one_of(
+    st.sampled_from([*GPU_PRESETS, "nope"]),
+    st.sampled_from(sorted(GPU_PRESETS)).flatmap(lambda name: mutated(asdict(GPU_PRESETS[name]), GPU_KEYS)),
+    st.sampled_from(sorted(GPU_PRESETS)).flatmap(lambda name: mutated({"base": name}, GPU_KEYS)),
+    VALUES,
+)
+CLUSTER_DICTS = st.one_of(
+    st.sampled_from(sorted(CLUSTER_PRESETS)).flatmap(lambda name: mutated({"base": name}, CLUSTER_KEYS)),
+    st.builds(lambda gpu, rest: {"gpu": gpu, **rest}, GPU_VALUES, mutated({"domain_gpus": 8}, CLUSTER_KEYS)),
+)
 LAYOUT_DICTS = st.one_of(
     st.sampled_from(sorted(LAYOUT_PRESETS)).flatmap(lambda name: mutated({"base": name}, LAYOUT_KEYS)),
     st.sampled_from(sorted(LAYOUT_PRESETS)).flatmap(lambda name: mutated(asdict(LAYOUT_PRESETS[name]), LAYOUT_KEYS)),
@@ -68,7 +83,7 @@ def outcome(target: str, build) -> None:
         assert str(error).split(":")[0], "the message must name a field"
         TRIED[target + ":error"] += 1
         return
-    assert isinstance(result, (ModelSpec, LayoutSpec))
+    assert isinstance(result, (ModelSpec, LayoutSpec, ClusterSpec))
 
 
 @FAST
@@ -81,6 +96,15 @@ def test_fuzz_model_dicts(data: object) -> None:
 @given(st.one_of(LAYOUT_DICTS, st.dictionaries(st.text(max_size=6), VALUES, max_size=4), VALUES))
 def test_fuzz_layout_dicts(data: object) -> None:
     outcome("layout_dict", lambda: layout_from_dict(data))
+
+
+@FAST
+@given(
+    st.one_of(CLUSTER_DICTS, st.dictionaries(st.text(max_size=6), VALUES, max_size=4), VALUES),
+    st.one_of(st.sampled_from([8, 64, 256]), st.integers(-2, 300)),
+)
+def test_fuzz_cluster_dicts(data: object, gpus: int) -> None:
+    outcome("cluster_dict", lambda: cluster_from_dict(data, gpus))
 
 
 def dumped(data: dict) -> str:
@@ -122,8 +146,8 @@ NUMBERS = st.one_of(st.integers(-2, 2000).map(str), st.sampled_from(["0", "-1", 
 FLAGS = st.one_of(
     st.tuples(st.just("--model"), st.sampled_from([*MODEL_PRESETS, "nope", "m.yaml", ""])),
     st.tuples(st.just("--layout"), st.sampled_from([*LAYOUT_PRESETS, "nope", "/nonexistent.yml"])),
-    st.tuples(st.just("--cluster"), st.sampled_from(["h800", "h100", "a100", "h20", "H800", "tpu"])),
-    st.tuples(st.sampled_from(["--gpus", "--global-batch", "--seq-len", "--micro-batch"]), NUMBERS),
+    st.tuples(st.just("--cluster"), st.sampled_from([*CLUSTER_PRESETS, "H800", "tpu", "/nonexistent.yaml"])),
+    st.tuples(st.sampled_from(["--gpus", "--global-batch", "--seq-len", "--micro-batch", "--nic-gbps"]), NUMBERS),
     st.tuples(st.sampled_from(["--json", "--bogus", "extra"])),
 )
 

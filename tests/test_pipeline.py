@@ -15,10 +15,10 @@ from workloads.models import ModelSpec
 from workloads.schedules import (
     BACKWARD,
     FORWARD,
-    Task,
     SCHEDULES,
     Interleaved,
     OneFOneB,
+    Task,
     bubble_fraction_1f1b,
     make_schedule,
 )
@@ -122,7 +122,7 @@ def _workload(
     model: ModelSpec, pp: int, dp: int, micro_batches: int, layout: str = "megascale-moe", **cluster
 ) -> tuple[StepWorkload, ClusterSpec]:
     lay = layout_preset(layout).with_(pp=pp, micro_batch=1)
-    spec = ClusterSpec(GPU, num_gpus=8 * pp * dp, gpus_per_node=8, **cluster)
+    spec = ClusterSpec(GPU, num_gpus=8 * pp * dp, domain_gpus=8, **cluster)
     return StepWorkload(model, lay, spec.num_gpus, 8, micro_batches * dp, SEQ_LEN), spec
 
 

@@ -76,7 +76,7 @@ def cases(draw: st.DrawFn, dp: int | None = None) -> Case:
     micro_batches = pp * draw(st.integers(1, 3))
     gpus = n * pp * dp
     per_node = 8 if gpus % 8 == 0 else n
-    cluster = cluster_preset(draw(st.sampled_from(["h800", "h100", "a100", "h20"])), gpus, gpus_per_node=per_node)
+    cluster = cluster_preset(draw(st.sampled_from(["h800", "h100", "a100", "h20"])), gpus, domain_gpus=per_node)
     return Case(model, layout, cluster, dp, dp * micro_batches, draw(st.sampled_from([256, 512, 1024])))
 
 

@@ -15,7 +15,7 @@ model: paper-352b
 layout: [megascale-moe, megatron-lm]
 gpus: [240, 120, 100]
 global_batch: 30
-nic_bandwidth_GBps: 50
+nic_gbps: 50
 output: out.csv
 """
 
@@ -39,22 +39,22 @@ def test_local_pool_two_jobs(tmp_path: Path) -> None:
     errors = [r for r in rows if r["error"]]
     assert len(errors) == 2 and all(r["gpus"] == "100" and "gpus" in r["error"] for r in errors)
     ok = [r for r in rows if not r["error"]]
-    assert all(float(r["step_time_s"]) > 0 and r["nic_bandwidth_GBps"] == "50" for r in ok)
+    assert all(float(r["step_time_s"]) > 0 and r["nic_gbps"] == "50" for r in ok)
     assert {"exposed_ep_s", "mfu", "point_id"} <= set(rows[0])
 
 
 def test_nic_bandwidth_changes_result(tmp_path: Path) -> None:
-    """nic_bandwidth_GBps reaches ClusterSpec: slower NICs, slower step."""
+    """nic_gbps reaches ClusterSpec: slower NICs, slower step."""
     points, output = load_sweep(
         _write(
             tmp_path,
-            SWEEP.replace("nic_bandwidth_GBps: 50", "nic_bandwidth_GBps: [10, 50]")
+            SWEEP.replace("nic_gbps: 50", "nic_gbps: [10, 50]")
             .replace("gpus: [240, 120, 100]", "gpus: 240")
             .replace("[megascale-moe, megatron-lm]", "megascale-moe"),
         )
     )
     run_sweep(points, output, progress=lambda _: None)
-    times = {r["nic_bandwidth_GBps"]: float(r["step_time_s"]) for r in _rows(output)}
+    times = {r["nic_gbps"]: float(r["step_time_s"]) for r in _rows(output)}
     assert times["10"] > times["50"]
 
 
@@ -116,7 +116,7 @@ def test_unreadable_sweep_file_is_one_line_error(tmp_path, capsys) -> None:
         ("gpus: [240, true]", "sweep.gpus"),  # int(True) used to be taken as 1
         ("gpus: 240.0", "sweep.gpus"),
         ("gpus: []", "sweep.gpus"),
-        ("gpus: 240\nnic_bandwidth_GBps: fast", "sweep.nic_bandwidth_GBps"),
+        ("gpus: 240\nnic_gbps: fast", "sweep.nic_gbps"),
         ("gpus: 240\npp: [5, x]", "sweep.pp"),
         ("gpus: 240\nlayout: [megascale-moe, 3]", "sweep.layout"),
         ("gpus: 240\nglobal_batch: {a: 1}", "sweep.global_batch"),

@@ -42,15 +42,15 @@ def test_gpu_presets_values() -> None:
     h20 = gpu_preset("h20")
     assert (h20.peak_bf16_flops, h20.peak_fp8_flops, h20.hbm_bytes, h20.sm_count) == (148e12, 296e12, 96e9, 78)
     assert h20.nvlink_bandwidth_Bps == pytest.approx(0.8 * 900e9 / 2)
-    assert set(GPU_PRESETS) >= {"h800", "h100", "a100", "h20"}  # plus gb200 (test_hardware_ext)
+    assert set(GPU_PRESETS) >= {"h800", "h100", "a100", "h20", "h200", "b200", "gb200"}  # see test_hardware_ext
     assert all(isinstance(spec, GpuSpec) and spec.source for spec in GPU_PRESETS.values())
 
 
 def test_unknown_presets_name_the_field() -> None:
     """Unknown GPU or cluster preset names raise ConfigError on 'gpu' / 'cluster'."""
     with pytest.raises(ConfigError) as gpu_err:
-        gpu_preset("b200")
-    assert gpu_err.value.field == "gpu" and "'b200'" in str(gpu_err.value) and "h800" in str(gpu_err.value)
+        gpu_preset("mi300x")
+    assert gpu_err.value.field == "gpu" and "'mi300x'" in str(gpu_err.value) and "h800" in str(gpu_err.value)
     with pytest.raises(ConfigError) as cluster_err:
         cluster_preset("tpu", 8)
     assert cluster_err.value.field == "cluster"
@@ -69,13 +69,16 @@ def test_cluster_spec_validation() -> None:
     gpu = GPU_PRESETS["h800"]
     with pytest.raises(ConfigError) as err:
         ClusterSpec(gpu, 12)
-    assert err.value.field == "gpus" and "multiple of gpus_per_node=8" in str(err.value)
+    assert str(err.value) == "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain"
     for field, value in [
         ("nic_bandwidth_Bps", -1.0),
         ("nic_efficiency", 1.5),
         ("nodes_per_leaf", 0),
         ("leaf_oversubscription", 0.5),
-        ("gpus_per_node", 0),
+        ("domain_gpus", 0),
+        ("gpus_per_host", -4),
+        ("gpus_per_host", 3),  # does not divide the 8-GPU domain
+        ("domain_gpus_used", 12),  # more than the domain
         ("nic_latency_s", float("nan")),
     ]:
         with pytest.raises(ConfigError) as err:
@@ -95,9 +98,9 @@ def test_cluster_preset_and_properties() -> None:
     assert spec.gpu is GPU_PRESETS["h800"]
     assert (spec.num_nodes, spec.gpus_per_node, spec.nic_bandwidth_Bps) == (30, 8, 50e9)
     assert spec.nic_effective_Bps == pytest.approx(47e9)
-    assert spec.with_(gpus_per_node=72, num_gpus=144).num_nodes == 2
+    assert spec.with_(domain_gpus=72, num_gpus=144).num_nodes == 2
     assert cluster_preset("h20", 16, nodes_per_leaf=4).nodes_per_leaf == 4
-    assert set(CLUSTER_PRESETS) >= {"h800", "h100", "a100", "h20"}  # plus gb200-nvl72
+    assert set(CLUSTER_PRESETS) >= {"h800", "h100", "a100", "h20", "h200", "b200", "gb200", "gb200-nvl72"}
 
 
 def test_graph_counts_two_nodes() -> None:
@@ -220,7 +223,7 @@ def test_paths_are_contiguous_property(
 ) -> None:
     """For random clusters and GPU pairs, paths exist, are contiguous, and run src -> dst."""
     spec = ClusterSpec(
-        GPU_PRESETS["h800"], num_nodes * gpus_per_node, gpus_per_node=gpus_per_node, nodes_per_leaf=nodes_per_leaf
+        GPU_PRESETS["h800"], num_nodes * gpus_per_node, domain_gpus=gpus_per_node, nodes_per_leaf=nodes_per_leaf
     )
     graph = build_cluster(spec)
     src = data.draw(st.integers(0, spec.num_gpus - 1))

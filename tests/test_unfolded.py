@@ -33,7 +33,7 @@ CASES = [
 
 def _workload(layout_name, model, gpus, n, pp, dp, micro_batches, changes):
     layout = layout_preset(layout_name).with_(pp=pp, intra_size=n, **changes)
-    cluster = cluster_preset("h800", gpus, gpus_per_node=n)
+    cluster = cluster_preset("h800", gpus, domain_gpus=n)
     workload = StepWorkload(model, layout, gpus, n, dp * micro_batches, 512)
     assert (workload.dp, workload.micro_batches) == (dp, micro_batches)
     return workload, cluster
@@ -74,7 +74,7 @@ def test_two_stages_per_node_send_over_nvlink(layout_name) -> None:
     """With 4-GPU stages on 8-GPU nodes, stages 0 and 1 share a node: PP sends take NVLink in both engines
     (the folded one used to charge them to the NIC), and the engines agree."""
     layout = layout_preset(layout_name).with_(pp=2, intra_size=4)
-    cluster = cluster_preset("h800", 16, gpus_per_node=8)
+    cluster = cluster_preset("h800", 16, domain_gpus=8)
     workload = StepWorkload(TINY, layout, 16, 8, 2 * 8, 512)
     folded = PipelineEngine(workload, cluster).run()
     assert folded.network_bytes[("nvl_pp", 0)] > 0 and folded.network_bytes[("nic_out", 0)] > 0  # DP: NIC

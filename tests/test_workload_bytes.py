@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from workloads.layers import BYTES_BF16, attention_recipe, paper_volumes_bytes
-from workloads.moe import ffn_recipe
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
+from workloads.moe import ffn_recipe
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, REDUCE_SCATTER
 
 SEQ_LEN = 8192

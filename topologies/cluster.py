@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +21,20 @@ FABRIC_LATENCY_S = 1e-6
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """A GPU cluster: a GPU model, scale-up domain size, NICs and the leaf/spine fabric."""
+    """A GPU cluster: a GPU model, scale-up domains and how a job is packed into them, NICs, the fabric.
+
+    The hardware has domains of ``domain_gpus`` GPUs on one NVLink fabric, made of hosts (servers or
+    trays) of ``gpus_per_host``; a job uses ``domain_gpus_used`` GPUs of each domain it spans. What the
+    simulator sees is ``gpus_per_node``: the GPUs of one domain as this job sees it (a job smaller than
+    one domain gets one domain of its size), used everywhere as the NVLink group size. Hosts matter to
+    packing only (a job takes whole hosts): every GPU has its own NIC, on the rail of its rank in the domain.
+    """
 
     gpu: GpuSpec
     num_gpus: int
-    gpus_per_node: int = 8  # scale-up (NVLink) domain: 8 for HGX/DGX, 72 for an NVL72
+    domain_gpus: int = 8  # GPUs of one scale-up (NVLink) domain: 8 for HGX/DGX, 72 for an NVL72
+    gpus_per_host: int = 0  # GPUs of one host (server, compute tray); 0 = the domain is one host (HGX/DGX)
+    domain_gpus_used: int = 0  # GPUs of each domain a job spans (whole hosts); 0 = every GPU of it
     nic_bandwidth_Bps: float = 50e9  # one 400 Gb/s CX7 per GPU, paper App. A.1
     nic_efficiency: float = 0.94  # NCCL reaches 46-49 GB/s of 50, NVIDIA/nccl-tests #290, #267
     nic_latency_s: float = 5e-6  # assumed, RDMA one-hop order of magnitude
@@ -38,7 +46,7 @@ class ClusterSpec:
         if not isinstance(self.gpu, GpuSpec):
             raise ConfigError("gpu", f"must be a GpuSpec, got {type(self.gpu).__name__}")
         check_positive_int("gpus", self.num_gpus)
-        check_positive_int("gpus_per_node", self.gpus_per_node)
+        check_positive_int("domain_gpus", self.domain_gpus)
         check_positive("nic_bandwidth_Bps", self.nic_bandwidth_Bps)
         check_positive("nic_efficiency", self.nic_efficiency)
         if self.nic_efficiency > 1.0:
@@ -50,15 +58,44 @@ class ClusterSpec:
             raise ConfigError(
                 "leaf_oversubscription", f"must be >= 1 (1 = non-blocking), got {self.leaf_oversubscription!r}"
             )
-        if self.num_gpus % self.gpus_per_node != 0:
+        self._check_packing()
+
+    def _check_packing(self) -> None:
+        """Hosts tile the domain, a job takes whole hosts of each domain, and whole domains when it spans several."""
+        for name in ("gpus_per_host", "domain_gpus_used"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(name, f"must be an integer >= 0 (0 = the whole domain), got {value!r}")
+        host, used = self.host_gpus, self.used_domain_gpus
+        if self.domain_gpus % host:
+            raise ConfigError("gpus_per_host", f"{host} must divide domain_gpus={self.domain_gpus}")
+        if used > self.domain_gpus or used % host:
             raise ConfigError(
-                "gpus",
-                f"{self.num_gpus} must be a multiple of gpus_per_node={self.gpus_per_node}",
+                "domain_gpus_used", f"{used} must be whole hosts of {host} GPUs, at most domain_gpus={self.domain_gpus}"
             )
+        if self.num_gpus > used and self.num_gpus % used:
+            raise ConfigError("gpus", f"{self.num_gpus} must be a multiple of the {used} GPUs a job uses per domain")
+        if self.num_gpus > host and self.num_gpus % host:
+            raise ConfigError("gpus", f"{self.num_gpus} must be whole hosts of {host} GPUs")
+
+    @property
+    def host_gpus(self) -> int:
+        """GPUs of one host (gpus_per_host, or the whole domain when 0)."""
+        return self.gpus_per_host or self.domain_gpus
+
+    @property
+    def used_domain_gpus(self) -> int:
+        """GPUs a job uses of each domain it spans (domain_gpus_used, or the whole domain when 0)."""
+        return self.domain_gpus_used or self.domain_gpus
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of one scale-up domain as this job sees it: the simulator's NVLink group size."""
+        return min(self.num_gpus, self.used_domain_gpus)
 
     @property
     def num_nodes(self) -> int:
-        """Number of scale-up domains (servers)."""
+        """Number of scale-up domains the job spans."""
         return self.num_gpus // self.gpus_per_node
 
     @property
@@ -80,37 +117,45 @@ class ClusterSpec:
         return dataclasses.replace(self, **changes)
 
 
-def _preset(gpu: str) -> Callable[..., ClusterSpec]:
-    """Return a ClusterSpec constructor with the GPU preset bound."""
-    return functools.partial(ClusterSpec, gpu=GPU_PRESETS[gpu])
-
-
-# Every preset assumes the paper's network (App. A.1): 8 GPUs per node on NVSwitch, one 400 Gb/s NIC
-# (50 GB/s) per GPU, rail-optimized. The paper does not describe its fabric; it stays a parameter.
+# Presets as data: the ClusterSpec fields of each (num_gpus comes from the job). Unless said otherwise a
+# preset has the paper's network (App. A.1): 8 GPUs per node on NVSwitch, one 400 Gb/s NIC (50 GB/s) per
+# GPU, rail-optimized. The paper does not describe its fabric; it stays a parameter.
 # NOTE: a DGX A100 actually ships 200 Gb/s HDR NICs (25 GB/s); pass nic_bandwidth_Bps=25e9 for that.
-CLUSTER_PRESETS: dict[str, Callable[..., ClusterSpec]] = {
-    "h800": functools.partial(
-        ClusterSpec, gpu=GPU_PRESETS["h800"], gpus_per_node=8, nic_bandwidth_Bps=50e9
-    ),  # the paper's cluster (Table 4, App. A.1)
-    "h100": _preset("h100"),
-    "a100": _preset("a100"),
-    "h20": _preset("h20"),
-    # GB200 NVL72: one NVLink 5 domain of 72 GPUs (18 NVSwitch trays, one crossbar here); scale-out one
-    # 400 Gb/s ConnectX-7 per GPU (NVIDIA GB200 NVL72 reference architecture), rail-optimized as above.
-    "gb200-nvl72": functools.partial(ClusterSpec, gpu=GPU_PRESETS["gb200"], gpus_per_node=72, nic_bandwidth_Bps=50e9),
+_NVL72 = {"gpu": GPU_PRESETS["gb200"], "domain_gpus": 72, "gpus_per_host": 4}
+CLUSTER_PRESETS: dict[str, dict[str, Any]] = {
+    "h800": {"gpu": GPU_PRESETS["h800"]},  # the paper's cluster (Table 4, App. A.1)
+    "h100": {"gpu": GPU_PRESETS["h100"]},
+    "a100": {"gpu": GPU_PRESETS["a100"]},
+    "h20": {"gpu": GPU_PRESETS["h20"]},
+    # DGX H200 and DGX B200: 8 GPUs on NVSwitch, eight single-port 400 Gb/s ConnectX-7 for the compute
+    # fabric, one per GPU (NVIDIA DGX BasePOD reference architecture, core components).
+    "h200": {"gpu": GPU_PRESETS["h200"]},
+    "b200": {"gpu": GPU_PRESETS["b200"]},
+    # DGX GB200 (NVL72): 18 compute trays of 4 GPUs on one NVLink 5 domain of 72 (DGX GB200 user guide,
+    # hardware; 9 NVSwitch trays, one crossbar here); one 400 Gb/s NDR ConnectX-7 per GPU across racks
+    # (DGX SuperPOD GB200 reference architecture; NVIDIA's Slurm block-scheduling post: "typically
+    # 50 GB/s (400 Gb/s)"). Large jobs take 16 of the 18 trays of each rack, 64 GPUs, leaving spares
+    # (the same post: segment size 16 for large jobs; Megatron-Bridge GB200 recipes run 64 and 256 GPUs).
+    "gb200": {**_NVL72, "domain_gpus_used": 64},
+    "gb200-nvl72": dict(_NVL72),  # the same rack with all 72 GPUs in the job
 }
+
+
+def cluster_fields(name: str) -> dict[str, Any]:
+    """The ClusterSpec fields of the named preset (a copy), or a ConfigError that lists the choices."""
+    return dict(lookup_preset("cluster", CLUSTER_PRESETS, name))
 
 
 def cluster_preset(name: str, num_gpus: int, **overrides: Any) -> ClusterSpec:
     """Return the named cluster preset with num_gpus GPUs and any field overrides."""
-    make = lookup_preset("cluster", CLUSTER_PRESETS, name)
+    preset = cluster_fields(name)
     known = {f.name for f in dataclasses.fields(ClusterSpec)}
     for field_name in overrides:
         if field_name not in known or field_name == "num_gpus":
             raise ConfigError(
                 field_name, f"not an overridable ClusterSpec field; choose from {sorted(known - {'num_gpus'})}"
             )
-    return make(num_gpus=num_gpus, **overrides)
+    return ClusterSpec(num_gpus=num_gpus, **{**preset, **overrides})
 
 
 def _add_link(graph: nx.DiGraph, a: Node, b: Node, bandwidth_Bps: float, latency_s: float, kind: str) -> None:

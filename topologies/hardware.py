@@ -89,6 +89,40 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
         source="paper Table 4; NVIDIA H20 spec; NVLink efficiency 0.8 assumed",
     ),
+    "h200": GpuSpec(
+        name="h200",
+        # NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 and FP8 3,958 TFLOP/s are "with sparsity",
+        # so dense = half; the same GH100 compute as the H100 SXM.
+        peak_bf16_flops=989e12,
+        peak_fp8_flops=1979e12,
+        hbm_bytes=141e9,  # 141 GB HBM3e, H200 datasheet
+        hbm_bandwidth_Bps=4.8e12,  # 4.8 TB/s, H200 datasheet
+        sm_count=132,  # same GH100 configuration as H100 SXM
+        # NVLink 4 / NVSwitch as on the H100: 900 GB/s bidirectional (datasheet); NCCL-class per direction
+        # as measured on H100 HGX (NVIDIA/nccl-tests #212, #326).
+        nvlink_bandwidth_Bps=360e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="NVIDIA H200 Tensor Core GPU datasheet; NVIDIA/nccl-tests issues #212, #326",
+    ),
+    # Blackwell GPU of an HGX / DGX B200 (1,000 W). NVIDIA DGX B200 datasheet: 72 PFLOP/s FP8 training per
+    # 8-GPU system WITH sparsity -> 4.5e15 dense per GPU; BF16 half of that, 2.25e15 dense (Blackwell
+    # technical brief, HGX B200 column); 1,440 GB HBM3e and 64 TB/s per system -> 180 GB, 8 TB/s per GPU.
+    "b200": GpuSpec(
+        name="b200",
+        peak_bf16_flops=2.25e15,  # dense; NVIDIA Blackwell technical brief (HGX B200)
+        peak_fp8_flops=4.5e15,  # dense; DGX B200 datasheet 72 PF sparse / 8 / 2
+        hbm_bytes=180e9,  # 1,440 GB / 8, DGX B200 datasheet
+        hbm_bandwidth_Bps=8.0e12,  # 64 TB/s / 8, DGX B200 datasheet
+        # 74 SMs enabled on each of the two dies (Chips and Cheese, "Nvidia's B200: Keeping the CUDA
+        # Juggernaut Rolling", 2025, from device queries).
+        sm_count=148,
+        # NVLink 5: 14.4 TB/s aggregate per DGX B200 / 8 = 1.8 TB/s bidirectional per GPU = 900 GB/s per
+        # direction (datasheet); 0.8 x 900 achievable assumed, as for the A100, H20 and GB200 presets.
+        nvlink_bandwidth_Bps=720e9,
+        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        source="NVIDIA DGX B200 datasheet; NVIDIA Blackwell technical brief; Chips and Cheese B200 (SM count); "
+        "NVLink efficiency 0.8 assumed",
+    ),
     # Blackwell GPU of a GB200 NVL72 rack (1,200 W GB200 configuration). NVIDIA GB200 NVL72 datasheet: rack
     # FP16/BF16 360 PFLOP/s and FP8 720 PFLOP/s are WITH 2:4 sparsity, so dense per GPU = 360/72/2 = 2.5e15
     # and 720/72/2 = 5e15 (NVIDIA Blackwell architecture technical brief, GB200 column: BF16 2.5 PF
@@ -100,7 +134,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         peak_fp8_flops=5.0e15,  # dense; same sources
         hbm_bytes=186e9,  # 13.4 TB HBM3e / 72 GPUs, GB200 NVL72 datasheet
         hbm_bandwidth_Bps=8.0e12,  # 576 TB/s / 72 GPUs, GB200 NVL72 datasheet
-        sm_count=148,  # B200 die pair as reported by CUDA device queries; assumed for GB200
+        sm_count=148,  # the B200 die pair (see the b200 preset); assumed the same in a GB200
         # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet);
         # 0.8 x 900 achievable assumed, the same fraction as the A100 and H20 presets.
         nvlink_bandwidth_Bps=720e9,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,20 @@ def read_yaml(what: str, path: str | Path) -> dict:
     return parse_yaml(what, text, str(path))
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading YAML 1.2 / JSON floats too: ``50e9`` and ``1e-6`` are numbers, not strings
+    (YAML 1.1 wants ``5.0e+10``), so SI values such as a cluster's bandwidths can be written as people write them."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
+
+
 def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
     """Parse YAML text that must hold one mapping; failures are ConfigError(what, ...)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
     except Exception as error:  # noqa: BLE001 - yaml raises YAMLError, ValueError, RecursionError, ...
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(what, f"{origin} is not valid YAML: {first}") from None
@@ -43,12 +54,12 @@ def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
     return data
 
 
-def _required(cls: type) -> set[str]:
+def required_fields(cls: type) -> set[str]:
     """Fields of a dataclass without a default."""
     return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
 
 
-def _checked(what: str, cls: type, data: dict, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+def checked_fields(what: str, cls: type, data: dict, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """Type-check the keys of data against cls's fields; unknown keys name themselves."""
     kinds = field_types(cls)
     allowed = [*kinds, *extra]
@@ -64,10 +75,10 @@ def model_from_dict(data: object, default_name: str = "") -> ModelSpec:
     """Build a ModelSpec from a mapping of its fields (name defaults to default_name)."""
     if not isinstance(data, dict):
         raise ConfigError("model", f"must be a mapping of fields, got {type(data).__name__}")
-    values = _checked("model", ModelSpec, data)
+    values = checked_fields("model", ModelSpec, data)
     if default_name and "name" not in values:
         values["name"] = default_name
-    for key in sorted(_required(ModelSpec) - set(values)):
+    for key in sorted(required_fields(ModelSpec) - set(values)):
         raise ConfigError(f"model.{key}", "missing required key")
     return ModelSpec(**values)
 
@@ -76,7 +87,7 @@ def layout_from_dict(data: object, default_name: str = "") -> LayoutSpec:
     """Build a LayoutSpec from a mapping of fields, optionally overriding a preset named by `base`."""
     if not isinstance(data, dict):
         raise ConfigError("layout", f"must be a mapping of fields, got {type(data).__name__}")
-    values = _checked("layout", LayoutSpec, data, extra=("base",))
+    values = checked_fields("layout", LayoutSpec, data, extra=("base",))
     base = values.pop("base", None)
     if base is not None:
         if not isinstance(base, str):
@@ -90,7 +101,7 @@ def layout_from_dict(data: object, default_name: str = "") -> LayoutSpec:
         values = merged
     if default_name and "name" not in values:
         values["name"] = default_name
-    for key in sorted(_required(LayoutSpec) - set(values)):
+    for key in sorted(required_fields(LayoutSpec) - set(values)):
         raise ConfigError(f"layout.{key}", "missing required key")
     return LayoutSpec(**values)
 

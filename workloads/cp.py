@@ -64,4 +64,3 @@ def apply_cp(
         else step
         for step in steps
     ]
-

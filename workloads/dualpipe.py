@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from workloads.ops import COMPUTE, Op, Role
 
+
 def split_backward(ops: tuple[Op, ...]) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     """(input-gradient ops, weight-gradient ops) of a full backward op list, indices remapped."""
     keep = [i for i, op in enumerate(ops) if op.role != Role.WEIGHT_GRAD]
@@ -38,4 +39,3 @@ def pair(first: tuple[Op, ...], second: tuple[Op, ...]) -> tuple[tuple[Op, ...],
         op = (first, second)[lane][i]
         merged.append(replace(op, deps=tuple(new_index[(lane, dep)] for dep in op.deps)))
     return tuple(merged), tuple(lane for _, lane, _ in order)
-

@@ -63,6 +63,7 @@ class LayoutSpec:
     # "fp8": dispatch and TP all-gathers into linear layers move FP8 + per-128 scales; combine stays BF16.
     comm_dtype: str = "bf16"
     uneven_pp: bool = False  # allow layers not divisible by pp: last, then first stages take fewer
+    block_layers: tuple[int, ...] = ()  # explicit layers of each pipeline block (pp x virtual stages), in order
     # Full recomputation of only some layers (Megatron-LM's --recompute-method block): the last
     # recompute_kept_layers layers of each chunk keep their activations. With recompute_to_fit, simulate()
     # keeps as many as fit in HBM, as one tunes --recompute-num-layers. Both apply to recompute "full" only.
@@ -71,9 +72,6 @@ class LayoutSpec:
     # Selective recomputation (recompute "selective", Megatron-Core's --recompute-modules): the modules
     # (workloads.ops.Module values) whose forward steps re-run in backward and whose activations are freed.
     recompute_modules: tuple[str, ...] = ()
-    # Transformer layers of each pipeline block, in block order (pp x virtual_stages entries; Megatron's
-    # uneven first/last stages and --pipeline-model-parallel-layout); empty = the even split.
-    block_layers: tuple[int, ...] = ()
     # Optimizer and gradient storage (Megatron-Core distributed optimizer; simulator.memory): dtypes of the
     # main gradients, FP32 master weights and Adam moments; param_remainders keeps only the 16 low bits of
     # each FP32 master weight beside its BF16 copy (TE FusedAdam store_param_remainders).
@@ -91,7 +89,7 @@ class LayoutSpec:
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
-        for name in ("expert_loads", "recompute_modules", "block_layers"):  # YAML gives lists; keep it hashable
+        for name in ("expert_loads", "block_layers", "recompute_modules"):  # YAML gives lists; keep it hashable
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("layout", self)

@@ -94,7 +94,11 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
     if n > 1:
         steps.append(
             comm_step(
-                "sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n, fuse="next"
+                "sp_a2a_out",
+                ALL_TO_ALL,
+                Group.SP,
+                comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n,
+                fuse="next",
             )
         )
     return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]

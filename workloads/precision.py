@@ -22,9 +22,7 @@ FP8_RECIPES = ("", "delayed", "tensorwise", "blockwise", "mxfp8")
 
 def to_fp8_gemms(steps: list[Step]) -> list[Step]:
     """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16."""
-    return [
-        replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps
-    ]
+    return [replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps]
 
 
 def to_fp8_comm(steps: list[Step]) -> list[Step]:

@@ -7,14 +7,11 @@ each task receives and sends, the activations a stage holds and the parameter bl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 from topologies.errors import ConfigError
 from workloads.models import LayerKind
 from workloads.ops import Label
-
-if TYPE_CHECKING:
-    from workloads.layouts import LayoutSpec
 
 
 class Phase(Label):
@@ -110,10 +107,6 @@ class Schedule:
 
     def check(self) -> None:
         """Raise ConfigError if the schedule cannot run these stages and micro-batches."""
-
-    @classmethod
-    def check_layout(cls, layout: LayoutSpec) -> None:
-        """Raise ConfigError for layout features the schedule is not simulated with."""
 
     # --- derived from the above ----------------------------------------------------------------------
     @staticmethod
@@ -237,11 +230,6 @@ class DualPipe(Schedule):
 
     def in_flight(self, stage: int) -> int:
         return min(self.stages + 1, self.micro_batches)  # PP + 1 chunks on every rank (DualPipe README)
-
-    @classmethod
-    def check_layout(cls, layout: LayoutSpec) -> None:
-        if layout.uneven_pp or layout.cp > 1:
-            raise ConfigError("layout.schedule", "dualpipe is simulated with even pipeline stages and cp = 1 only")
 
     def check(self) -> None:
         pp, m = self.stages, self.micro_batches

@@ -32,6 +32,8 @@ def check_layout(layout: LayoutSpec) -> None:
     for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers"):
         if getattr(layout, field) < 0:
             raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
+    if any(count < 0 for count in layout.block_layers):
+        raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {layout.block_layers}")
     if layout.ffn != "ep":
         if layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep:
             raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
@@ -142,23 +144,18 @@ def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gp
 
 
 def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_batch: int) -> None:
-    """Layers split over the pipeline's blocks; the batch over DP replicas and micro-batches; the schedule."""
-    schedule = SCHEDULES[layout.schedule]
-    schedule.check_layout(layout)
-    stages = layout.pp * layout.virtual_stages
-    explicit = layout.block_layers
-    if explicit and (len(explicit) != stages or sum(explicit) != model.num_layers):
+    """The layers over the pipeline's blocks; the batch over DP replicas and micro-batches; the schedule."""
+    blocks, counts = layout.pp * layout.virtual_stages, layout.block_layers  # DualPipe: pp blocks, 2 per stage
+    if counts and (len(counts) != blocks or sum(counts) != model.num_layers):
         raise ConfigError(
             "layout.block_layers",
-            f"must give the layers of pp x virtual_stages = {stages} blocks summing to num_layers = "
-            f"{model.num_layers}, got {list(explicit)}",
+            f"must give the layers of each of the {blocks} pipeline blocks, {model.num_layers} in all; got {counts}",
         )
-    even_ok = layout.uneven_pp and layout.virtual_stages == 1 and model.num_layers >= stages
-    if not explicit and not even_ok and model.num_layers % stages:
-        raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {stages}")
+    if not counts and not layout.uneven_pp and model.num_layers % blocks:
+        raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {blocks}")
     dp = data_parallel(layout, num_gpus)
     if global_batch % (dp * layout.micro_batch):
         raise ConfigError(
             "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
         )
-    schedule(layout.pp, global_batch // (dp * layout.micro_batch), layout.virtual_stages).check()
+    SCHEDULES[layout.schedule](layout.pp, global_batch // (dp * layout.micro_batch), layout.virtual_stages).check()
