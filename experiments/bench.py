@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import simpy
 
-from simulator.engine import EngineResult, PipelineEngine
+from simulator.engine import Engine, EngineResult
 from simulator.probes import Probe, observing
 from simulator.report import simulate
 from workloads.step import StepWorkload
@@ -64,7 +64,7 @@ class Steps(Probe):
     workloads: list[StepWorkload] = field(default_factory=list)
     results: list[EngineResult] = field(default_factory=list)
 
-    def on_start(self, engine: PipelineEngine) -> None:
+    def on_start(self, engine: Engine) -> None:
         self.workloads.append(engine.workload)
 
     def on_run(self, result: EngineResult) -> None:

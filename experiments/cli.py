@@ -16,8 +16,9 @@ from simulator.faults import Faults
 from simulator.report import simulate
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError, check_positive
-from workloads.config import load_layout
+from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
+from workloads.megatron import MegatronJob, MegatronRun, parse_megatron_args
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
@@ -27,7 +28,13 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="simulate one training step and print a report")
     run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
-    run.add_argument("--layout", default="megascale-moe", help="layout preset or .yaml file (default megascale-moe)")
+    run.add_argument("--layout", default=None, help="layout preset or .yaml file (default megascale-moe)")
+    run.add_argument(
+        "--megatron-args",
+        metavar="ARGS",
+        help="Megatron-LM training arguments (inline, starting with --, or a file): layout, batch, sequence, "
+        "precision and model flags; --layout then only fills the fields Megatron has no flag for",
+    )
     run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
     run.add_argument(
         "--cluster",
@@ -37,11 +44,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--nic-gbps", type=float, default=None, help="NIC bandwidth per GPU, GB/s (default: the cluster's)"
     )
-    run.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
-    run.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help="tokens per sequence")
+    run.add_argument(
+        "--global-batch", type=int, default=None, help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH})"
+    )
+    run.add_argument("--seq-len", type=int, default=None, help=f"tokens per sequence (default {DEFAULT_SEQ_LEN})")
     run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
+    run.add_argument(
+        "--engine",
+        choices=("folded", "unfolded"),
+        default="folded",
+        help="folded: one GPU per stage stands for all (default); unfolded: every GPU, small clusters only",
+    )
     run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
     run.add_argument("--zipf", type=float, default=None, help="Zipf exponent of skewed routing")
     run.add_argument("--seed", type=int, default=None, help="seed of the routing Generator")
@@ -88,8 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _layout(args: argparse.Namespace) -> LayoutSpec:
-    """The layout (preset or YAML file) with the routing / EP flags applied."""
+def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
+    """The layout (preset, YAML file or from Megatron arguments) with the routing / EP / --set flags applied."""
     changes = {
         field: value
         for field, value in (
@@ -112,7 +127,6 @@ def _layout(args: argparse.Namespace) -> LayoutSpec:
                 "--set", f"expected FIELD=VALUE with a layout field ({', '.join(sorted(fields))}), got {item!r}"
             )
         changes[key] = compare.parse_value(key, text, f"--set {key}")
-    layout = load_layout(args.layout)
     return layout.with_(**changes) if changes else layout
 
 
@@ -125,27 +139,62 @@ def _cluster(args: argparse.Namespace) -> ClusterSpec:
     return cluster.with_(nic_bandwidth_Bps=args.nic_gbps * 1e9)
 
 
+def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[argparse.Namespace, MegatronRun]:
+    """Resolve --megatron-args over --model and --layout; explicit --global-batch / --seq-len still win."""
+    if job.unknown:
+        print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
+    try:
+        run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None)
+    except ConfigError as error:
+        raise job.explain(error) from None
+    batch = args.global_batch if args.global_batch is not None else job.global_batch_for(gpus)
+    seq_len = args.seq_len if args.seq_len is not None else run.seq_len
+    return argparse.Namespace(**{**vars(args), "model": run.model, "global_batch": batch, "seq_len": seq_len}), run
+
+
 def _run(args: argparse.Namespace) -> None:
-    layout = _layout(args)
     cluster = _cluster(args)
+    job = parse_megatron_args(args.megatron_args) if args.megatron_args else None
+    megatron = None
+    if job:
+        args, megatron = _megatron(args, job, cluster.num_gpus)
+    base = megatron.layout if megatron else load_layout(args.layout or "megascale-moe")
+    layout = _layout(args, base)
+    args.global_batch = DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch
+    args.seq_len = DEFAULT_SEQ_LEN if args.seq_len is None else args.seq_len
     faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
-    if run_outputs.wanted(args):
-        report = run_outputs.run_with_outputs(args, layout, faults, cluster)
-    else:
-        report = simulate(
-            args.model,
-            layout,
-            cluster=cluster,
-            global_batch=args.global_batch,
-            seq_len=args.seq_len,
-            micro_batch=args.micro_batch,
-            allow_oom=args.allow_oom,
-            faults=faults,
-        )
+    try:
+        if run_outputs.wanted(args):
+            if args.engine != "folded":
+                raise ConfigError("engine", "--trace / --plot show the folded engine only; drop --engine unfolded")
+            report = run_outputs.run_with_outputs(args, layout, faults, cluster)
+        else:
+            report = simulate(
+                args.model,
+                layout,
+                cluster=cluster,
+                global_batch=args.global_batch,
+                seq_len=args.seq_len,
+                micro_batch=args.micro_batch,
+                allow_oom=args.allow_oom,
+                faults=faults,
+                engine=args.engine,
+            )
+    except ConfigError as error:
+        raise (job.explain(error) if job else error) from None
     if args.json:
-        print(json.dumps(report.to_dict()))
+        extra = {}
+        if megatron:
+            extra = {
+                "ignored_args": [arg.to_dict() for arg in megatron.ignored],
+                "megatron_notes": list(megatron.notes),
+            }
+        print(json.dumps({**report.to_dict(), **extra}))
     else:
         print(report.summary())
+        if megatron:
+            print("\n".join(f"  ignored          {arg.flag}: {arg.reason}" for arg in megatron.ignored))
+            print("\n".join(f"  note             {note}" for note in megatron.notes))
 
 
 def main(argv: list[str] | None = None) -> int:

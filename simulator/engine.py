@@ -1,27 +1,15 @@
-"""The simpy engine: one training step of a pipeline, folded by symmetry.
+"""The simpy engine: one training step of a pipeline, assembled from a placement and a task timer.
 
-Symmetry folding (DESIGN.md): with balanced routing the GPUs of a stage do the same work at the same
-time and every data-parallel replica copies every other, so the engine simulates one representative
-GPU per pipeline stage. Its links stand for every member's: an intra-node collective moves each
-member's egress bytes over the representative's NVLink, and PP sends and DP buckets share its NIC.
-Cost therefore grows with stages x micro-batches, not with the GPU count.
-
-Memoization: a task's ops use only the GPU's compute stream and NVLink, which nothing else at the
-pipeline level touches (PP and DP traffic go over the NIC), so each distinct task is timed once at op
-level and replayed as one timeout. ``memoize=False`` runs every task at op level instead; the two
-agree to 1e-9 (tests/test_pipeline.py).
-
-Faults (simulator/faults.py) break symmetry; the representative of an affected stage becomes its
-slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
-stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC shared by k GPUs. This
-assumes every member of a stage waits for the slowest (each intra-node collective is a barrier, so
-the whole group runs at the straggler's pace), that DP rings and PP transfers run at their slowest
-member's pace (every replica's stage is charged the fault), and that a failed NIC's detour over NVLink
-costs NVLink nothing. Memoized timings are keyed by the stage's fault, so faulty stages are timed
-apart. simulator/unfolded.py applies the same faults GPU by GPU (tests/test_faults.py compares).
+The pipeline logic here (stage loop, PP sends, DP parameter gathers and gradient reductions, optimizer
+step) is written once. A placement (simulator/placement.py: folded, one representative per stage;
+simulator/unfolded.py: every GPU) says where tasks run and which links PP, DP and task traffic load; a
+task timer (simulator/timer.py: memoized, or every op at op level) turns a task into simulated time.
+``Engine(..., placement="folded", memoize=True)`` is the fast default; ``placement="unfolded"`` is the
+independent check of folding (tests/test_unfolded.py) and always runs at op level. The schedule
+(workloads/schedules.py) gives each stage's task order and what each task receives and sends.
 
 Observers (trace, link statistics, bench) are probes (simulator/probes.py): the engine tells them of
-each task, transfer, rate change and the step's end; with none, no event is built.
+each task, transfer, rate change and the step's end; with none, no event is built for them.
 """
 
 from __future__ import annotations
@@ -34,11 +22,15 @@ import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import memory_time_s
-from simulator.faults import Faults, StageFault, gpu_index, scale_compute
-from simulator.network import FluidNetwork
+from simulator.faults import Faults
+from simulator.placement import FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.ranks import Place
+from simulator.tasks import TaskTiming
+from simulator.timer import CostCache, MemoTimer, OpTimer
+from simulator.unfolded import UnfoldedPlacement
 from topologies.cluster import ClusterSpec
+from topologies.errors import ConfigError
 from workloads.schedules import Task
 from workloads.step import StepWorkload
 
@@ -66,14 +58,13 @@ class EngineResult:
 
     step_time_s: float
     stages: list[StageLog]
-    task_timings: dict[tuple, TaskTiming]
     simulated_ops: int
     sim_wall_s: float
     network_bytes: dict
 
 
-class PipelineEngine:
-    """Simulates one step of ``workload`` on ``cluster``."""
+class Engine:
+    """Simulates one step of ``workload`` on ``cluster``, on a placement, with a task timer."""
 
     def __init__(
         self,
@@ -81,165 +72,66 @@ class PipelineEngine:
         cluster: ClusterSpec,
         calibration: Calibration = DEFAULT_CALIBRATION,
         *,
+        placement: str | Placement = "folded",
         memoize: bool = True,
         faults: Faults | None = None,
         probes: Iterable[Probe] = (),
     ) -> None:
-        self.workload = workload
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
-        self.cluster = cluster
-        self.cal = calibration
-        # Memoization is exact only while tasks stay off the NIC; cross-node EP puts task traffic on the
-        # NIC beside PP sends and DP buckets, so such workloads run every task at op level instead.
-        self.memoize = memoize and not workload.tasks_use_nic
+        if isinstance(placement, str):
+            placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
+        elif faults is not None:
+            raise ConfigError("faults", "give faults to the Placement object, not to the engine")
+        self.workload, self.cluster, self.cal, self.placement = workload, cluster, calibration, placement
         self.gpu = cluster.gpu
-        self.env = simpy.Environment()
-        self.faults = faults or Faults()
-        self.faults.validate(cluster)
-        self.stage_faults = self.faults.stage_faults(
-            cluster, workload.pp, workload.num_gpus // (workload.pp * workload.dp)
-        )
-        capacities = {}
-        for stage in range(workload.pp):
-            capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
-            capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
-            # PP sends and DP sync between GPUs of one node use NVLink (scale-up domains larger than a stage)
-            capacities[("nvl_pp", stage)] = self._nvlink_Bps(stage)
-            capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
-        self.network = FluidNetwork(self.env, capacities)
-        # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
-        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. When
-        # tasks also use the NIC (cross-node EP), their flows span both, so everything shares one network.
-        if workload.tasks_use_nic:
-            for stage in range(workload.pp):
-                self.network.capacities_Bps[("nvl", stage)] = self._nvlink_Bps(stage)
-                self.network.bytes_sent[("nvl", stage)] = 0.0
-            self.nvlink_networks = [self.network] * workload.pp
-        else:
-            self.nvlink_networks = [
-                FluidNetwork(self.env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
-            ]
-        self._costs: dict[tuple, OpCosts] = {}
-        self._memo: dict[tuple, TaskTiming] = {}
+        self.env = placement.env
+        self.network = placement.network
+        self.stage_faults = placement.stage_faults
+        costs = CostCache(workload, cluster.gpu, calibration)
+        # task_timing works in every engine (experiments read it); tasks replay it only where exact.
+        self._memo = MemoTimer(self.env, costs, placement.stage_faults)
+        self.memoize = memoize and placement.memoizable
+        self.timer: MemoTimer | OpTimer = self._memo if self.memoize else OpTimer(placement, costs)
+        self._logs = {place: StageLog() for place in placement.places}
+        # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
+        self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
         self._arrivals: dict[tuple, simpy.Event] = {}
         self._sent_at: dict[tuple, float] = {}
-        self._pp_routes: dict[tuple, tuple] = {}
-        self.simulated_ops = 0
-        self.stages = [StageLog() for _ in range(workload.pp)]
 
-    # --- task timing -------------------------------------------------------------------------------
-    def _nvlink_Bps(self, stage: int) -> float:
-        return self.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
-
-    def _op_costs(self, key: tuple, compute_factor: float = 1.0) -> OpCosts:
-        if (key, compute_factor) not in self._costs:
-            ops = self.workload.task_ops(key)
-            costs = OpCosts.of(ops, self.gpu, self.cal, self.gpu.nvlink_latency_s)
-            self._costs[(key, compute_factor)] = scale_compute(costs, ops, compute_factor)
-        return self._costs[(key, compute_factor)]
+    @property
+    def simulated_ops(self) -> int:
+        """Ops simulated so far: memoized timings plus op-level runs."""
+        return self._memo.simulated_ops + (self.timer.simulated_ops if self.timer is not self._memo else 0)
 
     def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
-        """Time a task alone, at op level, in a private environment (exact: see module docstring)."""
-        fault = self.stage_faults[stage] if stage is not None else StageFault()
-        slow = (fault.compute_factor, fault.nvlink_factor)  # the NIC does not touch a memoized task
-        memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
-        if memo_key not in self._memo:
-            env = simpy.Environment()
-            network = FluidNetwork(env, {"nvl": self.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
-            timing = TaskTiming()
-            ops = self.workload.task_ops(key)
-            run_task(
-                env,
-                ops,
-                self._op_costs(key, fault.compute_factor),
-                network,
-                ("nvl",),
-                timing,
-                lanes=self.workload.task_lanes(key),
-            )
-            env.run()
-            self.simulated_ops += len(ops)
-            self._memo[memo_key] = timing
-        return self._memo[memo_key]
-
-    def _run_task(self, place, task: Task):
-        stage = self._stage_of(place)
-        key = self.workload.task_key(stage, task)
-        if self.memoize:
-            timing = self.task_timing(key, stage)
-            yield self.env.timeout(timing.duration_s)
-            return timing
-        timing = TaskTiming()
-        ops = self.workload.task_ops(key)
-        nic = (("nic_out", stage), ("nic_in", stage))
-        costs = self._op_costs(key, self.stage_faults[stage].compute_factor)
-        yield run_task(
-            self.env,
-            ops,
-            costs,
-            self.nvlink_networks[stage],
-            (("nvl", stage),),
-            timing,
-            lanes=self.workload.task_lanes(key),
-            nic_links=nic,
-        )
-        self.simulated_ops += len(ops)
-        return timing
-
-    # --- placement: a place is what runs one stage's tasks; here the stage's representative GPU ------
-    # simulator/unfolded.py overrides these to run every GPU (a place is then (replica, stage, rank)).
-    def _places(self) -> list:
-        return list(range(self.workload.pp))
-
-    def _stage_of(self, place) -> int:
-        return place
-
-    def _log(self, place) -> StageLog:
-        return self.stages[place]
-
-    def _peer(self, place, stage: int):
-        """The place of ``stage`` that exchanges pipeline data with ``place``."""
-        return stage
-
-    def _node_of(self, replica: int, stage: int) -> int:
-        """Node of the first GPU of (replica, stage) under the placement of simulator.faults.gpu_index."""
-        per_stage = self.workload.num_gpus // (self.workload.pp * self.workload.dp)
-        return gpu_index(replica, stage, 0, self.workload.pp, per_stage) // self.cluster.gpus_per_node
-
-    def _pp_links(self, src, dst) -> tuple:
-        if (src, dst) not in self._pp_routes:  # NOTE: once per stage pair, not per send
-            same_node = self._node_of(0, src) == self._node_of(0, dst)  # both stages in one scale-up domain
-            self._pp_routes[src, dst] = (("nvl_pp", src),) if same_node else (("nic_out", src), ("nic_in", dst))
-        return self._pp_routes[src, dst]
-
-    def _dp_links(self, place) -> tuple:
-        if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
-            return (("nvl_dp", place),)
-        return ("nic_out", place), ("nic_in", place)
+        """Time a task alone, at op level, in a private environment (exact: see simulator/timer.py)."""
+        return self._memo.task_timing(key, stage)
 
     # --- pipeline ----------------------------------------------------------------------------------
-    def _inputs(self, place, task: Task) -> list[tuple]:
+    def _inputs(self, place: Place, task: Task) -> list[tuple]:
         """Arrival keys ``task`` waits for before it starts (each ends with the receiving place)."""
-        return [flow[:-1] + (place,) for flow in self.workload.schedule.inputs(self._stage_of(place), task)]
+        return [flow[:-1] + (place,) for flow in self.workload.schedule.inputs(place.stage, task)]
 
     def _arrival(self, key: tuple) -> simpy.Event:
         if key not in self._arrivals:
             self._arrivals[key] = self.env.event()
         return self._arrivals[key]
 
-    def _send(self, src, dst, key: tuple):
+    def _send(self, src: Place, dst: Place, key: tuple):
         yield self.env.timeout(self.cluster.nic_latency_s)
-        links = self._pp_links(src, dst)
+        links = self.placement.pp_links(src, dst)
         start = self.env.now
-        yield self.network.transfer(links, self.workload.pp_bytes_per_gpu)
+        nbytes = self.workload.pp_bytes_per_gpu
+        yield self.placement.transfer(links, nbytes)
         for probe in self.probes:
-            probe.on_transfer(Transfer("pp", src, dst, start, self.env.now, self.workload.pp_bytes_per_gpu, key))
+            probe.on_transfer(
+                Transfer("pp", src.stage, dst.stage, start, self.env.now, nbytes, key[:-1] + (dst.stage,))
+            )
         self._arrival(key).succeed()
 
-    def _stage(self, place, dp_gate: simpy.Event | None):
-        stage = self._stage_of(place)
-        log = self._log(place)
-        order = self.workload.stage_order(stage)
+    def _stage(self, place: Place, dp_gate: simpy.Event | None):
+        log = self._logs[place]
+        order = self.workload.stage_order(place.stage)
         first_forward = True
         for task in order:
             for key in self._inputs(place, task):
@@ -255,7 +147,7 @@ class PipelineEngine:
                 log.dp_exposed_s += self.env.now - wait_start
             first_forward = False
             begin = self.env.now
-            timing = yield from self._run_task(place, task)
+            timing = yield from self.timer.run(place, task)
             log.tasks.append((task, begin, self.env.now))
             log.busy_s += self.env.now - begin
             log.compute_busy_s += timing.compute_busy_s
@@ -263,13 +155,13 @@ class PipelineEngine:
             for group, seconds in timing.exposed_comm_s.items():
                 log.exposed_comm_s[group] = log.exposed_comm_s.get(group, 0.0) + seconds
             for probe in self.probes:
-                probe.on_task(place, stage, task, begin, self.env.now, timing)
+                probe.on_task(place, place.stage, task, begin, self.env.now, timing)
             self._forward_output(place, task)
         log.pipeline_end_s = self.env.now
 
-    def _forward_output(self, place, task: Task) -> None:
-        for flow in self.workload.schedule.outputs(self._stage_of(place), task):
-            peer = self._peer(place, flow.stage)
+    def _forward_output(self, place: Place, task: Task) -> None:
+        for flow in self.workload.schedule.outputs(place.stage, task):
+            peer = place.at_stage(flow.stage)
             key = flow[:-1] + (peer,)
             self._sent_at[key] = self.env.now
             self.env.process(self._send(place, peer, key))
@@ -289,15 +181,15 @@ class PipelineEngine:
             params += synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
         return grad, params
 
-    def _param_gather(self, place, gate: simpy.Event, buckets: int):
+    def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):
         """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
-        _, params = self._dp_bytes(self._stage_of(place))
-        links = self._dp_links(place)
+        _, params = self._dp_bytes(place.stage)
+        links = self.placement.dp_links(place)
         for bucket in range(buckets):
-            transfer = self.network.transfer(links, params / buckets)
+            transfer = self.placement.transfer(links, params / buckets)
             if self.probes:
                 transfer.callbacks.append(
-                    self._logger("dp-params", self._stage_of(place), self.env.now, params / buckets, bucket)
+                    self._logger("dp-params", place.stage, self.env.now, params / buckets, bucket)
                 )
             yield transfer
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
@@ -305,18 +197,18 @@ class PipelineEngine:
         if not gate.triggered:
             gate.succeed()
 
-    def _grad_sync(self, place, buckets: int):
+    def _grad_sync(self, place: Place, buckets: int):
         """Reduce gradients bucket by bucket as the last backward frees them, then the optimizer step."""
-        log, stage = self._log(place), self._stage_of(place)
+        log, stage = self._logs[place], place.stage
         grad, _ = self._dp_bytes(stage)
-        links = self._dp_links(place)
+        links = self.placement.dp_links(place)
         _, begin, end = log.tasks[-1]
         transfers = []
         for bucket in range(buckets if grad > 0 else 0):
             ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
             if ready > self.env.now:
                 yield self.env.timeout(ready - self.env.now)
-            transfers.append(self.network.transfer(links, grad / buckets))
+            transfers.append(self.placement.transfer(links, grad / buckets))
             if self.probes:
                 transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
@@ -336,7 +228,7 @@ class PipelineEngine:
 
         return log
 
-    def _stage_with_sync(self, place):
+    def _stage_with_sync(self, place: Place):
         buckets = self.workload.layers_per_chunk * self.workload.chunks
         gate = None
         if self.workload.dp > 1:
@@ -345,29 +237,32 @@ class PipelineEngine:
         yield from self._stage(place, gate)
         yield from self._grad_sync(place, buckets)
 
-    def _bytes_sent(self) -> dict:
-        sent = dict(self.network.bytes_sent)
-        for network in getattr(self, "nvlink_networks", ()):
-            if network is not self.network:
-                sent.update(network.bytes_sent)
-        return sent
-
     def run(self) -> EngineResult:
         wall_start = time.perf_counter()
-        start_probes(self.probes, self, (self.network, *getattr(self, "nvlink_networks", ())))
-        places = self._places()
-        for place in places:
+        start_probes(self.probes, self, self.placement.networks)
+        for place in self.placement.places:
             self.env.process(self._stage_with_sync(place))
         self.env.run()
-        step_time_s = max(self._log(place).end_s for place in places)  # every place's, so probes see the step
+        step_time_s = max(log.end_s for log in self._logs.values())
         result = EngineResult(
             step_time_s,
             self.stages,
-            dict(self._memo),
             self.simulated_ops,
             time.perf_counter() - wall_start,
-            self._bytes_sent(),
+            self.placement.bytes_sent(),
         )
         for probe in self.probes:
             probe.on_run(result)
         return result
+
+
+PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}
+
+
+def make_placement(
+    kind: str, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults
+) -> Placement:
+    """The placement called ``kind``: "folded" (one representative per stage) or "unfolded" (every GPU)."""
+    if kind not in PLACEMENTS:
+        raise ConfigError("engine", f"placement must be one of {', '.join(PLACEMENTS)}, got {kind!r}")
+    return PLACEMENTS[kind](env, workload, cluster, faults)

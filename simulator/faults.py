@@ -1,17 +1,16 @@
-"""Faults on demand: stragglers, degraded links and failed NICs, and where each GPU sits in the layout.
+"""Faults on demand: stragglers, degraded links and failed NICs.
 
-Placement (the one place it is defined): DP replica d, pipeline stage s and local rank r (of the
-intra-node group of n = layout.intra_size GPUs) is global GPU (d x pp + s) x n + r. With n equal to
-the GPUs per node every group fills a node and rank r sits on rail r.
+A fault names a global GPU index; simulator/ranks.py (the one definition of the numbering) says which
+replica, stage and local rank that GPU is.
 
 A fault is written as on the command line: ``straggler GPU:FACTOR`` (the GPU's compute kernels take
 FACTOR times longer), ``degrade LINK:FACTOR`` (LINK is ``nic:G`` or ``nvlink:G``: that port's bandwidth,
 both directions, divided by FACTOR) and ``fail-link nic:G`` (the NIC is down; the GPU's NIC traffic goes
 over NVLink to the next GPU of its node whose NIC works, PXN-style, and shares that NIC).
 
-The folded engine sees a fault through ``stage_faults``: the representative of an affected stage
+The folded placement sees a fault through ``stage_faults``: the representative of an affected stage
 becomes its slowest member (largest compute factor, smallest NVLink and NIC capacity, a NIC shared by
-k GPUs counting as 1/k of one). See ``simulator/engine.py`` for what that view assumes.
+k GPUs counting as 1/k of one). See ``simulator/placement.py`` for what that view assumes.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from simulator.ranks import RankMap
 from simulator.tasks import OpCosts
 from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
 from topologies.errors import ConfigError
@@ -27,18 +27,6 @@ from workloads.ops import ATTENTION, FUSED, GEMM, MEMORY, Op
 
 LINK_KINDS = ("nic", "nvlink")
 KERNEL_KINDS = (GEMM, ATTENTION, MEMORY, FUSED)  # what a straggler runs slower (not host syncs, not NCCL)
-
-
-def gpu_index(replica: int, stage: int, rank: int, pp: int, n: int) -> int:
-    """Global GPU index of (DP replica, pipeline stage, local rank)."""
-    return (replica * pp + stage) * n + rank
-
-
-def gpu_place(gpu: int, pp: int, n: int) -> tuple[int, int, int]:
-    """(DP replica, pipeline stage, local rank) of a global GPU index; inverse of ``gpu_index``."""
-    group, rank = divmod(gpu, n)
-    replica, stage = divmod(group, pp)
-    return replica, stage, rank
 
 
 def _factor(field: str, text: str, value: str) -> float:
@@ -187,14 +175,15 @@ class Faults:
             sharers[proxy] = sharers.get(proxy, 1) + 1
         return sharers
 
-    def stage_faults(self, cluster: ClusterSpec, pp: int, n: int) -> list[StageFault]:
+    def stage_faults(self, cluster: ClusterSpec, ranks: RankMap) -> list[StageFault]:
         """The folded view: per stage, its slowest member over all DP replicas and local ranks."""
+        pp = ranks.pp
         compute, nvlink, nic = [1.0] * pp, [1.0] * pp, [1.0] * pp
         for gpu, factor in self.stragglers:
-            stage = gpu_place(gpu, pp, n)[1]
+            stage = ranks.place(gpu).stage
             compute[stage] = max(compute[stage], factor)
         for kind, gpu, _ in self.degraded:
-            stage = gpu_place(gpu, pp, n)[1]
+            stage = ranks.place(gpu).stage
             if kind == "nvlink":
                 nvlink[stage] = max(nvlink[stage], self.link_factor(kind, gpu))
             else:
@@ -205,7 +194,7 @@ class Faults:
             proxy = self.proxy(cluster, gpu)
             share = sharers[proxy] * self.link_factor("nic", proxy)
             for member in (gpu, proxy):
-                stage = gpu_place(member, pp, n)[1]
+                stage = ranks.place(member).stage
                 nic[stage] = max(nic[stage], share)
         return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
 

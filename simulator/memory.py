@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads.ops import BYTES_BF16
+from workloads.layouts import LayoutSpec
+from workloads.ops import BYTES_BF16, Module
+from workloads.precision import DTYPE_BYTES
 from workloads.step import StepWorkload
 
 GIB = 2**30
@@ -35,7 +37,8 @@ def activation_bytes_per_layer(workload: StepWorkload) -> float:
     is used, as an approximation, for dense and MLA layers.
 
     Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
-    The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input.
+    The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input;
+    selective recomputation keeps the no-SAR amount less what its modules free (``selective_freed``).
     CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp).
     """
     m, layout = workload.model, workload.layout
@@ -48,7 +51,42 @@ def activation_bytes_per_layer(workload: StepWorkload) -> float:
         return bsh_over_n_bytes  # only the layer input
     else:
         factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv
-    return factor * bsh_over_n_bytes + _dispatcher_bytes(workload)
+    if layout.recompute != "selective":
+        return factor * bsh_over_n_bytes + _dispatcher_bytes(workload)
+    modules = frozenset(Module(name) for name in layout.recompute_modules)
+    dispatcher = 0.0 if Module.MOE in modules else _dispatcher_bytes(workload)  # the MoE layer's own buffers
+    return (factor - selective_freed(modules, k, f, m.q_per_kv)) * bsh_over_n_bytes + dispatcher
+
+
+def selective_freed(modules: frozenset[Module], k: int, f: float, q_per_kv: float) -> float:
+    """What selective recomputation of ``modules`` frees from the no-SAR formula, in units of bsh/n.
+
+    Each module frees the tensors it saves for backward, less its checkpoint input (Korthikanti et al.,
+    "Reducing Activation Recomputation in Large Transformer Models", MLSys'23, Sec. 4: per-tensor counts,
+    2 sbh/t bytes = one unit per [s, b, h] BF16 tensor under TP with sequence parallelism):
+    - layernorm: the two norm outputs, i.e. the QKV and FFN inputs (one unit each; Megatron-Core discards
+      them after use, output-discarding checkpointing);
+    - core_attn: nothing. What it frees in Korthikanti (Sec. 5: the 5 a s^2 b softmax, dropout and
+      attention-over-V tensors) FlashAttention never stores, so the formula has no such term; Megatron-Core
+      says as much ("For fused attention, you have no need to set 'core_attn' to recompute",
+      TransformerConfig.__post_init__). It still costs a FlashAttention forward in backward;
+    - moe: every term of the formula that scales with top-k (2k + 3kf: the permuted and dispatched copies,
+      the expert GEMM inputs and outputs), keeping the MoE input; moe_act alone: the activation's output,
+      kf (the 3kf - 2kf that SAR frees by the same recomputation, MegaScale-MoE Sec. 4.1);
+    - mla_up_proj: the up projections' outputs, i.e. Q, K and V (1 + 2/m units);
+    - mlp and shared_experts: nothing here, as the formula counts every layer as an MoE layer without
+      shared experts; both still re-run their forward steps in backward (workloads.tasks).
+    """
+    freed = 0.0
+    if Module.LAYERNORM in modules:
+        freed += 2
+    if Module.MOE in modules:
+        freed += 2 * k + 3 * k * f
+    elif Module.MOE_ACT in modules:
+        freed += k * f
+    if Module.MLA_UP_PROJ in modules:
+        freed += 1 + 2 / q_per_kv
+    return freed
 
 
 def chunk_activation_bytes(workload: StepWorkload) -> float:
@@ -113,17 +151,34 @@ def in_flight_micro_batches(workload: StepWorkload, stage: int) -> int:
     return workload.schedule.in_flight(stage)
 
 
+def optimizer_bytes_per_param(layout: LayoutSpec) -> int:
+    """Adam's bytes per parameter: master weight, first and second moment (Megatron-Core distributed
+    optimizer docs, "bf16 parameters, fp32 gradients: 6 + 12/d": the 12 are FP32 master, m and v).
+
+    Precision-aware optimizer (--use-precision-aware-optimizer): each at its dtype; with
+    param_remainders the master weight costs 2 bytes, the 16 low bits of its FP32 value beside the BF16
+    weight (TE FusedAdam ``store_param_remainders``, Megatron-Core OptimizerConfig default True).
+    """
+    master = 2 if layout.param_remainders else DTYPE_BYTES[layout.main_params_dtype]
+    return master + DTYPE_BYTES[layout.exp_avg_dtype] + DTYPE_BYTES[layout.exp_avg_sq_dtype]
+
+
 def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
-    """Memory of one GPU of ``stage``: BF16 params, FP32 grads, Adam (FP32 master, m, v) / ZeRO."""
-    zero = workload.layout.zero_stage
+    """Memory of one GPU of ``stage``: BF16 params, FP32 grads, Adam (FP32 master, m, v) / ZeRO, or the
+    precisions the layout gives (main_grads_dtype, optimizer_bytes_per_param, fp8_param_gather)."""
+    layout = workload.layout
+    zero = layout.zero_stage
     groups = workload.stage_param_groups(stage)  # each group shards over its own DP size (experts: expert_dp)
 
     def sharded(bytes_per_param: float, from_stage: int) -> float:
         return sum(held * bytes_per_param / (dp if zero >= from_stage else 1) for held, _, dp in groups)
 
     params = sharded(BYTES_BF16, 3)
-    grads = sharded(4, 2)  # gradients accumulate in FP32 (Sec. 5)
-    optimizer = sharded(12, 1)  # FP32 master weights, Adam m and v
+    if layout.fp8_param_gather:  # FP8 weights (1 byte) in the linear layers; embedding and head stay BF16
+        embedding = workload.embedding_params(stage) / (groups[0].dp if zero >= 3 else 1)
+        params = sharded(1, 3) + embedding * (BYTES_BF16 - 1)
+    grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
+    optimizer = sharded(optimizer_bytes_per_param(layout), 1)
     in_flight = in_flight_micro_batches(workload, stage)
     activations = in_flight * chunk_activation_bytes(workload)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)

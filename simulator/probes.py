@@ -3,7 +3,7 @@
 A probe gets five events, each a no-op unless overridden: the run starts (the engine is built), a
 pipeline task ends, a PP send or DP bucket lands, a network assigns new max-min rates, and the run
 ends. Probes only read what they are given; the step's timing never depends on them. Pass them to
-``PipelineEngine(..., probes=...)``, or subscribe them to every engine built inside a block with
+``Engine(..., probes=...)``, or subscribe them to every engine built inside a block with
 ``observing`` (the bench counts all the steps of ``moesim reproduce all`` that way).
 """
 
@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from simulator.engine import EngineResult, PipelineEngine
+    from simulator.engine import Engine, EngineResult
     from simulator.network import FluidNetwork
     from simulator.tasks import TaskTiming
     from workloads.schedules import Task
@@ -36,7 +36,7 @@ class Transfer(NamedTuple):
 class Probe:
     """Base class of engine observers: override the events you need."""
 
-    def on_start(self, engine: PipelineEngine) -> None:
+    def on_start(self, engine: Engine) -> None:
         """The engine is built (workload, cluster, faults, networks) and about to run."""
 
     def on_task(self, place: Any, stage: int, task: Task, begin_s: float, end_s: float, timing: TaskTiming) -> None:
@@ -70,7 +70,7 @@ def subscribed(probes: Iterable[Probe]) -> tuple[Probe, ...]:
     return (*probes, *_AMBIENT.get())
 
 
-def start_probes(probes: tuple[Probe, ...], engine: PipelineEngine, networks: Iterable[FluidNetwork]) -> None:
+def start_probes(probes: tuple[Probe, ...], engine: Engine, networks: Iterable[FluidNetwork]) -> None:
     """Subscribe the probes' rate observers to each distinct network, then announce the run."""
     # NOTE: only probes that override on_link_rates are called on every rate update.
     observers: list[Callable[[FluidNetwork], None]] = [

@@ -8,11 +8,12 @@ from dataclasses import asdict, dataclass, field, replace
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.megatron_flops import megatron_args, megatron_flops
 from simulator.memory import GIB, fit_recompute, peak_memory
 from simulator.probes import Probe
+from simulator.unfolded import check_unfolded_size
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
@@ -116,12 +117,18 @@ def simulate(
     allow_oom: bool = False,
     faults: Faults | None = None,
     probes: Iterable[Probe] = (),
+    engine: str = "folded",
 ) -> Report:
     """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom;
-    ``probes`` observe the engine (simulator/probes.py)."""
+    ``probes`` observe the engine (simulator/probes.py); ``engine="unfolded"`` simulates every GPU (small
+    clusters only; simulator/unfolded.py)."""
     wall_start = time.perf_counter()
     workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
-    result = PipelineEngine(workload, cluster, calibration, memoize=memoize, faults=faults, probes=probes).run()
+    if engine == "unfolded":
+        check_unfolded_size(workload)
+    result = Engine(
+        workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes
+    ).run()
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 

@@ -14,7 +14,7 @@ import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import collective_latency_s, collective_wire_bytes
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.cluster import ClusterSpec
@@ -56,7 +56,7 @@ def time_task(
 ) -> TaskTime:
     """``task`` of ``stage`` run at op level alone on the stage's GPU and NVLink (as the memoized engine times it)."""
     key = workload.task_key(stage, task)
-    timing = PipelineEngine(workload, cluster, calibration).task_timing(key, stage)
+    timing = Engine(workload, cluster, calibration).task_timing(key, stage)
     spans = {index: (begin, end) for index, begin, end in timing.intervals}
     ops = tuple(OpTime(op, *spans[index]) for index, op in enumerate(workload.task_ops(key)))
     return TaskTime(timing.duration_s, timing.compute_busy_s, dict(timing.exposed_comm_s), ops)

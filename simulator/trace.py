@@ -8,8 +8,7 @@ could overlap get extra lanes, so no two events on one thread ever overlap. Ever
 actually had (memoized or op level, faulty stages included), the transfers as they land, and NIC
 utilisation whenever rates change; nothing is re-simulated.
 
-Placement: ranks are numbered intra-node group fastest, then pipeline stage, then data-parallel
-replica, so stage s's representative is global GPU s x intra_size of replica 0.
+Placement: stage s's representative is GPU Place(0, s, 0) of simulator/ranks.py's numbering.
 """
 
 from __future__ import annotations
@@ -19,10 +18,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from simulator.engine import EngineResult, PipelineEngine
+from simulator.engine import Engine, EngineResult
 from simulator.faults import scale_compute
 from simulator.network import FluidNetwork
 from simulator.probes import Probe, Transfer
+from simulator.ranks import Place, RankMap
 from simulator.report import Report, simulate
 from simulator.tasks import OpCosts, TaskTiming
 from topologies.cluster import ClusterSpec
@@ -40,9 +40,8 @@ LinkLog = dict[str, list[tuple[float, float]]]  # counter name -> [(time s, util
 
 
 def stage_gpu(workload: StepWorkload, stage: int) -> tuple[int, int]:
-    """(node, local GPU) of ``stage``'s representative GPU (see module docstring for the placement)."""
-    rank = stage * workload.layout.intra_size
-    return divmod(rank, workload.gpus_per_node)
+    """(node, local GPU) of ``stage``'s representative GPU (replica 0, rank 0 in simulator/ranks.py)."""
+    return divmod(RankMap.of(workload).gpu(Place(0, stage, 0)), workload.gpus_per_node)
 
 
 def _op_args(op: Op, direction: str, micro_batch: int, chunk: int) -> dict:
@@ -79,12 +78,12 @@ class Timeline(Probe):
     """Records what a trace draws: each place's tasks, the PP and DP transfers, NIC utilisation, the result."""
 
     def __init__(self) -> None:
-        self.tasks: dict[Any, list[TaskRecord]] = {}  # by place (the folded engine's places are its stages)
+        self.tasks: dict[Place, list[TaskRecord]] = {}  # by place (folded: replica 0, rank 0 of each stage)
         self.transfers: list[Transfer] = []
         self.links: LinkLog = {}
         self.result: EngineResult | None = None
 
-    def on_start(self, engine: PipelineEngine) -> None:
+    def on_start(self, engine: Engine) -> None:
         self.workload, self.cluster, self.calibration = engine.workload, engine.cluster, engine.cal
         self.compute_factors = [fault.compute_factor for fault in engine.stage_faults]
         self._network = engine.network
@@ -121,7 +120,7 @@ def stage_intervals(timeline: Timeline, stage: int, micro_batches: int | None = 
     workload, gpu = timeline.workload, timeline.cluster.gpu
     tracks: dict[str, list[Interval]] = {name: [] for name in TRACKS}
     costs: dict = {}
-    for task, begin, end, timing in timeline.tasks.get(stage, ()):
+    for task, begin, end, timing in timeline.tasks.get(Place(0, stage, 0), ()):
         if micro_batches is not None and task.micro_batch >= micro_batches:
             continue
         key = workload.task_key(stage, task)

@@ -15,7 +15,6 @@ import simpy
 from simulator import simulate
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
-from simulator.unfolded import UnfoldedEngine
 from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
@@ -226,12 +225,6 @@ def test_bad_fields_name_themselves(changes: dict, field: str) -> None:
 def test_bad_combinations_name_the_field(changes: dict, gpus: int, seq_len: int, field: str) -> None:
     with pytest.raises(ConfigError, match=field):
         StepWorkload(TOY, BASE.with_(**changes), gpus, 8, global_batch=gpus, seq_len=seq_len)
-
-
-def test_unfolded_engine_refuses_cp() -> None:
-    work = StepWorkload(TOY, BASE.with_(intra_size=1, cp=2), 8, 8, global_batch=4, seq_len=SEQ)
-    with pytest.raises(ConfigError, match="layout.cp"):
-        UnfoldedEngine(work, cluster_preset("h800", 8))
 
 
 def test_new_fields_load_from_yaml(tmp_path) -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.memory import in_flight_micro_batches, stage_memory
 from simulator.report import build_report
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
@@ -155,7 +155,7 @@ def test_paired_task_hides_communication(layout: str) -> None:
     """With collectives on the compute stream, F&B is shorter than F + B (one lane's collectives run
     beside the other's compute) but no shorter than the GPU's compute work, which the lanes share."""
     workload, cluster = _workload(TINY, layout, 4, 8)
-    engine = PipelineEngine(workload, cluster, CAL)
+    engine = Engine(workload, cluster, CAL)
     f = engine.task_timing(block_task_key(workload, FORWARD, False, False))
     b = engine.task_timing(block_task_key(workload, BACKWARD, False, False))
     fb = engine.task_timing(block_task_key(workload, FORWARD_BACKWARD))
@@ -174,7 +174,7 @@ def test_dualpipe_engine_bubble_matches_formula_and_beats_1f1b(pp: int, micro_ba
     engine's own F, B, Bi, W and F&B durations gives (within 2%: the end stages carry the embedding and
     head); its idle time and the bubble fraction are below 1F1B's (PP - 1)(F + B) for the same stages."""
     workload, cluster = _workload(TINY, "megascale-moe", pp, micro_batches, **FREE_NIC)
-    engine = PipelineEngine(workload, cluster, CAL)
+    engine = Engine(workload, cluster, CAL)
     result = engine.run()
     end = max(log.pipeline_end_s for log in result.stages)
     idle = max(end - log.busy_s for log in result.stages)
@@ -191,7 +191,7 @@ def test_dualpipe_engine_bubble_matches_formula_and_beats_1f1b(pp: int, micro_ba
 
     lay = workload.layout.with_(schedule="1f1b")
     one_f = StepWorkload(TINY, lay, cluster.num_gpus, 8, micro_batches, SEQ_LEN)
-    one_f_engine = PipelineEngine(one_f, cluster, CAL)
+    one_f_engine = Engine(one_f, cluster, CAL)
     one_f_result = one_f_engine.run()
     one_f_end = max(log.pipeline_end_s for log in one_f_result.stages)
     one_f_idle = max(one_f_end - log.busy_s for log in one_f_result.stages)
@@ -209,7 +209,7 @@ def test_dualpipe_memoized_engine_equals_op_level() -> None:
     runs = []
     for memoize in (True, False):
         workload = StepWorkload(replace(SMALL, name="small8", num_layers=8), lay, 64, 8, 16, SEQ_LEN)
-        runs.append(PipelineEngine(workload, cluster, cal, memoize=memoize).run())
+        runs.append(Engine(workload, cluster, cal, memoize=memoize).run())
     assert runs[0].step_time_s == pytest.approx(runs[1].step_time_s, rel=1e-9)
     for a, b in zip(runs[0].stages, runs[1].stages):
         assert a.busy_s == pytest.approx(b.busy_s, rel=1e-9)

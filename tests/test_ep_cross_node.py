@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.ep import ep_dispatch_bytes, expected_nodes
@@ -63,7 +63,7 @@ def test_engine_runs_cross_node_ep_at_op_level_on_the_nic() -> None:
     """
     workload = _workload(ep=16)
     assert workload.tasks_use_nic
-    engine = PipelineEngine(workload, cluster_preset("h800", 16), memoize=True)
+    engine = Engine(workload, cluster_preset("h800", 16), memoize=True)
     assert not engine.memoize  # tasks share the NIC with PP/DP traffic: memoization would not be exact
     result = engine.run()
     d = 2 * (1 - 906_192 / 74_974_368)  # C(32,6), C(64,6)

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from experiments.cli import main
-from simulator.engine import PipelineEngine
-from simulator.faults import Faults, StageFault, fault_path, gpu_index, gpu_place
+from simulator.engine import Engine
+from simulator.faults import Faults, StageFault, fault_path
 from simulator.probes import TransferLog
+from simulator.ranks import Place, RankMap
 from simulator.report import simulate
-from simulator.unfolded import UnfoldedEngine
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
@@ -86,21 +86,22 @@ def test_gpu_index_out_of_cluster() -> None:
     assert error.value.field == "degrade"
 
 
-def test_placement_is_one_formula() -> None:
-    """GPU (d x pp + s) x n + r, inverted by gpu_place; the unfolded engine uses the same."""
-    pp, n = 3, 4
-    for gpu in range(2 * pp * n):
-        assert gpu_index(*gpu_place(gpu, pp, n), pp, n) == gpu
-    assert gpu_place(17, 3, 4) == (1, 1, 1)
-    workload, cluster = _toy(4, 4, 2, 4)
-    assert UnfoldedEngine(workload, cluster).gpu_index((1, 0, 1)) == 17
+def test_faults_use_the_one_numbering() -> None:
+    """GPU (d x pp + s) x n + r (simulator/ranks.py), inverted by RankMap.place; both placements use it."""
+    workload, _ = _toy(4, 4, 2, 4)
+    ranks = RankMap.of(workload)
+    assert [ranks.gpu(ranks.place(gpu)) for gpu in range(32)] == list(range(32))
+    assert ranks.place(23) == Place(1, 1, 3) and ranks.gpu(Place(1, 0, 1)) == 17
 
 
 def test_stage_faults_take_the_slowest_member() -> None:
     """Per stage: the largest straggler factor over replicas and ranks, degrades, a failed NIC as a 1/2 NIC."""
     cluster = cluster_preset("h800", 64)  # pp 2, n 8, dp 4
     faults = Faults(stragglers=[(3, 1.2), (16 + 5, 1.5)], degraded=[("nvlink", 9, 2.0)], failed=[("nic", 40)])
-    assert faults.stage_faults(cluster, 2, 8) == [StageFault(1.5, 1.0, 1.0), StageFault(1.0, 2.0, 2.0)]
+    assert faults.stage_faults(cluster, RankMap(pp=2, dp=4, n=8, cp=1, ep=8, etp=1, gpus_per_node=8)) == [
+        StageFault(1.5, 1.0, 1.0),
+        StageFault(1.0, 2.0, 2.0),
+    ]
 
 
 # --- (1) a straggler ----------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
         step(f) - step(1) = m (f - 1)(F_L + B_L).
     """
     workload, cluster = _toy(1, 4, 1, 8)
-    healthy = PipelineEngine(workload, cluster, CAL)
+    healthy = Engine(workload, cluster, CAL)
     base = healthy.run().step_time_s
     last = (
         healthy.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
@@ -127,7 +128,7 @@ def test_straggler_in_last_stage_adds_m_times_its_extra(factor: float) -> None:
     f_mid = healthy.task_timing(block_task_key(workload, FORWARD, False, False)).duration_s
     b_mid = healthy.task_timing(block_task_key(workload, BACKWARD, False, False)).duration_s
     assert last >= f_mid + b_mid  # the LM-head stage is (barely) the slowest even when healthy
-    slow = PipelineEngine(workload, cluster, CAL, faults=Faults(stragglers=[(3, factor)])).run().step_time_s
+    slow = Engine(workload, cluster, CAL, faults=Faults(stragglers=[(3, factor)])).run().step_time_s
     assert slow - base == pytest.approx(8 * (factor - 1) * last, rel=1e-9)
 
 
@@ -136,9 +137,9 @@ def test_straggler_with_collectives_costs_m_times_the_stage_extra() -> None:
     the stage's tasks grow by less than f (NVLink collectives keep their time); every rank waits for it,
     and the step grows by m x (F'_L + B'_L - F_L - B_L), the last stage's extra time per micro-batch."""
     workload, cluster = _toy(8, 4, 1, 8)
-    healthy = PipelineEngine(workload, cluster, CAL)
+    healthy = Engine(workload, cluster, CAL)
     base = healthy.run().step_time_s
-    faulty = PipelineEngine(workload, cluster, CAL, faults=Faults(stragglers=[(3 * 8 + 5, 1.2)]))
+    faulty = Engine(workload, cluster, CAL, faults=Faults(stragglers=[(3 * 8 + 5, 1.2)]))
     slow = faulty.run().step_time_s
     extra = sum(
         faulty.task_timing(key, 3).duration_s - healthy.task_timing(key).duration_s
@@ -177,11 +178,11 @@ def test_degraded_nic_slows_dp_sync_by_its_factor() -> None:
     reduce-scatter after the last backward, each alone on the NIC, so they take (params + grads) / C; a
     NIC of GPU 3 degraded by 3 makes every replica's ring run at C / 3: the step grows by 2 (params + grads) / C."""
     workload, cluster = _nic_case(1, 2, dp_overlap=False, grad_sync="fp32-rs")
-    healthy = PipelineEngine(workload, cluster, CAL)
+    healthy = Engine(workload, cluster, CAL)
     base = healthy.run().step_time_s
     grads, params = healthy._dp_bytes(0)
     assert grads > 0 and params > 0
-    slow = PipelineEngine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 3, 3.0)])).run().step_time_s
+    slow = Engine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 3, 3.0)])).run().step_time_s
     assert slow - base == pytest.approx(2 * (grads + params) / 50e9, rel=1e-9)
 
 
@@ -190,7 +191,7 @@ def test_degraded_nic_slows_pp_sends_by_its_factor() -> None:
     crosses it alone, so each PP transfer takes 2.5 x bytes / C (latency apart)."""
     workload, cluster = _nic_case(2, 1)
     log = TransferLog()
-    PipelineEngine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 6, 2.5)]), probes=(log,)).run()
+    Engine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 6, 2.5)]), probes=(log,)).run()
     sends = [t for t in log.transfers if t.kind == "pp"]
     assert len(sends) == 2 * 4
     for send in sends:
@@ -213,7 +214,7 @@ def test_failed_nic_reroutes_and_costs() -> None:
     """8-GPU nodes: GPU 3's NIC is down; its traffic takes NVLink to GPU 4 and shares GPU 4's NIC, so the
     stage sees half a NIC: the folded step equals that of a NIC degraded by 2, and is slower than healthy."""
     workload, cluster = _nic_case(2, 2)
-    base = PipelineEngine(workload, cluster, CAL).run().step_time_s
+    base = Engine(workload, cluster, CAL).run().step_time_s
     failed = simulate(
         EQUAL,
         workload.layout,
@@ -223,7 +224,7 @@ def test_failed_nic_reroutes_and_costs() -> None:
         calibration=CAL,
         faults=Faults(failed=[("nic", 3)]),
     )
-    halved = PipelineEngine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 3, 2.0)])).run().step_time_s
+    halved = Engine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 3, 2.0)])).run().step_time_s
     assert failed.step_time_s > base
     assert failed.step_time_s == pytest.approx(halved, rel=1e-12)
     assert failed.faults == ["fail-link nic:3"] and "fail-link nic:3" in failed.summary()
@@ -267,9 +268,9 @@ def test_folded_equals_unfolded_with_faults(case, faults: Faults) -> None:
     """Faults within one stage of one replica: every member waits for the slow one at each collective
     and the other replicas' stages at the DP flows, so the folded slowest-member view is exact."""
     workload, cluster = _unfolded_case(*case)
-    folded = PipelineEngine(workload, cluster, faults=faults).run()
-    unfolded = UnfoldedEngine(workload, cluster, faults=faults).run()
-    assert folded.step_time_s > PipelineEngine(workload, cluster).run().step_time_s
+    folded = Engine(workload, cluster, faults=faults).run()
+    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run()
+    assert folded.step_time_s > Engine(workload, cluster).run().step_time_s
     assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
 
 
@@ -278,12 +279,14 @@ def test_failed_nic_folded_vs_unfolded() -> None:
     proxy's NIC, which the folded view does not charge) within 0.1%."""
     faults = Faults(failed=[("nic", 5)])
     workload, cluster = _unfolded_case(TINY, 16, 4, 4)
-    assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(
-        PipelineEngine(workload, cluster, faults=faults).run().step_time_s, rel=1e-9
+    assert Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s == pytest.approx(
+        Engine(workload, cluster, faults=faults).run().step_time_s, rel=1e-9
     )
     workload, cluster = _unfolded_case(SMALL, 32, 8, 2)
-    folded = PipelineEngine(workload, cluster, faults=faults).run().step_time_s
-    assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(folded, rel=1e-3)
+    folded = Engine(workload, cluster, faults=faults).run().step_time_s
+    assert Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s == pytest.approx(
+        folded, rel=1e-3
+    )
 
 
 def test_where_folding_is_not_exact() -> None:
@@ -297,8 +300,10 @@ def test_where_folding_is_not_exact() -> None:
         Faults(stragglers=[(5, 1.5)], degraded=[("nic", 5, 3.0)]),
         Faults(stragglers=[(5, 1.5)], degraded=[("nic", 17, 3.0)]),
     ):
-        folded = PipelineEngine(workload, cluster, faults=faults).run().step_time_s
-        assert UnfoldedEngine(workload, cluster, faults=faults).run().step_time_s == pytest.approx(folded, rel=1e-2)
+        folded = Engine(workload, cluster, faults=faults).run().step_time_s
+        assert Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s == pytest.approx(
+            folded, rel=1e-2
+        )
 
 
 # --- (5) the command line -----------------------------------------------------------------------------

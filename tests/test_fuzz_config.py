@@ -11,14 +11,20 @@ from hypothesis import strategies as st
 
 from experiments.cli import main
 from simulator.cluster_config import cluster_from_dict
+from simulator.memory import peak_memory
 from simulator.probes import Probe, observing
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
 from workloads.config import layout_from_dict, model_from_dict, parse_yaml
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
+from workloads.megatron import parse_megatron_args
+from workloads.megatron_args import FLAGS as MEGATRON_FLAG_TABLE
+from workloads.megatron_args import Kind
 from workloads.models import MODEL_PRESETS, ModelSpec
+from workloads.step import StepWorkload
 
+MEGATRON_FLAG_NAMES = sorted(MEGATRON_FLAG_TABLE)
 TRIED: Counter = Counter()  # examples tried per target, printed by the last test
 FAST = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -163,6 +169,60 @@ def test_fuzz_cli(flags: list[tuple[str, ...]]) -> None:
             return
     assert status == 2
     TRIED["cli:error"] += 1
+
+
+MEGATRON_JUNK = st.one_of(
+    st.sampled_from(["0", "-1", "3", "4096", "two", "1.5", "1e3", "", "'a b'", "Et|t|L", "E(t|)*3L", "[0]*2+[1]*30"]),
+    st.text(alphabet="Et|Lm()*,0123456789[]+ '\"\\#\n;", max_size=12),
+)
+TEXT_VALUES = ["Et*3|(tt|)*29,m|L", "Et*15|t*17L", "Et*7|t*8|t*8|t*9L", "2", "([1]*3+[0])*8", "[0]*3+[1]*58"]
+
+
+def megatron_value(flag: str) -> st.SearchStrategy[str | None]:
+    """A value of the flag's kind (Megatron's argparse types), mostly one that parses."""
+    spec = MEGATRON_FLAG_TABLE[flag]
+    if spec.kind == Kind.SWITCH:
+        return st.none()
+    if spec.kind == Kind.INT:
+        return st.sampled_from(["1", "1", "2", "2", "4", "8", "16", "0"])
+    if spec.kind == Kind.FLOAT:
+        return st.sampled_from(["1.0", "1.25", "2", "-1", "0.5"])
+    if spec.kind == Kind.TEXTS:
+        pool = spec.choices or ("core_attn", "moe_act", "layernorm", "moe", "shared_experts", "mlp", "mla_up_proj")
+        return st.lists(st.sampled_from(pool), min_size=1, max_size=3).map(" ".join)
+    return st.sampled_from(spec.choices or TEXT_VALUES)
+
+
+TYPED_PAIRS = st.sampled_from(MEGATRON_FLAG_NAMES).flatmap(lambda flag: st.tuples(st.just(flag), megatron_value(flag)))
+JUNK_PAIRS = st.tuples(
+    st.one_of(
+        st.sampled_from([*MEGATRON_FLAG_NAMES, "--lr", "--save", "--foo", "--", "-x", "--fp8-format=e4m3"]),
+        st.text(alphabet="-abcdefgrt=", min_size=1, max_size=10),
+    ),
+    st.one_of(st.none(), MEGATRON_JUNK),
+)
+MEGATRON_TEXTS = st.builds(
+    lambda prefix, parts: prefix + " ".join(flag + (" " + value if value is not None else "") for flag, value in parts),
+    st.sampled_from(["--bf16 "] * 4 + ["--fp16 --bf16 ", "torchrun --nnodes 2 pretrain_gpt.py --bf16 \\\n ", ""]),
+    st.lists(st.one_of(TYPED_PAIRS, TYPED_PAIRS, TYPED_PAIRS, JUNK_PAIRS), max_size=8),
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(MEGATRON_TEXTS, st.sampled_from(["mixtral-8x7b", "deepseek-v3", "paper-352b"]), st.sampled_from([8, 64, 240]))
+def test_fuzz_megatron_args(text: str, model: str, gpus: int) -> None:
+    """Megatron argument strings: a job, a resolved model and layout and their memory, or a ConfigError."""
+    TRIED["megatron"] += 1
+    try:
+        job = parse_megatron_args(text)
+        run = job.resolve(MODEL_PRESETS[model])
+        workload = StepWorkload(run.model, run.layout, gpus, 8, job.global_batch_for(gpus), run.seq_len or 4096)
+        peak_memory(workload)
+    except ConfigError as error:
+        assert str(error).split(":")[0], "the message must name a field"
+        TRIED["megatron:error"] += 1
+        return
+    TRIED["megatron:valid"] += 1
 
 
 def test_zz_report_counts() -> None:

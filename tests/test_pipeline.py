@@ -1,4 +1,4 @@
-"""Pipeline schedules (workloads.schedules) and the pipeline engine (simulator.engine.PipelineEngine)."""
+"""Pipeline schedules (workloads.schedules) and the pipeline engine (simulator.engine.Engine)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.report import build_report
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
@@ -138,7 +138,7 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert workload.pp_bytes_per_gpu == 2_097_152
     send_s = 5e-6 + 2_097_152 / 50e9
     assert send_s == pytest.approx(46.94304e-6, rel=1e-12)
-    engine = PipelineEngine(workload, cluster, CAL)
+    engine = Engine(workload, cluster, CAL)
     result = engine.run()
     f0 = engine.task_timing(block_task_key(workload, FORWARD, True, False)).duration_s
     f1 = engine.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
@@ -166,7 +166,7 @@ def test_1f1b_bubble_matches_formula(micro_batches: int) -> None:
         TINY, pp=4, dp=1, micro_batches=micro_batches, nic_bandwidth_Bps=1e15, nic_efficiency=1.0, nic_latency_s=1e-12
     )
     assert workload.layers_per_chunk == 8 and workload.micro_batches == micro_batches
-    report = build_report(workload, cluster, PipelineEngine(workload, cluster, CAL).run(), 0.0)
+    report = build_report(workload, cluster, Engine(workload, cluster, CAL).run(), 0.0)
     expected = (4 - 1) / (micro_batches + 4 - 1)
     assert report.bubble_fraction == pytest.approx(expected, rel=0.01)
     assert report.bubble_fraction == pytest.approx(bubble_fraction_1f1b(4, micro_batches), rel=0.01)
@@ -192,9 +192,9 @@ def test_memoized_engine_equals_op_level(layout: str) -> None:
     cal = CAL.with_(gemm_mma_efficiency=0.75, kernel_overhead_s=4e-6, host_launch_s=10e-6)
     workload, cluster = _workload(SMALL, pp=4, dp=2, micro_batches=8, layout=layout)
     assert (workload.dp, workload.micro_batches) == (2, 8)
-    memo = PipelineEngine(workload, cluster, cal, memoize=True).run()
+    memo = Engine(workload, cluster, cal, memoize=True).run()
     workload, cluster = _workload(SMALL, pp=4, dp=2, micro_batches=8, layout=layout)
-    ops = PipelineEngine(workload, cluster, cal, memoize=False).run()
+    ops = Engine(workload, cluster, cal, memoize=False).run()
     assert memo.step_time_s == pytest.approx(ops.step_time_s, rel=1e-9)
     for a, b in zip(memo.stages, ops.stages):
         assert a.busy_s == pytest.approx(b.busy_s, rel=1e-9)

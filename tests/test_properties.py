@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.network import FluidNetwork
 from simulator.probes import Probe
 from simulator.report import simulate
@@ -113,7 +113,7 @@ def test_more_bandwidth_or_flops_never_slower(case: Case, speedup: tuple[str, fl
 @SETTINGS
 @given(cases())
 def test_step_time_covers_compute_critical_path(case: Case) -> None:
-    result = PipelineEngine(case.workload(), case.cluster).run()
+    result = Engine(case.workload(), case.cluster).run()
     for log in result.stages:
         assert result.step_time_s >= log.compute_busy_s * (1 - REL)
         assert log.busy_s >= log.compute_busy_s * (1 - REL)  # a stage's tasks span at least their compute
@@ -136,7 +136,7 @@ class CapacityCheck(Probe):
 @given(cases(), st.booleans())
 def test_links_never_over_capacity_and_bytes_balance(case: Case, memoize: bool) -> None:
     check = CapacityCheck()
-    result = PipelineEngine(case.workload(), case.cluster, memoize=memoize, probes=(check,)).run()
+    result = Engine(case.workload(), case.cluster, memoize=memoize, probes=(check,)).run()
     assert check.checks or case.workload().pp == 1  # PP sends always use the network
     # Same-node PP/DP traffic goes over one NVLink link ("nvl_pp", "nvl_dp"), counted on both sides.
     on_nvlink = sum(v for (kind, _), v in result.network_bytes.items() if kind in ("nvl_pp", "nvl_dp"))
@@ -145,7 +145,7 @@ def test_links_never_over_capacity_and_bytes_balance(case: Case, memoize: bool) 
     assert sent == pytest.approx(received, rel=1e-12)
     # PP: every micro-batch crosses pp x chunks - 1 boundaries forward and as many backward.
     w = case.workload()
-    engine = PipelineEngine(w, case.cluster)
+    engine = Engine(w, case.cluster)
     dp_bytes = sum(sum(engine._dp_bytes(stage)) for stage in range(w.pp))
     pp_bytes = 2 * w.micro_batches * (w.pp * w.chunks - 1) * w.pp_bytes_per_gpu
     assert sent == pytest.approx(pp_bytes + dp_bytes, rel=1e-9)
@@ -161,7 +161,7 @@ def test_same_inputs_same_report(case: Case) -> None:
 
 def _engine(case: Case):
     """Run the engine on case and return its raw result."""
-    return PipelineEngine(case.workload(), case.cluster).run()
+    return Engine(case.workload(), case.cluster).run()
 
 
 @SETTINGS

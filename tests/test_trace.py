@@ -9,7 +9,7 @@ from itertools import pairwise
 import pytest
 
 from experiments.cli import main
-from simulator.engine import PipelineEngine
+from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.trace import COMPUTE_T, NIC_EP_T, NIC_PP_T, TASKS, Timeline, chrome_trace, simulate_with_trace
 from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
@@ -113,7 +113,7 @@ def test_two_stage_trace_hand_computed() -> None:
     workload = StepWorkload(EQUAL_STAGES, layout, 16, 8, 1, 4096)
     cal = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
     timeline = Timeline()
-    engine = PipelineEngine(workload, cluster, cal, probes=(timeline,))
+    engine = Engine(workload, cluster, cal, probes=(timeline,))
     engine.run()
     f0, f1, b1, b0 = (
         engine.task_timing(workload.task_key(stage, Task(kind, 0, 0)), stage).duration_s * 1e6

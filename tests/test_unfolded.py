@@ -1,19 +1,29 @@
-"""The folded, memoized engine and the unfolded engine (every GPU, every flow) agree on small clusters."""
+"""The folded placement (one representative per stage, memoized) against the unfolded one (every GPU,
+every flow): equal where folding is exact, within a stated bound where it is not."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from dataclasses import replace
 
-from simulator.engine import PipelineEngine
+import pytest
+import simpy
+
+from experiments.cli import main
+from simulator.engine import Engine
+from simulator.faults import Faults
+from simulator.ranks import CP, EP, ETP, TP, Place, RankMap
 from simulator.report import build_report
-from simulator.unfolded import UnfoldedEngine
+from simulator.unfolded import UnfoldedPlacement, unfolded_ops
 from topologies.cluster import cluster_preset, gpu_path
+from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
 from workloads.step import StepWorkload
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
+TINY16 = replace(TINY, name="tiny16", num_experts=16)  # EP 16
 
 # (layout, model, gpus, gpus_per_node = intra size, pp, dp, micro-batches, extra layout changes)
 CASES = [
@@ -39,43 +49,204 @@ def _workload(layout_name, model, gpus, n, pp, dp, micro_batches, changes):
     return workload, cluster
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[2]}gpus-pp{c[4]}-dp{c[5]}-{len(c[7])}")
-def test_folded_equals_unfolded(case) -> None:
-    workload, cluster = _workload(*case)
-    folded = PipelineEngine(workload, cluster).run()
-    unfolded = UnfoldedEngine(workload, cluster).run()
+def _assert_equal(workload, cluster, folded, unfolded) -> None:
     assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
-    # every GPU ran every task at op level
-    assert unfolded.simulated_ops == cluster.num_gpus // workload.pp * sum(
-        len(workload.task_ops(workload.task_key(s, t))) for s in range(workload.pp) for t in workload.stage_order(s)
-    )
     a, b = build_report(workload, cluster, folded, 0.0), build_report(workload, cluster, unfolded, 0.0)
     assert b.bubble_fraction == pytest.approx(a.bubble_fraction, rel=1e-9, abs=1e-12)
     for kind, seconds in a.exposed_comm_s.items():
         assert b.exposed_comm_s[kind] == pytest.approx(seconds, rel=1e-9, abs=1e-15), kind
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[2]}gpus-pp{c[4]}-dp{c[5]}-{len(c[7])}")
+def test_folded_equals_unfolded(case) -> None:
+    workload, cluster = _workload(*case)
+    folded = Engine(workload, cluster).run()
+    unfolded = Engine(workload, cluster, placement="unfolded").run()
+    _assert_equal(workload, cluster, folded, unfolded)
+    assert unfolded.simulated_ops == unfolded_ops(workload)
+
+
+# --- every feature --------------------------------------------------------------------------------
+# (id, model, gpus, GPUs per node, global batch, layout changes, faults, NIC bytes/s, bound). Bound None:
+# folding is exact, so the two agree to 1e-9. Otherwise the stated mechanism makes them differ, by at most
+# the bound (relative step time), and the test checks that they do differ.
+NIC_SLOW_Bps = 2e9  # a slow NIC, so that PP sends still run when the next task's EP flows start
+
+FEATURES = [
+    # CP on NVLink: intra_size x cp = 4 GPUs of one node; ring hops on NVLink, DP over the replicas' NICs.
+    ("cp-nvlink", TINY, 16, 4, 8, {"intra_size": 2, "cp": 2}, None, None, None),
+    # CP across nodes on the same rails (intra_size = GPUs per node): each ring hop crosses one NIC, as
+    # the folded representative sends its whole ring over its NIC; with one replica DP rings the CP ranks.
+    ("cp-nic", TINY, 16, 4, 8, {"intra_size": 4, "cp": 2}, None, None, None),
+    # ETP 2 x EP 2 inside a node of 4: expert-tensor all-gather / reduce-scatter and EP all-to-all.
+    ("etp", TINY, 16, 4, 8, {"intra_size": 4, "ep": 2, "etp": 2}, None, None, None),
+    # Cross-node EP over 2 nodes (DeepEP): one NIC flow to the same-rail peer, NVLink fan-out to 3 peers.
+    ("ep-2-nodes", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, None, None, None),
+    ("ep-4-nodes", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, None, None),
+    ("ep-node-limited", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16, "ep_max_nodes": 2}, None, None, None),
+    ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
+    ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
+    # Skewed routing: the recipe charges every GPU the busiest one's load, in both placements.
+    ("zipf", TINY, 16, 4, 8, {"intra_size": 4, "routing": "zipf", "zipf_exponent": 1.2}, None, None, None),
+    # A straggler in replica 0 slows its EP peers in replica 1 at every EP barrier; the folded view charges
+    # every replica's stage, so it is exact again.
+    ("ep-straggler", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(stragglers=[(5, 1.5)]), None, None),
+    ("cp-straggler", TINY, 16, 4, 8, {"intra_size": 4, "cp": 2}, Faults(stragglers=[(5, 1.5)]), None, None),
+    # CP across nodes with intra_size 2 < 4 GPUs per node: ranks 0 and 1 of the ring share a node, so
+    # half its hops (and of the CP-rank DP ring's) stay on NVLink, and the others detour over a
+    # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. 1e-3.
+    ("cp-nic-pxn", TINY, 16, 4, 8, {"intra_size": 2, "cp": 4}, None, None, 1e-3),
+    # DeepEP over 4 nodes while PP sends share the NIC: max-min fairness is per flow, so the unfolded
+    # GPU's 3 EP flows (one per remote node) take 3/4 of its NIC beside one PP flow, the folded
+    # representative's single EP flow 1/2. 3%.
+    ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, 0.03),
+    # In-node EP 4 over two replicas of intra_size 2 (a node holds both; simulator/ranks.py): exact EP, but
+    # the DP ring's hop between those replicas runs on NVLink and the next one detours over a neighbour's
+    # rail (PXN), where the folded representative sends all its DP bytes over its own NIC. 1%.
+    ("ep-over-2-replicas", TINY, 16, 4, 8, {"intra_size": 2, "ep": 4}, None, None, 0.01),
+    # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
+    # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
+    (
+        "cp-nvlink-faults",
+        TINY,
+        16,
+        4,
+        8,
+        {"intra_size": 2, "cp": 2},
+        Faults(stragglers=[(5, 1.5)], degraded=[("nvlink", 6, 2.0)]),
+        None,
+        0.02,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", FEATURES, ids=lambda c: c[0])
+def test_every_feature_folded_against_unfolded(case) -> None:
+    _, model, gpus, gpn, batch, changes, faults, nic_Bps, bound = case
+    layout = layout_preset("megascale-moe").with_(pp=2, **changes)
+    workload = StepWorkload(model, layout, gpus, gpn, batch, 512)
+    cluster = cluster_preset("h800", gpus, domain_gpus=gpn, **({"nic_bandwidth_Bps": nic_Bps} if nic_Bps else {}))
+    folded = Engine(workload, cluster, faults=faults).run()
+    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run()
+    assert unfolded.simulated_ops == unfolded_ops(workload)
+    if bound is None and faults:  # the unfolded log is replica 0 rank 0's, not the slowest member's
+        assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
+    elif bound is None:
+        _assert_equal(workload, cluster, folded, unfolded)
+    else:
+        gap = abs(unfolded.step_time_s / folded.step_time_s - 1)
+        assert 1e-6 < gap < bound
+
+
+def test_representative_links_carry_the_folded_bytes() -> None:
+    """Cross-node EP over 2 nodes: the folded representative's NIC and NVLink bytes are GPU 0's edges."""
+    layout = layout_preset("megascale-moe").with_(pp=2, intra_size=4, ep=8)
+    workload = StepWorkload(TINY, layout, 16, 4, 8, 512)
+    cluster = cluster_preset("h800", 16, domain_gpus=4)
+    folded = Engine(workload, cluster, memoize=False).run().network_bytes
+    unfolded = Engine(workload, cluster, placement="unfolded").run().network_bytes
+    nic, nvl = ("gpu", 0), ("leaf", 0, 0)
+    assert unfolded[(nic, nvl)] == pytest.approx(folded[("nic_out", 0)], rel=1e-12)
+    assert unfolded[(nvl, nic)] == pytest.approx(folded[("nic_in", 0)], rel=1e-12)
+    assert unfolded[(("gpu", 0), ("nvswitch", 0))] == pytest.approx(folded[("nvl", 0)], rel=1e-12)
+
+
+# --- where each GPU sits, and its groups ----------------------------------------------------------
+def test_numbering_and_groups() -> None:
+    """16 GPUs, 4 per node, PP 2: replica-major, then stage, then local rank (CP rank x intra_size + TP)."""
+    cp = RankMap(pp=2, dp=2, n=2, cp=2, ep=2, etp=1, gpus_per_node=4)  # intra 2 x cp 2 fills a node
+    assert [cp.gpu(Place(d, s, 0)) for d in range(2) for s in range(2)] == [0, 4, 8, 12]
+    assert cp.place(13) == Place(1, 1, 1)
+    assert [cp.gpu(p) for p in cp.members(Place(1, 1, 1), TP)] == [12, 13]
+    assert [cp.gpu(p) for p in cp.members(Place(1, 1, 1), CP)] == [13, 15]
+    assert cp.dp_successor(Place(1, 1, 3)) == Place(0, 1, 3)
+    ep = RankMap(pp=2, dp=2, n=4, cp=1, ep=8, etp=1, gpus_per_node=4)  # EP 8 over replicas 0 and 1
+    assert [ep.gpu(p) for p in ep.members(Place(0, 0, 1), EP)] == [0, 1, 2, 3, 8, 9, 10, 11]
+    shared = RankMap(pp=2, dp=4, n=2, cp=1, ep=4, etp=1, gpus_per_node=4)  # EP 4 = replicas 0 and 1 of a node
+    assert [shared.gpu(Place(d, 0, 0)) for d in range(4)] == [0, 2, 8, 10] and shared.gpu(Place(0, 1, 0)) == 4
+    assert [shared.gpu(p) for p in shared.members(Place(1, 0, 1), EP)] == [0, 1, 2, 3]
+    etp = RankMap(pp=2, dp=2, n=4, cp=1, ep=2, etp=2, gpus_per_node=4)  # ETP fastest, then EP
+    assert [etp.gpu(p) for p in etp.members(Place(0, 1, 1), ETP)] == [4, 5]
+    assert [etp.gpu(p) for p in etp.members(Place(0, 1, 1), EP)] == [5, 7]
+
+
+def test_deepep_flows_by_hand() -> None:
+    """GPU 0 of EP 8 over 2 nodes of 4: 1/3 of its NVLink bytes to each node peer, all NIC bytes to GPU 8."""
+    layout = layout_preset("megascale-moe").with_(pp=2, intra_size=4, ep=8)
+    workload = StepWorkload(TINY, layout, 16, 4, 8, 512)
+    engine = Engine(workload, cluster_preset("h800", 16, domain_gpus=4), placement="unfolded")
+    placement = engine.placement
+    assert isinstance(placement, UnfoldedPlacement)
+    dispatch = next(op for op in workload.task_ops(workload.task_key(0, workload.stage_order(0)[0])) if op.nic_bytes)
+    plan = placement._plan(Place(0, 0, 0), dispatch)
+    assert [(route[-1][1][1], nvl, nic) for route, nvl, nic in plan] == [
+        (1, 1 / 3, 0.0),
+        (2, 1 / 3, 0.0),
+        (3, 1 / 3, 0.0),
+        (8, 0.0, 1.0),
+    ]
+    assert plan[-1][0] == tuple(gpu_path(engine.cluster, 0, 8))  # over rail 0's leaf
+
+
+def test_a_placement_object_is_a_part() -> None:
+    """Engine(placement=obj) runs on the placement's environment and faults, as the name would."""
+    workload, cluster = _workload("megatron-lm", TINY, 16, 4, 2, 2, 4, {})
+    faults = Faults(stragglers=[(5, 1.5)])
+    placement = UnfoldedPlacement(simpy.Environment(), workload, cluster, faults)
+    by_object = Engine(workload, cluster, placement=placement).run().step_time_s
+    assert by_object == Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s
+    with pytest.raises(ConfigError, match="engine"):
+        Engine(workload, cluster, placement="sideways")
+
+
 def test_unfolded_traffic_uses_the_real_graph() -> None:
     workload, cluster = _workload("megascale-moe", TINY, 16, 4, 2, 2, 2, {})
-    engine = UnfoldedEngine(workload, cluster)
-    engine.run()
-    sent = engine.network.bytes_sent
+    sent = Engine(workload, cluster, placement="unfolded").run().network_bytes
     # GPU 0 (replica 0, stage 0, rank 0) sends PP activations to GPU 4 and DP traffic to GPU 8, both on rail 0.
     for dst in (4, 8):
         for edge in gpu_path(cluster, 0, dst):
             assert sent[edge] > 0
     # ... and all its collectives over its own NVLink port.
     assert sent[(("gpu", 0), ("nvswitch", 0))] > 0
-    assert engine.gpu_index((1, 1, 3)) == 15
 
 
 @pytest.mark.parametrize("layout_name", ["megascale-moe", "megatron-lm"])
 def test_two_stages_per_node_send_over_nvlink(layout_name) -> None:
-    """With 4-GPU stages on 8-GPU nodes, stages 0 and 1 share a node: PP sends take NVLink in both engines
-    (the folded one used to charge them to the NIC), and the engines agree."""
+    """With 4-GPU stages on 8-GPU nodes, stages 0 and 1 share a node: PP sends take NVLink in both
+    placements, and they agree."""
     layout = layout_preset(layout_name).with_(pp=2, intra_size=4)
     cluster = cluster_preset("h800", 16, domain_gpus=8)
     workload = StepWorkload(TINY, layout, 16, 8, 2 * 8, 512)
-    folded = PipelineEngine(workload, cluster).run()
+    folded = Engine(workload, cluster).run()
     assert folded.network_bytes[("nvl_pp", 0)] > 0 and folded.network_bytes[("nic_out", 0)] > 0  # DP: NIC
-    assert UnfoldedEngine(workload, cluster).run().step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
+    unfolded = Engine(workload, cluster, placement="unfolded").run()
+    assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
+
+
+# --- the command line ---------------------------------------------------------------------------------
+TINY_YAML = "name: tiny\nnum_layers: 8\nhidden_size: 512\nnum_heads: 8\nnum_kv_heads: 2\nexpert_ffn_size: 1024\n"
+TINY_YAML += "num_experts: 8\ntop_k: 2\nvocab_size: 1024\n"
+
+
+def test_cli_runs_the_unfolded_engine(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """16 GPUs (2 nodes of 8), SP/EP 4, PP 2, DP 2: the same step as folded; every GPU's ops simulated."""
+    model = tmp_path / "tiny.yaml"
+    model.write_text(TINY_YAML)
+    argv = ["run", "--model", str(model), "--gpus", "16", "--global-batch", "4", "--seq-len", "512"]
+    argv += ["--set", "pp=2", "--set", "intra_size=4", "--json"]
+    reports = []
+    for engine in ("folded", "unfolded"):
+        assert main([*argv, "--engine", engine]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    folded, unfolded = reports
+    assert unfolded["step_time_s"] == pytest.approx(folded["step_time_s"], rel=1e-9)
+    assert unfolded["simulated_ops"] == unfolded_ops(
+        StepWorkload(TINY, layout_preset("megascale-moe").with_(pp=2, intra_size=4), 16, 8, 4, 512)
+    )
+
+
+def test_cli_refuses_a_large_unfolded_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The paper's 240-GPU step would be ~36 million unfolded ops (hours): one line, exit status 2."""
+    assert main(["run", "--gpus", "240", "--global-batch", "30", "--engine", "unfolded"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moesim: error: engine: unfolded: 240 GPUs x") and err.count("\n") == 1

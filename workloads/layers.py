@@ -13,7 +13,19 @@ from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
 from workloads.models import ModelSpec
 from workloads.moe import ffn_recipe, tp_pair
-from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, attention_pairs, comm_step
+from workloads.ops import (
+    ALL_TO_ALL,
+    ATTENTION,
+    BYTES_BF16,
+    GEMM,
+    MEMORY,
+    Gemm,
+    Group,
+    Module,
+    Step,
+    attention_pairs,
+    comm_step,
+)
 from workloads.precision import to_fp8_comm, to_fp8_gemms
 
 
@@ -30,9 +42,10 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     tokens = layout.micro_batch * seq_len
     local = tokens // n  # sequence-sharded tokens per GPU
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
-    norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True)
+    norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
-    flash = Step("flash_attn", ATTENTION, flops=attention_flops(model, layout, seq_len, window))
+    flops = attention_flops(model, layout, seq_len, window)
+    flash = Step("flash_attn", ATTENTION, flops=flops, module=Module.CORE_ATTN)
     if layout.attention == "sp":
         qkv_bytes = local * model.qkv_width * BYTES_BF16
         return [

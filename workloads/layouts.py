@@ -10,12 +10,15 @@ from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
+from workloads.ops import Module
+from workloads.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.schedules import SCHEDULES
 from workloads.validation import check_layout
 
 ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence parallel) or Ulysses SP
 FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
-RECOMPUTE = ("none", "sar", "full")
+RECOMPUTE = ("none", "sar", "full", "selective")  # selective: the Megatron-Core modules in recompute_modules
+RECOMPUTE_MODULES = tuple(module.value for module in Module if module != Module.NONE)
 EXPERT_GEMMS = ("grouped", "sequential")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
@@ -66,10 +69,27 @@ class LayoutSpec:
     # keeps as many as fit in HBM, as one tunes --recompute-num-layers. Both apply to recompute "full" only.
     recompute_kept_layers: int = 0
     recompute_to_fit: bool = False
+    # Selective recomputation (recompute "selective", Megatron-Core's --recompute-modules): the modules
+    # (workloads.ops.Module values) whose forward steps re-run in backward and whose activations are freed.
+    recompute_modules: tuple[str, ...] = ()
+    # Optimizer and gradient storage (Megatron-Core distributed optimizer; simulator.memory): dtypes of the
+    # main gradients, FP32 master weights and Adam moments; param_remainders keeps only the 16 low bits of
+    # each FP32 master weight beside its BF16 copy (TE FusedAdam store_param_remainders).
+    main_grads_dtype: str = "fp32"
+    main_params_dtype: str = "fp32"
+    exp_avg_dtype: str = "fp32"
+    exp_avg_sq_dtype: str = "fp32"
+    param_remainders: bool = False
+    fp8_param_gather: bool = False  # linear-layer weights stored in FP8 (1 byte); needs gemm_dtype "fp8"
+    fp8_recipe: str = ""  # TE scaling recipe of FP8 training, kept for its cost model (not simulated yet)
+    # Parsed from Megatron arguments, not yet simulated: EP all-to-all overlapped with another micro-batch's
+    # compute (--overlap-moe-expert-parallel-comm) and weight gradients delayed (--delay-wgrad-compute).
+    ep_overlap: bool = False
+    delay_wgrad: bool = False
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
-        for name in ("expert_loads", "block_layers"):  # YAML gives lists; keep the spec hashable and comparable
+        for name in ("expert_loads", "block_layers", "recompute_modules"):  # YAML gives lists; keep it hashable
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("layout", self)
@@ -81,6 +101,11 @@ class LayoutSpec:
             "expert_gemm": EXPERT_GEMMS,
             "grad_sync": GRAD_SYNC,
             "comm_dtype": COMM_DTYPES,
+            "main_grads_dtype": MAIN_GRADS_DTYPES,
+            "main_params_dtype": MAIN_PARAMS_DTYPES,
+            "exp_avg_dtype": MOMENT_DTYPES,
+            "exp_avg_sq_dtype": MOMENT_DTYPES,
+            "fp8_recipe": FP8_RECIPES,
         }
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
@@ -92,6 +117,11 @@ class LayoutSpec:
             raise ConfigError("layout.zero_stage", "must be 0, 1, 2 or 3")
         if self.capacity_factor < 1.0:
             raise ConfigError("layout.capacity_factor", "must be >= 1.0")
+        for module in self.recompute_modules:
+            if module not in RECOMPUTE_MODULES:
+                raise ConfigError("layout.recompute_modules", f"{module!r} is not one of {', '.join(RECOMPUTE_MODULES)}")
+        if any(count < 0 for count in self.block_layers):
+            raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {list(self.block_layers)}")
         check_layout(self)
 
     @property

@@ -10,7 +10,21 @@ from __future__ import annotations
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.moe import tp_pair
-from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Group, Step, attention_pairs, comm_step
+from workloads.ops import (
+    ALL_TO_ALL,
+    ATTENTION,
+    BYTES_BF16,
+    GEMM,
+    MEMORY,
+    Gemm,
+    Group,
+    Module,
+    Step,
+    attention_pairs,
+    comm_step,
+)
+
+UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up projection
 
 
 def qk_head_dim(model: ModelSpec) -> int:
@@ -46,24 +60,25 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
     rows = tokens if tp else tokens // n  # TP computes on the gathered sequence
     local_heads = heads // n if tp else heads
     act_local = tokens // n * h * BYTES_BF16
-    steps = [Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True)]
+    steps = [Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)]
     gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16)
     if tp:  # the latents are replicated over the TP group; up projections are split by heads
         steps.append(gather)
     if q_rank:
         steps += [
             Step("q_down", GEMM, gemm=Gemm(rows, q_rank, h)),
-            Step("q_norm", MEMORY, mem_bytes=2 * rows * q_rank * BYTES_BF16),
-            Step("q_up", GEMM, gemm=Gemm(rows, local_heads * d_qk, q_rank)),
+            Step("q_norm", MEMORY, mem_bytes=2 * rows * q_rank * BYTES_BF16, module=UP),
+            Step("q_up", GEMM, gemm=Gemm(rows, local_heads * d_qk, q_rank), module=UP),
         ]
     else:
         steps.append(Step("q_proj", GEMM, gemm=Gemm(rows, local_heads * d_qk, h)))
     steps += [
         Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)),
-        Step("kv_norm", MEMORY, mem_bytes=2 * rows * kv_rank * BYTES_BF16),
-        Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank)),
+        Step("kv_norm", MEMORY, mem_bytes=2 * rows * kv_rank * BYTES_BF16, module=UP),
+        Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank), module=UP),
     ]
-    flash = Step("flash_attn", ATTENTION, flops=mla_attention_flops(model, layout, seq_len, window))
+    flops = mla_attention_flops(model, layout, seq_len, window)
+    flash = Step("flash_attn", ATTENTION, flops=flops, module=Module.CORE_ATTN)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
     if tp:
         return steps + [

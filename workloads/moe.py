@@ -23,6 +23,7 @@ from workloads.ops import (
     Carries,
     Gemm,
     Group,
+    Module,
     Step,
     comm_step,
 )
@@ -33,6 +34,9 @@ from workloads.routing import layout_routing_stats
 # a fused kernel needs 1 and 1.
 UNFUSED_KERNELS = 4
 UNFUSED_PASSES = 2
+M = Module.MOE  # steps of the MoE layer (router, dispatch, experts, combine): --recompute-modules moe
+SHARED = Module.SHARED_EXPERTS
+ACT = Module.MOE_ACT
 
 
 def dispatch_uses_all_gather(model: ModelSpec, layout: LayoutSpec) -> bool:
@@ -79,14 +83,14 @@ def layout_ep_plan(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_
 
 def host_sync_steps(layout: LayoutSpec) -> list[Step]:
     """Token counts per expert copied to the host before the expert GEMMs (Megatron-Core's dispatchers)."""
-    return [Step("tokens_per_expert_sync", HOST_SYNC)] if layout.host_sync_per_moe_layer else []
+    return [Step("tokens_per_expert_sync", HOST_SYNC, module=Module.MOE)] if layout.host_sync_per_moe_layer else []
 
 
 def _kernels_passes(layout: LayoutSpec) -> tuple[int, int]:
     return (1, 1) if layout.fused_permute else (UNFUSED_KERNELS, UNFUSED_PASSES)
 
 
-def tp_pair(name: str, n: int, full_bytes: float) -> tuple[Step, Step]:
+def tp_pair(name: str, n: int, full_bytes: float, module: Module = Module.NONE) -> tuple[Step, Step]:
     """Megatron TP with sequence parallelism around a block (Eq. 1 / Eq. 4): AG in, RS out."""
     egress = full_bytes * (n - 1) / n
     gather = comm_step(
@@ -97,9 +101,16 @@ def tp_pair(name: str, n: int, full_bytes: float) -> tuple[Step, Step]:
         fuse="next",
         sar_recompute=True,
         carries=Carries.INTO_GEMM,
+        module=module,
     )
     scatter = comm_step(
-        f"tp_rs_{name}", REDUCE_SCATTER, Group.TP, comm_bytes=egress, fuse="prev", carries=Carries.OUT_OF_GEMM
+        f"tp_rs_{name}",
+        REDUCE_SCATTER,
+        Group.TP,
+        comm_bytes=egress,
+        fuse="prev",
+        carries=Carries.OUT_OF_GEMM,
+        module=module,
     )
     return gather, scatter
 
@@ -111,13 +122,13 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     local = tokens // n
     tp = layout.attention == "tp" and n > 1
     rows, width = (tokens, f // n) if tp else (local, f)
-    gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16)
+    gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16, Module.MLP)
     return [
-        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
+        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
         *([gather] if tp else []),
-        Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h)),
-        Step("swiglu", MEMORY, mem_bytes=3 * rows * width * BYTES_BF16),
-        Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width)),
+        Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h), module=Module.MLP),
+        Step("swiglu", MEMORY, mem_bytes=3 * rows * width * BYTES_BF16, module=Module.MLP),
+        Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width), module=Module.MLP),
         *([scatter] if tp else []),
     ]
 
@@ -128,9 +139,9 @@ def shared_expert_steps(model: ModelSpec, local: int) -> list[Step]:
         return []
     h, f = model.hidden_size, model.shared_ffn_size
     return [
-        Step("shared_fc13", GEMM, gemm=Gemm(local, 2 * f, h), overlap_comm=True),
-        Step("shared_swiglu", MEMORY, mem_bytes=3 * local * f * BYTES_BF16, overlap_comm=True),
-        Step("shared_fc2", GEMM, gemm=Gemm(local, h, f), overlap_comm=True),
+        Step("shared_fc13", GEMM, gemm=Gemm(local, 2 * f, h), overlap_comm=True, module=SHARED),
+        Step("shared_swiglu", MEMORY, mem_bytes=3 * local * f * BYTES_BF16, overlap_comm=True, module=SHARED),
+        Step("shared_fc2", GEMM, gemm=Gemm(local, h, f), overlap_comm=True, module=SHARED),
     ]
 
 
@@ -138,9 +149,9 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
     kernels, passes = _kernels_passes(layout)
     h = model.hidden_size
     return [
-        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True),
-        Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True),
-        Step("router_topk", MEMORY, mem_bytes=passes * 3 * local * model.num_experts * 4, kernels=kernels),
+        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
+        Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M),
+        Step("router_topk", MEMORY, mem_bytes=passes * 3 * local * model.num_experts * 4, kernels=kernels, module=M),
     ]
 
 
@@ -149,10 +160,17 @@ def _expert_steps(layout: LayoutSpec, rows: int, groups: int, width: int, h: int
     kernels, passes = _kernels_passes(layout)
     sequential = layout.expert_gemm == "sequential"
     return [
-        Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential)),
-        Step("swiglu", MEMORY, mem_bytes=passes * 3 * rows * groups * width * BYTES_BF16, kernels=kernels),
-        Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential)),
+        Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential), module=M),
+        Step("swiglu", MEMORY, mem_bytes=passes * 3 * rows * groups * width * BYTES_BF16, kernels=kernels, module=ACT),
+        Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential), module=M),
     ]
+
+
+def _permute_step(layout: LayoutSpec, copies: int, h: int) -> Step:
+    """Token copies gathered into expert order before the expert GEMMs (read and written once per pass)."""
+    kernels, passes = _kernels_passes(layout)
+    mem_bytes = passes * 2 * copies * h * BYTES_BF16
+    return Step("permute", MEMORY, mem_bytes=mem_bytes, kernels=kernels, sar_recompute=True, module=M)
 
 
 def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
@@ -162,17 +180,17 @@ def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> lis
     local = tokens // n
     kernels, passes = _kernels_passes(layout)
     gathered = tokens * k
-    gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16)
+    gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16, Module.MOE)
     rows = math.ceil(gathered / model.num_experts * layout.capacity_factor)  # capacity-padded buffers
     return [
         *_router_steps(model, layout, local),
         *shared_expert_steps(model, local),
         gather,
         *host_sync_steps(layout),
-        Step("permute", MEMORY, mem_bytes=passes * 2 * gathered * h * BYTES_BF16, kernels=kernels, sar_recompute=True),
+        _permute_step(layout, gathered, h),
         *_expert_steps(layout, rows, model.num_experts, model.expert_ffn_size // n, h),
         scatter,
-        Step("unpermute", MEMORY, mem_bytes=passes * (gathered + local) * h * BYTES_BF16, kernels=kernels),
+        Step("unpermute", MEMORY, mem_bytes=passes * (gathered + local) * h * BYTES_BF16, kernels=kernels, module=M),
     ]
 
 
@@ -190,6 +208,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     kinds = (ALL_GATHER, REDUCE_SCATTER) if plan.all_gather else (ALL_TO_ALL, ALL_TO_ALL)
     names = ("ep_ag_dispatch", "ep_rs_combine") if plan.all_gather else ("ep_a2a_dispatch", "ep_a2a_combine")
     common = {"comm_bytes": plan.nvlink_bytes, "nic_bytes": plan.nic_bytes, "group_size": plan.members_per_node}
+    common["module"] = M
     dispatch = comm_step(
         names[0], kinds[0], Group.EP, fuse=fuse_dispatch, sar_recompute=True, carries=Carries.INTO_GEMM, **common
     )
@@ -208,6 +227,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
                 fuse="" if shared else "next",
                 sar_recompute=True,
                 carries=Carries.INTO_GEMM,
+                module=M,
             )
         ]
         etp_rs = [
@@ -219,20 +239,21 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
                 group_size=etp,
                 fuse="prev",
                 carries=Carries.OUT_OF_GEMM,
+                module=M,
             )
         ]
     routed = local * k
     return [
         *_router_steps(model, layout, local),
         *host_sync_steps(layout),
-        Step("permute", MEMORY, mem_bytes=passes * 2 * routed * h * BYTES_BF16, kernels=kernels, sar_recompute=True),
+        _permute_step(layout, routed, h),
         dispatch,
         *shared,
         *etp_ag,
         *_expert_steps(layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h),
         *etp_rs,
         combine,
-        Step("unpermute", MEMORY, mem_bytes=passes * (routed + local) * h * BYTES_BF16, kernels=kernels),
+        Step("unpermute", MEMORY, mem_bytes=passes * (routed + local) * h * BYTES_BF16, kernels=kernels, module=M),
     ]
 
 

@@ -71,6 +71,27 @@ class Carries(Label):
     OUT_OF_GEMM = "out_of_gemm"  # a linear layer's output (combine, TP/ETP reduce-scatter): FP8 backward
 
 
+class Module(Label):
+    """The Megatron-Core submodule a recipe step runs in: what ``--recompute-modules`` names (selective
+    recomputation, TransformerConfig.recompute_modules in megatron/core/transformer/transformer_config.py)."""
+
+    NONE = ""
+    CORE_ATTN = "core_attn"  # softmax(QK^T) V: the FlashAttention kernel
+    LAYERNORM = "layernorm"  # input_layernorm and pre_mlp_layernorm
+    MLA_UP_PROJ = "mla_up_proj"  # MLA's query / key-value up projections and their latent norms
+    MLP = "mlp"  # a dense layer's MLP
+    MOE = "moe"  # the MoE layer: router, dispatch, experts, combine (and the shared experts inside it)
+    MOE_ACT = "moe_act"  # the experts' activation function
+    SHARED_EXPERTS = "shared_experts"
+
+    def rerun_by(self, modules: frozenset[Module]) -> bool:
+        """Whether selective recomputation of ``modules`` re-runs a step of this module in backward: its own
+        name, or "moe" for the experts' activation and the shared experts (MoELayer.forward runs both)."""
+        if self == Module.NONE:
+            return False
+        return self in modules or (self in (Module.MOE_ACT, Module.SHARED_EXPERTS) and Module.MOE in modules)
+
+
 def attention_pairs(seq_len: int, window: int = 0) -> int:
     """Query-key pairs attention is counted over, in FlashAttention's non-causal convention (s x s).
 
@@ -156,6 +177,7 @@ class Step:
     bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
+    module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)
 
 
 def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0, **fields: object) -> Step:

@@ -10,6 +10,15 @@ from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, Step
 FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
 FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16 bytes
 
+# Storage bytes of the optimizer's tensors by dtype name (Megatron-Core's --main-grads-dtype,
+# --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; "fp8" is stored as uint8 there).
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+MAIN_GRADS_DTYPES = ("fp32", "bf16")
+MAIN_PARAMS_DTYPES = ("fp32", "fp16")
+MOMENT_DTYPES = ("fp32", "fp16", "bf16", "fp8")
+# Transformer Engine's FP8 scaling recipes as Megatron-Core names them (--fp8-recipe); "" = not FP8 training.
+FP8_RECIPES = ("", "delayed", "tensorwise", "blockwise", "mxfp8")
+
 
 def to_fp8_gemms(steps: list[Step]) -> list[Step]:
     """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16."""

@@ -141,17 +141,22 @@ class StepWorkload:
         sp = layout.attention == "sp"
         held_dense = small + (split if sp else split / n)
         synced_dense = small + split / n
-        vocab = m.vocab_size * m.hidden_size / n
-        ends = (0 in blocks) + (self.schedule.blocks - 1 in blocks)  # embedding on block 0, head on the last
-        if m.tied_embeddings and ends == 2:
-            ends = 1
-        held_dense += ends * vocab
-        synced_dense += ends * vocab
+        held_dense += self.embedding_params(stage)
+        synced_dense += self.embedding_params(stage)
         # CP ranks hold the same weights: the dense gradients reduce over DP x CP (Megatron-Core)
         return [
             ParamGroup(held_dense, synced_dense, self.dp * self.layout.cp),
             ParamGroup(experts, experts, self.expert_dp),
         ]
+
+    def embedding_params(self, stage: int) -> float:
+        """Input embedding and output head weights per GPU of a stage (vocab-parallel over n): on block 0 and
+        on the last block, one matrix if they are tied and on the same stage."""
+        blocks = self.schedule.stage_blocks(stage)
+        ends = (0 in blocks) + (self.schedule.blocks - 1 in blocks)
+        if self.model.tied_embeddings and ends == 2:
+            ends = 1
+        return ends * (self.model.vocab_size * self.model.hidden_size / self.layout.intra_size)
 
     def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
         """(parameters held, parameters synced over the NICs) per GPU of a stage, over its groups."""

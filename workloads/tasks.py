@@ -9,6 +9,7 @@ on the comm stream and the weight-gradient GEMM is issued after it, so it hides 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from workloads.layouts import LayoutSpec
@@ -21,6 +22,7 @@ from workloads.ops import (
     GEMM,
     HOST_SYNC,
     TRANSPOSE,
+    Module,
     Op,
     Role,
     Step,
@@ -207,20 +209,35 @@ def _emit_recompute(
         deps = (grad,) if grad >= 0 else ()
         last = _emit_forward(ops, [(layer, steps)], deps, recompute=True)
         return {-1: last}
-    if layout.recompute != "sar":
+    rerun = _reruns(layout)
+    if rerun is None:
         return {}
     done: dict[int, int] = {}
     last = -1
     for position, step in enumerate(steps):
-        if not step.sar_recompute:
+        if not rerun(step):
             continue
         deps = (last,) if last >= 0 else ()
-        if step.kind == COLLECTIVE:
+        if step.kind == HOST_SYNC:  # the re-run dispatcher copies its token counts to the host again
+            last = ops.add(Op(f"{step.name}.recompute", HOST_SYNC, COMPUTE, deps, Role.RECOMPUTE, layer))
+        elif step.kind == COLLECTIVE:
             last = ops.collective(step, layer, deps, Role.RECOMPUTE, name=f"{step.name}.recompute")
         else:
             last = ops.compute(step, layer, deps, Role.RECOMPUTE, gemm=step.gemm, name=f"{step.name}.recompute")
         done[position] = last
     return done
+
+
+def _reruns(layout: LayoutSpec) -> Callable[[Step], bool] | None:
+    """Which forward steps partial recomputation re-runs at the start of a layer's backward: MegaScale-MoE's
+    SAR steps (Sec. 4.1), or the steps of the Megatron-Core modules selective recomputation names
+    (--recompute-granularity selective --recompute-modules); None without partial recomputation."""
+    if layout.recompute == "sar":
+        return lambda step: step.sar_recompute
+    if layout.recompute == "selective":
+        modules = frozenset(Module(name) for name in layout.recompute_modules)
+        return lambda step: step.module.rerun_by(modules)
+    return None
 
 
 def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int, recomputed: dict[int, int]) -> int:

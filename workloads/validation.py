@@ -41,6 +41,19 @@ def check_layout(layout: LayoutSpec) -> None:
             raise ConfigError(
                 "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
             )
+    _check_memory_options(layout)
+
+
+def _check_memory_options(layout: LayoutSpec) -> None:
+    """Selective recomputation, FP8 weights and the optimizer's storage: each option with the one it needs."""
+    if layout.recompute_modules and layout.recompute != "selective":
+        raise ConfigError("layout.recompute_modules", f'needs recompute "selective", not {layout.recompute!r}')
+    if layout.gemm_dtype != "fp8":
+        for field in ("fp8_param_gather", "fp8_recipe"):
+            if getattr(layout, field):
+                raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
+    if layout.param_remainders and layout.main_params_dtype != "fp32":
+        raise ConfigError("layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32")
 
 
 def check_step(
@@ -63,6 +76,8 @@ def check_step(
     _check_expert_loads(model, layout)
     _check_expert_groups(model, layout, num_gpus, gpus_per_node)
     _check_pipeline(model, layout, num_gpus, global_batch)
+    if "mla_up_proj" in layout.recompute_modules and model.attention != "mla":
+        raise ConfigError("layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla")
 
 
 def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:

@@ -1,0 +1,151 @@
+"""Placements: which places run a stage's tasks, and which links their traffic loads.
+
+The pipeline (simulator/engine.py) is the same for every placement; a placement answers where things
+run: its places, the links of a PP send and of a DP transfer, and how a task's collectives move bytes.
+
+Folded (symmetry folding, DESIGN.md): with balanced routing the GPUs of a stage do the same work at the
+same time and every DP replica copies every other, so one representative per stage (replica 0, rank 0)
+stands for all. Its links stand for every member's: an intra-node collective moves each member's egress
+bytes over the representative's NVLink, and PP sends and DP buckets share its NIC. Cost therefore grows
+with stages x micro-batches, not with the GPU count. The unfolded placement (simulator/unfolded.py)
+simulates every GPU and flow, and checks this one (tests/test_unfolded.py).
+
+Faults (simulator/faults.py) break symmetry; the folded representative of an affected stage becomes its
+slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
+stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC shared by k GPUs. This assumes
+every member of a stage waits for the slowest (each intra-node collective is a barrier, so the whole group
+runs at the straggler's pace), that DP rings and PP transfers run at their slowest member's pace (every
+replica's stage is charged the fault), and that a failed NIC's detour over NVLink costs NVLink nothing.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from simulator.faults import Faults, StageFault
+from simulator.network import FluidNetwork
+from simulator.ranks import Place, RankMap
+from simulator.tasks import OpCosts, TaskTiming, run_task
+from topologies.cluster import ClusterSpec
+from workloads.ops import Op
+from workloads.schedules import Task
+from workloads.step import StepWorkload
+
+
+class Placement:
+    """Where a step runs: places, the links of PP and DP traffic, and how tasks move their bytes."""
+
+    kind = ""
+    memoizable = False  # whether a task may be timed once per key and replayed (simulator/timer.py)
+
+    def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
+        faults.validate(cluster)
+        self.env, self.workload, self.cluster, self.faults = env, workload, cluster, faults
+        self.ranks = RankMap.of(workload)
+        self.stage_faults: list[StageFault] = faults.stage_faults(cluster, self.ranks)
+        self.places: tuple[Place, ...] = ()
+        self.network: FluidNetwork
+        self.networks: list[FluidNetwork] = []  # every network of the step (probes watch each)
+
+    def compute_factor(self, place: Place) -> float:
+        """How many times longer ``place``'s compute kernels take."""
+        raise NotImplementedError
+
+    def pp_links(self, src: Place, dst: Place) -> tuple:
+        """Links a PP send from ``src`` to ``dst`` loads."""
+        raise NotImplementedError
+
+    def dp_links(self, place: Place) -> tuple:
+        """Links ``place``'s DP parameter gathers and gradient reductions load."""
+        raise NotImplementedError
+
+    def start_task(
+        self,
+        place: Place,
+        task: Task,
+        ops: tuple[Op, ...],
+        costs: OpCosts,
+        lanes: tuple[int, ...] | None,
+        timing: TaskTiming,
+    ) -> simpy.Event:
+        """Start ``task``'s ops at op level in the shared environment; the event fires when all are done."""
+        raise NotImplementedError
+
+    def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
+        """Start moving ``nbytes`` over ``links`` (a PP send or DP bucket); fires when the last byte lands."""
+        return self.network.transfer(links, nbytes)
+
+    def bytes_sent(self) -> dict:
+        """Bytes sent over each link so far."""
+        return dict(self.network.bytes_sent)
+
+
+class FoldedPlacement(Placement):
+    """One representative GPU per stage (replica 0, rank 0), its NIC and NVLink standing for all."""
+
+    kind = "folded"
+
+    def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
+        super().__init__(env, workload, cluster, faults)
+        # Memoization is exact only while tasks stay off the NIC; cross-node EP (and CP across nodes) put
+        # task traffic on the NIC beside PP sends and DP buckets, so such workloads run at op level.
+        self.memoizable = not workload.tasks_use_nic
+        self.places = tuple(Place(0, stage, 0) for stage in range(workload.pp))
+        capacities = {}
+        for stage in range(workload.pp):
+            capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
+            capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
+            # PP sends and DP sync between GPUs of one node use NVLink (scale-up domains larger than a stage)
+            capacities[("nvl_pp", stage)] = self._nvlink_Bps(stage)
+            capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
+        self.network = FluidNetwork(env, capacities)
+        # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
+        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. When
+        # tasks also use the NIC (cross-node EP), their flows span both, so everything shares one network.
+        if workload.tasks_use_nic:
+            for stage in range(workload.pp):
+                self.network.capacities_Bps[("nvl", stage)] = self._nvlink_Bps(stage)
+                self.network.bytes_sent[("nvl", stage)] = 0.0
+            self.nvlink_networks = [self.network] * workload.pp
+        else:
+            self.nvlink_networks = [
+                FluidNetwork(env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
+            ]
+        self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
+        self._pp_routes: dict[tuple[int, int], tuple] = {}
+
+    def _nvlink_Bps(self, stage: int) -> float:
+        return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
+
+    def compute_factor(self, place: Place) -> float:
+        return self.stage_faults[place.stage].compute_factor
+
+    def _node_of(self, stage: int) -> int:
+        return self.ranks.gpu(Place(0, stage, 0)) // self.cluster.gpus_per_node
+
+    def pp_links(self, src: Place, dst: Place) -> tuple:
+        pair = (src.stage, dst.stage)
+        if pair not in self._pp_routes:  # NOTE: once per stage pair, not per send
+            same_node = self._node_of(src.stage) == self._node_of(dst.stage)  # both in one scale-up domain
+            self._pp_routes[pair] = (
+                (("nvl_pp", src.stage),) if same_node else (("nic_out", src.stage), ("nic_in", dst.stage))
+            )
+        return self._pp_routes[pair]
+
+    def dp_links(self, place: Place) -> tuple:
+        if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
+            return (("nvl_dp", place.stage),)
+        return ("nic_out", place.stage), ("nic_in", place.stage)
+
+    def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
+        stage = place.stage
+        nic = (("nic_out", stage), ("nic_in", stage))
+        network = self.nvlink_networks[stage]
+        return run_task(self.env, ops, costs, network, (("nvl", stage),), timing, lanes=lanes, nic_links=nic)
+
+    def bytes_sent(self) -> dict:
+        sent = dict(self.network.bytes_sent)
+        for network in self.nvlink_networks:
+            if network is not self.network:
+                sent.update(network.bytes_sent)
+        return sent

@@ -1,0 +1,358 @@
+"""Megatron-LM / Megatron-Core training arguments as a moesim job (``parse_megatron_args``): the layout,
+the batch, the sequence length, the precision and model overrides, plus the flags it ignores and why.
+
+Every layout field a Megatron flag maps to takes the flag's value or Megatron-Core's default for it (a
+Megatron run without ``--moe-grouped-gemm`` runs SequentialMLP, without ``--use-distributed-optimizer``
+keeps the optimizer unsharded, ...); the fields Megatron has no flag for (routing skew, FP8 communication,
+recompute_to_fit, ...) come from the base layout, megascale-moe's LayoutSpec defaults unless ``--layout``
+names another. Model flags override the base model only where present. Rules Megatron-Core asserts
+between flags are ConfigErrors naming the flag. Sources: NVIDIA/Megatron-LM commit
+d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron/training/arguments.py ``validate_args``,
+megatron/core/transformer/transformer_config.py, megatron/core/model_parallel_config.py,
+megatron/core/optimizer/optimizer_config.py); the README's "Megatron-LM arguments" table lists each flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from topologies.errors import ConfigError
+from workloads import megatron_model
+from workloads.layouts import RECOMPUTE_MODULES, LayoutSpec
+from workloads.megatron_args import NOT_SIMULATED, UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
+from workloads.megatron_pipeline import block_layers, parse_layout, stage_layers
+from workloads.models import ModelSpec
+
+NEVER_ALL_GATHER = 1 << 30  # a2a_topk_threshold above any top-k: Megatron's all-to-all dispatcher never switches
+FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
+    "layout.intra_size": "--tensor-model-parallel-size",
+    "layout.pp": "--pipeline-model-parallel-size",
+    "layout.cp": "--context-parallel-size",
+    "layout.ep": "--expert-model-parallel-size x --expert-tensor-parallel-size",
+    "layout.etp": "--expert-tensor-parallel-size, default --tensor-model-parallel-size",
+    "layout.virtual_stages": "--num-virtual-stages-per-pipeline-rank",
+    "layout.block_layers": "--pipeline-model-parallel-layout / --decoder-first/last-pipeline-num-layers",
+    "layout.ep_max_nodes": "--moe-router-group-topk",
+    "layout.recompute_modules": "--recompute-modules",
+    "layout.micro_batch": "--micro-batch-size",
+    "global_batch": "--global-batch-size",
+    "seq_len": "--seq-length",
+    "gpus": "--tensor/pipeline/context-parallel-size",
+    "model.num_heads": "--num-attention-heads",
+    "model.num_kv_heads": "--num-query-groups",
+    "model.num_experts": "--num-experts",
+    "model.expert_ffn_size": "--moe-ffn-hidden-size",
+}
+
+
+class MegatronRun(NamedTuple):
+    """A job resolved against a base model and layout: what ``simulate`` takes, and what to report."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    global_batch: int | None  # None: Megatron's default, micro-batch x data-parallel size (global_batch_for)
+    seq_len: int | None
+    ignored: tuple[IgnoredArg, ...]
+    notes: tuple[str, ...]  # where moesim simulates something other than what Megatron would run
+
+
+@dataclass(frozen=True)
+class MegatronJob:
+    """What a Megatron command line sets: layout fields, model field overrides, batch and sequence."""
+
+    layout_fields: dict[str, Any]
+    model_overrides: dict[str, Any]
+    global_batch: int | None
+    seq_len: int | None
+    ignored: tuple[IgnoredArg, ...]
+    notes: tuple[str, ...] = ()
+    args: dict[str, Any] = field(default_factory=dict, repr=False)  # typed flag values, for resolve()
+
+    @property
+    def unknown(self) -> list[str]:
+        """Flags moesim does not know (each also in ``ignored``)."""
+        return [arg.flag for arg in self.ignored if arg.reason == UNKNOWN]
+
+    def resolve(self, base_model: ModelSpec, base_layout: LayoutSpec | None = None) -> MegatronRun:
+        """The model (base with the overrides and Megatron's derived fields) and the layout (base with the
+        fields, the pipeline split and the recomputed layers, which need the model's layer count)."""
+        notes = list(self.notes)
+        ignored = list(self.ignored)
+        model = megatron_model.apply(self.args, self.model_overrides, base_model, notes, ignored)
+        megatron_model.check_divisible(self.args, model)
+        fields = {**self.layout_fields, **_pipeline(self.args, model, self.layout_fields, notes)}
+        base = base_layout or LayoutSpec("megatron-args")
+        layout = base.with_(name="megatron-args" if base_layout is None else f"{base.name}+megatron-args", **fields)
+        return MegatronRun(model, layout, self.global_batch, self.seq_len, tuple(ignored), tuple(notes))
+
+    def global_batch_for(self, num_gpus: int) -> int:
+        """``--global-batch-size``, or Megatron's default: micro-batch x data-parallel size."""
+        if self.global_batch is not None:
+            return self.global_batch
+        fields = self.layout_fields
+        return fields["micro_batch"] * max(num_gpus // (fields["intra_size"] * fields["cp"] * fields["pp"]), 1)
+
+    def explain(self, error: ConfigError) -> ConfigError:
+        """``error`` with the Megatron flags behind its field named, when there are some."""
+        flags = FIELD_FLAGS.get(error.field)
+        return ConfigError(f"{error.field} ({flags})", error.rule) if flags else error
+
+
+def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
+    """Read Megatron-LM arguments (inline ``--flags`` or a file holding them, or a whole launch line)."""
+    args, ignored = parse_arguments(tokens(read_text(text_or_path)))
+    notes: list[str] = []
+    extra: list[IgnoredArg] = []
+    fields = {
+        **_parallel(args, notes),
+        **_experts(args, notes),
+        **_recompute(args, extra),
+        **_precision(args, extra),
+        **_data_parallel(args, notes),
+    }
+    for flag in ("--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"):
+        if args.get(flag):
+            extra.append(IgnoredArg(flag, NOT_SIMULATED))
+    overrides = megatron_model.overrides(args, extra)
+    if not args.get("--swiglu"):
+        notes.append("no --swiglu: Megatron's MLP is GeLU (2 matrices); moesim simulates SwiGLU (3)")
+    return MegatronJob(
+        fields,
+        overrides,
+        _positive(args, "--global-batch-size", None),
+        _positive(args, "--seq-length", None),
+        (*ignored, *extra),
+        tuple(notes),
+        args,
+    )
+
+
+def _positive(args: dict[str, Any], flag: str, default: int | None) -> Any:
+    value = args.get(flag, default)
+    if value is not None and value < 1:
+        raise ConfigError(flag, f"must be a positive integer, got {value}")
+    return value
+
+
+def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """TP (moesim's TP attention over intra_size GPUs), PP, CP and the micro-batch."""
+    tp = _positive(args, "--tensor-model-parallel-size", 1)
+    if tp > 1 and not args.get("--sequence-parallel"):
+        notes.append(
+            f"TP {tp} without --sequence-parallel: Megatron all-reduces activations and keeps them whole; "
+            "moesim simulates TP with sequence parallelism (all-gather + reduce-scatter, the same bytes)"
+        )
+    if any(kind != "p2p" for kind in args.get("--cp-comm-type", ("p2p",))):
+        notes.append("--cp-comm-type other than p2p: moesim simulates CP as the p2p ring")
+    return {
+        "attention": "tp",
+        "intra_size": tp,
+        "pp": _positive(args, "--pipeline-model-parallel-size", 1),
+        "cp": _positive(args, "--context-parallel-size", 1),
+        "micro_batch": _positive(args, "--micro-batch-size", 1),
+    }
+
+
+def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """EP x ETP carved out of DP x CP, the token dispatcher, capacity, expert GEMMs and group-limited routing.
+
+    ETP defaults to TP (ModelParallelConfig.__post_init__); Megatron then needs EP x ETP to divide the GPUs
+    of a stage, and so does moesim (workloads.validation), which also needs EP x ETP to be a multiple of TP:
+    ``--expert-tensor-parallel-size 1`` is the usual fix. EP 1 with ETP = TP is moesim's ffn "tp"."""
+    tp = args.get("--tensor-model-parallel-size", 1)
+    ep = _positive(args, "--expert-model-parallel-size", 1)
+    etp = _positive(args, "--expert-tensor-parallel-size", tp)
+    dispatcher = args.get("--moe-token-dispatcher-type", "allgather")  # TransformerConfig default
+    if args.get("--moe-enable-deepep") and dispatcher != "flex":
+        raise ConfigError("--moe-enable-deepep", "DeepEP is only supported with --moe-token-dispatcher-type flex")
+    if args.get("--moe-shared-expert-overlap") and dispatcher == "allgather":
+        raise ConfigError("--moe-shared-expert-overlap", "only works with the alltoall or flex token dispatcher")
+    if dispatcher == "flex":
+        notes.append("flex dispatcher (DeepEP / HybridEP): simulated as moesim's all-to-all dispatch")
+    if args.get("--moe-shared-expert-overlap"):
+        notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
+    ffn = "ep" if ep > 1 or tp == 1 or etp != tp else "tp"
+    capacity = args.get("--moe-expert-capacity-factor")
+    capacity = None if capacity is not None and capacity < 0 else capacity  # Megatron: negative = dropless
+    pad = bool(args.get("--moe-pad-expert-input-to-capacity"))
+    if pad and capacity is None:
+        raise ConfigError("--moe-pad-expert-input-to-capacity", "needs --moe-expert-capacity-factor")
+    if capacity is not None and capacity < 1.0:
+        raise ConfigError("--moe-expert-capacity-factor", f"{capacity} < 1 drops tokens: not modelled (use >= 1)")
+    if capacity is not None and not pad:
+        notes.append("capacity factor without padding: expert GEMMs run on the tokens received (dropless)")
+    groups, group_topk = args.get("--moe-router-num-groups"), args.get("--moe-router-group-topk")
+    if (groups is None) != (group_topk is None):
+        raise ConfigError("--moe-router-group-topk", "group-limited routing needs it and --moe-router-num-groups")
+    if group_topk is not None and not 1 <= group_topk <= groups:
+        raise ConfigError("--moe-router-group-topk", f"must be in 1 .. --moe-router-num-groups = {groups}")
+    if groups is not None:
+        notes.append(f"group-limited routing: the {groups} expert groups taken as the EP group's nodes")
+    fields: dict[str, Any] = {
+        "ffn": ffn,
+        "ep": ep if ffn == "ep" else 0,
+        "etp": etp if ffn == "ep" else 1,
+        "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
+        "expert_gemm": "grouped" if args.get("--moe-grouped-gemm") else "sequential",
+        "fused_permute": bool(args.get("--moe-permute-fusion")),
+        # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
+        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall"),
+        "capacity_factor": capacity or 1.0,
+        "dropless": ffn == "ep" and not pad,
+        "ep_max_nodes": group_topk or 0,
+        # the shared experts run beside the dispatch on its own stream; without it Megatron runs them in turn
+        "inter_op_overlap": bool(args.get("--moe-shared-expert-overlap")),
+        "intra_op_overlap": False,  # --tp-comm-overlap (userbuffers) is not modelled
+        "ep_overlap": bool(args.get("--overlap-moe-expert-parallel-comm")),
+        "delay_wgrad": bool(args.get("--delay-wgrad-compute")),
+    }
+    if args.get("--moe-router-force-load-balancing"):
+        fields["routing"] = "uniform"
+    return fields
+
+
+def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """--recompute-granularity full (method block / uniform) or selective (--recompute-modules, default
+    core_attn: TransformerConfig.__post_init__); none without it."""
+    granularity = "selective" if args.get("--recompute-activations") else args.get("--recompute-granularity")
+    method, layers = args.get("--recompute-method"), args.get("--recompute-num-layers")
+    if granularity is None:
+        for flag in ("--recompute-method", "--recompute-num-layers", "--recompute-modules"):
+            if flag in args:
+                ignored.append(IgnoredArg(flag, "no --recompute-granularity: nothing is recomputed"))
+        return {"recompute": "none", "recompute_modules": (), "recompute_kept_layers": 0}
+    if granularity == "full":
+        if method is None or layers is None:
+            raise ConfigError("--recompute-method", "full recomputation needs --recompute-method and -num-layers")
+        if layers < 1:
+            raise ConfigError("--recompute-num-layers", f"must be >= 1, got {layers}")
+        return {"recompute": "full", "recompute_modules": ()}  # kept layers: _pipeline (block method)
+    if method is not None or layers is not None:
+        raise ConfigError("--recompute-method", "selective recomputation takes no method or number of layers")
+    modules = args.get("--recompute-modules", ("core_attn",))
+    for module in modules:
+        if module not in RECOMPUTE_MODULES:
+            raise ConfigError("--recompute-modules", f"{module!r} not modelled; moesim models {RECOMPUTE_MODULES}")
+    if "moe_act" in modules and not args.get("--moe-grouped-gemm"):
+        raise ConfigError("--recompute-modules", "moe_act is only supported with --moe-grouped-gemm")
+    shared = args.get("--moe-shared-expert-intermediate-size")
+    if "shared_experts" in modules and shared and args.get("--moe-shared-expert-overlap"):
+        raise ConfigError("--recompute-modules", "shared_experts does not work with --moe-shared-expert-overlap")
+    delayed = args.get("--fp8-format") and args.get("--fp8-recipe", "delayed") == "delayed"
+    if delayed and {"moe_act", "layernorm"} & set(modules):
+        raise ConfigError("--recompute-modules", "delayed FP8 scaling supports no moe_act / layernorm recompute")
+    return {"recompute": "selective", "recompute_modules": tuple(dict.fromkeys(modules)), "recompute_kept_layers": 0}
+
+
+def _precision(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """16-bit training, FP8 GEMMs and weights, and the optimizer's storage dtypes (OptimizerConfig)."""
+    if args.get("--bf16") and args.get("--fp16"):
+        raise ConfigError("--fp16", "--bf16 and --fp16 exclude each other")
+    if not (args.get("--bf16") or args.get("--fp16")):
+        raise ConfigError("--bf16", "without --bf16 or --fp16 Megatron trains in FP32; moesim simulates 16-bit only")
+    if args.get("--optimizer", "adam") != "adam":
+        raise ConfigError("--optimizer", f"{args['--optimizer']!r} not modelled: moesim counts Adam's states")
+    fp8 = args.get("--fp8-format")
+    recipe = args.get("--fp8-recipe", "delayed")  # TransformerConfig default
+    if fp8 and recipe == "custom":
+        raise ConfigError("--fp8-recipe", "custom recipes are not modelled")
+    if not fp8 and "--fp8-recipe" in args:
+        ignored.append(IgnoredArg("--fp8-recipe", "no --fp8-format: BF16 GEMMs"))
+    if args.get("--fp8-param-gather"):
+        if not fp8:
+            raise ConfigError("--fp8-param-gather", "needs --fp8-format")
+        if not args.get("--use-distributed-optimizer"):
+            raise ConfigError("--fp8-param-gather", "only supported with --use-distributed-optimizer")
+    aware = bool(args.get("--use-precision-aware-optimizer"))
+    dtypes = {
+        "main_grads_dtype": args.get("--main-grads-dtype", "fp32"),
+        "main_params_dtype": args.get("--main-params-dtype", "fp32"),
+        "exp_avg_dtype": args.get("--exp-avg-dtype", "fp32"),
+        "exp_avg_sq_dtype": args.get("--exp-avg-sq-dtype", "fp32"),
+    }
+    for name, dtype in dtypes.items():
+        if dtype != "fp32" and not aware:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
+    # TE FusedAdam keeps 16-bit remainders of FP32 master weights (store_param_remainders, default True)
+    # when it manages them: BF16 weights, FP32 main params, no FP8 recipe other than delayed.
+    remainders = aware and bool(args.get("--bf16")) and dtypes["main_params_dtype"] == "fp32"
+    remainders = remainders and (not fp8 or recipe == "delayed")
+    return {
+        **dtypes,
+        "gemm_dtype": "fp8" if fp8 else "bf16",
+        "fp8_recipe": recipe if fp8 else "",
+        "fp8_param_gather": bool(args.get("--fp8-param-gather")),
+        "param_remainders": remainders,
+    }
+
+
+def _data_parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter) and DP communication overlap."""
+    distributed = bool(args.get("--use-distributed-optimizer"))
+    grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
+    if params and not distributed:
+        raise ConfigError("--overlap-param-gather", "only supported with --use-distributed-optimizer")
+    if params and not grads:
+        raise ConfigError("--overlap-param-gather", "needs --overlap-grad-reduce")
+    if distributed and grads and not params:
+        notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
+    return {"zero_stage": 1 if distributed else 0, "grad_sync": "fp32-rs", "dp_overlap": grads}
+
+
+def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Virtual stages, the schedule, per-block layer counts and the layers the block method keeps."""
+    pp, layers = fields["pp"], model.num_layers
+    text = args.get("--pipeline-model-parallel-layout")
+    per_chunk = _positive(args, "--num-layers-per-virtual-pipeline-stage", None)
+    chunks = _positive(args, "--num-virtual-stages-per-pipeline-rank", None)
+    if sum(value is not None for value in (text, per_chunk, chunks)) > 1:
+        raise ConfigError(
+            "--pipeline-model-parallel-layout",
+            "give at most one of it, --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank",
+        )
+    first, last = args.get("--decoder-first-pipeline-num-layers"), args.get("--decoder-last-pipeline-num-layers")
+    embedding = bool(args.get("--account-for-embedding-in-pipeline-split"))
+    loss = bool(args.get("--account-for-loss-in-pipeline-split"))
+    for flag, value in (("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)):
+        if value is not None and value < 0:
+            raise ConfigError(flag, f"must be >= 0, got {value}")
+    if text is not None:
+        if first is not None or last is not None or embedding or loss:
+            raise ConfigError("--pipeline-model-parallel-layout", "replaces the first/last and account-for flags")
+        split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0))
+        blocks, chunks = list(split.layers), len(split.layers) // pp
+        if any(split.mtp[:-1]):
+            notes.append("MTP modules simulated on the last block, beside the head")
+    else:
+        if per_chunk is not None:
+            if first is not None or last is not None:
+                raise ConfigError(
+                    "--num-layers-per-virtual-pipeline-stage", "use --num-virtual-stages-per-pipeline-rank"
+                )
+            total = layers + embedding + loss
+            if total % pp or (total // pp) % per_chunk:
+                raise ConfigError("--num-layers-per-virtual-pipeline-stage", "must divide the layers per rank")
+            chunks = total // pp // per_chunk
+        chunks = chunks or 1
+        blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
+    if chunks > 1 and pp <= 2 and not args.get("--overlap-p2p-comm"):
+        raise ConfigError("--pipeline-model-parallel-size", "the interleaved schedule needs pp > 2 (Megatron-LM)")
+    out: dict[str, Any] = {
+        "virtual_stages": chunks,
+        "schedule": "interleaved" if chunks > 1 else "1f1b",
+        "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
+    }
+    if args.get("--recompute-granularity") == "full":
+        recomputed = args["--recompute-num-layers"]
+        if args["--recompute-method"] == "block":  # the first N layers of each chunk; the rest keep theirs
+            out["recompute_kept_layers"] = max(max(blocks) - recomputed, 0)
+            if len(set(blocks)) > 1:
+                notes.append("--recompute-method block on uneven blocks: the fullest block keeps the layers given")
+        else:  # uniform: every layer recomputed, one input kept per unit of N layers
+            out["recompute_kept_layers"] = 0
+            if recomputed > 1:
+                notes.append(f"--recompute-method uniform with units of {recomputed} layers: moesim keeps every input")
+    return out
