@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import validate
+from experiments import validate, validation_cases
 from experiments.cli import main
 from experiments.reproduce import REPRODUCTIONS
 from topologies.errors import ConfigError
@@ -50,7 +50,7 @@ def write(tmp_path: Path, case: dict, name: str = "tiny.yaml") -> Path:
 
 
 def test_the_loader_reads_a_tiny_case(tmp_path: Path) -> None:
-    case = validate.load_case(write(tmp_path, tiny_case(tmp_path, notes="one note")))
+    case = validation_cases.load_case(write(tmp_path, tiny_case(tmp_path, notes="one note")))
     assert (case.name, case.model.name, case.cluster, case.gpus, case.global_batch, case.seq_len) == (
         "tiny",
         "tiny-model",
@@ -63,11 +63,11 @@ def test_the_loader_reads_a_tiny_case(tmp_path: Path) -> None:
     assert (case.measured_tokens_per_s_per_gpu, case.measured_model_tflops_per_gpu) == (1000.0, 100.0)
     assert (case.source_label, case.notes, case.fitted, case.megatron_args) == ("a test v0", ("one note",), False, "")
     # the whole job's tokens/s is divided by the GPUs
-    total = validate.load_case(write(tmp_path, tiny_case(tmp_path, measured={"tokens_per_s": 32000})))
+    total = validation_cases.load_case(write(tmp_path, tiny_case(tmp_path, measured={"tokens_per_s": 32000})))
     assert total.measured_tokens_per_s_per_gpu == 2000.0
     # Megatron flags given as a list are one command line
     flags = tiny_case(tmp_path, megatron_args=["--tensor-model-parallel-size 2", "--bf16"])
-    assert validate.load_case(write(tmp_path, flags)).megatron_args == "--tensor-model-parallel-size 2 --bf16"
+    assert validation_cases.load_case(write(tmp_path, flags)).megatron_args == "--tensor-model-parallel-size 2 --bf16"
 
 
 BAD = [
@@ -104,7 +104,7 @@ BAD = [
 def test_bad_case_files_are_one_line_naming_the_field(tmp_path: Path, change: dict, message: str) -> None:
     path = write(tmp_path, tiny_case(tmp_path, **change))
     with pytest.raises(ConfigError) as error:
-        validate.load_case(path)
+        validation_cases.load_case(path)
     assert str(error.value).startswith(message)
     assert "\n" not in str(error.value)
 
@@ -114,7 +114,7 @@ def test_unreadable_case_files(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "tiny.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
-        validate.load_case(path)
+        validation_cases.load_case(path)
 
 
 def test_a_bad_case_file_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +125,7 @@ def test_a_bad_case_file_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    probe = validate.run_case(validate.load_case(write(tmp_path, tiny_case(tmp_path))))
+    probe = validate.run_case(validation_cases.load_case(write(tmp_path, tiny_case(tmp_path))))
     predicted = probe.predicted_tokens_per_s_per_gpu
     assert probe.ran and predicted > 0
     cases = tmp_path / "cases"
@@ -159,7 +159,7 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
 
 def result(error: float | None, fitted: bool = False, name: str = "x") -> validate.CaseResult:
     """A CaseResult whose prediction is (1 + error) x a measured 1,000 tokens/s per GPU (None: not run)."""
-    case = validate.Case(
+    case = validation_cases.Case(
         name=name,
         model=None,
         cluster="h800",
@@ -187,27 +187,27 @@ def test_mape_by_hand() -> None:
 
 
 def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
-    cases = validate.load_cases()
-    names = [case.name for case in cases]
+    corpus = validation_cases.load_cases()
+    names = [case.name for case in corpus]
     assert len(names) == len(set(names)) == 20
-    assert sorted(c.name for c in cases if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
-    bridge = [c for c in cases if c.name.startswith("bridge-")]
+    assert sorted(c.name for c in corpus if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
+    bridge = [c for c in corpus if c.name.startswith("bridge-")]
     assert len(bridge) == 6 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
     assert all(c.source.get("commit") and c.measured_model_tflops_per_gpu for c in bridge)
     with pytest.raises(ConfigError, match="unknown case"):
-        validate.load_cases(names=["nope"])
+        validation_cases.load_cases(names=["nope"])
 
 
 def test_the_corpus_is_package_data_and_a_reproduction() -> None:
-    pyproject = (validate.ROOT / "pyproject.toml").read_text()  # tomllib is Python >= 3.11
-    folder = validate.CASES_DIR.relative_to(validate.ROOT / "experiments").as_posix()
+    pyproject = (validation_cases.ROOT / "pyproject.toml").read_text()  # tomllib is Python >= 3.11
+    folder = validation_cases.CASES_DIR.relative_to(validation_cases.ROOT / "experiments").as_posix()
     assert f'experiments = ["{folder}/*.yaml"]' in pyproject.split("[tool.setuptools.package-data]")[1]
     assert REPRODUCTIONS["validation"] is validate.run
 
 
 @pytest.mark.benchmark
 def test_the_whole_corpus_runs(tmp_path: Path) -> None:
-    results = validate.run_cases(validate.load_cases(), say=lambda line: None)
+    results = validate.run_cases(validation_cases.load_cases(), say=lambda line: None)
     assert all(r.ran or r.message for r in results)
     assert math.isfinite(validate.mape(results))
     section = validate.write_outputs(results, tmp_path)
