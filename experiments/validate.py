@@ -250,20 +250,47 @@ def _where_time_goes(report: Report) -> str:
     )
 
 
+def _causes(r: CaseResult) -> str:
+    """What the simulation of a missed (or out-of-memory) case shows, and what of its recipe is not simulated."""
+    parts = [_where_time_goes(r.report)]
+    ratio = r.flops_per_token_ratio
+    if ratio is not None and abs(ratio - 1) > 0.05:
+        parts.append(
+            f"Megatron-LM's FLOP count of the simulated model is {ratio - 1:+.0%} off the publisher's FLOPs per "
+            "token (its TFLOP/s over its tokens/s): the model or the count differs"
+        )
+    if r.not_simulated:
+        parts.append("recipe flags parsed but not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated))
+    if r.notes:
+        parts.append("simulated differently: " + "; ".join(r.notes))
+    if r.case.gaps:
+        parts.append("known gaps: " + "; ".join(r.case.gaps))
+    if r.case.notes:
+        parts.append("notes: " + "; ".join(r.case.notes))
+    return ". ".join(parts) + "."
+
+
+def _mape_text(results: list[CaseResult]) -> str:
+    value, counted = mape(results), sum(r.in_mape for r in results)
+    return f"{'n/a' if math.isnan(value) else f'{value:.1%}'} over {counted} case{'s' * (counted != 1)}"
+
+
 def markdown(results: list[CaseResult]) -> str:
     """The REPRODUCTION.md section: the table, the cases that did not run, disagreeing releases, misses."""
-    counted = [r for r in results if r.in_mape]
     not_run = [r for r in results if not r.ran]
     fitted = [r.case.name for r in results if r.case.fitted]
-    value = mape(results)
+    by_source: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_source.setdefault(r.case.source_label.split()[0], []).append(r)
     lines = [
         "## Validation: published training runs (`moesim validate`)",
         "",
         (
             f"{len(results)} cases (experiments/validation/cases/); {len(results) - len(not_run)} ran, "
-            f"{len(not_run)} could not run. MAPE of tokens/s per GPU over the {len(counted)} predicted cases: "
-            + ("n/a" if math.isnan(value) else f"{value:.1%}")
-            + (f" (fitted, so left out: {', '.join(fitted)})." if fitted else ".")
+            f"{len(not_run)} could not run. MAPE of tokens/s per GPU: {_mape_text(results)} ("
+            + ", ".join(f"{source} {_mape_text(group)}" for source, group in by_source.items())
+            + ")"
+            + (f"; fitted, so left out: {', '.join(fitted)}." if fitted else ".")
             + " Error = predicted / measured - 1."
         ),
         "",
@@ -274,45 +301,32 @@ def markdown(results: list[CaseResult]) -> str:
         case = r.case
         predicted = f"{r.predicted_tokens_per_s_per_gpu:,.0f}" if r.ran else "not run"
         tflops = f"{case.measured_model_tflops_per_gpu:,.0f}" if case.measured_model_tflops_per_gpu else ""
-        mark = " (fitted)" if case.fitted else ""
         lines.append(
-            f"| {case.name}{mark} | {case.source_label} | {case.gpus:,} | {case.measured_tokens_per_s_per_gpu:,.0f} "
-            f"| {predicted} | {_pct(r.error)} | {tflops} |"
+            f"| {case.name}{' (fitted)' * case.fitted} | {case.source_label} | {case.gpus:,} "
+            f"| {case.measured_tokens_per_s_per_gpu:,.0f} | {predicted} | {_pct(r.error)} | {tflops} |"
         )
     if not_run:
         lines += ["", f"Could not run ({len(not_run)}, left out of the MAPE):", ""]
         for r in not_run:
             line = f"- {r.case.name}: `{r.message}`"
             if r.ignoring_memory is not None:
-                line += (
-                    f". Simulated anyway (allow_oom): {r.ignoring_memory:,.0f} tokens/s per GPU, "
-                    f"{r.ignoring_memory / r.case.measured_tokens_per_s_per_gpu - 1:+.0%} against the measured; "
-                    f"{_where_time_goes(r.report)}"
-                )
-                if r.not_simulated:
-                    line += "; parsed but not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated)
+                error = r.ignoring_memory / r.case.measured_tokens_per_s_per_gpu - 1
+                line += f". Simulated anyway (allow_oom): {r.ignoring_memory:,.0f} tokens/s per GPU ({error:+.0%}); "
+                line += _causes(r)
             lines.append(line)
     disagreeing = [(r.case, other) for r in results for other in r.case.disagreeing_releases()]
-    if disagreeing:
-        lines += ["", "Releases of the same row that disagree by more than 10% (the newest is the case's value):", ""]
-        lines += [
-            f"- {case.name}: {other['release']} {other['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU against "
-            f"{case.measured_tokens_per_s_per_gpu:,.0f} ({other['tokens_per_s_per_gpu'] / case.measured_tokens_per_s_per_gpu - 1:+.0%})"
-            for case, other in disagreeing
-        ]
+    lines += ["", "Releases of the same row that differ from the newest (the case's value) by more than 10%:", ""]
+    lines += [
+        f"- {case.name}: {other['release']} gives {other['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU "
+        f"({other['tokens_per_s_per_gpu'] / case.measured_tokens_per_s_per_gpu - 1:+.0%})"
+        for case, other in disagreeing
+    ] or ["- none (each case file lists the other releases it was checked against)"]
     misses = [r for r in results if r.ran and abs(r.error) > MISS]
     lines += ["", f"Misses over {MISS:.0%} ({len(misses)}) and their likely causes:", ""]
-    for r in misses:
-        parts = [f"predicted {'high' if r.error > 0 else 'low'} by {abs(r.error):.0%}; {_where_time_goes(r.report)}"]
-        if r.not_simulated:
-            parts.append("recipe flags parsed but not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated))
-        if r.notes:
-            parts.append("simulated differently: " + "; ".join(r.notes))
-        if r.case.gaps:
-            parts.append("known gaps: " + "; ".join(r.case.gaps))
-        lines.append(f"- {r.case.name}: " + ". ".join(parts) + ".")
-    if not misses:
-        lines.append("- none")
+    lines += [
+        f"- {r.case.name}: predicted {'high' if r.error > 0 else 'low'} by {abs(r.error):.0%}; {_causes(r)}"
+        for r in misses
+    ] or ["- none"]
     return "\n".join(lines)
 
 
@@ -351,9 +365,7 @@ def table(results: list[CaseResult]) -> str:
             f"{r.case.name:<{width}}  {r.case.measured_tokens_per_s_per_gpu:10.0f}  {predicted}  "
             f"{_pct(r.error):>7}{tail}"
         )
-    value = mape(results)
-    counted = sum(r.in_mape for r in results)
-    lines.append(f"MAPE {'n/a' if math.isnan(value) else f'{value:.1%}'} over {counted} cases (tokens/s per GPU)")
+    lines.append(f"MAPE {_mape_text(results)} (tokens/s per GPU)")
     not_run = [r.case.name for r in results if not r.ran]
     if not_run:
         lines.append(f"not run ({len(not_run)}): {', '.join(not_run)}")

@@ -49,7 +49,15 @@ MEASURED = {  # tokens/s per GPU, or tokens/s of the whole job (divided by gpus)
     "model_tflops_per_gpu": "number",
     "derivation": "str",
 }
-SOURCE = {"document": "str", "release": "str", "commit": "str", "recipe": "str", "row": "str", "note": "str"}
+SOURCE = {  # label: the short name tables show (default: document and release)
+    "label": "str",
+    "document": "str",
+    "release": "str",
+    "commit": "str",
+    "recipe": "str",
+    "row": "str",
+    "note": "str",
+}
 RELEASE = {
     "release": "str",
     "tokens_per_s_per_gpu": "number",
@@ -91,7 +99,9 @@ class Case:
 
     @property
     def source_label(self) -> str:
-        """The document and release, e.g. 'Megatron-Bridge performance-summary.md 26.06'."""
+        """The source's label, or its document and release."""
+        if "label" in self.source:
+            return self.source["label"]
         return " ".join(part for part in (self.source["document"], self.source.get("release", "")) if part)
 
     def disagreeing_releases(self) -> list[dict[str, Any]]:
