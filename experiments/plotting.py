@@ -81,28 +81,41 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 
 
 def parity_plot(
-    path: Path, *, title: str, points: list[tuple[str, float, float]], xlabel: str, ylabel: str, band: float = 0.1
+    path: Path,
+    *,
+    title: str,
+    points: list[tuple[str, float, float]],
+    xlabel: str,
+    ylabel: str,
+    band: float = 0.1,
+    open_points: list[tuple[str, float, float]] = (),
+    open_label: str = "",
 ) -> None:
-    """Predicted against measured on log-log axes: y = x, a +-``band`` region, one marker per group label."""
+    """Predicted against measured on log-log axes: y = x, a +-``band`` region, one marker per group label;
+    ``open_points`` are drawn hollow (e.g. results that do not count), labelled ``open_label``."""
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
-    values = [v for _, measured, predicted in points for v in (measured, predicted)]
+    every = [*points, *open_points]
+    values = [v for _, measured, predicted in every for v in (measured, predicted)]
     low, high = (min(values) / 1.5, max(values) * 1.5) if values else (1.0, 10.0)
     line = np.geomspace(low, high, 50)
     ax.plot(line, line, color="black", linewidth=0.8, label="predicted = measured")
     ax.fill_between(line, line * (1 - band), line * (1 + band), color="grey", alpha=0.2, label=f"+-{band:.0%}")
-    for i, group in enumerate(dict.fromkeys(label for label, _, _ in points)):
-        mine = [(m, p) for label, m, p in points if label == group]
-        ax.scatter(
-            [m for m, _ in mine],
-            [p for _, p in mine],
-            marker=MARKERS[i % len(MARKERS)],
-            color=COLOURS[(2 * i + 1) % len(COLOURS)],
-            edgecolor="black",
-            linewidth=0.5,
-            s=45,
-            label=group,
-            zorder=3,
-        )
+    for i, group in enumerate(dict.fromkeys(label for label, _, _ in every)):
+        style = {"marker": MARKERS[i % len(MARKERS)], "s": 45, "linewidth": 0.8, "zorder": 3}
+        colour = COLOURS[(2 * i + 1) % len(COLOURS)]
+        for mine, hollow in (
+            ([p for p in points if p[0] == group], False),
+            ([p for p in open_points if p[0] == group], True),
+        ):
+            if mine:
+                ax.scatter(
+                    [m for _, m, _ in mine],
+                    [p for _, _, p in mine],
+                    facecolor="none" if hollow else colour,
+                    edgecolor=colour if hollow else "black",
+                    label=f"{group} ({open_label})" if hollow and open_label else group,
+                    **style,
+                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(low, high)

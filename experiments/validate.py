@@ -260,7 +260,7 @@ def _causes(r: CaseResult) -> str:
             "token (its TFLOP/s over its tokens/s): the model or the count differs"
         )
     if r.not_simulated:
-        parts.append("recipe flags parsed but not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated))
+        parts.append("recipe flags not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated))
     if r.notes:
         parts.append("simulated differently: " + "; ".join(r.notes))
     if r.case.gaps:
@@ -345,6 +345,12 @@ def write_outputs(results: list[CaseResult], out: Path) -> str:
         xlabel="measured tokens/s per GPU",
         ylabel="predicted tokens/s per GPU",
         band=MISS,
+        open_points=[
+            (r.case.model.name, r.case.measured_tokens_per_s_per_gpu, r.ignoring_memory)
+            for r in results
+            if r.ignoring_memory is not None
+        ],
+        open_label="out of memory, simulated anyway",
     )
     return markdown(results)
 

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -212,3 +213,15 @@ def test_the_whole_corpus_runs(tmp_path: Path) -> None:
     assert math.isfinite(validate.mape(results))
     section = validate.write_outputs(results, tmp_path)
     assert section.count("\n| ") == len(results) + 1  # header + one row per case
+
+
+def test_an_out_of_memory_case_is_a_row_simulated_anyway(tmp_path: Path) -> None:
+    oom = tiny_case(tmp_path, model="mixtral-8x7b", layout={"base": "megascale-moe", "pp": 1}, gpus=8, global_batch=8)
+    r = validate.run_case(validation_cases.load_case(write(tmp_path, oom)))
+    assert not r.ran and not r.in_mape and r.message.startswith("memory: ")
+    assert r.ignoring_memory is not None and r.ignoring_memory > 0  # the step simulated with allow_oom
+    section = validate.write_outputs([r], tmp_path)
+    assert "Could not run (1, left out of the MAPE)" in section and "Simulated anyway (allow_oom)" in section
+    row = pd.read_csv(tmp_path / "validation.csv").iloc[0]
+    assert row.predicted_ignoring_memory == pytest.approx(r.ignoring_memory, rel=1e-5)
+    assert math.isnan(row.predicted_tokens_per_s_per_gpu)
