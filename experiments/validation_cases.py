@@ -253,6 +253,11 @@ def load_cases(source: str | Path = CASES_DIR, names: Iterable[str] = ()) -> lis
     if not paths:
         raise ConfigError("cases", f"no *.yaml case files in {str(source)!r}")
     cases = [load_case(path) for path in paths]
+    seen: dict[str, Path] = {}
+    for path, case in zip(paths, cases):
+        if case.name in seen:
+            raise ConfigError(f"{path.name}:name", f"{case.name!r} is also the name of {seen[case.name].name}")
+        seen[case.name] = path
     wanted = list(names)
     unknown = sorted(set(wanted) - {case.name for case in cases})
     if unknown:

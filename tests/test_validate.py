@@ -199,6 +199,15 @@ def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
         validation_cases.load_cases(names=["nope"])
 
 
+def test_case_names_are_unique(tmp_path: Path) -> None:
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write(folder, tiny_case(tmp_path), "a.yaml")
+    write(folder, tiny_case(tmp_path, name="a"), "b.yaml")
+    with pytest.raises(ConfigError, match="b.yaml:name: 'a' is also the name of a.yaml"):
+        validation_cases.load_cases(folder)
+
+
 def test_the_corpus_is_package_data_and_a_reproduction() -> None:
     pyproject = (validation_cases.ROOT / "pyproject.toml").read_text()  # tomllib is Python >= 3.11
     folder = validation_cases.CASES_DIR.relative_to(validation_cases.ROOT / "experiments").as_posix()
