@@ -144,7 +144,7 @@ def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[ar
     if job.unknown:
         print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
     try:
-        run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None)
+        run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None, gpus)
     except ConfigError as error:
         raise job.explain(error) from None
     batch = args.global_batch if args.global_batch is not None else job.global_batch_for(gpus)

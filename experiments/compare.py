@@ -109,20 +109,15 @@ def plot(frame: pd.DataFrame, axes: list[Axis], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from experiments.plotting import finish
+
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     keys = ["layout", *(a.column for a in axes)]
     for values, group in frame.groupby(keys, sort=False):
         values = values if isinstance(values, tuple) else (values,)
         label = ", ".join(f"{k}={v}" if k != "layout" else str(v) for k, v in zip(keys, values))
         ax.plot(group.gpus, group.tokens_per_s / group.gpus, marker="o", label=label)
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("tokens/s per GPU")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    finish(fig, ax, path, title=title, xlabel="GPUs", ylabel="tokens/s per GPU", legend_size=7)
 
 
 def _csv_list(text: str) -> list[str]:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from experiments.compare import axis, sweep
 from experiments.plotting import COLOURS
-from experiments.search import stages_that_fit
+from experiments.search import Job
 from topologies.cluster import cluster_preset
 from workloads.layouts import MEGASCALE_MOE, LayoutSpec
 from workloads.models import model_preset
@@ -51,7 +51,7 @@ SETUPS = (Setup("paper-352b", "M1", 480, 720, 32, 4), Setup("deepseekmoe", "M6",
 def fewest_stages(model_name: str, layout: LayoutSpec, gpus: int, global_batch: int) -> int | None:
     """Fewest pipeline stages (a divisor of the layers) that the layout runs with inside the HBM."""
     model, hbm = model_preset(model_name), cluster_preset("h800", gpus).gpu.hbm_bytes
-    depths = stages_that_fit(model, layout, gpus, GPUS_PER_NODE, global_batch, DEFAULT_SEQ_LEN, hbm)
+    depths = Job(gpus, GPUS_PER_NODE, global_batch, DEFAULT_SEQ_LEN, hbm).stages_that_fit(model, layout)
     return depths[0] if depths else None
 
 

@@ -33,14 +33,7 @@ def bar_comparison(
         )
         ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
     ax.set_xticks(x, categories)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel, grid_axis="y")
 
 
 def line_comparison(
@@ -67,11 +60,18 @@ def line_comparison(
             label=label,
             color=COLOURS[(2 * i + 1) % len(COLOURS)],
         )
+    finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel)
+
+
+def finish(
+    fig, ax, path: Path, *, title: str, xlabel: str, ylabel: str, grid_axis: str = "both", legend_size: int = 8
+) -> None:
+    """Label, legend and grid the axes, then write the figure to ``path`` and close it."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    ax.grid(axis=grid_axis, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.plotting import COLOURS
+from experiments.plotting import COLOURS, finish
 from experiments.single_node import MODELS
 from simulator.timing import comm_alone_s, time_task
 from topologies.cluster import ClusterSpec, cluster_preset
@@ -126,14 +126,14 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
     ax.axhline(50, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
-    ax.set_xlabel("R = 3/2 h_ffn B/P n/(n-1)  (MegaScale-MoE Sec. 7)")
-    ax.set_ylabel("EP communication hidden by overlap (%)")
-    ax.set_title("Can overlap hide EP? simulated, megascale-moe, 8 x H800, n = 8")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    finish(
+        fig,
+        ax,
+        path,
+        title="Can overlap hide EP? simulated, megascale-moe, 8 x H800, n = 8",
+        xlabel="R = 3/2 h_ffn B/P n/(n-1)  (MegaScale-MoE Sec. 7)",
+        ylabel="EP communication hidden by overlap (%)",
+    )
 
 
 def markdown(frame: pd.DataFrame) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.plotting import line_comparison
-from experiments.search import stages_that_fit
+from experiments.search import Job
 from simulator.report import simulate
 from topologies.cluster import cluster_preset
 from workloads.layouts import MEGASCALE_MOE
@@ -41,7 +41,8 @@ def best_layout(domain: int, gpus: int = GPUS):
     cluster = cluster_preset("h800", gpus, domain_gpus=domain)
     best = None
     base = MEGASCALE_MOE.with_(intra_size=n)
-    for pp in stages_that_fit(model, base, gpus, domain, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, cluster.gpu.hbm_bytes):
+    job = Job(gpus, domain, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, cluster.gpu.hbm_bytes)
+    for pp in job.stages_that_fit(model, base):
         layout = base.with_(name=f"megascale-moe-n{n}-pp{pp}", pp=pp)
         report = simulate(model, layout, cluster=cluster)
         if best is None or report.tokens_per_s > best[0].tokens_per_s:

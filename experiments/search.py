@@ -7,6 +7,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from experiments.sweep import Params, read_rows, run_sweep
 from simulator.memory import peak_memory
@@ -25,38 +26,26 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def fits_memory(
-    model: ModelSpec,
-    layout: LayoutSpec,
-    gpus: int,
-    gpus_per_node: int,
-    global_batch: int,
-    seq_len: int,
-    hbm_bytes: float,
-) -> bool | None:
-    """Whether the layout's peak memory per GPU fits ``hbm_bytes``; None if the layout is not valid there."""
-    try:
-        workload = StepWorkload(model, layout, gpus, gpus_per_node, global_batch, seq_len)
-    except ConfigError:
-        return None
-    return peak_memory(workload).total_bytes <= hbm_bytes
+class Job(NamedTuple):
+    """What a layout must fit: the GPUs, their scale-up domain, the batch and the HBM per GPU."""
 
+    gpus: int
+    gpus_per_node: int
+    global_batch: int
+    seq_len: int
+    hbm_bytes: float
 
-def stages_that_fit(
-    model: ModelSpec,
-    layout: LayoutSpec,
-    gpus: int,
-    gpus_per_node: int,
-    global_batch: int,
-    seq_len: int,
-    hbm_bytes: float,
-) -> list[int]:
-    """Pipeline depths (divisors of the layers, ascending) with which the layout is valid and fits the HBM."""
-    return [
-        pp
-        for pp in divisors(model.num_layers)
-        if fits_memory(model, layout.with_(pp=pp), gpus, gpus_per_node, global_batch, seq_len, hbm_bytes)
-    ]
+    def fits(self, model: ModelSpec, layout: LayoutSpec) -> bool | None:
+        """Whether the layout's peak memory per GPU fits the HBM; None if the layout is not valid here."""
+        try:
+            workload = StepWorkload(model, layout, self.gpus, self.gpus_per_node, self.global_batch, self.seq_len)
+        except ConfigError:
+            return None
+        return peak_memory(workload).total_bytes <= self.hbm_bytes
+
+    def stages_that_fit(self, model: ModelSpec, layout: LayoutSpec) -> list[int]:
+        """Pipeline depths (divisors of the layers, ascending) with which the layout is valid and fits."""
+        return [pp for pp in divisors(model.num_layers) if self.fits(model, layout.with_(pp=pp))]
 
 
 def candidates(
@@ -70,6 +59,7 @@ def candidates(
     """Valid layouts that fit in HBM, as sweep points, and how many valid ones did not fit."""
     spec = load_model(model)
     cluster_spec = cluster_preset(cluster, gpus)
+    job = Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
     base = layout_preset(BASE_LAYOUT)
     points: list[Params] = []
     too_big = 0
@@ -88,15 +78,7 @@ def candidates(
                     "schedule": schedule,
                     "virtual_stages": chunks,
                 }
-                fits = fits_memory(
-                    spec,
-                    base.with_(micro_batch=micro_batch, **layout),
-                    gpus,
-                    cluster_spec.gpus_per_node,
-                    global_batch,
-                    seq_len,
-                    cluster_spec.gpu.hbm_bytes,
-                )
+                fits = job.fits(spec, base.with_(micro_batch=micro_batch, **layout))
                 if fits is None:
                     continue
                 if not fits:

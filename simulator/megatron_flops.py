@@ -75,10 +75,10 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         kv_channels=model.head_dim,
         ffn_hidden_size=model.dense_ffn_size,
         moe_ffn_hidden_size=model.expert_ffn_size,
-        moe_shared_expert_intermediate_size=model.num_shared_experts * model.expert_ffn_size,
+        moe_shared_expert_intermediate_size=model.shared_ffn_size,
         moe_router_topk=model.top_k,
         num_moe_layers=model.moe_layers,
-        last_layer_is_moe=model.moe_layers > 0,
+        last_layer_is_moe=not model.layer_kind(model.num_layers - 1).dense,
         padded_vocab_size=padded_vocab_size(model.vocab_size, tensor_parallel),
         multi_latent_attention=model.attention == "mla",
         q_lora_rank=model.q_lora_rank,
@@ -86,6 +86,7 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         qk_head_dim=model.qk_nope_head_dim,
         qk_pos_emb_head_dim=model.qk_rope_head_dim,
         v_head_dim=model.v_head_dim,
+        mtp_num_layers=model.mtp_layers,
     )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import asdict
+from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
 from workloads.config import layout_from_dict, model_from_dict, parse_yaml
+from workloads.hf_config import model_from_hf_dict
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.megatron import parse_megatron_args
 from workloads.megatron_args import FLAGS as MEGATRON_FLAG_TABLE
@@ -25,6 +28,7 @@ from workloads.models import MODEL_PRESETS, ModelSpec
 from workloads.step import StepWorkload
 
 MEGATRON_FLAG_NAMES = sorted(MEGATRON_FLAG_TABLE)
+HF_FOLDER = Path(__file__).resolve().parent.parent / "examples" / "models"
 TRIED: Counter = Counter()  # examples tried per target, printed by the last test
 FAST = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -105,6 +109,18 @@ def test_fuzz_layout_dicts(data: object) -> None:
 )
 def test_fuzz_cluster_dicts(data: object, gpus: int) -> None:
     outcome("cluster_dict", lambda: cluster_from_dict(data, gpus))
+
+
+HF_CONFIGS = [json.loads(path.read_text()) for path in sorted(HF_FOLDER.glob("*.json"))]
+HF_KEYS = sorted({key for config in HF_CONFIGS for key in config})
+HF_DICTS = st.sampled_from(HF_CONFIGS).flatmap(lambda config: mutated(config, HF_KEYS))
+
+
+@FAST
+@given(st.one_of(HF_DICTS, st.dictionaries(st.text(max_size=6), VALUES, max_size=4), VALUES))
+def test_fuzz_hf_configs(data: object) -> None:
+    """Mutated config.json mappings of every shipped model type: a ModelSpec or one ConfigError."""
+    outcome("hf_config", lambda: model_from_hf_dict(data, "fuzz"))
 
 
 def dumped(data: dict) -> str:

@@ -97,12 +97,12 @@ def test_inline_and_file_give_the_same_json(tmp_path: Path, capsys: pytest.Captu
             "--pipeline-model-parallel-layout: places 31 transformer layers, the model has 32",
         ),
         ("--bf16 --sequence-parallel yes", "--sequence-parallel: takes no value, got 'yes'"),
-        ("--tensor-model-parallel-size 2", "--bf16: without --bf16 or --fp16 Megatron trains in FP32"),
         ("--bf16 --moe-token-dispatcher-type ring", "--moe-token-dispatcher-type: must be one of allgather"),
         ("--bf16 --pipeline-model-parallel-layout 'Et|tt", "--megatron-args: cannot read as a command line"),
         ("/nonexistent/train.sh", "--megatron-args: not flags (they start with --) nor a readable file"),
-        (  # ETP defaults to TP: EP 8 x ETP 2 = 16 GPUs do not fit the 8 of a stage (32 GPUs / PP 4), as in Megatron
-            "--bf16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8",
+        (  # an explicit ETP that overflows the 8 GPUs of a stage (32 GPUs / PP 4) stays an error
+            "--bf16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8"
+            " --expert-tensor-parallel-size 2",
             "layout.ep (--expert-model-parallel-size x --expert-tensor-parallel-size): EP 8 x ETP 2 must be a multiple",
         ),
         (
@@ -115,6 +115,16 @@ def test_bad_arguments_are_one_line_and_status_2(args: str, message: str, capsys
     assert main([*RUN, "--gpus", "32", "--megatron-args", args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"moesim: error: {message}"), err
+
+
+def test_default_etp_that_overflows_a_stage_falls_back_to_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """ETP defaults to TP (2): EP 8 x ETP 2 = 16 GPUs overflow the 8 of a stage, which Megatron would refuse;
+    moesim runs ETP 1 and says so. No --bf16: a note too, BF16 simulated."""
+    flags = "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8"
+    assert main([*RUN, "--gpus", "32", "--megatron-args", flags, "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["megatron_notes"]
+    assert any("simulated with ETP 1" in note for note in notes)
+    assert any("no --bf16 or --fp16" in note for note in notes)
 
 
 def test_unknown_flags_are_listed_with_one_warning(capsys: pytest.CaptureFixture[str]) -> None:

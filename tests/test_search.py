@@ -74,15 +74,15 @@ def test_search_cli(capsys) -> None:
 
 def test_stages_that_fit_are_the_valid_divisors_within_hbm() -> None:
     """One helper finds the pipeline depths for search, layouts-ep and scaleup-domain."""
-    from experiments.search import divisors, fits_memory, stages_that_fit
+    from experiments.search import Job, divisors
 
     model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
-    hbm = cluster_preset("h800", 240).gpu.hbm_bytes
-    depths = stages_that_fit(model, layout, 240, 8, 720, 8192, hbm)
+    job = Job(240, 8, 720, 8192, cluster_preset("h800", 240).gpu.hbm_bytes)
+    depths = job.stages_that_fit(model, layout)
     assert 15 in depths and set(depths) <= set(divisors(model.num_layers))
-    assert fits_memory(model, layout.with_(pp=7), 240, 8, 720, 8192, hbm) is None  # 7 does not divide 240 / 8
-    assert fits_memory(model, layout.with_(pp=1), 240, 8, 720, 8192, hbm) is False
-    assert stages_that_fit(model, layout, 240, 8, 720, 8192, 1.0) == []
+    assert job.fits(model, layout.with_(pp=7)) is None  # 7 does not divide 240 / 8
+    assert job.fits(model, layout.with_(pp=1)) is False
+    assert job._replace(hbm_bytes=1.0).stages_that_fit(model, layout) == []
 
 
 def test_search_takes_a_model_file(tmp_path) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 
 from topologies.errors import ConfigError, check_positive, check_positive_int, lookup_preset
 from topologies.hardware import GPU_PRESETS, GpuSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Node = tuple[Any, ...]  # ("gpu", g) | ("nvswitch", node) | ("leaf", pod, rail) | ("spine", rail)
 Edge = tuple[Node, Node]
@@ -166,6 +168,8 @@ def _add_link(graph: nx.DiGraph, a: Node, b: Node, bandwidth_Bps: float, latency
 
 def build_cluster(spec: ClusterSpec) -> nx.DiGraph:
     """Build the cluster graph: GPUs, NVSwitches, and for multi-node clusters leaves and spines."""
+    import networkx as nx  # NOTE: imported here, not at start-up: only the graph needs it
+
     graph = nx.DiGraph(spec=spec)
     gpu = spec.gpu
     multi_node = spec.num_nodes > 1

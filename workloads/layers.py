@@ -12,20 +12,8 @@ from workloads.cp import apply_cp
 from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
 from workloads.models import ModelSpec
-from workloads.moe import ffn_recipe, tp_pair
-from workloads.ops import (
-    ALL_TO_ALL,
-    ATTENTION,
-    BYTES_BF16,
-    GEMM,
-    MEMORY,
-    Gemm,
-    Group,
-    Module,
-    Step,
-    attention_pairs,
-    comm_step,
-)
+from workloads.moe import ffn_recipe, tp_pair, ulysses_pair
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Module, Step, attention_pairs
 from workloads.precision import to_fp8_comm, to_fp8_gemms
 
 
@@ -47,14 +35,13 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     flops = attention_flops(model, layout, seq_len, window)
     flash = Step("flash_attn", ATTENTION, flops=flops, module=Module.CORE_ATTN)
     if layout.attention == "sp":
-        qkv_bytes = local * model.qkv_width * BYTES_BF16
+        to_heads, to_sequence = ulysses_pair(n, local * model.qkv_width * BYTES_BF16, local * q * BYTES_BF16)
         return [
             norm,
             Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
-            # Eq. 2: Q, K, V to head-sharded layout; (n-1)/n of the buffer leaves the GPU
-            comm_step("sp_a2a_qkv", ALL_TO_ALL, Group.SP, comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
+            to_heads,
             flash,
-            comm_step("sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=local * q * BYTES_BF16 * (n - 1) / n, fuse="next"),
+            to_sequence,
             Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
             residual,
         ]

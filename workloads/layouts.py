@@ -119,7 +119,9 @@ class LayoutSpec:
             raise ConfigError("layout.capacity_factor", "must be >= 1.0")
         for module in self.recompute_modules:
             if module not in RECOMPUTE_MODULES:
-                raise ConfigError("layout.recompute_modules", f"{module!r} is not one of {', '.join(RECOMPUTE_MODULES)}")
+                raise ConfigError(
+                    "layout.recompute_modules", f"{module!r} is not one of {', '.join(RECOMPUTE_MODULES)}"
+                )
         if any(count < 0 for count in self.block_layers):
             raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {list(self.block_layers)}")
         check_layout(self)

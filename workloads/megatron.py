@@ -24,6 +24,7 @@ from workloads.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.megatron_args import NOT_SIMULATED, UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
 from workloads.megatron_pipeline import block_layers, parse_layout, stage_layers
 from workloads.models import ModelSpec
+from workloads.step import block_layer_counts
 
 NEVER_ALL_GATHER = 1 << 30  # a2a_topk_threshold above any top-k: Megatron's all-to-all dispatcher never switches
 FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
@@ -75,7 +76,9 @@ class MegatronJob:
         """Flags moesim does not know (each also in ``ignored``)."""
         return [arg.flag for arg in self.ignored if arg.reason == UNKNOWN]
 
-    def resolve(self, base_model: ModelSpec, base_layout: LayoutSpec | None = None) -> MegatronRun:
+    def resolve(
+        self, base_model: ModelSpec, base_layout: LayoutSpec | None = None, num_gpus: int | None = None
+    ) -> MegatronRun:
         """The model (base with the overrides and Megatron's derived fields) and the layout (base with the
         fields, the pipeline split and the recomputed layers, which need the model's layer count)."""
         notes = list(self.notes)
@@ -83,9 +86,27 @@ class MegatronJob:
         model = megatron_model.apply(self.args, self.model_overrides, base_model, notes, ignored)
         megatron_model.check_divisible(self.args, model)
         fields = {**self.layout_fields, **_pipeline(self.args, model, self.layout_fields, notes)}
+        fields.update(self._etp_that_fits(fields, num_gpus, notes))
         base = base_layout or LayoutSpec("megatron-args")
         layout = base.with_(name="megatron-args" if base_layout is None else f"{base.name}+megatron-args", **fields)
         return MegatronRun(model, layout, self.global_batch, self.seq_len, tuple(ignored), tuple(notes))
+
+    def _etp_that_fits(self, fields: dict[str, Any], num_gpus: int | None, notes: list[str]) -> dict[str, Any]:
+        """ETP 1 where Megatron-Core's default ETP (= TP) makes EP x ETP overflow a stage's GPUs.
+
+        Megatron would refuse such a job; the launch lines that run set --expert-tensor-parallel-size 1, so
+        moesim simulates that and says so (a note in the report)."""
+        etp, ep, pp = fields.get("etp", 1), fields.get("ep", 0), fields.get("pp", 1)
+        if num_gpus is None or etp == 1 or "--expert-tensor-parallel-size" in self.args or not ep:
+            return {}
+        if (num_gpus // pp) % (ep * etp) == 0:
+            return {}
+        notes.append(
+            f"Megatron-Core's default --expert-tensor-parallel-size (= TP {etp}) makes EP {ep} x ETP {etp} overflow "
+            f"the {num_gpus // pp} GPUs of a stage, so Megatron would refuse this job; simulated with ETP 1 "
+            "(add --expert-tensor-parallel-size 1 to say so)"
+        )
+        return {"etp": 1}
 
     def global_batch_for(self, num_gpus: int) -> int:
         """``--global-batch-size``, or Megatron's default: micro-batch x data-parallel size."""
@@ -109,7 +130,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_parallel(args, notes),
         **_experts(args, notes),
         **_recompute(args, extra),
-        **_precision(args, extra),
+        **_precision(args, extra, notes),
         **_data_parallel(args, notes),
     }
     for flag in ("--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"):
@@ -246,12 +267,12 @@ def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any
     return {"recompute": "selective", "recompute_modules": tuple(dict.fromkeys(modules)), "recompute_kept_layers": 0}
 
 
-def _precision(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]) -> dict[str, Any]:
     """16-bit training, FP8 GEMMs and weights, and the optimizer's storage dtypes (OptimizerConfig)."""
     if args.get("--bf16") and args.get("--fp16"):
         raise ConfigError("--fp16", "--bf16 and --fp16 exclude each other")
     if not (args.get("--bf16") or args.get("--fp16")):
-        raise ConfigError("--bf16", "without --bf16 or --fp16 Megatron trains in FP32; moesim simulates 16-bit only")
+        notes.append("no --bf16 or --fp16: Megatron would keep FP32 weights; moesim simulates BF16 training")
     if args.get("--optimizer", "adam") != "adam":
         raise ConfigError("--optimizer", f"{args['--optimizer']!r} not modelled: moesim counts Adam's states")
     fp8 = args.get("--fp8-format")
@@ -337,7 +358,16 @@ def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], no
                 raise ConfigError("--num-layers-per-virtual-pipeline-stage", "must divide the layers per rank")
             chunks = total // pp // per_chunk
         chunks = chunks or 1
-        blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
+        plain = first is None and last is None and not embedding and not loss
+        if plain and layers % (pp * chunks):  # Megatron refuses this; moesim splits unevenly and says so
+            notes.append(
+                f"{layers} layers do not split over pp x virtual stages = {pp * chunks} blocks, which Megatron "
+                "refuses without --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-"
+                "pipeline-split or a layout; simulated with one layer fewer on the last, then the first blocks"
+            )
+            blocks = block_layer_counts(layers, pp * chunks)
+        else:
+            blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
     if chunks > 1 and pp <= 2 and not args.get("--overlap-p2p-comm"):
         raise ConfigError("--pipeline-model-parallel-size", "the interleaved schedule needs pp > 2 (Megatron-LM)")
     out: dict[str, Any] = {

@@ -9,20 +9,8 @@ from __future__ import annotations
 
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.moe import tp_pair
-from workloads.ops import (
-    ALL_TO_ALL,
-    ATTENTION,
-    BYTES_BF16,
-    GEMM,
-    MEMORY,
-    Gemm,
-    Group,
-    Module,
-    Step,
-    attention_pairs,
-    comm_step,
-)
+from workloads.moe import tp_pair, ulysses_pair
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Module, Step, attention_pairs
 
 UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up projection
 
@@ -87,18 +75,9 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
             scatter,
             residual,
         ]
-    if n > 1:  # Ulysses: Q (d_qk), K (d_qk, RoPE part broadcast) and V (d_v) of all heads to head shards
-        qkv_bytes = rows * heads * (2 * d_qk + d_v) * BYTES_BF16
-        steps.append(comm_step("sp_a2a_qkv", ALL_TO_ALL, Group.SP, comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"))
-    steps.append(flash)
-    if n > 1:
-        steps.append(
-            comm_step(
-                "sp_a2a_out",
-                ALL_TO_ALL,
-                Group.SP,
-                comm_bytes=rows * heads * d_v * BYTES_BF16 * (n - 1) / n,
-                fuse="next",
-            )
-        )
+    # Ulysses: Q (d_qk), K (d_qk, RoPE part broadcast) and V (d_v) of all heads to head shards, and back
+    to_heads, to_sequence = ulysses_pair(
+        n, rows * heads * (2 * d_qk + d_v) * BYTES_BF16, rows * heads * d_v * BYTES_BF16
+    )
+    steps += [to_heads, flash, to_sequence] if n > 1 else [flash]
     return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]

@@ -115,6 +115,15 @@ def tp_pair(name: str, n: int, full_bytes: float, module: Module = Module.NONE) 
     return gather, scatter
 
 
+def ulysses_pair(n: int, qkv_bytes: float, out_bytes: float) -> tuple[Step, Step]:
+    """Ulysses SP around core attention (MegaScale-MoE Eq. 2): all-to-all Q, K, V (``qkv_bytes`` per GPU)
+    to head shards, and the output (``out_bytes``) back to sequence shards; (n-1)/n of each leaves the GPU."""
+    return (
+        comm_step("sp_a2a_qkv", ALL_TO_ALL, Group.SP, comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
+        comm_step("sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=out_bytes * (n - 1) / n, fuse="next"),
+    )
+
+
 def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
     """A dense SwiGLU FFN of width dense_ffn_size: TP-split with AG/RS under TP attention, else replicated."""
     n, h, f = layout.intra_size, model.hidden_size, model.dense_ffn_size

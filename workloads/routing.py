@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 ROUTINGS = ("uniform", "zipf")
 
@@ -43,6 +46,8 @@ def expert_loads(
     "zipf": share of the expert of popularity rank r is proportional to r^-s (Zipf's law), ranks assigned
     to experts by a random permutation from ``rng``; an explicit ``loads`` vector wins over ``routing``.
     """
+    import numpy as np  # NOTE: here, not at start-up: only skewed routing needs it
+
     if loads:
         vector = np.asarray(loads, dtype=float)
         if vector.shape != (num_experts,) or (vector < 0).any() or vector.sum() <= 0:
@@ -67,6 +72,8 @@ def routing_stats(
     Dropped copies are not sent, so under heavy dropping the busiest GPU may receive less than the
     balanced share (comm_scale < 1) while the padded expert GEMMs cost what balanced ones do.
     """
+    import numpy as np  # NOTE: here, not at start-up: only skewed routing needs it
+
     num_experts = len(loads)
     copies = ep * tokens_per_gpu * top_k
     per_expert = copies * loads
@@ -92,6 +99,8 @@ def layout_routing_stats(
     loads: tuple[float, ...] = (),
 ) -> RoutingStats:
     """Routing statistics for a layout's routing options, from ``numpy.random.default_rng(seed)``."""
+    import numpy as np  # NOTE: here, not at start-up: only skewed routing needs it
+
     rng = np.random.default_rng(seed)
     shares = expert_loads(num_experts, routing, zipf_exponent, rng, loads)
     return routing_stats(shares, tokens_per_gpu, top_k, ep, None if dropless else capacity_factor)

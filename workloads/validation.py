@@ -53,7 +53,9 @@ def _check_memory_options(layout: LayoutSpec) -> None:
             if getattr(layout, field):
                 raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
     if layout.param_remainders and layout.main_params_dtype != "fp32":
-        raise ConfigError("layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32")
+        raise ConfigError(
+            "layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32"
+        )
 
 
 def check_step(
@@ -77,7 +79,9 @@ def check_step(
     _check_expert_groups(model, layout, num_gpus, gpus_per_node)
     _check_pipeline(model, layout, num_gpus, global_batch)
     if "mla_up_proj" in layout.recompute_modules and model.attention != "mla":
-        raise ConfigError("layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla")
+        raise ConfigError(
+            "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla"
+        )
 
 
 def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:
