@@ -297,6 +297,8 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         if dtype != "fp32" and not aware:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
+    if args.get("--grad-reduce-in-bf16"):  # DDP's gradient buffers (the main grads) in BF16, reduced in BF16
+        dtypes["main_grads_dtype"] = "bf16"  # (DistributedDataParallelConfig.grad_reduce_in_fp32 = False)
     # TE FusedAdam keeps 16-bit remainders of FP32 master weights (store_param_remainders, default True)
     # when it manages them: BF16 weights, FP32 main params, no FP8 recipe other than delayed.
     remainders = aware and bool(args.get("--bf16")) and dtypes["main_params_dtype"] == "fp32"

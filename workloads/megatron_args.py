@@ -99,6 +99,7 @@ FLAGS: dict[str, Flag] = {
     "--overlap-param-gather": Flag(S),
     "--use-precision-aware-optimizer": Flag(S),
     "--main-grads-dtype": Flag(T, ("fp32", "bf16")),
+    "--grad-reduce-in-bf16": Flag(S),
     "--main-params-dtype": Flag(T, ("fp32", "fp16")),
     "--exp-avg-dtype": Flag(T, DTYPES),
     "--exp-avg-sq-dtype": Flag(T, DTYPES),
