@@ -7,14 +7,18 @@ from collections import Counter
 import pytest
 
 from tests.toys import replay
+from topologies.errors import ConfigError
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,
     FORWARD_BACKWARD,
+    FORWARD_BACKWARD_INPUT,
     WEIGHT,
     DualPipe,
     DualPipeV,
+    Interleaved,
+    OneFOneB,
     Schedule,
     ZeroBubble1P,
     bubble_dualpipe_s,
@@ -126,3 +130,48 @@ def test_dualpipev_activations_pp_plus_one_half_chunks() -> None:
         live += {FORWARD: 1, BACKWARD: -1, BACKWARD_INPUT: -1}.get(task.direction, 0)
         peak = max(peak, live + (task.direction == FORWARD_BACKWARD))
     assert peak == schedule.in_flight(0) == 9
+
+
+# --- Megatron-Core EP overlap (combined 1F1B) -------------------------------------------------------
+
+
+def test_ep_overlap_without_pipelining_pairs_each_forward_with_the_previous_backward() -> None:
+    """PP 1 (Megatron-Core combined_1f1b_schedule_for_no_pipelining): F0, then F(i+1)&B(i), then the last B;
+    with delay_wgrad each backward half is Bi and its W follows the pair."""
+    got = [(t.direction, t.micro_batch, t.paired) for t in OneFOneB(1, 3, ep_overlap=True).order(0)]
+    assert got == [
+        (FORWARD, 0, None),
+        (FORWARD_BACKWARD, 1, (0, 0)),
+        (FORWARD_BACKWARD, 2, (1, 0)),
+        (BACKWARD, 2, None),
+    ]
+    delayed = [t.direction for t in OneFOneB(1, 3, ep_overlap=True, delay_wgrad=True).order(0)]
+    assert delayed == [FORWARD, FORWARD_BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD_INPUT, WEIGHT, BACKWARD]
+
+
+@pytest.mark.parametrize("delay_wgrad", [False, True])
+@pytest.mark.parametrize("stages,micro_batches,chunks", [(2, 4, 2), (4, 8, 2), (4, 8, 3), (2, 2, 2)])
+def test_ep_overlap_interleaved_runs_every_task_once(stages, micro_batches, chunks, delay_wgrad) -> None:
+    """One more warm-up forward, then every steady-state F and B merged into one task of two different
+    micro-batch chunks; each F and B once, F first; no deadlock; one more activation in flight."""
+    schedule = Interleaved(stages, micro_batches, chunks, ep_overlap=True, delay_wgrad=delay_wgrad)
+    plain = Interleaved(stages, micro_batches, chunks)
+    for stage in range(stages):
+        order = schedule.order(stage)
+        where = positions(order)
+        for mb in range(micro_batches):
+            for chunk in range(chunks):
+                assert where[(FORWARD, mb, chunk)] < where[(BACKWARD, mb, chunk)]
+        assert all(t.paired != (t.micro_batch, t.chunk) for t in order if t.paired)
+        assert schedule.in_flight(stage) == min(plain.in_flight(stage) + 1, micro_batches * chunks)
+    durations = {**UNIT, FORWARD_BACKWARD: 2.5, FORWARD_BACKWARD_INPUT: 1.5}
+    replay(schedule, durations)
+
+
+def test_ep_overlap_requirements() -> None:
+    """Megatron-Core: with PP > 1 EP overlap needs virtual stages; delay_wgrad needs EP overlap."""
+    with pytest.raises(ConfigError, match="layout.ep_overlap"):
+        OneFOneB(2, 4, ep_overlap=True).check()
+    with pytest.raises(ConfigError, match="layout.delay_wgrad"):
+        Interleaved(2, 4, 2, delay_wgrad=True).check()
+    Interleaved(2, 4, 2, ep_overlap=True, delay_wgrad=True).check()
