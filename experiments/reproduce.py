@@ -13,6 +13,7 @@ from experiments import (
     layouts_ep,
     r_ratio,
     scaleup_domain,
+    schedules,
     skew,
     table3,
     table5,
@@ -34,6 +35,7 @@ REPRODUCTIONS = {
     "layouts-ep": layouts_ep.run,  # beyond the paper: in-node vs cross-node EP over NIC bandwidth
     "skew": skew.run,  # beyond the paper: Zipf expert load, dropless vs capacity 1.25
     "validation": validate.run,  # published runs of other models, clusters and frameworks (moesim validate)
+    "schedules": schedules.run,  # beyond the paper: DeepSeek-V3 under 1F1B, ZB1P, DualPipe, DualPipeV
 }
 
 HEADER = """# Reproduction of MegaScale-MoE (EuroSys '26) with moesim

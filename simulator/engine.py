@@ -164,7 +164,10 @@ class Engine:
             peer = place.at_stage(flow.stage)
             key = flow[:-1] + (peer,)
             self._sent_at[key] = self.env.now
-            self.env.process(self._send(place, peer, key))
+            if peer == place:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
+                self._arrival(key).succeed()
+            else:
+                self.env.process(self._send(place, peer, key))
 
     # --- data parallelism ----------------------------------------------------------------------------
     def _dp_bytes(self, stage: int) -> tuple[float, float]:

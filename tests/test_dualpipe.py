@@ -12,7 +12,7 @@ from simulator.engine import Engine
 from simulator.memory import in_flight_micro_batches, stage_memory
 from simulator.report import build_report
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
-from tests.toys import block_task_key
+from tests.toys import block_task_key, replay
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
@@ -34,28 +34,8 @@ FREE_NIC = {"nic_bandwidth_Bps": 1e15, "nic_efficiency": 1.0, "nic_latency_s": 1
 
 
 def _replay(stages: int, micro_batches: int, durations: dict[str, float]) -> list[float]:
-    """Idle time of each stage when tasks take fixed durations and sends are free (a hand model)."""
-    schedule = DualPipe(stages, micro_batches)
-    orders = [schedule.order(s) for s in range(stages)]
-    arrived: dict[tuple, float] = {}
-    clock, busy, next_task = [0.0] * stages, [0.0] * stages, [0] * stages
-    moved = True
-    while moved:
-        moved = False
-        for s in range(stages):
-            while next_task[s] < len(orders[s]):
-                task = orders[s][next_task[s]]
-                needed = schedule.inputs(s, task)
-                if any(key not in arrived for key in needed):
-                    break
-                clock[s] = max([clock[s]] + [arrived[key] for key in needed]) + durations[task.direction]
-                busy[s] += durations[task.direction]
-                for key in schedule.outputs(s, task):
-                    arrived[key] = clock[s]
-                next_task[s] += 1
-                moved = True
-    assert next_task == [len(order) for order in orders], "the schedule deadlocks"
-    return [max(clock) - b for b in busy]
+    """Idle time of each DualPipe stage when tasks take fixed durations and sends are free (a hand model)."""
+    return replay(DualPipe(stages, micro_batches), durations)
 
 
 # --- schedule -------------------------------------------------------------------------------------

@@ -133,7 +133,20 @@ def test_unknown_flags_are_listed_with_one_warning(capsys: pytest.CaptureFixture
     assert err == "moesim: warning: unknown Megatron arguments ignored: --foo, --bar\n"
     ignored = json.loads(out)["ignored_args"]
     assert {"flag": "--foo", "reason": UNKNOWN} in ignored and {"flag": "--bar", "reason": UNKNOWN} in ignored
-    assert {"flag": "--overlap-moe-expert-parallel-comm", "reason": NOT_SIMULATED} in ignored
+    overlap = next(arg for arg in ignored if arg["flag"] == "--overlap-moe-expert-parallel-comm")
+    assert "virtual stages" in overlap["reason"]  # PP 4 without virtual stages: Megatron-Core refuses it
+
+
+def test_ep_overlap_flags_are_simulated_with_virtual_stages() -> None:
+    """With EP 8 and virtual stages, --overlap-moe-expert-parallel-comm and --delay-wgrad-compute set the layout's
+    ep_overlap and delay_wgrad and nothing is listed as not simulated; --delay-wgrad-compute alone is dropped."""
+    flags = FLAGS + " --num-virtual-stages-per-pipeline-rank 2 --overlap-moe-expert-parallel-comm --delay-wgrad-compute"
+    run = parse_megatron_args(flags).resolve(MIXTRAL)
+    assert (run.layout.ep_overlap, run.layout.delay_wgrad, run.layout.schedule) == (True, True, "interleaved")
+    assert all(arg.reason != NOT_SIMULATED for arg in run.ignored)
+    alone = parse_megatron_args(FLAGS + " --num-virtual-stages-per-pipeline-rank 2 --delay-wgrad-compute")
+    alone = alone.resolve(MIXTRAL)
+    assert not alone.layout.delay_wgrad and alone.ignored[-1].flag == "--delay-wgrad-compute"
 
 
 def test_explicit_batch_and_sequence_flags_win(capsys: pytest.CaptureFixture[str]) -> None:

@@ -101,7 +101,7 @@ def test_interleaved_first_stage_warmup() -> None:
 def test_stage_order_dispatch_and_bubble_formula() -> None:
     assert make_schedule("1f1b", 4, 8).order(1) == OneFOneB(4, 8).order(1)
     assert make_schedule("interleaved", 4, 8, 2).order(1) == Interleaved(4, 8, 2).order(1)
-    assert set(SCHEDULES) == {"1f1b", "interleaved", "dualpipe"}
+    assert set(SCHEDULES) == {"1f1b", "zb1p", "interleaved", "dualpipe", "dualpipev"}
     assert bubble_fraction_1f1b(4, 8) == pytest.approx(3 / 11, rel=1e-15)  # (p-1)/(m+p-1)
     assert bubble_fraction_1f1b(15, 48) == pytest.approx(14 / 62, rel=1e-15)
 

@@ -70,6 +70,8 @@ def test_folded_equals_unfolded(case) -> None:
 # (id, model, gpus, GPUs per node, global batch, layout changes, faults, NIC bytes/s, bound). Bound None:
 # folding is exact, so the two agree to 1e-9. Otherwise the stated mechanism makes them differ, by at most
 # the bound (relative step time), and the test checks that they do differ.
+VPP2 = {"schedule": "interleaved", "virtual_stages": 2}
+OVERLAP_WGRAD = {"ep_overlap": True, "delay_wgrad": True}
 NIC_SLOW_Bps = 2e9  # a slow NIC, so that PP sends still run when the next task's EP flows start
 
 FEATURES = [
@@ -86,6 +88,13 @@ FEATURES = [
     ("ep-node-limited", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16, "ep_max_nodes": 2}, None, None, None),
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
+    ("zb1p", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "zb1p"}, None, None, None),
+    ("zb1p-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "zb1p"}, None, None, None),
+    ("dualpipev", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipev"}, None, None, None),
+    ("dualpipev-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipev"}, None, None, None),
+    # Megatron-Core's combined 1F1B: steady-state F&B (and F&Bi + W with delay_wgrad) over cross-node EP.
+    ("ep-overlap", TINY, 16, 4, 16, {"intra_size": 4, "ep": 8, **VPP2, "ep_overlap": True}, None, None, None),
+    ("ep-overlap-wgrad", TINY, 16, 4, 16, {"intra_size": 4, "ep": 8, **VPP2, **OVERLAP_WGRAD}, None, None, None),
     # Skewed routing: the recipe charges every GPU the busiest one's load, in both placements.
     ("zipf", TINY, 16, 4, 8, {"intra_size": 4, "routing": "zipf", "zipf_exponent": 1.2}, None, None, None),
     # A straggler in replica 0 slows its EP peers in replica 1 at every EP barrier; the folded view charges

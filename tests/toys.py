@@ -7,7 +7,7 @@ from dataclasses import replace
 from simulator.calibration import Calibration
 from topologies.hardware import GpuSpec
 from workloads.models import LayerKind, ModelSpec
-from workloads.schedules import Block, Phase, TaskKey
+from workloads.schedules import PAIRED, Block, Phase, Schedule, TaskKey
 from workloads.step import StepWorkload
 
 TOY_GPU = GpuSpec(
@@ -55,4 +55,30 @@ def toy_calibration(**changes: object) -> Calibration:
 def block_task_key(workload: StepWorkload, phase: Phase, first: bool = False, last: bool = False) -> TaskKey:
     """The key of a task on a block of ``workload.layers_per_chunk`` MoE layers (models without dense layers)."""
     block = Block(first, last, (LayerKind(False, 0),) * workload.layers_per_chunk)
-    return TaskKey(phase, (block, block) if phase == Phase.FORWARD_BACKWARD else (block,))
+    return TaskKey(phase, (block, block) if phase in PAIRED else (block,))
+
+
+def replay(schedule: Schedule, durations: dict) -> list[float]:
+    """Idle time of each stage when tasks take fixed durations and sends are free (a hand model); fails
+    if some stage waits for an input that never comes (a deadlock)."""
+    stages = schedule.stages
+    orders = [schedule.order(s) for s in range(stages)]
+    arrived: dict[tuple, float] = {}
+    clock, busy, next_task = [0.0] * stages, [0.0] * stages, [0] * stages
+    moved = True
+    while moved:
+        moved = False
+        for s in range(stages):
+            while next_task[s] < len(orders[s]):
+                task = orders[s][next_task[s]]
+                needed = schedule.inputs(s, task)
+                if any(key not in arrived for key in needed):
+                    break
+                clock[s] = max([clock[s]] + [arrived[key] for key in needed]) + durations[task.direction]
+                busy[s] += durations[task.direction]
+                for key in schedule.outputs(s, task):
+                    arrived[key] = clock[s]
+                next_task[s] += 1
+                moved = True
+    assert next_task == [len(order) for order in orders], "the schedule deadlocks"
+    return [max(clock) - b for b in busy]

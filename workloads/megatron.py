@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from topologies.errors import ConfigError
 from workloads import megatron_model
 from workloads.layouts import RECOMPUTE_MODULES, LayoutSpec
-from workloads.megatron_args import NOT_SIMULATED, UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
+from workloads.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
 from workloads.megatron_pipeline import block_layers, parse_layout, stage_layers
 from workloads.models import ModelSpec
 from workloads.step import block_layer_counts
@@ -86,6 +86,7 @@ class MegatronJob:
         model = megatron_model.apply(self.args, self.model_overrides, base_model, notes, ignored)
         megatron_model.check_divisible(self.args, model)
         fields = {**self.layout_fields, **_pipeline(self.args, model, self.layout_fields, notes)}
+        _ep_overlap(fields, ignored)
         fields.update(self._etp_that_fits(fields, num_gpus, notes))
         base = base_layout or LayoutSpec("megatron-args")
         layout = base.with_(name="megatron-args" if base_layout is None else f"{base.name}+megatron-args", **fields)
@@ -133,9 +134,6 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_precision(args, extra, notes),
         **_data_parallel(args, notes),
     }
-    for flag in ("--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"):
-        if args.get(flag):
-            extra.append(IgnoredArg(flag, NOT_SIMULATED))
     overrides = megatron_model.overrides(args, extra)
     if not args.get("--swiglu"):
         notes.append("no --swiglu: Megatron's MLP is GeLU (2 matrices); moesim simulates SwiGLU (3)")
@@ -232,6 +230,18 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if args.get("--moe-router-force-load-balancing"):
         fields["routing"] = "uniform"
     return fields
+
+
+def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:
+    """--overlap-moe-expert-parallel-comm needs EP > 1 and, with PP > 1, virtual stages; --delay-wgrad-compute
+    needs it (Megatron-LM arguments.py asserts both): a flag whose requirement fails is listed and dropped."""
+    if fields["ep_overlap"] and (fields["ep"] <= 1 or (fields["pp"] > 1 and fields["virtual_stages"] == 1)):
+        reason = "needs --expert-model-parallel-size > 1 and, with PP > 1, virtual stages (Megatron-Core)"
+        ignored.append(IgnoredArg("--overlap-moe-expert-parallel-comm", reason))
+        fields["ep_overlap"] = False
+    if fields["delay_wgrad"] and not fields["ep_overlap"]:
+        ignored.append(IgnoredArg("--delay-wgrad-compute", "needs --overlap-moe-expert-parallel-comm (Megatron-Core)"))
+        fields["delay_wgrad"] = False
 
 
 def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:

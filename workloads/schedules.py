@@ -22,9 +22,11 @@ class Phase(Label):
     BACKWARD_INPUT = "Bi"  # input-gradient half of a split backward (zero-bubble's B; Qi et al., ICLR'24)
     WEIGHT = "W"  # weight-gradient half, deferred to fill bubbles
     FORWARD_BACKWARD = "F&B"  # a forward and a full backward of different micro-batches, overlapped
+    FORWARD_BACKWARD_INPUT = "F&Bi"  # a forward and an input-gradient backward, overlapped (W runs later)
 
 
-FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD = Phase
+FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD, FORWARD_BACKWARD_INPUT = Phase
+PAIRED = (FORWARD_BACKWARD, FORWARD_BACKWARD_INPUT)  # phases whose tasks run two micro-batches on two lanes
 
 
 class Task(NamedTuple):
@@ -68,8 +70,12 @@ class Schedule:
     name: ClassVar[str]
     virtual_stages: ClassVar[bool] = False  # whether a stage may hold several model chunks (layout.virtual_stages)
 
-    def __init__(self, stages: int, micro_batches: int, chunks: int = 1) -> None:
+    def __init__(
+        self, stages: int, micro_batches: int, chunks: int = 1, *, ep_overlap: bool = False, delay_wgrad: bool = False
+    ) -> None:
         self.stages, self.micro_batches, self.chunks = stages, micro_batches, chunks
+        # Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm, --delay-wgrad-compute): see pair_steady
+        self.ep_overlap, self.delay_wgrad = ep_overlap, delay_wgrad
 
     # --- what a schedule defines ---------------------------------------------------------------------
     def order(self, stage: int) -> list[Task]:
@@ -116,7 +122,7 @@ class Schedule:
             return [(FORWARD, task.micro_batch, task.chunk)]
         if task.direction in (BACKWARD, BACKWARD_INPUT):
             return [(BACKWARD, task.micro_batch, task.chunk)]
-        if task.direction == FORWARD_BACKWARD:
+        if task.direction in PAIRED:
             assert task.paired is not None
             return [(FORWARD, task.micro_batch, task.chunk), (BACKWARD, *task.paired)]
         return []
@@ -144,6 +150,31 @@ class Schedule:
                 sent.append(Flow(direction, mb, target[1], target[0]))
         return sent
 
+    # --- Megatron-Core EP communication overlap (combined 1F1B) ---------------------------------------
+    @property
+    def extra_warmup(self) -> int:
+        """Forwards added to the warm-up so that each steady-state forward can pair with a backward of an
+        earlier micro-batch (with ep_overlap; the last stage would otherwise pair a chunk with itself)."""
+        return int(self.ep_overlap)
+
+    def pair_steady(self, forward: Task, backward: Task) -> list[Task]:
+        """A steady-state forward and backward: as they are, or with ``ep_overlap`` one F&B task (Megatron-Core
+        ``combined_1f1b_schedule_for_interleaved_pipelining``: one micro-batch's dispatch / combine hides behind
+        the other's compute); with ``delay_wgrad`` the backward half is Bi and its W runs after the pair."""
+        if not self.ep_overlap:
+            return [forward, backward]
+        paired = (backward.micro_batch, backward.chunk)
+        if not self.delay_wgrad:
+            return [Task(FORWARD_BACKWARD, forward.micro_batch, forward.chunk, paired)]
+        return [Task(FORWARD_BACKWARD_INPUT, forward.micro_batch, forward.chunk, paired), Task(WEIGHT, *paired)]
+
+    def check_overlap(self) -> None:
+        """Megatron-Core's requirements: delay_wgrad needs ep_overlap; with pp > 1, virtual stages."""
+        if self.delay_wgrad and not self.ep_overlap:
+            raise ConfigError("layout.delay_wgrad", "needs ep_overlap (Megatron-Core --delay-wgrad-compute)")
+        if self.ep_overlap and self.stages > 1 and not self.virtual_stages:
+            raise ConfigError("layout.ep_overlap", f"pp > 1 needs the interleaved schedule (not {self.name})")
+
 
 class OneFOneB(Schedule):
     """1F1B (PipeDream-flush): warm-up forwards, alternating steady state, cool-down backwards."""
@@ -152,15 +183,58 @@ class OneFOneB(Schedule):
 
     def order(self, stage: int) -> list[Task]:
         m = self.micro_batches
-        warmup = min(self.stages - stage - 1, m)
+        warmup = min(self.stages - stage - 1 + self.extra_warmup, m)
         order = [Task(FORWARD, mb, 0) for mb in range(warmup)]
         for i in range(m - warmup):
-            order.append(Task(FORWARD, warmup + i, 0))
-            order.append(Task(BACKWARD, i, 0))
+            order += self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
         return order + [Task(BACKWARD, mb, 0) for mb in range(m - warmup, m)]
 
     def in_flight(self, stage: int) -> int:
-        return min(self.stages - stage, self.micro_batches)
+        return min(self.stages - stage + self.extra_warmup, self.micro_batches)
+
+    def check(self) -> None:
+        self.check_overlap()
+
+
+class ZeroBubble1P(Schedule):
+    """ZB-H1 (Qi et al., ICLR'24 "Zero Bubble Pipeline Parallelism", Sec. 3.1; deepseek-ai/DualPipe's ZB1P):
+    1F1B with the backward split into Bi and W; stage s defers s W passes to the cool-down, where they fill
+    the bubble. Bubble (PP-1)(F + B - 2W) with B = Bi + W the full backward; activations of PP micro-batches
+    on every stage (a micro-batch's are held until its W)."""
+
+    name = "zb1p"
+
+    def order(self, stage: int) -> list[Task]:
+        m, warmup = self.micro_batches, self.stages - stage - 1
+        count = {FORWARD: 0, BACKWARD_INPUT: 0, WEIGHT: 0}
+        order: list[Task] = []
+
+        def run(*phases: Phase) -> None:
+            for phase in phases:
+                order.append(Task(phase, count[phase], 0))
+                count[phase] += 1
+
+        for _ in range(warmup):
+            run(FORWARD)
+        for _ in range(stage):  # W deferred
+            run(FORWARD, BACKWARD_INPUT)
+        for _ in range(m - warmup - stage):
+            run(FORWARD, BACKWARD_INPUT, WEIGHT)
+        for _ in range(warmup):
+            run(BACKWARD_INPUT, WEIGHT)
+        for _ in range(stage):
+            run(WEIGHT)
+        return order
+
+    def in_flight(self, stage: int) -> int:
+        return self.stages  # warm-up (pp-s-1) plus s forwards whose W waits, plus the steady-state one
+
+    def check(self) -> None:
+        self.check_overlap()
+        if self.micro_batches < self.stages:
+            raise ConfigError(
+                "global_batch", f"ZB1P needs at least pp ({self.stages}) micro-batches, got {self.micro_batches}"
+            )
 
 
 class Interleaved(Schedule):
@@ -184,17 +258,17 @@ class Interleaved(Schedule):
             group, within = divmod(k, stages * chunks)
             return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
 
-        warmup = min(self._warmup(stage), total)
+        warmup = min(self._warmup(stage) + self.extra_warmup, total)
         order = [forward(k) for k in range(warmup)]
         for i in range(total - warmup):
-            order.append(forward(warmup + i))
-            order.append(backward(i))
+            order += self.pair_steady(forward(warmup + i), backward(i))
         return order + [backward(k) for k in range(total - warmup, total)]
 
     def in_flight(self, stage: int) -> int:
-        return min(self._warmup(stage) + 1, self.micro_batches * self.chunks)
+        return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
 
     def check(self) -> None:
+        self.check_overlap()
         if self.micro_batches % self.stages:
             raise ConfigError(
                 "global_batch", f"interleaved 1F1B needs micro-batches ({self.micro_batches}) divisible by pp"
@@ -211,8 +285,8 @@ class DualPipe(Schedule):
 
     name = "dualpipe"
 
-    def __init__(self, stages: int, micro_batches: int, chunks: int = 1) -> None:
-        super().__init__(stages, micro_batches, 1)
+    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
+        super().__init__(stages, micro_batches, 1, **overlap)  # F&B pairing is DualPipe's own
 
     def block_of(self, stage: int, chunk: int) -> int:
         return stage if chunk == 0 else self.stages - 1 - stage
@@ -307,19 +381,64 @@ class DualPipe(Schedule):
         return order
 
 
-SCHEDULES: dict[str, type[Schedule]] = {cls.name: cls for cls in (OneFOneB, Interleaved, DualPipe)}
+class DualPipeV(Schedule):
+    """DualPipeV (deepseek-ai/DualPipe ``dualpipev.py``; Sea AI Lab's "cut-in-half" of DualPipe): the model in
+    2 x pp blocks, stage s holding block s (chunk 0) and block 2pp-1-s (chunk 1), one parameter copy. Every
+    micro-batch runs down chunk 0 from stage 0 to pp-1, turns there to chunk 1 and runs back to stage 0 (the
+    head). Rank s's task order is DualPipe's rank s of 2 pp ranks with 2m micro-batches (steps 1-8)."""
+
+    name = "dualpipev"
+
+    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
+        super().__init__(stages, micro_batches, 2, **overlap)
+
+    def block_of(self, stage: int, chunk: int) -> int:
+        return stage if chunk == 0 else 2 * self.stages - 1 - stage
+
+    def successor(self, stage: int, chunk: int) -> tuple[int, int] | None:
+        if chunk == 0:
+            return (stage + 1, 0) if stage < self.stages - 1 else (stage, 1)  # the turn stays on the stage
+        return (stage - 1, 1) if stage > 0 else None
+
+    def predecessor(self, stage: int, chunk: int) -> tuple[int, int] | None:
+        if chunk == 1:
+            return (stage + 1, 1) if stage < self.stages - 1 else (stage, 0)
+        return (stage - 1, 0) if stage > 0 else None
+
+    def in_flight(self, stage: int) -> int:
+        return min(2 * self.stages + 1, 2 * self.micro_batches)  # PP + 1 half-size chunks (DualPipe README)
+
+    def check(self) -> None:
+        if self.micro_batches < 2 * self.stages:
+            raise ConfigError(
+                "layout.pp",
+                f"DualPipeV needs at least 2 x pp ({2 * self.stages}) micro-batches, got {self.micro_batches}",
+            )
+
+    def order(self, stage: int) -> list[Task]:
+        return DualPipe(2 * self.stages, 2 * self.micro_batches).order(stage)
 
 
-def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1) -> Schedule:
-    """The schedule called ``name`` (a LayoutSpec.schedule value)."""
+SCHEDULES: dict[str, type[Schedule]] = {
+    cls.name: cls for cls in (OneFOneB, ZeroBubble1P, Interleaved, DualPipe, DualPipeV)
+}
+
+
+def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> Schedule:
+    """The schedule called ``name`` (a LayoutSpec.schedule value); ``overlap``: ep_overlap, delay_wgrad."""
     if name not in SCHEDULES:
         raise ConfigError("layout.schedule", f"must be one of {', '.join(SCHEDULES)}")
-    return SCHEDULES[name](stages, micro_batches, chunks)
+    return SCHEDULES[name](stages, micro_batches, chunks, **overlap)
 
 
 def bubble_dualpipe_s(stages: int, f_and_b_s: float, backward_s: float, weight_s: float) -> float:
     """DualPipe's bubble (PP/2 - 1)(F&B + B - 3W) (deepseek-ai/DualPipe README, bubble table)."""
     return (stages / 2 - 1) * (f_and_b_s + backward_s - 3 * weight_s)
+
+
+def bubble_zb1p_s(stages: int, forward_s: float, backward_s: float, weight_s: float) -> float:
+    """ZB1P's bubble (PP - 1)(F + B - 2W), B the full backward (deepseek-ai/DualPipe README; Qi et al. ZB-H1)."""
+    return (stages - 1) * (forward_s + backward_s - 2 * weight_s)
 
 
 def bubble_fraction_1f1b(stages: int, micro_batches: int) -> float:

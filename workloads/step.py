@@ -16,6 +16,7 @@ from workloads.schedules import (
     BACKWARD_INPUT,
     FORWARD,
     FORWARD_BACKWARD,
+    PAIRED,
     Block,
     Schedule,
     Task,
@@ -101,7 +102,9 @@ class StepWorkload:
     # --- pipeline ------------------------------------------------------------------------------------
     @cached_property
     def schedule(self) -> Schedule:
-        return make_schedule(self.layout.schedule, self.pp, self.micro_batches, self.chunks)
+        layout = self.layout
+        overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
+        return make_schedule(layout.schedule, self.pp, self.micro_batches, self.chunks, **overlap)
 
     @cached_property
     def block_ranges(self) -> tuple[range, ...]:
@@ -188,7 +191,7 @@ class StepWorkload:
 
     def task_lanes(self, key: TaskKey) -> tuple[int, ...] | None:
         """Lane of each op of an F&B task (0 forward, 1 backward); None for single-lane tasks."""
-        if key.phase != FORWARD_BACKWARD:
+        if key.phase not in PAIRED:
             return None
         self.task_ops(key)
         return self._lanes[key]
@@ -200,8 +203,9 @@ class StepWorkload:
         if phase == BACKWARD:
             recompute_below = max(len(blocks[0].layers) - self.layout.recompute_kept_layers, 0)
             return tuple(backward_ops(self._layers(blocks[0]), self.layout, recompute_below))
-        if phase == FORWARD_BACKWARD:  # a forward and a full backward, paired on two lanes
-            forward, backward = TaskKey(FORWARD, blocks[:1]), TaskKey(BACKWARD, blocks[1:])
+        if phase in PAIRED:  # a forward and a full (F&B) or input-gradient (F&Bi) backward, on two lanes
+            forward = TaskKey(FORWARD, blocks[:1])
+            backward = TaskKey(BACKWARD if phase == FORWARD_BACKWARD else BACKWARD_INPUT, blocks[1:])
             ops, self._lanes[key] = dualpipe.pair(self.task_ops(forward), self.task_ops(backward))
             return ops
         input_ops, weight_ops = dualpipe.split_backward(self.task_ops(TaskKey(BACKWARD, blocks)))

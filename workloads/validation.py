@@ -162,4 +162,6 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
         raise ConfigError(
             "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
         )
-    SCHEDULES[layout.schedule](layout.pp, global_batch // (dp * layout.micro_batch), layout.virtual_stages).check()
+    overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
+    micro_batches = global_batch // (dp * layout.micro_batch)
+    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **overlap).check()
