@@ -101,8 +101,8 @@ def test_inline_and_file_give_the_same_json(tmp_path: Path, capsys: pytest.Captu
         ("--bf16 --pipeline-model-parallel-layout 'Et|tt", "--megatron-args: cannot read as a command line"),
         ("/nonexistent/train.sh", "--megatron-args: not flags (they start with --) nor a readable file"),
         (  # an explicit ETP that overflows the 8 GPUs of a stage (32 GPUs / PP 4) stays an error
-            "--bf16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8"
-            " --expert-tensor-parallel-size 2",
+            "--bf16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8 "
+            + "--expert-tensor-parallel-size 2",
             "layout.ep (--expert-model-parallel-size x --expert-tensor-parallel-size): EP 8 x ETP 2 must be a multiple",
         ),
         (

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-
 from topologies.errors import ConfigError, check_positive, check_positive_int, lookup_preset
 from topologies.hardware import GPU_PRESETS, GpuSpec
 
