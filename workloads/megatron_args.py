@@ -204,6 +204,7 @@ IGNORED: dict[str, str] = {
             "--use-megatron-fsdp",
             "--distribute-saved-activations",
             "--moe-router-padding-for-quantization",
+            "--moe-router-fusion",
             "--hierarchical-context-parallel-sizes",
             "--rampup-batch-size",
         ),
