@@ -89,7 +89,9 @@ def _mean_by_k(rows: list[tuple[int, float]]) -> tuple[tuple[float, float], ...]
 
 def _fp8_curve() -> tuple[tuple[float, float], ...]:
     """FP8 tile efficiency by K: the DeepGEMM points, waves divided out, averaged at equal K."""
-    return _mean_by_k([(p[4], _tile_efficiency(p[0], p[1], p[2], p[3], p[4], p[5])) for p in GEMM_POINTS if p[0] == FP8])
+    return _mean_by_k(
+        [(p[4], _tile_efficiency(p[0], p[1], p[2], p[3], p[4], p[5])) for p in GEMM_POINTS if p[0] == FP8]
+    )
 
 
 def _bf16_curve(fp8: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
@@ -181,7 +183,12 @@ def _attention_tflops(family: str, direction: str, causal: bool, head_dim: int, 
     if not dims:
         raise KeyError((family, direction, causal))
     by_dim = tuple(
-        (float(d), interpolate_log(tuple(zip(map(float, ATTENTION_SEQ_LENS), ATTENTION_TFLOPS[(family, direction, causal, d)])), seq_len))
+        (
+            float(d),
+            interpolate_log(
+                tuple(zip(map(float, ATTENTION_SEQ_LENS), ATTENTION_TFLOPS[(family, direction, causal, d)])), seq_len
+            ),
+        )
         for d in dims
     )
     return interpolate_log(by_dim, head_dim)

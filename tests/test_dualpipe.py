@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from simulator.engine import Engine
+from simulator.gemm_efficiency import flat_gemm_table
 from simulator.memory import in_flight_micro_batches, stage_memory
 from simulator.report import build_report
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
-from simulator.gemm_efficiency import flat_gemm_table
 from tests.toys import block_task_key
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError

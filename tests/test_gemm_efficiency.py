@@ -66,7 +66,9 @@ def test_fp8_over_bf16_comes_from_the_tables_not_2x() -> None:
     """4096 x 4096 x 7168 on the H800: FP8 / BF16 speed = (1979 / 989) x eff_fp8(7168) / eff_bf16(7168), ~1.6."""
     bf16 = gemm_time_s(Gemm(4096, 4096, 7168), H800, BARE)
     fp8 = gemm_time_s(Gemm(4096, 4096, 7168, fp8=True), H800, BARE)
-    expected = 1979 / 989 * HOPPER_GEMM_TABLE.tile_efficiency(7168, True) / HOPPER_GEMM_TABLE.tile_efficiency(7168, False)
+    expected = (
+        1979 / 989 * HOPPER_GEMM_TABLE.tile_efficiency(7168, True) / HOPPER_GEMM_TABLE.tile_efficiency(7168, False)
+    )
     assert bf16 / fp8 == pytest.approx(expected, rel=1e-9)
     assert 1.3 < bf16 / fp8 < 1.9
 
@@ -100,6 +102,8 @@ def test_attention_interpolation_by_hand() -> None:
 def test_attention_time_uses_the_table_and_the_residual() -> None:
     """1e12 counted FLOPs, causal half: 0.5e12 / (100e12 x 602/989 x 0.5 residual) on the toy GPU."""
     cal = toy_calibration(attention_fwd_efficiency=None, compute_residual=0.5)
-    assert attention_time_s(1e12, False, toy_gpu(), cal) == pytest.approx(0.5e12 / (100e12 * 602 / 989 * 0.5), rel=1e-12)
+    assert attention_time_s(1e12, False, toy_gpu(), cal) == pytest.approx(
+        0.5e12 / (100e12 * 602 / 989 * 0.5), rel=1e-12
+    )
     with pytest.raises(ValueError):
         attention_efficiency("fa1", False, True, 128, 8192)

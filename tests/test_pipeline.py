@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from simulator.engine import Engine
-from simulator.report import build_report
 from simulator.gemm_efficiency import flat_gemm_table
+from simulator.report import build_report
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
 from workloads.layouts import layout_preset
