@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 
 from simulator.calibration import Calibration
+from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
 from workloads.ops import ALL_TO_ALL, ATTENTION, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
 
 
 def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
-    """Roofline GEMM time with wave quantization over the SMs.
+    """Roofline GEMM time with wave quantization over the SMs, at the tile efficiency of its shape.
 
     Tiles of TILE_M x TILE_N outputs are spread over the SMs in waves; a partial last wave costs a full
     one. A grouped GEMM schedules all groups' tiles together; a sequential one launches a kernel per
@@ -19,7 +20,9 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
     peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
-    tile_s = tile_flop / (peak_flops / gpu.sm_count * cal.gemm_mma_efficiency)
+    grouped = gemm.groups > 1 and not gemm.sequential
+    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.fp8, gemm.m if grouped else None)
+    tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * cal.compute_residual)
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
     operand_bytes = 1.0 if gemm.fp8 else 2.0
     bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
@@ -31,9 +34,19 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     return max(compute_s, memory_s * gemm.groups) + cal.kernel_overhead_s
 
 
+def attention_efficiency_of(backward: bool, cal: Calibration) -> float:
+    """The attention kernel's efficiency: a fixed override, else the kernel family's published table."""
+    fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
+    if fixed is not None:
+        return fixed
+    return attention_efficiency(
+        cal.attention_kernel, backward, cal.attention_causal, cal.attention_head_dim, cal.attention_seq_len
+    )
+
+
 def attention_time_s(flops: float, backward: bool, gpu: GpuSpec, cal: Calibration) -> float:
-    """FlashAttention: counted FLOPs x causal fraction at the measured kernel efficiency."""
-    efficiency = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
+    """FlashAttention: counted FLOPs x causal fraction at the kernel's efficiency x the compute residual."""
+    efficiency = attention_efficiency_of(backward, cal) * cal.compute_residual
     return flops * cal.attention_causal_fraction / (gpu.peak_bf16_flops * efficiency) + cal.kernel_overhead_s
 
 

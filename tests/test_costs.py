@@ -19,6 +19,7 @@ from simulator.costs import (
     gemm_time_s,
     memory_time_s,
 )
+from simulator.gemm_efficiency import flat_gemm_table
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (
@@ -99,10 +100,13 @@ def test_kernel_overhead_once_per_kernel() -> None:
     assert sequential == pytest.approx(110.304e-6, rel=1e-12)
 
 
-def test_mma_efficiency_scales_tile_time() -> None:
-    """At 50% MMA efficiency one SM does 0.5e12 FLOP/s: the one-wave GEMM takes 65.536 us."""
-    cal = CAL.with_(gemm_mma_efficiency=0.5)
+def test_tile_efficiency_scales_tile_time() -> None:
+    """At 50% tile efficiency one SM does 0.5e12 FLOP/s: the one-wave GEMM takes 65.536 us; a compute
+    residual of 0.5 on top of it halves the rate again (131.072 us)."""
+    cal = CAL.with_(gemm_efficiency=flat_gemm_table(0.5))
     assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, cal) == pytest.approx(65.536e-6, rel=1e-12)
+    halved = cal.with_(compute_residual=0.5)
+    assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, halved) == pytest.approx(131.072e-6, rel=1e-12)
 
 
 def test_memory_bound_gemm() -> None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from simulator.engine import Engine
+from simulator.gemm_efficiency import flat_gemm_table
 from simulator.memory import in_flight_micro_batches, stage_memory
 from simulator.report import build_report
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
@@ -183,7 +184,7 @@ def test_dualpipe_engine_bubble_matches_formula_and_beats_1f1b(pp: int, micro_ba
 
 def test_dualpipe_memoized_engine_equals_op_level() -> None:
     """PP 4, DP 2, 8 micro-batches, default NIC: memoized replay equals op-level execution."""
-    cal = CAL.with_(gemm_mma_efficiency=0.75, kernel_overhead_s=4e-6, host_launch_s=10e-6)
+    cal = CAL.with_(gemm_efficiency=flat_gemm_table(0.75), kernel_overhead_s=4e-6, host_launch_s=10e-6)
     lay = layout_preset("sp-ep").with_(pp=4, micro_batch=1, schedule="dualpipe")
     cluster = ClusterSpec(GPU, num_gpus=64, domain_gpus=8)
     runs = []

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from simulator.engine import Engine
+from simulator.gemm_efficiency import flat_gemm_table
 from simulator.report import build_report
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
@@ -189,7 +190,7 @@ SMALL = ModelSpec(
 def test_memoized_engine_equals_op_level(layout: str) -> None:
     """PP 4, DP 2, 8 micro-batches, with the default NIC: replaying memoized task times gives the same
     step time as running every task at op level (to 1e-9 relative), DP traffic included."""
-    cal = CAL.with_(gemm_mma_efficiency=0.75, kernel_overhead_s=4e-6, host_launch_s=10e-6)
+    cal = CAL.with_(gemm_efficiency=flat_gemm_table(0.75), kernel_overhead_s=4e-6, host_launch_s=10e-6)
     workload, cluster = _workload(SMALL, pp=4, dp=2, micro_batches=8, layout=layout)
     assert (workload.dp, workload.micro_batches) == (2, 8)
     memo = Engine(workload, cluster, cal, memoize=True).run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.calibration import Calibration
+from simulator.gemm_efficiency import flat_gemm_table
 from topologies.hardware import GpuSpec
 from workloads.models import LayerKind, ModelSpec
 from workloads.schedules import PAIRED, Block, Phase, Schedule, TaskKey
@@ -30,7 +31,8 @@ EQUAL_STAGES = ModelSpec("equal", 32, 2048, 8, 8, 4096, 8, 2, 8)
 TOY_CALIBRATION = Calibration(
     gemm_tile_m=128,
     gemm_tile_n=128,
-    gemm_mma_efficiency=1.0,
+    gemm_efficiency=flat_gemm_table(1.0),  # one efficiency for every shape and dtype
+    compute_residual=1.0,
     attention_fwd_efficiency=0.5,
     attention_bwd_efficiency=0.25,
     attention_causal_fraction=0.5,
