@@ -190,7 +190,7 @@ def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> 
     if not isinstance(data, dict):
         raise ConfigError("model", f"{origin} must hold a JSON object, got {type(data).__name__}")
     model_type = data.get("model_type")
-    if model_type not in READERS:
+    if not isinstance(model_type, str) or model_type not in READERS:
         raise ConfigError(
             "model.model_type", f"{model_type!r} is not supported ({origin}); supported: {', '.join(READERS)}"
         )
