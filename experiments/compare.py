@@ -1,5 +1,6 @@
 """``moesim compare``: sweep layouts, NIC bandwidths, scale-up domains (or a simulate() keyword, ClusterSpec
-field or LayoutSpec field) over GPU counts; write a CSV and a plot.
+field or LayoutSpec field) over GPU counts; write a CSV and a plot (tokens/s per GPU against the first swept
+variable, one panel per value of a second, errored points marked x).
 
 Keys and the types of values are checked before anything runs (a one-line ConfigError); a point whose
 values are well typed but cannot run (a layout that does not divide the GPUs, ...) is a row with its error.
@@ -16,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from experiments.compare_plot import plot
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
@@ -102,24 +104,6 @@ def sweep(
     return pd.DataFrame(rows)
 
 
-def plot(frame: pd.DataFrame, axes: list[Axis], path: Path, title: str) -> None:
-    """Tokens/s per GPU against GPUs, one line per layout and axis setting."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from experiments.plotting import finish
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    keys = ["layout", *(a.column for a in axes)]
-    for values, group in frame.groupby(keys, sort=False):
-        values = values if isinstance(values, tuple) else (values,)
-        label = ", ".join(f"{k}={v}" if k != "layout" else str(v) for k, v in zip(keys, values))
-        ax.plot(group.gpus, group.tokens_per_s / group.gpus, marker="o", label=label)
-    finish(fig, ax, path, title=title, xlabel="GPUs", ylabel="tokens/s per GPU", legend_size=7)
-
-
 def _csv_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -143,7 +127,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a simulate() keyword (global_batch, seq_len, micro_batch, allow_oom), ClusterSpec or LayoutSpec "
         "field, e.g. pp=10,12",
     )
-    p.add_argument("--out", default="results/compare.csv", help="CSV path; the plot goes beside it as .png")
+    p.add_argument(
+        "--out",
+        default="compare.csv",
+        help="CSV path (default compare.csv in the current folder); the plot goes beside it as .png",
+    )
 
 
 def run_args(args: argparse.Namespace) -> pd.DataFrame:
@@ -176,7 +164,7 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False, float_format="%.6g")
-    plot(frame.dropna(subset=["tokens_per_s"]), axes, out.with_suffix(".png"), f"{args.model}: moesim compare")
+    plot(frame, [a.column for a in axes], out.with_suffix(".png"), f"{args.model}: moesim compare")
     shown = ["layout", *(a.column for a in axes), "gpus", "tokens_per_s", "mfu", "error"]
     print(frame[shown].to_string(index=False))
     print(f"wrote {out} and {out.with_suffix('.png')}")

@@ -14,26 +14,37 @@ import numpy as np
 COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
 
 
+def bar_text(value: float) -> str:
+    """A bar's label with three significant figures at most, never rounded to a whole number (1.13, 15.2, 152)."""
+    if value != value:  # NaN: no bar
+        return ""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def bar_comparison(
     path: Path, *, title: str, categories: list[str], xlabel: str, ylabel: str, series: dict[str, object]
 ) -> None:
     """Grouped bars: one group per category, one bar per series."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
+    drawn: list[str] = []
     width = 0.8 / len(series)
     x = np.arange(len(categories))
     for i, (label, values) in enumerate(series.items()):
+        values = [float(v) for v in values]
         bars = ax.bar(
             x + (i - (len(series) - 1) / 2) * width,
-            list(values),
+            values,
             width,
             label=label,
             color=COLOURS[i % len(COLOURS)],
             hatch="//" if "paper" in label else None,
             edgecolor="white",
         )
-        ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
+        texts = ax.bar_label(bars, labels=[bar_text(v) for v in values], fontsize=6, padding=1)
+        drawn += [t.get_text() for t in texts]
     ax.set_xticks(x, categories)
     finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel, grid_axis="y")
+    return drawn
 
 
 def line_comparison(

@@ -46,7 +46,7 @@ PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
 OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
-    f"exposed_{kind}_s" for kind in COMM_KINDS
+    f"exposed_{kind}_s" for kind in (*COMM_KINDS, "cp", "etp")  # cp, etp: blank unless the layout uses them
 ]
 
 Params = dict[str, object]  # one grid row as written in the file and in point_id
@@ -60,6 +60,8 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
         raise ConfigError("sweep.output", "give an output path ending in .csv or .parquet")
     if Path(str(output)).suffix not in (".csv", ".parquet"):
         raise ConfigError("sweep.output", f"must end in .csv or .parquet, got '{output}'")
+    if Path(str(output)).suffix == ".parquet":
+        check_parquet()
     for key in spec:
         if key not in SIM_KEYS and key not in LAYOUT_KEYS:
             raise ConfigError(f"sweep.{key}", f"unknown key; use {', '.join(SIM_KEYS)}, output or a layout field")
@@ -78,6 +80,14 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
             values = [_relative_to(Path(path).parent, v) for v in values]
         spec[key] = values if isinstance(value, list) else values[0]
     return grid({**DEFAULTS, **spec}), output
+
+
+def check_parquet() -> None:
+    """Raise a one-line ConfigError, before any point runs, unless pandas can write Parquet (pyarrow)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ConfigError("sweep.output", "a .parquet output needs pyarrow: pip install 'moesim[parquet]'") from None
 
 
 def _relative_to(folder: Path, value: str) -> str:
@@ -242,16 +252,12 @@ def run_sweep(
         except KeyboardInterrupt:
             say(f"sweep: interrupted; finished rows are in {table}, rerun to resume")
             raise
-    say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
     if output.suffix == ".parquet":
         import pandas as pd
 
-        try:
-            pd.read_csv(table).to_parquet(output)
-        except ImportError:
-            raise ConfigError(
-                "sweep.output", f"Parquet needs pyarrow (pip install pyarrow); rows are in {table}"
-            ) from None
+        check_parquet()
+        pd.read_csv(table).to_parquet(output)
+    say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
     return output
 
 
