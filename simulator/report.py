@@ -17,6 +17,7 @@ from simulator.unfolded import check_unfolded_size
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
+from workloads.hints import memory_hint
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
@@ -161,8 +162,9 @@ def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool =
         raise ConfigError(
             "memory",
             f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
-            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}; "
-            "pass --allow-oom / allow_oom=True to simulate anyway",
+            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}"
+            + memory_hint(peak.terms_gib(), workload.layout)
+            + " (allow_oom=True)",
         )
     return True
 
