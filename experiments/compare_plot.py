@@ -50,7 +50,7 @@ def plot(frame: pd.DataFrame, axis_columns: list[str], path: Path, title: str) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x, facet, data = panels(frame, axis_columns)
+    x, _, data = panels(frame, axis_columns)
     ticks = list(dict.fromkeys(frame[x]))  # every x value, in the order given; strings work too
     fig, axes = plt.subplots(1, len(data), figsize=(4.5 * len(data) + 2, 4.5), sharey=True, squeeze=False)
     errored = False

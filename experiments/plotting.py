@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +17,7 @@ COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#b
 
 def bar_text(value: float) -> str:
     """A bar's label with three significant figures at most, never rounded to a whole number (1.13, 15.2, 152)."""
-    if value != value:  # NaN: no bar
+    if math.isnan(value):  # no bar
         return ""
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 

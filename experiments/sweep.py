@@ -45,8 +45,9 @@ KINDS = {
 PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
 OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
-REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
-    f"exposed_{kind}_s" for kind in (*COMM_KINDS, "cp", "etp")  # cp, etp: blank unless the layout uses them
+REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name not in ("exposed_comm_s", "memory_gib")] + [
+    f"exposed_{kind}_s"
+    for kind in (*COMM_KINDS, "cp", "etp")  # cp, etp: blank unless the layout uses them
 ]
 
 Params = dict[str, object]  # one grid row as written in the file and in point_id

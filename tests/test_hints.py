@@ -36,7 +36,11 @@ def test_layers_hint(capsys) -> None:
     ("flags", "term", "option"),
     [
         (["--set", "pp=10", "--set", "schedule=dualpipe"], "grads", "--set zero_stage=2"),
-        (["--set", "recompute=none", "--micro-batch", "2", "--global-batch", "60"], "activations", "--set recompute=sar"),
+        (
+            ["--set", "recompute=none", "--micro-batch", "2", "--global-batch", "60"],
+            "activations",
+            "--set recompute=sar",
+        ),
     ],
 )
 def test_oom_names_biggest_term_and_option(capsys, flags: list[str], term: str, option: str) -> None:

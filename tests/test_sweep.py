@@ -168,7 +168,9 @@ def test_cp_and_etp_exposed_columns(tmp_path: Path) -> None:
     assert rows["1"]["exposed_cp_s"] == ""  # not used: blank, as in run --json where the key is absent
 
 
-PARQUET = "model: mixtral-8x7b\ngpus: 16\nglobal_batch: 8\nseq_len: 4096\nintra_size: 4\npp: 2\netp: 2\noutput: out.parquet\n"
+PARQUET = (
+    "model: mixtral-8x7b\ngpus: 16\nglobal_batch: 8\nseq_len: 4096\nintra_size: 4\npp: 2\netp: 2\noutput: out.parquet\n"
+)
 
 
 def test_parquet_without_pyarrow_is_refused_before_running(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -106,7 +106,8 @@ def _check_intra_group(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus
     if num_gpus % (n * cp * layout.pp):
         label = "intra_size x pp" if cp == 1 else "intra_size x cp x pp"
         raise ConfigError(
-            "gpus", f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}{gpus_hint(model, layout, num_gpus)}"
+            "gpus",
+            f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}{gpus_hint(model, layout, num_gpus)}",
         )
     if model.num_heads % n:
         raise ConfigError("model.num_heads", f"{model.num_heads} heads not divisible by TP/SP degree {n}")
