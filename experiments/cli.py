@@ -10,6 +10,7 @@ from pathlib import Path
 
 from experiments import compare, presets, run_outputs, sweep_cli
 from experiments.bench import main as bench
+from experiments.progress import add_quiet
 from experiments.reproduce import REPRODUCTIONS, reproduce, targets_epilog
 from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
@@ -117,8 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+    add_quiet(reproduce)
     sweep_cli.add_commands(commands)
-    commands.add_parser("bench", help="time the simulator at fixed points on this machine")
+    add_quiet(commands.add_parser("bench", help="time the simulator at fixed points on this machine"))
     commands.add_parser("presets", help="list the model, layout and cluster presets, one line each")
     compare.add_parser(commands)
     return parser
@@ -225,9 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             _run(args)
         elif args.command == "reproduce":
-            reproduce(args.name, Path(args.out))
+            reproduce(args.name, Path(args.out), quiet=args.quiet)
         elif args.command == "bench":
-            bench()
+            bench(quiet=args.quiet)
         elif args.command == "presets":
             print("\n".join(presets.preset_lines()))
         elif args.command == "compare":

@@ -18,6 +18,8 @@ from experiments import (
     table5,
     weak_scaling,
 )
+from experiments.progress import bar
+from experiments.progress import shown as progress_shown
 from simulator.calibration import DEFAULT_CALIBRATION
 
 REPRODUCTIONS = {
@@ -95,13 +97,18 @@ def _update(markdown_path: Path, name: str, section: str) -> None:
     markdown_path.write_text(text)
 
 
-def reproduce(name: str, out: Path) -> None:
-    """Run one reproduction (or all) into ``out``."""
+def reproduce(name: str, out: Path, quiet: bool = False) -> None:
+    """Run one reproduction (or all) into ``out``; a bar with an ETA on a terminal, a line per target otherwise
+    (none with ``quiet``)."""
     out.mkdir(parents=True, exist_ok=True)
     names = list(REPRODUCTIONS) if name == "all" else [name]
     markdown_path = out / "REPRODUCTION.md"
-    for each in names:
-        print(f"reproducing {each} ...", flush=True)
-        _update(markdown_path, each, REPRODUCTIONS[each](out))
+    with bar(len(names), "reproduce", unit="target", quiet=quiet) as progress:
+        for each in names:
+            progress.set_postfix_str(each)
+            if not quiet and not progress_shown(quiet):
+                print(f"reproducing {each} ...", flush=True)
+            _update(markdown_path, each, REPRODUCTIONS[each](out))
+            progress.update()
     _update(markdown_path, "calibration", calibration_section())
     print(f"wrote {out}/ ({', '.join(names)}) and {markdown_path}")

@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from experiments.points import Point, kind_of, make_point, run_point
+from experiments.progress import bar
 from simulator.report import COMM_KINDS, Report
 from topologies.errors import ConfigError
 from workloads.config import is_yaml_path, read_yaml
@@ -216,11 +217,14 @@ def run_sweep(
     jobs: int = 1,
     scheduler: str | object | None = None,
     progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
 ) -> Path:
-    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path."""
+    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path.
+    ``progress`` gets every line, one per point included; without it a bar on stderr (experiments.progress)
+    stands for the per-point lines, whose results are in the table."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
-    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     header = columns(points)
     fresh = not table.exists() or table.stat().st_size == 0
     if not fresh:
@@ -246,10 +250,13 @@ def run_sweep(
         if fresh:
             writer.writeheader()
         try:
-            for number, row in enumerate(rows, 1):
-                writer.writerow(row)
-                handle.flush()
-                say(f"[{number}/{len(todo)}] {_describe(row)}")
+            with bar(len(todo), "sweep", quiet=quiet or progress is not None) as shown:
+                for number, row in enumerate(rows, 1):
+                    writer.writerow(row)
+                    handle.flush()
+                    shown.update()
+                    if progress:
+                        progress(f"[{number}/{len(todo)}] {_describe(row)}")
         except KeyboardInterrupt:
             say(f"sweep: interrupted; finished rows are in {table}, rerun to resume")
             raise
@@ -262,10 +269,10 @@ def run_sweep(
     return output
 
 
-def main_sweep(path: str, jobs: int, scheduler: str | None) -> None:
+def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False) -> None:
     """CLI entry: load the sweep file and run it."""
     points, output = load_sweep(path)
-    run_sweep(points, output, jobs=jobs, scheduler=scheduler)
+    run_sweep(points, output, jobs=jobs, scheduler=scheduler, quiet=quiet)
 
 
 def read_rows(table: str | Path) -> Iterable[dict[str, str]]:
