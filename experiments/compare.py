@@ -165,7 +165,8 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False, float_format="%.6g")
     plot(frame, [a.column for a in axes], out.with_suffix(".png"), f"{args.model}: moesim compare")
-    shown = ["layout", *(a.column for a in axes), "gpus", "tokens_per_s", "mfu", "error"]
-    print(frame[shown].to_string(index=False))
+    shown = ["layout", *(a.column for a in axes), "gpus", "step_time_s", "tokens_per_s", "mfu", "error"]
+    formats = {"step_time_s": "{:.3f}".format, "tokens_per_s": "{:,.0f}".format, "mfu": "{:.1%}".format}
+    print(frame[shown].fillna({"error": ""}).to_string(index=False, formatters=formats, na_rep="-"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
     return frame
