@@ -117,6 +117,8 @@ def plot_run(path: str | Path, run: TracedRun) -> None:
     parts = [breakdown(run, stage) for stage in range(stages)]
     for label, colour in BREAKDOWN_COLOURS.items():
         widths = [p[label] for p in parts]
+        if label in ("cp", "etp") and not any(widths):
+            continue  # not in this layout: no legend entry
         bars.barh(range(stages), widths, left=left, color=colour, label=label, height=0.8)
         left = [a + b for a, b in zip(left, widths)]
     bars.set_xlabel("seconds of the step")

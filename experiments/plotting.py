@@ -15,11 +15,15 @@ import numpy as np
 COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
 
 
-def bar_text(value: float) -> str:
-    """A bar's label with three significant figures at most, never rounded to a whole number (1.13, 15.2, 152)."""
-    if math.isnan(value):  # no bar
-        return ""
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+def label_decimals(values: list[float]) -> int:
+    """Decimals of a chart's bar labels, from its largest value: 2 below 10 (1.13x), 1 below 100, else 0."""
+    top = max((abs(v) for v in values if not math.isnan(v)), default=0.0)
+    return 2 if top < 10 else 1 if top < 100 else 0
+
+
+def bar_text(value: float, decimals: int) -> str:
+    """A bar's label with ``decimals`` decimals; empty for a missing (NaN) value."""
+    return "" if math.isnan(value) else f"{value:.{decimals}f}"
 
 
 def bar_comparison(
@@ -28,6 +32,7 @@ def bar_comparison(
     """Grouped bars: one group per category, one bar per series."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     drawn: list[str] = []
+    decimals = label_decimals([float(v) for values in series.values() for v in values])
     width = 0.8 / len(series)
     x = np.arange(len(categories))
     for i, (label, values) in enumerate(series.items()):
@@ -41,7 +46,7 @@ def bar_comparison(
             hatch="//" if "paper" in label else None,
             edgecolor="white",
         )
-        texts = ax.bar_label(bars, labels=[bar_text(v) for v in values], fontsize=6, padding=1)
+        texts = ax.bar_label(bars, labels=[bar_text(v, decimals) for v in values], fontsize=6, padding=1)
         drawn += [t.get_text() for t in texts]
     ax.set_xticks(x, categories)
     finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel, grid_axis="y")
