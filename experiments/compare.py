@@ -19,6 +19,7 @@ import pandas as pd
 
 from experiments.compare_plot import plot
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
+from experiments.progress import add_quiet, bar
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
@@ -90,17 +91,22 @@ def sweep(
     *,
     cluster: str = "h800",
     global_batch: int = DEFAULT_GLOBAL_BATCH,
+    quiet: bool = True,
 ) -> pd.DataFrame:
-    """Every combination of layouts x axes x GPU counts, one row each."""
+    """Every combination of layouts x axes x GPU counts, one row each (a progress bar on a terminal unless
+    quiet, as the reproductions that call it are)."""
     rows = []
-    for layout in layouts:
-        for values in itertools.product(*(a.values for a in axes)):
-            settings = {a.key: v for a, v in zip(axes, values)}
-            for count in gpus:
-                point = make_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
-                row = compare_row(point)
-                row.update({a.column: v for a, v in zip(axes, values)})
-                rows.append(row)
+    total = len(layouts) * math.prod(len(a.values) for a in axes) * len(gpus)
+    with bar(total, "compare", quiet=quiet) as progress:
+        for layout in layouts:
+            for values in itertools.product(*(a.values for a in axes)):
+                settings = {a.key: v for a, v in zip(axes, values)}
+                for count in gpus:
+                    point = make_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
+                    row = compare_row(point)
+                    row.update({a.column: v for a, v in zip(axes, values)})
+                    rows.append(row)
+                    progress.update()
     return pd.DataFrame(rows)
 
 
@@ -114,7 +120,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
     p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets or .yaml files")
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
-    p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
+    p.add_argument("--cluster", default="h800", help="cluster preset or .yaml file (default h800)")
     p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
@@ -132,6 +138,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default="compare.csv",
         help="CSV path (default compare.csv in the current folder); the plot goes beside it as .png",
     )
+    add_quiet(p)
 
 
 def run_args(args: argparse.Namespace) -> pd.DataFrame:
@@ -157,7 +164,9 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for name in layouts:
         load_layout(name)  # unknown presets and bad layout files fail before any simulation
     load_model(args.model)
-    frame = sweep(args.model, layouts, gpus, axes, cluster=args.cluster, global_batch=args.global_batch)
+    frame = sweep(
+        args.model, layouts, gpus, axes, cluster=args.cluster, global_batch=args.global_batch, quiet=args.quiet
+    )
     for a in axes:  # report the values as given (GB/s, not bytes/s)
         if a.label == "nic_gbps":
             frame[a.column] = frame[a.column] / 1e9

@@ -44,7 +44,7 @@ def test_megatron_arguments_file_runs(capsys) -> None:
 def test_compare_takes_the_example_layouts_and_cluster_file(tmp_path) -> None:
     layouts = ",".join(str(EXAMPLES / "layouts" / f"ep-{kind}.yaml") for kind in ("in-node", "cross-node"))
     cluster = str(EXAMPLES / "clusters" / "h800-100g.yaml")
-    argv = ["compare", "--gpus", "1440", "--global-batch", "72", "--cluster", cluster, "--layouts", layouts]
+    argv = ["compare", "--gpus", "1440", "--global-batch", "180", "--cluster", cluster, "--layouts", layouts]
     assert main([*argv, "--out", str(tmp_path / "ep.csv")]) == 0
     frame = pd.read_csv(tmp_path / "ep.csv")
     assert frame.error.isna().all() and (frame.tokens_per_s > 0).all()
