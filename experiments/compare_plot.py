@@ -11,6 +11,12 @@ import pandas as pd
 Series = dict[str, list[tuple[object, float]]]  # label -> (x value, tokens/s per GPU; NaN: errored)
 
 
+def _name(layout: object) -> str:
+    """A layout's legend label: a preset's name, a file's stem."""
+    text = str(layout)
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
+
 def _varied(frame: pd.DataFrame, columns: list[str]) -> list[str]:
     """The columns among ``columns`` that take more than one value in ``frame``."""
     return [c for c in columns if frame[c].nunique(dropna=False) > 1]
@@ -37,7 +43,7 @@ def panels(frame: pd.DataFrame, axis_columns: list[str]) -> tuple[str, str | Non
         lines: Series = {}
         for key, group in part.groupby(series, sort=False):
             key = key if isinstance(key, tuple) else (key,)
-            label = ", ".join(str(v) if c == "layout" else f"{c}={v}" for c, v in zip(series, key))
+            label = ", ".join(_name(v) if c == "layout" else f"{c}={v}" for c, v in zip(series, key))
             lines[label] = [(xv, tps / g) for xv, tps, g in zip(group[x], group.tokens_per_s, group.gpus)]
         out[title] = lines
     return x, facet, out
@@ -63,7 +69,7 @@ def plot(frame: pd.DataFrame, axis_columns: list[str], path: Path, title: str) -
             if bad:
                 errored = True
                 ax.plot(bad, [0.02 * top] * len(bad), linestyle="none", marker="x", color="red", markersize=9)
-        ax.set_xticks(range(len(ticks)), [str(t) for t in ticks])
+        ax.set_xticks(range(len(ticks)), [f"{t:g}" if isinstance(t, float) else str(t) for t in ticks])
         ax.set_xlabel(x)
         ax.set_title(panel, fontsize=9)
         ax.grid(alpha=0.3)
