@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import simpy
 
+from experiments.progress import bar
 from simulator.engine import Engine, EngineResult
 from simulator.probes import Probe, observing
 from simulator.report import simulate
@@ -137,10 +138,15 @@ def measure(point: BenchPoint, event_s: float) -> dict:
     }
 
 
-def run_bench(points: list[BenchPoint] | tuple[BenchPoint, ...] | None = None) -> pd.DataFrame:
+def run_bench(points: list[BenchPoint] | tuple[BenchPoint, ...] | None = None, quiet: bool = False) -> pd.DataFrame:
     """Measure every point (default: POINTS) and the bare simpy event time in this process."""
     event_s = bare_event_s()
-    rows = [measure(point, event_s) for point in (POINTS if points is None else points)]
+    todo = POINTS if points is None else points
+    rows = []
+    with bar(len(todo), "bench", quiet=quiet) as progress:
+        for point in todo:
+            rows.append(measure(point, event_s))
+            progress.update()
     frame = pd.DataFrame(rows)
     frame.attrs["bare_event_s"] = event_s
     return frame
@@ -167,6 +173,6 @@ def format_bench(frame: pd.DataFrame) -> str:
     return text
 
 
-def main() -> None:
+def main(quiet: bool = False) -> None:
     """Run the bench and print it."""
-    print(format_bench(run_bench()))
+    print(format_bench(run_bench(quiet=quiet)))

@@ -8,9 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from experiments import compare, run_outputs, sweep_cli, validate
+from experiments import compare, presets, run_outputs, sweep_cli, validate
 from experiments.bench import main as bench
-from experiments.reproduce import REPRODUCTIONS, reproduce
+from experiments.progress import add_quiet
+from experiments.reproduce import REPRODUCTIONS, reproduce, targets_epilog
 from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
 from simulator.report import simulate
@@ -22,11 +23,27 @@ from workloads.megatron import MegatronJob, MegatronRun, parse_megatron_args
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
+def _version() -> str:
+    """The installed package's version (the source tree's pyproject version when run from a checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("moesim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="moesim", description="Simulate MoE LLM training on GPU clusters.")
+    parser.add_argument("--version", action="version", version=f"moesim {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="simulate one training step and print a report")
+    run = commands.add_parser(
+        "run",
+        help="simulate one training step and print a report",
+        epilog=presets.epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
     run.add_argument("--layout", default=None, help="layout preset or .yaml file (default megascale-moe)")
     run.add_argument(
@@ -93,11 +110,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_outputs.add_arguments(run)
 
-    reproduce = commands.add_parser("reproduce", help="reproduce a table or figure of the paper into results/")
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="reproduce a table or figure of the paper into results/",
+        epilog=targets_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+    add_quiet(reproduce)
     sweep_cli.add_commands(commands)
-    commands.add_parser("bench", help="time the simulator at fixed points on this machine")
+    add_quiet(commands.add_parser("bench", help="time the simulator at fixed points on this machine"))
+    commands.add_parser("presets", help="list the model, layout and cluster presets, one line each")
     compare.add_parser(commands)
     validate.add_parser(commands)
     return parser
@@ -204,9 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             _run(args)
         elif args.command == "reproduce":
-            reproduce(args.name, Path(args.out))
+            reproduce(args.name, Path(args.out), quiet=args.quiet)
         elif args.command == "bench":
-            bench()
+            bench(quiet=args.quiet)
+        elif args.command == "presets":
+            print("\n".join(presets.preset_lines()))
         elif args.command == "compare":
             compare.run_args(args)
         elif args.command == "validate":

@@ -1,5 +1,6 @@
 """``moesim compare``: sweep layouts, NIC bandwidths, scale-up domains (or a simulate() keyword, ClusterSpec
-field or LayoutSpec field) over GPU counts; write a CSV and a plot.
+field or LayoutSpec field) over GPU counts; write a CSV and a plot (tokens/s per GPU against the first swept
+variable, one panel per value of a second, errored points marked x).
 
 Keys and the types of values are checked before anything runs (a one-line ConfigError); a point whose
 values are well typed but cannot run (a layout that does not divide the GPUs, ...) is a row with its error.
@@ -16,7 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from experiments.compare_plot import plot
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
+from experiments.progress import add_quiet, bar
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
@@ -88,36 +91,23 @@ def sweep(
     *,
     cluster: str = "h800",
     global_batch: int = DEFAULT_GLOBAL_BATCH,
+    quiet: bool = True,
 ) -> pd.DataFrame:
-    """Every combination of layouts x axes x GPU counts, one row each."""
+    """Every combination of layouts x axes x GPU counts, one row each (a progress bar on a terminal unless
+    quiet, as the reproductions that call it are)."""
     rows = []
-    for layout in layouts:
-        for values in itertools.product(*(a.values for a in axes)):
-            settings = {a.key: v for a, v in zip(axes, values)}
-            for count in gpus:
-                point = make_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
-                row = compare_row(point)
-                row.update({a.column: v for a, v in zip(axes, values)})
-                rows.append(row)
+    total = len(layouts) * math.prod(len(a.values) for a in axes) * len(gpus)
+    with bar(total, "compare", quiet=quiet) as progress:
+        for layout in layouts:
+            for values in itertools.product(*(a.values for a in axes)):
+                settings = {a.key: v for a, v in zip(axes, values)}
+                for count in gpus:
+                    point = make_point(model, layout, count, settings, cluster=cluster, global_batch=global_batch)
+                    row = compare_row(point)
+                    row.update({a.column: v for a, v in zip(axes, values)})
+                    rows.append(row)
+                    progress.update()
     return pd.DataFrame(rows)
-
-
-def plot(frame: pd.DataFrame, axes: list[Axis], path: Path, title: str) -> None:
-    """Tokens/s per GPU against GPUs, one line per layout and axis setting."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from experiments.plotting import finish
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    keys = ["layout", *(a.column for a in axes)]
-    for values, group in frame.groupby(keys, sort=False):
-        values = values if isinstance(values, tuple) else (values,)
-        label = ", ".join(f"{k}={v}" if k != "layout" else str(v) for k, v in zip(keys, values))
-        ax.plot(group.gpus, group.tokens_per_s / group.gpus, marker="o", label=label)
-    finish(fig, ax, path, title=title, xlabel="GPUs", ylabel="tokens/s per GPU", legend_size=7)
 
 
 def _csv_list(text: str) -> list[str]:
@@ -130,7 +120,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
     p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets or .yaml files")
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
-    p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
+    p.add_argument("--cluster", default="h800", help="cluster preset or .yaml file (default h800)")
     p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
@@ -143,7 +133,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a simulate() keyword (global_batch, seq_len, micro_batch, allow_oom), ClusterSpec or LayoutSpec "
         "field, e.g. pp=10,12",
     )
-    p.add_argument("--out", default="results/compare.csv", help="CSV path; the plot goes beside it as .png")
+    p.add_argument(
+        "--out",
+        default="compare.csv",
+        help="CSV path (default compare.csv in the current folder); the plot goes beside it as .png",
+    )
+    add_quiet(p)
 
 
 def run_args(args: argparse.Namespace) -> pd.DataFrame:
@@ -169,15 +164,18 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for name in layouts:
         load_layout(name)  # unknown presets and bad layout files fail before any simulation
     load_model(args.model)
-    frame = sweep(args.model, layouts, gpus, axes, cluster=args.cluster, global_batch=args.global_batch)
+    frame = sweep(
+        args.model, layouts, gpus, axes, cluster=args.cluster, global_batch=args.global_batch, quiet=args.quiet
+    )
     for a in axes:  # report the values as given (GB/s, not bytes/s)
         if a.label == "nic_gbps":
             frame[a.column] = frame[a.column] / 1e9
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False, float_format="%.6g")
-    plot(frame.dropna(subset=["tokens_per_s"]), axes, out.with_suffix(".png"), f"{args.model}: moesim compare")
-    shown = ["layout", *(a.column for a in axes), "gpus", "tokens_per_s", "mfu", "error"]
-    print(frame[shown].to_string(index=False))
+    plot(frame, [a.column for a in axes], out.with_suffix(".png"), f"{args.model}: moesim compare")
+    shown = ["layout", *(a.column for a in axes), "gpus", "step_time_s", "tokens_per_s", "mfu", "error"]
+    formats = {"step_time_s": "{:.3f}".format, "tokens_per_s": "{:,.0f}".format, "mfu": "{:.1%}".format}
+    print(frame[shown].fillna({"error": ""}).to_string(index=False, formatters=formats, na_rep="-"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
     return frame

@@ -23,6 +23,8 @@ BREAKDOWN_COLOURS = {
     "tp": "#fdae6b",
     "sp": "#e6550d",
     "ep": "#a63603",
+    "cp": "#fd8d3c",
+    "etp": "#7f2704",
     "pp": "#6baed6",
     "dp": "#756bb1",
     "bubble": "#d9d9d9",
@@ -73,10 +75,10 @@ def stage_gantt(run: TracedRun, stage: int) -> dict[str, list[Span]]:
 
 
 def breakdown(run: TracedRun, stage: int) -> dict[str, float]:
-    """Seconds of the step on ``stage``: compute, exposed tp/sp/ep/pp/dp, and the rest (bubble)."""
+    """Seconds of the step on ``stage``: compute, exposed tp/sp/ep/cp/etp/pp/dp, and the rest (bubble)."""
     log = run.result.stages[stage]
     parts = {"compute": log.compute_busy_s}
-    for kind in ("tp", "sp", "ep"):
+    for kind in ("tp", "sp", "ep", "cp", "etp"):  # cp and etp: 0 unless the layout uses them
         parts[kind] = log.exposed_comm_s.get(kind, 0.0)
     parts["pp"] = log.pp_wait_s
     parts["dp"] = log.dp_exposed_s
@@ -115,6 +117,8 @@ def plot_run(path: str | Path, run: TracedRun) -> None:
     parts = [breakdown(run, stage) for stage in range(stages)]
     for label, colour in BREAKDOWN_COLOURS.items():
         widths = [p[label] for p in parts]
+        if label in ("cp", "etp") and not any(widths):
+            continue  # not in this layout: no legend entry
         bars.barh(range(stages), widths, left=left, color=colour, label=label, height=0.8)
         left = [a + b for a, b in zip(left, widths)]
     bars.set_xlabel("seconds of the step")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -14,26 +15,42 @@ import numpy as np
 COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
 
 
+def label_decimals(values: list[float]) -> int:
+    """Decimals of a chart's bar labels, from its largest value: 2 below 10 (1.13x), 1 below 100, else 0."""
+    top = max((abs(v) for v in values if not math.isnan(v)), default=0.0)
+    return 2 if top < 10 else 1 if top < 100 else 0
+
+
+def bar_text(value: float, decimals: int) -> str:
+    """A bar's label with ``decimals`` decimals; empty for a missing (NaN) value."""
+    return "" if math.isnan(value) else f"{value:.{decimals}f}"
+
+
 def bar_comparison(
     path: Path, *, title: str, categories: list[str], xlabel: str, ylabel: str, series: dict[str, object]
 ) -> None:
     """Grouped bars: one group per category, one bar per series."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
+    drawn: list[str] = []
+    decimals = label_decimals([float(v) for values in series.values() for v in values])
     width = 0.8 / len(series)
     x = np.arange(len(categories))
     for i, (label, values) in enumerate(series.items()):
+        values = [float(v) for v in values]
         bars = ax.bar(
             x + (i - (len(series) - 1) / 2) * width,
-            list(values),
+            values,
             width,
             label=label,
             color=COLOURS[i % len(COLOURS)],
             hatch="//" if "paper" in label else None,
             edgecolor="white",
         )
-        ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
+        texts = ax.bar_label(bars, labels=[bar_text(v, decimals) for v in values], fontsize=6, padding=1)
+        drawn += [t.get_text() for t in texts]
     ax.set_xticks(x, categories)
     finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel, grid_axis="y")
+    return drawn
 
 
 def line_comparison(

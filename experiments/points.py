@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulator.cluster_config import load_cluster
 from simulator.report import simulate
-from topologies.cluster import ClusterSpec, cluster_preset
+from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.config import load_layout
 from workloads.fieldtypes import check_value, field_types
@@ -127,7 +128,9 @@ def run_point(point: Point) -> dict[str, Any]:
         layout = load_layout(point.layout)
         if point.layout_overrides:
             layout = layout.with_(**point.layout_overrides)
-        cluster = cluster_preset(point.cluster, point.gpus, **point.cluster_overrides)
+        cluster = load_cluster(point.cluster, point.gpus)  # a preset or a cluster YAML file
+        if point.cluster_overrides:
+            cluster = cluster.with_(**point.cluster_overrides)
         report = simulate(point.model, layout, cluster=cluster, **point.simulate_kwargs)
     except ConfigError as error:
         return {"error": str(error)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -124,6 +125,53 @@ def format_rows(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+SEARCHED = ("attention", "ffn", "intra_size", "pp", "micro_batch", "schedule", "virtual_stages")
+LEGEND = (
+    "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "
+    "(ep: expert parallel, tp: every expert split); n = its degree inside the node; pp = pipeline stages; "
+    "dp = data-parallel replicas; mb = micro-batch (sequences); schedule = pipeline schedule (x chunks per "
+    "stage); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention FLOPs over peak; "
+    "mem GiB = peak memory per GPU"
+)
+
+
+def assumptions(model: str, gpus: int, cluster: str, global_batch: int, seq_len: int) -> str:
+    """The line that states what the search assumed."""
+    return (
+        f"search: {model} on {gpus} {cluster} GPUs, global batch {global_batch} sequences of {seq_len} tokens "
+        f"(--global-batch, --seq-len); every layout keeps {BASE_LAYOUT}'s overlaps, recomputation and ZeRO-1"
+    )
+
+
+def layout_fields(row: dict[str, str]) -> dict[str, object]:
+    """The searched layout fields of a result row, typed."""
+    return {k: int(row[k]) if row[k].isdigit() else row[k] for k in SEARCHED}
+
+
+def run_command(row: dict[str, str], layout_file: str | None = None) -> str:
+    """The ``moesim run`` command line of a result row (with ``--layout FILE`` if one was written)."""
+    head = f"moesim run --model {row['model']} --cluster {row['cluster']} --gpus {row['gpus']} "
+    head += f"--global-batch {row['global_batch']} --seq-len {row['seq_len']}"
+    if layout_file:
+        return f"{head} --layout {layout_file}"
+    fields = layout_fields(row)
+    sets = " ".join(f"--set {k}={v}" for k, v in fields.items() if k != "micro_batch")
+    return f"{head} --micro-batch {fields['micro_batch']} --layout {BASE_LAYOUT} {sets}"
+
+
+def layout_yaml(row: dict[str, str]) -> str:
+    """A layout file of a result row: the base preset and the searched fields."""
+    lines = [
+        f"# moesim search: the fastest layout of {row['model']} on {row['gpus']} {row['cluster']} GPUs,",
+        (
+            f"# global batch {row['global_batch']} x {row['seq_len']} tokens: "
+            f"{float(row['tokens_per_s']):,.0f} tokens/s, {float(row['peak_memory_gib']):.1f} GiB per GPU"
+        ),
+        f"base: {BASE_LAYOUT}",
+    ]
+    return "\n".join(lines + [f"{k}: {v}" for k, v in layout_fields(row).items()]) + "\n"
+
+
 def search(
     model: str,
     gpus: int,
@@ -136,38 +184,43 @@ def search(
     top: int = 10,
     out: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
 ) -> list[dict[str, str]]:
     """Simulate every candidate layout (resumable if ``out`` is given) and return the fastest ``top``."""
-    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    points, too_big = candidates(
-        model,
-        gpus,
-        cluster=cluster,
-        global_batch=global_batch or DEFAULT_GLOBAL_BATCH,
-        seq_len=seq_len or DEFAULT_SEQ_LEN,
-    )
+    say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
+    global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
+    points, too_big = candidates(model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len)
     say(f"search: {len(points)} layouts fit in memory ({too_big} valid ones do not)")
     if not points:
         raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory")
+    options = {"jobs": jobs, "scheduler": scheduler, "progress": progress, "quiet": quiet}
     if out is not None:
-        return fastest(run_sweep(points, out, jobs=jobs, scheduler=scheduler, progress=say), top)
+        return fastest(run_sweep(points, out, **options), top)
     with tempfile.TemporaryDirectory() as folder:
-        return fastest(
-            run_sweep(points, Path(folder) / "search.csv", jobs=jobs, scheduler=scheduler, progress=say), top
-        )
+        return fastest(run_sweep(points, Path(folder) / "search.csv", **options), top)
 
 
 def main_search(args: argparse.Namespace) -> None:
-    """CLI entry: print the fastest layouts with their memory."""
+    """CLI entry: what was assumed, the fastest layouts with their memory, the columns, the winner to run."""
+    global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
+    print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len))
     rows = search(
         args.model,
         args.gpus,
         cluster=args.cluster,
-        global_batch=args.global_batch,
-        seq_len=args.seq_len,
+        global_batch=global_batch,
+        seq_len=seq_len,
         jobs=args.jobs,
         scheduler=args.scheduler,
         top=args.top,
         out=args.out,
+        quiet=args.quiet,
     )
     print(format_rows(rows))
+    print(textwrap.fill(LEGEND, width=110, subsequent_indent="  "))
+    if not rows:
+        return
+    if args.write_layout:
+        Path(args.write_layout).write_text(layout_yaml(rows[0]))
+        print(f"wrote the fastest layout to {args.write_layout}")
+    print(f"fastest: {run_command(rows[0], args.write_layout)}")

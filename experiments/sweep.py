@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from experiments.points import Point, kind_of, make_point, run_point
+from experiments.progress import bar
 from simulator.report import COMM_KINDS, Report
 from topologies.errors import ConfigError
 from workloads.config import is_yaml_path, read_yaml
@@ -45,8 +46,9 @@ KINDS = {
 PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
 OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
-REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
-    f"exposed_{kind}_s" for kind in COMM_KINDS
+REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name not in ("exposed_comm_s", "memory_gib")] + [
+    f"exposed_{kind}_s"
+    for kind in (*COMM_KINDS, "cp", "etp")  # cp, etp: blank unless the layout uses them
 ]
 
 Params = dict[str, object]  # one grid row as written in the file and in point_id
@@ -60,6 +62,8 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
         raise ConfigError("sweep.output", "give an output path ending in .csv or .parquet")
     if Path(str(output)).suffix not in (".csv", ".parquet"):
         raise ConfigError("sweep.output", f"must end in .csv or .parquet, got '{output}'")
+    if Path(str(output)).suffix == ".parquet":
+        check_parquet()
     for key in spec:
         if key not in SIM_KEYS and key not in LAYOUT_KEYS:
             raise ConfigError(f"sweep.{key}", f"unknown key; use {', '.join(SIM_KEYS)}, output or a layout field")
@@ -78,6 +82,14 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
             values = [_relative_to(Path(path).parent, v) for v in values]
         spec[key] = values if isinstance(value, list) else values[0]
     return grid({**DEFAULTS, **spec}), output
+
+
+def check_parquet() -> None:
+    """Raise a one-line ConfigError, before any point runs, unless pandas can write Parquet (pyarrow)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ConfigError("sweep.output", "a .parquet output needs pyarrow: pip install 'moesim[parquet]'") from None
 
 
 def _relative_to(folder: Path, value: str) -> str:
@@ -205,11 +217,14 @@ def run_sweep(
     jobs: int = 1,
     scheduler: str | object | None = None,
     progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
 ) -> Path:
-    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path."""
+    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path.
+    ``progress`` gets every line, one per point included; without it a bar on stderr (experiments.progress)
+    stands for the per-point lines, whose results are in the table."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
-    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     header = columns(points)
     fresh = not table.exists() or table.stat().st_size == 0
     if not fresh:
@@ -235,30 +250,29 @@ def run_sweep(
         if fresh:
             writer.writeheader()
         try:
-            for number, row in enumerate(rows, 1):
-                writer.writerow(row)
-                handle.flush()
-                say(f"[{number}/{len(todo)}] {_describe(row)}")
+            with bar(len(todo), "sweep", quiet=quiet or progress is not None) as shown:
+                for number, row in enumerate(rows, 1):
+                    writer.writerow(row)
+                    handle.flush()
+                    shown.update()
+                    if progress:
+                        progress(f"[{number}/{len(todo)}] {_describe(row)}")
         except KeyboardInterrupt:
             say(f"sweep: interrupted; finished rows are in {table}, rerun to resume")
             raise
-    say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
     if output.suffix == ".parquet":
         import pandas as pd
 
-        try:
-            pd.read_csv(table).to_parquet(output)
-        except ImportError:
-            raise ConfigError(
-                "sweep.output", f"Parquet needs pyarrow (pip install pyarrow); rows are in {table}"
-            ) from None
+        check_parquet()
+        pd.read_csv(table).to_parquet(output)
+    say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
     return output
 
 
-def main_sweep(path: str, jobs: int, scheduler: str | None) -> None:
+def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False) -> None:
     """CLI entry: load the sweep file and run it."""
     points, output = load_sweep(path)
-    run_sweep(points, output, jobs=jobs, scheduler=scheduler)
+    run_sweep(points, output, jobs=jobs, scheduler=scheduler, quiet=quiet)
 
 
 def read_rows(table: str | Path) -> Iterable[dict[str, str]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from experiments.progress import add_quiet
+
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register the sweep and search subparsers."""
@@ -17,6 +19,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     sweep.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
     sweep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
+    add_quiet(sweep)
 
     search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
     search.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
@@ -28,6 +31,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     search.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
     search.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
     search.add_argument("--out", default=None, help="keep every simulated point in this CSV (resumable)")
+    search.add_argument("--write-layout", metavar="FILE", default=None, help="write the fastest layout as a YAML file")
+    add_quiet(search)
 
 
 def dispatch(args: argparse.Namespace) -> None:
@@ -36,7 +41,7 @@ def dispatch(args: argparse.Namespace) -> None:
         if args.command == "sweep":
             from experiments.sweep import main_sweep
 
-            main_sweep(args.file, args.jobs, args.scheduler)
+            main_sweep(args.file, args.jobs, args.scheduler, args.quiet)
         else:
             from experiments.search import main_search
 

@@ -10,6 +10,7 @@ from workloads.precision import DTYPE_BYTES
 from workloads.step import StepWorkload
 
 GIB = 2**30
+TERMS = ("params", "grads", "optimizer", "activations", "buffers")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class MemoryBreakdown:
     @property
     def total_gib(self) -> float:
         return self.total_bytes / GIB
+
+    def terms_gib(self) -> dict[str, float]:
+        """Each term in GiB: params, grads, optimizer, activations, buffers."""
+        return {name: getattr(self, f"{name}_bytes") / GIB for name in TERMS}
 
 
 def activation_bytes_per_layer(workload: StepWorkload) -> float:

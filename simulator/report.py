@@ -11,12 +11,14 @@ from simulator.cluster_config import load_cluster
 from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.megatron_flops import megatron_args, megatron_flops
-from simulator.memory import GIB, fit_recompute, peak_memory
+from simulator.memory import GIB, fit_recompute, peak_memory, stage_memory
 from simulator.probes import Probe
 from simulator.unfolded import check_unfolded_size
+from simulator.useful import useful_fraction
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
+from workloads.hints import memory_hint
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
@@ -40,6 +42,7 @@ class Report:
     tokens_per_s: float
     tokens_per_s_per_gpu: float
     mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
+    useful_mfu: float  # the same, routed token copies only: no capacity padding, no dropped copies
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
     model_tflops_per_gpu: float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.megatron_flops)
     bubble_fraction: float
@@ -48,6 +51,7 @@ class Report:
     peak_memory_gib: float
     simulated_ops: int
     sim_wall_s: float
+    memory_gib: list[dict[str, float]] = field(default_factory=list)  # per stage: the terms of MemoryBreakdown
     oom: bool = False  # peak memory exceeds the GPU's HBM (simulated anyway with allow_oom)
     faults: list[str] = field(default_factory=list)  # injected faults, as on the command line
 
@@ -57,6 +61,7 @@ class Report:
     def to_row(self) -> dict:
         """A flat dict: exposed communication as exposed_<kind>_s columns (a table row)."""
         row = self.to_dict()
+        del row["memory_gib"]  # per stage: in to_dict (JSON) only; the table keeps peak_memory_gib
         for kind, seconds in row.pop("exposed_comm_s").items():
             row[f"exposed_{kind}_s"] = seconds
         return row
@@ -77,7 +82,10 @@ class Report:
                 ),
                 f"  step time        {self.step_time_s:.3f} s",
                 f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s, {self.tokens_per_s_per_gpu:.1f} per GPU",
-                f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
+                (
+                    f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% "
+                    f"(6N + attn), {self.useful_mfu * 100:.2f}% useful (routed tokens only)"
+                ),
                 f"  model TFLOP/s    {self.model_tflops_per_gpu:.1f} per GPU (Megatron-LM's count)",
                 f"  bubble           {self.bubble_fraction * 100:.1f}%",
                 f"  exposed comm     {comm}",
@@ -161,8 +169,9 @@ def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool =
         raise ConfigError(
             "memory",
             f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
-            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}; "
-            "pass --allow-oom / allow_oom=True to simulate anyway",
+            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}"
+            + memory_hint(peak.terms_gib(), workload.layout)
+            + " (allow_oom=True)",
         )
     return True
 
@@ -197,12 +206,17 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         tokens_per_s=workload.tokens_per_step / step,
         tokens_per_s_per_gpu=workload.tokens_per_step / step / cluster.num_gpus,
         mfu=model_flops / peak,
+        useful_mfu=model_flops * useful_fraction(workload) / peak,
         mfu_6n=six_n / peak,
         model_tflops_per_gpu=megatron / step / cluster.num_gpus / 1e12,
         bubble_fraction=bubble,
         exposed_comm_s=exposed,
         compute_busy_s=critical.compute_busy_s,
         peak_memory_gib=peak_memory(workload).total_gib,
+        memory_gib=[
+            {**stage_memory(workload, s).terms_gib(), "total": stage_memory(workload, s).total_gib}
+            for s in range(workload.pp)
+        ],
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
     )

@@ -134,3 +134,40 @@ def test_compare_takes_layout_and_model_files(tmp_path) -> None:
     frame = pd.read_csv(out)
     preset = simulate_point("paper-352b", "megascale-moe", 240, {})
     assert frame.error.isna().all() and frame.tokens_per_s[0] == pytest.approx(preset["tokens_per_s"], rel=1e-5)
+
+
+def test_compare_writes_to_the_current_folder_by_default(tmp_path, monkeypatch) -> None:
+    """Without --out, compare.csv and compare.png land in the current folder, never in the tracked results/."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", *FAST, "--sweep", "pp=15"]) == 0
+    assert (tmp_path / "compare.csv").exists() and (tmp_path / "compare.png").exists()
+
+
+def test_compare_plot_is_against_the_swept_variable_with_facets(tmp_path) -> None:
+    """Two swept variables: x is the first, one panel per value of the second; errored points are NaN."""
+    from experiments.compare_plot import plot
+
+    frame = main_frame(tmp_path, ["--sweep", "pp=15,12", "--sweep", "schedule=1f1b,interleaved"])
+    drawn = plot(frame, ["pp", "schedule"], tmp_path / "p.png", "t")
+    assert list(drawn) == ["schedule=1f1b", "schedule=interleaved"]
+    (points,) = drawn["schedule=1f1b"].values()
+    assert [x for x, _ in points] == [15, 12] and points[0][1] > 0 and points[1][1] != points[1][1]
+
+
+def main_frame(tmp_path, flags: list[str]) -> pd.DataFrame:
+    assert main(["compare", *FAST, *flags, "--out", str(tmp_path / "c.csv")]) == 0
+    return pd.read_csv(tmp_path / "c.csv")
+
+
+def test_readme_compare_example_runs_without_errors(tmp_path) -> None:
+    """The README's --sweep example, as written there, runs every row (it used to error in 3 of 4)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    command = re.search(r"`moesim compare (--gpus \d+ --sweep pp=[\d,]+ --sweep schedule=[\w,]+)`", readme)
+    assert command, "the README's compare --sweep example"
+    assert main(["compare", *shlex.split(command.group(1)), "--out", str(tmp_path / "readme.csv")]) == 0
+    frame = pd.read_csv(tmp_path / "readme.csv")
+    assert len(frame) == 4 and frame.error.isna().all() and (frame.tokens_per_s > 0).all()

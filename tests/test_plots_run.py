@@ -28,3 +28,14 @@ def test_breakdown_sums_to_step() -> None:
     run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30, trace=False)
     for stage in range(run.workload.pp):
         assert sum(breakdown(run, stage).values()) == pytest.approx(run.result.step_time_s)
+
+
+def test_breakdown_shows_cp_and_etp() -> None:
+    """CP's ring and ETP's all-gather / reduce-scatter are their own parts, not hidden in the bubble."""
+    from workloads.config import load_layout
+
+    layout = load_layout("megascale-moe").with_(intra_size=4, cp=2, etp=2, pp=2)
+    run = simulate_with_trace("mixtral-8x7b", layout, 16, global_batch=8, seq_len=4096, trace=False)
+    parts = breakdown(run, 0)
+    assert parts["cp"] > 0 and parts["etp"] > 0
+    assert parts["etp"] == pytest.approx(run.result.stages[0].exposed_comm_s["etp"])

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from experiments.cli import main
 from experiments.search import candidates, search
 from simulator.memory import peak_memory
@@ -69,7 +73,8 @@ def test_search_cli(capsys) -> None:
         == 0
     )
     lines = capsys.readouterr().out.strip().splitlines()
-    assert "mem GiB" in lines[0] and len(lines) == 11
+    ranked = [line for line in lines if line.split()[0].isdigit()]
+    assert "mem GiB" in lines[1] and len(ranked) == 10 and lines[2] == ranked[0]
 
 
 def test_stages_that_fit_are_the_valid_divisors_within_hbm() -> None:
@@ -95,3 +100,23 @@ def test_search_takes_a_model_file(tmp_path) -> None:
     ]
     rows = search(str(path), 16, top=1, progress=lambda _: None, **ARGS)
     assert len(rows) == 1 and not rows[0]["error"]
+
+
+def test_search_states_assumptions_explains_columns_and_prints_the_winner(tmp_path, capsys) -> None:
+    """The batch and sequence assumed, a legend of the columns, the winner as a command and a layout file
+    that runs to the same step time."""
+    layout = tmp_path / "best.yaml"
+    argv = ["search", "--model", "mixtral-8x7b", "--gpus", "16", "--global-batch", "16", "--seq-len", "2048"]
+    assert main([*argv, "--top", "3", "--write-layout", str(layout), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    words = " ".join(out.split())
+    assert "global batch 16 sequences of 2048 tokens" in out.splitlines()[0]
+    assert "columns: attn = attention split" in words and "mem GiB = peak memory per GPU" in words
+    command = out.strip().splitlines()[-1]
+    assert command.startswith("fastest: moesim run --model mixtral-8x7b --cluster h800 --gpus 16 --global-batch 16")
+    assert command.endswith(f"--layout {layout}") and "base: megascale-moe" in layout.read_text()
+    assert "[" not in captured.err  # no per-point lines on the screen
+    best = float(out.splitlines()[2].split()[-4])  # the first ranked row's step time
+    assert main(["run", *command.split()[3:], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(best, abs=1e-3)

@@ -156,3 +156,35 @@ def test_layout_and_model_files_relative_to_sweep_file(tmp_path: Path) -> None:
     assert len(rows) == 2 and not any(r["error"] for r in rows)
     by_layout = {Path(r["layout"]).name: r for r in rows}
     assert by_layout["l.yaml"]["pp"] == "30" and by_layout["megascale-moe"]["pp"] == "15"
+
+
+def test_cp_and_etp_exposed_columns(tmp_path: Path) -> None:
+    """The CSV carries exposed_cp_s and exposed_etp_s, as run --json and compare do."""
+    text = "model: mixtral-8x7b\ngpus: 16\nglobal_batch: 8\nseq_len: 4096\nintra_size: 4\npp: 2\n"
+    points, output = load_sweep(_write(tmp_path, text + "cp: [1, 2]\netp: 2\noutput: out.csv\n"))
+    run_sweep(points, output, progress=lambda _: None)
+    rows = {r["cp"]: r for r in _rows(output)}
+    assert not rows["2"]["error"] and float(rows["2"]["exposed_cp_s"]) > 0 and float(rows["2"]["exposed_etp_s"]) > 0
+    assert rows["1"]["exposed_cp_s"] == ""  # not used: blank, as in run --json where the key is absent
+
+
+PARQUET = (
+    "model: mixtral-8x7b\ngpus: 16\nglobal_batch: 8\nseq_len: 4096\nintra_size: 4\npp: 2\netp: 2\noutput: out.parquet\n"
+)
+
+
+def test_parquet_without_pyarrow_is_refused_before_running(tmp_path: Path, capsys, monkeypatch) -> None:
+    """No pyarrow: one line naming the extra, status 2, nothing simulated, no 'success' line."""
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # import pyarrow raises ImportError
+    assert main(["sweep", str(_write(tmp_path, PARQUET))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "moesim[parquet]" in err and "->" not in err
+    assert not list(tmp_path.glob("out*"))
+
+
+def test_parquet_output(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    assert main(["sweep", str(_write(tmp_path, PARQUET))]) == 0
+    frame = pd.read_parquet(tmp_path / "out.parquet")
+    assert len(frame) == 1 and frame.step_time_s.iloc[0] > 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError, check_positive_int
+from workloads.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.routing import ROUTINGS
 from workloads.schedules import SCHEDULES
 
@@ -104,7 +105,10 @@ def _check_intra_group(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus
         )
     if num_gpus % (n * cp * layout.pp):
         label = "intra_size x pp" if cp == 1 else "intra_size x cp x pp"
-        raise ConfigError("gpus", f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}")
+        raise ConfigError(
+            "gpus",
+            f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}{gpus_hint(model, layout, num_gpus)}",
+        )
     if model.num_heads % n:
         raise ConfigError("model.num_heads", f"{model.num_heads} heads not divisible by TP/SP degree {n}")
     if layout.ffn == "ep" and model.num_experts % n:
@@ -156,11 +160,17 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
             f"must give the layers of each of the {blocks} pipeline blocks, {model.num_layers} in all; got {counts}",
         )
     if not counts and not layout.uneven_pp and model.num_layers % blocks:
-        raise ConfigError("layout.pp", f"{model.num_layers} layers not divisible by pp x virtual_stages = {blocks}")
+        raise ConfigError(
+            "layout.pp",
+            f"{model.num_layers} layers not divisible by pp x virtual_stages = {blocks}"
+            + pp_layers_hint(model, layout, num_gpus),
+        )
     dp = data_parallel(layout, num_gpus)
     if global_batch % (dp * layout.micro_batch):
         raise ConfigError(
-            "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
+            "global_batch",
+            f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
+            + batch_hint(global_batch, dp * layout.micro_batch),
         )
     overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
     micro_batches = global_batch // (dp * layout.micro_batch)

@@ -1,0 +1,41 @@
+"""--version, moesim presets, and help texts that list presets and reproduction targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.cli import main
+from experiments.reproduce import REPRODUCTIONS, TARGETS
+from topologies.cluster import CLUSTER_PRESETS
+from workloads.layouts import LAYOUT_PRESETS
+from workloads.models import MODEL_PRESETS
+
+PRESETS = [*MODEL_PRESETS, *LAYOUT_PRESETS, *CLUSTER_PRESETS]
+
+
+def test_version(capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("moesim ")
+
+
+def test_presets_one_line_each(capsys) -> None:
+    assert main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    named = [line.split()[0] for line in lines if line.startswith("  ")]
+    assert named == PRESETS  # deepseek-v3 is both a model and a layout
+
+
+def test_run_help_lists_presets(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert all(f"  {name} " in out for name in PRESETS) and "mixtral-8x22b      56 layers" in out
+
+
+def test_reproduce_help_describes_each_target(capsys) -> None:
+    assert list(TARGETS) == list(REPRODUCTIONS)
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    assert all(f"  {name:<15} {TARGETS[name]}" in out for name in REPRODUCTIONS)

@@ -1,0 +1,64 @@
+"""The files of examples/ load and run: layouts, clusters, the sweep file, the Megatron arguments, the notebook."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments.cli import main
+from experiments.sweep import load_sweep
+from simulator.cluster_config import load_cluster
+from workloads.config import load_layout
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.parametrize("path", sorted((EXAMPLES / "layouts").glob("*.yaml")), ids=lambda p: p.name)
+def test_layout_files_load(path: Path) -> None:
+    assert load_layout(str(path)).name == path.stem
+
+
+def test_cluster_file_loads() -> None:
+    assert load_cluster(str(EXAMPLES / "clusters" / "h800-100g.yaml"), 16).nic_bandwidth_Bps == 100e9
+
+
+def test_sweep_file_loads() -> None:
+    points, output = load_sweep(EXAMPLES / "sweeps" / "ep-vs-nic.yaml")
+    assert len(points) == 6 and output == EXAMPLES / "sweeps" / "ep-vs-nic.csv"
+    assert all(Path(p["layout"]).exists() for p in points)
+
+
+def test_megatron_arguments_file_runs(capsys) -> None:
+    model = EXAMPLES / "models" / "mixtral-8x22b.json"
+    megatron = EXAMPLES / "megatron" / "mixtral-8x22b-h100-128.sh"
+    argv = ["run", "--model", str(model), "--cluster", "h100", "--gpus", "128", "--megatron-args", str(megatron)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(PP 4, DP 4, 128 micro-batches per pipeline, batch 512 x 4096)" in out and "note " not in out
+
+
+def test_compare_takes_the_example_layouts_and_cluster_file(tmp_path) -> None:
+    layouts = ",".join(str(EXAMPLES / "layouts" / f"ep-{kind}.yaml") for kind in ("in-node", "cross-node"))
+    cluster = str(EXAMPLES / "clusters" / "h800-100g.yaml")
+    argv = ["compare", "--gpus", "1440", "--global-batch", "180", "--cluster", cluster, "--layouts", layouts]
+    assert main([*argv, "--out", str(tmp_path / "ep.csv")]) == 0
+    frame = pd.read_csv(tmp_path / "ep.csv")
+    assert frame.error.isna().all() and (frame.tokens_per_s > 0).all()
+
+
+def test_notebook_cells_run(monkeypatch) -> None:
+    """Every cell of the first-prediction notebook runs, in its folder, in under 20 s."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(EXAMPLES.parent), os.environ.get("PYTHONPATH", "")]))
+    notebook = nbformat.read(EXAMPLES / "first-prediction.ipynb", as_version=4)
+    start = time.perf_counter()
+    nbclient.NotebookClient(notebook, timeout=60, resources={"metadata": {"path": str(EXAMPLES)}}).execute()
+    assert time.perf_counter() - start < 20
+    outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+    assert not [out for out in outputs if out.output_type == "error"]
+    assert any("step time" in out.get("text", "") for out in outputs)
