@@ -52,6 +52,8 @@ TARGETS = {  # what each target simulates, for reproduce --help
     "r-ratio": "beyond the paper: Sec. 7's R against the simulated hidden share of EP time",
     "layouts-ep": "beyond the paper: in-node vs cross-node EP as the NIC gets faster, M1 and M6",
     "skew": "beyond the paper: Zipf expert load, dropless vs capacity 1.25 (throughput, copies dropped)",
+    "validation": "moesim validate: published runs of other models, clusters and frameworks (the corpus)",
+    "schedules": "beyond the paper: DeepSeek-V3 on 2,048 H800 under 1F1B, ZB1P, DualPipe, DualPipeV, EP overlap",
 }
 
 
