@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from experiments.args import integer
+from experiments.paths import check_output_file, write_csv
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
@@ -131,7 +133,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets or .yaml files")
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
     p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
-    p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
+    p.add_argument("--global-batch", type=integer(1), default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
     p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
@@ -166,6 +168,10 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     except ValueError:
         raise ConfigError("gpus", f"expected comma-separated integers, got {args.gpus!r}") from None
     layouts = _csv_list(args.layouts)
+    for flag, given in (("gpus", gpus), ("layouts", layouts)):
+        if not given:
+            raise ConfigError(flag, f"give at least one value (comma-separated), got {getattr(args, flag)!r}")
+    out = check_output_file("out", args.out, (".csv",))
     for name in layouts:
         load_layout(name)  # unknown presets and bad layout files fail before any simulation
     load_model(args.model)
@@ -173,9 +179,7 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for a in axes:  # report the values as given (GB/s, not bytes/s)
         if a.label == "nic_gbps":
             frame[a.column] = frame[a.column] / 1e9
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False, float_format="%.6g")
+    write_csv(frame, out, float_format="%.6g")
     plot(frame.dropna(subset=["tokens_per_s"]), axes, out.with_suffix(".png"), f"{args.model}: moesim compare")
     shown = ["layout", *(a.column for a in axes), "gpus", "tokens_per_s", "mfu", "error"]
     print(frame[shown].to_string(index=False))

@@ -18,6 +18,7 @@ from experiments import (
     table5,
     weak_scaling,
 )
+from experiments.paths import write_text
 from simulator.calibration import DEFAULT_CALIBRATION
 
 REPRODUCTIONS = {
@@ -68,7 +69,7 @@ def _update(markdown_path: Path, name: str, section: str) -> None:
     block = f"{begin}\n{section}\n{end}"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    markdown_path.write_text(text)
+    write_text(markdown_path, text)
 
 
 def reproduce(name: str, out: Path) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from experiments.paths import check_output_file
 from experiments.points import Point, kind_of, make_point, run_point
 from simulator.report import COMM_KINDS, Report
 from topologies.errors import ConfigError
@@ -68,6 +69,7 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
     output = Path(str(output))
     if not output.is_absolute():
         output = Path(path).parent / output
+    check_output_file("sweep.output", output, (".csv", ".parquet"))
     for key, value in spec.items():
         values = value if isinstance(value, list) else [value]
         if not values:

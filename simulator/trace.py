@@ -14,6 +14,7 @@ Placement: stage s's representative is GPU Place(0, s, 0) of simulator/ranks.py'
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -309,5 +310,12 @@ def simulate_with_trace(
 def write_trace(path: str | Path, trace: dict) -> int:
     """Write the trace as compact JSON; returns the file size in bytes."""
     text = json.dumps(trace, separators=(",", ":"))
-    Path(path).write_text(text)
+    final = Path(path)
+    temporary = final.with_name(f".{final.name}.tmp")  # written beside it, then renamed: never a truncated trace
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(text)
+        os.replace(temporary, final)
+    finally:
+        temporary.unlink(missing_ok=True)
     return len(text)
