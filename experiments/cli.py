@@ -220,7 +220,10 @@ def _run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input is one line on stderr and exit status 2."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0), or a bad value already said in one line (2)
+        return exit_.code if isinstance(exit_.code, int) else 2
     try:
         if args.command == "run":
             _run(args)

@@ -17,6 +17,7 @@ import csv
 import dataclasses
 import itertools
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +31,7 @@ from topologies.errors import ConfigError
 from workloads.config import is_yaml_path, read_yaml
 from workloads.fieldtypes import check_value
 from workloads.layouts import LayoutSpec
+from workloads.limits import check_limit
 
 SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_gbps")
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
@@ -79,6 +81,8 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
         if key in PATH_KEYS:
             values = [_relative_to(Path(path).parent, v) for v in values]
         spec[key] = values if isinstance(value, list) else values[0]
+    sizes = [len(value) for value in spec.values() if isinstance(value, list)]
+    check_limit("sweep", "sweep_points", math.prod(sizes), "grid points")  # before the grid is built
     return grid({**DEFAULTS, **spec}), output
 
 

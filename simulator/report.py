@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
+from simulator.api_checks import check_finite, check_simulate_args
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
 from simulator.engine import Engine
@@ -123,6 +124,23 @@ def simulate(
     ``probes`` observe the engine (simulator/probes.py); ``engine="unfolded"`` simulates every GPU (small
     clusters only; simulator/unfolded.py)."""
     wall_start = time.perf_counter()
+    checked = check_simulate_args(
+        model,
+        layout,
+        gpus,
+        cluster,
+        global_batch,
+        seq_len,
+        micro_batch,
+        calibration,
+        memoize,
+        allow_oom,
+        faults,
+        probes,
+        engine,
+    )
+    gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
+    memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
     workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
     if engine == "unfolded":
         check_unfolded_size(workload)
@@ -184,7 +202,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
-    return Report(
+    report = Report(
         model=workload.model.name,
         layout=workload.layout.name,
         gpus=cluster.num_gpus,
@@ -206,3 +224,4 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
     )
+    return check_finite(report)  # never NaN or infinity in a report (its JSON stays valid)

@@ -28,6 +28,7 @@ from simulator.report import Report, simulate
 from simulator.tasks import OpCosts, TaskTiming
 from topologies.cluster import ClusterSpec
 from workloads.layouts import LayoutSpec
+from workloads.limits import check_limit
 from workloads.models import ModelSpec
 from workloads.ops import COLLECTIVE, FUSED, Op
 from workloads.schedules import FORWARD, Task
@@ -190,6 +191,11 @@ def _us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
+def _check_events(count: int) -> None:
+    """Refuse a trace past the trace-event limit (workloads/limits.py) before it is serialised."""
+    check_limit("trace", "trace_events", count, "trace events (fewer with --trace-stages / --trace-micro-batches)")
+
+
 def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, micro_batches: int | None = None) -> dict:
     """The trace-event JSON object of a recorded step (optionally only some stages / micro-batches)."""
     workload = timeline.workload
@@ -197,6 +203,7 @@ def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, mic
     events: list[dict] = []
     slots: dict[tuple, tuple[int, int, float]] = {}  # PP send key -> (pid, tid, start us) for flows
     for stage in keep:
+        _check_events(len(events))
         pid = stage + 1
         node, local = stage_gpu(workload, stage)
         events.append(
@@ -249,6 +256,7 @@ def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, mic
                 {"ph": "C", "name": counter, "pid": int(stage) + 1, "ts": _us(t), "args": {"value": round(u, 4)}}
                 for t, u in points
             ]
+    _check_events(len(events))
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",

@@ -11,6 +11,12 @@ from topologies.errors import ConfigError
 TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
 
 
+def _short(value: Any) -> str:
+    """repr of a value, cut short: a message never holds a huge value."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 def field_types(cls: type) -> dict[str, str]:
     """Map each dataclass field of ``cls`` to its annotation string (int, float, bool or str)."""
     return {f.name: str(f.type) for f in fields(cls)}
@@ -21,7 +27,9 @@ def check_value(field: str, kind: str, value: Any) -> Any:
     if kind.startswith("tuple[") and kind.endswith(", ...]"):  # a YAML list of one item type
         item_kind = kind[len("tuple[") : -len(", ...]")]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {value!r}")
+            raise ConfigError(
+                field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {_short(value)}"
+            )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
     ok = {
         "int": isinstance(value, int) and not isinstance(value, bool),
@@ -30,11 +38,11 @@ def check_value(field: str, kind: str, value: Any) -> Any:
         "str": isinstance(value, str),
     }.get(kind, True)
     if not ok:
-        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {value!r}")
+        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {_short(value)}")
     if kind == "float":
         value = float(value)
         if not math.isfinite(value):
-            raise ConfigError(field, f"must be a finite number, got {value!r}")
+            raise ConfigError(field, f"must be a finite number, got {_short(value)}")
     return value
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError, check_positive_int
+from workloads.limits import check_limit
 from workloads.routing import ROUTINGS
 from workloads.schedules import SCHEDULES
 
@@ -162,4 +163,11 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
         raise ConfigError(
             "global_batch", f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
         )
-    SCHEDULES[layout.schedule](layout.pp, global_batch // (dp * layout.micro_batch), layout.virtual_stages).check()
+    micro_batches = global_batch // (dp * layout.micro_batch)
+    check_limit(
+        "global_batch",
+        "micro_batches",
+        micro_batches,
+        f"micro-batches per pipeline (global_batch {global_batch} / (dp x micro_batch))",
+    )
+    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages).check()
