@@ -16,7 +16,7 @@ from simulator.calibration import Calibration
 from simulator.faults import Faults
 from simulator.probes import Probe
 from topologies.cluster import ClusterSpec
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 
@@ -24,24 +24,19 @@ ENGINES = ("folded", "unfolded")
 T = TypeVar("T")
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:80] + "..."
-
-
 def as_int(field: str, value: object, optional: bool = False) -> int | None:
     """``value`` as a Python int (numpy integers too); None passes if ``optional``; else ConfigError(field)."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ConfigError(field, f"must be an integer, got {_short(value)}")
+        raise ConfigError(field, f"must be an integer, got {short_repr(value)}")
     return int(value)
 
 
 def as_bool(field: str, value: object) -> bool:
     """``value`` if it is a bool (numpy bools too); a string such as "no" is a ConfigError(field)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ConfigError(field, f"must be True or False, got {_short(value)}")
+        raise ConfigError(field, f"must be True or False, got {short_repr(value)}")
     return bool(value)
 
 
@@ -50,7 +45,7 @@ def _spec(field: str, value: object, cls: type, optional: bool = False) -> None:
     if value is None and optional:
         return
     if not isinstance(value, (cls, str, Path)):
-        raise ConfigError(field, f"must be a {cls.__name__}, a preset name or a file path, got {_short(value)}")
+        raise ConfigError(field, f"must be a {cls.__name__}, a preset name or a file path, got {short_repr(value)}")
 
 
 def check_simulate_args(
@@ -73,17 +68,19 @@ def check_simulate_args(
     _spec("layout", layout, LayoutSpec)
     _spec("cluster", cluster, ClusterSpec, optional=True)
     if not isinstance(calibration, Calibration):
-        raise ConfigError("calibration", f"must be a Calibration, got {_short(calibration)}")
+        raise ConfigError("calibration", f"must be a Calibration, got {short_repr(calibration)}")
     if faults is not None and not isinstance(faults, Faults):
-        raise ConfigError("faults", f"must be a Faults (e.g. Faults.parse(['17:1.2'])) or None, got {_short(faults)}")
+        raise ConfigError(
+            "faults", f"must be a Faults (e.g. Faults.parse(['17:1.2'])) or None, got {short_repr(faults)}"
+        )
     if isinstance(probes, (str, bytes)) or not isinstance(probes, Iterable):
-        raise ConfigError("probes", f"must be an iterable of Probe, got {_short(probes)}")
+        raise ConfigError("probes", f"must be an iterable of Probe, got {short_repr(probes)}")
     probes = tuple(probes)
     for probe in probes:
         if not isinstance(probe, Probe):
-            raise ConfigError("probes", f"must be an iterable of Probe, got an item {_short(probe)}")
+            raise ConfigError("probes", f"must be an iterable of Probe, got an item {short_repr(probe)}")
     if not isinstance(engine, str) or engine not in ENGINES:
-        raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}, got {_short(engine)}")
+        raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}, got {short_repr(engine)}")
     return {
         "gpus": as_int("gpus", gpus, optional=True),
         "global_batch": as_int("global_batch", global_batch),

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from simulator.ranks import RankMap
 from simulator.tasks import OpCosts
 from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
 from workloads.limits import check_limit
 from workloads.ops import ATTENTION, FUSED, GEMM, MEMORY, Op
 
@@ -102,7 +102,7 @@ class Faults:
         stragglers, degraded, failed = [], [], []
         for field, given in (("straggler", straggler), ("degrade", degrade), ("fail_link", fail_link)):
             if isinstance(given, str) or not isinstance(given, Iterable) or not all(isinstance(t, str) for t in given):
-                raise ConfigError(field, f"expected a list of strings, got {_short(given)}")
+                raise ConfigError(field, f"expected a list of strings, got {short_repr(given)}")
         for text in straggler:
             parts = text.split(":")
             if len(parts) != 2:
@@ -207,20 +207,14 @@ class Faults:
         return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
 
 
-def _short(value: object) -> str:
-    """repr of a value, cut short (never a huge repr in a message)."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:80] + "..."
-
-
 def _entries(field: str, value: object, arity: int, example: str) -> tuple[tuple, ...]:
     """``value`` as a tuple of ``arity``-tuples, or ConfigError(field) (a string, a wrong length, ...)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ConfigError(field, f"expected a list of tuples such as {example}, got {_short(value)}")
+        raise ConfigError(field, f"expected a list of tuples such as {example}, got {short_repr(value)}")
     entries = []
     for entry in value:
         if isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable) or len(entry := tuple(entry)) != arity:
-            raise ConfigError(field, f"each entry is a tuple such as {example}, got {_short(entry)}")
+            raise ConfigError(field, f"each entry is a tuple such as {example}, got {short_repr(entry)}")
         entries.append(tuple(_plain(item) for item in entry))
     return tuple(entries)
 

@@ -23,6 +23,12 @@ class ConfigError(ValueError):
         return f"{self.field}: {self.rule}"
 
 
+def short_repr(value: object, width: int = 80) -> str:
+    """repr of a value cut to ``width`` characters: an error message never holds a huge value."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "..."
+
+
 def check_positive(field: str, value: object) -> None:
     """Raise ConfigError unless value is a finite real number greater than zero."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

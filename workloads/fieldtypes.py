@@ -6,15 +6,9 @@ import math
 from dataclasses import fields
 from typing import Any
 
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
 
 TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
-
-
-def _short(value: Any) -> str:
-    """repr of a value, cut short: a message never holds a huge value."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:80] + "..."
 
 
 def field_types(cls: type) -> dict[str, str]:
@@ -28,7 +22,7 @@ def check_value(field: str, kind: str, value: Any) -> Any:
         item_kind = kind[len("tuple[") : -len(", ...]")]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(
-                field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {_short(value)}"
+                field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {short_repr(value)}"
             )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
     ok = {
@@ -38,11 +32,11 @@ def check_value(field: str, kind: str, value: Any) -> Any:
         "str": isinstance(value, str),
     }.get(kind, True)
     if not ok:
-        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {_short(value)}")
+        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {short_repr(value)}")
     if kind == "float":
         value = float(value)
         if not math.isfinite(value):
-            raise ConfigError(field, f"must be a finite number, got {_short(value)}")
+            raise ConfigError(field, f"must be a finite number, got {short_repr(value)}")
     return value
 
 
