@@ -1,7 +1,9 @@
 """``moesim sweep SWEEP.yaml``: simulate a grid of configurations into a CSV (or Parquet) table.
 
-Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON), so a rerun
-skips what is already there: an interrupted sweep loses nothing. Points run in local processes
+Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON) and an
+``inputs_hash`` (those and the contents of the files they name), so a rerun skips what is already there: an
+interrupted sweep loses nothing, while error rows and points whose files changed run again (experiments/
+sweep_table.py, which also locks the table against a second writer). Points run in local processes
 (``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``). Invalid points
 (ConfigError) are rows with an ``error`` column instead of crashes.
 
@@ -24,8 +26,9 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from experiments.paths import check_output_file
+from experiments.paths import atomic_path, check_output_file
 from experiments.points import Point, kind_of, make_point, run_point
+from experiments.sweep_table import Params, connect, inputs_hash, keep_done, locked, point_id, unique
 from simulator.report import COMM_KINDS, Report
 from topologies.errors import ConfigError
 from workloads.config import is_yaml_path, read_yaml
@@ -51,8 +54,6 @@ DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name != "exposed_comm_s"] + [
     f"exposed_{kind}_s" for kind in COMM_KINDS
 ]
-
-Params = dict[str, object]  # one grid row as written in the file and in point_id
 
 
 def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
@@ -114,11 +115,6 @@ def grid(spec: dict[str, object]) -> list[Params]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
-def point_id(point: Params) -> str:
-    """A stable key of a point: its parameters as sorted JSON."""
-    return json.dumps(point, sort_keys=True, separators=(",", ":"))
-
-
 def to_point(params: Params) -> Point:
     """The typed point of one grid row (raises ConfigError for invalid ones, including values of the wrong type)."""
     check_point(params)
@@ -146,15 +142,7 @@ def sweep_row(params: Params) -> dict[str, object]:
 def columns(points: list[Params]) -> list[str]:
     """CSV header: parameters, report columns, error, point_id."""
     params = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if any(k in p for p in points)]
-    return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id"]
-
-
-def done_ids(table: Path) -> set[str]:
-    """point_ids already in a CSV table (empty if it does not exist)."""
-    if not table.exists() or table.stat().st_size == 0:
-        return set()
-    with table.open(newline="") as handle:
-        return {row["point_id"] for row in csv.DictReader(handle) if row.get("point_id")}
+    return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id", "inputs_hash"]
 
 
 def _local(points: list[Params], jobs: int) -> Iterator[dict[str, object]]:
@@ -170,26 +158,16 @@ def _local(points: list[Params], jobs: int) -> Iterator[dict[str, object]]:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _check_dask() -> None:
-    """Raise a one-line ConfigError unless dask.distributed is importable."""
-    try:
-        import dask.distributed  # noqa: F401
-    except ImportError:
-        raise ConfigError("scheduler", "needs dask.distributed: pip install 'moesim[dist]'") from None
-
-
-def _dask(points: list[Params], scheduler: str | object) -> Iterator[dict[str, object]]:
-    from dask.distributed import Client
+def _dask(points: list[Params], client, owned: bool) -> Iterator[dict[str, object]]:
     from dask.distributed import as_completed as dask_completed
 
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     futures = client.map(sweep_row, points, pure=False)
     try:
         for future in dask_completed(futures):
             yield future.result()
     finally:
         client.cancel(futures)
-        if client is not scheduler:
+        if owned:
             client.close()
 
 
@@ -212,9 +190,24 @@ def run_sweep(
     scheduler: str | object | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Path:
-    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path."""
+    """Simulate the points not yet in ``output`` (repeats once), appending rows as they finish; returns the output
+    path. One writer per output (a lock); error rows and rows whose inputs changed run again."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+    points = unique(points)
+    with locked(table):
+        _run_locked(points, output, table, jobs, scheduler, progress)
+    return output
+
+
+def _run_locked(
+    points: list[Params],
+    output: Path,
+    table: Path,
+    jobs: int,
+    scheduler: str | object | None,
+    progress: Callable[[str], None] | None,
+) -> None:
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     header = columns(points)
     fresh = not table.exists() or table.stat().st_size == 0
@@ -227,22 +220,22 @@ def run_sweep(
         if not data.endswith(b"\n"):  # a row cut off by a crash: drop it, its point runs again
             with table.open("r+b") as handle:
                 handle.truncate(data.rfind(b"\n") + 1)
-    seen = done_ids(table)
-    if scheduler:
-        _check_dask()
-    todo = [p for p in points if point_id(p) not in seen]
+    client, owned = connect(scheduler) if scheduler else (None, False)  # before the table is touched
+    hashes = {point_id(p): inputs_hash(p) for p in points}
+    seen = set() if fresh else keep_done(table, header, hashes)
+    todo = [p for p in points if hashes[point_id(p)] not in seen]
     where = f"on {scheduler}" if scheduler else f"on {jobs} process{'es' if jobs > 1 else ''}"
     say(f"sweep: {len(points)} points, {len(points) - len(todo)} already in {table}, running {len(todo)} {where}")
     table.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    rows = _dask(todo, scheduler) if scheduler else _local(todo, jobs)
+    rows = _dask(todo, client, owned) if scheduler else _local(todo, jobs)
     with table.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
         if fresh:
             writer.writeheader()
         try:
             for number, row in enumerate(rows, 1):
-                writer.writerow(row)
+                writer.writerow({**row, "inputs_hash": hashes[str(row["point_id"])]})
                 handle.flush()
                 say(f"[{number}/{len(todo)}] {_describe(row)}")
         except KeyboardInterrupt:
@@ -253,12 +246,12 @@ def run_sweep(
         import pandas as pd
 
         try:
-            pd.read_csv(table).to_parquet(output)
+            with atomic_path(output) as temporary:
+                pd.read_csv(table).to_parquet(temporary)
         except ImportError:
             raise ConfigError(
                 "sweep.output", f"Parquet needs pyarrow (pip install pyarrow); rows are in {table}"
             ) from None
-    return output
 
 
 def main_sweep(path: str, jobs: int, scheduler: str | None) -> None:
