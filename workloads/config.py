@@ -41,8 +41,9 @@ _Loader.add_implicit_resolver(
 
 def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
     """Parse YAML text that must hold one mapping; failures are ConfigError(what, ...)."""
-    loader = _Loader(text)  # a SafeLoader subclass: no arbitrary objects
+    loader = None
     try:
+        loader = _Loader(text)  # a SafeLoader subclass: no arbitrary objects (reading the text may fail)
         node = loader.get_single_node()
         check_nodes(what, node, origin)  # aliases expanded, nesting: before anything is built
         data = None if node is None else loader.construct_document(node)
@@ -52,7 +53,8 @@ def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(what, f"{origin} is not valid YAML: {first[:200]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError(what, f"{origin} must hold a YAML mapping of fields, got {type(data).__name__}")
     return data

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
+from workloads.limits import check_limit
 from workloads.models import ModelSpec
 
 JSON_SUFFIX = ".json"
@@ -71,6 +72,7 @@ class _Config:
 def _common(c: _Config, name: str) -> dict[str, Any]:
     """Fields every supported decoder shares: depth, widths, heads, vocabulary, embeddings, windows."""
     layers = c.int("num_hidden_layers")
+    check_limit("model.num_layers", "layers", layers, "num_hidden_layers")  # before any per-layer list is built
     heads = c.int("num_attention_heads")
     fields: dict[str, Any] = {
         "name": name,
@@ -190,9 +192,10 @@ def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> 
     if not isinstance(data, dict):
         raise ConfigError("model", f"{origin} must hold a JSON object, got {type(data).__name__}")
     model_type = data.get("model_type")
-    if model_type not in READERS:
+    if not isinstance(model_type, str) or model_type not in READERS:
         raise ConfigError(
-            "model.model_type", f"{model_type!r} is not supported ({origin}); supported: {', '.join(READERS)}"
+            "model.model_type",
+            f"{short_repr(model_type)} is not supported ({origin}); supported: {', '.join(READERS)}",
         )
     fields = READERS[model_type](_Config(data, origin), name)
     fields["source"] = f"Hugging Face config.json ({model_type}): {origin}"

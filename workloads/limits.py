@@ -20,6 +20,7 @@ DEFAULTS: dict[str, float] = {
     "yaml_depth": 64,  # nesting of YAML mappings and lists
     "sweep_points": 100_000,  # points of one sweep grid
     "fault_factor": 1e6,  # a straggler's slowdown, a link's bandwidth divisor (several multiply)
+    "layers": 100_000,  # a model's layers (per-layer lists are built from it)
     "capacity_factor": 1e3,  # MoE capacity factor (above E / top_k every buffer already holds every token)
 }
 
