@@ -25,7 +25,7 @@ def one_line(message: str) -> str:
             rule = f"must be {_KINDS[invalid.group(1)]}, got {invalid.group(2)}"
         message = f"{field}: {rule}"
     message = " ".join(message.split())
-    return message if len(message) <= 300 else message[:300] + "..."
+    return message if len(message) <= 1000 else message[:1000] + "..."
 
 
 class OneLineParser(argparse.ArgumentParser):

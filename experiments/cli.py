@@ -8,7 +8,7 @@ import json
 import sys
 
 from experiments import compare, run_outputs, sweep_cli
-from experiments.args import OneLineParser, integer, nonempty, number
+from experiments.args import OneLineParser, integer, nonempty, number, one_line
 from experiments.bench import main as bench
 from experiments.paths import check_output_dir
 from experiments.reproduce import REPRODUCTIONS, reproduce
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sweep_cli.dispatch(args)
     except ConfigError as error:
-        print(f"moesim: error: {error}", file=sys.stderr)
+        print(f"moesim: error: {one_line(str(error))}", file=sys.stderr)  # one line, never a huge value
         return 2
     return 0
 

@@ -19,7 +19,7 @@ import pandas as pd
 from experiments.args import integer
 from experiments.paths import check_output_file, write_csv
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH
@@ -63,12 +63,14 @@ def parse_value(key: str, text: str, field: str = "") -> Any:
         return text
     if kind == "bool":
         if text.lower() not in ("true", "false"):
-            raise ConfigError(field, f"must be true or false, got {text!r}")
+            raise ConfigError(field, f"must be true or false, got {short_repr(text)}")
         return text.lower() == "true"
     try:
         return int(text) if kind == "int" else float(text)
     except ValueError:
-        raise ConfigError(field, f"must be {'an integer' if kind == 'int' else 'a number'}, got {text!r}") from None
+        raise ConfigError(
+            field, f"must be {'an integer' if kind == 'int' else 'a number'}, got {short_repr(text)}"
+        ) from None
 
 
 def compare_row(point: Point) -> dict[str, Any]:

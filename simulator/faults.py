@@ -35,9 +35,9 @@ def _factor(field: str, text: str, value: str) -> float:
     try:
         factor = float(value)
     except ValueError:
-        raise ConfigError(field, f"{text!r}: FACTOR must be a number, got {value!r}") from None
+        raise ConfigError(field, f"{short_repr(text)}: FACTOR must be a number, got {short_repr(value)}") from None
     if not math.isfinite(factor) or factor < 1:
-        raise ConfigError(field, f"{text!r}: FACTOR must be a finite number >= 1, got {value!r}")
+        raise ConfigError(field, f"{short_repr(text)}: FACTOR must be a finite number >= 1, got {short_repr(value)}")
     return factor
 
 
@@ -45,15 +45,15 @@ def _gpu(field: str, text: str, value: str) -> int:
     try:
         gpu = int(value)
     except ValueError:
-        raise ConfigError(field, f"{text!r}: GPU must be an integer index, got {value!r}") from None
+        raise ConfigError(field, f"{short_repr(text)}: GPU must be an integer index, got {short_repr(value)}") from None
     if gpu < 0:
-        raise ConfigError(field, f"{text!r}: GPU index must be >= 0, got {gpu}")
+        raise ConfigError(field, f"{short_repr(text)}: GPU index must be >= 0, got {gpu}")
     return gpu
 
 
 def _link(field: str, text: str, kind: str, gpu: str) -> tuple[str, int]:
     if kind not in LINK_KINDS:
-        raise ConfigError(field, f"{text!r}: LINK must be nic:GPU or nvlink:GPU, got {kind!r}")
+        raise ConfigError(field, f"{short_repr(text)}: LINK must be nic:GPU or nvlink:GPU, got {short_repr(kind)}")
     return kind, _gpu(field, text, gpu)
 
 
@@ -83,7 +83,7 @@ class Faults:
             _check("straggler", gpu, factor)
         for kind, gpu, factor in self.degraded:
             if kind not in LINK_KINDS:
-                raise ConfigError("degrade", f"LINK must be nic:GPU or nvlink:GPU, got {kind!r}")
+                raise ConfigError("degrade", f"LINK must be nic:GPU or nvlink:GPU, got {short_repr(kind)}")
             _check("degrade", gpu, factor)
         for kind, gpu in self.failed:
             if kind != "nic":
@@ -106,19 +106,20 @@ class Faults:
         for text in straggler:
             parts = text.split(":")
             if len(parts) != 2:
-                raise ConfigError("straggler", f"{text!r}: expected GPU:FACTOR, e.g. 17:1.2")
+                raise ConfigError("straggler", f"{short_repr(text)}: expected GPU:FACTOR, e.g. 17:1.2")
             stragglers.append((_gpu("straggler", text, parts[0]), _factor("straggler", text, parts[1])))
         for text in degrade:
             parts = text.split(":")
             if len(parts) != 3:
                 raise ConfigError(
-                    "degrade", f"{text!r}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, e.g. nic:17:2"
+                    "degrade",
+                    f"{short_repr(text)}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, e.g. nic:17:2",
                 )
             degraded.append((*_link("degrade", text, parts[0], parts[1]), _factor("degrade", text, parts[2])))
         for text in fail_link:
             parts = text.split(":")
             if len(parts) != 2:
-                raise ConfigError("fail_link", f"{text!r}: expected nic:GPU, e.g. nic:17")
+                raise ConfigError("fail_link", f"{short_repr(text)}: expected nic:GPU, e.g. nic:17")
             failed.append(_link("fail_link", text, *parts))
         return cls(tuple(stragglers), tuple(degraded), tuple(failed))
 
@@ -231,9 +232,9 @@ def _plain(item: object) -> object:
 def _check(field: str, gpu: object, factor: object) -> None:
     """Raise ConfigError naming ``field`` unless gpu is an int >= 0 and factor a finite number >= 1."""
     if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
-        raise ConfigError(field, f"GPU index must be an int >= 0, got {gpu!r}")
+        raise ConfigError(field, f"GPU index must be an int >= 0, got {short_repr(gpu)}")
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor < 1:
-        raise ConfigError(field, f"FACTOR must be a finite number >= 1, got {factor!r}")
+        raise ConfigError(field, f"FACTOR must be a finite number >= 1, got {short_repr(factor)}")
     check_limit(field, "fault_factor", factor, f"GPU {gpu}: FACTOR")
 
 

@@ -84,8 +84,10 @@ class Report:
                 f"  throughput       {self.tokens_per_s / 1e3:.1f}k tokens/s, {self.tokens_per_s_per_gpu:.1f} per GPU",
                 f"  MFU              {self.mfu * 100:.2f}% (GEMM + FlashAttention), {self.mfu_6n * 100:.2f}% (6N + attn)",
                 f"  model TFLOP/s    {self.model_tflops_per_gpu:.1f} per GPU (Megatron-LM's count)",
-                f"  bubble           {self.bubble_fraction * 100:.1f}% (schedule {self.schedule_bubble * 100:.1f}%, "
-                f"stage imbalance {self.imbalance_idle * 100:.1f}%)",
+                (
+                    f"  bubble           {self.bubble_fraction * 100:.1f}% (schedule {self.schedule_bubble * 100:.1f}%,"
+                    f" stage imbalance {self.imbalance_idle * 100:.1f}%)"
+                ),
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
                 f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",

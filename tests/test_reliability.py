@@ -84,3 +84,18 @@ def test_empty_cluster_name_is_an_error() -> None:
 
     with pytest.raises(ConfigError, match="unknown preset ''"):
         load_cluster("", 8)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--model", "x" + "9" * 5000],
+        ["run", "--model", "9" * 5000 + ".json"],
+        ["run", "--set", "pp=" + "9" * 5000],
+        ["run", "--straggler", "1:" + "9" * 5000],
+        ["run", "--cluster", "9" * 5000],
+    ],
+)
+def test_huge_values_are_not_quoted_whole(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """A 5,000-character value: one line of a few hundred characters, no traceback (file name too long)."""
+    assert len(_error(capsys, argv)) < 400

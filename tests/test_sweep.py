@@ -195,10 +195,13 @@ def test_second_writer_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("address", ["bogus", "tcp://127.0.0.1:1"])
-def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str) -> None:
+def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
+    from experiments import sweep_table
+
     pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(sweep_table, "CONNECT_TIMEOUT_S", 1)  # the default (3 s) is what the CLI waits
     points, output = load_sweep(_write(tmp_path))
     start = time.perf_counter()
     with pytest.raises(ConfigError, match="^scheduler: "):
