@@ -76,6 +76,27 @@ class TaskRecord(NamedTuple):
     timing: TaskTiming
 
 
+MIN_EVENTS_PER_LAYER = 24  # trace events per layer, micro-batch and stage at least (half the fewest seen: 48)
+
+
+class TraceSizeCheck(Probe):
+    """Refuses, as the engine starts (before any simulated time), a trace whose lower-bound event count
+    (stages x micro-batches x layers x MIN_EVENTS_PER_LAYER) already exceeds the trace-event limit."""
+
+    def __init__(self, stages: Iterable[int] | None, micro_batches: int | None) -> None:
+        self.stages = None if stages is None else set(stages)
+        self.micro_batches = micro_batches
+
+    def on_start(self, engine: Engine) -> None:
+        workload = engine.workload
+        stages = workload.pp if self.stages is None else len({s for s in self.stages if 0 <= s < workload.pp})
+        batches = (
+            workload.micro_batches if self.micro_batches is None else min(self.micro_batches, workload.micro_batches)
+        )
+        layers = workload.chunks * workload.layers_per_chunk
+        _check_events(stages * batches * layers * MIN_EVENTS_PER_LAYER)
+
+
 class Timeline(Probe):
     """Records what a trace draws: each place's tasks, the PP and DP transfers, NIC utilisation, the result."""
 
@@ -310,7 +331,8 @@ def simulate_with_trace(
     """Simulate one step like ``simulate`` (same keywords), recording a Timeline; also return its Chrome
     trace (if asked), of some ``stages`` and the first ``micro_batches`` only if given."""
     timeline = Timeline()
-    report = simulate(model, layout, gpus, probes=(timeline,), **simulate_keywords)
+    probes = (TraceSizeCheck(stages, micro_batches), timeline) if trace else (timeline,)
+    report = simulate(model, layout, gpus, probes=probes, **simulate_keywords)
     events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches) if trace else None
     return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)
 

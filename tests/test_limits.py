@@ -135,3 +135,21 @@ def test_faults_types(build, message: str) -> None:
 
 def test_faults_take_numpy_numbers() -> None:
     assert Faults(stragglers=[(np.int64(3), np.float64(2.0))]).stragglers == ((3, 2.0),)
+
+
+def test_trace_too_big_is_refused_before_simulating(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
+    """The lower-bound event count is checked as the engine starts; the exact count before the JSON is built."""
+    from types import SimpleNamespace
+
+    from simulator.report import prepare
+    from simulator.trace import TraceSizeCheck
+
+    workload, _, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
+    monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # 15 stages x 15 micro-batches x 4 layers x 24 > 10,000
+    with pytest.raises(ConfigError, match="trace: trace events .* exceeds the limit of 10,000"):
+        TraceSizeCheck(None, None).on_start(SimpleNamespace(workload=workload))
+    TraceSizeCheck([0], 2).on_start(SimpleNamespace(workload=workload))  # 1 x 2 x 4 x 24: fine
+    path = tmp_path / "t.json"
+    error = _one_line(capsys, ["run", "--global-batch", "30", "--trace", str(path)])
+    assert error.startswith("trace: trace events") and "MOESIM_MAX_TRACE_EVENTS" in error
+    assert not path.exists()
