@@ -31,9 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
     )
-    run.add_argument("--layout", default=None, help="layout preset or .yaml file (default megascale-moe)")
+    run.add_argument(
+        "--layout", type=nonempty, default=None, help="layout preset or .yaml file (default megascale-moe)"
+    )
     run.add_argument(
         "--megatron-args",
+        type=nonempty,
         metavar="ARGS",
         help="Megatron-LM training arguments (inline, starting with --, or a file): layout, batch, sequence, "
         "precision and model flags; --layout then only fills the fields Megatron has no flag for",

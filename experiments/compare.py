@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.args import integer
+from experiments.args import integer, nonempty
 from experiments.paths import check_output_file, write_csv
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from topologies.errors import ConfigError, short_repr
@@ -131,7 +131,9 @@ def _csv_list(text: str) -> list[str]:
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``moesim compare``."""
     p = commands.add_parser("compare", help="sweep layouts, NIC bandwidths, scale-up domains over GPU counts")
-    p.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
+    p.add_argument(
+        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+    )
     p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets or .yaml files")
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
     p.add_argument("--cluster", default="h800", help="cluster preset (default h800)")

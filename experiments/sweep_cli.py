@@ -24,7 +24,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
 
     search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
-    search.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
+    search.add_argument(
+        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+    )
     search.add_argument("--gpus", type=integer(1), required=True, help="number of GPUs")
     search.add_argument("--cluster", type=nonempty, default="h800", help="cluster preset (default h800)")
     search.add_argument("--global-batch", type=integer(1), default=None, help="sequences per step (default 720)")

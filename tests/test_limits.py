@@ -133,6 +133,15 @@ def test_faults_types(build, message: str) -> None:
         build()
 
 
+def test_specs_take_numpy_integers() -> None:
+    from workloads.layouts import MEGASCALE_MOE
+
+    layout = MEGASCALE_MOE.with_(pp=np.int64(15), micro_batch=np.int32(1))
+    assert (type(layout.pp), type(layout.micro_batch)) == (int, int)
+    with pytest.raises(ConfigError, match="layout.pp: must be an integer, got np.True_"):
+        MEGASCALE_MOE.with_(pp=np.bool_(True))
+
+
 def test_faults_take_numpy_numbers() -> None:
     assert Faults(stragglers=[(np.int64(3), np.float64(2.0))]).stragglers == ((3, 2.0),)
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import fields
 from typing import Any
+
+import numpy as np
 
 from topologies.errors import ConfigError, short_repr
 
@@ -26,13 +29,15 @@ def check_value(field: str, kind: str, value: Any) -> Any:
             )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
     ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "int": isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)),
+        "float": isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)),
         "bool": isinstance(value, bool),
         "str": isinstance(value, str),
     }.get(kind, True)
     if not ok:
         raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {short_repr(value)}")
+    if kind == "int":
+        value = int(value)  # numpy integers become Python ints
     if kind == "float":
         value = float(value)
         if not math.isfinite(value):
@@ -43,4 +48,7 @@ def check_value(field: str, kind: str, value: Any) -> Any:
 def check_types(prefix: str, spec: Any) -> None:
     """Raise ConfigError unless every field of the dataclass instance ``spec`` has its declared type."""
     for name, kind in field_types(type(spec)).items():
-        check_value(f"{prefix}.{name}", kind, getattr(spec, name))
+        value = getattr(spec, name)
+        checked = check_value(f"{prefix}.{name}", kind, value)
+        if type(checked) is not type(value) and kind in ("int", "tuple[int, ...]"):  # a numpy integer: store the int
+            object.__setattr__(spec, name, checked)
