@@ -6,10 +6,11 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 
 from experiments import compare, presets, run_outputs, sweep_cli, validate
+from experiments.args import OneLineParser, integer, nonempty, number, one_line
 from experiments.bench import main as bench
+from experiments.paths import check_output_dir
 from experiments.progress import add_quiet
 from experiments.reproduce import REPRODUCTIONS, reproduce, targets_epilog
 from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
@@ -34,7 +35,7 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="moesim", description="Simulate MoE LLM training on GPU clusters.")
+    parser = OneLineParser(prog="moesim", description="Simulate MoE LLM training on GPU clusters.")
     parser.add_argument("--version", action="version", version=f"moesim {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -44,28 +45,39 @@ def _parser() -> argparse.ArgumentParser:
         epilog=presets.epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
-    run.add_argument("--layout", default=None, help="layout preset or .yaml file (default megascale-moe)")
+    run.add_argument(
+        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+    )
+    run.add_argument(
+        "--layout", type=nonempty, default=None, help="layout preset or .yaml file (default megascale-moe)"
+    )
     run.add_argument(
         "--megatron-args",
+        type=nonempty,
         metavar="ARGS",
         help="Megatron-LM training arguments (inline, starting with --, or a file): layout, batch, sequence, "
         "precision and model flags; --layout then only fills the fields Megatron has no flag for",
     )
-    run.add_argument("--gpus", type=int, default=240, help="number of GPUs (default 240)")
+    run.add_argument("--gpus", type=integer(1), default=240, help="number of GPUs (default 240)")
     run.add_argument(
         "--cluster",
+        type=nonempty,
         default=DEFAULT_CLUSTER,
         help=f"cluster preset ({', '.join(CLUSTER_PRESETS)}) or .yaml file (default {DEFAULT_CLUSTER})",
     )
     run.add_argument(
-        "--nic-gbps", type=float, default=None, help="NIC bandwidth per GPU, GB/s (default: the cluster's)"
+        "--nic-gbps",
+        type=number(0, above=True),
+        default=None,
+        help="NIC bandwidth per GPU, GB/s (default: the cluster's)",
     )
     run.add_argument(
-        "--global-batch", type=int, default=None, help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH})"
+        "--global-batch", type=integer(1), default=None, help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH})"
     )
-    run.add_argument("--seq-len", type=int, default=None, help=f"tokens per sequence (default {DEFAULT_SEQ_LEN})")
-    run.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch")
+    run.add_argument(
+        "--seq-len", type=integer(1), default=None, help=f"tokens per sequence (default {DEFAULT_SEQ_LEN})"
+    )
+    run.add_argument("--micro-batch", type=integer(1), default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
     run.add_argument(
@@ -75,11 +87,11 @@ def _parser() -> argparse.ArgumentParser:
         help="folded: one GPU per stage stands for all (default); unfolded: every GPU, small clusters only",
     )
     run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
-    run.add_argument("--zipf", type=float, default=None, help="Zipf exponent of skewed routing")
-    run.add_argument("--seed", type=int, default=None, help="seed of the routing Generator")
+    run.add_argument("--zipf", type=number(0), default=None, help="Zipf exponent of skewed routing")
+    run.add_argument("--seed", type=integer(0), default=None, help="seed of the routing Generator")
     run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
-    run.add_argument("--ep", type=int, default=None, help="EP degree (> GPUs per node: across nodes)")
-    run.add_argument("--ep-max-nodes", type=int, default=None, help="node-limited routing M (0 = unlimited)")
+    run.add_argument("--ep", type=integer(1), default=None, help="EP degree (> GPUs per node: across nodes)")
+    run.add_argument("--ep-max-nodes", type=integer(0), default=None, help="node-limited routing M (0 = unlimited)")
     run.add_argument(
         "--set",
         action="append",
@@ -143,6 +155,13 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
     }
     if args.zipf is not None and args.routing is None:
         changes["routing"] = "zipf"
+    if args.zipf is not None and args.routing == "uniform":
+        raise ConfigError("routing", f"--routing uniform contradicts --zipf {args.zipf:g} (skewed routing); drop one")
+    flags = {"routing": "--routing", "zipf_exponent": "--zipf", "seed": "--seed", "ep": "--ep"}
+    flags |= {"ep_max_nodes": "--ep-max-nodes", "dropless": "--dropless", "micro_batch": "--micro-batch"}
+    if args.micro_batch is not None:
+        changes["micro_batch"] = args.micro_batch
+    given: dict[str, str] = {}
     fields = {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}
     for item in args.set:
         key, sep, text = item.partition("=")
@@ -150,7 +169,12 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
             raise ConfigError(
                 "--set", f"expected FIELD=VALUE with a layout field ({', '.join(sorted(fields))}), got {item!r}"
             )
-        changes[key] = compare.parse_value(key, text, f"--set {key}")
+        value = compare.parse_value(key, text, f"--set {key}")
+        if key in changes and changes[key] != value:
+            flag_value = "" if changes[key] is True else f" {changes[key]}"
+            other = given.get(key) or f"{flags.get(key, key)}{flag_value}"
+            raise ConfigError(key, f"--set {key}={text} contradicts {other}; give one")
+        changes[key], given[key] = value, f"--set {key}={text}"
     return layout.with_(**changes) if changes else layout
 
 
@@ -177,6 +201,7 @@ def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[ar
 
 
 def _run(args: argparse.Namespace) -> None:
+    run_outputs.check_paths(args)  # before any simulation
     cluster = _cluster(args)
     job = parse_megatron_args(args.megatron_args) if args.megatron_args else None
     megatron = None
@@ -223,12 +248,15 @@ def _run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input is one line on stderr and exit status 2."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0), or a bad value already said in one line (2)
+        return exit_.code if isinstance(exit_.code, int) else 2
     try:
         if args.command == "run":
             _run(args)
         elif args.command == "reproduce":
-            reproduce(args.name, Path(args.out), quiet=args.quiet)
+            reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet)
         elif args.command == "bench":
             bench(quiet=args.quiet)
         elif args.command == "presets":
@@ -240,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sweep_cli.dispatch(args)
     except ConfigError as error:
-        print(f"moesim: error: {error}", file=sys.stderr)
+        print(f"moesim: error: {one_line(str(error))}", file=sys.stderr)  # one line, never a huge value
         return 2
     return 0
 

@@ -12,15 +12,16 @@ import argparse
 import itertools
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from experiments.args import integer, nonempty
 from experiments.compare_plot import plot
+from experiments.paths import check_output_file, write_csv
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from experiments.progress import add_quiet, bar
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH
@@ -64,12 +65,14 @@ def parse_value(key: str, text: str, field: str = "") -> Any:
         return text
     if kind == "bool":
         if text.lower() not in ("true", "false"):
-            raise ConfigError(field, f"must be true or false, got {text!r}")
+            raise ConfigError(field, f"must be true or false, got {short_repr(text)}")
         return text.lower() == "true"
     try:
         return int(text) if kind == "int" else float(text)
     except ValueError:
-        raise ConfigError(field, f"must be {'an integer' if kind == 'int' else 'a number'}, got {text!r}") from None
+        raise ConfigError(
+            field, f"must be {'an integer' if kind == 'int' else 'a number'}, got {short_repr(text)}"
+        ) from None
 
 
 def compare_row(point: Point) -> dict[str, Any]:
@@ -117,11 +120,13 @@ def _csv_list(text: str) -> list[str]:
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``moesim compare``."""
     p = commands.add_parser("compare", help="sweep layouts, NIC bandwidths, scale-up domains over GPU counts")
-    p.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
+    p.add_argument(
+        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+    )
     p.add_argument("--layouts", default="megascale-moe", help="comma-separated layout presets or .yaml files")
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
     p.add_argument("--cluster", default="h800", help="cluster preset or .yaml file (default h800)")
-    p.add_argument("--global-batch", type=int, default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
+    p.add_argument("--global-batch", type=integer(1), default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
     p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
@@ -161,6 +166,10 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     except ValueError:
         raise ConfigError("gpus", f"expected comma-separated integers, got {args.gpus!r}") from None
     layouts = _csv_list(args.layouts)
+    for flag, given in (("gpus", gpus), ("layouts", layouts)):
+        if not given:
+            raise ConfigError(flag, f"give at least one value (comma-separated), got {getattr(args, flag)!r}")
+    out = check_output_file("out", args.out, (".csv",))
     for name in layouts:
         load_layout(name)  # unknown presets and bad layout files fail before any simulation
     load_model(args.model)
@@ -170,9 +179,7 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for a in axes:  # report the values as given (GB/s, not bytes/s)
         if a.label == "nic_gbps":
             frame[a.column] = frame[a.column] / 1e9
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False, float_format="%.6g")
+    write_csv(frame, out, float_format="%.6g")
     plot(frame, [a.column for a in axes], out.with_suffix(".png"), f"{args.model}: moesim compare")
     shown = ["layout", *(a.column for a in axes), "gpus", "step_time_s", "tokens_per_s", "mfu", "error"]
     formats = {"step_time_s": "{:.3f}".format, "tokens_per_s": "{:,.0f}".format, "mfu": "{:.1%}".format}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
 from experiments.single_node import BATCH, GPUS, MODELS, SEQ_LEN, simulate_one, single_node_model
 
@@ -36,7 +37,7 @@ def simulate_fig14() -> pd.DataFrame:
 
 def run(out: Path) -> str:
     frame = simulate_fig14()
-    frame.to_csv(out / "fig14.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "fig14.csv", float_format="%.6g")
     bar_comparison(
         out / "fig14.png",
         title="Fig. 14: one node, MFU of TP+TP vs SP+EP (sim)",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
 from experiments.single_node import GPUS, MODELS, simulate_one, single_node_model, workload
 from simulator.timing import time_task
@@ -66,7 +67,7 @@ def simulate_fig16() -> pd.DataFrame:
 
 def run(out: Path) -> str:
     frame = simulate_fig16()
-    frame.to_csv(out / "fig16.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "fig16.csv", float_format="%.6g")
     cols = [c for c in frame.columns if c.endswith("_speedup")]
     bar_comparison(
         out / "fig16.png",

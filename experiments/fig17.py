@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
 from experiments.single_node import SEQ_LEN
 from simulator.memory import peak_memory
@@ -50,7 +51,7 @@ def simulate_fig17() -> pd.DataFrame:
 
 def run(out: Path) -> str:
     frame = simulate_fig17()
-    frame.to_csv(out / "fig17.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "fig17.csv", float_format="%.6g")
     bar_comparison(
         out / "fig17.png",
         title="Fig. 17: activation memory saved by SAR",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import line_comparison
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.timing import time_op_s
@@ -52,7 +53,7 @@ def crossover(frame: pd.DataFrame) -> int:
 
 def run(out: Path) -> str:
     frame = simulate_fig7()
-    frame.to_csv(out / "fig7.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "fig7.csv", float_format="%.6g")
     line_comparison(
         out / "fig7.png",
         title="Fig. 7: dispatch collectives, Mixtral-8x7B, one node",

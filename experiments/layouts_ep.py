@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from experiments.compare import axis, sweep
+from experiments.paths import save_figure, write_csv
 from experiments.plotting import COLOURS
 from experiments.search import Job
 from topologies.cluster import cluster_preset
@@ -120,7 +121,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -230,6 +231,6 @@ def run(out: Path, setups: tuple[Setup, ...] = SETUPS, nic_gbps: tuple[int, ...]
         *(c for c in frame.columns if c.startswith("exposed_")),
         "error",
     ]
-    frame[columns].to_csv(out / "layouts-ep.csv", index=False, float_format="%.6g")
+    write_csv(frame[columns], out / "layouts-ep.csv", float_format="%.6g")
     plot(frame.dropna(subset=["tokens_per_s"]), out / "layouts-ep.png")
     return markdown(frame)

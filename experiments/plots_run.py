@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 
+from experiments.paths import save_figure
 from simulator.trace import COMPUTE_T, TracedRun, stage_intervals
 
 Span = tuple[float, float]
@@ -125,5 +126,5 @@ def plot_run(path: str | Path, run: TracedRun) -> None:
     bars.set_title("where the time goes", fontsize=10)
     bars.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 - 1.0 / stages), ncol=4, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    save_figure(fig, path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -11,6 +11,8 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 import numpy as np
 
+from experiments.paths import save_figure
+
 # Paper series hatched, simulated series solid, one colour per system.
 COLOURS = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d", "#a1d99b", "#31a354", "#bcbddc", "#756bb1"]
 
@@ -90,7 +92,7 @@ def finish(
     ax.legend(fontsize=legend_size)
     ax.grid(axis=grid_axis, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import COLOURS, finish
 from experiments.single_node import MODELS
 from simulator.timing import comm_alone_s, time_task
@@ -199,6 +200,6 @@ def _why(frame: pd.DataFrame) -> str:
 def run(out: Path) -> str:
     """Write results/r-ratio.csv and results/r-ratio.png; return the markdown section."""
     frame = simulate_r_ratio()
-    frame.to_csv(out / "r-ratio.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "r-ratio.csv", float_format="%.6g")
     plot(frame, out / "r-ratio.png")
     return markdown(frame)

@@ -20,6 +20,7 @@ from experiments import (
     validate,
     weak_scaling,
 )
+from experiments.paths import write_text
 from experiments.progress import bar
 from experiments.progress import shown as progress_shown
 from simulator.calibration import DEFAULT_CALIBRATION
@@ -100,7 +101,7 @@ def _update(markdown_path: Path, name: str, section: str) -> None:
     block = f"{begin}\n{section}\n{end}"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    markdown_path.write_text(text)
+    write_text(markdown_path, text)
 
 
 def update_section(out: Path, name: str, section: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from experiments.args import integer
+from experiments.paths import check_output_file, plot_path
 from simulator.faults import Faults
 from simulator.report import Report
 from topologies.cluster import ClusterSpec
@@ -16,23 +18,38 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     """Add --trace, --trace-stages, --trace-micro-batches and --plot to the run parser."""
     run.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event timeline (Perfetto)")
     run.add_argument("--trace-stages", metavar="LIST", help="only these pipeline stages in the trace, e.g. 0,1")
-    run.add_argument("--trace-micro-batches", metavar="N", type=int, help="only micro-batches 0..N-1 in the trace")
+    run.add_argument(
+        "--trace-micro-batches", metavar="N", type=integer(1), help="only micro-batches 0..N-1 in the trace"
+    )
     run.add_argument("--plot", metavar="FILE.png", help="write a per-stage Gantt chart and time breakdown")
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Refuse bad --trace / --plot paths and --trace-stages before any simulation (--plot without an extension
+    becomes FILE.png, the file matplotlib would write)."""
+    if getattr(args, "trace", None) is not None:
+        check_output_file("trace", args.trace, (".json",))
+    if getattr(args, "plot", None) is not None:
+        args.plot = str(plot_path("plot", args.plot))
+    parse_stages(getattr(args, "trace_stages", None))
 
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether the run needs the engine's raw result (a trace or a plot was asked for)."""
-    return bool(getattr(args, "trace", None) or getattr(args, "plot", None))
+    return getattr(args, "trace", None) is not None or getattr(args, "plot", None) is not None
 
 
 def parse_stages(text: str | None) -> list[int] | None:
-    """'0,1,4' -> [0, 1, 4]; None stays None."""
-    if not text:
+    """'0,1,4' -> [0, 1, 4] (stage numbers >= 0); None stays None."""
+    if text is None:
         return None
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        stages = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ConfigError("trace_stages", f"expected comma-separated stage numbers, got '{text}'") from None
+        raise ConfigError("trace_stages", f"expected comma-separated stage numbers, got {text[:40]!r}") from None
+    if not stages or min(stages) < 0:
+        raise ConfigError("trace_stages", f"expected comma-separated stage numbers >= 0, got {text[:40]!r}")
+    return stages
 
 
 def run_with_outputs(
@@ -55,11 +72,11 @@ def run_with_outputs(
         micro_batch=args.micro_batch,
         stages=parse_stages(args.trace_stages),
         micro_batches=args.trace_micro_batches,
-        trace=bool(args.trace),
+        trace=args.trace is not None,
         allow_oom=args.allow_oom,
         faults=faults,
     )
-    if args.trace:
+    if args.trace is not None:
         size = write_trace(args.trace, run.trace)
         print(
             f"moesim: wrote {args.trace} ({len(run.trace['traceEvents'])} events, {size / 1e6:.1f} MB)", file=sys.stderr
@@ -67,6 +84,6 @@ def run_with_outputs(
     if args.plot:
         from experiments.plots_run import plot_run
 
-        plot_run(args.plot, run)
+        plot_run(args.plot, run)  # written atomically (experiments/paths.py)
         print(f"moesim: wrote {args.plot}", file=sys.stderr)
     return run.report

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import line_comparison
 from experiments.search import Job
 from simulator.report import simulate
@@ -137,7 +138,7 @@ def _verdict(frame: pd.DataFrame) -> str:
 def run(out: Path) -> str:
     """Write results/scaleup-domain.csv and .png; return the markdown section."""
     frame = simulate_scaleup()
-    frame.to_csv(out / "scaleup-domain.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "scaleup-domain.csv", float_format="%.6g")
     line_comparison(
         out / "scaleup-domain.png",
         title=f"{MODEL} on {GPUS} H800s: NVLink domain size",

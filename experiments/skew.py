@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from experiments.compare import axis, sweep
+from experiments.paths import save_figure, write_csv
 from experiments.plotting import COLOURS
 from workloads.layouts import MEGASCALE_MOE
 from workloads.models import model_preset
@@ -85,7 +86,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     ax.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper center")
     ax.set_title(f"{MODEL}, megascale-moe on {GPUS} H800s: skewed routing")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -195,6 +196,6 @@ def run(out: Path, exponents: tuple[float, ...] = EXPONENTS, global_batch: int =
         *(c for c in frame.columns if c.startswith("exposed_")),
         "error",
     ]
-    frame[columns].to_csv(out / "skew.csv", index=False, float_format="%.6g")
+    write_csv(frame[columns], out / "skew.csv", float_format="%.6g")
     plot(frame, out / "skew.png")
     return markdown(frame, global_batch)

@@ -1,7 +1,9 @@
 """``moesim sweep SWEEP.yaml``: simulate a grid of configurations into a CSV (or Parquet) table.
 
-Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON), so a rerun
-skips what is already there: an interrupted sweep loses nothing. Points run in local processes
+Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON) and an
+``inputs_hash`` (those and the contents of the files they name), so a rerun skips what is already there: an
+interrupted sweep loses nothing, while error rows and points whose files changed run again (experiments/
+sweep_table.py, which also locks the table against a second writer). Points run in local processes
 (``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``). Invalid points
 (ConfigError) are rows with an ``error`` column instead of crashes.
 
@@ -17,19 +19,23 @@ import csv
 import dataclasses
 import itertools
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from experiments.paths import atomic_path, check_output_file
 from experiments.points import Point, kind_of, make_point, run_point
 from experiments.progress import bar
+from experiments.sweep_table import Params, connect, inputs_hash, keep_done, locked, point_id, unique
 from simulator.report import COMM_KINDS, Report
 from topologies.errors import ConfigError
 from workloads.config import is_yaml_path, read_yaml
 from workloads.fieldtypes import check_value
 from workloads.layouts import LayoutSpec
+from workloads.limits import check_limit
 
 SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_gbps")
 LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
@@ -51,8 +57,6 @@ REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name not in ("
     for kind in (*COMM_KINDS, "cp", "etp")  # cp, etp: blank unless the layout uses them
 ]
 
-Params = dict[str, object]  # one grid row as written in the file and in point_id
-
 
 def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
     """Read a sweep file: the grid's points (cartesian product) and the output path."""
@@ -72,6 +76,7 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
     output = Path(str(output))
     if not output.is_absolute():
         output = Path(path).parent / output
+    check_output_file("sweep.output", output, (".csv", ".parquet"))
     for key, value in spec.items():
         values = value if isinstance(value, list) else [value]
         if not values:
@@ -81,6 +86,8 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
         if key in PATH_KEYS:
             values = [_relative_to(Path(path).parent, v) for v in values]
         spec[key] = values if isinstance(value, list) else values[0]
+    sizes = [len(value) for value in spec.values() if isinstance(value, list)]
+    check_limit("sweep", "sweep_points", math.prod(sizes), "grid points")  # before the grid is built
     return grid({**DEFAULTS, **spec}), output
 
 
@@ -120,11 +127,6 @@ def grid(spec: dict[str, object]) -> list[Params]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
-def point_id(point: Params) -> str:
-    """A stable key of a point: its parameters as sorted JSON."""
-    return json.dumps(point, sort_keys=True, separators=(",", ":"))
-
-
 def to_point(params: Params) -> Point:
     """The typed point of one grid row (raises ConfigError for invalid ones, including values of the wrong type)."""
     check_point(params)
@@ -152,15 +154,7 @@ def sweep_row(params: Params) -> dict[str, object]:
 def columns(points: list[Params]) -> list[str]:
     """CSV header: parameters, report columns, error, point_id."""
     params = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if any(k in p for p in points)]
-    return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id"]
-
-
-def done_ids(table: Path) -> set[str]:
-    """point_ids already in a CSV table (empty if it does not exist)."""
-    if not table.exists() or table.stat().st_size == 0:
-        return set()
-    with table.open(newline="") as handle:
-        return {row["point_id"] for row in csv.DictReader(handle) if row.get("point_id")}
+    return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id", "inputs_hash"]
 
 
 def _local(points: list[Params], jobs: int) -> Iterator[dict[str, object]]:
@@ -176,26 +170,16 @@ def _local(points: list[Params], jobs: int) -> Iterator[dict[str, object]]:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _check_dask() -> None:
-    """Raise a one-line ConfigError unless dask.distributed is importable."""
-    try:
-        import dask.distributed  # noqa: F401
-    except ImportError:
-        raise ConfigError("scheduler", "needs dask.distributed: pip install 'moesim[dist]'") from None
-
-
-def _dask(points: list[Params], scheduler: str | object) -> Iterator[dict[str, object]]:
-    from dask.distributed import Client
+def _dask(points: list[Params], client, owned: bool) -> Iterator[dict[str, object]]:
     from dask.distributed import as_completed as dask_completed
 
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     futures = client.map(sweep_row, points, pure=False)
     try:
         for future in dask_completed(futures):
             yield future.result()
     finally:
         client.cancel(futures)
-        if client is not scheduler:
+        if owned:
             client.close()
 
 
@@ -219,11 +203,27 @@ def run_sweep(
     progress: Callable[[str], None] | None = None,
     quiet: bool = False,
 ) -> Path:
-    """Simulate the points not yet in ``output``, appending rows as they finish; returns the output path.
-    ``progress`` gets every line, one per point included; without it a bar on stderr (experiments.progress)
-    stands for the per-point lines, whose results are in the table."""
+    """Simulate the points not yet in ``output`` (repeats once), appending rows as they finish; returns the output
+    path. One writer per output (a lock); error rows and rows whose inputs changed run again. ``progress`` gets
+    every line, one per point included; without it a bar on stderr (experiments.progress) stands for the
+    per-point lines, whose results are in the table."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+    points = unique(points)
+    with locked(table):
+        _run_locked(points, output, table, jobs, scheduler, progress, quiet)
+    return output
+
+
+def _run_locked(
+    points: list[Params],
+    output: Path,
+    table: Path,
+    jobs: int,
+    scheduler: str | object | None,
+    progress: Callable[[str], None] | None,
+    quiet: bool,
+) -> None:
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     header = columns(points)
     fresh = not table.exists() or table.stat().st_size == 0
@@ -236,15 +236,17 @@ def run_sweep(
         if not data.endswith(b"\n"):  # a row cut off by a crash: drop it, its point runs again
             with table.open("r+b") as handle:
                 handle.truncate(data.rfind(b"\n") + 1)
-    seen = done_ids(table)
-    if scheduler:
-        _check_dask()
-    todo = [p for p in points if point_id(p) not in seen]
+    if output.suffix == ".parquet":
+        check_parquet()
+    client, owned = connect(scheduler) if scheduler else (None, False)  # before the table is touched
+    hashes = {point_id(p): inputs_hash(p) for p in points}
+    seen = set() if fresh else keep_done(table, header, hashes)
+    todo = [p for p in points if hashes[point_id(p)] not in seen]
     where = f"on {scheduler}" if scheduler else f"on {jobs} process{'es' if jobs > 1 else ''}"
     say(f"sweep: {len(points)} points, {len(points) - len(todo)} already in {table}, running {len(todo)} {where}")
     table.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    rows = _dask(todo, scheduler) if scheduler else _local(todo, jobs)
+    rows = _dask(todo, client, owned) if scheduler else _local(todo, jobs)
     with table.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
         if fresh:
@@ -252,7 +254,7 @@ def run_sweep(
         try:
             with bar(len(todo), "sweep", quiet=quiet or progress is not None) as shown:
                 for number, row in enumerate(rows, 1):
-                    writer.writerow(row)
+                    writer.writerow({**row, "inputs_hash": hashes[str(row["point_id"])]})
                     handle.flush()
                     shown.update()
                     if progress:
@@ -263,10 +265,9 @@ def run_sweep(
     if output.suffix == ".parquet":
         import pandas as pd
 
-        check_parquet()
-        pd.read_csv(table).to_parquet(output)
+        with atomic_path(output) as temporary:
+            pd.read_csv(table).to_parquet(temporary)
     say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
-    return output
 
 
 def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from experiments.args import integer, nonempty
+from experiments.paths import check_output_file
 from experiments.progress import add_quiet
 
 
@@ -17,19 +19,23 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "cluster, nic_gbps or a layout field (scalars or lists), output; model and layout take "
         "presets or .yaml files (relative to the sweep file)",
     )
-    sweep.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
-    sweep.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
+    sweep.add_argument("--jobs", type=integer(1), default=1, help="local worker processes (default 1)")
+    sweep.add_argument(
+        "--scheduler", type=nonempty, default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786"
+    )
     add_quiet(sweep)
 
     search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
-    search.add_argument("--model", default="paper-352b", help="model preset or .yaml file (default paper-352b)")
-    search.add_argument("--gpus", type=int, required=True, help="number of GPUs")
-    search.add_argument("--cluster", default="h800", help="cluster preset (default h800)")
-    search.add_argument("--global-batch", type=int, default=None, help="sequences per step (default 720)")
-    search.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 8192)")
-    search.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
-    search.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
-    search.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
+    search.add_argument(
+        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+    )
+    search.add_argument("--gpus", type=integer(1), required=True, help="number of GPUs")
+    search.add_argument("--cluster", type=nonempty, default="h800", help="cluster preset (default h800)")
+    search.add_argument("--global-batch", type=integer(1), default=None, help="sequences per step (default 720)")
+    search.add_argument("--seq-len", type=integer(1), default=None, help="tokens per sequence (default 8192)")
+    search.add_argument("--jobs", type=integer(1), default=1, help="local worker processes (default 1)")
+    search.add_argument("--scheduler", type=nonempty, default=None, help="dask.distributed scheduler address")
+    search.add_argument("--top", type=integer(1), default=10, help="how many layouts to print (default 10)")
     search.add_argument("--out", default=None, help="keep every simulated point in this CSV (resumable)")
     search.add_argument("--write-layout", metavar="FILE", default=None, help="write the fastest layout as a YAML file")
     add_quiet(search)
@@ -44,6 +50,9 @@ def dispatch(args: argparse.Namespace) -> None:
             main_sweep(args.file, args.jobs, args.scheduler, args.quiet)
         else:
             from experiments.search import main_search
+
+            if args.out is not None:
+                check_output_file("out", args.out, (".csv",))  # before any simulation
 
             main_search(args)
     except KeyboardInterrupt:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.report import simulate
@@ -141,7 +142,7 @@ def _errors(frame: pd.DataFrame, column: str) -> str:
 def run(out: Path) -> str:
     """Write results/table3.csv and results/table3.png; return the markdown section."""
     frame = simulate_table3()
-    frame.to_csv(out / "table3.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "table3.csv", float_format="%.6g")
     bar_comparison(
         out / "table3.png",
         title="Table 3: 352B MoE strong scaling on H800 (tokens/s)",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
 from simulator.report import simulate
 
@@ -32,7 +33,7 @@ def simulate_table5() -> pd.DataFrame:
 
 def run(out: Path) -> str:
     frame = simulate_table5()
-    frame.to_csv(out / "table5.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "table5.csv", float_format="%.6g")
     bar_comparison(
         out / "table5.png",
         title="Table 5: ablation at 240 GPUs (normalized throughput)",

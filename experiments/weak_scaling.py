@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.paths import write_csv
 from experiments.plotting import line_comparison
 from simulator.report import simulate
 
@@ -42,7 +43,7 @@ def run(out: Path) -> str:
     frame = simulate_weak_scaling()
     (first_gpus, first_batch), (last_gpus, last_batch) = POINTS[0], POINTS[-1]
     paper_speedup = _range(PAPER_SPEEDUP_RANGE)
-    frame.to_csv(out / "weak-scaling.csv", index=False, float_format="%.6g")
+    write_csv(frame, out / "weak-scaling.csv", float_format="%.6g")
     line_comparison(
         out / "weak-scaling.png",
         title=f"Fig. 12: weak scaling (352B, batch {first_batch:,}-{last_batch:,})",

@@ -87,4 +87,4 @@ def load_cluster(source: ClusterSpec | str | Path | None, num_gpus: int | None) 
         return cluster_from_dict(read_yaml("cluster", source), num_gpus)
     if source is not None and not isinstance(source, str):
         raise ConfigError("cluster", f"must be a preset name, a YAML path or a ClusterSpec, got {source!r}")
-    return cluster_preset(source or DEFAULT_CLUSTER, num_gpus)
+    return cluster_preset(DEFAULT_CLUSTER if source is None else source, num_gpus)

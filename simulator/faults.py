@@ -16,13 +16,15 @@ k GPUs counting as 1/k of one). See ``simulator/placement.py`` for what that vie
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from simulator.ranks import RankMap
 from simulator.tasks import OpCosts
 from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
+from workloads.limits import check_limit
 from workloads.ops import ATTENTION, FUSED, GEMM, MEMORY, Op
 
 LINK_KINDS = ("nic", "nvlink")
@@ -33,9 +35,9 @@ def _factor(field: str, text: str, value: str) -> float:
     try:
         factor = float(value)
     except ValueError:
-        raise ConfigError(field, f"{text!r}: FACTOR must be a number, got {value!r}") from None
+        raise ConfigError(field, f"{short_repr(text)}: FACTOR must be a number, got {short_repr(value)}") from None
     if not math.isfinite(factor) or factor < 1:
-        raise ConfigError(field, f"{text!r}: FACTOR must be a finite number >= 1, got {value!r}")
+        raise ConfigError(field, f"{short_repr(text)}: FACTOR must be a finite number >= 1, got {short_repr(value)}")
     return factor
 
 
@@ -43,15 +45,15 @@ def _gpu(field: str, text: str, value: str) -> int:
     try:
         gpu = int(value)
     except ValueError:
-        raise ConfigError(field, f"{text!r}: GPU must be an integer index, got {value!r}") from None
+        raise ConfigError(field, f"{short_repr(text)}: GPU must be an integer index, got {short_repr(value)}") from None
     if gpu < 0:
-        raise ConfigError(field, f"{text!r}: GPU index must be >= 0, got {gpu}")
+        raise ConfigError(field, f"{short_repr(text)}: GPU index must be >= 0, got {gpu}")
     return gpu
 
 
 def _link(field: str, text: str, kind: str, gpu: str) -> tuple[str, int]:
     if kind not in LINK_KINDS:
-        raise ConfigError(field, f"{text!r}: LINK must be nic:GPU or nvlink:GPU, got {kind!r}")
+        raise ConfigError(field, f"{short_repr(text)}: LINK must be nic:GPU or nvlink:GPU, got {short_repr(kind)}")
     return kind, _gpu(field, text, gpu)
 
 
@@ -74,14 +76,14 @@ class Faults:
 
     def __post_init__(self) -> None:
         """Normalise to tuples and check what needs no cluster: kinds, indices, factors."""
-        object.__setattr__(self, "stragglers", tuple(tuple(s) for s in self.stragglers))
-        object.__setattr__(self, "degraded", tuple(tuple(d) for d in self.degraded))
-        object.__setattr__(self, "failed", tuple(tuple(f) for f in self.failed))
+        object.__setattr__(self, "stragglers", _entries("straggler", self.stragglers, 2, "(17, 1.2)"))
+        object.__setattr__(self, "degraded", _entries("degrade", self.degraded, 3, "('nic', 17, 2.0)"))
+        object.__setattr__(self, "failed", _entries("fail_link", self.failed, 2, "('nic', 17)"))
         for gpu, factor in self.stragglers:
             _check("straggler", gpu, factor)
         for kind, gpu, factor in self.degraded:
             if kind not in LINK_KINDS:
-                raise ConfigError("degrade", f"LINK must be nic:GPU or nvlink:GPU, got {kind!r}")
+                raise ConfigError("degrade", f"LINK must be nic:GPU or nvlink:GPU, got {short_repr(kind)}")
             _check("degrade", gpu, factor)
         for kind, gpu in self.failed:
             if kind != "nic":
@@ -90,27 +92,34 @@ class Faults:
                     f"'{kind}:{gpu}': only a NIC can fail (nic:GPU); a slow NVLink port is --degrade nvlink:GPU:FACTOR",
                 )
             _check("fail_link", gpu, 1.0)
+        for kind, gpu in {(kind, gpu) for kind, gpu, _ in self.degraded}:  # several degrades of one port multiply
+            product = self.link_factor(kind, gpu)
+            check_limit("degrade", "fault_factor", product, f"{kind}:{gpu}: the product of its FACTORs")
 
     @classmethod
     def parse(cls, straggler: Iterable[str] = (), degrade: Iterable[str] = (), fail_link: Iterable[str] = ()) -> Faults:
         """Build from command-line strings: 'GPU:FACTOR', 'nic:GPU:FACTOR' and 'nic:GPU'."""
         stragglers, degraded, failed = [], [], []
+        for field, given in (("straggler", straggler), ("degrade", degrade), ("fail_link", fail_link)):
+            if isinstance(given, str) or not isinstance(given, Iterable) or not all(isinstance(t, str) for t in given):
+                raise ConfigError(field, f"expected a list of strings, got {short_repr(given)}")
         for text in straggler:
             parts = text.split(":")
             if len(parts) != 2:
-                raise ConfigError("straggler", f"{text!r}: expected GPU:FACTOR, e.g. 17:1.2")
+                raise ConfigError("straggler", f"{short_repr(text)}: expected GPU:FACTOR, e.g. 17:1.2")
             stragglers.append((_gpu("straggler", text, parts[0]), _factor("straggler", text, parts[1])))
         for text in degrade:
             parts = text.split(":")
             if len(parts) != 3:
                 raise ConfigError(
-                    "degrade", f"{text!r}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, e.g. nic:17:2"
+                    "degrade",
+                    f"{short_repr(text)}: expected LINK:FACTOR with LINK nic:GPU or nvlink:GPU, e.g. nic:17:2",
                 )
             degraded.append((*_link("degrade", text, parts[0], parts[1]), _factor("degrade", text, parts[2])))
         for text in fail_link:
             parts = text.split(":")
             if len(parts) != 2:
-                raise ConfigError("fail_link", f"{text!r}: expected nic:GPU, e.g. nic:17")
+                raise ConfigError("fail_link", f"{short_repr(text)}: expected nic:GPU, e.g. nic:17")
             failed.append(_link("fail_link", text, *parts))
         return cls(tuple(stragglers), tuple(degraded), tuple(failed))
 
@@ -199,12 +208,34 @@ class Faults:
         return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
 
 
+def _entries(field: str, value: object, arity: int, example: str) -> tuple[tuple, ...]:
+    """``value`` as a tuple of ``arity``-tuples, or ConfigError(field) (a string, a wrong length, ...)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ConfigError(field, f"expected a list of tuples such as {example}, got {short_repr(value)}")
+    entries = []
+    for entry in value:
+        if isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable) or len(entry := tuple(entry)) != arity:
+            raise ConfigError(field, f"each entry is a tuple such as {example}, got {short_repr(entry)}")
+        entries.append(tuple(_plain(item) for item in entry))
+    return tuple(entries)
+
+
+def _plain(item: object) -> object:
+    """numpy integers and floats as Python ints and floats (bools and strings as given)."""
+    if isinstance(item, numbers.Integral) and not isinstance(item, bool):
+        return int(item)
+    if isinstance(item, numbers.Real) and not isinstance(item, bool):
+        return float(item)
+    return item
+
+
 def _check(field: str, gpu: object, factor: object) -> None:
     """Raise ConfigError naming ``field`` unless gpu is an int >= 0 and factor a finite number >= 1."""
     if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
-        raise ConfigError(field, f"GPU index must be an int >= 0, got {gpu!r}")
+        raise ConfigError(field, f"GPU index must be an int >= 0, got {short_repr(gpu)}")
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor < 1:
-        raise ConfigError(field, f"FACTOR must be a finite number >= 1, got {factor!r}")
+        raise ConfigError(field, f"FACTOR must be a finite number >= 1, got {short_repr(factor)}")
+    check_limit(field, "fault_factor", factor, f"GPU {gpu}: FACTOR")
 
 
 def scale_compute(costs: OpCosts, ops: tuple[Op, ...], factor: float) -> OpCosts:

@@ -6,6 +6,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
+from simulator.api_checks import check_finite, check_simulate_args
+from simulator.bubbles import schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
 from simulator.engine import Engine
@@ -45,7 +47,7 @@ class Report:
     useful_mfu: float  # the same, routed token copies only: no capacity padding, no dropped copies
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
     model_tflops_per_gpu: float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.megatron_flops)
-    bubble_fraction: float
+    bubble_fraction: float  # = schedule_bubble + imbalance_idle
     exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
     compute_busy_s: float
     peak_memory_gib: float
@@ -54,6 +56,9 @@ class Report:
     memory_gib: list[dict[str, float]] = field(default_factory=list)  # per stage: the terms of MemoryBreakdown
     oom: bool = False  # peak memory exceeds the GPU's HBM (simulated anyway with allow_oom)
     faults: list[str] = field(default_factory=list)  # injected faults, as on the command line
+    schedule_bubble: float = 0.0  # the schedule's idle fraction with balanced stages (simulator/bubbles.py)
+    imbalance_idle: float = 0.0  # bubble_fraction - schedule_bubble: stage imbalance (and PP transfer waits)
+    recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -87,12 +92,16 @@ class Report:
                     f"(6N + attn), {self.useful_mfu * 100:.2f}% useful (routed tokens only)"
                 ),
                 f"  model TFLOP/s    {self.model_tflops_per_gpu:.1f} per GPU (Megatron-LM's count)",
-                f"  bubble           {self.bubble_fraction * 100:.1f}%",
+                (
+                    f"  bubble           {self.bubble_fraction * 100:.1f}% (schedule {self.schedule_bubble * 100:.1f}%,"
+                    f" stage imbalance {self.imbalance_idle * 100:.1f}%)"
+                ),
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
                 f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
             ]
             + ([f"  faults           {', '.join(self.faults)}"] if self.faults else [])
+            + ([f"  recompute fit    {self.recompute_fit} (recompute_to_fit)"] if self.recompute_fit else [])
         )
 
 
@@ -131,6 +140,23 @@ def simulate(
     ``probes`` observe the engine (simulator/probes.py); ``engine="unfolded"`` simulates every GPU (small
     clusters only; simulator/unfolded.py)."""
     wall_start = time.perf_counter()
+    checked = check_simulate_args(
+        model,
+        layout,
+        gpus,
+        cluster,
+        global_batch,
+        seq_len,
+        micro_batch,
+        calibration,
+        memoize,
+        allow_oom,
+        faults,
+        probes,
+        engine,
+    )
+    gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
+    memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
     workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
     if engine == "unfolded":
         check_unfolded_size(workload)
@@ -176,11 +202,20 @@ def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool =
     return True
 
 
+def recompute_choice(workload: StepWorkload) -> str:
+    """What recompute_to_fit chose (layers kept un-recomputed per chunk), or '' when it did not apply."""
+    layout = workload.layout
+    if not (layout.recompute_to_fit and layout.recompute == "full" and layout.recompute_kept_layers):
+        return ""
+    return f"recompute_kept_layers={layout.recompute_kept_layers} of {workload.layers_per_chunk} layers per chunk"
+
+
 def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: float) -> Report:
     stages = result.stages
     step = result.step_time_s
     pipeline_end = max(log.pipeline_end_s for log in stages)
     bubble = sum(1 - log.busy_s / pipeline_end for log in stages) / len(stages)
+    balanced = schedule_bubble(workload.schedule, [log.tasks for log in stages])
     dp = workload.dp
     model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
@@ -193,7 +228,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
-    return Report(
+    report = Report(
         model=workload.model.name,
         layout=workload.layout.name,
         gpus=cluster.num_gpus,
@@ -219,4 +254,8 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         ],
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
+        schedule_bubble=balanced,
+        imbalance_idle=bubble - balanced,
+        recompute_fit=recompute_choice(workload),
     )
+    return check_finite(report)  # never NaN or infinity in a report (its JSON stays valid)

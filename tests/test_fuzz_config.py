@@ -7,14 +7,17 @@ from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.cli import main
 from simulator.cluster_config import cluster_from_dict
+from simulator.faults import Faults
 from simulator.memory import peak_memory
 from simulator.probes import Probe, observing
+from simulator.report import simulate
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
@@ -165,26 +168,94 @@ FLAGS = st.one_of(
     st.tuples(st.just("--cluster"), st.sampled_from([*CLUSTER_PRESETS, "H800", "tpu", "/nonexistent.yaml"])),
     st.tuples(st.sampled_from(["--gpus", "--global-batch", "--seq-len", "--micro-batch", "--nic-gbps"]), NUMBERS),
     st.tuples(st.sampled_from(["--json", "--bogus", "extra"])),
+    st.tuples(st.sampled_from(["--trace-micro-batches", "--ep", "--ep-max-nodes", "--seed", "--zipf"]), NUMBERS),
+    st.tuples(st.sampled_from(["--trace", "--plot"]), st.sampled_from(["", " ", "x.txt", "/proc/t.json", "tests"])),
+    st.tuples(st.just("--trace-stages"), st.sampled_from(["-1", "0,x", "", ",", "1e3"])),
+    st.tuples(st.just("--routing"), st.sampled_from(["uniform", "zipf", "bogus"])),
+    st.tuples(
+        st.sampled_from(["--straggler", "--degrade", "--fail-link"]),
+        st.sampled_from(["17:1e308", "nvlink:9:1e308", "nic:3:1e200", "3:inf", "nic:1", "1:nan", "x", ":"]),
+    ),
+    st.tuples(
+        st.just("--set"),
+        st.sampled_from(["capacity_factor=1e308", "micro_batch=4", "pp=0", "pp=1e400", "zipf_exponent=nan", "=", "x"]),
+    ),
 )
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(FLAGS, max_size=6))
-def test_fuzz_cli(flags: list[tuple[str, ...]]) -> None:
+def test_fuzz_cli(capsys, flags: list[tuple[str, ...]]) -> None:
+    """Any run command line reaches the engine or is one stderr line ``moesim: error: ...`` with status 2."""
     argv = ["run", *[token for flag in flags for token in flag]]
     TRIED["cli"] += 1
+    capsys.readouterr()
     with observing(_StopAtStart()):
         try:
             status = main(argv)
-        except SystemExit as exit_:  # argparse: bad syntax is exit status 2
-            assert exit_.code == 2
-            TRIED["cli:argparse"] += 1
-            return
         except _Reached:
             TRIED["cli:valid"] += 1
             return
-    assert status == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith("moesim: error: "), (argv, err)
+    assert len(err[0]) < 1000, "a message never quotes a huge value"
     TRIED["cli:error"] += 1
+
+
+API_VALUES = st.one_of(
+    VALUES, st.sampled_from([np.int64(240), np.int32(30), np.float64(1.5), np.bool_(True), "17:1.2"])
+)
+API_KEYWORDS = ["gpus", "cluster", "global_batch", "seq_len", "micro_batch", "calibration", "memoize", "allow_oom"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.dictionaries(st.sampled_from([*API_KEYWORDS, "faults", "probes", "engine"]), API_VALUES, max_size=3))
+def test_fuzz_simulate_arguments(keywords: dict) -> None:
+    """simulate() with values of any type: the engine starts or one ConfigError, never a TypeError."""
+    TRIED["api"] += 1
+    arguments = {"gpus": 240, "global_batch": 30, **keywords}
+    with observing(_StopAtStart()):
+        try:
+            simulate("paper-352b", "megascale-moe", **arguments)
+        except _Reached:
+            TRIED["api:valid"] += 1
+        except ConfigError as error:
+            assert str(error).split(":")[0] and len(str(error)) < 600
+            TRIED["api:error"] += 1
+
+
+ENTRIES = st.one_of(VALUES, st.lists(st.one_of(st.tuples(SCALARS), st.tuples(SCALARS, SCALARS), VALUES), max_size=2))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ENTRIES, ENTRIES, ENTRIES, st.booleans())
+def test_fuzz_faults(stragglers: object, degraded: object, failed: object, parse: bool) -> None:
+    """Faults(...) and Faults.parse(...) of anything: a Faults or one ConfigError."""
+    TRIED["faults"] += 1
+    try:
+        faults = Faults.parse(stragglers, degraded, failed) if parse else Faults(stragglers, degraded, failed)
+    except ConfigError:
+        TRIED["faults:error"] += 1
+        return
+    assert all(1 <= factor <= 1e6 for *_, factor in (*faults.stragglers, *faults.degraded))
+
+
+def bomb(levels: int, fanout: int, depth: int) -> str:
+    """A billion-laughs style YAML (``levels`` of aliases, ``fanout`` each) nested ``depth`` lists deep."""
+    lines = [f"a0: &a0 {'[' * depth}x{']' * depth}"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fanout)}]" for i in range(1, levels)]
+    return "\n".join(lines)
+
+
+@settings(max_examples=60, deadline=2000, suppress_health_check=list(HealthCheck))
+@given(st.integers(1, 12), st.integers(1, 12), st.integers(0, 90))
+def test_fuzz_yaml_bombs(levels: int, fanout: int, depth: int) -> None:
+    """Alias bombs and deep nesting: refused (or parsed) within the deadline, never expanded."""
+    TRIED["yaml_bomb"] += 1
+    try:
+        parse_yaml("model", bomb(levels, fanout, depth))
+    except ConfigError:
+        TRIED["yaml_bomb:error"] += 1
 
 
 MEGATRON_JUNK = st.one_of(

@@ -9,6 +9,9 @@ import pytest
 
 from experiments.cli import main
 from experiments.sweep import load_sweep, point_id, run_sweep
+from topologies.errors import ConfigError
+from workloads.config import model_to_yaml
+from workloads.models import MODEL_PRESETS
 
 SWEEP = """
 model: paper-352b
@@ -188,3 +191,52 @@ def test_parquet_output(tmp_path: Path) -> None:
     assert main(["sweep", str(_write(tmp_path, PARQUET))]) == 0
     frame = pd.read_parquet(tmp_path / "out.parquet")
     assert len(frame) == 1 and frame.step_time_s.iloc[0] > 0
+
+
+def test_sweep_table_bookkeeping(tmp_path: Path) -> None:
+    """Repeated points run once; error rows run again on resume; an edited model file reruns its points."""
+    model = tmp_path / "m.yaml"
+    model.write_text(model_to_yaml(MODEL_PRESETS["mixtral-8x7b"].with_(name="m")))
+    sweep = _write(
+        tmp_path, "model: m.yaml\ngpus: [16, 16, 12]\nglobal_batch: 16\nseq_len: 1024\npp: 2\noutput: o.csv\n"
+    )
+    points, output = load_sweep(sweep)
+    messages: list[str] = []
+    run_sweep(points, output, progress=messages.append)
+    assert messages[0].startswith("sweep: 2 points, 0 already")
+    assert sorted(bool(r["error"]) for r in _rows(output)) == [False, True]  # 12 GPUs do not divide
+    messages.clear()
+    run_sweep(points, output, progress=messages.append)
+    assert messages[0].startswith("sweep: 2 points, 1 already")  # the error row runs again, replacing itself
+    assert len(_rows(output)) == 2
+    model.write_text(model.read_text().replace("num_layers: 32", "num_layers: 16"))
+    messages.clear()
+    run_sweep(points, output, progress=messages.append)
+    assert messages[0].startswith("sweep: 2 points, 0 already")
+    assert len(_rows(output)) == 2
+
+
+def test_second_writer_refused(tmp_path: Path) -> None:
+    import fcntl
+
+    points, output = load_sweep(_write(tmp_path))
+    with (tmp_path / f".{output.name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ConfigError, match="is being written by another sweep"):
+            run_sweep(points, output, progress=lambda _: None)
+
+
+@pytest.mark.parametrize("address", ["bogus", "tcp://127.0.0.1:1"])
+def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from experiments import sweep_table
+
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(sweep_table, "CONNECT_TIMEOUT_S", 1)  # the default (3 s) is what the CLI waits
+    points, output = load_sweep(_write(tmp_path))
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="^scheduler: "):
+        run_sweep(points, output, scheduler=address, progress=lambda _: None)
+    assert time.perf_counter() - start < 10
+    assert not output.exists()

@@ -21,7 +21,7 @@ CLI_CASES = [
     (["--gpus", "-8"], "gpus"),
     (["--global-batch", "0"], "global_batch"),
     (["--seq-len", "-1"], "seq_len"),
-    (["--micro-batch", "0"], "layout.micro_batch"),
+    (["--micro-batch", "0"], "micro_batch"),  # refused by the flag's type, before the layout
     (["--gpus", "236"], "gpus"),  # not a multiple of the node size
     (["--gpus", "248"], "gpus"),  # nodes, but not intra_size x pp = 120
     (["--global-batch", "721"], "global_batch"),  # dp 2 x micro-batch 1

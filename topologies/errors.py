@@ -23,25 +23,31 @@ class ConfigError(ValueError):
         return f"{self.field}: {self.rule}"
 
 
+def short_repr(value: object, width: int = 80) -> str:
+    """repr of a value cut to ``width`` characters: an error message never holds a huge value."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "..."
+
+
 def check_positive(field: str, value: object) -> None:
     """Raise ConfigError unless value is a finite real number greater than zero."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(field, f"must be a number, got {value!r}")
+        raise ConfigError(field, f"must be a number, got {short_repr(value)}")
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(field, f"must be a finite number > 0, got {value!r}")
+        raise ConfigError(field, f"must be a finite number > 0, got {short_repr(value)}")
 
 
 def check_positive_int(field: str, value: object) -> None:
     """Raise ConfigError unless value is an int greater than zero."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(field, f"must be an integer, got {value!r}")
+        raise ConfigError(field, f"must be an integer, got {short_repr(value)}")
     if value <= 0:
-        raise ConfigError(field, f"must be > 0, got {value!r}")
+        raise ConfigError(field, f"must be > 0, got {short_repr(value)}")
 
 
 def lookup_preset(field: str, presets: Mapping[str, T], name: object) -> T:
     """``presets[name]`` (case-insensitive), or a ConfigError naming ``field`` that lists the choices."""
     key = name.lower() if isinstance(name, str) else name
     if key not in presets:
-        raise ConfigError(field, f"unknown preset {name!r}; choose from {', '.join(sorted(presets))}")
+        raise ConfigError(field, f"unknown preset {short_repr(name)}; choose from {', '.join(sorted(presets))}")
     return presets[key]

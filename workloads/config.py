@@ -14,6 +14,7 @@ from workloads.fieldtypes import check_value, field_types
 from workloads.hf_config import is_hf_config_path, load_hf_config
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
 from workloads.models import ModelSpec, model_preset
+from workloads.yaml_guard import check_nodes, read_bounded
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -25,11 +26,7 @@ def is_yaml_path(value: object) -> bool:
 
 def read_yaml(what: str, path: str | Path) -> dict:
     """Parse the YAML mapping at path; any read or parse failure is ConfigError(what, ...)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ConfigError(what, f"cannot read {str(path)!r}: {error}") from None
-    return parse_yaml(what, text, str(path))
+    return parse_yaml(what, read_bounded(what, path), str(path)[:200])  # regular files within the size limit
 
 
 class _Loader(yaml.SafeLoader):
@@ -44,11 +41,20 @@ _Loader.add_implicit_resolver(
 
 def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
     """Parse YAML text that must hold one mapping; failures are ConfigError(what, ...)."""
+    loader = None
     try:
-        data = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
+        loader = _Loader(text)  # a SafeLoader subclass: no arbitrary objects (reading the text may fail)
+        node = loader.get_single_node()
+        check_nodes(what, node, origin)  # aliases expanded, nesting: before anything is built
+        data = None if node is None else loader.construct_document(node)
+    except ConfigError:
+        raise
     except Exception as error:  # noqa: BLE001 - yaml raises YAMLError, ValueError, RecursionError, ...
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ConfigError(what, f"{origin} is not valid YAML: {first}") from None
+        raise ConfigError(what, f"{origin} is not valid YAML: {first[:200]}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, dict):
         raise ConfigError(what, f"{origin} must hold a YAML mapping of fields, got {type(data).__name__}")
     return data
@@ -66,7 +72,7 @@ def checked_fields(what: str, cls: type, data: dict, extra: tuple[str, ...] = ()
     out: dict[str, Any] = {}
     for key, value in data.items():
         if not isinstance(key, str) or key not in allowed:
-            raise ConfigError(f"{what}.{key}", f"unknown key; allowed: {', '.join(allowed)}")
+            raise ConfigError(f"{what}.{str(key)[:60]}", f"unknown key; allowed: {', '.join(allowed)}")
         out[key] = value if key in extra else check_value(f"{what}.{key}", kinds[key], value)
     return out
 

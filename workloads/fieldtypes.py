@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import fields
 from typing import Any
 
-from topologies.errors import ConfigError
+import numpy as np
+
+from topologies.errors import ConfigError, short_repr
 
 TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
 
@@ -21,24 +24,31 @@ def check_value(field: str, kind: str, value: Any) -> Any:
     if kind.startswith("tuple[") and kind.endswith(", ...]"):  # a YAML list of one item type
         item_kind = kind[len("tuple[") : -len(", ...]")]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {value!r}")
+            raise ConfigError(
+                field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {short_repr(value)}"
+            )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
     ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "int": isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)),
+        "float": isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)),
         "bool": isinstance(value, bool),
         "str": isinstance(value, str),
     }.get(kind, True)
     if not ok:
-        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {value!r}")
+        raise ConfigError(field, f"must be {TYPE_NAMES[kind]}, got {short_repr(value)}")
+    if kind == "int":
+        value = int(value)  # numpy integers become Python ints
     if kind == "float":
         value = float(value)
         if not math.isfinite(value):
-            raise ConfigError(field, f"must be a finite number, got {value!r}")
+            raise ConfigError(field, f"must be a finite number, got {short_repr(value)}")
     return value
 
 
 def check_types(prefix: str, spec: Any) -> None:
     """Raise ConfigError unless every field of the dataclass instance ``spec`` has its declared type."""
     for name, kind in field_types(type(spec)).items():
-        check_value(f"{prefix}.{name}", kind, getattr(spec, name))
+        value = getattr(spec, name)
+        checked = check_value(f"{prefix}.{name}", kind, value)
+        if type(checked) is not type(value) and kind in ("int", "tuple[int, ...]"):  # a numpy integer: store the int
+            object.__setattr__(spec, name, checked)

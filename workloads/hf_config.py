@@ -13,8 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from topologies.errors import ConfigError
+from topologies.errors import ConfigError, short_repr
+from workloads.limits import check_limit
 from workloads.models import ModelSpec
+from workloads.yaml_guard import read_bounded
 
 JSON_SUFFIX = ".json"
 
@@ -71,6 +73,7 @@ class _Config:
 def _common(c: _Config, name: str) -> dict[str, Any]:
     """Fields every supported decoder shares: depth, widths, heads, vocabulary, embeddings, windows."""
     layers = c.int("num_hidden_layers")
+    check_limit("model.num_layers", "layers", layers, "num_hidden_layers")  # before any per-layer list is built
     heads = c.int("num_attention_heads")
     fields: dict[str, Any] = {
         "name": name,
@@ -182,7 +185,10 @@ def is_hf_config_path(value: object) -> bool:
     if not isinstance(value, (str, Path)):
         return False
     path = Path(value)
-    return str(value).lower().endswith(JSON_SUFFIX) or (path.is_dir() and (path / "config.json").is_file())
+    try:
+        return str(value).lower().endswith(JSON_SUFFIX) or (path.is_dir() and (path / "config.json").is_file())
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte, ...: not a folder
+        return False
 
 
 def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> ModelSpec:
@@ -192,7 +198,8 @@ def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> 
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in READERS:
         raise ConfigError(
-            "model.model_type", f"{model_type!r} is not supported ({origin}); supported: {', '.join(READERS)}"
+            "model.model_type",
+            f"{short_repr(model_type)} is not supported ({origin}); supported: {', '.join(READERS)}",
         )
     fields = READERS[model_type](_Config(data, origin), name)
     fields["source"] = f"Hugging Face config.json ({model_type}): {origin}"
@@ -202,11 +209,12 @@ def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> 
 def load_hf_config(path: str | Path) -> ModelSpec:
     """The ModelSpec of a config.json file (or of the config.json in a folder); named after the file or folder."""
     path = Path(path)
-    if path.is_dir():
+    if is_hf_config_path(path) and not str(path).lower().endswith(JSON_SUFFIX):
         path = path / "config.json"
+    text = read_bounded("model", path)  # a regular file within the size limit (workloads/yaml_guard.py)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ConfigError("model", f"cannot read {str(path)!r} as JSON: {error}") from None
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ConfigError("model", f"cannot read {short_repr(str(path), 200)} as JSON: {error}") from None
     name = path.parent.name if path.name == "config.json" else path.stem
     return model_from_hf_dict(data, name, str(path))

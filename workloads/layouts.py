@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
+from workloads.limits import check_limit
 from workloads.ops import Module
 from workloads.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.schedules import SCHEDULES
@@ -117,6 +118,7 @@ class LayoutSpec:
             raise ConfigError("layout.zero_stage", "must be 0, 1, 2 or 3")
         if self.capacity_factor < 1.0:
             raise ConfigError("layout.capacity_factor", "must be >= 1.0")
+        check_limit("layout.capacity_factor", "capacity_factor", self.capacity_factor, "capacity factor")
         for module in self.recompute_modules:
             if module not in RECOMPUTE_MODULES:
                 raise ConfigError(

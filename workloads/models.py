@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
+from workloads.limits import check_limit
 
 
 class LayerKind(NamedTuple):
@@ -73,6 +74,7 @@ class ModelSpec:
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("model", self)
+        check_limit("model.num_layers", "layers", self.num_layers, "layers")
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in _OPTIONAL_FIELDS:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError, check_positive_int
 from workloads.hints import batch_hint, gpus_hint, pp_layers_hint
+from workloads.limits import check_limit
 from workloads.routing import ROUTINGS
 from workloads.schedules import SCHEDULES
 
@@ -174,4 +175,10 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
         )
     overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
     micro_batches = global_batch // (dp * layout.micro_batch)
+    check_limit(
+        "global_batch",
+        "micro_batches",
+        micro_batches,
+        f"micro-batches per pipeline (global_batch {global_batch} / (dp x micro_batch))",
+    )
     SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **overlap).check()

@@ -1,0 +1,114 @@
+"""Output paths: checked before any simulation, written atomically (a temporary file in the same folder, renamed).
+
+A check refuses, in one line naming the flag, an empty path, a directory where a file is meant (or a file where
+a directory is meant), a wrong extension, and a folder that neither exists nor can be created, or is not
+writable. A write that fails midway leaves no truncated file under the final name.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from topologies.errors import ConfigError
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+DEFAULT_PLOT_SUFFIX = ".png"  # what matplotlib writes for a name without an extension
+
+
+def _short(path: object) -> str:
+    """The path as the user wrote it, cut to a readable length (never a huge repr)."""
+    text = str(path)
+    return repr(text if len(text) <= 200 else text[:200] + "...")
+
+
+def _check_folder(field: str, folder: Path, shown: str) -> None:
+    """The nearest existing ancestor of ``folder`` must be a writable directory (so the rest can be created)."""
+    probe = folder
+    while not probe.exists():
+        if probe.is_symlink():  # a dangling link: mkdir would fail
+            raise ConfigError(field, f"{shown}: {str(probe)!r} is a broken link")
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(field, f"{shown}: {str(probe)!r} is not a directory")
+    try:  # os.access says yes to root even on read-only file systems (/proc): try a file
+        handle, name = tempfile.mkstemp(prefix=".moesim-probe-", dir=probe)
+    except OSError as error:
+        raise ConfigError(field, f"{shown}: cannot write into {str(probe)!r} ({error.strerror or error})") from None
+    os.close(handle)
+    os.unlink(name)
+
+
+def check_output_file(field: str, path: object, suffixes: tuple[str, ...]) -> Path:
+    """``path`` as a Path, if it can be written as a file ending in one of ``suffixes``; else ConfigError(field)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise ConfigError(field, f"must name a file ending in {' or '.join(suffixes)}, got {_short(path)}")
+    out = Path(path)
+    shown = _short(path)
+    if out.suffix.lower() not in suffixes:
+        raise ConfigError(field, f"{shown}: must end in {' or '.join(suffixes)}")
+    if out.is_dir():
+        raise ConfigError(field, f"{shown} is a directory; give a file name")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise ConfigError(field, f"{shown}: cannot overwrite (permission denied)")
+    _check_folder(field, out.parent, shown)
+    return out
+
+
+def check_output_dir(field: str, path: object) -> Path:
+    """``path`` as a Path, if it is (or can be created as) a writable directory; else ConfigError(field)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise ConfigError(field, f"must name a folder, got {_short(path)}")
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(field, f"{_short(path)} is a file; give a folder")
+    _check_folder(field, out, _short(path))
+    return out
+
+
+def plot_path(field: str, path: object) -> Path:
+    """A checked plot path; a name without an extension gets .png (what is really written)."""
+    if isinstance(path, (str, os.PathLike)) and str(path).strip() and not Path(path).suffix:
+        path = f"{path}{DEFAULT_PLOT_SUFFIX}"
+    return check_output_file(field, path, PLOT_SUFFIXES)
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` (same extension); on success it replaces ``path``, else is removed."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{final.suffix}", dir=final.parent)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        yield temporary
+        mask = os.umask(0)
+        os.umask(mask)
+        temporary.chmod(0o666 & ~mask)  # mkstemp makes 0600; the final file gets the usual mode
+        os.replace(temporary, final)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def write_csv(frame, path: str | Path, **options) -> None:
+    """``frame.to_csv(path, **options)``, atomically (index=False unless given)."""
+    with atomic_path(path) as temporary:
+        frame.to_csv(temporary, **{"index": False, **options})
+
+
+def save_figure(fig, path: str | Path, **options) -> None:
+    """``fig.savefig(path, **options)``, atomically."""
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, **options)
