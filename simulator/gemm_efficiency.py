@@ -152,8 +152,8 @@ HOPPER_GEMM_TABLE = hopper_gemm_table()
 # Attention. FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608), Figs. 5 and 6, H100 80GB SXM5,
 # BF16/FP16, batch x seqlen = 16k, hidden 2048; TFLOP/s as labelled on the bars (FLOPs counted the FA
 # way: causal = half, backward = 2.5 x forward). FA3 and FA2 columns of the same figures. Sequence
-# lengths 512 ... 16k. Values read from the figure transcriptions at subtext.edge.nugit.net (images
-# e27582d2..., 4ec66909..., 72bb6693..., 662fef77..., 0c6bcc5c..., f60142e2..., 40bf2854...).
+# lengths 512 ... 16k. Values are the bar labels of those figures as transcribed by a third party (the
+# paper's text gives only the peaks); a transcription error of a few TFLOP/s is possible.
 ATTENTION_SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384)
 # fmt: off
 # (family, direction, causal, head_dim) -> TFLOP/s at ATTENTION_SEQ_LENS

@@ -13,17 +13,10 @@ import yaml
 from experiments import validate, validation_cases
 from experiments.cli import main
 from experiments.reproduce import REPRODUCTIONS
+from tests.test_config import TINY
 from topologies.errors import ConfigError
 
-TINY_MODEL = {
-    "num_layers": 4,
-    "hidden_size": 1024,
-    "num_heads": 16,
-    "num_kv_heads": 4,
-    "expert_ffn_size": 2048,
-    "num_experts": 8,
-    "top_k": 2,
-}
+TINY_MODEL = {key: value for key, value in TINY.items() if key != "name"}  # the tiny model of test_config
 
 
 def tiny_case(tmp_path: Path, **changes: object) -> dict:
