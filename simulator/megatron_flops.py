@@ -81,12 +81,10 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         last_layer_is_moe=not model.layer_kind(model.num_layers - 1).dense,
         padded_vocab_size=padded_vocab_size(model.vocab_size, tensor_parallel),
         multi_latent_attention=model.attention == "mla",
-        q_lora_rank=model.q_lora_rank,
-        kv_lora_rank=model.kv_lora_rank,
+        mtp_num_layers=model.mtp_layers,
         qk_head_dim=model.qk_nope_head_dim,
         qk_pos_emb_head_dim=model.qk_rope_head_dim,
-        v_head_dim=model.v_head_dim,
-        mtp_num_layers=model.mtp_layers,
+        **{name: getattr(model, name) for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim")},  # same names
     )
 
 
