@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from experiments.cli import main
 from experiments.reproduce import REPRODUCTIONS, TARGETS
 from topologies.cluster import CLUSTER_PRESETS
