@@ -9,10 +9,9 @@ import sys
 
 from experiments import compare, presets, run_outputs, sweep_cli, validate
 from experiments.args import OneLineParser, integer, nonempty, number, one_line
-from experiments.bench import main as bench
 from experiments.paths import check_output_dir
 from experiments.progress import add_quiet
-from experiments.reproduce import REPRODUCTIONS, reproduce, targets_epilog
+from experiments.targets import TARGETS, targets_epilog
 from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
 from simulator.report import simulate
@@ -128,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=targets_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    reproduce.add_argument("name", choices=[*REPRODUCTIONS, "all"])
+    reproduce.add_argument("name", choices=[*TARGETS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
     add_quiet(reproduce)
     sweep_cli.add_commands(commands)
@@ -256,8 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             _run(args)
         elif args.command == "reproduce":
+            from experiments.reproduce import reproduce  # NOTE: the figure modules load only when asked for
+
             reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet)
         elif args.command == "bench":
+            from experiments.bench import main as bench
+
             bench(quiet=args.quiet)
         elif args.command == "presets":
             print("\n".join(presets.preset_lines()))

@@ -12,12 +12,9 @@ import argparse
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from experiments.args import integer, nonempty
-from experiments.compare_plot import plot
 from experiments.paths import check_output_file, write_csv
 from experiments.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from experiments.progress import add_quiet, bar
@@ -25,6 +22,9 @@ from topologies.errors import ConfigError, short_repr
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH
+
+if TYPE_CHECKING:  # NOTE: pandas and matplotlib load when compare runs, not at start-up
+    import pandas as pd
 
 # Named axes of the command line: (flag, keyword, unit factor applied to the values given).
 NAMED_AXES = {
@@ -110,6 +110,8 @@ def sweep(
                     row.update({a.column: v for a, v in zip(axes, values)})
                     rows.append(row)
                     progress.update()
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -180,6 +182,8 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
         if a.label == "nic_gbps":
             frame[a.column] = frame[a.column] / 1e9
     write_csv(frame, out, float_format="%.6g")
+    from experiments.compare_plot import plot
+
     plot(frame, [a.column for a in axes], out.with_suffix(".png"), f"{args.model}: moesim compare")
     shown = ["layout", *(a.column for a in axes), "gpus", "step_time_s", "tokens_per_s", "mfu", "error"]
     formats = {"step_time_s": "{:.3f}".format, "tokens_per_s": "{:,.0f}".format, "mfu": "{:.1%}".format}

@@ -18,16 +18,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pandas as pd
-
-from experiments.plotting import parity_plot
 from experiments.validation_cases import CASES_DIR, Case, load_cases
 from simulator.report import Report, simulate
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
+
+if TYPE_CHECKING:  # NOTE: pandas and matplotlib load when a table or plot is written, not at start-up
+    import pandas as pd
 
 MISS = 0.10  # a miss: |error| above this; also the band of the plot
 
@@ -230,6 +230,8 @@ def to_frame(results: list[CaseResult]) -> pd.DataFrame:
                 peak_memory_gib=report.peak_memory_gib,
             )
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -332,6 +334,8 @@ def markdown(results: list[CaseResult]) -> str:
 
 def write_outputs(results: list[CaseResult], out: Path) -> str:
     """Write validation.csv and validation.png into ``out``; return the markdown section."""
+    from experiments.plotting import parity_plot
+
     out.mkdir(parents=True, exist_ok=True)
     to_frame(results).to_csv(out / "validation.csv", index=False, float_format="%.6g")
     parity_plot(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from experiments.cli import main
-from experiments.reproduce import REPRODUCTIONS, TARGETS
+from experiments.reproduce import REPRODUCTIONS
+from experiments.targets import TARGETS
 from topologies.cluster import CLUSTER_PRESETS
 from workloads.layouts import LAYOUT_PRESETS
 from workloads.models import MODEL_PRESETS
