@@ -61,6 +61,7 @@ class StepWorkload:
     seq_len: int = DEFAULT_SEQ_LEN
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
     _lanes: dict = field(default_factory=dict, repr=False, compare=False)
+    _task_keys: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_step(self.model, self.layout, self.num_gpus, self.gpus_per_node, self.global_batch, self.seq_len)
@@ -167,15 +168,28 @@ class StepWorkload:
         return sum(g.held for g in groups), sum(g.synced for g in groups)
 
     # --- tasks -------------------------------------------------------------------------------------
+    @cached_property
+    def _block_keys(self) -> tuple[Block, ...]:
+        last = self.schedule.blocks - 1
+        return tuple(
+            Block(b == 0, b == last, tuple(self.model.layer_kind(i) for i in layers))
+            for b, layers in enumerate(self.block_ranges)
+        )
+
     def block_key(self, block: int) -> Block:
         """What sets block ``block``'s op list."""
-        kinds = tuple(self.model.layer_kind(i) for i in self.block_ranges[block])
-        return Block(block == 0, block == self.schedule.blocks - 1, kinds)
+        return self._block_keys[block]
 
     def task_key(self, stage: int, task: Task) -> TaskKey:
         """Tasks with equal keys have identical op lists: the phase and, per half, its block's key."""
         chunks = self.schedule.task_chunks(task)
-        return TaskKey(task.direction, tuple(self.block_key(self.schedule.block_of(stage, c)) for c in chunks))
+        # NOTE: memoized per (stage, phase, chunks): the engine asks for every task of the step
+        memo = (stage, task.direction, chunks)
+        key = self._task_keys.get(memo)
+        if key is None:
+            blocks = tuple(self._block_keys[self.schedule.block_of(stage, c)] for c in chunks)
+            key = self._task_keys[memo] = TaskKey(task.direction, blocks)
+        return key
 
     @cached_property
     def tasks_use_nic(self) -> bool:
