@@ -43,6 +43,13 @@ class _Config:
             raise self._fail(key, "missing key in config.json")
         return default
 
+    def positive(self, key: str, default: int) -> int:
+        """An integer >= 1 (a layer frequency): a zero or negative one names the key."""
+        value = self.int(key, default=default)
+        if value < 1:
+            raise self._fail(key, f"must be >= 1, got {value}")
+        return value
+
     def bool(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if value is None:
@@ -127,7 +134,7 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     """Qwen2-MoE / Qwen3-MoE: MoE on layers with (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers;
     Qwen2-MoE adds one shared expert of shared_expert_intermediate_size (HF modeling_qwen2_moe)."""
     fields = _experts(c, name, "num_experts", "moe_intermediate_size")
-    step = c.int("decoder_sparse_step", default=1)
+    step = c.positive("decoder_sparse_step", default=1)
     dense = sorted(set(c.int_list("mlp_only_layers")) | {i for i in range(fields["num_layers"]) if (i + 1) % step})
     if dense:
         fields.update(mlp_only_layers=tuple(dense), dense_ffn_size=c.int("intermediate_size"))
@@ -146,7 +153,7 @@ def _deepseek(c: _Config, name: str) -> dict[str, Any]:
     (HF modeling_deepseek: layer i >= k and i % freq == 0), shared experts, MTP modules (V3)."""
     fields = _experts(c, name, "n_routed_experts", "moe_intermediate_size")
     layers, first = fields["num_layers"], c.int("first_k_dense_replace", default=0)
-    freq = c.int("moe_layer_freq", default=1)
+    freq = c.positive("moe_layer_freq", default=1)
     later = tuple(i for i in range(first, layers) if i % freq)
     fields.update(
         attention="mla",
