@@ -1,4 +1,4 @@
-"""The one fit to the paper: the GPU-wide compute residual on Table 3's MegaScale-MoE 240-GPU row (DESIGN.md)."""
+"""The one fit to the paper: the GPU-wide compute residual on Table 3's MegaScale-MoE 240-GPU row."""
 
 from __future__ import annotations
 

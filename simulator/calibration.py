@@ -1,6 +1,6 @@
 """Every efficiency and overhead constant of the cost models, with its unit and source.
 
-Policy (DESIGN.md): public measurements first; anything fitted to the paper is fitted only on the
+Policy: public measurements first; anything fitted to the paper is fitted only on the
 240-GPU row of Table 3 and marked ``fitted_on``. Hardware speeds themselves live in topologies.hardware.
 """
 

@@ -19,7 +19,7 @@ from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS, GpuSpec, gpu_preset
 from workloads.config import checked_fields, is_yaml_path, read_yaml, required_fields
 
-DEFAULT_CLUSTER = "h800"  # the paper's cluster (PAPER.md, App. A.1)
+DEFAULT_CLUSTER = "h800"  # the paper's cluster (MegaScale-MoE App. A.1: 8 H800 per node, 400 Gb/s per GPU)
 
 
 def _with_base(what: str, values: dict[str, Any], presets: dict[str, Any], fields_of) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 The pipeline (simulator/engine.py) is the same for every placement; a placement answers where things
 run: its places, the links of a PP send and of a DP transfer, and how a task's collectives move bytes.
 
-Folded (symmetry folding, DESIGN.md): with balanced routing the GPUs of a stage do the same work at the
+Folded (symmetry folding): with balanced routing the GPUs of a stage do the same work at the
 same time and every DP replica copies every other, so one representative per stage (replica 0, rank 0)
 stands for all. Its links stand for every member's: an intra-node collective moves each member's egress
 bytes over the representative's NVLink, and PP sends and DP buckets share its NIC. Cost therefore grows

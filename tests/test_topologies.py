@@ -30,7 +30,7 @@ def test_config_error_message() -> None:
 
 
 def test_gpu_presets_values() -> None:
-    """Preset numbers match PAPER.md section 5 and the brief."""
+    """Preset numbers match the paper's hardware (MegaScale-MoE Table 4 and App. A.1)."""
     h800 = gpu_preset("h800")
     assert (h800.peak_bf16_flops, h800.peak_fp8_flops, h800.hbm_bytes) == (989e12, 1979e12, 80e9)
     assert (h800.hbm_bandwidth_Bps, h800.sm_count, h800.nvlink_bandwidth_Bps) == (3.35e12, 132, 160e9)

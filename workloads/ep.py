@@ -90,10 +90,6 @@ class EpPlan:
     routed_bytes: float  # token copies this GPU sends, before the (g-1)/g of Eq. 3, busiest-GPU scaled
     dropped_fraction: float  # share of copies dropped by the capacity limit
 
-    @property
-    def cross_node(self) -> bool:
-        return self.nodes > 1
-
 
 def ep_plan(
     *,

@@ -1,6 +1,6 @@
 """Expert load under skewed routing: which GPU of the EP group is busiest, and by how much.
 
-Loads come from one seeded ``numpy.random.Generator`` (DESIGN.md: deterministic, seed per run). Each
+Loads come from one seeded ``numpy.random.Generator`` (deterministic: one seed per run). Each
 GPU of the EP group holds a contiguous block of E/ep experts; the busiest GPU sets the pace of every
 grouped expert GEMM (its token count) and of every dispatch/combine (its received bytes). One draw is
 used for every MoE layer of the step.
