@@ -61,6 +61,14 @@ def parse_value(key: str, text: str, field: str = "") -> Any:
     """A command-line value of ``key`` parsed as the key's type (a str field keeps the text as given)."""
     field = field or key
     kind = kind_of(key)
+    if kind.startswith("tuple[") and kind.endswith(", ...]"):  # a list field: comma-separated items
+        item = kind[len("tuple[") : -len(", ...]")]
+        items = [part.strip() for part in text.strip("[]()").split(",") if part.strip()]
+        return tuple(_parse_scalar(item, part, field) for part in items)
+    return _parse_scalar(kind, text, field)
+
+
+def _parse_scalar(kind: str, text: str, field: str) -> Any:
     if kind == "str":
         return text
     if kind == "bool":

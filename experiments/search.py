@@ -3,50 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
+from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
-from simulator.memory import peak_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_model
-from workloads.layouts import LayoutSpec, layout_preset
-from workloads.models import ModelSpec
-from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
+from workloads.layouts import layout_preset
+from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
-BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, SAR, ...) searched layouts keep
-
-
-def divisors(n: int) -> list[int]:
-    """Positive divisors of n, ascending."""
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-class Job(NamedTuple):
-    """What a layout must fit: the GPUs, their scale-up domain, the batch and the HBM per GPU."""
-
-    gpus: int
-    gpus_per_node: int
-    global_batch: int
-    seq_len: int
-    hbm_bytes: float
-
-    def fits(self, model: ModelSpec, layout: LayoutSpec) -> bool | None:
-        """Whether the layout's peak memory per GPU fits the HBM; None if the layout is not valid here."""
-        try:
-            workload = StepWorkload(model, layout, self.gpus, self.gpus_per_node, self.global_batch, self.seq_len)
-        except ConfigError:
-            return None
-        return peak_memory(workload).total_bytes <= self.hbm_bytes
-
-    def stages_that_fit(self, model: ModelSpec, layout: LayoutSpec) -> list[int]:
-        """Pipeline depths (divisors of the layers, ascending) with which the layout is valid and fits."""
-        return [pp for pp in divisors(model.num_layers) if self.fits(model, layout.with_(pp=pp))]
+BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
+DEFAULT_MAX_POINTS = 2_000  # about 15 min on 2 jobs at ~0.5 s a point
+BASE_RECOMPUTE = "sar"  # the base layout's, which the narrow space keeps
 
 
 def candidates(
@@ -56,48 +30,16 @@ def candidates(
     cluster: str = "h800",
     global_batch: int = DEFAULT_GLOBAL_BATCH,
     seq_len: int = DEFAULT_SEQ_LEN,
-) -> tuple[list[Params], int]:
-    """Valid layouts that fit in HBM, as sweep points, and how many valid ones did not fit."""
+    space: SearchSpace | None = None,
+) -> tuple[list[Params], Pruned]:
+    """The layouts of ``space`` (default: wide) that are valid and fit in HBM, as sweep points, and what
+    was pruned before simulation (experiments/search_space.py)."""
     spec = load_model(model)
     cluster_spec = cluster_preset(cluster, gpus)
     job = Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
-    base = layout_preset(BASE_LAYOUT)
-    points: list[Params] = []
-    too_big = 0
-    for intra in divisors(cluster_spec.gpus_per_node):
-        modes = [("sp", "ep"), ("sp", "tp"), ("tp", "ep"), ("tp", "tp")] if intra > 1 else [("sp", "ep")]
-        for pp in (p for p in divisors(spec.num_layers) if gpus % (intra * p) == 0):
-            schedules = [("1f1b", 1)] + ([("interleaved", 2)] if pp > 1 else [])
-            for (attention, ffn), micro_batch, (schedule, chunks) in (
-                (m, b, s) for m in modes for b in (1, 2) for s in schedules
-            ):
-                layout = {
-                    "attention": attention,
-                    "ffn": ffn,
-                    "intra_size": intra,
-                    "pp": pp,
-                    "schedule": schedule,
-                    "virtual_stages": chunks,
-                }
-                fits = job.fits(spec, base.with_(micro_batch=micro_batch, **layout))
-                if fits is None:
-                    continue
-                if not fits:
-                    too_big += 1
-                    continue
-                points.append(
-                    {
-                        "model": model,
-                        "layout": BASE_LAYOUT,
-                        "gpus": gpus,
-                        "global_batch": global_batch,
-                        "seq_len": seq_len,
-                        "micro_batch": micro_batch,
-                        "cluster": cluster,
-                        **layout,
-                    }
-                )
-    return points, too_big
+    fields, pruned = layouts(spec, layout_preset(BASE_LAYOUT), job, space or SearchSpace.wide())
+    point = {"model": model, "layout": BASE_LAYOUT, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
+    return [{**point, "cluster": cluster, **f} for f in fields], pruned
 
 
 def fastest(table: Path, top: int) -> list[dict[str, str]]:
@@ -106,32 +48,61 @@ def fastest(table: Path, top: int) -> list[dict[str, str]]:
     return sorted(rows, key=lambda r: -float(r["tokens_per_s"]))[:top]
 
 
+def _schedule_text(row: dict[str, str]) -> str:
+    text = row["schedule"] + (f" x{row['virtual_stages']}" if row["virtual_stages"] != "1" else "")
+    return text + (" +ovl" if row.get("ep_overlap") == "True" else "")
+
+
+def _ep_text(row: dict[str, str]) -> str:
+    """The EP degree of an EP FFN (intra_size when in-node), "-" for TP experts."""
+    return (row.get("ep") not in ("", "0", None) and row["ep"] or row["intra_size"]) if row["ffn"] == "ep" else "-"
+
+
 def format_rows(rows: list[dict[str, str]]) -> str:
     """A fixed-width table of search results."""
     lines = [
         (
-            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'pp':>3} {'dp':>4} {'mb':>2} {'schedule':>13} "
-            f"{'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
+            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>3} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
+            f"{'schedule':>18} {'recompute':>10} {'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
         )
     ]
     for rank, r in enumerate(rows, 1):
-        schedule = r["schedule"] + (f" x{r['virtual_stages']}" if r["virtual_stages"] != "1" else "")
         lines.append(
-            f"{rank:>3} {r['attention']:>4} {r['ffn']:>3} {r['intra_size']:>2} {r['pp']:>3} {r['dp']:>4} "
-            f"{r['micro_batch']:>2} {schedule:>13} {float(r['step_time_s']):>8.3f} "
+            f"{rank:>3} {r['attention']:>4} {r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>3} "
+            f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
+            f"{r.get('recompute') or BASE_RECOMPUTE:>10} {float(r['step_time_s']):>8.3f} "
             f"{float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "
             f"{float(r['peak_memory_gib']):>8.1f}"
         )
     return "\n".join(lines)
 
 
-SEARCHED = ("attention", "ffn", "intra_size", "pp", "micro_batch", "schedule", "virtual_stages")
+SEARCHED = (
+    "attention",
+    "ffn",
+    "intra_size",
+    "ep",
+    "etp",
+    "cp",
+    "pp",
+    "uneven_pp",
+    "micro_batch",
+    "schedule",
+    "virtual_stages",
+    "ep_overlap",
+    "delay_wgrad",
+    "recompute",
+    "recompute_modules",
+    "recompute_to_fit",
+)
 LEGEND = (
     "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "
-    "(ep: expert parallel, tp: every expert split); n = its degree inside the node; pp = pipeline stages; "
-    "dp = data-parallel replicas; mb = micro-batch (sequences); schedule = pipeline schedule (x chunks per "
-    "stage); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention FLOPs over peak; "
-    "mem GiB = peak memory per GPU"
+    "(ep: expert parallel, tp: every expert split); n = its degree inside the node; ep = the EP degree (over "
+    "n means across nodes); cp = context parallel; pp = pipeline stages; dp = data-parallel replicas; mb = "
+    "micro-batch (sequences); schedule = pipeline schedule (x chunks per stage, +ovl: EP all-to-all "
+    "overlapped with another micro-batch, wgrad delayed); recompute = what backward re-runs (none, sar, "
+    "selective modules, full); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention "
+    "FLOPs over peak; mem GiB = peak memory per GPU"
 )
 
 
@@ -139,13 +110,31 @@ def assumptions(model: str, gpus: int, cluster: str, global_batch: int, seq_len:
     """The line that states what the search assumed."""
     return (
         f"search: {model} on {gpus} {cluster} GPUs, global batch {global_batch} sequences of {seq_len} tokens "
-        f"(--global-batch, --seq-len); every layout keeps {BASE_LAYOUT}'s overlaps, recomputation and ZeRO-1"
+        f"(--global-batch, --seq-len); every layout keeps {BASE_LAYOUT}'s overlaps and ZeRO-1"
     )
 
 
 def layout_fields(row: dict[str, str]) -> dict[str, object]:
-    """The searched layout fields of a result row, typed."""
-    return {k: int(row[k]) if row[k].isdigit() else row[k] for k in SEARCHED}
+    """The searched layout fields of a result row that differ from the base layout, typed (the CSV holds
+    text: "4", "True", "('core_attn', 'moe_act')")."""
+    base = layout_preset(BASE_LAYOUT)
+    fields: dict[str, object] = {}
+    for key in SEARCHED:
+        text = row.get(key) or ""
+        if not text:
+            continue  # a point of the narrow space leaves it at the base layout's
+        literal = text.isdigit() or text in ("True", "False") or text.startswith("(")
+        value = ast.literal_eval(text) if literal else text
+        if value != getattr(base, key) or key == "micro_batch":
+            fields[key] = value
+    return fields
+
+
+def _text(value: object, separator: str) -> str:
+    """A field value as --set (separator ",") or YAML (separator ", " in brackets) takes it."""
+    if isinstance(value, tuple):
+        return separator.join(map(str, value)) if separator == "," else f"[{', '.join(map(str, value))}]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def run_command(row: dict[str, str], layout_file: str | None = None) -> str:
@@ -155,7 +144,7 @@ def run_command(row: dict[str, str], layout_file: str | None = None) -> str:
     if layout_file:
         return f"{head} --layout {layout_file}"
     fields = layout_fields(row)
-    sets = " ".join(f"--set {k}={v}" for k, v in fields.items() if k != "micro_batch")
+    sets = " ".join(f"--set {k}={_text(v, ',')}" for k, v in fields.items() if k != "micro_batch")
     return f"{head} --micro-batch {fields['micro_batch']} --layout {BASE_LAYOUT} {sets}"
 
 
@@ -169,7 +158,7 @@ def layout_yaml(row: dict[str, str]) -> str:
         ),
         f"base: {BASE_LAYOUT}",
     ]
-    return "\n".join(lines + [f"{k}: {v}" for k, v in layout_fields(row).items()]) + "\n"
+    return "\n".join(lines + [f"{k}: {_text(v, ', ')}" for k, v in layout_fields(row).items()]) + "\n"
 
 
 def search(
@@ -185,14 +174,24 @@ def search(
     out: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     quiet: bool = False,
+    space: SearchSpace | None = None,
+    max_points: int = DEFAULT_MAX_POINTS,
 ) -> list[dict[str, str]]:
-    """Simulate every candidate layout (resumable if ``out`` is given) and return the fastest ``top``."""
+    """Simulate every candidate layout of ``space`` (default: wide; resumable if ``out`` is given) and
+    return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
-    points, too_big = candidates(model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len)
-    say(f"search: {len(points)} layouts fit in memory ({too_big} valid ones do not)")
+    points, pruned = candidates(model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len, space=space)
+    say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
     if not points:
-        raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory")
+        raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
+    if len(points) > max_points:
+        raise ConfigError(
+            "max-points",
+            f"{len(points):,} layouts to simulate exceed --max-points {max_points:,} (a point takes about 0.5 s "
+            "per job); pin dimensions with --fix (e.g. --fix micro_batch=1 --fix cp=1), search "
+            "--space narrow, or raise --max-points",
+        )
     options = {"jobs": jobs, "scheduler": scheduler, "progress": progress, "quiet": quiet}
     if out is not None:
         return fastest(run_sweep(points, out, **options), top)
@@ -203,6 +202,7 @@ def search(
 def main_search(args: argparse.Namespace) -> None:
     """CLI entry: what was assumed, the fastest layouts with their memory, the columns, the winner to run."""
     global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
+    space = SPACES[args.space]().fix(args.fix)  # a bad --fix is refused before anything is printed
     print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len))
     rows = search(
         args.model,
@@ -215,6 +215,8 @@ def main_search(args: argparse.Namespace) -> None:
         top=args.top,
         out=args.out,
         quiet=args.quiet,
+        space=space,
+        max_points=args.max_points or DEFAULT_MAX_POINTS,
     )
     print(format_rows(rows))
     print(textwrap.fill(LEGEND, width=110, subsequent_indent="  "))

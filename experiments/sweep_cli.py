@@ -37,6 +37,26 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     search.add_argument("--scheduler", type=nonempty, default=None, help="dask.distributed scheduler address")
     search.add_argument("--top", type=integer(1), default=10, help="how many layouts to print (default 10)")
     search.add_argument("--out", default=None, help="keep every simulated point in this CSV (resumable)")
+    search.add_argument(
+        "--space",
+        choices=("wide", "narrow"),
+        default="wide",
+        help="wide (default): EP in and across nodes, CP, uneven PP, 1F1B / interleaved x2, x4 / ZB1P / DualPipe / "
+        "DualPipeV / EP overlap, the least recompute that fits; narrow: in-node EP, 1F1B / interleaved x2, SAR",
+    )
+    search.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="DIM=VALUE",
+        help="search only points with this value, e.g. --fix micro_batch=1 --fix schedule=dualpipe (repeatable)",
+    )
+    search.add_argument(
+        "--max-points",
+        type=integer(1),
+        default=None,
+        help="refuse before simulating if more layouts than this remain after pruning (default 2000)",
+    )
     search.add_argument("--write-layout", metavar="FILE", default=None, help="write the fastest layout as a YAML file")
     add_quiet(search)
 

@@ -8,6 +8,7 @@ import pytest
 
 from experiments.cli import main
 from experiments.search import candidates, search
+from experiments.search_space import SearchSpace
 from simulator.memory import peak_memory
 from topologies.cluster import cluster_preset
 from workloads.layouts import layout_preset
@@ -15,18 +16,22 @@ from workloads.models import model_preset
 from workloads.step import StepWorkload
 
 ARGS = {"global_batch": 16, "seq_len": 2048}
+NARROW = {**ARGS, "space": SearchSpace.narrow()}  # the grid of earlier releases: 73 points, simulated in seconds
 
 
 def test_candidates_are_valid_and_fit() -> None:
-    """Every candidate builds a workload that fits in HBM; interleaved and both modes appear.
+    """Every candidate builds a workload that fits in HBM; interleaved and both modes appear (narrow space).
 
-    The grid on 16 GPUs: n = 1 (SP+EP only) x PP 1, 2, 4, 8, 16 is 2 + 4 x 4 = 18 layouts; n = 2, 4, 8 (four
-    modes) x PP 1-8, 1-4, 1-2 are 8 + 16 x 3, 8 + 16 x 2 and 8 + 16 = 56, 40 and 24: 138 in all. Five are
-    invalid, all n = 1 with micro-batch 2: at PP 1, DP 16 x 2 exceeds the batch of 16; at PP 2-16, interleaving
-    needs the 1, 2, 4 or 8 micro-batches divisible by PP. Of the 133 valid, 73 fit the 80 GB and 60 do not. On
-    one stage (PP 1) only attention sharded by TP over n = 8 fits: SP keeps every attention weight on every GPU."""
-    points, too_big = candidates("mixtral-8x7b", 16, **ARGS)
-    assert (len(points), too_big) == (73, 60)
+    The layouts whose PP divides 16 / n: n = 1 (SP+EP only) x PP 1, 2, 4, 8, 16 is 2 + 4 x 4 = 18 layouts; n = 2, 4, 8 (four
+    modes) x PP 1-8, 1-4, 1-2 are 8 + 16 x 3, 8 + 16 x 2 and 8 + 16 = 56, 40 and 24: 138 in all. Pruned by
+    arithmetic: the PP that do not divide 16 / n (n = 2: PP 16; n = 4: 8, 16; n = 8: 4, 8, 16; x 4 modes x 2
+    schedules x 2 micro-batches = 16 + 32 + 48) and n = 1, PP 1, micro-batch 2 (DP 16 x 2 exceeds the batch
+    of 16): 97. Four break a rule, all n = 1 with micro-batch 2: at PP 2-16 interleaving needs the 4, 2, 1
+    micro-batches divisible by PP. Of the 133 valid, 73 fit the 80 GB and 60 do not. On one stage (PP 1)
+    only attention sharded by TP over n = 8 fits: SP keeps every attention weight on every GPU."""
+    points, pruned = candidates("mixtral-8x7b", 16, **NARROW)
+    assert (len(points), pruned.memory, pruned.invalid, pruned.divide) == (73, 60, 4, 97)
+    assert pruned.reasons == {"global_batch": 4}
     assert {(p["intra_size"], p["attention"]) for p in points if p["pp"] == 1} == {(8, "tp")}
     hbm = cluster_preset("h800", 16).gpu.hbm_bytes
     for p in points:
@@ -43,12 +48,12 @@ def test_candidates_are_valid_and_fit() -> None:
 def test_search_sorted_top(tmp_path) -> None:
     """The fastest layouts come first, at most ``top`` of them, and the CSV is resumable."""
     out = tmp_path / "search.csv"
-    rows = search("mixtral-8x7b", 16, jobs=2, top=5, out=out, progress=lambda _: None, **ARGS)
+    rows = search("mixtral-8x7b", 16, jobs=2, top=5, out=out, progress=lambda _: None, **NARROW)
     assert 1 <= len(rows) <= 5
     speeds = [float(r["tokens_per_s"]) for r in rows]
     assert speeds == sorted(speeds, reverse=True)
     messages: list[str] = []
-    search("mixtral-8x7b", 16, top=5, out=out, progress=messages.append, **ARGS)
+    search("mixtral-8x7b", 16, top=5, out=out, progress=messages.append, **NARROW)
     assert "running 0" in messages[1]
 
 
@@ -68,6 +73,8 @@ def test_search_cli(capsys) -> None:
                 "2048",
                 "--jobs",
                 "2",
+                "--space",
+                "narrow",
             ]
         )
         == 0
@@ -95,10 +102,10 @@ def test_search_takes_a_model_file(tmp_path) -> None:
 
     path = tmp_path / "mix.yaml"
     path.write_text(model_to_yaml(model_preset("mixtral-8x7b")))
-    assert candidates(str(path), 16, **ARGS)[0] == [
-        {**p, "model": str(path)} for p in candidates("mixtral-8x7b", 16, **ARGS)[0]
+    assert candidates(str(path), 16, **NARROW)[0] == [
+        {**p, "model": str(path)} for p in candidates("mixtral-8x7b", 16, **NARROW)[0]
     ]
-    rows = search(str(path), 16, top=1, progress=lambda _: None, **ARGS)
+    rows = search(str(path), 16, top=1, progress=lambda _: None, **NARROW)
     assert len(rows) == 1 and not rows[0]["error"]
 
 
@@ -107,6 +114,7 @@ def test_search_states_assumptions_explains_columns_and_prints_the_winner(tmp_pa
     that runs to the same step time."""
     layout = tmp_path / "best.yaml"
     argv = ["search", "--model", "mixtral-8x7b", "--gpus", "16", "--global-batch", "16", "--seq-len", "2048"]
+    argv += ["--space", "narrow"]
     assert main([*argv, "--top", "3", "--write-layout", str(layout), "--quiet"]) == 0
     captured = capsys.readouterr()
     out = captured.out

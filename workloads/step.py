@@ -9,7 +9,7 @@ from typing import NamedTuple
 from workloads import dualpipe
 from workloads.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.layouts import LayoutSpec
-from workloads.models import LayerKind, ModelSpec
+from workloads.models import LayerKind, LayerParams, ModelSpec
 from workloads.ops import BYTES_BF16, Op
 from workloads.schedules import (
     BACKWARD,
@@ -114,7 +114,7 @@ class StepWorkload:
         starts = [sum(counts[:b]) for b in range(len(counts))]
         return tuple(range(start, start + count) for start, count in zip(starts, counts))
 
-    @property
+    @cached_property
     def layers_per_chunk(self) -> int:
         """Layers of the fullest block."""
         return max(len(r) for r in self.block_ranges)
@@ -127,6 +127,11 @@ class StepWorkload:
         return [i for block in self.schedule.stage_blocks(stage) for i in self.block_ranges[block]]
 
     # --- parameters per GPU ------------------------------------------------------------------------
+    @cached_property
+    def _layer_parts(self) -> dict[bool, LayerParams]:
+        """The weights of a dense (True) and an MoE (False) layer, computed once per workload."""
+        return {dense: self.model.layer_parts(dense) for dense in (True, False)}
+
     def stage_param_groups(self, stage: int) -> list[ParamGroup]:
         """Parameters per GPU of a stage: dense weights sync over DP x CP, expert weights over expert_dp.
 
@@ -135,9 +140,9 @@ class StepWorkload:
         """
         m, n, layout = self.model, self.layout.intra_size, self.layout
         blocks = self.schedule.stage_blocks(stage)
-        parts = [m.layer_parts(m.layer_kind(i).dense) for i in self.stage_layers(stage)]
+        parts = [self._layer_parts[m.layer_kind(i).dense] for i in self.stage_layers(stage)]
         mtp = m.mtp_layers if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
-        parts += [m.layer_parts(m.num_experts == 0)] * mtp
+        parts += [self._layer_parts[m.num_experts == 0]] * mtp
         # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
         split = sum(p.attention + p.dense_ffn + p.shared for p in parts) + mtp * 2 * m.hidden_size**2
         small = sum(p.router + p.norms for p in parts) + mtp * 2 * m.hidden_size  # replicated everywhere
