@@ -68,7 +68,7 @@ def test_engine_runs_cross_node_ep_at_op_level_on_the_nic() -> None:
     result = engine.run()
     d = 2 * (1 - 906_192 / 74_974_368)  # C(32,6), C(64,6)
     ep_nic = 28 * 5 * 512 * 2048 * 2 * d / 2
-    grad, params = engine._dp_bytes(0)
+    grad, params = engine.dp_wire_bytes(0)
     assert result.network_bytes[("nic_out", 0)] == pytest.approx(ep_nic + grad + params, rel=1e-9)
     assert result.network_bytes[("nic_in", 0)] == pytest.approx(ep_nic + grad + params, rel=1e-9)
 
