@@ -53,10 +53,11 @@ def kept_stages(workload: StepWorkload, stages: Iterable[int] | None) -> list[in
     return sorted(set(range(workload.pp)) if stages is None else {s for s in stages if 0 <= s < workload.pp})
 
 
-def _task_slices(workload: StepWorkload, stage: int, task, slices: dict, chains: dict) -> None:
-    """Add one task's slices per op thread, and the (lane, stream) chains that put them there."""
-    key = workload.task_key(stage, task)
+def _key_slices(workload: StepWorkload, key) -> tuple[dict[str, int], dict[str, set]]:
+    """One task's slices per op thread, and the (lane, stream) chains that put them there."""
     lanes = workload.task_lanes(key)
+    slices = {thread: 0 for thread in OP_THREADS}
+    chains: dict[str, set] = {thread: set() for thread in OP_THREADS}
     for index, op in enumerate(workload.task_ops(key)):
         chain = (lanes[index] if lanes else 0, op.stream)
         threads = ("compute", "fused") if op.kind == FUSED else ("nvlink",) if op.kind == COLLECTIVE else ("compute",)
@@ -65,6 +66,7 @@ def _task_slices(workload: StepWorkload, stage: int, task, slices: dict, chains:
         for thread in threads:
             slices[thread] += 1
             chains[thread].add(chain)
+    return slices, chains
 
 
 def trace_size(engine: Engine, stages: Iterable[int] | None = None, micro_batches: int | None = None) -> TraceSize:
@@ -77,6 +79,7 @@ def trace_size(engine: Engine, stages: Iterable[int] | None = None, micro_batche
     drawn = {stage: {task[:3] for task in order if task.micro_batch < limit_mb} for stage, order in orders.items()}
     buckets = workload.layers_per_chunk * workload.chunks
     exact = lanes = 0
+    per_key: dict = {}
     for stage in keep:
         slices = {thread: 0 for thread in OP_THREADS}
         chains: dict[str, set] = {thread: set() for thread in OP_THREADS}
@@ -84,7 +87,13 @@ def trace_size(engine: Engine, stages: Iterable[int] | None = None, micro_batche
         for task in orders[stage]:
             if task.micro_batch < limit_mb:
                 tasks += 1
-                _task_slices(workload, stage, task, slices, chains)
+                key = workload.task_key(stage, task)
+                if key not in per_key:  # NOTE: a few distinct keys, up to 10^5 tasks
+                    per_key[key] = _key_slices(workload, key)
+                counts, ways = per_key[key]
+                for thread in OP_THREADS:
+                    slices[thread] += counts[thread]
+                    chains[thread] |= ways[thread]
             for flow in schedule.outputs(stage, task):
                 if flow.stage == stage or flow.micro_batch >= limit_mb:
                     continue  # DualPipeV's turn stays in memory; later micro-batches are not drawn
