@@ -173,6 +173,16 @@ def peak_mib(argv: list[str]) -> float:
     return peak / 2**20
 
 
+def peak_rss_mib(argv: list[str]) -> float:
+    """Peak resident memory of the call run alone in a fresh process, MiB (Linux reports KiB)."""
+    import resource
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "experiments.cli", *argv], env=env, capture_output=True, check=False)
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
 def fuzz(tally: Tally) -> None:
     """The hypothesis fuzzers of tests/test_fuzz_config.py, timing each refusal they see."""
     import pytest
@@ -220,7 +230,7 @@ def main_count() -> int:
                 fuzz(tally)
             seconds, label = tally.slowest
             argv = label.split(" ")[1:] if label.startswith("moesim ") else None
-            memory = f", peak {peak_mib(argv):.1f} MiB traced" if argv else ""
+            memory = f", {peak_mib(argv):.1f} MiB traced, {peak_rss_mib(argv):.0f} MiB peak RSS alone" if argv else ""
         finally:
             os.chdir(cwd)
     print(f"total: {tally.tried} inputs tried, {tally.refused} refused cleanly, {tally.accepted} accepted")
