@@ -188,8 +188,6 @@ def _cluster(args: argparse.Namespace) -> ClusterSpec:
 
 def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[argparse.Namespace, MegatronRun]:
     """Resolve --megatron-args over --model and --layout; explicit --global-batch / --seq-len still win."""
-    if job.unknown:
-        print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
     try:
         run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None, gpus)
     except ConfigError as error:
@@ -230,6 +228,8 @@ def _run(args: argparse.Namespace) -> None:
             )
     except ConfigError as error:
         raise (job.explain(error) if job else error) from None
+    if job and job.unknown:  # after the run: a refused run says one line, the error (issue #13)
+        print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
     if args.json:
         extra = {}
         if megatron:

@@ -84,7 +84,9 @@ def nic_wire_bytes(op: Op) -> float:
 
 
 def collective_latency_s(group_size: int, step_latency_s: float) -> float:
-    """Latency term of ring / pairwise algorithms: one step latency per peer (n - 1 steps)."""
+    """Latency term of ring / pairwise algorithms: one step latency per peer (n - 1 steps; Thakur, Rabenseifner
+    and Gropp, "Optimization of Collective Communication Operations in MPICH", 2005, Sec. 3-4). n is every
+    member of the group, on this node or another: EP ops carry the whole EP degree (workloads/moe.py)."""
     return max(group_size - 1, 0) * step_latency_s
 
 

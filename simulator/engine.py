@@ -170,7 +170,7 @@ class Engine:
                 self.env.process(self._send(place, peer, key))
 
     # --- data parallelism ----------------------------------------------------------------------------
-    def _dp_bytes(self, stage: int) -> tuple[float, float]:
+    def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
         grad = params = 0.0
         for _, synced, dp in self.workload.stage_param_groups(stage):  # experts sync over expert_dp
@@ -186,7 +186,7 @@ class Engine:
 
     def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):
         """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
-        _, params = self._dp_bytes(place.stage)
+        _, params = self.dp_wire_bytes(place.stage)
         links = self.placement.dp_links(place)
         for bucket in range(buckets):
             transfer = self.placement.transfer(links, params / buckets)
@@ -203,7 +203,7 @@ class Engine:
     def _grad_sync(self, place: Place, buckets: int):
         """Reduce gradients bucket by bucket as the last backward frees them, then the optimizer step."""
         log, stage = self._logs[place], place.stage
-        grad, _ = self._dp_bytes(stage)
+        grad, _ = self.dp_wire_bytes(stage)
         links = self.placement.dp_links(place)
         _, begin, end = log.tasks[-1]
         transfers = []

@@ -26,9 +26,9 @@ from simulator.probes import Probe, Transfer
 from simulator.ranks import Place, RankMap
 from simulator.report import Report, simulate
 from simulator.tasks import OpCosts, TaskTiming
+from simulator.trace_size import TraceSizeCheck, check_trace_events, kept_stages
 from topologies.cluster import ClusterSpec
 from workloads.layouts import LayoutSpec
-from workloads.limits import check_limit
 from workloads.models import ModelSpec
 from workloads.ops import COLLECTIVE, FUSED, Op
 from workloads.schedules import FORWARD, Task
@@ -74,27 +74,6 @@ class TaskRecord(NamedTuple):
     begin_s: float
     end_s: float
     timing: TaskTiming
-
-
-MIN_EVENTS_PER_LAYER = 24  # trace events per layer, micro-batch and stage at least (half the fewest seen: 48)
-
-
-class TraceSizeCheck(Probe):
-    """Refuses, as the engine starts (before any simulated time), a trace whose lower-bound event count
-    (stages x micro-batches x layers x MIN_EVENTS_PER_LAYER) already exceeds the trace-event limit."""
-
-    def __init__(self, stages: Iterable[int] | None, micro_batches: int | None) -> None:
-        self.stages = None if stages is None else set(stages)
-        self.micro_batches = micro_batches
-
-    def on_start(self, engine: Engine) -> None:
-        workload = engine.workload
-        stages = workload.pp if self.stages is None else len({s for s in self.stages if 0 <= s < workload.pp})
-        batches = (
-            workload.micro_batches if self.micro_batches is None else min(self.micro_batches, workload.micro_batches)
-        )
-        layers = workload.chunks * workload.layers_per_chunk
-        _check_events(stages * batches * layers * MIN_EVENTS_PER_LAYER)
 
 
 class Timeline(Probe):
@@ -212,19 +191,14 @@ def _us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
-def _check_events(count: int) -> None:
-    """Refuse a trace past the trace-event limit (workloads/limits.py) before it is serialised."""
-    check_limit("trace", "trace_events", count, "trace events (fewer with --trace-stages / --trace-micro-batches)")
-
-
 def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, micro_batches: int | None = None) -> dict:
     """The trace-event JSON object of a recorded step (optionally only some stages / micro-batches)."""
     workload = timeline.workload
-    keep = sorted(set(range(workload.pp)) if stages is None else {s for s in stages if 0 <= s < workload.pp})
+    keep = kept_stages(workload, stages)
     events: list[dict] = []
     slots: dict[tuple, tuple[int, int, float]] = {}  # PP send key -> (pid, tid, start us) for flows
     for stage in keep:
-        _check_events(len(events))
+        check_trace_events(len(events))
         pid = stage + 1
         node, local = stage_gpu(workload, stage)
         events.append(
@@ -277,7 +251,7 @@ def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, mic
                 {"ph": "C", "name": counter, "pid": int(stage) + 1, "ts": _us(t), "args": {"value": round(u, 4)}}
                 for t, u in points
             ]
-    _check_events(len(events))
+    check_trace_events(len(events))
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
@@ -331,7 +305,7 @@ def simulate_with_trace(
     """Simulate one step like ``simulate`` (same keywords), recording a Timeline; also return its Chrome
     trace (if asked), of some ``stages`` and the first ``micro_batches`` only if given."""
     timeline = Timeline()
-    probes = (TraceSizeCheck(stages, micro_batches), timeline) if trace else (timeline,)
+    probes = (timeline, TraceSizeCheck(stages, micro_batches, timeline)) if trace else (timeline,)
     report = simulate(model, layout, gpus, probes=probes, **simulate_keywords)
     events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches) if trace else None
     return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)

@@ -68,6 +68,35 @@ def test_engine_runs_cross_node_ep_at_op_level_on_the_nic() -> None:
     result = engine.run()
     d = 2 * (1 - 906_192 / 74_974_368)  # C(32,6), C(64,6)
     ep_nic = 28 * 5 * 512 * 2048 * 2 * d / 2
-    grad, params = engine._dp_bytes(0)
+    grad, params = engine.dp_wire_bytes(0)
     assert result.network_bytes[("nic_out", 0)] == pytest.approx(ep_nic + grad + params, rel=1e-9)
     assert result.network_bytes[("nic_in", 0)] == pytest.approx(ep_nic + grad + params, rel=1e-9)
+
+
+def _dispatch(workload: StepWorkload):
+    ops = workload.task_ops(workload.task_key(0, workload.stage_order(0)[0]))
+    return next(op for op in ops if op.name.endswith("ep_a2a_dispatch"))
+
+
+def test_a2a_latency_counts_every_peer_wherever_it_sits() -> None:
+    """EP 16 of deepseekmoe (512 tokens x 2,048 x 2 B per GPU, top-6), once over 2 nodes of 8 GPUs and once
+    inside one 16-GPU node. A pairwise exchange is 15 steps of 3 us in both (it was 7 steps across nodes,
+    so a bigger node looked slower); only the NVLink bytes differ: 6 x 7/8 vs 6 x 15/16 copies, at the
+    all-to-all efficiency 0.75 and 160 GB/s. The NIC part of the cross-node one runs beside it."""
+    from simulator.timing import comm_alone_s
+
+    copy_bytes = 512 * 2048 * 2
+    cross = _workload(ep=16)
+    in_node = StepWorkload(
+        model_preset("deepseekmoe"),
+        layout_preset("megascale-moe").with_(pp=1, ep=16),
+        16,
+        16,
+        global_batch=2,
+        seq_len=4096,
+    )
+    gpu = cluster_preset("h800", 16).gpu
+    for workload, copies in ((cross, 6 * 7 / 8), (in_node, 6 * 15 / 16)):
+        op = _dispatch(workload)
+        assert op.group_size == 16
+        assert comm_alone_s(op, gpu) == pytest.approx(15 * 3e-6 + copy_bytes * copies / 0.75 / 160e9, rel=1e-12)

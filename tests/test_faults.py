@@ -180,7 +180,7 @@ def test_degraded_nic_slows_dp_sync_by_its_factor() -> None:
     workload, cluster = _nic_case(1, 2, dp_overlap=False, grad_sync="fp32-rs")
     healthy = Engine(workload, cluster, CAL)
     base = healthy.run().step_time_s
-    grads, params = healthy._dp_bytes(0)
+    grads, params = healthy.dp_wire_bytes(0)
     assert grads > 0 and params > 0
     slow = Engine(workload, cluster, CAL, faults=Faults(degraded=[("nic", 3, 3.0)])).run().step_time_s
     assert slow - base == pytest.approx(2 * (grads + params) / 50e9, rel=1e-9)

@@ -8,12 +8,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.cli import main
-from simulator.cluster_config import cluster_from_dict
+from simulator.cluster_config import cluster_from_dict, load_cluster
 from simulator.faults import Faults
 from simulator.memory import peak_memory
 from simulator.probes import Probe, observing
@@ -22,7 +23,7 @@ from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
 from workloads.config import layout_from_dict, model_from_dict, parse_yaml
-from workloads.hf_config import model_from_hf_dict
+from workloads.hf_config import load_hf_config, model_from_hf_dict
 from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.megatron import parse_megatron_args
 from workloads.megatron_args import FLAGS as MEGATRON_FLAG_TABLE
@@ -187,19 +188,23 @@ FLAGS = st.one_of(
 @given(st.lists(FLAGS, max_size=6))
 def test_fuzz_cli(capsys, flags: list[tuple[str, ...]]) -> None:
     """Any run command line reaches the engine or is one stderr line ``moesim: error: ...`` with status 2."""
-    argv = ["run", *[token for flag in flags for token in flag]]
-    TRIED["cli"] += 1
+    cli_outcome("cli", capsys, ["run", *[token for flag in flags for token in flag]])
+
+
+def cli_outcome(target: str, capsys, argv: list[str]) -> None:
+    """Run the CLI (stopped as the engine starts); anything but a start or one error line with status 2 fails."""
+    TRIED[target] += 1
     capsys.readouterr()
     with observing(_StopAtStart()):
         try:
             status = main(argv)
         except _Reached:
-            TRIED["cli:valid"] += 1
+            TRIED[target + ":valid"] += 1
             return
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and err[0].startswith("moesim: error: "), (argv, err)
     assert len(err[0]) < 1000, "a message never quotes a huge value"
-    TRIED["cli:error"] += 1
+    TRIED[target + ":error"] += 1
 
 
 API_VALUES = st.one_of(
@@ -310,6 +315,100 @@ def test_fuzz_megatron_args(text: str, model: str, gpus: int) -> None:
         TRIED["megatron:error"] += 1
         return
     TRIED["megatron:valid"] += 1
+
+
+ROOT = HF_FOLDER.parent.parent
+JSON_TEXTS = st.one_of(
+    HF_DICTS.map(json.dumps),
+    st.builds(lambda text, cut: text[:cut], HF_DICTS.map(json.dumps), st.integers(0, 300)),
+    st.integers(0, 5000).map(lambda depth: "[" * depth + "]" * depth),
+    st.sampled_from(["[]", "null", '"x"', "{}", '{"model_type": "llama"}', '{"model_type": "mixtral", "x": 1e999}']),
+    st.text(max_size=40),
+)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder for the files the fuzzers write, and the broken inputs the CLI fuzzer names with ``@``."""
+    path = tmp_path_factory.mktemp("fuzz")
+    broken = {
+        "broken.json": '{"model_type": "mixtral", "hidden_size": ',
+        "deep.json": "[" * 100_000 + "]" * 100_000,
+        "list.json": "[1, 2]",
+        "inf.json": (HF_FOLDER / "mixtral-8x7b.json")
+        .read_text()
+        .replace('"hidden_size": 4096', '"hidden_size": 1e999'),
+        "cluster-unknown.yaml": "base: h800\nnic_gbps: 100\n",
+        "cluster-bad.yaml": "base: h800\nnic_bandwidth_Bps: -1\n",
+        "cluster-gpu.yaml": "gpu: {base: h100, hbm_bytes: .inf}\ndomain_gpus: 8\n",
+        "cluster-deep.yaml": "gpu: " + "[" * 200 + "]" * 200 + "\n",
+        "megatron.sh": "torchrun pretrain_gpt.py --tensor-model-parallel-size 3 --bf16\n",
+    }
+    for name, text in broken.items():
+        (path / name).write_text(text)
+    return path
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(JSON_TEXTS)
+def test_fuzz_hf_config_files(folder: Path, text: str) -> None:
+    """config.json files: truncated, nested past the recursion limit, infinite numbers, not a mapping."""
+    path = folder / "config.json"
+    path.write_text(text)
+    outcome("hf_file", lambda: load_hf_config(path))
+
+
+CLUSTER_TEXTS = st.one_of(
+    CLUSTER_DICTS.map(dumped),
+    st.builds(lambda a, b: a[: len(a) // 2] + b, CLUSTER_DICTS.map(dumped), st.text(max_size=10)),
+    st.text(alphabet=":-[]{}\n #&*!|>'\"%@`,?0123456789abe.", max_size=60),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(CLUSTER_TEXTS, st.sampled_from([8, 64, 256]))
+def test_fuzz_cluster_files(folder: Path, text: str, gpus: int) -> None:
+    """Cluster YAML files (mutated presets and GPU mappings, cut short or noise): a ClusterSpec or one ConfigError."""
+    path = folder / "cluster.yaml"
+    path.write_text(text)
+    outcome("cluster_file", lambda: load_cluster(path, gpus))
+
+
+REAL_FLAGS = st.one_of(
+    st.tuples(
+        st.just("--model"), st.sampled_from([*(str(p) for p in sorted(HF_FOLDER.glob("*.json"))[:4]), "@broken.json"])
+    ),
+    st.tuples(st.just("--model"), st.sampled_from(["@deep.json", "@list.json", "@inf.json", str(HF_FOLDER), "@"])),
+    st.tuples(
+        st.just("--cluster"),
+        st.sampled_from(
+            [
+                str(ROOT / "examples/clusters/h800-100g.yaml"),
+                "@cluster-unknown.yaml",
+                "@cluster-bad.yaml",
+                "@cluster-gpu.yaml",
+                "@cluster-deep.yaml",
+                str(ROOT / "examples/clusters"),
+            ]
+        ),
+    ),
+    st.tuples(MEGATRON_TEXTS.map(lambda text: f"--megatron-args={text}")),
+    st.tuples(
+        st.sampled_from([f"--megatron-args={ROOT / 'examples/megatron/mixtral-8x22b-h100-128.sh'}", "@megatron.sh"])
+    ),
+    st.tuples(st.just("--gpus"), st.sampled_from(["8", "64", "128", "240", "0"])),
+    st.tuples(st.sampled_from(["--global-batch", "--seq-len", "--micro-batch"]), NUMBERS),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(REAL_FLAGS, max_size=4))
+def test_fuzz_cli_real_inputs(capsys, folder: Path, flags: list[tuple[str, ...]]) -> None:
+    """``run`` with config.json models, cluster files and Megatron arguments: the engine starts or one line, exit 2."""
+    tokens = [token for flag in flags for token in flag]
+    argv = ["run", *(str(folder / t[1:]) if t.startswith("@") else t for t in tokens)]
+    argv = [t.replace("--megatron-args=@megatron.sh", f"--megatron-args={folder / 'megatron.sh'}") for t in argv]
+    cli_outcome("cli_real", capsys, argv)
 
 
 def test_zz_report_counts() -> None:

@@ -147,17 +147,17 @@ def test_faults_take_numpy_numbers() -> None:
 
 
 def test_trace_too_big_is_refused_before_simulating(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
-    """The lower-bound event count is checked as the engine starts; the exact count before the JSON is built."""
-    from types import SimpleNamespace
-
+    """The event count the workload fixes is checked as the engine starts (simulator/trace_size.py), the
+    counters as they accrue, and the exact count before the JSON is built."""
+    from simulator.engine import Engine
     from simulator.report import prepare
     from simulator.trace import TraceSizeCheck
 
-    workload, _, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
-    monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # 15 stages x 15 micro-batches x 4 layers x 24 > 10,000
-    with pytest.raises(ConfigError, match="trace: trace events .* exceeds the limit of 10,000"):
-        TraceSizeCheck(None, None).on_start(SimpleNamespace(workload=workload))
-    TraceSizeCheck([0], 2).on_start(SimpleNamespace(workload=workload))  # 1 x 2 x 4 x 24: fine
+    workload, cluster, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
+    monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # the full trace has 40,695 fixed events
+    with pytest.raises(ConfigError, match=r"trace: trace events .* 41,835 exceeds the limit of 10,000"):
+        TraceSizeCheck(None, None).on_start(Engine(workload, cluster))
+    TraceSizeCheck([0], 2).on_start(Engine(workload, cluster))  # stage 0, 2 micro-batches: 726 + lanes
     path = tmp_path / "t.json"
     error = _one_line(capsys, ["run", "--global-batch", "30", "--trace", str(path)])
     assert error.startswith("trace: trace events") and "MOESIM_MAX_TRACE_EVENTS" in error

@@ -127,6 +127,13 @@ def test_default_etp_that_overflows_a_stage_falls_back_to_1(capsys: pytest.Captu
     assert any("no --bf16 or --fp16" in note for note in notes)
 
 
+def test_refused_run_with_unknown_flags_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The fuzzer's find (issue #13): the warning about ignored flags came before the error, two lines."""
+    assert main(["run", "--megatron-args=--bf16 --a"]) == 2  # no distributed optimizer: over HBM
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("moesim: error: memory:")
+
+
 def test_unknown_flags_are_listed_with_one_warning(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*RUN, "--megatron-args", FLAGS + " --foo 1 2 --bar --overlap-moe-expert-parallel-comm"]) == 0
     out, err = capsys.readouterr()

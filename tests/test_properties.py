@@ -146,7 +146,7 @@ def test_links_never_over_capacity_and_bytes_balance(case: Case, memoize: bool) 
     # PP: every micro-batch crosses pp x chunks - 1 boundaries forward and as many backward.
     w = case.workload()
     engine = Engine(w, case.cluster)
-    dp_bytes = sum(sum(engine._dp_bytes(stage)) for stage in range(w.pp))
+    dp_bytes = sum(sum(engine.dp_wire_bytes(stage)) for stage in range(w.pp))
     pp_bytes = 2 * w.micro_batches * (w.pp * w.chunks - 1) * w.pp_bytes_per_gpu
     assert sent == pytest.approx(pp_bytes + dp_bytes, rel=1e-9)
 

@@ -216,7 +216,10 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     fuse_combine = "" if etp > 1 else "prev"
     kinds = (ALL_GATHER, REDUCE_SCATTER) if plan.all_gather else (ALL_TO_ALL, ALL_TO_ALL)
     names = ("ep_ag_dispatch", "ep_rs_combine") if plan.all_gather else ("ep_a2a_dispatch", "ep_a2a_combine")
-    common = {"comm_bytes": plan.nvlink_bytes, "nic_bytes": plan.nic_bytes, "group_size": plan.members_per_node}
+    # group_size is every rank of the EP group, wherever it sits: a pairwise exchange takes one step per
+    # peer (Thakur et al. 2005, Sec. 3.6), and counting only a node's members made one 64-rank exchange
+    # cost 7 steps over 8 nodes but 63 in one node, so bigger nodes looked slower (issue #13).
+    common = {"comm_bytes": plan.nvlink_bytes, "nic_bytes": plan.nic_bytes, "group_size": plan.degree}
     common["module"] = M
     dispatch = comm_step(
         names[0], kinds[0], Group.EP, fuse=fuse_dispatch, sar_recompute=True, carries=Carries.INTO_GEMM, **common
