@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs import memory_time_s
+from simulator.costs import dp_gradient_efficiency, memory_time_s
 from simulator.faults import Faults
 from simulator.placement import FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed
@@ -177,10 +177,8 @@ class Engine:
             if dp == 1:
                 continue
             share = (dp - 1) / dp
-            if self.workload.layout.grad_sync == "bf16-a2a":  # Sec. 5: BF16 all-to-all, FP32 local sum
-                grad += synced * 2 * share / self.cal.all_to_all_efficiency
-            else:
-                grad += synced * 4 * share / self.cal.ring_efficiency
+            grad_sync = self.workload.layout.grad_sync  # Sec. 5: BF16 all-to-all, FP32 local sum; or FP32 RS
+            grad += synced * (2 if grad_sync == "bf16-a2a" else 4) * share / dp_gradient_efficiency(grad_sync)
             params += synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
         return grad, params
 
