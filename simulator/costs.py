@@ -8,7 +8,8 @@ from simulator.calibration import Calibration
 from simulator.collective_efficiency import Algorithm, Link, efficiency
 from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_TO_ALL, ATTENTION, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.precision import DTYPE_BYTES
 
 
 def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
@@ -90,6 +91,20 @@ def deepep_efficiency(link: Link) -> float:
     combine, and both move the same bytes, so the harmonic mean of the two published rates."""
     dispatch, combine = efficiency(Algorithm.DEEPEP_DISPATCH, link), efficiency(Algorithm.DEEPEP_COMBINE, link)
     return 2 / (1 / dispatch + 1 / combine)
+
+
+def dp_gradient_bytes_per_param(grad_sync: str, main_grads_dtype: str) -> int:
+    """Bytes per gradient on the wire: MegaScale-MoE's BF16 all-to-all (Sec. 5); a reduce-scatter moves the
+    main gradients at their dtype (Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32: FP32,
+    or the BF16 of --grad-reduce-in-bf16)."""
+    return BYTES_BF16 if grad_sync == "bf16-a2a" else DTYPE_BYTES[main_grads_dtype]
+
+
+def dp_param_bytes_per_param(fp8_param_gather: bool) -> int:
+    """Bytes per parameter of the distributed optimizer's all-gather: BF16, or FP8 with --fp8-param-gather
+    (Megatron-Core gathers the FP8 data and builds the transpose after it, fp8_utils post_all_gather_processing;
+    the BF16 embedding and head are counted at one byte too, a slight undercount on the first and last stage)."""
+    return 1 if fp8_param_gather else BYTES_BF16
 
 
 def dp_gradient_efficiency(grad_sync: str) -> float:

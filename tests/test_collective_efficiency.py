@@ -13,7 +13,13 @@ from simulator.collective_efficiency import (
     alpha_beta,
     efficiency,
 )
-from simulator.costs import collective_wire_bytes, dp_gradient_efficiency, nic_wire_bytes
+from simulator.costs import (
+    collective_wire_bytes,
+    dp_gradient_bytes_per_param,
+    dp_gradient_efficiency,
+    dp_param_bytes_per_param,
+    nic_wire_bytes,
+)
 from tests.toys import TOY_CALIBRATION as CAL
 from topologies.cluster import cluster_preset
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Op
@@ -64,3 +70,10 @@ def test_the_nic_capacity_agrees_with_the_published_nccl_rows() -> None:
     assert fit.beta_Bps == pytest.approx(44.76e9, rel=1e-3)
     assert fit.alpha_s == pytest.approx(55.9e-6, rel=1e-2)
     assert cluster_preset("h800", 16).nic_effective_Bps == pytest.approx(fit.beta_Bps, rel=0.05)
+
+
+def test_dp_bytes_follow_the_gradient_and_weight_dtypes() -> None:
+    assert dp_gradient_bytes_per_param("bf16-a2a", "fp32") == 2  # MegaScale-MoE Sec. 5: BF16 all-to-all
+    assert dp_gradient_bytes_per_param("fp32-rs", "fp32") == 4
+    assert dp_gradient_bytes_per_param("fp32-rs", "bf16") == 2  # --grad-reduce-in-bf16
+    assert dp_param_bytes_per_param(False) == 2 and dp_param_bytes_per_param(True) == 1  # --fp8-param-gather
