@@ -9,6 +9,7 @@ from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import BYTES_BF16, Module
 from workloads.precision import DTYPE_BYTES
+from workloads.schedules import FORWARD
 from workloads.step import StepWorkload
 
 GIB = 2**30
@@ -128,10 +129,26 @@ def block_activation_bytes(workload: StepWorkload, layers: range) -> float:
     return total
 
 
-def chunk_activation_bytes(workload: StepWorkload, stage: int | None = None) -> float:
-    """Activations of the fullest block (of ``stage``, or of any stage) per micro-batch."""
-    blocks = workload.schedule.stage_blocks(stage) if stage is not None else range(len(workload.block_ranges))
-    return max(block_activation_bytes(workload, workload.block_ranges[b]) for b in blocks)
+def chunk_activation_bytes(workload: StepWorkload) -> float:
+    """Activations of the fullest block per micro-batch."""
+    return max(block_activation_bytes(workload, layers) for layers in workload.block_ranges)
+
+
+def in_flight_activation_bytes(workload: StepWorkload, stage: int) -> float:
+    """Activations ``stage`` holds at its peak: the first ``in_flight`` forwards of its order, each with its
+    own block's activations (blocks differ when layers do not split evenly, or with the embedding and the
+    head accounted for in the split). Under interleaved 1F1B these are the warm-up forwards and the first
+    steady-state one (Megatron-Core's schedules.py: (pp - rank - 1) 2 + (vp - 1) pp warm-up micro-batches)."""
+    schedule = workload.schedule
+    count = schedule.in_flight(stage)
+    chunks = [chunk for task in schedule.order(stage) for phase, _, chunk in schedule.halves(task) if phase == FORWARD]
+    by_chunk: dict[int, float] = {}
+    total = 0.0
+    for chunk in chunks[:count]:
+        if chunk not in by_chunk:
+            by_chunk[chunk] = block_activation_bytes(workload, workload.block_ranges[schedule.block_of(stage, chunk)])
+        total += by_chunk[chunk]
+    return total
 
 
 def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
@@ -202,8 +219,7 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     params = sharded(BYTES_BF16, 3)
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
     optimizer = sharded(optimizer_bytes_per_param(layout), 1)
-    in_flight = in_flight_micro_batches(workload, stage)
-    activations = in_flight * chunk_activation_bytes(workload, stage)
+    activations = in_flight_activation_bytes(workload, stage)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16

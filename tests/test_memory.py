@@ -121,3 +121,15 @@ def test_megatron_recomputes_as_few_layers_as_fit() -> None:
     fitted = fit_recompute(base, 80e9)
     assert fitted.layout.recompute_kept_layers == 2
     assert peak_memory(fitted).total_bytes == pytest.approx(two_kept)
+
+
+def test_interleaved_peak_counts_each_in_flight_forward_with_its_own_block() -> None:
+    """pp 2 x vp 2 over blocks of 1, 2, 2, 1 layers: stage 0 holds blocks 0 (1 layer) and 2 (2 layers). Its
+    warm-up is (2 - 0 - 1) 2 + (2 - 1) 2 = 4 forwards plus the first steady one, in the order block 0, 0,
+    2, 2, 0 (micro-batches in groups of pp): 3 x 1 + 2 x 2 = 7 layers in flight, not 5 x 2."""
+    tiny = ModelSpec("tiny", 6, 1024, 16, 4, 2048, 8, 2, 32000)
+    layout = MEGASCALE_MOE.with_(pp=2, virtual_stages=2, schedule="interleaved", block_layers=(1, 2, 2, 1))
+    work = StepWorkload(tiny, layout, 16, 8, 4, 1024)
+    assert work.schedule.in_flight(0) == 5
+    per_layer = activation_bytes_per_layer(work)
+    assert stage_memory(work, 0).activations_bytes == pytest.approx(7 * per_layer, rel=1e-12)
