@@ -38,7 +38,7 @@ class Calibration:
     # on Table 3's MegaScale-MoE 240-GPU row (21.61 s). Its distance from 1 is the physics still missing
     # (expert load imbalance beyond capacity padding, SMs held by communication kernels, clocks under the
     # power cap beyond what the microbenchmarks saw, CPU jitter).
-    compute_residual: float = 0.5615
+    compute_residual: float = 0.5609
     # Memory-bound kernels reach ~80% of HBM bandwidth (STREAM-like copies on H100; assumed).
     memory_efficiency: float = 0.8
     # Per-kernel launch gap on the GPU (CUDA launch latency 3-5 us; assumed 4 us).
@@ -49,11 +49,13 @@ class Calibration:
     # A device-to-host sync drains the GPU queue; the host then re-issues kernels from Python
     # (PyTorch eager dispatch ~10-20 us per op; assumed 50 us per sync including the copy).
     host_sync_s: float = 50e-6
-    # NCCL all-to-all reaches a lower fraction of link bandwidth than ring AG/RS (it talks to every
-    # peer at once). Declared assumption: 0.75, the value at which AG/RS wins from top-k = 7 on in
-    # MegaScale-MoE Fig. 7; Fig. 7's crossover is therefore not an independent prediction.
+    # NCCL all-to-all over NVLink reaches a lower fraction of link bandwidth than ring AG/RS (it talks to
+    # every peer at once). Declared assumption: 0.75, the value at which AG/RS wins from top-k = 7 on in
+    # MegaScale-MoE Fig. 7; Fig. 7's crossover is therefore not an independent prediction. It applies to
+    # in-node NCCL all-to-alls only: over the NIC and for DeepEP each collective has its own published
+    # efficiency (simulator/collective_efficiency.py).
     all_to_all_efficiency: float = 0.75
-    ring_efficiency: float = 1.0  # ring AG/RS at the measured NVLink/NIC rates of topologies.hardware
+    ring_efficiency: float = 1.0  # ring AG/RS at the measured NVLink rates of topologies.hardware
     fitted_on: tuple[str, ...] = ("compute_residual: Table 3, MegaScale-MoE, 240 GPUs (21.61 s/step)",)
 
     def with_(self, **changes: object) -> Calibration:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 
 from simulator.calibration import Calibration
+from simulator.collective_efficiency import Algorithm, Link, efficiency
 from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_TO_ALL, ATTENTION, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.precision import DTYPE_BYTES
 
 
 def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
@@ -71,16 +73,55 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
 
 
 def collective_wire_bytes(op: Op, cal: Calibration) -> float:
-    """Bytes the collective costs on each member's links, after the algorithm's efficiency."""
-    efficiency = cal.all_to_all_efficiency if op.collective == ALL_TO_ALL else cal.ring_efficiency
+    """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: NCCL's
+    all-to-all at the declared Calibration.all_to_all_efficiency; a cross-node EP all-to-all (DeepEP's
+    dispatch or combine, workloads.ep) at DeepEP's published intranode rate; ring collectives at
+    Calibration.ring_efficiency (1: the NVLink capacity is their measured rate)."""
+    if op.collective != ALL_TO_ALL:
+        efficiency = cal.ring_efficiency
+    elif op.nic_bytes:
+        efficiency = deepep_efficiency(Link.NVLINK)
+    else:
+        efficiency = cal.all_to_all_efficiency
     return op.comm_bytes / efficiency
 
 
+def deepep_efficiency(link: Link) -> float:
+    """DeepEP's efficiency on ``link`` per byte of an EP round trip: ops do not say whether they dispatch or
+    combine, and both move the same bytes, so the harmonic mean of the two published rates."""
+    dispatch, combine = efficiency(Algorithm.DEEPEP_DISPATCH, link), efficiency(Algorithm.DEEPEP_COMBINE, link)
+    return 2 / (1 / dispatch + 1 / combine)
+
+
+def dp_gradient_bytes_per_param(grad_sync: str, main_grads_dtype: str) -> int:
+    """Bytes per gradient on the wire: MegaScale-MoE's BF16 all-to-all (Sec. 5); a reduce-scatter moves the
+    main gradients at their dtype (Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32: FP32,
+    or the BF16 of --grad-reduce-in-bf16)."""
+    return BYTES_BF16 if grad_sync == "bf16-a2a" else DTYPE_BYTES[main_grads_dtype]
+
+
+def dp_param_bytes_per_param(fp8_param_gather: bool) -> int:
+    """Bytes per parameter of the distributed optimizer's all-gather: BF16, or FP8 with --fp8-param-gather
+    (Megatron-Core gathers the FP8 data and builds the transpose after it, fp8_utils post_all_gather_processing;
+    the BF16 embedding and head are counted at one byte too, a slight undercount on the first and last stage)."""
+    return 1 if fp8_param_gather else BYTES_BF16
+
+
+def dp_gradient_efficiency(grad_sync: str) -> float:
+    """The efficiency of DP gradient traffic on the NIC: MegaScale-MoE's BF16 all-to-all (Sec. 5) is NCCL's
+    all-to-all over the NIC, the FP32 reduce-scatter is a ring (simulator.collective_efficiency)."""
+    algorithm = Algorithm.ALL_TO_ALL if grad_sync == "bf16-a2a" else Algorithm.RING
+    return efficiency(algorithm, Link.NIC)
+
+
 def nic_wire_bytes(op: Op) -> float:
-    """NIC bytes of a cross-node EP collective: DeepEP reaches ~46 of 50 GB/s RDMA on 400 Gb/s CX7
-    (deepseek-ai/DeepEP README, internode dispatch/combine), i.e. the NIC's effective rate, so no further
-    algorithm efficiency is applied."""
-    return op.nic_bytes
+    """NIC bytes of a cross-node EP collective at DeepEP's internode efficiency (simulator.collective_efficiency:
+    its RDMA bandwidth is the NIC's NCCL rate); other ops' NIC bytes (CP's ring) at the ring's."""
+    if not op.nic_bytes:
+        return 0.0
+    if op.collective == ALL_TO_ALL:
+        return op.nic_bytes / deepep_efficiency(Link.NIC)
+    return op.nic_bytes / efficiency(Algorithm.RING, Link.NIC)
 
 
 def collective_latency_s(group_size: int, step_latency_s: float) -> float:

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 import simpy
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs import memory_time_s
+from simulator.costs import (
+    dp_gradient_bytes_per_param,
+    dp_gradient_efficiency,
+    dp_param_bytes_per_param,
+    memory_time_s,
+)
 from simulator.faults import Faults
 from simulator.placement import FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed
@@ -177,11 +182,10 @@ class Engine:
             if dp == 1:
                 continue
             share = (dp - 1) / dp
-            if self.workload.layout.grad_sync == "bf16-a2a":  # Sec. 5: BF16 all-to-all, FP32 local sum
-                grad += synced * 2 * share / self.cal.all_to_all_efficiency
-            else:
-                grad += synced * 4 * share / self.cal.ring_efficiency
-            params += synced * 2 * share / self.cal.ring_efficiency  # ZeRO: all-gather updated BF16 params
+            layout = self.workload.layout  # Sec. 5: BF16 all-to-all, FP32 local sum; or a reduce-scatter
+            per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
+            grad += synced * per_param * share / dp_gradient_efficiency(layout.grad_sync)
+            params += synced * dp_param_bytes_per_param(layout.fp8_param_gather) * share / self.cal.ring_efficiency
         return grad, params
 
     def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.activations import megatron_layer_bytes
 from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
 from workloads.ops import BYTES_BF16, Module
 from workloads.precision import DTYPE_BYTES
+from workloads.schedules import FORWARD
 from workloads.step import StepWorkload
 
 GIB = 2**30
@@ -37,19 +40,37 @@ class MemoryBreakdown:
         return {name: getattr(self, f"{name}_bytes") / GIB for name in TERMS}
 
 
-def activation_bytes_per_layer(workload: StepWorkload) -> float:
+def megascale_formula(layout: LayoutSpec) -> bool:
+    """Whether the layout runs MegaScale-MoE's own system (its SP attention or its SAR), whose activations
+    the paper gives in closed form (Sec. 4.1); other layouts (Megatron-Core) are counted tensor by tensor."""
+    return layout.attention == "sp" or layout.recompute == "sar"
+
+
+def activation_bytes_per_layer(workload: StepWorkload, dense: bool = False) -> float:
+    """Activations one layer (an MoE layer unless ``dense``) keeps per GPU per micro-batch."""
+    return layer_activation_bytes(workload.model, workload.layout, workload.seq_len, dense)
+
+
+def layer_activation_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool) -> float:
+    """MegaScale-MoE's formula for its own layouts, else simulator.activations' Megatron-Core inventory."""
+    if not megascale_formula(layout):
+        return megatron_layer_bytes(model, layout, seq_len, dense)
+    return megascale_layer_bytes(model, layout, seq_len)
+
+
+def megascale_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
     """Activations one MoE layer keeps per GPU per micro-batch (MegaScale-MoE Sec. 4.1); the same formula
-    is used, as an approximation, for dense and MLA layers.
+    is used, as an approximation, for dense and MLA layers of MegaScale-MoE layouts.
 
     Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
     The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input;
     selective recomputation keeps the no-SAR amount less what its modules free (``selective_freed``).
     CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp).
     """
-    m, layout = workload.model, workload.layout
+    m = model
     n, k = layout.intra_size, m.top_k
     f = m.expert_ffn_size / m.hidden_size
-    bsh_over_n_bytes = layout.micro_batch * workload.seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
+    bsh_over_n_bytes = layout.micro_batch * seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
     if layout.recompute == "sar":
         factor = 2 * k * f + 4 + 2 / m.q_per_kv
     elif layout.recompute == "full":
@@ -57,9 +78,9 @@ def activation_bytes_per_layer(workload: StepWorkload) -> float:
     else:
         factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv
     if layout.recompute != "selective":
-        return factor * bsh_over_n_bytes + _dispatcher_bytes(workload)
+        return factor * bsh_over_n_bytes + _dispatcher_bytes(model, layout, seq_len)
     modules = frozenset(Module(name) for name in layout.recompute_modules)
-    dispatcher = 0.0 if Module.MOE in modules else _dispatcher_bytes(workload)  # the MoE layer's own buffers
+    dispatcher = 0.0 if Module.MOE in modules else _dispatcher_bytes(model, layout, seq_len)
     return (factor - selective_freed(modules, k, f, m.q_per_kv)) * bsh_over_n_bytes + dispatcher
 
 
@@ -94,26 +115,40 @@ def selective_freed(modules: frozenset[Module], k: int, f: float, q_per_kv: floa
     return freed
 
 
+def block_activation_bytes(workload: StepWorkload, layers: range) -> float:
+    """Activations of one block of layers per micro-batch; under partial full recomputation the block's
+    last ``recompute_kept_layers`` layers hold everything and the others only their input."""
+    layout, model = workload.layout, workload.model
+    kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
+    stored = layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False) if kept else layout
+    total = 0.0
+    for position, layer in enumerate(layers):
+        dense = model.layer_kind(layer).dense
+        keeps_all = position >= len(layers) - kept
+        total += layer_activation_bytes(model, stored if keeps_all else layout, workload.seq_len, dense)
+    return total
+
+
 def chunk_activation_bytes(workload: StepWorkload) -> float:
-    """Activations of one chunk of layers per micro-batch; under partial full recomputation the kept
-    layers hold everything and the recomputed ones only their input."""
-    layers = workload.layers_per_chunk
-    per_layer = activation_bytes_per_layer(workload)
-    layout = workload.layout
-    if layout.recompute != "full" or not layout.recompute_kept_layers:
-        return layers * per_layer
-    kept = min(layout.recompute_kept_layers, layers)
-    stored = activation_bytes_per_layer(
-        StepWorkload(
-            workload.model,
-            layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False),
-            workload.num_gpus,
-            workload.gpus_per_node,
-            workload.global_batch,
-            workload.seq_len,
-        )
-    )
-    return (layers - kept) * per_layer + kept * stored
+    """Activations of the fullest block per micro-batch."""
+    return max(block_activation_bytes(workload, layers) for layers in workload.block_ranges)
+
+
+def in_flight_activation_bytes(workload: StepWorkload, stage: int) -> float:
+    """Activations ``stage`` holds at its peak: the first ``in_flight`` forwards of its order, each with its
+    own block's activations (blocks differ when layers do not split evenly, or with the embedding and the
+    head accounted for in the split). Under interleaved 1F1B these are the warm-up forwards and the first
+    steady-state one (Megatron-Core's schedules.py: (pp - rank - 1) 2 + (vp - 1) pp warm-up micro-batches)."""
+    schedule = workload.schedule
+    count = schedule.in_flight(stage)
+    chunks = [chunk for task in schedule.order(stage) for phase, _, chunk in schedule.halves(task) if phase == FORWARD]
+    by_chunk: dict[int, float] = {}
+    total = 0.0
+    for chunk in chunks[:count]:
+        if chunk not in by_chunk:
+            by_chunk[chunk] = block_activation_bytes(workload, workload.block_ranges[schedule.block_of(stage, chunk)])
+        total += by_chunk[chunk]
+    return total
 
 
 def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
@@ -137,14 +172,13 @@ def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
     return best
 
 
-def _dispatcher_bytes(workload: StepWorkload) -> float:
+def _dispatcher_bytes(m: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
     """What a TP all-gather dispatcher keeps beyond the paper's formula (Megatron-Core at the paper's
     commit): every GPU holds all b s k permuted token copies, and the unfused permutation saves the
     int64 index expanded to [b s k, h] for its gather/scatter backward."""
-    layout, m = workload.layout, workload.model
     if layout.ffn != "tp":
         return 0.0
-    copies = layout.micro_batch * workload.seq_len // layout.cp * m.top_k
+    copies = layout.micro_batch * seq_len // layout.cp * m.top_k
     kept = copies * m.hidden_size * BYTES_BF16
     if not layout.fused_permute:
         kept += copies * m.hidden_size * 8
@@ -178,14 +212,14 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     def sharded(bytes_per_param: float, from_stage: int) -> float:
         return sum(held * bytes_per_param / (dp if zero >= from_stage else 1) for held, _, dp in groups)
 
+    # FP8 weights (--fp8-param-gather) cost as much as BF16 ones: each keeps its FP8 data and an FP8
+    # column-wise copy for the dgrad GEMM (Transformer Engine transformer_engine/pytorch/tensor/utils.py
+    # post_all_gather_processing: tensorwise "if backend does not support non-transposed FP8 GEMM [Hopper],
+    # pre-create the transpose"; blockwise "create column-wise storage"). What they save is all-gather bytes.
     params = sharded(BYTES_BF16, 3)
-    if layout.fp8_param_gather:  # FP8 weights (1 byte) in the linear layers; embedding and head stay BF16
-        embedding = workload.embedding_params(stage) / (groups[0].dp if zero >= 3 else 1)
-        params = sharded(1, 3) + embedding * (BYTES_BF16 - 1)
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
     optimizer = sharded(optimizer_bytes_per_param(layout), 1)
-    in_flight = in_flight_micro_batches(workload, stage)
-    activations = in_flight * chunk_activation_bytes(workload)
+    activations = in_flight_activation_bytes(workload, stage)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16

@@ -31,12 +31,28 @@ def test_activation_formulas_by_hand() -> None:
     assert sar == 204 * MIB and none == 534 * MIB
     assert activation_bytes_per_layer(workload(MEGASCALE_MOE)) == pytest.approx(sar, rel=1e-12)
     assert activation_bytes_per_layer(workload(replace(MEGASCALE_MOE, recompute="none"))) == pytest.approx(none)
-    # Megatron's all-gather dispatcher also keeps all b s k = 24,576 token copies (BF16, 192 MiB) and
-    # the int64 index expanded to [b s k, h] (768 MiB): 960 MiB more per layer without recomputation.
-    dispatcher = 24576 * 4096 * (2 + 8)
-    assert dispatcher == 960 * MIB
+    # MegaScale-MoE's TP+TP (Table 5, SAR) with the all-gather dispatcher also keeps all b s k = 24,576
+    # token copies in BF16 (192 MiB; its permutation is fused, so no index).
+    tp_tp = workload(MEGASCALE_MOE.with_(attention="tp", ffn="tp"))
+    assert activation_bytes_per_layer(tp_tp) == pytest.approx(sar + 24576 * 4096 * 2, rel=1e-12)
+    # Megatron-LM (Megatron-Core, not MegaScale-MoE's system) is counted tensor by tensor
+    # (simulator.activations), per local token (b s / n = 1,024), BF16:
+    per_token = (
+        2 * 4096 * 2  # the two norms' inputs
+        + 2 * 4096  # the QKV GEMM's input
+        + 2 * (4096 + 2 * 1024)  # Q, K, V (8 KV heads of 128)
+        + 2 * 4096  # FlashAttention's output O
+        + 4 * 32  # its FP32 log-sum-exp, 32 heads
+        + 2 * 4096  # the router's input
+        + 4 * 32  # its FP32 scores over 32 experts
+        + 30 * 2 * 4096  # k n x capacity 1.25 = 30 gathered copies per local token: the expert inputs
+        + 30 * 2 * 2 * 14336 / 8  # fc1's output, 2 f / n wide
+        + 30 * 2 * 14336 / 8  # fc2's input
+        + 24 * 8 * 4096  # the unfused permutation's int64 index, expanded to [b s k, h]
+    )
+    assert per_token == 1_408_256
     megatron_no_recompute = workload(replace(MEGATRON_LM, recompute="none"))
-    assert activation_bytes_per_layer(megatron_no_recompute) == pytest.approx(none + dispatcher, rel=1e-12)
+    assert activation_bytes_per_layer(megatron_no_recompute) == pytest.approx(1024 * per_token, rel=1e-12)
     # Full recomputation keeps only each layer's input, bsh/n.
     assert activation_bytes_per_layer(workload(MEGATRON_LM)) == pytest.approx(8 * MIB, rel=1e-12)
 
@@ -93,14 +109,27 @@ def test_allow_oom_flags_report() -> None:
 
 def test_megatron_recomputes_as_few_layers_as_fit() -> None:
     """At 240 GPUs Megatron-LM's stage 0 holds 15 micro-batches of 4 layers. Each recomputed layer keeps its
-    input (8 MiB); a kept layer keeps 534 + 960 = 1,494 MiB. One kept layer fits in 80 GB, two do not."""
+    input (8 MiB); a kept layer keeps 1,024 x 1,408,256 B = 1,375.25 MiB (test_activation_formulas_by_hand).
+    Two kept layers fit in 80 GB, three do not."""
     from simulator.memory import fit_recompute
 
     base = workload(MEGATRON_LM)
     static = peak_memory(base).total_bytes - 15 * 4 * 8 * MIB  # everything but activations
-    one_kept = static + 15 * (3 * 8 + 1494) * MIB
-    two_kept = static + 15 * (2 * 8 + 2 * 1494) * MIB
-    assert one_kept <= 80e9 < two_kept
+    two_kept = static + 15 * (2 * 8 + 2 * 1375.25) * MIB
+    three_kept = static + 15 * (1 * 8 + 3 * 1375.25) * MIB
+    assert two_kept <= 80e9 < three_kept
     fitted = fit_recompute(base, 80e9)
-    assert fitted.layout.recompute_kept_layers == 1
-    assert peak_memory(fitted).total_bytes == pytest.approx(one_kept)
+    assert fitted.layout.recompute_kept_layers == 2
+    assert peak_memory(fitted).total_bytes == pytest.approx(two_kept)
+
+
+def test_interleaved_peak_counts_each_in_flight_forward_with_its_own_block() -> None:
+    """pp 2 x vp 2 over blocks of 1, 2, 2, 1 layers: stage 0 holds blocks 0 (1 layer) and 2 (2 layers). Its
+    warm-up is (2 - 0 - 1) 2 + (2 - 1) 2 = 4 forwards plus the first steady one, in the order block 0, 0,
+    2, 2, 0 (micro-batches in groups of pp): 3 x 1 + 2 x 2 = 7 layers in flight, not 5 x 2."""
+    tiny = ModelSpec("tiny", 6, 1024, 16, 4, 2048, 8, 2, 32000)
+    layout = MEGASCALE_MOE.with_(pp=2, virtual_stages=2, schedule="interleaved", block_layers=(1, 2, 2, 1))
+    work = StepWorkload(tiny, layout, 16, 8, 4, 1024)
+    assert work.schedule.in_flight(0) == 5
+    per_layer = activation_bytes_per_layer(work)
+    assert stage_memory(work, 0).activations_bytes == pytest.approx(7 * per_layer, rel=1e-12)

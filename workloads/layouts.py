@@ -146,7 +146,7 @@ MEGASCALE_MOE = LayoutSpec("megascale-moe")
 # GEMM was opt-in), unfused permutation; collectives on the compute stream; FP32 gradient
 # reduce-scatter (distributed optimizer). Full recomputation of as many layers as memory requires:
 # without it the all-gather dispatcher's activations (all b s k token copies per GPU plus the int64 index
-# expanded to [b s k, h]) put stage 0 at ~120 GiB per GPU (simulator.memory), over the H800's 80 GB, and
+# expanded to [b s k, h]) put stage 0 at ~113 GiB per GPU (simulator.memory), over the H800's 80 GB, and
 # Megatron's selective recompute (core attention only) does not remove them; its block method recomputes
 # the first layers of each stage, and one keeps as many layers un-recomputed as fit (recompute_to_fit).
 # DP/PP overlap as MegaScale's (paper Sec. 6).

@@ -1,0 +1,124 @@
+"""Collective efficiency by collective and link, from published NCCL and DeepEP measurements.
+
+The cluster graph's link capacities (topologies) are the rates NCCL's ring collectives reach on them: NVLink
+at NCCL's non-all-reduce bus bandwidth, the NIC at NCCL's per-NIC bus bandwidth. An efficiency here is a
+collective's bus bandwidth on a link over that rate, so each collective carries its own number on each link
+and none is borrowed from another. ``RING_NIC_ROWS`` are nccl-tests rows (message size, time) from which
+``alpha_beta`` fits the latency + bandwidth model t = alpha + bytes / beta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Link(str, Enum):
+    """The link a collective's bytes cross."""
+
+    NVLINK = "nvlink"
+    NIC = "nic"
+
+
+class Algorithm(str, Enum):
+    """Who moves the bytes: NCCL's ring collectives (all-gather, reduce-scatter, all-reduce, send/recv),
+    NCCL's all-to-all, or DeepEP's dispatch and combine kernels."""
+
+    RING = "ring"
+    ALL_TO_ALL = "all_to_all"
+    DEEPEP_DISPATCH = "deepep_dispatch"
+    DEEPEP_COMBINE = "deepep_combine"
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published number and where it comes from."""
+
+    value: float
+    source: str
+
+
+# H800 NVLink as measured (DeepSeek-V3 report Sec. 3.2.2; topologies.hardware h800): DeepEP's intranode
+# numbers below are relative to it.
+_H800_NVLINK_GBPS = 160.0
+
+EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
+    (Algorithm.RING, Link.NVLINK): Published(
+        1.0,
+        "the NVLink capacity is NCCL's ring bus bandwidth: 'NCCL can get an effective NVLink bandwidth of "
+        "370GB/s [of 450], which you can observe as BusBw when running non-allreduce operations' (H100, "
+        "sjeaugey in NVIDIA/nccl-tests#212); ~160 GB/s on H800 (deepseek-ai/DeepSeek-V3#28)",
+    ),
+    (Algorithm.RING, Link.NIC): Published(
+        1.0,
+        "the NIC capacity is NCCL's per-NIC bus bandwidth: 'For NDR @ 400Gbps you should see 46-48GB/s per "
+        "NIC' (AddyLaddy in NVIDIA/nccl-tests#290); topologies.cluster nic_efficiency 0.94 of 50 GB/s",
+    ),
+    (Algorithm.ALL_TO_ALL, Link.NIC): Published(
+        1.0,
+        "'Alltoall cannot aggregate the bandwidth of multiple NICs, so the performance you should see is the "
+        "performance of a single NIC' (sjeaugey), 'CX-7 NICs at NDR rate (400Gbps) should achieve up to "
+        "48-49GB/s per NIC' (AddyLaddy), NVIDIA/nccl-tests#267: one NIC's ring rate",
+    ),
+    (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
+        153.0 / _H800_NVLINK_GBPS,
+        "deepseek-ai/DeepEP README, intranode EP 8 on H800: dispatch 153 GB/s (NVLink) of the 160 GB/s measured",
+    ),
+    (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
+        158.0 / _H800_NVLINK_GBPS,
+        "deepseek-ai/DeepEP README, intranode EP 8 on H800: combine 158 GB/s (NVLink) of the 160 GB/s measured",
+    ),
+    (Algorithm.DEEPEP_DISPATCH, Link.NIC): Published(
+        1.0,
+        "deepseek-ai/DeepEP README, internode: 43-58 GB/s RDMA bottleneck bandwidth for EP 16-64 on 400 Gb/s "
+        "CX7, i.e. the NIC's NCCL rate (the 46-48 GB/s above)",
+    ),
+    (Algorithm.DEEPEP_COMBINE, Link.NIC): Published(
+        1.0,
+        "deepseek-ai/DeepEP README, internode combine: 43-58 GB/s RDMA for EP 16-64, the NIC's NCCL rate",
+    ),
+}
+# NCCL's all-to-all over NVLink has no published bus bandwidth for 8 H800 at these message sizes: it stays the
+# declared assumption Calibration.all_to_all_efficiency (MegaScale-MoE Fig. 7), the one entry not in the table.
+
+
+def efficiency(algorithm: Algorithm, link: Link) -> float:
+    """Bus bandwidth of ``algorithm`` on ``link`` over the link's capacity (KeyError if not published)."""
+    return EFFICIENCY[(algorithm, link)].value
+
+
+# nccl-tests all_reduce_perf, 2 nodes with one H100 each over 400 Gb/s NICs (NVIDIA/nccl-tests#232, out of
+# place): (bytes, seconds). With 2 ranks the bus factor 2 (n - 1) / n is 1, so bytes are each GPU's wire bytes.
+RING_NIC_ROWS: tuple[tuple[float, float], ...] = (
+    (2_097_152, 113.2e-6),
+    (4_194_304, 154.4e-6),
+    (8_388_608, 231.4e-6),
+    (16_777_216, 420.5e-6),
+    (33_554_432, 812.3e-6),
+)
+
+
+@dataclass(frozen=True)
+class AlphaBeta:
+    """t = alpha_s + bytes / beta_Bps."""
+
+    alpha_s: float
+    beta_Bps: float
+
+    def time_s(self, nbytes: float) -> float:
+        return self.alpha_s + nbytes / self.beta_Bps
+
+    def bus_bandwidth_Bps(self, nbytes: float) -> float:
+        """What nccl-tests reports as busbw for a message of ``nbytes`` wire bytes."""
+        return nbytes / self.time_s(nbytes)
+
+
+def alpha_beta(rows: tuple[tuple[float, float], ...]) -> AlphaBeta:
+    """Least-squares fit of t = alpha + bytes / beta to (bytes, seconds) rows."""
+    n = len(rows)
+    mean_x = sum(x for x, _ in rows) / n
+    mean_t = sum(t for _, t in rows) / n
+    sxx = sum((x - mean_x) ** 2 for x, _ in rows)
+    sxt = sum((x - mean_x) * (t - mean_t) for x, t in rows)
+    slope = sxt / sxx
+    return AlphaBeta(mean_t - slope * mean_x, 1.0 / slope)

@@ -1,0 +1,79 @@
+"""Collective efficiency per collective and link (simulator.collective_efficiency), by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.collective_efficiency import (
+    EFFICIENCY,
+    RING_NIC_ROWS,
+    Algorithm,
+    AlphaBeta,
+    Link,
+    alpha_beta,
+    efficiency,
+)
+from simulator.costs import (
+    collective_wire_bytes,
+    dp_gradient_bytes_per_param,
+    dp_gradient_efficiency,
+    dp_param_bytes_per_param,
+    nic_wire_bytes,
+)
+from tests.toys import TOY_CALIBRATION as CAL
+from topologies.cluster import cluster_preset
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Op
+
+
+def test_every_entry_has_a_source_and_a_fraction() -> None:
+    for key, published in EFFICIENCY.items():
+        assert 0 < published.value <= 1, key
+        assert published.source, key
+
+
+def test_deepep_intranode_bandwidths_over_h800_nvlink() -> None:
+    # DeepEP README: dispatch 153 GB/s, combine 158 GB/s over NVLink, whose measured rate is 160 GB/s
+    assert efficiency(Algorithm.DEEPEP_DISPATCH, Link.NVLINK) == 153 / 160
+    assert efficiency(Algorithm.DEEPEP_COMBINE, Link.NVLINK) == 158 / 160
+
+
+def test_dp_gradients_over_the_nic_are_not_charged_the_nvlink_all_to_all_efficiency() -> None:
+    # NCCL's all-to-all across nodes runs at one NIC's rate (nccl-tests#267): the same as a ring's
+    assert dp_gradient_efficiency("bf16-a2a") == 1.0
+    assert dp_gradient_efficiency("fp32-rs") == 1.0
+    assert CAL.all_to_all_efficiency == 0.5  # the toy NVLink all-to-all efficiency plays no part
+
+
+def test_cross_node_ep_runs_at_deepeps_rates_and_in_node_at_nccls() -> None:
+    # a round trip of dispatch (153 GB/s) and combine (158 GB/s) of equal bytes: 2 / (1/153 + 1/158) GB/s
+    a2a = Op("ep", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=155e6, nic_bytes=5e6, group_size=16)
+    in_node = Op("a", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=7e6, group_size=8)
+    harmonic_gbps = 2 / (1 / 153 + 1 / 158)
+    assert collective_wire_bytes(a2a, CAL) == pytest.approx(155e6 * 160 / harmonic_gbps, rel=1e-12)
+    assert collective_wire_bytes(in_node, CAL) == pytest.approx(14e6, rel=1e-12)  # toy NCCL efficiency 0.5
+    assert nic_wire_bytes(a2a) == 5e6 and nic_wire_bytes(in_node) == 0.0
+    ag = Op("g", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=7e6, group_size=8)
+    assert collective_wire_bytes(ag, CAL) == 7e6
+
+
+def test_alpha_beta_fit_by_hand() -> None:
+    rows = ((1e6, 30e-6), (3e6, 70e-6))  # 40 us per 2 MB: beta 50 GB/s; alpha 30 - 20 = 10 us
+    fit = alpha_beta(rows)
+    assert fit.alpha_s == pytest.approx(10e-6, rel=1e-9) and fit.beta_Bps == pytest.approx(50e9, rel=1e-9)
+    assert AlphaBeta(10e-6, 50e9).bus_bandwidth_Bps(1e6) == pytest.approx(1e6 / 30e-6)
+
+
+def test_the_nic_capacity_agrees_with_the_published_nccl_rows() -> None:
+    """nccl-tests#232's all-reduce rows over one 400 Gb/s NIC fit beta 44.8 GB/s and alpha 56 us; the cluster's
+    NIC capacity (0.94 x 50 GB/s) is within 5% of that beta."""
+    fit = alpha_beta(RING_NIC_ROWS)
+    assert fit.beta_Bps == pytest.approx(44.76e9, rel=1e-3)
+    assert fit.alpha_s == pytest.approx(55.9e-6, rel=1e-2)
+    assert cluster_preset("h800", 16).nic_effective_Bps == pytest.approx(fit.beta_Bps, rel=0.05)
+
+
+def test_dp_bytes_follow_the_gradient_and_weight_dtypes() -> None:
+    assert dp_gradient_bytes_per_param("bf16-a2a", "fp32") == 2  # MegaScale-MoE Sec. 5: BF16 all-to-all
+    assert dp_gradient_bytes_per_param("fp32-rs", "fp32") == 4
+    assert dp_gradient_bytes_per_param("fp32-rs", "bf16") == 2  # --grad-reduce-in-bf16
+    assert dp_param_bytes_per_param(False) == 2 and dp_param_bytes_per_param(True) == 1  # --fp8-param-gather
