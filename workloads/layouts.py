@@ -185,7 +185,7 @@ SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
 # Dispatch is DeepEP's all-to-all (no AG for top-8); no fused GEMM + collective (intra-op overlap off).
 # Recompute is MegaScale-MoE's SAR, inherited: the dispatch is sent again in backward. DeepSeek-V3 itself
 # recomputes only RMSNorm and the MLA up-projections (Sec. 3.2.3) and so keeps what the dispatch received
-# (keep_dispatch=True, at k = 8 more units of bsh per layer; the FP8 activation caching of Sec. 3.3.2 that
+# (keep_dispatch=True, at k = 8 more units of bsh per layer; the FP8 activation caching of Sec. 3.3.3 that
 # makes that fit is not modelled).
 DEEPSEEK_V3 = MEGASCALE_MOE.with_(
     name="deepseek-v3",
