@@ -7,7 +7,7 @@ import math
 from simulator.calibration import Calibration
 from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_TO_ALL, ATTENTION, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.ops import ALL_TO_ALL, ATTENTION, COLLECTIVE, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Group, Op
 
 
 def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
@@ -81,6 +81,15 @@ def nic_wire_bytes(op: Op) -> float:
     (deepseek-ai/DeepEP README, internode dispatch/combine), i.e. the NIC's effective rate, so no further
     algorithm efficiency is applied."""
     return op.nic_bytes
+
+
+def comm_kernel_sms(op: Op, cal: Calibration) -> int:
+    """SMs a collective's kernel holds while it runs: DeepEP's for cross-node EP (its NIC + NVLink
+    dispatch and combine, workloads.ep), NCCL's channels for every other collective. A fused GEMM +
+    collective moves its tiles inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
+    if op.kind != COLLECTIVE:
+        return 0
+    return cal.comm_sms_deepep if op.group == Group.EP and op.nic_bytes > 0 else cal.comm_sms_nccl
 
 
 def collective_latency_s(group_size: int, step_latency_s: float) -> float:
