@@ -150,6 +150,7 @@ class Op:
     comm_bytes: float = 0.0  # bytes each GPU sends (egress)
     tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
     nic_bytes: float = 0.0  # bytes each GPU sends over its NIC (cross-node EP), besides comm_bytes on NVLink
+    module: Module = Module.NONE  # compute ops: the Megatron-Core submodule of their step
 
     @property
     def is_comm(self) -> bool:

@@ -81,6 +81,7 @@ class _OpList:
             attention_backward=backward and kind == ATTENTION,
             mem_bytes=mem_bytes,
             kernels=step.kernels,
+            module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
             scale = step.bwd_scale if backward else 1.0
