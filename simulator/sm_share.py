@@ -21,7 +21,7 @@ class SmShare:
     def __init__(self, env: simpy.Environment, sm_count: int) -> None:
         self.env, self.sm_count = env, sm_count
         self.held = 0
-        self._changed = env.event()
+        self._computing: set[simpy.Process] = set()  # compute waiting on its end, woken when the rate changes
 
     def hold(self, sms: int) -> None:
         """A communication kernel holding ``sms`` SMs starts."""
@@ -38,17 +38,25 @@ class SmShare:
         return max(self.sm_count - self.held, 1) / self.sm_count
 
     def compute(self, work_s: float) -> Generator[simpy.Event, object, None]:
-        """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs."""
+        """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs.
+
+        NOTE: one plain timeout per rate, interrupted when a communication kernel starts or ends (cheaper
+        than waiting on a condition of two events for every compute op)."""
         env = self.env
+        process = env.active_process
         remaining = work_s
-        while remaining > 0.0:
-            rate, begin, changed = self.rate(), env.now, self._changed
-            end = begin + remaining / rate
-            yield env.timeout(end - begin) | changed
-            if env.now >= end:
+        while True:
+            rate, begin = self.rate(), env.now
+            self._computing.add(process)
+            try:
+                yield env.timeout(remaining / rate)
                 return
-            remaining -= (env.now - begin) * rate
+            except simpy.Interrupt:
+                remaining = max(remaining - (env.now - begin) * rate, 0.0)
+            finally:
+                self._computing.discard(process)
 
     def _notify(self) -> None:
-        changed, self._changed = self._changed, self.env.event()
-        changed.succeed()
+        for process in self._computing:
+            process.interrupt()
+        self._computing.clear()
