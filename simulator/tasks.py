@@ -32,6 +32,7 @@ class TaskTiming:
     exposed_comm_s: dict[str, float] = field(default_factory=dict)
     model_flops: float = 0.0
     intervals: list[tuple[int, float, float]] = field(default_factory=list)  # (op, start, end) from the task start
+    slowed_gemm_s: dict[int, float] = field(default_factory=dict)  # fused ops: GEMM time on the SMs left to it
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
                 if sms is not None:
                     yield from sms.compute(compute_s)
-                    compute_s = env.now - begin  # what the GEMM took on the SMs it had
+                    compute_s = timing.slowed_gemm_s[index] = env.now - begin  # on the SMs it had
                 else:
                     yield env.timeout(compute_s)
                 if not comm_end:  # NOTE: two plain yields instead of an AllOf condition: same times, cheaper
@@ -258,8 +259,9 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
         op = ops[index]
         timing.model_flops += op.model_flops
         if op.kind == FUSED:
-            busy.append((begin, begin + costs.compute_s[index]))
-            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - costs.compute_s[index]
+            gemm_s = timing.slowed_gemm_s.get(index, costs.compute_s[index])
+            busy.append((begin, begin + gemm_s))
+            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - gemm_s
         elif op.kind == COLLECTIVE and op.stream == COMPUTE and not lanes:
             exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin)
         elif op.kind == COLLECTIVE:

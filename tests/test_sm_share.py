@@ -102,3 +102,17 @@ def test_the_rate_follows_every_start_and_end() -> None:
     ops = [_mem("long", 6.0), _a2a(COMM, ()), _a2a(COMPUTE, (), comm_bytes=0.7e6)]
     timing = _run(ops, lanes=(0, 0, 1))
     assert _spans(timing) == [(0, 0.0, 7.25), (1, 0.0, 3.0), (2, 0.0, 2.0)]
+
+
+def test_a_fused_gemm_beside_a_collective_is_slowed_not_exposed() -> None:
+    """A fused GEMM + all-gather (its tiles' bytes: none here) starts with the comm stream's a2a (0-2 ms,
+    25 SMs): its GEMM of c ms idle (c < 1.5) takes c / 0.75, and none of that counts as exposed TP."""
+    fused = Op("gemm+ag", FUSED, COMPUTE, gemm=Gemm(128 * 100, 128, 16384), collective="all_gather",
+               group=Group.TP, group_size=8)  # fmt: skip
+    ops = [fused, _a2a(COMM, ())]
+    c = OpCosts.of(tuple(ops), GPU, NCCL_25, 0.0).compute_s[0]
+    assert c < 1.5e-3
+    timing = _run(ops)
+    assert timing.intervals[0][2] == pytest.approx(c / 0.75, rel=1e-12)
+    assert timing.exposed_comm_s[Group.TP] == pytest.approx(0.0, abs=1e-15)
+    assert timing.compute_busy_s == pytest.approx(c / 0.75, rel=1e-12)
