@@ -22,7 +22,7 @@ import pandas as pd
 from experiments.compare import axis, sweep
 from experiments.paths import save_figure, write_csv
 from experiments.plotting import COLOURS
-from experiments.search import Job
+from experiments.search_space import Job
 from topologies.cluster import cluster_preset
 from workloads.layouts import MEGASCALE_MOE, LayoutSpec
 from workloads.models import model_preset

@@ -36,9 +36,9 @@ class Calibration:
     # The one fitted constant: a GPU-wide residual multiplying the efficiency of every tensor-core kernel
     # (GEMMs and attention), the same for every model, layout and dtype. FITTED (experiments/calibrate.py)
     # on Table 3's MegaScale-MoE 240-GPU row (21.61 s). Its distance from 1 is the physics still missing
-    # (expert load imbalance beyond capacity padding, SMs held by communication kernels, clocks under the
-    # power cap beyond what the microbenchmarks saw, CPU jitter).
-    compute_residual: float = 0.5609
+    # (expert load imbalance beyond capacity padding, clocks under the power cap beyond what the
+    # microbenchmarks saw, CPU jitter). SMs held by communication kernels are modelled (comm_sms_*).
+    compute_residual: float = 0.5634
     # Memory-bound kernels reach ~80% of HBM bandwidth (STREAM-like copies on H100; assumed).
     memory_efficiency: float = 0.8
     # Per-kernel launch gap on the GPU (CUDA launch latency 3-5 us; assumed 4 us).
@@ -55,7 +55,14 @@ class Calibration:
     # in-node NCCL all-to-alls only: over the NIC and for DeepEP each collective has its own published
     # efficiency (simulator/collective_efficiency.py).
     all_to_all_efficiency: float = 0.75
-    ring_efficiency: float = 1.0  # ring AG/RS at the measured NVLink rates of topologies.hardware
+    ring_efficiency: float = 1.0  # ring AG/RS at the measured NVLink/NIC rates of topologies.hardware
+    # SMs a communication kernel occupies while it runs; compute overlapping it gets the rest
+    # (simulator.sm_share). NCCL runs one CTA per channel (NCCL docs, NCCL_MIN_CTAS: "CTAs (channels)"); an
+    # 8-GPU H800 node logs "16 coll channels ... 16 p2p channels" (NVIDIA/nccl issue #892). DeepEP's
+    # dispatch / combine: 20 SMs (DeepSeek-V3 report Sec. 3.2.2, 20 of 132; Megatron-Core's DeepEP default,
+    # TransformerConfig.moe_deepep_num_sms "historical default 20"; DeepEP's README example sets 24).
+    comm_sms_nccl: int = 16
+    comm_sms_deepep: int = 20
     fitted_on: tuple[str, ...] = ("compute_residual: Table 3, MegaScale-MoE, 240 GPUs (21.61 s/step)",)
 
     def with_(self, **changes: object) -> Calibration:

@@ -8,7 +8,7 @@ from simulator.calibration import Calibration
 from simulator.collective_efficiency import Algorithm, Link, efficiency
 from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, COLLECTIVE, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Group, Op
 from workloads.precision import DTYPE_BYTES
 
 
@@ -122,6 +122,15 @@ def nic_wire_bytes(op: Op) -> float:
     if op.collective == ALL_TO_ALL:
         return op.nic_bytes / deepep_efficiency(Link.NIC)
     return op.nic_bytes / efficiency(Algorithm.RING, Link.NIC)
+
+
+def comm_kernel_sms(op: Op, cal: Calibration) -> int:
+    """SMs a collective's kernel holds while it runs: DeepEP's for cross-node EP (its NIC + NVLink
+    dispatch and combine, workloads.ep), NCCL's channels for every other collective. A fused GEMM +
+    collective moves its tiles inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
+    if op.kind != COLLECTIVE:
+        return 0
+    return cal.comm_sms_deepep if op.group == Group.EP and op.nic_bytes > 0 else cal.comm_sms_nccl
 
 
 def collective_latency_s(group_size: int, step_latency_s: float) -> float:

@@ -63,6 +63,9 @@ def megascale_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) ->
     is used, as an approximation, for dense and MLA layers of MegaScale-MoE layouts.
 
     Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
+    SAR frees the 2k of the routed copies (the permuted tokens and what the dispatch received) and
+    re-sends the dispatch in backward; with keep_dispatch it keeps what the dispatch received, one
+    [bsk/n, h] tensor: k units more, and nothing is re-sent (workloads.tasks).
     The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input;
     selective recomputation keeps the no-SAR amount less what its modules free (``selective_freed``).
     CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp).
@@ -72,7 +75,7 @@ def megascale_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) ->
     f = m.expert_ffn_size / m.hidden_size
     bsh_over_n_bytes = layout.micro_batch * seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
     if layout.recompute == "sar":
-        factor = 2 * k * f + 4 + 2 / m.q_per_kv
+        factor = 2 * k * f + 4 + 2 / m.q_per_kv + (k if layout.keep_dispatch else 0)
     elif layout.recompute == "full":
         return bsh_over_n_bytes  # only the layer input
     else:

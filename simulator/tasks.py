@@ -12,11 +12,13 @@ from simulator.calibration import Calibration
 from simulator.costs import (
     collective_latency_s,
     collective_wire_bytes,
+    comm_kernel_sms,
     compute_time_s,
     fused_tail_s,
     nic_wire_bytes,
 )
 from simulator.network import FluidNetwork
+from simulator.sm_share import SmShare
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, Op
 
@@ -30,6 +32,7 @@ class TaskTiming:
     exposed_comm_s: dict[str, float] = field(default_factory=dict)
     model_flops: float = 0.0
     intervals: list[tuple[int, float, float]] = field(default_factory=list)  # (op, start, end) from the task start
+    slowed_gemm_s: dict[int, float] = field(default_factory=dict)  # fused ops: GEMM time on the SMs left to it
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class OpCosts:
     signalled: frozenset[int]  # ops whose completion another stream (or the host) waits for
     streams: tuple[tuple[int, ...], ...]  # op indices of each stream, in program order
     nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
+    comm_sms: tuple[int, ...] = ()  # SMs each collective's kernel holds (empty when none holds any)
+    sm_count: int = 0  # the GPU's SMs, shared by communication kernels and the compute beside them
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -76,6 +81,8 @@ class OpCosts:
                 for name in dict.fromkeys(o.stream for o in ops)
             ),
             tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
+            sms if any(sms := tuple(comm_kernel_sms(op, cal) for op in ops)) else (),
+            gpu.sm_count,
         )
 
 
@@ -102,7 +109,8 @@ def run_task(
     With ``lanes`` (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take
     turns on the GPU (one at a time, first come first served), so one lane computes while the other
     communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
-    DeepSeek-V3 Sec. 3.2.2).
+    DeepSeek-V3 Sec. 3.2.2). Whenever more than one stream runs, a collective's kernel holds its SMs
+    (``costs.comm_sms``) and the compute beside it runs on the rest (simulator.sm_share).
 
     NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
     simpy only where time must pass for others: before a collective, before waiting on another stream,
@@ -133,8 +141,9 @@ def run_task(
     done_at: list[float | None] = [None] * len(ops)
     signals = {index: env.event() for index in costs.signalled}
     gpu = simpy.Resource(env, capacity=1) if lanes else None
+    sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
     procs = [
-        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu))
+        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms))
         for indices in streams
     ]
     finished = env.all_of(procs)
@@ -168,7 +177,7 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
     yield env.timeout(clock - env.now)
 
 
-def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None):
+def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None):
     clock = env.now  # this stream's own time; >= env.now
     for index in indices:
         op = ops[index]
@@ -184,7 +193,8 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         clock = max(clock, issued)
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
-        if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn:  # time must really pass
+        shares = sms is not None and op.kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
+        if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
@@ -193,15 +203,24 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
             if op.kind == COLLECTIVE:
+                held = costs.comm_sms[index] if sms is not None else 0
+                if held:
+                    sms.hold(held)
                 if costs.latency_s[index]:
                     yield env.timeout(costs.latency_s[index])
                 yield transfer(index, costs.wire_bytes[index])
+                if held:
+                    sms.release(held)
             elif op.kind == FUSED:
                 compute_s = costs.compute_s[index]
                 comm = transfer(index, costs.wire_bytes[index])
                 comm_end = []
                 comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
-                yield env.timeout(compute_s)
+                if sms is not None:
+                    yield from sms.compute(compute_s)
+                    compute_s = timing.slowed_gemm_s[index] = env.now - begin  # on the SMs it had
+                else:
+                    yield env.timeout(compute_s)
                 if not comm_end:  # NOTE: two plain yields instead of an AllOf condition: same times, cheaper
                     yield comm
                 comm_s = comm_end[0] - begin
@@ -209,6 +228,8 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 if turn is not None:  # the GPU turn is held through the tail
                     yield env.timeout(tail_s)
                     tail_s = 0.0
+            elif sms is not None:
+                yield from sms.compute(costs.compute_s[index])
             else:
                 yield env.timeout(costs.compute_s[index])
             if turn is not None:
@@ -238,8 +259,9 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
         op = ops[index]
         timing.model_flops += op.model_flops
         if op.kind == FUSED:
-            busy.append((begin, begin + costs.compute_s[index]))
-            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - costs.compute_s[index]
+            gemm_s = timing.slowed_gemm_s.get(index, costs.compute_s[index])
+            busy.append((begin, begin + gemm_s))
+            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - gemm_s
         elif op.kind == COLLECTIVE and op.stream == COMPUTE and not lanes:
             exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin)
         elif op.kind == COLLECTIVE:

@@ -144,7 +144,8 @@ def stage_intervals(timeline: Timeline, stage: int, micro_batches: int | None = 
             args = _op_args(op, task.direction, task.micro_batch, task.chunk)
             a, b = begin + start, begin + stop
             if op.kind == FUSED:
-                tracks[COMPUTE_T].append((a, a + costs[key].compute_s[index], op.name, args))
+                gemm_s = timing.slowed_gemm_s.get(index, costs[key].compute_s[index])  # beside other comm: slower
+                tracks[COMPUTE_T].append((a, a + gemm_s, op.name, args))
                 tracks[FUSED_T].append((a, b, f"{op.name} ({op.collective})", args))
             elif op.kind == COLLECTIVE:
                 tracks[NVLINK_T].append((a, b, f"{op.group} {op.collective}", args))

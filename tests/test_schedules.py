@@ -13,7 +13,7 @@ from workloads.schedules import (
     BACKWARD_INPUT,
     FORWARD,
     FORWARD_BACKWARD,
-    FORWARD_BACKWARD_INPUT,
+    FORWARD_BACKWARD_DELAYED,
     WEIGHT,
     DualPipe,
     DualPipeV,
@@ -137,7 +137,7 @@ def test_dualpipev_activations_pp_plus_one_half_chunks() -> None:
 
 def test_ep_overlap_without_pipelining_pairs_each_forward_with_the_previous_backward() -> None:
     """PP 1 (Megatron-Core combined_1f1b_schedule_for_no_pipelining): F0, then F(i+1)&B(i), then the last B;
-    with delay_wgrad each backward half is Bi and its W follows the pair."""
+    with delay_wgrad the pairs' backward halves delay their weight gradients per layer (no W task)."""
     got = [(t.direction, t.micro_batch, t.paired) for t in OneFOneB(1, 3, ep_overlap=True).order(0)]
     assert got == [
         (FORWARD, 0, None),
@@ -146,7 +146,7 @@ def test_ep_overlap_without_pipelining_pairs_each_forward_with_the_previous_back
         (BACKWARD, 2, None),
     ]
     delayed = [t.direction for t in OneFOneB(1, 3, ep_overlap=True, delay_wgrad=True).order(0)]
-    assert delayed == [FORWARD, FORWARD_BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD_INPUT, WEIGHT, BACKWARD]
+    assert delayed == [FORWARD, FORWARD_BACKWARD_DELAYED, FORWARD_BACKWARD_DELAYED, BACKWARD]
 
 
 @pytest.mark.parametrize("delay_wgrad", [False, True])
@@ -164,7 +164,7 @@ def test_ep_overlap_interleaved_runs_every_task_once(stages, micro_batches, chun
                 assert where[(FORWARD, mb, chunk)] < where[(BACKWARD, mb, chunk)]
         assert all(t.paired != (t.micro_batch, t.chunk) for t in order if t.paired)
         assert schedule.in_flight(stage) == min(plain.in_flight(stage) + 1, micro_batches * chunks)
-    durations = {**UNIT, FORWARD_BACKWARD: 2.5, FORWARD_BACKWARD_INPUT: 1.5}
+    durations = {**UNIT, FORWARD_BACKWARD: 2.5, FORWARD_BACKWARD_DELAYED: 2.5}
     replay(schedule, durations)
 
 

@@ -86,7 +86,7 @@ def test_search_cli(capsys) -> None:
 
 def test_stages_that_fit_are_the_valid_divisors_within_hbm() -> None:
     """One helper finds the pipeline depths for search, layouts-ep and scaleup-domain."""
-    from experiments.search import Job, divisors
+    from experiments.search_space import Job, divisors
 
     model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
     job = Job(240, 8, 720, 8192, cluster_preset("h800", 240).gpu.hbm_bytes)

@@ -42,6 +42,8 @@ TOY_CALIBRATION = Calibration(
     host_sync_s=50e-6,
     all_to_all_efficiency=0.5,
     ring_efficiency=1.0,
+    comm_sms_nccl=0,  # communication kernels take no SMs from compute (tests/test_sm_share.py sets them)
+    comm_sms_deepep=0,
     fitted_on=(),
 )
 

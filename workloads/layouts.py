@@ -42,6 +42,9 @@ class LayoutSpec:
     expert_gemm: str = "grouped"
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
     fused_permute: bool = True  # permutation, router and activation fused into few kernels
+    # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
+    # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k
+    # routed-copy terms are what SAR frees); keep_dispatch keeps the received tokens instead.
     recompute: str = "sar"
     grad_sync: str = "bf16-a2a"  # Sec. 5: BF16 all-to-all + FP32 local sum, or FP32 reduce-scatter
     zero_stage: int = 1
@@ -73,6 +76,13 @@ class LayoutSpec:
     # Selective recomputation (recompute "selective", Megatron-Core's --recompute-modules): the modules
     # (workloads.ops.Module values) whose forward steps re-run in backward and whose activations are freed.
     recompute_modules: tuple[str, ...] = ()
+    # Under SAR, keep the routed token copies the dispatch delivered (the expert GEMMs' input) for backward
+    # instead of permuting and sending them again: no dispatch in backward, k more units of bsh/n per layer
+    # (simulator.memory). Megatron-Core's choice is by module: "moe" checkpoints the whole MoE layer and
+    # re-sends dispatch and combine, "moe_act" recomputes only the activation and sends nothing
+    # (TransformerConfig.recompute_modules, megatron/core/transformer/transformer_config.py;
+    # MoELayer.forward's checkpoint of custom_forward, megatron/core/transformer/moe/moe_layer.py).
+    keep_dispatch: bool = False
     # Optimizer and gradient storage (Megatron-Core distributed optimizer; simulator.memory): dtypes of the
     # main gradients, FP32 master weights and Adam moments; param_remainders keeps only the 16 low bits of
     # each FP32 master weight beside its BF16 copy (TE FusedAdam store_param_remainders).
@@ -84,7 +94,8 @@ class LayoutSpec:
     fp8_param_gather: bool = False  # linear-layer weights stored in FP8 (1 byte); needs gemm_dtype "fp8"
     fp8_recipe: str = ""  # TE scaling recipe of FP8 training, kept for its cost model (not simulated yet)
     # Megatron-Core's combined 1F1B (workloads/schedules.py pair_steady): EP all-to-all overlapped with another
-    # micro-batch's compute (--overlap-moe-expert-parallel-comm), weight gradients after the pair (--delay-wgrad-compute).
+    # micro-batch's compute (--overlap-moe-expert-parallel-comm), each layer's weight gradients where Megatron-Core
+    # issues them under --delay-wgrad-compute (workloads.dualpipe.delay_weight_grads).
     ep_overlap: bool = False
     delay_wgrad: bool = False
 
@@ -173,6 +184,10 @@ SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
 # DeepSeek-V3 report Sec. 3.2: PP 16 (DualPipe; plain 1F1B here), 64-way EP over 8 nodes, no TP: attention
 # is data parallel (intra_size 1), node-limited routing to at most 4 nodes, ZeRO-1, FP8 GEMMs (Sec. 3.3).
 # Dispatch is DeepEP's all-to-all (no AG for top-8); no fused GEMM + collective (intra-op overlap off).
+# Recompute is MegaScale-MoE's SAR, inherited: the dispatch is sent again in backward. DeepSeek-V3 itself
+# recomputes only RMSNorm and the MLA up-projections (Sec. 3.2.3) and so keeps what the dispatch received
+# (keep_dispatch=True, at k = 8 more units of bsh per layer; the FP8 activation caching of Sec. 3.3.3 that
+# makes that fit is not modelled).
 DEEPSEEK_V3 = MEGASCALE_MOE.with_(
     name="deepseek-v3",
     intra_size=1,

@@ -179,7 +179,9 @@ def _permute_step(layout: LayoutSpec, copies: int, h: int) -> Step:
     """Token copies gathered into expert order before the expert GEMMs (read and written once per pass)."""
     kernels, passes = _kernels_passes(layout)
     mem_bytes = passes * 2 * copies * h * BYTES_BF16
-    return Step("permute", MEMORY, mem_bytes=mem_bytes, kernels=kernels, sar_recompute=True, module=M)
+    return Step(
+        "permute", MEMORY, mem_bytes=mem_bytes, kernels=kernels, sar_recompute=True, routed_copies=True, module=M
+    )
 
 
 def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
@@ -222,7 +224,14 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     common = {"comm_bytes": plan.nvlink_bytes, "nic_bytes": plan.nic_bytes, "group_size": plan.degree}
     common["module"] = M
     dispatch = comm_step(
-        names[0], kinds[0], Group.EP, fuse=fuse_dispatch, sar_recompute=True, carries=Carries.INTO_GEMM, **common
+        names[0],
+        kinds[0],
+        Group.EP,
+        fuse=fuse_dispatch,
+        sar_recompute=True,
+        routed_copies=True,
+        carries=Carries.INTO_GEMM,
+        **common,
     )
     combine = comm_step(names[1], kinds[1], Group.EP, fuse=fuse_combine, carries=Carries.OUT_OF_GEMM, **common)
     etp_ag: list[Step] = []

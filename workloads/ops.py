@@ -150,6 +150,7 @@ class Op:
     comm_bytes: float = 0.0  # bytes each GPU sends (egress)
     tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
     nic_bytes: float = 0.0  # bytes each GPU sends over its NIC (cross-node EP), besides comm_bytes on NVLink
+    module: Module = Module.NONE  # compute ops: the Megatron-Core submodule of their step
 
     @property
     def is_comm(self) -> bool:
@@ -171,6 +172,7 @@ class Step:
     comm_bytes: float = 0.0  # ATTENTION with comm_bytes / nic_bytes: ring attention (CP), fused
     fuse: str = ""  # for collectives under intra-op overlap: fuse with the "prev" or "next" GEMM
     sar_recompute: bool = False  # recomputed / re-communicated in backward under SAR
+    routed_copies: bool = False  # the EP permutation and dispatch: kept, not re-run, under SAR with keep_dispatch
     nic_bytes: float = 0.0  # collectives: bytes each GPU sends over its NIC (cross-node EP)
     group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
     overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective

@@ -22,11 +22,13 @@ class Phase(Label):
     BACKWARD_INPUT = "Bi"  # input-gradient half of a split backward (zero-bubble's B; Qi et al., ICLR'24)
     WEIGHT = "W"  # weight-gradient half, deferred to fill bubbles
     FORWARD_BACKWARD = "F&B"  # a forward and a full backward of different micro-batches, overlapped
-    FORWARD_BACKWARD_INPUT = "F&Bi"  # a forward and an input-gradient backward, overlapped (W runs later)
+    # F&B whose backward issues each layer's weight gradients where Megatron-Core's --delay-wgrad-compute
+    # puts them (workloads.dualpipe.delay_weight_grads): the experts' beside the layer's dispatch backward
+    FORWARD_BACKWARD_DELAYED = "F&Bdw"
 
 
-FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD, FORWARD_BACKWARD_INPUT = Phase
-PAIRED = (FORWARD_BACKWARD, FORWARD_BACKWARD_INPUT)  # phases whose tasks run two micro-batches on two lanes
+FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED = Phase
+PAIRED = (FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED)  # phases whose tasks run two micro-batches on two lanes
 
 
 class Task(NamedTuple):
@@ -160,13 +162,12 @@ class Schedule:
     def pair_steady(self, forward: Task, backward: Task) -> list[Task]:
         """A steady-state forward and backward: as they are, or with ``ep_overlap`` one F&B task (Megatron-Core
         ``combined_1f1b_schedule_for_interleaved_pipelining``: one micro-batch's dispatch / combine hides behind
-        the other's compute); with ``delay_wgrad`` the backward half is Bi and its W runs after the pair."""
+        the other's compute); with ``delay_wgrad`` the backward half delays each layer's weight gradients as
+        ``TransformerLayerSchedulePlan.run`` does (megatron/core/models/common/model_chunk_schedule_plan.py)."""
         if not self.ep_overlap:
             return [forward, backward]
-        paired = (backward.micro_batch, backward.chunk)
-        if not self.delay_wgrad:
-            return [Task(FORWARD_BACKWARD, forward.micro_batch, forward.chunk, paired)]
-        return [Task(FORWARD_BACKWARD_INPUT, forward.micro_batch, forward.chunk, paired), Task(WEIGHT, *paired)]
+        phase = FORWARD_BACKWARD_DELAYED if self.delay_wgrad else FORWARD_BACKWARD
+        return [Task(phase, forward.micro_batch, forward.chunk, (backward.micro_batch, backward.chunk))]
 
     def check_overlap(self) -> None:
         """Megatron-Core's requirements: delay_wgrad needs ep_overlap; with pp > 1, virtual stages."""

@@ -15,7 +15,7 @@ from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,
-    FORWARD_BACKWARD,
+    FORWARD_BACKWARD_DELAYED,
     PAIRED,
     Block,
     Schedule,
@@ -222,10 +222,11 @@ class StepWorkload:
         if phase == BACKWARD:
             recompute_below = max(len(blocks[0].layers) - self.layout.recompute_kept_layers, 0)
             return tuple(backward_ops(self._layers(blocks[0]), self.layout, recompute_below))
-        if phase in PAIRED:  # a forward and a full (F&B) or input-gradient (F&Bi) backward, on two lanes
-            forward = TaskKey(FORWARD, blocks[:1])
-            backward = TaskKey(BACKWARD if phase == FORWARD_BACKWARD else BACKWARD_INPUT, blocks[1:])
-            ops, self._lanes[key] = dualpipe.pair(self.task_ops(forward), self.task_ops(backward))
+        if phase in PAIRED:  # a forward and a full backward (its weight gradients delayed per layer), on two lanes
+            backward = self.task_ops(TaskKey(BACKWARD, blocks[1:]))
+            if phase == FORWARD_BACKWARD_DELAYED:
+                backward = dualpipe.delay_weight_grads(backward)
+            ops, self._lanes[key] = dualpipe.pair(self.task_ops(TaskKey(FORWARD, blocks[:1])), backward)
             return ops
         input_ops, weight_ops = dualpipe.split_backward(self.task_ops(TaskKey(BACKWARD, blocks)))
         return input_ops if phase == BACKWARD_INPUT else weight_ops

@@ -81,6 +81,7 @@ class _OpList:
             attention_backward=backward and kind == ATTENTION,
             mem_bytes=mem_bytes,
             kernels=step.kernels,
+            module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
             scale = step.bwd_scale if backward else 1.0
@@ -232,6 +233,8 @@ def _reruns(layout: LayoutSpec) -> Callable[[Step], bool] | None:
     """Which forward steps partial recomputation re-runs at the start of a layer's backward: MegaScale-MoE's
     SAR steps (Sec. 4.1), or the steps of the Megatron-Core modules selective recomputation names
     (--recompute-granularity selective --recompute-modules); None without partial recomputation."""
+    if layout.recompute == "sar" and layout.keep_dispatch:  # the received tokens are kept: nothing re-sent
+        return lambda step: step.sar_recompute and not step.routed_copies
     if layout.recompute == "sar":
         return lambda step: step.sar_recompute
     if layout.recompute == "selective":

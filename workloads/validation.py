@@ -50,6 +50,13 @@ def _check_memory_options(layout: LayoutSpec) -> None:
     """Selective recomputation, FP8 weights and the optimizer's storage: each option with the one it needs."""
     if layout.recompute_modules and layout.recompute != "selective":
         raise ConfigError("layout.recompute_modules", f'needs recompute "selective", not {layout.recompute!r}')
+    if layout.keep_dispatch and layout.ffn != "ep":
+        raise ConfigError("layout.keep_dispatch", 'keeps what the EP dispatch received: needs ffn "ep"')
+    if layout.keep_dispatch and layout.recompute != "sar":
+        raise ConfigError(
+            "layout.keep_dispatch",
+            f'needs recompute "sar" (selective: "moe" re-sends, "moe_act" keeps), not {layout.recompute!r}',
+        )
     if layout.gemm_dtype != "fp8":
         for field in ("fp8_param_gather", "fp8_recipe"):
             if getattr(layout, field):
