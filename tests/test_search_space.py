@@ -67,7 +67,8 @@ def test_fix_pins_dimensions_and_names_bad_ones() -> None:
 
 
 def test_too_many_points_is_refused_before_any_simulation() -> None:
-    with pytest.raises(ConfigError, match=r"max-points: 669 layouts to simulate exceed --max-points 5"):
+    count = len(candidates("mixtral-8x7b", 16, **ARGS)[0])
+    with pytest.raises(ConfigError, match=rf"max-points: {count} layouts to simulate exceed --max-points 5"):
         search("mixtral-8x7b", 16, max_points=5, progress=lambda _: None, **ARGS)
 
 
