@@ -163,8 +163,9 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             f"TP {tp} without --sequence-parallel: Megatron all-reduces activations and keeps them whole; "
             "moesim simulates TP with sequence parallelism (all-gather + reduce-scatter, the same bytes)"
         )
-    if args.get("--tp-comm-overlap") and not args.get("--sequence-parallel"):  # arguments.py validate_args
-        raise ConfigError("--tp-comm-overlap", "needs --sequence-parallel (Megatron-LM)")
+    # arguments.py validate_args turns sequence parallelism off at TP 1, then asserts it under --tp-comm-overlap
+    if args.get("--tp-comm-overlap") and not (args.get("--sequence-parallel") and tp > 1):
+        raise ConfigError("--tp-comm-overlap", "needs --sequence-parallel with TP > 1 (Megatron-LM)")
     if any(kind != "p2p" for kind in args.get("--cp-comm-type", ("p2p",))):
         notes.append("--cp-comm-type other than p2p: moesim simulates CP as the p2p ring")
     return {
@@ -174,7 +175,7 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "cp": _positive(args, "--context-parallel-size", 1),
         "micro_batch": _positive(args, "--micro-batch-size", 1),
         # TE userbuffers: the TP collectives of attention and dense MLPs overlapped with their GEMMs
-        "tp_comm_overlap": bool(args.get("--tp-comm-overlap")) and tp > 1,
+        "tp_comm_overlap": bool(args.get("--tp-comm-overlap")),
     }
 
 
