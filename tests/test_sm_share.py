@@ -59,8 +59,12 @@ def test_compute_beside_an_nccl_collective_runs_on_the_other_sms() -> None:
 
 def test_deepep_holds_its_own_sm_count() -> None:
     """A cross-node EP all-to-all (NIC bytes: 1 MB, 1 ms on the NIC beside 2 ms on NVLink) is DeepEP's: 50 SMs
-    here, so wgrad runs at 0.5 from 1 to 3 ms (1 ms of work), then 2 ms at full rate: it ends at 5."""
-    ops = [_mem("pre", 1.0), _a2a(COMM, (0,), nic_bytes=1e6), _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2))]
+    here, so wgrad runs at 0.5 from 1 to 3 ms (1 ms of work), then 2 ms at full rate: it ends at 5. Its NVLink
+    bytes run at DeepEP's efficiency there, 2 / (160/153 + 160/158) (simulator.costs.deepep_efficiency), so
+    2 MB x that efficiency of egress puts 2 MB on the wire."""
+    deepep_bytes = 2e6 * 2 / (160 / 153 + 160 / 158)
+    a2a = _a2a(COMM, (0,), nic_bytes=1e6, comm_bytes=deepep_bytes)
+    ops = [_mem("pre", 1.0), a2a, _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2))]
     assert _spans(_run(ops)) == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 5.0), (3, 5.0, 6.0)]
 
 
