@@ -8,7 +8,20 @@ from simulator.calibration import Calibration
 from simulator.collective_efficiency import Algorithm, Link, efficiency
 from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
-from workloads.ops import ALL_TO_ALL, ATTENTION, BYTES_BF16, COLLECTIVE, FUSED, GEMM, HOST_SYNC, MEMORY, Gemm, Group, Op
+from workloads.ops import (
+    ALL_TO_ALL,
+    ATTENTION,
+    BYTES_BF16,
+    COLLECTIVE,
+    FUSED,
+    GEMM,
+    HOST_SYNC,
+    MEMORY,
+    EpDispatcher,
+    Gemm,
+    Group,
+    Op,
+)
 from workloads.precision import DTYPE_BYTES
 
 
@@ -74,12 +87,13 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
 
 def collective_wire_bytes(op: Op, cal: Calibration) -> float:
     """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: NCCL's
-    all-to-all at the declared Calibration.all_to_all_efficiency; a cross-node EP all-to-all (DeepEP's
-    dispatch or combine, workloads.ep) at DeepEP's published intranode rate; ring collectives at
-    Calibration.ring_efficiency (1: the NVLink capacity is their measured rate)."""
+    all-to-all at the declared Calibration.all_to_all_efficiency (also the NVLink part of a cross-node one
+    under the alltoall dispatcher); a cross-node EP all-to-all of DeepEP's (dispatch or combine, workloads.ep)
+    at DeepEP's published intranode rate; ring collectives at Calibration.ring_efficiency (1: the NVLink
+    capacity is their measured rate)."""
     if op.collective != ALL_TO_ALL:
         efficiency = cal.ring_efficiency
-    elif op.nic_bytes:
+    elif op.nic_bytes and op.dispatcher == EpDispatcher.DEEPEP:
         efficiency = deepep_efficiency(Link.NVLINK)
     else:
         efficiency = cal.all_to_all_efficiency
@@ -116,21 +130,26 @@ def dp_gradient_efficiency(grad_sync: str) -> float:
 
 def nic_wire_bytes(op: Op) -> float:
     """NIC bytes of a cross-node EP collective at DeepEP's internode efficiency (simulator.collective_efficiency:
-    its RDMA bandwidth is the NIC's NCCL rate); other ops' NIC bytes (CP's ring) at the ring's."""
+    its RDMA bandwidth is the NIC's NCCL rate) or, under the alltoall dispatcher, NCCL's all-to-all's over the
+    NIC; other ops' NIC bytes (CP's ring) at the ring's."""
     if not op.nic_bytes:
         return 0.0
-    if op.collective == ALL_TO_ALL:
+    if op.collective == ALL_TO_ALL and op.dispatcher == EpDispatcher.DEEPEP:
         return op.nic_bytes / deepep_efficiency(Link.NIC)
+    if op.collective == ALL_TO_ALL:
+        return op.nic_bytes / efficiency(Algorithm.ALL_TO_ALL, Link.NIC)
     return op.nic_bytes / efficiency(Algorithm.RING, Link.NIC)
 
 
 def comm_kernel_sms(op: Op, cal: Calibration) -> int:
-    """SMs a collective's kernel holds while it runs: DeepEP's for cross-node EP (its NIC + NVLink
-    dispatch and combine, workloads.ep), NCCL's channels for every other collective. A fused GEMM +
+    """SMs a collective's kernel holds while it runs: DeepEP's for its cross-node EP (its NIC + NVLink
+    dispatch and combine, workloads.ep), NCCL's channels for every other collective (the alltoall
+    dispatcher's cross-node EP and TE's bulk TP overlaps included). A fused GEMM +
     collective moves its tiles inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
     if op.kind != COLLECTIVE:
         return 0
-    return cal.comm_sms_deepep if op.group == Group.EP and op.nic_bytes > 0 else cal.comm_sms_nccl
+    deepep = op.group == Group.EP and op.nic_bytes > 0 and op.dispatcher == EpDispatcher.DEEPEP
+    return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
 
 
 def collective_latency_s(group_size: int, step_latency_s: float) -> float:

@@ -57,6 +57,7 @@ def test_the_flags_map_onto_layout_fields() -> None:
         True,
     )
     assert (spec.zero_stage, spec.grad_sync, spec.dp_overlap, spec.gemm_dtype) == (1, "fp32-rs", False, "bf16")
+    assert (spec.tp_comm_overlap, spec.ep_dispatcher) == (False, "alltoall")  # no userbuffers; NCCL moves EP tokens
     assert (job.global_batch, job.seq_len) == (256, 4096)
     assert [(arg.flag, arg.reason.split(":")[0]) for arg in job.ignored] == [("--lr", "optimizer hyper-parameter")]
 

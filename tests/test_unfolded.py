@@ -74,6 +74,8 @@ VPP2 = {"schedule": "interleaved", "virtual_stages": 2}
 OVERLAP_WGRAD = {"ep_overlap": True, "delay_wgrad": True}
 NIC_SLOW_Bps = 2e9  # a slow NIC, so that PP sends still run when the next task's EP flows start
 
+TE_TP = {"inter_op_overlap": False, "intra_op_overlap": False}  # Megatron's: only userbuffers overlap
+
 FEATURES = [
     # CP on NVLink: intra_size x cp = 4 GPUs of one node; ring hops on NVLink, DP over the replicas' NICs.
     ("cp-nvlink", TINY, 16, 4, 8, {"intra_size": 2, "cp": 2}, None, None, None),
@@ -85,6 +87,20 @@ FEATURES = [
     # Cross-node EP over 2 nodes (DeepEP): one NIC flow to the same-rail peer, NVLink fan-out to 3 peers.
     ("ep-2-nodes", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, None, None, None),
     ("ep-4-nodes", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, None, None),
+    # Cross-node EP with NCCL's all-to-all (the alltoall dispatcher): a NIC copy per remote routed expert.
+    ("ep-2-nodes-nccl", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "ep_dispatcher": "alltoall"}, None, None, None),
+    # TE userbuffers: TP collectives fused into their GEMMs, the backward bulk ones on the comm stream.
+    (
+        "tp-comm-overlap",
+        TINY,
+        16,
+        4,
+        8,
+        {**TE_TP, "attention": "tp", "ffn": "tp", "intra_size": 4, "recompute": "none", "tp_comm_overlap": True},
+        None,
+        None,
+        None,
+    ),
     ("ep-node-limited", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16, "ep_max_nodes": 2}, None, None, None),
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),

@@ -4,6 +4,8 @@ A token picks k of E experts; the EP group spans N nodes of G GPUs each (E/N exp
 per GPU). Node-limited routing first selects at most M nodes, then the top-k experts on them. A token
 crosses the NIC once per destination node other than its own (to the GPU of its own rail there) and
 is then forwarded over NVLink to the GPUs holding its experts in that node (DeepEP internode dispatch).
+NCCL's all-to-all (Megatron-Core's alltoall dispatcher) deduplicates nothing: it sends every routed copy
+to its expert's rank, so a token crosses the NIC once per routed expert on another node.
 """
 
 from __future__ import annotations
@@ -69,6 +71,32 @@ def ep_dispatch_bytes(
     return EpBytes(token_bytes * remote, token_bytes * top_k * (g - 1) / g, d, remote)
 
 
+def nccl_all_to_all_bytes(
+    tokens_local: int,
+    hidden_size: int,
+    top_k: int,
+    ep: int,
+    gpus_per_node: int,
+    bytes_per_element: int = BYTES_BF16,
+) -> EpBytes:
+    """Per-GPU NIC and NVLink egress of one EP dispatch as NCCL's all-to-all moves it (uniform routing).
+
+    Megatron-Core's MoEAlltoAllTokenDispatcher (megatron/core/transformer/moe/token_dispatcher.py) permutes
+    the tokens into one row per (token, routed expert) and all-to-alls the rows to the experts' ranks: each
+    of the k copies goes to its own rank, with no per-node deduplication. A copy's rank is uniform over the
+    N G ranks, so (N - 1) / N of the k copies leave the node: NIC egress = tokens x h x bytes x k (N - 1) / N.
+    NCCL's PXN (NCCL 2.12, on by default) first moves a remote copy over NVLink to the node's GPU on the
+    destination's rail unless that is the sender, (G - 1) / G of them; with the (G - 1) / (N G) of the copies
+    to node peers, NVLink egress = tokens x h x bytes x k (G - 1) / G, DeepEP's. ``expected_nodes`` and
+    ``remote_nodes`` count the copies that cross it: k and k (N - 1) / N.
+    """
+    g = min(ep, gpus_per_node)
+    nodes = ep // g
+    token_bytes = tokens_local * hidden_size * bytes_per_element
+    remote = top_k * (nodes - 1) / nodes
+    return EpBytes(token_bytes * remote, token_bytes * top_k * (g - 1) / g, float(top_k), remote)
+
+
 @dataclass(frozen=True)
 class EpPlan:
     """Where every EP number of one MoE layer comes from: the group, the dispatch and its per-GPU bytes.
@@ -76,10 +104,12 @@ class EpPlan:
     Dispatch egress per GPU (= combine egress) of one micro-batch, scaled to the busiest GPU under
     skewed routing: inside one node MegaScale-MoE Eq. 3 ((g-1)/g of the routed copies) or, with top-k
     above the threshold, the all-gather of the g members' tokens (Sec. 3.2, Fig. 6/7); across nodes
-    DeepEP's NIC + NVLink bytes with node-limited routing (``ep_dispatch_bytes``).
+    DeepEP's NIC + NVLink bytes with node-limited routing (``ep_dispatch_bytes``), or NCCL's all-to-all's
+    (``nccl_all_to_all_bytes``) under the alltoall dispatcher.
     """
 
     degree: int  # EP ranks of the group
+    dispatcher: str  # who moves cross-node tokens: "deepep" or "alltoall" (NCCL); LayoutSpec.ep_dispatcher
     members_per_node: int  # g: EP ranks of the group inside one node
     nodes: int  # nodes the group spans
     all_gather: bool  # dispatch as all-gather + reduce-scatter instead of all-to-all
@@ -106,6 +136,7 @@ def ep_plan(
     capacity_factor: float,
     dropless: bool = False,
     stats: RoutingStats | None = None,
+    dispatcher: str = "deepep",
 ) -> EpPlan:
     """The EP plan of one MoE layer for ``tokens_local`` tokens per GPU (``stats``: skewed routing).
 
@@ -121,7 +152,10 @@ def ep_plan(
     rows = math.ceil(routed * etp / experts_local * capacity_factor)
     if dropless and stats is not None:  # dropless: the busiest GPU's copies, no padding
         rows = math.ceil(stats.busiest_copies * etp / experts_local)
-    if degree > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
+    if degree > g and dispatcher == "alltoall":  # across nodes, NCCL: NIC once per remote copy
+        cross = nccl_all_to_all_bytes(tokens_local, hidden_size, top_k, degree, ranks_per_node)
+        nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
+    elif degree > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
         cross = ep_dispatch_bytes(tokens_local, hidden_size, top_k, num_experts, degree, ranks_per_node, max_nodes)
         nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
     elif all_gather:
@@ -129,4 +163,4 @@ def ep_plan(
     else:
         nvlink, nic = routed_bytes * (g - 1) / g, 0.0
     dropped = stats.dropped_fraction if stats is not None else 0.0
-    return EpPlan(degree, g, nodes, all_gather, nvlink, nic, experts_local, rows, routed_bytes, dropped)
+    return EpPlan(degree, dispatcher, g, nodes, all_gather, nvlink, nic, experts_local, rows, routed_bytes, dropped)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
 from workloads.limits import check_limit
-from workloads.ops import Module
+from workloads.ops import EpDispatcher, Module
 from workloads.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.schedules import SCHEDULES
 from workloads.validation import check_layout
@@ -23,6 +23,7 @@ RECOMPUTE_MODULES = tuple(module.value for module in Module if module != Module.
 EXPERT_GEMMS = ("grouped", "sequential")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
+EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,12 @@ class LayoutSpec:
     # issues them under --delay-wgrad-compute (workloads.dualpipe.delay_weight_grads).
     ep_overlap: bool = False
     delay_wgrad: bool = False
+    # Transformer Engine's userbuffers (Megatron --tp-comm-overlap; workloads/tasks.py): the TP all-gathers and
+    # reduce-scatters of attention and dense MLPs overlapped with their linear layers' GEMMs.
+    tp_comm_overlap: bool = False
+    # Who moves cross-node EP tokens (workloads/ep.py): "deepep" (one NIC copy per destination node, then
+    # NVLink; Megatron's flex dispatcher) or "alltoall" (NCCL, one NIC copy per routed expert on another node).
+    ep_dispatcher: str = "deepep"
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
@@ -118,6 +125,7 @@ class LayoutSpec:
             "exp_avg_dtype": MOMENT_DTYPES,
             "exp_avg_sq_dtype": MOMENT_DTYPES,
             "fp8_recipe": FP8_RECIPES,
+            "ep_dispatcher": EP_DISPATCHERS,
         }
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:

@@ -163,6 +163,9 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             f"TP {tp} without --sequence-parallel: Megatron all-reduces activations and keeps them whole; "
             "moesim simulates TP with sequence parallelism (all-gather + reduce-scatter, the same bytes)"
         )
+    # arguments.py validate_args turns sequence parallelism off at TP 1, then asserts it under --tp-comm-overlap
+    if args.get("--tp-comm-overlap") and not (args.get("--sequence-parallel") and tp > 1):
+        raise ConfigError("--tp-comm-overlap", "needs --sequence-parallel with TP > 1 (Megatron-LM)")
     if any(kind != "p2p" for kind in args.get("--cp-comm-type", ("p2p",))):
         notes.append("--cp-comm-type other than p2p: moesim simulates CP as the p2p ring")
     return {
@@ -171,6 +174,8 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "pp": _positive(args, "--pipeline-model-parallel-size", 1),
         "cp": _positive(args, "--context-parallel-size", 1),
         "micro_batch": _positive(args, "--micro-batch-size", 1),
+        # TE userbuffers: the TP collectives of attention and dense MLPs overlapped with their GEMMs
+        "tp_comm_overlap": bool(args.get("--tp-comm-overlap")),
     }
 
 
@@ -188,8 +193,9 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         raise ConfigError("--moe-enable-deepep", "DeepEP is only supported with --moe-token-dispatcher-type flex")
     if args.get("--moe-shared-expert-overlap") and dispatcher == "allgather":
         raise ConfigError("--moe-shared-expert-overlap", "only works with the alltoall or flex token dispatcher")
-    if dispatcher == "flex":
-        notes.append("flex dispatcher (DeepEP / HybridEP): simulated as moesim's all-to-all dispatch")
+    backend = args.get("--moe-flex-dispatcher-backend", "deepep")  # TransformerConfig default
+    if dispatcher == "flex" and backend != "deepep":
+        notes.append(f"flex dispatcher with the {backend} backend: simulated with DeepEP's cross-node bytes")
     if args.get("--moe-shared-expert-overlap"):
         notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
     ffn = "ep" if ep > 1 or tp == 1 or etp != tp else "tp"
@@ -214,6 +220,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "ep": ep if ffn == "ep" else 0,
         "etp": etp if ffn == "ep" else 1,
         "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
+        # across nodes: flex moves tokens with DeepEP (or HybridEP), the others with NCCL (workloads/ep.py)
+        "ep_dispatcher": "deepep" if dispatcher == "flex" else "alltoall",
         "expert_gemm": "grouped" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
         # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
@@ -223,7 +231,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "ep_max_nodes": group_topk or 0,
         # the shared experts run beside the dispatch on its own stream; without it Megatron runs them in turn
         "inter_op_overlap": bool(args.get("--moe-shared-expert-overlap")),
-        "intra_op_overlap": False,  # --tp-comm-overlap (userbuffers) is not modelled
+        "intra_op_overlap": False,  # MegaScale-MoE's fused collectives; TE's userbuffers are tp_comm_overlap
         "ep_overlap": bool(args.get("--overlap-moe-expert-parallel-comm")),
         "delay_wgrad": bool(args.get("--delay-wgrad-compute")),
     }

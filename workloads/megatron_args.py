@@ -58,6 +58,7 @@ FLAGS: dict[str, Flag] = {
     "--account-for-embedding-in-pipeline-split": Flag(S),
     "--account-for-loss-in-pipeline-split": Flag(S),
     "--overlap-p2p-comm": Flag(S),
+    "--tp-comm-overlap": Flag(S),
     "--context-parallel-size": Flag(I),
     "--cp-comm-type": Flag(TS, ("p2p", "a2a", "allgather", "a2a+p2p")),
     "--expert-model-parallel-size": Flag(I),
@@ -196,7 +197,6 @@ IGNORED: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
-            "--tp-comm-overlap",
             "--cuda-graph-impl",
             "--cuda-graph-modules",
             "--cpu-offloading",

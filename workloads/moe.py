@@ -21,6 +21,7 @@ from workloads.ops import (
     MEMORY,
     REDUCE_SCATTER,
     Carries,
+    EpDispatcher,
     Gemm,
     Group,
     Module,
@@ -78,6 +79,7 @@ def layout_ep_plan(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_
         capacity_factor=layout.capacity_factor,
         dropless=layout.dropless,
         stats=stats,
+        dispatcher=layout.ep_dispatcher,
     )
 
 
@@ -223,6 +225,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     # cost 7 steps over 8 nodes but 63 in one node, so bigger nodes looked slower (issue #13).
     common = {"comm_bytes": plan.nvlink_bytes, "nic_bytes": plan.nic_bytes, "group_size": plan.degree}
     common["module"] = M
+    common["dispatcher"] = EpDispatcher(plan.dispatcher)
     dispatch = comm_step(
         names[0],
         kinds[0],

@@ -71,6 +71,15 @@ class Carries(Label):
     OUT_OF_GEMM = "out_of_gemm"  # a linear layer's output (combine, TP/ETP reduce-scatter): FP8 backward
 
 
+class EpDispatcher(Label):
+    """Who moves a cross-node EP all-to-all's tokens (workloads/ep.py): DeepEP's kernels, one NIC copy per
+    destination node forwarded over NVLink (Megatron's flex dispatcher), or NCCL's all-to-all, one NIC copy
+    per routed expert on another node (Megatron's alltoall dispatcher)."""
+
+    DEEPEP = "deepep"
+    ALLTOALL = "alltoall"
+
+
 class Module(Label):
     """The Megatron-Core submodule a recipe step runs in: what ``--recompute-modules`` names (selective
     recomputation, TransformerConfig.recompute_modules in megatron/core/transformer/transformer_config.py)."""
@@ -151,6 +160,7 @@ class Op:
     tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
     nic_bytes: float = 0.0  # bytes each GPU sends over its NIC (cross-node EP), besides comm_bytes on NVLink
     module: Module = Module.NONE  # compute ops: the Megatron-Core submodule of their step
+    dispatcher: EpDispatcher = EpDispatcher.DEEPEP  # all-to-alls with nic_bytes: whose efficiency they run at
 
     @property
     def is_comm(self) -> bool:
@@ -180,6 +190,7 @@ class Step:
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
     module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)
+    dispatcher: EpDispatcher = EpDispatcher.DEEPEP  # cross-node EP all-to-alls: DeepEP's or NCCL's
 
 
 def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0, **fields: object) -> Step:

@@ -5,6 +5,17 @@ collectives are transposed (all-gather <-> reduce-scatter), attention backward c
 (FlashAttention's convention: the backward recomputes QK^T). With inter-op overlap, communication runs
 on the comm stream and the weight-gradient GEMM is issued after it, so it hides the collective
 (MegaScale-MoE Sec. 4.1). With intra-op overlap, each collective is fused with its adjacent GEMM.
+
+With Transformer Engine's userbuffers (layout.tp_comm_overlap, Megatron's --tp-comm-overlap) only the TP
+collectives around TE's linear layers overlap, as TE runs them (transformer_engine/pytorch/module/
+layernorm_linear.py and linear.py ``backward``; the methods Megatron-Bridge configures per layer in
+src/megatron/bridge/training/comm_overlap.py TransformerLayerTPOverlapCfg): in forward the all-gather
+chunked into the QKV / FC1 GEMM and the reduce-scatter out of the proj / FC2 GEMM (qkv_fprop, fc1_fprop,
+proj_fprop, fc2_fprop: ring exchange, one chunk per TP rank); in backward the all-gather of the output
+gradient chunked into the proj / FC2 dgrad (proj_dgrad, fc2_dgrad), and for the column-parallel QKV / FC1
+two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gathered beside the dgrad GEMM
+(qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM
+(qkv_wgrad, fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from workloads.ops import (
     GEMM,
     HOST_SYNC,
     TRANSPOSE,
+    Group,
     Module,
     Op,
     Role,
@@ -41,7 +53,13 @@ class _OpList:
         self.ops: list[Op] = []
         self.comm_stream = COMM if layout.inter_op_overlap else COMPUTE
         self.fuse = layout.intra_op_overlap
+        self.tp_overlap = layout.tp_comm_overlap
         self.group_size = layout.intra_size
+
+    def fuses(self, step: Step) -> bool:
+        """Whether a collective fuses into its adjacent GEMM: every one under intra-op overlap, the TP ones
+        around TE's linear layers under userbuffers."""
+        return self.fuse or (self.tp_overlap and userbuffers(step))
 
     def add(self, op: Op) -> int:
         self.ops.append(op)
@@ -115,8 +133,45 @@ class _OpList:
                 group_size=step.group_size or self.group_size,
                 comm_bytes=step.comm_bytes * scale,
                 nic_bytes=step.nic_bytes * scale,
+                dispatcher=step.dispatcher,
             )
         )
+
+    def bulk_backward(self, gather: Step, layer: int, dgrad: int) -> tuple[int, int]:
+        """TE's bulk overlaps of a column-parallel layer's backward, after its dgrad GEMM at ``dgrad``: the
+        re-gather of the saved input shard beside the dgrad (at the forward all-gather's bytes: TE gathers the
+        quantized input under FP8) and the reduce-scatter of the dgrad, both on the comm stream. Returns
+        (re-gather, reduce-scatter); the wgrad GEMM waits for the first, the layer below for the second."""
+        common = {"group": gather.group, "group_size": gather.group_size or self.group_size}
+        regather = self.add(
+            Op(
+                f"{gather.name}.regather",
+                COLLECTIVE,
+                COMM,
+                self.ops[dgrad].deps,
+                Role.INPUT_GRAD,
+                layer,
+                collective=gather.collective,
+                comm_bytes=gather.comm_bytes,
+                nic_bytes=gather.nic_bytes,
+                **common,
+            )
+        )
+        scatter = self.add(
+            Op(
+                f"{gather.name}.bwd",
+                COLLECTIVE,
+                COMM,
+                (dgrad,),
+                Role.INPUT_GRAD,
+                layer,
+                collective=TRANSPOSE[gather.collective],
+                comm_bytes=gather.comm_bytes * gather.bwd_scale,
+                nic_bytes=gather.nic_bytes * gather.bwd_scale,
+                **common,
+            )
+        )
+        return regather, scatter
 
     def fuse_into(self, gemm_index: int, comm: Step, backward: bool) -> None:
         """Turn the GEMM op at ``gemm_index`` into a fused GEMM + collective op."""
@@ -134,6 +189,7 @@ class _OpList:
             comm_bytes=comm.comm_bytes * scale,
             tiles=size,
             nic_bytes=comm.nic_bytes * scale,
+            dispatcher=comm.dispatcher,
         )
 
 
@@ -157,9 +213,9 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
             elif join and not step.overlap_comm:
                 deps, join = deps + join, ()
             if step.kind == COLLECTIVE:
-                if ops.fuse and step.fuse == "prev" and last >= 0 and ops.ops[last].kind == GEMM:
+                if ops.fuses(step) and step.fuse == "prev" and last >= 0 and ops.ops[last].kind == GEMM:
                     ops.fuse_into(last, step, backward=False)
-                elif ops.fuse and step.fuse == "next" and _next_compute_is_gemm(steps, position):
+                elif ops.fuses(step) and step.fuse == "next" and _next_compute_is_gemm(steps, position):
                     pending_comm = step
                 else:
                     last = ops.collective(step, layer, deps, role)
@@ -177,6 +233,13 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
                 last = ops.collective(pending_comm, layer, (last,), role)
                 pending_comm = None
     return last
+
+
+def userbuffers(step: Step) -> bool:
+    """Whether TE's userbuffers overlap this collective: the TP all-gather / reduce-scatter around TE's
+    column- and row-parallel linear layers (attention, dense MLP), not the TP collectives of the MoE layer's
+    token dispatcher and GroupedLinear experts (module "moe"), which TransformerLayerTPOverlapCfg does not name."""
+    return step.group == Group.TP and step.module != Module.MOE
 
 
 def _next_compute_is_gemm(steps: list[Step], position: int) -> bool:
@@ -260,9 +323,13 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
         if step.kind == HOST_SYNC:
             continue
         if step.kind == COLLECTIVE:
-            if ops.fuse and step.fuse == "next" and grad >= 0 and ops.ops[grad].kind == GEMM:
+            dgrad_before = grad >= 0 and ops.ops[grad].kind == GEMM
+            if ops.tp_overlap and userbuffers(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
+                regather, grad = ops.bulk_backward(step, layer, grad)
+                deferred_wgrads[:] = [(wgrad, deps + (regather,)) for wgrad, deps in deferred_wgrads]
+            elif ops.fuses(step) and step.fuse == "next" and dgrad_before:
                 ops.fuse_into(grad, step, backward=True)  # fused with the dgrad just issued
-            elif ops.fuse and step.fuse == "prev":
+            elif ops.fuses(step) and step.fuse == "prev":
                 pending_comm = step  # fused with the next dgrad
             else:
                 grad = ops.collective(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd")

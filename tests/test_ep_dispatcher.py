@@ -1,0 +1,112 @@
+"""Who moves cross-node EP tokens (layout.ep_dispatcher): DeepEP, one NIC copy per destination node, or NCCL's
+all-to-all (Megatron's alltoall dispatcher), one NIC copy per routed expert on another node. Hand-computed
+bytes on the toy shapes of test_ep_cross_node (4,096 tokens of h = 4,096, top-8, EP 32 on 4 nodes of 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.calibration import Calibration
+from simulator.costs import collective_wire_bytes, comm_kernel_sms, nic_wire_bytes
+from topologies.errors import ConfigError
+from workloads.ep import ep_dispatch_bytes, ep_plan, nccl_all_to_all_bytes
+from workloads.layouts import layout_preset
+from workloads.megatron import parse_megatron_args
+from workloads.models import model_preset
+from workloads.ops import EpDispatcher
+from workloads.step import StepWorkload
+
+TOKEN_BYTES = 4096 * 4096 * 2
+CAL = Calibration(all_to_all_efficiency=0.5, comm_sms_nccl=16, comm_sms_deepep=20)
+
+
+def test_nccl_sends_every_remote_copy_over_the_nic() -> None:
+    """k (N - 1) / N = 8 x 3/4 = 6 copies per token over the NIC; NVLink k (G - 1) / G = 7 (PXN forwarding
+    included), as DeepEP's; DeepEP's NIC: D (N - 1) / N = 3.658983 x 3/4 = 2.744237 copies."""
+    nccl = nccl_all_to_all_bytes(4096, 4096, 8, 32, 8)
+    assert (nccl.nic_bytes, nccl.nvlink_bytes) == (TOKEN_BYTES * 6, TOKEN_BYTES * 7)
+    assert (nccl.expected_nodes, nccl.remote_nodes) == (8.0, 6.0)
+    deepep = ep_dispatch_bytes(4096, 4096, 8, 64, 32, 8)
+    assert deepep.nic_bytes == pytest.approx(TOKEN_BYTES * 2.744237, rel=1e-6)
+    assert deepep.nvlink_bytes == nccl.nvlink_bytes
+
+
+def _plan(degree: int, dispatcher: str):
+    return ep_plan(
+        num_experts=64,
+        top_k=8,
+        hidden_size=4096,
+        tokens_local=4096,
+        group_tokens=4096 * 8,
+        degree=degree,
+        ranks_per_node=8,
+        etp=1,
+        all_gather=False,
+        max_nodes=0,
+        capacity_factor=1.0,
+        dispatcher=dispatcher,
+    )
+
+
+def test_the_plan_takes_the_dispatchers_bytes_across_nodes_only() -> None:
+    """EP 32: the NCCL plan moves 6 token copies per token over the NIC. EP 8 (one node): both are Eq. 3,
+    8 x 7/8 = 7 copies over NVLink, none over the NIC."""
+    cross = _plan(32, "alltoall")
+    assert (cross.dispatcher, cross.nic_bytes, cross.nvlink_bytes, cross.nodes) == (
+        "alltoall",
+        TOKEN_BYTES * 6,
+        TOKEN_BYTES * 7,
+        4,
+    )
+    assert _plan(32, "deepep").nic_bytes == pytest.approx(TOKEN_BYTES * 2.744237, rel=1e-6)
+    for dispatcher in ("alltoall", "deepep"):
+        in_node = _plan(8, dispatcher)
+        assert (in_node.nic_bytes, in_node.nvlink_bytes) == (0.0, TOKEN_BYTES * 7)
+
+
+def _dispatch(dispatcher: str):
+    """deepseekmoe (h 2,048, top-6, 64 experts), SP 8, EP 16 over 2 nodes: 512 tokens of 2,048 x 2 B per GPU;
+    no intra-op overlap, so the dispatch is a collective of its own."""
+    layout = layout_preset("megascale-moe").with_(pp=1, ep=16, ep_dispatcher=dispatcher, intra_op_overlap=False)
+    workload = StepWorkload(model_preset("deepseekmoe"), layout, 16, 8, global_batch=2, seq_len=4096)
+    ops = workload.task_ops(workload.task_key(0, workload.stage_order(0)[0]))
+    return next(op for op in ops if op.name.endswith("ep_a2a_dispatch"))
+
+
+def test_layout_dispatch_op_carries_its_dispatcher_and_bytes() -> None:
+    """512 x 2,048 x 2 B = 2,097,152 B of tokens. NCCL: 6 x 1/2 = 3 copies over the NIC = 6,291,456 B;
+    DeepEP: D / 2 with D = 2 (1 - C(32,6) / C(64,6)) = 2 (1 - 906,192 / 74,974,368); NVLink 6 x 7/8 both."""
+    tokens = 512 * 2048 * 2
+    nccl, deepep = _dispatch("alltoall"), _dispatch("deepep")
+    assert (nccl.dispatcher, nccl.nic_bytes, nccl.comm_bytes) == (EpDispatcher.ALLTOALL, tokens * 3, tokens * 6 * 7 / 8)
+    d = 2 * (1 - 906_192 / 74_974_368)
+    assert deepep.dispatcher == EpDispatcher.DEEPEP
+    assert deepep.nic_bytes == pytest.approx(tokens * d / 2, rel=1e-12) and deepep.comm_bytes == tokens * 6 * 7 / 8
+
+
+def test_nccl_dispatch_runs_at_nccls_efficiencies_and_sms() -> None:
+    """NCCL's all-to-all: NVLink at Calibration.all_to_all_efficiency (0.5 here), the NIC at one NIC's ring
+    rate (efficiency 1), 16 SMs (NCCL channels); DeepEP: its own published rates and 20 SMs."""
+    nccl, deepep = _dispatch("alltoall"), _dispatch("deepep")
+    assert collective_wire_bytes(nccl, CAL) == nccl.comm_bytes / 0.5
+    assert nic_wire_bytes(nccl) == nccl.nic_bytes
+    assert (comm_kernel_sms(nccl, CAL), comm_kernel_sms(deepep, CAL)) == (16, 20)
+    assert collective_wire_bytes(deepep, CAL) != deepep.comm_bytes / 0.5
+
+
+def test_megatron_dispatchers_and_presets() -> None:
+    mixtral = model_preset("mixtral-8x7b")
+    base = "--bf16 --expert-model-parallel-size 8 --moe-token-dispatcher-type "
+    for flags, expected in (
+        ("alltoall", "alltoall"),
+        ("allgather", "alltoall"),
+        ("flex", "deepep"),
+        ("flex --moe-enable-deepep", "deepep"),
+        ("flex --moe-flex-dispatcher-backend hybridep", "deepep"),
+    ):
+        assert parse_megatron_args(base + flags).resolve(mixtral).layout.ep_dispatcher == expected
+    assert parse_megatron_args("--bf16").resolve(mixtral).layout.ep_dispatcher == "alltoall"  # allgather default
+    assert layout_preset("deepseek-v3").ep_dispatcher == "deepep"
+    assert layout_preset("megascale-moe").ep_dispatcher == "deepep"
+    with pytest.raises(ConfigError, match="^layout.ep_dispatcher: must be one of deepep, alltoall"):
+        layout_preset("megascale-moe").with_(ep_dispatcher="nccl")
