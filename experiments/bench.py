@@ -83,7 +83,7 @@ class Steps(Probe):
 
     @property
     def workloads(self) -> list[StepWorkload]:
-        return [result.workload for result in self.results if result.workload is not None]
+        return [w for w in (getattr(result, "workload", None) for result in self.results) if w is not None]
 
 
 def bare_event_s(events: int = BARE_EVENTS) -> float:
@@ -201,7 +201,7 @@ def measure(point: BenchPoint, event_s: float, memory: bool = True) -> dict:
                 "gpus": report.gpus,
                 "micro_batches": report.micro_batches,
                 "step_time_s": report.step_time_s,
-                "steady_runs": list(report.steady_runs),
+                "steady_runs": list(getattr(report, "steady_runs", ())),
                 # the engine's own time (no workload or report building) per op it simulated, in bare events
                 "cost_per_op_vs_simpy": engine_s / simulated / event_s if simulated else math.nan,
                 "cost_per_represented_op_vs_simpy": engine_s / represented / event_s if represented else math.nan,

@@ -56,7 +56,7 @@ def period(schedule: Schedule) -> int | None:
     return next((q for q in range(1, PERIOD_SEARCH + 1) if _valid(schedule, m + q)), None)
 
 
-def index_step(schedule: Schedule, q: int) -> int:
+def index_step(schedule: Schedule, m: int, q: int) -> int:
     """How many more forward micro-batches stage 0's chunk 0 runs per period (q; DualPipe, whose micro-batches
     enter from both ends, q / 2): the micro-batch index shift between a task and its twin one period later."""
 
@@ -64,8 +64,32 @@ def index_step(schedule: Schedule, q: int) -> int:
         order = resized(schedule, micro_batches).order(0)
         return sum(half[0] == FORWARD and half[2] == 0 for task in order for half in Schedule.halves(task))
 
-    m = schedule.micro_batches
     return count(m + q) - count(m)
+
+
+def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
+    """How many tasks of each kind (stage, task with micro-batch indices 0) the schedule runs, without building
+    its m-long orders: the counts at three shorter congruent sizes, checked on a line, extrapolated."""
+
+    def counts(s: Schedule) -> dict[tuple[int, Task], int]:
+        out: dict[tuple[int, Task], int] = {}
+        for stage in range(s.stages):
+            for task in s.order(stage):
+                kind = (stage, task._replace(micro_batch=0, paired=task.paired and (0, task.paired[1])))
+                out[kind] = out.get(kind, 0) + 1
+        return out
+
+    m = schedule.micro_batches
+    for m_a, q, _ in candidates(schedule):
+        if not _valid(schedule, m_a + 2 * q):
+            break
+        a, b, c = (counts(resized(schedule, size)) for size in (m_a, m_a + q, m_a + 2 * q))
+        kinds = {**a, **b, **c}
+        if any(a.get(k, 0) - 2 * b.get(k, 0) + c.get(k, 0) for k in kinds):
+            break
+        periods = (m - m_a) // q
+        return {k: a.get(k, 0) + (b.get(k, 0) - a.get(k, 0)) * periods for k in kinds}
+    return counts(schedule)
 
 
 def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
@@ -74,7 +98,7 @@ def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
     q = period(schedule)
     if q is None:
         return
-    shift = index_step(schedule, q)
+    shift = None
     m = schedule.micro_batches
     # Past every schedule's warm-up and cool-down (1F1B fills in pp - 1 micro-batches, interleaved in about
     # pp + (pp - 2) / v, ZB1P defers up to pp - 1 W passes, DualPipe(V) needs 2 pp before its steady state runs
@@ -86,6 +110,8 @@ def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
             m_a += q
         if spent + 2 * m_a + q >= m or not (_valid(schedule, m_a) and _valid(schedule, m_a + q)):
             return
+        if shift is None:
+            shift = index_step(schedule, m_a, q)
         yield m_a, q, shift
         spent += m_a
         start = 2 * m_a

@@ -4,6 +4,7 @@ several batch sizes, every report field to 1e-9; the lock check on hand-built ti
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict
 
 import pytest
@@ -12,7 +13,7 @@ from simulator.bubbles import _replay, schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine
 from simulator.faults import Faults
-from simulator.periodic import candidates, extrapolate, locked, period, shift_s
+from simulator.periodic import candidates, extrapolate, locked, period, shift_s, task_counts
 from simulator.probes import Probe, observing
 from simulator.report import build_report, prepare, simulate
 from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
@@ -208,3 +209,26 @@ def test_full_run_with_faults_probes_unfolded_or_op_level() -> None:
     assert simulate("mixtral-8x7b", layout, 32, faults=Faults(stragglers=((3, 1.1),)), **kwargs).steady_runs == []
     # The unfolded engine (an op-level run of every GPU, too slow for this step here) never takes the shortcut
     assert shortcut_applies("folded", True, Faults(), ()) and not shortcut_applies("unfolded", True, None, ())
+
+
+@pytest.mark.parametrize(
+    "name, stages, micro_batches, chunks, overlap",
+    [
+        ("1f1b", 4, 100, 1, {}),
+        ("zb1p", 4, 101, 1, {}),
+        ("interleaved", 4, 100, 2, {}),
+        ("interleaved", 4, 100, 2, {"ep_overlap": True, "delay_wgrad": True}),
+        ("dualpipe", 4, 100, 1, {}),
+        ("dualpipev", 4, 101, 1, {}),
+    ],
+)
+def test_task_counts_equal_the_orders(name: str, stages: int, micro_batches: int, chunks: int, overlap: dict) -> None:
+    """Tasks per (stage, kind) from short orders equal those of the full orders (useful_fraction's counts)."""
+    schedule = make_schedule(name, stages, micro_batches, chunks, **overlap)
+    direct = Counter(
+        (s, t._replace(micro_batch=0, paired=t.paired and (0, t.paired[1])))
+        for s in range(stages)
+        for t in schedule.order(s)
+    )
+    assert next(candidates(schedule), None) is not None  # the short path is the one tested
+    assert task_counts(schedule) == dict(direct)
