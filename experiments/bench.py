@@ -31,6 +31,7 @@ from workloads.step import StepWorkload
 BARE_EVENTS = 200_000  # enough timeouts for a stable per-event time (~0.1 s)
 SEARCH = {"model": "mixtral-8x7b", "gpus": 128, "cluster": "h100", "jobs": 2}  # the search-1000 row's job
 SEARCH_POINTS = 1000
+MEMORY_BELOW_S = 5.0  # rows that take longer are not run again under tracemalloc (peak_mem_mib left out)
 QWEN3_CASE = "bridge-qwen3-235b-a22b-h100-0256"  # Megatron-Bridge's Qwen3-235B-A22B on 256 H100 (FP8, VP 4)
 
 
@@ -207,7 +208,7 @@ def measure(point: BenchPoint, event_s: float, memory: bool = True) -> dict:
                 "cost_per_represented_op_vs_simpy": engine_s / represented / event_s if represented else math.nan,
             }
         )
-        if memory:  # tracemalloc slows allocation-heavy code several-fold, so memory gets its own run
+        if memory and wall_s < MEMORY_BELOW_S:  # tracemalloc slows allocation several-fold: a run of its own
             tracemalloc.start()
             try:
                 action()
