@@ -48,7 +48,7 @@ CASES = [
     ({"schedule": "1f1b"}, 32, (40, 81, 160)),
     ({"schedule": "1f1b"}, 64, (80, 162)),  # DP 2: parameter gathers and gradient reductions
     ({"schedule": "zb1p"}, 32, (160, 241)),
-    ({"schedule": "dualpipe"}, 32, (80, 160)),
+    ({"schedule": "dualpipe"}, 32, (120, 160)),
     ({"schedule": "dualpipev"}, 32, (80, 163)),
     ({"schedule": "interleaved", "virtual_stages": 2}, 32, (96, 192)),
     ({"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True}, 32, (96, 192)),
