@@ -1,9 +1,19 @@
-"""``moesim bench``: how fast the simulator runs on this machine, at a fixed set of points."""
+"""``moesim bench``: how fast the simulator runs on this machine, at a fixed set of points.
+
+Each row is one measured action: a single step (simulate()), a search, the validation corpus, ``moesim reproduce
+all`` or a bare simpy loop (the reference for the cost per op). ``wall_s`` is elapsed time; ``cpu_s`` is the CPU
+time of this process and of the worker processes it waited for (a search with 2 jobs), which is the number to
+compare on a shared machine. ``moesim bench --json`` prints one JSON object per row.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
+import json
+import math
+import resource
 import tempfile
 import time
 import tracemalloc
@@ -11,21 +21,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 import simpy
 
-from experiments.progress import bar
-from simulator.engine import Engine, EngineResult
+from simulator.engine import EngineResult
 from simulator.probes import Probe, observing
-from simulator.report import simulate
+from simulator.report import Report, simulate
 from workloads.step import StepWorkload
 
 BARE_EVENTS = 200_000  # enough timeouts for a stable per-event time (~0.1 s)
+SEARCH = {"model": "mixtral-8x7b", "gpus": 128, "cluster": "h100", "jobs": 2}  # the search-1000 row's job
+SEARCH_POINTS = 1000
+MEMORY_BELOW_S = 5.0  # rows that take longer are not run again under tracemalloc (peak_mem_mib left out)
+QWEN3_CASE = "bridge-qwen3-235b-a22b-h100-0256"  # Megatron-Bridge's Qwen3-235B-A22B on 256 H100 (FP8, VP 4)
 
 
 @dataclass(frozen=True)
 class BenchPoint:
-    """One measured configuration: a simulate() call, or the whole ``moesim reproduce all``."""
+    """One measured configuration: a simulate() call, or a named action (search, validate, reproduce, simpy)."""
 
     name: str
     model: str = "paper-352b"
@@ -33,20 +45,22 @@ class BenchPoint:
     gpus: int = 240
     global_batch: int = 720
     memoize: bool = True  # False: every task at op level, so the per-op cost is the op engine's own
-
-    @property
-    def is_reproduce(self) -> bool:
-        return self.name == "reproduce-all"
+    action: str = "simulate"  # simulate | qwen3 | search | validate | reproduce | simpy
 
 
 POINTS: tuple[BenchPoint, ...] = (
-    BenchPoint("megascale-moe@240", gpus=240, global_batch=720),
-    BenchPoint("megascale-moe@1440", gpus=1440, global_batch=720),
-    BenchPoint("megascale-moe@11520", gpus=11520, global_batch=5760),
-    BenchPoint("megatron-lm@240", layout="megatron-lm", gpus=240, global_batch=720),
-    BenchPoint("megascale-moe@1440-oplevel", gpus=1440, global_batch=720, memoize=False),
-    BenchPoint("reproduce-all"),
+    BenchPoint("table3-megascale-240", gpus=240),
+    BenchPoint("table3-megascale-1440", gpus=1440),
+    BenchPoint("table3-megatron-240", layout="megatron-lm", gpus=240),
+    BenchPoint("qwen3-235b-h100-gbs2048", gpus=256, global_batch=2048, action="qwen3"),
+    BenchPoint("qwen3-235b-h100-gbs8192", gpus=256, global_batch=8192, action="qwen3"),
+    BenchPoint("oplevel-megascale-1440", gpus=1440, memoize=False),
+    BenchPoint(f"search-{SEARCH_POINTS}", action="search"),
+    BenchPoint("validate", action="validate"),
+    BenchPoint("reproduce-all", action="reproduce"),
+    BenchPoint("bare-simpy", action="simpy"),
 )
+SLOW = ("reproduce-all",)  # left out unless asked for (--all): minutes on a laptop
 
 
 def represented_ops(workload: StepWorkload) -> int:
@@ -60,16 +74,17 @@ def represented_ops(workload: StepWorkload) -> int:
 
 @dataclass
 class Steps(Probe):
-    """What every engine run during a measurement did (reproduce runs many): its workload and result."""
+    """What every step run during a measurement was (reproduce runs many): its workload and result."""
 
-    workloads: list[StepWorkload] = field(default_factory=list)
+    needs_full_run = False  # reads results only: steps may be extrapolated (simulator/steady.py)
     results: list[EngineResult] = field(default_factory=list)
-
-    def on_start(self, engine: Engine) -> None:
-        self.workloads.append(engine.workload)
 
     def on_run(self, result: EngineResult) -> None:
         self.results.append(result)
+
+    @property
+    def workloads(self) -> list[StepWorkload]:
+        return [w for w in (getattr(result, "workload", None) for result in self.results) if w is not None]
 
 
 def bare_event_s(events: int = BARE_EVENTS) -> float:
@@ -86,93 +101,201 @@ def bare_event_s(events: int = BARE_EVENTS) -> float:
     return (time.perf_counter() - start) / events
 
 
-def _action(point: BenchPoint) -> Callable[[], None]:
-    if point.is_reproduce:
-        from experiments.reproduce import reproduce
+def _qwen3(global_batch: int) -> Report:
+    """The Megatron-Bridge Qwen3-235B case at ``global_batch`` (it needs more than 80 GB: simulated anyway)."""
+    from experiments.validate import case_job
+    from experiments.validation_cases import load_cases
 
-        def run_reproduce() -> None:
-            with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
-                reproduce("all", Path(out))
+    case = next(case for case in load_cases() if case.name == QWEN3_CASE)
+    job = case_job(case)
+    return simulate(
+        job.model,
+        job.layout,
+        case.gpus,
+        cluster=case.cluster,
+        global_batch=global_batch,
+        seq_len=case.seq_len,
+        allow_oom=True,
+    )
 
-        return run_reproduce
 
-    def run_point() -> None:
-        simulate(point.model, point.layout, point.gpus, global_batch=point.global_batch, memoize=point.memoize)
+def search_points() -> None:
+    """The search-1000 job (run in a process of its own by the bench); prints how many points it ran."""
+    from experiments import search
+    from experiments.sweep import run_sweep
 
-    return run_point
+    points, _ = search.candidates(SEARCH["model"], SEARCH["gpus"], cluster=SEARCH["cluster"])
+    points = points[:SEARCH_POINTS]
+    with tempfile.TemporaryDirectory() as folder:
+        run_sweep(points, Path(folder) / "search.csv", jobs=SEARCH["jobs"], quiet=True)
+    print(len(points))
 
 
-def measure(point: BenchPoint, event_s: float) -> dict:
-    """Time one point, then run it again under tracemalloc for its peak Python allocation."""
-    action = _action(point)
-    seen = Steps()
-    with observing(seen):
-        start = time.perf_counter()
-        action()
-        wall_s = time.perf_counter() - start
-    # tracemalloc slows allocation-heavy code several-fold, so memory gets its own run.
-    tracemalloc.start()
-    try:
-        action()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    simulated = sum(result.simulated_ops for result in seen.results)
-    represented = sum(represented_ops(w) for w in seen.workloads)
-    engine_s = sum(result.sim_wall_s for result in seen.results)
-    step = seen.results[0].step_time_s if len(seen.results) == 1 else float("nan")
-    return {
-        "point": point.name,
-        "gpus": point.gpus if not point.is_reproduce else 0,
-        "steps": len(seen.results),
-        "wall_s": wall_s,
-        "engine_s": engine_s,
-        "simulated_ops": simulated,
-        "represented_ops": represented,
-        "ops_per_s": simulated / wall_s,
-        # the engine's own time (no workload or report building) per op it simulated, in bare events
-        "cost_per_op_vs_simpy": engine_s / simulated / event_s if simulated else float("nan"),
-        "cost_per_step_op_vs_simpy": engine_s / represented / event_s if represented else float("nan"),
-        "peak_mem_mib": peak / 2**20,
-        "step_time_s": step,
+def _search() -> dict:
+    """search-1000 in a child process, so that its CPU time and its workers' count once it has exited."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", "from experiments.bench import search_points; search_points()"]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    count = int(done.stdout.split()[-1])
+    short = f" (the search space has only {count})" if count < SEARCH_POINTS else ""
+    job = f"{SEARCH['model']} on {SEARCH['gpus']} {SEARCH['cluster']}, {SEARCH['jobs']} jobs"
+    return {"points": count, "note": f"{job}: {count} points{short}, in a child process"}
+
+
+def _validate() -> dict:
+    from experiments.validate import run_cases
+    from experiments.validation_cases import load_cases
+
+    results = run_cases(load_cases(), say=lambda line: None)
+    return {"points": len(results), "note": f"{len(results)} cases"}
+
+
+def _reproduce() -> dict:
+    from experiments.reproduce import reproduce
+
+    with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+        reproduce("all", Path(out), quiet=True)
+    return {}
+
+
+def _action(point: BenchPoint) -> Callable[[], dict]:
+    """What to run for the point; it returns extra fields of its row."""
+    if point.action == "qwen3":
+        return lambda: {"report": _qwen3(point.global_batch)}
+    if point.action == "search":
+        return _search
+    if point.action == "validate":
+        return _validate
+    if point.action == "reproduce":
+        return _reproduce
+    return lambda: {
+        "report": simulate(
+            point.model, point.layout, point.gpus, global_batch=point.global_batch, memoize=point.memoize
+        )
     }
 
 
-def run_bench(points: list[BenchPoint] | tuple[BenchPoint, ...] | None = None, quiet: bool = False) -> pd.DataFrame:
-    """Measure every point (default: POINTS) and the bare simpy event time in this process."""
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def measure(point: BenchPoint, event_s: float, memory: bool = True) -> dict:
+    """Time one point (wall and CPU); single steps run again under tracemalloc for their peak allocation."""
+    if point.action == "simpy":
+        start, cpu = time.perf_counter(), _cpu_s()
+        bare_event_s()
+        return {
+            "point": point.name,
+            "wall_s": time.perf_counter() - start,
+            "cpu_s": _cpu_s() - cpu,
+            "note": f"{BARE_EVENTS} timeouts, {event_s * 1e6:.3f} us per event",
+            "event_us": event_s * 1e6,
+        }
+    action = _action(point)
+    seen = Steps()
+    with observing(seen):
+        start, cpu = time.perf_counter(), _cpu_s()
+        extra = action()
+        wall_s, cpu_s = time.perf_counter() - start, _cpu_s() - cpu
+    row: dict = {"point": point.name, "wall_s": wall_s, "cpu_s": cpu_s, "steps": len(seen.results)}
+    report: Report | None = extra.pop("report", None)
+    row.update(extra)
+    simulated = sum(result.simulated_ops for result in seen.results)
+    represented = sum(represented_ops(w) for w in seen.workloads)
+    engine_s = sum(result.sim_wall_s for result in seen.results)
+    row.update({"simulated_ops": simulated, "represented_ops": represented, "engine_s": engine_s})
+    if report is not None:
+        row.update(
+            {
+                "gpus": report.gpus,
+                "micro_batches": report.micro_batches,
+                "step_time_s": report.step_time_s,
+                "steady_runs": list(getattr(report, "steady_runs", ())),
+                # the engine's own time (no workload or report building) per op it simulated, in bare events
+                "cost_per_op_vs_simpy": engine_s / simulated / event_s if simulated else math.nan,
+                "cost_per_represented_op_vs_simpy": engine_s / represented / event_s if represented else math.nan,
+            }
+        )
+        if memory and wall_s < MEMORY_BELOW_S:  # tracemalloc slows allocation several-fold: a run of its own
+            tracemalloc.start()
+            try:
+                action()
+                row["peak_mem_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+            finally:
+                tracemalloc.stop()
+    return row
+
+
+def run_bench(
+    points: list[BenchPoint] | tuple[BenchPoint, ...] | None = None,
+    quiet: bool = False,
+    slow: bool = False,
+    say: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    """Measure every point (default: POINTS, without SLOW unless ``slow``); ``say`` gets each row as it is done."""
+    from experiments.progress import bar
+
     event_s = bare_event_s()
-    todo = POINTS if points is None else points
+    todo = [p for p in POINTS if slow or p.name not in SLOW] if points is None else list(points)
     rows = []
     with bar(len(todo), "bench", quiet=quiet) as progress:
         for point in todo:
             rows.append(measure(point, event_s))
+            if say is not None:
+                say(rows[-1])
             progress.update()
-    frame = pd.DataFrame(rows)
-    frame.attrs["bare_event_s"] = event_s
-    return frame
+    return rows
 
 
-def format_bench(frame: pd.DataFrame) -> str:
-    """The bench table as aligned text, with the bare simpy event time underneath."""
-    shown = frame.copy()
-    formats = {
-        "wall_s": "{:.3f}",
-        "engine_s": "{:.3f}",
-        "ops_per_s": "{:,.0f}",
-        "cost_per_op_vs_simpy": "{:.1f}",
-        "cost_per_step_op_vs_simpy": "{:.2f}",
-        "peak_mem_mib": "{:.1f}",
-        "step_time_s": "{:.4f}",
-    }
-    for column, fmt in formats.items():
-        shown[column] = shown[column].map(fmt.format)
-    text = shown.to_string(index=False)
-    event_s = frame.attrs.get("bare_event_s")
-    if event_s:
-        text += f"\nbare simpy timeout: {event_s * 1e6:.2f} us per event"
-    return text
+COLUMNS = {
+    "wall_s": "{:.3f}",
+    "cpu_s": "{:.3f}",
+    "engine_s": "{:.3f}",
+    "step_time_s": "{:.4f}",
+    "micro_batches": "{:.0f}",
+    "simulated_ops": "{:,.0f}",
+    "cost_per_op_vs_simpy": "{:.2f}",
+    "peak_mem_mib": "{:.1f}",
+}
 
 
-def main(quiet: bool = False) -> None:
-    """Run the bench and print it."""
-    print(format_bench(run_bench(quiet=quiet)))
+def format_bench(rows: list[dict]) -> str:
+    """The bench table as aligned text, one line per row, with each row's note underneath its table."""
+    names = ["point", *COLUMNS, "steady_runs"]
+    cells = [names]
+    for row in rows:
+        line = [row["point"]]
+        for column, fmt in COLUMNS.items():
+            value = row.get(column)
+            line.append("" if value is None or (isinstance(value, float) and math.isnan(value)) else fmt.format(value))
+        line.append(",".join(map(str, row.get("steady_runs", []))))
+        cells.append(line)
+    widths = [max(len(line[i]) for line in cells) for i in range(len(names))]
+    text = [
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+        for line in cells
+    ]
+    text += [f"{row['point']}: {row['note']}" for row in rows if row.get("note")]
+    return "\n".join(text)
+
+
+def main(args: argparse.Namespace | None = None, quiet: bool = False) -> None:
+    """Run the bench and print it (``--json``: one object per line, as each row is done)."""
+    as_json = bool(args and args.json)
+    points = None
+    if args is not None and args.point:
+        known = {point.name: point for point in POINTS}
+        unknown = [name for name in args.point if name not in known]
+        if unknown:
+            from topologies.errors import ConfigError
+
+            raise ConfigError("point", f"unknown {', '.join(unknown)}; one of {', '.join(known)}")
+        points = [known[name] for name in args.point]
+    say = (lambda row: print(json.dumps(row), flush=True)) if as_json else None
+    rows = run_bench(points, quiet=quiet or as_json, slow=bool(args and args.all), say=say)
+    if not as_json:
+        print(format_bench(rows))

@@ -131,7 +131,11 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
     add_quiet(reproduce)
     sweep_cli.add_commands(commands)
-    add_quiet(commands.add_parser("bench", help="time the simulator at fixed points on this machine"))
+    bench = commands.add_parser("bench", help="time the simulator at fixed points on this machine")
+    bench.add_argument("--json", action="store_true", help="print one JSON object per row, as each is done")
+    bench.add_argument("--all", action="store_true", help="also the slow rows (reproduce-all)")
+    bench.add_argument("--point", action="append", default=[], metavar="NAME", help="only this row; repeatable")
+    add_quiet(bench)
     commands.add_parser("presets", help="list the model, layout and cluster presets, one line each")
     compare.add_parser(commands)
     validate.add_parser(commands)
@@ -261,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "bench":
             from experiments.bench import main as bench
 
-            bench(quiet=args.quiet)
+            bench(args, quiet=args.quiet)
         elif args.command == "presets":
             print("\n".join(presets.preset_lines()))
         elif args.command == "compare":

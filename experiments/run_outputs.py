@@ -16,7 +16,14 @@ from workloads.layouts import LayoutSpec
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
     """Add --trace, --trace-stages, --trace-micro-batches and --plot to the run parser."""
-    run.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace-event timeline (Perfetto)")
+    run.add_argument(
+        "--trace", metavar="FILE.json[.gz]", help="write a Chrome trace-event timeline (Perfetto; .gz: gzipped)"
+    )
+    run.add_argument(
+        "--trace-all-ops",
+        action="store_true",
+        help="draw every op of every task (default: past 300,000 op events, each steady-state task's ops once)",
+    )
     run.add_argument("--trace-stages", metavar="LIST", help="only these pipeline stages in the trace, e.g. 0,1")
     run.add_argument(
         "--trace-micro-batches", metavar="N", type=integer(1), help="only micro-batches 0..N-1 in the trace"
@@ -28,7 +35,9 @@ def check_paths(args: argparse.Namespace) -> None:
     """Refuse bad --trace / --plot paths and --trace-stages before any simulation (--plot without an extension
     becomes FILE.png, the file matplotlib would write)."""
     if getattr(args, "trace", None) is not None:
-        check_output_file("trace", args.trace, (".json",))
+        check_output_file("trace", args.trace, (".json", ".gz"))
+        if str(args.trace).lower().endswith(".gz") and not str(args.trace).lower().endswith(".json.gz"):
+            raise ConfigError("trace", f"{args.trace}: must end in .json or .json.gz")
     if getattr(args, "plot", None) is not None:
         args.plot = str(plot_path("plot", args.plot))
     parse_stages(getattr(args, "trace_stages", None))
@@ -73,6 +82,7 @@ def run_with_outputs(
         stages=parse_stages(args.trace_stages),
         micro_batches=args.trace_micro_batches,
         trace=args.trace is not None,
+        all_ops=True if getattr(args, "trace_all_ops", False) else None,
         allow_oom=args.allow_oom,
         faults=faults,
     )

@@ -36,7 +36,7 @@ from simulator.timer import CostCache, MemoTimer, OpTimer
 from simulator.unfolded import UnfoldedPlacement
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads.schedules import Task
+from workloads.schedules import Phase, Task
 from workloads.step import StepWorkload
 
 ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
@@ -54,6 +54,7 @@ class StageLog:
     exposed_comm_s: dict[str, float] = field(default_factory=dict)
     compute_busy_s: float = 0.0
     model_flops: float = 0.0
+    params_gathered_s: float = 0.0  # when the stage's DP parameter all-gather finished (0 without DP)
     tasks: list[tuple[Task, float, float]] = field(default_factory=list)
 
 
@@ -66,6 +67,10 @@ class EngineResult:
     simulated_ops: int
     sim_wall_s: float
     network_bytes: dict
+    # Per phase (F, B, W, F&B, ...): (summed duration of its tasks over all stages, how many ran)
+    phase_spans: dict[Phase, tuple[float, int]] = field(default_factory=dict)
+    workload: StepWorkload | None = None  # the step this is a result of
+    steady_runs: tuple[int, ...] = ()  # micro-batch counts simulated when extrapolated (simulator/steady.py)
 
 
 class Engine:
@@ -81,7 +86,10 @@ class Engine:
         memoize: bool = True,
         faults: Faults | None = None,
         probes: Iterable[Probe] = (),
+        timings: dict | None = None,
     ) -> None:
+        """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
+        (the steady-state shortcut's shorter runs, simulator/steady.py)."""
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
@@ -95,6 +103,8 @@ class Engine:
         costs = CostCache(workload, cluster.gpu, calibration)
         # task_timing works in every engine (experiments read it); tasks replay it only where exact.
         self._memo = MemoTimer(self.env, costs, placement.stage_faults)
+        if timings is not None:
+            self._memo.memo = timings
         self.memoize = memoize and placement.memoizable
         self.timer: MemoTimer | OpTimer = self._memo if self.memoize else OpTimer(placement, costs)
         self._logs = {place: StageLog() for place in placement.places}
@@ -203,6 +213,7 @@ class Engine:
                 gate.succeed()
         if not gate.triggered:
             gate.succeed()
+        self._logs[place].params_gathered_s = self.env.now
 
     def _grad_sync(self, place: Place, buckets: int):
         """Reduce gradients bucket by bucket as the last backward frees them, then the optimizer step."""
@@ -257,10 +268,22 @@ class Engine:
             self.simulated_ops,
             time.perf_counter() - wall_start,
             self.placement.bytes_sent(),
+            phase_spans(log.tasks for log in self.stages),
+            self.workload,
         )
         for probe in self.probes:
             probe.on_run(result)
         return result
+
+
+def phase_spans(records: Iterable[list[tuple[Task, float, float]]]) -> dict[Phase, tuple[float, int]]:
+    """Per phase, the summed duration and the number of the tasks in per-stage (task, begin_s, end_s) records."""
+    spans: dict[Phase, tuple[float, int]] = {}
+    for stage_records in records:
+        for task, begin, end in stage_records:
+            total, count = spans.get(task.direction, (0.0, 0))
+            spans[task.direction] = (total + (end - begin), count + 1)
+    return spans
 
 
 PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}

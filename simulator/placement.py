@@ -100,17 +100,12 @@ class FoldedPlacement(Placement):
             capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
         self.network = FluidNetwork(env, capacities)
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
-        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. When
-        # tasks also use the NIC (cross-node EP), their flows span both, so everything shares one network.
-        if workload.tasks_use_nic:
-            for stage in range(workload.pp):
-                self.network.capacities_Bps[("nvl", stage)] = self._nvlink_Bps(stage)
-                self.network.bytes_sent[("nvl", stage)] = 0.0
-            self.nvlink_networks = [self.network] * workload.pp
-        else:
-            self.nvlink_networks = [
-                FluidNetwork(env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
-            ]
+        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. Tasks that
+        # also use the NIC (cross-node EP) move their NIC bytes as flows of their own on the NIC network, so
+        # no flow spans both.
+        self.nvlink_networks = [
+            FluidNetwork(env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
+        ]
         self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
         self._pp_routes: dict[tuple[int, int], tuple] = {}
 
@@ -141,7 +136,17 @@ class FoldedPlacement(Placement):
         stage = place.stage
         nic = (("nic_out", stage), ("nic_in", stage))
         network = self.nvlink_networks[stage]
-        return run_task(self.env, ops, costs, network, (("nvl", stage),), timing, lanes=lanes, nic_links=nic)
+        return run_task(
+            self.env,
+            ops,
+            costs,
+            network,
+            (("nvl", stage),),
+            timing,
+            lanes=lanes,
+            nic_links=nic,
+            nic_network=self.network,
+        )
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
     from simulator.engine import Engine, EngineResult
@@ -35,6 +35,10 @@ class Transfer(NamedTuple):
 
 class Probe:
     """Base class of engine observers: override the events you need."""
+
+    # Whether the probe needs the step run in full (every task, transfer, rate); one that reads on_run only
+    # sets False, and then may be told of a step the steady-state shortcut extrapolated (simulator/steady.py).
+    needs_full_run: ClassVar[bool] = True
 
     def on_start(self, engine: Engine) -> None:
         """The engine is built (workload, cluster, faults, networks) and about to run."""
@@ -59,6 +63,17 @@ _AMBIENT: ContextVar[tuple[Probe, ...]] = ContextVar("moesim_probes", default=()
 def observing(*probes: Probe) -> Iterator[None]:
     """Subscribe ``probes`` to every engine built inside the block (nested blocks add up)."""
     token = _AMBIENT.set(_AMBIENT.get() + probes)
+    try:
+        yield
+    finally:
+        _AMBIENT.reset(token)
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """No enclosing ``observing`` block's probes for the engines built inside (the steady-state shortcut's
+    shorter runs: its probes are told of the step, not of them)."""
+    token = _AMBIENT.set(())
     try:
         yield
     finally:

@@ -7,14 +7,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
 from simulator.api_checks import check_finite, check_simulate_args
-from simulator.bubbles import schedule_bubble
+from simulator.bubbles import phase_means, schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
-from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.megatron_flops import megatron_args, megatron_flops
 from simulator.memory import GIB, fit_recompute, peak_memory, stage_memory
 from simulator.probes import Probe
+from simulator.steady import run_step
 from simulator.unfolded import check_unfolded_size
 from simulator.useful import useful_fraction
 from topologies.cluster import ClusterSpec
@@ -59,6 +59,7 @@ class Report:
     schedule_bubble: float = 0.0  # the schedule's idle fraction with balanced stages (simulator/bubbles.py)
     imbalance_idle: float = 0.0  # bubble_fraction - schedule_bubble: stage imbalance (and PP transfer waits)
     recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
+    steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/steady.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,6 +68,7 @@ class Report:
         """A flat dict: exposed communication as exposed_<kind>_s columns (a table row)."""
         row = self.to_dict()
         del row["memory_gib"]  # per stage: in to_dict (JSON) only; the table keeps peak_memory_gib
+        del row["steady_runs"]  # how the step was simulated, not what it is: in to_dict (JSON) only
         for kind, seconds in row.pop("exposed_comm_s").items():
             row[f"exposed_{kind}_s"] = seconds
         return row
@@ -98,7 +100,12 @@ class Report:
                 ),
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
-                f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s",
+                f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s"
+                + (
+                    f" (steady state from {' and '.join(map(str, self.steady_runs))} micro-batches)"
+                    if self.steady_runs
+                    else ""
+                ),
             ]
             + ([f"  faults           {', '.join(self.faults)}"] if self.faults else [])
             + ([f"  recompute fit    {self.recompute_fit} (recompute_to_fit)"] if self.recompute_fit else [])
@@ -160,9 +167,7 @@ def simulate(
     workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
     if engine == "unfolded":
         check_unfolded_size(workload)
-    result = Engine(
-        workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes
-    ).run()
+    result = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 
@@ -215,7 +220,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     step = result.step_time_s
     pipeline_end = max(log.pipeline_end_s for log in stages)
     bubble = sum(1 - log.busy_s / pipeline_end for log in stages) / len(stages)
-    balanced = schedule_bubble(workload.schedule, [log.tasks for log in stages])
+    balanced = schedule_bubble(workload.schedule, phase_means(result.phase_spans))
     dp = workload.dp
     model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
@@ -257,5 +262,6 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         schedule_bubble=balanced,
         imbalance_idle=bubble - balanced,
         recompute_fit=recompute_choice(workload),
+        steady_runs=list(result.steady_runs),
     )
     return check_finite(report)  # never NaN or infinity in a report (its JSON stays valid)

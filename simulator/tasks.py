@@ -96,6 +96,7 @@ def run_task(
     transfer: Callable[[int, float], simpy.Event] | None = None,
     lanes: tuple[int, ...] | None = None,
     nic_links: tuple = (),
+    nic_network: FluidNetwork | None = None,
 ) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
@@ -105,7 +106,8 @@ def run_task(
     then idles until the host catches up. Collectives of a folded group move each member's egress bytes
     over the representative GPU's links: every member does the same at the same time. ``transfer(op
     index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
-    Ops with NIC bytes (cross-node EP) also load ``nic_links``, concurrently with their NVLink bytes.
+    Ops with NIC bytes (cross-node EP) also load ``nic_links`` (on ``nic_network``, default ``network``),
+    concurrently with their NVLink bytes.
     With ``lanes`` (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take
     turns on the GPU (one at a time, first come first served), so one lane computes while the other
     communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
@@ -135,7 +137,7 @@ def run_task(
         def transfer(index: int, nbytes: float) -> simpy.Event:
             event = network.transfer(comm_links, nbytes)
             if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
-                event = event & network.transfer(nic_links, costs.nic_bytes[index])
+                event = event & (nic_network or network).transfer(nic_links, costs.nic_bytes[index])
             return event
 
     done_at: list[float | None] = [None] * len(ops)

@@ -13,6 +13,7 @@ Placement: stage s's representative is GPU Place(0, s, 0) of simulator/ranks.py'
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Iterable
@@ -37,6 +38,9 @@ from workloads.step import StepWorkload
 TASKS, COMPUTE_T, NVLINK_T, FUSED_T = "pipeline tasks", "compute", "NVLink comm", "NVLink (fused)"
 NIC_PP_T, NIC_DP_T, NIC_EP_T = "NIC comm (PP)", "NIC comm (DP)", "NIC comm (EP)"
 TRACKS = (TASKS, COMPUTE_T, NVLINK_T, FUSED_T, NIC_EP_T, NIC_PP_T, NIC_DP_T)
+MARKER = "marker"  # not a thread: instant events on the pipeline-task thread
+MARKER_NAME = "steady state: ops of later tasks drawn once (see each task's ops_as)"
+ELIDE_ABOVE = 300_000  # op events past which a trace draws each steady-state task's ops once (about 70 MB)
 Interval = tuple[float, float, str, dict]  # (start s, end s, name, args)
 LinkLog = dict[str, list[tuple[float, float]]]  # counter name -> [(time s, utilisation 0..1)]
 
@@ -117,11 +121,18 @@ class Timeline(Probe):
         self.result = result
 
 
-def stage_intervals(timeline: Timeline, stage: int, micro_batches: int | None = None) -> dict[str, list[Interval]]:
-    """Absolute (start, end, name, args) intervals of one stage, by track (before lane splitting)."""
+def stage_intervals(
+    timeline: Timeline, stage: int, micro_batches: int | None = None, elide: bool = False
+) -> dict[str, list[Interval]]:
+    """Absolute (start, end, name, args) intervals of one stage, by track (before lane splitting). With
+    ``elide``, the ops of a steady-state task whose op intervals equal (to the trace's nanosecond) those of a
+    task of the same kind already drawn are left out; its task event names that twin (``ops_as``), and a
+    MARKER instant event on the task track says where leaving out starts."""
     workload, gpu = timeline.workload, timeline.cluster.gpu
-    tracks: dict[str, list[Interval]] = {name: [] for name in TRACKS}
+    tracks: dict[str, list[Interval]] = {name: [] for name in (*TRACKS, MARKER)}
     costs: dict = {}
+    drawn: dict[tuple, str] = {}  # (task key, op intervals in ns) -> label of the task drawn with them
+    elided = 0
     for task, begin, end, timing in timeline.tasks.get(Place(0, stage, 0), ()):
         if micro_batches is not None and task.micro_batch >= micro_batches:
             continue
@@ -131,14 +142,17 @@ def stage_intervals(timeline: Timeline, stage: int, micro_batches: int | None = 
             plain = OpCosts.of(ops, gpu, timeline.calibration, gpu.nvlink_latency_s)
             costs[key] = scale_compute(plain, ops, timeline.compute_factors[stage])
         label = f"{task.direction}{task.micro_batch}" + (f".{task.chunk}" if workload.chunks > 1 else "")
-        tracks[TASKS].append(
-            (
-                begin,
-                end,
-                label,
-                {"micro_batch": task.micro_batch, "chunk": task.chunk, "direction": task.direction, "ops": len(ops)},
-            )
-        )
+        args = {"micro_batch": task.micro_batch, "chunk": task.chunk, "direction": task.direction, "ops": len(ops)}
+        tracks[TASKS].append((begin, end, label, args))
+        if elide and _steady(workload, task):
+            pattern = (key, tuple((i, round(a * 1e9), round(b * 1e9)) for i, a, b in timing.intervals))
+            twin = drawn.setdefault(pattern, label)
+            if twin != label:
+                args["ops_as"] = twin
+                if not elided:
+                    tracks[MARKER].append((begin, begin, MARKER_NAME, {"first_elided": label}))
+                elided += 1
+                continue
         for index, start, stop in timing.intervals:
             op = ops[index]
             args = _op_args(op, task.direction, task.micro_batch, task.chunk)
@@ -172,7 +186,15 @@ def stage_intervals(timeline: Timeline, stage: int, micro_batches: int | None = 
         else:
             name, args = f"{t.kind} bucket {t.key[0]}", {"kind": t.kind, "bucket": t.key[0], "bytes": t.nbytes}
         tracks[NIC_PP_T if t.kind == "pp" else NIC_DP_T].append((t.start_s, t.end_s, name, args))
+    if elided:
+        tracks[MARKER][0][3]["elided_tasks"] = elided
     return tracks
+
+
+def _steady(workload: StepWorkload, task: Task) -> bool:
+    """Whether ``task`` is past the first and before the last pp + 1 micro-batches (kept in full detail)."""
+    keep = workload.pp + 1
+    return keep <= task.micro_batch < workload.micro_batches - keep
 
 
 def split_lanes(intervals: list[Interval]) -> list[list[Interval]]:
@@ -192,10 +214,30 @@ def _us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
-def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, micro_batches: int | None = None) -> dict:
-    """The trace-event JSON object of a recorded step (optionally only some stages / micro-batches)."""
+def op_events(timeline: Timeline, stages: Iterable[int], micro_batches: int | None = None) -> int:
+    """How many op intervals the kept stages' tasks have (what a trace with every op draws)."""
+    return sum(
+        len(record.timing.intervals)
+        for stage in stages
+        for record in timeline.tasks.get(Place(0, stage, 0), ())
+        if micro_batches is None or record.task.micro_batch < micro_batches
+    )
+
+
+def chrome_trace(
+    timeline: Timeline,
+    *,
+    stages: Iterable[int] | None = None,
+    micro_batches: int | None = None,
+    all_ops: bool | None = None,
+) -> dict:
+    """The trace-event JSON object of a recorded step (optionally only some stages / micro-batches). With
+    ``all_ops`` False, each steady-state task's ops are drawn once (stage_intervals' ``elide``); None (default):
+    so only when every op would make more than ELIDE_ABOVE events."""
     workload = timeline.workload
     keep = kept_stages(workload, stages)
+    if all_ops is None:
+        all_ops = op_events(timeline, keep, micro_batches) <= ELIDE_ABOVE
     events: list[dict] = []
     slots: dict[tuple, tuple[int, int, float]] = {}  # PP send key -> (pid, tid, start us) for flows
     for stage in keep:
@@ -213,7 +255,12 @@ def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, mic
         )
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": stage}})
         tid = 0
-        for track, intervals in stage_intervals(timeline, stage, micro_batches).items():
+        tracks = stage_intervals(timeline, stage, micro_batches, elide=not all_ops)
+        events += [
+            {"ph": "i", "s": "t", "name": label, "pid": pid, "tid": 1, "ts": _us(start), "args": args}
+            for start, _, label, args in tracks.pop(MARKER)
+        ]
+        for track, intervals in tracks.items():
             for lane_no, lane in enumerate(split_lanes(intervals)):
                 tid += 1
                 name = track if lane_no == 0 else f"{track} #{lane_no + 1}"
@@ -261,6 +308,7 @@ def chrome_trace(timeline: Timeline, *, stages: Iterable[int] | None = None, mic
             "layout": workload.layout.name,
             "gpus": workload.num_gpus,
             "step_time_s": timeline.result.step_time_s,
+            "ops_drawn": "all" if all_ops else MARKER_NAME,
         },
     }
 
@@ -301,26 +349,31 @@ def simulate_with_trace(
     stages: Iterable[int] | None = None,
     micro_batches: int | None = None,
     trace: bool = True,
+    all_ops: bool | None = None,
     **simulate_keywords: Any,
 ) -> TracedRun:
     """Simulate one step like ``simulate`` (same keywords), recording a Timeline; also return its Chrome
-    trace (if asked), of some ``stages`` and the first ``micro_batches`` only if given."""
+    trace (if asked), of some ``stages`` and the first ``micro_batches`` only if given (``all_ops``: see
+    chrome_trace)."""
     timeline = Timeline()
     probes = (timeline, TraceSizeCheck(stages, micro_batches, timeline)) if trace else (timeline,)
     report = simulate(model, layout, gpus, probes=probes, **simulate_keywords)
-    events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches) if trace else None
+    events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches, all_ops=all_ops) if trace else None
     return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)
 
 
 def write_trace(path: str | Path, trace: dict) -> int:
-    """Write the trace as compact JSON; returns the file size in bytes."""
-    text = json.dumps(trace, separators=(",", ":"))
+    """Write the trace as compact JSON, gzipped if ``path`` ends in .gz (Perfetto opens both); returns the file
+    size in bytes."""
+    data = json.dumps(trace, separators=(",", ":")).encode()
     final = Path(path)
+    if final.suffix.lower() == ".gz":
+        data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime 0: the same trace, the same bytes
     temporary = final.with_name(f".{final.name}.tmp")  # written beside it, then renamed: never a truncated trace
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text)
+        temporary.write_bytes(data)
         os.replace(temporary, final)
     finally:
         temporary.unlink(missing_ok=True)
-    return len(text)
+    return len(data)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 
+from simulator.periodic import task_counts
 from workloads.moe import layout_ep_plan
 from workloads.step import StepWorkload
 
@@ -32,12 +32,7 @@ def useful_fraction(workload: StepWorkload) -> float:
     share = expert_row_share(workload)
     counted = useful = 0.0
     # Tasks differ in their ops by stage, phase and chunks only: count those, build one key each.
-    kinds = Counter(
-        (s, t._replace(micro_batch=0, paired=t.paired and (0, t.paired[1])))
-        for s in range(workload.pp)
-        for t in workload.stage_order(s)
-    )
-    for (stage, task), times in kinds.items():
+    for (stage, task), times in task_counts(workload.schedule).items():
         for op in workload.task_ops(workload.task_key(stage, task)):
             counted += op.model_flops * times
             useful += op.model_flops * times * (share if op.name.startswith(EXPERT_GEMMS) else 1.0)

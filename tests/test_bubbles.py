@@ -12,16 +12,12 @@ from simulator.report import simulate
 from workloads.schedules import make_schedule
 
 
-def _unit_tasks(schedule, durations: dict) -> list[list[tuple]]:
-    return [[(task, 0.0, durations[task.direction]) for task in schedule.order(s)] for s in range(schedule.stages)]
-
-
 @pytest.mark.parametrize("name, stages, micro_batches, chunks", [("1f1b", 4, 8, 1), ("interleaved", 4, 8, 2)])
 def test_balanced_bubble_is_the_textbook_one(name: str, stages: int, micro_batches: int, chunks: int) -> None:
     """1F1B: (p - 1) / (m + p - 1); interleaved with v chunks: (p - 1) / (v m + p - 1), whatever B / F is."""
     schedule = make_schedule(name, stages, micro_batches, chunks)
     kinds = {task.direction for s in range(stages) for task in schedule.order(s)}
-    bubble = schedule_bubble(schedule, _unit_tasks(schedule, {kind: 1.0 + 1.7 * (kind != "F") for kind in kinds}))
+    bubble = schedule_bubble(schedule, {kind: 1.0 + 1.7 * (kind != "F") for kind in kinds})
     assert bubble == pytest.approx((stages - 1) / (chunks * micro_batches + stages - 1))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import defaultdict
 from itertools import pairwise
@@ -11,7 +12,16 @@ import pytest
 from experiments.cli import main
 from simulator.engine import Engine
 from simulator.faults import Faults
-from simulator.trace import COMPUTE_T, NIC_EP_T, NIC_PP_T, TASKS, Timeline, chrome_trace, simulate_with_trace
+from simulator.trace import (
+    COMPUTE_T,
+    NIC_EP_T,
+    NIC_PP_T,
+    TASKS,
+    Timeline,
+    chrome_trace,
+    simulate_with_trace,
+    write_trace,
+)
 from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
 from workloads.layouts import layout_preset
@@ -224,3 +234,50 @@ def test_cross_node_ep_trace_and_plot(tmp_path) -> None:
     run = simulate_with_trace("deepseekmoe", layout, 32, global_batch=8, seq_len=4096)
     assert run.workload.tasks_use_nic
     _compute_busy_matches(run)
+
+
+def test_steady_state_ops_drawn_once_and_gzip(tmp_path) -> None:
+    """all_ops=False: a steady-state task (micro-batch pp + 1 .. m - pp - 2) whose op intervals equal an earlier
+    task's of the same kind draws none; its task event names that twin, one marker per stage says where it
+    starts, and the drawn compute plus each elided task's twin's still adds up to the engine's compute time.
+    A .json.gz path writes the same JSON gzipped, byte for byte the same each time."""
+    run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=90)  # PP 15, 45 micro-batches
+    full = chrome_trace(run.timeline, all_ops=True)
+    short = chrome_trace(run.timeline, all_ops=False)
+    assert chrome_trace(run.timeline)["otherData"]["ops_drawn"] == "all"  # small: every op by default
+    markers = [e for e in short["traceEvents"] if e["ph"] == "i"]
+    assert [e["pid"] for e in markers] == list(range(1, 16))  # F16 is drawn, its twins from F17 on are not
+    assert all(e["args"]["first_elided"] == "F17" and e["args"]["elided_tasks"] > 0 for e in markers)
+    tasks = [e for e in short["traceEvents"] if e["ph"] == "X" and e["cat"] == TASKS]
+    elided = [e for e in tasks if "ops_as" in e["args"]]
+    assert len(elided) == sum(e["args"]["elided_tasks"] for e in markers)
+    assert all(16 <= e["args"]["micro_batch"] < 45 - 16 for e in elided)
+    ops_of = defaultdict(list)  # (pid, task start) -> op events inside it, from the full trace
+    task_spans = {(e["pid"], e["name"]): (e["ts"], e["ts"] + e["dur"]) for e in tasks}
+    for e in full["traceEvents"]:
+        if e["ph"] == "X" and e["cat"] == COMPUTE_T:
+            phase = "F" if e["args"]["direction"] == "forward" else "B"  # 1F1B: F and B tasks only
+            ops_of[(e["pid"], f"{phase}{e['args']['micro_batch']}")].append(e)
+    for e in elided:  # the twin's ops, moved to this task's start, are this task's ops
+        mine = sorted((o["ts"] - e["ts"], o["dur"], o["name"]) for o in ops_of[(e["pid"], e["name"])])
+        twin_start = task_spans[(e["pid"], e["args"]["ops_as"])][0]
+        theirs = sorted((o["ts"] - twin_start, o["dur"], o["name"]) for o in ops_of[(e["pid"], e["args"]["ops_as"])])
+        assert mine and [name for *_, name in mine] == [name for *_, name in theirs]
+        assert [t for t, d, _ in mine] == pytest.approx([t for t, d, _ in theirs], abs=2e-3)
+    drawn = defaultdict(float)
+    for e in short["traceEvents"]:
+        if e["ph"] == "X" and e["cat"] == COMPUTE_T:
+            drawn[e["pid"]] += e["dur"] / 1e6
+    for e in elided:
+        drawn[e["pid"]] += sum(o["dur"] for o in ops_of[(e["pid"], e["args"]["ops_as"])]) / 1e6
+    for stage, log in enumerate(run.result.stages):
+        assert drawn[stage + 1] == pytest.approx(log.compute_busy_s, rel=1e-6)
+    assert len(short["traceEvents"]) < 0.8 * len(full["traceEvents"])  # 13 of 45 micro-batches are steady
+    plain, packed = tmp_path / "t.json", tmp_path / "t.json.gz"
+    write_trace(plain, short)
+    assert write_trace(packed, short) == packed.stat().st_size < plain.stat().st_size / 5
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    first = packed.read_bytes()
+    write_trace(packed, short)
+    assert packed.read_bytes() == first
+    assert main(["run", *SMALL, "--trace", str(tmp_path / "t.gz")]) == 2  # .json.gz, not any .gz

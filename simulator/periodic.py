@@ -1,0 +1,185 @@
+"""A pipeline's steady state repeats: shorter runs of a schedule, a check that their state repeats, and
+additive fields extrapolated from them.
+
+Every schedule (workloads/schedules.py) is warm-up, a steady state whose task order repeats once per
+``period`` micro-batches (q: 1, interleaved 1F1B pp, DualPipe 2), and cool-down; the order at m + q is the
+order at m with one more period inserted in its steady state. A step is deterministic and time-invariant, so
+once its state repeats (every stage's tasks of one period start and end exactly lambda after those of the
+period before, over a window longer than any task's and send's reach, and no DP parameter gather still in
+flight), every further period repeats it too: the step at m + kq is the step at m with k periods inserted,
+shifted by k lambda. Every additive quantity (end times, busy and waiting time, exposed communication,
+bytes, FLOPs, task counts) is then f(m) + k (f(m + q) - f(m)).
+
+``candidates`` picks the counts m_a (doubling from just past the warm-up, congruent to m modulo q) whose
+two runs at m_a and m_a + q cost less than the full step; ``locked`` checks the run at m_a for a repeated
+state; ``extrapolate`` evaluates the line. Where no state repeats within that budget (a long transient: a
+stage's slack shrinking by a little each period until it waits, which three points on a line would not
+catch), the full step runs. The bound is stated and tested (tests/test_steady.py): 1e-9 relative against
+the full run; the lock's tolerance (``LOCK_REL`` of the step) is far below it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Hashable, Iterator, Sequence
+
+from topologies.errors import ConfigError
+from workloads.schedules import FORWARD, Schedule, Task
+
+LOCK_REL = 1e-12  # a repeated task's shift may differ from lambda by this much of the run's end (float noise)
+PERIOD_SEARCH = 64  # the longest period looked for (interleaved 1F1B's is pp)
+
+# A field: (unit, name...) -> value.
+Fields = dict[tuple[Hashable, ...], float]
+Records = Sequence[Sequence[tuple[Task, float, float]]]  # per stage: (task, begin_s, end_s) in run order
+
+
+def resized(schedule: Schedule, micro_batches: int) -> Schedule:
+    """The same schedule (stages, chunks, overlap) over ``micro_batches`` micro-batches."""
+    overlap = {"ep_overlap": schedule.ep_overlap, "delay_wgrad": schedule.delay_wgrad}
+    return type(schedule)(schedule.stages, micro_batches, schedule.chunks, **overlap)
+
+
+def _valid(schedule: Schedule, micro_batches: int) -> bool:
+    if micro_batches < 1:
+        return False
+    try:
+        resized(schedule, micro_batches).check()
+    except ConfigError:
+        return False
+    return True
+
+
+def period(schedule: Schedule) -> int | None:
+    """The smallest q with the schedule valid at m and m + q (interleaved: pp; DualPipe: 2; else 1)."""
+    m = schedule.micro_batches
+    return next((q for q in range(1, PERIOD_SEARCH + 1) if _valid(schedule, m + q)), None)
+
+
+def index_step(schedule: Schedule, m: int, q: int) -> int:
+    """How many more forward micro-batches stage 0's chunk 0 runs per period (q; DualPipe, whose micro-batches
+    enter from both ends, q / 2): the micro-batch index shift between a task and its twin one period later."""
+
+    def count(micro_batches: int) -> int:
+        order = resized(schedule, micro_batches).order(0)
+        return sum(half[0] == FORWARD and half[2] == 0 for task in order for half in Schedule.halves(task))
+
+    return count(m + q) - count(m)
+
+
+def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
+    """How many tasks of each kind (stage, task with micro-batch indices 0) the schedule runs, without building
+    its m-long orders: the counts at three shorter congruent sizes, checked on a line, extrapolated."""
+
+    def counts(s: Schedule) -> dict[tuple[int, Task], int]:
+        out: dict[tuple[int, Task], int] = {}
+        for stage in range(s.stages):
+            for task in s.order(stage):
+                kind = (stage, task._replace(micro_batch=0, paired=task.paired and (0, task.paired[1])))
+                out[kind] = out.get(kind, 0) + 1
+        return out
+
+    m = schedule.micro_batches
+    for m_a, q, _ in candidates(schedule):
+        if not _valid(schedule, m_a + 2 * q):
+            break
+        a, b, c = (counts(resized(schedule, size)) for size in (m_a, m_a + q, m_a + 2 * q))
+        kinds = {**a, **b, **c}
+        if any(a.get(k, 0) - 2 * b.get(k, 0) + c.get(k, 0) for k in kinds):
+            break
+        periods = (m - m_a) // q
+        return {k: a.get(k, 0) + (b.get(k, 0) - a.get(k, 0)) * periods for k in kinds}
+    return counts(schedule)
+
+
+def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
+    """(m_a, q, index shift) to try in turn: m_a doubling from just past the warm-up, congruent to m modulo the
+    period q, while the runs tried so far and the runs at m_a and m_a + q cost less than the full step's m."""
+    q = period(schedule)
+    if q is None:
+        return
+    shift = None
+    m = schedule.micro_batches
+    # Past every schedule's warm-up and cool-down (1F1B fills in pp - 1 micro-batches, interleaved in about
+    # pp + (pp - 2) / v, ZB1P defers up to pp - 1 W passes, DualPipe(V) needs 2 pp before its steady state runs
+    # once), with room for the lock's window of about three periods.
+    start, spent = 2 * schedule.stages + 2 + 3 * q, 0
+    while True:
+        m_a = start + (m - start) % q
+        while not _valid(schedule, m_a) and m_a < m:
+            m_a += q
+        if spent + 2 * m_a + q >= m or not (_valid(schedule, m_a) and _valid(schedule, m_a + q)):
+            return
+        if shift is None:
+            shift = index_step(schedule, m_a, q)
+        yield m_a, q, shift
+        spent += m_a
+        start = 2 * m_a
+
+
+def shift_s(records: Records, q: int) -> float:
+    """The most common shift between a task's begin and its one-period-later twin's (lambda, if locked)."""
+    counts: dict[float, int] = {}
+    for stage in records:
+        begins = {task: begin for task, begin, _ in stage}
+        for task, begin, _ in stage:
+            twin = begins.get(shifted(task, q))
+            if twin is not None:
+                key = round(twin - begin, 9)
+                counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return 0.0
+    key = max(counts, key=counts.__getitem__)
+    for stage in records:  # the exact shift of one task that has it
+        begins = {task: begin for task, begin, _ in stage}
+        for task, begin, _ in stage:
+            twin = begins.get(shifted(task, q))
+            if twin is not None and round(twin - begin, 9) == key:
+                return twin - begin
+    return 0.0
+
+
+def shifted(task: Task, q: int) -> Task:
+    """The same task one period (micro-batch indices q higher) later."""
+    paired = (task.paired[0] + q, task.paired[1]) if task.paired is not None else None
+    return Task(task.direction, task.micro_batch + q, task.chunk, paired)
+
+
+def locked(records: Records, q: int, lam_s: float, after_s: float) -> bool:
+    """Whether some window after ``after_s`` of the run repeats: every task of every stage that begins in
+    [t0, t0 + 2 lambda + longest task) has its one-period-later twin beginning and ending exactly ``lam_s``
+    later, and each stage runs as many tasks in the window shifted by lambda."""
+    end_s = max((end for stage in records for _, _, end in stage), default=0.0)
+    tol = LOCK_REL * end_s
+    if lam_s <= tol:
+        return False
+    span = 2 * lam_s + max(end - begin for stage in records for _, begin, end in stage)
+    begins = [[begin for _, begin, _ in stage] for stage in records]
+    bad: list[float] = []  # begins of tasks without a twin exactly one period later
+    for stage in records:
+        seen = {task: (begin, end) for task, begin, end in stage}
+        for task, begin, end in stage:
+            twin = seen.get(shifted(task, q))
+            if twin is None or abs(twin[0] - begin - lam_s) > tol or abs(twin[1] - end - lam_s) > tol:
+                bad.append(begin)
+    bad.sort()
+    for t0 in sorted(b for stage in begins for b in stage if b >= after_s - tol):
+        t1 = t0 + span
+        if t1 + lam_s > end_s:
+            return False
+        nxt = bisect_left(bad, t0 - tol)
+        if nxt < len(bad) and bad[nxt] < t1:
+            continue
+        if all(
+            bisect_left(b, t1) - bisect_left(b, t0 - tol)
+            == bisect_left(b, t1 + lam_s) - bisect_left(b, t0 + lam_s - tol)
+            for b in begins
+        ):
+            return True
+    return False
+
+
+def extrapolate(fa: Fields, fb: Fields, m_a: int, m_b: int, target: int) -> Fields:
+    """Every field at ``target`` micro-batches on the line through its values at m_a and m_b (missing: 0)."""
+    steps = (target - m_a) / (m_b - m_a)
+    return {name: fa.get(name, 0.0) + (fb.get(name, 0.0) - fa.get(name, 0.0)) * steps for name in {**fa, **fb}}

@@ -1,0 +1,131 @@
+"""The steady-state shortcut: a step's cost independent of its number of micro-batches.
+
+``run_step`` simulates a step of m micro-batches as two shorter steps of m_a and m_a + q micro-batches (q the
+schedule's period, m_a congruent to m modulo q and doubled until it fits; simulator/periodic.py). When the
+run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the DP
+parameter gather) and the run at m_a + q ends exactly one period later, the step at m is the step at m_a with
+(m - m_a) / q periods inserted, and every additive field of the EngineResult is extrapolated on the line:
+the step time, each stage's busy, pipeline-end, end, PP-wait, DP-exposed and compute-busy time, exposed
+communication per group, model FLOPs, bytes per link, and each phase's task count and summed duration (the
+schedule bubble's means). Memory and the report's ratios come from these and the real workload, as for a
+full run. Where no state repeats within the budget (the shorter runs together cost less than the step), the
+full step runs.
+
+The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or op-level ones where
+tasks use the NIC: the lock check is what makes that exact), with no faults and no probe that needs every
+task (traces, link statistics). Everything else runs the full step: the unfolded placement, ``memoize=False``
+(the op-level differential check), faults and stragglers, probes, and steps too short to gain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import replace
+
+from simulator.calibration import Calibration
+from simulator.engine import Engine, EngineResult, StageLog
+from simulator.faults import Faults
+from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, locked, shift_s
+from simulator.probes import Probe, subscribed, unobserved
+from topologies.cluster import ClusterSpec
+from topologies.errors import ConfigError
+from workloads.step import StepWorkload
+
+# Units of the fields: each has its own noise floor (simulator/periodic.py).
+TIME, BYTES, FLOPS, COUNT = "s", "B", "flop", "n"
+STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
+
+
+def run_step(
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    calibration: Calibration,
+    *,
+    placement: str = "folded",
+    memoize: bool = True,
+    faults: Faults | None = None,
+    probes: Iterable[Probe] = (),
+) -> EngineResult:
+    """One step's EngineResult: extrapolated from two shorter steps where their state repeats, else run."""
+    probes = tuple(probes)
+    watching = subscribed(probes)
+    if shortcut_applies(placement, memoize, faults, watching):
+        with unobserved():
+            result = extrapolated(workload, cluster, calibration)
+        if result is not None:
+            for probe in watching:
+                probe.on_run(result)
+            return result
+    return Engine(
+        workload, cluster, calibration, placement=placement, memoize=memoize, faults=faults, probes=probes
+    ).run()
+
+
+def shortcut_applies(placement: str, memoize: bool, faults: Faults | None, probes: tuple[Probe, ...]) -> bool:
+    """Whether a step may be extrapolated from shorter ones (see the module docstring)."""
+    no_faults = faults is None or not faults.describe()
+    return placement == "folded" and memoize and no_faults and not any(p.needs_full_run for p in probes)
+
+
+def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration) -> EngineResult | None:
+    """The step's result from two shorter runs whose state repeats, or None if none was found in budget."""
+    wall_start = time.perf_counter()
+    timings: dict = {}  # task timings do not depend on the micro-batch count: time each once
+    ops = 0
+    for m_a, q, shift in candidates(workload.schedule):
+        try:
+            first = Engine(resized_workload(workload, m_a), cluster, calibration, timings=timings).run()
+        except ConfigError:
+            return None
+        ops += first.simulated_ops
+        records = [log.tasks for log in first.stages]
+        lam_s = shift_s(records, shift)
+        gathered = max(log.params_gathered_s for log in first.stages)
+        if not locked(records, shift, lam_s, gathered):
+            continue
+        second = Engine(resized_workload(workload, m_a + q), cluster, calibration, timings=timings).run()
+        ops += second.simulated_ops
+        if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
+            return None  # the longer run is not the shorter with one period inserted: run the step
+        fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + q, workload.micro_batches)
+        return result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + q))
+    return None
+
+
+def resized_workload(workload: StepWorkload, micro_batches: int) -> StepWorkload:
+    """The same step (layout as fitted, op lists shared) over ``micro_batches`` micro-batches per pipeline."""
+    global_batch = micro_batches * workload.dp * workload.layout.micro_batch
+    return replace(workload, global_batch=global_batch)
+
+
+def fields_of(result: EngineResult) -> Fields:
+    """The additive fields of a result, keyed (unit, name...)."""
+    fields: Fields = {(TIME, "step"): result.step_time_s}
+    for stage, log in enumerate(result.stages):
+        for name in STAGE_TIMES:
+            fields[(TIME, stage, name)] = getattr(log, name)
+        fields[(FLOPS, stage)] = log.model_flops
+        for group, seconds in log.exposed_comm_s.items():
+            fields[(TIME, stage, "exposed", group)] = seconds
+    for link, nbytes in result.network_bytes.items():
+        fields[(BYTES, link)] = nbytes
+    for phase, (total, count) in result.phase_spans.items():
+        fields[(TIME, "phase", phase)] = total
+        fields[(COUNT, phase)] = count
+    return fields
+
+
+def result_of(fields: Fields, workload: StepWorkload, ops: int, wall_s: float, sizes: tuple[int, int]) -> EngineResult:
+    """An EngineResult from extrapolated fields (stage logs without task records)."""
+    stages = []
+    for stage in range(workload.pp):
+        log = StageLog(**{name: fields[(TIME, stage, name)] for name in STAGE_TIMES})
+        log.model_flops = fields[(FLOPS, stage)]
+        log.exposed_comm_s = {name[3]: value for name, value in fields.items() if name[:3] == (TIME, stage, "exposed")}
+        stages.append(log)
+    links = {name[1]: value for name, value in fields.items() if name[0] == BYTES}
+    phases = {
+        name[1]: (fields[(TIME, "phase", name[1])], round(value)) for name, value in fields.items() if name[0] == COUNT
+    }
+    return EngineResult(fields[(TIME, "step")], stages, ops, wall_s, links, phases, workload, sizes)

@@ -1,0 +1,234 @@
+"""The steady-state shortcut (simulator/steady.py, simulator/periodic.py) against the full run: every schedule at
+several batch sizes, every report field to 1e-9; the lock check on hand-built timelines; the fallbacks."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict
+
+import pytest
+
+from simulator.bubbles import _replay, schedule_bubble
+from simulator.calibration import DEFAULT_CALIBRATION
+from simulator.engine import Engine
+from simulator.faults import Faults
+from simulator.periodic import candidates, extrapolate, locked, period, shift_s, task_counts
+from simulator.probes import Probe, observing
+from simulator.report import build_report, prepare, simulate
+from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
+from workloads.layouts import layout_preset
+from workloads.schedules import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
+
+REL = 1e-9
+
+
+def _workload(gpus: int, global_batch: int, model: str = "mixtral-8x7b", layout: str = "megascale-moe", **changes):
+    lay = layout_preset(layout).with_(**changes)
+    workload, cluster, _ = prepare(model, lay, gpus, "h100", global_batch, 4096, None, True)
+    return workload, cluster
+
+
+def _assert_same_report(full: dict, short: dict) -> None:
+    for name, value in full.items():
+        if name in ("sim_wall_s", "simulated_ops", "steady_runs"):
+            continue
+        if isinstance(value, float):
+            assert short[name] == pytest.approx(value, rel=REL, abs=1e-15), name
+        elif isinstance(value, dict):
+            assert set(short[name]) == set(value), name
+            for key, seconds in value.items():
+                assert short[name][key] == pytest.approx(seconds, rel=REL, abs=1e-15), (name, key)
+        else:
+            assert short[name] == value, name
+
+
+CASES = [
+    # (schedule changes, GPUs, global batches): mixtral-8x7b, 8-way SP/EP, PP 4 (embedding and head stages differ)
+    ({"schedule": "1f1b"}, 32, (40, 81, 160)),
+    ({"schedule": "1f1b"}, 64, (80, 162)),  # DP 2: parameter gathers and gradient reductions
+    ({"schedule": "zb1p"}, 32, (160, 241)),
+    ({"schedule": "dualpipe"}, 32, (120, 160)),
+    ({"schedule": "dualpipev"}, 32, (80, 163)),
+    ({"schedule": "interleaved", "virtual_stages": 2}, 32, (96, 192)),
+    ({"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True}, 32, (96, 192)),
+    ({"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True, "delay_wgrad": True}, 32, (96, 200)),
+]
+
+
+@pytest.mark.parametrize(
+    "changes, gpus, global_batch",
+    [(changes, gpus, batch) for changes, gpus, batches in CASES for batch in batches],
+    ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v),
+)
+def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: int) -> None:
+    """Each schedule's report from two shorter runs equals the full run's, field by field, to 1e-9."""
+    workload, cluster = _workload(gpus, global_batch, pp=4, **changes)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    assert short.steady_runs and sum(short.steady_runs) < workload.micro_batches  # the shortcut ran, and is shorter
+    assert full.steady_runs == ()
+    _assert_same_report(
+        asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
+    )
+    assert set(short.network_bytes) == set(full.network_bytes)
+    for link, nbytes in full.network_bytes.items():
+        assert short.network_bytes[link] == pytest.approx(nbytes, rel=REL)
+    assert short.phase_spans.keys() == full.phase_spans.keys()
+    for phase, (total, count) in full.phase_spans.items():
+        assert short.phase_spans[phase][1] == count
+        assert short.phase_spans[phase][0] == pytest.approx(total, rel=REL)
+
+
+def test_cross_node_ep_runs_at_op_level_and_extrapolates() -> None:
+    """Tasks that share the NIC with PP sends run at op level (not memoizable); their step repeats too."""
+    workload, cluster = _workload(32, 96, model="deepseekmoe", ep=16, pp=2)
+    assert workload.tasks_use_nic
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    assert short.steady_runs and short.simulated_ops < full.simulated_ops
+    _assert_same_report(
+        asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
+    )
+
+
+def test_a_slow_transient_is_not_taken_for_a_steady_state() -> None:
+    """ZB1P at 40 micro-batches: stage 0's slack shrinks by a little each period until it waits, at about
+    micro-batch 31. Runs at 10, 11, 12 lie on one line, but that line misses the full run's PP wait; the lock
+    check sees the drift (stage 0's tasks shift by less than one period), so the step runs in full."""
+    workload, cluster = _workload(32, 40, pp=4, schedule="zb1p")
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    runs = {m: Engine(resized_workload(workload, m), cluster, DEFAULT_CALIBRATION).run() for m in (10, 11, 12)}
+    wait = {m: result.stages[0].pp_wait_s for m, result in runs.items()}
+    assert wait[10] - 2 * wait[11] + wait[12] == pytest.approx(0.0, abs=1e-12)
+    line = wait[12] + (wait[12] - wait[11]) * (40 - 12)
+    assert not math.isclose(line, full.stages[0].pp_wait_s, rel_tol=0.1)
+    records = [log.tasks for log in runs[10].stages]
+    assert not locked(records, 1, shift_s(records, 1), 0.0)
+    assert extrapolated(workload, cluster, DEFAULT_CALIBRATION) is None
+    assert (
+        simulate("mixtral-8x7b", workload.layout, 32, cluster="h100", global_batch=40, seq_len=4096).steady_runs == []
+    )
+
+
+# --- the lock check on hand-built timelines ------------------------------------------------------------------
+def _timeline(periods: int, drift_s: float = 0.0) -> list[list[tuple]]:
+    """Two stages, 1F1B-like: stage 0 runs F(i) at 3i, stage 1 runs F(i) at 3i + 1 and B(i) at 3i + 2 (one
+    second each); stage 1's tasks of period i start ``drift_s * i`` late."""
+    stage0 = [(Task(FORWARD, i, 0), 3.0 * i, 3.0 * i + 1) for i in range(periods)]
+    stage1 = []
+    for i in range(periods):
+        late = drift_s * i
+        stage1 += [(Task(FORWARD, i, 0), 3.0 * i + 1 + late, 3.0 * i + 2 + late)]
+        stage1 += [(Task(BACKWARD, i, 0), 3.0 * i + 2 + late, 3.0 * i + 3 + late)]
+    return [stage0, stage1]
+
+
+def test_lock_found_in_a_periodic_timeline() -> None:
+    records = _timeline(8)
+    assert shift_s(records, 1) == 3.0
+    assert locked(records, 1, 3.0, 0.0)  # window [0, 7): 2 periods + the longest task; its twins end by 10 <= 24
+    assert not locked(records, 1, 3.0, 16.0)  # no room after 16 s for a window and its shift
+    assert not locked(records, 1, 2.5, 0.0)  # not the period
+
+
+def test_lock_refused_for_a_drifting_timeline() -> None:
+    """A drift of 1e-6 s per period (far above float noise, far below a period) is seen."""
+    records = _timeline(8, drift_s=1e-6)
+    assert not locked(records, 1, shift_s(records, 1), 0.0)
+
+
+def test_extrapolate_is_the_line_through_two_runs() -> None:
+    assert extrapolate({("s", "a"): 10.0, ("n", "b"): 4.0}, {("s", "a"): 13.0}, 6, 8, 20) == {
+        ("s", "a"): 10.0 + 3.0 * 7,
+        ("n", "b"): 4.0 - 4.0 * 7,
+    }
+
+
+def test_candidates_stay_congruent_and_cheaper_than_the_step() -> None:
+    """Interleaved PP 8 over 512 micro-batches: period 8, m_a = 2 * 8 + 2 + 24 = 42 -> 48, then 96, ..."""
+    schedule = make_schedule("interleaved", 8, 512, 4)
+    assert period(schedule) == 8
+    tried = list(candidates(schedule))
+    assert tried[:2] == [(48, 8, 8), (96, 8, 8)]
+    assert all(m_a % 8 == 0 for m_a, _, _ in tried)
+    spent = [sum(m for m, _, _ in tried[: i + 1]) + tried[i][0] + 8 for i in range(len(tried))]
+    assert all(cost < 512 for cost in spent)
+    dualpipe = make_schedule("dualpipe", 4, 40)  # micro-batches enter from both ends: one more per chunk a period
+    assert period(dualpipe) == 2 and next(candidates(dualpipe)) == (16, 2, 1)
+    assert list(candidates(make_schedule("1f1b", 4, 20))) == []  # 2 x 13 + 1 > 20: not worth it
+
+
+# --- the balanced replay (schedule_bubble) ---------------------------------------------------------------------
+@pytest.mark.parametrize("name, stages, micro_batches, chunks", [("1f1b", 4, 1000, 1), ("interleaved", 4, 400, 3)])
+def test_schedule_bubble_at_large_batch(name: str, stages: int, micro_batches: int, chunks: int) -> None:
+    """The textbook bubble (p - 1) / (v m + p - 1) from short replays, equal to the full replay."""
+    schedule = make_schedule(name, stages, micro_batches, chunks)
+    means = {FORWARD: 1.0, BACKWARD: 2.7}
+    full, _ = _replay(schedule, means)
+    by_full = sum(1 - full[("s", "busy", s)] / full[("s", "end")] for s in range(stages)) / stages
+    assert schedule_bubble(schedule, means) == pytest.approx(by_full, rel=1e-12)
+    assert schedule_bubble(schedule, means) == pytest.approx(bubble_fraction_1f1b(stages, chunks * micro_batches))
+
+
+# --- where the full step runs --------------------------------------------------------------------------------
+class _Tasks(Probe):
+    """Counts the tasks it is told of (needs the full run)."""
+
+    def __init__(self) -> None:
+        self.tasks = 0
+
+    def on_task(self, place, stage, task, begin_s, end_s, timing) -> None:
+        self.tasks += 1
+
+
+class _Ends(Probe):
+    """Reads only the result: may see an extrapolated step."""
+
+    needs_full_run = False
+
+    def __init__(self) -> None:
+        self.steps: list[float] = []
+
+    def on_run(self, result) -> None:
+        self.steps.append(result.step_time_s)
+
+
+def test_full_run_with_faults_probes_unfolded_or_op_level() -> None:
+    kwargs = {"global_batch": 160, "seq_len": 4096, "cluster": "h100"}
+    layout = layout_preset("megascale-moe").with_(pp=4)
+    short = simulate("mixtral-8x7b", layout, 32, **kwargs)
+    assert short.steady_runs
+    tasks, ends = _Tasks(), _Ends()
+    assert simulate("mixtral-8x7b", layout, 32, probes=[tasks], **kwargs).steady_runs == []
+    assert tasks.tasks == 4 * 2 * 160
+    with observing(ends):
+        assert simulate("mixtral-8x7b", layout, 32, **kwargs).steady_runs == short.steady_runs
+    assert ends.steps == [short.step_time_s]
+    assert simulate("mixtral-8x7b", layout, 32, memoize=False, **kwargs).steady_runs == []
+    assert simulate("mixtral-8x7b", layout, 32, faults=Faults(stragglers=((3, 1.1),)), **kwargs).steady_runs == []
+    # The unfolded engine (an op-level run of every GPU, too slow for this step here) never takes the shortcut
+    assert shortcut_applies("folded", True, Faults(), ()) and not shortcut_applies("unfolded", True, None, ())
+
+
+@pytest.mark.parametrize(
+    "name, stages, micro_batches, chunks, overlap",
+    [
+        ("1f1b", 4, 100, 1, {}),
+        ("zb1p", 4, 101, 1, {}),
+        ("interleaved", 4, 100, 2, {}),
+        ("interleaved", 4, 100, 2, {"ep_overlap": True, "delay_wgrad": True}),
+        ("dualpipe", 4, 100, 1, {}),
+        ("dualpipev", 4, 101, 1, {}),
+    ],
+)
+def test_task_counts_equal_the_orders(name: str, stages: int, micro_batches: int, chunks: int, overlap: dict) -> None:
+    """Tasks per (stage, kind) from short orders equal those of the full orders (useful_fraction's counts)."""
+    schedule = make_schedule(name, stages, micro_batches, chunks, **overlap)
+    direct = Counter(
+        (s, t._replace(micro_batch=0, paired=t.paired and (0, t.paired[1])))
+        for s in range(stages)
+        for t in schedule.order(s)
+    )
+    assert next(candidates(schedule), None) is not None  # the short path is the one tested
+    assert task_counts(schedule) == dict(direct)
