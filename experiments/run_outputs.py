@@ -69,7 +69,7 @@ def run_with_outputs(
 ) -> Report:
     """Simulate as ``moesim run`` does (``layout``, ``cluster``: the resolved ones, default ``args.layout`` and
     ``args.cluster``; ``faults``: the parsed fault flags) and write the requested trace and plot."""
-    from simulator.trace import simulate_with_trace, write_trace
+    from simulator.trace import simulate_with_trace, stream_trace
 
     run = simulate_with_trace(
         args.model,
@@ -82,15 +82,19 @@ def run_with_outputs(
         stages=parse_stages(args.trace_stages),
         micro_batches=args.trace_micro_batches,
         trace=args.trace is not None,
-        all_ops=True if getattr(args, "trace_all_ops", False) else None,
+        build=False,
         allow_oom=args.allow_oom,
         faults=faults,
     )
     if args.trace is not None:
-        size = write_trace(args.trace, run.trace)
-        print(
-            f"moesim: wrote {args.trace} ({len(run.trace['traceEvents'])} events, {size / 1e6:.1f} MB)", file=sys.stderr
+        count, size = stream_trace(
+            args.trace,
+            run.timeline,
+            stages=parse_stages(args.trace_stages),
+            micro_batches=args.trace_micro_batches,
+            all_ops=True if getattr(args, "trace_all_ops", False) else None,
         )
+        print(f"moesim: wrote {args.trace} ({count} events, {size / 1e6:.1f} MB)", file=sys.stderr)
     if args.plot:
         from experiments.plots_run import plot_run
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -233,75 +233,21 @@ def chrome_trace(
 ) -> dict:
     """The trace-event JSON object of a recorded step (optionally only some stages / micro-batches). With
     ``all_ops`` False, each steady-state task's ops are drawn once (stage_intervals' ``elide``); None (default):
-    so only when every op would make more than ELIDE_ABOVE events."""
+    so only when every op would make more than ELIDE_ABOVE events. ``stream_trace`` writes the same JSON
+    without holding the events."""
+    keep = kept_stages(timeline.workload, stages)
+    all_ops = _draw_all_ops(timeline, keep, micro_batches, all_ops)
+    return {"traceEvents": list(trace_events(timeline, keep, micro_batches, all_ops)), **_trace_meta(timeline, all_ops)}
+
+
+def _draw_all_ops(timeline: Timeline, keep: list[int], micro_batches: int | None, all_ops: bool | None) -> bool:
+    return op_events(timeline, keep, micro_batches) <= ELIDE_ABOVE if all_ops is None else all_ops
+
+
+def _trace_meta(timeline: Timeline, all_ops: bool) -> dict:
+    """The trace object's keys after its events."""
     workload = timeline.workload
-    keep = kept_stages(workload, stages)
-    if all_ops is None:
-        all_ops = op_events(timeline, keep, micro_batches) <= ELIDE_ABOVE
-    events: list[dict] = []
-    slots: dict[tuple, tuple[int, int, float]] = {}  # PP send key -> (pid, tid, start us) for flows
-    for stage in keep:
-        check_trace_events(len(events))
-        pid = stage + 1
-        node, local = stage_gpu(workload, stage)
-        events.append(
-            {
-                "ph": "M",
-                "name": "process_name",
-                "pid": pid,
-                "tid": 0,
-                "args": {"name": f"stage {stage} (node {node}, GPU {local})"},
-            }
-        )
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": stage}})
-        tid = 0
-        tracks = stage_intervals(timeline, stage, micro_batches, elide=not all_ops)
-        events += [
-            {"ph": "i", "s": "t", "name": label, "pid": pid, "tid": 1, "ts": _us(start), "args": args}
-            for start, _, label, args in tracks.pop(MARKER)
-        ]
-        for track, intervals in tracks.items():
-            for lane_no, lane in enumerate(split_lanes(intervals)):
-                tid += 1
-                name = track if lane_no == 0 else f"{track} #{lane_no + 1}"
-                events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
-                events.append(
-                    {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
-                )
-                for start, end, label, args in lane:
-                    ts = _us(start)
-                    events.append(
-                        {
-                            "ph": "X",
-                            "name": label,
-                            "cat": track,
-                            "pid": pid,
-                            "tid": tid,
-                            "ts": ts,
-                            "dur": round(_us(end) - ts, 3),
-                            "args": args,
-                        }
-                    )
-                    if track == NIC_PP_T and args.get("kind") == "pp_send":
-                        slots[("send", args["direction"], args["micro_batch"], args["chunk"], args["dst_stage"])] = (
-                            pid,
-                            tid,
-                            ts,
-                        )
-                    if track == TASKS:
-                        slots[("task", args["direction"], args["micro_batch"], args["chunk"], stage)] = (pid, tid, ts)
-    events += _flows(timeline, slots, set(keep), micro_batches)
-    for name, points in timeline.links.items():
-        direction, stage = name.split(" ")
-        if int(stage) in keep:
-            counter = "NIC out utilisation" if direction == "nic_out" else "NIC in utilisation"
-            events += [
-                {"ph": "C", "name": counter, "pid": int(stage) + 1, "ts": _us(t), "args": {"value": round(u, 4)}}
-                for t, u in points
-            ]
-    check_trace_events(len(events))
     return {
-        "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {
             "model": workload.model.name,
@@ -311,6 +257,70 @@ def chrome_trace(
             "ops_drawn": "all" if all_ops else MARKER_NAME,
         },
     }
+
+
+def trace_events(timeline: Timeline, keep: list[int], micro_batches: int | None, all_ops: bool) -> Iterator[dict]:
+    """The trace's events one by one, stage by stage, then the PP flow arrows and the NIC counters; past the
+    trace-event limit (workloads/limits.py) a ConfigError stops them."""
+    workload = timeline.workload
+    count = 0
+    slots: dict[tuple, tuple[int, int, float]] = {}  # PP send key -> (pid, tid, start us) for flows
+    for stage in keep:
+        check_trace_events(count)
+        pid = stage + 1
+        node, local = stage_gpu(workload, stage)
+        yield {
+            "ph": "M",
+            "name": "process_name",
+            "pid": pid,
+            "tid": 0,
+            "args": {"name": f"stage {stage} (node {node}, GPU {local})"},
+        }
+        yield {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": stage}}
+        count += 2
+        tid = 0
+        tracks = stage_intervals(timeline, stage, micro_batches, elide=not all_ops)
+        for start, _, label, args in tracks.pop(MARKER):
+            yield {"ph": "i", "s": "t", "name": label, "pid": pid, "tid": 1, "ts": _us(start), "args": args}
+            count += 1
+        for track, intervals in tracks.items():
+            for lane_no, lane in enumerate(split_lanes(intervals)):
+                tid += 1
+                name = track if lane_no == 0 else f"{track} #{lane_no + 1}"
+                yield {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+                yield {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+                count += 2 + len(lane)
+                for start, end, label, args in lane:
+                    ts = _us(start)
+                    yield {
+                        "ph": "X",
+                        "name": label,
+                        "cat": track,
+                        "pid": pid,
+                        "tid": tid,
+                        "ts": ts,
+                        "dur": round(_us(end) - ts, 3),
+                        "args": args,
+                    }
+                    if track == NIC_PP_T and args.get("kind") == "pp_send":
+                        slots[("send", args["direction"], args["micro_batch"], args["chunk"], args["dst_stage"])] = (
+                            pid,
+                            tid,
+                            ts,
+                        )
+                    if track == TASKS:
+                        slots[("task", args["direction"], args["micro_batch"], args["chunk"], stage)] = (pid, tid, ts)
+    for event in _flows(timeline, slots, set(keep), micro_batches):
+        yield event
+        count += 1
+    for name, points in timeline.links.items():
+        direction, stage = name.split(" ")
+        if int(stage) in keep:
+            counter = "NIC out utilisation" if direction == "nic_out" else "NIC in utilisation"
+            for t, u in points:
+                yield {"ph": "C", "name": counter, "pid": int(stage) + 1, "ts": _us(t), "args": {"value": round(u, 4)}}
+            count += len(points)
+    check_trace_events(count)
 
 
 def _flows(timeline: Timeline, slots: dict, keep: set[int], micro_batches: int | None) -> list[dict]:
@@ -350,30 +360,72 @@ def simulate_with_trace(
     micro_batches: int | None = None,
     trace: bool = True,
     all_ops: bool | None = None,
+    build: bool = True,
     **simulate_keywords: Any,
 ) -> TracedRun:
-    """Simulate one step like ``simulate`` (same keywords), recording a Timeline; also return its Chrome
-    trace (if asked), of some ``stages`` and the first ``micro_batches`` only if given (``all_ops``: see
-    chrome_trace)."""
+    """Simulate one step like ``simulate`` (same keywords), recording a Timeline; with ``trace``, refuse a
+    trace over the event limit as the run goes and (``build``) return its Chrome trace, of some ``stages``
+    and the first ``micro_batches`` only if given (``all_ops``: see chrome_trace). ``build=False`` leaves
+    the trace to ``stream_trace``, which writes it without holding its events."""
     timeline = Timeline()
     probes = (timeline, TraceSizeCheck(stages, micro_batches, timeline)) if trace else (timeline,)
     report = simulate(model, layout, gpus, probes=probes, **simulate_keywords)
-    events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches, all_ops=all_ops) if trace else None
+    events = None
+    if trace and build:
+        events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches, all_ops=all_ops)
     return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)
 
 
 def write_trace(path: str | Path, trace: dict) -> int:
-    """Write the trace as compact JSON, gzipped if ``path`` ends in .gz (Perfetto opens both); returns the file
-    size in bytes."""
-    data = json.dumps(trace, separators=(",", ":")).encode()
-    final = Path(path)
-    if final.suffix.lower() == ".gz":
-        data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime 0: the same trace, the same bytes
-    temporary = final.with_name(f".{final.name}.tmp")  # written beside it, then renamed: never a truncated trace
+    """Write a trace object as compact JSON, gzipped if ``path`` ends in .gz (Perfetto opens both); returns
+    the file size in bytes."""
+    return _write_atomically(Path(path), lambda out: out.write(_json(trace)))
+
+
+def stream_trace(
+    path: str | Path,
+    timeline: Timeline,
+    *,
+    stages: Iterable[int] | None = None,
+    micro_batches: int | None = None,
+    all_ops: bool | None = None,
+) -> tuple[int, int]:
+    """Write ``chrome_trace``'s JSON (the same bytes) event by event, never holding the events: returns
+    (events, file bytes). Gzipped if ``path`` ends in .gz."""
+    keep = kept_stages(timeline.workload, stages)
+    all_ops = _draw_all_ops(timeline, keep, micro_batches, all_ops)
+    count = 0
+
+    def write(out) -> None:
+        nonlocal count
+        out.write(b'{"traceEvents":[')
+        for event in trace_events(timeline, keep, micro_batches, all_ops):
+            out.write((b"," if count else b"") + _json(event))
+            count += 1
+        out.write(b"]," + _json(_trace_meta(timeline, all_ops))[1:])
+
+    size = _write_atomically(Path(path), write)
+    return count, size
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _write_atomically(final: Path, write) -> int:
+    """Run ``write`` on a temporary file beside ``final`` (through gzip if it ends in .gz, mtime 0: the same
+    trace, the same bytes), then rename it: never a truncated trace under the final name. Returns its size."""
+    temporary = final.with_name(f".{final.name}.tmp")
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(data)
+        with open(temporary, "wb") as raw:
+            if final.suffix.lower() == ".gz":
+                with gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0) as packed:
+                    write(packed)
+            else:
+                write(raw)
+        size = temporary.stat().st_size
         os.replace(temporary, final)
     finally:
         temporary.unlink(missing_ok=True)
-    return len(data)
+    return size

@@ -20,10 +20,12 @@ from simulator.trace import (
     Timeline,
     chrome_trace,
     simulate_with_trace,
+    stream_trace,
     write_trace,
 )
 from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
+from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
 from workloads.schedules import BACKWARD, FORWARD, Task
 from workloads.step import StepWorkload
@@ -281,3 +283,21 @@ def test_steady_state_ops_drawn_once_and_gzip(tmp_path) -> None:
     write_trace(packed, short)
     assert packed.read_bytes() == first
     assert main(["run", *SMALL, "--trace", str(tmp_path / "t.gz")]) == 2  # .json.gz, not any .gz
+
+
+def test_streamed_trace_is_the_built_one_byte_for_byte(tmp_path, monkeypatch) -> None:
+    """stream_trace writes chrome_trace's JSON event by event (plain and gzipped, the same bytes as
+    write_trace); past the event limit it stops midway and leaves no file, not even a truncated one."""
+    run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30, stages=[0, 7], build=False)
+    assert run.trace is None
+    built = chrome_trace(run.timeline, stages=[0, 7], all_ops=False)
+    for name in ("t.json", "t.json.gz"):
+        streamed, written = tmp_path / f"streamed-{name}", tmp_path / f"written-{name}"
+        count, size = stream_trace(streamed, run.timeline, stages=[0, 7], all_ops=False)
+        assert (count, size) == (len(built["traceEvents"]), write_trace(written, built))
+        assert streamed.read_bytes() == written.read_bytes()
+    assert json.loads((tmp_path / "streamed-t.json").read_text()) == built
+    monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", str(len(built["traceEvents"]) // 2))
+    with pytest.raises(ConfigError, match="trace events"):
+        stream_trace(tmp_path / "cut.json", run.timeline, stages=[0, 7], all_ops=False)
+    assert sorted(p.name for p in tmp_path.iterdir() if "cut" in p.name) == []
