@@ -40,7 +40,8 @@ def resized(schedule: Schedule, micro_batches: int) -> Schedule:
     return type(schedule)(schedule.stages, micro_batches, schedule.chunks, **overlap)
 
 
-def _valid(schedule: Schedule, micro_batches: int) -> bool:
+def valid_count(schedule: Schedule, micro_batches: int) -> bool:
+    """Whether the schedule runs with ``micro_batches`` micro-batches."""
     if micro_batches < 1:
         return False
     try:
@@ -53,7 +54,7 @@ def _valid(schedule: Schedule, micro_batches: int) -> bool:
 def period(schedule: Schedule) -> int | None:
     """The smallest q with the schedule valid at m and m + q (interleaved: pp; DualPipe: 2; else 1)."""
     m = schedule.micro_batches
-    return next((q for q in range(1, PERIOD_SEARCH + 1) if _valid(schedule, m + q)), None)
+    return next((q for q in range(1, PERIOD_SEARCH + 1) if valid_count(schedule, m + q)), None)
 
 
 def index_step(schedule: Schedule, m: int, q: int) -> int:
@@ -81,7 +82,7 @@ def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
 
     m = schedule.micro_batches
     for m_a, q, _ in candidates(schedule):
-        if not _valid(schedule, m_a + 2 * q):
+        if not valid_count(schedule, m_a + 2 * q):
             break
         a, b, c = (counts(resized(schedule, size)) for size in (m_a, m_a + q, m_a + 2 * q))
         kinds = {**a, **b, **c}
@@ -93,8 +94,8 @@ def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
 
 
 def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
-    """(m_a, q, index shift) to try in turn: m_a doubling from just past the warm-up, congruent to m modulo the
-    period q, while the runs tried so far and the runs at m_a and m_a + q cost less than the full step's m."""
+    """(m_a, q, index shift) to try in turn: m_a doubling from just past the warm-up, congruent to m modulo twice
+    the period q (steady/state_periods also tries 2 q), while the runs tried so far and the runs at m_a and m_a + q cost less than the full step's m."""
     q = period(schedule)
     if q is None:
         return
@@ -102,13 +103,13 @@ def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
     m = schedule.micro_batches
     # Past every schedule's warm-up and cool-down (1F1B fills in pp - 1 micro-batches, interleaved in about
     # pp + (pp - 2) / v, ZB1P defers up to pp - 1 W passes, DualPipe(V) needs 2 pp before its steady state runs
-    # once), with room for the lock's window of about three periods.
-    start, spent = 2 * schedule.stages + 2 + 3 * q, 0
+    # once, 3 pp to lock: Schedule.fill_per_stage), with room for the lock's window of about three periods.
+    start, spent = schedule.fill_per_stage * schedule.stages + 2 + 3 * q, 0
     while True:
-        m_a = start + (m - start) % q
-        while not _valid(schedule, m_a) and m_a < m:
+        m_a = start + (m - start) % (2 * q)  # congruent modulo 2 q too: a state repeating every 2 q can lock
+        while not valid_count(schedule, m_a) and m_a < m:
             m_a += q
-        if spent + 2 * m_a + q >= m or not (_valid(schedule, m_a) and _valid(schedule, m_a + q)):
+        if spent + 2 * m_a + q >= m or not (valid_count(schedule, m_a) and valid_count(schedule, m_a + q)):
             return
         if shift is None:
             shift = index_step(schedule, m_a, q)

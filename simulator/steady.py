@@ -20,16 +20,17 @@ task (traces, link statistics). Everything else runs the full step: the unfolded
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from simulator.calibration import Calibration
 from simulator.engine import Engine, EngineResult, StageLog
 from simulator.faults import Faults
-from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, locked, shift_s
+from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, index_step, locked, shift_s, valid_count
 from simulator.probes import Probe, subscribed, unobserved
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
+from workloads.schedules import Schedule
 from workloads.step import StepWorkload
 
 # Units of the fields: each has its own noise floor (simulator/periodic.py).
@@ -80,17 +81,31 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
             return None
         ops += first.simulated_ops
         records = [log.tasks for log in first.stages]
-        lam_s = shift_s(records, shift)
         gathered = max(log.params_gathered_s for log in first.stages)
-        if not locked(records, shift, lam_s, gathered):
-            continue
-        second = Engine(resized_workload(workload, m_a + q), cluster, calibration, timings=timings).run()
-        ops += second.simulated_ops
-        if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
-            return None  # the longer run is not the shorter with one period inserted: run the step
-        fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + q, workload.micro_batches)
-        return result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + q))
+        for period, index_shift in state_periods(workload.schedule, m_a, q, shift):
+            lam_s = shift_s(records, index_shift)
+            if not locked(records, index_shift, lam_s, gathered):
+                continue
+            second = Engine(resized_workload(workload, m_a + period), cluster, calibration, timings=timings).run()
+            ops += second.simulated_ops
+            if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
+                return None  # the longer run is not the shorter with one period inserted: run the step
+            fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + period, workload.micro_batches)
+            return result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
     return None
+
+
+def state_periods(schedule: Schedule, m_a: int, q: int, shift: int) -> Iterator[tuple[int, int]]:
+    """(period, index shift) the run at m_a's state may repeat with: the schedule's period q, then multiples of
+    it (a DualPipeV steady state alternates two timings, so repeats every 2 q) while the target stays on the
+    line (m - m_a a multiple) and the longer run stays within the budget (shorter than the step)."""
+    m = schedule.micro_batches
+    yield q, shift
+    for multiple in (2, 3, 4):
+        period = multiple * q
+        if (m - m_a) % period or 2 * m_a + period >= m or not valid_count(schedule, m_a + period):
+            continue
+        yield period, index_step(schedule, m_a, period)
 
 
 def resized_workload(workload: StepWorkload, micro_batches: int) -> StepWorkload:

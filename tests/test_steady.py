@@ -154,8 +154,11 @@ def test_candidates_stay_congruent_and_cheaper_than_the_step() -> None:
     assert all(m_a % 8 == 0 for m_a, _, _ in tried)
     spent = [sum(m for m, _, _ in tried[: i + 1]) + tried[i][0] + 8 for i in range(len(tried))]
     assert all(cost < 512 for cost in spent)
-    dualpipe = make_schedule("dualpipe", 4, 40)  # micro-batches enter from both ends: one more per chunk a period
-    assert period(dualpipe) == 2 and next(candidates(dualpipe)) == (16, 2, 1)
+    # DualPipe: micro-batches enter from both ends, one more per chunk a period (q 2, index shift 1); its fill is
+    # 3 micro-batches per stage: m_a = 3 x 4 + 2 + 3 x 2 = 20, congruent to 60 modulo 2 q; at 40, 2 x 20 + 2 > 40.
+    dualpipe = make_schedule("dualpipe", 4, 60)
+    assert period(dualpipe) == 2 and next(candidates(dualpipe)) == (20, 2, 1)
+    assert list(candidates(make_schedule("dualpipe", 4, 40))) == []
     assert list(candidates(make_schedule("1f1b", 4, 20))) == []  # 2 x 13 + 1 > 20: not worth it
 
 
@@ -232,3 +235,17 @@ def test_task_counts_equal_the_orders(name: str, stages: int, micro_batches: int
     )
     assert next(candidates(schedule), None) is not None  # the short path is the one tested
     assert task_counts(schedule) == dict(direct)
+
+
+def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() -> None:
+    """DualPipeV over 32 stages (mixtral-8x7b, 2-way SP/EP, 220 micro-batches): its steady-state tasks alternate
+    two timings (a task's twin one micro-batch later starts lambda or lambda + 2.1 ms later), so the schedule's
+    period 1 never locks; the run at 102 (3 x 32 + 2 + 3, congruent to 220 modulo 2) repeats every 2 micro-batches,
+    and 102 and 104 give the full run's report to 1e-9."""
+    workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none")
+    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    assert short.steady_runs == (102, 104)  # not (102, 103): period 1 did not lock
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    _assert_same_report(
+        asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
+    )

@@ -71,6 +71,10 @@ class Schedule:
 
     name: ClassVar[str]
     virtual_stages: ClassVar[bool] = False  # whether a stage may hold several model chunks (layout.virtual_stages)
+    # Micro-batches per stage the warm-up and cool-down take before a step of them has a steady state that
+    # repeats (simulator/periodic.py starts looking there): 2 for the 1F1B family; DualPipe(V), whose
+    # micro-batches enter from both ends, 3 (DualPipeV at PP 8 first repeats at 24 micro-batches).
+    fill_per_stage: ClassVar[int] = 2
 
     def __init__(
         self, stages: int, micro_batches: int, chunks: int = 1, *, ep_overlap: bool = False, delay_wgrad: bool = False
@@ -285,6 +289,7 @@ class DualPipe(Schedule):
     """
 
     name = "dualpipe"
+    fill_per_stage = 3
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
         super().__init__(stages, micro_batches, 1, **overlap)  # F&B pairing is DualPipe's own
@@ -389,6 +394,7 @@ class DualPipeV(Schedule):
     head). Rank s's task order is DualPipe's rank s of 2 pp ranks with 2m micro-batches (steps 1-8)."""
 
     name = "dualpipev"
+    fill_per_stage = 3
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
         super().__init__(stages, micro_batches, 2, **overlap)
