@@ -220,8 +220,8 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
                                     }
 
 
-def _divides(point: dict[str, object], model: ModelSpec, job: Job) -> bool:
-    """The arithmetic checks: whole DP replicas, whole micro-batches, and blocks of layers if not uneven."""
+def _divides(point: dict[str, object], job: Job) -> bool:
+    """The arithmetic checks: whole DP replicas and whole micro-batches per replica."""
     group = int(point["intra_size"]) * int(point["cp"]) * int(point["pp"])
     if job.gpus % group:
         return False
@@ -260,7 +260,7 @@ def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) ->
     for point in _grid(model, job, space):
         if not space.keeps(point):
             continue
-        if not _divides(point, model, job):
+        if not _divides(point, job):
             pruned.divide += 1
             continue
         uneven = model.num_layers % (int(point["pp"]) * int(point["virtual_stages"])) != 0
