@@ -71,6 +71,7 @@ def run_with_outputs(
     ``args.cluster``; ``faults``: the parsed fault flags) and write the requested trace and plot."""
     from simulator.trace import simulate_with_trace, stream_trace
 
+    stages = parse_stages(args.trace_stages)
     run = simulate_with_trace(
         args.model,
         args.layout if layout is None else layout,
@@ -79,7 +80,7 @@ def run_with_outputs(
         global_batch=args.global_batch,
         seq_len=args.seq_len,
         micro_batch=args.micro_batch,
-        stages=parse_stages(args.trace_stages),
+        stages=stages,
         micro_batches=args.trace_micro_batches,
         trace=args.trace is not None,
         build=False,
@@ -90,7 +91,7 @@ def run_with_outputs(
         count, size = stream_trace(
             args.trace,
             run.timeline,
-            stages=parse_stages(args.trace_stages),
+            stages=stages,
             micro_batches=args.trace_micro_batches,
             all_ops=True if getattr(args, "trace_all_ops", False) else None,
         )

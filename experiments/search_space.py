@@ -230,13 +230,12 @@ def _divides(point: dict[str, object], job: Job) -> bool:
 
 
 def _least_recompute(
-    model: ModelSpec, base: LayoutSpec, job: Job, fields: dict[str, object], space: SearchSpace
+    model: ModelSpec, base: LayoutSpec, job: Job, fields: dict[str, object], tiers: tuple[tuple[dict, ...], ...]
 ) -> tuple[list[dict[str, object]], ConfigError | None, int]:
     """The valid choices of the first recompute tier with any that fit, the error if none is valid, and
     how many tiers were tried."""
     error: ConfigError | None = None
     valid = False
-    tiers = space.tiers()
     for tried, tier in enumerate(tiers, 1):
         fit: list[dict[str, object]] = []
         for choice in tier:
@@ -257,6 +256,7 @@ def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) ->
     """The layout fields of every point worth simulating, and what was pruned."""
     kept: list[dict[str, object]] = []
     pruned = Pruned()
+    tiers = space.tiers()
     for point in _grid(model, job, space):
         if not space.keeps(point):
             continue
@@ -268,11 +268,10 @@ def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) ->
             pruned.divide += 1
             continue
         fields = {**point, "uneven_pp": uneven} if uneven else point
-        kept_here, error, tiers_tried = _least_recompute(model, base, job, fields, space)
+        kept_here, error, tiers_tried = _least_recompute(model, base, job, fields, tiers)
         if kept_here:
             kept.extend(kept_here)
-            later = space.tiers()[tiers_tried:]
-            pruned.dominated += sum(len(tier) for tier in later)
+            pruned.dominated += sum(len(tier) for tier in tiers[tiers_tried:])
         elif error is not None:
             pruned.invalid += 1
             pruned.reasons[error.field] = pruned.reasons.get(error.field, 0) + 1

@@ -96,16 +96,12 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
 
 
 def state_periods(schedule: Schedule, m_a: int, q: int, shift: int) -> Iterator[tuple[int, int]]:
-    """(period, index shift) the run at m_a's state may repeat with: the schedule's period q, then multiples of
-    it (a DualPipeV steady state alternates two timings, so repeats every 2 q) while the target stays on the
-    line (m - m_a a multiple) and the longer run stays within the budget (shorter than the step)."""
-    m = schedule.micro_batches
+    """(period, index shift) the run at m_a's state may repeat with: the schedule's period q, then 2 q (a
+    DualPipeV steady state alternates two timings; periodic.candidates keeps m_a congruent to m modulo 2 q
+    for it) if the longer run stays within the budget (shorter than the step)."""
     yield q, shift
-    for multiple in (2, 3, 4):
-        period = multiple * q
-        if (m - m_a) % period or 2 * m_a + period >= m or not valid_count(schedule, m_a + period):
-            continue
-        yield period, index_step(schedule, m_a, period)
+    if 2 * m_a + 2 * q < schedule.micro_batches and valid_count(schedule, m_a + 2 * q):
+        yield 2 * q, index_step(schedule, m_a, 2 * q)
 
 
 def resized_workload(workload: StepWorkload, micro_batches: int) -> StepWorkload:
