@@ -22,13 +22,13 @@ class Calibration:
     # (DeepGEMM FP8 on H800, MAMF BF16 on H100 SXM), see simulator/gemm_efficiency.py.
     gemm_efficiency: GemmEfficiencyTable = HOPPER_GEMM_TABLE
     # Attention kernel family ("fa3": FlashAttention-3 paper Figs. 5-6; "fa2": FlashAttention-2 columns of
-    # the same figures), looked up at the op's head dim and sequence length. Ops do not carry them yet, so
-    # the lookup uses this operating point (assumed: the paper's 8,192-token sequences, head dim 128 as in
-    # M1, Mixtral, Llama and Qwen3); causal mask on.
+    # the same figures), looked up per op at its head dim, per-sequence length, mask and window
+    # (simulator/attention_cost.py).
     attention_kernel: str = "fa3"
-    attention_head_dim: int = 128
-    attention_seq_len: int = 8192
-    attention_causal: bool = True
+    # Query and key tile edge of FA3's Hopper forward at head dim 128 under a causal or local mask
+    # (flash-attention hopper/tile_size.h tile_size_fwd_sm90: kBlockM 128, kBlockN 128 when is_causal or
+    # is_local): the granularity at which a sliding window's key tiles are computed.
+    attention_block_tokens: int = 128
     # Fixed efficiencies overriding the table (None = use the table); tests and what-ifs only.
     attention_fwd_efficiency: float | None = None
     attention_bwd_efficiency: float | None = None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from simulator.attention_cost import attention_op_efficiency, executed_fraction
 from simulator.calibration import Calibration
 from simulator.collective_efficiency import Algorithm, Link, efficiency
-from simulator.gemm_efficiency import attention_efficiency
 from topologies.hardware import GpuSpec
 from workloads.ops import (
     ALL_TO_ALL,
@@ -17,6 +17,7 @@ from workloads.ops import (
     GEMM,
     HOST_SYNC,
     MEMORY,
+    AttentionShape,
     EpDispatcher,
     Gemm,
     Group,
@@ -49,20 +50,21 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     return max(compute_s, memory_s * gemm.groups) + cal.kernel_overhead_s
 
 
-def attention_efficiency_of(backward: bool, cal: Calibration) -> float:
-    """The attention kernel's efficiency: a fixed override, else the kernel family's published table."""
-    fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
-    if fixed is not None:
-        return fixed
-    return attention_efficiency(
-        cal.attention_kernel, backward, cal.attention_causal, cal.attention_head_dim, cal.attention_seq_len
-    )
-
-
-def attention_time_s(flops: float, backward: bool, gpu: GpuSpec, cal: Calibration) -> float:
-    """FlashAttention: counted FLOPs x causal fraction at the kernel's efficiency x the compute residual."""
-    efficiency = attention_efficiency_of(backward, cal) * cal.compute_residual
-    return flops * cal.attention_causal_fraction / (gpu.peak_bf16_flops * efficiency) + cal.kernel_overhead_s
+def attention_time_s(
+    flops: float, backward: bool, gpu: GpuSpec, cal: Calibration, shape: AttentionShape | None = None
+) -> float:
+    """FlashAttention: the FLOPs the kernel executes for its shape (simulator.attention_cost) at the kernel's
+    efficiency there x the compute residual. Without a shape (toy ops): full causal attention at the fixed
+    efficiencies of the calibration."""
+    if shape is None:
+        fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
+        if fixed is None:
+            raise ValueError("an attention op without a shape needs fixed attention efficiencies")
+        executed, efficiency = flops * cal.attention_causal_fraction, fixed
+    else:
+        executed = flops * executed_fraction(shape, cal)
+        efficiency = attention_op_efficiency(shape, backward, cal)
+    return executed / (gpu.peak_bf16_flops * efficiency * cal.compute_residual) + cal.kernel_overhead_s
 
 
 def memory_time_s(mem_bytes: float, kernels: int, gpu: GpuSpec, cal: Calibration) -> float:
@@ -75,7 +77,7 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
     if op.gemm is not None:
         return gemm_time_s(op.gemm, gpu, cal)
     if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
-        return attention_time_s(op.flops, op.attention_backward, gpu, cal)
+        return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention)
     if op.kind == MEMORY:
         return memory_time_s(op.mem_bytes, op.kernels, gpu, cal)
     if op.kind == HOST_SYNC:

@@ -16,7 +16,7 @@ from simulator.gemm_efficiency import (
 )
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import gpu_preset
-from workloads.ops import Gemm
+from workloads.ops import AttentionShape, Gemm
 
 H800 = gpu_preset("h800")
 # The real table, no residual and no launch gap, so that a time maps straight back to TFLOP/s.
@@ -100,9 +100,10 @@ def test_attention_interpolation_by_hand() -> None:
 
 
 def test_attention_time_uses_the_table_and_the_residual() -> None:
-    """1e12 counted FLOPs, causal half: 0.5e12 / (100e12 x 602/989 x 0.5 residual) on the toy GPU."""
+    """1e12 counted FLOPs, causal half, head dim 128 at 8k: 0.5e12 / (100e12 x 602/989 x 0.5 residual)."""
     cal = toy_calibration(attention_fwd_efficiency=None, compute_residual=0.5)
-    assert attention_time_s(1e12, False, toy_gpu(), cal) == pytest.approx(
+    shape = AttentionShape(128, 128, 8192)
+    assert attention_time_s(1e12, False, toy_gpu(), cal, shape) == pytest.approx(
         0.5e12 / (100e12 * 602 / 989 * 0.5), rel=1e-12
     )
     with pytest.raises(ValueError):

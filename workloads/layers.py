@@ -13,7 +13,7 @@ from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
 from workloads.models import ModelSpec
 from workloads.moe import ffn_recipe, tp_pair, ulysses_pair
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Module, Step, attention_pairs
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.precision import to_fp8_comm, to_fp8_gemms
 
 
@@ -33,7 +33,8 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
     flops = attention_flops(model, layout, seq_len, window)
-    flash = Step("flash_attn", ATTENTION, flops=flops, module=Module.CORE_ATTN)
+    shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window)
+    flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     if layout.attention == "sp":
         to_heads, to_sequence = ulysses_pair(n, local * model.qkv_width * BYTES_BF16, local * q * BYTES_BF16)
         return [

@@ -10,7 +10,7 @@ from __future__ import annotations
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.moe import tp_pair, ulysses_pair
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, Gemm, Module, Step, attention_pairs
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 
 UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up projection
 
@@ -66,7 +66,8 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
         Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank), module=UP),
     ]
     flops = mla_attention_flops(model, layout, seq_len, window)
-    flash = Step("flash_attn", ATTENTION, flops=flops, module=Module.CORE_ATTN)
+    shape = AttentionShape(d_qk, d_v, seq_len, window=window)
+    flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
     if tp:
         return steps + [

@@ -114,6 +114,23 @@ def attention_pairs(seq_len: int, window: int = 0) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class AttentionShape:
+    """What one FlashAttention call sees, for its cost lookup: head widths, the per-sequence length the kernel
+    runs over (after the CP split: each GPU's s / cp queries), the causal mask and a sliding window of keys."""
+
+    head_dim: int  # query / key width per head
+    head_dim_v: int  # value width per head (MLA: 128 against a 192-wide query / key)
+    seq_len: int
+    causal: bool = True
+    window: int = 0  # keys a query attends to; 0 = all keys before it
+
+    @property
+    def sliding(self) -> bool:
+        """Whether the window is shorter than the sequence (else the layer is plain causal attention)."""
+        return 0 < self.window < self.seq_len
+
+
+@dataclass(frozen=True, slots=True)
 class Gemm:
     """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group."""
 
@@ -151,6 +168,7 @@ class Op:
     flops: float = 0.0  # executed FLOPs of GEMM / attention kernels
     model_flops: float = 0.0  # FLOPs counted for MFU (0 for recomputation)
     attention_backward: bool = False
+    attention: AttentionShape | None = None  # attention ops: the shape their kernel efficiency is looked up at
     mem_bytes: float = 0.0  # HBM traffic of memory-bound kernels
     kernels: int = 1
     collective: str = ""
@@ -175,6 +193,7 @@ class Step:
     kind: str
     gemm: Gemm | None = None
     flops: float = 0.0  # attention forward FLOPs as counted (non-causal, FlashAttention's convention)
+    attention: AttentionShape | None = None  # attention steps: what the kernel sees
     mem_bytes: float = 0.0
     kernels: int = 1
     collective: str = ""

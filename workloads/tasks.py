@@ -97,6 +97,7 @@ class _OpList:
             flops=flops,
             model_flops=counted,
             attention_backward=backward and kind == ATTENTION,
+            attention=step.attention,
             mem_bytes=mem_bytes,
             kernels=step.kernels,
             module=step.module,
