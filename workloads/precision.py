@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, Step
+from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, Label, Step
 
 # DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
 FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
@@ -16,8 +16,22 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 MAIN_GRADS_DTYPES = ("fp32", "bf16")
 MAIN_PARAMS_DTYPES = ("fp32", "fp16")
 MOMENT_DTYPES = ("fp32", "fp16", "bf16", "fp8")
-# Transformer Engine's FP8 scaling recipes as Megatron-Core names them (--fp8-recipe); "" = not FP8 training.
-FP8_RECIPES = ("", "delayed", "tensorwise", "blockwise", "mxfp8")
+
+
+class Fp8Recipe(Label):
+    """Transformer Engine's FP8 scaling recipe as Megatron-Core names it (--fp8-recipe; TE's
+    transformer_engine/common/recipe: DelayedScaling, Float8CurrentScaling, Float8BlockScaling,
+    MXFP8BlockScaling). NONE: BF16 training, or FP8 GEMMs whose quantization is not modelled (the paper's
+    presets: DeepSeek-V3's kernels fuse it into the producers, Sec. 3.3)."""
+
+    NONE = ""
+    DELAYED = "delayed"
+    TENSORWISE = "tensorwise"  # current scaling
+    BLOCKWISE = "blockwise"  # 1 x 128 activations and gradients, 128 x 128 weights
+    MXFP8 = "mxfp8"  # 1 x 32 blocks with E8M0 scales (Blackwell)
+
+
+FP8_RECIPES = tuple(recipe.value for recipe in Fp8Recipe)
 
 
 def to_fp8_gemms(steps: list[Step]) -> list[Step]:

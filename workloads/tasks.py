@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from workloads.fp8_quant import quantize_input
 from workloads.layouts import LayoutSpec
 from workloads.ops import (
     ATTENTION,
@@ -32,13 +33,16 @@ from workloads.ops import (
     FUSED,
     GEMM,
     HOST_SYNC,
+    MEMORY,
     TRANSPOSE,
+    Gemm,
     Group,
     Module,
     Op,
     Role,
     Step,
 )
+from workloads.precision import Fp8Recipe
 
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs
 MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
@@ -55,6 +59,7 @@ class _OpList:
         self.fuse = layout.intra_op_overlap
         self.tp_overlap = layout.tp_comm_overlap
         self.group_size = layout.intra_size
+        self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
 
     def fuses(self, step: Step) -> bool:
         """Whether a collective fuses into its adjacent GEMM: every one under intra-op overlap, the TP ones
@@ -82,6 +87,8 @@ class _OpList:
         mem_bytes = step.mem_bytes * (MEMORY_BACKWARD_FACTOR if backward else 1.0)
         if kind == GEMM:
             flops = gemm.flops
+            if role != Role.WEIGHT_GRAD:  # the wgrad reuses the column-wise copies (workloads/fp8_quant.py)
+                deps = self.quantize(step, layer, deps, role, gemm, name or step.name)
         elif kind == ATTENTION:
             flops = step.flops * (ATTENTION_BACKWARD_FACTOR if backward else 1.0)
         if role != Role.RECOMPUTE:
@@ -116,6 +123,26 @@ class _OpList:
                 tiles=size,
             )
         return self.add(op)
+
+    def quantize(
+        self, step: Step, layer: int, deps: tuple[int, ...], role: Role, gemm: Gemm, name: str
+    ) -> tuple[int, ...]:
+        """The FP8 quantization of a GEMM's input under the layout's recipe, before it; returns the GEMM's deps."""
+        mem_bytes, kernels = quantize_input(self.fp8_recipe, gemm)
+        if not kernels:
+            return deps
+        op = Op(
+            f"{name}.quant",
+            MEMORY,
+            COMPUTE,
+            deps,
+            role,
+            layer,
+            mem_bytes=mem_bytes,
+            kernels=kernels,
+            module=step.module,
+        )
+        return (self.add(op),)
 
     def collective(self, step: Step, layer: int, deps: tuple[int, ...], role: Role, *, name: str = "") -> int:
         backward = role == Role.INPUT_GRAD

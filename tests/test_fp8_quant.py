@@ -1,0 +1,86 @@
+"""FP8 quantization kernels around FP8 GEMMs per TE recipe (workloads/fp8_quant.py): bytes and times by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.costs import compute_time_s
+from tests.toys import toy_calibration, toy_gpu
+from workloads.fp8_quant import quantize_input
+from workloads.layers import layer_recipe
+from workloads.layouts import LayoutSpec
+from workloads.models import ModelSpec
+from workloads.ops import MEMORY, Gemm, Role
+from workloads.precision import Fp8Recipe
+from workloads.tasks import backward_ops, forward_ops
+
+GPU = toy_gpu()  # HBM 1e12 B/s
+CAL = toy_calibration(memory_efficiency=0.8, kernel_overhead_s=4e-6)
+
+
+def test_bytes_and_kernels_per_recipe_by_hand() -> None:
+    """A 4,096 x 2,048 BF16 input: tensorwise reads it twice (amax, cast) and writes FP8 row- and column-wise,
+    6 B per element in 3 kernels; delayed 4 B in 1; blockwise 4 + 2 x 4/128; mxfp8 4 + 2 x 1/32. A grouped
+    GEMM of 8 experts x 256 rows quantizes each expert apart: 8x the kernels."""
+    gemm = Gemm(4096, 1536, 2048, fp8=True)
+    elements = 4096 * 2048
+    assert quantize_input(Fp8Recipe.TENSORWISE, gemm) == (6 * elements, 3)
+    assert quantize_input(Fp8Recipe.DELAYED, gemm) == (4 * elements, 1)
+    assert quantize_input(Fp8Recipe.BLOCKWISE, gemm) == (4.0625 * elements, 1)
+    assert quantize_input(Fp8Recipe.MXFP8, gemm) == (4.0625 * elements, 1)
+    assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(256, 1536, 2048, groups=8, fp8=True)) == (6 * 256 * 2048 * 8, 24)
+    assert quantize_input(Fp8Recipe.NONE, gemm) == (0.0, 0)
+    assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(4096, 1536, 2048)) == (0.0, 0)  # BF16 GEMM
+
+
+def test_quant_op_time_by_hand() -> None:
+    """Tensorwise, 4,096 x 2,048: 50,331,648 B at 1e12 x 0.8 B/s = 62.9146 us, plus 3 x 4 us of launch gaps."""
+    model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
+    layout = LayoutSpec("t", intra_size=1, ffn="ep", gemm_dtype="fp8", fp8_recipe="tensorwise")
+    ops = forward_ops([(0, layer_recipe(model, layout, 4096, 8))], layout)
+    (quant,) = [op for op in ops if op.name == "qkv_proj.quant"]
+    assert (quant.kind, quant.mem_bytes, quant.kernels) == (MEMORY, 6 * 4096 * 2048, 3)
+    assert compute_time_s(quant, GPU, CAL) == pytest.approx(50331648 / 0.8e12 + 12e-6, rel=1e-12)
+
+
+def _layer_ops(recipe: str) -> tuple[list, list]:
+    model = ModelSpec("m", 1, 2048, 16, 4, 768, 16, 4, 64)
+    layout = LayoutSpec("t", intra_size=1, ffn="ep", gemm_dtype="fp8", fp8_recipe=recipe)
+    steps = layer_recipe(model, layout, 4096, 8)
+    return forward_ops([(0, steps)], layout), backward_ops([(0, steps)], layout)
+
+
+def test_every_fp8_gemm_input_but_the_wgrads_is_quantized_first() -> None:
+    """Forward: one quantization right before each FP8 GEMM, of its m x k input; backward: one before each
+    dgrad, of dY (the dgrad's m x k = the forward's m x n); none before a wgrad; the BF16 router none. The
+    default layout fuses GEMMs with their collectives (names "gemm+collective"): the quantization precedes
+    the fused op."""
+    checked = 0
+    for ops in _layer_ops("tensorwise"):
+        for index, op in enumerate(ops):
+            if op.gemm is None:
+                continue
+            before = ops[index - 1]
+            quantized = op.gemm.fp8 and op.role != Role.WEIGHT_GRAD
+            assert (before.name == f"{op.name.split('+')[0]}.quant") == quantized, op.name
+            checked += quantized
+            if quantized:
+                assert op.deps == (index - 1,)
+                assert before.mem_bytes == 6 * op.gemm.m * op.gemm.k * op.gemm.groups
+    assert checked == 8  # qkv, o_proj, fc13, fc2: forward and dgrad
+
+
+def test_recipe_on_off_difference_is_the_sum_of_the_quant_ops() -> None:
+    """Differential: the same layer with and without the tensorwise recipe. Every other op is the same, so
+    the compute time differs by the quantizations' bytes / (HBM x 0.8) + 4 us per kernel, summed from the
+    FP8 GEMMs' shapes by hand (forward and dgrad inputs: 6 B per element, 3 kernels per group)."""
+    with_recipe = [op for ops in _layer_ops("tensorwise") for op in ops]
+    without = [op for ops in _layer_ops("") for op in ops]
+    gemms = [op.gemm for op in without if op.gemm is not None and op.gemm.fp8 and op.role != Role.WEIGHT_GRAD]
+    expected = sum(6 * g.m * g.k * g.groups / 0.8e12 + 3 * g.groups * 4e-6 for g in gemms)
+    assert len(with_recipe) - len(without) == len(gemms) > 0
+
+    def total(ops: list) -> float:
+        return sum(compute_time_s(op, GPU, CAL) for op in ops)
+
+    assert total(with_recipe) - total(without) == pytest.approx(expected, rel=1e-12)

@@ -1,0 +1,62 @@
+"""FP8 quantization kernels around FP8 GEMMs, per Transformer Engine recipe: memory-bound ops with bytes.
+
+TE quantizes each FP8 GEMM's BF16 input before the GEMM: in forward the activation X of Y = X W, in
+backward the output gradient dY of the dgrad GEMM dY W^T; the weight-gradient GEMM X^T dY reuses the
+column-wise copies both quantizations made (transformer_engine/pytorch/module/linear.py and
+grouped_linear.py: the input quantizer is set to row- and column-wise usage when the weight needs a
+gradient, the grad-output quantizer likewise), so every quantization writes a row-wise FP8 copy and a
+column-wise one (on Hopper a transpose: its FP8 GEMMs take only the TN layout). Weights are not
+quantized per micro-batch: Megatron-Core passes ``is_first_microbatch`` to TE, which casts them on the
+first micro-batch of a step and reuses the FP8 copy (megatron/core/extensions/transformer_engine.py
+TELinear / TEGroupedLinear.forward), and --fp8-param-gather keeps them FP8 throughout; that once-per-step
+cast is left out. A grouped GEMM's input is split and quantized expert by expert (GroupedLinear's
+``tex.split_quantize``), one set of kernels per group.
+
+Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
+
+- tensorwise (Float8CurrentScaling): an amax pass reads it, a one-thread scale kernel, then the cast reads
+  it again and writes 1 + 1 FP8 bytes: 6 bytes, 3 kernels (TE transformer_engine/pytorch/csrc/quantizer.cpp,
+  Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax_with_config, the amax all-reduce when an
+  amax group is set, nvte_compute_scale_from_amax, nvte_quantize_v2).
+- delayed (DelayedScaling): the scale comes from the amax history, the cast-transpose records the amax
+  as it goes: one pass, 2 + 1 + 1 = 4 bytes, 1 kernel (the per-step amax-history update is left out).
+- blockwise (Float8BlockScaling, 1 x 128 tiles): one kernel computes each tile's amax and casts, row- and
+  column-wise, with an FP32 scale per 128 elements for each copy: 4 + 2 x 4/128 bytes, 1 kernel
+  (TE quantize_transpose_vector_blockwise).
+- mxfp8 (MXFP8BlockScaling, 1 x 32 tiles, E8M0 scales): 4 + 2 x 1/32 bytes, 1 kernel (TE cast_kernels.cuh
+  cast_mxfp8_2D_kernel, ROWWISE_SCALING and COLWISE_SCALING in one kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads.ops import BYTES_BF16, Gemm
+from workloads.precision import Fp8Recipe
+
+FP8_BYTES = 1
+
+
+@dataclass(frozen=True)
+class QuantKernels:
+    """What quantizing one BF16 tensor into row- and column-wise FP8 costs: HBM bytes per element, kernels."""
+
+    bytes_per_element: float
+    kernels: int
+
+
+QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
+    Fp8Recipe.TENSORWISE: QuantKernels(2 * BYTES_BF16 + 2 * FP8_BYTES, 3),
+    Fp8Recipe.DELAYED: QuantKernels(BYTES_BF16 + 2 * FP8_BYTES, 1),
+    Fp8Recipe.BLOCKWISE: QuantKernels(BYTES_BF16 + 2 * FP8_BYTES + 2 * 4 / 128, 1),
+    Fp8Recipe.MXFP8: QuantKernels(BYTES_BF16 + 2 * FP8_BYTES + 2 * 1 / 32, 1),
+}
+
+
+def quantize_input(recipe: Fp8Recipe, gemm: Gemm) -> tuple[float, int]:
+    """(HBM bytes, kernels) of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``:
+    (0, 0) without a recipe or for a BF16 GEMM."""
+    if not gemm.fp8 or recipe == Fp8Recipe.NONE:
+        return 0.0, 0
+    cost = QUANT_KERNELS[recipe]
+    return cost.bytes_per_element * gemm.m * gemm.k * gemm.groups, cost.kernels * gemm.groups
