@@ -12,7 +12,7 @@ from topologies.errors import ConfigError, lookup_preset
 from workloads.fieldtypes import check_types
 from workloads.limits import check_limit
 from workloads.ops import EpDispatcher, Module
-from workloads.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES, Fp8Recipe
+from workloads.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.schedules import SCHEDULES
 from workloads.validation import check_layout
 
@@ -93,8 +93,9 @@ class LayoutSpec:
     exp_avg_sq_dtype: str = "fp32"
     param_remainders: bool = False
     fp8_param_gather: bool = False  # linear-layer weights stored in FP8 (1 byte); needs gemm_dtype "fp8"
-    # TE scaling recipe of FP8 training (workloads.precision.Fp8Recipe): the quantization kernels around every
-    # FP8 GEMM (workloads/fp8_quant.py); "" runs none.
+    # TE scaling recipe of FP8 training, a workloads.precision.Fp8Recipe value (a plain string here, as YAML
+    # writes it; the op builder types it): the quantization kernels around every FP8 GEMM
+    # (workloads/fp8_quant.py); "" runs none.
     fp8_recipe: str = ""
     # Megatron-Core's combined 1F1B (workloads/schedules.py pair_steady): EP all-to-all overlapped with another
     # micro-batch's compute (--overlap-moe-expert-parallel-comm), each layer's weight gradients where Megatron-Core
@@ -132,7 +133,6 @@ class LayoutSpec:
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")
-        object.__setattr__(self, "fp8_recipe", Fp8Recipe(self.fp8_recipe))
         for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp"):
             if getattr(self, field) < 1:
                 raise ConfigError(f"layout.{field}", "must be a positive integer")
