@@ -20,7 +20,9 @@ from simulator.costs import (
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
 from topologies.hardware import GpuSpec
-from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, Op
+from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, GraphPart, Op, Role
+
+BACKWARD_ROLES = (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
 
 
 @dataclass
@@ -55,7 +57,7 @@ class OpCosts:
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
-        launch = tuple(op.kernels * cal.host_launch_s for op in ops)
+        launch = host_launch_s(ops, cal)
         sync_before, offsets = [], []
         sync, offset = -1, 0.0
         for index, op in enumerate(ops):
@@ -84,6 +86,21 @@ class OpCosts:
             sms if any(sms := tuple(comm_kernel_sms(op, cal) for op in ops)) else (),
             gpu.sm_count,
         )
+
+
+def host_launch_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
+    """Host time to issue each op: ``host_launch_s`` per kernel when launched eagerly; a run of consecutive ops
+    of one CUDA graph (same layer, part and direction: Megatron-Core captures forward and backward graphs per
+    layer part) costs one launch, charged to its first op (workloads/cuda_graphs.py)."""
+    launch, previous = [], None
+    for op in ops:
+        graph = (op.layer, op.graph, op.role in BACKWARD_ROLES) if op.graph != GraphPart.NONE else None
+        if graph is None:
+            launch.append(op.kernels * cal.host_launch_s)
+        else:
+            launch.append(0.0 if graph == previous else cal.host_launch_s)
+        previous = graph
+    return tuple(launch)
 
 
 def run_task(

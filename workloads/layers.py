@@ -9,6 +9,7 @@ per GPU, BF16 (2 bytes per element).
 from __future__ import annotations
 
 from workloads.cp import apply_cp
+from workloads.cuda_graphs import tag_layer
 from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
 from workloads.models import ModelSpec
@@ -65,10 +66,8 @@ def layer_recipe(
     all of them), with CP and the GEMM / comm precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/cp.py)
     recipe = mla_recipe if model.attention == "mla" else attention_recipe
-    attention = recipe(model, layout, local_seq, window)
-    steps = apply_cp(attention, model, layout, seq_len, gpus_per_node, window) + ffn_recipe(
-        model, layout, local_seq, gpus_per_node, dense
-    )
+    attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
+    steps = tag_layer(attention, ffn_recipe(model, layout, local_seq, gpus_per_node, dense), dense)
     steps = to_fp8_gemms(steps) if layout.gemm_dtype == "fp8" else steps
     return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
+from workloads.cuda_graphs import GRAPH_SCOPES
 from workloads.fieldtypes import check_types
 from workloads.limits import check_limit
 from workloads.ops import EpDispatcher, Module
@@ -108,10 +109,18 @@ class LayoutSpec:
     # Who moves cross-node EP tokens (workloads/ep.py): "deepep" (one NIC copy per destination node, then
     # NVLink; Megatron's flex dispatcher) or "alltoall" (NCCL, one NIC copy per routed expert on another node).
     ep_dispatcher: str = "deepep"
+    # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-scope; workloads/cuda_graphs.py): the
+    # scopes captured, "layer" for a whole layer; () runs every kernel eagerly.
+    cuda_graph_scope: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
-        for name in ("expert_loads", "block_layers", "recompute_modules"):  # YAML gives lists; keep it hashable
+        for name in (
+            "expert_loads",
+            "block_layers",
+            "recompute_modules",
+            "cuda_graph_scope",
+        ):  # YAML gives lists; keep it hashable
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("layout", self)
@@ -130,6 +139,9 @@ class LayoutSpec:
             "fp8_recipe": FP8_RECIPES,
             "ep_dispatcher": EP_DISPATCHERS,
         }
+        for scope in self.cuda_graph_scope:
+            if scope not in GRAPH_SCOPES:
+                raise ConfigError("layout.cuda_graph_scope", f"must be among {', '.join(GRAPH_SCOPES)}")
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")

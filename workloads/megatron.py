@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
 from workloads import megatron_model
+from workloads.cuda_graphs import GRAPH_SCOPES
 from workloads.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
 from workloads.megatron_pipeline import block_layers, parse_layout, stage_layers
@@ -133,6 +134,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **_data_parallel(args, notes),
+        **_cuda_graphs(args, notes),
     }
     overrides = megatron_model.overrides(args, extra)
     if not args.get("--swiglu"):
@@ -328,6 +330,33 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         "fp8_param_gather": bool(args.get("--fp8-param-gather")),
         "param_remainders": remainders,
     }
+
+
+# Megatron scope names -> moesim's (workloads/cuda_graphs.py): "full" was the whole layer before the scopes
+# split; "full_iteration" captures the whole step, simulated as every layer captured.
+_GRAPH_SCOPES = {"full": "layer", "full_iteration": "layer"}
+
+
+def _cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The CUDA-graph scopes of --cuda-graph-impl (or the legacy switches); none without a graph implementation."""
+    impl = args.get("--cuda-graph-impl", "none")
+    if args.get("--enable-cuda-graph") or args.get("--external-cuda-graph"):
+        impl = "local" if args.get("--enable-cuda-graph") else "transformer_engine"
+    scopes = list(args.get("--cuda-graph-modules") or args.get("--cuda-graph-scope") or [])
+    if impl == "none":
+        if scopes:
+            notes.append("--cuda-graph-scope without --cuda-graph-impl: no CUDA graphs (Megatron ignores it)")
+        return {"cuda_graph_scope": ()}
+    if "full_iteration" in scopes:
+        notes.append(
+            "--cuda-graph-scope full_iteration: simulated as every layer captured; embedding, head and "
+            "pipeline sends stay eager"
+        )
+    kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes if s != "mamba")) or ("layer",)
+    for scope in kept:
+        if scope not in GRAPH_SCOPES:
+            raise ConfigError("--cuda-graph-scope", f"{scope!r} is not one of {', '.join(GRAPH_SCOPES)}")
+    return {"cuda_graph_scope": kept}
 
 
 def _data_parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:

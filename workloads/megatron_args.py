@@ -59,6 +59,14 @@ FLAGS: dict[str, Flag] = {
     "--account-for-loss-in-pipeline-split": Flag(S),
     "--overlap-p2p-comm": Flag(S),
     "--tp-comm-overlap": Flag(S),
+    # CUDA graphs (arguments.py _add_training_args): --cuda-graph-impl and its scopes (named
+    # --cuda-graph-modules since they were renamed from --cuda-graph-scope); the legacy switches
+    # --enable-cuda-graph (local) and --external-cuda-graph (transformer_engine)
+    "--cuda-graph-impl": Flag(T, ("none", "local", "transformer_engine")),
+    "--cuda-graph-scope": Flag(TS),
+    "--cuda-graph-modules": Flag(TS),
+    "--enable-cuda-graph": Flag(S),
+    "--external-cuda-graph": Flag(S),
     "--context-parallel-size": Flag(I),
     "--cp-comm-type": Flag(TS, ("p2p", "a2a", "allgather", "a2a+p2p")),
     "--expert-model-parallel-size": Flag(I),
@@ -197,8 +205,6 @@ IGNORED: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
-            "--cuda-graph-impl",
-            "--cuda-graph-modules",
             "--cpu-offloading",
             "--use-torch-fsdp2",
             "--use-megatron-fsdp",

@@ -23,6 +23,7 @@ from workloads.ops import (
     Carries,
     EpDispatcher,
     Gemm,
+    GraphPart,
     Group,
     Module,
     Step,
@@ -38,6 +39,7 @@ UNFUSED_PASSES = 2
 M = Module.MOE  # steps of the MoE layer (router, dispatch, experts, combine): --recompute-modules moe
 SHARED = Module.SHARED_EXPERTS
 ACT = Module.MOE_ACT
+ROUTER = GraphPart.MOE_ROUTER  # the steps a "moe_router" CUDA-graph scope captures (workloads/cuda_graphs.py)
 
 
 def dispatch_uses_all_gather(model: ModelSpec, layout: LayoutSpec) -> bool:
@@ -160,9 +162,23 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
     kernels, passes = _kernels_passes(layout)
     h = model.hidden_size
     return [
-        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
-        Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M),
-        Step("router_topk", MEMORY, mem_bytes=passes * 3 * local * model.num_experts * 4, kernels=kernels, module=M),
+        Step(
+            "ffn_norm",
+            MEMORY,
+            mem_bytes=2 * local * h * BYTES_BF16,
+            sar_recompute=True,
+            module=Module.LAYERNORM,
+            graph=ROUTER,
+        ),
+        Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M, graph=ROUTER),
+        Step(
+            "router_topk",
+            MEMORY,
+            mem_bytes=passes * 3 * local * model.num_experts * 4,
+            kernels=kernels,
+            module=M,
+            graph=ROUTER,
+        ),
     ]
 
 

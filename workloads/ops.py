@@ -63,6 +63,17 @@ class Role(Label):
     WEIGHT_GRAD = "weight_grad"  # weight-gradient GEMMs: nothing in a backward waits for them
 
 
+class GraphPart(Label):
+    """The part of a transformer layer a step runs in, as Megatron-Core's CUDA-graph scopes capture them
+    (--cuda-graph-scope, megatron/training/arguments.py; workloads/cuda_graphs.py)."""
+
+    NONE = ""  # outside the layers (embedding, head), or after a device-to-host sync: always eager
+    ATTN = "attn"  # TransformerLayer._forward_attention
+    MLP = "mlp"  # a dense layer's _forward_mlp
+    MOE_ROUTER = "moe_router"  # the MoE layer's _forward_mlp up to MoELayer.router()
+    MOE = "moe"  # the rest of the MoE layer up to its first host sync
+
+
 class Carries(Label):
     """What a collective moves, which sets its precision under FP8 communication (DeepSeek-V3 Sec. 3.3.2)."""
 
@@ -169,6 +180,7 @@ class Op:
     model_flops: float = 0.0  # FLOPs counted for MFU (0 for recomputation)
     attention_backward: bool = False
     attention: AttentionShape | None = None  # attention ops: the shape their kernel efficiency is looked up at
+    graph: GraphPart = GraphPart.NONE  # the CUDA graph that captures the op's kernels (NONE: launched eagerly)
     mem_bytes: float = 0.0  # HBM traffic of memory-bound kernels
     kernels: int = 1
     collective: str = ""
@@ -194,6 +206,7 @@ class Step:
     gemm: Gemm | None = None
     flops: float = 0.0  # attention forward FLOPs as counted (non-causal, FlashAttention's convention)
     attention: AttentionShape | None = None  # attention steps: what the kernel sees
+    graph: GraphPart = GraphPart.NONE  # the layer part a CUDA-graph scope names (workloads/cuda_graphs.py)
     mem_bytes: float = 0.0
     kernels: int = 1
     collective: str = ""

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from workloads.cuda_graphs import captured_parts
 from workloads.fp8_quant import quantize_input
 from workloads.layouts import LayoutSpec
 from workloads.ops import (
@@ -36,6 +37,7 @@ from workloads.ops import (
     MEMORY,
     TRANSPOSE,
     Gemm,
+    GraphPart,
     Group,
     Module,
     Op,
@@ -60,6 +62,11 @@ class _OpList:
         self.tp_overlap = layout.tp_comm_overlap
         self.group_size = layout.intra_size
         self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
+        self.captured = captured_parts(layout.cuda_graph_scope)
+
+    def graph(self, step: Step) -> GraphPart:
+        """The CUDA graph that captures ``step``'s kernels under the layout's scopes (NONE: eager)."""
+        return step.graph if step.graph in self.captured else GraphPart.NONE
 
     def fuses(self, step: Step) -> bool:
         """Whether a collective fuses into its adjacent GEMM: every one under intra-op overlap, the TP ones
@@ -105,6 +112,7 @@ class _OpList:
             model_flops=counted,
             attention_backward=backward and kind == ATTENTION,
             attention=step.attention,
+            graph=self.graph(step),
             mem_bytes=mem_bytes,
             kernels=step.kernels,
             module=step.module,
@@ -141,6 +149,7 @@ class _OpList:
             mem_bytes=mem_bytes,
             kernels=kernels,
             module=step.module,
+            graph=self.graph(step),
         )
         return (self.add(op),)
 
@@ -162,6 +171,7 @@ class _OpList:
                 comm_bytes=step.comm_bytes * scale,
                 nic_bytes=step.nic_bytes * scale,
                 dispatcher=step.dispatcher,
+                graph=self.graph(step),
             )
         )
 
@@ -170,7 +180,11 @@ class _OpList:
         re-gather of the saved input shard beside the dgrad (at the forward all-gather's bytes: TE gathers the
         quantized input under FP8) and the reduce-scatter of the dgrad, both on the comm stream. Returns
         (re-gather, reduce-scatter); the wgrad GEMM waits for the first, the layer below for the second."""
-        common = {"group": gather.group, "group_size": gather.group_size or self.group_size}
+        common = {
+            "group": gather.group,
+            "group_size": gather.group_size or self.group_size,
+            "graph": self.graph(gather),
+        }
         regather = self.add(
             Op(
                 f"{gather.name}.regather",

@@ -1,0 +1,103 @@
+"""CUDA graphs (workloads/cuda_graphs.py, simulator.tasks.host_launch_s): one launch per captured run."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from simulator.network import FluidNetwork
+from simulator.tasks import OpCosts, TaskTiming, host_launch_s, run_task
+from tests.toys import toy_calibration, toy_gpu
+from workloads.layers import layer_recipe
+from workloads.layouts import LayoutSpec
+from workloads.megatron import parse_megatron_args
+from workloads.models import ModelSpec
+from workloads.ops import COMPUTE, HOST_SYNC, MEMORY, GraphPart, Op, Role
+from workloads.tasks import backward_ops, forward_ops
+
+CAL = toy_calibration(host_launch_s=10e-6)
+MODEL = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)
+
+
+def _scopes(flags: str) -> tuple[str, ...]:
+    return parse_megatron_args(flags).layout_fields["cuda_graph_scope"]
+
+
+def test_megatron_flags() -> None:
+    """--cuda-graph-impl with its scopes (either flag name); the legacy switch captures whole layers; the
+    old "full" is the whole layer; no implementation, no graphs."""
+    assert _scopes("--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router") == ("attn", "moe_router")
+    assert _scopes("--cuda-graph-impl local --cuda-graph-modules full") == ("layer",)
+    assert _scopes("--enable-cuda-graph") == ("layer",)
+    assert _scopes("--cuda-graph-impl local") == ("layer",)
+    assert _scopes("--cuda-graph-scope attn") == ()
+
+
+def _op(name: str, kernels: int, graph: GraphPart = GraphPart.NONE, layer: int = 0, role: Role = Role.FORWARD) -> Op:
+    return Op(name, MEMORY, COMPUTE, role=role, layer=layer, kernels=kernels, graph=graph)
+
+
+def test_one_launch_per_captured_run_by_hand() -> None:
+    """Eager ops pay 10 us per kernel; three consecutive attention ops of layer 0 one 10 us graph launch;
+    the same part of layer 1, or layer 0's backward, is another graph."""
+    attn = GraphPart.ATTN
+    ops = (
+        _op("norm", 3),
+        _op("a", 2, attn),
+        _op("b", 5, attn),
+        _op("c", 1, attn),
+        _op("a1", 4, attn, layer=1),
+        _op("a.bwd", 4, attn, role=Role.INPUT_GRAD),
+        _op("eager", 2),
+    )
+    assert host_launch_s(ops, CAL) == pytest.approx((30e-6, 10e-6, 0.0, 0.0, 10e-6, 10e-6, 20e-6))
+
+
+def test_layer_ops_carry_the_captured_parts() -> None:
+    """Scope "attn": the attention ops are captured, the MoE ones eager; "moe": the router and the MoE ops
+    before the token-count host sync, nothing after it."""
+    attn = LayoutSpec("t", intra_size=1, ffn="ep", cuda_graph_scope=("attn",))
+    ops = forward_ops([(0, layer_recipe(MODEL, attn, 1024, 8))], attn)
+    assert {op.name for op in ops if op.graph == GraphPart.ATTN} >= {"attn_norm", "flash_attn"}
+    assert all(op.graph in (GraphPart.ATTN, GraphPart.NONE) for op in ops)
+    assert any(op.graph == GraphPart.NONE and op.name.startswith("expert") for op in ops)
+    moe = LayoutSpec("t", intra_size=1, ffn="ep", cuda_graph_scope=("moe",), host_sync_per_moe_layer=True)
+    ops = forward_ops([(0, layer_recipe(MODEL, moe, 1024, 8))], moe)
+    sync = next(i for i, op in enumerate(ops) if op.kind == HOST_SYNC)
+    assert ops[sync - 1].graph in (GraphPart.MOE, GraphPart.MOE_ROUTER)
+    assert all(op.graph == GraphPart.NONE for op in ops[sync:])
+
+
+def _host_bound_duration(ops: list[Op]) -> float:
+    """A task whose kernels take no GPU time: it lasts as long as the host takes to issue them."""
+    env = simpy.Environment()
+    ops = tuple(ops)
+    run_task(env, ops, OpCosts.of(ops, toy_gpu(), CAL, 0.0), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
+    env.run()
+    return env.now
+
+
+def test_graph_on_off_difference_is_the_launches_saved() -> None:
+    """Differential: a layer's forward and backward ops made free on the GPU (no FLOPs, no bytes), so the
+    task is host-bound; capturing "layer" saves 10 us per captured kernel and costs 10 us per captured run
+    (counted by hand from the ops: a new run wherever layer, part or direction changes)."""
+
+    def ops(scopes: tuple[str, ...]) -> list[Op]:
+        layout = LayoutSpec("t", intra_size=1, ffn="ep", cuda_graph_scope=scopes)
+        steps = layer_recipe(MODEL, layout, 1024, 8)
+        free = [
+            Op(o.name, MEMORY, COMPUTE, o.deps, o.role, o.layer, kernels=o.kernels, graph=o.graph)
+            for o in forward_ops([(0, steps)], layout) + backward_ops([(0, steps)], layout)
+        ]
+        return free
+
+    eager, graphed = ops(()), ops(("layer",))
+    captured = [op for op in graphed if op.graph != GraphPart.NONE]
+    runs, previous = 0, None
+    for op in graphed:
+        key = (op.layer, op.graph, op.role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)) if op.graph else None
+        runs += key is not None and key != previous
+        previous = key
+    saved = sum(op.kernels for op in captured) * 10e-6 - runs * 10e-6
+    assert runs >= 4 and saved > 0
+    assert _host_bound_duration(eager) - _host_bound_duration(graphed) == pytest.approx(saved, rel=1e-12)
