@@ -84,3 +84,22 @@ def test_recipe_on_off_difference_is_the_sum_of_the_quant_ops() -> None:
         return sum(compute_time_s(op, GPU, CAL) for op in ops)
 
     assert total(with_recipe) - total(without) == pytest.approx(expected, rel=1e-12)
+
+
+def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() -> None:
+    """TP 4 with SP: qkv_proj gathers 4,096 rows from 1,024-row shards; TE quantizes the shard row-wise
+    (amax read 2 + cast read 2 + write 1 = 5 B per element on 1,024 x 2,048) and transposes the gathered
+    FP8 (1 + 1 B on 4,096 x 2,048): 4 kernels. o_proj's dY is gathered the same way (its reduce-scatter's
+    backward); o_proj's forward input (the local heads' attention output) is not: 6 B in 3 kernels. The MoE
+    layer's GEMMs are fed by its dispatcher, never sharded."""
+    model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
+    layout = LayoutSpec("t", intra_size=4, attention="tp", ffn="ep", gemm_dtype="fp8", fp8_recipe="tensorwise")
+    steps = layer_recipe(model, layout, 4096, 8)
+    ops = {op.name: op for op in forward_ops([(0, steps)], layout) + backward_ops([(0, steps)], layout)}
+    gathered = 1024 * 2048 * 5 + 4096 * 2048 * 2
+    assert (ops["qkv_proj.quant"].mem_bytes, ops["qkv_proj.quant"].kernels) == (gathered, 4)
+    assert (ops["o_proj.dgrad.quant"].mem_bytes, ops["o_proj.dgrad.quant"].kernels) == (gathered, 4)
+    assert (ops["o_proj.quant"].mem_bytes, ops["o_proj.quant"].kernels) == (6 * 4096 * 512, 3)
+    assert {s.input_shards for s in steps if s.name.startswith("expert")} == {1}
+    blockwise = quantize_input(Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, fp8=True), shards=4)
+    assert blockwise == (1024 * 2048 * 4.0625, 1)  # both copies of the shard, gathered as FP8 (assumed)

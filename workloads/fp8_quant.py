@@ -25,6 +25,13 @@ Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
   (TE quantize_transpose_vector_blockwise).
 - mxfp8 (MXFP8BlockScaling, 1 x 32 tiles, E8M0 scales): 4 + 2 x 1/32 bytes, 1 kernel (TE cast_kernels.cuh
   cast_mxfp8_2D_kernel, ROWWISE_SCALING and COLWISE_SCALING in one kernel).
+
+A TE linear layer that all-gathers its sequence-parallel input itself (TP attention and dense MLP; the same
+for the output gradient of a row-parallel one in backward) quantizes the local shard and gathers FP8
+(transformer_engine/pytorch/module/linear.py, ``with_input_all_gather_nccl``): under the per-tensor recipes
+only row-wise ("all-gather is not supported with FP8 column-wise data"), the column-wise transpose then
+made from the gathered FP8 (1 + 1 bytes per gathered element, one more kernel); the block recipes are
+assumed to quantize both copies of the shard and gather them.
 """
 
 from __future__ import annotations
@@ -39,24 +46,40 @@ FP8_BYTES = 1
 
 @dataclass(frozen=True)
 class QuantKernels:
-    """What quantizing one BF16 tensor into row- and column-wise FP8 costs: HBM bytes per element, kernels."""
+    """What quantizing one BF16 tensor into row- and column-wise FP8 costs under a recipe."""
 
-    bytes_per_element: float
+    amax_pass: bool  # a separate pass reads the input for its amax first (current scaling)
     kernels: int
+    scale_bytes: float = 0.0  # scale bytes per element of each copy (block recipes)
+    transposed_copy: bool = True  # the column-wise copy is a transpose of the row-wise one (per-tensor scales)
+
+    @property
+    def read_bytes(self) -> float:
+        return BYTES_BF16 * (2 if self.amax_pass else 1)
+
+    def bytes_per_element(self) -> float:
+        """HBM bytes per element of an unsharded tensor: reads, both FP8 copies and their scales."""
+        return self.read_bytes + 2 * (FP8_BYTES + self.scale_bytes)
 
 
 QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
-    Fp8Recipe.TENSORWISE: QuantKernels(2 * BYTES_BF16 + 2 * FP8_BYTES, 3),
-    Fp8Recipe.DELAYED: QuantKernels(BYTES_BF16 + 2 * FP8_BYTES, 1),
-    Fp8Recipe.BLOCKWISE: QuantKernels(BYTES_BF16 + 2 * FP8_BYTES + 2 * 4 / 128, 1),
-    Fp8Recipe.MXFP8: QuantKernels(BYTES_BF16 + 2 * FP8_BYTES + 2 * 1 / 32, 1),
+    Fp8Recipe.TENSORWISE: QuantKernels(amax_pass=True, kernels=3),
+    Fp8Recipe.DELAYED: QuantKernels(amax_pass=False, kernels=1),
+    Fp8Recipe.BLOCKWISE: QuantKernels(amax_pass=False, kernels=1, scale_bytes=4 / 128, transposed_copy=False),
+    Fp8Recipe.MXFP8: QuantKernels(amax_pass=False, kernels=1, scale_bytes=1 / 32, transposed_copy=False),
 }
 
 
-def quantize_input(recipe: Fp8Recipe, gemm: Gemm) -> tuple[float, int]:
-    """(HBM bytes, kernels) of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``:
-    (0, 0) without a recipe or for a BF16 GEMM."""
+def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1) -> tuple[float, int]:
+    """(HBM bytes, kernels) of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``,
+    gathered from ``shards`` sequence shards by the layer itself; (0, 0) without a recipe or for BF16."""
     if not gemm.fp8 or recipe == Fp8Recipe.NONE:
         return 0.0, 0
     cost = QUANT_KERNELS[recipe]
-    return cost.bytes_per_element * gemm.m * gemm.k * gemm.groups, cost.kernels * gemm.groups
+    elements = gemm.m * gemm.k * gemm.groups
+    if shards > 1 and cost.transposed_copy:  # row-wise on the shard, the transpose on the gathered FP8
+        local = elements / shards * (cost.read_bytes + FP8_BYTES)
+        return local + 2 * FP8_BYTES * elements, (cost.kernels + 1) * gemm.groups
+    if shards > 1:
+        return elements / shards * cost.bytes_per_element(), cost.kernels * gemm.groups
+    return cost.bytes_per_element() * elements, cost.kernels * gemm.groups

@@ -221,6 +221,10 @@ class Step:
     bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
+    # FP8 GEMMs whose input (forward) or output gradient (backward) is all-gathered over this many sequence
+    # shards (TP with SP): TE quantizes the local shard and gathers FP8 (workloads/fp8_quant.py)
+    input_shards: int = 1
+    grad_shards: int = 1
     module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)
     dispatcher: EpDispatcher = EpDispatcher.DEEPEP  # cross-node EP all-to-alls: DeepEP's or NCCL's
 

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, Label, Step
+from workloads.ops import (
+    ALL_GATHER,
+    BYTES_BF16,
+    COLLECTIVE,
+    GEMM,
+    REDUCE_SCATTER,
+    Carries,
+    Group,
+    Label,
+    Module,
+    Step,
+)
 
 # DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
 FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
@@ -34,9 +45,34 @@ class Fp8Recipe(Label):
 FP8_RECIPES = tuple(recipe.value for recipe in Fp8Recipe)
 
 
-def to_fp8_gemms(steps: list[Step]) -> list[Step]:
-    """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16."""
-    return [replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps]
+def to_fp8_gemms(steps: list[Step], group_size: int = 1) -> list[Step]:
+    """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16.
+    A GEMM right after an all-gather into it gets its input from ``input_shards`` sequence shards, one right
+    before a reduce-scatter out of it its output gradient (the reduce-scatter's backward all-gather); a
+    collective's group is ``group_size`` GPUs unless it names its own."""
+    out = []
+    for i, step in enumerate(steps):
+        if step.kind == GEMM and not step.bf16_only:
+            before, after = (steps[i - 1] if i else None), (steps[i + 1] if i + 1 < len(steps) else None)
+            step = replace(
+                step,
+                gemm=replace(step.gemm, fp8=True),
+                input_shards=_gather_shards(before, Carries.INTO_GEMM, ALL_GATHER, group_size),
+                grad_shards=_gather_shards(after, Carries.OUT_OF_GEMM, REDUCE_SCATTER, group_size),
+            )
+        out.append(step)
+    return out
+
+
+def _gather_shards(step: Step | None, carries: Carries, collective: str, group_size: int) -> int:
+    """The group size of ``step`` if it is the TP all-gather into (or reduce-scatter out of) one of TE's linear
+    layers, which gather themselves (attention, dense MLP); else 1: the MoE layer's dispatcher gathers BF16
+    tokens for TE's GroupedLinear (the same split as workloads.tasks.userbuffers)."""
+    if step is None or step.kind != COLLECTIVE or step.carries != carries or step.collective != collective:
+        return 1
+    if step.group != Group.TP or step.module == Module.MOE:
+        return 1
+    return step.group_size or group_size
 
 
 def to_fp8_comm(steps: list[Step]) -> list[Step]:

@@ -136,7 +136,8 @@ class _OpList:
         self, step: Step, layer: int, deps: tuple[int, ...], role: Role, gemm: Gemm, name: str
     ) -> tuple[int, ...]:
         """The FP8 quantization of a GEMM's input under the layout's recipe, before it; returns the GEMM's deps."""
-        mem_bytes, kernels = quantize_input(self.fp8_recipe, gemm)
+        shards = step.grad_shards if role == Role.INPUT_GRAD else step.input_shards
+        mem_bytes, kernels = quantize_input(self.fp8_recipe, gemm, shards)
         if not kernels:
             return deps
         op = Op(
