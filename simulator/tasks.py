@@ -57,7 +57,7 @@ class OpCosts:
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
-        launch = host_launch_s(ops, cal)
+        launch = launch_times_s(ops, cal)
         sync_before, offsets = [], []
         sync, offset = -1, 0.0
         for index, op in enumerate(ops):
@@ -88,7 +88,7 @@ class OpCosts:
         )
 
 
-def host_launch_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
+def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
     """Host time to issue each op: ``host_launch_s`` per kernel when launched eagerly; a run of consecutive ops
     of one CUDA graph (same layer, part and direction: Megatron-Core captures forward and backward graphs per
     layer part) costs one launch, charged to its first op (workloads/cuda_graphs.py)."""

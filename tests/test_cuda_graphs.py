@@ -1,4 +1,4 @@
-"""CUDA graphs (workloads/cuda_graphs.py, simulator.tasks.host_launch_s): one launch per captured run."""
+"""CUDA graphs (workloads/cuda_graphs.py, simulator.tasks.launch_times_s): one launch per captured run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import simpy
 
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, host_launch_s, run_task
+from simulator.tasks import OpCosts, TaskTiming, launch_times_s, run_task
 from tests.toys import toy_calibration, toy_gpu
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
@@ -50,7 +50,7 @@ def test_one_launch_per_captured_run_by_hand() -> None:
         _op("a.bwd", 4, attn, role=Role.INPUT_GRAD),
         _op("eager", 2),
     )
-    assert host_launch_s(ops, CAL) == pytest.approx((30e-6, 10e-6, 0.0, 0.0, 10e-6, 10e-6, 20e-6))
+    assert launch_times_s(ops, CAL) == pytest.approx((30e-6, 10e-6, 0.0, 0.0, 10e-6, 10e-6, 20e-6))
 
 
 def test_layer_ops_carry_the_captured_parts() -> None:
