@@ -103,3 +103,20 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
     assert {s.input_shards for s in steps if s.name.startswith("expert")} == {1}
     blockwise = quantize_input(Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, fp8=True), shards=4)
     assert blockwise == (1024 * 2048 * 4.0625, 1)  # both copies of the shard, gathered as FP8 (assumed)
+
+
+def test_the_megatron_recipe_reaches_the_ops() -> None:
+    """--fp8-recipe tensorwise: 3 kernels per quantization; --fp8-format alone: Megatron's default, delayed
+    scaling, 1 kernel; no --fp8-format: BF16 GEMMs, no quantization."""
+    from workloads.megatron import parse_megatron_args
+
+    model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
+
+    def kernels(flags: str) -> set[int]:
+        layout = parse_megatron_args(flags).resolve(model).layout
+        ops = forward_ops([(0, layer_recipe(model, layout, 4096, 8))], layout)
+        return {op.kernels for op in ops if op.name == "qkv_proj.quant"}
+
+    assert kernels("--bf16 --fp8-format hybrid --fp8-recipe tensorwise") == {3}
+    assert kernels("--bf16 --fp8-format hybrid") == {1}
+    assert kernels("--bf16") == set()
