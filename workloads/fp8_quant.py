@@ -10,8 +10,9 @@ quantized per micro-batch: Megatron-Core passes ``is_first_microbatch`` to TE, w
 first micro-batch of a step and reuses the FP8 copy (megatron/core/extensions/transformer_engine.py
 TELinear / TEGroupedLinear.forward; megatron/core/pipeline_parallel/schedules.py forward_step), and
 --fp8-param-gather keeps them FP8 throughout. That once-per-step cast is left out: 6 B per weight at HBM
-speed, e.g. about 6 ms of a 25 s step for the 2.7 B weights per GPU of Qwen3-30B-A3B at EP 16. A grouped GEMM's input is split and quantized expert by expert (GroupedLinear's
-``tex.split_quantize``), one set of kernels per group.
+speed, e.g. about 6 ms of a 25 s step for the 2.7 B weights per GPU of Qwen3-30B-A3B at EP 16. A
+grouped GEMM's input is split and quantized expert by expert (GroupedLinear's ``tex.split_quantize``),
+one set of kernels per group.
 
 Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
 
