@@ -105,6 +105,19 @@ FEATURES = [
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
     ("zb1p", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "zb1p"}, None, None, None),
+    # FP8 quantization kernels (workloads/fp8_quant.py) and CUDA graphs (workloads/cuda_graphs.py): more ops and
+    # host launch times, the same in both placements.
+    (
+        "fp8-quant-graphs",
+        TINY,
+        16,
+        4,
+        8,
+        {"intra_size": 4, "ep": 8, "gemm_dtype": "fp8", "fp8_recipe": "tensorwise", "cuda_graph_scope": ("attn",)},
+        None,
+        None,
+        None,
+    ),
     ("zb1p-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "zb1p"}, None, None, None),
     ("dualpipev", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipev"}, None, None, None),
     ("dualpipev-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipev"}, None, None, None),
