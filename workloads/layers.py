@@ -68,7 +68,7 @@ def layer_recipe(
     steps = apply_cp(attention, model, layout, seq_len, gpus_per_node, window) + ffn_recipe(
         model, layout, local_seq, gpus_per_node, dense
     )
-    steps = to_fp8_gemms(steps) if layout.gemm_dtype == "fp8" else steps
+    steps = to_fp8_gemms(steps, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
 
 

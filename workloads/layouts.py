@@ -93,7 +93,7 @@ class LayoutSpec:
     exp_avg_sq_dtype: str = "fp32"
     param_remainders: bool = False
     fp8_param_gather: bool = False  # linear-layer weights stored in FP8 (1 byte); needs gemm_dtype "fp8"
-    fp8_recipe: str = ""  # TE scaling recipe of FP8 training, kept for its cost model (not simulated yet)
+    fp8_recipe: str = ""  # TE scaling recipe of FP8 training: picks the GEMM kernel (workloads.precision)
     # Megatron-Core's combined 1F1B (workloads/schedules.py pair_steady): EP all-to-all overlapped with another
     # micro-batch's compute (--overlap-moe-expert-parallel-comm), each layer's weight gradients where Megatron-Core
     # issues them under --delay-wgrad-compute (workloads.dualpipe.delay_weight_grads).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, Step
+from workloads.ops import BYTES_BF16, COLLECTIVE, GEMM, Carries, GemmPrecision, Step
 
 # DeepSeek-V3 Sec. 3.3: FP8 (1 byte) plus one FP32 scale per 1 x 128 tile: (1 + 4/128) bytes per element.
 FP8_COMM_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
@@ -16,13 +16,31 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 MAIN_GRADS_DTYPES = ("fp32", "bf16")
 MAIN_PARAMS_DTYPES = ("fp32", "fp16")
 MOMENT_DTYPES = ("fp32", "fp16", "bf16", "fp8")
-# Transformer Engine's FP8 scaling recipes as Megatron-Core names them (--fp8-recipe); "" = not FP8 training.
-FP8_RECIPES = ("", "delayed", "tensorwise", "blockwise", "mxfp8")
 
 
-def to_fp8_gemms(steps: list[Step]) -> list[Step]:
-    """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16."""
-    return [replace(s, gemm=replace(s.gemm, fp8=True)) if s.kind == GEMM and not s.bf16_only else s for s in steps]
+# The GEMM kernel each recipe runs. Megatron-Core's delayed and tensorwise (current) scaling both scale per
+# tensor (TE recipe.DelayedScaling / Float8CurrentScaling, cuBLAS FP8 GEMMs); "" is the presets' FP8 training,
+# DeepSeek-V3's fine-grained 1x128 / 128x128 scaling (Sec. 3.3.2).
+FP8_RECIPE_PRECISION = {
+    "": GemmPrecision.FP8_BLOCKWISE,
+    "delayed": GemmPrecision.FP8_TENSORWISE,
+    "tensorwise": GemmPrecision.FP8_TENSORWISE,
+    "blockwise": GemmPrecision.FP8_BLOCKWISE,
+    "mxfp8": GemmPrecision.FP8_MXFP8,
+}
+# Transformer Engine's FP8 scaling recipes as Megatron-Core names them (--fp8-recipe); "" = not FP8 training
+# (or, with gemm_dtype "fp8", the presets' DeepSeek-V3 scaling).
+FP8_RECIPES = tuple(FP8_RECIPE_PRECISION)
+
+
+def to_fp8_gemms(steps: list[Step], recipe: str = "") -> list[Step]:
+    """Mark the linear-layer GEMMs FP8 under ``recipe`` (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only``
+    GEMMs stay BF16."""
+    precision = FP8_RECIPE_PRECISION[recipe]
+    return [
+        replace(s, gemm=replace(s.gemm, precision=precision)) if s.kind == GEMM and not s.bf16_only else s
+        for s in steps
+    ]
 
 
 def to_fp8_comm(steps: list[Step]) -> list[Step]:
