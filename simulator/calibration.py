@@ -18,8 +18,9 @@ class Calibration:
     # GEMMs: a CTA tile of TILE_M x TILE_N outputs per SM; time = waves x tile time (wave quantization)
     gemm_tile_m: int = 128  # CUTLASS/cuBLAS Hopper bf16 tile (128x128x64), NVIDIA CUTLASS docs
     gemm_tile_n: int = 128
-    # Full-wave tile efficiency by dtype and K (and rows per group for grouped GEMMs): published points
-    # (DeepGEMM FP8 on H800, MAMF BF16 on H100 SXM), see simulator/gemm_efficiency.py.
+    # Full-wave tile efficiency by precision (BF16; FP8 by scaling recipe) and K, and rows per group for
+    # grouped GEMMs: published Hopper points (cuBLAS BF16, torch grouped BF16 / FP8 rowwise, DeepGEMM FP8),
+    # see simulator/gemm_points.py and simulator/gemm_efficiency.py.
     gemm_efficiency: GemmEfficiencyTable = HOPPER_GEMM_TABLE
     # Attention kernel family ("fa3": FlashAttention-3 paper Figs. 5-6; "fa2": FlashAttention-2 columns of
     # the same figures), looked up per op at its head dim, per-sequence length, mask and window

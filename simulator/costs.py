@@ -37,7 +37,7 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
     peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
     grouped = gemm.groups > 1 and not gemm.sequential
-    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.fp8, gemm.m if grouped else None)
+    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.precision, gemm.m if grouped else None)
     tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * cal.compute_residual)
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
     operand_bytes = 1.0 if gemm.fp8 else 2.0

@@ -1,14 +1,13 @@
-"""Kernel efficiencies by shape, as DATA (published points) plus the interpolation that reads them.
+"""Kernel efficiencies by shape: the interpolation that reads published points (simulator.gemm_points).
 
 GEMMs: the fraction of the tensor-core peak one SM reaches on a full wave of 128 x 128 tiles, as a
-function of the reduction depth K (the per-tile prologue / epilogue is amortized over K), per dtype;
-grouped GEMMs also by rows per group (each group's weights are streamed for few rows). Attention:
+function of the reduction depth K (the per-tile prologue / epilogue is amortized over K), per kernel
+family; grouped GEMMs also by rows per group (each group's weights are streamed for few rows). Attention:
 FlashAttention-3 (default) or FlashAttention-2 by head dim, sequence length, causal mask, direction.
 
-Every point below is a published measurement on Hopper (H800 / H100 SXM, 132 SMs). Other GPU families
-use the same table (assumed = Hopper's: no comparable per-shape tables are published for them).
-Sustained clocks under the power cap are not modelled separately: they are folded into these measured
-efficiencies (no published sustained-clock number for the H800 was found).
+Every point is a published measurement on Hopper (H800 / H100 SXM, 132 SMs). Other GPU families use the
+same tables (assumed = Hopper's: no comparable per-shape tables are published for them). Sustained clocks
+under the power cap are not modelled separately: they are folded into these measured efficiencies.
 """
 
 from __future__ import annotations
@@ -17,6 +16,9 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from simulator.gemm_points import GemmKernel, GemmPoint, points
+from workloads.ops import GemmPrecision
+
 BF16 = "bf16"
 FP8 = "fp8"
 
@@ -24,36 +26,12 @@ FP8 = "fp8"
 _HOPPER_PEAK_FLOPS = {BF16: 989e12, FP8: 1979e12}
 _HOPPER_SMS = 132
 _TILE = 128  # CUTLASS / cuBLAS / DeepGEMM Hopper tile edge used to divide out wave quantization
+# Rows per group from which a grouped GEMM runs as fast as a dense one of the same K (assumed: DeepGEMM's
+# contiguous layout at 4096+ rows per group matches its dense GEMMs, README a6d97a1; on B200, pytorch/ao
+# PR #2999 (2025-09-13) measures 8 groups of 2048 rows at 1192.7 us against one GEMM of 16384 rows at 1236.1).
+_DENSE_ROWS = 4096.0
 
-# fmt: off
-# (dtype, groups, rows per group (M), N, K, measured TFLOP/s, source)
-GEMM_POINTS: tuple[tuple[str, int, int, int, int, float, str], ...] = (
-    # DeepGEMM README, H800 SXM5, FP8 1x128 / 128x128 block scaling, "Normal GEMMs for dense models",
-    # M = 4096 rows (deepseek-ai/DeepGEMM commit a6d97a1, the initial release)
-    (FP8, 1, 4096, 24576, 1536, 990.0, "DeepGEMM README a6d97a1, dense"),
-    (FP8, 1, 4096, 32768, 512, 590.0, "DeepGEMM README a6d97a1, dense"),
-    (FP8, 1, 4096, 7168, 16384, 1358.0, "DeepGEMM README a6d97a1, dense"),
-    (FP8, 1, 4096, 4096, 7168, 1304.0, "DeepGEMM README a6d97a1, dense"),
-    (FP8, 1, 4096, 2112, 7168, 1058.0, "DeepGEMM README a6d97a1, dense"),
-    (FP8, 1, 4096, 7168, 2048, 1025.0, "DeepGEMM README a6d97a1, dense"),
-    # same README, "Grouped GEMMs for MoE models (contiguous layout)"
-    (FP8, 4, 8192, 4096, 7168, 1297.0, "DeepGEMM README a6d97a1, grouped contiguous"),
-    (FP8, 4, 8192, 7168, 2048, 1099.0, "DeepGEMM README a6d97a1, grouped contiguous"),
-    (FP8, 8, 4096, 4096, 7168, 1288.0, "DeepGEMM README a6d97a1, grouped contiguous"),
-    (FP8, 8, 4096, 7168, 2048, 1093.0, "DeepGEMM README a6d97a1, grouped contiguous"),
-    # BF16: MAMF finder, H100 SXM (700 W, the H800's power class), best shape 2048 x 2048 x 13312,
-    # 794.5 TFLOP/s (stas00/ml-engineering compute/accelerator/README.md, commit 744d01e).
-    (BF16, 1, 2048, 2048, 13312, 794.5, "ml-engineering MAMF H100 SXM 744d01e"),
-)
-# Grouped GEMMs with few rows per group (DeepGEMM README a6d97a1, "masked layout", H800, FP8):
-# (groups, rows per group, N, K, TFLOP/s). Their efficiency relative to the large-row curve at the same
-# K is the rows-per-group factor.
-GROUPED_ROWS_POINTS: tuple[tuple[int, int, int, int, float], ...] = (
-    (1, 1024, 4096, 7168, 1233.0), (1, 1024, 7168, 2048, 925.0),
-    (2, 512, 4096, 7168, 1040.0), (2, 512, 7168, 2048, 916.0),
-    (4, 256, 4096, 7168, 932.0), (4, 256, 7168, 2048, 815.0),
-)
-# fmt: on
+Curve = tuple[tuple[float, float], ...]
 
 
 def wave_fraction(m: int, n: int, groups: int = 1, sms: int = _HOPPER_SMS, tile: int = _TILE) -> float:
@@ -62,12 +40,13 @@ def wave_fraction(m: int, n: int, groups: int = 1, sms: int = _HOPPER_SMS, tile:
     return m * n * groups / (math.ceil(tiles / sms) * sms * tile * tile)
 
 
-def _tile_efficiency(dtype: str, groups: int, m: int, n: int, k: int, tflops: float) -> float:
+def point_efficiency(point: GemmPoint) -> float:
     """A measured point as a full-wave tile efficiency: TFLOP/s / peak / wave fraction."""
-    return tflops * 1e12 / _HOPPER_PEAK_FLOPS[dtype] / wave_fraction(m, n, groups)
+    dtype = BF16 if point.kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED) else FP8
+    return point.tflops * 1e12 / _HOPPER_PEAK_FLOPS[dtype] / wave_fraction(point.m, point.n, point.groups)
 
 
-def interpolate_log(points: tuple[tuple[float, float], ...], x: float) -> float:
+def interpolate_log(points: Curve, x: float) -> float:
     """Piecewise-linear in log(x) through sorted (x, y) points, flat beyond the ends (monotone between)."""
     xs = [p[0] for p in points]
     if x <= xs[0]:
@@ -80,70 +59,117 @@ def interpolate_log(points: tuple[tuple[float, float], ...], x: float) -> float:
     return y0 + t * (y1 - y0)
 
 
-def _mean_by_k(rows: list[tuple[int, float]]) -> tuple[tuple[float, float], ...]:
-    by_k: dict[int, list[float]] = {}
-    for k, eff in rows:
-        by_k.setdefault(k, []).append(eff)
-    return tuple((float(k), sum(v) / len(v)) for k, v in sorted(by_k.items()))
+def monotone_mean(rows: list[tuple[float, float]]) -> Curve:
+    """(x, y) samples as a non-decreasing curve: the mean at each x, then adjacent violators pooled, each x
+    weighing alike (the least-squares monotone fit of the means; where they already rise, they are kept)."""
+    by_x: dict[float, list[float]] = {}
+    for x, y in rows:
+        by_x.setdefault(float(x), []).append(y)
+    blocks: list[list[float]] = []  # [sum of the means, number of x, first x index]
+    xs = sorted(by_x)
+    for i, x in enumerate(xs):
+        blocks.append([sum(by_x[x]) / len(by_x[x]), 1, i])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, count, _ = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    ys: list[float] = []
+    for j, (total, count, first) in enumerate(blocks):
+        last = blocks[j + 1][2] if j + 1 < len(blocks) else len(xs)
+        ys.extend([total / count] * (last - first))
+    return tuple(zip(xs, ys))
 
 
-def _fp8_curve() -> tuple[tuple[float, float], ...]:
-    """FP8 tile efficiency by K: the DeepGEMM points, waves divided out, averaged at equal K."""
-    return _mean_by_k(
-        [(p[4], _tile_efficiency(p[0], p[1], p[2], p[3], p[4], p[5])) for p in GEMM_POINTS if p[0] == FP8]
-    )
+def _k_curve(kernel: GemmKernel) -> Curve:
+    """Tile efficiency by K of a dense kernel family: its points, waves divided out, made monotone."""
+    return monotone_mean([(p.k, point_efficiency(p)) for p in points(kernel)])
 
 
-def _bf16_curve(fp8: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
-    """BF16 tile efficiency by K, anchored on the MAMF point.
+def _extend_down(curve: Curve, shape: Curve, scale_k: float) -> Curve:
+    """``curve`` below its smallest K, following ``shape``'s K dependence at ``scale_k`` x K.
 
-    No published BF16 sweep over K was found, so the K dependence is borrowed from FP8 (assumed): the
-    per-tile fixed cost (pipeline fill, epilogue of 128 x 128 BF16 outputs) takes the same time in both
-    dtypes while the BF16 main loop runs at half the FP8 rate, so a BF16 tile of depth K looks like an FP8
-    tile of depth 2K. eff_bf16(K) = eff_mamf x fp8(2K) / fp8(2 K_mamf), sampled at the FP8 points' K / 2.
+    Used for BF16 below the smallest published K (2048): the per-tile fixed cost (pipeline fill, epilogue
+    of 128 x 128 outputs) takes the same time in both dtypes while the BF16 main loop runs at half the FP8
+    rate, so a BF16 tile of depth K looks like an FP8 tile of depth 2K (assumed).
     """
-    (dtype, groups, m, n, k, tflops, _source) = next(p for p in GEMM_POINTS if p[0] == BF16)
-    anchor = _tile_efficiency(dtype, groups, m, n, k, tflops)
-    scale = anchor / interpolate_log(fp8, 2 * k)
-    ks = sorted({x / 2 for x, _ in fp8} | {float(k)})
-    return tuple((kk, min(interpolate_log(fp8, 2 * kk) * scale, 1.0)) for kk in ks)
+    k0, y0 = curve[0]
+    anchor = interpolate_log(shape, scale_k * k0)
+    below = tuple((x / scale_k, y0 * y / anchor) for x, y in shape if x / scale_k < k0)
+    return below + curve
 
 
-def _rows_factor(fp8: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
-    """Rows-per-group factor: masked-layout points over the large-row FP8 curve at their K, averaged."""
-    rows: dict[int, list[float]] = {}
-    for groups, m, n, k, tflops in GROUPED_ROWS_POINTS:
-        rows.setdefault(m, []).append(_tile_efficiency(FP8, groups, m, n, k, tflops) / interpolate_log(fp8, k))
-    factors = [(float(m), min(sum(v) / len(v), 1.0)) for m, v in sorted(rows.items())]
-    return (*factors, (4096.0, 1.0))  # the contiguous-layout points (4096+ rows per group) define the curve
+def _rows_factor(grouped: tuple[GemmPoint, ...], dense: Curve) -> Curve:
+    """Rows-per-group factor: each grouped point over the dense curve at its K, made monotone in rows,
+    reaching 1 at _DENSE_ROWS rows per group."""
+    rows = [(p.m, point_efficiency(p) / interpolate_log(dense, p.k)) for p in grouped]
+    return (*((m, min(f, 1.0)) for m, f in monotone_mean(rows)), (_DENSE_ROWS, 1.0))
+
+
+@dataclass(frozen=True)
+class KernelCurve:
+    """One kernel family: full-wave tile efficiency by K, times a factor by rows per group when grouped."""
+
+    by_k: Curve
+    rows_factor: Curve = ((1.0, 1.0),)
+
+    def efficiency(self, k: int, rows_per_group: int | None = None) -> float:
+        eff = interpolate_log(self.by_k, k)
+        if rows_per_group is not None:
+            eff *= interpolate_log(self.rows_factor, rows_per_group)
+        return eff
 
 
 @dataclass(frozen=True)
 class GemmEfficiencyTable:
-    """Full-wave tile efficiency by dtype and K, and the grouped rows-per-group factor."""
+    """A kernel curve per GEMM precision (BF16, and FP8 by scaling recipe)."""
 
-    bf16_by_k: tuple[tuple[float, float], ...]
-    fp8_by_k: tuple[tuple[float, float], ...]
-    grouped_rows_factor: tuple[tuple[float, float], ...] = ((1.0, 1.0),)
+    bf16: KernelCurve
+    fp8_tensorwise: KernelCurve
+    fp8_blockwise: KernelCurve
+    fp8_mxfp8: KernelCurve
     source: str = ""
 
-    def tile_efficiency(self, k: int, fp8: bool, rows_per_group: int | None = None) -> float:
+    def curve(self, precision: GemmPrecision) -> KernelCurve:
+        return {
+            GemmPrecision.BF16: self.bf16,
+            GemmPrecision.FP8_TENSORWISE: self.fp8_tensorwise,
+            GemmPrecision.FP8_BLOCKWISE: self.fp8_blockwise,
+            GemmPrecision.FP8_MXFP8: self.fp8_mxfp8,
+        }[precision]
+
+    def tile_efficiency(self, k: int, precision: GemmPrecision, rows_per_group: int | None = None) -> float:
         """Efficiency of a full wave of tiles of depth ``k``; grouped GEMMs pass their rows per group."""
-        eff = interpolate_log(self.fp8_by_k if fp8 else self.bf16_by_k, k)
-        if rows_per_group is not None:
-            eff *= interpolate_log(self.grouped_rows_factor, rows_per_group)
-        return eff
+        return self.curve(precision).efficiency(k, rows_per_group)
 
 
 def flat_gemm_table(efficiency: float) -> GemmEfficiencyTable:
-    """One efficiency for every shape and dtype (toy tests, what-ifs)."""
-    return GemmEfficiencyTable(((1.0, efficiency),), ((1.0, efficiency),), ((1.0, 1.0),), "flat")
+    """One efficiency for every shape and precision (toy tests, what-ifs)."""
+    flat = KernelCurve(((1.0, efficiency),))
+    return GemmEfficiencyTable(flat, flat, flat, flat, "flat")
 
 
 def hopper_gemm_table() -> GemmEfficiencyTable:
-    """The published-points table (DeepGEMM FP8, MAMF BF16)."""
-    fp8 = _fp8_curve()
-    return GemmEfficiencyTable(_bf16_curve(fp8), fp8, _rows_factor(fp8), "DeepGEMM README a6d97a1; MAMF 744d01e")
+    """The published-points table.
+
+    BF16: cuBLAS dense points by K (below K = 2048 the FP8 shape at 2K, _extend_down); grouped GEMMs by
+    the torch._grouped_mm points' rows per group. FP8 blockwise: DeepGEMM's dense and contiguous points by
+    K, its masked points for rows per group. FP8 tensorwise (TE delayed / current scaling, cuBLAS): no
+    per-shape H100 SXM table of per-tensor-scaled FP8 GEMMs was found, so its K curve is DeepGEMM's
+    (assumed: per-tensor scales cost nothing in the main loop, so this errs slow); its rows factor comes
+    from the FP8 rowwise grouped points (scales applied in the epilogue, as per-tensor ones). MXFP8 runs on
+    Blackwell only and no Hopper-comparable points exist: assumed = blockwise.
+    """
+    fp8 = _k_curve(GemmKernel.FP8_BLOCKWISE_DENSE)
+    bf16 = _extend_down(_k_curve(GemmKernel.BF16_DENSE), fp8, 2.0)
+    blockwise = KernelCurve(fp8, _rows_factor(points(GemmKernel.FP8_BLOCKWISE_MASKED), fp8))
+    return GemmEfficiencyTable(
+        bf16=KernelCurve(bf16, _rows_factor(points(GemmKernel.BF16_GROUPED), bf16)),
+        fp8_tensorwise=KernelCurve(fp8, _rows_factor(points(GemmKernel.FP8_ROWWISE_GROUPED), fp8)),
+        fp8_blockwise=blockwise,
+        fp8_mxfp8=blockwise,
+        source="simulator/gemm_points.py: DeepGEMM a6d97a1; MAMF 744d01e; torch-performance-test-data #79; "
+        "pytorch/ao #2490, #2756",
+    )
 
 
 HOPPER_GEMM_TABLE = hopper_gemm_table()

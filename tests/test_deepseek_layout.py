@@ -10,7 +10,7 @@ from topologies.hardware import gpu_preset
 from workloads.layers import layer_recipe
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind, model_preset
-from workloads.ops import Gemm
+from workloads.ops import Gemm, GemmPrecision
 from workloads.schedules import FORWARD, Block, Task, TaskKey
 from workloads.step import StepWorkload
 
@@ -36,15 +36,18 @@ def test_uneven_pp_gives_fewer_layers_to_the_last_and_first_stages() -> None:
 
 def test_fp8_gemms_and_their_time() -> None:
     steps = layer_recipe(WORKLOAD.model, WORKLOAD.layout, 4096, 8, dense=False)
-    fp8 = {s.name: s.gemm.fp8 for s in steps if s.gemm is not None}
-    assert fp8["router"] is False and fp8["expert_fc13"] and fp8["q_up"] and fp8["shared_fc2"]
+    precision = {s.name: s.gemm.precision for s in steps if s.gemm is not None}
+    assert precision["router"] == GemmPrecision.BF16
+    # the preset's FP8 (no --fp8-recipe) is DeepSeek-V3's 1x128 / 128x128 block scaling
+    assert precision["expert_fc13"] == precision["q_up"] == precision["shared_fc2"] == GemmPrecision.FP8_BLOCKWISE
     gpu, cal = gpu_preset("h800"), DEFAULT_CALIBRATION
     bf16 = gemm_time_s(Gemm(4096, 4096, 7168), gpu, cal) - cal.kernel_overhead_s
-    half = gemm_time_s(Gemm(4096, 4096, 7168, fp8=True), gpu, cal) - cal.kernel_overhead_s
+    fp8 = GemmPrecision.FP8_BLOCKWISE
+    half = gemm_time_s(Gemm(4096, 4096, 7168, precision=fp8), gpu, cal) - cal.kernel_overhead_s
     # Compute-bound, 8 waves of tiles either way: FP8 at its peak (1,979 vs 989 TFLOP/s) and at its own
-    # published efficiency at K = 7,168 (DeepGEMM), not BF16's (MAMF): faster than BF16, but not 2x.
+    # published efficiency at K = 7,168 (DeepGEMM), not BF16's (cuBLAS): faster than BF16, but not 2x.
     table = cal.gemm_efficiency
-    ratio = (989 / 1979) * table.tile_efficiency(7168, False) / table.tile_efficiency(7168, True)
+    ratio = (989 / 1979) * table.tile_efficiency(7168, GemmPrecision.BF16) / table.tile_efficiency(7168, fp8)
     assert half == pytest.approx(bf16 * ratio) and 1.5 < bf16 / half < 2.0
 
 

@@ -10,7 +10,7 @@ from workloads.fp8_quant import quantize_input
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.ops import MEMORY, Gemm, Role
+from workloads.ops import MEMORY, Gemm, GemmPrecision, Role
 from workloads.precision import Fp8Recipe
 from workloads.tasks import backward_ops, forward_ops
 
@@ -22,13 +22,15 @@ def test_bytes_and_kernels_per_recipe_by_hand() -> None:
     """A 4,096 x 2,048 BF16 input: tensorwise reads it twice (amax, cast) and writes FP8 row- and column-wise,
     6 B per element in 3 kernels; delayed 4 B in 1; blockwise 4 + 2 x 4/128; mxfp8 4 + 2 x 1/32. A grouped
     GEMM of 8 experts x 256 rows quantizes each expert apart: 8x the kernels."""
-    gemm = Gemm(4096, 1536, 2048, fp8=True)
+    gemm = Gemm(4096, 1536, 2048, precision=GemmPrecision.FP8_TENSORWISE)
     elements = 4096 * 2048
     assert quantize_input(Fp8Recipe.TENSORWISE, gemm) == (6 * elements, 3)
     assert quantize_input(Fp8Recipe.DELAYED, gemm) == (4 * elements, 1)
     assert quantize_input(Fp8Recipe.BLOCKWISE, gemm) == (4.0625 * elements, 1)
     assert quantize_input(Fp8Recipe.MXFP8, gemm) == (4.0625 * elements, 1)
-    assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(256, 1536, 2048, groups=8, fp8=True)) == (6 * 256 * 2048 * 8, 24)
+    assert quantize_input(
+        Fp8Recipe.TENSORWISE, Gemm(256, 1536, 2048, groups=8, precision=GemmPrecision.FP8_TENSORWISE)
+    ) == (6 * 256 * 2048 * 8, 24)
     assert quantize_input(Fp8Recipe.NONE, gemm) == (0.0, 0)
     assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(4096, 1536, 2048)) == (0.0, 0)  # BF16 GEMM
 
@@ -101,7 +103,9 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
     assert (ops["o_proj.dgrad.quant"].mem_bytes, ops["o_proj.dgrad.quant"].kernels) == (gathered, 4)
     assert (ops["o_proj.quant"].mem_bytes, ops["o_proj.quant"].kernels) == (6 * 4096 * 512, 3)
     assert {s.input_shards for s in steps if s.name.startswith("expert")} == {1}
-    blockwise = quantize_input(Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, fp8=True), shards=4)
+    blockwise = quantize_input(
+        Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, precision=GemmPrecision.FP8_TENSORWISE), shards=4
+    )
     assert blockwise == (1024 * 2048 * 4.0625, 1)  # both copies of the shard, gathered as FP8 (assumed)
 
 

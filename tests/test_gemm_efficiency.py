@@ -10,17 +10,30 @@ from simulator.costs import attention_time_s, gemm_time_s
 from simulator.gemm_efficiency import (
     HOPPER_GEMM_TABLE,
     GemmEfficiencyTable,
+    KernelCurve,
     attention_efficiency,
     interpolate_log,
+    monotone_mean,
     wave_fraction,
 )
+from simulator.gemm_points import GEMM_POINTS, GemmKernel
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import gpu_preset
-from workloads.ops import AttentionShape, Gemm
+from workloads.layers import layer_recipe
+from workloads.layouts import layout_preset
+from workloads.models import model_preset
+from workloads.ops import AttentionShape, Gemm, GemmPrecision
 
 H800 = gpu_preset("h800")
 # The real table, no residual and no launch gap, so that a time maps straight back to TFLOP/s.
 BARE = toy_calibration(gemm_efficiency=HOPPER_GEMM_TABLE, memory_efficiency=0.8, compute_residual=1.0)
+BF16, TENSORWISE, BLOCKWISE = GemmPrecision.BF16, GemmPrecision.FP8_TENSORWISE, GemmPrecision.FP8_BLOCKWISE
+PRECISIONS = tuple(GemmPrecision)
+WAVES_32_33 = 32 / 33  # 2048^2 (256 tiles, 2 waves), 4096^2 (1024, 8), 8192^2 (4096, 32): 33 tiles' room of 32
+
+
+def tflops(gemm: Gemm) -> float:
+    return gemm.flops / gemm_time_s(gemm, H800, BARE) / 1e12
 
 
 def test_wave_fraction_by_hand() -> None:
@@ -28,22 +41,104 @@ def test_wave_fraction_by_hand() -> None:
     assert wave_fraction(4096, 7168) == pytest.approx(1792 / 1848, rel=1e-12)
     # 2112 columns: 17 tile columns, the last half empty -> 544 tiles, 5 waves; share 4096*2112 / (5*132*128^2)
     assert wave_fraction(4096, 2112) == pytest.approx(4096 * 2112 / (5 * 132 * 128 * 128), rel=1e-12)
+    # 16 groups of 1040 rows: 9 row tiles (the last 1/8 full) x 64 x 16 = 9,216 tiles -> 70 waves
+    assert wave_fraction(1040, 8192, 16) == pytest.approx(16640 * 8192 / (70 * 132 * 128 * 128), rel=1e-12)
 
 
-def test_published_fp8_point_returns_its_tflops() -> None:
+def test_published_fp8_blockwise_point_returns_its_tflops() -> None:
     """DeepGEMM H800 FP8 4096 x 7168 x 16384 = 1,358 TFLOP/s, the only point at K = 16384: the simulated
     GEMM (compute-bound: 14 waves) runs at exactly that rate."""
     efficiency = 1358e12 / 1979e12 / (1792 / 1848)  # 0.70765
-    assert HOPPER_GEMM_TABLE.tile_efficiency(16384, fp8=True) == pytest.approx(efficiency, rel=1e-12)
-    gemm = Gemm(4096, 7168, 16384, fp8=True)
-    assert gemm.flops / gemm_time_s(gemm, H800, BARE) == pytest.approx(1358e12, rel=1e-9)
+    assert HOPPER_GEMM_TABLE.tile_efficiency(16384, BLOCKWISE) == pytest.approx(efficiency, rel=1e-12)
+    assert tflops(Gemm(4096, 7168, 16384, precision=BLOCKWISE)) == pytest.approx(1358, rel=1e-9)
 
 
-def test_published_bf16_point_returns_its_tflops() -> None:
-    """MAMF H100 SXM BF16 2048 x 2048 x 13312 = 794.5 TFLOP/s (256 tiles -> 2 waves, share 256 / 264)."""
-    gemm = Gemm(2048, 2048, 13312)
-    assert HOPPER_GEMM_TABLE.tile_efficiency(13312, fp8=False) == pytest.approx(794.5 / 989 / (256 / 264), rel=1e-12)
-    assert gemm.flops / gemm_time_s(gemm, H800, BARE) == pytest.approx(794.5e12, rel=1e-9)
+def test_published_bf16_dense_points_return_their_tflops() -> None:
+    """cuBLAS BF16 on H100 SXM: 2048^3 at 676.59 and 4096^3 at 788.72 TFLOP/s come back exactly. 8192^3
+    (797.51, K = 8192) and MAMF's 2048 x 2048 x 13312 (794.5) are out of order in K, so the monotone
+    curve pools them: both at (797.51 + 794.5) / 2 = 796.005, as both have the same 32/33 wave share."""
+    assert tflops(Gemm(2048, 2048, 2048)) == pytest.approx(676.59, rel=1e-9)
+    assert tflops(Gemm(4096, 4096, 4096)) == pytest.approx(788.72, rel=1e-9)
+    assert tflops(Gemm(8192, 8192, 8192)) == pytest.approx(796.005, rel=1e-9)
+    assert tflops(Gemm(2048, 2048, 13312)) == pytest.approx(796.005, rel=1e-9)
+    assert HOPPER_GEMM_TABLE.tile_efficiency(4096, BF16) == pytest.approx(788.72 / 989 / WAVES_32_33, rel=1e-12)
+
+
+def _dense_bf16(k: float) -> float:
+    """The BF16 dense curve by hand between 4096 (788.72) and 8192 (796.005 pooled), in log K."""
+    low, high = 788.72 / 989 / WAVES_32_33, 796.005 / 989 / WAVES_32_33
+    return low + math.log(k / 4096) / math.log(2) * (high - low)
+
+
+def test_published_bf16_grouped_points_return_their_tflops() -> None:
+    """torch._grouped_mm on H100, 16 groups (pytorch/ao #2490, #2756). Each point's rows factor is its tile
+    efficiency over the dense curve at its K; the two points of each rows-per-group value share the mean,
+    so each comes back at measured x mean / own factor (their spread at equal rows: 3% at 512, 4% at 1040)."""
+    points = {
+        512: (
+            (8192, 5120, 2 * 8192 * 8192 * 5120 / 1.31e-3 / 1e12),
+            (5120, 8192, 2 * 8192 * 5120 * 8192 / 1.26e-3 / 1e12),
+        ),
+        1040: (
+            (8192, 5120, 2 * 16640 * 8192 * 5120 / 2.331e-3 / 1e12),
+            (5120, 8192, 2 * 16640 * 5120 * 8192 / 2.424e-3 / 1e12),
+        ),
+    }
+    for rows, pair in points.items():
+        factors = [t / 989 / wave_fraction(rows, n, 16) / _dense_bf16(k) for n, k, t in pair]
+        mean = sum(factors) / 2
+        assert HOPPER_GEMM_TABLE.bf16.rows_factor[0 if rows == 512 else 1] == pytest.approx((rows, mean), rel=1e-9)
+        for (n, k, measured), factor in zip(pair, factors):
+            assert tflops(Gemm(rows, n, k, groups=16)) == pytest.approx(measured * mean / factor, rel=1e-9)
+    assert points[512][0][2] == pytest.approx(524.6, abs=0.05) and points[1040][0][2] == pytest.approx(598.8, abs=0.05)
+
+
+def test_fp8_recipes_have_their_own_curves() -> None:
+    """Tensorwise and blockwise share DeepGEMM's K curve (assumed, no cuBLAS FP8 H100 table) but not the rows
+    factor: tensorwise's comes from torch's FP8 rowwise grouped points (1040 rows: 922.0 and 895.4 TFLOP/s),
+    blockwise's from DeepGEMM's masked layout. MXFP8 (Blackwell only) is assumed = blockwise."""
+    table = HOPPER_GEMM_TABLE
+    assert table.fp8_tensorwise.by_k == table.fp8_blockwise.by_k
+    assert table.fp8_mxfp8 == table.fp8_blockwise
+    fp8 = table.fp8_blockwise.by_k
+    pair = (
+        (8192, 5120, 2 * 16640 * 8192 * 5120 / 1.514e-3 / 1e12),
+        (5120, 8192, 2 * 16640 * 5120 * 8192 / 1.559e-3 / 1e12),
+    )
+    factors = [t / 1979 / wave_fraction(1040, n, 16) / interpolate_log(fp8, k) for n, k, t in pair]
+    assert table.fp8_tensorwise.rows_factor == ((1040.0, pytest.approx(sum(factors) / 2, rel=1e-9)), (4096.0, 1.0))
+    for (n, k, measured), factor in zip(pair, factors):
+        got = tflops(Gemm(1040, n, k, groups=16, precision=TENSORWISE))
+        assert got == pytest.approx(measured * sum(factors) / 2 / factor, rel=1e-9)
+    # 512 rows, K = 7168: DeepGEMM's masked factor (0.90) is far above the rowwise one (0.78, flat below 1040)
+    assert table.tile_efficiency(7168, BLOCKWISE, 512) > table.tile_efficiency(7168, TENSORWISE, 512)
+
+
+def test_recipe_reaches_the_gemms() -> None:
+    """--fp8-recipe picks the GEMM kernel: delayed / tensorwise -> per-tensor, blockwise, mxfp8; the presets'
+    FP8 (no recipe) is DeepSeek-V3's block scaling. Attention-side and bf16_only GEMMs stay BF16."""
+    model, base = model_preset("paper-352b"), layout_preset("megascale-moe").with_(gemm_dtype="fp8")
+    cases = {"": BLOCKWISE, "delayed": TENSORWISE, "tensorwise": TENSORWISE, "blockwise": BLOCKWISE}
+    cases["mxfp8"] = GemmPrecision.FP8_MXFP8
+    for recipe, precision in cases.items():
+        steps = layer_recipe(model, base.with_(fp8_recipe=recipe), 4096, 8)
+        kinds = {s.name: s.gemm.precision for s in steps if s.gemm is not None}
+        assert kinds["expert_fc13"] == kinds["expert_fc2"] == precision and kinds["router"] == BF16
+
+
+def test_monotone_mean_by_hand() -> None:
+    """Equal x averaged ((2, 0.6), (2, 0.8) -> 0.7), then 0.7 > 0.6 at x = 3 pooled to 0.65; rising kept."""
+    curve = monotone_mean([(1, 0.5), (2, 0.6), (2, 0.8), (3, 0.6), (4, 0.9)])
+    assert [x for x, _ in curve] == [1, 2, 3, 4]
+    assert [y for _, y in curve] == pytest.approx([0.5, 0.65, 0.65, 0.9], rel=1e-12)
+
+
+def test_bf16_below_its_smallest_k_follows_fp8_at_twice_k() -> None:
+    """No BF16 point below K = 2048: eff(1024) = eff(2048) x fp8(2048) / fp8(4096) (a BF16 tile of depth K
+    costs as an FP8 tile of depth 2K)."""
+    table, fp8 = HOPPER_GEMM_TABLE, HOPPER_GEMM_TABLE.fp8_blockwise.by_k
+    expected = 676.59 / 989 / WAVES_32_33 * interpolate_log(fp8, 2048) / interpolate_log(fp8, 4096)
+    assert table.tile_efficiency(1024, BF16) == pytest.approx(expected, rel=1e-12)
 
 
 def test_interpolation_is_linear_in_log_k_and_flat_outside() -> None:
@@ -57,7 +152,8 @@ def test_interpolation_is_linear_in_log_k_and_flat_outside() -> None:
 def test_toy_table_gemm_by_hand() -> None:
     """Toy table BF16 (1000, 0.5) - (4000, 1.0): K = 2000 -> 0.75. Gemm 1280 x 1280 x 2000 on the toy GPU
     (100 SMs at 1e12 FLOP/s) is one wave of 2*128*128*2000 = 65.536 MFLOP tiles at 0.75e12 -> 87.381 us."""
-    table = GemmEfficiencyTable(((1000.0, 0.5), (4000.0, 1.0)), ((1000.0, 1.0),))
+    flat = KernelCurve(((1000.0, 1.0),))
+    table = GemmEfficiencyTable(KernelCurve(((1000.0, 0.5), (4000.0, 1.0))), flat, flat, flat)
     cal = toy_calibration(gemm_efficiency=table)
     assert gemm_time_s(Gemm(1280, 1280, 2000), toy_gpu(), cal) == pytest.approx(65.536e6 / 0.75e12, rel=1e-12)
 
@@ -65,22 +161,44 @@ def test_toy_table_gemm_by_hand() -> None:
 def test_fp8_over_bf16_comes_from_the_tables_not_2x() -> None:
     """4096 x 4096 x 7168 on the H800: FP8 / BF16 speed = (1979 / 989) x eff_fp8(7168) / eff_bf16(7168), ~1.6."""
     bf16 = gemm_time_s(Gemm(4096, 4096, 7168), H800, BARE)
-    fp8 = gemm_time_s(Gemm(4096, 4096, 7168, fp8=True), H800, BARE)
-    expected = (
-        1979 / 989 * HOPPER_GEMM_TABLE.tile_efficiency(7168, True) / HOPPER_GEMM_TABLE.tile_efficiency(7168, False)
-    )
+    fp8 = gemm_time_s(Gemm(4096, 4096, 7168, precision=BLOCKWISE), H800, BARE)
+    table = HOPPER_GEMM_TABLE
+    expected = 1979 / 989 * table.tile_efficiency(7168, BLOCKWISE) / table.tile_efficiency(7168, BF16)
     assert bf16 / fp8 == pytest.approx(expected, rel=1e-9)
     assert 1.3 < bf16 / fp8 < 1.9
 
 
 def test_efficiency_rises_with_k_and_rows_per_group() -> None:
-    """Short reductions amortize less of the per-tile cost; grouped GEMMs with few rows per group lose more."""
-    for fp8 in (False, True):
-        effs = [HOPPER_GEMM_TABLE.tile_efficiency(k, fp8) for k in (256, 512, 1024, 2048, 4096, 8192, 16384)]
+    """Short reductions amortize less of the per-tile cost; grouped GEMMs with few rows per group lose more;
+    from 4096 rows per group a grouped GEMM runs as the dense one."""
+    ks = (256, 512, 960, 1024, 2048, 4096, 5120, 8192, 13312, 16384)
+    rows = (128, 256, 512, 960, 1040, 2048, 4096, 8192)
+    for precision in PRECISIONS:
+        effs = [HOPPER_GEMM_TABLE.tile_efficiency(k, precision) for k in ks]
         assert effs == sorted(effs)
-    factors = [HOPPER_GEMM_TABLE.tile_efficiency(7168, True, rows) for rows in (128, 256, 512, 1024, 4096, 8192)]
-    assert factors == sorted(factors)
-    assert factors[-1] == HOPPER_GEMM_TABLE.tile_efficiency(7168, True)  # 4096+ rows: the contiguous curve
+        for k in (960, 4096, 14336):
+            factors = [HOPPER_GEMM_TABLE.tile_efficiency(k, precision, r) for r in rows]
+            assert factors == sorted(factors)
+            assert factors[-2] == factors[-1] == HOPPER_GEMM_TABLE.tile_efficiency(k, precision)
+
+
+def test_grouped_is_slower_than_dense_of_the_same_shape() -> None:
+    """The expert GEMMs of paper-352b (4 experts x 960 rows, hidden 4096, SwiGLU FFN 14336): each grouped
+    GEMM below the dense one of the same rows, in every precision; BF16 fc1 lands inside the published
+    grouped range (524.6 at 512 rows ... 598.8 at 1040), not at the dense 0.8 of peak."""
+    for precision in PRECISIONS:
+        for n, k in ((2 * 14336, 4096), (4096, 14336)):
+            grouped = tflops(Gemm(960, n, k, groups=4, precision=precision))
+            dense = tflops(Gemm(4 * 960, n, k, precision=precision))
+            assert grouped < dense
+    assert 524.6 < tflops(Gemm(960, 2 * 14336, 4096, groups=4)) < 598.8
+
+
+def test_every_point_is_a_hopper_measurement_with_a_source() -> None:
+    """Each row names its source and stays under its dtype's peak after the waves are divided out."""
+    for point in GEMM_POINTS:
+        peak = 989 if point.kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED) else 1979
+        assert point.source and 0 < point.tflops < peak * wave_fraction(point.m, point.n, point.groups)
 
 
 def test_attention_published_points() -> None:

@@ -68,7 +68,7 @@ def layer_recipe(
     recipe = mla_recipe if model.attention == "mla" else attention_recipe
     attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
     steps = tag_layer(attention, ffn_recipe(model, layout, local_seq, gpus_per_node, dense), dense)
-    steps = to_fp8_gemms(steps, layout.intra_size) if layout.gemm_dtype == "fp8" else steps
+    steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
 
 

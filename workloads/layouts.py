@@ -95,8 +95,8 @@ class LayoutSpec:
     param_remainders: bool = False
     fp8_param_gather: bool = False  # linear-layer weights stored in FP8 (1 byte); needs gemm_dtype "fp8"
     # TE scaling recipe of FP8 training, a workloads.precision.Fp8Recipe value (a plain string here, as YAML
-    # writes it; the op builder types it): the quantization kernels around every FP8 GEMM
-    # (workloads/fp8_quant.py); "" runs none.
+    # writes it; the op builder types it): the GEMM kernel (workloads.precision.FP8_RECIPE_PRECISION) and the
+    # quantization kernels around every FP8 GEMM (workloads/fp8_quant.py); "" runs none.
     fp8_recipe: str = ""
     # Megatron-Core's combined 1F1B (workloads/schedules.py pair_steady): EP all-to-all overlapped with another
     # micro-batch's compute (--overlap-moe-expert-parallel-comm), each layer's weight gradients where Megatron-Core

@@ -124,6 +124,18 @@ def attention_pairs(seq_len: int, window: int = 0) -> int:
     return 2 * seq_len * window - window * window
 
 
+class GemmPrecision(Enum):
+    """Operand precision of a GEMM and, for FP8, the scaling recipe, which picks the kernel that runs it:
+    per-tensor scales (Transformer Engine's delayed and current "tensorwise" recipes) are applied once in
+    cuBLAS's epilogue; 1x128 / 128x128 block scales (DeepSeek-V3 Sec. 3.3, DeepGEMM, TE "blockwise") are
+    promoted inside the main loop; MXFP8 (TE "mxfp8") uses Blackwell's block-scaled MMA."""
+
+    BF16 = "bf16"
+    FP8_TENSORWISE = "fp8-tensorwise"
+    FP8_BLOCKWISE = "fp8-blockwise"
+    FP8_MXFP8 = "fp8-mxfp8"
+
+
 @dataclass(frozen=True, slots=True)
 class AttentionShape:
     """What one FlashAttention call sees, for its cost lookup: head widths, the per-sequence length the kernel
@@ -150,7 +162,12 @@ class Gemm:
     k: int
     groups: int = 1
     sequential: bool = False
-    fp8: bool = False  # runs at the GPU's FP8 peak (DeepSeek-V3 Sec. 3.3 FP8 training)
+    precision: GemmPrecision = GemmPrecision.BF16
+
+    @property
+    def fp8(self) -> bool:
+        """FP8 operands: the GEMM runs at the GPU's FP8 peak (DeepSeek-V3 Sec. 3.3 FP8 training)."""
+        return self.precision != GemmPrecision.BF16
 
     @property
     def flops(self) -> float:
@@ -158,11 +175,11 @@ class Gemm:
 
     def dgrad(self) -> Gemm:
         """Input gradient: (m x n) @ (n x k)."""
-        return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.fp8)
+        return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision)
 
     def wgrad(self) -> Gemm:
         """Weight gradient: (k x m) @ (m x n)."""
-        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.fp8)
+        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.precision)
 
 
 @dataclass(frozen=True, slots=True)

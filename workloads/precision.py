@@ -11,6 +11,7 @@ from workloads.ops import (
     GEMM,
     REDUCE_SCATTER,
     Carries,
+    GemmPrecision,
     Group,
     Label,
     Module,
@@ -43,20 +44,31 @@ class Fp8Recipe(Label):
 
 
 FP8_RECIPES = tuple(recipe.value for recipe in Fp8Recipe)
+# The GEMM kernel each recipe runs. Megatron-Core's delayed and tensorwise (current) scaling both scale per
+# tensor (TE recipe.DelayedScaling / Float8CurrentScaling, cuBLAS FP8 GEMMs); NONE is the presets' FP8
+# training, DeepSeek-V3's fine-grained 1x128 / 128x128 scaling (Sec. 3.3.2).
+FP8_RECIPE_PRECISION = {
+    Fp8Recipe.NONE: GemmPrecision.FP8_BLOCKWISE,
+    Fp8Recipe.DELAYED: GemmPrecision.FP8_TENSORWISE,
+    Fp8Recipe.TENSORWISE: GemmPrecision.FP8_TENSORWISE,
+    Fp8Recipe.BLOCKWISE: GemmPrecision.FP8_BLOCKWISE,
+    Fp8Recipe.MXFP8: GemmPrecision.FP8_MXFP8,
+}
 
 
-def to_fp8_gemms(steps: list[Step], group_size: int = 1) -> list[Step]:
-    """Mark the linear-layer GEMMs FP8 (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16.
+def to_fp8_gemms(steps: list[Step], group_size: int = 1, recipe: str = "") -> list[Step]:
+    """Mark the linear-layer GEMMs FP8 under ``recipe`` (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16.
     A GEMM right after an all-gather into it gets its input from ``input_shards`` sequence shards, one right
     before a reduce-scatter out of it its output gradient (the reduce-scatter's backward all-gather); a
     collective's group is ``group_size`` GPUs unless it names its own."""
+    precision = FP8_RECIPE_PRECISION[Fp8Recipe(recipe)]
     out = []
     for i, step in enumerate(steps):
         if step.kind == GEMM and not step.bf16_only:
             before, after = (steps[i - 1] if i else None), (steps[i + 1] if i + 1 < len(steps) else None)
             step = replace(
                 step,
-                gemm=replace(step.gemm, fp8=True),
+                gemm=replace(step.gemm, precision=precision),
                 input_shards=_gather_shards(before, Carries.INTO_GEMM, ALL_GATHER, group_size),
                 grad_shards=_gather_shards(after, Carries.OUT_OF_GEMM, REDUCE_SCATTER, group_size),
             )

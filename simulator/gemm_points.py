@@ -1,0 +1,99 @@
+"""Published GEMM measurements on Hopper (H800 / H100 SXM, 132 SMs), as DATA: one row per measured shape.
+
+simulator.gemm_efficiency turns them into full-wave tile efficiencies by K and a rows-per-group factor per
+kernel family. A point's TFLOP/s counts 2 m n k FLOPs per group. Grouped points from benchmarks with
+uneven groups are entered at their mean rows per group (total rows / groups); the padding of the uneven
+groups' last tiles then lands in the measured efficiency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class GemmKernel(Enum):
+    """The kernel family a point measures; each family gets its own curve."""
+
+    BF16_DENSE = "bf16 dense (cuBLAS)"
+    BF16_GROUPED = "bf16 grouped (torch._grouped_mm, CUTLASS)"
+    FP8_BLOCKWISE_DENSE = "fp8 1x128/128x128 dense and contiguous grouped (DeepGEMM)"
+    FP8_BLOCKWISE_MASKED = "fp8 1x128/128x128 masked grouped (DeepGEMM)"
+    FP8_ROWWISE_GROUPED = "fp8 rowwise grouped (torch._scaled_grouped_mm, CUTLASS)"
+
+
+@dataclass(frozen=True)
+class GemmPoint:
+    """One published measurement: ``groups`` GEMMs of (m x k) @ (k x n) at ``tflops``."""
+
+    kernel: GemmKernel
+    groups: int
+    m: int  # rows per group
+    n: int
+    k: int
+    tflops: float
+    source: str
+
+
+def _tflops(total_rows: int, n: int, k: int, seconds: float) -> float:
+    """TFLOP/s of a grouped benchmark that reports its time for ``total_rows`` rows in all."""
+    return 2.0 * total_rows * n * k / seconds / 1e12
+
+
+_DG = "deepseek-ai/DeepGEMM README, commit a6d97a1 (initial release), H800 SXM5"
+# pytorch/ao PR #2490 (danielvegamyhre, 2025-07-03), benchmarks/float8/bench_grouped_mm.py on "NVIDIA H100":
+# (M, K) @ (E, K, N), M = 8192 rows over E = 16 experts at uneven offsets (mean 512). The script's printed
+# TFLOP/s counts E times the FLOPs (1.10e13 for 6.87e11); the times are taken: 1.31 ms and 1.26 ms.
+_AO_2490 = "pytorch/ao PR #2490 (2025-07-03), torch._grouped_mm bf16, H100"
+# pytorch/ao PR #2756 (danielvegamyhre, 2025-08-13), "torch._scaled_grouped_mm (fp8 rowwise) vs
+# torch._grouped_mm (bf16)", Llama 4 shapes, M = 16640 rows over E = 16 (mean 1040): bf16 2.331 / 2.424 ms,
+# fp8 rowwise 1.514 / 1.559 ms (time_s column and time_s / fp8_speedup). The GPU is the H100 of the PR stack
+# (#2490; FP8 rowwise grouped GEMMs were SM90-only in torch then).
+_AO_2756 = "pytorch/ao PR #2756 (2025-08-13), Llama 4 16e shapes, H100"
+
+# fmt: off
+GEMM_POINTS: tuple[GemmPoint, ...] = (
+    # DeepGEMM README: "Normal GEMMs for dense models", M = 4096 rows
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 1, 4096, 24576, 1536, 990.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 1, 4096, 32768, 512, 590.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 1, 4096, 7168, 16384, 1358.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 1, 4096, 4096, 7168, 1304.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 1, 4096, 2112, 7168, 1058.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 1, 4096, 7168, 2048, 1025.0, _DG),
+    # same README, "Grouped GEMMs for MoE models (contiguous layout)": 4096+ rows per group, no rows loss
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 4, 8192, 4096, 7168, 1297.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 4, 8192, 7168, 2048, 1099.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 8, 4096, 4096, 7168, 1288.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_DENSE, 8, 4096, 7168, 2048, 1093.0, _DG),
+    # same README, "Grouped GEMMs for MoE models (masked layout)": few rows per group
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_MASKED, 1, 1024, 4096, 7168, 1233.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_MASKED, 1, 1024, 7168, 2048, 925.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_MASKED, 2, 512, 4096, 7168, 1040.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_MASKED, 2, 512, 7168, 2048, 916.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_MASKED, 4, 256, 4096, 7168, 932.0, _DG),
+    GemmPoint(GemmKernel.FP8_BLOCKWISE_MASKED, 4, 256, 7168, 2048, 815.0, _DG),
+    # BF16 dense, torch.matmul (cuBLAS). MAMF finder, H100 SXM, best shape 2048 x 2048 x 13312
+    # (stas00/ml-engineering compute/accelerator/README.md, commit 744d01e).
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 2048, 2048, 13312, 794.5, "ml-engineering MAMF H100 SXM 744d01e"),
+    # zzc0721/torch-performance-test-data issue #79 (2025-10-18), "NVIDIA H100 80GB HBM3" (SXM), torch 2.7.0
+    # cu128, square BF16 matmuls. (The 1024^3 point, 64 tiles on 132 SMs in ~12 us, measures launch latency,
+    # not the tile. 10240^3, 719.7, is left out: 8% under its neighbours' tile efficiency, a 2.8 ms GEMM that
+    # likely meets the power cap; sustained clocks are a separate item of issue #11, not a shape effect.)
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 2048, 2048, 2048, 676.59, "zzc0721/torch-performance-test-data #79"),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 4096, 4096, 4096, 788.72, "zzc0721/torch-performance-test-data #79"),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 8192, 8192, 8192, 797.51, "zzc0721/torch-performance-test-data #79"),
+    # BF16 grouped: torch._grouped_mm (CUTLASS grouped GEMM), routed-expert shapes of Llama 4 17Bx16E
+    GemmPoint(GemmKernel.BF16_GROUPED, 16, 512, 8192, 5120, _tflops(8192, 8192, 5120, 1.31e-3), _AO_2490),
+    GemmPoint(GemmKernel.BF16_GROUPED, 16, 512, 5120, 8192, _tflops(8192, 5120, 8192, 1.26e-3), _AO_2490),
+    GemmPoint(GemmKernel.BF16_GROUPED, 16, 1040, 8192, 5120, _tflops(16640, 8192, 5120, 2.331e-3), _AO_2756),
+    GemmPoint(GemmKernel.BF16_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 2.424e-3), _AO_2756),
+    # FP8 rowwise grouped (per-row / per-column scales applied in the epilogue, as per-tensor ones are)
+    GemmPoint(GemmKernel.FP8_ROWWISE_GROUPED, 16, 1040, 8192, 5120, _tflops(16640, 8192, 5120, 1.514e-3), _AO_2756),
+    GemmPoint(GemmKernel.FP8_ROWWISE_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 1.559e-3), _AO_2756),
+)
+# fmt: on
+
+
+def points(kernel: GemmKernel) -> tuple[GemmPoint, ...]:
+    """The published points of one kernel family."""
+    return tuple(p for p in GEMM_POINTS if p.kernel == kernel)
