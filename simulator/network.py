@@ -25,6 +25,10 @@ class FluidNetwork:
 
     Rates are recomputed (progressive filling) whenever a flow starts or ends; between those instants
     every flow drains at a constant rate, so the simulation is exact for the fluid model.
+
+    NOTE: only the flows linked (through shared links, transitively) to the one that started or ended are
+    re-rated: max-min rates decompose over such components and progressive filling picks a component's
+    links in the same order whatever else runs, so the rates are the same floats as a full re-rating.
     """
 
     def __init__(self, env: simpy.Environment, capacities_Bps: dict[Hashable, float]) -> None:
@@ -54,7 +58,7 @@ class FluidNetwork:
             return done
         self._advance()
         self._flows.append(_Flow(float(nbytes), links, done))
-        self._reschedule()
+        self._reschedule(links)
         return done
 
     def link_loads_Bps(self) -> dict[Hashable, float]:
@@ -76,8 +80,22 @@ class FluidNetwork:
                 flow.remaining -= flow.rate * elapsed
         self._last_update_s = self.env.now
 
-    def _assign_rates(self) -> None:
-        flows = self._flows
+    def _component(self, seeds: Iterable[Hashable]) -> list[_Flow]:
+        """The active flows linked to ``seeds`` through shared links (transitively), in start order."""
+        reach, inside = set(seeds), set()
+        grew = True
+        while grew:
+            grew = False
+            for flow in self._flows:
+                if id(flow) not in inside and not reach.isdisjoint(flow.links):
+                    inside.add(id(flow))
+                    reach.update(flow.links)
+                    grew = True
+        if len(inside) == len(self._flows):
+            return self._flows
+        return [flow for flow in self._flows if id(flow) in inside]
+
+    def _assign_rates(self, flows: list[_Flow]) -> None:
         if len(flows) == 1:  # fast path: a lone flow runs at its bottleneck
             flow = flows[0]
             flow.rate = min(self.capacities_Bps[link] for link in flow.links)
@@ -109,10 +127,13 @@ class FluidNetwork:
                     if not count[other]:
                         del count[other]
 
-    def _reschedule(self) -> None:
+    def _reschedule(self, changed: Iterable[Hashable]) -> None:
+        """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
         self._generation += 1
         if self._flows:
-            self._assign_rates()
+            component = self._component(changed)
+            if component:
+                self._assign_rates(component)
         for observer in self.observers:
             observer(self)
         if not self._flows:
@@ -129,7 +150,9 @@ class FluidNetwork:
         finished = [flow for flow in self._flows if flow.remaining <= _DONE_BYTES]
         if not finished:  # rounding left a sliver: finish the closest flow
             finished = [min(self._flows, key=lambda flow: flow.remaining / flow.rate)]
+        changed: set[Hashable] = set()
         for flow in finished:
             self._flows.remove(flow)
+            changed.update(flow.links)
             flow.done.succeed()
-        self._reschedule()
+        self._reschedule(changed)

@@ -19,6 +19,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
+from simulator.turns import Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, Op
 
@@ -137,12 +138,12 @@ def run_task(
         def transfer(index: int, nbytes: float) -> simpy.Event:
             event = network.transfer(comm_links, nbytes)
             if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
-                event = event & (nic_network or network).transfer(nic_links, costs.nic_bytes[index])
+                event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
             return event
 
     done_at: list[float | None] = [None] * len(ops)
     signals = {index: env.event() for index in costs.signalled}
-    gpu = simpy.Resource(env, capacity=1) if lanes else None
+    gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
     procs = [
         env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms))
@@ -151,6 +152,25 @@ def run_task(
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
+
+
+def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> simpy.Event:
+    """An event that fires once ``first`` and ``second`` have: ``first & second``'s event steps (it is scheduled
+    when the later of the two is processed), without building a simpy Condition and its value."""
+    done = env.event()
+    left = [2]
+
+    def count(_event: simpy.Event) -> None:
+        left[0] -= 1
+        if not left[0]:
+            done.succeed()
+
+    for event in (first, second):
+        if event.callbacks is None:  # already processed
+            count(event)
+        else:
+            event.callbacks.append(count)
+    return done
 
 
 def _one_stream(env, ops, costs, network, comm_links, timing):
@@ -235,7 +255,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             else:
                 yield env.timeout(costs.compute_s[index])
             if turn is not None:
-                gpu.release(turn)
+                gpu.release()
             clock = env.now + tail_s
         else:
             begin = clock
