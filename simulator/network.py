@@ -11,13 +11,14 @@ _DONE_BYTES = 1e-3
 
 
 class _Flow:
-    __slots__ = ("done", "links", "rate", "remaining")
+    __slots__ = ("done", "links", "rate", "remaining", "seq")
 
-    def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event) -> None:
+    def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event, seq: int) -> None:
         self.remaining = remaining
         self.links = links
         self.rate = 0.0
         self.done = done
+        self.seq = seq  # start order
 
 
 class FluidNetwork:
@@ -35,6 +36,8 @@ class FluidNetwork:
         self.env = env
         self.capacities_Bps = dict(capacities_Bps)
         self._flows: list[_Flow] = []
+        self._on_link: dict[Hashable, list[_Flow]] = {link: [] for link in capacities_Bps}  # active flows per link
+        self._started = 0
         self._last_update_s = env.now
         self._generation = 0
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
@@ -57,7 +60,11 @@ class FluidNetwork:
             done.succeed()
             return done
         self._advance()
-        self._flows.append(_Flow(float(nbytes), links, done))
+        flow = _Flow(float(nbytes), links, done, self._started)
+        self._started += 1
+        self._flows.append(flow)
+        for link in links:
+            self._on_link[link].append(flow)
         self._reschedule(links)
         return done
 
@@ -82,18 +89,23 @@ class FluidNetwork:
 
     def _component(self, seeds: Iterable[Hashable]) -> list[_Flow]:
         """The active flows linked to ``seeds`` through shared links (transitively), in start order."""
-        reach, inside = set(seeds), set()
-        grew = True
-        while grew:
-            grew = False
-            for flow in self._flows:
-                if id(flow) not in inside and not reach.isdisjoint(flow.links):
-                    inside.add(id(flow))
-                    reach.update(flow.links)
-                    grew = True
-        if len(inside) == len(self._flows):
+        if len(self._flows) <= 1 or len(self._on_link) == 1:
             return self._flows
-        return [flow for flow in self._flows if id(flow) in inside]
+        seen: set[Hashable] = set()
+        stack = list(seeds)
+        members: dict[int, _Flow] = {}
+        while stack:
+            link = stack.pop()
+            if link in seen:
+                continue
+            seen.add(link)
+            for flow in self._on_link[link]:
+                if flow.seq not in members:
+                    members[flow.seq] = flow
+                    stack.extend(flow.links)
+        if len(members) == len(self._flows):
+            return self._flows
+        return [members[seq] for seq in sorted(members)]
 
     def _assign_rates(self, flows: list[_Flow]) -> None:
         if len(flows) == 1:  # fast path: a lone flow runs at its bottleneck
@@ -153,6 +165,8 @@ class FluidNetwork:
         changed: set[Hashable] = set()
         for flow in finished:
             self._flows.remove(flow)
+            for link in flow.links:
+                self._on_link[link].remove(flow)
             changed.update(flow.links)
             flow.done.succeed()
         self._reschedule(changed)

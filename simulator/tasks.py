@@ -87,6 +87,11 @@ class OpCosts:
         )
 
 
+# Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
+# False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
+BATCH_COMPUTE = True
+
+
 def run_task(
     env: simpy.Environment,
     ops: tuple[Op, ...],
@@ -201,7 +206,11 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
 
 def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None):
     clock = env.now  # this stream's own time; >= env.now
-    for index in indices:
+    batch = BATCH_COMPUTE and sms is not None and gpu is None
+    position = 0
+    while position < len(indices):
+        index = indices[position]
+        position += 1
         op = ops[index]
         sync = costs.sync_before[index]
         for other in costs.waits[index]:
@@ -250,6 +259,14 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 if turn is not None:  # the GPU turn is held through the tail
                     yield env.timeout(tail_s)
                     tail_s = 0.0
+            elif batch:  # this compute op and the plain compute ops after it that need no one: one timeout
+                run = _compute_run(ops, indices, position - 1, costs, done_at, signals, start_s, env.now)
+                begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
+                for (other, _), other_begin, end in zip(run[:-1], begins, ends):
+                    timing.intervals.append((other, other_begin, end))
+                    done_at[other] = end
+                position += len(run) - 1
+                index, begin = run[-1][0], begins[-1]
             elif sms is not None:
                 yield from sms.compute(costs.compute_s[index])
             else:
@@ -268,6 +285,25 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             signals[index].succeed()
     if clock > env.now:
         yield env.timeout(clock - env.now)
+
+
+def _compute_run(ops, indices, position, costs, done_at, signals, start_s, now) -> list:
+    """(op, (ready time, idle-GPU work s)) of the op at ``position`` of a stream (ready now) and the plain
+    compute ops after it that start once the one before ends, each not before the host has issued it and its
+    other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
+    run = [(indices[position], (now, costs.compute_s[indices[position]]))]
+    while run[-1][0] not in signals and position + 1 < len(indices):
+        position += 1
+        index = indices[position]
+        if ops[index].kind in (COLLECTIVE, FUSED, HOST_SYNC):
+            break
+        ready = [done_at[other] for other in costs.waits[index]]
+        if None in ready:  # it waits for an op not done yet: the stream yields there
+            break
+        sync = costs.sync_before[index]
+        issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
+        run.append((index, (max([issued, *ready]), costs.compute_s[index])))
+    return run
 
 
 def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:
