@@ -28,10 +28,12 @@ class _Run:
     def __init__(self, kernels: list[tuple[float, float]], now: float, rate: float) -> None:
         self.kernels, self.rate = kernels, rate
         self.at, self.left_s, self.since = -1, 0.0, now
-        self.begins: list[float] = [0.0] * len(kernels)
-        self.ends: list[float] = [0.0] * len(kernels)
         self.timeout: simpy.Timeout | None = None
-        self.plan(0, now)
+        if len(kernels) == 1:  # NOTE: one kernel, ready now (SmShare.compute): nothing to lay out
+            self.begins, self.ends = [now], [now + kernels[0][1] / rate]
+        else:
+            self.begins, self.ends = [0.0] * len(kernels), [0.0] * len(kernels)
+            self.plan(0, now)
 
     def plan(self, first: int, clock: float) -> None:
         """Lay out kernels ``first`` on at ``rate`` from ``clock`` (kernel ``at`` from ``since``)."""
@@ -84,8 +86,16 @@ class SmShare:
         return max(self.sm_count - self.held, 1) / self.sm_count
 
     def compute(self, work_s: float) -> Generator[simpy.Event, object, None]:
-        """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs."""
-        yield from self.compute_run([(self.env.now, work_s)])
+        """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs (a run of
+        one kernel, without compute_run's generator)."""
+        env = self.env
+        rate = self.rate()
+        run = _Run([(env.now, work_s)], env.now, rate)
+        run.timeout = env.timeout(work_s / rate)
+        process = env.active_process
+        self._computing[process] = run
+        yield run.timeout
+        self._computing.pop(process, None)
 
     def compute_run(
         self, kernels: list[tuple[float, float]]
@@ -119,7 +129,8 @@ class SmShare:
         """Re-plan ``run`` at the current rate and move ``process`` to a timeout at its new end."""
         env = self.env
         run.retime(env.now, self.rate())
-        later = env.timeout(run.ends[-1] - env.now)
+        last = len(run.ends) - 1  # its own work left over its rate, as an interrupted timeout would wait
+        later = env.timeout(run.left_s / run.rate if run.at == last else run.ends[last] - env.now)
         # NOTE: what simpy's Interruption does before resuming a process (simpy/events.py, 4.1)
         run.timeout.callbacks.remove(process._resume)
         later.callbacks.append(process._resume)
