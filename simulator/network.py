@@ -112,6 +112,12 @@ class FluidNetwork:
             flow = flows[0]
             flow.rate = min(self.capacities_Bps[link] for link in flow.links)
             return
+        if len(self._on_link) == 1:  # fast path: one link (a stage's NVLink): progressive filling's one share
+            ((_link, capacity_Bps),) = self.capacities_Bps.items()
+            share = capacity_Bps / len(flows)
+            for flow in flows:
+                flow.rate = share
+            return
         # Progressive filling, indexed by link so an iteration touches only that link's flows (the
         # list scan was quadratic in flows); the choice and subtraction order match the plain version.
         left: dict[Hashable, float] = {}
