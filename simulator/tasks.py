@@ -87,11 +87,6 @@ class OpCosts:
         )
 
 
-# Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
-# False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
-BATCH_COMPUTE = True
-
-
 def run_task(
     env: simpy.Environment,
     ops: tuple[Op, ...],
@@ -202,6 +197,11 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
         timing.intervals.append((index, begin, clock))
         done_at[index] = clock
     yield env.timeout(clock - env.now)
+
+
+# Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
+# False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
+BATCH_COMPUTE = True
 
 
 def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None):
