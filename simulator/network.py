@@ -11,13 +11,14 @@ _DONE_BYTES = 1e-3
 
 
 class _Flow:
-    __slots__ = ("done", "links", "rate", "remaining")
+    __slots__ = ("done", "links", "rate", "remaining", "seq")
 
-    def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event) -> None:
+    def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event, seq: int) -> None:
         self.remaining = remaining
         self.links = links
         self.rate = 0.0
         self.done = done
+        self.seq = seq  # start order
 
 
 class FluidNetwork:
@@ -25,12 +26,18 @@ class FluidNetwork:
 
     Rates are recomputed (progressive filling) whenever a flow starts or ends; between those instants
     every flow drains at a constant rate, so the simulation is exact for the fluid model.
+
+    NOTE: only the flows linked (through shared links, transitively) to the one that started or ended are
+    re-rated: max-min rates decompose over such components and progressive filling picks a component's
+    links in the same order whatever else runs, so the rates are the same floats as a full re-rating.
     """
 
     def __init__(self, env: simpy.Environment, capacities_Bps: dict[Hashable, float]) -> None:
         self.env = env
         self.capacities_Bps = dict(capacities_Bps)
         self._flows: list[_Flow] = []
+        self._on_link: dict[Hashable, list[_Flow]] = {link: [] for link in capacities_Bps}  # active flows per link
+        self._started = 0
         self._last_update_s = env.now
         self._generation = 0
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
@@ -53,8 +60,12 @@ class FluidNetwork:
             done.succeed()
             return done
         self._advance()
-        self._flows.append(_Flow(float(nbytes), links, done))
-        self._reschedule()
+        flow = _Flow(float(nbytes), links, done, self._started)
+        self._started += 1
+        self._flows.append(flow)
+        for link in links:
+            self._on_link[link].append(flow)
+        self._reschedule(links)
         return done
 
     def link_loads_Bps(self) -> dict[Hashable, float]:
@@ -76,11 +87,36 @@ class FluidNetwork:
                 flow.remaining -= flow.rate * elapsed
         self._last_update_s = self.env.now
 
-    def _assign_rates(self) -> None:
-        flows = self._flows
+    def _component(self, seeds: Iterable[Hashable]) -> list[_Flow]:
+        """The active flows linked to ``seeds`` through shared links (transitively), in start order."""
+        if len(self._flows) <= 1 or len(self._on_link) == 1:
+            return self._flows
+        seen: set[Hashable] = set()
+        stack = list(seeds)
+        members: dict[int, _Flow] = {}
+        while stack:
+            link = stack.pop()
+            if link in seen:
+                continue
+            seen.add(link)
+            for flow in self._on_link[link]:
+                if flow.seq not in members:
+                    members[flow.seq] = flow
+                    stack.extend(flow.links)
+        if len(members) == len(self._flows):
+            return self._flows
+        return [members[seq] for seq in sorted(members)]
+
+    def _assign_rates(self, flows: list[_Flow]) -> None:
         if len(flows) == 1:  # fast path: a lone flow runs at its bottleneck
             flow = flows[0]
             flow.rate = min(self.capacities_Bps[link] for link in flow.links)
+            return
+        if len(self._on_link) == 1:  # fast path: one link (a stage's NVLink): progressive filling's one share
+            ((_link, capacity_Bps),) = self.capacities_Bps.items()
+            share = capacity_Bps / len(flows)
+            for flow in flows:
+                flow.rate = share
             return
         # Progressive filling, indexed by link so an iteration touches only that link's flows (the
         # list scan was quadratic in flows); the choice and subtraction order match the plain version.
@@ -109,10 +145,13 @@ class FluidNetwork:
                     if not count[other]:
                         del count[other]
 
-    def _reschedule(self) -> None:
+    def _reschedule(self, changed: Iterable[Hashable]) -> None:
+        """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
         self._generation += 1
         if self._flows:
-            self._assign_rates()
+            component = self._component(changed)
+            if component:
+                self._assign_rates(component)
         for observer in self.observers:
             observer(self)
         if not self._flows:
@@ -129,7 +168,11 @@ class FluidNetwork:
         finished = [flow for flow in self._flows if flow.remaining <= _DONE_BYTES]
         if not finished:  # rounding left a sliver: finish the closest flow
             finished = [min(self._flows, key=lambda flow: flow.remaining / flow.rate)]
+        changed: set[Hashable] = set()
         for flow in finished:
             self._flows.remove(flow)
+            for link in flow.links:
+                self._on_link[link].remove(flow)
+            changed.update(flow.links)
             flow.done.succeed()
-        self._reschedule()
+        self._reschedule(changed)

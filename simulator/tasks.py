@@ -19,6 +19,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
+from simulator.turns import Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, GraphPart, Op, Role
 
@@ -154,12 +155,12 @@ def run_task(
         def transfer(index: int, nbytes: float) -> simpy.Event:
             event = network.transfer(comm_links, nbytes)
             if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
-                event = event & (nic_network or network).transfer(nic_links, costs.nic_bytes[index])
+                event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
             return event
 
     done_at: list[float | None] = [None] * len(ops)
     signals = {index: env.event() for index in costs.signalled}
-    gpu = simpy.Resource(env, capacity=1) if lanes else None
+    gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
     procs = [
         env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms))
@@ -168,6 +169,25 @@ def run_task(
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
+
+
+def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> simpy.Event:
+    """An event that fires once ``first`` and ``second`` have: ``first & second``'s event steps (it is scheduled
+    when the later of the two is processed), without building a simpy Condition and its value."""
+    done = env.event()
+    left = [2]
+
+    def count(_event: simpy.Event) -> None:
+        left[0] -= 1
+        if not left[0]:
+            done.succeed()
+
+    for event in (first, second):
+        if event.callbacks is None:  # already processed
+            count(event)
+        else:
+            event.callbacks.append(count)
+    return done
 
 
 def _one_stream(env, ops, costs, network, comm_links, timing):
@@ -196,9 +216,18 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
     yield env.timeout(clock - env.now)
 
 
+# Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
+# False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
+BATCH_COMPUTE = True
+
+
 def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None):
     clock = env.now  # this stream's own time; >= env.now
-    for index in indices:
+    batch = BATCH_COMPUTE and sms is not None and gpu is None
+    position = 0
+    while position < len(indices):
+        index = indices[position]
+        position += 1
         op = ops[index]
         sync = costs.sync_before[index]
         for other in costs.waits[index]:
@@ -247,12 +276,20 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 if turn is not None:  # the GPU turn is held through the tail
                     yield env.timeout(tail_s)
                     tail_s = 0.0
+            elif batch:  # this compute op and the plain compute ops after it that need no one: one timeout
+                run = _compute_run(ops, indices, position - 1, costs, done_at, signals, start_s, env.now)
+                begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
+                for (other, _), other_begin, end in zip(run[:-1], begins, ends):
+                    timing.intervals.append((other, other_begin, end))
+                    done_at[other] = end
+                position += len(run) - 1
+                index, begin = run[-1][0], begins[-1]
             elif sms is not None:
                 yield from sms.compute(costs.compute_s[index])
             else:
                 yield env.timeout(costs.compute_s[index])
             if turn is not None:
-                gpu.release(turn)
+                gpu.release()
             clock = env.now + tail_s
         else:
             begin = clock
@@ -265,6 +302,25 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             signals[index].succeed()
     if clock > env.now:
         yield env.timeout(clock - env.now)
+
+
+def _compute_run(ops, indices, position, costs, done_at, signals, start_s, now) -> list:
+    """(op, (ready time, idle-GPU work s)) of the op at ``position`` of a stream (ready now) and the plain
+    compute ops after it that start once the one before ends, each not before the host has issued it and its
+    other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
+    run = [(indices[position], (now, costs.compute_s[indices[position]]))]
+    while run[-1][0] not in signals and position + 1 < len(indices):
+        position += 1
+        index = indices[position]
+        if ops[index].kind in (COLLECTIVE, FUSED, HOST_SYNC):
+            break
+        ready = [done_at[other] for other in costs.waits[index]]
+        if None in ready:  # it waits for an op not done yet: the stream yields there
+            break
+        sync = costs.sync_before[index]
+        issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
+        run.append((index, (max([issued, *ready]), costs.compute_s[index])))
+    return run
 
 
 def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:

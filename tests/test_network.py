@@ -116,3 +116,33 @@ def test_rate_observers_see_every_rate_change() -> None:
         (1.25, {"a": 1 * GB, "shared": 1 * GB}),
         (1.5, {}),
     ]
+
+
+def test_rerating_a_component_gives_the_rates_of_rerating_every_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flows over a chain of NIC-like links (each flow on one out and one in port) starting at random
+    times: re-rating only the started or ended flow's component lands every flow at the same float as
+    re-rating all active flows on each change."""
+    import random
+
+    rng = random.Random(16)
+    ports = [("out", i) for i in range(6)] + [("in", i) for i in range(6)]
+    capacities = {port: rng.choice([1, 2, 3]) * GB for port in ports}
+    flows = [
+        (rng.uniform(0, 3), [("out", rng.randrange(6)), ("in", rng.randrange(6))], rng.uniform(0.1, 2) * GB)
+        for _ in range(60)
+    ]
+    component, partial = FluidNetwork._component, []
+
+    def counted(self, seeds):
+        flows = component(self, seeds)
+        partial.append(len(flows) < len(self._flows))
+        return flows
+
+    monkeypatch.setattr(FluidNetwork, "_component", counted)
+    env = simpy.Environment()
+    fast = _finish_times(env, FluidNetwork(env, capacities), flows)
+    assert any(partial)  # some changes left other flows' rates alone
+    monkeypatch.setattr(FluidNetwork, "_component", lambda self, seeds: self._flows)
+    env = simpy.Environment()
+    every = _finish_times(env, FluidNetwork(env, capacities), flows)
+    assert fast == every

@@ -1,0 +1,126 @@
+"""The op-level engine's cheaper paths against the ones they replace, on steps that exercise them.
+
+- GPU turns (simulator/turns.py) and the NIC + NVLink join of a cross-node collective (simulator.tasks.both)
+  against simpy.Resource(capacity=1) and ``first & second``: the same event steps, so the same floats.
+- SM-share re-timing by an urgent event (simulator/sm_share.py) against Process.interrupt, as it was: the
+  same floats.
+- A run of plain compute ops as one timeout (simulator.tasks.BATCH_COMPUTE) against one timeout per op:
+  the same ops at the same times, to 1e-9 (a timeout to a run's end adds its delay to the clock once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+import simpy
+
+from simulator import tasks
+from simulator.engine import Engine, EngineResult
+from topologies.cluster import cluster_preset
+from workloads.layouts import layout_preset
+from workloads.models import model_preset
+from workloads.step import StepWorkload
+
+
+def _cross_node_overlap() -> tuple[StepWorkload, int]:
+    """deepseekmoe, PP 2 x VP 2 interleaved with EP overlap (DualPipe-style F&B lanes), EP 16 over 2 nodes:
+    tasks share each stage's NIC with PP sends and DP buckets, so they run at op level."""
+    layout = layout_preset("megascale-moe").with_(
+        pp=2, ep=16, ep_overlap=True, schedule="interleaved", virtual_stages=2
+    )
+    return StepWorkload(model_preset("deepseekmoe"), layout, 32, 8, global_batch=16, seq_len=4096), 32
+
+
+def _two_streams() -> tuple[StepWorkload, int]:
+    """deepseekmoe, PP 2 on 16 GPUs with MegaScale-MoE's comm stream: compute beside collectives."""
+    layout = layout_preset("megascale-moe").with_(pp=2)
+    return StepWorkload(model_preset("deepseekmoe"), layout, 16, 8, global_batch=8, seq_len=4096), 16
+
+
+def _run(case) -> tuple[EngineResult, int]:
+    workload, gpus = case
+    engine = Engine(workload, cluster_preset("h800", gpus), memoize=False)
+    result = engine.run()
+    return result, next(engine.env._eid)  # events scheduled
+
+
+def _records(result: EngineResult) -> list:
+    return [[(task, begin, end) for task, begin, end in log.tasks] for log in result.stages]
+
+
+class ResourceTurns:
+    """GPU turns as they were: a simpy.Resource of capacity 1."""
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.resource = simpy.Resource(env, capacity=1)
+
+    def request(self) -> simpy.Event:
+        return self.resource.request()
+
+    def release(self) -> None:
+        self.resource.release(self.resource.users[0])  # the one holder
+
+
+class InterruptSmShare(tasks.SmShare):
+    """SM sharing as it was: compute waits on a timeout and is interrupted when a communication kernel
+    starts or ends."""
+
+    def __init__(self, env: simpy.Environment, sm_count: int) -> None:
+        super().__init__(env, sm_count)
+        self._waiting: set[simpy.Process] = set()
+
+    def compute(self, work_s: float) -> Generator[simpy.Event, object, None]:
+        env, process, remaining = self.env, self.env.active_process, work_s
+        while True:
+            rate, begin = self.rate(), env.now
+            self._waiting.add(process)
+            try:
+                yield env.timeout(remaining / rate)
+                return
+            except simpy.Interrupt:
+                remaining = max(remaining - (env.now - begin) * rate, 0.0)
+            finally:
+                self._waiting.discard(process)
+
+    def _notify(self) -> None:
+        for process in self._waiting:
+            process.interrupt()
+        self._waiting.clear()
+
+
+def test_turns_and_joins_take_simpys_event_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, _ = _run(_cross_node_overlap())
+    monkeypatch.setattr(tasks, "Turns", ResourceTurns)
+    monkeypatch.setattr(tasks, "both", lambda env, first, second: first & second)
+    reference, _ = _run(_cross_node_overlap())
+    assert fast.simulated_ops == reference.simulated_ops > 0
+    assert fast.step_time_s == reference.step_time_s
+    assert _records(fast) == _records(reference)
+    assert fast.network_bytes == reference.network_bytes
+
+
+@pytest.mark.parametrize("case", [_cross_node_overlap, _two_streams])
+def test_sm_retiming_takes_interrupts_event_steps(monkeypatch: pytest.MonkeyPatch, case) -> None:
+    monkeypatch.setattr(tasks, "BATCH_COMPUTE", False)
+    fast, _ = _run(case())
+    monkeypatch.setattr(tasks, "SmShare", InterruptSmShare)
+    reference, _ = _run(case())
+    assert fast.step_time_s == reference.step_time_s
+    assert _records(fast) == _records(reference)
+    assert [log.exposed_comm_s for log in fast.stages] == [log.exposed_comm_s for log in reference.stages]
+
+
+def test_compute_runs_match_one_timeout_per_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    batched, batched_events = _run(_two_streams())
+    monkeypatch.setattr(tasks, "BATCH_COMPUTE", False)
+    per_op, per_op_events = _run(_two_streams())
+    assert batched_events < per_op_events  # the runs did replace timeouts
+    assert batched.step_time_s == pytest.approx(per_op.step_time_s, rel=1e-9)
+    for fast_stage, slow_stage in zip(_records(batched), _records(per_op)):
+        assert [task for task, _, _ in fast_stage] == [task for task, _, _ in slow_stage]
+        for (_, begin, end), (_, ref_begin, ref_end) in zip(fast_stage, slow_stage):
+            assert (begin, end) == pytest.approx((ref_begin, ref_end), rel=1e-9, abs=1e-12)
+    for fast_log, slow_log in zip(batched.stages, per_op.stages):
+        assert fast_log.compute_busy_s == pytest.approx(slow_log.compute_busy_s, rel=1e-9)
+        assert fast_log.exposed_comm_s == pytest.approx(slow_log.exposed_comm_s, rel=1e-9, abs=1e-12)
