@@ -14,12 +14,15 @@ tests/test_bounds.py checks that the bound never exceeds the simulated step over
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from simulator.calibration import Calibration
 from simulator.engine import optimizer_s
 from simulator.faults import StageFault
 from simulator.periodic import task_counts
 from simulator.timer import CostCache, MemoTimer
 from topologies.cluster import ClusterSpec
+from workloads.schedules import ScheduleShape, Task
 from workloads.step import StepWorkload
 
 # The sum of durations here rounds differently from the engine's clock, which adds them one event at a time:
@@ -27,12 +30,19 @@ from workloads.step import StepWorkload
 ROUNDING = 1e-12
 
 
+@lru_cache(maxsize=1024)
+def shape_task_counts(shape: ScheduleShape) -> dict[tuple[int, Task], int]:
+    """``periodic.task_counts`` of a schedule shape, once per process: a search's points share a few shapes.
+    Callers must not change the dict."""
+    return task_counts(shape.build())
+
+
 def stage_busy_s(
     workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, timer: MemoTimer
 ) -> list[float]:
     """Each stage's tasks' durations alone, summed over the step (counts without building m-long orders)."""
     busy = [0.0] * workload.pp
-    for (stage, task), count in task_counts(workload.schedule).items():
+    for (stage, task), count in shape_task_counts(workload.schedule.shape).items():
         busy[stage] += count * timer.task_timing(workload.task_key(stage, task)).duration_s
     return busy
 
