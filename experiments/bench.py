@@ -45,7 +45,7 @@ class BenchPoint:
     gpus: int = 240
     global_batch: int = 720
     memoize: bool = True  # False: every task at op level, so the per-op cost is the op engine's own
-    action: str = "simulate"  # simulate | qwen3 | search | validate | reproduce | simpy
+    action: str = "simulate"  # simulate | qwen3 | search | search-dask-N (N workers) | validate | reproduce | simpy
 
 
 POINTS: tuple[BenchPoint, ...] = (
@@ -56,11 +56,17 @@ POINTS: tuple[BenchPoint, ...] = (
     BenchPoint("qwen3-235b-h100-gbs8192", gpus=256, global_batch=8192, action="qwen3"),
     BenchPoint("oplevel-megascale-1440", gpus=1440, memoize=False),
     BenchPoint(f"search-{SEARCH_POINTS}", action="search"),
+    BenchPoint(f"search-{SEARCH_POINTS}-dask-1", action="search-dask-1"),
+    BenchPoint(f"search-{SEARCH_POINTS}-dask-2", action="search-dask-2"),
     BenchPoint("validate", action="validate"),
     BenchPoint("reproduce-all", action="reproduce"),
     BenchPoint("bare-simpy", action="simpy"),
 )
-SLOW = ("reproduce-all",)  # left out unless asked for (--all): minutes on a laptop
+SLOW = (
+    "reproduce-all",
+    f"search-{SEARCH_POINTS}-dask-1",
+    f"search-{SEARCH_POINTS}-dask-2",
+)  # left out unless asked for (--all): minutes on a laptop
 
 
 def represented_ops(workload: StepWorkload) -> int:
@@ -119,29 +125,42 @@ def _qwen3(global_batch: int) -> Report:
     )
 
 
-def search_points() -> None:
-    """The search-1000 job (run in a process of its own by the bench); prints how many points it ran."""
+def search_points(dask_workers: int = 0) -> None:
+    """The search-1000 job (run in a process of its own by the bench): the first SEARCH_POINTS candidates
+    ranked as ``moesim search`` ranks them, on SEARCH["jobs"] local processes or a dask LocalCluster of
+    ``dask_workers`` single-threaded worker processes; prints how many points it had, then how many it skipped."""
     from experiments import search
-    from experiments.sweep import run_sweep
 
     points, _ = search.candidates(SEARCH["model"], SEARCH["gpus"], cluster=SEARCH["cluster"])
     points = points[:SEARCH_POINTS]
-    with tempfile.TemporaryDirectory() as folder:
-        run_sweep(points, Path(folder) / "search.csv", jobs=SEARCH["jobs"], quiet=True)
-    print(len(points))
+    lines: list[str] = []
+    if dask_workers:
+        from dask.distributed import Client, LocalCluster
+
+        with (
+            LocalCluster(n_workers=dask_workers, threads_per_worker=1, processes=True) as cluster,
+            Client(cluster) as client,
+        ):
+            search.rank(points, scheduler=client, progress=lines.append)
+    else:
+        search.rank(points, jobs=SEARCH["jobs"], progress=lines.append)
+    skipped = next((line.split("(")[1].split()[0] for line in lines if "skipped:" in line), "0")
+    print(len(points), skipped)
 
 
-def _search() -> dict:
+def _search(dask_workers: int = 0) -> dict:
     """search-1000 in a child process, so that its CPU time and its workers' count once it has exited."""
     import subprocess
     import sys
 
-    command = [sys.executable, "-c", "from experiments.bench import search_points; search_points()"]
+    command = [sys.executable, "-c", f"from experiments.bench import search_points; search_points({dask_workers})"]
     done = subprocess.run(command, check=True, capture_output=True, text=True)
-    count = int(done.stdout.split()[-1])
+    count, skipped = map(int, done.stdout.split()[-2:])
     short = f" (the search space has only {count})" if count < SEARCH_POINTS else ""
-    job = f"{SEARCH['model']} on {SEARCH['gpus']} {SEARCH['cluster']}, {SEARCH['jobs']} jobs"
-    return {"points": count, "note": f"{job}: {count} points{short}, in a child process"}
+    where = f"a dask LocalCluster of {dask_workers} workers" if dask_workers else f"{SEARCH['jobs']} jobs"
+    job = f"{SEARCH['model']} on {SEARCH['gpus']} {SEARCH['cluster']}, {where}"
+    note = f"{job}: {count} points{short}, {count - skipped} simulated, {skipped} skipped by their lower bound"
+    return {"points": count, "simulated_points": count - skipped, "note": note + ", in a child process"}
 
 
 def _validate() -> dict:
@@ -166,6 +185,8 @@ def _action(point: BenchPoint) -> Callable[[], dict]:
         return lambda: {"report": _qwen3(point.global_batch)}
     if point.action == "search":
         return _search
+    if point.action.startswith("search-dask-"):
+        return lambda: _search(int(point.action.rsplit("-", 1)[1]))
     if point.action == "validate":
         return _validate
     if point.action == "reproduce":

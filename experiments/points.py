@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.cluster_config import load_cluster
-from simulator.report import simulate
+from simulator.report import BOUND_KEYWORDS, lower_bound_s, simulate
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.config import load_layout
@@ -122,16 +122,35 @@ def make_point(
     return Point(model, layout, gpus, cluster, by_target[SIMULATE], by_target[LAYOUT], by_target[CLUSTER])
 
 
+def _resolved(point: Point) -> tuple[LayoutSpec, ClusterSpec]:
+    """The point's layout and cluster with its overrides applied."""
+    layout = load_layout(point.layout)
+    if point.layout_overrides:
+        layout = layout.with_(**point.layout_overrides)
+    cluster = load_cluster(point.cluster, point.gpus)  # a preset or a cluster YAML file
+    if point.cluster_overrides:
+        cluster = cluster.with_(**point.cluster_overrides)
+    return layout, cluster
+
+
 def run_point(point: Point) -> dict[str, Any]:
     """The point's report as one flat row with ``error`` "", or ``{"error": ...}`` if it cannot run."""
     try:
-        layout = load_layout(point.layout)
-        if point.layout_overrides:
-            layout = layout.with_(**point.layout_overrides)
-        cluster = load_cluster(point.cluster, point.gpus)  # a preset or a cluster YAML file
-        if point.cluster_overrides:
-            cluster = cluster.with_(**point.cluster_overrides)
+        layout, cluster = _resolved(point)
         report = simulate(point.model, layout, cluster=cluster, **point.simulate_kwargs)
     except ConfigError as error:
         return {"error": str(error)}
     return {**report.to_row(), "error": ""}
+
+
+def bound_point(point: Point) -> float | None:
+    """A lower bound on the step time ``run_point`` reports (simulator/bounds.py), or None where the point
+    has no bound (it cannot run, or sets what the bound does not take: its row says which)."""
+    kwargs = dict(point.simulate_kwargs)
+    if set(kwargs) - {"calibration", *BOUND_KEYWORDS}:
+        return None  # e.g. op level or another engine: simulate it
+    try:
+        layout, cluster = _resolved(point)
+        return lower_bound_s(point.model, layout, cluster=cluster, **kwargs)
+    except ConfigError:
+        return None

@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+from experiments.search_bound import BoundPruner, bounds, by_bound
 from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
 from topologies.cluster import cluster_preset
@@ -45,7 +46,7 @@ def candidates(
 def fastest(table: Path, top: int) -> list[dict[str, str]]:
     """The ``top`` rows without errors, highest tokens/s first."""
     rows = [r for r in read_rows(table) if not r["error"]]
-    return sorted(rows, key=lambda r: -float(r["tokens_per_s"]))[:top]
+    return sorted(rows, key=lambda r: (-float(r["tokens_per_s"]), r["point_id"]))[:top]  # ties: by point, not finish
 
 
 def _schedule_text(row: dict[str, str]) -> str:
@@ -176,9 +177,11 @@ def search(
     quiet: bool = False,
     space: SearchSpace | None = None,
     max_points: int = DEFAULT_MAX_POINTS,
+    prune: bool = True,
 ) -> list[dict[str, str]]:
     """Simulate every candidate layout of ``space`` (default: wide; resumable if ``out`` is given) and
-    return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation."""
+    return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation.
+    ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search_bound.py)."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
     points, pruned = candidates(model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len, space=space)
@@ -192,7 +195,27 @@ def search(
             "per job); pin dimensions with --fix (e.g. --fix micro_batch=1 --fix cp=1), search "
             "--space narrow, or raise --max-points",
         )
+    return rank(points, jobs=jobs, scheduler=scheduler, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
+
+
+def rank(
+    points: list[Params],
+    *,
+    jobs: int = 1,
+    scheduler: str | object | None = None,
+    top: int = 10,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
+    prune: bool = True,
+) -> list[dict[str, str]]:
+    """The ``top`` fastest of ``points``: with ``prune``, most promising first and skipping those whose
+    lower bound cannot rank (experiments/search_bound.py; the same rows as simulating every point)."""
     options = {"jobs": jobs, "scheduler": scheduler, "progress": progress, "quiet": quiet}
+    if prune:
+        lower_bounds = bounds(points, jobs, scheduler)
+        options["prune"] = BoundPruner(points, lower_bounds, top)
+        points = by_bound(points, lower_bounds)
     if out is not None:
         return fastest(run_sweep(points, out, **options), top)
     with tempfile.TemporaryDirectory() as folder:
@@ -217,6 +240,7 @@ def main_search(args: argparse.Namespace) -> None:
         quiet=args.quiet,
         space=space,
         max_points=args.max_points or DEFAULT_MAX_POINTS,
+        prune=not args.exhaustive,
     )
     print(format_rows(rows))
     print(textwrap.fill(LEGEND, width=110, subsequent_indent="  "))

@@ -23,8 +23,9 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from pathlib import Path
+from typing import Protocol
 
 from experiments.paths import atomic_path, check_output_file
 from experiments.points import Point, kind_of, make_point, run_point
@@ -157,28 +158,91 @@ def columns(points: list[Params]) -> list[str]:
     return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id", "inputs_hash"]
 
 
-def _local(points: list[Params], jobs: int) -> Iterator[dict[str, object]]:
+class Pruner(Protocol):
+    """What lets a sweep skip points that cannot matter (experiments/search.py ``BoundPruner``): asked, in the
+    points' order and just before each is submitted, whether to skip it; told of every row that finishes."""
+
+    skipped: int
+
+    def skip(self, point: Params) -> bool: ...
+
+    def seen(self, row: dict[str, object]) -> None: ...
+
+
+WINDOW_PER_JOB = 2  # with a pruner, points in flight per worker: enough to keep it busy, few submitted blind
+
+
+def _windowed(points: list[Params], submit, completed, window: int, prune: Pruner) -> Iterator[dict[str, object]]:
+    """Rows of the points submitted in order while at most ``window`` are in flight, each asked of ``prune``
+    just before; ``completed(futures)`` waits for one or more of them and returns the finished ones."""
+    pending = iter(points)
+    futures: set = set()
+    while True:
+        for point in pending:
+            if prune.skip(point):
+                prune.skipped += 1
+                continue
+            futures.add(submit(point))
+            if len(futures) >= window:
+                break
+        if not futures:
+            return
+        for future in completed(futures):
+            futures.discard(future)
+            row = future.result()
+            prune.seen(row)
+            yield row
+
+
+def _local(points: list[Params], jobs: int, prune: Pruner | None = None) -> Iterator[dict[str, object]]:
     if jobs <= 1:
-        yield from map(sweep_row, points)
+        for point in points:
+            if prune is not None and prune.skip(point):
+                prune.skipped += 1
+                continue
+            row = sweep_row(point)
+            if prune is not None:
+                prune.seen(row)
+            yield row
         return
     pool = ProcessPoolExecutor(max_workers=jobs)
     try:
-        futures = [pool.submit(sweep_row, p) for p in points]
-        for future in as_completed(futures):
-            yield future.result()
+        if prune is None:
+            for future in as_completed([pool.submit(sweep_row, p) for p in points]):
+                yield future.result()
+            return
+
+        def first_done(futures: set) -> set:
+            return wait(futures, return_when=FIRST_COMPLETED).done
+
+        yield from _windowed(points, lambda p: pool.submit(sweep_row, p), first_done, jobs * WINDOW_PER_JOB, prune)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _dask(points: list[Params], client, owned: bool) -> Iterator[dict[str, object]]:
+def _dask(points: list[Params], client, owned: bool, prune: Pruner | None = None) -> Iterator[dict[str, object]]:
     from dask.distributed import as_completed as dask_completed
+    from dask.distributed import wait as dask_wait
 
-    futures = client.map(sweep_row, points, pure=False)
+    submitted: list = []
     try:
-        for future in dask_completed(futures):
-            yield future.result()
+        if prune is None:
+            submitted = client.map(sweep_row, points, pure=False)
+            for future in dask_completed(submitted):
+                yield future.result()
+            return
+
+        def submit(point: Params):
+            submitted.append(client.submit(sweep_row, point, pure=False))
+            return submitted[-1]
+
+        def first_done(futures: set) -> set:
+            return dask_wait(list(futures), return_when="FIRST_COMPLETED").done
+
+        window = WINDOW_PER_JOB * max(1, sum(client.nthreads().values()))
+        yield from _windowed(points, submit, first_done, window, prune)
     finally:
-        client.cancel(futures)
+        client.cancel(submitted)
         if owned:
             client.close()
 
@@ -202,16 +266,18 @@ def run_sweep(
     scheduler: str | object | None = None,
     progress: Callable[[str], None] | None = None,
     quiet: bool = False,
+    prune: Pruner | None = None,
 ) -> Path:
     """Simulate the points not yet in ``output`` (repeats once), appending rows as they finish; returns the output
     path. One writer per output (a lock); error rows and rows whose inputs changed run again. ``progress`` gets
     every line, one per point included; without it a bar on stderr (experiments.progress) stands for the
-    per-point lines, whose results are in the table."""
+    per-point lines, whose results are in the table. With ``prune``, points run in the order given and those
+    it skips get no row."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
     points = unique(points)
     with locked(table):
-        _run_locked(points, output, table, jobs, scheduler, progress, quiet)
+        _run_locked(points, output, table, jobs, scheduler, progress, quiet, prune)
     return output
 
 
@@ -223,6 +289,7 @@ def _run_locked(
     scheduler: str | object | None,
     progress: Callable[[str], None] | None,
     quiet: bool,
+    prune: Pruner | None = None,
 ) -> None:
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     header = columns(points)
@@ -242,11 +309,15 @@ def _run_locked(
     hashes = {point_id(p): inputs_hash(p) for p in points}
     seen = set() if fresh else keep_done(table, header, hashes)
     todo = [p for p in points if hashes[point_id(p)] not in seen]
+    if prune is not None and seen:  # rows kept from an earlier run count towards what a point must beat
+        for row in read_rows(table):
+            if row.get("inputs_hash") in seen:
+                prune.seen(row)
     where = f"on {scheduler}" if scheduler else f"on {jobs} process{'es' if jobs > 1 else ''}"
     say(f"sweep: {len(points)} points, {len(points) - len(todo)} already in {table}, running {len(todo)} {where}")
     table.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    rows = _dask(todo, client, owned) if scheduler else _local(todo, jobs)
+    start, number = time.perf_counter(), 0
+    rows = _dask(todo, client, owned, prune) if scheduler else _local(todo, jobs, prune)
     with table.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
         if fresh:
@@ -267,7 +338,8 @@ def _run_locked(
 
         with atomic_path(output) as temporary:
             pd.read_csv(table).to_parquet(temporary)
-    say(f"sweep: {len(todo)} points in {time.perf_counter() - start:.1f} s -> {output}")
+    skipped = f" ({prune.skipped} skipped: they cannot rank)" if prune is not None else ""
+    say(f"sweep: {number} points{skipped} in {time.perf_counter() - start:.1f} s -> {output}")
 
 
 def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False) -> None:

@@ -38,6 +38,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     search.add_argument("--top", type=integer(1), default=10, help="how many layouts to print (default 10)")
     search.add_argument("--out", default=None, help="keep every simulated point in this CSV (resumable)")
     search.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="simulate every candidate, also those whose lower bound on the step time cannot rank (same result)",
+    )
+    search.add_argument(
         "--space",
         choices=("wide", "narrow"),
         default="wide",

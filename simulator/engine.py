@@ -36,6 +36,7 @@ from simulator.timer import CostCache, MemoTimer, OpTimer
 from simulator.unfolded import UnfoldedPlacement
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
+from topologies.hardware import GpuSpec
 from workloads.schedules import Phase, Task
 from workloads.step import StepWorkload
 
@@ -231,10 +232,7 @@ class Engine:
                 transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
-        zero = self.workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
-        held = sum(h / (dp if zero else 1) for h, _, dp in self.workload.stage_param_groups(stage))
-        optimizer_s = memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, self.gpu, self.cal)
-        yield self.env.timeout(optimizer_s)
+        yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
         log.end_s = self.env.now
 
     def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
@@ -274,6 +272,13 @@ class Engine:
         for probe in self.probes:
             probe.on_run(result)
         return result
+
+
+def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibration) -> float:
+    """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound Adam)."""
+    zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
+    held = sum(h / (dp if zero else 1) for h, _, dp in workload.stage_param_groups(stage))
+    return memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, gpu, cal)
 
 
 def phase_spans(records: Iterable[list[tuple[Task, float, float]]]) -> dict[Phase, tuple[float, int]]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from simulator.activations import megatron_layer_bytes
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import BYTES_BF16, Module
 from workloads.precision import DTYPE_BYTES
-from workloads.schedules import FORWARD
+from workloads.schedules import FORWARD, ScheduleShape
 from workloads.step import StepWorkload
 
 GIB = 2**30
@@ -143,15 +144,22 @@ def in_flight_activation_bytes(workload: StepWorkload, stage: int) -> float:
     head accounted for in the split). Under interleaved 1F1B these are the warm-up forwards and the first
     steady-state one (Megatron-Core's schedules.py: (pp - rank - 1) 2 + (vp - 1) pp warm-up micro-batches)."""
     schedule = workload.schedule
-    count = schedule.in_flight(stage)
-    chunks = [chunk for task in schedule.order(stage) for phase, _, chunk in schedule.halves(task) if phase == FORWARD]
     by_chunk: dict[int, float] = {}
     total = 0.0
-    for chunk in chunks[:count]:
+    for chunk in held_chunks(schedule.shape, stage):
         if chunk not in by_chunk:
             by_chunk[chunk] = block_activation_bytes(workload, workload.block_ranges[schedule.block_of(stage, chunk)])
         total += by_chunk[chunk]
     return total
+
+
+@lru_cache(maxsize=4096)
+def held_chunks(shape: ScheduleShape, stage: int) -> tuple[int, ...]:
+    """The chunks of the first ``in_flight`` forwards of ``stage``'s order. Cached per schedule shape: a search's
+    layouts share a few shapes, and building a deep schedule's order costs milliseconds per stage."""
+    schedule = shape.build()
+    chunks = [chunk for task in schedule.order(stage) for phase, _, chunk in schedule.halves(task) if phase == FORWARD]
+    return tuple(chunks[: schedule.in_flight(stage)])
 
 
 def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from simulator.api_checks import check_finite, check_simulate_args
+from simulator.bounds import step_lower_bound_s
 from simulator.bubbles import phase_means, schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
@@ -170,6 +172,31 @@ def simulate(
     result = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
     report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
+
+
+# The simulate() keywords lower_bound_s takes beside the model, layout, GPUs, cluster and calibration.
+BOUND_KEYWORDS = ("global_batch", "seq_len", "micro_batch", "allow_oom")
+
+
+def lower_bound_s(
+    model: ModelSpec | str,
+    layout: LayoutSpec | str,
+    gpus: int | None = None,
+    *,
+    cluster: ClusterSpec | str | None = None,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+    **step: Any,
+) -> float:
+    """A proven lower bound on the step time ``simulate`` (same arguments: ``step`` takes BOUND_KEYWORDS; no
+    faults) would report, from the step's tasks timed alone (simulator/bounds.py); a ConfigError where
+    simulate raises one for the layout."""
+    unknown = set(step) - set(BOUND_KEYWORDS)
+    if unknown:
+        raise TypeError(f"lower_bound_s() got unexpected keywords {sorted(unknown)}")
+    sizes = (step.get("global_batch", DEFAULT_GLOBAL_BATCH), step.get("seq_len", DEFAULT_SEQ_LEN))
+    allow_oom = step.get("allow_oom", False)
+    workload, cluster, _ = prepare(model, layout, gpus, cluster, *sizes, step.get("micro_batch"), allow_oom)
+    return step_lower_bound_s(workload, cluster, calibration)
 
 
 def prepare(

@@ -10,7 +10,10 @@ memoizing is allowed (tests/test_pipeline.py).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Generator
+from dataclasses import dataclass, field
 
 import simpy
 
@@ -21,6 +24,7 @@ from simulator.placement import Placement
 from simulator.ranks import Place
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from topologies.hardware import GpuSpec
+from workloads.ops import Op
 from workloads.schedules import Task
 from workloads.step import StepWorkload
 
@@ -40,11 +44,81 @@ class CostCache:
         return self._costs[(key, compute_factor)]
 
 
+@dataclass(frozen=True)
+class TaskIdentity:
+    """Everything a task's timing alone depends on (``MemoTimer.task_timing``): its ops and lanes, the GPU
+    and calibration the cost models read, and the stage's slowdowns. Steps of other layouts, micro-batch
+    counts, schedules or DP degrees that build the same op list share it."""
+
+    ops: tuple[Op, ...]
+    lanes: tuple[int, ...] | None
+    gpu: GpuSpec
+    calibration: Calibration
+    compute_factor: float
+    nvlink_factor: float
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # NOTE: hashing ~200 ops field by field costs about a millisecond: once per identity, not per lookup
+        fields = (self.ops, self.lanes, self.gpu, self.calibration, self.compute_factor, self.nvlink_factor)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+class TimingCache:
+    """Task timings shared by every step a process simulates (a search's points), keyed by TaskIdentity,
+    least recently used dropped past ``max_entries`` (0: none kept). Timings are never changed once made;
+    a lock keeps it whole under dask's threaded workers."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._timings: OrderedDict[TaskIdentity, TaskTiming] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._timings)
+
+    def get(self, identity: TaskIdentity) -> TaskTiming | None:
+        with self._lock:
+            timing = self._timings.get(identity)
+            if timing is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+                self._timings.move_to_end(identity)
+            return timing
+
+    def put(self, identity: TaskIdentity, timing: TaskTiming) -> None:
+        with self._lock:
+            self._timings[identity] = timing
+            while len(self._timings) > self.max_entries:
+                self._timings.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._timings.clear()
+            self.hits = self.misses = 0
+
+
+# A timing holds its ~300 op intervals (~40 kB with its op list): 1,024 of them stay under ~50 MB.
+TIMINGS = TimingCache(max_entries=1024)
+
+
 class MemoTimer:
     """Each distinct task timed once in a private environment, then replayed as one timeout."""
 
-    def __init__(self, env: simpy.Environment, costs: CostCache, stage_faults: list[StageFault]) -> None:
-        self.env, self.costs, self.stage_faults = env, costs, stage_faults
+    def __init__(
+        self,
+        env: simpy.Environment,
+        costs: CostCache,
+        stage_faults: list[StageFault],
+        shared: TimingCache | None = TIMINGS,
+    ) -> None:
+        """``shared``: timings reused across steps (None: each step times its own tasks)."""
+        self.env, self.costs, self.stage_faults, self.shared = env, costs, stage_faults, shared
         self.workload = costs.workload
         self.memo: dict[tuple, TaskTiming] = {}
         self.simulated_ops = 0
@@ -55,14 +129,19 @@ class MemoTimer:
         slow = (fault.compute_factor, fault.nvlink_factor)  # the NIC does not touch a memoized task
         memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
         if memo_key not in self.memo:
-            env = simpy.Environment()
-            network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
-            timing = TaskTiming()
-            ops = self.workload.task_ops(key)
-            costs = self.costs.get(key, fault.compute_factor)
-            run_task(env, ops, costs, network, ("nvl",), timing, lanes=self.workload.task_lanes(key))
-            env.run()
-            self.simulated_ops += len(ops)
+            ops, lanes = self.workload.task_ops(key), self.workload.task_lanes(key)
+            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow)
+            timing = self.shared.get(identity) if self.shared is not None else None
+            if timing is None:
+                env = simpy.Environment()
+                network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
+                timing = TaskTiming()
+                costs = self.costs.get(key, fault.compute_factor)
+                run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes)
+                env.run()
+                if self.shared is not None:
+                    self.shared.put(identity, timing)
+            self.simulated_ops += len(ops)  # counted as timed whether made here or reused: reports stay equal
             self.memo[memo_key] = timing
         return self.memo[memo_key]
 

@@ -22,6 +22,8 @@ NAMES = {
     "qwen3-235b-h100-gbs2048",
     "qwen3-235b-h100-gbs8192",
     "search-1000",
+    "search-1000-dask-1",  # the same search on a dask LocalCluster of 1 and 2 workers (issue 16: scaling)
+    "search-1000-dask-2",
     "validate",
     "reproduce-all",
     "oplevel-megascale-1440",

@@ -66,6 +66,22 @@ class TaskKey:
     blocks: tuple[Block, ...]
 
 
+class ScheduleShape(NamedTuple):
+    """A schedule's class and arguments (``Schedule.shape``): a hashable key for what is derived from its orders."""
+
+    kind: type
+    stages: int
+    micro_batches: int
+    chunks: int
+    ep_overlap: bool
+    delay_wgrad: bool
+
+    def build(self) -> Schedule:
+        return self.kind(
+            self.stages, self.micro_batches, self.chunks, ep_overlap=self.ep_overlap, delay_wgrad=self.delay_wgrad
+        )
+
+
 class Schedule:
     """A pipeline schedule over ``stages`` stages and ``micro_batches`` micro-batches per step."""
 
@@ -121,6 +137,13 @@ class Schedule:
         """Raise ConfigError if the schedule cannot run these stages and micro-batches."""
 
     # --- derived from the above ----------------------------------------------------------------------
+    @property
+    def shape(self) -> ScheduleShape:
+        """What sets this schedule's orders: equal shapes run equal orders."""
+        return ScheduleShape(
+            type(self), self.stages, self.micro_batches, self.chunks, self.ep_overlap, self.delay_wgrad
+        )
+
     @staticmethod
     def halves(task: Task) -> list[tuple[Phase, int, int]]:
         """(FORWARD or BACKWARD, micro-batch, chunk) of the data-moving halves of a task (W moves none)."""
