@@ -32,15 +32,19 @@ def _context():
 
 def in_order(work: Callable[[Item], Result], items: Iterable[Item], jobs: int) -> Iterator[Result]:
     """``work`` over ``items`` in up to ``jobs`` processes (in this one for 1 job or 1 item), yielded in the
-    items' order whatever finishes first. ``work`` must be a module-level function (it is pickled)."""
+    items' order whatever finishes first. The processes start now (before a progress bar's thread can make
+    fork unsafe); ``work`` must be a module-level function (it is pickled)."""
     items = list(items)
     jobs = min(jobs, len(items))
     if jobs <= 1:
-        yield from map(work, items)
-        return
+        return map(work, items)
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+    futures = [pool.submit(work, item) for item in items]
+    return _results(pool, futures)
+
+
+def _results(pool: ProcessPoolExecutor, futures: list) -> Iterator:
     try:
-        futures = [pool.submit(work, item) for item in items]
         for future in futures:
             yield future.result()
     finally:  # waits for the workers, so their CPU time is counted as this process's children's

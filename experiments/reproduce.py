@@ -148,15 +148,17 @@ def reproduce(name: str, out: Path, quiet: bool = False, jobs: int | None = None
     work = units(names, out, cases)
     sections: dict[str, str] = {}
     results: list[validate.CaseResult] = []
-    with sharing(), bar(len(work), "reproduce", unit="part", quiet=quiet) as progress:
-        for unit, (done, simulated) in zip(work, in_order(run_unit, work, default_jobs() if jobs is None else jobs)):
-            label = ", ".join([*unit.targets, *(f"validation {case.name}" for case in unit.cases)])
-            progress.set_postfix_str(label)
-            if not quiet and not progress_shown(quiet):
-                print(f"reproduced {label}", flush=True)
-            sections.update(done)
-            results += simulated
-            progress.update()
+    with sharing():
+        outcomes = in_order(run_unit, work, default_jobs() if jobs is None else jobs)
+        with bar(len(work), "reproduce", unit="part", quiet=quiet) as progress:
+            for unit, (done, simulated) in zip(work, outcomes):
+                label = ", ".join([*unit.targets, *(f"validation {case.name}" for case in unit.cases)])
+                progress.set_postfix_str(label)
+                if not quiet and not progress_shown(quiet):
+                    print(f"reproduced {label}", flush=True)
+                sections.update(done)
+                results += simulated
+                progress.update()
     if "validation" in names:
         order = {case.name: i for i, case in enumerate(cases)}
         sections["validation"] = validate.write_outputs(sorted(results, key=lambda r: order[r.case.name]), out)
