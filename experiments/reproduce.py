@@ -128,6 +128,8 @@ def units(names: list[str], out: Path, cases: list[Case]) -> list[Unit]:
         (n for n in names if n != "validation" and n not in grouped),
         key=lambda n: COSTLIEST_FIRST.index(n) if n in COSTLIEST_FIRST else len(COSTLIEST_FIRST),
     )
+    # The costliest target, the corpus's own costly cases (op-level steps on 256-1,024 GPUs), the next two
+    # targets, then the paper group and the cheap rest: the long units start first and the short fill in.
     first, rest = alone[:1], alone[1:]
     return [
         *(Unit(out, (n,)) for n in first),
