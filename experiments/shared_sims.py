@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from simulator import report as _report
 from simulator.report import Report, resolve
@@ -22,16 +23,23 @@ from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
 @dataclass(frozen=True)
+class Settings:
+    """The simulate() keywords a reproduction sets, with simulate()'s defaults."""
+
+    global_batch: int = DEFAULT_GLOBAL_BATCH
+    seq_len: int = DEFAULT_SEQ_LEN
+    micro_batch: int | None = None
+    allow_oom: bool = False
+
+
+@dataclass(frozen=True)
 class SimKey:
     """One point: what simulate() is given, presets resolved to specs."""
 
     model: ModelSpec
     layout: LayoutSpec
     cluster: ClusterSpec
-    global_batch: int
-    seq_len: int
-    micro_batch: int | None
-    allow_oom: bool
+    settings: Settings
 
 
 _shared: dict[SimKey, Report | ConfigError] | None = None  # None: not sharing
@@ -55,36 +63,18 @@ def simulate(
     gpus: int | None = None,
     *,
     cluster: ClusterSpec | str | None = None,
-    global_batch: int = DEFAULT_GLOBAL_BATCH,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    micro_batch: int | None = None,
-    allow_oom: bool = False,
+    **settings: Any,
 ) -> Report:
-    """simulator.report.simulate; inside ``sharing()`` a point simulated before gives its Report (or raises
-    its ConfigError) again. A shared Report's sim_wall_s is that of the one simulation."""
+    """simulator.report.simulate with the keywords of ``Settings``; inside ``sharing()`` a point simulated
+    before gives its Report (or raises its ConfigError) again. A shared Report's sim_wall_s is that of the one
+    simulation."""
+    given = Settings(**settings)  # an unknown keyword is a TypeError, as simulate() gives
     if _shared is None:
-        return _report.simulate(
-            model,
-            layout,
-            gpus,
-            cluster=cluster,
-            global_batch=global_batch,
-            seq_len=seq_len,
-            micro_batch=micro_batch,
-            allow_oom=allow_oom,
-        )
-    key = SimKey(*resolve(model, layout, cluster, gpus), global_batch, seq_len, micro_batch, allow_oom)
+        return _report.simulate(model, layout, gpus, cluster=cluster, **asdict(given))
+    key = SimKey(*resolve(model, layout, cluster, gpus), given)
     if key not in _shared:
         try:
-            _shared[key] = _report.simulate(
-                key.model,
-                key.layout,
-                cluster=key.cluster,
-                global_batch=global_batch,
-                seq_len=seq_len,
-                micro_batch=micro_batch,
-                allow_oom=allow_oom,
-            )
+            _shared[key] = _report.simulate(key.model, key.layout, cluster=key.cluster, **asdict(given))
         except ConfigError as error:
             _shared[key] = error
     found = _shared[key]
