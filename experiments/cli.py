@@ -129,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     reproduce.add_argument("name", choices=[*TARGETS, "all"])
     reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+    reproduce.add_argument(
+        "--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)"
+    )
     add_quiet(reproduce)
     sweep_cli.add_commands(commands)
     bench = commands.add_parser("bench", help="time the simulator at fixed points on this machine")
@@ -261,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "reproduce":
             from experiments.reproduce import reproduce  # NOTE: the figure modules load only when asked for
 
-            reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet)
+            reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet, jobs=args.jobs)
         elif args.command == "bench":
             from experiments.bench import main as bench
 

@@ -8,9 +8,9 @@ import pandas as pd
 
 from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
+from experiments.shared_sims import simulate
 from experiments.single_node import SEQ_LEN
 from simulator.memory import peak_memory
-from simulator.report import simulate
 from workloads.layouts import layout_preset
 from workloads.models import MODEL_PRESETS
 from workloads.step import StepWorkload

@@ -9,6 +9,13 @@ import sys
 from tqdm import tqdm
 
 
+class _Bar(tqdm):
+    """tqdm without its monitor thread (it only fixes the refresh of a stalled bar, and a live thread makes the
+    fork of ``validate`` and ``reproduce``'s worker processes unsafe: experiments/parallel.py)."""
+
+    monitor_interval = 0
+
+
 def shown(quiet: bool = False) -> bool:
     """Whether a bar would be drawn: stderr is a terminal and not quiet."""
     return not quiet and sys.stderr.isatty()
@@ -16,7 +23,7 @@ def shown(quiet: bool = False) -> bool:
 
 def bar(total: int, what: str, unit: str = "point", quiet: bool = False) -> tqdm:
     """A bar over ``total`` items labelled ``what``; a no-op bar unless ``shown(quiet)``."""
-    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not shown(quiet), dynamic_ncols=True)
+    return _Bar(total=total, desc=what, unit=unit, file=sys.stderr, disable=not shown(quiet), dynamic_ncols=True)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 from experiments.paths import write_csv
 from experiments.plotting import line_comparison
 from experiments.search_space import Job
-from simulator.report import simulate
+from experiments.shared_sims import simulate
 from topologies.cluster import cluster_preset
 from workloads.layouts import MEGASCALE_MOE
 from workloads.models import model_preset

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from experiments.plotting import COLOURS, finish
-from simulator.report import simulate
+from experiments.shared_sims import simulate
 from workloads.layouts import layout_preset
 
 VP2 = {"schedule": "interleaved", "virtual_stages": 2}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from experiments.shared_sims import simulate
 from simulator.memory import peak_memory
-from simulator.report import simulate
 from topologies.cluster import cluster_preset
 from workloads.layouts import layout_preset
 from workloads.models import model_preset

@@ -8,8 +8,8 @@ import pandas as pd
 
 from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
+from experiments.shared_sims import simulate
 from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.report import simulate
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 TOKENS_PER_STEP = DEFAULT_GLOBAL_BATCH * DEFAULT_SEQ_LEN

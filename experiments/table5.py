@@ -9,7 +9,7 @@ import pandas as pd
 
 from experiments.paths import write_csv
 from experiments.plotting import bar_comparison
-from simulator.report import simulate
+from experiments.shared_sims import simulate
 
 PAPER_NORMALIZED = {"tp-tp": 1.00, "sp-ep": 1.13, "sp-ep-inter": 1.22, "sp-ep-inter-intra": 1.28}
 

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from experiments.args import integer
+from experiments.parallel import default_jobs, in_order
+from experiments.shared_sims import simulate
 from experiments.validation_cases import CASES_DIR, Case, load_cases
-from simulator.report import Report, simulate
+from simulator.report import Report
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
@@ -155,13 +158,15 @@ def mape(results: Iterable[CaseResult]) -> float:
     return sum(errors) / len(errors) if errors else math.nan
 
 
-def run_cases(cases: list[Case], say: Callable[[str], None] | None = None) -> list[CaseResult]:
-    """Run every case in order, reporting progress through ``say`` (stderr by default)."""
+def run_cases(cases: list[Case], say: Callable[[str], None] | None = None, jobs: int | None = None) -> list[CaseResult]:
+    """Run every case in ``jobs`` processes (default: one per CPU; the cases are independent), reporting
+    progress through ``say`` (stderr by default) and returning the results in the cases' order."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
+    outcomes = in_order(run_case, cases, default_jobs() if jobs is None else jobs)
     for i, case in enumerate(cases, 1):
         say(f"validate: [{i}/{len(cases)}] {case.name} ({case.gpus} GPUs) ...")
-        result = run_case(case)
+        result = next(outcomes)
         outcome = f"{result.error:+.1%}" if result.ran else f"not run: {result.message}"
         say(f"validate: [{i}/{len(cases)}] {case.name}: {outcome} ({result.wall_s:.1f} s)")
         results.append(result)
@@ -389,13 +394,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--cases", default=str(CASES_DIR), help="a case file or a folder of them (default: corpus)")
     parser.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case; repeatable")
     parser.add_argument("--out", default="results", help="output folder (default results/)")
+    parser.add_argument("--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)")
 
 
 def main(args: argparse.Namespace) -> None:
     """Run the cases, print the table (or JSON) and write the CSV, the plot and the REPRODUCTION.md section."""
     from experiments.reproduce import update_section  # reproduce imports this module
 
-    results = run_cases(load_cases(args.cases, args.case))
+    results = run_cases(load_cases(args.cases, args.case), jobs=args.jobs)
     out = Path(args.out)
     update_section(out, "validation", write_outputs(results, out))
     print(json.dumps(to_json(results)) if args.json else table(results))

@@ -8,7 +8,7 @@ import pandas as pd
 
 from experiments.paths import write_csv
 from experiments.plotting import line_comparison
-from simulator.report import simulate
+from experiments.shared_sims import simulate
 
 POINTS = ((480, 360), (720, 540), (960, 720), (1200, 900), (1440, 1080))  # (GPUs, global batch)
 PAPER_SPEEDUP_RANGE = (1.74, 1.79)  # MegaScale-MoE / Megatron-LM over the range

@@ -25,9 +25,34 @@ FIG17_ACTIVATION_TOLERANCE = 0.05  # absolute activation-memory saving (Fig. 17:
 FIG17_MFU_CHANGE = 0.005  # the paper's own bound: "MFU within 0.5%" with SAR (Fig. 17; fig17.FIG17_MFU_CHANGE)
 
 
+# Each table or figure is simulated once for the tests that check it (module fixtures, one process:
+# the xdist_group keeps this module on one worker).
+pytestmark = pytest.mark.xdist_group("reproduction")
+
+
 @pytest.fixture(scope="module")
 def table3_frame():
     return table3.simulate_table3()
+
+
+@pytest.fixture(scope="module")
+def table5_frame():
+    return table5.simulate_table5().set_index("layout")
+
+
+@pytest.fixture(scope="module")
+def weak_frame():
+    return weak_scaling.simulate_weak_scaling()
+
+
+@pytest.fixture(scope="module")
+def fig14_frame():
+    return fig14.simulate_fig14()
+
+
+@pytest.fixture(scope="module")
+def fig17_frame():
+    return fig17.simulate_fig17()
 
 
 def test_table3_megascale_tokens_per_s_within_tolerance(table3_frame):
@@ -76,8 +101,8 @@ def test_stored_fit_matches_the_fit():
     "torch's published grouped rate at that many rows (0.80 of the 4,096-row rate), which slows it 3.6% below "
     "the measured step and lifts every overlap ratio over it.",
 )
-def test_table5_inter_overlap_step():
-    frame = table5.simulate_table5().set_index("layout")
+def test_table5_inter_overlap_step(table5_frame):
+    frame = table5_frame
     assert frame.sim["sp-ep-inter"] == pytest.approx(frame.paper["sp-ep-inter"], abs=TABLE5_TOLERANCE)
 
 
@@ -87,8 +112,8 @@ def test_table5_inter_overlap_step():
     "GEMMs shard K (out proj 512, fc2 1,792), and its 32 grouped experts of 960 rows run at torch's published "
     "grouped rate at that many rows (pytorch/ao #2490, #2756).",
 )
-def test_table5_intra_overlap_step():
-    frame = table5.simulate_table5().set_index("layout")
+def test_table5_intra_overlap_step(table5_frame):
+    frame = table5_frame
     assert frame.sim["sp-ep-inter-intra"] == pytest.approx(frame.paper["sp-ep-inter-intra"], abs=TABLE5_TOLERANCE)
 
 
@@ -97,8 +122,8 @@ def test_table5_intra_overlap_step():
     reason="SP+EP alone gains 1.23x (paper 1.13x): the baseline's TP collectives "
     "are charged at full NVLink rate with no overlap, more exposed than measured.",
 )
-def test_table5_sp_ep_step():
-    frame = table5.simulate_table5().set_index("layout")
+def test_table5_sp_ep_step(table5_frame):
+    frame = table5_frame
     assert frame.sim["sp-ep"] == pytest.approx(1.13, abs=TABLE5_TOLERANCE)
 
 
@@ -111,8 +136,8 @@ def test_fig7_shape_and_crossover():
     assert frame.all_to_all_us.iloc[-1] == pytest.approx(fig7.PAPER_A2A_US[8], rel=FIG7_A2A_TOLERANCE)
 
 
-def test_weak_scaling_megascale_per_gpu_throughput_holds():
-    frame = weak_scaling.simulate_weak_scaling()
+def test_weak_scaling_megascale_per_gpu_throughput_holds(weak_frame):
+    frame = weak_frame
     assert abs(weak_scaling.degradation(frame, "megascale-moe")) < WEAK_SCALING_MEGASCALE_DEGRADATION
 
 
@@ -122,15 +147,15 @@ def test_weak_scaling_megascale_per_gpu_throughput_holds():
     "more than MegaScale-MoE as in the paper, but both by under 0.5% (paper 2.74% vs 0.2%): DP sync is overlapped "
     "for both and no per-GPU speed spread is modelled, so little grows with DP.",
 )
-def test_weak_scaling_ratio_and_degradation():
-    frame = weak_scaling.simulate_weak_scaling()
+def test_weak_scaling_ratio_and_degradation(weak_frame):
+    frame = weak_frame
     low, high = weak_scaling.PAPER_SPEEDUP_RANGE
     assert frame.speedup.between(low - WEAK_SCALING_SPEEDUP_TOLERANCE, high + WEAK_SCALING_SPEEDUP_TOLERANCE).all()
     assert weak_scaling.degradation(frame, "megascale-moe") < weak_scaling.degradation(frame, "megatron-lm")
 
 
-def test_fig14_sp_ep_beats_tp_tp_on_every_model():
-    frame = fig14.simulate_fig14()
+def test_fig14_sp_ep_beats_tp_tp_on_every_model(fig14_frame):
+    frame = fig14_frame
     assert (frame.mfu_gain > 0).all()
 
 
@@ -139,8 +164,8 @@ def test_fig14_sp_ep_beats_tp_tp_on_every_model():
     reason="Phi-3.5-MoE (+59%) and DeepSeekMoE (+53%) exceed the widened band: "
     "narrow experts make TP's sharded GEMMs and memory-bound ops dominate in the model.",
 )
-def test_fig14_gain_band():
-    frame = fig14.simulate_fig14()
+def test_fig14_gain_band(fig14_frame):
+    frame = fig14_frame
     low, high = fig14.FIG14_MFU_GAIN
     assert frame.mfu_gain.between(low - FIG14_BAND_WIDENING, high + FIG14_BAND_WIDENING).all()
 
@@ -161,12 +186,12 @@ def test_fig16_pair_speedups():
     reason="the Sec. 4.1 formulas alone give 66% / 69% activation savings; the "
     "paper measures 45.5% / 57.2% of all activations, incl. parts the formulas omit.",
 )
-def test_fig17_sar_activation_saving():
-    frame = fig17.simulate_fig17().set_index("model")
+def test_fig17_sar_activation_saving(fig17_frame):
+    frame = fig17_frame.set_index("model")
     for model, paper in fig17.FIG17_ACTIVATION_SAVING.items():
         assert frame.activation_saving[model] == pytest.approx(paper, abs=FIG17_ACTIVATION_TOLERANCE)
 
 
-def test_fig17_sar_keeps_mfu():
-    frame = fig17.simulate_fig17()
+def test_fig17_sar_keeps_mfu(fig17_frame):
+    frame = fig17_frame
     assert ((frame.mfu_no_sar - frame.mfu_sar).abs() < FIG17_MFU_CHANGE).all()

@@ -28,8 +28,13 @@ def fits(fields: dict, gpus: int = 16) -> bool | None:
     return job(gpus).fits(MODEL, BASE.with_(**fields))
 
 
+pytestmark = pytest.mark.xdist_group("search_space")  # one worker: the wide space is enumerated once
+
+
 @pytest.fixture(scope="module")
 def wide():
+    """The wide space of mixtral-8x7b on 16 H800s at batch 16 x 2048: what search() and candidates() enumerate
+    for ``"mixtral-8x7b", 16, **ARGS``."""
     return layouts(MODEL, BASE, job(), SearchSpace.wide())
 
 
@@ -66,8 +71,8 @@ def test_fix_pins_dimensions_and_names_bad_ones() -> None:
         SearchSpace.wide().fix(["gpus=8"])
 
 
-def test_too_many_points_is_refused_before_any_simulation() -> None:
-    count = len(candidates("mixtral-8x7b", 16, **ARGS)[0])
+def test_too_many_points_is_refused_before_any_simulation(wide) -> None:
+    count = len(wide[0])
     with pytest.raises(ConfigError, match=rf"max-points: {count} layouts to simulate exceed --max-points 5"):
         search("mixtral-8x7b", 16, max_points=5, progress=lambda _: None, **ARGS)
 

@@ -1,0 +1,92 @@
+"""Work shared and spread over processes: shared simulations (experiments/shared_sims.py), ``in_order``
+(experiments/parallel.py), ``validate --jobs`` and the units of ``reproduce all`` (experiments/reproduce.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from experiments import reproduce, shared_sims, validate, validation_cases
+from experiments.parallel import in_order
+from simulator import report
+from tests.test_validate import tiny_case, write
+from topologies.cluster import cluster_preset
+from topologies.errors import ConfigError
+from workloads.layouts import layout_preset
+from workloads.models import model_preset
+
+SMALL = {"global_batch": 30}  # the 352B model on 240 H800s, PP 15, 1 micro-batch per pipeline stage pair
+
+
+@pytest.fixture
+def simulations(monkeypatch) -> list[tuple]:
+    """The arguments of every simulator.report.simulate call made through experiments.shared_sims."""
+    calls, real = [], report.simulate
+    monkeypatch.setattr(report, "simulate", lambda *args, **kwargs: calls.append(args) or real(*args, **kwargs))
+    return calls
+
+
+def test_a_point_named_or_given_as_specs_is_simulated_once_inside_sharing(simulations) -> None:
+    specs = (model_preset("paper-352b"), layout_preset("megascale-moe"))
+    with shared_sims.sharing():
+        by_name = shared_sims.simulate("paper-352b", "megascale-moe", 240, **SMALL)
+        by_spec = shared_sims.simulate(*specs, cluster=cluster_preset("h800", 240), **SMALL)
+        with shared_sims.sharing():  # a nested block shares the outer one's
+            nested = shared_sims.simulate(*specs, 240, cluster="h800", **SMALL)
+        other = shared_sims.simulate("paper-352b", "megascale-moe", 240, global_batch=60)
+    assert by_spec is by_name and nested is by_name and other.micro_batches == 2 * by_name.micro_batches
+    assert len(simulations) == 2
+    again = shared_sims.simulate("paper-352b", "megascale-moe", 240, **SMALL)  # outside: simulated again
+    assert again is not by_name and again.step_time_s == by_name.step_time_s and len(simulations) == 3
+
+
+def test_an_error_is_shared_too(simulations) -> None:
+    with shared_sims.sharing():
+        for _ in range(2):
+            with pytest.raises(ConfigError, match="^memory: "):
+                shared_sims.simulate("paper-352b", "megascale-moe", 240, seq_len=32768, global_batch=240)
+    assert len(simulations) == 1
+
+
+def test_in_order_gives_the_items_order_in_processes() -> None:
+    items = [30, 3, 20, 1, 10]
+    assert list(in_order(math.factorial, items, 2)) == list(map(math.factorial, items))
+    assert list(in_order(math.factorial, [], 2)) == []
+
+
+def test_validate_jobs_do_not_change_the_results(tmp_path: Path) -> None:
+    """Two processes give the one-process results (JSON and table), in the cases' order."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write(folder, tiny_case(tmp_path, gpus=32), "b.yaml")
+    write(folder, tiny_case(tmp_path), "a.yaml")
+    write(
+        folder, tiny_case(tmp_path, model="mixtral-8x7b", layout={"base": "megascale-moe", "pp": 1}, gpus=8), "c.yaml"
+    )
+    cases = validation_cases.load_cases(folder)
+    one, two = (validate.run_cases(cases, say=lambda _: None, jobs=jobs) for jobs in (1, 2))
+    assert [r.case.name for r in two] == ["a", "b", "c"]
+    assert validate.to_json(two) == validate.to_json(one) and validate.table(two) == validate.table(one)
+    assert two[0].ran and not two[2].ran  # c is out of memory: a row with its message, in either run
+
+
+def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(tmp_path: Path) -> None:
+    cases = validation_cases.load_cases()
+    units = reproduce.units(list(reproduce.REPRODUCTIONS), tmp_path, cases)
+    targets = [name for unit in units for name in unit.targets]
+    assert sorted(targets) == sorted(set(reproduce.REPRODUCTIONS) - {"validation"})
+    assert sorted(c.name for unit in units for c in unit.cases) == sorted(c.name for c in cases)
+    assert units[0].targets == (reproduce.COSTLIEST_FIRST[0],)
+    paper = next(unit for unit in units if "table3" in unit.targets)
+    assert paper.targets == ("table3", "table5") and len(paper.cases) == 14  # Table 3's 10 rows, Table 5's 4
+    assert all(c.source_label.startswith("MegaScale-MoE Table") for c in paper.cases)
+
+
+def test_a_unit_gives_the_same_sections_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """Fig. 7 (cheap: collectives timed alone) in two processes at once gives the section of one process."""
+    units = [reproduce.Unit(tmp_path / folder, ("fig7",)) for folder in ("a", "b")]
+    serial, spread = list(map(reproduce.run_unit, units[:1])), list(in_order(reproduce.run_unit, units, 2))
+    assert spread == serial * 2 and set(spread[0][0]) == {"fig7"} and spread[0][1] == []
+    assert (tmp_path / "a" / "fig7.csv").read_bytes() == (tmp_path / "b" / "fig7.csv").read_bytes()
