@@ -44,8 +44,14 @@ def in_order(work: Callable[[Item], Result], items: Iterable[Item], jobs: int) -
 
 
 def _results(pool: ProcessPoolExecutor, futures: list) -> Iterator:
+    """The futures' results in order. The pool shuts down (waiting for the workers, so their CPU time counts as
+    this process's children's) before the last result is yielded: a consumer that stops at the count (zip, next)
+    leaves this generator suspended, and closing the pool at interpreter exit fails on closed descriptors."""
     try:
-        for future in futures:
-            yield future.result()
-    finally:  # waits for the workers, so their CPU time is counted as this process's children's
+        for i, future in enumerate(futures):
+            result = future.result()
+            if i == len(futures) - 1:
+                pool.shutdown(wait=True)
+            yield result
+    finally:  # an error or an early close: stop the workers (a second shutdown is a no-op)
         pool.shutdown(wait=True, cancel_futures=True)
