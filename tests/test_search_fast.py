@@ -68,6 +68,7 @@ def exhaustive() -> tuple[list[dict], list[dict]]:
     return points, [without_wall(r) for r in rank(points, jobs=1, top=3, progress=lambda _: None, prune=False)]
 
 
+@pytest.mark.xdist_group("exhaustive_search")  # one worker: exhaustive() is simulated once for both
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_pruned_search_ranks_as_the_exhaustive_one(jobs: int) -> None:
     """Skipping the points whose bound cannot rank gives the same top rows, on one process or two, while
