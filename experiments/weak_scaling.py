@@ -79,10 +79,9 @@ def run(out: Path) -> str:
         ),
         "",
         (
-            f"Miss: the ratio is {_range(frame.speedup)}x (paper {paper_speedup}x) and "
-            "Megatron-LM's per-GPU throughput barely degrades: with DP sync overlapped for both systems, little "
-            "in the model grows with DP except (d-1)/d of the gradient bytes, while more DP shards more "
-            "optimizer state and lets Megatron-LM recompute fewer layers. The paper's "
+            f"The ratio is {_range(frame.speedup)}x (paper {paper_speedup}x). Miss: Megatron-LM's per-GPU "
+            "throughput barely degrades: with DP sync overlapped for both systems, little in the model grows "
+            "with DP except (d-1)/d of the gradient bytes. The paper's "
             f"{PAPER_PER_GPU_DEGRADATION['megatron-lm']:.2%} likely comes from "
             "fabric effects at scale (congestion, ECMP collisions, stragglers) that the fluid model omits."
         ),

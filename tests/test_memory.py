@@ -108,12 +108,12 @@ def test_allow_oom_flags_report() -> None:
 
 
 def test_megatron_recomputes_as_few_layers_as_fit() -> None:
-    """At 240 GPUs Megatron-LM's stage 0 holds 15 micro-batches of 4 layers. Each recomputed layer keeps its
+    """With recompute_to_fit, at 240 GPUs Megatron-LM's stage 0 holds 15 micro-batches of 4 layers. Each recomputed layer keeps its
     input (8 MiB); a kept layer keeps 1,024 x 1,408,256 B = 1,375.25 MiB (test_activation_formulas_by_hand).
     Two kept layers fit in 80 GB, three do not."""
     from simulator.memory import fit_recompute
 
-    base = workload(MEGATRON_LM)
+    base = workload(MEGATRON_LM.with_(recompute_to_fit=True))
     static = peak_memory(base).total_bytes - 15 * 4 * 8 * MIB  # everything but activations
     two_kept = static + 15 * (2 * 8 + 2 * 1375.25) * MIB
     three_kept = static + 15 * (1 * 8 + 3 * 1375.25) * MIB

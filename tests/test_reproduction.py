@@ -62,13 +62,6 @@ def test_table3_megascale_tokens_per_s_within_tolerance(table3_frame):
     assert errors.max() <= cell_tol
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Megatron-LM is 11.5-16.0% fast (mean 13.7%, bar 10%) since BF16 grouped GEMMs run at torch's "
-    "published grouped rates (pytorch/ao #2490, #2756): the residual refits 0.563 -> 0.628 on MegaScale-MoE's "
-    "grouped experts, and Megatron-LM's SequentialMLP (one cuBLAS GEMM per expert) gets that faster residual "
-    "without the grouped kernels' loss; no per-shape cuBLAS data below 2,048 rows was found to say what it loses.",
-)
 def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
     mean_tol, cell_tol = TABLE3_TOKENS_TOLERANCE["megatron-lm"]
     errors = table3_frame.megatron_error.abs()
@@ -76,12 +69,6 @@ def test_table3_megatron_tokens_per_s_within_tolerance(table3_frame):
     assert errors.max() <= cell_tol
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sim speedup 1.57x at 1,440 GPUs (paper 1.89x; 1.56-1.57x at every scale, paper 1.66-1.89x): Megatron-LM "
-    "runs 11.5-16% fast (see the Megatron-LM tolerance test), and recomputes fewer layers as DP shards its optimizer "
-    "states; the paper's runs likely kept one setting.",
-)
 def test_table3_speedup_within_tolerance(table3_frame):
     assert (table3_frame.sim_speedup - table3_frame.paper_speedup).abs().max() <= TABLE3_SPEEDUP_TOLERANCE
 
@@ -142,13 +129,6 @@ def test_weak_scaling_megascale_per_gpu_throughput_holds(weak_frame):
     assert abs(weak_scaling.degradation(frame, "megascale-moe")) < WEAK_SCALING_MEGASCALE_DEGRADATION
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sim ratio 1.56-1.57x (bar 1.69, paper 1.74-1.79x): Megatron-LM runs 11.5-16% fast since BF16 grouped "
-    "GEMMs got their published rates and the residual refit; Megatron-LM degrades more than MegaScale-MoE as in the "
-    "paper, but both by under 0.5% (0.42% vs 0.32%; paper 2.74% vs 0.2%): DP sync is overlapped "
-    "for both and no per-GPU speed spread is modelled, so little grows with DP.",
-)
 def test_weak_scaling_ratio_and_degradation(weak_frame):
     frame = weak_frame
     low, high = weak_scaling.PAPER_SPEEDUP_RANGE
