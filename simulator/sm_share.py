@@ -44,6 +44,8 @@ class _Run:
                 continue
             ready_s, work_s = kernels[k]
             if ready_s > clock:  # the host issues it later: the GPU idles until then
+                # NOTE: not ``clock = ready_s``: the per-op path waits with env.timeout(ready_s - now), whose
+                # end is now + (ready_s - now), which can differ from ready_s in the last bit
                 clock = clock + (ready_s - clock)
             self.begins[k] = clock
             self.ends[k] = clock = clock + work_s / rate
