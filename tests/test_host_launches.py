@@ -55,12 +55,21 @@ def test_qk_norm_and_rope_bytes_by_hand() -> None:
 
 
 def test_qk_bytes_follow_the_heads_and_positions_of_a_gpu() -> None:
-    """TP 2 halves the heads of all 4,096 positions: 37,748,736 B of norm, + 4,194,304 B of angles for RoPE;
-    Ulysses SP 2 keeps every head of 2,048 positions: the same 37,748,736 B, half the angles (2,097,152 B)."""
+    """TP 2 halves the heads of all 4,096 positions: 37,748,736 B of norm, + 4,194,304 B of angles for RoPE.
+    Ulysses SP 2 runs them after the QKV all-to-all (so it still fuses into the QKV GEMM), on half the heads
+    of every position: the same bytes as TP 2."""
     tp = attention_recipe(QWEN3, LayoutSpec("t", attention="tp", intra_size=2), SEQ)
     sp = attention_recipe(QWEN3, LayoutSpec("s", attention="sp", intra_size=2), SEQ)
     assert [s.mem_bytes for s in _steps(tp, "qk_norm", "rope")] == [37_748_736, 41_943_040]
-    assert [s.mem_bytes for s in _steps(sp, "qk_norm", "rope")] == [37_748_736, 39_845_888]
+    assert [s.mem_bytes for s in _steps(sp, "qk_norm", "rope")] == [37_748_736, 41_943_040]
+    names = [s.name for s in sp]
+    assert names[names.index("qkv_proj") : names.index("flash_attn") + 1] == [
+        "qkv_proj",
+        "sp_a2a_qkv",
+        "qk_norm",
+        "rope",
+        "flash_attn",
+    ]
 
 
 def test_without_the_features_the_recipe_is_unchanged() -> None:

@@ -62,8 +62,8 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
         return [
             norm,
             Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
-            *qk_steps(model, local, 1),
-            to_heads,
+            to_heads,  # after the all-to-all (which fuses into the QKV GEMM): n-th of the heads, every position
+            *qk_steps(model, tokens, n),
             flash,
             to_sequence,
             Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
