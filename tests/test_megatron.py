@@ -284,7 +284,7 @@ def test_dispatcher_capacity_and_routing_flags() -> None:
         "--moe-expert-capacity-factor 1.5 --moe-pad-expert-input-to-capacity --moe-permute-fusion "
         "--moe-router-num-groups 2 --moe-router-group-topk 1 --moe-shared-expert-overlap"
     )
-    assert spec.a2a_topk_threshold > MIXTRAL.num_experts and spec.expert_gemm == "grouped" and spec.fused_permute
+    assert spec.a2a_topk_threshold > MIXTRAL.num_experts and spec.expert_gemm == "multi_stream" and spec.fused_permute
     assert (spec.capacity_factor, spec.dropless, spec.host_sync_per_moe_layer) == (1.5, False, False)
     assert (spec.ep_max_nodes, spec.inter_op_overlap) == (1, True)
     # EP 1 with ETP = TP: every expert split over the TP group, moesim's ffn "tp"

@@ -91,6 +91,7 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
         "vocab_size": c.int("vocab_size"),
         "tied_embeddings": c.bool("tie_word_embeddings", False),
         "kv_channels": c.int("head_dim", default=0),
+        "rope": "rope_theta" in c.data,  # every supported family rotates q and k by rope_theta's frequencies
     }
     window = c.int("sliding_window", default=0)
     if "layer_types" in c.data:  # GPT-OSS and newer configs name each layer's attention
@@ -106,9 +107,11 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _dense(c: _Config, name: str) -> dict[str, Any]:
-    """llama, qwen2, qwen3: every layer a SwiGLU of intermediate_size."""
+    """llama, qwen2, qwen3: every layer a SwiGLU of intermediate_size; Qwen3 norms q and k per head
+    (HF modeling_qwen3 Qwen3Attention q_norm, k_norm)."""
     return {
         **_common(c, name),
+        "qk_layernorm": c.data.get("model_type") == "qwen3",
         "dense_ffn_size": c.int("intermediate_size"),
         "expert_ffn_size": 0,
         "num_experts": 0,
@@ -134,6 +137,7 @@ def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     """Qwen2-MoE / Qwen3-MoE: MoE on layers with (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers;
     Qwen2-MoE adds one shared expert of shared_expert_intermediate_size (HF modeling_qwen2_moe)."""
     fields = _experts(c, name, "num_experts", "moe_intermediate_size")
+    fields["qk_layernorm"] = c.data.get("model_type") == "qwen3_moe"  # HF Qwen3MoeAttention q_norm, k_norm
     step = c.positive("decoder_sparse_step", default=1)
     dense = sorted(set(c.int_list("mlp_only_layers")) | {i for i in range(fields["num_layers"]) if (i + 1) % step})
     if dense:

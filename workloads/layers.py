@@ -25,6 +25,27 @@ def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: 
     return 4.0 * layout.micro_batch * attention_pairs(seq_len, window) * model.head_dim * heads_local
 
 
+# Megatron's rotary table: one FP32 angle per position and head dimension ([s, 1, 1, d]; RotaryEmbedding.forward,
+# megatron/core/models/common/embeddings/rotary_pos_embedding.py), read by the RoPE kernel of q and of k.
+ROPE_FREQS_BYTES = 4
+
+
+def qk_steps(model: ModelSpec, positions: int, shards: int) -> list[Step]:
+    """The per-head RMSNorm of q and k and the rotary embedding of q and k, between the QKV projection and core
+    attention, on ``positions`` token positions of a GPU holding 1/``shards`` of the heads: one kernel per tensor
+    each (Megatron-Core SelfAttention.get_query_key_value_tensors runs q_layernorm then k_layernorm; Attention.
+    forward applies the fused rotary embedding to query and to key, megatron/core/transformer/attention.py).
+    Each kernel reads and writes its tensor once (BF16); RoPE also reads the FP32 angle table."""
+    elements = positions * (model.q_width + model.num_kv_heads * model.head_dim) / shards
+    steps = []
+    if model.qk_layernorm:
+        steps.append(Step("qk_norm", MEMORY, mem_bytes=2 * elements * BYTES_BF16, kernels=2))
+    if model.rope:
+        freqs = 2 * positions * model.head_dim * ROPE_FREQS_BYTES
+        steps.append(Step("rope", MEMORY, mem_bytes=2 * elements * BYTES_BF16 + freqs, kernels=2))
+    return steps
+
+
 def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
     """Norm, QKV projection, FlashAttention, output projection, residual: TP or Ulysses SP."""
     n, h, q = layout.intra_size, model.hidden_size, model.q_width
@@ -41,7 +62,8 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
         return [
             norm,
             Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
-            to_heads,
+            to_heads,  # after the all-to-all (which fuses into the QKV GEMM): n-th of the heads, every position
+            *qk_steps(model, tokens, n),
             flash,
             to_sequence,
             Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
@@ -52,6 +74,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
         norm,
         gather,
         Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
+        *qk_steps(model, tokens, n),
         flash,
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, q // n)),
         scatter,

@@ -21,7 +21,7 @@ ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence 
 FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
 RECOMPUTE = ("none", "sar", "full", "selective")  # selective: the Megatron-Core modules in recompute_modules
 RECOMPUTE_MODULES = tuple(module.value for module in Module if module != Module.NONE)
-EXPERT_GEMMS = ("grouped", "sequential")
+EXPERT_GEMMS = ("grouped", "sequential", "multi_stream")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
 EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
@@ -41,6 +41,12 @@ class LayoutSpec:
     virtual_stages: int = 1
     inter_op_overlap: bool = True  # communication on its own stream beside independent compute
     intra_op_overlap: bool = True  # collectives fused into their GEMMs, tile by tile (Sec. 4.2)
+    # Expert GEMMs: "grouped" one grouped kernel per GEMM (MegaScale-MoE); "sequential" one GEMM after another
+    # per local expert (Megatron SequentialMLP); "multi_stream" Transformer Engine's GroupedLinear (Megatron-Core
+    # TEGroupedMLP under --moe-grouped-gemm): one cuBLAS GEMM per local expert, spread round-robin over TE's
+    # compute streams so they run side by side like one grouped GEMM, but the host launches each
+    # (TransformerEngine transformer_engine/common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm, commit
+    # 5c62f72; its CUTLASS grouped kernel is BF16-only and opt-in, NVTE_USE_CUTLASS_GROUPED_GEMM).
     expert_gemm: str = "grouped"
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
     fused_permute: bool = True  # permutation, router and activation fused into few kernels

@@ -224,7 +224,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
         # across nodes: flex moves tokens with DeepEP (or HybridEP), the others with NCCL (workloads/ep.py)
         "ep_dispatcher": "deepep" if dispatcher == "flex" else "alltoall",
-        "expert_gemm": "grouped" if args.get("--moe-grouped-gemm") else "sequential",
+        # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/layouts.py)
+        "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
         # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
         "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall"),

@@ -68,6 +68,8 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
         ignored.append(IgnoredArg("--num-query-groups", "no --group-query-attention: multi-head attention"))
     if args.get("--untie-embeddings-and-output-weights"):
         out["tied_embeddings"] = False
+    if args.get("--qk-layernorm"):
+        out["qk_layernorm"] = True  # q_layernorm / k_layernorm in SelfAttention (workloads/layers.py qk_steps)
     shared = args.get("--moe-shared-expert-intermediate-size")
     if shared is not None and _target("--moe-shared-expert-intermediate-size", ("shared_expert_ffn_size",), ignored):
         out.update(num_shared_experts=1 if shared else 0, shared_expert_ffn_size=shared)

@@ -67,6 +67,13 @@ class ModelSpec:
     mlp_only_layers: tuple[int, ...] = ()  # dense layers beside the leading ones [mlp_only_layers, moe freq]
     shared_expert_ffn_size: int = 0  # total width of the shared experts; 0 = num_shared x expert_ffn_size
     mtp_layers: int = 0  # multi-token prediction modules after the last layer [num_nextn_predict_layers]
+    # Per-head RMSNorm of the queries and keys after the QKV projection (Qwen3: HF modeling_qwen3_moe
+    # Qwen3MoeAttention q_norm / k_norm; Megatron --qk-layernorm) [model_type qwen3, qwen3_moe].
+    qk_layernorm: bool = False
+    # Rotary position embedding of the queries and keys [rope_theta]: GQA attention runs its kernels
+    # (workloads/layers.py qk_steps); MLA's decoupled RoPE has none yet. Off for M1: the paper does not say
+    # how it encodes positions.
+    rope: bool = False
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
@@ -208,6 +215,8 @@ _OPTIONAL_FIELDS = frozenset(
         "mlp_only_layers",
         "shared_expert_ffn_size",
         "mtp_layers",
+        "qk_layernorm",
+        "rope",
     }
 )
 
@@ -242,9 +251,10 @@ _T2 = "MegaScale-MoE Table 2"
 MODEL_PRESETS: dict[str, ModelSpec] = {
     # M1; vocabulary 65,536 [paper Sec. 6]
     "paper-352b": ModelSpec("paper-352b", 60, 4096, 32, 8, 14336, 32, 3, 65536, _T2 + " (M1)"),
-    # M2-M6: vocabularies are not in the paper; taken from the models' public configs.
-    "mixtral-8x7b": ModelSpec("mixtral-8x7b", 32, 4096, 32, 8, 14336, 8, 2, 32000, _T2 + " (M2)"),
-    "mixtral-8x22b": ModelSpec("mixtral-8x22b", 56, 6144, 48, 8, 16384, 8, 2, 32768, _T2 + " (M3)"),
+    # M2-M6: vocabularies are not in the paper; taken from the models' public configs (so is Mixtral's RoPE,
+    # rope_theta in mistralai's config.json).
+    "mixtral-8x7b": ModelSpec("mixtral-8x7b", 32, 4096, 32, 8, 14336, 8, 2, 32000, _T2 + " (M2)", rope=True),
+    "mixtral-8x22b": ModelSpec("mixtral-8x22b", 56, 6144, 48, 8, 16384, 8, 2, 32768, _T2 + " (M3)", rope=True),
     "hunyuan-large": ModelSpec("hunyuan-large", 64, 6400, 80, 8, 18304, 16, 1, 128512, _T2 + " (M4)"),
     "phi-3.5-moe": ModelSpec("phi-3.5-moe", 32, 4096, 32, 8, 6400, 16, 2, 32064, _T2 + " (M5)"),
     "deepseekmoe": ModelSpec("deepseekmoe", 28, 2048, 16, 16, 1408, 64, 6, 102400, _T2 + " (M6)"),
@@ -271,6 +281,7 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
         num_dense_layers=3,
         dense_ffn_size=18432,
         num_shared_experts=1,
+        rope=True,
     ),
 }
 

@@ -186,10 +186,14 @@ def _expert_steps(layout: LayoutSpec, rows: int, groups: int, width: int, h: int
     """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts."""
     kernels, passes = _kernels_passes(layout)
     sequential = layout.expert_gemm == "sequential"
+    # The host launches one GEMM per local expert unless one grouped kernel runs them all (layout.expert_gemm).
+    launches = 1 if layout.expert_gemm == "grouped" else groups
+    # NOTE: SequentialMLP also runs each expert's activation separately (megatron/core/transformer/moe/experts.py);
+    # still declared as one kernel here (it moves Table 3's Megatron-LM row, left to its own change).
     return [
-        Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential), module=M),
+        Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential), kernels=launches, module=M),
         Step("swiglu", MEMORY, mem_bytes=passes * 3 * rows * groups * width * BYTES_BF16, kernels=kernels, module=ACT),
-        Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential), module=M),
+        Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential), kernels=launches, module=M),
     ]
 
 

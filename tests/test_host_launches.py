@@ -1,0 +1,134 @@
+"""Kernels the host launches (simulator.tasks.launch_times_s): Qwen3's QK-norm and RoPE kernels with their bytes
+(workloads/layers.py qk_steps) and one GEMM launch per local expert under TE's GroupedLinear (layout
+expert_gemm "multi_stream") or SequentialMLP, against one grouped kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.costs import compute_time_s
+from simulator.tasks import launch_times_s
+from tests.toys import toy_calibration, toy_gpu
+from workloads.config import load_model
+from workloads.layers import attention_recipe, layer_recipe
+from workloads.layouts import LayoutSpec
+from workloads.megatron import parse_megatron_args
+from workloads.models import ModelSpec
+from workloads.moe import ffn_recipe
+from workloads.ops import GEMM, Role
+from workloads.tasks import backward_ops, forward_ops
+
+MODELS = Path(__file__).resolve().parent.parent / "examples" / "models"
+QWEN3 = load_model(MODELS / "qwen3-30b-a3b.json")
+CAL = toy_calibration(host_launch_s=10e-6)
+SEQ = 4096
+
+
+def _steps(steps, *names: str):
+    return [next(s for s in steps if s.name == name) for name in names]
+
+
+def test_qwen3_config_declares_qk_norm_and_rope() -> None:
+    """Qwen3-MoE norms q and k per head and rotates them (rope_theta); Llama 3.1 only rotates; M1 does neither."""
+    llama = load_model(MODELS / "llama-3.1-70b.json")
+    assert (QWEN3.qk_layernorm, QWEN3.rope, llama.qk_layernorm, llama.rope) == (True, True, False, True)
+    assert (QWEN3.q_width, QWEN3.num_kv_heads * QWEN3.head_dim) == (4096, 512)
+
+
+def test_qk_norm_and_rope_bytes_by_hand() -> None:
+    """TP 1, 4,096 tokens: q 4,096 x 4,096 and k 4,096 x 512 elements, 18,874,368 in all. QK-norm reads and
+    writes them once in BF16 (2 x 2 B): 75,497,472 B in 2 kernels; RoPE the same plus the FP32 angle table of
+    q and of k (2 x 4,096 x 128 x 4 B = 4,194,304 B): 79,691,776 B in 2 kernels; both between the QKV
+    projection and FlashAttention."""
+    steps = attention_recipe(QWEN3, LayoutSpec("t", attention="tp", intra_size=1), SEQ)
+    norm, rope = _steps(steps, "qk_norm", "rope")
+    assert (norm.mem_bytes, norm.kernels, rope.mem_bytes, rope.kernels) == (75_497_472, 2, 79_691_776, 2)
+    names = [s.name for s in steps]
+    assert names[names.index("qkv_proj") : names.index("flash_attn") + 1] == [
+        "qkv_proj",
+        "qk_norm",
+        "rope",
+        "flash_attn",
+    ]
+
+
+def test_qk_bytes_follow_the_heads_and_positions_of_a_gpu() -> None:
+    """TP 2 halves the heads of all 4,096 positions: 37,748,736 B of norm, + 4,194,304 B of angles for RoPE.
+    Ulysses SP 2 runs them after the QKV all-to-all (so it still fuses into the QKV GEMM), on half the heads
+    of every position: the same bytes as TP 2."""
+    tp = attention_recipe(QWEN3, LayoutSpec("t", attention="tp", intra_size=2), SEQ)
+    sp = attention_recipe(QWEN3, LayoutSpec("s", attention="sp", intra_size=2), SEQ)
+    assert [s.mem_bytes for s in _steps(tp, "qk_norm", "rope")] == [37_748_736, 41_943_040]
+    assert [s.mem_bytes for s in _steps(sp, "qk_norm", "rope")] == [37_748_736, 41_943_040]
+    names = [s.name for s in sp]
+    assert names[names.index("qkv_proj") : names.index("flash_attn") + 1] == [
+        "qkv_proj",
+        "sp_a2a_qkv",
+        "qk_norm",
+        "rope",
+        "flash_attn",
+    ]
+
+
+def test_without_the_features_the_recipe_is_unchanged() -> None:
+    """Differential: switching QK-norm and RoPE off removes exactly those two steps, nothing else moves."""
+    layout = LayoutSpec("t", attention="tp", intra_size=1, ffn="ep", ep=1)
+    plain = layer_recipe(QWEN3.with_(qk_layernorm=False, rope=False), layout, SEQ, 8)
+    full = layer_recipe(QWEN3, layout, SEQ, 8)
+    assert [s for s in full if s.name not in ("qk_norm", "rope")] == plain
+    only_rope = layer_recipe(QWEN3.with_(qk_layernorm=False), layout, SEQ, 8)
+    assert [s.name for s in full if s.name not in [t.name for t in only_rope]] == ["qk_norm"]
+
+
+def test_megatron_qk_layernorm_flag() -> None:
+    """--qk-layernorm sets the field over a base model without it; without the flag the base's value stays."""
+    base = ModelSpec("m", 2, 1024, 8, 8, 512, 8, 2, 64)
+    assert parse_megatron_args("--qk-layernorm").resolve(base).model.qk_layernorm
+    assert not parse_megatron_args("--num-layers 2").resolve(base).model.qk_layernorm
+    assert parse_megatron_args("--moe-grouped-gemm").layout_fields["expert_gemm"] == "multi_stream"
+
+
+MOE = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)
+
+
+def _layout(expert_gemm: str) -> LayoutSpec:
+    """EP 2 of 8 experts: 4 local experts per GPU; no GEMM-fused collectives (as Megatron runs them)."""
+    return LayoutSpec("t", attention="tp", intra_size=2, ffn="ep", expert_gemm=expert_gemm, intra_op_overlap=False)
+
+
+def test_expert_gemm_launches_per_local_expert() -> None:
+    """4 local experts: TE GroupedLinear and SequentialMLP launch 4 GEMMs per expert GEMM, a grouped kernel 1;
+    the activation stays one kernel."""
+    for expert_gemm, gemms, act in (("grouped", 1, 1), ("multi_stream", 4, 1), ("sequential", 4, 1)):
+        fc13, act_step, fc2 = _steps(
+            ffn_recipe(MOE, _layout(expert_gemm), 1024, 8, False), "expert_fc13", "swiglu", "expert_fc2"
+        )
+        assert (fc13.kernels, act_step.kernels, fc2.kernels) == (gemms, act, gemms)
+        assert fc13.gemm.groups == 4
+
+
+def _ops(expert_gemm: str):
+    layout = _layout(expert_gemm)
+    steps = [(0, layer_recipe(MOE, layout, 1024, 8))]
+    return tuple(forward_ops(steps, layout)), tuple(backward_ops(steps, layout))
+
+
+def test_multi_stream_costs_the_host_three_more_launches_per_gemm() -> None:
+    """Differential against one grouped kernel, at 10 us per launch: the forward's two expert GEMMs launch 4
+    kernels each instead of 1 (+60 us), the backward's dgrad and wgrad of both (+120 us); every other op
+    launches the same, and the GPU runs each expert GEMM in the same time (TE's streams run them side by side)."""
+    for direction, extra_s in ((0, 60e-6), (1, 120e-6)):
+        grouped, multi = _ops("grouped")[direction], _ops("multi_stream")[direction]
+        assert [op.name for op in grouped] == [op.name for op in multi]
+        launches = launch_times_s(multi, CAL)
+        assert sum(launches) - sum(launch_times_s(grouped, CAL)) == pytest.approx(extra_s, abs=1e-12)
+        gemms = [i for i, op in enumerate(multi) if op.kind == GEMM and op.name.startswith("expert_")]
+        assert len(gemms) == (2 if direction == 0 else 4)
+        assert all(launches[i] == pytest.approx(40e-6) for i in gemms)
+        gpu = toy_gpu()
+        for i in gemms:
+            assert compute_time_s(multi[i], gpu, CAL) == compute_time_s(grouped[i], gpu, CAL)
+        roles = {multi[i].role for i in gemms}
+        assert roles == ({Role.FORWARD} if direction == 0 else {Role.INPUT_GRAD, Role.WEIGHT_GRAD})
