@@ -23,6 +23,7 @@ from __future__ import annotations
 import simpy
 
 from simulator.faults import Faults, StageFault
+from simulator.flow_log import FlowLog, LoggedNetwork
 from simulator.network import FluidNetwork
 from simulator.ranks import Place, RankMap
 from simulator.tasks import OpCosts, TaskTiming, run_task
@@ -108,6 +109,8 @@ class FoldedPlacement(Placement):
         ]
         self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
         self._pp_routes: dict[tuple[int, int], tuple] = {}
+        # Set by the NIC replay (simulator/nic_replay.py): the span of every flow on the NIC network.
+        self.nic_log: FlowLog | None = None
 
     def _nvlink_Bps(self, stage: int) -> float:
         return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
@@ -132,10 +135,14 @@ class FoldedPlacement(Placement):
             return (("nvl_dp", place.stage),)
         return ("nic_out", place.stage), ("nic_in", place.stage)
 
+    def nic_links(self, stage: int) -> tuple:
+        """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
+        return ("nic_out", stage), ("nic_in", stage)
+
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         stage = place.stage
-        nic = (("nic_out", stage), ("nic_in", stage))
         network = self.nvlink_networks[stage]
+        nic_network = self.network if self.nic_log is None else LoggedNetwork(self.network, self.nic_log)
         return run_task(
             self.env,
             ops,
@@ -144,9 +151,13 @@ class FoldedPlacement(Placement):
             (("nvl", stage),),
             timing,
             lanes=lanes,
-            nic_links=nic,
-            nic_network=self.network,
+            nic_links=self.nic_links(stage),
+            nic_network=nic_network,
         )
+
+    def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
+        done = self.network.transfer(links, nbytes)
+        return done if self.nic_log is None else self.nic_log.watch(tuple(links), done)
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

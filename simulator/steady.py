@@ -26,6 +26,7 @@ from dataclasses import replace
 from simulator.calibration import Calibration
 from simulator.engine import Engine, EngineResult, StageLog
 from simulator.faults import Faults
+from simulator.nic_replay import seeded
 from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, index_step, locked, shift_s, valid_count
 from simulator.probes import Probe, subscribed, unobserved
 from topologies.cluster import ClusterSpec
@@ -86,12 +87,17 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
             lam_s = shift_s(records, index_shift)
             if not locked(records, index_shift, lam_s, gathered):
                 continue
-            second = Engine(resized_workload(workload, m_a + period), cluster, calibration, timings=timings).run()
+            # The longer run starts from the shorter's forced NIC tasks (simulator/nic_replay.py): fewer runs.
+            forced = seeded(first.nic_replay[-1].forced, period) if first.nic_replay else frozenset()
+            longer = resized_workload(workload, m_a + period)
+            second = Engine(longer, cluster, calibration, timings=timings, forced=forced).run()
             ops += second.simulated_ops
             if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
                 return None  # the longer run is not the shorter with one period inserted: run the step
             fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + period, workload.micro_batches)
-            return result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
+            result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
+            result.nic_replay = first.nic_replay + second.nic_replay
+            return result
     return None
 
 
