@@ -53,7 +53,9 @@ def _assert_same(replayed: EngineResult, reference: EngineResult) -> None:
             a, b = getattr(mine, field.name), getattr(theirs, field.name)
             if field.name == "tasks":
                 assert [t for t, _, _ in a] == [t for t, _, _ in b]
-                assert [s for _, s, e in a for s in (s, e)] == pytest.approx([s for _, s, e in b for s in (s, e)], rel=REL)
+                assert [s for _, s, e in a for s in (s, e)] == pytest.approx(
+                    [s for _, s, e in b for s in (s, e)], rel=REL
+                )
             elif isinstance(b, dict):
                 assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=REL) for k in b), field.name
             else:
@@ -165,27 +167,27 @@ def test_conflicts_by_hand() -> None:
     assert _timer([*held, (c, out, 2.5, 3.5)], {}).conflicts() == {a, b, c}  # c overlaps b's and a's spans
 
 
-def test_a_pp_send_inside_a_reserved_span_forces_the_task() -> None:
+def _pp_send(engine: Engine, after_s: float):
+    """A 1 MB PP send from stage 0 to stage 1 started ``after_s`` into the run."""
+    yield engine.env.timeout(after_s)
+    yield engine.placement.transfer(engine.placement.pp_links(Place(0, 0, 0), Place(0, 1, 0)), 1e6)
+
+
+@pytest.mark.parametrize("start_at", ["inside", "after"])
+def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str) -> None:
     """Stage 0's first forward replayed at t0 = 0 reserves its footprint's spans; a PP send to stage 1 started
     halfway through its first span on nic_out 0 conflicts with it; one started when its last span ends does not."""
     workload, cluster = _workload(2, 8)
     place, task = Place(0, 0, 0), Task(FORWARD, 0, 0)
-    for start_at in ("inside", "after"):
-        engine = Engine(workload, cluster, CAL)
-        timer, env = engine.timer, engine.env
-        found = timer.footprint(workload.task_key(0, task), 0)
-        (first, *_), last_end = found.nic_spans[0], max(spans[-1][1] for spans in found.nic_spans)
-        send_s = (first[0] + first[1]) / 2 if start_at == "inside" else last_end
-
-        def send():
-            yield env.timeout(send_s)
-            yield engine.placement.transfer(engine.placement.pp_links(place, Place(0, 1, 0)), 1e6)
-
-        env.process(timer.run(place, task))
-        env.process(send())
-        env.run()
-        assert (place, task, ("nic_out", 0), *first) in [(p, t, link, s, e) for (p, t), link, s, e in timer.reserved]
-        assert timer.conflicts() == ({(place, task)} if start_at == "inside" else set())
+    engine = Engine(workload, cluster, CAL)
+    timer = engine.timer
+    found = timer.footprint(workload.task_key(0, task), 0)
+    (first, *_), last_end = found.nic_spans[0], max(spans[-1][1] for spans in found.nic_spans)
+    engine.env.process(timer.run(place, task))
+    engine.env.process(_pp_send(engine, (first[0] + first[1]) / 2 if start_at == "inside" else last_end))
+    engine.env.run()
+    assert ((place, task), ("nic_out", 0), *first) in timer.reserved  # t0 = 0: the footprint's own span
+    assert timer.conflicts() == ({(place, task)} if start_at == "inside" else set())
 
 
 # --- limits, seeds, probes ---------------------------------------------------------------------------------
