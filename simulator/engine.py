@@ -284,7 +284,8 @@ class Engine:
             result = self._run_once()
             ops += result.simulated_ops
         result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start
-        result.nic_replay = (ReplayStats(runs, trial.timer.forced, trial.timer.nic_tasks),)
+        timer = trial.timer
+        result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, timer.needed()),)
         return result
 
     def _again(self, forced: Forced) -> Engine:

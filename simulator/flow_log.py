@@ -18,36 +18,42 @@ Span = tuple[float, float]  # [start_s, end_s)
 
 
 class FlowLog:
-    """[start, end) of every flow it was shown, per link, in the order they ended."""
+    """[start, end) of every flow it was shown, per link, in the order they ended; also per owner (a task's
+    own flows) and for flows of no owner (PP sends and DP buckets)."""
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
         self.spans: dict[Hashable, list[Span]] = {}
+        self.unowned: dict[Hashable, list[Span]] = {}
+        self.owned: dict[Hashable, dict[Hashable, list[Span]]] = {}
 
-    def watch(self, links: tuple[Hashable, ...], done: simpy.Event) -> simpy.Event:
+    def watch(self, links: tuple[Hashable, ...], done: simpy.Event, owner: Hashable = None) -> simpy.Event:
         """Record the flow on ``links`` started now that ends when ``done`` fires; returns ``done``."""
         start_s = self.env.now
 
         def ended(_event: simpy.Event) -> None:
             if self.env.now > start_s:
+                by_link = self.unowned if owner is None else self.owned.setdefault(owner, {})
                 for link in links:
                     self.spans.setdefault(link, []).append((start_s, self.env.now))
+                    by_link.setdefault(link, []).append((start_s, self.env.now))
 
         done.callbacks.append(ended)
         return done
 
 
 class LoggedNetwork:
-    """``network`` whose transfers ``log`` watches (only ``transfer`` is offered: all run_task calls)."""
+    """``network`` whose transfers ``log`` watches as ``owner``'s (only ``transfer`` is offered: all run_task
+    calls)."""
 
-    __slots__ = ("log", "network")
+    __slots__ = ("log", "network", "owner")
 
-    def __init__(self, network: FluidNetwork, log: FlowLog) -> None:
-        self.network, self.log = network, log
+    def __init__(self, network: FluidNetwork, log: FlowLog, owner: Hashable = None) -> None:
+        self.network, self.log, self.owner = network, log, owner
 
     def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
         links = tuple(links)
-        return self.log.watch(links, self.network.transfer(links, nbytes))
+        return self.log.watch(links, self.network.transfer(links, nbytes), self.owner)
 
 
 def merged(spans: Iterable[Span]) -> tuple[Span, ...]:

@@ -43,10 +43,10 @@ from workloads.schedules import Task
 TaskId = tuple[Place, Task]  # one task of one place in one run
 Forced = frozenset[TaskId] | None  # the tasks run at op level; None: every task
 
-# Past this share of the NIC tasks forced, or this many runs, the next run puts every task at op level: a run
-# with a share f forced costs about f of the all-op-level run (plus the replayed rest), so verifying more
-# runs would cost more than the reference. Assumed from the bench points' costs (README, Speed).
-MAX_FORCED_FRACTION = 0.2
+# Past this share of the NIC tasks forced, or this many runs, the next run puts every task at op level: a run with
+# a share f forced costs about f of the all-op-level run plus the replayed rest (bench: Qwen3-235B's runs at 20%
+# and 60% forced cost 0.35 and 0.65 of it), so past half, one more run and its check cost more than the reference.
+MAX_FORCED_FRACTION = 0.5
 MAX_RUNS = 4
 
 
@@ -65,11 +65,13 @@ class Footprint:
 @dataclass(frozen=True)
 class ReplayStats:
     """How a step's run with NIC replay went: shared runs until none conflicted, the tasks of the last run
-    that ran at op level, and how many of its tasks used the NIC."""
+    that ran at op level, how many of its tasks used the NIC, and which of its op-level tasks had their NIC
+    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded``)."""
 
     runs: int
     forced: Forced
     nic_tasks: int
+    needed: frozenset[TaskId] = frozenset()
 
     @property
     def forced_fraction(self) -> float:
@@ -81,10 +83,10 @@ class ReplayStats:
 
 def next_forced(forced: Forced, conflicts: set[TaskId], nic_tasks: int, runs: int) -> Forced:
     """The forced set of the run after one with ``forced`` and these conflicts (every task past the limits)."""
-    if forced is None:
+    if forced is None or runs >= MAX_RUNS:
         return None
     grown = forced | conflicts
-    return None if runs >= MAX_RUNS or len(grown) > MAX_FORCED_FRACTION * nic_tasks else grown
+    return None if len(grown) > MAX_FORCED_FRACTION * nic_tasks else grown
 
 
 def seeded(forced: Forced, period: int) -> Forced:
@@ -131,9 +133,7 @@ class NicReplayTimer:
         """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step."""
         self.placement, self.costs, self.memo, self.forced = placement, costs, memo, forced
         self.env = placement.env
-        self.log = FlowLog(self.env)
-        if forced is not None:  # with every task at op level nothing is verified
-            placement.nic_log = self.log
+        self.log = placement.nic_log = FlowLog(self.env)
         self.op_timer = OpTimer(placement, costs)
         self.reserved: list[tuple[TaskId, Hashable, float, float]] = []  # (task, link, start_s, end_s)
         self.nic_tasks = 0
@@ -176,6 +176,21 @@ class NicReplayTimer:
         self.placement.nvlink_networks[stage].account((("nvl", stage),), found.nvlink_bytes)
         yield self.env.timeout(found.timing.duration_s)
         return found.timing
+
+    def needed(self) -> frozenset[TaskId]:
+        """Op-level tasks whose own NIC flows overlapped a PP send, DP bucket or reservation on their links.
+
+        The others ran as their footprints say (alone on their links), so replaying them instead gives this run
+        again: a seed for the next run of the step needs only these (simulator/steady.py)."""
+        others: dict[Hashable, list[Span]] = {link: list(spans) for link, spans in self.log.unowned.items()}
+        for _, link, start_s, end_s in self.reserved:
+            others.setdefault(link, []).append((start_s, end_s))
+        index = {link: SpanIndex(spans) for link, spans in others.items()}
+        return frozenset(
+            task
+            for task, by_link in self.log.owned.items()
+            if any(link in index and index[link].overlaps(*span) for link, spans in by_link.items() for span in spans)
+        )
 
     def conflicts(self) -> set[TaskId]:
         """Replayed tasks whose reservation a foreign flow or another task's reservation overlaps."""

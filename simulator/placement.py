@@ -142,7 +142,8 @@ class FoldedPlacement(Placement):
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         stage = place.stage
         network = self.nvlink_networks[stage]
-        nic_network = self.network if self.nic_log is None else LoggedNetwork(self.network, self.nic_log)
+        logged = self.nic_log is not None
+        nic_network = LoggedNetwork(self.network, self.nic_log, (place, task)) if logged else self.network
         return run_task(
             self.env,
             ops,

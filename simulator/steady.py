@@ -87,8 +87,9 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
             lam_s = shift_s(records, index_shift)
             if not locked(records, index_shift, lam_s, gathered):
                 continue
-            # The longer run starts from the shorter's forced NIC tasks (simulator/nic_replay.py): fewer runs.
-            forced = seeded(first.nic_replay[-1].forced, period) if first.nic_replay else frozenset()
+            # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow
+            # (simulator/nic_replay.py): fewer runs than from none, fewer op-level tasks than from all.
+            forced = seeded(first.nic_replay[-1].needed, period) if first.nic_replay else frozenset()
             longer = resized_workload(workload, m_a + period)
             second = Engine(longer, cluster, calibration, timings=timings, forced=forced).run()
             ops += second.simulated_ops

@@ -194,18 +194,29 @@ def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str) -> None
 
 
 def test_limits_put_every_task_at_op_level() -> None:
-    """Interleaved with EP overlap at 3 GB/s: most tasks conflict in the first run, past the 20% limit, so the
+    """Interleaved with EP overlap at 3 GB/s: most tasks conflict in the first run, past the 50% limit, so the
     second run is the all-op-level run."""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
     result = Engine(workload, cluster, CAL).run()
     (stats,) = result.nic_replay
     assert (stats.runs, stats.forced, stats.forced_fraction) == (2, None, 1.0)
     _assert_same(result, Engine(workload, cluster, CAL, memoize=False).run())
-    one = (Place(0, 0, 0), Task(FORWARD, 0, 0))
-    assert next_forced(frozenset(), {one}, 10, 1) == {one}
-    assert next_forced(frozenset(), {one}, 4, 1) is None  # 1 of 4 > 20%
+    one, two, three = ((Place(0, 0, 0), Task(FORWARD, i, 0)) for i in range(3))
+    assert next_forced(frozenset({one}), {two}, 4, 1) == {one, two}  # 2 of 4: not past half
+    assert next_forced(frozenset({one}), {two, three}, 4, 1) is None  # 3 of 4
     assert next_forced(frozenset(), {one}, 10, nic_replay.MAX_RUNS) is None
     assert next_forced(None, set(), 10, 1) is None
+
+
+def test_needed_tasks_alone_make_a_run_without_conflicts() -> None:
+    """The all-op-level run of the 3 GB/s case says which tasks' NIC flows met another flow; forcing only those
+    (the rest replayed) runs once, without a conflict, and equals the op-level run: the others ran alone."""
+    workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
+    (stats,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert stats.forced is None and 0 < len(stats.needed) < stats.nic_tasks
+    again = Engine(workload, cluster, CAL, forced=stats.needed).run()
+    assert again.nic_replay[0].runs == 1 and again.nic_replay[0].forced == stats.needed
+    _assert_same(again, Engine(workload, cluster, CAL, memoize=False).run())
 
 
 def test_seed_adds_the_same_tasks_one_period_later() -> None:
@@ -215,12 +226,13 @@ def test_seed_adds_the_same_tasks_one_period_later() -> None:
 
 
 def test_steady_shortcut_with_replay_equals_op_level(unlimited: None) -> None:
-    """1F1B over 32 micro-batches from runs at m_a and m_a + 1, the longer seeded with the shorter's forced set."""
+    """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (10 and 12), the longer seeded with the
+    shorter's needed tasks."""
     workload, cluster = _workload(2, 32)
     short = run_step(workload, cluster, CAL)
-    assert short.steady_runs and len(short.nic_replay) == 2
+    assert short.steady_runs == (10, 12) and len(short.nic_replay) == 2
     first, second = short.nic_replay
-    assert first.forced and second.forced is not None and first.forced <= second.forced
+    assert first.needed and second.forced is not None and seeded(first.needed, 2) <= second.forced
     full = Engine(workload, cluster, CAL, memoize=False).run()
     assert short.step_time_s == pytest.approx(full.step_time_s, rel=REL)
     for mine, theirs in zip(short.stages, full.stages, strict=True):
