@@ -4,9 +4,11 @@ The pipeline logic here (stage loop, PP sends, DP parameter gathers and gradient
 step) is written once. A placement (simulator/placement.py: folded, one representative per stage;
 simulator/unfolded.py: every GPU) says where tasks run and which links PP, DP and task traffic load; a
 task timer (simulator/timer.py: memoized, or every op at op level) turns a task into simulated time.
-``Engine(..., placement="folded", memoize=True)`` is the fast default; ``placement="unfolded"`` is the
-independent check of folding (tests/test_unfolded.py) and always runs at op level. The schedule
-(workloads/schedules.py) gives each stage's task order and what each task receives and sends.
+``Engine(..., placement="folded", memoize=True)`` is the fast default (tasks on the NIC: replayed, verified
+and re-run until none conflicts, simulator/nic_replay.py); ``memoize=False`` runs every task at op level, the
+differential reference; ``placement="unfolded"`` is the independent check of folding (tests/test_unfolded.py)
+and always runs at op level. The schedule (workloads/schedules.py) gives each stage's task order and what
+each task receives and sends.
 
 Observers (trace, link statistics, bench) are probes (simulator/probes.py): the engine tells them of
 each task, transfer, rate change and the step's end; with none, no event is built for them.

@@ -89,7 +89,8 @@ class FoldedPlacement(Placement):
     def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
         super().__init__(env, workload, cluster, faults)
         # Memoization is exact only while tasks stay off the NIC; cross-node EP (and CP across nodes) put
-        # task traffic on the NIC beside PP sends and DP buckets, so such workloads run at op level.
+        # task traffic on the NIC beside PP sends and DP buckets, so such tasks are replayed and verified
+        # instead (simulator/nic_replay.py), and run at op level where another flow met theirs.
         self.memoizable = not workload.tasks_use_nic
         self.places = tuple(Place(0, stage, 0) for stage in range(workload.pp))
         capacities = {}
