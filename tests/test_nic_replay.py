@@ -265,3 +265,11 @@ def test_probes_see_the_run_that_stands(unlimited: None) -> None:
     watched = Engine(workload, cluster, CAL, probes=[_Rates()])
     assert not watched.nic_replay
     _assert_same(result, watched.run())
+
+
+def test_spans_that_touch_within_rounding_do_not_overlap() -> None:
+    """At t = 10 s an overlap of 1e-14 s (a few ulps) is rounding, one of 1e-11 s is not (TOUCH_REL = 1e-13)."""
+    index = SpanIndex([(9.0, 10.0 + 1e-14)])
+    assert not index.overlaps(10.0, 11.0)
+    assert SpanIndex([(9.0, 10.0 + 1e-11)]).overlaps(10.0, 11.0)
+    assert not SpanIndex([(10.0 - 1e-14, 11.0)]).overlaps(9.0, 10.0)
