@@ -41,7 +41,7 @@ def _workload(pp: int, micro_batches: int, nic_Bps: float = 10e9, replicas: int 
 @pytest.fixture
 def unlimited(monkeypatch: pytest.MonkeyPatch) -> None:
     """Verify until no task conflicts, however many are forced (the limits would put all at op level)."""
-    monkeypatch.setattr(nic_replay, "MAX_FORCED_FRACTION", 1.0)
+    monkeypatch.setattr(nic_replay, "MAX_CONFLICT_FRACTION", 1.0)
     monkeypatch.setattr(nic_replay, "MAX_RUNS", 10**6)
 
 
@@ -194,7 +194,7 @@ def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str) -> None
 
 
 def test_limits_put_every_task_at_op_level() -> None:
-    """Interleaved with EP overlap at 3 GB/s: most tasks conflict in the first run, past the 50% limit, so the
+    """Interleaved with EP overlap at 3 GB/s: most tasks conflict in the first run, past the 20% limit, so the
     second run is the all-op-level run."""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
     result = Engine(workload, cluster, CAL).run()
@@ -202,8 +202,8 @@ def test_limits_put_every_task_at_op_level() -> None:
     assert (stats.runs, stats.forced, stats.forced_fraction) == (2, None, 1.0)
     _assert_same(result, Engine(workload, cluster, CAL, memoize=False).run())
     one, two, three = ((Place(0, 0, 0), Task(FORWARD, i, 0)) for i in range(3))
-    assert next_forced(frozenset({one}), {two}, 4, 1) == {one, two}  # 2 of 4: not past half
-    assert next_forced(frozenset({one}), {two, three}, 4, 1) is None  # 3 of 4
+    assert next_forced(frozenset({one, two}), {three}, 5, 1) == {one, two, three}  # 1 conflict of 5: not past 20%
+    assert next_forced(frozenset(), {two, three}, 5, 1) is None  # 2 of 5
     assert next_forced(frozenset(), {one}, 10, nic_replay.MAX_RUNS) is None
     assert next_forced(None, set(), 10, 1) is None
 
