@@ -14,8 +14,8 @@ full step runs.
 The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
 replayed and verified ones, simulator/nic_replay.py: the lock check is what makes that exact; the longer run
 starts with the shorter's op-level tasks that met another flow forced), with no faults and no probe that
-needs every task (traces, link statistics). Everything else runs the full step: the unfolded placement, ``memoize=False``
-(the op-level differential check), faults and stragglers, probes, and steps too short to gain.
+needs every task (traces, link statistics). Everything else runs the full step: the unfolded placement,
+``memoize=False`` (the op-level differential check), faults and stragglers, probes, and steps too short to gain.
 """
 
 from __future__ import annotations
