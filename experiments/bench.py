@@ -236,6 +236,9 @@ def measure(point: BenchPoint, event_s: float, memory: bool = True) -> dict:
                 "micro_batches": report.micro_batches,
                 "step_time_s": report.step_time_s,
                 "steady_runs": list(getattr(report, "steady_runs", ())),
+                "nic_replay": list(
+                    getattr(report, "nic_replay", ())
+                ),  # runs and forced share (simulator/nic_replay.py)
                 # the engine's own time (no workload or report building) per op it simulated, in bare events
                 "cost_per_op_vs_simpy": engine_s / simulated / event_s if simulated else math.nan,
                 "cost_per_represented_op_vs_simpy": engine_s / represented / event_s if represented else math.nan,

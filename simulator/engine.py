@@ -4,9 +4,11 @@ The pipeline logic here (stage loop, PP sends, DP parameter gathers and gradient
 step) is written once. A placement (simulator/placement.py: folded, one representative per stage;
 simulator/unfolded.py: every GPU) says where tasks run and which links PP, DP and task traffic load; a
 task timer (simulator/timer.py: memoized, or every op at op level) turns a task into simulated time.
-``Engine(..., placement="folded", memoize=True)`` is the fast default; ``placement="unfolded"`` is the
-independent check of folding (tests/test_unfolded.py) and always runs at op level. The schedule
-(workloads/schedules.py) gives each stage's task order and what each task receives and sends.
+``Engine(..., placement="folded", memoize=True)`` is the fast default (tasks on the NIC: replayed, verified
+and re-run until none conflicts, simulator/nic_replay.py); ``memoize=False`` runs every task at op level, the
+differential reference; ``placement="unfolded"`` is the independent check of folding (tests/test_unfolded.py)
+and always runs at op level. The schedule (workloads/schedules.py) gives each stage's task order and what
+each task receives and sends.
 
 Observers (trace, link statistics, bench) are probes (simulator/probes.py): the engine tells them of
 each task, transfer, rate change and the step's end; with none, no event is built for them.
@@ -28,8 +30,9 @@ from simulator.costs import (
     memory_time_s,
 )
 from simulator.faults import Faults
+from simulator.nic_replay import Forced, NicReplayTimer, ReplayStats, next_forced
 from simulator.placement import FoldedPlacement, Placement
-from simulator.probes import Probe, Transfer, start_probes, subscribed
+from simulator.probes import Probe, Transfer, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
 from simulator.tasks import TaskTiming
 from simulator.timer import CostCache, MemoTimer, OpTimer
@@ -72,6 +75,7 @@ class EngineResult:
     phase_spans: dict[Phase, tuple[float, int]] = field(default_factory=dict)
     workload: StepWorkload | None = None  # the step this is a result of
     steady_runs: tuple[int, ...] = ()  # micro-batch counts simulated when extrapolated (simulator/steady.py)
+    nic_replay: tuple[ReplayStats, ...] = ()  # per step run with NIC replay (simulator/nic_replay.py)
 
 
 class Engine:
@@ -88,9 +92,12 @@ class Engine:
         faults: Faults | None = None,
         probes: Iterable[Probe] = (),
         timings: dict | None = None,
+        forced: Forced = frozenset(),
+        costs: CostCache | None = None,
     ) -> None:
         """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
-        (the steady-state shortcut's shorter runs, simulator/steady.py)."""
+        (the steady-state shortcut's shorter runs, simulator/steady.py). ``forced``: tasks to run at op level from
+        the first run of a NIC replay (None: all; simulator/nic_replay.py); ``costs``: a cost cache to share."""
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
@@ -101,13 +108,19 @@ class Engine:
         self.env = placement.env
         self.network = placement.network
         self.stage_faults = placement.stage_faults
-        costs = CostCache(workload, cluster.gpu, calibration)
+        self._costs = costs = costs or CostCache(workload, cluster.gpu, calibration)
         # task_timing works in every engine (experiments read it); tasks replay it only where exact.
         self._memo = MemoTimer(self.env, costs, placement.stage_faults)
         if timings is not None:
             self._memo.memo = timings
         self.memoize = memoize and placement.memoizable
-        self.timer: MemoTimer | OpTimer = self._memo if self.memoize else OpTimer(placement, costs)
+        # Tasks on the NIC are replayed and verified (simulator/nic_replay.py); a probe watching link rates
+        # would miss the replayed flows, so it gets every task at op level.
+        self.nic_replay = memoize and isinstance(placement, FoldedPlacement) and placement.kind == "folded"
+        self.nic_replay = self.nic_replay and not self.memoize and not watches_rates(self.probes)
+        self.timer: MemoTimer | OpTimer | NicReplayTimer = self._memo if self.memoize else OpTimer(placement, costs)
+        if self.nic_replay:
+            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced)
         self._logs = {place: StageLog() for place in placement.places}
         # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
@@ -254,6 +267,45 @@ class Engine:
         yield from self._grad_sync(place, buckets)
 
     def run(self) -> EngineResult:
+        """Run the step (with NIC replay: until no replayed task conflicts, simulator/nic_replay.py)."""
+        if not self.nic_replay:
+            return self._run_once()
+        wall_start = time.perf_counter()
+        trial = self._again(self.timer.forced) if self.probes else self  # probes see the run that stands only
+        runs, ops = 1, 0
+        while True:
+            result = trial._run_once()
+            ops += result.simulated_ops
+            conflicts = trial.timer.conflicts()
+            if not conflicts:
+                break
+            trial = self._again(next_forced(trial.timer.forced, conflicts, trial.timer.nic_tasks, runs))
+            runs += 1
+        if self.probes:  # the run that stands, told to the probes (no conflict: it is the trial's run again)
+            self.timer.forced = trial.timer.forced
+            result = self._run_once()
+            ops += result.simulated_ops
+        result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start
+        timer = trial.timer
+        result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, timer.needed()),)
+        return result
+
+    def _again(self, forced: Forced) -> Engine:
+        """A fresh engine of this step, unobserved, sharing timings and costs, with ``forced`` at op level."""
+        env = simpy.Environment()
+        placement = make_placement(self.placement.kind, env, self.workload, self.cluster, self.placement.faults)
+        with unobserved():
+            return Engine(
+                self.workload,
+                self.cluster,
+                self.cal,
+                placement=placement,
+                timings=self._memo.memo,
+                forced=forced,
+                costs=self._costs,
+            )
+
+    def _run_once(self) -> EngineResult:
         wall_start = time.perf_counter()
         start_probes(self.probes, self, self.placement.networks)
         for place in self.placement.places:

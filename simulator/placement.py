@@ -23,6 +23,7 @@ from __future__ import annotations
 import simpy
 
 from simulator.faults import Faults, StageFault
+from simulator.flow_log import FlowLog, LoggedNetwork
 from simulator.network import FluidNetwork
 from simulator.ranks import Place, RankMap
 from simulator.tasks import OpCosts, TaskTiming, run_task
@@ -88,7 +89,8 @@ class FoldedPlacement(Placement):
     def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
         super().__init__(env, workload, cluster, faults)
         # Memoization is exact only while tasks stay off the NIC; cross-node EP (and CP across nodes) put
-        # task traffic on the NIC beside PP sends and DP buckets, so such workloads run at op level.
+        # task traffic on the NIC beside PP sends and DP buckets, so such tasks are replayed and verified
+        # instead (simulator/nic_replay.py), and run at op level where another flow met theirs.
         self.memoizable = not workload.tasks_use_nic
         self.places = tuple(Place(0, stage, 0) for stage in range(workload.pp))
         capacities = {}
@@ -108,6 +110,8 @@ class FoldedPlacement(Placement):
         ]
         self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
         self._pp_routes: dict[tuple[int, int], tuple] = {}
+        # Set by the NIC replay (simulator/nic_replay.py): the span of every flow on the NIC network.
+        self.nic_log: FlowLog | None = None
 
     def _nvlink_Bps(self, stage: int) -> float:
         return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
@@ -132,10 +136,15 @@ class FoldedPlacement(Placement):
             return (("nvl_dp", place.stage),)
         return ("nic_out", place.stage), ("nic_in", place.stage)
 
+    def nic_links(self, stage: int) -> tuple:
+        """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
+        return ("nic_out", stage), ("nic_in", stage)
+
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         stage = place.stage
-        nic = (("nic_out", stage), ("nic_in", stage))
         network = self.nvlink_networks[stage]
+        logged = self.nic_log is not None
+        nic_network = LoggedNetwork(self.network, self.nic_log, (place, task)) if logged else self.network
         return run_task(
             self.env,
             ops,
@@ -144,9 +153,13 @@ class FoldedPlacement(Placement):
             (("nvl", stage),),
             timing,
             lanes=lanes,
-            nic_links=nic,
-            nic_network=self.network,
+            nic_links=self.nic_links(stage),
+            nic_network=nic_network,
         )
+
+    def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
+        done = self.network.transfer(links, nbytes)
+        return done if self.nic_log is None else self.nic_log.watch(tuple(links), done)
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

@@ -85,12 +85,19 @@ def subscribed(probes: Iterable[Probe]) -> tuple[Probe, ...]:
     return (*probes, *_AMBIENT.get())
 
 
+def _watches_rates(probe: Probe) -> bool:
+    return type(probe).on_link_rates is not Probe.on_link_rates
+
+
+def watches_rates(probes: Iterable[Probe]) -> bool:
+    """Whether a probe reads link rates (it must see every flow: no task replayed over the NIC)."""
+    return any(_watches_rates(probe) for probe in probes)
+
+
 def start_probes(probes: tuple[Probe, ...], engine: Engine, networks: Iterable[FluidNetwork]) -> None:
     """Subscribe the probes' rate observers to each distinct network, then announce the run."""
     # NOTE: only probes that override on_link_rates are called on every rate update.
-    observers: list[Callable[[FluidNetwork], None]] = [
-        probe.on_link_rates for probe in probes if type(probe).on_link_rates is not Probe.on_link_rates
-    ]
+    observers: list[Callable[[FluidNetwork], None]] = [probe.on_link_rates for probe in probes if _watches_rates(probe)]
     if observers:
         for network in dict.fromkeys(networks):
             network.observers.extend(observers)

@@ -62,6 +62,8 @@ class Report:
     imbalance_idle: float = 0.0  # bubble_fraction - schedule_bubble: stage imbalance (and PP transfer waits)
     recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
     steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/steady.py)
+    # Per step run with NIC replay (simulator/nic_replay.py): runs until none conflicted, forced share, NIC tasks
+    nic_replay: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,6 +73,7 @@ class Report:
         row = self.to_dict()
         del row["memory_gib"]  # per stage: in to_dict (JSON) only; the table keeps peak_memory_gib
         del row["steady_runs"]  # how the step was simulated, not what it is: in to_dict (JSON) only
+        del row["nic_replay"]
         for kind, seconds in row.pop("exposed_comm_s").items():
             row[f"exposed_{kind}_s"] = seconds
         return row
@@ -290,5 +293,9 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         imbalance_idle=bubble - balanced,
         recompute_fit=recompute_choice(workload),
         steady_runs=list(result.steady_runs),
+        nic_replay=[
+            {"runs": stats.runs, "forced_fraction": stats.forced_fraction, "nic_tasks": stats.nic_tasks}
+            for stats in result.nic_replay
+        ],
     )
     return check_finite(report)  # never NaN or infinity in a report (its JSON stays valid)

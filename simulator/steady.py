@@ -11,10 +11,11 @@ schedule bubble's means). Memory and the report's ratios come from these and the
 full run. Where no state repeats within the budget (the shorter runs together cost less than the step), the
 full step runs.
 
-The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or op-level ones where
-tasks use the NIC: the lock check is what makes that exact), with no faults and no probe that needs every
-task (traces, link statistics). Everything else runs the full step: the unfolded placement, ``memoize=False``
-(the op-level differential check), faults and stragglers, probes, and steps too short to gain.
+The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
+replayed and verified ones, simulator/nic_replay.py: the lock check is what makes that exact; the longer run
+starts with the shorter's op-level tasks that met another flow forced), with no faults and no probe that
+needs every task (traces, link statistics). Everything else runs the full step: the unfolded placement,
+``memoize=False`` (the op-level differential check), faults and stragglers, probes, and steps too short to gain.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import replace
 from simulator.calibration import Calibration
 from simulator.engine import Engine, EngineResult, StageLog
 from simulator.faults import Faults
+from simulator.nic_replay import seeded
 from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, index_step, locked, shift_s, valid_count
 from simulator.probes import Probe, subscribed, unobserved
 from topologies.cluster import ClusterSpec
@@ -86,12 +88,18 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
             lam_s = shift_s(records, index_shift)
             if not locked(records, index_shift, lam_s, gathered):
                 continue
-            second = Engine(resized_workload(workload, m_a + period), cluster, calibration, timings=timings).run()
+            # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow
+            # (simulator/nic_replay.py): fewer runs than from none, fewer op-level tasks than from all.
+            forced = seeded(first.nic_replay[-1].needed, period) if first.nic_replay else frozenset()
+            longer = resized_workload(workload, m_a + period)
+            second = Engine(longer, cluster, calibration, timings=timings, forced=forced).run()
             ops += second.simulated_ops
             if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
                 return None  # the longer run is not the shorter with one period inserted: run the step
             fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + period, workload.micro_batches)
-            return result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
+            result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
+            result.nic_replay = first.nic_replay + second.nic_replay
+            return result
     return None
 
 

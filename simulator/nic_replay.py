@@ -1,0 +1,223 @@
+"""Exact replay of tasks that use the NIC: optimistic replay, verified, re-run with the conflicting tasks at
+op level until no replayed task conflicts.
+
+A task of the folded placement touches its stage's compute stream and NVLink, which nothing else uses while
+it runs, and, with cross-node EP (or CP across nodes), its stage's NIC links, which PP sends, DP buckets and
+nothing else of the stage share. ``NicReplayTimer`` times each distinct task once alone (``footprint``: at op
+level in a private environment, its NIC flows on an idle NIC of the stage's capacity, both directions, as
+``FoldedPlacement.start_task`` wires them) and records the spans its own flows occupy each NIC link, merged,
+from its start. In the shared run it replays the task as one timeout and reserves [t0 + a, t0 + b) per span;
+every other flow on the NIC network is logged with its actual [start, end) (``FoldedPlacement.nic_log``).
+After the run a replayed task conflicts if a foreign flow, or another task's reservation, overlaps one of its
+reservations on the same link by a positive length (beyond rounding: flow_log.TOUCH_REL).
+
+Why a run without conflicts equals the all-op-level run R* (``memoize=False``): suppose the runs differ and
+take the earliest instant T at which they do. Before T both ran the same tasks at the same instants, so
+each replayed task started at the same t0 in both, and in R* its ops ran as in its private run (nothing
+else touched its stream or NVLink, and its flows were alone on its NIC links) up to T. A first difference
+needs a flow whose max-min rate differs, i.e. a replayed task's flow and another flow on one link at once in
+R* before T; both exist in the replay with the same starts (identical before T), so their spans overlap by
+a positive length there too: a conflict. Rates are components' (network.py), so a flow on no shared link
+neither slows nor is slowed. Hence no conflict means no difference (to float rounding: the shared network
+advances its flows at other flows' events too). A conflicting task is added to the forced set, which runs it
+at op level; the set only grows, so the loop (simulator/engine.py) ends, at worst with every task at op
+level (the all-op-level run; taken at once past ``MAX_CONFLICT_FRACTION`` or ``MAX_RUNS``). The argument
+holds whatever the forced set, so a run may start from any seed: the steady shortcut's longer run starts
+from the shorter run's ``needed`` tasks (its op-level tasks whose own flows met another flow; the others ran
+as their footprints, so replaying them gives that run again).
+
+What conflicts (Qwen3-235B on 256 H100, EP 32 over 4 nodes, PP 8): PP sends. Each task's output leaves on
+its stage's NIC one NIC latency after it ends, for about 0.7 ms, while the next task's first dispatch starts
+0.24 ms in, and arrives on the receiver's NIC during its task's dispatches. In the all-op-level run 20% of
+the NIC tasks (356 of 1,792 at 48 micro-batches) have a PP send or DP bucket on their links while their own
+flows run (322 once overlaps within rounding are not counted); the first, all-replayed run, whose tasks
+never slow down, shows 60% (1,070), so that step goes to op level after it (MAX_CONFLICT_FRACTION), and its longer steady run starts
+from the 322 and their copies a period later (455 of 2,048) and needs no second run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Hashable
+from dataclasses import dataclass
+
+import simpy
+
+from simulator.flow_log import TOUCH_REL, FlowLog, LoggedNetwork, Span, SpanIndex, merged
+from simulator.network import FluidNetwork
+from simulator.placement import FoldedPlacement
+from simulator.ranks import Place
+from simulator.tasks import TaskTiming, run_task
+from simulator.timer import CostCache, OpTimer
+from workloads.schedules import Task
+
+TaskId = tuple[Place, Task]  # one task of one place in one run
+Forced = frozenset[TaskId] | None  # the tasks run at op level; None: every task
+
+# A run with more conflicts than this share of its NIC tasks, or the run this many runs in, is followed by the
+# all-op-level run. A run with a share f forced costs about 0.1 + f of the all-op-level run (Qwen3-235B: 0.35 at
+# 20%, 0.65 at 60%) and conflicts cascade (each forced task shifts the tasks after it): DeepSeek-V3's DualPipe
+# on 2,048 GPUs went 304 -> 364 -> 376 -> 380 forced over four runs, more than the reference costs. Measured on
+# the bench points (README, Speed); a seeded run (the steady shortcut's longer one) has few conflicts.
+MAX_CONFLICT_FRACTION = 0.2
+MAX_RUNS = 3
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """A task timed alone with its NIC: its timing, the merged spans its flows occupy each of the stage's NIC
+    links (``FoldedPlacement.nic_links`` order) from its start, and the bytes it puts on them and on NVLink."""
+
+    timing: TaskTiming
+    nic_spans: tuple[tuple[Span, ...], ...]
+    nic_bytes: tuple[float, ...]
+    nvlink_bytes: float
+    ops: int
+
+
+@dataclass(frozen=True)
+class ReplayStats:
+    """How a step's run with NIC replay went: shared runs until none conflicted, the tasks of the last run
+    that ran at op level, how many of its tasks used the NIC, and which of its op-level tasks had their NIC
+    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded``)."""
+
+    runs: int
+    forced: Forced
+    nic_tasks: int
+    needed: frozenset[TaskId] = frozenset()
+
+    @property
+    def forced_fraction(self) -> float:
+        """The share of the NIC tasks the last run ran at op level."""
+        if self.forced is None:
+            return 1.0
+        return len(self.forced) / self.nic_tasks if self.nic_tasks else 0.0
+
+
+def next_forced(forced: Forced, conflicts: set[TaskId], nic_tasks: int, runs: int) -> Forced:
+    """The forced set of the run after one with ``forced`` and these conflicts (every task past the limits)."""
+    if forced is None or runs >= MAX_RUNS or len(conflicts) > MAX_CONFLICT_FRACTION * nic_tasks:
+        return None
+    return forced | conflicts
+
+
+def seeded(forced: Forced, period: int) -> Forced:
+    """A forced set for the same step with one more period of ``period`` micro-batches: ``forced`` and its
+    tasks ``period`` micro-batches later (those after the inserted period), more than needed at worst."""
+    if forced is None:
+        return None
+    later = set()
+    for place, task in forced:
+        paired = None if task.paired is None else (task.paired[0] + period, task.paired[1])
+        later.add((place, task._replace(micro_batch=task.micro_batch + period, paired=paired)))
+    return forced | later
+
+
+def footprint(costs: CostCache, key: tuple, nvlink_Bps: float, nic_Bps: float, compute_factor: float) -> Footprint:
+    """Time task ``key`` alone at op level on an idle NVLink of ``nvlink_Bps`` and an idle NIC of ``nic_Bps``
+    each way, recording when its flows occupy each NIC direction."""
+    workload = costs.workload
+    ops, lanes = workload.task_ops(key), workload.task_lanes(key)
+    env = simpy.Environment()
+    nvlink = FluidNetwork(env, {"nvl": nvlink_Bps})
+    nic = FluidNetwork(env, {"out": nic_Bps, "in": nic_Bps})  # the order of FoldedPlacement.nic_links
+    log = FlowLog(env)
+    timing = TaskTiming()
+    task_costs = costs.get(key, compute_factor)
+    run_task(
+        env, ops, task_costs, nvlink, ("nvl",), timing, lanes=lanes, nic_links=("out", "in"),
+        nic_network=LoggedNetwork(nic, log),
+    )  # fmt: skip
+    env.run()
+    return Footprint(
+        timing,
+        tuple(merged(log.spans.get(link, ())) for link in ("out", "in")),
+        (nic.bytes_sent["out"], nic.bytes_sent["in"]),
+        nvlink.bytes_sent["nvl"],
+        len(ops),
+    )
+
+
+class NicReplayTimer:
+    """Tasks replayed from their footprints, their NIC spans reserved, except the ``forced`` ones (op level)."""
+
+    def __init__(self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset()) -> None:
+        """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step."""
+        self.placement, self.costs, self.memo, self.forced = placement, costs, memo, forced
+        self.env = placement.env
+        self.log = placement.nic_log = FlowLog(self.env)
+        self.op_timer = OpTimer(placement, costs)
+        self.reserved: list[tuple[TaskId, Hashable, float, float]] = []  # (task, link, start_s, end_s)
+        self.nic_tasks = 0
+        self._timed_ops = 0
+
+    @property
+    def simulated_ops(self) -> int:
+        return self._timed_ops + self.op_timer.simulated_ops
+
+    def footprint(self, key: tuple, stage: int) -> Footprint:
+        fault = self.placement.stage_faults[stage]
+        slow = (fault.compute_factor, fault.nvlink_factor, fault.nic_factor)
+        memo_key = ("nic-replay", key, slow)
+        if memo_key not in self.memo:
+            gpu, cluster = self.costs.gpu, self.placement.cluster
+            self.memo[memo_key] = footprint(
+                self.costs,
+                key,
+                gpu.nvlink_bandwidth_Bps / fault.nvlink_factor,
+                cluster.nic_effective_Bps / fault.nic_factor,
+                fault.compute_factor,
+            )
+            self._timed_ops += self.memo[memo_key].ops  # counted as MemoTimer counts its timings
+        return self.memo[memo_key]
+
+    def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
+        stage = place.stage
+        key = self.costs.workload.task_key(stage, task)
+        self.nic_tasks += bool(self.costs.get(key, self.placement.compute_factor(place)).nic_bytes)
+        if self.forced is None or (place, task) in self.forced:
+            timing = yield from self.op_timer.run(place, task)
+            return timing
+        found = self.footprint(key, stage)
+        start_s = self.env.now
+        nic_links = self.placement.nic_links(stage)
+        for link, spans, nbytes in zip(nic_links, found.nic_spans, found.nic_bytes):
+            for begin_s, end_s in spans:
+                self.reserved.append(((place, task), link, start_s + begin_s, start_s + end_s))
+            self.placement.network.account((link,), nbytes)
+        self.placement.nvlink_networks[stage].account((("nvl", stage),), found.nvlink_bytes)
+        yield self.env.timeout(found.timing.duration_s)
+        return found.timing
+
+    def needed(self) -> frozenset[TaskId]:
+        """Op-level tasks whose own NIC flows overlapped a PP send, DP bucket or reservation on their links.
+
+        The others ran as their footprints say (alone on their links), so replaying them instead gives this run
+        again: a seed for the next run of the step needs only these (simulator/steady.py)."""
+        others: dict[Hashable, list[Span]] = {link: list(spans) for link, spans in self.log.unowned.items()}
+        for _, link, start_s, end_s in self.reserved:
+            others.setdefault(link, []).append((start_s, end_s))
+        index = {link: SpanIndex(spans) for link, spans in others.items()}
+        return frozenset(
+            task
+            for task, by_link in self.log.owned.items()
+            if any(link in index and index[link].overlaps(*span) for link, spans in by_link.items() for span in spans)
+        )
+
+    def conflicts(self) -> set[TaskId]:
+        """Replayed tasks whose reservation a foreign flow or another task's reservation overlaps."""
+        by_link: dict[Hashable, list[tuple[float, float, TaskId]]] = {}
+        for task, link, start_s, end_s in self.reserved:
+            by_link.setdefault(link, []).append((start_s, end_s, task))
+        found: set[TaskId] = set()
+        for link, reservations in by_link.items():
+            foreign = SpanIndex(self.log.spans.get(link, ()))
+            found.update(task for start_s, end_s, task in reservations if foreign.overlaps(start_s, end_s))
+            # A task's own spans are disjoint, so the latest-ending earlier span overlapping this one (if any
+            # earlier span does) belongs to another task.
+            latest_end, latest_task = float("-inf"), None
+            for start_s, end_s, task in sorted(reservations, key=lambda r: r[0]):
+                if latest_end > start_s + TOUCH_REL * abs(start_s) and latest_task is not None:
+                    found.update((task, latest_task))
+                if end_s > latest_end:
+                    latest_end, latest_task = end_s, task
+        return found
