@@ -264,16 +264,10 @@ EXACT = [
     ids=lambda c: f"{c[4]}-{c[1]}gpus-pp{c[3]}",
 )
 @pytest.mark.parametrize("faults", EXACT, ids=lambda f: ",".join(f.describe()))
-def test_folded_equals_unfolded_with_faults(case, faults: Faults, request: pytest.FixtureRequest) -> None:
+def test_folded_equals_unfolded_with_faults(case, faults: Faults) -> None:
     """Faults within one stage of one replica: every member waits for the slow one at each collective
-    and the other replicas' stages at the DP flows, so the folded slowest-member view is exact."""
-    if case[0] is SMALL and any(gpu == 5 for gpu, _ in faults.stragglers):
-        # Found with host_launch_s 13.48 us: the unfolded step is 5.6 us (0.05%) longer with a straggler in stage 0
-        # (GPU 5; GPU 13 in stage 1 is exact). Exact at 10, 12, 13, 15 and 17 us, not at 13.48 or 14 us: the
-        # folded slowest-member view misses an interplay of host launches and the straggler. Every task of both
-        # stages matches to 1e-12 s up to stage 1's last forward (micro-batch 7), whose PP input from stage 0's
-        # GPU 5 lands 5.58 us later unfolded (with or without dp_overlap). Not yet explained.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="folding inexact with a stage-0 straggler"))
+    and the other replicas' stages at each DP bucket (a ring collective: tests/test_dp_ring.py), so the
+    folded slowest-member view is exact."""
     workload, cluster = _unfolded_case(*case)
     folded = Engine(workload, cluster, faults=faults).run()
     unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run()
