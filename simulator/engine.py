@@ -31,7 +31,7 @@ from simulator.costs import (
 )
 from simulator.faults import Faults
 from simulator.nic_replay import Forced, NicReplayTimer, ReplayStats, next_forced
-from simulator.placement import FoldedPlacement, Placement
+from simulator.placement import DpBucket, FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
 from simulator.tasks import TaskTiming
@@ -217,7 +217,7 @@ class Engine:
         _, params = self.dp_wire_bytes(place.stage)
         links = self.placement.dp_links(place)
         for bucket in range(buckets):
-            transfer = self.placement.transfer(links, params / buckets)
+            transfer = self.placement.dp_transfer(place, DpBucket("dp-params", bucket), links, params / buckets)
             if self.probes:
                 transfer.callbacks.append(
                     self._logger("dp-params", place.stage, self.env.now, params / buckets, bucket)
@@ -240,7 +240,7 @@ class Engine:
             ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
             if ready > self.env.now:
                 yield self.env.timeout(ready - self.env.now)
-            transfers.append(self.placement.transfer(links, grad / buckets))
+            transfers.append(self.placement.dp_transfer(place, DpBucket("dp-grads", bucket), links, grad / buckets))
             if self.probes:
                 transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
         yield self.env.all_of(transfers)

@@ -15,10 +15,13 @@ slowest member: a straggler's factor scales the stage's compute kernels, a degra
 stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC shared by k GPUs. This assumes
 every member of a stage waits for the slowest (each intra-node collective is a barrier, so the whole group
 runs at the straggler's pace), that DP rings and PP transfers run at their slowest member's pace (every
-replica's stage is charged the fault), and that a failed NIC's detour over NVLink costs NVLink nothing.
+replica's stage is charged the fault: a DP bucket is a ring collective, so a fault-free replica's buckets
+wait for the slow one's, as UnfoldedPlacement.dp_transfer makes them), and that a failed NIC's detour over NVLink costs NVLink nothing.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import simpy
 
@@ -31,6 +34,13 @@ from topologies.cluster import ClusterSpec
 from workloads.ops import Op
 from workloads.schedules import Task
 from workloads.step import StepWorkload
+
+
+class DpBucket(NamedTuple):
+    """One DP bucket of a step: a parameter all-gather or a gradient reduction (``kind``, as in probes.Transfer)."""
+
+    kind: str  # "dp-params" | "dp-grads"
+    index: int
 
 
 class Placement:
@@ -75,6 +85,11 @@ class Placement:
     def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links`` (a PP send or DP bucket); fires when the last byte lands."""
         return self.network.transfer(links, nbytes)
+
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """``place``'s share of one DP bucket (``nbytes`` over its ``links``); fires when the bucket is done for
+        ``place``. Folded: one flow, which stands for every replica's (they run in step)."""
+        return self.transfer(links, nbytes)
 
     def bytes_sent(self) -> dict:
         """Bytes sent over each link so far."""

@@ -20,7 +20,7 @@ workloads/ep.py) splits the member's NVLink bytes over its node peers and its NI
 peers in the other nodes (NIC once per remote node). A PP send goes from each GPU of stage s to the GPU of
 the same replica and local rank of the next stage; DP parameter gathers and gradient reductions are ring
 flows to the same (stage, local rank) of the next replica (with one replica, of the next CP rank), with the
-folded engine's per-GPU bytes; where replicas share a node (an expert group wider than a replica's
+folded engine's per-GPU bytes, each bucket a barrier of its ring like any collective; where replicas share a node (an expert group wider than a replica's
 stage, simulator/ranks.py) those hops take NVLink or a PXN detour, which the folded NIC view does not.
 
 Latency is charged as in the folded placement, per operation rather than per hop: (n - 1) x NVLink
@@ -40,7 +40,7 @@ import simpy
 
 from simulator.faults import Faults, fault_path
 from simulator.network import FluidNetwork
-from simulator.placement import Placement
+from simulator.placement import DpBucket, Placement
 from simulator.ranks import CP, EP, ETP, TP, Place
 from simulator.tasks import run_task
 from topologies.cluster import ClusterSpec, build_cluster
@@ -104,6 +104,7 @@ class UnfoldedPlacement(Placement):
         )
         self._gpu = {place: ranks.gpu(place) for place in self.places}
         self._barriers: dict[tuple, _Barrier] = {}
+        self._dp_rings: dict[Place, tuple[Place, ...]] = {}
         self._routes: dict[tuple[int, int], tuple] = {}
         self._groups: dict[tuple[Place, str], tuple[int, ...]] = {}  # GPUs of each place's groups
         self._members: dict[tuple[Place, str], tuple[Place, ...]] = {}
@@ -227,18 +228,32 @@ class UnfoldedPlacement(Placement):
             self._groups[key] = members
         return self._groups[key]
 
-    def _collective(self, place: Place, task: Task, op: Op, index: int, nbytes: float, nic_bytes: float):
-        """Join the group's instance of this collective; the last member to arrive starts every flow."""
-        kind = group_kind(op)
-        members = self._members[(place, kind)]
-        key = (members[0], task, index)
+    def _join(self, key: tuple, size: int) -> tuple[_Barrier, bool]:
+        """Count one member in at barrier ``key`` of ``size`` members; (the barrier, whether it was the last)."""
         barrier = self._barriers.get(key)
         if barrier is None:
             barrier = self._barriers[key] = _Barrier(0, self.env.event())
         barrier.arrived += 1
-        if barrier.arrived < len(members):
-            return barrier.done
+        if barrier.arrived < size:
+            return barrier, False
         del self._barriers[key]
+        return barrier, True
+
+    def _end_when_landed(self, barrier: _Barrier, flows: list[simpy.Event]) -> simpy.Event:
+        """Fire ``barrier.done`` once every one of ``flows`` has landed."""
+        if flows:
+            self.env.all_of(flows).callbacks.append(lambda _event: barrier.done.succeed())
+        else:
+            barrier.done.succeed()
+        return barrier.done
+
+    def _collective(self, place: Place, task: Task, op: Op, index: int, nbytes: float, nic_bytes: float):
+        """Join the group's instance of this collective; the last member to arrive starts every flow."""
+        kind = group_kind(op)
+        members = self._members[(place, kind)]
+        barrier, last = self._join((members[0], task, index), len(members))
+        if not last:
+            return barrier.done
         flows = []
         if nbytes > 0 or nic_bytes > 0:
             signature = _signature(op)
@@ -247,11 +262,33 @@ class UnfoldedPlacement(Placement):
                     amount = nvl_share * nbytes + nic_share * nic_bytes
                     if amount > 0:
                         flows.append(self._network_of[route[0]].transfer(route, amount))
-        if flows:
-            self.env.all_of(flows).callbacks.append(lambda _event: barrier.done.succeed())
-        else:
-            barrier.done.succeed()
-        return barrier.done
+        return self._end_when_landed(barrier, flows)
+
+    def _dp_ring(self, place: Place) -> tuple[Place, ...]:
+        """``place``'s DP ring (the cycle of RankMap.dp_successor through it), in GPU order."""
+        if place not in self._dp_rings:
+            cycle = [place]
+            while (successor := self.ranks.dp_successor(cycle[-1])) != place:
+                cycle.append(successor)
+            ring = tuple(sorted(cycle, key=self._gpu.__getitem__))  # one key per ring, whoever asks first
+            for member in ring:
+                self._dp_rings[member] = ring
+        return self._dp_rings[place]
+
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """A DP bucket is a ring collective (an NCCL all-gather or reduce-scatter, which every member must
+        join): it starts when the ring's last member issues it, and ends for all when every hop has landed.
+
+        NOTE: free-running flows instead let a fault-free replica's gradient buckets land on a straggler
+        replica's NIC ingress while that replica still sends its last forward's PP activations (the 5.6 us
+        of tests/test_faults.py::test_folded_equals_unfolded_with_faults, SMALL, straggler 5, host_launch_s
+        13.48 us), which no NCCL reduce-scatter does and the folded placement, whose replicas run in step,
+        cannot show."""
+        ring = self._dp_ring(place)
+        barrier, last = self._join((ring[0], bucket), len(ring))
+        if not last:
+            return barrier.done
+        return self._end_when_landed(barrier, [self.transfer(self.dp_links(member), nbytes) for member in ring])
 
 
 def _signature(op: Op) -> tuple[str, bool, bool]:

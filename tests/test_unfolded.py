@@ -132,16 +132,13 @@ FEATURES = [
     ("cp-straggler", TINY, 16, 4, 8, {"intra_size": 4, "cp": 2}, Faults(stragglers=[(5, 1.5)]), None, None),
     # CP across nodes with intra_size 2 < 4 GPUs per node: ranks 0 and 1 of the ring share a node, so
     # half its hops (and of the CP-rank DP ring's) stay on NVLink, and the others detour over a
-    # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. 1e-3.
-    ("cp-nic-pxn", TINY, 16, 4, 8, {"intra_size": 2, "cp": 4}, None, None, 1e-3),
+    # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. Exact: each
+    # ring (CP in a task, DP per bucket) ends for all at its slowest hop, a NIC one.
+    ("cp-nic-pxn", TINY, 16, 4, 8, {"intra_size": 2, "cp": 4}, None, None, None),
     # DeepEP over 4 nodes while PP sends share the NIC: max-min fairness is per flow, so the unfolded
     # GPU's 3 EP flows (one per remote node) take 3/4 of its NIC beside one PP flow, the folded
     # representative's single EP flow 1/2. 3%.
     ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, 0.03),
-    # In-node EP 4 over two replicas of intra_size 2 (a node holds both; simulator/ranks.py): exact EP, but
-    # the DP ring's hop between those replicas runs on NVLink and the next one detours over a neighbour's
-    # rail (PXN), where the folded representative sends all its DP bytes over its own NIC. 1%.
-    ("ep-over-2-replicas", TINY, 16, 4, 8, {"intra_size": 2, "ep": 4}, None, None, 0.01),
     # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
     # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
     (
@@ -174,6 +171,24 @@ def test_every_feature_folded_against_unfolded(case) -> None:
     else:
         gap = abs(unfolded.step_time_s / folded.step_time_s - 1)
         assert 1e-6 < gap < bound
+
+
+def test_dp_hop_on_nvlink_beside_task_collectives() -> None:
+    """In-node EP 4 over two replicas of intra_size 2 (a node holds both; simulator/ranks.py): the DP ring's hop
+    between those replicas runs on NVLink and the next one detours over a neighbour's rail (PXN), where the
+    folded representative sends all its DP bytes over its own NIC. A bucket ends for the whole ring at its
+    slowest hop, the NIC one, as folded; the step time agrees. The NVLink hop of the buckets the forwards overlap
+    (dp_overlap) shares the GPUs' NVLink with their SP and EP collectives, which the folded view keeps apart:
+    replica 0 rank 0's exposed SP time grows, by under 1%."""
+    layout = layout_preset("megascale-moe").with_(pp=2, intra_size=2, ep=4)
+    workload = StepWorkload(TINY, layout, 16, 4, 8, 512)
+    cluster = cluster_preset("h800", 16, domain_gpus=4)
+    folded = Engine(workload, cluster).run()
+    unfolded = Engine(workload, cluster, placement="unfolded").run()
+    assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
+    a, b = build_report(workload, cluster, folded, 0.0), build_report(workload, cluster, unfolded, 0.0)
+    assert b.exposed_comm_s["dp"] == pytest.approx(a.exposed_comm_s["dp"], rel=1e-9)
+    assert 1e-6 < b.exposed_comm_s["sp"] / a.exposed_comm_s["sp"] - 1 < 0.01
 
 
 def test_representative_links_carry_the_folded_bytes() -> None:
