@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import reproduce, shared_sims, validate, validation_cases
+from experiments import reproduce, shared_sims, validate, validation_cases, weak_scaling
 from experiments.parallel import in_order
 from simulator import report
 from tests.test_validate import tiny_case, write
@@ -78,10 +78,38 @@ def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(t
     targets = [name for unit in units for name in unit.targets]
     assert sorted(targets) == sorted(set(reproduce.REPRODUCTIONS) - {"validation"})
     assert sorted(c.name for unit in units for c in unit.cases) == sorted(c.name for c in cases)
-    assert units[0].targets == (reproduce.COSTLIEST_FIRST[0],)
+    costs = [unit.cpu_s for unit in units]
+    assert costs == sorted(costs, reverse=True) and units[0].targets == ("schedules",)  # 14.4 CPU-s, the most
     paper = next(unit for unit in units if "table3" in unit.targets)
-    assert paper.targets == ("table3", "table5") and len(paper.cases) == 14  # Table 3's 10 rows, Table 5's 4
+    assert paper.targets == ("table3", "table5", "weak-scaling") and len(paper.cases) == 14  # T3's 10, T5's 4
     assert all(c.source_label.startswith("MegaScale-MoE Table") for c in paper.cases)
+    assert paper.cpu_s == 2.6 + 1.7  # table3 and weak-scaling; Table 5 and the cases are their points again
+
+
+def test_units_costliest_first_ties_in_the_given_order(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(reproduce, "UNIT_CPU_S", {"fig7": 1.0, "fig14": 3.0, "fig16": 1.0})
+    names = ["fig7", "r-ratio", "fig14", "fig16", "table5"]
+    order = [unit.targets for unit in reproduce.units(names, tmp_path, [])]
+    # Among equals: the paper group (here Table 5 alone), then the targets in the given order.
+    assert order == [("fig14",), ("fig7",), ("fig16",), ("table5",), ("r-ratio",)]
+
+
+def test_weak_scaling_shares_table3_points_in_the_paper_unit(simulations) -> None:
+    """Weak scaling's 960-GPU points (global batch 720) are Table 3's rows: the same keys, simulated once."""
+
+    def key(layout: str, gpus: int, **settings) -> shared_sims.SimKey:
+        return shared_sims.SimKey(*report.resolve("paper-352b", layout, None, gpus), shared_sims.Settings(**settings))
+
+    table3 = {key(layout, gpus) for layout in ("megatron-lm", "megascale-moe") for gpus in (240, 480, 720, 960, 1440)}
+    weak = {
+        key(layout, gpus, global_batch=batch)
+        for layout in ("megatron-lm", "megascale-moe")
+        for gpus, batch in weak_scaling.POINTS
+    }
+    assert {(k.layout.name, k.cluster.num_gpus) for k in table3 & weak} == {
+        ("megatron-lm", 960),
+        ("megascale-moe", 960),
+    }
 
 
 def test_a_unit_gives_the_same_sections_in_a_process_of_its_own(tmp_path: Path) -> None:
