@@ -90,24 +90,31 @@ def _replay(schedule: Schedule, mean_s: Mapping[Phase, float]) -> tuple[Fields, 
     done, clock, busy = [0] * stages, [0.0] * stages, [0.0] * stages
     records: list[list[tuple[Task, float, float]]] = [[] for _ in range(stages)]
     runnable = list(range(stages - 1, -1, -1))  # a stack: stage 0 first
+    duration = {phase: mean_s.get(phase, 0.0) for phase in Phase}
     while runnable:
         stage = runnable.pop()
         tasks, inputs, outputs = plan.tasks[stage], plan.inputs[stage], plan.outputs[stage]
         i, now, spent, log = done[stage], clock[stage], busy[stage], records[stage]
         while i < len(tasks):
-            missing = next((flow for flow in inputs[i] if ready[flow] is None), None)
-            if missing is not None:
-                waiting.setdefault(missing, []).append(stage)
-                break
-            task = tasks[i]
-            start = max([now, *(ready[flow] for flow in inputs[i])])
-            now = start + mean_s.get(task.direction, 0.0)
-            log.append((task, start, now))
-            spent += mean_s.get(task.direction, 0.0)
-            for flow in outputs[i]:
-                ready[flow] = now
-                runnable.extend(waiting.pop(flow, ()))
-            i += 1
+            start = now  # the latest of the stage's clock and the inputs' arrivals
+            for flow in inputs[i]:
+                arrival = ready[flow]
+                if arrival is None:
+                    waiting.setdefault(flow, []).append(stage)
+                    break
+                start = max(start, arrival)
+            else:
+                task = tasks[i]
+                now = start + duration[task.direction]
+                log.append((task, start, now))
+                spent += duration[task.direction]
+                for flow in outputs[i]:
+                    ready[flow] = now
+                    if flow in waiting:
+                        runnable.extend(waiting.pop(flow))
+                i += 1
+                continue
+            break
         done[stage], clock[stage], busy[stage] = i, now, spent
     if any(count < len(tasks) for count, tasks in zip(done, plan.tasks)):
         return {}, records
