@@ -26,6 +26,7 @@ from experiments.paths import write_text
 from experiments.progress import bar
 from experiments.progress import shown as progress_shown
 from experiments.shared_sims import sharing
+from experiments.unit_costs import cpu_s
 from experiments.validation_cases import Case, load_cases
 from simulator.calibration import DEFAULT_CALIBRATION
 
@@ -92,28 +93,6 @@ def update_section(out: Path, name: str, section: str) -> None:
     _update(out / "REPRODUCTION.md", "calibration", calibration_section())
 
 
-# CPU seconds of each unit of `moesim reproduce all` (targets by name, validation cases by case name), measured
-# on the 2-core development machine at a95f1ac (issue #16's session): the processes take the units costliest
-# first (longest processing time first), so the long ones start first and the short fill in. Only the balance
-# depends on these, never an output; a unit not listed counts as free.
-UNIT_CPU_S = {
-    "schedules": 14.4,
-    "scaleup-domain": 11.9,
-    "bridge-llama-3.1-405b-h100-1024": 11.6,  # op-level steps on 256-1,024 GPUs
-    "bridge-qwen3-235b-a22b-h100-0256": 11.3,
-    "bridge-deepseek-v3-h100-1024": 9.1,
-    "layouts-ep": 8.0,
-    "table3": 2.6,  # with Table 5 and the paper's validation cases (PAPER_TARGETS)
-    "skew": 2.2,
-    "weak-scaling": 1.7,
-    "fig16": 0.8,
-    "bridge-llama-3.1-70b-h100-0064": 0.75,
-    "r-ratio": 0.6,
-    "fig14": 0.5,
-    "fig17": 0.4,
-    "bridge-qwen3-30b-a3b-h100-0016": 0.3,
-    "fig7": 0.2,
-}
 # Published runs of the paper's own tables: simulated with the targets that reproduce those tables, in one
 # process, so each point is simulated once (experiments/shared_sims.py); weak scaling's 960-GPU points are
 # Table 3 rows too.
@@ -131,9 +110,8 @@ class Unit:
 
     @property
     def cpu_s(self) -> float:
-        """What the unit costs by UNIT_CPU_S (the order of the units, nothing else, depends on it)."""
-        names = [*self.targets, *(case.name for case in self.cases)]
-        return sum(UNIT_CPU_S.get(name, 0.0) for name in names)
+        """What the unit costs by experiments/unit_costs.py (the order of the units, nothing else, depends on it)."""
+        return cpu_s([*self.targets, *(case.name for case in self.cases)])
 
 
 def run_unit(unit: Unit) -> tuple[dict[str, str], list[validate.CaseResult]]:

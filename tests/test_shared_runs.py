@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import reproduce, shared_sims, validate, validation_cases, weak_scaling
+from experiments import reproduce, shared_sims, unit_costs, validate, validation_cases, weak_scaling
 from experiments.parallel import in_order
 from simulator import report
 from tests.test_validate import tiny_case, write
@@ -72,6 +72,22 @@ def test_validate_jobs_do_not_change_the_results(tmp_path: Path) -> None:
     assert two[0].ran and not two[2].ran  # c is out of memory: a row with its message, in either run
 
 
+def test_validate_jobs_take_the_costliest_case_first(tmp_path: Path, monkeypatch) -> None:
+    """With 2 jobs the case UNIT_CPU_S names costliest is taken (and said) first; the results keep the cases'
+    order, equal to one job's."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write(folder, tiny_case(tmp_path), "a.yaml")
+    write(folder, tiny_case(tmp_path, gpus=32), "b.yaml")
+    cases = validation_cases.load_cases(folder)
+    monkeypatch.setattr(unit_costs, "UNIT_CPU_S", {"b": 5.0})
+    said: list[str] = []
+    two = validate.run_cases(cases, say=said.append, jobs=2)
+    one = validate.run_cases(cases, say=lambda _: None, jobs=1)
+    assert [line.split("]")[0] for line in said] == ["validate: [2/2"] * 2 + ["validate: [1/2"] * 2
+    assert [r.case.name for r in two] == ["a", "b"] and validate.to_json(two) == validate.to_json(one)
+
+
 def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(tmp_path: Path) -> None:
     cases = validation_cases.load_cases()
     units = reproduce.units(list(reproduce.REPRODUCTIONS), tmp_path, cases)
@@ -87,7 +103,7 @@ def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(t
 
 
 def test_units_costliest_first_ties_in_the_given_order(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(reproduce, "UNIT_CPU_S", {"fig7": 1.0, "fig14": 3.0, "fig16": 1.0})
+    monkeypatch.setattr(unit_costs, "UNIT_CPU_S", {"fig7": 1.0, "fig14": 3.0, "fig16": 1.0})
     names = ["fig7", "r-ratio", "fig14", "fig16", "table5"]
     order = [unit.targets for unit in reproduce.units(names, tmp_path, [])]
     # Among equals: the paper group (here Table 5 alone), then the targets in the given order.
