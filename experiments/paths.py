@@ -110,5 +110,13 @@ def write_csv(frame, path: str | Path, **options) -> None:
 
 def save_figure(fig, path: str | Path, **options) -> None:
     """``fig.savefig(path, **options)``, atomically."""
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine  # matplotlib is loaded: ``fig`` is a Figure
+
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
+        # NOTE: fig.tight_layout() lays the figure out in place and leaves this placeholder, for which savefig
+        # draws the whole figure once more, without rendering, before the real draw (matplotlib 3.11
+        # backend_bases.FigureCanvasBase.print_figure); a figure laid out already needs no engine, and the
+        # pixels do not change (tests/test_plot_save.py).
+        fig.set_layout_engine(None)
     with atomic_path(path) as temporary:
         fig.savefig(temporary, **options)

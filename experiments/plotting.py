@@ -145,5 +145,5 @@ def parity_plot(
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)

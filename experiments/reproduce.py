@@ -26,6 +26,7 @@ from experiments.paths import write_text
 from experiments.progress import bar
 from experiments.progress import shown as progress_shown
 from experiments.shared_sims import sharing
+from experiments.unit_costs import cpu_s
 from experiments.validation_cases import Case, load_cases
 from simulator.calibration import DEFAULT_CALIBRATION
 
@@ -92,13 +93,10 @@ def update_section(out: Path, name: str, section: str) -> None:
     _update(out / "REPRODUCTION.md", "calibration", calibration_section())
 
 
-# Costliest first (measured CPU seconds of `moesim reproduce all` on the 2-core development machine, in
-# issue #16's session): the processes take the units in this order, so the long ones start first. Only the
-# balance depends on it, never an output.
-COSTLIEST_FIRST = ("schedules", "scaleup-domain", "layouts-ep", "skew", "weak-scaling", "fig16", "fig14", "r-ratio")
 # Published runs of the paper's own tables: simulated with the targets that reproduce those tables, in one
-# process, so each point is simulated once (experiments/shared_sims.py).
-PAPER_TARGETS = ("table3", "table5")
+# process, so each point is simulated once (experiments/shared_sims.py); weak scaling's 960-GPU points are
+# Table 3 rows too.
+PAPER_TARGETS = ("table3", "table5", "weak-scaling")
 PAPER_SOURCE = "MegaScale-MoE"  # the first word of those cases' source label
 
 
@@ -110,6 +108,11 @@ class Unit:
     targets: tuple[str, ...] = ()
     cases: tuple[Case, ...] = ()
 
+    @property
+    def cpu_s(self) -> float:
+        """What the unit costs by experiments/unit_costs.py (the order of the units, nothing else, depends on it)."""
+        return cpu_s([*self.targets, *(case.name for case in self.cases)])
+
 
 def run_unit(unit: Unit) -> tuple[dict[str, str], list[validate.CaseResult]]:
     """The markdown section of each target of ``unit`` and its cases' results, points shared between them."""
@@ -120,24 +123,17 @@ def run_unit(unit: Unit) -> tuple[dict[str, str], list[validate.CaseResult]]:
 
 
 def units(names: list[str], out: Path, cases: list[Case]) -> list[Unit]:
-    """``names`` as independent units, costliest first; the validation corpus (``cases``) split into its cases,
-    the cases of the paper's tables beside the targets that reproduce those tables."""
+    """``names`` as independent units and the validation corpus (``cases``) split into its cases, the cases of
+    the paper's tables beside the targets that reproduce those tables; costliest first (a stable sort: the
+    targets' order, then the corpus's, among equals)."""
     paper = tuple(c for c in cases if c.source_label.split()[0] == PAPER_SOURCE)
     grouped = tuple(n for n in PAPER_TARGETS if n in names)
-    alone = sorted(
-        (n for n in names if n != "validation" and n not in grouped),
-        key=lambda n: COSTLIEST_FIRST.index(n) if n in COSTLIEST_FIRST else len(COSTLIEST_FIRST),
-    )
-    # The costliest target, the corpus's own costly cases (op-level steps on 256-1,024 GPUs), the next two
-    # targets, then the paper group and the cheap rest: the long units start first and the short fill in.
-    first, rest = alone[:1], alone[1:]
-    return [
-        *(Unit(out, (n,)) for n in first),
-        *(Unit(out, cases=(c,)) for c in cases if c not in paper),  # the corpus's costliest: op-level steps
-        *(Unit(out, (n,)) for n in rest[:2]),
+    work = [
         *([Unit(out, grouped, paper)] if grouped or paper else []),
-        *(Unit(out, (n,)) for n in rest[2:]),
+        *(Unit(out, (n,)) for n in names if n != "validation" and n not in grouped),
+        *(Unit(out, cases=(c,)) for c in cases if c not in paper),
     ]
+    return sorted(work, key=lambda unit: -unit.cpu_s)
 
 
 def reproduce(name: str, out: Path, quiet: bool = False, jobs: int | None = None) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from experiments.args import integer
 from experiments.parallel import default_jobs, in_order
 from experiments.shared_sims import simulate
+from experiments.unit_costs import costliest_first
 from experiments.validation_cases import CASES_DIR, Case, load_cases
 from simulator.report import Report
 from topologies.errors import ConfigError
@@ -160,16 +161,21 @@ def mape(results: Iterable[CaseResult]) -> float:
 
 def run_cases(cases: list[Case], say: Callable[[str], None] | None = None, jobs: int | None = None) -> list[CaseResult]:
     """Run every case in ``jobs`` processes (default: one per CPU; the cases are independent), reporting
-    progress through ``say`` (stderr by default) and returning the results in the cases' order."""
+    progress through ``say`` (stderr by default; with several jobs in the order the cases are taken) and
+    returning the results in the cases' order."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    results = []
-    outcomes = in_order(run_case, cases, default_jobs() if jobs is None else jobs)
-    for i, case in enumerate(cases, 1):
-        say(f"validate: [{i}/{len(cases)}] {case.name} ({case.gpus} GPUs) ...")
+    jobs = default_jobs() if jobs is None else jobs
+    # Several processes take the costliest cases first (experiments/unit_costs.py); one runs them in order.
+    order = costliest_first(cases, lambda case: (case.name,)) if jobs > 1 else list(range(len(cases)))
+    outcomes = in_order(run_case, [cases[i] for i in order], jobs)
+    results: list[CaseResult | None] = [None] * len(cases)
+    for i in order:
+        case = cases[i]
+        say(f"validate: [{i + 1}/{len(cases)}] {case.name} ({case.gpus} GPUs) ...")
         result = next(outcomes)
         outcome = f"{result.error:+.1%}" if result.ran else f"not run: {result.message}"
-        say(f"validate: [{i}/{len(cases)}] {case.name}: {outcome} ({result.wall_s:.1f} s)")
-        results.append(result)
+        say(f"validate: [{i + 1}/{len(cases)}] {case.name}: {outcome} ({result.wall_s:.1f} s)")
+        results[i] = result
     return results
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from simulator.periodic import task_counts
+from simulator.bounds import shape_task_counts
 from workloads.moe import layout_ep_plan
 from workloads.step import StepWorkload
 
@@ -31,8 +31,9 @@ def useful_fraction(workload: StepWorkload) -> float:
         return 1.0
     share = expert_row_share(workload)
     counted = useful = 0.0
-    # Tasks differ in their ops by stage, phase and chunks only: count those, build one key each.
-    for (stage, task), times in task_counts(workload.schedule).items():
+    # Tasks differ in their ops by stage, phase and chunks only: count those (once per schedule shape: points
+    # of a reproduction share a few), build one key each.
+    for (stage, task), times in shape_task_counts(workload.schedule.shape).items():
         for op in workload.task_ops(workload.task_key(stage, task)):
             counted += op.model_flops * times
             useful += op.model_flops * times * (share if op.name.startswith(EXPERT_GEMMS) else 1.0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import reproduce, shared_sims, validate, validation_cases
+from experiments import reproduce, shared_sims, unit_costs, validate, validation_cases, weak_scaling
 from experiments.parallel import in_order
 from simulator import report
 from tests.test_validate import tiny_case, write
@@ -72,16 +72,60 @@ def test_validate_jobs_do_not_change_the_results(tmp_path: Path) -> None:
     assert two[0].ran and not two[2].ran  # c is out of memory: a row with its message, in either run
 
 
+def test_validate_jobs_take_the_costliest_case_first(tmp_path: Path, monkeypatch) -> None:
+    """With 2 jobs the case UNIT_CPU_S names costliest is taken (and said) first; the results keep the cases'
+    order, equal to one job's."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write(folder, tiny_case(tmp_path), "a.yaml")
+    write(folder, tiny_case(tmp_path, gpus=32), "b.yaml")
+    cases = validation_cases.load_cases(folder)
+    monkeypatch.setattr(unit_costs, "UNIT_CPU_S", {"b": 5.0})
+    said: list[str] = []
+    two = validate.run_cases(cases, say=said.append, jobs=2)
+    one = validate.run_cases(cases, say=lambda _: None, jobs=1)
+    assert [line.split("]")[0] for line in said] == ["validate: [2/2"] * 2 + ["validate: [1/2"] * 2
+    assert [r.case.name for r in two] == ["a", "b"] and validate.to_json(two) == validate.to_json(one)
+
+
 def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(tmp_path: Path) -> None:
     cases = validation_cases.load_cases()
     units = reproduce.units(list(reproduce.REPRODUCTIONS), tmp_path, cases)
     targets = [name for unit in units for name in unit.targets]
     assert sorted(targets) == sorted(set(reproduce.REPRODUCTIONS) - {"validation"})
     assert sorted(c.name for unit in units for c in unit.cases) == sorted(c.name for c in cases)
-    assert units[0].targets == (reproduce.COSTLIEST_FIRST[0],)
+    costs = [unit.cpu_s for unit in units]
+    assert costs == sorted(costs, reverse=True) and units[0].targets == ("schedules",)  # 14.4 CPU-s, the most
     paper = next(unit for unit in units if "table3" in unit.targets)
-    assert paper.targets == ("table3", "table5") and len(paper.cases) == 14  # Table 3's 10 rows, Table 5's 4
+    assert paper.targets == ("table3", "table5", "weak-scaling") and len(paper.cases) == 14  # T3's 10, T5's 4
     assert all(c.source_label.startswith("MegaScale-MoE Table") for c in paper.cases)
+    assert paper.cpu_s == 2.6 + 1.7  # table3 and weak-scaling; Table 5 and the cases are their points again
+
+
+def test_units_costliest_first_ties_in_the_given_order(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(unit_costs, "UNIT_CPU_S", {"fig7": 1.0, "fig14": 3.0, "fig16": 1.0})
+    names = ["fig7", "r-ratio", "fig14", "fig16", "table5"]
+    order = [unit.targets for unit in reproduce.units(names, tmp_path, [])]
+    # Among equals: the paper group (here Table 5 alone), then the targets in the given order.
+    assert order == [("fig14",), ("fig7",), ("fig16",), ("table5",), ("r-ratio",)]
+
+
+def test_weak_scaling_shares_table3_points_in_the_paper_unit(simulations) -> None:
+    """Weak scaling's 960-GPU points (global batch 720) are Table 3's rows: the same keys, simulated once."""
+
+    def key(layout: str, gpus: int, **settings) -> shared_sims.SimKey:
+        return shared_sims.SimKey(*report.resolve("paper-352b", layout, None, gpus), shared_sims.Settings(**settings))
+
+    table3 = {key(layout, gpus) for layout in ("megatron-lm", "megascale-moe") for gpus in (240, 480, 720, 960, 1440)}
+    weak = {
+        key(layout, gpus, global_batch=batch)
+        for layout in ("megatron-lm", "megascale-moe")
+        for gpus, batch in weak_scaling.POINTS
+    }
+    assert {(k.layout.name, k.cluster.num_gpus) for k in table3 & weak} == {
+        ("megatron-lm", 960),
+        ("megascale-moe", 960),
+    }
 
 
 def test_a_unit_gives_the_same_sections_in_a_process_of_its_own(tmp_path: Path) -> None:
