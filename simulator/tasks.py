@@ -135,6 +135,9 @@ def run_task(
     NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
     simpy only where time must pass for others: before a collective, before waiting on another stream,
     and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
+    On a link of its own (the folded stage's NVLink, no NIC bytes, no lanes, no rate observers) a stream
+    whose fellow streams all wait for its signals advances through collectives and fused ops the same way
+    (_Quiet): nothing can share its link or SMs until it signals.
     """
     start_s = env.now
     if lanes:
@@ -150,6 +153,8 @@ def run_task(
         finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
         finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
         return finished
+    # The stage's own NVLink network (folded placement): only this task's streams move flows on it.
+    own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
     if transfer is None:
 
         def transfer(index: int, nbytes: float) -> simpy.Event:
@@ -162,8 +167,9 @@ def run_task(
     signals = {index: env.event() for index in costs.signalled}
     gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
+    quiet = _Quiet(len(streams), network, comm_links) if own_link and QUIET else None
     procs = [
-        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms))
+        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet))
         for indices in streams
     ]
     finished = env.all_of(procs)
@@ -200,15 +206,7 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
         clock = max(clock, (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index])
         begin = clock
         if op.kind == COLLECTIVE or op.kind == FUSED:
-            nbytes = costs.wire_bytes[index]
-            network.account(comm_links, nbytes)
-            comm_s = nbytes / rate_Bps if nbytes > 0 and comm_links else 0.0
-            if op.kind == COLLECTIVE:
-                clock = begin + costs.latency_s[index] + comm_s
-            else:
-                compute_s = costs.compute_s[index]
-                clock = max(begin + compute_s, begin + comm_s)
-                clock += fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]
+            clock = _alone_s(op, index, begin, costs, network, comm_links, rate_Bps)[0]
         else:
             clock += costs.compute_s[index]
         timing.intervals.append((index, begin, clock))
@@ -216,12 +214,54 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
     yield env.timeout(clock - env.now)
 
 
+def _alone_s(op, index, begin, costs, network, links, rate_Bps) -> tuple[float, float]:
+    """(end, GEMM end) of a collective or fused op that starts at ``begin`` with the GPU's SMs to itself and
+    ``links`` to its lone flow (at ``rate_Bps``, the links' bottleneck): the event path's arithmetic."""
+    nbytes = costs.wire_bytes[index]
+    network.account(links, nbytes)
+    comm_s = nbytes / rate_Bps if nbytes > 0 and links else 0.0
+    if op.kind == COLLECTIVE:
+        return begin + costs.latency_s[index] + comm_s, begin
+    compute_s = costs.compute_s[index]
+    end = max(begin + compute_s, begin + comm_s)
+    return end + (fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]), begin + compute_s
+
+
+class _Quiet:
+    """Which streams of a task on a link of its own may act now: while every other stream waits for a signal
+    from the one that runs, nothing can start a flow or hold SMs beside its ops, so it times them as
+    arithmetic (simulator.tasks._alone_s) and lets time pass only where it signals another stream."""
+
+    __slots__ = ("links", "network", "rate_Bps", "running", "waiters")
+
+    def __init__(self, streams: int, network: FluidNetwork, links: tuple) -> None:
+        self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
+        self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
+        self.network, self.links = network, links
+        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if links else 0.0
+
+    def block(self, op: int) -> None:
+        self.running -= 1
+        self.waiters[op] = self.waiters.get(op, 0) + 1
+
+    def wake(self, op: int) -> None:
+        """``op``'s signal fired: its waiters resume at this instant, so they count as running from now."""
+        self.running += self.waiters.pop(op, 0)
+
+    def alone(self) -> bool:
+        return self.running == 1 and not self.network.active_flows
+
+
+# A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
+# False steps every op with events (tests/test_oplevel_paths.py compares the two).
+QUIET = True
+
 # Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
 # False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
 BATCH_COMPUTE = True
 
 
-def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None):
+def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None):
     clock = env.now  # this stream's own time; >= env.now
     batch = BATCH_COMPUTE and sms is not None and gpu is None
     position = 0
@@ -234,15 +274,23 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if done_at[other] is None:  # not finished yet: let time pass, then wait for it
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
+                if quiet is not None:
+                    quiet.block(other)
                 yield signals[other]
                 clock = env.now
             elif done_at[other] > clock:
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         clock = max(clock, issued)
+        alone = quiet is not None and op.kind != HOST_SYNC and quiet.alone()  # NOTE: no one can interrupt it
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
         shares = sms is not None and op.kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
-        if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares:  # time must really pass
+        if alone and (op.kind == COLLECTIVE or op.kind == FUSED):  # its lone flow's time, as arithmetic
+            begin = clock
+            clock, gemm_end = _alone_s(op, index, begin, costs, quiet.network, quiet.links, quiet.rate_Bps)
+            if op.kind == FUSED and sms is not None:  # the event path records the GEMM time on its SMs
+                timing.slowed_gemm_s[index] = gemm_end - begin
+        elif not alone and (op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares):  # time must pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
@@ -300,6 +348,10 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             signals[index].succeed()
+            if quiet is not None:
+                quiet.wake(index)
+    if quiet is not None:
+        quiet.running -= 1  # done: it starts nothing more
     if clock > env.now:
         yield env.timeout(clock - env.now)
 
