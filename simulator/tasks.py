@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import simpy
 
@@ -55,6 +56,25 @@ class OpCosts:
     nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
     comm_sms: tuple[int, ...] = ()  # SMs each collective's kernel holds (empty when none holds any)
     sm_count: int = 0  # the GPU's SMs, shared by communication kernels and the compute beside them
+    kinds: tuple[str, ...] = ()  # each op's kind, stream, group and model FLOPs (workloads.ops.Op)
+    stream_names: tuple[str, ...] = ()
+    groups: tuple = ()
+    model_flops: tuple[float, ...] = ()
+
+    @cached_property
+    def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:
+        """Per op, how _summarize counts it (_BUSY, _FUSED, _EXPOSED: a compute-stream collective, _OVERLAPPED),
+        its group and its model FLOPs."""
+        return (
+            tuple(_tally(kind, stream) for kind, stream in zip(self.kinds, self.stream_names)),
+            self.groups,
+            self.model_flops,
+        )
+
+    @cached_property
+    def steps(self) -> tuple[tuple[str, int, float, tuple[int, ...], float], ...]:
+        """Per op, what a stream reads to lay it out: (kind, host sync before it, issue offset, waits, compute s)."""
+        return tuple(zip(self.kinds, self.sync_before, self.issue_offset_s, self.waits, self.compute_s))
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -86,7 +106,22 @@ class OpCosts:
             tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
             sms if any(sms := tuple(comm_kernel_sms(op, cal) for op in ops)) else (),
             gpu.sm_count,
+            tuple(op.kind for op in ops),
+            tuple(op.stream for op in ops),
+            tuple(op.group for op in ops),
+            tuple(op.model_flops for op in ops),
         )
+
+
+_BUSY, _FUSED, _EXPOSED, _OVERLAPPED = range(4)  # how _summarize counts an op's interval
+
+
+def _tally(kind: str, stream: str) -> int:
+    if kind == FUSED:
+        return _FUSED
+    if kind == COLLECTIVE:
+        return _EXPOSED if stream == COMPUTE else _OVERLAPPED
+    return _BUSY
 
 
 def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
@@ -199,19 +234,41 @@ def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> sim
 def _one_stream(env, ops, costs, network, comm_links, timing):
     """A single-stream task on an otherwise idle link, timed without intermediate events."""
     rate_Bps = min(network.capacities_Bps[link] for link in comm_links) if comm_links else 0.0
-    start_s = clock = env.now
-    done_at: list[float] = [0.0] * len(ops)
-    for index, op in enumerate(ops):
-        sync = costs.sync_before[index]
-        clock = max(clock, (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index])
-        begin = clock
-        if op.kind == COLLECTIVE or op.kind == FUSED:
-            clock = _alone_s(op, index, begin, costs, network, comm_links, rate_Bps)[0]
-        else:
-            clock += costs.compute_s[index]
-        timing.intervals.append((index, begin, clock))
-        done_at[index] = clock
+    done_at: list[float | None] = [None] * len(ops)
+    _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, network,
+                          comm_links, rate_Bps, False)  # fmt: skip
     yield env.timeout(clock - env.now)
+
+
+def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, network, links, rate_Bps,
+               record_gemm) -> tuple[int, float]:  # fmt: skip
+    """Lay out a stream's ops from ``indices[position]`` on (issued from ``clock`` on) as arithmetic, with the
+    GPU and ``links`` to themselves: up to and including the first op in ``stops`` (another stream waits for
+    it), or up to the first that waits for an op not done. Returns the position after the last op laid
+    out and its end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does."""
+    steps, intervals, count = costs.steps, timing.intervals, len(indices)
+    while position < count:
+        index = indices[position]
+        kind, sync, offset, waits, compute_s = steps[index]
+        for other in waits:
+            end = done_at[other]
+            if end is None:
+                return position, clock
+            clock = max(clock, end)
+        issued = (done_at[sync] if sync >= 0 else start_s) + offset
+        begin = clock = max(clock, issued)
+        if kind == COLLECTIVE or kind == FUSED:
+            clock, gemm_end = _alone_s(ops[index], index, begin, costs, network, links, rate_Bps)
+            if record_gemm and kind == FUSED:
+                timing.slowed_gemm_s[index] = gemm_end - begin
+        else:
+            clock += compute_s
+        intervals.append((index, begin, clock))
+        done_at[index] = clock
+        position += 1
+        if index in stops:
+            break
+    return position, clock
 
 
 def _alone_s(op, index, begin, costs, network, links, rate_Bps) -> tuple[float, float]:
@@ -253,7 +310,7 @@ class _Quiet:
 
 
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
-# False steps every op with events (tests/test_oplevel_paths.py compares the two).
+# False steps every op with events (tests/test_quiet_streams.py compares the two).
 QUIET = True
 
 # Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
@@ -282,15 +339,19 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         clock = max(clock, issued)
-        alone = quiet is not None and op.kind != HOST_SYNC and quiet.alone()  # NOTE: no one can interrupt it
+        if quiet is not None and quiet.alone():  # NOTE: no one can interrupt it: lay out what it can
+            position, clock = _run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
+                                         quiet.network, quiet.links, quiet.rate_Bps, sms is not None)  # fmt: skip
+            index = indices[position - 1]
+            if index in signals:
+                if clock > env.now:
+                    yield env.timeout(clock - env.now)
+                signals[index].succeed()
+                quiet.wake(index)
+            continue
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
         shares = sms is not None and op.kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
-        if alone and (op.kind == COLLECTIVE or op.kind == FUSED):  # its lone flow's time, as arithmetic
-            begin = clock
-            clock, gemm_end = _alone_s(op, index, begin, costs, quiet.network, quiet.links, quiet.rate_Bps)
-            if op.kind == FUSED and sms is not None:  # the event path records the GEMM time on its SMs
-                timing.slowed_gemm_s[index] = gemm_end - begin
-        elif not alone and (op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares):  # time must pass
+        if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
@@ -382,23 +443,28 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
     busy: list[tuple[float, float]] = []
     exposed: dict[str, float] = {}
     overlapped: list[tuple[int, float, float]] = []
+    kinds, groups, flops = costs.tallies
+    model_flops = timing.model_flops
     for index, begin, end in timing.intervals:
-        op = ops[index]
-        timing.model_flops += op.model_flops
-        if op.kind == FUSED:
+        model_flops += flops[index]
+        kind = kinds[index]
+        if kind == _BUSY:
+            busy.append((begin, end))
+        elif kind == _FUSED:
             gemm_s = timing.slowed_gemm_s.get(index, costs.compute_s[index])
             busy.append((begin, begin + gemm_s))
-            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - gemm_s
-        elif op.kind == COLLECTIVE and op.stream == COMPUTE and not lanes:
-            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin)
-        elif op.kind == COLLECTIVE:
-            overlapped.append((index, begin, end))
+            group = groups[index]
+            exposed[group] = exposed.get(group, 0.0) + (end - begin) - gemm_s
+        elif kind == _EXPOSED and not lanes:
+            group = groups[index]
+            exposed[group] = exposed.get(group, 0.0) + (end - begin)
         else:
-            busy.append((begin, end))
+            overlapped.append((index, begin, end))
+    timing.model_flops = model_flops
     timing.compute_busy_s = sum(end - begin for begin, end in busy)
     busy.sort()
     starts = [b_begin for b_begin, _ in busy]
-    for index, begin, end in overlapped:
+    for index, begin, end in overlapped:  # (none without a collective off the compute stream)
         hidden = 0.0
         # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
         # starting before ``begin`` can intersect [begin, end).
