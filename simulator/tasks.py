@@ -199,7 +199,7 @@ def run_task(
             return event
 
     done_at: list[float | None] = [None] * len(ops)
-    signals = {index: env.event() for index in costs.signalled}
+    signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
     quiet = _Quiet(len(streams), network, comm_links) if own_link and QUIET else None
@@ -331,10 +331,14 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if done_at[other] is None:  # not finished yet: let time pass, then wait for it
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
-                if quiet is not None:
-                    quiet.block(other)
-                yield signals[other]
-                clock = env.now
+                if done_at[other] is None:
+                    if quiet is not None:
+                        quiet.block(other)
+                    signal = signals.get(other)
+                    if signal is None:
+                        signal = signals[other] = env.event()
+                    yield signal
+                clock = max(env.now, done_at[other])  # it ended while this stream waited, maybe with its end ahead
             elif done_at[other] > clock:
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
@@ -342,12 +346,12 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         if quiet is not None and quiet.alone():  # NOTE: no one can interrupt it: lay out what it can
             position, clock = _run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
                                          quiet.network, quiet.links, quiet.rate_Bps, sms is not None)  # fmt: skip
-            index = indices[position - 1]
-            if index in signals:
+            signal = signals.pop(indices[position - 1], None)
+            if signal is not None:
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
-                signals[index].succeed()
-                quiet.wake(index)
+                signal.succeed()
+                quiet.wake(indices[position - 1])
             continue
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
         shares = sms is not None and op.kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
@@ -386,7 +390,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     yield env.timeout(tail_s)
                     tail_s = 0.0
             elif batch:  # this compute op and the plain compute ops after it that need no one: one timeout
-                run = _compute_run(ops, indices, position - 1, costs, done_at, signals, start_s, env.now)
+                run = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
                 begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
                 for (other, _), other_begin, end in zip(run[:-1], begins, ends):
                     timing.intervals.append((other, other_begin, end))
@@ -405,10 +409,12 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             clock += costs.compute_s[index]
         timing.intervals.append((index, begin, clock))
         done_at[index] = clock
-        if index in signals:
+        # NOTE: a stream that waits for this op later finds it in done_at (its end, maybe still ahead of now)
+        signal = signals.pop(index, None)
+        if signal is not None:
             if clock > env.now:
                 yield env.timeout(clock - env.now)
-            signals[index].succeed()
+            signal.succeed()
             if quiet is not None:
                 quiet.wake(index)
     if quiet is not None:
@@ -417,12 +423,12 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         yield env.timeout(clock - env.now)
 
 
-def _compute_run(ops, indices, position, costs, done_at, signals, start_s, now) -> list:
+def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
     """(op, (ready time, idle-GPU work s)) of the op at ``position`` of a stream (ready now) and the plain
     compute ops after it that start once the one before ends, each not before the host has issued it and its
     other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
     run = [(indices[position], (now, costs.compute_s[indices[position]]))]
-    while run[-1][0] not in signals and position + 1 < len(indices):
+    while run[-1][0] not in costs.signalled and position + 1 < len(indices):  # one may come to wait for it
         position += 1
         index = indices[position]
         if ops[index].kind in (COLLECTIVE, FUSED, HOST_SYNC):

@@ -121,3 +121,19 @@ def test_quiet_streams_match_stepped_streams(monkeypatch: pytest.MonkeyPatch, ca
             assert getattr(fast, field) == pytest.approx(getattr(slow, field), rel=1e-9, abs=1e-12), field
         assert fast.model_flops == pytest.approx(slow.model_flops, rel=1e-12)
         assert fast.exposed_comm_s == pytest.approx(slow.exposed_comm_s, rel=1e-9, abs=1e-12)
+
+
+def test_a_signal_is_an_event_only_while_someone_waits() -> None:
+    """No SMs held, so compute is arithmetic: the compute stream lays out pre 0-1 and wgrad 1-4 at t = 0,
+    before the comm stream starts (no one waits for pre yet: no event for it). The comm stream then finds
+    pre done (ending at 1, ahead of now), runs its a2a 1-3 and ends it with no one waiting; post, which
+    needs the a2a, waits until wgrad's end at 4, finds the a2a done, and runs 4-5."""
+    ops = (_mem("pre", 1.0), _a2a(COMM, (0,)), _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2)))
+    env = simpy.Environment()
+    timing = TaskTiming()
+    costs = OpCosts.of(ops, GPU, toy_calibration(all_to_all_efficiency=0.7), 0.0)
+    run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
+    env.run()
+    spans = [(index, round(begin * 1e3, 9), round(end * 1e3, 9)) for index, begin, end in sorted(timing.intervals)]
+    assert spans == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 4.0), (3, 4.0, 5.0)]
+    assert timing.duration_s == pytest.approx(5e-3, rel=1e-12)
