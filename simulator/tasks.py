@@ -20,7 +20,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
-from simulator.turns import Turns
+from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, GraphPart, Op, Role
 
@@ -359,7 +359,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
-            if turn is not None:
+            if turn is not None and turn is not GRANTED:
                 yield turn
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass

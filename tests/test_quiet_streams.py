@@ -12,11 +12,10 @@ import pytest
 import simpy
 
 from simulator import tasks
-from simulator.engine import Engine, EngineResult
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
+from tests.engine_diff import assert_steps_match, run_op_level
 from tests.toys import toy_calibration, toy_gpu
-from topologies.cluster import cluster_preset
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
@@ -99,28 +98,13 @@ def _tp_overlap() -> tuple[StepWorkload, int]:
     return StepWorkload(model_preset("deepseekmoe"), layout, 16, 8, global_batch=8, seq_len=4096), 16
 
 
-def _engine(case) -> tuple[EngineResult, int]:
-    workload, gpus = case
-    engine = Engine(workload, cluster_preset("h800", gpus), memoize=False)
-    return engine.run(), next(engine.env._eid)
-
-
 @pytest.mark.parametrize("case", [_megascale, _tp_overlap])
 def test_quiet_streams_match_stepped_streams(monkeypatch: pytest.MonkeyPatch, case) -> None:
-    quiet, quiet_events = _engine(case())
+    quiet, quiet_events = run_op_level(case())
     monkeypatch.setattr(tasks, "QUIET", False)
-    stepped, stepped_events = _engine(case())
+    stepped, stepped_events = run_op_level(case())
     assert quiet_events < stepped_events
-    assert quiet.step_time_s == pytest.approx(stepped.step_time_s, rel=1e-9)
-    assert quiet.network_bytes == pytest.approx(stepped.network_bytes, rel=1e-12)
-    for fast, slow in zip(quiet.stages, stepped.stages):
-        assert [task for task, _, _ in fast.tasks] == [task for task, _, _ in slow.tasks]
-        for (_, begin, end), (_, ref_begin, ref_end) in zip(fast.tasks, slow.tasks):
-            assert (begin, end) == pytest.approx((ref_begin, ref_end), rel=1e-9, abs=1e-12)
-        for field in ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s"):
-            assert getattr(fast, field) == pytest.approx(getattr(slow, field), rel=1e-9, abs=1e-12), field
-        assert fast.model_flops == pytest.approx(slow.model_flops, rel=1e-12)
-        assert fast.exposed_comm_s == pytest.approx(slow.exposed_comm_s, rel=1e-9, abs=1e-12)
+    assert_steps_match(quiet, stepped)
 
 
 def test_a_signal_is_an_event_only_while_someone_waits() -> None:
