@@ -188,7 +188,8 @@ def run_task(
         finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
         finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
         return finished
-    # The stage's own NVLink network (folded placement): only this task's streams move flows on it.
+    # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
+    # watches its rates).
     own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
     if transfer is None:
 
@@ -202,7 +203,7 @@ def run_task(
     signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
-    quiet = _Quiet(len(streams), network, comm_links) if own_link and QUIET else None
+    quiet = _Quiet(len(streams), network, comm_links, own_link) if QUIET else None
     procs = [
         env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet))
         for indices in streams
@@ -233,20 +234,20 @@ def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> sim
 
 def _one_stream(env, ops, costs, network, comm_links, timing):
     """A single-stream task on an otherwise idle link, timed without intermediate events."""
-    rate_Bps = min(network.capacities_Bps[link] for link in comm_links) if comm_links else 0.0
     done_at: list[float | None] = [None] * len(ops)
-    _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, network,
-                          comm_links, rate_Bps, False)  # fmt: skip
+    alone = _Quiet(1, network, comm_links, True)
+    _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, alone, False)
     yield env.timeout(clock - env.now)
 
 
-def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, network, links, rate_Bps,
-               record_gemm) -> tuple[int, float]:  # fmt: skip
+def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm):
     """Lay out a stream's ops from ``indices[position]`` on (issued from ``clock`` on) as arithmetic, with the
-    GPU and ``links`` to themselves: up to and including the first op in ``stops`` (another stream waits for
-    it), or up to the first that waits for an op not done. Returns the position after the last op laid
-    out and its end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does."""
+    GPU (and, if ``quiet.own_link``, its links) to themselves: up to and including the first op in ``stops``
+    (another stream waits for it), or up to the first that waits for an op not done (or, without a link of
+    its own, the first collective or fused op). Returns the position after the last op laid out and its
+    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does."""
     steps, intervals, count = costs.steps, timing.intervals, len(indices)
+    network, links, rate_Bps, own_link = quiet.network, quiet.links, quiet.rate_Bps, quiet.own_link
     while position < count:
         index = indices[position]
         kind, sync, offset, waits, compute_s = steps[index]
@@ -258,6 +259,8 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
         issued = (done_at[sync] if sync >= 0 else start_s) + offset
         begin = clock = max(clock, issued)
         if kind == COLLECTIVE or kind == FUSED:
+            if not own_link:
+                return position, clock
             clock, gemm_end = _alone_s(ops[index], index, begin, costs, network, links, rate_Bps)
             if record_gemm and kind == FUSED:
                 timing.slowed_gemm_s[index] = gemm_end - begin
@@ -285,17 +288,20 @@ def _alone_s(op, index, begin, costs, network, links, rate_Bps) -> tuple[float, 
 
 
 class _Quiet:
-    """Which streams of a task on a link of its own may act now: while every other stream waits for a signal
-    from the one that runs, nothing can start a flow or hold SMs beside its ops, so it times them as
-    arithmetic (simulator.tasks._alone_s) and lets time pass only where it signals another stream."""
+    """Which stream of a task may act now: while every other stream waits for a signal from the one that runs,
+    nothing can hold SMs or ask for the GPU's turn beside its compute, so it lays that out as arithmetic and
+    lets time pass only where it signals another stream. On a link of its own (``own_link``: no one else's
+    flows) nothing can share its collectives' and fused ops' link either, so it times those too
+    (simulator.tasks._alone_s); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
+    flows) they take the event path."""
 
-    __slots__ = ("links", "network", "rate_Bps", "running", "waiters")
+    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "waiters")
 
-    def __init__(self, streams: int, network: FluidNetwork, links: tuple) -> None:
+    def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool) -> None:
         self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
         self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
-        self.network, self.links = network, links
-        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if links else 0.0
+        self.network, self.links, self.own_link = network, links, own_link
+        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if own_link and links else 0.0
 
     def block(self, op: int) -> None:
         self.running -= 1
@@ -305,8 +311,11 @@ class _Quiet:
         """``op``'s signal fired: its waiters resume at this instant, so they count as running from now."""
         self.running += self.waiters.pop(op, 0)
 
-    def alone(self) -> bool:
-        return self.running == 1 and not self.network.active_flows
+    def alone(self, kind: str) -> bool:
+        """Whether the running stream may lay out its next op, of ``kind``, as arithmetic."""
+        if kind == COLLECTIVE or kind == FUSED:
+            return self.own_link and self.running == 1 and not self.network.active_flows
+        return self.running == 1
 
 
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
@@ -343,9 +352,9 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         clock = max(clock, issued)
-        if quiet is not None and quiet.alone():  # NOTE: no one can interrupt it: lay out what it can
+        if quiet is not None and quiet.alone(op.kind):  # NOTE: no one can interrupt it: lay out what it can
             position, clock = _run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
-                                         quiet.network, quiet.links, quiet.rate_Bps, sms is not None)  # fmt: skip
+                                         quiet, sms is not None)  # fmt: skip
             signal = signals.pop(indices[position - 1], None)
             if signal is not None:
                 if clock > env.now:
