@@ -121,3 +121,45 @@ def test_a_signal_is_an_event_only_while_someone_waits() -> None:
     spans = [(index, round(begin * 1e3, 9), round(end * 1e3, 9)) for index, begin, end in sorted(timing.intervals)]
     assert spans == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 4.0), (3, 4.0, 5.0)]
     assert timing.duration_s == pytest.approx(5e-3, rel=1e-12)
+
+
+def _lanes(monkeypatch: pytest.MonkeyPatch, quiet: bool) -> tuple[TaskTiming, int]:
+    """F&B lanes: lane 0 computes 2 + 1 + 1 ms; lane 1's 1 ms op (on its comm stream: a dependency across
+    streams) needs lane 0's last, so it waits for its signal."""
+    monkeypatch.setattr(tasks, "QUIET", quiet)
+    ops = (_mem("a", 2.0), _mem("b", 1.0, (0,)), _mem("d", 1.0, (1,)), Op("c", MEMORY, COMM, (2,), mem_bytes=1e9))
+    env = simpy.Environment()
+    timing = TaskTiming()
+    costs = OpCosts.of(ops, GPU, CAL, 0.0)
+    run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing, lanes=(0, 0, 0, 1))
+    env.run()
+    return timing, next(env._eid)
+
+
+def test_lanes_lay_out_compute_while_the_other_lane_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With lanes (the GPU's turns) only compute is laid out alone. At 0 lane 1 has not started yet, so a
+    takes its turn and its timeout, 0-2; lane 1 then waits for d, so lane 0 lays out b 2-3 and d 3-4 in one
+    timeout; c 4-5. The same stepped, in more events."""
+    quiet, quiet_events = _lanes(monkeypatch, True)
+    stepped, stepped_events = _lanes(monkeypatch, False)
+    for timing in (quiet, stepped):
+        spans = [(index, round(begin * 1e3, 9), round(end * 1e3, 9)) for index, begin, end in sorted(timing.intervals)]
+        assert spans == [(0, 0.0, 2.0), (1, 2.0, 3.0), (2, 3.0, 4.0), (3, 4.0, 5.0)]
+    assert quiet_events < stepped_events
+
+
+def _cross_node() -> tuple[StepWorkload, int]:
+    """deepseekmoe, PP 2 x VP 2 with EP overlap (F&B lanes), EP 16 over 2 nodes: NIC flows beside PP sends,
+    so only compute is laid out alone."""
+    layout = layout_preset("megascale-moe").with_(
+        pp=2, ep=16, ep_overlap=True, schedule="interleaved", virtual_stages=2
+    )
+    return StepWorkload(model_preset("deepseekmoe"), layout, 32, 8, global_batch=16, seq_len=4096), 32
+
+
+def test_quiet_compute_off_a_link_of_its_own_matches_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
+    quiet, quiet_events = run_op_level(_cross_node())
+    monkeypatch.setattr(tasks, "QUIET", False)
+    stepped, stepped_events = run_op_level(_cross_node())
+    assert quiet_events < stepped_events
+    assert_steps_match(quiet, stepped)
