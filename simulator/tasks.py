@@ -193,7 +193,7 @@ def run_task(
     own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
     if transfer is None:
 
-        def transfer(index: int, nbytes: float) -> simpy.Event:
+        def transfer(index: int, nbytes: float) -> simpy.Event | tuple[simpy.Event, simpy.Event]:
             event = network.transfer(comm_links, nbytes)
             if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
                 event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
@@ -213,7 +213,14 @@ def run_task(
     return finished
 
 
-def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> simpy.Event:
+def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> tuple[simpy.Event, simpy.Event]:
+    """``first & second`` as the pair itself: a collective's stream yields each in turn and so resumes when the
+    later of the two is processed, an event step before ``first & second`` would have resumed it (the same
+    instant); a fused op, which notes when its transfer ends, joins them (_joined)."""
+    return first, second
+
+
+def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> simpy.Event:
     """An event that fires once ``first`` and ``second`` have: ``first & second``'s event steps (it is scheduled
     when the later of the two is processed), without building a simpy Condition and its value."""
     done = env.event()
@@ -378,12 +385,19 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     sms.hold(held)
                 if costs.latency_s[index]:
                     yield env.timeout(costs.latency_s[index])
-                yield transfer(index, costs.wire_bytes[index])
+                done = transfer(index, costs.wire_bytes[index])
+                if type(done) is tuple:  # NVLink and NIC halves (both): resume once the later is processed
+                    yield done[0]
+                    yield done[1]
+                else:
+                    yield done
                 if held:
                     sms.release(held)
             elif op.kind == FUSED:
                 compute_s = costs.compute_s[index]
                 comm = transfer(index, costs.wire_bytes[index])
+                if type(comm) is tuple:
+                    comm = _joined(env, *comm)
                 comm_end = []
                 comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
                 if sms is not None:

@@ -1,4 +1,5 @@
-"""GPU turns granted when decided (simulator.turns.PROMPT) against simpy.Resource's event steps (PROMPT off).
+"""GPU turns granted when decided (simulator.turns.PROMPT) against simpy.Resource's event steps (PROMPT off),
+and a cross-node collective's NVLink and NIC halves waited for in turn (simulator.tasks.both) against a join.
 
 Who holds the GPU is decided by the same call either way (the first waiter, at a request or a release);
 PROMPT only lets the holder resume at once instead of one event step later in the same instant.
@@ -10,7 +11,9 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import turns
+from simulator import tasks, turns
+from simulator.collective_efficiency import Link
+from simulator.costs import deepep_efficiency
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from simulator.turns import GRANTED, Turns
@@ -18,7 +21,7 @@ from tests.engine_diff import assert_steps_match, run_op_level
 from tests.toys import toy_calibration, toy_gpu
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
-from workloads.ops import COMPUTE, MEMORY, Op
+from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Op
 from workloads.step import StepWorkload
 
 
@@ -83,3 +86,32 @@ def test_prompt_turns_match_resource_steps(monkeypatch: pytest.MonkeyPatch, case
     stepped, stepped_events = run_op_level(case())
     assert prompt_events < stepped_events
     assert_steps_match(prompt, stepped)
+
+
+def _cross_node_a2a(monkeypatch: pytest.MonkeyPatch, join: bool) -> tuple[TaskTiming, int]:
+    """A DeepEP all-to-all whose NVLink half takes 2 ms (1 GB/s) and NIC half about 1 ms, then 1 ms of compute.
+    ``join``: wait for the halves through ``first & second`` (a Condition), not one after the other."""
+    if join:
+        monkeypatch.setattr(tasks, "both", lambda env, first, second: first & second)
+    nvlink_bytes = 2e6 * deepep_efficiency(Link.NVLINK)
+    a2a = Op("a2a", COLLECTIVE, COMPUTE, collective=ALL_TO_ALL, group=Group.EP, group_size=8,
+             comm_bytes=nvlink_bytes, nic_bytes=1e6)  # fmt: skip
+    ops = (a2a, Op("post", MEMORY, COMPUTE, (0,), mem_bytes=1e9))
+    env = simpy.Environment()
+    timing = TaskTiming()
+    costs = OpCosts.of(ops, toy_gpu(nvlink_bandwidth_Bps=1e9), toy_calibration(), 0.0)
+    network = FluidNetwork(env, {"nvl": 1e9, "nic": 1e9})
+    run_task(env, ops, costs, network, ("nvl",), timing, nic_links=("nic",))
+    env.run()
+    return timing, next(env._eid)
+
+
+def test_a_cross_node_collective_resumes_when_its_later_half_lands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The a2a ends when its NVLink half does, at 2 ms; post 2-3 ms. Yielding the halves in turn skips the
+    joined event's step."""
+    pair, pair_events = _cross_node_a2a(monkeypatch, False)
+    joined, joined_events = _cross_node_a2a(monkeypatch, True)
+    for timing in (pair, joined):
+        spans = [(index, round(begin * 1e3, 9), round(end * 1e3, 9)) for index, begin, end in sorted(timing.intervals)]
+        assert spans == [(0, 0.0, 2.0), (1, 2.0, 3.0)]
+    assert pair_events < joined_events
