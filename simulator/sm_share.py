@@ -71,7 +71,8 @@ class SmShare:
     def __init__(self, env: simpy.Environment, sm_count: int) -> None:
         self.env, self.sm_count = env, sm_count
         self.held = 0
-        self._computing: dict[simpy.Process, _Run] = {}  # compute waiting on its end, re-timed when the rate changes
+        # compute waiting on its end, re-timed when the rate changes: a _Run, or compute()'s (start, work, rate, timeout)
+        self._computing: dict[simpy.Process, _Run | tuple] = {}
 
     def hold(self, sms: int) -> None:
         """A communication kernel holding ``sms`` SMs starts."""
@@ -92,12 +93,11 @@ class SmShare:
         one kernel, without compute_run's generator)."""
         env = self.env
         rate = self.rate()
-        run = _Run([(env.now, work_s)], env.now, rate)
-        run.timeout = env.timeout(work_s / rate)
-        process = env.active_process
-        self._computing[process] = run
-        yield run.timeout
-        self._computing.pop(process, None)
+        timeout = env.timeout(work_s / rate)
+        # NOTE: its _Run is built only if the rate changes before it ends (_notify)
+        self._computing[env.active_process] = (env.now, work_s, rate, timeout)
+        yield timeout  # (or the timeout _retime moved the process to)
+        self._computing.pop(env.active_process, None)
 
     def compute_run(
         self, kernels: list[tuple[float, float]]
@@ -121,6 +121,10 @@ class SmShare:
 
     def _notify(self) -> None:
         for process, run in self._computing.items():
+            if type(run) is tuple:  # one kernel of compute(): the _Run it would have had from its start
+                start_s, work_s, rate, timeout = run
+                run = _Run([(start_s, work_s)], start_s, rate)
+                run.timeout = timeout
             retime = Event(self.env)
             retime._ok, retime._value = True, None  # triggered now, urgently: an Interruption's event step
             retime.callbacks.append(lambda _e, process=process, run=run: self._retime(process, run))

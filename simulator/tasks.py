@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import simpy
 
@@ -19,7 +20,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
-from simulator.turns import Turns
+from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, GraphPart, Op, Role
 
@@ -55,6 +56,25 @@ class OpCosts:
     nic_bytes: tuple[float, ...] = ()  # cross-node EP bytes over the NIC (empty when no op uses it)
     comm_sms: tuple[int, ...] = ()  # SMs each collective's kernel holds (empty when none holds any)
     sm_count: int = 0  # the GPU's SMs, shared by communication kernels and the compute beside them
+    kinds: tuple[str, ...] = ()  # each op's kind, stream, group and model FLOPs (workloads.ops.Op)
+    stream_names: tuple[str, ...] = ()
+    groups: tuple = ()
+    model_flops: tuple[float, ...] = ()
+
+    @cached_property
+    def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:
+        """Per op, how _summarize counts it (_BUSY, _FUSED, _EXPOSED: a compute-stream collective, _OVERLAPPED),
+        its group and its model FLOPs."""
+        return (
+            tuple(_tally(kind, stream) for kind, stream in zip(self.kinds, self.stream_names)),
+            self.groups,
+            self.model_flops,
+        )
+
+    @cached_property
+    def steps(self) -> tuple[tuple[str, int, float, tuple[int, ...], float], ...]:
+        """Per op, what a stream reads to lay it out: (kind, host sync before it, issue offset, waits, compute s)."""
+        return tuple(zip(self.kinds, self.sync_before, self.issue_offset_s, self.waits, self.compute_s))
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -86,7 +106,22 @@ class OpCosts:
             tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
             sms if any(sms := tuple(comm_kernel_sms(op, cal) for op in ops)) else (),
             gpu.sm_count,
+            tuple(op.kind for op in ops),
+            tuple(op.stream for op in ops),
+            tuple(op.group for op in ops),
+            tuple(op.model_flops for op in ops),
         )
+
+
+_BUSY, _FUSED, _EXPOSED, _OVERLAPPED = range(4)  # how _summarize counts an op's interval
+
+
+def _tally(kind: str, stream: str) -> int:
+    if kind == FUSED:
+        return _FUSED
+    if kind == COLLECTIVE:
+        return _EXPOSED if stream == COMPUTE else _OVERLAPPED
+    return _BUSY
 
 
 def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
@@ -135,6 +170,9 @@ def run_task(
     NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
     simpy only where time must pass for others: before a collective, before waiting on another stream,
     and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
+    On a link of its own (the folded stage's NVLink, no NIC bytes, no lanes, no rate observers) a stream
+    whose fellow streams all wait for its signals advances through collectives and fused ops the same way
+    (_Quiet): nothing can share its link or SMs until it signals.
     """
     start_s = env.now
     if lanes:
@@ -150,20 +188,24 @@ def run_task(
         finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
         finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
         return finished
+    # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
+    # watches its rates).
+    own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
     if transfer is None:
 
-        def transfer(index: int, nbytes: float) -> simpy.Event:
+        def transfer(index: int, nbytes: float) -> simpy.Event | tuple[simpy.Event, simpy.Event]:
             event = network.transfer(comm_links, nbytes)
             if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
                 event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
             return event
 
     done_at: list[float | None] = [None] * len(ops)
-    signals = {index: env.event() for index in costs.signalled}
+    signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
+    quiet = _Quiet(len(streams), network, comm_links, own_link) if QUIET else None
     procs = [
-        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms))
+        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet))
         for indices in streams
     ]
     finished = env.all_of(procs)
@@ -171,7 +213,14 @@ def run_task(
     return finished
 
 
-def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> simpy.Event:
+def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> tuple[simpy.Event, simpy.Event]:
+    """``first & second`` as the pair itself: a collective's stream yields each in turn and so resumes when the
+    later of the two is processed, an event step before ``first & second`` would have resumed it (the same
+    instant); a fused op, which notes when its transfer ends, joins them (_joined)."""
+    return first, second
+
+
+def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> simpy.Event:
     """An event that fires once ``first`` and ``second`` have: ``first & second``'s event steps (it is scheduled
     when the later of the two is processed), without building a simpy Condition and its value."""
     done = env.event()
@@ -192,36 +241,100 @@ def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> sim
 
 def _one_stream(env, ops, costs, network, comm_links, timing):
     """A single-stream task on an otherwise idle link, timed without intermediate events."""
-    rate_Bps = min(network.capacities_Bps[link] for link in comm_links) if comm_links else 0.0
-    start_s = clock = env.now
-    done_at: list[float] = [0.0] * len(ops)
-    for index, op in enumerate(ops):
-        sync = costs.sync_before[index]
-        clock = max(clock, (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index])
-        begin = clock
-        if op.kind == COLLECTIVE or op.kind == FUSED:
-            nbytes = costs.wire_bytes[index]
-            network.account(comm_links, nbytes)
-            comm_s = nbytes / rate_Bps if nbytes > 0 and comm_links else 0.0
-            if op.kind == COLLECTIVE:
-                clock = begin + costs.latency_s[index] + comm_s
-            else:
-                compute_s = costs.compute_s[index]
-                clock = max(begin + compute_s, begin + comm_s)
-                clock += fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]
-        else:
-            clock += costs.compute_s[index]
-        timing.intervals.append((index, begin, clock))
-        done_at[index] = clock
+    done_at: list[float | None] = [None] * len(ops)
+    alone = _Quiet(1, network, comm_links, True)
+    _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, alone, False)
     yield env.timeout(clock - env.now)
 
+
+def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm):
+    """Lay out a stream's ops from ``indices[position]`` on (issued from ``clock`` on) as arithmetic, with the
+    GPU (and, if ``quiet.own_link``, its links) to themselves: up to and including the first op in ``stops``
+    (another stream waits for it), or up to the first that waits for an op not done (or, without a link of
+    its own, the first collective or fused op). Returns the position after the last op laid out and its
+    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does."""
+    steps, intervals, count = costs.steps, timing.intervals, len(indices)
+    network, links, rate_Bps, own_link = quiet.network, quiet.links, quiet.rate_Bps, quiet.own_link
+    while position < count:
+        index = indices[position]
+        kind, sync, offset, waits, compute_s = steps[index]
+        for other in waits:
+            end = done_at[other]
+            if end is None:
+                return position, clock
+            clock = max(clock, end)
+        issued = (done_at[sync] if sync >= 0 else start_s) + offset
+        begin = clock = max(clock, issued)
+        if kind == COLLECTIVE or kind == FUSED:
+            if not own_link:
+                return position, clock
+            clock, gemm_end = _alone_s(ops[index], index, begin, costs, network, links, rate_Bps)
+            if record_gemm and kind == FUSED:
+                timing.slowed_gemm_s[index] = gemm_end - begin
+        else:
+            clock += compute_s
+        intervals.append((index, begin, clock))
+        done_at[index] = clock
+        position += 1
+        if index in stops:
+            break
+    return position, clock
+
+
+def _alone_s(op, index, begin, costs, network, links, rate_Bps) -> tuple[float, float]:
+    """(end, GEMM end) of a collective or fused op that starts at ``begin`` with the GPU's SMs to itself and
+    ``links`` to its lone flow (at ``rate_Bps``, the links' bottleneck): the event path's arithmetic."""
+    nbytes = costs.wire_bytes[index]
+    network.account(links, nbytes)
+    comm_s = nbytes / rate_Bps if nbytes > 0 and links else 0.0
+    if op.kind == COLLECTIVE:
+        return begin + costs.latency_s[index] + comm_s, begin
+    compute_s = costs.compute_s[index]
+    end = max(begin + compute_s, begin + comm_s)
+    return end + (fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]), begin + compute_s
+
+
+class _Quiet:
+    """Which stream of a task may act now: while every other stream waits for a signal from the one that runs,
+    nothing can hold SMs or ask for the GPU's turn beside its compute, so it lays that out as arithmetic and
+    lets time pass only where it signals another stream. On a link of its own (``own_link``: no one else's
+    flows) nothing can share its collectives' and fused ops' link either, so it times those too
+    (simulator.tasks._alone_s); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
+    flows) they take the event path."""
+
+    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "waiters")
+
+    def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool) -> None:
+        self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
+        self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
+        self.network, self.links, self.own_link = network, links, own_link
+        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if own_link and links else 0.0
+
+    def block(self, op: int) -> None:
+        self.running -= 1
+        self.waiters[op] = self.waiters.get(op, 0) + 1
+
+    def wake(self, op: int) -> None:
+        """``op``'s signal fired: its waiters resume at this instant, so they count as running from now."""
+        self.running += self.waiters.pop(op, 0)
+
+    def alone(self, kind: str) -> bool:
+        """Whether the running stream may lay out its next op, of ``kind``, as arithmetic."""
+        if kind == COLLECTIVE or kind == FUSED:
+            return self.own_link and self.running == 1 and not self.network.active_flows
+        return self.running == 1
+
+
+# A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
+# False steps every op with events (tests/test_quiet_streams.py compares the two).
+QUIET = True
 
 # Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
 # False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
 BATCH_COMPUTE = True
 
 
-def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None):
+def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None):
     clock = env.now  # this stream's own time; >= env.now
     batch = BATCH_COMPUTE and sms is not None and gpu is None
     position = 0
@@ -234,19 +347,35 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if done_at[other] is None:  # not finished yet: let time pass, then wait for it
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
-                yield signals[other]
-                clock = env.now
+                if done_at[other] is None:
+                    if quiet is not None:
+                        quiet.block(other)
+                    signal = signals.get(other)
+                    if signal is None:
+                        signal = signals[other] = env.event()
+                    yield signal
+                clock = max(env.now, done_at[other])  # it ended while this stream waited, maybe with its end ahead
             elif done_at[other] > clock:
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         clock = max(clock, issued)
+        if quiet is not None and quiet.alone(op.kind):  # NOTE: no one can interrupt it: lay out what it can
+            position, clock = _run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
+                                         quiet, sms is not None)  # fmt: skip
+            signal = signals.pop(indices[position - 1], None)
+            if signal is not None:
+                if clock > env.now:
+                    yield env.timeout(clock - env.now)
+                signal.succeed()
+                quiet.wake(indices[position - 1])
+            continue
         takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
         shares = sms is not None and op.kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
         if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
-            if turn is not None:
+            if turn is not None and turn is not GRANTED:
                 yield turn
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
@@ -256,12 +385,19 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     sms.hold(held)
                 if costs.latency_s[index]:
                     yield env.timeout(costs.latency_s[index])
-                yield transfer(index, costs.wire_bytes[index])
+                done = transfer(index, costs.wire_bytes[index])
+                if type(done) is tuple:  # NVLink and NIC halves (both): resume once the later is processed
+                    yield done[0]
+                    yield done[1]
+                else:
+                    yield done
                 if held:
                     sms.release(held)
             elif op.kind == FUSED:
                 compute_s = costs.compute_s[index]
                 comm = transfer(index, costs.wire_bytes[index])
+                if type(comm) is tuple:
+                    comm = _joined(env, *comm)
                 comm_end = []
                 comm.callbacks.append(lambda _e, ends=comm_end: ends.append(env.now))
                 if sms is not None:
@@ -277,7 +413,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     yield env.timeout(tail_s)
                     tail_s = 0.0
             elif batch:  # this compute op and the plain compute ops after it that need no one: one timeout
-                run = _compute_run(ops, indices, position - 1, costs, done_at, signals, start_s, env.now)
+                run = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
                 begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
                 for (other, _), other_begin, end in zip(run[:-1], begins, ends):
                     timing.intervals.append((other, other_begin, end))
@@ -296,20 +432,26 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             clock += costs.compute_s[index]
         timing.intervals.append((index, begin, clock))
         done_at[index] = clock
-        if index in signals:
+        # NOTE: a stream that waits for this op later finds it in done_at (its end, maybe still ahead of now)
+        signal = signals.pop(index, None)
+        if signal is not None:
             if clock > env.now:
                 yield env.timeout(clock - env.now)
-            signals[index].succeed()
+            signal.succeed()
+            if quiet is not None:
+                quiet.wake(index)
+    if quiet is not None:
+        quiet.running -= 1  # done: it starts nothing more
     if clock > env.now:
         yield env.timeout(clock - env.now)
 
 
-def _compute_run(ops, indices, position, costs, done_at, signals, start_s, now) -> list:
+def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
     """(op, (ready time, idle-GPU work s)) of the op at ``position`` of a stream (ready now) and the plain
     compute ops after it that start once the one before ends, each not before the host has issued it and its
     other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
     run = [(indices[position], (now, costs.compute_s[indices[position]]))]
-    while run[-1][0] not in signals and position + 1 < len(indices):
+    while run[-1][0] not in costs.signalled and position + 1 < len(indices):  # one may come to wait for it
         position += 1
         index = indices[position]
         if ops[index].kind in (COLLECTIVE, FUSED, HOST_SYNC):
@@ -330,23 +472,28 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
     busy: list[tuple[float, float]] = []
     exposed: dict[str, float] = {}
     overlapped: list[tuple[int, float, float]] = []
+    kinds, groups, flops = costs.tallies
+    model_flops = timing.model_flops
     for index, begin, end in timing.intervals:
-        op = ops[index]
-        timing.model_flops += op.model_flops
-        if op.kind == FUSED:
+        model_flops += flops[index]
+        kind = kinds[index]
+        if kind == _BUSY:
+            busy.append((begin, end))
+        elif kind == _FUSED:
             gemm_s = timing.slowed_gemm_s.get(index, costs.compute_s[index])
             busy.append((begin, begin + gemm_s))
-            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin) - gemm_s
-        elif op.kind == COLLECTIVE and op.stream == COMPUTE and not lanes:
-            exposed[op.group] = exposed.get(op.group, 0.0) + (end - begin)
-        elif op.kind == COLLECTIVE:
-            overlapped.append((index, begin, end))
+            group = groups[index]
+            exposed[group] = exposed.get(group, 0.0) + (end - begin) - gemm_s
+        elif kind == _EXPOSED and not lanes:
+            group = groups[index]
+            exposed[group] = exposed.get(group, 0.0) + (end - begin)
         else:
-            busy.append((begin, end))
+            overlapped.append((index, begin, end))
+    timing.model_flops = model_flops
     timing.compute_busy_s = sum(end - begin for begin, end in busy)
     busy.sort()
     starts = [b_begin for b_begin, _ in busy]
-    for index, begin, end in overlapped:
+    for index, begin, end in overlapped:  # (none without a collective off the compute stream)
         hidden = 0.0
         # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
         # starting before ``begin`` can intersect [begin, end).
