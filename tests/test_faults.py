@@ -238,10 +238,14 @@ def test_failed_nic_reroutes_and_costs() -> None:
 # --- (4) folded == unfolded ----------------------------------------------------------------------------
 
 
-def _unfolded_case(model: ModelSpec, gpus: int, n: int, pp: int, layout: str = "megascale-moe"):
+def _unfolded_case(model: ModelSpec, gpus: int, n: int, pp: int, layout: str = "megascale-moe", m: int = 0):
+    """m micro-batches per replica, 2 pp unless given: 1F1B's warm-up, p + 1 steady pairs and cool-down, each
+    phase of a fault's effect; more only repeat the steady pair and cost the unfolded engine linearly."""
     lay = layout_preset(layout).with_(pp=pp, intra_size=n)
     cluster = cluster_preset("h800", gpus, domain_gpus=n)
-    return StepWorkload(model, lay, gpus, n, gpus // (n * pp) * 8, 512), cluster
+    workload = StepWorkload(model, lay, gpus, n, gpus // (n * pp) * (m or 2 * pp), 512)
+    assert workload.micro_batches == (m or 2 * pp)
+    return workload, cluster
 
 
 EXACT = [
@@ -295,7 +299,7 @@ def test_where_folding_is_not_exact() -> None:
     charges both to every replica's stage, so the unfolded step differs, by well under 1%. On one GPU the
     same two faults are exact: the fault-free replica waits for the slow one at each DP bucket (a ring
     collective, tests/test_dp_ring.py) instead of pushing its gradients early onto the slow NIC."""
-    workload, cluster = _unfolded_case(SMALL, 32, 8, 2)
+    workload, cluster = _unfolded_case(SMALL, 32, 8, 2, m=8)
     one_gpu = Faults(stragglers=[(5, 1.5)], degraded=[("nic", 5, 3.0)])
     folded = Engine(workload, cluster, faults=one_gpu).run().step_time_s
     unfolded = Engine(workload, cluster, placement="unfolded", faults=one_gpu).run().step_time_s
