@@ -249,6 +249,9 @@ def test_recompute_flags() -> None:
     assert (full.recompute, full.recompute_kept_layers) == ("full", 8 - 3)  # the first 3 of 8 layers recompute
     selective = layout("--bf16 --recompute-activations")
     assert (selective.recompute, selective.recompute_modules) == ("selective", ("core_attn",))  # Megatron default
+    # --recompute-activations wins over --recompute-granularity full, which then needs no method (the fuzzer's find).
+    overridden = layout("--bf16 --recompute-activations --recompute-granularity full")
+    assert (overridden.recompute, overridden.recompute_kept_layers) == ("selective", 0)
     modules = layout("--bf16 --recompute-granularity selective --recompute-modules moe layernorm")
     assert modules.recompute_modules == ("moe", "layernorm")
     for flags, rule in (

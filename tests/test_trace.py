@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections import defaultdict
+from functools import cache
 from itertools import pairwise
 
 import pytest
@@ -18,6 +19,7 @@ from simulator.trace import (
     NIC_PP_T,
     TASKS,
     Timeline,
+    TracedRun,
     chrome_trace,
     simulate_with_trace,
     stream_trace,
@@ -69,10 +71,16 @@ def test_cli_trace_file(tmp_path) -> None:
     _assert_no_overlap(trace)
 
 
+@cache
+def _traced(layout: str) -> TracedRun:
+    """The paper's model on 240 GPUs, 30 sequences, traced: one run for the tests that only read it."""
+    return simulate_with_trace("paper-352b", layout, 240, global_batch=30)
+
+
 @pytest.mark.parametrize("layout", ["megascale-moe", "megatron-lm"])
 def test_compute_track_matches_stage_busy(layout: str) -> None:
     """Compute-track busy time per stage equals the engine's compute_busy_s; threads never overlap."""
-    report, result, trace, *_ = simulate_with_trace("paper-352b", layout, 240, global_batch=30)
+    report, result, trace, *_ = _traced(layout)
     _assert_no_overlap(trace)
     threads = _threads(trace)
     for (pid, tid), events in _by_thread(trace).items():
@@ -85,7 +93,7 @@ def test_compute_track_matches_stage_busy(layout: str) -> None:
 
 def test_flows_and_counters() -> None:
     """Every PP send gets a flow start and finish; NIC utilisation stays within [0, 1]."""
-    run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=30)
+    run = _traced("megascale-moe")
     trace = run.trace
     sends = [t for t in run.timeline.transfers if t.kind == "pp"]
     starts = [e for e in trace["traceEvents"] if e["ph"] == "s"]
@@ -244,9 +252,9 @@ def test_steady_state_ops_drawn_once_and_gzip(tmp_path) -> None:
     starts, and the drawn compute plus each elided task's twin's still adds up to the engine's compute time.
     A .json.gz path writes the same JSON gzipped, byte for byte the same each time."""
     run = simulate_with_trace("paper-352b", "megascale-moe", 240, global_batch=90)  # PP 15, 45 micro-batches
-    full = chrome_trace(run.timeline, all_ops=True)
+    full = run.trace  # the default trace, built once: small, so every op (chrome_trace's all_ops=True)
+    assert full["otherData"]["ops_drawn"] == "all"
     short = chrome_trace(run.timeline, all_ops=False)
-    assert chrome_trace(run.timeline)["otherData"]["ops_drawn"] == "all"  # small: every op by default
     markers = [e for e in short["traceEvents"] if e["ph"] == "i"]
     assert [e["pid"] for e in markers] == list(range(1, 16))  # F16 is drawn, its twins from F17 on are not
     assert all(e["args"]["first_elided"] == "F17" and e["args"]["elided_tasks"] > 0 for e in markers)

@@ -255,10 +255,17 @@ def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:
         fields["delay_wgrad"] = False
 
 
+def _granularity(args: dict[str, Any]) -> str | None:
+    """--recompute-activations overrides --recompute-granularity with selective (Megatron-LM
+    megatron/training/arguments.py validate_args: ``if args.recompute_activations: args.recompute_granularity =
+    'selective'``)."""
+    return "selective" if args.get("--recompute-activations") else args.get("--recompute-granularity")
+
+
 def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
     """--recompute-granularity full (method block / uniform) or selective (--recompute-modules, default
     core_attn: TransformerConfig.__post_init__); none without it."""
-    granularity = "selective" if args.get("--recompute-activations") else args.get("--recompute-granularity")
+    granularity = _granularity(args)
     method, layers = args.get("--recompute-method"), args.get("--recompute-num-layers")
     if granularity is None:
         for flag in ("--recompute-method", "--recompute-num-layers", "--recompute-modules"):
@@ -425,7 +432,7 @@ def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], no
         "schedule": "interleaved" if chunks > 1 else "1f1b",
         "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
     }
-    if args.get("--recompute-granularity") == "full":
+    if _granularity(args) == "full":
         recomputed = args["--recompute-num-layers"]
         if args["--recompute-method"] == "block":  # the first N layers of each chunk; the rest keep theirs
             out["recompute_kept_layers"] = max(max(blocks) - recomputed, 0)
