@@ -80,11 +80,12 @@ def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: in
         assert short.phase_spans[phase][0] == pytest.approx(total, rel=REL)
 
 
-def test_cross_node_ep_runs_at_op_level_and_extrapolates() -> None:
-    """Tasks that share the NIC with PP sends run at op level (not memoizable); their step repeats too."""
+def test_cross_node_ep_extrapolates_to_the_op_level_run() -> None:
+    """Tasks that share the NIC with PP sends run at op level where they meet another flow (simulator/
+    nic_replay.py); their step repeats too, and extrapolates to the all-op-level run (memoize=False)."""
     workload, cluster = _workload(32, 96, model="deepseekmoe", ep=16, pp=2)
     assert workload.tasks_use_nic
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION, memoize=False).run()
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
     assert short.steady_runs and short.simulated_ops < full.simulated_ops
     _assert_same_report(
