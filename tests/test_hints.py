@@ -1,48 +1,24 @@
-"""Errors that say what to do: the nearest GPU counts, layout fields and options that would fit."""
+"""The GPU-count hint of a layout that does not divide the cluster (workloads/hints.py)."""
 
-from __future__ import annotations
-
-import pytest
-
-from experiments.cli import main
+from workloads.hints import gpus_hint
+from workloads.layouts import LAYOUT_PRESETS
+from workloads.models import MODEL_PRESETS
 
 
-def _error(capsys, argv: list[str]) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1  # one line
-    return err
+def test_a_huge_gpu_count_gets_its_hint_without_counting_to_it() -> None:
+    """Found by test_fuzz_simulate_arguments: --gpus 10**18 + 1 looped over every pipeline degree up to the
+    GPU count. A stage holds at least one layer, so only pp <= num_layers is tried: paper-352b's 60 layers and
+    the megascale-moe layout's intra size 8 give 10**18 + 1 (odd) no fitting pp, and the nearest multiples."""
+    model, layout = MODEL_PRESETS["paper-352b"], LAYOUT_PRESETS["megascale-moe"]
+    unit = layout.intra_size * layout.cp * layout.pp
+    gpus = 10**18 + 1
+    below = gpus // unit * unit
+    assert gpus_hint(model, layout, gpus) == f"; try --gpus {below} or {below + unit}"
 
 
-def test_gpus_that_do_not_divide_name_counts_and_pp(capsys) -> None:
-    err = _error(capsys, ["run", "--model", "mixtral-8x22b", "--gpus", "128"])
-    assert "not a multiple of intra_size x pp = 120; try --gpus 120 or 240, or --set pp=8 (or 4, 2)" in err
-
-
-def test_suggested_pp_runs(capsys) -> None:
-    assert main(["run", "--model", "mixtral-8x22b", "--gpus", "128", "--cluster", "h100", "--set", "pp=8"]) == 0
-
-
-def test_batch_hint(capsys) -> None:
-    assert "try --global-batch 30 or 32" in _error(capsys, ["run", "--global-batch", "31"])
-
-
-def test_layers_hint(capsys) -> None:
-    err = _error(capsys, ["run", "--model", "mixtral-8x22b", "--gpus", "120"])
-    assert "56 layers not divisible by pp x virtual_stages = 15; try --set uneven_pp=true or --set pp=1" in err
-
-
-@pytest.mark.parametrize(
-    ("flags", "term", "option"),
-    [
-        (["--set", "pp=10", "--set", "schedule=dualpipe"], "grads", "--set zero_stage=2"),
-        (
-            ["--set", "recompute=none", "--micro-batch", "2", "--global-batch", "60"],
-            "activations",
-            "--set recompute=sar",
-        ),
-    ],
-)
-def test_oom_names_biggest_term_and_option(capsys, flags: list[str], term: str, option: str) -> None:
-    err = _error(capsys, ["run", "--gpus", "240", *flags])
-    assert f"the biggest term is {term} (" in err and f"try {option}" in err and "--allow-oom" in err
+def test_the_hint_names_the_nearest_counts_and_pps_that_fit() -> None:
+    """200 GPUs of paper-352b (60 layers) on megascale-moe (intra size 8, pp 15): 8 x 15 = 120 does not divide
+    200, whose nearest multiples are 120 and 240; 200 % (8 pp) == 0 for pp 1, 5, 25, of which 1 and 5 divide
+    the 60 layers, nearest to 15 first."""
+    model, layout = MODEL_PRESETS["paper-352b"], LAYOUT_PRESETS["megascale-moe"]
+    assert gpus_hint(model, layout, 200) == "; try --gpus 120 or 240, or --set pp=5 (or 1)"

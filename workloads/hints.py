@@ -22,9 +22,10 @@ def nearest_multiples(value: int, unit: int) -> list[int]:
 def _pp_that_fit(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> list[int]:
     """Pipeline degrees that divide the cluster (and the layers, unless uneven_pp), nearest to layout.pp first."""
     unit = layout.intra_size * layout.cp
+    # NOTE: a stage holds at least one layer, so pp <= num_layers also bounds the loop for absurd GPU counts
     fits = [
         pp
-        for pp in range(1, num_gpus // unit + 1)
+        for pp in range(1, min(num_gpus // unit, model.num_layers) + 1)
         if num_gpus % (unit * pp) == 0
         and (layout.uneven_pp or layout.block_layers or model.num_layers % (pp * layout.virtual_stages) == 0)
     ]
