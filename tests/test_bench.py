@@ -50,10 +50,14 @@ def test_bench_rows_structure() -> None:
 def test_a_single_point_row_and_its_json(capsys: pytest.CaptureFixture[str]) -> None:
     """A step's row: wall and CPU time, its step (equal to simulate()'s), ops, memory; --json prints it."""
     point = BenchPoint("tiny", gpus=240, global_batch=60)
-    row = measure(point, event_s=1e-6)
+    row = measure(point)
     assert row["step_time_s"] == simulate("paper-352b", "megascale-moe", 240, global_batch=60).step_time_s
     assert row["steps"] == 1 and row["micro_batches"] == 30 and row["steady_runs"] == []  # 30 < 2 x 35 + 1
     assert row["simulated_ops"] > 0 and row["represented_ops"] > row["simulated_ops"] and row["peak_mem_mib"] > 0
+    # the per-op ratio divides the engine's time by the bare simpy event timed after this row's run
+    assert row["cost_per_op_vs_simpy"] == pytest.approx(
+        row["engine_s"] / row["simulated_ops"] / (row["event_us"] * 1e-6)
+    )
     assert "tiny" in format_bench([row])
     assert main(["bench", "--point", "bare-simpy", "--json"]) == 0
     (line,) = capsys.readouterr().out.strip().splitlines()
