@@ -311,6 +311,14 @@ class Engine:
         for place in self.placement.places:
             self.env.process(self._stage_with_sync(place))
         self.env.run()
+        # Every place ends with its optimizer step; one that did not waits for an event nothing will fire (a
+        # barrier a member never joined): say so rather than report a step that stopped short.
+        stuck = [place for place, log in self._logs.items() if log.end_s <= 0.0]
+        if stuck:
+            raise RuntimeError(
+                f"engine: {len(stuck)} place(s) never finished the step (first: {stuck[0]}): a transfer or "
+                "collective waited for a member that never joined; this is a simulator bug, please report it"
+            )
         step_time_s = max(log.end_s for log in self._logs.values())
         result = EngineResult(
             step_time_s,

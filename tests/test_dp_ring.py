@@ -68,3 +68,14 @@ def test_every_replica_ends_with_the_straggler() -> None:
         slow, ahead = engine._logs[Place(0, stage, 0)], engine._logs[Place(1, stage, 0)]
         assert ahead.pipeline_end_s < slow.pipeline_end_s  # replica 1 is ahead ...
         assert ahead.end_s == slow.end_s  # ... until its gradients reduce with replica 0's
+
+
+def test_a_barrier_never_joined_is_an_error_not_a_short_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DP bucket whose event nothing fires (a ring member that never joins) leaves its places without an
+    end: the engine says so instead of returning a step that stopped short (end_s 0)."""
+    layout = layout_preset("megascale-moe").with_(pp=2, intra_size=8)
+    workload = StepWorkload(SMALL, layout, 32, 8, 16, 512)
+    engine = Engine(workload, cluster_preset("h800", 32, domain_gpus=8))
+    monkeypatch.setattr(engine.placement, "dp_transfer", lambda *_: engine.env.event())
+    with pytest.raises(RuntimeError, match="never finished the step"):
+        engine.run()
