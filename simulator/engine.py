@@ -116,8 +116,9 @@ class Engine:
         self.memoize = memoize and placement.memoizable
         # Tasks on the NIC are replayed and verified (simulator/nic_replay.py); a probe watching link rates
         # would miss the replayed flows, so it gets every task at op level.
-        self.nic_replay = memoize and isinstance(placement, FoldedPlacement) and placement.kind == "folded"
-        self.nic_replay = self.nic_replay and not self.memoize and not watches_rates(self.probes)
+        self.nic_replay = (
+            memoize and not self.memoize and isinstance(placement, FoldedPlacement) and not watches_rates(self.probes)
+        )
         self.timer: MemoTimer | OpTimer | NicReplayTimer = self._memo if self.memoize else OpTimer(placement, costs)
         if self.nic_replay:
             self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced)

@@ -16,7 +16,8 @@ stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC share
 every member of a stage waits for the slowest (each intra-node collective is a barrier, so the whole group
 runs at the straggler's pace), that DP rings and PP transfers run at their slowest member's pace (every
 replica's stage is charged the fault: a DP bucket is a ring collective, so a fault-free replica's buckets
-wait for the slow one's, as UnfoldedPlacement.dp_transfer makes them), and that a failed NIC's detour over NVLink costs NVLink nothing.
+wait for the slow one's, as UnfoldedPlacement.dp_transfer makes them), and that a failed NIC's detour over
+NVLink costs NVLink nothing.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
+
 import pytest
 
 from simulator.engine import Engine, EngineResult
@@ -30,3 +33,14 @@ def assert_steps_match(fast: EngineResult, slow: EngineResult) -> None:
             assert getattr(fast_log, name) == pytest.approx(getattr(slow_log, name), rel=1e-9, abs=1e-12), name
         assert fast_log.model_flops == pytest.approx(slow_log.model_flops, rel=1e-12)
         assert fast_log.exposed_comm_s == pytest.approx(slow_log.exposed_comm_s, rel=1e-9, abs=1e-12)
+
+
+def assert_fast_path_exact_and_cheaper(
+    monkeypatch: pytest.MonkeyPatch, module: ModuleType, switch: str, case: Callable[[], tuple[StepWorkload, int]]
+) -> None:
+    """The step of ``case`` with ``module.switch`` on schedules fewer simpy events than with it off, and matches it."""
+    fast, fast_events = run_op_level(case())
+    monkeypatch.setattr(module, switch, False)
+    slow, slow_events = run_op_level(case())
+    assert fast_events < slow_events
+    assert_steps_match(fast, slow)

@@ -27,18 +27,8 @@ def test_report_splits_the_bubble(capsys: pytest.CaptureFixture[str]) -> None:
     assert report.schedule_bubble + report.imbalance_idle == pytest.approx(report.bubble_fraction)
     assert report.imbalance_idle >= 0
     assert report.recompute_fit == ""
-    argv = [
-        "run",
-        "--gpus",
-        "240",
-        "--global-batch",
-        "30",
-        "--layout",
-        "megatron-lm",
-        "--set",
-        "recompute_to_fit=true",
-        "--json",
-    ]
+    argv = ["run", "--gpus", "240", "--global-batch", "30", "--layout", "megatron-lm", "--json"]
+    argv += ["--set", "recompute_to_fit=true"]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["recompute_fit"].startswith("recompute_kept_layers=")

@@ -26,6 +26,12 @@ CAL = toy_calibration(host_launch_s=10e-6)
 SEQ = 4096
 
 
+def _qkv_to_attention(steps) -> list[str]:
+    """The names of the steps from the QKV projection to FlashAttention, both included."""
+    names = [s.name for s in steps]
+    return names[names.index("qkv_proj") : names.index("flash_attn") + 1]
+
+
 def _steps(steps, *names: str):
     return [next(s for s in steps if s.name == name) for name in names]
 
@@ -45,13 +51,7 @@ def test_qk_norm_and_rope_bytes_by_hand() -> None:
     steps = attention_recipe(QWEN3, LayoutSpec("t", attention="tp", intra_size=1), SEQ)
     norm, rope = _steps(steps, "qk_norm", "rope")
     assert (norm.mem_bytes, norm.kernels, rope.mem_bytes, rope.kernels) == (75_497_472, 2, 79_691_776, 2)
-    names = [s.name for s in steps]
-    assert names[names.index("qkv_proj") : names.index("flash_attn") + 1] == [
-        "qkv_proj",
-        "qk_norm",
-        "rope",
-        "flash_attn",
-    ]
+    assert _qkv_to_attention(steps) == ["qkv_proj", "qk_norm", "rope", "flash_attn"]
 
 
 def test_qk_bytes_follow_the_heads_and_positions_of_a_gpu() -> None:
@@ -62,14 +62,7 @@ def test_qk_bytes_follow_the_heads_and_positions_of_a_gpu() -> None:
     sp = attention_recipe(QWEN3, LayoutSpec("s", attention="sp", intra_size=2), SEQ)
     assert [s.mem_bytes for s in _steps(tp, "qk_norm", "rope")] == [37_748_736, 41_943_040]
     assert [s.mem_bytes for s in _steps(sp, "qk_norm", "rope")] == [37_748_736, 41_943_040]
-    names = [s.name for s in sp]
-    assert names[names.index("qkv_proj") : names.index("flash_attn") + 1] == [
-        "qkv_proj",
-        "sp_a2a_qkv",
-        "qk_norm",
-        "rope",
-        "flash_attn",
-    ]
+    assert _qkv_to_attention(sp) == ["qkv_proj", "sp_a2a_qkv", "qk_norm", "rope", "flash_attn"]
 
 
 def test_without_the_features_the_recipe_is_unchanged() -> None:

@@ -14,7 +14,7 @@ import simpy
 from simulator import tasks
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
-from tests.engine_diff import assert_steps_match, run_op_level
+from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import toy_calibration, toy_gpu
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
@@ -100,11 +100,7 @@ def _tp_overlap() -> tuple[StepWorkload, int]:
 
 @pytest.mark.parametrize("case", [_megascale, _tp_overlap])
 def test_quiet_streams_match_stepped_streams(monkeypatch: pytest.MonkeyPatch, case) -> None:
-    quiet, quiet_events = run_op_level(case())
-    monkeypatch.setattr(tasks, "QUIET", False)
-    stepped, stepped_events = run_op_level(case())
-    assert quiet_events < stepped_events
-    assert_steps_match(quiet, stepped)
+    assert_fast_path_exact_and_cheaper(monkeypatch, tasks, "QUIET", case)
 
 
 def test_a_signal_is_an_event_only_while_someone_waits() -> None:
@@ -158,8 +154,4 @@ def _cross_node() -> tuple[StepWorkload, int]:
 
 
 def test_quiet_compute_off_a_link_of_its_own_matches_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
-    quiet, quiet_events = run_op_level(_cross_node())
-    monkeypatch.setattr(tasks, "QUIET", False)
-    stepped, stepped_events = run_op_level(_cross_node())
-    assert quiet_events < stepped_events
-    assert_steps_match(quiet, stepped)
+    assert_fast_path_exact_and_cheaper(monkeypatch, tasks, "QUIET", _cross_node)

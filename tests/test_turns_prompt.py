@@ -17,7 +17,7 @@ from simulator.costs import deepep_efficiency
 from simulator.network import FluidNetwork
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from simulator.turns import GRANTED, Turns
-from tests.engine_diff import assert_steps_match, run_op_level
+from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import toy_calibration, toy_gpu
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
@@ -81,11 +81,7 @@ def _dualpipe() -> tuple[StepWorkload, int]:
 
 @pytest.mark.parametrize("case", [_cross_node_overlap, _dualpipe])
 def test_prompt_turns_match_resource_steps(monkeypatch: pytest.MonkeyPatch, case) -> None:
-    prompt, prompt_events = run_op_level(case())
-    monkeypatch.setattr(turns, "PROMPT", False)
-    stepped, stepped_events = run_op_level(case())
-    assert prompt_events < stepped_events
-    assert_steps_match(prompt, stepped)
+    assert_fast_path_exact_and_cheaper(monkeypatch, turns, "PROMPT", case)
 
 
 def _cross_node_a2a(monkeypatch: pytest.MonkeyPatch, join: bool) -> tuple[TaskTiming, int]:
