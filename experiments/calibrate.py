@@ -43,7 +43,7 @@ def _bisect(rising: Callable[[float], float], tolerance: float) -> float:
 def implied_residual(case_name: str, base: Calibration = DEFAULT_CALIBRATION, tolerance: float = 2e-3) -> float | None:
     """The compute_residual at which the validation case predicts its measured tokens/s per GPU (None: the case
     does not run; an end of RESIDUAL_RANGE: no residual inside it does)."""
-    from experiments.validate import case_job
+    from experiments.validate import case_job, case_settings
     from experiments.validation_cases import load_cases
     from topologies.errors import ConfigError
 
@@ -54,15 +54,9 @@ def implied_residual(case_name: str, base: Calibration = DEFAULT_CALIBRATION, to
         return None
 
     def error(residual: float) -> float:
+        settings = case_settings(case, allow_oom=True)
         report = simulate(
-            job.model,
-            job.layout,
-            case.gpus,
-            cluster=case.cluster,
-            global_batch=case.global_batch,
-            seq_len=case.seq_len,
-            allow_oom=True,
-            calibration=base.with_(compute_residual=residual),
+            job.model, job.layout, case.gpus, calibration=base.with_(compute_residual=residual), **settings
         )
         return report.tokens_per_s_per_gpu / case.measured_tokens_per_s_per_gpu - 1
 

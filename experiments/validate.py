@@ -141,16 +141,13 @@ def run_case(case: Case) -> CaseResult:
     return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, time.perf_counter() - start)
 
 
+def case_settings(case: Case, allow_oom: bool = False) -> dict[str, Any]:
+    """The simulate() keywords of a case beside its model, layout and GPUs."""
+    return {"cluster": case.cluster, "global_batch": case.global_batch, "seq_len": case.seq_len, "allow_oom": allow_oom}
+
+
 def _simulate(case: Case, job: Job, allow_oom: bool = False) -> Report:
-    return simulate(
-        job.model,
-        job.layout,
-        case.gpus,
-        cluster=case.cluster,
-        global_batch=case.global_batch,
-        seq_len=case.seq_len,
-        allow_oom=allow_oom,
-    )
+    return simulate(job.model, job.layout, case.gpus, **case_settings(case, allow_oom))
 
 
 def mape(results: Iterable[CaseResult]) -> float:
