@@ -50,6 +50,12 @@ class LayoutSpec:
     expert_gemm: str = "grouped"
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
     fused_permute: bool = True  # permutation, router and activation fused into few kernels
+    # Megatron-Core's TopKRouter kernels after the gating GEMM (workloads/router.py): TE's fused router
+    # (--moe-router-fusion), the load-balancing loss (--moe-router-load-balancing-type aux_loss with
+    # --moe-aux-loss-coeff > 0; fused only) and the random logits of --moe-router-force-load-balancing.
+    router_fusion: bool = False
+    router_aux_loss: bool = False
+    router_random_logits: bool = False
     # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
     # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k
     # routed-copy terms are what SAR frees); keep_dispatch keeps the received tokens instead.

@@ -29,6 +29,7 @@ from workloads.ops import (
     Step,
     comm_step,
 )
+from workloads.router import aux_loss_steps, fused_topk_step, random_logits_step
 from workloads.routing import layout_routing_stats
 
 # Unfused permutation / routing / activation (Megatron-LM at the paper's commit): index expansion,
@@ -159,8 +160,18 @@ def shared_expert_steps(model: ModelSpec, local: int) -> list[Step]:
 
 
 def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step]:
+    """Norm, gating GEMM and the router's kernels after it (workloads/router.py under Megatron-Core's flags)."""
     kernels, passes = _kernels_passes(layout)
     h = model.hidden_size
+    scores = local * model.num_experts
+    topk = Step(
+        "router_topk",
+        MEMORY,
+        mem_bytes=passes * 3 * local * model.num_experts * 4,
+        kernels=kernels,
+        module=M,
+        graph=ROUTER,
+    )
     return [
         Step(
             "ffn_norm",
@@ -171,14 +182,9 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
             graph=ROUTER,
         ),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M, graph=ROUTER),
-        Step(
-            "router_topk",
-            MEMORY,
-            mem_bytes=passes * 3 * local * model.num_experts * 4,
-            kernels=kernels,
-            module=M,
-            graph=ROUTER,
-        ),
+        *(random_logits_step(scores) if layout.router_random_logits else []),
+        fused_topk_step(scores) if layout.router_fusion else topk,
+        *aux_loss_steps(layout, scores),
     ]
 
 

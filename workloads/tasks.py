@@ -92,6 +92,11 @@ class _OpList:
         kind = step.kind
         backward = role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
         mem_bytes = step.mem_bytes * (MEMORY_BACKWARD_FACTOR if backward else 1.0)
+        kernels = step.kernels
+        if backward and step.bwd_mem_bytes is not None:
+            mem_bytes = step.bwd_mem_bytes
+        if backward and step.bwd_kernels is not None:
+            kernels = step.bwd_kernels
         if kind == GEMM:
             flops = gemm.flops
             if role != Role.WEIGHT_GRAD:  # the wgrad reuses the column-wise copies (workloads/fp8_quant.py)
@@ -114,7 +119,7 @@ class _OpList:
             attention=step.attention,
             graph=self.graph(step),
             mem_bytes=mem_bytes,
-            kernels=step.kernels,
+            kernels=kernels,
             module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
@@ -385,7 +390,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
             if pending_comm is not None:
                 ops.fuse_into(grad, pending_comm, backward=True)
                 pending_comm = None
-        else:
+        elif step.bwd_kernels != 0:  # 0: the step hands its output gradient through (no backward kernel)
             grad = ops.compute(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd")
             if pending_comm is not None:
                 grad = ops.collective(pending_comm, layer, (grad,), Role.INPUT_GRAD, name=f"{pending_comm.name}.bwd")
