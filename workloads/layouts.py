@@ -25,6 +25,7 @@ EXPERT_GEMMS = ("grouped", "sequential", "multi_stream")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
 EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
+FLEX_BACKENDS = ("", "deepep", "hybridep", "ncclep")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class LayoutSpec:
     router_fusion: bool = False
     router_aux_loss: bool = False
     router_random_logits: bool = False
+    # The flex dispatcher's backend (Megatron --moe-flex-dispatcher-backend): "hybridep" declares HybridEP's own
+    # kernels and routing-map all-gather (workloads/hybridep.py); its dispatch is timed as DeepEP's either way.
+    flex_backend: str = ""
     # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
     # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k
     # routed-copy terms are what SAR frees); keep_dispatch keeps the received tokens instead.
@@ -150,6 +154,7 @@ class LayoutSpec:
             "exp_avg_sq_dtype": MOMENT_DTYPES,
             "fp8_recipe": FP8_RECIPES,
             "ep_dispatcher": EP_DISPATCHERS,
+            "flex_backend": FLEX_BACKENDS,
         }
         for scope in self.cuda_graph_scope:
             if scope not in GRAPH_SCOPES:

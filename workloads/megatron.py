@@ -225,6 +225,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
         # across nodes: flex moves tokens with DeepEP (or HybridEP), the others with NCCL (workloads/ep.py)
         "ep_dispatcher": "deepep" if dispatcher == "flex" else "alltoall",
+        "flex_backend": backend if dispatcher == "flex" and ffn == "ep" else "",
         # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/layouts.py)
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),

@@ -19,6 +19,7 @@ COMM = "comm"
 GEMM = "gemm"
 ATTENTION = "attention"
 MEMORY = "memory"  # memory-bound elementwise kernels (norms, activations, permutations)
+MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
 HOST_SYNC = "host_sync"  # a device-to-host copy the host waits for (e.g. tokens per expert)
 COLLECTIVE = "collective"
 FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE Sec. 4.2)

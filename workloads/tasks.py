@@ -35,6 +35,7 @@ from workloads.ops import (
     GEMM,
     HOST_SYNC,
     MEMORY,
+    MEMORY_BACKWARD_FACTOR,
     TRANSPOSE,
     Gemm,
     GraphPart,
@@ -47,7 +48,6 @@ from workloads.ops import (
 from workloads.precision import Fp8Recipe
 
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs
-MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
 
 LayerSteps = tuple[int, list[Step]]  # (layer index, forward recipe)
 
@@ -368,7 +368,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
         deps = (grad,) if grad >= 0 else ()
         if position - 1 in recomputed:  # this step consumes a recomputed forward value
             deps += (recomputed[position - 1],)
-        if step.kind == HOST_SYNC:
+        if step.kind == HOST_SYNC or step.bwd_kernels == 0 and step.kind == COLLECTIVE:
             continue
         if step.kind == COLLECTIVE:
             dgrad_before = grad >= 0 and ops.ops[grad].kind == GEMM
