@@ -57,7 +57,8 @@ def test_order_around_the_token_count_sync() -> None:
 def test_two_nodes_by_hand() -> None:
     """EP 16 over 2 nodes. Probs cast 2 + 4 B x 16,384 = 98,304 B both ways. All-gather: 15 maps of 16,384 B =
     245,760 B sent per GPU, 2 of 16 ring hops cross nodes: 30,720 B over the NIC, 215,040 B over NVLink.
-    Preprocess: reads the 16 maps, 262,144 B, 2 kernels. Staging: tokens 1,024 x 1,024 x 2 B = 2,097,152 B and
+    Preprocess: reads the 16 maps (262,144 B), then the local experts' map
+    of the 16 x 1,024 tokens that may arrive (1 B each of 16,384) into an int32 row-id map: 344,064 B, 3 kernels. Staging: tokens 1,024 x 1,024 x 2 B = 2,097,152 B and
     FP32 probs 65,536 B, each read and written: 4,325,376 B in 2 copies. The combine's backward copies the
     gradient tokens (4,194,304 B, 1 kernel) besides the unpermute's backward (2 x 3,072 x 1,024 x 2 B =
     12,582,912 B): 2 kernels, 16,777,216 B. Nothing else has a backward."""
@@ -69,7 +70,7 @@ def test_two_nodes_by_hand() -> None:
     assert (cast.kernels, cast.mem_bytes) == (1, 98_304)
     assert (gather.collective, gather.group, gather.group_size) == (ALL_GATHER, Group.EP, 16)
     assert (gather.comm_bytes, gather.nic_bytes) == (215_040, 30_720)
-    assert (pre.kernels, pre.mem_bytes, stage.kernels, stage.mem_bytes) == (2, 262_144, 2, 4_325_376)
+    assert (pre.kernels, pre.mem_bytes, stage.kernels, stage.mem_bytes) == (3, 344_064, 2, 4_325_376)
     back = {op.name: (op.kernels, op.mem_bytes) for op in bwd if op.name.startswith(("hybridep", "unpermute"))}
     assert back == {"hybridep_probs_fp32.bwd": (1, 98_304), "unpermute.bwd": (2, 16_777_216)}
 

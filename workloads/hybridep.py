@@ -11,8 +11,10 @@ and executor/executor.cu, with --moe-permute-fusion-into-hybridep off (Transform
   probs; the router's are BF16 without --moe-router-dtype fp32): 1 kernel, and its cast back in backward.
 - metadata_preprocessing all-gathers every rank's bool routing map over the EP group (Executor::
   allgather_routing_map: NCCL's all_gather_into_tensor across nodes, HybridEP's own NVLink kernel inside one),
-  then runs the preprocess kernel over the gathered map and pad_tokens_per_expert (2 kernels) and synchronizes
-  the stream to read the token counts on the host (the MoE recipe's tokens_per_expert_sync). No backward.
+  then runs the preprocess kernel over the gathered map, permute_preprocessing (the standalone permute's row-id
+  map: reads the local experts' bool map of every token that may arrive, n x tokens x experts / n, and writes
+  it as int32; extension/permute.cu) and pad_tokens_per_expert (3 kernels), and synchronizes the stream to read
+  the token counts on the host (the MoE recipe's tokens_per_expert_sync). No backward.
 - Across nodes Executor::dispatch_preprocess copies the tokens and the FP32 probs into the RDMA buffers
   (2 cudaMemcpyAsync); the dispatch that the combine's backward runs copies the gradient tokens (1).
 """
@@ -24,7 +26,8 @@ from workloads.ops import ALL_GATHER, BYTES_BF16, MEMORY, EpDispatcher, Group, M
 
 BYTES_FP32 = 4
 PROBS_CAST_BYTES_PER_SCORE = BYTES_BF16 + BYTES_FP32  # read BF16, write FP32 (and back in backward)
-PREPROCESS_KERNELS = 2  # the preprocess (scan) kernel and pad_tokens_per_expert
+PREPROCESS_KERNELS = 3  # the preprocess (scan) kernel, permute_preprocessing and pad_tokens_per_expert
+ROW_ID_MAP_BYTES_PER_SCORE = 1 + 4  # permute_preprocessing: the bool map read, the int32 row-id map written
 
 
 def hybridep_before_sync(plan: EpPlan, local: int, num_experts: int) -> list[Step]:
@@ -59,7 +62,8 @@ def hybridep_before_sync(plan: EpPlan, local: int, num_experts: int) -> list[Ste
         Step(
             "hybridep_preprocess",
             MEMORY,
-            mem_bytes=n * scores,  # reads the gathered map; its int32 index outputs are per token and node
+            # the gathered map read, then the row-id map; the scan's per-token index outputs are not counted
+            mem_bytes=n * scores + ROW_ID_MAP_BYTES_PER_SCORE * scores,
             kernels=PREPROCESS_KERNELS,
             bwd_kernels=0,
             module=Module.MOE,
