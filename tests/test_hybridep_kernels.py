@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from workloads.layouts import LayoutSpec
+import pytest
+
+from simulator.engine import Engine
+from tests.engine_diff import assert_steps_match
+from topologies.cluster import cluster_preset
+from workloads.layouts import LayoutSpec, layout_preset
 from workloads.megatron import parse_megatron_args
-from workloads.models import ModelSpec
+from workloads.models import ModelSpec, model_preset
 from workloads.moe import ffn_recipe
 from workloads.ops import ALL_GATHER, Group
+from workloads.step import StepWorkload
 from workloads.tasks import backward_ops, forward_ops
 
 # 16 experts, top-2, hidden 1,024; 1,024 tokens per GPU: 16,384 router scores, 2,048 routed copies.
@@ -105,3 +111,21 @@ def test_megatron_flags() -> None:
     assert backend("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep") == "hybridep"
     assert backend("--moe-token-dispatcher-type flex") == "deepep"
     assert backend("--moe-token-dispatcher-type alltoall") == ""
+
+
+def _cross_node(**changes) -> StepWorkload:
+    """deepseekmoe (28 MoE layers of 64 experts, h 2,048), EP 16 over 2 nodes, 512 tokens per GPU."""
+    layout = layout_preset("megascale-moe").with_(pp=1, ep=16, host_sync_per_moe_layer=True, **changes)
+    return StepWorkload(model_preset("deepseekmoe"), layout, 16, 8, global_batch=2, seq_len=4096)
+
+
+def test_engine_replay_matches_op_level_and_gathers_over_the_nic() -> None:
+    """Memoized (NIC-replayed) against op level with the router's and HybridEP's steps, exact; and against the
+    DeepEP backend the NIC carries just the routing-map all-gathers: 28 layers x 2 of 16 ring hops of 15 maps
+    of 512 x 64 B = 28 x 61,440 B, forward only."""
+    hybrid = _cross_node(flex_backend="hybridep", router_fusion=True, router_random_logits=True)
+    replayed = Engine(hybrid, cluster_preset("h800", 16), memoize=True).run()
+    assert_steps_match(replayed, Engine(hybrid, cluster_preset("h800", 16), memoize=False).run())
+    deepep = Engine(_cross_node(flex_backend="deepep"), cluster_preset("h800", 16)).run()
+    added = replayed.network_bytes[("nic_out", 0)] - deepep.network_bytes[("nic_out", 0)]
+    assert added == pytest.approx(28 * 15 * 512 * 64 * 2 / 16, rel=1e-9)

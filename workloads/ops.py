@@ -227,8 +227,9 @@ class Step:
     graph: GraphPart = GraphPart.NONE  # the layer part a CUDA-graph scope names (workloads/cuda_graphs.py)
     mem_bytes: float = 0.0
     kernels: int = 1
-    # Memory-bound steps whose backward is not the forward's kernels again (None: ``kernels`` kernels moving
-    # MEMORY_BACKWARD_FACTOR x ``mem_bytes``, workloads/tasks.py); 0 kernels: the gradient passes through.
+    # Steps whose backward is not the forward's kernels again (None: ``kernels`` kernels moving
+    # MEMORY_BACKWARD_FACTOR x ``mem_bytes``, workloads/tasks.py); 0: no backward op (the gradient passes
+    # through, or a collective of metadata has no transpose to run).
     bwd_kernels: int | None = None
     bwd_mem_bytes: float | None = None
     collective: str = ""
