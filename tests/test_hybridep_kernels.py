@@ -6,9 +6,9 @@ import pytest
 
 from simulator.engine import Engine
 from tests.engine_diff import assert_steps_match
+from tests.toys import megatron_field
 from topologies.cluster import cluster_preset
 from workloads.layouts import LayoutSpec, layout_preset
-from workloads.megatron import parse_megatron_args
 from workloads.models import ModelSpec, model_preset
 from workloads.moe import ffn_recipe
 from workloads.ops import ALL_GATHER, Group
@@ -102,15 +102,14 @@ def test_other_backends_unchanged() -> None:
     assert [s for s in kept if s.name != "unpermute"] == [s for s in deepep if s.name != "unpermute"]
 
 
-def test_megatron_flags() -> None:
+@pytest.mark.parametrize(
+    "dispatcher, backend",
+    [("flex --moe-flex-dispatcher-backend hybridep", "hybridep"), ("flex", "deepep"), ("alltoall", "")],
+)
+def test_megatron_flags(dispatcher: str, backend: str) -> None:
     """The flex dispatcher's backend is kept (TransformerConfig default deepep); other dispatchers have none."""
-
-    def backend(flags: str) -> str:
-        return parse_megatron_args(f"--expert-model-parallel-size 16 {flags}").layout_fields["flex_backend"]
-
-    assert backend("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep") == "hybridep"
-    assert backend("--moe-token-dispatcher-type flex") == "deepep"
-    assert backend("--moe-token-dispatcher-type alltoall") == ""
+    flags = f"--expert-model-parallel-size 16 --moe-token-dispatcher-type {dispatcher}"
+    assert megatron_field(flags, "flex_backend") == backend
 
 
 def _cross_node(**changes) -> StepWorkload:

@@ -26,6 +26,7 @@ GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
 EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
 FLEX_BACKENDS = ("", "deepep", "hybridep", "ncclep")
+CROSS_ENTROPY_IMPLS = ("", "te")
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class LayoutSpec:
     # The flex dispatcher's backend (Megatron --moe-flex-dispatcher-backend): "hybridep" declares HybridEP's own
     # kernels and routing-map all-gather (workloads/hybridep.py); its dispatch is timed as DeepEP's either way.
     flex_backend: str = ""
+    # The loss after the LM head (workloads/cross_entropy.py): "te" TE's Triton kernels (Megatron
+    # --cross-entropy-loss-fusion --cross-entropy-fusion-impl te); "" three FP32 passes over the logits (assumed).
+    cross_entropy: str = ""
     # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
     # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k
     # routed-copy terms are what SAR frees); keep_dispatch keeps the received tokens instead.
@@ -155,6 +159,7 @@ class LayoutSpec:
             "fp8_recipe": FP8_RECIPES,
             "ep_dispatcher": EP_DISPATCHERS,
             "flex_backend": FLEX_BACKENDS,
+            "cross_entropy": CROSS_ENTROPY_IMPLS,
         }
         for scope in self.cuda_graph_scope:
             if scope not in GRAPH_SCOPES:

@@ -132,6 +132,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_parallel(args, notes),
         **_experts(args, notes),
         **_router(args, notes),
+        "cross_entropy": _cross_entropy(args),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **_data_parallel(args, notes),
@@ -274,6 +275,14 @@ def _router(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "router_aux_loss": "aux_loss" in on,
         "router_random_logits": bool(args.get("--moe-router-force-load-balancing")),
     }
+
+
+def _cross_entropy(args: dict[str, Any]) -> str:
+    """TE's cross-entropy kernels under --cross-entropy-loss-fusion --cross-entropy-fusion-impl te
+    (workloads/cross_entropy.py); the fused "native" impl (Megatron's default) and the unfused loss keep the
+    assumed FP32 passes ("")."""
+    fused = args.get("--cross-entropy-loss-fusion")
+    return "te" if fused and args.get("--cross-entropy-fusion-impl") == "te" else ""
 
 
 def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:

@@ -91,6 +91,9 @@ FLAGS: dict[str, Flag] = {
     "--moe-router-fusion": Flag(S),
     "--moe-router-load-balancing-type": Flag(TS, ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")),
     "--moe-aux-loss-coeff": Flag(TS),
+    # the loss (arguments.py _add_training_args)
+    "--cross-entropy-loss-fusion": Flag(S),
+    "--cross-entropy-fusion-impl": Flag(T, ("native", "te")),
     "--moe-expert-capacity-factor": Flag(F),
     "--moe-pad-expert-input-to-capacity": Flag(S),
     "--moe-grouped-gemm": Flag(S),
@@ -202,7 +205,6 @@ IGNORED: dict[str, str] = {
             "--manual-gc-interval",
             "--ckpt-format",
             "--bias-swiglu-fusion",
-            "--cross-entropy-loss-fusion",
         ),
         LAUNCH,
     ),
