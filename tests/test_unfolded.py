@@ -76,6 +76,13 @@ NIC_SLOW_Bps = 2e9  # a slow NIC, so that PP sends still run when the next task'
 
 TE_TP = {"inter_op_overlap": False, "intra_op_overlap": False}  # Megatron's: only userbuffers overlap
 
+MEGATRON_ROUTER_HYBRIDEP = {
+    "router_fusion": True,
+    "router_aux_loss": True,
+    "router_random_logits": True,
+    "flex_backend": "hybridep",
+    "host_sync_per_moe_layer": True,
+}
 FEATURES = [
     # CP on NVLink: intra_size x cp = 4 GPUs of one node; ring hops on NVLink, DP over the replicas' NICs.
     ("cp-nvlink", TINY, 16, 4, 8, {"intra_size": 2, "cp": 2}, None, None, None),
@@ -119,6 +126,10 @@ FEATURES = [
         None,
     ),
     ("zb1p-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "zb1p"}, None, None, None),
+    # Megatron-Core's router kernels (workloads/router.py) and HybridEP's kernels and routing-map all-gather
+    # (workloads/hybridep.py), EP inside a node. NOTE: across nodes the unfolded ring sends a boundary GPU's whole
+    # all-gather egress over its NIC, where the folded op spreads N/n of it over every rail as NCCL's rings do.
+    ("router-hybridep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 4, **MEGATRON_ROUTER_HYBRIDEP}, None, None, None),
     ("dualpipev", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipev"}, None, None, None),
     ("dualpipev-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipev"}, None, None, None),
     # Megatron-Core's combined 1F1B: steady-state F&B (and F&Bi + W with delay_wgrad) over cross-node EP.

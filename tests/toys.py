@@ -7,6 +7,7 @@ from dataclasses import replace
 from simulator.calibration import Calibration
 from simulator.gemm_efficiency import flat_gemm_table
 from topologies.hardware import GpuSpec
+from workloads.megatron import parse_megatron_args
 from workloads.models import LayerKind, ModelSpec
 from workloads.schedules import PAIRED, Block, Phase, Schedule, TaskKey
 from workloads.step import StepWorkload
@@ -46,6 +47,11 @@ TOY_CALIBRATION = Calibration(
     comm_sms_deepep=0,
     fitted_on=(),
 )
+
+
+def megatron_field(flags: str, field: str) -> object:
+    """The layout field ``field`` that Megatron-LM arguments ``flags`` set (workloads/megatron.py)."""
+    return parse_megatron_args(flags).layout_fields[field]
 
 
 def toy_gpu(**changes: object) -> GpuSpec:

@@ -9,6 +9,7 @@ per GPU, BF16 (2 bytes per element).
 from __future__ import annotations
 
 from workloads.cp import apply_cp
+from workloads.cross_entropy import cross_entropy_step
 from workloads.cuda_graphs import tag_layer
 from workloads.layouts import LayoutSpec
 from workloads.mla import mla_recipe
@@ -104,11 +105,10 @@ def embedding_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
     """Final norm, output projection over the vocabulary and cross-entropy on the last stage."""
     local = layout.micro_batch * seq_len // layout.intra_size
-    logits_bytes = local * model.vocab_size * 4
     return [
         Step("final_norm", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16),
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
-        Step("cross_entropy", MEMORY, mem_bytes=3 * logits_bytes),
+        cross_entropy_step(layout.cross_entropy, local * model.vocab_size, layout.micro_batch),
     ]
 
 

@@ -25,6 +25,8 @@ EXPERT_GEMMS = ("grouped", "sequential", "multi_stream")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
 EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
+FLEX_BACKENDS = ("", "deepep", "hybridep", "ncclep")
+CROSS_ENTROPY_IMPLS = ("", "te")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,18 @@ class LayoutSpec:
     expert_gemm: str = "grouped"
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
     fused_permute: bool = True  # permutation, router and activation fused into few kernels
+    # Megatron-Core's TopKRouter kernels after the gating GEMM (workloads/router.py): TE's fused router
+    # (--moe-router-fusion), the load-balancing loss (--moe-router-load-balancing-type aux_loss with
+    # --moe-aux-loss-coeff > 0; fused only) and the random logits of --moe-router-force-load-balancing.
+    router_fusion: bool = False
+    router_aux_loss: bool = False
+    router_random_logits: bool = False
+    # The flex dispatcher's backend (Megatron --moe-flex-dispatcher-backend): "hybridep" declares HybridEP's own
+    # kernels and routing-map all-gather (workloads/hybridep.py); its dispatch is timed as DeepEP's either way.
+    flex_backend: str = ""
+    # The loss after the LM head (workloads/cross_entropy.py): "te" TE's Triton kernels (Megatron
+    # --cross-entropy-loss-fusion --cross-entropy-fusion-impl te); "" three FP32 passes over the logits (assumed).
+    cross_entropy: str = ""
     # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
     # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k
     # routed-copy terms are what SAR frees); keep_dispatch keeps the received tokens instead.
@@ -144,6 +158,8 @@ class LayoutSpec:
             "exp_avg_sq_dtype": MOMENT_DTYPES,
             "fp8_recipe": FP8_RECIPES,
             "ep_dispatcher": EP_DISPATCHERS,
+            "flex_backend": FLEX_BACKENDS,
+            "cross_entropy": CROSS_ENTROPY_IMPLS,
         }
         for scope in self.cuda_graph_scope:
             if scope not in GRAPH_SCOPES:

@@ -131,6 +131,8 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
     fields = {
         **_parallel(args, notes),
         **_experts(args, notes),
+        **_router(args, notes),
+        "cross_entropy": _cross_entropy(args),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **_data_parallel(args, notes),
@@ -224,6 +226,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
         # across nodes: flex moves tokens with DeepEP (or HybridEP), the others with NCCL (workloads/ep.py)
         "ep_dispatcher": "deepep" if dispatcher == "flex" else "alltoall",
+        "flex_backend": backend if dispatcher == "flex" and ffn == "ep" else "",
         # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/layouts.py)
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
@@ -241,6 +244,45 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if args.get("--moe-router-force-load-balancing"):
         fields["routing"] = "uniform"
     return fields
+
+
+AUX_LOSS_TYPES = ("aux_loss", "seq_aux_loss", "global_aux_loss")
+
+
+def _router(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The router's kernels after its GEMM (workloads/router.py): TE's fused router, the load-balancing loss
+    and the random logits of benchmark routing.
+
+    A loss type is on when its coefficient is > 0: one coefficient for one type, else the i-th for the i-th
+    (TopKRouter.get_aux_loss_coeff, megatron/core/transformer/moe/router.py at core_v0.18.0; defaults
+    ``aux_loss`` and 0.0, TransformerConfig)."""
+    types = args.get("--moe-router-load-balancing-type", ("aux_loss",))
+    texts = args.get("--moe-aux-loss-coeff", ("0",))
+    try:
+        coeffs = [float(text) for text in texts]
+    except ValueError:
+        raise ConfigError("--moe-aux-loss-coeff", f"must be numbers, got {' '.join(texts)!r}") from None
+    if len(types) > 1 and len(coeffs) != len(types):
+        raise ConfigError("--moe-aux-loss-coeff", f"needs one value per load-balancing type ({len(types)})")
+    on = {kind for i, kind in enumerate(types) if kind in AUX_LOSS_TYPES and coeffs[i if len(types) > 1 else 0] > 0}
+    fused = bool(args.get("--moe-router-fusion"))
+    if others := sorted(on - {"aux_loss"}):
+        notes.append(f"router losses {', '.join(others)}: their kernels are not declared (workloads/router.py)")
+    if "aux_loss" in on and not fused:
+        notes.append("unfused router: its aux-loss kernels are not declared (workloads/router.py)")
+    return {
+        "router_fusion": fused,
+        "router_aux_loss": "aux_loss" in on,
+        "router_random_logits": bool(args.get("--moe-router-force-load-balancing")),
+    }
+
+
+def _cross_entropy(args: dict[str, Any]) -> str:
+    """TE's cross-entropy kernels under --cross-entropy-loss-fusion --cross-entropy-fusion-impl te
+    (workloads/cross_entropy.py); the fused "native" impl (Megatron's default) and the unfused loss keep the
+    assumed FP32 passes ("")."""
+    fused = args.get("--cross-entropy-loss-fusion")
+    return "te" if fused and args.get("--cross-entropy-fusion-impl") == "te" else ""
 
 
 def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from workloads.ep import EpPlan, ep_plan
+from workloads.hybridep import hybridep_before_sync, hybridep_grad_staging_bytes, hybridep_staging
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import (
@@ -19,6 +20,7 @@ from workloads.ops import (
     GEMM,
     HOST_SYNC,
     MEMORY,
+    MEMORY_BACKWARD_FACTOR,
     REDUCE_SCATTER,
     Carries,
     EpDispatcher,
@@ -29,6 +31,7 @@ from workloads.ops import (
     Step,
     comm_step,
 )
+from workloads.router import aux_loss_steps, fused_topk_step, random_logits_step
 from workloads.routing import layout_routing_stats
 
 # Unfused permutation / routing / activation (Megatron-LM at the paper's commit): index expansion,
@@ -159,8 +162,18 @@ def shared_expert_steps(model: ModelSpec, local: int) -> list[Step]:
 
 
 def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step]:
+    """Norm, gating GEMM and the router's kernels after it (workloads/router.py under Megatron-Core's flags)."""
     kernels, passes = _kernels_passes(layout)
     h = model.hidden_size
+    scores = local * model.num_experts
+    topk = Step(
+        "router_topk",
+        MEMORY,
+        mem_bytes=passes * 3 * local * model.num_experts * 4,
+        kernels=kernels,
+        module=M,
+        graph=ROUTER,
+    )
     return [
         Step(
             "ffn_norm",
@@ -171,14 +184,9 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
             graph=ROUTER,
         ),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M, graph=ROUTER),
-        Step(
-            "router_topk",
-            MEMORY,
-            mem_bytes=passes * 3 * local * model.num_experts * 4,
-            kernels=kernels,
-            module=M,
-            graph=ROUTER,
-        ),
+        *(random_logits_step(scores) if layout.router_random_logits else []),
+        fused_topk_step(scores) if layout.router_fusion else topk,
+        *aux_loss_steps(layout, scores),
     ]
 
 
@@ -287,9 +295,24 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
             )
         ]
     routed = local * k
+    hybridep = layout.flex_backend == "hybridep"
+    unpermute_bytes = passes * (routed + local) * h * BYTES_BF16
+    # the combine's backward is a HybridEP dispatch: its staging copy runs just before it (workloads/hybridep.py)
+    grad_staging = hybridep_grad_staging_bytes(plan, local, h) if hybridep else 0.0
+    unpermute = Step(
+        "unpermute",
+        MEMORY,
+        mem_bytes=unpermute_bytes,
+        kernels=kernels,
+        bwd_kernels=kernels + 1 if grad_staging else None,
+        bwd_mem_bytes=MEMORY_BACKWARD_FACTOR * unpermute_bytes + grad_staging if grad_staging else None,
+        module=M,
+    )
     return [
         *_router_steps(model, layout, local),
+        *(hybridep_before_sync(plan, local, model.num_experts) if hybridep else []),
         *host_sync_steps(layout),
+        *(hybridep_staging(plan, local, model.num_experts, h) if hybridep else []),
         _permute_step(layout, routed, h),
         dispatch,
         *shared,
@@ -297,7 +320,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         *_expert_steps(layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h),
         *etp_rs,
         combine,
-        Step("unpermute", MEMORY, mem_bytes=passes * (routed + local) * h * BYTES_BF16, kernels=kernels, module=M),
+        unpermute,
     ]
 
 

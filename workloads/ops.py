@@ -19,6 +19,7 @@ COMM = "comm"
 GEMM = "gemm"
 ATTENTION = "attention"
 MEMORY = "memory"  # memory-bound elementwise kernels (norms, activations, permutations)
+MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
 HOST_SYNC = "host_sync"  # a device-to-host copy the host waits for (e.g. tokens per expert)
 COLLECTIVE = "collective"
 FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE Sec. 4.2)
@@ -226,6 +227,11 @@ class Step:
     graph: GraphPart = GraphPart.NONE  # the layer part a CUDA-graph scope names (workloads/cuda_graphs.py)
     mem_bytes: float = 0.0
     kernels: int = 1
+    # Steps whose backward is not the forward's kernels again (None: ``kernels`` kernels moving
+    # MEMORY_BACKWARD_FACTOR x ``mem_bytes``, workloads/tasks.py); 0: no backward op (the gradient passes
+    # through, or a collective of metadata has no transpose to run).
+    bwd_kernels: int | None = None
+    bwd_mem_bytes: float | None = None
     collective: str = ""
     group: Group = Group.NONE
     comm_bytes: float = 0.0  # ATTENTION with comm_bytes / nic_bytes: ring attention (CP), fused

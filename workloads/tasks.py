@@ -35,6 +35,7 @@ from workloads.ops import (
     GEMM,
     HOST_SYNC,
     MEMORY,
+    MEMORY_BACKWARD_FACTOR,
     TRANSPOSE,
     Gemm,
     GraphPart,
@@ -47,7 +48,6 @@ from workloads.ops import (
 from workloads.precision import Fp8Recipe
 
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs
-MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
 
 LayerSteps = tuple[int, list[Step]]  # (layer index, forward recipe)
 
@@ -92,6 +92,11 @@ class _OpList:
         kind = step.kind
         backward = role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
         mem_bytes = step.mem_bytes * (MEMORY_BACKWARD_FACTOR if backward else 1.0)
+        kernels = step.kernels
+        if backward and step.bwd_mem_bytes is not None:
+            mem_bytes = step.bwd_mem_bytes
+        if backward and step.bwd_kernels is not None:
+            kernels = step.bwd_kernels
         if kind == GEMM:
             flops = gemm.flops
             if role != Role.WEIGHT_GRAD:  # the wgrad reuses the column-wise copies (workloads/fp8_quant.py)
@@ -114,7 +119,7 @@ class _OpList:
             attention=step.attention,
             graph=self.graph(step),
             mem_bytes=mem_bytes,
-            kernels=step.kernels,
+            kernels=kernels,
             module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
@@ -363,7 +368,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
         deps = (grad,) if grad >= 0 else ()
         if position - 1 in recomputed:  # this step consumes a recomputed forward value
             deps += (recomputed[position - 1],)
-        if step.kind == HOST_SYNC:
+        if step.kind == HOST_SYNC or step.bwd_kernels == 0 and step.kind == COLLECTIVE:
             continue
         if step.kind == COLLECTIVE:
             dgrad_before = grad >= 0 and ops.ops[grad].kind == GEMM
@@ -385,7 +390,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
             if pending_comm is not None:
                 ops.fuse_into(grad, pending_comm, backward=True)
                 pending_comm = None
-        else:
+        elif step.bwd_kernels != 0:  # 0: the step hands its output gradient through (no backward kernel)
             grad = ops.compute(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd")
             if pending_comm is not None:
                 grad = ops.collective(pending_comm, layer, (grad,), Role.INPUT_GRAD, name=f"{pending_comm.name}.bwd")
