@@ -136,6 +136,15 @@ class GemmPrecision(Enum):
     FP8_MXFP8 = "fp8-mxfp8"
 
 
+class GroupedDim(Enum):
+    """The dimension a grouped GEMM's groups split: the rows (forward and input-gradient GEMMs: each expert's
+    tokens times its own weight) or the reduction (weight-gradient GEMMs: each expert's weight gradient
+    summed over its tokens, torch._grouped_mm's 2d x 2d case, DeepGEMM's k-grouped wgrad)."""
+
+    ROWS = "rows"
+    REDUCTION = "reduction"
+
+
 @dataclass(frozen=True, slots=True)
 class AttentionShape:
     """What one FlashAttention call sees, for its cost lookup: head widths, the per-sequence length the kernel
@@ -155,7 +164,8 @@ class AttentionShape:
 
 @dataclass(frozen=True, slots=True)
 class Gemm:
-    """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group."""
+    """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group;
+    ``grouped`` says whether the groups split m (each group's tokens) or k (a weight gradient's tokens)."""
 
     m: int
     n: int
@@ -163,6 +173,7 @@ class Gemm:
     groups: int = 1
     sequential: bool = False
     precision: GemmPrecision = GemmPrecision.BF16
+    grouped: GroupedDim = GroupedDim.ROWS
 
     @property
     def fp8(self) -> bool:
@@ -178,8 +189,8 @@ class Gemm:
         return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision)
 
     def wgrad(self) -> Gemm:
-        """Weight gradient: (k x m) @ (m x n)."""
-        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.precision)
+        """Weight gradient: (k x m) @ (m x n), each group reducing over its m tokens."""
+        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.precision, GroupedDim.REDUCTION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +247,9 @@ class Step:
     group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
     overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective
     bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale
+    # Memory steps whose backward kernel is not the forward's bytes x workloads.tasks.MEMORY_BACKWARD_FACTOR: its
+    # HBM bytes (a gather's backward is a scatter-add of the copies' gradients into the rows they came from)
+    bwd_mem_bytes: float | None = None
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
     # FP8 GEMMs whose input (forward) or output gradient (backward) is all-gathered over this many sequence

@@ -92,6 +92,8 @@ class _OpList:
         kind = step.kind
         backward = role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
         mem_bytes = step.mem_bytes * (MEMORY_BACKWARD_FACTOR if backward else 1.0)
+        if backward and step.bwd_mem_bytes is not None:
+            mem_bytes = step.bwd_mem_bytes
         if kind == GEMM:
             flops = gemm.flops
             if role != Role.WEIGHT_GRAD:  # the wgrad reuses the column-wise copies (workloads/fp8_quant.py)
