@@ -19,7 +19,7 @@ from simulator.costs import (
     gemm_time_s,
     memory_time_s,
 )
-from simulator.gemm_efficiency import GemmEfficiencyTable, KernelCurve, flat_gemm_table
+from simulator.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, KernelCurve, flat_gemm_table
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (
@@ -132,6 +132,17 @@ def test_rows_factor_prices_row_grouped_gemms_only() -> None:
     assert gemm_time_s(forward, TOY_GPU, cal) == pytest.approx(65.536e-6, rel=1e-12)
     assert gemm_time_s(forward.wgrad(), TOY_GPU, cal) == pytest.approx(33.554432e-6, rel=1e-12)
     assert gemm_time_s(forward.dgrad(), TOY_GPU, cal) == pytest.approx(83.886080e-6, rel=1e-12)
+
+
+def test_tp_sharded_expert_wgrad_costs_what_ep_costs_at_equal_tiles() -> None:
+    """Differential on the published Hopper table (toy GPU): the fc2 weight gradient of 32 experts split 8 ways (m = 14,336 / 8
+    = 1,792 each, TP experts) and of 4 whole experts (m = 14,336, EP) over 960 tokens per expert: the same K, the
+    same 14 x 32 x 32 = 112 x 32 x 4 = 14,336 tiles, so the same time. Forward, TP's K of 1,792 is slower."""
+    cal = CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)
+    tp, ep = Gemm(960, 4096, 1792, groups=32), Gemm(960, 4096, 14336, groups=4)
+    assert gemm_time_s(tp.wgrad(), TOY_GPU, cal) == gemm_time_s(ep.wgrad(), TOY_GPU, cal)
+    assert gemm_time_s(tp, TOY_GPU, cal) > gemm_time_s(ep, TOY_GPU, cal)  # forward: K 1,792 against 14,336
+    assert tp.wgrad().m == 1792 and ep.wgrad().m == 14336
 
 
 def test_gemm_flops_and_transposes() -> None:
