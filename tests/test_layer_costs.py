@@ -19,8 +19,8 @@ def tp_tp() -> LayerCosts:
 
 def test_tp_collectives_are_eq_1_and_4_ten_times(tp_tp) -> None:
     """TP+TP moves 2bsh (n-1)/n = 67,108,864 x 7/8 = 58,720,256 B per collective: the attention's and the
-    experts' all-gather and reduce-scatter forward (4), SAR's two re-gathers and their four transposes in
-    backward (6): 587,202,560 B per layer. SP+EP has no TP collective."""
+    experts' all-gather and reduce-scatter forward (4); in backward SAR's two re-gathers and the four forward
+    collectives transposed (6): 587,202,560 B per layer. SP+EP has no TP collective."""
     assert (tp_tp.tp_collectives, tp_tp.tp_bytes) == (10, 587_202_560)
     sp_ep = layer_costs("paper-352b", "sp-ep", 240, global_batch=BATCH)
     assert (sp_ep.tp_collectives, sp_ep.tp_bytes, sp_ep.seconds[Part.TP_COMM]) == (0, 0.0, 0.0)
