@@ -21,6 +21,7 @@ from workloads.ops import (
     EpDispatcher,
     Gemm,
     Group,
+    GroupedDim,
     Op,
 )
 from workloads.precision import DTYPE_BYTES
@@ -36,8 +37,12 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
     peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
-    grouped = gemm.groups > 1 and not gemm.sequential
-    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.precision, gemm.m if grouped else None)
+    # Rows per group (tokens per expert) set a grouped GEMM's efficiency beside K when the groups split the rows;
+    # a weight-gradient GEMM's groups split K (tokens), which the K curve already prices, and its m is the
+    # weight's width: DeepGEMM's k-grouped wgrad runs 4 groups of m = 7168 and of m = 2048 at 813 and 814
+    # TFLOP/s at K = 4096 (858 and 873 at K = 8192; H200, deepseek-ai/DeepGEMM issue #107).
+    by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
+    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
     tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * cal.compute_residual)
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
     operand_bytes = 1.0 if gemm.fp8 else 2.0

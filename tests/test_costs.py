@@ -19,7 +19,7 @@ from simulator.costs import (
     gemm_time_s,
     memory_time_s,
 )
-from simulator.gemm_efficiency import flat_gemm_table
+from simulator.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, KernelCurve, flat_gemm_table
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (
@@ -34,6 +34,7 @@ from workloads.ops import (
     MEMORY,
     REDUCE_SCATTER,
     Gemm,
+    GroupedDim,
     Op,
 )
 
@@ -116,12 +117,41 @@ def test_memory_bound_gemm() -> None:
     assert gemm_time_s(Gemm(128, 128, 1000), slow, CAL) == pytest.approx(544.768e-6, rel=1e-12)
 
 
+def test_rows_factor_prices_row_grouped_gemms_only() -> None:
+    """A curve at 1.0 for every K whose rows factor is 0.5 up to 512 rows per group (1.0 from 4,096 on).
+
+    Forward, 2 groups of 512 x 1280 (k 1000): 4 x 10 x 2 = 80 tiles, one wave at 0.5 -> 65.536 us. Its wgrad
+    (1000 x 1280 per group, k 512: 8 x 10 x 2 = 160 tiles, two waves of 512-deep tiles, 16.777 us each at
+    1.0) takes no rows factor: the groups split its K (each expert's tokens), and its m is the weight's
+    width -> 33.554 us; read as rows it would be 1000 rows, a factor of 0.5 + 0.5 x log(1000/512)/log(8)
+    = 0.661, 50.8 us. Its dgrad (512 x 1000 per group, k 1280) keeps the factor: 4 x 8 x 2 = 64 tiles,
+    one wave of 1280-deep tiles at 0.5 -> 83.886 us."""
+    table = KernelCurve(((1.0, 1.0),), rows_factor=((512.0, 0.5), (4096.0, 1.0)))
+    cal = CAL.with_(gemm_efficiency=GemmEfficiencyTable(table, table, table, table))
+    forward = Gemm(512, 1280, 1000, groups=2)
+    assert gemm_time_s(forward, TOY_GPU, cal) == pytest.approx(65.536e-6, rel=1e-12)
+    assert gemm_time_s(forward.wgrad(), TOY_GPU, cal) == pytest.approx(33.554432e-6, rel=1e-12)
+    assert gemm_time_s(forward.dgrad(), TOY_GPU, cal) == pytest.approx(83.886080e-6, rel=1e-12)
+
+
+def test_tp_sharded_expert_wgrad_costs_what_ep_costs_at_equal_tiles() -> None:
+    """Differential on the published Hopper table (toy GPU): the fc2 weight gradient of 32 experts split 8 ways (m = 14,336 / 8
+    = 1,792 each, TP experts) and of 4 whole experts (m = 14,336, EP) over 960 tokens per expert: the same K, the
+    same 14 x 32 x 32 = 112 x 32 x 4 = 14,336 tiles, so the same time. Forward, TP's K of 1,792 is slower."""
+    cal = CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)
+    tp, ep = Gemm(960, 4096, 1792, groups=32), Gemm(960, 4096, 14336, groups=4)
+    assert gemm_time_s(tp.wgrad(), TOY_GPU, cal) == gemm_time_s(ep.wgrad(), TOY_GPU, cal)
+    assert gemm_time_s(tp, TOY_GPU, cal) > gemm_time_s(ep, TOY_GPU, cal)  # forward: K 1,792 against 14,336
+    assert tp.wgrad().m == 1792 and ep.wgrad().m == 14336
+
+
 def test_gemm_flops_and_transposes() -> None:
     """FLOPs = 2 m n k groups; dgrad is (m x n)@(n x k), wgrad (k x m)@(m x n); both keep the FLOPs."""
     gemm = Gemm(m=3, n=5, k=7, groups=2, sequential=True)
     assert gemm.flops == 2 * 3 * 5 * 7 * 2 == 420
     assert gemm.dgrad() == Gemm(3, 7, 5, 2, True)
-    assert gemm.wgrad() == Gemm(7, 5, 3, 2, True)
+    assert gemm.wgrad() == Gemm(7, 5, 3, 2, True, grouped=GroupedDim.REDUCTION)
+    assert gemm.dgrad().grouped == GroupedDim.ROWS
     assert gemm.dgrad().flops == gemm.wgrad().flops == 420
 
 

@@ -107,3 +107,42 @@ def test_megatron_flag_sets_it_and_needs_sequence_parallel() -> None:
     ):
         with pytest.raises(ConfigError, match="^--tp-comm-overlap: needs --sequence-parallel with TP > 1"):
             parse_megatron_args(refused)
+
+
+ASYNC = TE.with_(name="megatron-tp4", tp_comm_overlap=False, tp_async_backward=True)
+
+
+def test_async_backward_is_the_bulk_part_of_userbuffers_over_nccl() -> None:
+    """Megatron-Core's TP layers without userbuffers (tp_async_backward): the forward is the plain one (every TP
+    collective its own op on the compute stream); in backward the column-parallel QKV / FC1 re-gather their input
+    beside the dgrad and reduce-scatter it beside the wgrad, the same bulk ops, deps and bytes as under
+    userbuffers; the row-parallel proj / FC2 gather their output gradient first, unfused."""
+    plain = TE.with_(tp_comm_overlap=False)
+    assert [(op.name, op.stream) for op in forward_ops(_layer(ASYNC), ASYNC)] == [
+        (op.name, op.stream) for op in forward_ops(_layer(plain), plain)
+    ]
+    ops, bulk = backward_ops(_layer(ASYNC), ASYNC), backward_ops(_layer(TE), TE)
+
+    def column_parallel(ops: list) -> list:
+        index = {i: op.name for i, op in enumerate(ops)}
+        names = ("qkv_proj", "dense_fc13", "tp_ag_attn", "tp_ag_ffn", "attn_norm.bwd", "ffn_norm.bwd")
+        return [
+            (op.name, op.stream, op.collective, op.comm_bytes, tuple(index[d] for d in op.deps))
+            for op in ops
+            if op.name.startswith(names)
+        ]
+
+    assert column_parallel(ops) == column_parallel(bulk)
+    assert [op.name for op in ops if op.kind == COLLECTIVE and op.stream == COMPUTE] == [
+        "tp_rs_ffn.bwd",
+        "tp_rs_attn.bwd",
+    ]
+    assert not [op for op in ops if op.kind == FUSED]
+
+
+def test_megatron_args_overlap_tp_backward_without_userbuffers() -> None:
+    """Any Megatron TP > 1 run gets the async backward overlaps; TP 1 has no TP collective to overlap."""
+    mixtral = model_preset("mixtral-8x7b")
+    args = "--bf16 --tensor-model-parallel-size 4 --sequence-parallel"
+    assert parse_megatron_args(args).resolve(mixtral).layout.tp_async_backward
+    assert not parse_megatron_args("--bf16").resolve(mixtral).layout.tp_async_backward

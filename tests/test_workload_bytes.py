@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.toys import block_task_key
 from workloads.layers import BYTES_BF16, attention_recipe, paper_volumes_bytes
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.moe import ffn_recipe
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, REDUCE_SCATTER
+from workloads.schedules import BACKWARD
+from workloads.step import StepWorkload
 
 SEQ_LEN = 8192
 MB = 1e6
@@ -136,3 +139,29 @@ def test_tp_tp_over_sp_ep_per_layer() -> None:
     # With the physical SP bytes (18.35 MB) the simulator's per-layer ratio is 234.9 / 62.4 = 3.76x.
     sp_physical = sum(_comm(attention_recipe(MODEL, SPEP, SEQ_LEN), group="sp"))
     assert tp_tp / (sp_physical + ep) == pytest.approx(234_881_024 / 62_390_272, rel=1e-12)
+
+
+def _op_bytes(layout_name: str, name: str) -> float:
+    """HBM bytes of the op ``name`` in the first layer of a middle stage's backward task at 240 GPUs."""
+    workload = StepWorkload(MODEL, layout_preset(layout_name), 240, 8)
+    (value,) = [
+        op.mem_bytes
+        for op in workload.task_ops(block_task_key(workload, BACKWARD))
+        if op.layer == 0 and op.name == name
+    ]
+    return value
+
+
+def test_permute_backward_is_a_scatter_add() -> None:
+    """The permutation gathers k = 3 copies of each token (read and written once: 2 x copies x h x 2 B); its
+    backward scatter-adds the copies' gradients into the tokens they came from: copies read, tokens written.
+
+    TP experts gather all 8,192 tokens: forward 2 x 24,576 x 4096 x 2 = 402,653,184 B; backward
+    (24,576 + 8,192) x 4096 x 2 = 268,435,456 B (it was twice the forward, 805 MB). EP permutes the GPU's
+    1,024 tokens: forward 2 x 3,072 x 8192 = 50,331,648 B, backward (3,072 + 1,024) x 8192 = 33,554,432 B.
+    Other memory-bound ops keep twice their forward bytes (the FFN norm: 2 x 2 x 1,024 x 4096 x 2)."""
+    assert _op_bytes("tp-tp", "permute.recompute") == 402_653_184
+    assert _op_bytes("tp-tp", "permute.bwd") == 268_435_456
+    assert _op_bytes("sp-ep", "permute.recompute") == 50_331_648
+    assert _op_bytes("sp-ep", "permute.bwd") == 33_554_432
+    assert _op_bytes("sp-ep", "ffn_norm.bwd") == 2 * 2 * 1024 * 4096 * 2

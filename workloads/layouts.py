@@ -126,6 +126,13 @@ class LayoutSpec:
     # Transformer Engine's userbuffers (Megatron --tp-comm-overlap; workloads/tasks.py): the TP all-gathers and
     # reduce-scatters of attention and dense MLPs overlapped with their linear layers' GEMMs.
     tp_comm_overlap: bool = False
+    # Megatron-Core's TP linear layers without userbuffers: a column-parallel layer's backward re-gathers its saved
+    # input shard beside the dgrad GEMM and reduce-scatters the dgrad beside the wgrad GEMM, both NCCL calls with
+    # async_op=True (megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication at
+    # f1f03922; Transformer Engine v1.12 layernorm_linear.py backward, "Overlap input AG with dgrad", "Overlap
+    # dgrad-RS/AR with wgrad"): tp_comm_overlap's bulk overlaps, over NCCL. MegaScale-MoE's own TP (the Table 5
+    # baseline, "no overlap") does not.
+    tp_async_backward: bool = False
     # Who moves cross-node EP tokens (workloads/ep.py): "deepep" (one NIC copy per destination node, then
     # NVLink; Megatron's flex dispatcher) or "alltoall" (NCCL, one NIC copy per routed expert on another node).
     ep_dispatcher: str = "deepep"
@@ -199,7 +206,8 @@ MEGASCALE_MOE = LayoutSpec("megascale-moe")
 # Megatron-LM (commit f1f03922, paper Sec. 6): TP=8 with sequence parallelism for attention and
 # experts; the MoE layer of Megatron-Core at that time: all-gather token dispatcher whose token counts
 # go to the host (a device->host sync per MoE layer), SequentialMLP (one GEMM per local expert; grouped
-# GEMM was opt-in), unfused permutation; collectives on the compute stream; FP32 gradient
+# GEMM was opt-in), unfused permutation; collectives on the compute stream, but for the backward re-gather
+# and reduce-scatter of the column-parallel QKV beside its dgrad and wgrad (tp_async_backward); FP32 gradient
 # reduce-scatter (distributed optimizer). Full recomputation of every layer (Megatron's
 # --recompute-granularity full --recompute-method uniform --recompute-num-layers 1): without it the
 # all-gather dispatcher's activations (all b s k token copies per GPU plus the int64 index expanded to
@@ -220,6 +228,7 @@ MEGATRON_LM = LayoutSpec(
     fused_permute=False,
     recompute="full",
     grad_sync="fp32-rs",
+    tp_async_backward=True,
 )
 
 # Table 5 ablation: MegaScale-MoE's own kernels, stepping from TP+TP without overlap to the full system.

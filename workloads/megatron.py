@@ -180,6 +180,8 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "micro_batch": _positive(args, "--micro-batch-size", 1),
         # TE userbuffers: the TP collectives of attention and dense MLPs overlapped with their GEMMs
         "tp_comm_overlap": bool(args.get("--tp-comm-overlap")),
+        # without userbuffers Megatron-Core's TP layers still overlap their backward re-gather and reduce-scatter
+        "tp_async_backward": tp > 1,
     }
 
 

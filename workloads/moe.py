@@ -205,12 +205,23 @@ def _expert_steps(layout: LayoutSpec, rows: int, groups: int, width: int, h: int
     ]
 
 
-def _permute_step(layout: LayoutSpec, copies: int, h: int) -> Step:
-    """Token copies gathered into expert order before the expert GEMMs (read and written once per pass)."""
+def _permute_step(layout: LayoutSpec, copies: int, tokens: int, h: int) -> Step:
+    """Token copies gathered into expert order before the expert GEMMs (read and written once per pass) from
+    ``tokens`` rows. Its backward is the gather's transpose, a scatter-add: each copy's gradient read once and
+    each token's gradient written once per pass (Megatron-Core moe_gather.backward, torch.zeros + scatter_add_,
+    megatron/core/transformer/moe/moe_utils.py at f1f03922), not twice the forward's copies."""
     kernels, passes = _kernels_passes(layout)
     mem_bytes = passes * 2 * copies * h * BYTES_BF16
+    bwd_mem_bytes = passes * (copies + tokens) * h * BYTES_BF16
     return Step(
-        "permute", MEMORY, mem_bytes=mem_bytes, kernels=kernels, sar_recompute=True, routed_copies=True, module=M
+        "permute",
+        MEMORY,
+        mem_bytes=mem_bytes,
+        kernels=kernels,
+        sar_recompute=True,
+        routed_copies=True,
+        module=M,
+        bwd_mem_bytes=bwd_mem_bytes,
     )
 
 
@@ -228,7 +239,7 @@ def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> lis
         *shared_expert_steps(model, local),
         gather,
         *host_sync_steps(layout),
-        _permute_step(layout, gathered, h),
+        _permute_step(layout, gathered, tokens, h),
         *_expert_steps(layout, rows, model.num_experts, model.expert_ffn_size // n, h),
         scatter,
         Step("unpermute", MEMORY, mem_bytes=passes * (gathered + local) * h * BYTES_BF16, kernels=kernels, module=M),
@@ -313,7 +324,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         *(hybridep_before_sync(plan, local, model.num_experts) if hybridep else []),
         *host_sync_steps(layout),
         *(hybridep_staging(plan, local, model.num_experts, h) if hybridep else []),
-        _permute_step(layout, routed, h),
+        _permute_step(layout, routed, local, h),
         dispatch,
         *shared,
         *etp_ag,

@@ -137,6 +137,15 @@ class GemmPrecision(Enum):
     FP8_MXFP8 = "fp8-mxfp8"
 
 
+class GroupedDim(Enum):
+    """The dimension a grouped GEMM's groups split: the rows (forward and input-gradient GEMMs: each expert's
+    tokens times its own weight) or the reduction (weight-gradient GEMMs: each expert's weight gradient
+    summed over its tokens, torch._grouped_mm's 2d x 2d case, DeepGEMM's k-grouped wgrad)."""
+
+    ROWS = "rows"
+    REDUCTION = "reduction"
+
+
 @dataclass(frozen=True, slots=True)
 class AttentionShape:
     """What one FlashAttention call sees, for its cost lookup: head widths, the per-sequence length the kernel
@@ -156,7 +165,8 @@ class AttentionShape:
 
 @dataclass(frozen=True, slots=True)
 class Gemm:
-    """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group."""
+    """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group;
+    ``grouped`` says whether the groups split m (each group's tokens) or k (a weight gradient's tokens)."""
 
     m: int
     n: int
@@ -164,6 +174,7 @@ class Gemm:
     groups: int = 1
     sequential: bool = False
     precision: GemmPrecision = GemmPrecision.BF16
+    grouped: GroupedDim = GroupedDim.ROWS
 
     @property
     def fp8(self) -> bool:
@@ -179,8 +190,8 @@ class Gemm:
         return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision)
 
     def wgrad(self) -> Gemm:
-        """Weight gradient: (k x m) @ (m x n)."""
-        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.precision)
+        """Weight gradient: (k x m) @ (m x n), each group reducing over its m tokens."""
+        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.precision, GroupedDim.REDUCTION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +240,8 @@ class Step:
     kernels: int = 1
     # Steps whose backward is not the forward's kernels again (None: ``kernels`` kernels moving
     # MEMORY_BACKWARD_FACTOR x ``mem_bytes``, workloads/tasks.py); 0: no backward op (the gradient passes
-    # through, or a collective of metadata has no transpose to run).
+    # through, or a collective of metadata has no transpose to run). ``bwd_mem_bytes``: e.g. a gather's backward
+    # is a scatter-add of the copies' gradients into the rows they came from.
     bwd_kernels: int | None = None
     bwd_mem_bytes: float | None = None
     collective: str = ""

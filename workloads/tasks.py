@@ -16,6 +16,8 @@ gradient chunked into the proj / FC2 dgrad (proj_dgrad, fc2_dgrad), and for the 
 two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gathered beside the dgrad GEMM
 (qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM
 (qkv_wgrad, fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps.
+Without userbuffers (layout.tp_async_backward) Megatron-Core's and TE's TP layers still run the two bulk
+overlaps, as async NCCL calls.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class _OpList:
         self.comm_stream = COMM if layout.inter_op_overlap else COMPUTE
         self.fuse = layout.intra_op_overlap
         self.tp_overlap = layout.tp_comm_overlap
+        self.tp_bulk = layout.tp_comm_overlap or layout.tp_async_backward  # TE's / Megatron's bulk overlaps
         self.group_size = layout.intra_size
         self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
         self.captured = captured_parts(layout.cuda_graph_scope)
@@ -372,7 +375,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
             continue
         if step.kind == COLLECTIVE:
             dgrad_before = grad >= 0 and ops.ops[grad].kind == GEMM
-            if ops.tp_overlap and userbuffers(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
+            if ops.tp_bulk and userbuffers(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
                 regather, grad = ops.bulk_backward(step, layer, grad)
                 deferred_wgrads[:] = [(wgrad, deps + (regather,)) for wgrad, deps in deferred_wgrads]
             elif ops.fuses(step) and step.fuse == "next" and dgrad_before:
