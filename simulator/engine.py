@@ -283,7 +283,7 @@ class Engine:
             trial = self._again(next_forced(trial.timer.forced, conflicts, trial.timer.nic_tasks, runs))
             runs += 1
         if self.probes:  # the run that stands, told to the probes (no conflict: it is the trial's run again)
-            self.timer.forced = trial.timer.forced
+            self.timer.replay_as(trial.timer.forced)
             result = self._run_once()
             ops += result.simulated_ops
         result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start

@@ -30,9 +30,12 @@ What conflicts (Qwen3-235B on 256 H100, EP 32 over 4 nodes, PP 8): PP sends. Eac
 its stage's NIC one NIC latency after it ends, for about 0.7 ms, while the next task's first dispatch starts
 0.24 ms in, and arrives on the receiver's NIC during its task's dispatches. In the all-op-level run 20% of
 the NIC tasks (356 of 1,792 at 48 micro-batches) have a PP send or DP bucket on their links while their own
-flows run (322 once overlaps within rounding are not counted); the first, all-replayed run, whose tasks
-never slow down, shows 60% (1,070), so that step goes to op level after it (MAX_CONFLICT_FRACTION), and its longer steady run starts
-from the 322 and their copies a period later (455 of 2,048) and needs no second run.
+flows run (311 once overlaps within rounding are not counted); a first run replaying every task, whose tasks
+never slow down, shows 60% (1,065) and goes to op level after it (MAX_CONFLICT_FRACTION). So a step's first
+run also forces the tasks a forecast PP send or DP bucket in flight meets (simulator/send_forecast.py; a
+heuristic, which changes what runs at op level, never the result): 496 there, a superset of the 311, no
+conflict, one run. The longer steady run starts from the 311 and their copies a period later (441 of 2,048)
+and needs no second run either.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from simulator.flow_log import TOUCH_REL, FlowLog, LoggedNetwork, Span, SpanInde
 from simulator.network import FluidNetwork
 from simulator.placement import FoldedPlacement
 from simulator.ranks import Place
+from simulator.send_forecast import SendForecast
 from simulator.tasks import TaskTiming, run_task
 from simulator.timer import CostCache, OpTimer
 from workloads.schedules import Task
@@ -60,6 +64,10 @@ Forced = frozenset[TaskId] | None  # the tasks run at op level; None: every task
 # the bench points (README, Speed); a seeded run (the steady shortcut's longer one) has few conflicts.
 MAX_CONFLICT_FRACTION = 0.2
 MAX_RUNS = 3
+
+# A step's first run forces the tasks a PP send or DP bucket is forecast to meet (simulator/send_forecast.py);
+# False replays them all (tests compare the two).
+FORECAST = True
 
 
 @dataclass(frozen=True)
@@ -141,8 +149,13 @@ class NicReplayTimer:
     """Tasks replayed from their footprints, their NIC spans reserved, except the ``forced`` ones (op level)."""
 
     def __init__(self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset()) -> None:
-        """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step."""
-        self.placement, self.costs, self.memo, self.forced = placement, costs, memo, forced
+        """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step.
+        A run seeded with no task (a step's first) also runs at op level the tasks a forecast PP send or DP
+        bucket meets (FORECAST, simulator/send_forecast.py); a seeded one has its seed from a run's conflicts
+        or needed tasks."""
+        self.placement, self.costs, self.memo, self.seed = placement, costs, memo, forced
+        self.forecast = SendForecast(placement, self._duration_s) if FORECAST and forced == frozenset() else None
+        self.foreseen: set[TaskId] = set()  # tasks the forecast ran at op level
         self.env = placement.env
         self.log = placement.nic_log = FlowLog(self.env)
         self.op_timer = OpTimer(placement, costs)
@@ -170,16 +183,38 @@ class NicReplayTimer:
             self._timed_ops += self.memo[memo_key].ops  # counted as MemoTimer counts its timings
         return self.memo[memo_key]
 
+    def _duration_s(self, stage: int, task: Task) -> float:
+        return self.footprint(self.costs.workload.task_key(stage, task), stage).timing.duration_s
+
+    @property
+    def forced(self) -> Forced:
+        """The tasks this run ran at op level: the seed's and the forecast's (None: every task)."""
+        return None if self.seed is None else self.seed | self.foreseen
+
+    def replay_as(self, forced: Forced) -> None:
+        """Run ``forced`` at op level and nothing else (a run that repeats one whose forced tasks these were)."""
+        self.seed, self.forecast, self.foreseen = forced, None, set()
+
     def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
         stage = place.stage
         key = self.costs.workload.task_key(stage, task)
-        self.nic_tasks += bool(self.costs.get(key, self.placement.compute_factor(place)).nic_bytes)
-        if self.forced is None or (place, task) in self.forced:
+        uses_nic = bool(self.costs.get(key, self.placement.compute_factor(place)).nic_bytes)
+        self.nic_tasks += uses_nic
+        if self.seed is None:
             timing = yield from self.op_timer.run(place, task)
             return timing
-        found = self.footprint(key, stage)
-        start_s = self.env.now
-        nic_links = self.placement.nic_links(stage)
+        found, start_s, nic_links = self.footprint(key, stage), self.env.now, self.placement.nic_links(stage)
+        op_level = (place, task) in self.seed
+        if self.forecast is not None:
+            if not op_level and uses_nic and self.forecast.meets(nic_links, found.nic_spans, start_s):
+                self.foreseen.add((place, task))
+                op_level = True
+            self.forecast.started(stage, task, start_s + found.timing.duration_s)
+        if op_level:
+            timing = yield from self.op_timer.run(place, task)
+            if self.forecast is not None:
+                self.forecast.ended(stage, self.env.now)
+            return timing
         for link, spans, nbytes in zip(nic_links, found.nic_spans, found.nic_bytes):
             for begin_s, end_s in spans:
                 self.reserved.append(((place, task), link, start_s + begin_s, start_s + end_s))

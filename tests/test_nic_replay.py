@@ -39,6 +39,12 @@ def _workload(pp: int, micro_batches: int, nic_Bps: float = 10e9, replicas: int 
 
 
 @pytest.fixture
+def no_forecast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task of a step's first run replayed (no forecast seed): what the verification alone does."""
+    monkeypatch.setattr(nic_replay, "FORECAST", False)
+
+
+@pytest.fixture
 def unlimited(monkeypatch: pytest.MonkeyPatch) -> None:
     """Verify until no task conflicts, however many are forced (the limits would put all at op level)."""
     monkeypatch.setattr(nic_replay, "MAX_CONFLICT_FRACTION", 1.0)
@@ -77,9 +83,12 @@ SCHEDULES = {
 }
 
 
+@pytest.mark.parametrize("forecast", [False, True])
 @pytest.mark.parametrize("name", SCHEDULES)
-def test_replay_equals_op_level(name: str, unlimited: None) -> None:
-    """Each schedule with PP across nodes and DP: some tasks replayed, some forced, the step as at op level."""
+def test_replay_equals_op_level(name: str, forecast: bool, unlimited: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each schedule with PP across nodes and DP: some tasks replayed, some forced, the step as at op level;
+    without the forecast's seed a conflict is found and the step re-run."""
+    monkeypatch.setattr(nic_replay, "FORECAST", forecast)
     pp, micro_batches, changes = SCHEDULES[name]
     workload, cluster = _workload(pp, micro_batches, **changes)
     engine = Engine(workload, cluster, CAL)
@@ -87,13 +96,13 @@ def test_replay_equals_op_level(name: str, unlimited: None) -> None:
     replayed = engine.run()
     (stats,) = replayed.nic_replay
     assert stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks  # both paths ran
-    assert stats.runs >= 2  # a conflict was found and the step re-run
+    assert stats.runs >= 2 or forecast
     reference = Engine(workload, cluster, CAL, memoize=False).run()
     assert reference.nic_replay == ()
     _assert_same(replayed, reference)
 
 
-def test_unverified_replay_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unverified_replay_differs(monkeypatch: pytest.MonkeyPatch, no_forecast: None) -> None:
     """Without the check (no conflict ever found) the replay is wrong: the verification is what makes it exact."""
     workload, cluster = _workload(2, 8)
     reference = Engine(workload, cluster, CAL, memoize=False).run()
@@ -103,7 +112,7 @@ def test_unverified_replay_differs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert abs(optimistic.step_time_s - reference.step_time_s) > 1e-6 * reference.step_time_s
 
 
-def test_no_conflict_forces_nothing() -> None:
+def test_no_conflict_forces_nothing(no_forecast: None) -> None:
     """PP 1 at 100 GB/s: the DP buckets (gathered before the first forward, reduced after the last backward)
     miss every task's NIC spans, so one run replays all 8 tasks and equals the op-level run."""
     workload, cluster = _workload(1, 4, nic_Bps=100e9)
@@ -193,7 +202,7 @@ def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str) -> None
 # --- limits, seeds, probes ---------------------------------------------------------------------------------
 
 
-def test_limits_put_every_task_at_op_level() -> None:
+def test_limits_put_every_task_at_op_level(no_forecast: None) -> None:
     """Interleaved with EP overlap at 3 GB/s: most tasks conflict in the first run, past the 20% limit, so the
     second run is the all-op-level run."""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
@@ -208,7 +217,7 @@ def test_limits_put_every_task_at_op_level() -> None:
     assert next_forced(None, set(), 10, 1) is None
 
 
-def test_needed_tasks_alone_make_a_run_without_conflicts() -> None:
+def test_needed_tasks_alone_make_a_run_without_conflicts(no_forecast: None) -> None:
     """The all-op-level run of the 3 GB/s case says which tasks' NIC flows met another flow; forcing only those
     (the rest replayed) runs once, without a conflict, and equals the op-level run: the others ran alone."""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
@@ -255,12 +264,15 @@ class _Rates(Probe):
         pass
 
 
-def test_probes_see_the_run_that_stands(unlimited: None) -> None:
-    """A task probe is told of the last run's tasks only; a probe of link rates gets every task at op level."""
+@pytest.mark.parametrize("forecast", [False, True])
+def test_probes_see_the_run_that_stands(forecast: bool, unlimited: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task probe is told of the last run's tasks only (with the forecast: the first run's forced tasks and its
+    forecast's); a probe of link rates gets every task at op level."""
+    monkeypatch.setattr(nic_replay, "FORECAST", forecast)
     workload, cluster = _workload(2, 8)
     probe = _Tasks()
     result = Engine(workload, cluster, CAL, probes=[probe]).run()
-    assert result.nic_replay[0].runs >= 2
+    assert result.nic_replay[0].runs == (1 if forecast else 2)
     assert sorted(probe.ends) == pytest.approx(sorted(end for log in result.stages for _, _, end in log.tasks))
     watched = Engine(workload, cluster, CAL, probes=[_Rates()])
     assert not watched.nic_replay

@@ -1,0 +1,107 @@
+"""Which replayed tasks a PP send will meet: a forecast that seeds the NIC replay's op-level tasks in the run
+(simulator/nic_replay.py), so that the first run of a step does not replay them all and conflict on most.
+
+A task's output leaves its stage one NIC latency after the task ends (engine._send) over the sender's NIC out
+and the receiver's NIC in. When a task starts, the forecast knows when every stage's last task ended and when
+its running task will end (replayed: exactly; at op level: as its footprint says), and guesses a peer's next
+task's end (its footprint's duration after the running one's), so where each of their cross-node outputs
+will occupy this stage's NIC links; a task whose own NIC spans (its footprint) overlap one of those, or a DP
+bucket in flight on its links, runs at op level from the start. An op-level task is exact whatever the forecast says: a wrong
+forecast only costs time (a task at op level that could have been replayed, or a conflict and one more run),
+never accuracy.
+
+What it misses: DP buckets that start while a task runs, a peer's next task that waits for its inputs, and the
+sends of a peer's tasks after its next one (a task longer than its peer's next two); the verification after
+the run catches those. Measured on Qwen3-235B (simulator/nic_replay.py) at 48 micro-batches: 496 tasks of
+1,792 forecast, a superset of the 311 whose flows meet another's in the all-op-level run, and no conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+from simulator.flow_log import Span
+from simulator.placement import FoldedPlacement
+from simulator.ranks import Place
+from workloads.schedules import Task
+
+# How many times its time alone a send is forecast to occupy its links. Measured on the Qwen3-235B case at 48
+# micro-batches (forecast tasks / conflicts left): 0.8: 462 / 9; 1.0: 469 / 0; 1.2: 496 / 0; 2.0: 680 / 0. A
+# conflict costs a second run, a task forecast in vain only its op-level run (~1/500 of a run): 1.2 keeps a margin.
+SEND_SLOWDOWN = 1.2
+
+Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)
+
+
+class SendForecast:
+    """The cross-node PP sends of every stage's last ended, running and next task, and whether a task meets one
+    of them or a DP bucket in flight."""
+
+    def __init__(self, placement: FoldedPlacement, duration_s: Callable[[int, Task], float]) -> None:
+        """``duration_s(stage, task)``: how long a task takes alone (its footprint)."""
+        self.placement, self.duration_s = placement, duration_s
+        workload, cluster = placement.workload, placement.cluster
+        self.latency_s = cluster.nic_latency_s
+        self.send_s = SEND_SLOWDOWN * workload.pp_bytes_per_gpu / cluster.nic_effective_Bps
+        self.schedule = workload.schedule
+        self._orders = [workload.stage_order(stage) for stage in range(workload.pp)]
+        self._started = [0] * workload.pp  # tasks started per stage
+        self._ends: list[list[tuple[Task, float]]] = [[] for _ in range(workload.pp)]
+        self._routes: dict[tuple[int, Task], tuple[Hashable, ...]] = {}
+
+    def started(self, stage: int, task: Task, end_s: float) -> None:
+        """``task`` started on ``stage`` and is expected to end at ``end_s``."""
+        ends = self._ends[stage]
+        ends.append((task, end_s))
+        del ends[:-2]  # the last ended task and the running one
+        self._started[stage] += 1
+
+    def ended(self, stage: int, end_s: float) -> None:
+        """The running task of ``stage`` ended at ``end_s``."""
+        ends = self._ends[stage]
+        ends[-1] = (ends[-1][0], end_s)
+
+    def links(self, stage: int, task: Task) -> tuple[Hashable, ...]:
+        """The NIC links ``task``'s outputs load (a send's out and in link each, when it crosses nodes)."""
+        key = (stage, task)
+        if key not in self._routes:
+            src = Place(0, stage, 0)
+            routes: list[Hashable] = []
+            for flow in self.schedule.outputs(stage, task):
+                if flow.stage != stage:
+                    route = self.placement.pp_links(src, src.at_stage(flow.stage))
+                    routes.extend(link for link in route if link[0] in ("nic_out", "nic_in"))
+            self._routes[key] = tuple(routes)
+        return self._routes[key]
+
+    def ends(self, stage: int, own: bool) -> list[tuple[Task, float]]:
+        """(task, end_s) of ``stage``'s last ended and running task, and of its next as if it started as soon as
+        the running one ends, unless ``own`` (the stage asking: its next task is the one asking)."""
+        ends = list(self._ends[stage])
+        order = self._orders[stage]
+        if not own and ends and self._started[stage] < len(order):
+            following = order[self._started[stage]]
+            ends.append((following, ends[-1][1] + self.duration_s(stage, following)))
+        return ends
+
+    def sends(self, stage: int, links: tuple[Hashable, ...]) -> list[Send]:
+        """The forecast sends on ``links`` of ``stage`` (about to start a task)."""
+        found = []
+        for sender in range(len(self._ends)):
+            for task, end_s in self.ends(sender, sender == stage):
+                start_s = end_s + self.latency_s
+                found.extend(
+                    (link, start_s, start_s + self.send_s) for link in self.links(sender, task) if link in links
+                )
+        return found
+
+    def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
+        """Whether a task starting at ``start_s`` whose flows occupy ``spans`` of ``links`` (from its start)
+        overlaps a DP bucket in flight or a forecast send."""
+        if any(self.placement.dp_in_flight.get(link) and spans[i] for i, link in enumerate(links)):
+            return True
+        for link, begin_s, end_s in self.sends(links[0][1], links):
+            for span_begin, span_end in spans[links.index(link)]:
+                if start_s + span_begin < end_s and start_s + span_end > begin_s:
+                    return True
+        return False
