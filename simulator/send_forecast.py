@@ -48,6 +48,9 @@ class SendForecast:
         self._started = [0] * workload.pp  # tasks started per stage
         self._ends: list[list[tuple[Task, float]]] = [[] for _ in range(workload.pp)]
         self._routes: dict[tuple[int, Task], tuple[Hashable, ...]] = {}
+        # Per stage, once computed since its last start or end: the sends of its last and running task, and of
+        # its next one.
+        self._sends: list[tuple[list[Send], list[Send]] | None] = [None] * workload.pp
 
     def started(self, stage: int, task: Task, end_s: float) -> None:
         """``task`` started on ``stage`` and is expected to end at ``end_s``."""
@@ -55,11 +58,13 @@ class SendForecast:
         ends.append((task, end_s))
         del ends[:-2]  # the last ended task and the running one
         self._started[stage] += 1
+        self._sends[stage] = None
 
     def ended(self, stage: int, end_s: float) -> None:
         """The running task of ``stage`` ended at ``end_s``."""
         ends = self._ends[stage]
         ends[-1] = (ends[-1][0], end_s)
+        self._sends[stage] = None
 
     def links(self, stage: int, task: Task) -> tuple[Hashable, ...]:
         """The NIC links ``task``'s outputs load (a send's out and in link each, when it crosses nodes)."""
@@ -74,25 +79,31 @@ class SendForecast:
             self._routes[key] = tuple(routes)
         return self._routes[key]
 
-    def ends(self, stage: int, own: bool) -> list[tuple[Task, float]]:
-        """(task, end_s) of ``stage``'s last ended and running task, and of its next as if it started as soon as
-        the running one ends, unless ``own`` (the stage asking: its next task is the one asking)."""
-        ends = list(self._ends[stage])
-        order = self._orders[stage]
-        if not own and ends and self._started[stage] < len(order):
-            following = order[self._started[stage]]
-            ends.append((following, ends[-1][1] + self.duration_s(stage, following)))
-        return ends
+    def _of(self, stage: int, task: Task, end_s: float) -> list[Send]:
+        start_s = end_s + self.latency_s
+        return [(link, start_s, start_s + self.send_s) for link in self.links(stage, task)]
+
+    def stage_sends(self, stage: int) -> tuple[list[Send], list[Send]]:
+        """The sends of ``stage``'s last ended and running task, and of its next as if it started as soon as the
+        running one ends."""
+        if self._sends[stage] is None:
+            ends, order = self._ends[stage], self._orders[stage]
+            known = [send for task, end_s in ends for send in self._of(stage, task, end_s)]
+            following = []
+            if ends and self._started[stage] < len(order):
+                task = order[self._started[stage]]
+                following = self._of(stage, task, ends[-1][1] + self.duration_s(stage, task))
+            self._sends[stage] = (known, following)
+        return self._sends[stage]
 
     def sends(self, stage: int, links: tuple[Hashable, ...]) -> list[Send]:
-        """The forecast sends on ``links`` of ``stage`` (about to start a task)."""
+        """The forecast sends on ``links`` of ``stage`` (about to start a task: its own next send is not)."""
         found = []
-        for sender in range(len(self._ends)):
-            for task, end_s in self.ends(sender, sender == stage):
-                start_s = end_s + self.latency_s
-                found.extend(
-                    (link, start_s, start_s + self.send_s) for link in self.links(sender, task) if link in links
-                )
+        for sender in range(len(self._sends)):
+            known, following = self.stage_sends(sender)
+            found.extend(send for send in known if send[0] in links)
+            if sender != stage:
+                found.extend(send for send in following if send[0] in links)
         return found
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
