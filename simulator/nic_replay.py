@@ -33,13 +33,18 @@ the NIC tasks (356 of 1,792 at 48 micro-batches) have a PP send or DP bucket on 
 flows run (311 once overlaps within rounding are not counted); a first run replaying every task, whose tasks
 never slow down, shows 60% (1,065) and goes to op level after it (MAX_CONFLICT_FRACTION). So a step's first
 run also forces the tasks a forecast PP send or DP bucket in flight meets (simulator/send_forecast.py; a
-heuristic, which changes what runs at op level, never the result): 496 there, a superset of the 311, no
-conflict, one run. The longer steady run starts from the 311 and their copies a period later (441 of 2,048)
-and needs no second run either.
+heuristic, which changes what runs at op level, never the result): 500 there, a superset of the 311, no
+conflict, one run. Where the forecast misses (a peer that waits for its inputs sends later than forecast),
+re-running with the conflicts forced cascades (DeepSeek-V3's 1F1B on 2,048 GPUs: 11 -> 3 -> 1 conflicts over
+three runs of ~0.4 of the all-op-level run each), so a forecast run stops at its first conflict, as the PP
+send or DP bucket lands (ReplayConflict), and the step runs at op level: that costs about what the first,
+all-replayed run cost before. The longer steady run starts from the 311 and their copies a period later (441
+of 2,048) and needs no second run either.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Generator, Hashable
 from dataclasses import dataclass
 
@@ -68,6 +73,12 @@ MAX_RUNS = 3
 # A step's first run forces the tasks a PP send or DP bucket is forecast to meet (simulator/send_forecast.py);
 # False replays them all (tests compare the two).
 FORECAST = True
+
+
+class ReplayConflict(Exception):
+    """A forecast run's PP send or DP bucket met a replayed task's reservation: the run stops there and the step
+    runs at op level (re-running with the forecast's and the conflicts' tasks forced cascades: DeepSeek-V3
+    on 2,048 GPUs went 11 -> 3 -> 1 conflicts over three runs, each costing ~0.4 of the all-op-level run)."""
 
 
 @dataclass(frozen=True)
@@ -151,13 +162,18 @@ class NicReplayTimer:
     def __init__(self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset()) -> None:
         """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step.
         A run seeded with no task (a step's first) also runs at op level the tasks a forecast PP send or DP
-        bucket meets (FORECAST, simulator/send_forecast.py); a seeded one has its seed from a run's conflicts
-        or needed tasks."""
+        bucket meets (FORECAST, simulator/send_forecast.py) and stops at its first conflict (ReplayConflict); a
+        seeded one has its seed from a run's conflicts or needed tasks."""
         self.placement, self.costs, self.memo, self.seed = placement, costs, memo, forced
         self.forecast = SendForecast(placement, self._duration_s) if FORECAST and forced == frozenset() else None
         self.foreseen: set[TaskId] = set()  # tasks the forecast ran at op level
         self.env = placement.env
         self.log = placement.nic_log = FlowLog(self.env)
+        # Per NIC link, the starts of the reservations on it and the latest end so far (one stage's tasks, one
+        # after another: in start order), for the forecast run's check of each PP send or DP bucket as it lands.
+        self._held: dict[Hashable, tuple[list[float], list[float]]] = {}
+        if self.forecast is not None:
+            self.log.on_unowned = self._check
         self.op_timer = OpTimer(placement, costs)
         self.reserved: list[tuple[TaskId, Hashable, float, float]] = []  # (task, link, start_s, end_s)
         self.nic_tasks = 0
@@ -194,6 +210,27 @@ class NicReplayTimer:
     def replay_as(self, forced: Forced) -> None:
         """Run ``forced`` at op level and nothing else (a run that repeats one whose forced tasks these were)."""
         self.seed, self.forecast, self.foreseen = forced, None, set()
+        self.log.on_unowned = None
+
+    def _reserve(self, task: TaskId, link: Hashable, start_s: float, end_s: float) -> None:
+        self.reserved.append((task, link, start_s, end_s))
+        starts, ends = self._held.setdefault(link, ([], []))
+        if starts and start_s < starts[-1]:  # not in start order (never on the folded placement): check after
+            self.log.on_unowned = None
+        starts.append(start_s)
+        ends.append(max(end_s, ends[-1]) if ends else end_s)
+
+    def _check(self, link: Hashable, start_s: float, end_s: float) -> None:
+        """A PP send or DP bucket occupied ``link`` over [start_s, end_s): stop the run if a reservation there
+        overlaps it (as flow_log.SpanIndex.overlaps counts it)."""
+        held = self._held.get(link)
+        if held is None:
+            return
+        starts, ends = held
+        slack_s = TOUCH_REL * abs(end_s)
+        before = bisect_left(starts, end_s - slack_s)
+        if before > 0 and ends[before - 1] > start_s + slack_s:
+            raise ReplayConflict(link, start_s, end_s)
 
     def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
         stage = place.stage
@@ -217,7 +254,7 @@ class NicReplayTimer:
             return timing
         for link, spans, nbytes in zip(nic_links, found.nic_spans, found.nic_bytes):
             for begin_s, end_s in spans:
-                self.reserved.append(((place, task), link, start_s + begin_s, start_s + end_s))
+                self._reserve((place, task), link, start_s + begin_s, start_s + end_s)
             self.placement.network.account((link,), nbytes)
         self.placement.nvlink_networks[stage].account((("nvl", stage),), found.nvlink_bytes)
         yield self.env.timeout(found.timing.duration_s)

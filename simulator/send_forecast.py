@@ -3,17 +3,17 @@
 
 A task's output leaves its stage one NIC latency after the task ends (engine._send) over the sender's NIC out
 and the receiver's NIC in. When a task starts, the forecast knows when every stage's last task ended and when
-its running task will end (replayed: exactly; at op level: as its footprint says), and guesses a peer's next
-task's end (its footprint's duration after the running one's), so where each of their cross-node outputs
-will occupy this stage's NIC links; a task whose own NIC spans (its footprint) overlap one of those, or a DP
-bucket in flight on its links, runs at op level from the start. An op-level task is exact whatever the forecast says: a wrong
-forecast only costs time (a task at op level that could have been replayed, or a conflict and one more run),
-never accuracy.
+its running task will end (replayed: exactly; at op level: as its footprint says), and guesses when a peer's
+next tasks end (one after another, each its footprint's duration long) up to the asking task's end, so where
+each of their cross-node outputs will occupy this stage's NIC links; a task whose own NIC spans (its
+footprint) overlap one of those, or a DP bucket in flight on its links, runs at op level from the start. An
+op-level task is exact whatever the forecast says: a wrong forecast only costs time (a task at op level that
+could have been replayed, or a conflict, which stops the run: simulator/nic_replay.py), never accuracy.
 
-What it misses: DP buckets that start while a task runs, a peer's next task that waits for its inputs, and the
-sends of a peer's tasks after its next one (a task longer than its peer's next two); the verification after
-the run catches those. Measured on Qwen3-235B (simulator/nic_replay.py) at 48 micro-batches: 496 tasks of
-1,792 forecast, a superset of the 311 whose flows meet another's in the all-op-level run, and no conflict.
+What it misses: DP buckets that start while a task runs, and a peer's task that waits for its inputs (it sends
+later than forecast). Measured on Qwen3-235B (simulator/nic_replay.py) at 48 micro-batches: 500 tasks of 1,792
+forecast, a superset of the 311 whose flows meet another's in the all-op-level run, and no conflict; on
+DeepSeek-V3's schedules (experiments/schedules.py, 32 micro-batches) 1F1B's peers wait and 11 of 960 conflict.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ class SendForecast:
         self._started = [0] * workload.pp  # tasks started per stage
         self._ends: list[list[tuple[Task, float]]] = [[] for _ in range(workload.pp)]
         self._routes: dict[tuple[int, Task], tuple[Hashable, ...]] = {}
-        # Per stage, once computed since its last start or end: the sends of its last and running task, and of
-        # its next one.
-        self._sends: list[tuple[list[Send], list[Send]] | None] = [None] * workload.pp
+        # Per stage, since its last start or end: the sends of its last and running task, and of the tasks
+        # after it forecast so far: [sends, following sends, next task's index in the order, its forecast start].
+        self._sends: list[list | None] = [None] * workload.pp
 
     def started(self, stage: int, task: Task, end_s: float) -> None:
         """``task`` started on ``stage`` and is expected to end at ``end_s``."""
@@ -83,27 +83,32 @@ class SendForecast:
         start_s = end_s + self.latency_s
         return [(link, start_s, start_s + self.send_s) for link in self.links(stage, task)]
 
-    def stage_sends(self, stage: int) -> tuple[list[Send], list[Send]]:
-        """The sends of ``stage``'s last ended and running task, and of its next as if it started as soon as the
-        running one ends."""
+    def stage_sends(self, stage: int, until_s: float) -> tuple[list[Send], list[Send]]:
+        """The sends of ``stage``'s last ended and running task, and of the tasks after it, each as if it started
+        as soon as the one before ended: the next, and the others that end before ``until_s``."""
+        ends, order = self._ends[stage], self._orders[stage]
         if self._sends[stage] is None:
-            ends, order = self._ends[stage], self._orders[stage]
             known = [send for task, end_s in ends for send in self._of(stage, task, end_s)]
-            following = []
-            if ends and self._started[stage] < len(order):
-                task = order[self._started[stage]]
-                following = self._of(stage, task, ends[-1][1] + self.duration_s(stage, task))
-            self._sends[stage] = (known, following)
-        return self._sends[stage]
+            self._sends[stage] = [known, [], self._started[stage], ends[-1][1] if ends else None]
+        cached = self._sends[stage]
+        known, following, index, start_s = cached
+        while start_s is not None and index < len(order) and (index == self._started[stage] or start_s < until_s):
+            task = order[index]
+            start_s += self.duration_s(stage, task)
+            following.extend(self._of(stage, task, start_s))
+            index += 1
+        cached[2:] = [index, start_s]
+        return known, following
 
-    def sends(self, stage: int, links: tuple[Hashable, ...]) -> list[Send]:
-        """The forecast sends on ``links`` of ``stage`` (about to start a task: its own next send is not)."""
+    def sends(self, stage: int, links: tuple[Hashable, ...], until_s: float) -> list[Send]:
+        """The forecast sends on ``links`` of ``stage`` (about to start a task that ends by ``until_s``: its own
+        next sends are not forecast)."""
         found = []
         for sender in range(len(self._sends)):
-            known, following = self.stage_sends(sender)
+            known, following = self.stage_sends(sender, until_s)
             found.extend(send for send in known if send[0] in links)
             if sender != stage:
-                found.extend(send for send in following if send[0] in links)
+                found.extend(send for send in following if send[0] in links and send[1] < until_s)
         return found
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
@@ -111,7 +116,8 @@ class SendForecast:
         overlaps a DP bucket in flight or a forecast send."""
         if any(self.placement.dp_in_flight.get(link) and spans[i] for i, link in enumerate(links)):
             return True
-        for link, begin_s, end_s in self.sends(links[0][1], links):
+        until_s = start_s + max((spans_of[-1][1] for spans_of in spans if spans_of), default=0.0)
+        for link, begin_s, end_s in self.sends(links[0][1], links, until_s):
             for span_begin, span_end in spans[links.index(link)]:
                 if start_s + span_begin < end_s and start_s + span_end > begin_s:
                     return True

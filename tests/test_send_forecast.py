@@ -13,7 +13,7 @@ from simulator.flow_log import FlowLog
 from simulator.placement import DpBucket
 from simulator.ranks import Place
 from simulator.send_forecast import SendForecast
-from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload
+from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload, first_forward_and_send
 from workloads.schedules import BACKWARD, FORWARD, Task
 
 OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in", 1)
@@ -31,26 +31,36 @@ def test_sends_by_hand() -> None:
     forecast = _forecast()
     send_s = 1.2 * 1048576 / 9.4e9
     assert send_forecast.SEND_SLOWDOWN == 1.2 and forecast.send_s == pytest.approx(send_s, rel=1e-12)
-    assert forecast.sends(1, (OUT1, IN1)) == []  # nothing started yet
+    assert forecast.sends(1, (OUT1, IN1), 9.0) == []  # nothing started yet
     forecast.started(0, Task(FORWARD, 0, 0), 1.0)  # replayed: ends at 1.0; F1 follows at 1.0 + 0.5
     expected = [(IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.5 + 5e-6, 1.5 + 5e-6 + send_s)]
-    assert forecast.sends(1, (OUT1, IN1)) == pytest.approx(expected, rel=1e-12)
+    assert forecast.sends(1, (OUT1, IN1), 1.6) == pytest.approx(expected, rel=1e-12)
+    assert forecast.sends(1, (OUT1, IN1), 1.2) == pytest.approx(expected[:1], rel=1e-12)  # F1's after the asker
     # Stage 0 asking (its next task starts): F0's send on its nic_out, not the asker's own (F1's) after it.
     own = [(OUT0, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s)]
-    assert forecast.sends(0, (OUT0, IN0, IN1)) == pytest.approx(own, rel=1e-12)
+    assert forecast.sends(0, (OUT0, IN0, IN1), 1.6) == pytest.approx(own, rel=1e-12)
     forecast.ended(0, 1.2)  # at op level it took 0.2 s more than its footprint
-    assert forecast.sends(0, (OUT0, IN0)) == pytest.approx([(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s)], rel=1e-12)
+    assert forecast.sends(0, (OUT0, IN0), 2.0) == pytest.approx([(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s)], rel=1e-12)
     forecast.started(1, Task(FORWARD, 0, 0), 2.0)  # the last stage's forward sends nothing
     forecast.started(1, Task(BACKWARD, 0, 0), 3.0)  # its backward goes back to stage 0's nic_in
-    assert forecast.sends(0, (OUT0, IN0)) == pytest.approx(
+    assert forecast.sends(0, (OUT0, IN0), 3.2) == pytest.approx(
         [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s), (IN0, 3.0 + 5e-6, 3.0 + 5e-6 + send_s)], rel=1e-12
     )
     forecast.started(0, Task(FORWARD, 1, 0), 4.0)
     forecast.started(0, Task(BACKWARD, 0, 0), 5.0)  # F0 drops out: the last ended and the running task only
-    # Stage 1 asking: stage 0's F1 (B0, the first stage's backward, sends nothing) and its next, F2 at 5.0 + 0.5;
-    # stage 1's own B0 on its nic_out.
-    starts = [(link, start) for link, start, _ in forecast.sends(1, (OUT1, IN1))]
+    # Stage 1 asking until 5.6: stage 0's F1 (B0, the first stage's backward, sends nothing) and its next, F2 at
+    # 5.0 + 0.5 (then B1, ending at 6.0, sends nothing either); stage 1's own B0 on its nic_out.
+    starts = [(link, start) for link, start, _ in forecast.sends(1, (OUT1, IN1), 5.6)]
     assert starts == [(IN1, 4.0 + 5e-6), (IN1, 5.5 + 5e-6), (OUT1, 3.0 + 5e-6)]
+
+
+def test_a_long_task_is_told_of_every_send_before_its_end() -> None:
+    """Stage 0 (F0 ends at 1.0) runs F1 B0 F2 B1 ... F7 B6 B7, 0.5 s each: a stage-1 task lasting until 10 s is
+    told of F0's send and of F1 ... F7's, at 1.5, 2.5, ..., 7.5 s (each F after a B), plus the 5 us latency."""
+    forecast = _forecast()
+    forecast.started(0, Task(FORWARD, 0, 0), 1.0)
+    starts = [start for _, start, _ in forecast.sends(1, (OUT1, IN1), 10.0)]
+    assert starts == [1.0 + 5e-6] + [1.5 + k + 5e-6 for k in range(7)]
 
 
 def test_meets_by_hand() -> None:
@@ -94,6 +104,24 @@ def test_forecast_keeps_the_first_run_off_the_fallback(monkeypatch: pytest.Monke
     (stats,) = result.nic_replay
     assert stats.runs == 1 and stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks
     _assert_same(result, Engine(workload, cluster, CAL, memoize=False).run())
+
+
+@pytest.mark.parametrize("start_at", ["inside", "after"])
+def test_a_forecast_run_stops_at_its_first_conflict(start_at: str) -> None:
+    """Stage 0's first forward replayed at t0 = 0 (nothing is forecast to meet it); a PP send to stage 1 started
+    halfway through its first NIC span stops the run as it lands, naming nic_out 0 and the send's span; one
+    started when its last span ends lets the run finish."""
+    engine, _, _, send_at = first_forward_and_send(start_at)
+    timer = engine.timer
+    if start_at == "after":
+        engine.env.run()
+        assert timer.conflicts() == set() and timer.foreseen == set()
+        return
+    with pytest.raises(nic_replay.ReplayConflict) as stopped:
+        engine.env.run()
+    link, begin_s, end_s = stopped.value.args
+    assert link == OUT0 and begin_s == pytest.approx(send_at) and end_s > begin_s
+    assert timer.foreseen == set()
 
 
 def test_a_seeded_run_has_no_forecast() -> None:
