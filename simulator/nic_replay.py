@@ -38,8 +38,9 @@ conflict, one run. Where the forecast misses (a peer that waits for its inputs s
 re-running with the conflicts forced cascades (DeepSeek-V3's 1F1B on 2,048 GPUs: 11 -> 3 -> 1 conflicts over
 three runs of ~0.4 of the all-op-level run each), so a forecast run stops at its first conflict, as the PP
 send or DP bucket lands (ReplayConflict), and the step runs at op level: that costs about what the first,
-all-replayed run cost before. The longer steady run starts from the 311 and their copies a period later (441
-of 2,048) and needs no second run either.
+all-replayed run cost before. The longer steady run starts from the 311, each where that run has it
+(``seeded_at``: 355 of 2,048, exactly the tasks it needs; the 311 and all their copies a period later made
+441) and needs no second run either.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class Footprint:
 class ReplayStats:
     """How a step's run with NIC replay went: shared runs until none conflicted, the tasks of the last run
     that ran at op level, how many of its tasks used the NIC, and which of its op-level tasks had their NIC
-    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded``)."""
+    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded_at``)."""
 
     runs: int
     forced: Forced
@@ -119,16 +120,24 @@ def next_forced(forced: Forced, conflicts: set[TaskId], nic_tasks: int, runs: in
     return forced | conflicts
 
 
-def seeded(forced: Forced, period: int) -> Forced:
-    """A forced set for the same step with one more period of ``period`` micro-batches: ``forced`` and its
-    tasks ``period`` micro-batches later (those after the inserted period), more than needed at worst."""
+def seeded_at(forced: Forced, shift: int, begins: dict[TaskId, float], repeats: Span) -> Forced:
+    """A forced set for the same step with one more period, whose tasks are ``shift`` micro-batches later than
+    their twins a period before, from a run whose tasks began at ``begins`` and whose state repeated over
+    ``repeats`` = [t0, t1 + lambda) (simulator/periodic.lock_window): the longer run is this one up to there,
+    the period inserted, then this one's rest shifted. So a task of ``forced`` that began before t1 + lambda
+    stays, one that began from t0 on is also taken ``shift`` micro-batches later (the repeated ones: both)."""
     if forced is None:
         return None
-    later = set()
+    first_s, last_s = repeats
+    out = set()
     for place, task in forced:
-        paired = None if task.paired is None else (task.paired[0] + period, task.paired[1])
-        later.add((place, task._replace(micro_batch=task.micro_batch + period, paired=paired)))
-    return forced | later
+        begin_s = begins[(place, task)]
+        if begin_s < last_s:
+            out.add((place, task))
+        if begin_s >= first_s:
+            paired = None if task.paired is None else (task.paired[0] + shift, task.paired[1])
+            out.add((place, task._replace(micro_batch=task.micro_batch + shift, paired=paired)))
+    return frozenset(out)
 
 
 def footprint(costs: CostCache, key: tuple, nvlink_Bps: float, nic_Bps: float, compute_factor: float) -> Footprint:

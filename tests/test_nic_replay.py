@@ -13,7 +13,7 @@ from simulator import nic_replay
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine, EngineResult
 from simulator.flow_log import FlowLog, Span, SpanIndex, merged
-from simulator.nic_replay import NicReplayTimer, ReplayStats, TaskId, next_forced, seeded
+from simulator.nic_replay import NicReplayTimer, ReplayStats, TaskId, next_forced, seeded_at
 from simulator.probes import Probe
 from simulator.ranks import Place
 from simulator.steady import run_step
@@ -240,20 +240,29 @@ def test_needed_tasks_alone_make_a_run_without_conflicts(no_forecast: None) -> N
     _assert_same(again, Engine(workload, cluster, CAL, memoize=False).run())
 
 
-def test_seed_adds_the_same_tasks_one_period_later() -> None:
-    f, b = (Place(0, 1, 0), Task(FORWARD, 3, 1)), (Place(0, 0, 0), Task(BACKWARD, 2, 0, (5, 1)))
-    assert seeded(frozenset({f, b}), 2) == {f, b, (f[0], Task(FORWARD, 5, 1)), (b[0], Task(BACKWARD, 4, 0, (7, 1)))}
-    assert seeded(None, 2) is None
+def test_seed_maps_each_task_where_the_longer_run_has_it() -> None:
+    """Tasks that began at 1 s (before the repeated state over [2, 5) s), 3 s (in it) and 6 s (after it), with
+    a shift of 2 micro-batches: the first stays, the second stays and is taken 2 micro-batches later too, the
+    third is taken later only."""
+    place = Place(0, 0, 0)
+    early, inside, late = ((place, Task(FORWARD, i, 0)) for i in range(3))
+    paired = (place, Task(BACKWARD, 3, 0, (5, 1)))
+    begins = {early: 1.0, inside: 3.0, late: 6.0, paired: 4.0}
+    later = [(place, Task(FORWARD, 3, 0)), (place, Task(FORWARD, 4, 0)), (place, Task(BACKWARD, 5, 0, (7, 1)))]
+    assert seeded_at(frozenset(begins), 2, begins, (2.0, 5.0)) == {early, inside, paired, *later}
+    assert seeded_at(None, 2, begins, (2.0, 5.0)) is None
 
 
 def test_steady_shortcut_with_replay_equals_op_level(unlimited: None) -> None:
     """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (10 and 12), the longer seeded with the
-    shorter's needed tasks."""
+    shorter's needed tasks where it has them: here stage 1's first forward alone (its DP parameter gather
+    meets it), which runs before the repeated state, so the longer run forces it as it is and runs once."""
     workload, cluster = _workload(2, 32)
     short = run_step(workload, cluster, CAL)
     assert short.steady_runs == (10, 12) and len(short.nic_replay) == 2
     first, second = short.nic_replay
-    assert first.needed and second.forced is not None and seeded(first.needed, 2) <= second.forced
+    assert first.needed == {(Place(0, 1, 0), Task(FORWARD, 0, 0))}
+    assert second.forced == first.needed and second.runs == 1
     full = Engine(workload, cluster, CAL, memoize=False).run()
     assert short.step_time_s == pytest.approx(full.step_time_s, rel=REL)
     for mine, theirs in zip(short.stages, full.stages, strict=True):
