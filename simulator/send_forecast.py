@@ -26,15 +26,16 @@ from simulator.ranks import Place
 from workloads.schedules import Task
 
 # How many times its time alone a send is forecast to occupy its links. Measured on the Qwen3-235B case at 48
-# micro-batches (forecast tasks / conflicts left): 0.8: 462 / 9; 1.0: 469 / 0; 1.2: 496 / 0; 2.0: 680 / 0. A
-# conflict costs a second run, a task forecast in vain only its op-level run (~1/500 of a run): 1.2 keeps a margin.
+# micro-batches, forecasting a peer's next task only (forecast tasks / conflicts): 0.8: 462 / 9; 1.0: 469 / 0;
+# 1.2: 496 / 0 (500 / 0 with its tasks up to the asker's end); 2.0: 680 / 0. A conflict sends the step to op
+# level (simulator/nic_replay.py), a task forecast in vain costs its op-level run (~1/500 of a run): a margin.
 SEND_SLOWDOWN = 1.2
 
 Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)
 
 
 class SendForecast:
-    """The cross-node PP sends of every stage's last ended, running and next task, and whether a task meets one
+    """The cross-node PP sends of every stage's last ended, running and next tasks, and whether a task meets one
     of them or a DP bucket in flight."""
 
     def __init__(self, placement: FoldedPlacement, duration_s: Callable[[int, Task], float]) -> None:
