@@ -30,7 +30,7 @@ from simulator.costs import (
     memory_time_s,
 )
 from simulator.faults import Faults
-from simulator.nic_replay import Forced, NicReplayTimer, ReplayStats, next_forced
+from simulator.nic_replay import Forced, NicReplayTimer, ReplayConflict, ReplayStats, next_forced
 from simulator.placement import DpBucket, FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
@@ -275,7 +275,12 @@ class Engine:
         trial = self._again(self.timer.forced) if self.probes else self  # probes see the run that stands only
         runs, ops = 1, 0
         while True:
-            result = trial._run_once()
+            try:
+                result = trial._run_once()
+            except ReplayConflict:  # a forecast run met a conflict: the step at op level (simulator/nic_replay.py)
+                ops += trial.simulated_ops
+                trial, runs = self._again(None), runs + 1
+                continue
             ops += result.simulated_ops
             conflicts = trial.timer.conflicts()
             if not conflicts:
@@ -283,7 +288,7 @@ class Engine:
             trial = self._again(next_forced(trial.timer.forced, conflicts, trial.timer.nic_tasks, runs))
             runs += 1
         if self.probes:  # the run that stands, told to the probes (no conflict: it is the trial's run again)
-            self.timer.forced = trial.timer.forced
+            self.timer.replay_as(trial.timer.forced)
             result = self._run_once()
             ops += result.simulated_ops
         result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start

@@ -8,7 +8,7 @@ only starts transfers (``run_task``'s ``nic_network``), so the spans are read wi
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 import simpy
 
@@ -31,6 +31,8 @@ class FlowLog:
         self.spans: dict[Hashable, list[Span]] = {}
         self.unowned: dict[Hashable, list[Span]] = {}
         self.owned: dict[Hashable, dict[Hashable, list[Span]]] = {}
+        # Told (link, start_s, end_s) of each flow of no owner as it ends, per link (it may raise to stop the run).
+        self.on_unowned: Callable[[Hashable, float, float], None] | None = None
 
     def watch(self, links: tuple[Hashable, ...], done: simpy.Event, owner: Hashable = None) -> simpy.Event:
         """Record the flow on ``links`` started now that ends when ``done`` fires; returns ``done``."""
@@ -42,6 +44,9 @@ class FlowLog:
                 for link in links:
                     self.spans.setdefault(link, []).append((start_s, self.env.now))
                     by_link.setdefault(link, []).append((start_s, self.env.now))
+                if owner is None and self.on_unowned is not None:
+                    for link in links:
+                        self.on_unowned(link, start_s, self.env.now)
 
         done.callbacks.append(ended)
         return done

@@ -30,13 +30,22 @@ What conflicts (Qwen3-235B on 256 H100, EP 32 over 4 nodes, PP 8): PP sends. Eac
 its stage's NIC one NIC latency after it ends, for about 0.7 ms, while the next task's first dispatch starts
 0.24 ms in, and arrives on the receiver's NIC during its task's dispatches. In the all-op-level run 20% of
 the NIC tasks (356 of 1,792 at 48 micro-batches) have a PP send or DP bucket on their links while their own
-flows run (322 once overlaps within rounding are not counted); the first, all-replayed run, whose tasks
-never slow down, shows 60% (1,070), so that step goes to op level after it (MAX_CONFLICT_FRACTION), and its longer steady run starts
-from the 322 and their copies a period later (455 of 2,048) and needs no second run.
+flows run (311 once overlaps within rounding are not counted); a first run replaying every task, whose tasks
+never slow down, shows 60% (1,065) and goes to op level after it (MAX_CONFLICT_FRACTION). So a step's first
+run also forces the tasks a forecast PP send or DP bucket in flight meets (simulator/send_forecast.py; a
+heuristic, which changes what runs at op level, never the result): 500 there, a superset of the 311, no
+conflict, one run. Where the forecast misses (a peer that waits for its inputs sends later than forecast),
+re-running with the conflicts forced cascades (DeepSeek-V3's 1F1B on 2,048 GPUs: 11 -> 3 -> 1 conflicts over
+three runs of ~0.4 of the all-op-level run each), so a forecast run stops at its first conflict, as the PP
+send or DP bucket lands (ReplayConflict), and the step runs at op level: that costs about what the first,
+all-replayed run cost before. The longer steady run starts from the 311, each where that run has it
+(``seeded_at``: 355 of 2,048, exactly the tasks it needs; the 311 and all their copies a period later made
+441) and needs no second run either.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Generator, Hashable
 from dataclasses import dataclass
 
@@ -46,6 +55,7 @@ from simulator.flow_log import TOUCH_REL, FlowLog, LoggedNetwork, Span, SpanInde
 from simulator.network import FluidNetwork
 from simulator.placement import FoldedPlacement
 from simulator.ranks import Place
+from simulator.send_forecast import SendForecast
 from simulator.tasks import TaskTiming, run_task
 from simulator.timer import CostCache, OpTimer
 from workloads.schedules import Task
@@ -60,6 +70,16 @@ Forced = frozenset[TaskId] | None  # the tasks run at op level; None: every task
 # the bench points (README, Speed); a seeded run (the steady shortcut's longer one) has few conflicts.
 MAX_CONFLICT_FRACTION = 0.2
 MAX_RUNS = 3
+
+# A step's first run forces the tasks a PP send or DP bucket is forecast to meet (simulator/send_forecast.py);
+# False replays them all (tests compare the two).
+FORECAST = True
+
+
+class ReplayConflict(Exception):
+    """A forecast run's PP send or DP bucket met a replayed task's reservation: the run stops there and the step
+    runs at op level (re-running with the forecast's and the conflicts' tasks forced cascades: DeepSeek-V3
+    on 2,048 GPUs went 11 -> 3 -> 1 conflicts over three runs, each costing ~0.4 of the all-op-level run)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +98,7 @@ class Footprint:
 class ReplayStats:
     """How a step's run with NIC replay went: shared runs until none conflicted, the tasks of the last run
     that ran at op level, how many of its tasks used the NIC, and which of its op-level tasks had their NIC
-    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded``)."""
+    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded_at``)."""
 
     runs: int
     forced: Forced
@@ -100,16 +120,24 @@ def next_forced(forced: Forced, conflicts: set[TaskId], nic_tasks: int, runs: in
     return forced | conflicts
 
 
-def seeded(forced: Forced, period: int) -> Forced:
-    """A forced set for the same step with one more period of ``period`` micro-batches: ``forced`` and its
-    tasks ``period`` micro-batches later (those after the inserted period), more than needed at worst."""
+def seeded_at(forced: Forced, shift: int, begins: dict[TaskId, float], repeats: Span) -> Forced:
+    """A forced set for the same step with one more period, whose tasks are ``shift`` micro-batches later than
+    their twins a period before, from a run whose tasks began at ``begins`` and whose state repeated over
+    ``repeats`` = [t0, t1 + lambda) (simulator/periodic.lock_window): the longer run is this one up to there,
+    the period inserted, then this one's rest shifted. So a task of ``forced`` that began before t1 + lambda
+    stays, one that began from t0 on is also taken ``shift`` micro-batches later (the repeated ones: both)."""
     if forced is None:
         return None
-    later = set()
+    first_s, last_s = repeats
+    out = set()
     for place, task in forced:
-        paired = None if task.paired is None else (task.paired[0] + period, task.paired[1])
-        later.add((place, task._replace(micro_batch=task.micro_batch + period, paired=paired)))
-    return forced | later
+        begin_s = begins[(place, task)]
+        if begin_s < last_s:
+            out.add((place, task))
+        if begin_s >= first_s:
+            paired = None if task.paired is None else (task.paired[0] + shift, task.paired[1])
+            out.add((place, task._replace(micro_batch=task.micro_batch + shift, paired=paired)))
+    return frozenset(out)
 
 
 def footprint(costs: CostCache, key: tuple, nvlink_Bps: float, nic_Bps: float, compute_factor: float) -> Footprint:
@@ -141,10 +169,20 @@ class NicReplayTimer:
     """Tasks replayed from their footprints, their NIC spans reserved, except the ``forced`` ones (op level)."""
 
     def __init__(self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset()) -> None:
-        """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step."""
-        self.placement, self.costs, self.memo, self.forced = placement, costs, memo, forced
+        """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step.
+        A run seeded with no task (a step's first) also runs at op level the tasks a forecast PP send or DP
+        bucket meets (FORECAST, simulator/send_forecast.py) and stops at its first conflict (ReplayConflict); a
+        seeded one has its seed from a run's conflicts or needed tasks."""
+        self.placement, self.costs, self.memo, self.seed = placement, costs, memo, forced
+        self.forecast = SendForecast(placement, self._duration_s) if FORECAST and forced == frozenset() else None
+        self.foreseen: set[TaskId] = set()  # tasks the forecast ran at op level
         self.env = placement.env
         self.log = placement.nic_log = FlowLog(self.env)
+        # Per NIC link, the starts of the reservations on it and the latest end so far (one stage's tasks, one
+        # after another: in start order), for the forecast run's check of each PP send or DP bucket as it lands.
+        self._held: dict[Hashable, tuple[list[float], list[float]]] = {}
+        if self.forecast is not None:
+            self.log.on_unowned = self._check
         self.op_timer = OpTimer(placement, costs)
         self.reserved: list[tuple[TaskId, Hashable, float, float]] = []  # (task, link, start_s, end_s)
         self.nic_tasks = 0
@@ -170,19 +208,62 @@ class NicReplayTimer:
             self._timed_ops += self.memo[memo_key].ops  # counted as MemoTimer counts its timings
         return self.memo[memo_key]
 
+    def _duration_s(self, stage: int, task: Task) -> float:
+        return self.footprint(self.costs.workload.task_key(stage, task), stage).timing.duration_s
+
+    @property
+    def forced(self) -> Forced:
+        """The tasks this run ran at op level: the seed's and the forecast's (None: every task)."""
+        return None if self.seed is None else self.seed | self.foreseen
+
+    def replay_as(self, forced: Forced) -> None:
+        """Run ``forced`` at op level and nothing else (a run that repeats one whose forced tasks these were)."""
+        self.seed, self.forecast, self.foreseen = forced, None, set()
+        self.log.on_unowned = None
+
+    def _reserve(self, task: TaskId, link: Hashable, start_s: float, end_s: float) -> None:
+        self.reserved.append((task, link, start_s, end_s))
+        starts, ends = self._held.setdefault(link, ([], []))
+        if starts and start_s < starts[-1]:  # not in start order (never on the folded placement): check after
+            self.log.on_unowned = None
+        starts.append(start_s)
+        ends.append(max(end_s, ends[-1]) if ends else end_s)
+
+    def _check(self, link: Hashable, start_s: float, end_s: float) -> None:
+        """A PP send or DP bucket occupied ``link`` over [start_s, end_s): stop the run if a reservation there
+        overlaps it (as flow_log.SpanIndex.overlaps counts it)."""
+        held = self._held.get(link)
+        if held is None:
+            return
+        starts, ends = held
+        slack_s = TOUCH_REL * abs(end_s)
+        before = bisect_left(starts, end_s - slack_s)
+        if before > 0 and ends[before - 1] > start_s + slack_s:
+            raise ReplayConflict(link, start_s, end_s)
+
     def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
         stage = place.stage
         key = self.costs.workload.task_key(stage, task)
-        self.nic_tasks += bool(self.costs.get(key, self.placement.compute_factor(place)).nic_bytes)
-        if self.forced is None or (place, task) in self.forced:
+        uses_nic = bool(self.costs.get(key, self.placement.compute_factor(place)).nic_bytes)
+        self.nic_tasks += uses_nic
+        if self.seed is None:
             timing = yield from self.op_timer.run(place, task)
             return timing
-        found = self.footprint(key, stage)
-        start_s = self.env.now
-        nic_links = self.placement.nic_links(stage)
+        found, start_s, nic_links = self.footprint(key, stage), self.env.now, self.placement.nic_links(stage)
+        op_level = (place, task) in self.seed
+        if self.forecast is not None:
+            if not op_level and uses_nic and self.forecast.meets(nic_links, found.nic_spans, start_s):
+                self.foreseen.add((place, task))
+                op_level = True
+            self.forecast.started(stage, task, start_s + found.timing.duration_s)
+        if op_level:
+            timing = yield from self.op_timer.run(place, task)
+            if self.forecast is not None:
+                self.forecast.ended(stage, self.env.now)
+            return timing
         for link, spans, nbytes in zip(nic_links, found.nic_spans, found.nic_bytes):
             for begin_s, end_s in spans:
-                self.reserved.append(((place, task), link, start_s + begin_s, start_s + end_s))
+                self._reserve((place, task), link, start_s + begin_s, start_s + end_s)
             self.placement.network.account((link,), nbytes)
         self.placement.nvlink_networks[stage].account((("nvl", stage),), found.nvlink_bytes)
         yield self.env.timeout(found.timing.duration_s)

@@ -146,14 +146,14 @@ def shifted(task: Task, q: int) -> Task:
     return Task(task.direction, task.micro_batch + q, task.chunk, paired)
 
 
-def locked(records: Records, q: int, lam_s: float, after_s: float) -> bool:
-    """Whether some window after ``after_s`` of the run repeats: every task of every stage that begins in
-    [t0, t0 + 2 lambda + longest task) has its one-period-later twin beginning and ending exactly ``lam_s``
-    later, and each stage runs as many tasks in the window shifted by lambda."""
+def lock_window(records: Records, q: int, lam_s: float, after_s: float) -> tuple[float, float] | None:
+    """The first window [t0, t1) after ``after_s`` of the run that repeats (None if none does): every task of
+    every stage that begins in [t0, t1 = t0 + 2 lambda + longest task) has its one-period-later twin beginning
+    and ending exactly ``lam_s`` later, and each stage runs as many tasks in the window shifted by lambda."""
     end_s = max((end for stage in records for _, _, end in stage), default=0.0)
     tol = LOCK_REL * end_s
     if lam_s <= tol:
-        return False
+        return None
     span = 2 * lam_s + max(end - begin for stage in records for _, begin, end in stage)
     begins = [[begin for _, begin, _ in stage] for stage in records]
     bad: list[float] = []  # begins of tasks without a twin exactly one period later
@@ -167,7 +167,7 @@ def locked(records: Records, q: int, lam_s: float, after_s: float) -> bool:
     for t0 in sorted(b for stage in begins for b in stage if b >= after_s - tol):
         t1 = t0 + span
         if t1 + lam_s > end_s:
-            return False
+            return None
         nxt = bisect_left(bad, t0 - tol)
         if nxt < len(bad) and bad[nxt] < t1:
             continue
@@ -176,8 +176,13 @@ def locked(records: Records, q: int, lam_s: float, after_s: float) -> bool:
             == bisect_left(b, t1 + lam_s) - bisect_left(b, t0 + lam_s - tol)
             for b in begins
         ):
-            return True
-    return False
+            return t0, t1
+    return None
+
+
+def locked(records: Records, q: int, lam_s: float, after_s: float) -> bool:
+    """Whether some window after ``after_s`` of the run repeats (``lock_window``)."""
+    return lock_window(records, q, lam_s, after_s) is not None
 
 
 def extrapolate(fa: Fields, fb: Fields, m_a: int, m_b: int, target: int) -> Fields:

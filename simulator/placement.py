@@ -128,6 +128,7 @@ class FoldedPlacement(Placement):
         self._pp_routes: dict[tuple[int, int], tuple] = {}
         # Set by the NIC replay (simulator/nic_replay.py): the span of every flow on the NIC network.
         self.nic_log: FlowLog | None = None
+        self.dp_in_flight: dict[tuple, int] = {}  # with the NIC log: DP buckets moving on each link now
 
     def _nvlink_Bps(self, stage: int) -> float:
         return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
@@ -176,6 +177,19 @@ class FoldedPlacement(Placement):
     def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
         done = self.network.transfer(links, nbytes)
         return done if self.nic_log is None else self.nic_log.watch(tuple(links), done)
+
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        done = self.transfer(links, nbytes)
+        if self.nic_log is not None and not done.triggered:  # the NIC replay's forecast reads what is in flight
+
+            def landed(_event: simpy.Event) -> None:
+                for link in links:
+                    self.dp_in_flight[link] -= 1
+
+            for link in links:
+                self.dp_in_flight[link] = self.dp_in_flight.get(link, 0) + 1
+            done.callbacks.append(landed)
+        return done
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

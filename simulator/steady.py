@@ -27,9 +27,10 @@ from dataclasses import replace
 from simulator.calibration import Calibration
 from simulator.engine import Engine, EngineResult, StageLog
 from simulator.faults import Faults
-from simulator.nic_replay import seeded
-from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, index_step, locked, shift_s, valid_count
+from simulator.nic_replay import seeded_at
+from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, index_step, lock_window, shift_s, valid_count
 from simulator.probes import Probe, subscribed, unobserved
+from simulator.ranks import Place
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.schedules import Schedule
@@ -86,11 +87,18 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
         gathered = max(log.params_gathered_s for log in first.stages)
         for period, index_shift in state_periods(workload.schedule, m_a, q, shift):
             lam_s = shift_s(records, index_shift)
-            if not locked(records, index_shift, lam_s, gathered):
+            window = lock_window(records, index_shift, lam_s, gathered)
+            if window is None:
                 continue
-            # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow
-            # (simulator/nic_replay.py): fewer runs than from none, fewer op-level tasks than from all.
-            forced = seeded(first.nic_replay[-1].needed, period) if first.nic_replay else frozenset()
+            # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow, each
+            # where the longer run has it (simulator/nic_replay.py): fewer runs than from none, fewer op-level
+            # tasks than from all.
+            forced = frozenset()
+            if first.nic_replay:
+                begins = {(Place(0, stage, 0), task): begin for stage, log in enumerate(first.stages)
+                          for task, begin, _ in log.tasks}  # fmt: skip
+                repeats = (window[0], window[1] + lam_s)
+                forced = seeded_at(first.nic_replay[-1].needed, index_shift, begins, repeats)
             longer = resized_workload(workload, m_a + period)
             second = Engine(longer, cluster, calibration, timings=timings, forced=forced).run()
             ops += second.simulated_ops

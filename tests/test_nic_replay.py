@@ -12,8 +12,8 @@ import simpy
 from simulator import nic_replay
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine, EngineResult
-from simulator.flow_log import FlowLog, SpanIndex, merged
-from simulator.nic_replay import NicReplayTimer, ReplayStats, next_forced, seeded
+from simulator.flow_log import FlowLog, Span, SpanIndex, merged
+from simulator.nic_replay import NicReplayTimer, ReplayStats, TaskId, next_forced, seeded_at
 from simulator.probes import Probe
 from simulator.ranks import Place
 from simulator.steady import run_step
@@ -36,6 +36,12 @@ def _workload(pp: int, micro_batches: int, nic_Bps: float = 10e9, replicas: int 
     gpus = 16 * pp * replicas
     workload = StepWorkload(SMALL, layout, gpus, 8, micro_batches * 2 * replicas, 4096)
     return workload, replace(cluster_preset("h100", gpus), nic_bandwidth_Bps=nic_Bps)
+
+
+@pytest.fixture
+def no_forecast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task of a step's first run replayed (no forecast seed): what the verification alone does."""
+    monkeypatch.setattr(nic_replay, "FORECAST", False)
 
 
 @pytest.fixture
@@ -77,23 +83,29 @@ SCHEDULES = {
 }
 
 
+@pytest.mark.parametrize("forecast", [False, True])
 @pytest.mark.parametrize("name", SCHEDULES)
-def test_replay_equals_op_level(name: str, unlimited: None) -> None:
-    """Each schedule with PP across nodes and DP: some tasks replayed, some forced, the step as at op level."""
+def test_replay_equals_op_level(name: str, forecast: bool, unlimited: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each schedule with PP across nodes and DP: some tasks replayed, some forced, the step as at op level;
+    without the forecast's seed a conflict is found and the step re-run."""
+    monkeypatch.setattr(nic_replay, "FORECAST", forecast)
     pp, micro_batches, changes = SCHEDULES[name]
     workload, cluster = _workload(pp, micro_batches, **changes)
     engine = Engine(workload, cluster, CAL)
     assert workload.tasks_use_nic and engine.nic_replay and not engine.memoize
     replayed = engine.run()
     (stats,) = replayed.nic_replay
-    assert stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks  # both paths ran
-    assert stats.runs >= 2  # a conflict was found and the step re-run
+    if forecast and stats.forced is None:  # its first run met a conflict and stopped: the step at op level
+        assert stats.runs == 2
+    else:
+        assert stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks  # both paths ran
+        assert stats.runs >= 2 or forecast  # without the forecast a conflict is found and the step re-run
     reference = Engine(workload, cluster, CAL, memoize=False).run()
     assert reference.nic_replay == ()
     _assert_same(replayed, reference)
 
 
-def test_unverified_replay_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unverified_replay_differs(monkeypatch: pytest.MonkeyPatch, no_forecast: None) -> None:
     """Without the check (no conflict ever found) the replay is wrong: the verification is what makes it exact."""
     workload, cluster = _workload(2, 8)
     reference = Engine(workload, cluster, CAL, memoize=False).run()
@@ -103,7 +115,7 @@ def test_unverified_replay_differs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert abs(optimistic.step_time_s - reference.step_time_s) > 1e-6 * reference.step_time_s
 
 
-def test_no_conflict_forces_nothing() -> None:
+def test_no_conflict_forces_nothing(no_forecast: None) -> None:
     """PP 1 at 100 GB/s: the DP buckets (gathered before the first forward, reduced after the last backward)
     miss every task's NIC spans, so one run replays all 8 tasks and equals the op-level run."""
     workload, cluster = _workload(1, 4, nic_Bps=100e9)
@@ -173,18 +185,27 @@ def _pp_send(engine: Engine, after_s: float):
     yield engine.placement.transfer(engine.placement.pp_links(Place(0, 0, 0), Place(0, 1, 0)), 1e6)
 
 
-@pytest.mark.parametrize("start_at", ["inside", "after"])
-def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str) -> None:
-    """Stage 0's first forward replayed at t0 = 0 reserves its footprint's spans; a PP send to stage 1 started
-    halfway through its first span on nic_out 0 conflicts with it; one started when its last span ends does not."""
+def first_forward_and_send(start_at: str) -> tuple[Engine, TaskId, Span, float]:
+    """Stage 0's first forward started at t0 = 0 and a PP send to stage 1 halfway through the forward's first
+    NIC span on nic_out 0 (``start_at`` "inside") or when its last span ends ("after"), not yet run: the
+    engine, the task, that first span (the footprint's) and when the send starts."""
     workload, cluster = _workload(2, 8)
     place, task = Place(0, 0, 0), Task(FORWARD, 0, 0)
     engine = Engine(workload, cluster, CAL)
-    timer = engine.timer
-    found = timer.footprint(workload.task_key(0, task), 0)
+    found = engine.timer.footprint(workload.task_key(0, task), 0)
     (first, *_), last_end = found.nic_spans[0], max(spans[-1][1] for spans in found.nic_spans)
-    engine.env.process(timer.run(place, task))
-    engine.env.process(_pp_send(engine, (first[0] + first[1]) / 2 if start_at == "inside" else last_end))
+    send_at = (first[0] + first[1]) / 2 if start_at == "inside" else last_end
+    engine.env.process(engine.timer.run(place, task))
+    engine.env.process(_pp_send(engine, send_at))
+    return engine, (place, task), first, send_at
+
+
+@pytest.mark.parametrize("start_at", ["inside", "after"])
+def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str, no_forecast: None) -> None:
+    """Stage 0's first forward replayed at t0 = 0 reserves its footprint's spans; a PP send to stage 1 started
+    halfway through its first span on nic_out 0 conflicts with it; one started when its last span ends does not."""
+    engine, (place, task), first, _ = first_forward_and_send(start_at)
+    timer = engine.timer
     engine.env.run()
     assert ((place, task), ("nic_out", 0), *first) in timer.reserved  # t0 = 0: the footprint's own span
     assert timer.conflicts() == ({(place, task)} if start_at == "inside" else set())
@@ -193,7 +214,7 @@ def test_a_pp_send_inside_a_reserved_span_forces_the_task(start_at: str) -> None
 # --- limits, seeds, probes ---------------------------------------------------------------------------------
 
 
-def test_limits_put_every_task_at_op_level() -> None:
+def test_limits_put_every_task_at_op_level(no_forecast: None) -> None:
     """Interleaved with EP overlap at 3 GB/s: most tasks conflict in the first run, past the 20% limit, so the
     second run is the all-op-level run."""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
@@ -208,7 +229,7 @@ def test_limits_put_every_task_at_op_level() -> None:
     assert next_forced(None, set(), 10, 1) is None
 
 
-def test_needed_tasks_alone_make_a_run_without_conflicts() -> None:
+def test_needed_tasks_alone_make_a_run_without_conflicts(no_forecast: None) -> None:
     """The all-op-level run of the 3 GB/s case says which tasks' NIC flows met another flow; forcing only those
     (the rest replayed) runs once, without a conflict, and equals the op-level run: the others ran alone."""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
@@ -219,20 +240,29 @@ def test_needed_tasks_alone_make_a_run_without_conflicts() -> None:
     _assert_same(again, Engine(workload, cluster, CAL, memoize=False).run())
 
 
-def test_seed_adds_the_same_tasks_one_period_later() -> None:
-    f, b = (Place(0, 1, 0), Task(FORWARD, 3, 1)), (Place(0, 0, 0), Task(BACKWARD, 2, 0, (5, 1)))
-    assert seeded(frozenset({f, b}), 2) == {f, b, (f[0], Task(FORWARD, 5, 1)), (b[0], Task(BACKWARD, 4, 0, (7, 1)))}
-    assert seeded(None, 2) is None
+def test_seed_maps_each_task_where_the_longer_run_has_it() -> None:
+    """Tasks that began at 1 s (before the repeated state over [2, 5) s), 3 s (in it) and 6 s (after it), with
+    a shift of 2 micro-batches: the first stays, the second stays and is taken 2 micro-batches later too, the
+    third is taken later only."""
+    place = Place(0, 0, 0)
+    early, inside, late = ((place, Task(FORWARD, i, 0)) for i in range(3))
+    paired = (place, Task(BACKWARD, 3, 0, (5, 1)))
+    begins = {early: 1.0, inside: 3.0, late: 6.0, paired: 4.0}
+    later = [(place, Task(FORWARD, 3, 0)), (place, Task(FORWARD, 4, 0)), (place, Task(BACKWARD, 5, 0, (7, 1)))]
+    assert seeded_at(frozenset(begins), 2, begins, (2.0, 5.0)) == {early, inside, paired, *later}
+    assert seeded_at(None, 2, begins, (2.0, 5.0)) is None
 
 
 def test_steady_shortcut_with_replay_equals_op_level(unlimited: None) -> None:
     """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (10 and 12), the longer seeded with the
-    shorter's needed tasks."""
+    shorter's needed tasks where it has them: here stage 1's first forward alone (its DP parameter gather
+    meets it), which runs before the repeated state, so the longer run forces it as it is and runs once."""
     workload, cluster = _workload(2, 32)
     short = run_step(workload, cluster, CAL)
     assert short.steady_runs == (10, 12) and len(short.nic_replay) == 2
     first, second = short.nic_replay
-    assert first.needed and second.forced is not None and seeded(first.needed, 2) <= second.forced
+    assert first.needed == {(Place(0, 1, 0), Task(FORWARD, 0, 0))}
+    assert second.forced == first.needed and second.runs == 1
     full = Engine(workload, cluster, CAL, memoize=False).run()
     assert short.step_time_s == pytest.approx(full.step_time_s, rel=REL)
     for mine, theirs in zip(short.stages, full.stages, strict=True):
@@ -255,12 +285,15 @@ class _Rates(Probe):
         pass
 
 
-def test_probes_see_the_run_that_stands(unlimited: None) -> None:
-    """A task probe is told of the last run's tasks only; a probe of link rates gets every task at op level."""
+@pytest.mark.parametrize("forecast", [False, True])
+def test_probes_see_the_run_that_stands(forecast: bool, unlimited: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task probe is told of the last run's tasks only (with the forecast: the first run's forced tasks and its
+    forecast's); a probe of link rates gets every task at op level."""
+    monkeypatch.setattr(nic_replay, "FORECAST", forecast)
     workload, cluster = _workload(2, 8)
     probe = _Tasks()
     result = Engine(workload, cluster, CAL, probes=[probe]).run()
-    assert result.nic_replay[0].runs >= 2
+    assert result.nic_replay[0].runs == (1 if forecast else 2)
     assert sorted(probe.ends) == pytest.approx(sorted(end for log in result.stages for _, _, end in log.tasks))
     watched = Engine(workload, cluster, CAL, probes=[_Rates()])
     assert not watched.nic_replay

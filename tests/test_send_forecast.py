@@ -1,0 +1,133 @@
+"""The PP-send forecast that seeds a step's first NIC-replay run (simulator/send_forecast.py): its sends and
+overlaps by hand on 1F1B over two stages on two nodes, DP buckets in flight, and a first run it keeps off
+the all-op-level fallback, equal to the op-level run (the exactness on every schedule: test_nic_replay)."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from simulator import nic_replay, send_forecast
+from simulator.engine import Engine
+from simulator.flow_log import FlowLog
+from simulator.placement import DpBucket
+from simulator.ranks import Place
+from simulator.send_forecast import SendForecast
+from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload, first_forward_and_send
+from workloads.schedules import BACKWARD, FORWARD, Task
+
+OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in", 1)
+
+
+def _forecast() -> SendForecast:
+    """1F1B on PP 2 (stage 0 runs F0 F1 B0 ..., stage 1 F0 B0 F1 ...), every task 0.5 s alone."""
+    workload, cluster = _workload(2, 8)
+    return SendForecast(Engine(workload, cluster, CAL).placement, lambda stage, task: 0.5)
+
+
+def test_sends_by_hand() -> None:
+    """A PP send is 1 x 4096 / 8 tokens x 1024 x 2 B = 1,048,576 B; at 10 GB/s x 0.94 and SEND_SLOWDOWN 1.2
+    it is forecast to take 1.2 x 1048576 / 9.4e9 s, from the task's end plus the 5 us NIC latency."""
+    forecast = _forecast()
+    send_s = 1.2 * 1048576 / 9.4e9
+    assert send_forecast.SEND_SLOWDOWN == 1.2 and forecast.send_s == pytest.approx(send_s, rel=1e-12)
+    assert forecast.sends(1, (OUT1, IN1), 9.0) == []  # nothing started yet
+    forecast.started(0, Task(FORWARD, 0, 0), 1.0)  # replayed: ends at 1.0; F1 follows at 1.0 + 0.5
+    expected = [(IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.5 + 5e-6, 1.5 + 5e-6 + send_s)]
+    assert forecast.sends(1, (OUT1, IN1), 1.6) == pytest.approx(expected, rel=1e-12)
+    assert forecast.sends(1, (OUT1, IN1), 1.2) == pytest.approx(expected[:1], rel=1e-12)  # F1's after the asker
+    # Stage 0 asking (its next task starts): F0's send on its nic_out, not the asker's own (F1's) after it.
+    own = [(OUT0, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s)]
+    assert forecast.sends(0, (OUT0, IN0, IN1), 1.6) == pytest.approx(own, rel=1e-12)
+    forecast.ended(0, 1.2)  # at op level it took 0.2 s more than its footprint
+    assert forecast.sends(0, (OUT0, IN0), 2.0) == pytest.approx([(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s)], rel=1e-12)
+    forecast.started(1, Task(FORWARD, 0, 0), 2.0)  # the last stage's forward sends nothing
+    forecast.started(1, Task(BACKWARD, 0, 0), 3.0)  # its backward goes back to stage 0's nic_in
+    assert forecast.sends(0, (OUT0, IN0), 3.2) == pytest.approx(
+        [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s), (IN0, 3.0 + 5e-6, 3.0 + 5e-6 + send_s)], rel=1e-12
+    )
+    forecast.started(0, Task(FORWARD, 1, 0), 4.0)
+    forecast.started(0, Task(BACKWARD, 0, 0), 5.0)  # F0 drops out: the last ended and the running task only
+    # Stage 1 asking until 5.6: stage 0's F1 (B0, the first stage's backward, sends nothing) and its next, F2 at
+    # 5.0 + 0.5 (then B1, ending at 6.0, sends nothing either); stage 1's own B0 on its nic_out.
+    starts = [(link, start) for link, start, _ in forecast.sends(1, (OUT1, IN1), 5.6)]
+    assert starts == [(IN1, 4.0 + 5e-6), (IN1, 5.5 + 5e-6), (OUT1, 3.0 + 5e-6)]
+
+
+def test_a_long_task_is_told_of_every_send_before_its_end() -> None:
+    """Stage 0 (F0 ends at 1.0) runs F1 B0 F2 B1 ... F7 B6 B7, 0.5 s each: a stage-1 task lasting until 10 s is
+    told of F0's send and of F1 ... F7's, at 1.5, 2.5, ..., 7.5 s (each F after a B), plus the 5 us latency."""
+    forecast = _forecast()
+    forecast.started(0, Task(FORWARD, 0, 0), 1.0)
+    starts = [start for _, start, _ in forecast.sends(1, (OUT1, IN1), 10.0)]
+    assert starts == [1.0 + 5e-6] + [1.5 + k + 5e-6 for k in range(7)]
+
+
+def test_meets_by_hand() -> None:
+    """Stage 0's F0 ends at 1.0: its send occupies nic_in 1 over [1.000005, 1.000139). A stage-1 task started at
+    0.9 holding nic_in 1 over [0.9, 1.0) and [1.1, 1.2) misses it; one holding [1.0001, 1.2) meets it."""
+    forecast = _forecast()
+    forecast.started(0, Task(FORWARD, 0, 0), 1.0)
+    assert not forecast.meets((OUT1, IN1), (((0.0, 0.5),), ((0.0, 0.1), (0.2, 0.3))), 0.9)
+    assert forecast.meets((OUT1, IN1), (((0.0, 0.5),), ((0.0, 0.1), (0.1001, 0.3))), 0.9)
+    assert not forecast.meets((OUT1, IN1), ((), ((0.0, 0.1),)), 0.9)  # before the send: no
+    forecast.placement.dp_in_flight[IN1] = 1  # a DP bucket moving on nic_in 1: any span there meets it
+    assert forecast.meets((OUT1, IN1), ((), ((0.0, 0.1),)), 0.9)
+    assert not forecast.meets((OUT1, IN1), (((0.0, 0.1),), ()), 0.9)
+
+
+def test_dp_buckets_in_flight_are_counted_while_they_move() -> None:
+    """A 1 GB DP bucket at 9.4 GB/s effective moves over [0, 1 / 9.4) s: counted on both links meanwhile."""
+    workload, cluster = _workload(2, 8)
+    placement = Engine(workload, cluster, CAL).placement
+    env: simpy.Environment = placement.env
+    placement.nic_log = FlowLog(env)
+    place = Place(0, 1, 0)
+    done = placement.dp_transfer(place, DpBucket("dp-grads", 0), placement.dp_links(place), 1e9)
+    assert placement.dp_in_flight == {OUT1: 1, IN1: 1}
+    env.run(until=0.5 / 9.4)
+    assert placement.dp_in_flight == {OUT1: 1, IN1: 1} and not done.processed
+    env.run()
+    assert placement.dp_in_flight == {OUT1: 0, IN1: 0} and done.processed
+    assert placement.nic_log.unowned[OUT1] == [pytest.approx((0.0, 1 / 9.4))]
+
+
+def test_forecast_keeps_the_first_run_off_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interleaved with EP overlap: all replayed, the first run conflicts past MAX_CONFLICT_FRACTION and the step
+    goes to op level; seeded by the forecast it runs once, replaying some tasks, equal to the op-level run."""
+    workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap"][2])
+    monkeypatch.setattr(nic_replay, "FORECAST", False)
+    (blind,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert blind.runs == 2 and blind.forced is None
+    monkeypatch.setattr(nic_replay, "FORECAST", True)
+    result = Engine(workload, cluster, CAL).run()
+    (stats,) = result.nic_replay
+    assert stats.runs == 1 and stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks
+    _assert_same(result, Engine(workload, cluster, CAL, memoize=False).run())
+
+
+@pytest.mark.parametrize("start_at", ["inside", "after"])
+def test_a_forecast_run_stops_at_its_first_conflict(start_at: str) -> None:
+    """Stage 0's first forward replayed at t0 = 0 (nothing is forecast to meet it); a PP send to stage 1 started
+    halfway through its first NIC span stops the run as it lands, naming nic_out 0 and the send's span; one
+    started when its last span ends lets the run finish."""
+    engine, _, _, send_at = first_forward_and_send(start_at)
+    timer = engine.timer
+    if start_at == "after":
+        engine.env.run()
+        assert timer.conflicts() == set() and timer.foreseen == set()
+        return
+    with pytest.raises(nic_replay.ReplayConflict) as stopped:
+        engine.env.run()
+    link, begin_s, end_s = stopped.value.args
+    assert link == OUT0 and begin_s == pytest.approx(send_at) and end_s > begin_s
+    assert timer.foreseen == set()
+
+
+def test_a_seeded_run_has_no_forecast() -> None:
+    """A re-run or the steady shortcut's longer run starts from a run's conflicts or needed tasks: no forecast."""
+    workload, cluster = _workload(2, 8)
+    seed = frozenset({(Place(0, 0, 0), Task(FORWARD, 0, 0))})
+    assert Engine(workload, cluster, CAL).timer.forecast is not None
+    assert Engine(workload, cluster, CAL, forced=seed).timer.forecast is None
+    assert Engine(workload, cluster, CAL, forced=None).timer.forecast is None
