@@ -226,11 +226,11 @@ def test_seed_adds_the_same_tasks_one_period_later() -> None:
 
 
 def test_steady_shortcut_with_replay_equals_op_level(unlimited: None) -> None:
-    """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (10 and 12), the longer seeded with the
-    shorter's needed tasks."""
+    """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (8 and 10: from pp x 1 + 2 + 3 periods,
+    Schedule.fill_per_stage), the longer seeded with the shorter's needed tasks."""
     workload, cluster = _workload(2, 32)
     short = run_step(workload, cluster, CAL)
-    assert short.steady_runs == (10, 12) and len(short.nic_replay) == 2
+    assert short.steady_runs == (8, 10) and len(short.nic_replay) == 2
     first, second = short.nic_replay
     assert first.needed and second.forced is not None and seeded(first.needed, 2) <= second.forced
     full = Engine(workload, cluster, CAL, memoize=False).run()
