@@ -11,7 +11,7 @@ Item = TypeVar("Item")
 
 # CPU seconds of each unit of `moesim reproduce all` (targets by name, validation cases by case name), each run
 # in a fork of a process that imported everything (as reproduce all's workers are), the lesser of two runs, on
-# the 2-core development machine at 7a72cd2 (issue #16); a unit not listed counts as free.
+# the 2-core development machine at db52b2a (issue #16); a unit not listed counts as free.
 UNIT_CPU_S = {
     "schedules": 14.4,  # seven DeepSeek-V3 steps of 32 micro-batches at op level (too short for the shortcut)
     "scaleup-domain": 6.4,  # its PP-60 and PP-30 steps extrapolate from 66/67 and 36/37 micro-batches
