@@ -254,12 +254,13 @@ def test_seed_maps_each_task_where_the_longer_run_has_it() -> None:
 
 
 def test_steady_shortcut_with_replay_equals_op_level(unlimited: None) -> None:
-    """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (10 and 12), the longer seeded with the
-    shorter's needed tasks where it has them: here stage 1's first forward alone (its DP parameter gather
-    meets it), which runs before the repeated state, so the longer run forces it as it is and runs once."""
+    """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (8 and 10: from pp x 1 + 2 + 3 periods,
+    Schedule.fill_per_stage), the longer seeded with the shorter's needed tasks where it has them: here stage 1's
+    first forward alone (its DP parameter gather meets it), which runs before the repeated state, so the longer
+    run forces it as it is and runs once."""
     workload, cluster = _workload(2, 32)
     short = run_step(workload, cluster, CAL)
-    assert short.steady_runs == (10, 12) and len(short.nic_replay) == 2
+    assert short.steady_runs == (8, 10) and len(short.nic_replay) == 2
     first, second = short.nic_replay
     assert first.needed == {(Place(0, 1, 0), Task(FORWARD, 0, 0))}
     assert second.forced == first.needed and second.runs == 1

@@ -45,7 +45,8 @@ def _assert_same_report(full: dict, short: dict) -> None:
 
 CASES = [
     # (schedule changes, GPUs, global batches): mixtral-8x7b, 8-way SP/EP, PP 4 (embedding and head stages differ)
-    ({"schedule": "1f1b"}, 32, (40, 81, 160)),
+    # 24: from pp + 2 + 3 = 9 -> m_a 10 and 11 (21 < 24); a start of 2 pp + 5 (m_a 14) would run the full step
+    ({"schedule": "1f1b"}, 32, (24, 40, 81, 160)),
     ({"schedule": "1f1b"}, 64, (80, 162)),  # DP 2: parameter gathers and gradient reductions
     ({"schedule": "zb1p"}, 32, (160, 241)),
     ({"schedule": "dualpipe"}, 32, (120, 160)),
@@ -147,7 +148,8 @@ def test_extrapolate_is_the_line_through_two_runs() -> None:
 
 
 def test_candidates_stay_congruent_and_cheaper_than_the_step() -> None:
-    """Interleaved PP 8 over 512 micro-batches: period 8, m_a = 2 * 8 + 2 + 24 = 42 -> 48, then 96, ..."""
+    """Interleaved PP 8 over 512 micro-batches: period 8, m_a = 8 + 2 + 24 = 34 -> 48 (congruent to 512 modulo
+    16), then 96, ..."""
     schedule = make_schedule("interleaved", 8, 512, 4)
     assert period(schedule) == 8
     tried = list(candidates(schedule))
@@ -160,7 +162,8 @@ def test_candidates_stay_congruent_and_cheaper_than_the_step() -> None:
     dualpipe = make_schedule("dualpipe", 4, 60)
     assert period(dualpipe) == 2 and next(candidates(dualpipe)) == (20, 2, 1)
     assert list(candidates(make_schedule("dualpipe", 4, 40))) == []
-    assert list(candidates(make_schedule("1f1b", 4, 20))) == []  # 2 x 13 + 1 > 20: not worth it
+    assert list(candidates(make_schedule("1f1b", 4, 20))) == []  # m_a = 4 + 2 + 3 = 9 -> 10: 2 x 10 + 1 > 20
+    assert next(candidates(make_schedule("1f1b", 4, 24))) == (10, 1, 1)  # 2 x 10 + 1 < 24
 
 
 # --- the balanced replay (schedule_bubble) ---------------------------------------------------------------------

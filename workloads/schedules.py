@@ -88,9 +88,12 @@ class Schedule:
     name: ClassVar[str]
     virtual_stages: ClassVar[bool] = False  # whether a stage may hold several model chunks (layout.virtual_stages)
     # Micro-batches per stage the warm-up and cool-down take before a step of them has a steady state that
-    # repeats (simulator/periodic.py starts looking there): 2 for the 1F1B family; DualPipe(V), whose
-    # micro-batches enter from both ends, 3 (DualPipeV at PP 8 first repeats at 24 micro-batches).
-    fill_per_stage: ClassVar[int] = 2
+    # repeats (simulator/periodic.py starts looking there): 1 for the 1F1B family, whose warm-up is pp - 1
+    # forwards (ZB1P defers at most pp - 1 W passes; interleaved fills in about pp + (pp - 2) / v, mostly
+    # inside the three periods of pp the start adds); DualPipe(V), whose micro-batches enter from both ends, 3
+    # (DualPipeV at PP 8 first repeats at 24 micro-batches). Where a start is too early the lock check fails
+    # and the next, doubled, count is tried: the start only sets what the shortcut costs, never its result.
+    fill_per_stage: ClassVar[int] = 1
 
     def __init__(
         self, stages: int, micro_batches: int, chunks: int = 1, *, ep_overlap: bool = False, delay_wgrad: bool = False
