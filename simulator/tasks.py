@@ -60,6 +60,7 @@ class OpCosts:
     stream_names: tuple[str, ...] = ()
     groups: tuple = ()
     model_flops: tuple[float, ...] = ()
+    tiles: tuple[int, ...] = ()  # chunks each fused op pipelines its GEMM and collective in (workloads.ops.Op)
 
     @cached_property
     def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:
@@ -75,6 +76,27 @@ class OpCosts:
     def steps(self) -> tuple[tuple[str, int, float, tuple[int, ...], float], ...]:
         """Per op, what a stream reads to lay it out: (kind, host sync before it, issue offset, waits, compute s)."""
         return tuple(zip(self.kinds, self.sync_before, self.issue_offset_s, self.waits, self.compute_s))
+
+    @cached_property
+    def _alone_steps(self) -> dict[float, tuple]:
+        return {}
+
+    def alone_steps(self, rate_Bps: float) -> tuple[tuple, ...]:
+        """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (kind, sync,
+        offset, waits, compute s, wire bytes, comm s, what its end adds: a collective's latency, a fused op's
+        tail and latency). Once per op list and rate, so laying a task out reads one tuple per op."""
+        steps = self._alone_steps.get(rate_Bps)
+        if steps is None:
+            rows = []
+            for index, (kind, sync, offset, waits, compute_s) in enumerate(self.steps):
+                nbytes = self.wire_bytes[index]
+                comm_s = nbytes / rate_Bps if nbytes > 0 and rate_Bps else 0.0
+                extra_s = self.latency_s[index]
+                if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
+                    extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
+                rows.append((kind, sync, offset, waits, compute_s, nbytes, comm_s, extra_s))
+            steps = self._alone_steps[rate_Bps] = tuple(rows)
+        return steps
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -110,6 +132,7 @@ class OpCosts:
             tuple(op.stream for op in ops),
             tuple(op.group for op in ops),
             tuple(op.model_flops for op in ops),
+            tuple(op.tiles for op in ops),
         )
 
 
@@ -252,24 +275,40 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     GPU (and, if ``quiet.own_link``, its links) to themselves: up to and including the first op in ``stops``
     (another stream waits for it), or up to the first that waits for an op not done (or, without a link of
     its own, the first collective or fused op). Returns the position after the last op laid out and its
-    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does."""
-    steps, intervals, count = costs.steps, timing.intervals, len(indices)
-    network, links, rate_Bps, own_link = quiet.network, quiet.links, quiet.rate_Bps, quiet.own_link
+    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does.
+
+    A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
+    flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
+    and its bytes counted on the links as network.account does."""
+    intervals, count, own_link = timing.intervals, len(indices), quiet.own_link
+    steps = costs.alone_steps(quiet.rate_Bps)
+    links, sent = quiet.links, quiet.network.bytes_sent
     while position < count:
         index = indices[position]
-        kind, sync, offset, waits, compute_s = steps[index]
+        kind, sync, offset, waits, compute_s, nbytes, comm_s, extra_s = steps[index]
         for other in waits:
             end = done_at[other]
             if end is None:
                 return position, clock
             clock = max(clock, end)
         issued = (done_at[sync] if sync >= 0 else start_s) + offset
-        begin = clock = max(clock, issued)
-        if kind == COLLECTIVE or kind == FUSED:
+        clock = max(clock, issued)
+        begin = clock
+        if kind == COLLECTIVE:
             if not own_link:
                 return position, clock
-            clock, gemm_end = _alone_s(ops[index], index, begin, costs, network, links, rate_Bps)
-            if record_gemm and kind == FUSED:
+            for link in links:
+                sent[link] += nbytes
+            clock = begin + extra_s + comm_s
+        elif kind == FUSED:
+            if not own_link:
+                return position, clock
+            for link in links:
+                sent[link] += nbytes
+            gemm_end = begin + compute_s
+            comm_end = begin + comm_s
+            clock = (max(gemm_end, comm_end)) + extra_s
+            if record_gemm:
                 timing.slowed_gemm_s[index] = gemm_end - begin
         else:
             clock += compute_s
@@ -281,25 +320,12 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     return position, clock
 
 
-def _alone_s(op, index, begin, costs, network, links, rate_Bps) -> tuple[float, float]:
-    """(end, GEMM end) of a collective or fused op that starts at ``begin`` with the GPU's SMs to itself and
-    ``links`` to its lone flow (at ``rate_Bps``, the links' bottleneck): the event path's arithmetic."""
-    nbytes = costs.wire_bytes[index]
-    network.account(links, nbytes)
-    comm_s = nbytes / rate_Bps if nbytes > 0 and links else 0.0
-    if op.kind == COLLECTIVE:
-        return begin + costs.latency_s[index] + comm_s, begin
-    compute_s = costs.compute_s[index]
-    end = max(begin + compute_s, begin + comm_s)
-    return end + (fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]), begin + compute_s
-
-
 class _Quiet:
     """Which stream of a task may act now: while every other stream waits for a signal from the one that runs,
     nothing can hold SMs or ask for the GPU's turn beside its compute, so it lays that out as arithmetic and
     lets time pass only where it signals another stream. On a link of its own (``own_link``: no one else's
     flows) nothing can share its collectives' and fused ops' link either, so it times those too
-    (simulator.tasks._alone_s); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
+    (_run_alone); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
     flows) they take the event path."""
 
     __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "waiters")
@@ -467,33 +493,48 @@ def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
 
 def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:
     """Fill in busy and exposed-communication times from the recorded intervals (with lanes, a
-    compute-stream collective may hide behind the other lane's compute)."""
+    compute-stream collective may hide behind the other lane's compute).
+
+    NOTE: one pass over the intervals sums busy time, exposed time and FLOPs and shifts each interval to the
+    task's start; the busy intervals are kept (and sorted) only where a collective may hide behind them."""
     timing.duration_s = end_s - start_s
-    busy: list[tuple[float, float]] = []
     exposed: dict[str, float] = {}
     overlapped: list[tuple[int, float, float]] = []
     kinds, groups, flops = costs.tallies
-    model_flops = timing.model_flops
-    for index, begin, end in timing.intervals:
+    hides = lanes or _OVERLAPPED in kinds  # some interval is checked against the busy ones
+    busy: list[tuple[float, float]] = []
+    model_flops, busy_s, slowed = timing.model_flops, 0, timing.slowed_gemm_s
+    shift = start_s != 0  # a task run in the step's environment recorded env times: count them from its start
+    relative: list[tuple[int, float, float]] = []
+    for interval in timing.intervals:
+        index, begin, end = interval
+        if shift:
+            relative.append((index, begin - start_s, end - start_s))
         model_flops += flops[index]
         kind = kinds[index]
         if kind == _BUSY:
-            busy.append((begin, end))
+            busy_s += end - begin
+            if hides:
+                busy.append((begin, end))
         elif kind == _FUSED:
-            gemm_s = timing.slowed_gemm_s.get(index, costs.compute_s[index])
-            busy.append((begin, begin + gemm_s))
+            gemm_s = slowed.get(index, costs.compute_s[index])
+            gemm_end = begin + gemm_s
+            busy_s += gemm_end - begin
+            if hides:
+                busy.append((begin, gemm_end))
             group = groups[index]
             exposed[group] = exposed.get(group, 0.0) + (end - begin) - gemm_s
         elif kind == _EXPOSED and not lanes:
             group = groups[index]
             exposed[group] = exposed.get(group, 0.0) + (end - begin)
         else:
-            overlapped.append((index, begin, end))
+            overlapped.append(interval)
     timing.model_flops = model_flops
-    timing.compute_busy_s = sum(end - begin for begin, end in busy)
-    busy.sort()
-    starts = [b_begin for b_begin, _ in busy]
-    for index, begin, end in overlapped:  # (none without a collective off the compute stream)
+    timing.compute_busy_s = busy_s
+    if overlapped:
+        busy.sort()
+        starts = [b_begin for b_begin, _ in busy]
+    for index, begin, end in overlapped:
         hidden = 0.0
         # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
         # starting before ``begin`` can intersect [begin, end).
@@ -502,5 +543,5 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
         group = ops[index].group
         exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
     timing.exposed_comm_s = exposed
-    if start_s:  # a task run in the step's environment recorded env times: count them from its start, like a memo
-        timing.intervals = [(index, begin - start_s, end - start_s) for index, begin, end in timing.intervals]
+    if shift:
+        timing.intervals = relative
