@@ -211,6 +211,15 @@ def run_task(
         finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
         finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
         return finished
+    if CLOSED and transfer is None and not lanes:
+        from simulator import closed_task  # NOTE: here, not at the top: closed_task builds on this module
+
+        if closed_task.closed(network, comm_links, costs):
+            # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out at its
+            # start (simulator/closed_task.py), and it costs one simpy event.
+            finished = env.process(_closed(env, ops, costs, network, comm_links, timing, closed_task.solve))
+            finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
+            return finished
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
@@ -268,6 +277,12 @@ def _one_stream(env, ops, costs, network, comm_links, timing):
     alone = _Quiet(1, network, comm_links, True)
     _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, alone, False)
     yield env.timeout(clock - env.now)
+
+
+def _closed(env, ops, costs, network, comm_links, timing, solve):
+    """A closed task (simulator/closed_task.py) laid out at its start, then one timeout to its end."""
+    end_s = solve(ops, costs, network, comm_links, timing, env.now)
+    yield env.timeout(end_s - env.now)
 
 
 def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm):
@@ -354,6 +369,10 @@ class _Quiet:
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
 # False steps every op with events (tests/test_quiet_streams.py compares the two).
 QUIET = True
+
+# A task of several streams that shares nothing with the rest of the step is laid out at its start as arithmetic
+# (simulator/closed_task.py); False runs its streams as simpy processes (tests/test_closed_task.py compares the two).
+CLOSED = True
 
 # Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
 # False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).

@@ -1,0 +1,280 @@
+"""A task of several streams on a link of its own, timed at op level without simpy events (simulator/tasks.py).
+
+A task whose streams share nothing with the rest of the step (the folded stage's NVLink, one link that no
+one else's flows use; no NIC bytes, no F&B lanes, no probe watching rates) evolves from its start by its own
+ops alone: its whole timeline is known when it starts. ``solve`` lays it out op by op with the event path's
+rules and arithmetic, so the task costs one simpy timeout instead of an event per kernel start, rate change
+and flow end:
+
+- each stream runs its ops in order, an op once its host issue time has come and the ops it waits for are done;
+- a collective holds its SMs (``costs.comm_sms``) from its start, waits its latency, then moves its bytes
+  as a flow; compute (plain kernels, fused GEMMs) progresses at the rate the held SMs leave
+  (simulator/sm_share.py), re-planned from the work left whenever a collective starts or ends;
+- flows share the link equally (max-min on one link), the remaining bytes advanced and a flow finished
+  as simulator/network.py does (within ``network._DONE_BYTES`` of done);
+- a fused op ends its tail (simulator.costs.fused_tail_s) after the later of its GEMM and its flow;
+- a stream whose fellow streams all wait for it lays its ops out alone (simulator.tasks._run_alone), as the
+  event path's quiet streams do.
+
+The times are the event path's to rounding (tests/test_closed_task.py compares them, tasks.CLOSED off).
+"""
+
+from __future__ import annotations
+
+from simulator.costs import fused_tail_s
+from simulator.network import _DONE_BYTES, FluidNetwork
+from simulator.tasks import OpCosts, TaskTiming, _Quiet, _run_alone
+from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
+
+# What a stream is doing: ready to start its next op, waiting for an op of another stream, waiting until a
+# time (an issue time, a fused op's tail, ops laid out alone), computing, in a collective's latency or flow,
+# in a fused op, or done.
+_READY, _BLOCKED, _UNTIL, _COMPUTE, _LATENCY, _FLOW, _FUSED, _DONE = range(8)
+
+
+class _Work:
+    """Compute progressing at the GPU's current rate: ``left_s`` of idle-GPU work at ``since``, ending at ``end_s``."""
+
+    __slots__ = ("end_s", "left_s", "rate", "since")
+
+    def __init__(self, work_s: float, now: float, rate: float) -> None:
+        self.left_s, self.since, self.rate = work_s, now, rate
+        self.end_s = now + work_s / rate
+
+    def retime(self, now: float, rate: float) -> None:
+        """The rate changes at ``now``: the work done at the old rate is kept (simulator.sm_share._Run.retime)."""
+        self.left_s = max(self.left_s - (now - self.since) * self.rate, 0.0)
+        self.since, self.rate = now, rate
+        self.end_s = now + self.left_s / rate
+
+
+class _Flow:
+    __slots__ = ("remaining", "stream")
+
+    def __init__(self, remaining: float, stream: int) -> None:
+        self.remaining, self.stream = remaining, stream
+
+
+class _Stream:
+    __slots__ = ("begin", "comm_end", "gemm", "gemm_end", "held", "index", "indices", "position", "state", "until")
+
+    def __init__(self, indices: tuple[int, ...]) -> None:
+        self.indices, self.position, self.state = indices, 0, _READY
+        self.index, self.begin, self.until, self.held = -1, 0.0, 0.0, 0
+        self.gemm: _Work | None = None
+        self.gemm_end: float | None = None
+        self.comm_end: float | None = None
+
+
+def closed(network: FluidNetwork, comm_links: tuple, costs: OpCosts) -> bool:
+    """Whether a task with no ``transfer`` and no lanes is closed: its one link is the whole of an idle network
+    that no probe watches, and no op moves NIC bytes."""
+    return (
+        len(comm_links) == 1
+        and len(network.capacities_Bps) == 1
+        and comm_links[0] in network.capacities_Bps
+        and not network.active_flows
+        and not network.observers
+        and not costs.nic_bytes
+    )
+
+
+def solve(
+    ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork, comm_links: tuple, timing: TaskTiming, start_s: float
+) -> float:
+    """Lay out a closed task started at ``start_s``: its op intervals into ``timing`` (fused GEMM times too where
+    SMs are shared), its bytes counted on the link. Returns its end."""
+    streams = [_Stream(indices) for indices in costs.streams]
+    steps, comm_sms, latency_s, wire_bytes = costs.steps, costs.comm_sms, costs.latency_s, costs.wire_bytes
+    shares_sms = bool(comm_sms) and len(streams) > 1  # simulator.tasks.run_task builds an SmShare
+    sm_count = costs.sm_count
+    (link,) = comm_links
+    capacity_Bps = network.capacities_Bps[link]
+    sent = network.bytes_sent
+    quiet = _Quiet(1, network, comm_links, True)
+    done_at: list[float | None] = [None] * len(ops)
+    intervals, slowed = timing.intervals, timing.slowed_gemm_s
+    signalled = costs.signalled
+    flows: list[_Flow] = []
+    flow_rate, flows_at, wake = 0.0, start_s, 0.0  # the network's share, last advance and next wake
+    held, rate = 0, 1.0
+    now = start_s
+
+    def set_held(delta: int) -> None:
+        nonlocal held, rate
+        held += delta
+        rate = max(sm_count - held, 1) / sm_count
+        for other in streams:
+            if other.gemm is not None:
+                other.gemm.retime(now, rate)
+
+    def advance_flows() -> None:
+        nonlocal flows_at
+        elapsed = now - flows_at
+        if elapsed > 0:
+            for flow in flows:
+                flow.remaining -= flow_rate * elapsed
+        flows_at = now
+
+    def reschedule() -> None:
+        nonlocal flow_rate, wake
+        if flows:
+            flow_rate = capacity_Bps / len(flows)
+            wake = now + max(min(flow.remaining for flow in flows) / flow_rate, 0.0)
+
+    def start_flow(number: int, nbytes: float) -> bool:
+        """Count the bytes; False if there are none to move (the transfer is done at once)."""
+        sent[link] += nbytes
+        if nbytes <= 0:
+            return False
+        advance_flows()
+        flows.append(_Flow(float(nbytes), number))
+        reschedule()
+        return True
+
+    def finish(stream: _Stream, end_s: float) -> None:
+        """The stream's op ends at ``end_s`` (now, or a fused op's tail later)."""
+        index = stream.index
+        intervals.append((index, stream.begin, end_s))
+        done_at[index] = end_s
+        stream.position += 1
+        stream.gemm = None
+        if end_s > now:
+            stream.state, stream.until = _UNTIL, end_s
+        else:
+            stream.state = _READY
+
+    def fused_done(stream: _Stream) -> None:
+        index, begin = stream.index, stream.begin
+        gemm_s = stream.gemm_end - begin
+        if shares_sms:
+            slowed[index] = gemm_s
+        else:
+            gemm_s = steps[index][4]
+        comm_s = stream.comm_end - begin
+        tail_s = fused_tail_s(gemm_s, comm_s, costs.tiles[index]) + latency_s[index]
+        finish(stream, now + tail_s)
+
+    def waiting(stream: _Stream) -> bool:
+        """Whether the stream waits for an op not done yet (one noted blocked may have been freed since)."""
+        if stream.state != _BLOCKED:
+            return False
+        return any(done_at[other] is None for other in steps[stream.indices[stream.position]][3])
+
+    def start(number: int, stream: _Stream) -> None:
+        """Start the stream's next op if it can now; else note what it waits for."""
+        if stream.position == len(stream.indices):
+            stream.state = _DONE
+            return
+        index = stream.indices[stream.position]
+        kind, sync, offset, waits, compute_s = steps[index]
+        ready = now
+        for other in waits:
+            end = done_at[other]
+            if end is None:
+                stream.state = _BLOCKED
+                return
+            ready = max(ready, end)
+        issued = (done_at[sync] if sync >= 0 else start_s) + offset
+        ready = max(ready, issued)
+        if ready > now:
+            stream.state, stream.until = _UNTIL, ready
+            return
+        if all(other is stream or other.state == _DONE or waiting(other) for other in streams):
+            # NOTE: everyone else waits for this stream (and so holds no SMs and moves no flow): lay out alone
+            position, clock = _run_alone(
+                ops, stream.indices, stream.position, now, costs, done_at, signalled, start_s, timing, quiet, shares_sms
+            )
+            if position > stream.position:
+                stream.position = position
+                stream.state, stream.until = (_UNTIL, clock) if clock > now else (_READY, 0.0)
+                return
+        stream.index, stream.begin = index, now
+        if kind == COLLECTIVE:
+            stream.held = comm_sms[index] if shares_sms else 0
+            if stream.held:
+                set_held(stream.held)
+            if latency_s[index]:
+                stream.state, stream.until = _LATENCY, now + latency_s[index]
+            else:
+                collective_flow(number, stream)
+        elif kind == FUSED:
+            stream.state = _FUSED
+            stream.gemm_end = stream.comm_end = None
+            if not start_flow(number, wire_bytes[index]):
+                stream.comm_end = now
+            if shares_sms:
+                stream.gemm = _Work(compute_s, now, rate)
+            else:
+                stream.gemm = _Work(compute_s, now, 1.0)  # a plain timeout: no SMs are shared
+        elif kind == HOST_SYNC or not shares_sms:
+            finish(stream, now + compute_s)
+        else:
+            stream.state, stream.gemm = _COMPUTE, _Work(compute_s, now, rate)
+
+    def collective_flow(number: int, stream: _Stream) -> None:
+        stream.state = _FLOW
+        if not start_flow(number, wire_bytes[stream.index]):
+            collective_done(stream)
+
+    def collective_done(stream: _Stream) -> None:
+        if stream.held:
+            set_held(-stream.held)
+            stream.held = 0
+        finish(stream, now)
+
+    while True:
+        changed = True
+        while changed:  # start what can start now (an op that ends at once lets the next one try)
+            changed = False
+            for number, stream in enumerate(streams):
+                if stream.state in (_READY, _BLOCKED):
+                    before = (stream.state, stream.position)
+                    start(number, stream)
+                    changed |= (stream.state, stream.position) != before
+        # the next instant anything ends
+        next_s = wake if flows else None
+        for stream in streams:
+            state = stream.state
+            if state == _UNTIL or state == _LATENCY:
+                at = stream.until
+            elif (state == _COMPUTE or state == _FUSED) and stream.gemm is not None:
+                at = stream.gemm.end_s
+            else:
+                continue
+            if next_s is None or at < next_s:
+                next_s = at
+        if next_s is None:
+            if any(stream.state != _DONE for stream in streams):
+                blocked = [stream.indices[stream.position] for stream in streams if stream.state != _DONE]
+                raise RuntimeError(f"closed task: ops {blocked} wait for ops that never end")
+            return now
+        now = next_s
+        if flows and wake == now:  # the network wakes: finish the flows that are done (simulator/network.py)
+            advance_flows()
+            finished = [flow for flow in flows if flow.remaining <= _DONE_BYTES]
+            if not finished:
+                finished = [min(flows, key=lambda flow: flow.remaining / flow_rate)]
+            for flow in finished:
+                flows.remove(flow)
+            reschedule()
+            for flow in finished:
+                stream = streams[flow.stream]
+                if stream.state == _FLOW:
+                    collective_done(stream)
+                else:
+                    stream.comm_end = now
+                    if stream.gemm_end is not None:
+                        fused_done(stream)
+        for number, stream in enumerate(streams):
+            state = stream.state
+            if state == _UNTIL and stream.until == now:
+                stream.state = _READY
+            elif state == _LATENCY and stream.until == now:
+                collective_flow(number, stream)
+            elif state == _COMPUTE and stream.gemm.end_s == now:
+                finish(stream, now)
+            elif state == _FUSED and stream.gemm is not None and stream.gemm.end_s == now:
+                stream.gemm, stream.gemm_end = None, now
+                if stream.comm_end is not None:
+                    fused_done(stream)
