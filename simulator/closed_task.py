@@ -32,38 +32,36 @@ from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
 _READY, _BLOCKED, _UNTIL, _COMPUTE, _LATENCY, _FLOW, _FUSED, _DONE = range(8)
 
 
-class _Work:
-    """Compute progressing at the GPU's current rate: ``left_s`` of idle-GPU work at ``since``, ending at ``end_s``."""
+_NEVER = float("inf")
 
-    __slots__ = ("end_s", "left_s", "rate", "since")
 
-    def __init__(self, work_s: float, now: float, rate: float) -> None:
-        self.left_s, self.since, self.rate = work_s, now, rate
-        self.end_s = now + work_s / rate
+class _Stream:
+    """One stream's progress: its next op (``position``), the op in progress (``index`` from ``begin``), the
+    instant its state next changes (``at``), and, while it computes, ``left_s`` of idle-GPU work at ``since``
+    progressing at ``rate`` (simulator.sm_share._Run's re-planning)."""
+
+    __slots__ = (
+        "at", "begin", "comm_end", "computing", "gemm_end", "held", "index", "indices", "left_s", "position",
+        "rate", "seen", "since", "state",
+    )  # fmt: skip
+
+    def __init__(self, indices: tuple[int, ...]) -> None:
+        self.indices, self.position, self.state, self.at = indices, 0, _READY, _NEVER
+        self.index, self.begin, self.held, self.seen = -1, 0.0, 0, -1
+        self.computing = False
+        self.left_s = self.since = self.rate = 0.0
+        self.gemm_end: float | None = None
+        self.comm_end: float | None = None
+
+    def compute(self, work_s: float, now: float, rate: float) -> None:
+        self.computing, self.left_s, self.since, self.rate = True, work_s, now, rate
+        self.at = now + work_s / rate
 
     def retime(self, now: float, rate: float) -> None:
         """The rate changes at ``now``: the work done at the old rate is kept (simulator.sm_share._Run.retime)."""
         self.left_s = max(self.left_s - (now - self.since) * self.rate, 0.0)
         self.since, self.rate = now, rate
-        self.end_s = now + self.left_s / rate
-
-
-class _Flow:
-    __slots__ = ("remaining", "stream")
-
-    def __init__(self, remaining: float, stream: int) -> None:
-        self.remaining, self.stream = remaining, stream
-
-
-class _Stream:
-    __slots__ = ("begin", "comm_end", "gemm", "gemm_end", "held", "index", "indices", "position", "state", "until")
-
-    def __init__(self, indices: tuple[int, ...]) -> None:
-        self.indices, self.position, self.state = indices, 0, _READY
-        self.index, self.begin, self.until, self.held = -1, 0.0, 0.0, 0
-        self.gemm: _Work | None = None
-        self.gemm_end: float | None = None
-        self.comm_end: float | None = None
+        self.at = now + self.left_s / rate
 
 
 def closed(network: FluidNetwork, comm_links: tuple, costs: OpCosts) -> bool:
@@ -95,32 +93,35 @@ def solve(
     done_at: list[float | None] = [None] * len(ops)
     intervals, slowed = timing.intervals, timing.slowed_gemm_s
     signalled = costs.signalled
-    flows: list[_Flow] = []
-    flow_rate, flows_at, wake = 0.0, start_s, 0.0  # the network's share, last advance and next wake
+    flows: list[list] = []  # [bytes left, stream] of each flow on the link, in start order
+    flow_rate, flows_at, wake = 0.0, start_s, _NEVER  # the network's share, last advance and next wake
     held, rate = 0, 1.0
     now = start_s
+    ended = 0  # ops ended so far: a stream noted blocked since then may be free
 
     def set_held(delta: int) -> None:
         nonlocal held, rate
         held += delta
         rate = max(sm_count - held, 1) / sm_count
         for other in streams:
-            if other.gemm is not None:
-                other.gemm.retime(now, rate)
+            if other.computing:
+                other.retime(now, rate)
 
     def advance_flows() -> None:
         nonlocal flows_at
         elapsed = now - flows_at
         if elapsed > 0:
             for flow in flows:
-                flow.remaining -= flow_rate * elapsed
+                flow[0] -= flow_rate * elapsed
         flows_at = now
 
     def reschedule() -> None:
         nonlocal flow_rate, wake
         if flows:
             flow_rate = capacity_Bps / len(flows)
-            wake = now + max(min(flow.remaining for flow in flows) / flow_rate, 0.0)
+            wake = now + max(min(flow[0] for flow in flows) / flow_rate, 0.0)
+        else:
+            wake = _NEVER
 
     def start_flow(number: int, nbytes: float) -> bool:
         """Count the bytes; False if there are none to move (the transfer is done at once)."""
@@ -128,21 +129,23 @@ def solve(
         if nbytes <= 0:
             return False
         advance_flows()
-        flows.append(_Flow(float(nbytes), number))
+        flows.append([float(nbytes), number])
         reschedule()
         return True
 
     def finish(stream: _Stream, end_s: float) -> None:
         """The stream's op ends at ``end_s`` (now, or a fused op's tail later)."""
+        nonlocal ended
         index = stream.index
-        intervals.append((index, stream.begin, end_s))
+        intervals.append((index, stream.begin - start_s, end_s - start_s))
         done_at[index] = end_s
+        ended += 1
         stream.position += 1
-        stream.gemm = None
+        stream.computing = False
         if end_s > now:
-            stream.state, stream.until = _UNTIL, end_s
+            stream.state, stream.at = _UNTIL, end_s
         else:
-            stream.state = _READY
+            stream.state, stream.at = _READY, _NEVER
 
     def fused_done(stream: _Stream) -> None:
         index, begin = stream.index, stream.begin
@@ -155,16 +158,24 @@ def solve(
         tail_s = fused_tail_s(gemm_s, comm_s, costs.tiles[index]) + latency_s[index]
         finish(stream, now + tail_s)
 
-    def waiting(stream: _Stream) -> bool:
-        """Whether the stream waits for an op not done yet (one noted blocked may have been freed since)."""
-        if stream.state != _BLOCKED:
-            return False
-        return any(done_at[other] is None for other in steps[stream.indices[stream.position]][3])
+    def alone(stream: _Stream) -> bool:
+        """Whether every other stream is done or waits for an op not done yet."""
+        for other in streams:
+            if other is stream or other.state == _DONE:
+                continue
+            if other.state != _BLOCKED:
+                return False
+            if other.seen != ended and all(
+                done_at[op] is not None for op in steps[other.indices[other.position]][3]
+            ):  # freed since it was noted blocked
+                return False
+        return True
 
     def start(number: int, stream: _Stream) -> None:
         """Start the stream's next op if it can now; else note what it waits for."""
+        nonlocal ended
         if stream.position == len(stream.indices):
-            stream.state = _DONE
+            stream.state, stream.at = _DONE, _NEVER
             return
         index = stream.indices[stream.position]
         kind, sync, offset, waits, compute_s = steps[index]
@@ -172,22 +183,25 @@ def solve(
         for other in waits:
             end = done_at[other]
             if end is None:
-                stream.state = _BLOCKED
+                stream.state, stream.at, stream.seen = _BLOCKED, _NEVER, ended
                 return
-            ready = max(ready, end)
+            if end > ready:  # noqa: PLR1730 (no builtin call per op)
+                ready = end
         issued = (done_at[sync] if sync >= 0 else start_s) + offset
-        ready = max(ready, issued)
+        if issued > ready:  # noqa: PLR1730
+            ready = issued
         if ready > now:
-            stream.state, stream.until = _UNTIL, ready
+            stream.state, stream.at = _UNTIL, ready
             return
-        if all(other is stream or other.state == _DONE or waiting(other) for other in streams):
+        if alone(stream):
             # NOTE: everyone else waits for this stream (and so holds no SMs and moves no flow): lay out alone
             position, clock = _run_alone(
                 ops, stream.indices, stream.position, now, costs, done_at, signalled, start_s, timing, quiet, shares_sms
             )
             if position > stream.position:
+                ended += position - stream.position
                 stream.position = position
-                stream.state, stream.until = (_UNTIL, clock) if clock > now else (_READY, 0.0)
+                stream.state, stream.at = (_UNTIL, clock) if clock > now else (_READY, _NEVER)
                 return
         stream.index, stream.begin = index, now
         if kind == COLLECTIVE:
@@ -195,25 +209,22 @@ def solve(
             if stream.held:
                 set_held(stream.held)
             if latency_s[index]:
-                stream.state, stream.until = _LATENCY, now + latency_s[index]
+                stream.state, stream.at = _LATENCY, now + latency_s[index]
             else:
                 collective_flow(number, stream)
         elif kind == FUSED:
             stream.state = _FUSED
-            stream.gemm_end = stream.comm_end = None
-            if not start_flow(number, wire_bytes[index]):
-                stream.comm_end = now
-            if shares_sms:
-                stream.gemm = _Work(compute_s, now, rate)
-            else:
-                stream.gemm = _Work(compute_s, now, 1.0)  # a plain timeout: no SMs are shared
+            stream.gemm_end = None
+            stream.comm_end = None if start_flow(number, wire_bytes[index]) else now
+            stream.compute(compute_s, now, rate if shares_sms else 1.0)  # unshared: a plain timeout
         elif kind == HOST_SYNC or not shares_sms:
             finish(stream, now + compute_s)
         else:
-            stream.state, stream.gemm = _COMPUTE, _Work(compute_s, now, rate)
+            stream.state = _COMPUTE
+            stream.compute(compute_s, now, rate)
 
     def collective_flow(number: int, stream: _Stream) -> None:
-        stream.state = _FLOW
+        stream.state, stream.at = _FLOW, _NEVER
         if not start_flow(number, wire_bytes[stream.index]):
             collective_done(stream)
 
@@ -224,42 +235,34 @@ def solve(
         finish(stream, now)
 
     while True:
-        changed = True
-        while changed:  # start what can start now (an op that ends at once lets the next one try)
-            changed = False
+        moved = True
+        while moved:  # start what can start now (an op that ends at once lets the next one try)
+            moved = False
             for number, stream in enumerate(streams):
-                if stream.state in (_READY, _BLOCKED):
-                    before = (stream.state, stream.position)
+                state = stream.state
+                if state == _READY or (state == _BLOCKED and stream.seen != ended):
+                    position = stream.position
                     start(number, stream)
-                    changed |= (stream.state, stream.position) != before
-        # the next instant anything ends
-        next_s = wake if flows else None
+                    moved = moved or stream.state != state or stream.position != position
+        next_s = wake  # the next instant anything ends
         for stream in streams:
-            state = stream.state
-            if state == _UNTIL or state == _LATENCY:
-                at = stream.until
-            elif (state == _COMPUTE or state == _FUSED) and stream.gemm is not None:
-                at = stream.gemm.end_s
-            else:
-                continue
-            if next_s is None or at < next_s:
-                next_s = at
-        if next_s is None:
+            next_s = min(next_s, stream.at)
+        if next_s == _NEVER:
             if any(stream.state != _DONE for stream in streams):
                 blocked = [stream.indices[stream.position] for stream in streams if stream.state != _DONE]
                 raise RuntimeError(f"closed task: ops {blocked} wait for ops that never end")
             return now
         now = next_s
-        if flows and wake == now:  # the network wakes: finish the flows that are done (simulator/network.py)
+        if wake == now:  # the network wakes: finish the flows that are done (simulator/network.py)
             advance_flows()
-            finished = [flow for flow in flows if flow.remaining <= _DONE_BYTES]
+            finished = [flow for flow in flows if flow[0] <= _DONE_BYTES]
             if not finished:
-                finished = [min(flows, key=lambda flow: flow.remaining / flow_rate)]
+                finished = [min(flows, key=lambda flow: flow[0] / flow_rate)]
             for flow in finished:
                 flows.remove(flow)
             reschedule()
-            for flow in finished:
-                stream = streams[flow.stream]
+            for _, number in finished:
+                stream = streams[number]
                 if stream.state == _FLOW:
                     collective_done(stream)
                 else:
@@ -267,14 +270,16 @@ def solve(
                     if stream.gemm_end is not None:
                         fused_done(stream)
         for number, stream in enumerate(streams):
+            if stream.at != now:
+                continue
             state = stream.state
-            if state == _UNTIL and stream.until == now:
-                stream.state = _READY
-            elif state == _LATENCY and stream.until == now:
+            if state == _UNTIL:
+                stream.state, stream.at = _READY, _NEVER
+            elif state == _LATENCY:
                 collective_flow(number, stream)
-            elif state == _COMPUTE and stream.gemm.end_s == now:
+            elif state == _COMPUTE:
                 finish(stream, now)
-            elif state == _FUSED and stream.gemm is not None and stream.gemm.end_s == now:
-                stream.gemm, stream.gemm_end = None, now
+            elif state == _FUSED:
+                stream.computing, stream.gemm_end, stream.at = False, now, _NEVER
                 if stream.comm_end is not None:
                     fused_done(stream)

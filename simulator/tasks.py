@@ -73,6 +73,11 @@ class OpCosts:
         )
 
     @cached_property
+    def total_flops(self) -> float:
+        """The op list's model FLOPs, summed in op order."""
+        return sum(self.model_flops)
+
+    @cached_property
     def steps(self) -> tuple[tuple[str, int, float, tuple[int, ...], float], ...]:
         """Per op, what a stream reads to lay it out: (kind, host sync before it, issue offset, waits, compute s)."""
         return tuple(zip(self.kinds, self.sync_before, self.issue_offset_s, self.waits, self.compute_s))
@@ -301,13 +306,16 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     while position < count:
         index = indices[position]
         kind, sync, offset, waits, compute_s, nbytes, comm_s, extra_s = steps[index]
+        # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
         for other in waits:
             end = done_at[other]
             if end is None:
                 return position, clock
-            clock = max(clock, end)
+            if end > clock:  # noqa: PLR1730
+                clock = end
         issued = (done_at[sync] if sync >= 0 else start_s) + offset
-        clock = max(clock, issued)
+        if issued > clock:  # noqa: PLR1730
+            clock = issued
         begin = clock
         if kind == COLLECTIVE:
             if not own_link:
@@ -322,12 +330,12 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                 sent[link] += nbytes
             gemm_end = begin + compute_s
             comm_end = begin + comm_s
-            clock = (max(gemm_end, comm_end)) + extra_s
+            clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
             if record_gemm:
                 timing.slowed_gemm_s[index] = gemm_end - begin
         else:
             clock += compute_s
-        intervals.append((index, begin, clock))
+        intervals.append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
         position += 1
         if index in stops:
@@ -461,7 +469,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 run = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
                 begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
                 for (other, _), other_begin, end in zip(run[:-1], begins, ends):
-                    timing.intervals.append((other, other_begin, end))
+                    timing.intervals.append((other, other_begin - start_s, end - start_s))
                     done_at[other] = end
                 position += len(run) - 1
                 index, begin = run[-1][0], begins[-1]
@@ -475,7 +483,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         else:
             begin = clock
             clock += costs.compute_s[index]
-        timing.intervals.append((index, begin, clock))
+        timing.intervals.append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
         # NOTE: a stream that waits for this op later finds it in done_at (its end, maybe still ahead of now)
         signal = signals.pop(index, None)
@@ -514,22 +522,19 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
     """Fill in busy and exposed-communication times from the recorded intervals (with lanes, a
     compute-stream collective may hide behind the other lane's compute).
 
-    NOTE: one pass over the intervals sums busy time, exposed time and FLOPs and shifts each interval to the
-    task's start; the busy intervals are kept (and sorted) only where a collective may hide behind them."""
+    NOTE: the intervals are recorded from the task's start (``start_s``, the environment's time when it
+    began), so a task run in the step's environment reads like a memoized one without a copy shifted here.
+    One pass sums busy and exposed time; the busy intervals are kept (and sorted) only where a collective may
+    hide behind them; every op ran once, so the FLOPs are the op list's total."""
     timing.duration_s = end_s - start_s
     exposed: dict[str, float] = {}
     overlapped: list[tuple[int, float, float]] = []
-    kinds, groups, flops = costs.tallies
+    kinds, groups, _ = costs.tallies
     hides = lanes or _OVERLAPPED in kinds  # some interval is checked against the busy ones
     busy: list[tuple[float, float]] = []
-    model_flops, busy_s, slowed = timing.model_flops, 0, timing.slowed_gemm_s
-    shift = start_s != 0  # a task run in the step's environment recorded env times: count them from its start
-    relative: list[tuple[int, float, float]] = []
+    busy_s, slowed = 0, timing.slowed_gemm_s
     for interval in timing.intervals:
         index, begin, end = interval
-        if shift:
-            relative.append((index, begin - start_s, end - start_s))
-        model_flops += flops[index]
         kind = kinds[index]
         if kind == _BUSY:
             busy_s += end - begin
@@ -548,7 +553,7 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
             exposed[group] = exposed.get(group, 0.0) + (end - begin)
         else:
             overlapped.append(interval)
-    timing.model_flops = model_flops
+    timing.model_flops += costs.total_flops
     timing.compute_busy_s = busy_s
     if overlapped:
         busy.sort()
@@ -562,5 +567,3 @@ def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lan
         group = ops[index].group
         exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
     timing.exposed_comm_s = exposed
-    if shift:
-        timing.intervals = relative
