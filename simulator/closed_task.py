@@ -119,7 +119,11 @@ def solve(
         nonlocal flow_rate, wake
         if flows:
             flow_rate = capacity_Bps / len(flows)
-            wake = now + max(min(flow[0] for flow in flows) / flow_rate, 0.0)
+            least = flows[0][0]  # the network's min over remaining / rate: one rate for all, so the same float
+            for flow in flows:
+                if flow[0] < least:  # noqa: PLR1730
+                    least = flow[0]
+            wake = now + max(least / flow_rate, 0.0)
         else:
             wake = _NEVER
 
@@ -246,7 +250,8 @@ def solve(
                     moved = moved or stream.state != state or stream.position != position
         next_s = wake  # the next instant anything ends
         for stream in streams:
-            next_s = min(next_s, stream.at)
+            if stream.at < next_s:  # noqa: PLR1730 (no builtin call per stream and instant)
+                next_s = stream.at
         if next_s == _NEVER:
             if any(stream.state != _DONE for stream in streams):
                 blocked = [stream.indices[stream.position] for stream in streams if stream.state != _DONE]

@@ -212,19 +212,19 @@ def run_task(
         streams = costs.streams
     if transfer is None and len(streams) == 1 and not network.active_flows and not costs.nic_bytes:
         # NOTE: one stream on an idle link of its own: every transfer is a lone flow at the link's rate, so
-        # the whole task is arithmetic and costs one simpy event (same times as the event path).
-        finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
-        finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
-        return finished
+        # the whole task is arithmetic, laid out now, and costs one simpy event (same times as the event path).
+        alone = _Quiet(1, network, comm_links, True)
+        done_at: list[float | None] = [None] * len(ops)
+        _, end_s = _run_alone(ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False)
+        return _ends_at(env, end_s, ops, costs, timing)
     if CLOSED and transfer is None and not lanes:
         from simulator import closed_task  # NOTE: here, not at the top: closed_task builds on this module
 
         if closed_task.closed(network, comm_links, costs):
-            # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out at its
-            # start (simulator/closed_task.py), and it costs one simpy event.
-            finished = env.process(_closed(env, ops, costs, network, comm_links, timing, closed_task.solve))
-            finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
-            return finished
+            # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
+            # its start (simulator/closed_task.py), and it costs one simpy event.
+            end_s = closed_task.solve(ops, costs, network, comm_links, timing, start_s)
+            return _ends_at(env, end_s, ops, costs, timing)
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
@@ -276,18 +276,13 @@ def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> 
     return done
 
 
-def _one_stream(env, ops, costs, network, comm_links, timing):
-    """A single-stream task on an otherwise idle link, timed without intermediate events."""
-    done_at: list[float | None] = [None] * len(ops)
-    alone = _Quiet(1, network, comm_links, True)
-    _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, alone, False)
-    yield env.timeout(clock - env.now)
-
-
-def _closed(env, ops, costs, network, comm_links, timing, solve):
-    """A closed task (simulator/closed_task.py) laid out at its start, then one timeout to its end."""
-    end_s = solve(ops, costs, network, comm_links, timing, env.now)
-    yield env.timeout(end_s - env.now)
+def _ends_at(env: simpy.Environment, end_s: float, ops, costs: OpCosts, timing: TaskTiming) -> simpy.Event:
+    """A task laid out now, at its start, ends at ``end_s``: one timeout, which fills in its summary when it
+    fires (as a task's processes do when they end: before whoever waits for it resumes)."""
+    start_s = env.now
+    finished = env.timeout(end_s - start_s)
+    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
+    return finished
 
 
 def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm):
