@@ -41,12 +41,12 @@ class _Stream:
     progressing at ``rate`` (simulator.sm_share._Run's re-planning)."""
 
     __slots__ = (
-        "at", "begin", "comm_end", "computing", "gemm_end", "held", "index", "indices", "left_s", "position",
-        "rate", "seen", "since", "state",
+        "at", "begin", "comm_end", "computing", "gemm_end", "held", "index", "indices", "left_s", "number",
+        "position", "rate", "seen", "since", "state",
     )  # fmt: skip
 
-    def __init__(self, indices: tuple[int, ...]) -> None:
-        self.indices, self.position, self.state, self.at = indices, 0, _READY, _NEVER
+    def __init__(self, number: int, indices: tuple[int, ...]) -> None:
+        self.number, self.indices, self.position, self.state, self.at = number, indices, 0, _READY, _NEVER
         self.index, self.begin, self.held, self.seen = -1, 0.0, 0, -1
         self.computing = False
         self.left_s = self.since = self.rate = 0.0
@@ -82,7 +82,7 @@ def solve(
 ) -> float:
     """Lay out a closed task started at ``start_s``: its op intervals into ``timing`` (fused GEMM times too where
     SMs are shared), its bytes counted on the link. Returns its end."""
-    streams = [_Stream(indices) for indices in costs.streams]
+    streams = [_Stream(number, indices) for number, indices in enumerate(costs.streams)]
     steps, comm_sms, latency_s, wire_bytes = costs.steps, costs.comm_sms, costs.latency_s, costs.wire_bytes
     shares_sms = bool(comm_sms) and len(streams) > 1  # simulator.tasks.run_task builds an SmShare
     sm_count = costs.sm_count
@@ -137,6 +137,9 @@ def solve(
         reschedule()
         return True
 
+    todo: list[_Stream] = list(streams)  # streams to try their next op now, in stream order
+    blocked: list[_Stream] = []  # streams that wait for an op not done yet (tried again once ops end)
+
     def finish(stream: _Stream, end_s: float) -> None:
         """The stream's op ends at ``end_s`` (now, or a fused op's tail later)."""
         nonlocal ended
@@ -150,6 +153,7 @@ def solve(
             stream.state, stream.at = _UNTIL, end_s
         else:
             stream.state, stream.at = _READY, _NEVER
+            todo.append(stream)
 
     def fused_done(stream: _Stream) -> None:
         index, begin = stream.index, stream.begin
@@ -175,7 +179,7 @@ def solve(
                 return False
         return True
 
-    def start(number: int, stream: _Stream) -> None:
+    def start(stream: _Stream) -> None:
         """Start the stream's next op if it can now; else note what it waits for."""
         nonlocal ended
         if stream.position == len(stream.indices):
@@ -188,6 +192,7 @@ def solve(
             end = done_at[other]
             if end is None:
                 stream.state, stream.at, stream.seen = _BLOCKED, _NEVER, ended
+                blocked.append(stream)
                 return
             if end > ready:  # noqa: PLR1730 (no builtin call per op)
                 ready = end
@@ -205,7 +210,11 @@ def solve(
             if position > stream.position:
                 ended += position - stream.position
                 stream.position = position
-                stream.state, stream.at = (_UNTIL, clock) if clock > now else (_READY, _NEVER)
+                if clock > now:
+                    stream.state, stream.at = _UNTIL, clock
+                else:
+                    stream.state, stream.at = _READY, _NEVER
+                    todo.append(stream)
                 return
         stream.index, stream.begin = index, now
         if kind == COLLECTIVE:
@@ -215,11 +224,11 @@ def solve(
             if latency_s[index]:
                 stream.state, stream.at = _LATENCY, now + latency_s[index]
             else:
-                collective_flow(number, stream)
+                collective_flow(stream)
         elif kind == FUSED:
             stream.state = _FUSED
             stream.gemm_end = None
-            stream.comm_end = None if start_flow(number, wire_bytes[index]) else now
+            stream.comm_end = None if start_flow(stream.number, wire_bytes[index]) else now
             stream.compute(compute_s, now, rate if shares_sms else 1.0)  # unshared: a plain timeout
         elif kind == HOST_SYNC or not shares_sms:
             finish(stream, now + compute_s)
@@ -227,9 +236,9 @@ def solve(
             stream.state = _COMPUTE
             stream.compute(compute_s, now, rate)
 
-    def collective_flow(number: int, stream: _Stream) -> None:
+    def collective_flow(stream: _Stream) -> None:
         stream.state, stream.at = _FLOW, _NEVER
-        if not start_flow(number, wire_bytes[stream.index]):
+        if not start_flow(stream.number, wire_bytes[stream.index]):
             collective_done(stream)
 
     def collective_done(stream: _Stream) -> None:
@@ -239,23 +248,21 @@ def solve(
         finish(stream, now)
 
     while True:
-        moved = True
-        while moved:  # start what can start now (an op that ends at once lets the next one try)
-            moved = False
-            for number, stream in enumerate(streams):
-                state = stream.state
-                if state == _READY or (state == _BLOCKED and stream.seen != ended):
-                    position = stream.position
-                    start(number, stream)
-                    moved = moved or stream.state != state or stream.position != position
+        while True:  # start what can start now
+            if blocked and blocked[0].seen != ended:  # ops ended since the first one blocked: try them again
+                todo.extend(blocked)
+                blocked.clear()
+            if not todo:
+                break
+            start(todo.pop(0))
         next_s = wake  # the next instant anything ends
         for stream in streams:
             if stream.at < next_s:  # noqa: PLR1730 (no builtin call per stream and instant)
                 next_s = stream.at
         if next_s == _NEVER:
             if any(stream.state != _DONE for stream in streams):
-                blocked = [stream.indices[stream.position] for stream in streams if stream.state != _DONE]
-                raise RuntimeError(f"closed task: ops {blocked} wait for ops that never end")
+                waiting = [stream.indices[stream.position] for stream in streams if stream.state != _DONE]
+                raise RuntimeError(f"closed task: ops {waiting} wait for ops that never end")
             return now
         now = next_s
         if wake == now:  # the network wakes: finish the flows that are done (simulator/network.py)
@@ -274,14 +281,15 @@ def solve(
                     stream.comm_end = now
                     if stream.gemm_end is not None:
                         fused_done(stream)
-        for number, stream in enumerate(streams):
+        for stream in streams:
             if stream.at != now:
                 continue
             state = stream.state
             if state == _UNTIL:
                 stream.state, stream.at = _READY, _NEVER
+                todo.append(stream)
             elif state == _LATENCY:
-                collective_flow(number, stream)
+                collective_flow(stream)
             elif state == _COMPUTE:
                 finish(stream, now)
             elif state == _FUSED:

@@ -87,9 +87,10 @@ class OpCosts:
         return {}
 
     def alone_steps(self, rate_Bps: float) -> tuple[tuple, ...]:
-        """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (kind, sync,
-        offset, waits, compute s, wire bytes, comm s, what its end adds: a collective's latency, a fused op's
-        tail and latency). Once per op list and rate, so laying a task out reads one tuple per op."""
+        """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
+        it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, wire bytes, comm s, what
+        its end adds: a collective's latency, a fused op's tail and latency). Once per op list and rate, so
+        laying a task out reads one tuple per op."""
         steps = self._alone_steps.get(rate_Bps)
         if steps is None:
             rows = []
@@ -99,7 +100,8 @@ class OpCosts:
                 extra_s = self.latency_s[index]
                 if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
                     extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
-                rows.append((kind, sync, offset, waits, compute_s, nbytes, comm_s, extra_s))
+                code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP if kind == FUSED else _PLAIN
+                rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s))
             steps = self._alone_steps[rate_Bps] = tuple(rows)
         return steps
 
@@ -142,6 +144,7 @@ class OpCosts:
 
 
 _BUSY, _FUSED, _EXPOSED, _OVERLAPPED = range(4)  # how _summarize counts an op's interval
+_PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps)
 
 
 def _tally(kind: str, stream: str) -> int:
@@ -295,47 +298,45 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
     flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
     and its bytes counted on the links as network.account does."""
-    intervals, count, own_link = timing.intervals, len(indices), quiet.own_link
+    append, own_link = timing.intervals.append, quiet.own_link
     steps = costs.alone_steps(quiet.rate_Bps)
     links, sent = quiet.links, quiet.network.bytes_sent
-    while position < count:
-        index = indices[position]
-        kind, sync, offset, waits, compute_s, nbytes, comm_s, extra_s = steps[index]
-        # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
-        for other in waits:
-            end = done_at[other]
-            if end is None:
-                return position, clock
-            if end > clock:  # noqa: PLR1730
-                clock = end
+    laid = position
+    # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
+    for index in indices[position:] if position else indices:
+        code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s = steps[index]
+        if waits:
+            for other in waits:
+                end = done_at[other]
+                if end is None:
+                    return laid, clock
+                if end > clock:  # noqa: PLR1730
+                    clock = end
         issued = (done_at[sync] if sync >= 0 else start_s) + offset
         if issued > clock:  # noqa: PLR1730
             clock = issued
         begin = clock
-        if kind == COLLECTIVE:
-            if not own_link:
-                return position, clock
-            for link in links:
-                sent[link] += nbytes
-            clock = begin + extra_s + comm_s
-        elif kind == FUSED:
-            if not own_link:
-                return position, clock
-            for link in links:
-                sent[link] += nbytes
-            gemm_end = begin + compute_s
-            comm_end = begin + comm_s
-            clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
-            if record_gemm:
-                timing.slowed_gemm_s[index] = gemm_end - begin
-        else:
+        if code == _PLAIN:
             clock += compute_s
-        intervals.append((index, begin - start_s, clock - start_s))
+        elif not own_link:
+            return laid, clock
+        else:
+            for link in links:
+                sent[link] += nbytes
+            if code == _COLLECTIVE:
+                clock = begin + extra_s + comm_s
+            else:
+                gemm_end = begin + compute_s
+                comm_end = begin + comm_s
+                clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
+                if record_gemm:
+                    timing.slowed_gemm_s[index] = gemm_end - begin
+        append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
-        position += 1
+        laid += 1
         if index in stops:
             break
-    return position, clock
+    return laid, clock
 
 
 class _Quiet:
