@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from simulator.costs import fused_tail_s
 from simulator.network import _DONE_BYTES, FluidNetwork
+from simulator.task_summary import Tally
 from simulator.tasks import OpCosts, TaskTiming, _Quiet, _run_alone
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
 
@@ -78,10 +79,16 @@ def closed(network: FluidNetwork, comm_links: tuple, costs: OpCosts) -> bool:
 
 
 def solve(
-    ops: tuple[Op, ...], costs: OpCosts, network: FluidNetwork, comm_links: tuple, timing: TaskTiming, start_s: float
+    ops: tuple[Op, ...],
+    costs: OpCosts,
+    network: FluidNetwork,
+    comm_links: tuple,
+    timing: TaskTiming,
+    start_s: float,
+    tally: Tally,
 ) -> float:
     """Lay out a closed task started at ``start_s``: its op intervals into ``timing`` (fused GEMM times too where
-    SMs are shared), its bytes counted on the link. Returns its end."""
+    SMs are shared) and ``tally``, its bytes counted on the link. Returns its end."""
     streams = [_Stream(number, indices) for number, indices in enumerate(costs.streams)]
     steps, comm_sms, latency_s, wire_bytes = costs.steps, costs.comm_sms, costs.latency_s, costs.wire_bytes
     shares_sms = bool(comm_sms) and len(streams) > 1  # simulator.tasks.run_task builds an SmShare
@@ -93,6 +100,7 @@ def solve(
     done_at: list[float | None] = [None] * len(ops)
     intervals, slowed = timing.intervals, timing.slowed_gemm_s
     signalled = costs.signalled
+    tallies, groups = costs.tallies[0], costs.groups
     flows: list[list] = []  # [bytes left, stream] of each flow on the link, in start order
     flow_rate, flows_at, wake = 0.0, start_s, _NEVER  # the network's share, last advance and next wake
     held, rate = 0, 1.0
@@ -140,11 +148,13 @@ def solve(
     todo: list[_Stream] = list(streams)  # streams to try their next op now, in stream order
     blocked: list[_Stream] = []  # streams that wait for an op not done yet (tried again once ops end)
 
-    def finish(stream: _Stream, end_s: float) -> None:
-        """The stream's op ends at ``end_s`` (now, or a fused op's tail later)."""
+    def finish(stream: _Stream, end_s: float, gemm_s: float = 0.0) -> None:
+        """The stream's op ends at ``end_s`` (now, or a fused op's tail later; ``gemm_s``: a fused op's GEMM)."""
         nonlocal ended
         index = stream.index
-        intervals.append((index, stream.begin - start_s, end_s - start_s))
+        begin, end = stream.begin - start_s, end_s - start_s
+        intervals.append((index, begin, end))
+        tally.add(index, begin, end, tallies[index], groups[index], gemm_s)
         done_at[index] = end_s
         ended += 1
         stream.position += 1
@@ -164,7 +174,7 @@ def solve(
             gemm_s = steps[index][4]
         comm_s = stream.comm_end - begin
         tail_s = fused_tail_s(gemm_s, comm_s, costs.tiles[index]) + latency_s[index]
-        finish(stream, now + tail_s)
+        finish(stream, now + tail_s, gemm_s)
 
     def alone(stream: _Stream) -> bool:
         """Whether every other stream is done or waits for an op not done yet."""
@@ -205,7 +215,18 @@ def solve(
         if alone(stream):
             # NOTE: everyone else waits for this stream (and so holds no SMs and moves no flow): lay out alone
             position, clock = _run_alone(
-                ops, stream.indices, stream.position, now, costs, done_at, signalled, start_s, timing, quiet, shares_sms
+                ops,
+                stream.indices,
+                stream.position,
+                now,
+                costs,
+                done_at,
+                signalled,
+                start_s,
+                timing,
+                quiet,
+                shares_sms,
+                tally,
             )
             if position > stream.position:
                 ended += position - stream.position

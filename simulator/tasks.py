@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,9 +19,10 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
+from simulator.task_summary import BUSY, EXPOSED, FUSED_OP, Tally, close, summarize, tally_of
 from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
-from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, GraphPart, Op, Role
+from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
 
 BACKWARD_ROLES = (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
 
@@ -64,10 +64,9 @@ class OpCosts:
 
     @cached_property
     def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:
-        """Per op, how _summarize counts it (_BUSY, _FUSED, _EXPOSED: a compute-stream collective, _OVERLAPPED),
-        its group and its model FLOPs."""
+        """Per op, how its interval counts (simulator.task_summary.tally_of), its group and its model FLOPs."""
         return (
-            tuple(_tally(kind, stream) for kind, stream in zip(self.kinds, self.stream_names)),
+            tuple(tally_of(kind, stream) for kind, stream in zip(self.kinds, self.stream_names)),
             self.groups,
             self.model_flops,
         )
@@ -89,8 +88,8 @@ class OpCosts:
     def alone_steps(self, rate_Bps: float) -> tuple[tuple, ...]:
         """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
         it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, wire bytes, comm s, what
-        its end adds: a collective's latency, a fused op's tail and latency). Once per op list and rate, so
-        laying a task out reads one tuple per op."""
+        its end adds: a collective's latency, a fused op's tail and latency, its tally and group). Once per op
+        list and rate, so laying a task out reads one tuple per op."""
         steps = self._alone_steps.get(rate_Bps)
         if steps is None:
             rows = []
@@ -101,7 +100,8 @@ class OpCosts:
                 if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
                     extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
                 code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP if kind == FUSED else _PLAIN
-                rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s))
+                tally = self.tallies[0][index]
+                rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, tally, self.groups[index]))
             steps = self._alone_steps[rate_Bps] = tuple(rows)
         return steps
 
@@ -143,16 +143,7 @@ class OpCosts:
         )
 
 
-_BUSY, _FUSED, _EXPOSED, _OVERLAPPED = range(4)  # how _summarize counts an op's interval
 _PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps)
-
-
-def _tally(kind: str, stream: str) -> int:
-    if kind == FUSED:
-        return _FUSED
-    if kind == COLLECTIVE:
-        return _EXPOSED if stream == COMPUTE else _OVERLAPPED
-    return _BUSY
 
 
 def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
@@ -216,18 +207,21 @@ def run_task(
     if transfer is None and len(streams) == 1 and not network.active_flows and not costs.nic_bytes:
         # NOTE: one stream on an idle link of its own: every transfer is a lone flow at the link's rate, so
         # the whole task is arithmetic, laid out now, and costs one simpy event (same times as the event path).
-        alone = _Quiet(1, network, comm_links, True)
+        alone, tally = _Quiet(1, network, comm_links, True), Tally(costs)
         done_at: list[float | None] = [None] * len(ops)
-        _, end_s = _run_alone(ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False)
-        return _ends_at(env, end_s, ops, costs, timing)
+        _, end_s = _run_alone(
+            ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally
+        )
+        return _ends_at(env, end_s, ops, costs, timing, tally)
     if CLOSED and transfer is None and not lanes:
         from simulator import closed_task  # NOTE: here, not at the top: closed_task builds on this module
 
         if closed_task.closed(network, comm_links, costs):
             # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
             # its start (simulator/closed_task.py), and it costs one simpy event.
-            end_s = closed_task.solve(ops, costs, network, comm_links, timing, start_s)
-            return _ends_at(env, end_s, ops, costs, timing)
+            tally = Tally(costs)
+            end_s = closed_task.solve(ops, costs, network, comm_links, timing, start_s, tally)
+            return _ends_at(env, end_s, ops, costs, timing, tally)
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
@@ -249,7 +243,7 @@ def run_task(
         for indices in streams
     ]
     finished = env.all_of(procs)
-    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
+    finished.callbacks.append(lambda _e: summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
 
 
@@ -279,21 +273,22 @@ def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> 
     return done
 
 
-def _ends_at(env: simpy.Environment, end_s: float, ops, costs: OpCosts, timing: TaskTiming) -> simpy.Event:
+def _ends_at(env: simpy.Environment, end_s: float, ops, costs: OpCosts, timing: TaskTiming, tally: Tally):
     """A task laid out now, at its start, ends at ``end_s``: one timeout, which fills in its summary when it
     fires (as a task's processes do when they end: before whoever waits for it resumes)."""
     start_s = env.now
     finished = env.timeout(end_s - start_s)
-    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
+    finished.callbacks.append(lambda _e: close(ops, costs, timing, tally, start_s, env.now))
     return finished
 
 
-def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm):
+def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm, tally=None):
     """Lay out a stream's ops from ``indices[position]`` on (issued from ``clock`` on) as arithmetic, with the
     GPU (and, if ``quiet.own_link``, its links) to themselves: up to and including the first op in ``stops``
     (another stream waits for it), or up to the first that waits for an op not done (or, without a link of
     its own, the first collective or fused op). Returns the position after the last op laid out and its
-    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does.
+    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does. ``tally``: add
+    each op to it (simulator.task_summary.Tally.add, inlined) as it is laid out.
 
     A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
     flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
@@ -302,16 +297,21 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     steps = costs.alone_steps(quiet.rate_Bps)
     links, sent = quiet.links, quiet.network.bytes_sent
     laid = position
+    busy_s = 0
+    if tally is not None:
+        exposed = tally.exposed
     # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
     for index in indices[position:] if position else indices:
-        code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s = steps[index]
+        code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, kind, group = steps[index]
         if waits:
             for other in waits:
                 end = done_at[other]
                 if end is None:
-                    return laid, clock
+                    break
                 if end > clock:  # noqa: PLR1730
                     clock = end
+            if end is None:  # it waits for an op not done
+                break
         issued = (done_at[sync] if sync >= 0 else start_s) + offset
         if issued > clock:  # noqa: PLR1730
             clock = issued
@@ -319,7 +319,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
         if code == _PLAIN:
             clock += compute_s
         elif not own_link:
-            return laid, clock
+            break
         else:
             for link in links:
                 sent[link] += nbytes
@@ -330,12 +330,27 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                 comm_end = begin + comm_s
                 clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
                 if record_gemm:
-                    timing.slowed_gemm_s[index] = gemm_end - begin
-        append((index, begin - start_s, clock - start_s))
+                    timing.slowed_gemm_s[index] = compute_s = gemm_end - begin
+        rel_begin, rel_end = begin - start_s, clock - start_s
+        append((index, rel_begin, rel_end))
         done_at[index] = clock
         laid += 1
+        if tally is not None:
+            # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for this
+            # one, so their collectives ended before it began and start after it ends; none hides behind it
+            if kind == BUSY:
+                busy_s += rel_end - rel_begin
+            elif kind == FUSED_OP:  # compute_s: its GEMM time
+                busy_s += (rel_begin + compute_s) - rel_begin
+                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
+            elif kind == EXPOSED:
+                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
+            else:
+                tally.overlapped.append((index, rel_begin, rel_end))
         if index in stops:
             break
+    if tally is not None:
+        tally.busy_s += busy_s
     return laid, clock
 
 
@@ -512,54 +527,3 @@ def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         run.append((index, (max([issued, *ready]), costs.compute_s[index])))
     return run
-
-
-def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:
-    """Fill in busy and exposed-communication times from the recorded intervals (with lanes, a
-    compute-stream collective may hide behind the other lane's compute).
-
-    NOTE: the intervals are recorded from the task's start (``start_s``, the environment's time when it
-    began), so a task run in the step's environment reads like a memoized one without a copy shifted here.
-    One pass sums busy and exposed time; the busy intervals are kept (and sorted) only where a collective may
-    hide behind them; every op ran once, so the FLOPs are the op list's total."""
-    timing.duration_s = end_s - start_s
-    exposed: dict[str, float] = {}
-    overlapped: list[tuple[int, float, float]] = []
-    kinds, groups, _ = costs.tallies
-    hides = lanes or _OVERLAPPED in kinds  # some interval is checked against the busy ones
-    busy: list[tuple[float, float]] = []
-    busy_s, slowed = 0, timing.slowed_gemm_s
-    for interval in timing.intervals:
-        index, begin, end = interval
-        kind = kinds[index]
-        if kind == _BUSY:
-            busy_s += end - begin
-            if hides:
-                busy.append((begin, end))
-        elif kind == _FUSED:
-            gemm_s = slowed.get(index, costs.compute_s[index])
-            gemm_end = begin + gemm_s
-            busy_s += gemm_end - begin
-            if hides:
-                busy.append((begin, gemm_end))
-            group = groups[index]
-            exposed[group] = exposed.get(group, 0.0) + (end - begin) - gemm_s
-        elif kind == _EXPOSED and not lanes:
-            group = groups[index]
-            exposed[group] = exposed.get(group, 0.0) + (end - begin)
-        else:
-            overlapped.append(interval)
-    timing.model_flops += costs.total_flops
-    timing.compute_busy_s = busy_s
-    if overlapped:
-        busy.sort()
-        starts = [b_begin for b_begin, _ in busy]
-    for index, begin, end in overlapped:
-        hidden = 0.0
-        # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
-        # starting before ``begin`` can intersect [begin, end).
-        for b_begin, b_end in busy[max(bisect_right(starts, begin) - 1, 0) : bisect_left(starts, end)]:
-            hidden += max(0.0, min(end, b_end) - max(begin, b_begin))
-        group = ops[index].group
-        exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
-    timing.exposed_comm_s = exposed

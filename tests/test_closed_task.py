@@ -14,6 +14,7 @@ from simulator import tasks
 from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.network import FluidNetwork
+from simulator.task_summary import summarize
 from simulator.tasks import OpCosts, TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper, assert_steps_match
 from tests.test_faults import TINY, _unfolded_case
@@ -113,3 +114,23 @@ def test_closed_tasks_match_the_event_path_with_faults(monkeypatch: pytest.Monke
     stepped, stepped_events = run()
     assert closed_events < stepped_events
     assert_steps_match(closed, stepped)
+
+
+def _single_stream() -> tuple[Op, ...]:
+    """The compute stream of _shared_link with its a2a moved onto it: one stream, laid out alone."""
+    pre, a2a, fused, post = _shared_link()
+    return (pre, Op("a2a", a2a.kind, COMPUTE, (0,), collective=ALL_TO_ALL, group=Group.EP, group_size=8,
+                    comm_bytes=1.4e6), fused, post)  # fmt: skip
+
+
+@pytest.mark.parametrize("make", [_ops, _shared_link, _single_stream])
+def test_tallied_as_laid_out_equals_summarized(monkeypatch: pytest.MonkeyPatch, make) -> None:
+    """A task laid out at its start sums its ops as it lays them out (simulator.task_summary.Tally); summing its
+    recorded intervals afterwards, as the event path does, gives the same busy and exposed times."""
+    ops = make()
+    laid_out, _ = _run(ops, True, monkeypatch)
+    again = TaskTiming(intervals=list(laid_out.intervals), slowed_gemm_s=dict(laid_out.slowed_gemm_s))
+    summarize(ops, OpCosts.of(ops, GPU, CAL, 0.0), again, 0.0, laid_out.duration_s)
+    assert laid_out.compute_busy_s == pytest.approx(again.compute_busy_s, rel=1e-12)
+    assert laid_out.exposed_comm_s == pytest.approx(again.exposed_comm_s, rel=1e-12)
+    assert laid_out.model_flops == again.model_flops
