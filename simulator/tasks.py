@@ -19,7 +19,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
-from simulator.task_summary import BUSY, EXPOSED, FUSED_OP, Tally, close, summarize, tally_of
+from simulator.task_summary import EXPOSED, FUSED_OP, Tally, close, summarize, tally_of
 from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
@@ -143,7 +143,7 @@ class OpCosts:
         )
 
 
-_PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps)
+_PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps); _PLAIN is 0
 
 
 def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
@@ -316,7 +316,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
         if issued > clock:  # noqa: PLR1730
             clock = issued
         begin = clock
-        if code == _PLAIN:
+        if not code:  # _PLAIN
             clock += compute_s
         elif not own_link:
             break
@@ -338,7 +338,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
         if tally is not None:
             # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for this
             # one, so their collectives ended before it began and start after it ends; none hides behind it
-            if kind == BUSY:
+            if not kind:  # BUSY
                 busy_s += rel_end - rel_begin
             elif kind == FUSED_OP:  # compute_s: its GEMM time
                 busy_s += (rel_begin + compute_s) - rel_begin
