@@ -82,16 +82,19 @@ class OpCosts:
         return tuple(zip(self.kinds, self.sync_before, self.issue_offset_s, self.waits, self.compute_s))
 
     @cached_property
-    def _alone_steps(self) -> dict[float, tuple]:
+    def _alone_steps(self) -> dict[tuple[float, bool], tuple]:
         return {}
 
-    def alone_steps(self, rate_Bps: float) -> tuple[tuple, ...]:
+    def alone_steps(self, rate_Bps: float, own_streams: bool = False) -> tuple[tuple, ...]:
         """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
         it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, wire bytes, comm s, what
         its end adds: a collective's latency, a fused op's tail and latency, its tally and group). Once per op
-        list and rate, so laying a task out reads one tuple per op."""
-        steps = self._alone_steps.get(rate_Bps)
+        list and rate, so laying a task out reads one tuple per op. ``own_streams``: the task runs ``streams``
+        as they are (no lanes), so an op whose host issue comes before its stream can reach it has sync
+        _ISSUED: its issue time needs no check."""
+        steps = self._alone_steps.get((rate_Bps, own_streams))
         if steps is None:
+            issued = self._issued_early() if own_streams else frozenset()
             rows = []
             for index, (kind, sync, offset, waits, compute_s) in enumerate(self.steps):
                 nbytes = self.wire_bytes[index]
@@ -100,10 +103,26 @@ class OpCosts:
                 if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
                     extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
                 code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP if kind == FUSED else _PLAIN
+                sync = _ISSUED if index in issued else sync
                 tally = self.tallies[0][index]
                 rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, tally, self.groups[index]))
-            steps = self._alone_steps[rate_Bps] = tuple(rows)
+            steps = self._alone_steps[(rate_Bps, own_streams)] = tuple(rows)
         return steps
+
+    def _issued_early(self) -> frozenset[int]:
+        """Ops issued from the task's start (no host sync before them) at least a nanosecond (and a billionth)
+        before the ops ahead of them on their stream can have run: every op ahead takes at least its compute
+        time (slowed SMs, a fused op's wire time and tail only add), so the GPU reaches the op after its issue,
+        with room for the rounding of a clock counted in seconds."""
+        early = set()
+        for stream in self.streams:
+            ahead_s = 0.0
+            for index in stream:
+                if self.sync_before[index] < 0 and self.issue_offset_s[index] <= ahead_s * (1 - 1e-9) - 1e-9:
+                    early.add(index)
+                if self.kinds[index] != COLLECTIVE:
+                    ahead_s += self.compute_s[index]
+        return frozenset(early)
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -144,6 +163,7 @@ class OpCosts:
 
 
 _PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps); _PLAIN is 0
+_ISSUED = -2  # OpCosts.alone_steps' sync of an op the host has issued before its stream can reach it
 
 
 def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
@@ -294,7 +314,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
     and its bytes counted on the links as network.account does."""
     append, own_link = timing.intervals.append, quiet.own_link
-    steps = costs.alone_steps(quiet.rate_Bps)
+    steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: a closed or one-stream task)
     links, sent = quiet.links, quiet.network.bytes_sent
     laid = position
     busy_s = 0
@@ -312,9 +332,10 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                     clock = end
             if end is None:  # it waits for an op not done
                 break
-        issued = (done_at[sync] if sync >= 0 else start_s) + offset
-        if issued > clock:  # noqa: PLR1730
-            clock = issued
+        if sync != -2:  # not _ISSUED: the host may not have issued it yet
+            issued = (done_at[sync] if sync >= 0 else start_s) + offset
+            if issued > clock:  # noqa: PLR1730
+                clock = issued
         begin = clock
         if not code:  # _PLAIN
             clock += compute_s

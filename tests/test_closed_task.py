@@ -31,6 +31,7 @@ from tests.test_quiet_streams import (
     _tp_overlap,
     expected_spans,
 )
+from tests.toys import toy_calibration
 from workloads.ops import ALL_TO_ALL, COMM, COMPUTE, FUSED, Group, Op
 
 
@@ -134,3 +135,18 @@ def test_tallied_as_laid_out_equals_summarized(monkeypatch: pytest.MonkeyPatch, 
     assert laid_out.compute_busy_s == pytest.approx(again.compute_busy_s, rel=1e-12)
     assert laid_out.exposed_comm_s == pytest.approx(again.exposed_comm_s, rel=1e-12)
     assert laid_out.model_flops == again.model_flops
+
+
+def test_issue_times_bind_until_the_stream_is_behind_the_host() -> None:
+    """A 1 ms op then two of 1 us, each kernel issued 0.1 ms after the one before (host_launch_s): the first
+    waits for its issue at 0.1 ms; by its end at 1.1 ms the host has issued the others (at 0.2 and 0.3 ms),
+    which are timed without their issue check (OpCosts.alone_steps' _ISSUED) and run back to back."""
+    ops = (_mem("a", 1.0), _mem("b", 1e-3, (0,)), _mem("c", 1e-3, (1,)))
+    costs = OpCosts.of(ops, GPU, toy_calibration(host_launch_s=1e-4), 0.0)
+    assert [row[1] for row in costs.alone_steps(1e9, True)] == [-1, tasks._ISSUED, tasks._ISSUED]
+    env = simpy.Environment()
+    timing = TaskTiming()
+    run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
+    env.run()
+    _assert_spans(timing, [(0, 0.1, 1.1), (1, 1.1, 1.101), (2, 1.101, 1.102)])
+    assert timing.compute_busy_s == pytest.approx(1.002e-3, rel=1e-12)
