@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,9 +19,10 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
+from simulator.task_summary import EXPOSED, FUSED_OP, Tally, close, summarize, tally_of
 from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
-from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, GraphPart, Op, Role
+from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
 
 BACKWARD_ROLES = (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
 
@@ -60,21 +60,69 @@ class OpCosts:
     stream_names: tuple[str, ...] = ()
     groups: tuple = ()
     model_flops: tuple[float, ...] = ()
+    tiles: tuple[int, ...] = ()  # chunks each fused op pipelines its GEMM and collective in (workloads.ops.Op)
 
     @cached_property
     def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:
-        """Per op, how _summarize counts it (_BUSY, _FUSED, _EXPOSED: a compute-stream collective, _OVERLAPPED),
-        its group and its model FLOPs."""
+        """Per op, how its interval counts (simulator.task_summary.tally_of), its group and its model FLOPs."""
         return (
-            tuple(_tally(kind, stream) for kind, stream in zip(self.kinds, self.stream_names)),
+            tuple(tally_of(kind, stream) for kind, stream in zip(self.kinds, self.stream_names)),
             self.groups,
             self.model_flops,
         )
 
     @cached_property
+    def total_flops(self) -> float:
+        """The op list's model FLOPs, summed in op order."""
+        return sum(self.model_flops)
+
+    @cached_property
     def steps(self) -> tuple[tuple[str, int, float, tuple[int, ...], float], ...]:
         """Per op, what a stream reads to lay it out: (kind, host sync before it, issue offset, waits, compute s)."""
         return tuple(zip(self.kinds, self.sync_before, self.issue_offset_s, self.waits, self.compute_s))
+
+    @cached_property
+    def _alone_steps(self) -> dict[tuple[float, bool], tuple]:
+        return {}
+
+    def alone_steps(self, rate_Bps: float, own_streams: bool = False) -> tuple[tuple, ...]:
+        """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
+        it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, wire bytes, comm s, what
+        its end adds: a collective's latency, a fused op's tail and latency, its tally and group). Once per op
+        list and rate, so laying a task out reads one tuple per op. ``own_streams``: the task runs ``streams``
+        as they are (no lanes), so an op whose host issue comes before its stream can reach it has sync
+        _ISSUED: its issue time needs no check."""
+        steps = self._alone_steps.get((rate_Bps, own_streams))
+        if steps is None:
+            issued = self._issued_early() if own_streams else frozenset()
+            rows = []
+            for index, (kind, sync, offset, waits, compute_s) in enumerate(self.steps):
+                nbytes = self.wire_bytes[index]
+                comm_s = nbytes / rate_Bps if nbytes > 0 and rate_Bps else 0.0
+                extra_s = self.latency_s[index]
+                if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
+                    extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
+                code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP if kind == FUSED else _PLAIN
+                sync = _ISSUED if index in issued else sync
+                tally = self.tallies[0][index]
+                rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, tally, self.groups[index]))
+            steps = self._alone_steps[(rate_Bps, own_streams)] = tuple(rows)
+        return steps
+
+    def _issued_early(self) -> frozenset[int]:
+        """Ops issued from the task's start (no host sync before them) at least a nanosecond (and a billionth)
+        before the ops ahead of them on their stream can have run: every op ahead takes at least its compute
+        time (slowed SMs, a fused op's wire time and tail only add), so the GPU reaches the op after its issue,
+        with room for the rounding of a clock counted in seconds."""
+        early = set()
+        for stream in self.streams:
+            ahead_s = 0.0
+            for index in stream:
+                if self.sync_before[index] < 0 and self.issue_offset_s[index] <= ahead_s * (1 - 1e-9) - 1e-9:
+                    early.add(index)
+                if self.kinds[index] != COLLECTIVE:
+                    ahead_s += self.compute_s[index]
+        return frozenset(early)
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
@@ -110,18 +158,12 @@ class OpCosts:
             tuple(op.stream for op in ops),
             tuple(op.group for op in ops),
             tuple(op.model_flops for op in ops),
+            tuple(op.tiles for op in ops),
         )
 
 
-_BUSY, _FUSED, _EXPOSED, _OVERLAPPED = range(4)  # how _summarize counts an op's interval
-
-
-def _tally(kind: str, stream: str) -> int:
-    if kind == FUSED:
-        return _FUSED
-    if kind == COLLECTIVE:
-        return _EXPOSED if stream == COMPUTE else _OVERLAPPED
-    return _BUSY
+_PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps); _PLAIN is 0
+_ISSUED = -2  # OpCosts.alone_steps' sync of an op the host has issued before its stream can reach it
 
 
 def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
@@ -184,10 +226,22 @@ def run_task(
         streams = costs.streams
     if transfer is None and len(streams) == 1 and not network.active_flows and not costs.nic_bytes:
         # NOTE: one stream on an idle link of its own: every transfer is a lone flow at the link's rate, so
-        # the whole task is arithmetic and costs one simpy event (same times as the event path).
-        finished = env.process(_one_stream(env, ops, costs, network, comm_links, timing))
-        finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, False))
-        return finished
+        # the whole task is arithmetic, laid out now, and costs one simpy event (same times as the event path).
+        alone, tally = _Quiet(1, network, comm_links, True), Tally(costs)
+        done_at: list[float | None] = [None] * len(ops)
+        _, end_s = _run_alone(
+            ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally
+        )
+        return _ends_at(env, end_s, ops, costs, timing, tally)
+    if CLOSED and transfer is None and not lanes:
+        from simulator import closed_task  # NOTE: here, not at the top: closed_task builds on this module
+
+        if closed_task.closed(network, comm_links, costs):
+            # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
+            # its start (simulator/closed_task.py), and it costs one simpy event.
+            tally = Tally(costs)
+            end_s = closed_task.solve(ops, costs, network, comm_links, timing, start_s, tally)
+            return _ends_at(env, end_s, ops, costs, timing, tally)
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
@@ -209,7 +263,7 @@ def run_task(
         for indices in streams
     ]
     finished = env.all_of(procs)
-    finished.callbacks.append(lambda _e: _summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
+    finished.callbacks.append(lambda _e: summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
 
 
@@ -239,59 +293,86 @@ def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> 
     return done
 
 
-def _one_stream(env, ops, costs, network, comm_links, timing):
-    """A single-stream task on an otherwise idle link, timed without intermediate events."""
-    done_at: list[float | None] = [None] * len(ops)
-    alone = _Quiet(1, network, comm_links, True)
-    _, clock = _run_alone(ops, range(len(ops)), 0, env.now, costs, done_at, {}, env.now, timing, alone, False)
-    yield env.timeout(clock - env.now)
+def _ends_at(env: simpy.Environment, end_s: float, ops, costs: OpCosts, timing: TaskTiming, tally: Tally):
+    """A task laid out now, at its start, ends at ``end_s``: one timeout, which fills in its summary when it
+    fires (as a task's processes do when they end: before whoever waits for it resumes)."""
+    start_s = env.now
+    finished = env.timeout(end_s - start_s)
+    finished.callbacks.append(lambda _e: close(ops, costs, timing, tally, start_s, env.now))
+    return finished
 
 
-def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm):
+def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm, tally=None):
     """Lay out a stream's ops from ``indices[position]`` on (issued from ``clock`` on) as arithmetic, with the
     GPU (and, if ``quiet.own_link``, its links) to themselves: up to and including the first op in ``stops``
     (another stream waits for it), or up to the first that waits for an op not done (or, without a link of
     its own, the first collective or fused op). Returns the position after the last op laid out and its
-    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does."""
-    steps, intervals, count = costs.steps, timing.intervals, len(indices)
-    network, links, rate_Bps, own_link = quiet.network, quiet.links, quiet.rate_Bps, quiet.own_link
-    while position < count:
-        index = indices[position]
-        kind, sync, offset, waits, compute_s = steps[index]
-        for other in waits:
-            end = done_at[other]
-            if end is None:
-                return position, clock
-            clock = max(clock, end)
-        issued = (done_at[sync] if sync >= 0 else start_s) + offset
-        begin = clock = max(clock, issued)
-        if kind == COLLECTIVE or kind == FUSED:
-            if not own_link:
-                return position, clock
-            clock, gemm_end = _alone_s(ops[index], index, begin, costs, network, links, rate_Bps)
-            if record_gemm and kind == FUSED:
-                timing.slowed_gemm_s[index] = gemm_end - begin
-        else:
+    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does. ``tally``: add
+    each op to it (simulator.task_summary.Tally.add, inlined) as it is laid out.
+
+    A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
+    flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
+    and its bytes counted on the links as network.account does."""
+    append, own_link = timing.intervals.append, quiet.own_link
+    steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: a closed or one-stream task)
+    links, sent = quiet.links, quiet.network.bytes_sent
+    laid = position
+    busy_s = 0
+    if tally is not None:
+        exposed = tally.exposed
+    # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
+    for index in indices[position:] if position else indices:
+        code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, kind, group = steps[index]
+        if waits:
+            for other in waits:
+                end = done_at[other]
+                if end is None:
+                    break
+                if end > clock:  # noqa: PLR1730
+                    clock = end
+            if end is None:  # it waits for an op not done
+                break
+        if sync != -2:  # not _ISSUED: the host may not have issued it yet
+            issued = (done_at[sync] if sync >= 0 else start_s) + offset
+            if issued > clock:  # noqa: PLR1730
+                clock = issued
+        begin = clock
+        if not code:  # _PLAIN
             clock += compute_s
-        intervals.append((index, begin, clock))
+        elif not own_link:
+            break
+        else:
+            for link in links:
+                sent[link] += nbytes
+            if code == _COLLECTIVE:
+                clock = begin + extra_s + comm_s
+            else:
+                gemm_end = begin + compute_s
+                comm_end = begin + comm_s
+                clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
+                if record_gemm:
+                    timing.slowed_gemm_s[index] = compute_s = gemm_end - begin
+        rel_begin, rel_end = begin - start_s, clock - start_s
+        append((index, rel_begin, rel_end))
         done_at[index] = clock
-        position += 1
+        laid += 1
+        if tally is not None:
+            # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for this
+            # one, so their collectives ended before it began and start after it ends; none hides behind it
+            if not kind:  # BUSY
+                busy_s += rel_end - rel_begin
+            elif kind == FUSED_OP:  # compute_s: its GEMM time
+                busy_s += (rel_begin + compute_s) - rel_begin
+                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
+            elif kind == EXPOSED:
+                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
+            else:
+                tally.overlapped.append((index, rel_begin, rel_end))
         if index in stops:
             break
-    return position, clock
-
-
-def _alone_s(op, index, begin, costs, network, links, rate_Bps) -> tuple[float, float]:
-    """(end, GEMM end) of a collective or fused op that starts at ``begin`` with the GPU's SMs to itself and
-    ``links`` to its lone flow (at ``rate_Bps``, the links' bottleneck): the event path's arithmetic."""
-    nbytes = costs.wire_bytes[index]
-    network.account(links, nbytes)
-    comm_s = nbytes / rate_Bps if nbytes > 0 and links else 0.0
-    if op.kind == COLLECTIVE:
-        return begin + costs.latency_s[index] + comm_s, begin
-    compute_s = costs.compute_s[index]
-    end = max(begin + compute_s, begin + comm_s)
-    return end + (fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]), begin + compute_s
+    if tally is not None:
+        tally.busy_s += busy_s
+    return laid, clock
 
 
 class _Quiet:
@@ -299,7 +380,7 @@ class _Quiet:
     nothing can hold SMs or ask for the GPU's turn beside its compute, so it lays that out as arithmetic and
     lets time pass only where it signals another stream. On a link of its own (``own_link``: no one else's
     flows) nothing can share its collectives' and fused ops' link either, so it times those too
-    (simulator.tasks._alone_s); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
+    (_run_alone); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
     flows) they take the event path."""
 
     __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "waiters")
@@ -328,6 +409,10 @@ class _Quiet:
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
 # False steps every op with events (tests/test_quiet_streams.py compares the two).
 QUIET = True
+
+# A task of several streams that shares nothing with the rest of the step is laid out at its start as arithmetic
+# (simulator/closed_task.py); False runs its streams as simpy processes (tests/test_closed_task.py compares the two).
+CLOSED = True
 
 # Plain compute ops of a multi-stream task run back to back as one timeout (simulator.sm_share.SmShare.compute_run);
 # False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
@@ -416,7 +501,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 run = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
                 begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
                 for (other, _), other_begin, end in zip(run[:-1], begins, ends):
-                    timing.intervals.append((other, other_begin, end))
+                    timing.intervals.append((other, other_begin - start_s, end - start_s))
                     done_at[other] = end
                 position += len(run) - 1
                 index, begin = run[-1][0], begins[-1]
@@ -430,7 +515,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         else:
             begin = clock
             clock += costs.compute_s[index]
-        timing.intervals.append((index, begin, clock))
+        timing.intervals.append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
         # NOTE: a stream that waits for this op later finds it in done_at (its end, maybe still ahead of now)
         signal = signals.pop(index, None)
@@ -463,44 +548,3 @@ def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
         run.append((index, (max([issued, *ready]), costs.compute_s[index])))
     return run
-
-
-def _summarize(ops, costs, timing: TaskTiming, start_s: float, end_s: float, lanes: bool = False) -> None:
-    """Fill in busy and exposed-communication times from the recorded intervals (with lanes, a
-    compute-stream collective may hide behind the other lane's compute)."""
-    timing.duration_s = end_s - start_s
-    busy: list[tuple[float, float]] = []
-    exposed: dict[str, float] = {}
-    overlapped: list[tuple[int, float, float]] = []
-    kinds, groups, flops = costs.tallies
-    model_flops = timing.model_flops
-    for index, begin, end in timing.intervals:
-        model_flops += flops[index]
-        kind = kinds[index]
-        if kind == _BUSY:
-            busy.append((begin, end))
-        elif kind == _FUSED:
-            gemm_s = timing.slowed_gemm_s.get(index, costs.compute_s[index])
-            busy.append((begin, begin + gemm_s))
-            group = groups[index]
-            exposed[group] = exposed.get(group, 0.0) + (end - begin) - gemm_s
-        elif kind == _EXPOSED and not lanes:
-            group = groups[index]
-            exposed[group] = exposed.get(group, 0.0) + (end - begin)
-        else:
-            overlapped.append((index, begin, end))
-    timing.model_flops = model_flops
-    timing.compute_busy_s = sum(end - begin for begin, end in busy)
-    busy.sort()
-    starts = [b_begin for b_begin, _ in busy]
-    for index, begin, end in overlapped:  # (none without a collective off the compute stream)
-        hidden = 0.0
-        # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
-        # starting before ``begin`` can intersect [begin, end).
-        for b_begin, b_end in busy[max(bisect_right(starts, begin) - 1, 0) : bisect_left(starts, end)]:
-            hidden += max(0.0, min(end, b_end) - max(begin, b_begin))
-        group = ops[index].group
-        exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
-    timing.exposed_comm_s = exposed
-    if start_s:  # a task run in the step's environment recorded env times: count them from its start, like a memo
-        timing.intervals = [(index, begin - start_s, end - start_s) for index, begin, end in timing.intervals]

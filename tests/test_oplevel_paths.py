@@ -23,6 +23,13 @@ from workloads.models import model_preset
 from workloads.step import StepWorkload
 
 
+@pytest.fixture(autouse=True)
+def _event_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These paths are the event path's: tasks run as simpy processes, not laid out as closed tasks
+    (simulator/closed_task.py, compared with them in tests/test_closed_task.py)."""
+    monkeypatch.setattr(tasks, "CLOSED", False)
+
+
 def _cross_node_overlap() -> tuple[StepWorkload, int]:
     """deepseekmoe, PP 2 x VP 2 interleaved with EP overlap (DualPipe-style F&B lanes), EP 16 over 2 nodes:
     tasks share each stage's NIC with PP sends and DP buckets, so they run at op level."""

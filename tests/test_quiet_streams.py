@@ -27,6 +27,13 @@ GEMM = Gemm(128 * 100, 128, 16384)  # 100 tiles on 100 SMs: 2 m n k / 100 TFLOP/
 GEMM_MS = 2 * 12800 * 128 * 16384 / 100e12 * 1e3  # 0.536870912 ms
 
 
+@pytest.fixture(autouse=True)
+def _event_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These paths are the event path's: tasks run as simpy processes, not laid out as closed tasks
+    (simulator/closed_task.py, compared with them in tests/test_closed_task.py)."""
+    monkeypatch.setattr(tasks, "CLOSED", False)
+
+
 def _mem(name: str, ms: float, deps: tuple[int, ...] = ()) -> Op:
     return Op(name, MEMORY, COMPUTE, deps, mem_bytes=ms * 1e9)
 
@@ -50,6 +57,23 @@ def _ops() -> tuple[Op, ...]:
     )
 
 
+FUSED_END_MS = 4.5 + 2.0 + GEMM_MS  # _ops()'s fused op ends here
+
+
+def expected_spans() -> list[tuple[int, float, float]]:
+    """_ops()'s op intervals in ms, as its comments compute them."""
+    fused_end = FUSED_END_MS
+    return [
+        (0, 0.0, 1.0),
+        (1, 1.0, 3.0),
+        (2, 1.0, 4.5),
+        (3, 4.5, fused_end),
+        (4, fused_end, fused_end + 2.0),
+        (5, fused_end, fused_end + 1 / 0.75),
+        (6, fused_end + 2.0, fused_end + 3.0),
+    ]
+
+
 def _run(ops: tuple[Op, ...]) -> tuple[TaskTiming, int]:
     env = simpy.Environment()
     network = FluidNetwork(env, {"nvl": 1e9})
@@ -60,16 +84,8 @@ def _run(ops: tuple[Op, ...]) -> tuple[TaskTiming, int]:
 
 
 def test_a_stream_alone_times_its_ops_without_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    fused_end = 4.5 + 2.0 + GEMM_MS
-    expected = [
-        (0, 0.0, 1.0),
-        (1, 1.0, 3.0),
-        (2, 1.0, 4.5),
-        (3, 4.5, fused_end),
-        (4, fused_end, fused_end + 2.0),
-        (5, fused_end, fused_end + 1 / 0.75),
-        (6, fused_end + 2.0, fused_end + 3.0),
-    ]
+    fused_end = FUSED_END_MS
+    expected = expected_spans()
     quiet, quiet_events = _run(_ops())
     monkeypatch.setattr(tasks, "QUIET", False)
     stepped, stepped_events = _run(_ops())
