@@ -73,8 +73,37 @@ class Calibration:
     def with_(self, **changes: object) -> Calibration:
         return replace(self, **changes)
 
-    def as_rows(self) -> list[tuple[str, object]]:
-        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+    def as_rows(self) -> list[tuple[str, object, str]]:
+        """(constant, value, source) for every field; a table of points is shown by where its points come from."""
+        rows: list[tuple[str, object, str]] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            shown = "table of published points" if isinstance(value, GemmEfficiencyTable) else value
+            rows.append((f.name, shown, SOURCES.get(f.name, "")))
+        return rows
+
+
+# One line per constant for the tables that print them (the comments above give the detail).
+SOURCES: dict[str, str] = {
+    "gemm_tile_m": "CUTLASS / cuBLAS Hopper BF16 tile 128 x 128 x 64 (NVIDIA CUTLASS docs)",
+    "gemm_tile_n": "as gemm_tile_m",
+    "gemm_efficiency": HOPPER_GEMM_TABLE.source,
+    "attention_kernel": "FlashAttention-3 paper Figs. 5-6 (simulator/attention_cost.py)",
+    "attention_block_tokens": "flash-attention hopper/tile_size.h tile_size_fwd_sm90 (kBlockM = kBlockN = 128)",
+    "attention_fwd_efficiency": "unset: the attention table is used (what-ifs only)",
+    "attention_bwd_efficiency": "unset: the attention table is used (what-ifs only)",
+    "attention_causal_fraction": "a causal mask computes about half the score tiles (FlashAttention)",
+    "compute_residual": "FITTED on Table 3, MegaScale-MoE, 240 GPUs (experiments/calibrate.py)",
+    "memory_efficiency": "assumed: STREAM-like copies reach ~80% of HBM bandwidth on H100",
+    "kernel_overhead_s": "assumed: CUDA launch latency 3-5 us",
+    "host_launch_s": "TransformerEngine #2053: torch.nn.Linear forward CPU time on a DGX-H100 host",
+    "host_sync_s": "assumed: a device-to-host sync plus PyTorch eager re-dispatch",
+    "all_to_all_efficiency": "declared assumption consistent with MegaScale-MoE Fig. 7's crossover",
+    "ring_efficiency": "ring AG/RS at the measured NVLink / NIC rates (topologies/hardware.py)",
+    "comm_sms_nccl": "NVIDIA/nccl #892: 16 channels on an 8-GPU H800 node; NCCL docs NCCL_MIN_CTAS",
+    "comm_sms_deepep": "DeepSeek-V3 report Sec. 3.2.2 (20 of 132 SMs); Megatron-Core moe_deepep_num_sms",
+    "fitted_on": "the one fit",
+}
 
 
 DEFAULT_CALIBRATION = Calibration()
