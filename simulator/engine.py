@@ -30,7 +30,7 @@ from simulator.costs import (
     memory_time_s,
 )
 from simulator.faults import Faults
-from simulator.nic_replay import Forced, NicReplayTimer, ReplayConflict, ReplayStats, next_forced
+from simulator.nic_replay import Forced, NicReplayTimer, ReplayConflict, ReplayStats, after_conflict, next_forced
 from simulator.placement import DpBucket, FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
@@ -94,10 +94,12 @@ class Engine:
         timings: dict | None = None,
         forced: Forced = frozenset(),
         costs: CostCache | None = None,
+        forecast: bool | None = None,
     ) -> None:
         """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
         (the steady-state shortcut's shorter runs, simulator/steady.py). ``forced``: tasks to run at op level from
-        the first run of a NIC replay (None: all; simulator/nic_replay.py); ``costs``: a cost cache to share."""
+        the first run of a NIC replay (None: all; simulator/nic_replay.py); ``forecast``: whether that run also
+        forces the tasks a forecast send meets (default: when ``forced`` is empty); ``costs``: a cost cache to share."""
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
@@ -121,7 +123,7 @@ class Engine:
         )
         self.timer: MemoTimer | OpTimer | NicReplayTimer = self._memo if self.memoize else OpTimer(placement, costs)
         if self.nic_replay:
-            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced)
+            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced, forecast)
         self._logs = {place: StageLog() for place in placement.places}
         # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
@@ -273,13 +275,14 @@ class Engine:
             return self._run_once()
         wall_start = time.perf_counter()
         trial = self._again(self.timer.forced) if self.probes else self  # probes see the run that stands only
-        runs, ops = 1, 0
+        runs, ops, stopped_tasks = 1, 0, 0
         while True:
             try:
                 result = trial._run_once()
-            except ReplayConflict:  # a forecast run met a conflict: the step at op level (simulator/nic_replay.py)
+            except ReplayConflict as conflict:  # a forecast run met a conflict (simulator/nic_replay.py)
                 ops += trial.simulated_ops
-                trial, runs = self._again(None), runs + 1
+                stopped_tasks += trial.timer.started
+                trial, runs = self._again(*after_conflict(trial.timer, conflict, stopped_tasks)), runs + 1
                 continue
             ops += result.simulated_ops
             conflicts = trial.timer.conflicts()
@@ -296,7 +299,7 @@ class Engine:
         result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, timer.needed()),)
         return result
 
-    def _again(self, forced: Forced) -> Engine:
+    def _again(self, forced: Forced, forecast: bool | None = None) -> Engine:
         """A fresh engine of this step, unobserved, sharing timings and costs, with ``forced`` at op level."""
         env = simpy.Environment()
         placement = make_placement(self.placement.kind, env, self.workload, self.cluster, self.placement.faults)
@@ -309,6 +312,7 @@ class Engine:
                 timings=self._memo.memo,
                 forced=forced,
                 costs=self._costs,
+                forecast=forecast,
             )
 
     def _run_once(self) -> EngineResult:

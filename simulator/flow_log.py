@@ -31,8 +31,8 @@ class FlowLog:
         self.spans: dict[Hashable, list[Span]] = {}
         self.unowned: dict[Hashable, list[Span]] = {}
         self.owned: dict[Hashable, dict[Hashable, list[Span]]] = {}
-        # Told (link, start_s, end_s) of each flow of no owner as it ends, per link (it may raise to stop the run).
-        self.on_unowned: Callable[[Hashable, float, float], None] | None = None
+        # Told (links, start_s, end_s) of each flow of no owner as it ends (it may raise to stop the run).
+        self.on_unowned: Callable[[tuple[Hashable, ...], float, float], None] | None = None
 
     def watch(self, links: tuple[Hashable, ...], done: simpy.Event, owner: Hashable = None) -> simpy.Event:
         """Record the flow on ``links`` started now that ends when ``done`` fires; returns ``done``."""
@@ -45,8 +45,7 @@ class FlowLog:
                     self.spans.setdefault(link, []).append((start_s, self.env.now))
                     by_link.setdefault(link, []).append((start_s, self.env.now))
                 if owner is None and self.on_unowned is not None:
-                    for link in links:
-                        self.on_unowned(link, start_s, self.env.now)
+                    self.on_unowned(links, start_s, self.env.now)
 
         done.callbacks.append(ended)
         return done

@@ -37,8 +37,10 @@ heuristic, which changes what runs at op level, never the result): 500 there, a 
 conflict, one run. Where the forecast misses (a peer that waits for its inputs sends later than forecast),
 re-running with the conflicts forced cascades (DeepSeek-V3's 1F1B on 2,048 GPUs: 11 -> 3 -> 1 conflicts over
 three runs of ~0.4 of the all-op-level run each), so a forecast run stops at its first conflict, as the PP
-send or DP bucket lands (ReplayConflict), and the step runs at op level: that costs about what the first,
-all-replayed run cost before. The longer steady run starts from the 311, each where that run has it
+send or DP bucket lands (ReplayConflict, naming the replayed tasks it met). While the stopped runs have
+started few of the step's tasks (FORECAST_BUDGET) the forecast run starts again with those tasks and their
+later twins (same stage, phase and chunk) forced: Llama-3.1-405B's CP ring on the NIC stops after 72 of 6,144
+tasks and its retry runs through with 24% forced (4.7 -> 1.7 CPU-s); past the budget the step runs at op level. The longer steady run starts from the 311, each where that run has it
 (``seeded_at``: 355 of 2,048, exactly the tasks it needs; the 311 and all their copies a period later made
 441) and needs no second run either.
 """
@@ -46,7 +48,7 @@ all-replayed run cost before. The longer steady run starts from the 311, each wh
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Generator, Hashable
+from collections.abc import Generator, Hashable, Iterable
 from dataclasses import dataclass
 
 import simpy
@@ -59,6 +61,7 @@ from simulator.send_forecast import SendForecast
 from simulator.tasks import TaskTiming, run_task
 from simulator.timer import CostCache, OpTimer
 from workloads.schedules import Task
+from workloads.step import StepWorkload
 
 TaskId = tuple[Place, Task]  # one task of one place in one run
 Forced = frozenset[TaskId] | None  # the tasks run at op level; None: every task
@@ -70,6 +73,14 @@ Forced = frozenset[TaskId] | None  # the tasks run at op level; None: every task
 # the bench points (README, Speed); a seeded run (the steady shortcut's longer one) has few conflicts.
 MAX_CONFLICT_FRACTION = 0.2
 MAX_RUNS = 3
+# A forecast run that stopped at a conflict runs again with the tasks the send met (and their twins) forced
+# while the stopped runs together started at most this share of the step's tasks; then the step runs at op
+# level. A retry pays only if it ends without conflict; its cost is the stopped runs' progress. Measured (first
+# stop, share of tasks started / what a retry did): Llama-3.1-405B (CP 2 across nodes) 1% / no conflict, 3.0 ->
+# 1.6 CPU-s for the 48-micro-batch run; DeepSeek-V3 1F1B 14% / no conflict; DualPipeV 10% / a stop at 22%;
+# DualPipe 42%, interleaved 25%, with EP overlap 29% (experiments/schedules.py): each retry there met the
+# next miss (cascades: up to nine stops at 0.25-0.45 of the op-level run each with no budget).
+FORECAST_BUDGET = 0.15
 
 # A step's first run forces the tasks a PP send or DP bucket is forecast to meet (simulator/send_forecast.py);
 # False replays them all (tests compare the two).
@@ -77,9 +88,12 @@ FORECAST = True
 
 
 class ReplayConflict(Exception):
-    """A forecast run's PP send or DP bucket met a replayed task's reservation: the run stops there and the step
-    runs at op level (re-running with the forecast's and the conflicts' tasks forced cascades: DeepSeek-V3
-    on 2,048 GPUs went 11 -> 3 -> 1 conflicts over three runs, each costing ~0.4 of the all-op-level run)."""
+    """A forecast run's PP send or DP bucket on ``links`` over [start_s, end_s) met the reservations of the
+    replayed tasks ``met``: the run stops there (simulator/engine.py re-runs it, ``after_conflict``)."""
+
+    def __init__(self, links: tuple[Hashable, ...], start_s: float, end_s: float, met: frozenset[TaskId]) -> None:
+        super().__init__(links, start_s, end_s, met)
+        self.links, self.start_s, self.end_s, self.met = links, start_s, end_s, met
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,30 @@ def next_forced(forced: Forced, conflicts: set[TaskId], nic_tasks: int, runs: in
     if forced is None or runs >= MAX_RUNS or len(conflicts) > MAX_CONFLICT_FRACTION * nic_tasks:
         return None
     return forced | conflicts
+
+
+def after_conflict(timer: NicReplayTimer, conflict: ReplayConflict, stopped_tasks: int) -> tuple[Forced, bool]:
+    """(forced, forecast) of the run after a forecast run of ``timer`` stopped at ``conflict``, the stopped runs
+    of the step having started ``stopped_tasks`` tasks: the forecast again with the tasks the send met and their
+    twins forced too (``twins``) while that is at most FORECAST_BUDGET of the step's tasks, else the step at op
+    level."""
+    workload = timer.costs.workload
+    step_tasks = sum(len(workload.stage_order(stage)) for stage in range(workload.pp))
+    if timer.seed is None or stopped_tasks > FORECAST_BUDGET * step_tasks:
+        return None, False
+    return timer.seed | twins(workload, conflict.met), True
+
+
+def twins(workload: StepWorkload, tasks: Iterable[TaskId]) -> frozenset[TaskId]:
+    """``tasks`` and the later tasks of their stages of the same phase and chunk: where a forecast missed one
+    task's send, it misses the same send a micro-batch later (a schedule's steady state repeats)."""
+    out = set()
+    for place, task in tasks:
+        out.add((place, task))
+        for later in workload.stage_order(place.stage):
+            if later.direction == task.direction and later.chunk == task.chunk and later.micro_batch > task.micro_batch:
+                out.add((place, later))
+    return frozenset(out)
 
 
 def seeded_at(forced: Forced, shift: int, begins: dict[TaskId, float], repeats: Span) -> Forced:
@@ -168,24 +206,32 @@ def footprint(costs: CostCache, key: tuple, nvlink_Bps: float, nic_Bps: float, c
 class NicReplayTimer:
     """Tasks replayed from their footprints, their NIC spans reserved, except the ``forced`` ones (op level)."""
 
-    def __init__(self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset()) -> None:
+    def __init__(
+        self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset(),
+        forecast: bool | None = None,
+    ) -> None:  # fmt: skip
         """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step.
         A run seeded with no task (a step's first) also runs at op level the tasks a forecast PP send or DP
         bucket meets (FORECAST, simulator/send_forecast.py) and stops at its first conflict (ReplayConflict); a
         seeded one has its seed from a run's conflicts or needed tasks."""
         self.placement, self.costs, self.memo, self.seed = placement, costs, memo, forced
-        self.forecast = SendForecast(placement, self._duration_s) if FORECAST and forced == frozenset() else None
+        if forecast is None:
+            forecast = forced == frozenset()
+        self.forecast = (
+            SendForecast(placement, self._duration_s) if FORECAST and forecast and forced is not None else None
+        )
         self.foreseen: set[TaskId] = set()  # tasks the forecast ran at op level
         self.env = placement.env
         self.log = placement.nic_log = FlowLog(self.env)
         # Per NIC link, the starts of the reservations on it and the latest end so far (one stage's tasks, one
         # after another: in start order), for the forecast run's check of each PP send or DP bucket as it lands.
-        self._held: dict[Hashable, tuple[list[float], list[float]]] = {}
+        self._held: dict[Hashable, tuple[list[float], list[float], list[tuple[float, TaskId]]]] = {}
         if self.forecast is not None:
             self.log.on_unowned = self._check
         self.op_timer = OpTimer(placement, costs)
         self.reserved: list[tuple[TaskId, Hashable, float, float]] = []  # (task, link, start_s, end_s)
         self.nic_tasks = 0
+        self.started = 0  # tasks started (a stopped run's progress)
         self._timed_ops = 0
 
     @property
@@ -223,29 +269,39 @@ class NicReplayTimer:
 
     def _reserve(self, task: TaskId, link: Hashable, start_s: float, end_s: float) -> None:
         self.reserved.append((task, link, start_s, end_s))
-        starts, ends = self._held.setdefault(link, ([], []))
+        starts, ends, tasks = self._held.setdefault(link, ([], [], []))
         if starts and start_s < starts[-1]:  # not in start order (never on the folded placement): check after
             self.log.on_unowned = None
         starts.append(start_s)
         ends.append(max(end_s, ends[-1]) if ends else end_s)
+        tasks.append((end_s, task))
 
-    def _check(self, link: Hashable, start_s: float, end_s: float) -> None:
-        """A PP send or DP bucket occupied ``link`` over [start_s, end_s): stop the run if a reservation there
-        overlaps it (as flow_log.SpanIndex.overlaps counts it)."""
-        held = self._held.get(link)
-        if held is None:
-            return
-        starts, ends = held
+    def _check(self, links: tuple[Hashable, ...], start_s: float, end_s: float) -> None:
+        """A PP send or DP bucket occupied ``links`` over [start_s, end_s): stop the run if a reservation there
+        overlaps it (as flow_log.SpanIndex.overlaps counts it), naming every replayed task it met."""
         slack_s = TOUCH_REL * abs(end_s)
-        before = bisect_left(starts, end_s - slack_s)
-        if before > 0 and ends[before - 1] > start_s + slack_s:
-            raise ReplayConflict(link, start_s, end_s)
+        met = set()
+        for link in links:
+            held = self._held.get(link)
+            if held is None:
+                continue
+            starts, latest_ends, tasks = held
+            # Back from the last reservation starting before end_s while the latest end so far reaches past start_s.
+            index = bisect_left(starts, end_s - slack_s) - 1
+            while index >= 0 and latest_ends[index] > start_s + slack_s:
+                own_end_s, task = tasks[index]
+                if own_end_s > start_s + slack_s:
+                    met.add(task)
+                index -= 1
+        if met:
+            raise ReplayConflict(links, start_s, end_s, frozenset(met))
 
     def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
         stage = place.stage
         key = self.costs.workload.task_key(stage, task)
         uses_nic = bool(self.costs.get(key, self.placement.compute_factor(place)).nic_bytes)
         self.nic_tasks += uses_nic
+        self.started += 1
         if self.seed is None:
             timing = yield from self.op_timer.run(place, task)
             return timing

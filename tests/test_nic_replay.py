@@ -95,8 +95,8 @@ def test_replay_equals_op_level(name: str, forecast: bool, unlimited: None, monk
     assert workload.tasks_use_nic and engine.nic_replay and not engine.memoize
     replayed = engine.run()
     (stats,) = replayed.nic_replay
-    if forecast and stats.forced is None:  # its first run met a conflict and stopped: the step at op level
-        assert stats.runs == 2
+    if forecast and stats.forced is None:  # its forecast runs met conflicts and stopped: the step at op level
+        assert stats.runs >= 2
     else:
         assert stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks  # both paths ran
         assert stats.runs >= 2 or forecast  # without the forecast a conflict is found and the step re-run

@@ -119,8 +119,9 @@ def test_a_forecast_run_stops_at_its_first_conflict(start_at: str) -> None:
         return
     with pytest.raises(nic_replay.ReplayConflict) as stopped:
         engine.env.run()
-    link, begin_s, end_s = stopped.value.args
-    assert link == OUT0 and begin_s == pytest.approx(send_at) and end_s > begin_s
+    conflict = stopped.value
+    assert OUT0 in conflict.links and conflict.start_s == pytest.approx(send_at) and conflict.end_s > conflict.start_s
+    assert conflict.met == {(Place(0, 0, 0), Task(FORWARD, 0, 0))}
     assert timer.foreseen == set()
 
 
