@@ -67,7 +67,7 @@ def run(out: Path) -> str:
             "default: LinearWithGradAccumulationAndAsyncCommunication, megatron/core/tensor_parallel/layers.py at "
             "f1f03922), or its SP+EP step without overlap exposes more than modelled: the paper's "
             f"inter-operator overlap gains {inter_paper:.1%} over it, the simulated one {inter_sim:.1%}. Neither is "
-            f"tuned in (one fitted constant, DESIGN.md). The overlap steps are predicted within {within:.2f}."
+            f"tuned in (one fitted constant, simulator/calibration.py). The overlap steps are predicted within {within:.2f}."
         ),
     ]
     return "\n".join(lines)

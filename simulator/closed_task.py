@@ -159,8 +159,12 @@ def solve(
         ended += 1
         stream.position += 1
         stream.computing = False
-        if end_s > now:
-            stream.state, stream.at = _UNTIL, end_s
+        resume(stream, end_s)
+
+    def resume(stream: _Stream, at_s: float) -> None:
+        """The stream may start its next op at ``at_s``: wait until then, or be started in this instant."""
+        if at_s > now:
+            stream.state, stream.at = _UNTIL, at_s
         else:
             stream.state, stream.at = _READY, _NEVER
             todo.append(stream)
@@ -231,11 +235,7 @@ def solve(
             if position > stream.position:
                 ended += position - stream.position
                 stream.position = position
-                if clock > now:
-                    stream.state, stream.at = _UNTIL, clock
-                else:
-                    stream.state, stream.at = _READY, _NEVER
-                    todo.append(stream)
+                resume(stream, clock)
                 return
         stream.index, stream.begin = index, now
         if kind == COLLECTIVE:
