@@ -4,11 +4,9 @@ routing, TE's fused top-k and the fused aux loss, with their launches and bytes 
 from __future__ import annotations
 
 import pytest
-import simpy
 
-from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, launch_times_s, run_task
-from tests.toys import toy_calibration, toy_gpu
+from simulator.tasks import launch_times_s
+from tests.toys import toy_calibration, toy_task_s
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
 from workloads.megatron import parse_megatron_args
@@ -96,11 +94,7 @@ def test_host_launches_added_per_layer() -> None:
 def _duration_s(layout: LayoutSpec, host_launch_s: float) -> float:
     """One layer's forward on the toy GPU (1e12 B/s HBM, 1 us per kernel on the GPU)."""
     cal = toy_calibration(host_launch_s=host_launch_s, kernel_overhead_s=1e-6)
-    ops = tuple(forward_ops([(0, _steps(layout))], layout))
-    env = simpy.Environment()
-    run_task(env, ops, OpCosts.of(ops, toy_gpu(), cal, 0.0), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
-    env.run()
-    return env.now
+    return toy_task_s(tuple(forward_ops([(0, _steps(layout))], layout)), cal)
 
 
 def test_gpu_time_added_by_hand() -> None:

@@ -92,3 +92,17 @@ def replay(schedule: Schedule, durations: dict) -> list[float]:
                 moved = True
     assert next_task == [len(order) for order in orders], "the schedule deadlocks"
     return [max(clock) - b for b in busy]
+
+
+def toy_task_s(ops: tuple, calibration: Calibration) -> float:
+    """A task's ops run alone on the toy GPU with an idle 1 GB/s NVLink: the simulated time at its end."""
+    import simpy
+
+    from simulator.network import FluidNetwork
+    from simulator.tasks import OpCosts, TaskTiming, run_task
+
+    env = simpy.Environment()
+    costs = OpCosts.of(ops, TOY_GPU, calibration, 0.0)
+    run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
+    env.run()
+    return env.now

@@ -133,6 +133,14 @@ def _mixtral(c: _Config, name: str) -> dict[str, Any]:
     return _experts(c, name, "num_local_experts", "intermediate_size")
 
 
+def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
+    """GPT-OSS: Mixtral's layout plus biased experts (HF modeling_gpt_oss GptOssExperts) and the clamp of its
+    SwiGLU [swiglu_limit]."""
+    fields = _mixtral(c, name)
+    fields.update(expert_bias=True, expert_act_clamp=c.data.get("swiglu_limit", 0.0))
+    return fields
+
+
 def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
     """Qwen2-MoE / Qwen3-MoE: MoE on layers with (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers;
     Qwen2-MoE adds one shared expert of shared_expert_intermediate_size (HF modeling_qwen2_moe)."""
@@ -179,7 +187,7 @@ def _deepseek(c: _Config, name: str) -> dict[str, Any]:
 
 READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "mixtral": _mixtral,
-    "gpt_oss": _mixtral,
+    "gpt_oss": _gpt_oss,
     "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "olmoe": _olmoe,

@@ -74,6 +74,12 @@ class ModelSpec:
     # (workloads/layers.py qk_steps); MLA's decoupled RoPE has none yet. Off for M1: the paper does not say
     # how it encodes positions.
     rope: bool = False
+    # GPT-OSS's clamped SwiGLU: the gate clamped to <= limit and the linear half to [-limit, limit] before the
+    # activation [swiglu_limit]; 0 = no clamp (workloads/expert_kernels.py).
+    expert_act_clamp: float = 0.0
+    # Biases on the expert GEMMs (HF GptOssExperts gate_up_proj_bias / down_proj_bias; Megatron-Bridge
+    # gpt_oss_bridge.py add_bias_linear) [model_type gpt_oss].
+    expert_bias: bool = False
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
@@ -217,6 +223,8 @@ _OPTIONAL_FIELDS = frozenset(
         "mtp_layers",
         "qk_layernorm",
         "rope",
+        "expert_act_clamp",
+        "expert_bias",
     }
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from workloads.ep import EpPlan, ep_plan
+from workloads.expert_kernels import clamp_steps, fc2_bias_steps
 from workloads.hybridep import hybridep_before_sync, hybridep_grad_staging_bytes, hybridep_staging
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
@@ -190,8 +191,9 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
     ]
 
 
-def _expert_steps(layout: LayoutSpec, rows: int, groups: int, width: int, h: int) -> list[Step]:
-    """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts."""
+def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, width: int, h: int) -> list[Step]:
+    """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts, with the
+    clamp and FC2 bias kernels of models that have them (workloads/expert_kernels.py)."""
     kernels, passes = _kernels_passes(layout)
     sequential = layout.expert_gemm == "sequential"
     # The host launches one GEMM per local expert unless one grouped kernel runs them all (layout.expert_gemm).
@@ -200,8 +202,10 @@ def _expert_steps(layout: LayoutSpec, rows: int, groups: int, width: int, h: int
     # still declared as one kernel here (it moves Table 3's Megatron-LM row, left to its own change).
     return [
         Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential), kernels=launches, module=M),
+        *clamp_steps(model, rows * groups, width, ACT),
         Step("swiglu", MEMORY, mem_bytes=passes * 3 * rows * groups * width * BYTES_BF16, kernels=kernels, module=ACT),
         Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential), kernels=launches, module=M),
+        *fc2_bias_steps(model, rows * groups, groups, h, M),
     ]
 
 
@@ -240,7 +244,7 @@ def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> lis
         gather,
         *host_sync_steps(layout),
         _permute_step(layout, gathered, tokens, h),
-        *_expert_steps(layout, rows, model.num_experts, model.expert_ffn_size // n, h),
+        *_expert_steps(model, layout, rows, model.num_experts, model.expert_ffn_size // n, h),
         scatter,
         Step("unpermute", MEMORY, mem_bytes=passes * (gathered + local) * h * BYTES_BF16, kernels=kernels, module=M),
     ]
@@ -328,7 +332,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         dispatch,
         *shared,
         *etp_ag,
-        *_expert_steps(layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h),
+        *_expert_steps(model, layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h),
         *etp_rs,
         combine,
         unpermute,
