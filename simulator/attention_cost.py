@@ -65,7 +65,8 @@ def _table_efficiency(family: str, backward: bool, causal: bool, head_dim: float
 
 
 def attention_op_efficiency(shape: AttentionShape, backward: bool, cal: Calibration) -> float:
-    """Fraction of the BF16 peak the configured kernel family reaches on the op's executed FLOPs.
+    """Fraction of the BF16 peak the op's kernel family (the layout's attention_backend, else the calibration's)
+    reaches on the op's executed FLOPs.
 
     Looked up at the head width with the op's FLOPs per query-key pair, (d_qk + d_v) / 2: the head dim
     itself for GQA / MHA; for MLA (192 / 128) 160, log-interpolated between the published 128 and 256
@@ -77,4 +78,5 @@ def attention_op_efficiency(shape: AttentionShape, backward: bool, cal: Calibrat
         return fixed
     head_dim = (shape.head_dim + shape.head_dim_v) / 2
     causal = shape.causal and not shape.sliding
-    return _table_efficiency(cal.attention_kernel, backward, causal, head_dim, effective_seq_len(shape, cal))
+    family = shape.kernel or cal.attention_kernel
+    return _table_efficiency(family, backward, causal, head_dim, effective_seq_len(shape, cal))

@@ -22,9 +22,10 @@ class Calibration:
     # grouped GEMMs: published Hopper points (cuBLAS BF16, torch grouped BF16 / FP8 rowwise, DeepGEMM FP8),
     # see simulator/gemm_points.py and simulator/gemm_efficiency.py.
     gemm_efficiency: GemmEfficiencyTable = HOPPER_GEMM_TABLE
-    # Attention kernel family ("fa3": FlashAttention-3 paper Figs. 5-6; "fa2": FlashAttention-2 columns of
-    # the same figures), looked up per op at its head dim, per-sequence length, mask and window
-    # (simulator/attention_cost.py).
+    # Attention kernel family ("fa3": FlashAttention-3 paper Figs. 5-6; "fa2" and "cudnn": the FlashAttention-2
+    # and cuDNN columns of the same figures), looked up per op at its head dim, per-sequence length, mask and
+    # window (simulator/attention_cost.py). A layout that names its kernel (attention_backend: Megatron-Core's
+    # TE layers run cuDNN's, workloads/megatron.py) overrides it.
     attention_kernel: str = "fa3"
     # Query and key tile edge of FA3's Hopper forward at head dim 128 under a causal or local mask
     # (flash-attention hopper/tile_size.h tile_size_fwd_sm90: kBlockM 128, kBlockN 128 when is_causal or

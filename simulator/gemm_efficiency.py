@@ -3,7 +3,8 @@
 GEMMs: the fraction of the tensor-core peak one SM reaches on a full wave of 128 x 128 tiles, as a
 function of the reduction depth K (the per-tile prologue / epilogue is amortized over K), per kernel
 family; grouped GEMMs also by rows per group (each group's weights are streamed for few rows). Attention:
-FlashAttention-3 (default) or FlashAttention-2 by head dim, sequence length, causal mask, direction.
+FlashAttention-3 (default), FlashAttention-2 or cuDNN by head dim, sequence length, causal mask,
+direction.
 
 Every point is a published measurement on Hopper (H800 / H100 SXM, 132 SMs). Other GPU families use the
 same tables (assumed = Hopper's: no comparable per-shape tables are published for them). Sustained clocks
@@ -198,9 +199,19 @@ ATTENTION_TFLOPS: dict[tuple[str, str, bool, int], tuple[float, ...]] = {
     ("fa2", "fwd", True, 256): (208, 251, 278, 293, 297, 298),
     ("fa2", "bwd", False, 64): (198, 238, 264, 279, 287, 291),
     ("fa2", "bwd", False, 128): (214, 260, 291, 310, 318, 322),
+    # cuDNN's fused attention, what Transformer Engine runs on Hopper (workloads/megatron.py): the cuDNN bars of
+    # the same figures, from transcriptions whose FA3 and FA2 bars equal the rows above. No causal head-dim-64
+    # or backward head-dim-256 row, as for FA3.
+    ("cudnn", "fwd", False, 64): (335, 373, 395, 408, 412, 413),
+    ("cudnn", "fwd", False, 128): (467, 574, 617, 609, 600, 595),  # 512: the other half of the swap above
+    ("cudnn", "fwd", False, 256): (470, 546, 580, 581, 580, 581),
+    ("cudnn", "fwd", True, 128): (315, 410, 484, 518, 529, 539),
+    ("cudnn", "fwd", True, 256): (308, 391, 450, 483, 497, 509),
+    ("cudnn", "bwd", False, 64): (266, 348, 395, 417, 432, 433),
+    ("cudnn", "bwd", False, 128): (305, 408, 465, 499, 518, 516),
 }
 # fmt: on
-ATTENTION_FAMILIES = ("fa3", "fa2")
+ATTENTION_FAMILIES = ("fa3", "fa2", "cudnn")
 
 
 def _attention_tflops(family: str, direction: str, causal: bool, head_dim: int, seq_len: int) -> float:

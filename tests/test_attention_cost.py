@@ -13,7 +13,7 @@ from simulator.attention_cost import (
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.costs import attention_time_s, compute_time_s
 from simulator.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import megatron_field, toy_calibration, toy_gpu
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec, model_preset
@@ -113,3 +113,54 @@ def test_window_on_off_difference_is_the_sum_of_the_attention_ops() -> None:
         expected += t_window - t_full
     assert total(windowed) - total(full) == pytest.approx(expected, rel=1e-9)
     assert expected < 0  # the window executes 63 of 528 causal tiles
+
+
+def test_cudnn_family_by_hand() -> None:
+    """cuDNN's columns of FA3 Figs. 5-6, head dim 128 at 4,096: forward 609 non-causal and 518 causal; backward
+    499 non-causal, and causal backward = 499 x the forward's causal / non-causal ratio, 518 / 609."""
+    assert attention_efficiency("cudnn", False, False, 128, 4096) == pytest.approx(609 / 989, rel=1e-12)
+    assert attention_efficiency("cudnn", False, True, 128, 4096) == pytest.approx(518 / 989, rel=1e-12)
+    assert attention_efficiency("cudnn", True, True, 128, 4096) == pytest.approx(499 * 518 / 609 / 989, rel=1e-12)
+    assert attention_efficiency("cudnn", True, False, 64, 4096) == pytest.approx(417 / 989, rel=1e-12)
+
+
+def test_op_kernel_overrides_the_calibration_family() -> None:
+    """An op whose shape names cuDNN is timed at cuDNN's table whatever the calibration's family; an op that names
+    none at the calibration's (FA3), exactly as one that names fa3. Causal head dim 128 at 4,096, 1e12 counted
+    FLOPs: 0.5e12 executed at 518 (cuDNN) and 579 (FA3) of 989 x the toy's 100 TFLOP/s."""
+    cudnn = AttentionShape(128, 128, 4096, kernel="cudnn")
+    plain, fa3 = AttentionShape(128, 128, 4096), AttentionShape(128, 128, 4096, kernel="fa3")
+    assert attention_time_s(1e12, False, GPU, CAL, cudnn) == pytest.approx(0.5e12 / (100e12 * 518 / 989), rel=1e-12)
+    assert attention_time_s(1e12, False, GPU, CAL, plain) == attention_time_s(1e12, False, GPU, CAL, fa3)
+    assert attention_time_s(1e12, False, GPU, CAL.with_(attention_kernel="fa2"), cudnn) == attention_time_s(
+        1e12, False, GPU, CAL, cudnn
+    )
+
+
+def test_layout_backend_reaches_every_attention_op() -> None:
+    """layout.attention_backend is carried by the GQA and the MLA attention steps; the rest of the recipe is
+    unchanged."""
+    for model, n in ((_gpt_oss(()), 1), (model_preset("deepseek-v3"), 8)):
+        base = LayoutSpec("t", intra_size=n, ffn="ep")
+        plain, cudnn = (
+            layer_recipe(model, base, 4096, 8),
+            layer_recipe(model, base.with_(attention_backend="cudnn"), 4096, 8),
+        )
+        assert [s.attention.kernel for s in cudnn if s.kind == ATTENTION] == ["cudnn"]
+        assert [s for s in cudnn if s.kind != ATTENTION] == [s for s in plain if s.kind != ATTENTION]
+
+
+@pytest.mark.parametrize(
+    "flags, backend",
+    [
+        ("", "cudnn"),  # Megatron-Core's defaults: TE layers, attention_backend auto
+        ("--attention-backend fused", "cudnn"),
+        ("--attention-backend auto --transformer-impl transformer_engine", "cudnn"),
+        ("--attention-backend flash", ""),
+        ("--transformer-impl local", ""),
+    ],
+)
+def test_megatron_flags(flags: str, backend: str) -> None:
+    """TE runs cuDNN's fused attention on Hopper+ unless FlashAttention is asked for; local layers keep the
+    calibration's FlashAttention."""
+    assert megatron_field(f"--micro-batch-size 1 {flags}", "attention_backend") == backend

@@ -56,7 +56,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
     flops = attention_flops(model, layout, seq_len, window)
-    shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window)
+    shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     if layout.attention == "sp":
         to_heads, to_sequence = ulysses_pair(n, local * model.qkv_width * BYTES_BF16, local * q * BYTES_BF16)

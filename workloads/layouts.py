@@ -27,6 +27,7 @@ COMM_DTYPES = ("bf16", "fp8")
 EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
 FLEX_BACKENDS = ("", "deepep", "hybridep", "ncclep")
 CROSS_ENTROPY_IMPLS = ("", "te")
+ATTENTION_BACKENDS = ("", "fa3", "fa2", "cudnn")  # "" = the calibration's family
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class LayoutSpec:
     # The loss after the LM head (workloads/cross_entropy.py): "te" TE's Triton kernels (Megatron
     # --cross-entropy-loss-fusion --cross-entropy-fusion-impl te); "" three FP32 passes over the logits (assumed).
     cross_entropy: str = ""
+    # The attention kernel family (simulator/attention_cost.py): "" the calibration's (Calibration.attention_kernel,
+    # FlashAttention-3); "cudnn" cuDNN's fused attention, which Transformer Engine runs on Hopper+ whenever it is
+    # available (Megatron --transformer-impl transformer_engine, --attention-backend auto or fused).
+    attention_backend: str = ""
     # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
     # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k
     # routed-copy terms are what SAR frees); keep_dispatch keeps the received tokens instead.
@@ -167,6 +172,7 @@ class LayoutSpec:
             "ep_dispatcher": EP_DISPATCHERS,
             "flex_backend": FLEX_BACKENDS,
             "cross_entropy": CROSS_ENTROPY_IMPLS,
+            "attention_backend": ATTENTION_BACKENDS,
         }
         for scope in self.cuda_graph_scope:
             if scope not in GRAPH_SCOPES:

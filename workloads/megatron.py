@@ -133,6 +133,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_experts(args, notes),
         **_router(args, notes),
         "cross_entropy": _cross_entropy(args),
+        "attention_backend": _attention_backend(args, notes),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **_data_parallel(args, notes),
@@ -277,6 +278,24 @@ def _router(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "router_aux_loss": "aux_loss" in on,
         "router_random_logits": bool(args.get("--moe-router-force-load-balancing")),
     }
+
+
+def _attention_backend(args: dict[str, Any], notes: list[str]) -> str:
+    """The attention kernel Megatron-Core's TE attention runs. Defaults: transformer_impl transformer_engine,
+    attention_backend auto (megatron/core/transformer/transformer_config.py at core_v0.17.0). With both flash
+    and fused attention available, TE gives FusedAttention (cuDNN) preference on Hopper+ "for performance
+    reasons" (TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/utils.py
+    get_attention_backend, v2.12 and v2.14), and it alone runs GPT-OSS's learnable softmax (TE PR #2148): "cudnn".
+    --attention-backend flash keeps the calibration's FlashAttention; a local (non-TE) layer does too."""
+    impl = args.get("--transformer-impl") or "transformer_engine"
+    backend = args.get("--attention-backend") or "auto"
+    if impl != "transformer_engine" or backend == "flash":
+        return ""
+    if backend in ("unfused", "local"):
+        notes.append(
+            f"--attention-backend {backend}: unfused attention is not simulated; timed as cuDNN's fused kernel"
+        )
+    return "cudnn"
 
 
 def _cross_entropy(args: dict[str, Any]) -> str:

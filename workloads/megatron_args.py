@@ -91,6 +91,9 @@ FLAGS: dict[str, Flag] = {
     "--moe-router-fusion": Flag(S),
     "--moe-router-load-balancing-type": Flag(TS, ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")),
     "--moe-aux-loss-coeff": Flag(TS),
+    # the attention kernel (TransformerConfig transformer_impl, attention_backend; workloads/megatron.py)
+    "--transformer-impl": Flag(T, ("local", "transformer_engine", "inference_optimized")),
+    "--attention-backend": Flag(T, ("flash", "fused", "unfused", "local", "auto")),
     # the loss (arguments.py _add_training_args)
     "--cross-entropy-loss-fusion": Flag(S),
     "--cross-entropy-fusion-impl": Flag(T, ("native", "te")),
@@ -195,11 +198,9 @@ IGNORED: dict[str, str] = {
     **dict.fromkeys(
         (
             "--use-mcore-models",
-            "--transformer-impl",
             "--distributed-backend",
             "--distributed-timeout-minutes",
             "--use-flash-attn",
-            "--attention-backend",
             "--no-create-attention-mask-in-dataloader",
             "--manual-gc",
             "--manual-gc-interval",

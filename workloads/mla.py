@@ -66,7 +66,7 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
         Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank), module=UP),
     ]
     flops = mla_attention_flops(model, layout, seq_len, window)
-    shape = AttentionShape(d_qk, d_v, seq_len, window=window)
+    shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
     if tp:

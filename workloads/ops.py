@@ -156,6 +156,7 @@ class AttentionShape:
     seq_len: int
     causal: bool = True
     window: int = 0  # keys a query attends to; 0 = all keys before it
+    kernel: str = ""  # the kernel family (layout.attention_backend); "" = the calibration's
 
     @property
     def sliding(self) -> bool:
