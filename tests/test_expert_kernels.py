@@ -1,5 +1,6 @@
-"""GPT-OSS's clamped SwiGLU and biased FC2 in Megatron-Core's TEGroupedMLP (workloads/expert_kernels.py): the
-kernels and bytes counted by hand, the recipe unchanged without them, and the time they add on a toy GPU."""
+"""GPT-OSS in Megatron-Core: the clamped SwiGLU and biased FC2 of TEGroupedMLP (workloads/expert_kernels.py) and the
+unfused YaRN RoPE (workloads/layers.py): kernels and bytes counted by hand, the recipe unchanged without them,
+and the time they add on a toy GPU."""
 
 from __future__ import annotations
 
@@ -91,3 +92,20 @@ def test_gpu_time_added_by_hand() -> None:
     """The forward grows by the new kernels' GPU time: 20 x 1 us + (16,777,216 + 25,165,824) B / 1e12 B/s."""
     added = _forward_s(OSS) - _forward_s(PLAIN)
     assert added == pytest.approx(20e-6 + (16_777_216 + 25_165_824) / 1e12, rel=1e-9)
+
+
+def test_gpt_oss_rope_unfused_by_hand() -> None:
+    """YaRN's concentration factor makes Megatron-Core apply RoPE unfused. Head dim 128, q and k 1,024 wide each,
+    1,024 positions: 2,097,152 elements and 131,072 angles. Forward 24 B per element plus cos and sin in each of
+    the two calls (22 B per angle each) = 50,331,648 + 11,534,336 B in 2 x (6 + 6) kernels; backward 26 B per element = 54,525,952 B in
+    2 x 7 kernels. Without the flag: the fused kernel of q and of k, and the rest of the recipe unchanged."""
+    assert load_model(MODELS / "gpt-oss-120b.json").rope_unfused
+    fused_model = PLAIN.with_(rope=True)
+    unfused_model = fused_model.with_(rope_unfused=True)
+    steps = [(0, _steps(unfused_model))]
+    (fwd,) = [op for op in forward_ops(steps, LAYOUT) if op.name == "rope"]
+    (bwd,) = [op for op in backward_ops(steps, LAYOUT) if op.name == "rope.bwd"]
+    assert (fwd.kernels, fwd.mem_bytes, bwd.kernels, bwd.mem_bytes) == (24, 61_865_984, 14, 54_525_952)
+    fused = _steps(fused_model)
+    assert [s.kernels for s in fused if s.name == "rope"] == [2]
+    assert [s for s in fused if s.name != "rope"] == [s for s in _steps(unfused_model) if s.name != "rope"]

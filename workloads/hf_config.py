@@ -134,10 +134,10 @@ def _mixtral(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
-    """GPT-OSS: Mixtral's layout plus biased experts (HF modeling_gpt_oss GptOssExperts) and the clamp of its
-    SwiGLU [swiglu_limit]."""
+    """GPT-OSS: Mixtral's layout plus biased experts (HF modeling_gpt_oss GptOssExperts), the clamp of its
+    SwiGLU [swiglu_limit] and YaRN RoPE, which Megatron-Core applies unfused (ModelSpec.rope_unfused)."""
     fields = _mixtral(c, name)
-    fields.update(expert_bias=True, expert_act_clamp=c.data.get("swiglu_limit", 0.0))
+    fields.update(expert_bias=True, expert_act_clamp=c.data.get("swiglu_limit", 0.0), rope_unfused=fields["rope"])
     return fields
 
 

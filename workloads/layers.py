@@ -43,8 +43,33 @@ def qk_steps(model: ModelSpec, positions: int, shards: int) -> list[Step]:
         steps.append(Step("qk_norm", MEMORY, mem_bytes=2 * elements * BYTES_BF16, kernels=2))
     if model.rope:
         freqs = 2 * positions * model.head_dim * ROPE_FREQS_BYTES
-        steps.append(Step("rope", MEMORY, mem_bytes=2 * elements * BYTES_BF16 + freqs, kernels=2))
+        if model.rope_unfused:
+            steps.append(unfused_rope_step(elements, positions * model.head_dim))
+        else:
+            steps.append(Step("rope", MEMORY, mem_bytes=2 * elements * BYTES_BF16 + freqs, kernels=2))
     return steps
+
+
+def unfused_rope_step(elements: float, angles: int) -> Step:
+    """Megatron-Core's unfused RoPE (rope_utils._apply_rotary_pos_emb_bshd at core_v0.17.0) on q, then on k:
+    ``elements`` BF16 values of both, ``angles`` FP32 angles (positions x head dim) in the table.
+
+    Per call, forward: cos and sin of the table, each times mscale and cast to BF16 (3 small kernels apiece:
+    read 4 write 4, read 4 write 4, read 4 write 2 B per angle); t x cos (read and write: 4 B per element),
+    the rotated half (-x2: 2 B; the cat of the halves: 4 B), times sin (4 B), the sum (6 B) and the cat with
+    the empty pass-through part (4 B): 24 B per element in 6 kernels. Backward (autograd): the gradient times
+    sin (4 B), the negated half (2 B), the cat of the chunks' gradients (4 B), times cos (4 B), the sum of the
+    two paths (6 B) and the slice's zero-filled copy (2 + 4 B): 26 B per element in 7 kernels. The empty
+    pass-through slice's own zero gradient is not counted."""
+    table = 2 * angles * (8 + 8 + 6)  # cos and sin
+    return Step(
+        "rope",
+        MEMORY,
+        mem_bytes=24 * elements + 2 * table,
+        kernels=2 * (6 + 6),
+        bwd_mem_bytes=26 * elements,
+        bwd_kernels=2 * 7,
+    )
 
 
 def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:

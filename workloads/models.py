@@ -80,6 +80,10 @@ class ModelSpec:
     # Biases on the expert GEMMs (HF GptOssExperts gate_up_proj_bias / down_proj_bias; Megatron-Bridge
     # gpt_oss_bridge.py add_bias_linear) [model_type gpt_oss].
     expert_bias: bool = False
+    # Megatron-Core applies RoPE unfused (rope_utils.apply_rotary_pos_emb at core_v0.17.0: TE's fused RoPE takes
+    # no mscale) when YaRN's concentration factor is not 1: GPT-OSS, whose Megatron-Bridge config sets
+    # yarn_rotary_scaling_factor 32 with yarn_mscale None, so 0.1 ln 32 + 1 = 1.35 (gpt_oss_bridge.py, v0.4.2).
+    rope_unfused: bool = False
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
@@ -225,6 +229,7 @@ _OPTIONAL_FIELDS = frozenset(
         "rope",
         "expert_act_clamp",
         "expert_bias",
+        "rope_unfused",
     }
 )
 
