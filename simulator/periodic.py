@@ -29,8 +29,9 @@ from workloads.schedules import FORWARD, Schedule, Task
 LOCK_REL = 1e-12  # a repeated task's shift may differ from lambda by this much of the run's end (float noise)
 PERIOD_SEARCH = 64  # the longest period looked for (interleaved 1F1B's is pp)
 
-# A field: (unit, name...) -> value.
+# A field: (unit, name...) -> value; each unit has its own noise floor.
 Fields = dict[tuple[Hashable, ...], float]
+TIME, BYTES, FLOPS, COUNT = "s", "B", "flop", "n"  # the units
 Records = Sequence[Sequence[tuple[Task, float, float]]]  # per stage: (task, begin_s, end_s) in run order
 
 
