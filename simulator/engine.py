@@ -132,8 +132,8 @@ class Engine:
         # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
         self._arrivals: dict[tuple, simpy.Event] = {}
-        self.ledger = Ledger(placement.bytes_sent) if ledger else None
         self._sent_at: dict[tuple, float] = {}
+        self.ledger = Ledger(placement.bytes_sent) if ledger else None
 
     @property
     def simulated_ops(self) -> int:
