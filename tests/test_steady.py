@@ -16,7 +16,8 @@ from simulator.faults import Faults
 from simulator.periodic import candidates, extrapolate, locked, period, shift_s, task_counts
 from simulator.probes import Probe, observing
 from simulator.report import build_report, prepare, simulate
-from simulator.steady import extrapolated, fields_of, resized_workload, run_step, shortcut_applies
+from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
+from tests.engine_diff import assert_same_fields
 from workloads.layouts import layout_preset
 from workloads.schedules import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
 
@@ -41,14 +42,6 @@ def _assert_same_report(full: dict, short: dict) -> None:
                 assert short[name][key] == pytest.approx(seconds, rel=REL, abs=1e-15), (name, key)
         else:
             assert short[name] == value, name
-
-
-def _assert_same_fields(mine, reference) -> None:
-    """Every additive field of two results (steady.fields_of: per stage, group, link and phase) to 1e-9."""
-    theirs = fields_of(reference)
-    assert fields_of(mine).keys() == theirs.keys()
-    for name, value in fields_of(mine).items():
-        assert value == pytest.approx(theirs[name], rel=REL, abs=1e-15), name
 
 
 CASES = [
@@ -80,8 +73,8 @@ def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: in
     assert len(two.steady_runs) == 2 and sum(two.steady_runs) < workload.micro_batches  # shorter than the step
     assert short.steady_runs == two.steady_runs[:1]  # from the first of the two runs alone
     assert full.steady_runs == ()
-    _assert_same_fields(short, two)
-    _assert_same_fields(short, full)
+    assert_same_fields(short, two)
+    assert_same_fields(short, full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
@@ -102,8 +95,8 @@ def test_cross_node_ep_extrapolates_to_the_op_level_run() -> None:
     full = Engine(workload, cluster, DEFAULT_CALIBRATION, memoize=False).run()
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
     assert len(short.steady_runs) == 1 and short.simulated_ops < full.simulated_ops
-    _assert_same_fields(short, full)
-    _assert_same_fields(extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False), full)
+    assert_same_fields(short, full)
+    assert_same_fields(extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False), full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
@@ -267,8 +260,8 @@ def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() ->
     two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
     assert two.steady_runs == (102, 104)  # not (102, 103): period 1 did not lock
     full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
-    _assert_same_fields(short, full)
-    _assert_same_fields(two, full)
+    assert_same_fields(short, full)
+    assert_same_fields(two, full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
