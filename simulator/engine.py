@@ -30,6 +30,7 @@ from simulator.costs import (
     memory_time_s,
 )
 from simulator.faults import Faults
+from simulator.ledger import Entry, Ledger
 from simulator.nic_replay import Forced, NicReplayTimer, ReplayConflict, ReplayStats, after_conflict, next_forced
 from simulator.placement import DpBucket, FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, start_probes, subscribed, unobserved, watches_rates
@@ -76,6 +77,7 @@ class EngineResult:
     workload: StepWorkload | None = None  # the step this is a result of
     steady_runs: tuple[int, ...] = ()  # micro-batch counts simulated when extrapolated (simulator/steady.py)
     nic_replay: tuple[ReplayStats, ...] = ()  # per step run with NIC replay (simulator/nic_replay.py)
+    ledger: Ledger | None = None  # the run's increments, when asked for (simulator/ledger.py)
 
 
 class Engine:
@@ -95,11 +97,13 @@ class Engine:
         forced: Forced = frozenset(),
         costs: CostCache | None = None,
         forecast: bool | None = None,
+        ledger: bool = False,
     ) -> None:
         """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
         (the steady-state shortcut's shorter runs, simulator/steady.py). ``forced``: tasks to run at op level from
         the first run of a NIC replay (None: all; simulator/nic_replay.py); ``forecast``: whether that run also
-        forces the tasks a forecast send meets (default: when ``forced`` is empty); ``costs``: a cost cache to share."""
+        forces the tasks a forecast send meets (default: when ``forced`` is empty); ``costs``: a cost cache to share;
+        ``ledger``: keep the run's increments (simulator/ledger.py; with NIC replay, of the run that stands)."""
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
@@ -129,6 +133,7 @@ class Engine:
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
         self._arrivals: dict[tuple, simpy.Event] = {}
         self._sent_at: dict[tuple, float] = {}
+        self.ledger = Ledger(placement.bytes_sent) if ledger else None
 
     @property
     def simulated_ops(self) -> int:
@@ -165,18 +170,23 @@ class Engine:
         log = self._logs[place]
         order = self.workload.stage_order(place.stage)
         first_forward = True
+        ledger = self.ledger
         for task in order:
+            pp_wait_s = dp_wait_s = 0.0  # this task's waits (the ledger's entry)
             for key in self._inputs(place, task):
                 arrival = self._arrival(key)
                 if not arrival.triggered:
                     wait_start = self.env.now
                     yield arrival
                     sent = self._sent_at.get(key, wait_start)
-                    log.pp_wait_s += self.env.now - max(wait_start, sent)
+                    wait_s = self.env.now - max(wait_start, sent)
+                    log.pp_wait_s += wait_s
+                    pp_wait_s += wait_s
             if first_forward and dp_gate is not None and not dp_gate.triggered:
                 wait_start = self.env.now
                 yield dp_gate
-                log.dp_exposed_s += self.env.now - wait_start
+                dp_wait_s = self.env.now - wait_start
+                log.dp_exposed_s += dp_wait_s
             first_forward = False
             begin = self.env.now
             timing = yield from self.timer.run(place, task)
@@ -186,6 +196,8 @@ class Engine:
             log.model_flops += timing.model_flops
             for group, seconds in timing.exposed_comm_s.items():
                 log.exposed_comm_s[group] = log.exposed_comm_s.get(group, 0.0) + seconds
+            if ledger is not None:
+                ledger.note(Entry(place.stage, task, begin, self.env.now, timing, pp_wait_s, dp_wait_s))
             for probe in self.probes:
                 probe.on_task(place, place.stage, task, begin, self.env.now, timing)
             self._forward_output(place, task)
@@ -313,6 +325,7 @@ class Engine:
                 forced=forced,
                 costs=self._costs,
                 forecast=forecast,
+                ledger=self.ledger is not None,
             )
 
     def _run_once(self) -> EngineResult:
@@ -338,6 +351,7 @@ class Engine:
             self.placement.bytes_sent(),
             phase_spans(log.tasks for log in self.stages),
             self.workload,
+            ledger=self.ledger,
         )
         for probe in self.probes:
             probe.on_run(result)

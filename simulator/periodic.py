@@ -8,11 +8,12 @@ once its state repeats (every stage's tasks of one period start and end exactly 
 period before, over a window longer than any task's and send's reach, and no DP parameter gather still in
 flight), every further period repeats it too: the step at m + kq is the step at m with k periods inserted,
 shifted by k lambda. Every additive quantity (end times, busy and waiting time, exposed communication,
-bytes, FLOPs, task counts) is then f(m) + k (f(m + q) - f(m)).
+bytes, FLOPs, task counts) is then f(m) + k (f(m + q) - f(m)), and f(m + q) - f(m) is what the run at m adds
+over one period of its repeated state (simulator/ledger.py; simulator/steady.py reads it there, or runs m + q).
 
 ``candidates`` picks the counts m_a (doubling from just past the warm-up, congruent to m modulo q) whose
 two runs at m_a and m_a + q cost less than the full step; ``locked`` checks the run at m_a for a repeated
-state; ``extrapolate`` evaluates the line. Where no state repeats within that budget (a long transient: a
+state; ``extrapolate`` evaluates the line through two runs. Where no state repeats within that budget (a long transient: a
 stage's slack shrinking by a little each period until it waits, which three points on a line would not
 catch), the full step runs. The bound is stated and tested (tests/test_steady.py): 1e-9 relative against
 the full run; the lock's tolerance (``LOCK_REL`` of the step) is far below it.
@@ -29,8 +30,9 @@ from workloads.schedules import FORWARD, Schedule, Task
 LOCK_REL = 1e-12  # a repeated task's shift may differ from lambda by this much of the run's end (float noise)
 PERIOD_SEARCH = 64  # the longest period looked for (interleaved 1F1B's is pp)
 
-# A field: (unit, name...) -> value.
+# A field: (unit, name...) -> value; each unit has its own noise floor.
 Fields = dict[tuple[Hashable, ...], float]
+TIME, BYTES, FLOPS, COUNT = "s", "B", "flop", "n"  # the units
 Records = Sequence[Sequence[tuple[Task, float, float]]]  # per stage: (task, begin_s, end_s) in run order
 
 

@@ -1,21 +1,26 @@
 """The steady-state shortcut: a step's cost independent of its number of micro-batches.
 
-``run_step`` simulates a step of m micro-batches as two shorter steps of m_a and m_a + q micro-batches (q the
-schedule's period, m_a congruent to m modulo q and doubled until it fits; simulator/periodic.py). When the
-run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the DP
-parameter gather) and the run at m_a + q ends exactly one period later, the step at m is the step at m_a with
-(m - m_a) / q periods inserted, and every additive field of the EngineResult is extrapolated on the line:
-the step time, each stage's busy, pipeline-end, end, PP-wait, DP-exposed and compute-busy time, exposed
+``run_step`` simulates a step of m micro-batches as a shorter step of m_a micro-batches (m_a congruent to m
+modulo twice the schedule's period q and doubled until it fits; simulator/periodic.py). When the run at m_a's
+state repeats (every stage's tasks shifted by exactly one period over a window after the DP parameter
+gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
+(m - m_a) / q periods inserted: every additive field of the EngineResult grows by what the run at m_a
+accumulates over one period of that window (its ledger, simulator/ledger.py: the first period whose next
+period adds the same, field by field) and every last instant (the step time, each stage's pipeline-end and
+end) by the period's shift lambda: each stage's busy, PP-wait, DP-exposed and compute-busy time, exposed
 communication per group, model FLOPs, bytes per link, and each phase's task count and summed duration (the
 schedule bubble's means). Memory and the report's ratios come from these and the real workload, as for a
-full run. Where no state repeats within the budget (the shorter runs together cost less than the step), the
-full step runs.
+full run. Where no period of the ledger repeats, the step also runs at m_a + q and every field is taken on
+the line through the two runs, if that run ends exactly one period later (the reference path, ``ONE_RUN``
+False: tests/test_steady.py compares the two). Where no state repeats within the budget (the shorter runs
+together cost less than the step), the full step runs.
 
 The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
-replayed and verified ones, simulator/nic_replay.py: the lock check is what makes that exact; the longer run
-starts with the shorter's op-level tasks that met another flow forced), with no faults and no probe that
-needs every task (traces, link statistics). Everything else runs the full step: the unfolded placement,
-``memoize=False`` (the op-level differential check), faults and stragglers, probes, and steps too short to gain.
+replayed and verified ones, simulator/nic_replay.py: the lock check is what makes that exact; the ledger is
+the verified run's, and a longer run starts with the shorter's op-level tasks that met another flow forced),
+with no faults and no probe that needs every task (traces, link statistics). Everything else runs the full
+step: the unfolded placement, ``memoize=False`` (the op-level differential check), faults and stragglers,
+probes, and steps too short to gain.
 """
 
 from __future__ import annotations
@@ -28,7 +33,21 @@ from simulator.calibration import Calibration
 from simulator.engine import Engine, EngineResult, StageLog
 from simulator.faults import Faults
 from simulator.nic_replay import seeded_at
-from simulator.periodic import LOCK_REL, Fields, candidates, extrapolate, index_step, lock_window, shift_s, valid_count
+from simulator.periodic import (
+    BYTES,
+    COUNT,
+    FLOPS,
+    LOCK_REL,
+    TIME,
+    Fields,
+    candidates,
+    extrapolate,
+    index_step,
+    lock_window,
+    shift_s,
+    shifted,
+    valid_count,
+)
 from simulator.probes import Probe, subscribed, unobserved
 from simulator.ranks import Place
 from topologies.cluster import ClusterSpec
@@ -36,8 +55,9 @@ from topologies.errors import ConfigError
 from workloads.schedules import Schedule
 from workloads.step import StepWorkload
 
-# Units of the fields: each has its own noise floor (simulator/periodic.py).
-TIME, BYTES, FLOPS, COUNT = "s", "B", "flop", "n"
+# The steady shortcut extrapolates from the shorter run's ledger alone where it can (periodic state, field by
+# field); False runs the step one period longer too and takes the line through the two (the reference).
+ONE_RUN = True
 STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
 
 
@@ -72,14 +92,19 @@ def shortcut_applies(placement: str, memoize: bool, faults: Faults | None, probe
     return placement == "folded" and memoize and no_faults and not any(p.needs_full_run for p in probes)
 
 
-def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration) -> EngineResult | None:
-    """The step's result from two shorter runs whose state repeats, or None if none was found in budget."""
+def extrapolated(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, *, one_run: bool | None = None
+) -> EngineResult | None:
+    """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
+    alone where it repeats field by field, else from it and a run one period longer), or None if none was
+    found in budget."""
+    one_run = ONE_RUN if one_run is None else one_run
     wall_start = time.perf_counter()
     timings: dict = {}  # task timings do not depend on the micro-batch count: time each once
     ops = 0
     for m_a, q, shift in candidates(workload.schedule):
         try:
-            first = Engine(resized_workload(workload, m_a), cluster, calibration, timings=timings).run()
+            first = Engine(resized_workload(workload, m_a), cluster, calibration, timings=timings, ledger=one_run).run()
         except ConfigError:
             return None
         ops += first.simulated_ops
@@ -90,6 +115,13 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
             window = lock_window(records, index_shift, lam_s, gathered)
             if window is None:
                 continue
+            periods = (workload.micro_batches - m_a) // period
+            increment = period_increment(first, index_shift, lam_s, window) if one_run else None
+            if increment is not None:
+                fields = extended(fields_of(first), increment, periods)
+                result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a,))
+                result.nic_replay = first.nic_replay
+                return result
             # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow, each
             # where the longer run has it (simulator/nic_replay.py): fewer runs than from none, fewer op-level
             # tasks than from all.
@@ -109,6 +141,50 @@ def extrapolated(workload: StepWorkload, cluster: ClusterSpec, calibration: Cali
             result.nic_replay = first.nic_replay + second.nic_replay
             return result
     return None
+
+
+def period_increment(first: EngineResult, index_shift: int, lam_s: float, window: tuple[float, float]) -> Fields | None:
+    """What one period adds to every additive field of ``first``, whose state repeats over ``window`` with shift
+    ``lam_s``: its ledger's increments from the end of a stage-0 task that begins in the window to its twin's
+    end, the first such period whose next period's increments equal its own (None if none does; a task that
+    ends in the first period may carry a wait that began before the window); the last-instant fields (step,
+    pipeline-end and end times) move by lambda."""
+    ledger = first.ledger
+    if ledger is None:
+        return None
+    tol_s = LOCK_REL * first.step_time_s
+    totals = fields_of(first)
+    for task, begin_s, _ in first.stages[0].tasks:
+        if begin_s < window[0] - tol_s:
+            continue
+        twin = shifted(task, index_shift)
+        if begin_s >= window[1] or shifted(twin, index_shift) not in ledger.marks:
+            return None
+        increment = ledger.between(task, twin)
+        if same_increments(increment, ledger.between(twin, shifted(twin, index_shift)), totals, tol_s):
+            increment[(TIME, "step")] = lam_s
+            for stage in range(len(first.stages)):
+                increment[(TIME, stage, "pipeline_end_s")] = increment[(TIME, stage, "end_s")] = lam_s
+            return increment
+    return None
+
+
+def same_increments(one: Fields, two: Fields, totals: Fields, tol_s: float) -> bool:
+    """Whether two periods' increments are equal: times to ``tol_s`` (the lock's), counts exactly, bytes and
+    FLOPs to LOCK_REL of the run's totals (what a difference of two running sums can lose)."""
+    if one.keys() != two.keys():
+        return False
+    for name, value in one.items():
+        unit = name[0]
+        floor = tol_s if unit == TIME else 0.0 if unit == COUNT else LOCK_REL * abs(totals.get(name, 0.0))
+        if abs(value - two[name]) > floor:
+            return False
+    return True
+
+
+def extended(fields: Fields, increment: Fields, periods: int) -> Fields:
+    """Every field with ``periods`` periods of ``increment`` added (missing: 0)."""
+    return {name: fields.get(name, 0.0) + increment.get(name, 0.0) * periods for name in {**fields, **increment}}
 
 
 def state_periods(schedule: Schedule, m_a: int, q: int, shift: int) -> Iterator[tuple[int, int]]:

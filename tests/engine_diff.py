@@ -1,4 +1,5 @@
-"""Differential checks of the op-level engine: a step with a fast path on against the same step with it off."""
+"""Differential checks of the engine: a step with a fast path on (op level, the steady shortcut) against the same
+step with it off."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from types import ModuleType
 import pytest
 
 from simulator.engine import Engine, EngineResult
+from simulator.steady import fields_of
 from topologies.cluster import cluster_preset
 from workloads.step import StepWorkload
 
@@ -19,6 +21,14 @@ def run_op_level(case: tuple[StepWorkload, int]) -> tuple[EngineResult, int]:
     workload, gpus = case
     engine = Engine(workload, cluster_preset("h800", gpus), memoize=False)
     return engine.run(), next(engine.env._eid)
+
+
+def assert_same_fields(mine: EngineResult, reference: EngineResult) -> None:
+    """Every additive field of two results (steady.fields_of: per stage, group, link and phase) to 1e-9."""
+    theirs = fields_of(reference)
+    assert fields_of(mine).keys() == theirs.keys()
+    for name, value in fields_of(mine).items():
+        assert value == pytest.approx(theirs[name], rel=1e-9, abs=1e-15), name
 
 
 def assert_steps_match(fast: EngineResult, slow: EngineResult) -> None:

@@ -9,7 +9,7 @@ from dataclasses import fields, replace
 import pytest
 import simpy
 
-from simulator import nic_replay
+from simulator import nic_replay, steady
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine, EngineResult
 from simulator.flow_log import FlowLog, Span, SpanIndex, merged
@@ -253,11 +253,13 @@ def test_seed_maps_each_task_where_the_longer_run_has_it() -> None:
     assert seeded_at(None, 2, begins, (2.0, 5.0)) is None
 
 
-def test_steady_shortcut_with_replay_equals_op_level(unlimited: None) -> None:
-    """1F1B over 32 micro-batches from runs at m_a and m_a + 2 periods (8 and 10: from pp x 1 + 2 + 3 periods,
+def test_steady_shortcut_with_replay_equals_op_level(unlimited: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two-run steady shortcut (the reference of the one-run path, tests/test_one_run.py): 1F1B over 32
+    micro-batches from runs at m_a and m_a + 2 periods (8 and 10: from pp x 1 + 2 + 3 periods,
     Schedule.fill_per_stage), the longer seeded with the shorter's needed tasks where it has them: here stage 1's
     first forward alone (its DP parameter gather meets it), which runs before the repeated state, so the longer
     run forces it as it is and runs once."""
+    monkeypatch.setattr(steady, "ONE_RUN", False)
     workload, cluster = _workload(2, 32)
     short = run_step(workload, cluster, CAL)
     assert short.steady_runs == (8, 10) and len(short.nic_replay) == 2

@@ -17,6 +17,7 @@ from simulator.periodic import candidates, extrapolate, locked, period, shift_s,
 from simulator.probes import Probe, observing
 from simulator.report import build_report, prepare, simulate
 from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
+from tests.engine_diff import assert_same_fields
 from workloads.layouts import layout_preset
 from workloads.schedules import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
 
@@ -63,12 +64,17 @@ CASES = [
     ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v),
 )
 def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: int) -> None:
-    """Each schedule's report from two shorter runs equals the full run's, field by field, to 1e-9."""
+    """Each schedule's report from one shorter run (its ledger) equals the full run's, field by field, to 1e-9,
+    and every additive field equals the two-run reference's (and the full run's) to 1e-9."""
     workload, cluster = _workload(gpus, global_batch, pp=4, **changes)
     full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
-    assert short.steady_runs and sum(short.steady_runs) < workload.micro_batches  # the shortcut ran, and is shorter
+    two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
+    assert len(two.steady_runs) == 2 and sum(two.steady_runs) < workload.micro_batches  # shorter than the step
+    assert short.steady_runs == two.steady_runs[:1]  # from the first of the two runs alone
     assert full.steady_runs == ()
+    assert_same_fields(short, two)
+    assert_same_fields(short, full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
@@ -88,7 +94,9 @@ def test_cross_node_ep_extrapolates_to_the_op_level_run() -> None:
     assert workload.tasks_use_nic
     full = Engine(workload, cluster, DEFAULT_CALIBRATION, memoize=False).run()
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
-    assert short.steady_runs and short.simulated_ops < full.simulated_ops
+    assert len(short.steady_runs) == 1 and short.simulated_ops < full.simulated_ops
+    assert_same_fields(short, full)
+    assert_same_fields(extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False), full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
@@ -245,11 +253,15 @@ def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() ->
     """DualPipeV over 32 stages (mixtral-8x7b, 2-way SP/EP, 220 micro-batches): its steady-state tasks alternate
     two timings (a task's twin one micro-batch later starts lambda or lambda + 2.1 ms later), so the schedule's
     period 1 never locks; the run at 102 (3 x 32 + 2 + 3, congruent to 220 modulo 2) repeats every 2 micro-batches,
-    and 102 and 104 give the full run's report to 1e-9."""
+    and 102 alone (two periods of its ledger) or with 104 gives the full run's report to 1e-9."""
     workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none")
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
-    assert short.steady_runs == (102, 104)  # not (102, 103): period 1 did not lock
+    assert short.steady_runs == (102,)
+    two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
+    assert two.steady_runs == (102, 104)  # not (102, 103): period 1 did not lock
     full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    assert_same_fields(short, full)
+    assert_same_fields(two, full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )

@@ -1,0 +1,170 @@
+"""The steady shortcut from one run (simulator/ledger.py, simulator/steady.period_increment): the ledger's sums on
+a hand-built run, the first repeating period chosen, a run that never repeats refused, the ledger's run equal to
+a run without it, and with NIC replay the ledger of the run that stands. The schedules against the two-run
+reference and the full run are in tests/test_steady.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from simulator import nic_replay, steady
+from simulator.calibration import DEFAULT_CALIBRATION
+from simulator.engine import Engine, EngineResult, StageLog
+from simulator.ledger import Entry, Ledger
+from simulator.periodic import BYTES, COUNT, FLOPS, TIME, lock_window
+from simulator.steady import fields_of, period_increment, run_step
+from simulator.tasks import TaskTiming
+from tests.engine_diff import assert_same_fields
+from topologies.cluster import cluster_preset
+from workloads.layouts import layout_preset
+from workloads.models import ModelSpec
+from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.step import StepWorkload
+
+CAL = DEFAULT_CALIBRATION
+TIMING = TaskTiming(duration_s=1.0, compute_busy_s=0.5, exposed_comm_s={"ep": 0.125}, model_flops=1e12)
+
+
+def _run(periods: int, waits: dict[int, float]) -> EngineResult:
+    """Two stages, 1F1B-like, one second a task: stage 0 runs F(i) over [3i, 3i + 1), stage 1 F(i) over
+    [3i + 1, 3i + 2) and B(i) over [3i + 2, 3i + 3); stage 1's F(i) waited ``waits[i]`` (0 if absent) for its
+    input, and each B moves 100 bytes over link L. The ledger holds the entries in the order tasks end."""
+    sent = {"L": 0.0}
+    ledger = Ledger(lambda: dict(sent))
+    stages = [StageLog(), StageLog()]
+    for i in range(periods):
+        for stage, task, begin_s in ((0, Task(FORWARD, i, 0), 3.0 * i), (1, Task(FORWARD, i, 0), 3.0 * i + 1)):
+            stages[stage].tasks.append((task, begin_s, begin_s + 1))
+            ledger.note(Entry(stage, task, begin_s, begin_s + 1, TIMING, waits.get(i, 0.0) * stage, 0.0))
+        stages[1].tasks.append((Task(BACKWARD, i, 0), 3.0 * i + 2, 3.0 * i + 3))
+        sent["L"] += 100.0
+        ledger.note(Entry(1, Task(BACKWARD, i, 0), 3.0 * i + 2, 3.0 * i + 3, TIMING, 0.0, 0.0))
+    for log in stages:
+        log.end_s = log.pipeline_end_s = 3.0 * periods
+    return EngineResult(3.0 * periods, stages, 0, 0.0, dict(sent), ledger=ledger)
+
+
+def test_ledger_sums_between_two_marks() -> None:
+    """From F(2)'s end on stage 0 (t = 7) to F(3)'s (t = 10): stage 1's F(2) and B(2), stage 0's F(3)."""
+    ledger = _run(8, {2: 0.25}).ledger
+    assert [(e.stage, e.task) for e in ledger.entries[:3]] == [(0, Task(FORWARD, 0, 0)), (1, Task(FORWARD, 0, 0)),
+                                                               (1, Task(BACKWARD, 0, 0))]  # fmt: skip
+    assert ledger.marks[Task(FORWARD, 3, 0)].entries == 10  # 3 periods of 3 entries, then F(3)'s own
+    assert ledger.between(Task(FORWARD, 2, 0), Task(FORWARD, 3, 0)) == {
+        (TIME, 0, "busy_s"): 1.0,
+        (TIME, 1, "busy_s"): 2.0,
+        (TIME, 0, "pp_wait_s"): 0.0,
+        (TIME, 1, "pp_wait_s"): 0.25,
+        (TIME, 0, "dp_exposed_s"): 0.0,
+        (TIME, 1, "dp_exposed_s"): 0.0,
+        (TIME, 0, "compute_busy_s"): 0.5,
+        (TIME, 1, "compute_busy_s"): 1.0,
+        (FLOPS, 0): 1e12,
+        (FLOPS, 1): 2e12,
+        (TIME, 0, "exposed", "ep"): 0.125,
+        (TIME, 1, "exposed", "ep"): 0.25,
+        (TIME, "phase", FORWARD): 2.0,
+        (COUNT, FORWARD): 2,
+        (TIME, "phase", BACKWARD): 1.0,
+        (COUNT, BACKWARD): 1,
+        (BYTES, "L"): 100.0,
+    }
+
+
+def test_the_first_period_that_repeats_is_taken() -> None:
+    """Stage 1's F(1) waited 0.5 s (a transient before the window's state: its begin and end repeat, its wait
+    does not). The window starts at 0; the periods from F(0) and from F(1) hold that wait, so their next
+    periods differ; the period from F(2) repeats in the next: one period adds 3 s to every last instant."""
+    first = _run(8, {1: 0.5})
+    records = [log.tasks for log in first.stages]
+    window = lock_window(records, 1, 3.0, 0.0)
+    assert window == (0.0, 7.0)
+    increment = period_increment(first, 1, 3.0, window)
+    assert increment == {
+        **first.ledger.between(Task(FORWARD, 2, 0), Task(FORWARD, 3, 0)),
+        (TIME, "step"): 3.0,
+        **{(TIME, stage, name): 3.0 for stage in (0, 1) for name in ("pipeline_end_s", "end_s")},
+    }
+    assert increment[(TIME, 1, "pp_wait_s")] == 0.0
+    # Waits every other period: no period from F(0), F(1) or F(2) (the last stage-0 task to begin in [0, 7))
+    # has a next one equal to it
+    assert period_increment(_run(8, {0: 0.5, 2: 0.5}), 1, 3.0, window) is None
+    assert period_increment(_run(8, {1: 0.5, 3: 0.5}), 1, 3.0, window) is None
+    assert period_increment(replace(first, ledger=None), 1, 3.0, window) is None  # no ledger: the two-run path
+
+
+# 4 MoE layers, 16 experts: EP 16 over two 8-GPU nodes, so tasks' dispatch and combine cross the NIC beside PP
+# sends (tests/test_nic_replay.py).
+SMALL = ModelSpec("small", 4, 1024, 8, 2, 2048, 16, 4, 1024)
+
+
+def _nic_workload(pp: int, micro_batches: int) -> tuple[StepWorkload, object]:
+    layout = layout_preset("megascale-moe").with_(pp=pp, ep=16, micro_batch=1)
+    workload = StepWorkload(SMALL, layout, 16 * pp, 8, micro_batches * 2, 4096)
+    return workload, replace(cluster_preset("h100", 16 * pp), nic_bandwidth_Bps=10e9)
+
+
+def test_a_ledger_leaves_the_run_as_it_was() -> None:
+    """The run with a ledger equals the run without, bit for bit; its entries add up to each stage's fields."""
+    workload, cluster = _nic_workload(2, 12)
+    plain, kept = Engine(workload, cluster, CAL).run(), Engine(workload, cluster, CAL, ledger=True).run()
+    assert plain.ledger is None and kept.ledger is not None
+    assert fields_of(plain) == fields_of(kept)
+    assert [log.tasks for log in plain.stages] == [log.tasks for log in kept.stages]
+    for stage, log in enumerate(kept.stages):
+        mine = [e for e in kept.ledger.entries if e.stage == stage]
+        assert [(e.task, e.begin_s, e.end_s) for e in mine] == log.tasks
+        assert sum(e.timing.model_flops for e in mine) == pytest.approx(log.model_flops, rel=1e-12)
+        assert sum(e.pp_wait_s for e in mine) == pytest.approx(log.pp_wait_s, rel=1e-12, abs=1e-15)
+    assert list(kept.ledger.marks) == [task for task, _, _ in kept.stages[0].tasks]
+
+
+def test_with_nic_replay_the_ledger_is_the_run_that_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task of the first run replayed (no forecast): conflicts, re-runs with them at op level; the
+    ledger is the verified last run's, and the step extrapolated from it equals the all-op-level run."""
+    monkeypatch.setattr(nic_replay, "FORECAST", False)
+    monkeypatch.setattr(nic_replay, "MAX_CONFLICT_FRACTION", 1.0)
+    monkeypatch.setattr(nic_replay, "MAX_RUNS", 10**6)
+    workload, cluster = _nic_workload(2, 8)
+    result = Engine(workload, cluster, CAL, ledger=True).run()
+    assert result.nic_replay[0].runs > 1
+    for stage, log in enumerate(result.stages):
+        assert [(e.task, e.begin_s, e.end_s) for e in result.ledger.entries if e.stage == stage] == log.tasks
+    workload, cluster = _nic_workload(2, 32)
+    short = run_step(workload, cluster, CAL)
+    assert short.steady_runs == (8,) and len(short.nic_replay) == 1
+    full = Engine(workload, cluster, CAL, memoize=False).run()
+    monkeypatch.setattr(steady, "ONE_RUN", False)
+    two = run_step(workload, cluster, CAL)
+    assert two.steady_runs == (8, 10)
+    assert_same_fields(short, full)
+    assert_same_fields(two, full)
+
+
+def test_no_repeating_period_in_the_ledger_falls_back_to_two_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the ledger shows no period repeating field by field, the run one period longer decides, as before."""
+    workload, cluster = _nic_workload(2, 32)
+    monkeypatch.setattr(steady, "period_increment", lambda *args: None)
+    assert run_step(workload, cluster, CAL).steady_runs == (8, 10)
+
+
+@pytest.mark.benchmark
+def test_qwen3_bench_step_from_one_run_equals_the_full_run() -> None:
+    """The bench's Qwen3-235B step (256 H100, interleaved PP 8 x VP 4, cross-node EP, 128 micro-batches): from
+    the run at 48 alone, at 48 and 56, and in full (NIC replay, verified), every field to 1e-9 (seen: 1e-11)."""
+    from experiments.bench import QWEN3_CASE
+    from experiments.validate import case_job
+    from experiments.validation_cases import CASES_DIR, load_case
+    from simulator.report import prepare
+
+    case = load_case(CASES_DIR / f"{QWEN3_CASE}.yaml")
+    job = case_job(case)
+    workload, cluster, _ = prepare(job.model, job.layout, case.gpus, case.cluster, 2048, case.seq_len, None, True)
+    one = steady.extrapolated(workload, cluster, CAL, one_run=True)
+    two = steady.extrapolated(workload, cluster, CAL, one_run=False)
+    assert one.steady_runs == (48,) and two.steady_runs == (48, 56)
+    full = Engine(workload, cluster, CAL).run()
+    assert_same_fields(one, full)
+    assert_same_fields(two, full)
