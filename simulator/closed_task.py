@@ -153,7 +153,8 @@ def solve(
         nonlocal ended
         index = stream.index
         begin, end = stream.begin - start_s, end_s - start_s
-        intervals.append((index, begin, end))
+        if intervals is not None:  # None: not recorded
+            intervals.append((index, begin, end))
         tally.add(index, begin, end, tallies[index], groups[index], gemm_s)
         done_at[index] = end_s
         ended += 1

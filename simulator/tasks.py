@@ -35,7 +35,9 @@ class TaskTiming:
     compute_busy_s: float = 0.0
     exposed_comm_s: dict[str, float] = field(default_factory=dict)
     model_flops: float = 0.0
-    intervals: list[tuple[int, float, float]] = field(default_factory=list)  # (op, start, end) from the task start
+    # (op, start, end) from the task start; None: not recorded (no one reads them; the event path records them all
+    # the same, as it sums them at the task's end)
+    intervals: list[tuple[int, float, float]] | None = field(default_factory=list)
     slowed_gemm_s: dict[int, float] = field(default_factory=dict)  # fused ops: GEMM time on the SMs left to it
 
 
@@ -253,6 +255,8 @@ def run_task(
                 event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
             return event
 
+    if timing.intervals is None:  # the event path sums the intervals at the task's end (summarize)
+        timing.intervals = []
     done_at: list[float | None] = [None] * len(ops)
     signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
@@ -313,7 +317,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
     flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
     and its bytes counted on the links as network.account does."""
-    append, own_link = timing.intervals.append, quiet.own_link
+    intervals, own_link = timing.intervals, quiet.own_link  # intervals None: not recorded
     steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: a closed or one-stream task)
     links, sent = quiet.links, quiet.network.bytes_sent
     laid = position
@@ -353,7 +357,8 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                 if record_gemm:
                     timing.slowed_gemm_s[index] = compute_s = gemm_end - begin
         rel_begin, rel_end = begin - start_s, clock - start_s
-        append((index, rel_begin, rel_end))
+        if intervals is not None:
+            intervals.append((index, rel_begin, rel_end))
         done_at[index] = clock
         laid += 1
         if tally is not None:
