@@ -147,9 +147,10 @@ class Engine:
         return [flow[:-1] + (place,) for flow in self.workload.schedule.inputs(place.stage, task)]
 
     def _arrival(self, key: tuple) -> simpy.Event:
-        if key not in self._arrivals:
-            self._arrivals[key] = self.env.event()
-        return self._arrivals[key]
+        arrival = self._arrivals.get(key)  # NOTE: one lookup: a key holds a Place, whose hash is Python code
+        if arrival is None:
+            arrival = self._arrivals[key] = self.env.event()
+        return arrival
 
     def _send(self, src: Place, dst: Place, key: tuple) -> None:
         """The PP send ``key`` from ``src`` to ``dst``: it leaves one NIC latency from now and its arrival fires when

@@ -103,7 +103,10 @@ def close(ops, costs, timing, tally: Tally, start_s: float, end_s: float) -> Non
         # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
         # starting before ``begin`` can intersect [begin, end).
         for b_begin, b_end in busy[max(bisect_right(starts, begin) - 1, 0) : bisect_left(starts, end)]:
-            hidden += max(0.0, min(end, b_end) - max(begin, b_begin))
+            # NOTE: max(0.0, min(end, b_end) - max(begin, b_begin)) as comparisons (no builtin calls per interval)
+            overlap = (min(end, b_end)) - (max(begin, b_begin))
+            if overlap > 0.0:
+                hidden += overlap
         group = ops[index].group
         exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
     timing.exposed_comm_s = exposed

@@ -89,25 +89,29 @@ class OpCosts:
 
     def alone_steps(self, rate_Bps: float, own_streams: bool = False) -> tuple[tuple, ...]:
         """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
-        it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, wire bytes, comm s, what
-        its end adds: a collective's latency, a fused op's tail and latency, its tally and group). Once per op
-        list and rate, so laying a task out reads one tuple per op. ``own_streams``: the task runs ``streams``
-        as they are (no lanes), so an op whose host issue comes before its stream can reach it has sync
-        _ISSUED: its issue time needs no check."""
+        it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, and for a collective or
+        fused op (None for a plain one, whose tally is BUSY) its wire bytes, comm s, what its end adds (a
+        collective's latency, a fused op's tail and latency), its tally and group). Once per op list and rate, so
+        laying a task out reads one tuple per op. ``own_streams``: the task runs ``streams`` as they are (no
+        lanes), so an op whose host issue comes before its stream can reach it has sync _ISSUED: its issue time
+        needs no check."""
         steps = self._alone_steps.get((rate_Bps, own_streams))
         if steps is None:
             issued = self._issued_early() if own_streams else frozenset()
             rows = []
             for index, (kind, sync, offset, waits, compute_s) in enumerate(self.steps):
+                sync = _ISSUED if index in issued else sync
+                if kind != COLLECTIVE and kind != FUSED:
+                    rows.append((_PLAIN, sync, offset, waits, compute_s, None))
+                    continue
                 nbytes = self.wire_bytes[index]
                 comm_s = nbytes / rate_Bps if nbytes > 0 and rate_Bps else 0.0
                 extra_s = self.latency_s[index]
                 if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
                     extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
-                code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP if kind == FUSED else _PLAIN
-                sync = _ISSUED if index in issued else sync
-                tally = self.tallies[0][index]
-                rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, tally, self.groups[index]))
+                code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP
+                comm = (nbytes, comm_s, extra_s, self.tallies[0][index], self.groups[index])
+                rows.append((code, sync, offset, waits, compute_s, comm))
             steps = self._alone_steps[(rate_Bps, own_streams)] = tuple(rows)
         return steps
 
@@ -322,11 +326,12 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     links, sent = quiet.links, quiet.network.bytes_sent
     laid = position
     busy_s = 0
-    if tally is not None:
+    tallied = tally is not None
+    if tallied:
         exposed = tally.exposed
     # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
     for index in indices[position:] if position else indices:
-        code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, kind, group = steps[index]
+        code, sync, offset, waits, compute_s, comm = steps[index]
         if waits:
             for other in waits:
                 end = done_at[other]
@@ -341,11 +346,16 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
             if issued > clock:  # noqa: PLR1730
                 clock = issued
         begin = clock
-        if not code:  # _PLAIN
+        if not code:  # _PLAIN (its tally is BUSY)
             clock += compute_s
+            if tallied:
+                # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for
+                # this one, so their collectives ended before it began and start after it ends; none hides behind it
+                busy_s += (clock - start_s) - (begin - start_s)
         elif not own_link:
             break
         else:
+            nbytes, comm_s, extra_s, kind, group = comm
             for link in links:
                 sent[link] += nbytes
             if code == _COLLECTIVE:
@@ -356,26 +366,22 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                 clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
                 if record_gemm:
                     timing.slowed_gemm_s[index] = compute_s = gemm_end - begin
-        rel_begin, rel_end = begin - start_s, clock - start_s
+            if tallied:
+                rel_begin, rel_end = begin - start_s, clock - start_s
+                if kind == FUSED_OP:  # compute_s: its GEMM time
+                    busy_s += (rel_begin + compute_s) - rel_begin
+                    exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
+                elif kind == EXPOSED:
+                    exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
+                else:
+                    tally.overlapped.append((index, rel_begin, rel_end))
         if intervals is not None:
-            intervals.append((index, rel_begin, rel_end))
+            intervals.append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
         laid += 1
-        if tally is not None:
-            # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for this
-            # one, so their collectives ended before it began and start after it ends; none hides behind it
-            if not kind:  # BUSY
-                busy_s += rel_end - rel_begin
-            elif kind == FUSED_OP:  # compute_s: its GEMM time
-                busy_s += (rel_begin + compute_s) - rel_begin
-                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
-            elif kind == EXPOSED:
-                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
-            else:
-                tally.overlapped.append((index, rel_begin, rel_end))
         if index in stops:
             break
-    if tally is not None:
+    if tallied:
         tally.busy_s += busy_s
     return laid, clock
 
