@@ -19,7 +19,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
-from simulator.task_summary import EXPOSED, FUSED_OP, Tally, close, summarize, tally_of
+from simulator.task_summary import EXPOSED, FUSED_OP, OVERLAPPED, Tally, close, summarize, tally_of
 from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
@@ -72,6 +72,11 @@ class OpCosts:
             self.groups,
             self.model_flops,
         )
+
+    @cached_property
+    def overlapped(self) -> bool:
+        """Whether an op's interval counts as OVERLAPPED: a collective whose time busy intervals may hide."""
+        return OVERLAPPED in self.tallies[0]
 
     @cached_property
     def total_flops(self) -> float:
