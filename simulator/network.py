@@ -92,8 +92,25 @@ class FluidNetwork:
         if len(self._flows) <= 1 or len(self._on_link) == 1:
             return self._flows
         on_link = self._on_link
-        seen: set[Hashable] = set()
         stack = list(seeds)
+        # NOTE: the common case first: the seeds' links carry at most one flow, alone on every link it crosses
+        lone = None
+        for link in stack:
+            on_it = on_link[link]
+            if not on_it:
+                continue
+            if len(on_it) > 1 or (lone is not None and on_it[0] is not lone):
+                break
+            lone = on_it[0]
+        else:
+            if lone is None:
+                return []
+            for link in lone.links:
+                if len(on_link[link]) != 1:
+                    break
+            else:
+                return [lone]
+        seen: set[Hashable] = set()
         members: dict[int, _Flow] = {}
         while stack:
             link = stack.pop()
