@@ -156,8 +156,9 @@ class Engine:
         """The PP send ``key`` from ``src`` to ``dst``: it leaves one NIC latency from now and its arrival fires when
         its bytes land.
 
-        NOTE: two callbacks, not a process: the same events in the same order (the latency timeout, the transfer,
-        the arrival), without a process's start and end events and its generator (a fifth of a step's events)."""
+        NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
+        op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
+        the process would have started: the same instant, and the same step results (tests/test_pipeline.py)."""
         nbytes = self.workload.pp_bytes_per_gpu
 
         def leave(_event: simpy.Event) -> None:
