@@ -210,7 +210,7 @@ class Engine:
             peer = place.at_stage(flow.stage)
             key = flow[:-1] + (peer,)
             self._sent_at[key] = self.env.now
-            if peer == place:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
+            if flow.stage == place.stage:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
                 self._arrival(key).succeed()
             else:
                 self._send(place, peer, key)

@@ -327,7 +327,9 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
     and its bytes counted on the links as network.account does."""
     intervals, own_link = timing.intervals, quiet.own_link  # intervals None: not recorded
-    steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: a closed or one-stream task)
+    steps = quiet.steps  # NOTE: asked of costs once per task (a task's calls all pass a tally, or none)
+    if steps is None:
+        steps = quiet.steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: closed or 1 stream)
     links, sent = quiet.links, quiet.network.bytes_sent
     laid = position
     busy_s = 0
@@ -399,13 +401,21 @@ class _Quiet:
     (_run_alone); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
     flows) they take the event path."""
 
-    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "waiters")
+    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "steps", "waiters")
 
     def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool) -> None:
         self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
         self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
         self.network, self.links, self.own_link = network, links, own_link
-        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if own_link and links else 0.0
+        rate_Bps = 0.0
+        if own_link and links:  # the links' bottleneck (min() over a generator, as a loop)
+            capacities = network.capacities_Bps
+            rate_Bps = capacities[links[0]]
+            for link in links:
+                if capacities[link] < rate_Bps:  # noqa: PLR1730
+                    rate_Bps = capacities[link]
+        self.rate_Bps = rate_Bps
+        self.steps: tuple | None = None  # _run_alone's OpCosts.alone_steps, once it has asked
 
     def block(self, op: int) -> None:
         self.running -= 1
