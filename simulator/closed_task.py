@@ -60,7 +60,8 @@ class _Stream:
 
     def retime(self, now: float, rate: float) -> None:
         """The rate changes at ``now``: the work done at the old rate is kept (simulator.sm_share._Run.retime)."""
-        self.left_s = max(self.left_s - (now - self.since) * self.rate, 0.0)
+        left_s = self.left_s - (now - self.since) * self.rate
+        self.left_s = 0.0 if 0.0 > left_s else left_s  # noqa: FURB136 (max(left_s, 0.0), no builtin call)
         self.since, self.rate = now, rate
         self.at = now + self.left_s / rate
 
@@ -110,7 +111,8 @@ def solve(
     def set_held(delta: int) -> None:
         nonlocal held, rate
         held += delta
-        rate = max(sm_count - held, 1) / sm_count
+        free = sm_count - held
+        rate = (1 if 1 > free else free) / sm_count  # noqa: FURB136 (max(free, 1) / sm_count)
         for other in streams:
             if other.computing:
                 other.retime(now, rate)
@@ -131,7 +133,8 @@ def solve(
             for flow in flows:
                 if flow[0] < least:  # noqa: PLR1730
                     least = flow[0]
-            wake = now + max(least / flow_rate, 0.0)
+            delay_s = least / flow_rate
+            wake = now + (0.0 if 0.0 > delay_s else delay_s)  # noqa: FURB136 (max(delay_s, 0.0))
         else:
             wake = _NEVER
 
@@ -153,13 +156,18 @@ def solve(
         nonlocal ended
         index = stream.index
         begin, end = stream.begin - start_s, end_s - start_s
-        intervals.append((index, begin, end))
+        if intervals is not None:  # None: not recorded
+            intervals.append((index, begin, end))
         tally.add(index, begin, end, tallies[index], groups[index], gemm_s)
         done_at[index] = end_s
         ended += 1
         stream.position += 1
         stream.computing = False
-        resume(stream, end_s)
+        if end_s > now:  # resume(stream, end_s), inlined
+            stream.state, stream.at = _UNTIL, end_s
+        else:
+            stream.state, stream.at = _READY, _NEVER
+            todo.append(stream)
 
     def resume(stream: _Stream, at_s: float) -> None:
         """The stream may start its next op at ``at_s``: wait until then, or be started in this instant."""
@@ -187,10 +195,12 @@ def solve(
                 continue
             if other.state != _BLOCKED:
                 return False
-            if other.seen != ended and all(
-                done_at[op] is not None for op in steps[other.indices[other.position]][3]
-            ):  # freed since it was noted blocked
-                return False
+            if other.seen != ended:  # freed since it was noted blocked?
+                for op in steps[other.indices[other.position]][3]:
+                    if done_at[op] is None:
+                        break
+                else:
+                    return False
         return True
 
     def start(stream: _Stream) -> None:
@@ -288,7 +298,10 @@ def solve(
         now = next_s
         if wake == now:  # the network wakes: finish the flows that are done (simulator/network.py)
             advance_flows()
-            finished = [flow for flow in flows if flow[0] <= _DONE_BYTES]
+            finished = []
+            for flow in flows:  # NOTE: a loop, not a list comprehension's call
+                if flow[0] <= _DONE_BYTES:
+                    finished.append(flow)
             if not finished:
                 finished = [min(flows, key=lambda flow: flow[0] / flow_rate)]
             for flow in finished:

@@ -33,7 +33,7 @@ from simulator.faults import Faults
 from simulator.ledger import Entry, Ledger
 from simulator.nic_replay import Forced, NicReplayTimer, ReplayConflict, ReplayStats, after_conflict, next_forced
 from simulator.placement import DpBucket, FoldedPlacement, Placement
-from simulator.probes import Probe, Transfer, start_probes, subscribed, unobserved, watches_rates
+from simulator.probes import Probe, Transfer, reads_tasks, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
 from simulator.tasks import TaskTiming
 from simulator.timer import CostCache, MemoTimer, OpTimer
@@ -125,7 +125,9 @@ class Engine:
         self.nic_replay = (
             memoize and not self.memoize and isinstance(placement, FoldedPlacement) and not watches_rates(self.probes)
         )
-        self.timer: MemoTimer | OpTimer | NicReplayTimer = self._memo if self.memoize else OpTimer(placement, costs)
+        self.timer: MemoTimer | OpTimer | NicReplayTimer = (
+            self._memo if self.memoize else OpTimer(placement, costs, intervals=reads_tasks(self.probes))
+        )
         if self.nic_replay:
             self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced, forecast)
         self._logs = {place: StageLog() for place in placement.places}
@@ -150,21 +152,33 @@ class Engine:
         return [flow[:-1] + (place,) for flow in self.workload.schedule.inputs(place.stage, task)]
 
     def _arrival(self, key: tuple) -> simpy.Event:
-        if key not in self._arrivals:
-            self._arrivals[key] = self.env.event()
-        return self._arrivals[key]
+        arrival = self._arrivals.get(key)  # NOTE: one lookup: a key holds a Place, whose hash is Python code
+        if arrival is None:
+            arrival = self._arrivals[key] = self.env.event()
+        return arrival
 
-    def _send(self, src: Place, dst: Place, key: tuple):
-        yield self.env.timeout(self.cluster.nic_latency_s)
-        links = self.placement.pp_links(src, dst)
-        start = self.env.now
+    def _send(self, src: Place, dst: Place, key: tuple) -> None:
+        """The PP send ``key`` from ``src`` to ``dst``: it leaves one NIC latency from now and its arrival fires when
+        its bytes land.
+
+        NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
+        op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
+        the process would have started: the same instant, and the same step results (tests/test_pipeline.py)."""
         nbytes = self.workload.pp_bytes_per_gpu
-        yield self.placement.transfer(links, nbytes)
-        for probe in self.probes:
-            probe.on_transfer(
-                Transfer("pp", src.stage, dst.stage, start, self.env.now, nbytes, key[:-1] + (dst.stage,))
-            )
-        self._arrival(key).succeed()
+
+        def leave(_event: simpy.Event) -> None:
+            start = self.env.now
+            landed = self.placement.transfer(self.placement.pp_links(src, dst), nbytes)
+            landed.callbacks.append(lambda _e: land(start))
+
+        def land(start: float) -> None:
+            for probe in self.probes:
+                probe.on_transfer(
+                    Transfer("pp", src.stage, dst.stage, start, self.env.now, nbytes, key[:-1] + (dst.stage,))
+                )
+            self._arrival(key).succeed()
+
+        self.env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
 
     def _stage(self, place: Place, dp_gate: simpy.Event | None):
         log = self._logs[place]
@@ -208,10 +222,10 @@ class Engine:
             peer = place.at_stage(flow.stage)
             key = flow[:-1] + (peer,)
             self._sent_at[key] = self.env.now
-            if peer == place:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
+            if flow.stage == place.stage:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
                 self._arrival(key).succeed()
             else:
-                self.env.process(self._send(place, peer, key))
+                self._send(place, peer, key)
 
     # --- data parallelism ----------------------------------------------------------------------------
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:

@@ -91,26 +91,51 @@ class FluidNetwork:
         """The active flows linked to ``seeds`` through shared links (transitively), in start order."""
         if len(self._flows) <= 1 or len(self._on_link) == 1:
             return self._flows
-        seen: set[Hashable] = set()
+        on_link = self._on_link
         stack = list(seeds)
+        # NOTE: the common case first: the seeds' links carry at most one flow, alone on every link it crosses
+        lone = None
+        for link in stack:
+            on_it = on_link[link]
+            if not on_it:
+                continue
+            if len(on_it) > 1 or (lone is not None and on_it[0] is not lone):
+                break
+            lone = on_it[0]
+        else:
+            if lone is None:
+                return []
+            for link in lone.links:
+                if len(on_link[link]) != 1:
+                    break
+            else:
+                return [lone]
+        seen: set[Hashable] = set()
         members: dict[int, _Flow] = {}
         while stack:
             link = stack.pop()
             if link in seen:
                 continue
             seen.add(link)
-            for flow in self._on_link[link]:
+            for flow in on_link[link]:
                 if flow.seq not in members:
                     members[flow.seq] = flow
                     stack.extend(flow.links)
         if len(members) == len(self._flows):
             return self._flows
+        if len(members) <= 1:  # NOTE: a lone flow (or none): nothing to sort
+            return list(members.values())
         return [members[seq] for seq in sorted(members)]
 
     def _assign_rates(self, flows: list[_Flow]) -> None:
         if len(flows) == 1:  # fast path: a lone flow runs at its bottleneck
             flow = flows[0]
-            flow.rate = min(self.capacities_Bps[link] for link in flow.links)
+            capacities = self.capacities_Bps
+            rate = capacities[flow.links[0]]
+            for link in flow.links:  # NOTE: min() over a generator, as a loop
+                if capacities[link] < rate:  # noqa: PLR1730
+                    rate = capacities[link]
+            flow.rate = rate
             return
         if len(self._on_link) == 1:  # fast path: one link (a stage's NVLink): progressive filling's one share
             ((_link, capacity_Bps),) = self.capacities_Bps.items()
@@ -132,8 +157,12 @@ class FluidNetwork:
         count = {link: len(members) for link, members in on_link.items()}
         fixed: set[int] = set()
         while count:
-            link = min(count, key=lambda lk: left[lk] / count[lk])
-            share = left[link] / count[link]
+            # NOTE: min(count, key=left / count) as a loop: the first link of least share, no call per link
+            link, share = None, 0.0
+            for candidate, flows_left in count.items():
+                candidate_share = left[candidate] / flows_left
+                if link is None or candidate_share < share:
+                    link, share = candidate, candidate_share
             for flow in on_link[link]:
                 if id(flow) in fixed:
                     continue
@@ -156,7 +185,12 @@ class FluidNetwork:
             observer(self)
         if not self._flows:
             return
-        delay = min(flow.remaining / flow.rate for flow in self._flows)
+        flows = self._flows
+        delay = flows[0].remaining / flows[0].rate
+        for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
+            flow_s = flow.remaining / flow.rate
+            if flow_s < delay:  # noqa: PLR1730
+                delay = flow_s
         wake = self.env.timeout(max(delay, 0.0))
         generation = self._generation
         wake.callbacks.append(lambda _event: self._on_wake(generation))

@@ -94,6 +94,11 @@ def watches_rates(probes: Iterable[Probe]) -> bool:
     return any(_watches_rates(probe) for probe in probes)
 
 
+def reads_tasks(probes: Iterable[Probe]) -> bool:
+    """Whether a probe is told of each task (and so may read its op intervals)."""
+    return any(type(probe).on_task is not Probe.on_task for probe in probes)
+
+
 def start_probes(probes: tuple[Probe, ...], engine: Engine, networks: Iterable[FluidNetwork]) -> None:
     """Subscribe the probes' rate observers to each distinct network, then announce the run."""
     # NOTE: only probes that override on_link_rates are called on every rate update.

@@ -32,7 +32,7 @@ class Tally:
     __slots__ = ("busy", "busy_s", "exposed", "hides", "overlapped")
 
     def __init__(self, costs, lanes: bool = False) -> None:
-        self.hides = lanes or OVERLAPPED in costs.tallies[0]
+        self.hides = lanes or costs.overlapped
         self.busy: list[tuple[float, float]] | None = [] if self.hides else None
         self.busy_s = 0
         self.exposed: dict = {}
@@ -103,7 +103,10 @@ def close(ops, costs, timing, tally: Tally, start_s: float, end_s: float) -> Non
         # Busy intervals of one stream do not overlap, so only those starting before ``end`` and at most one
         # starting before ``begin`` can intersect [begin, end).
         for b_begin, b_end in busy[max(bisect_right(starts, begin) - 1, 0) : bisect_left(starts, end)]:
-            hidden += max(0.0, min(end, b_end) - max(begin, b_begin))
+            # NOTE: max(0.0, min(end, b_end) - max(begin, b_begin)) as comparisons (no builtin calls per interval)
+            overlap = (end if end <= b_end else b_end) - (begin if begin >= b_begin else b_begin)  # noqa: FURB136
+            if overlap > 0.0:
+                hidden += overlap
         group = ops[index].group
         exposed[group] = exposed.get(group, 0.0) + max(0.0, (end - begin) - hidden)
     timing.exposed_comm_s = exposed

@@ -19,7 +19,7 @@ from simulator.costs import (
 )
 from simulator.network import FluidNetwork
 from simulator.sm_share import SmShare
-from simulator.task_summary import EXPOSED, FUSED_OP, Tally, close, summarize, tally_of
+from simulator.task_summary import EXPOSED, FUSED_OP, OVERLAPPED, Tally, close, summarize, tally_of
 from simulator.turns import GRANTED, Turns
 from topologies.hardware import GpuSpec
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
@@ -35,7 +35,9 @@ class TaskTiming:
     compute_busy_s: float = 0.0
     exposed_comm_s: dict[str, float] = field(default_factory=dict)
     model_flops: float = 0.0
-    intervals: list[tuple[int, float, float]] = field(default_factory=list)  # (op, start, end) from the task start
+    # (op, start, end) from the task start; None: not recorded (no one reads them; the event path records them all
+    # the same, as it sums them at the task's end)
+    intervals: list[tuple[int, float, float]] | None = field(default_factory=list)
     slowed_gemm_s: dict[int, float] = field(default_factory=dict)  # fused ops: GEMM time on the SMs left to it
 
 
@@ -72,6 +74,11 @@ class OpCosts:
         )
 
     @cached_property
+    def overlapped(self) -> bool:
+        """Whether an op's interval counts as OVERLAPPED: a collective whose time busy intervals may hide."""
+        return OVERLAPPED in self.tallies[0]
+
+    @cached_property
     def total_flops(self) -> float:
         """The op list's model FLOPs, summed in op order."""
         return sum(self.model_flops)
@@ -87,25 +94,29 @@ class OpCosts:
 
     def alone_steps(self, rate_Bps: float, own_streams: bool = False) -> tuple[tuple, ...]:
         """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
-        it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, wire bytes, comm s, what
-        its end adds: a collective's latency, a fused op's tail and latency, its tally and group). Once per op
-        list and rate, so laying a task out reads one tuple per op. ``own_streams``: the task runs ``streams``
-        as they are (no lanes), so an op whose host issue comes before its stream can reach it has sync
-        _ISSUED: its issue time needs no check."""
+        it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, and for a collective or
+        fused op (None for a plain one, whose tally is BUSY) its wire bytes, comm s, what its end adds (a
+        collective's latency, a fused op's tail and latency), its tally and group). Once per op list and rate, so
+        laying a task out reads one tuple per op. ``own_streams``: the task runs ``streams`` as they are (no
+        lanes), so an op whose host issue comes before its stream can reach it has sync _ISSUED: its issue time
+        needs no check."""
         steps = self._alone_steps.get((rate_Bps, own_streams))
         if steps is None:
             issued = self._issued_early() if own_streams else frozenset()
             rows = []
             for index, (kind, sync, offset, waits, compute_s) in enumerate(self.steps):
+                sync = _ISSUED if index in issued else sync
+                if kind != COLLECTIVE and kind != FUSED:
+                    rows.append((_PLAIN, sync, offset, waits, compute_s, None))
+                    continue
                 nbytes = self.wire_bytes[index]
                 comm_s = nbytes / rate_Bps if nbytes > 0 and rate_Bps else 0.0
                 extra_s = self.latency_s[index]
                 if kind == FUSED:  # the event path's float: tail + latency, added to max(compute, comm) end
                     extra_s = fused_tail_s(compute_s, comm_s, self.tiles[index]) + extra_s
-                code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP if kind == FUSED else _PLAIN
-                sync = _ISSUED if index in issued else sync
-                tally = self.tallies[0][index]
-                rows.append((code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, tally, self.groups[index]))
+                code = _COLLECTIVE if kind == COLLECTIVE else _FUSED_OP
+                comm = (nbytes, comm_s, extra_s, self.tallies[0][index], self.groups[index])
+                rows.append((code, sync, offset, waits, compute_s, comm))
             steps = self._alone_steps[(rate_Bps, own_streams)] = tuple(rows)
         return steps
 
@@ -253,6 +264,8 @@ def run_task(
                 event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
             return event
 
+    if timing.intervals is None:  # the event path sums the intervals at the task's end (summarize)
+        timing.intervals = []
     done_at: list[float | None] = [None] * len(ops)
     signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
@@ -313,16 +326,19 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
     flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
     and its bytes counted on the links as network.account does."""
-    append, own_link = timing.intervals.append, quiet.own_link
-    steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: a closed or one-stream task)
+    intervals, own_link = timing.intervals, quiet.own_link  # intervals None: not recorded
+    steps = quiet.steps  # NOTE: asked of costs once per task (a task's calls all pass a tally, or none)
+    if steps is None:
+        steps = quiet.steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: closed or 1 stream)
     links, sent = quiet.links, quiet.network.bytes_sent
     laid = position
     busy_s = 0
-    if tally is not None:
+    tallied = tally is not None
+    if tallied:
         exposed = tally.exposed
     # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
     for index in indices[position:] if position else indices:
-        code, sync, offset, waits, compute_s, nbytes, comm_s, extra_s, kind, group = steps[index]
+        code, sync, offset, waits, compute_s, comm = steps[index]
         if waits:
             for other in waits:
                 end = done_at[other]
@@ -337,11 +353,16 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
             if issued > clock:  # noqa: PLR1730
                 clock = issued
         begin = clock
-        if not code:  # _PLAIN
+        if not code:  # _PLAIN (its tally is BUSY)
             clock += compute_s
+            if tallied:
+                # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for
+                # this one, so their collectives ended before it began and start after it ends; none hides behind it
+                busy_s += (clock - start_s) - (begin - start_s)
         elif not own_link:
             break
         else:
+            nbytes, comm_s, extra_s, kind, group = comm
             for link in links:
                 sent[link] += nbytes
             if code == _COLLECTIVE:
@@ -352,25 +373,22 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                 clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
                 if record_gemm:
                     timing.slowed_gemm_s[index] = compute_s = gemm_end - begin
-        rel_begin, rel_end = begin - start_s, clock - start_s
-        append((index, rel_begin, rel_end))
+            if tallied:
+                rel_begin, rel_end = begin - start_s, clock - start_s
+                if kind == FUSED_OP:  # compute_s: its GEMM time
+                    busy_s += (rel_begin + compute_s) - rel_begin
+                    exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
+                elif kind == EXPOSED:
+                    exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
+                else:
+                    tally.overlapped.append((index, rel_begin, rel_end))
+        if intervals is not None:
+            intervals.append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
         laid += 1
-        if tally is not None:
-            # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for this
-            # one, so their collectives ended before it began and start after it ends; none hides behind it
-            if not kind:  # BUSY
-                busy_s += rel_end - rel_begin
-            elif kind == FUSED_OP:  # compute_s: its GEMM time
-                busy_s += (rel_begin + compute_s) - rel_begin
-                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
-            elif kind == EXPOSED:
-                exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
-            else:
-                tally.overlapped.append((index, rel_begin, rel_end))
         if index in stops:
             break
-    if tally is not None:
+    if tallied:
         tally.busy_s += busy_s
     return laid, clock
 
@@ -383,13 +401,21 @@ class _Quiet:
     (_run_alone); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
     flows) they take the event path."""
 
-    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "waiters")
+    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "steps", "waiters")
 
     def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool) -> None:
         self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
         self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
         self.network, self.links, self.own_link = network, links, own_link
-        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if own_link and links else 0.0
+        rate_Bps = 0.0
+        if own_link and links:  # the links' bottleneck (min() over a generator, as a loop)
+            capacities = network.capacities_Bps
+            rate_Bps = capacities[links[0]]
+            for link in links:
+                if capacities[link] < rate_Bps:  # noqa: PLR1730
+                    rate_Bps = capacities[link]
+        self.rate_Bps = rate_Bps
+        self.steps: tuple | None = None  # _run_alone's OpCosts.alone_steps, once it has asked
 
     def block(self, op: int) -> None:
         self.running -= 1

@@ -155,8 +155,10 @@ class MemoTimer:
 class OpTimer:
     """Every op of every task run in the shared environment, on the placement's links."""
 
-    def __init__(self, placement: Placement, costs: CostCache) -> None:
-        self.placement, self.costs = placement, costs
+    def __init__(self, placement: Placement, costs: CostCache, intervals: bool = True) -> None:
+        """``intervals``: record each task's op intervals (False: no one reads them; tasks laid out as arithmetic
+        then skip them, simulator/tasks.py)."""
+        self.placement, self.costs, self.intervals = placement, costs, intervals
         self.workload = costs.workload
         self.simulated_ops = 0
         # (id of a task key, compute slowdown) -> (the key, its ops, their costs, its lanes)
@@ -173,7 +175,7 @@ class OpTimer:
             entry = (key, ops, self.costs.get(key, factor), self.workload.task_lanes(key))
             self._tasks[(id(key), factor)] = entry
         _, ops, costs, lanes = entry
-        timing = TaskTiming()
+        timing = TaskTiming() if self.intervals else TaskTiming(intervals=None)
         yield self.placement.start_task(place, task, ops, costs, lanes, timing)
         self.simulated_ops += len(ops)
         return timing

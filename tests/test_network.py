@@ -146,3 +146,21 @@ def test_rerating_a_component_gives_the_rates_of_rerating_every_flow(monkeypatch
     env = simpy.Environment()
     every = _finish_times(env, FluidNetwork(env, capacities), flows)
     assert fast == every
+
+
+def test_a_component_of_one_flow_or_none() -> None:
+    """Links a, b, c: flow x on (a, b) and y on (c,) share nothing, so x's links give [x]; z joins x on b: its
+    links give [x, z] in start order, and so do a's (x reaches z over b); links with no flow give []."""
+    env = simpy.Environment()
+    network = FluidNetwork(env, {"a": GB, "b": GB, "c": GB, "d": GB})
+    network.transfer(("a", "b"), GB)
+    network.transfer(("c",), GB)
+    x, y = network._flows
+    assert network._component(("a", "b")) == [x]
+    assert network._component({"c"}) == [y]
+    assert network._component(("d",)) == []
+    network.transfer(("b", "d"), GB)
+    z = network._flows[-1]
+    assert network._component(("b", "d")) == [x, z]
+    assert network._component({"a"}) == [x, z]
+    assert network._component(("d",)) == [x, z]

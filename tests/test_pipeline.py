@@ -159,6 +159,35 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert result.network_bytes[("nic_out", 1)] == result.network_bytes[("nic_in", 0)] == 2_097_152
 
 
+def test_two_stage_pipeline_sends_as_the_probes_see_them() -> None:
+    """test_two_stage_pipeline_pp_send's two sends, told to a TransferLog (engine._send's callbacks): the
+    activation leaves stage 0 one NIC latency (5 us) after F(0) ends and lands 41.94304 us later; the gradient
+    leaves stage 1 5 us after B(1) ends. Every send is two callbacks, no process: the step's simpy events are
+    its 4 task timeouts, 4 per send (latency, flow wake, flow done, arrival) and per stage its process's start
+    and end, the all_of of its (no) DP buckets and its optimizer step: 4 + 2 x 4 + 2 x 4 = 20 (a process per
+    send added its start and end: 24)."""
+    from simulator.probes import TransferLog
+
+    workload, cluster = _workload(
+        TINY, pp=2, dp=1, micro_batches=1, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
+    )
+    log = TransferLog()
+    engine = Engine(workload, cluster, CAL, probes=[log])
+    engine.run()
+    f0 = engine.task_timing(block_task_key(workload, FORWARD, True, False)).duration_s
+    f1 = engine.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
+    b1 = engine.task_timing(block_task_key(workload, BACKWARD, False, True)).duration_s
+    wire_s = 2_097_152 / 50e9
+    activation, gradient = log.transfers
+    assert (activation.kind, activation.src, activation.dst, activation.nbytes) == ("pp", 0, 1, 2_097_152)
+    assert (activation.start_s, activation.end_s) == pytest.approx((f0 + 5e-6, f0 + 5e-6 + wire_s), rel=1e-12)
+    back_s = f0 + 5e-6 + wire_s + f1 + b1 + 5e-6
+    assert (gradient.src, gradient.dst) == (1, 0)
+    assert (gradient.start_s, gradient.end_s) == pytest.approx((back_s, back_s + wire_s), rel=1e-12)
+    assert gradient.key == (BACKWARD, 0, 0, 0)
+    assert next(engine.env._eid) == 20
+
+
 @pytest.mark.parametrize("micro_batches", [4, 8])
 def test_1f1b_bubble_matches_formula(micro_batches: int) -> None:
     """Equal stages (8 layers each; the 8-word vocabulary makes embedding and head negligible) and a
