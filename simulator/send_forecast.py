@@ -173,9 +173,13 @@ class SendForecast:
             if index:
                 _, start_s, latest_start_s = self.times(stage, index - 1)
             for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
-                for earlier in range(len(self._ends[source]), at):  # the producer's stage up to it, in order
-                    self.times(source, earlier)
-                _, end_s, latest_end_s = self.times(source, at)
+                ends = self._ends[source]
+                if at < len(ends):  # NOTE: started, as times() would say, without the call
+                    end_s, latest_end_s = ends[at]
+                else:
+                    for earlier in range(len(ends), at):  # the producer's stage up to it, in order
+                        self.times(source, earlier)
+                    _, end_s, latest_end_s = self.times(source, at)
                 start_s, latest_start_s = (
                     max(start_s, end_s + delay_s),
                     max(latest_start_s, latest_end_s + latest_delay_s),
@@ -191,34 +195,35 @@ class SendForecast:
         start_s, end_s = times.end_s + self.latency_s, times.latest_end_s + self.latency_s + send_s
         return [(link, start_s, end_s) for link in links]
 
-    def stage_sends(self, stage: int, until_s: float) -> tuple[list[Send], list[Send]]:
-        """The sends of ``stage``'s last ended and running task, and of the tasks after it: the next, and the
-        others that start before ``until_s``."""
+    def stage_sends(self, stage: int, until_s: float, following: bool = True) -> tuple[list[Send], list[Send]]:
+        """The sends of ``stage``'s last ended and running task, and (``following``) of the tasks after it: the
+        next, and the others that start before ``until_s``."""
         order, started = self._orders[stage], len(self._ends[stage])
         if self._sends[stage] is None:
             known = [send for index in range(max(started - 2, 0), started)
                      for send in self._of(stage, order[index], self.times(stage, index))]  # fmt: skip
             self._sends[stage] = [known, [], started]
         cached = self._sends[stage]
-        known, following, index = cached
+        known, later, index = cached
+        if not following:
+            return known, []
         while index < len(order):
             times = self.times(stage, index)
             if index > started and times.start_s >= until_s:
                 break
-            following.extend(self._of(stage, order[index], times))
+            later.extend(self._of(stage, order[index], times))
             index += 1
         cached[2] = index
-        return known, following
+        return known, later
 
     def sends(self, stage: int, links: tuple[Hashable, ...], until_s: float) -> list[Send]:
         """The forecast sends on ``links`` of ``stage`` (about to start a task that ends by ``until_s``: its own
         next sends are not forecast)."""
         found = []
         for sender in self._senders[stage]:
-            known, following = self.stage_sends(sender, until_s)
+            known, following = self.stage_sends(sender, until_s, following=sender != stage)
             found.extend(send for send in known if send[0] in links)
-            if sender != stage:
-                found.extend(send for send in following if send[0] in links and send[1] < until_s)
+            found.extend(send for send in following if send[0] in links and send[1] < until_s)
         return found
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
