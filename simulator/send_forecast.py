@@ -88,10 +88,11 @@ class SendForecast:
         self._ends: list[list[tuple[float, float]]] = [[] for _ in range(workload.pp)]
         self._routes: dict[tuple[int, Task], tuple[tuple[Hashable, ...], float, float]] = {}
         self._inputs: dict[tuple[int, int], tuple[Input, ...]] = {}
-        # Since the last start or end anywhere (a stage's next tasks wait on its neighbours'): each unstarted
-        # task's forecast (start_s, end_s), and per stage [sends of its last two started tasks, of its tasks after
-        # them forecast so far, the next task's index in its order].
+        # Each unstarted task's forecast, and per stage [sends of its last two started tasks, of its tasks after
+        # them forecast so far, the next task's index in its order], each until a task it was computed from
+        # (``_users``: who read whom) starts or ends (simulator/send_forecast.py ``_forget``).
         self._times: dict[tuple[int, int], Times] = {}
+        self._users: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._sends: list[list | None] = [None] * workload.pp
         # Per stage, the phase and footprint end of its running task if at op level; per phase, the most an
         # op-level task of it ended before its footprint's end so far.
@@ -106,7 +107,7 @@ class SendForecast:
             window = (end_s - self.early_s.get(task.direction, 0.0), end_s + OP_LEVEL_SLACK * self.alone_s)
         self._ends[stage].append(window)
         self._running[stage] = (task.direction, end_s) if op_level else None
-        self._forget()
+        self._forget(stage, len(self._ends[stage]) - 1)
 
     def ended(self, stage: int, end_s: float) -> None:
         """The running task of ``stage`` ended at ``end_s``."""
@@ -115,11 +116,18 @@ class SendForecast:
         if running is not None:
             phase, expected_s = running
             self.early_s[phase] = max(self.early_s.get(phase, 0.0), expected_s - end_s)
-        self._forget()
+        self._forget(stage, len(self._ends[stage]) - 1)
 
-    def _forget(self) -> None:
-        self._times.clear()
-        self._sends = [None] * len(self._sends)
+    def _forget(self, stage: int, index: int) -> None:
+        """Drop what was computed from the ``index``-th task of ``stage`` (it started or ended), and from that."""
+        # NOTE: only those: a start or end elsewhere leaves most stages' forecasts as they were.
+        self._sends[stage] = None
+        stack = [(stage, index)]
+        while stack:
+            key = stack.pop()
+            self._times.pop(key, None)
+            self._sends[key[0]] = None
+            stack.extend(self._users.pop(key, ()))
 
     def _crosses(self, src: int, dst: int) -> bool:
         """Whether a PP send from stage ``src`` to ``dst`` leaves over the NIC (not NVLink)."""
@@ -172,7 +180,9 @@ class SendForecast:
             start_s = latest_start_s = 0.0
             if index:
                 _, start_s, latest_start_s = self.times(stage, index - 1)
+                self._users.setdefault((stage, index - 1), []).append(key)
             for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
+                self._users.setdefault((source, at), []).append(key)
                 ends = self._ends[source]
                 if at < len(ends):  # NOTE: started, as times() would say, without the call
                     end_s, latest_end_s = ends[at]
