@@ -231,3 +231,23 @@ def test_dualpipev_runs_once() -> None:
     (stats,) = result.nic_replay
     assert stats.runs == 1 and stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks
     _assert_same(result, Engine(workload, cluster, CAL, memoize=False).run())
+
+
+@pytest.mark.parametrize("name", ["1f1b-pp4", "ep-overlap-dw", "dualpipev"])
+def test_forgetting_only_what_moved_forecasts_as_forgetting_all(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a start or end the forecast drops only what was computed from that task; dropping every forecast
+    instead (each recomputed from the tasks told so far) forces the same tasks in every run of the step."""
+    pp, micro_batches, changes = SCHEDULES[name]
+    workload, cluster = _workload(pp, micro_batches, **changes)
+    (kept,) = Engine(workload, cluster, CAL).run().nic_replay
+    forget = SendForecast._forget
+
+    def forget_all(self: SendForecast, stage: int, index: int) -> None:
+        forget(self, stage, index)
+        self._times.clear()
+        self._users.clear()
+        self._sends = [None] * len(self._sends)
+
+    monkeypatch.setattr(SendForecast, "_forget", forget_all)
+    (cleared,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert (kept.runs, kept.forced) == (cleared.runs, cleared.forced) and kept.forced
