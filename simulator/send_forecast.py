@@ -2,36 +2,58 @@
 (simulator/nic_replay.py), so that the first run of a step does not replay them all and conflict on most.
 
 A task's output leaves its stage one NIC latency after the task ends (engine._send) over the sender's NIC out
-and the receiver's NIC in. When a task starts, the forecast knows when every stage's last task ended and when
-its running task will end (replayed: exactly; at op level: as its footprint says), and guesses when a peer's
-next tasks end (one after another, each its footprint's duration long) up to the asking task's end, so where
-each of their cross-node outputs will occupy this stage's NIC links; a task whose own NIC spans (its
-footprint) overlap one of those, or a DP bucket in flight on its links, runs at op level from the start. An
-op-level task is exact whatever the forecast says: a wrong forecast only costs time (a task at op level that
-could have been replayed, or a conflict, which stops the run: simulator/nic_replay.py), never accuracy.
+and the receiver's NIC in. When a task starts, the forecast knows when every stage's started tasks ended or
+will end (replayed: exactly; at op level: as its footprint says) and guesses when each stage's next tasks run,
+as the engine would run them: each starts when the one before it on its stage has ended and its inputs have
+arrived (its producer's forecast end, one NIC latency and the send's time alone later; at once for DualPipeV's
+turn inside the GPU), and takes its footprint's duration. So it knows where each cross-node output will
+occupy this stage's NIC links up to the asking task's end; a task whose own NIC spans (its footprint) overlap
+one of those, or a DP bucket in flight on its links, runs at op level from the start. An op-level task is
+exact whatever the forecast says: a wrong forecast only costs time (a task at op level that could have been
+replayed, or a conflict, which stops the run: simulator/nic_replay.py), never accuracy.
 
-What it misses: DP buckets that start while a task runs, and a peer's task that waits for its inputs (it sends
-later than forecast). Measured on Qwen3-235B (simulator/nic_replay.py) at 48 micro-batches: 500 tasks of 1,792
-forecast, a superset of the 311 whose flows meet another's in the all-op-level run, and no conflict; on
-DeepSeek-V3's schedules (experiments/schedules.py, 32 micro-batches) 1F1B's peers wait and 11 of 960 conflict.
+What it misses: DP buckets that start while a task runs, sends slowed by other sends on the receiver's NIC,
+tasks at op level that take longer than alone. Measured (forecast tasks / conflicts) in README, Speed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import NamedTuple
 
 from simulator.flow_log import Span
 from simulator.placement import FoldedPlacement
 from simulator.ranks import Place
-from workloads.schedules import Task
+from workloads.schedules import Flow, Phase, Task
 
 # How many times its time alone a send is forecast to occupy its links. Measured on the Qwen3-235B case at 48
 # micro-batches, forecasting a peer's next task only (forecast tasks / conflicts): 0.8: 462 / 9; 1.0: 469 / 0;
 # 1.2: 496 / 0 (500 / 0 with its tasks up to the asker's end); 2.0: 680 / 0. A conflict sends the step to op
 # level (simulator/nic_replay.py), a task forecast in vain costs its op-level run (~1/500 of a run): a margin.
 SEND_SLOWDOWN = 1.2
+# How many PP sends' time alone (its NIC flows share their links with the sends that meet them) a task at op level
+# may end after its footprint's end; how much before it, each phase learns in the run (``early_s``: the most an
+# op-level task of that phase has ended before its footprint's end so far; DeepSeek-V3's interleaved 1F1B with EP
+# overlap and delayed weight gradients has F&Bdw tasks end 3.7 sends early). Measured on DeepSeek-V3's bridge case
+# and the seven schedules of experiments/schedules.py (the misses: a peer's op-level task ending 1 send late, or
+# early), simpy events of all their runs, a stop and the op-level run where a forecast run misses: 0: 1.44 M
+# (dualpipev, interleaved, EP overlap + delayed wgrad at op level); 1: 1.34 M (interleaved, delayed wgrad); 1.5:
+# 1.36 M (interleaved); 2: 1.13 M, every one in one run; 3: 1.33 M (more forced); 2 with 4 sends early for every
+# phase instead of learnt: 1.24 M.
+OP_LEVEL_SLACK = 2.0
 
 Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)
+# (producing stage, index of its task in that stage's order, how long after its end the input arrives at the
+# earliest and the latest)
+Input = tuple[int, int, float, float]
+
+
+class Times(NamedTuple):
+    """A task's forecast: its earliest start and its earliest and latest end."""
+
+    start_s: float
+    end_s: float
+    latest_end_s: float
 
 
 class SendForecast:
@@ -43,32 +65,78 @@ class SendForecast:
         self.placement, self.duration_s = placement, duration_s
         workload, cluster = placement.workload, placement.cluster
         self.latency_s = cluster.nic_latency_s
-        self.send_s = SEND_SLOWDOWN * workload.pp_bytes_per_gpu / cluster.nic_effective_Bps
+        self.nbytes = workload.pp_bytes_per_gpu
+        self.alone_s = self.nbytes / cluster.nic_effective_Bps  # a PP send alone on the NIC
+        self.send_s = SEND_SLOWDOWN * self.alone_s
         self.schedule = workload.schedule
         self._orders = [workload.stage_order(stage) for stage in range(workload.pp)]
-        self._started = [0] * workload.pp  # tasks started per stage
-        self._ends: list[list[tuple[Task, float]]] = [[] for _ in range(workload.pp)]
-        self._routes: dict[tuple[int, Task], tuple[Hashable, ...]] = {}
-        # Per stage, since its last start or end: the sends of its last and running task, and of the tasks
-        # after it forecast so far: [sends, following sends, next task's index in the order, its forecast start].
+        # Where each activation or gradient comes from: (stage, index in its order) of the task that sends it.
+        self._producer: dict[Flow, tuple[int, int]] = {}
+        # NOTE: per stage, the stages whose sends load its NIC links (itself, its neighbours): the only ones a
+        # task of it asks about.
+        senders: list[set[int]] = [set() for _ in range(workload.pp)]
+        for stage, order in enumerate(self._orders):
+            for index, task in enumerate(order):
+                for flow in self.schedule.outputs(stage, task):
+                    self._producer[flow] = (stage, index)
+                    if flow.stage != stage and self._crosses(stage, flow.stage):
+                        senders[stage].add(stage)
+                        senders[flow.stage].add(stage)
+        self._senders = [tuple(sorted(found)) for found in senders]
+        self._duration: dict[tuple[int, int], float] = {}
+        # Per stage, each started task's earliest and latest end.
+        self._ends: list[list[tuple[float, float]]] = [[] for _ in range(workload.pp)]
+        self._routes: dict[tuple[int, Task], tuple[tuple[Hashable, ...], float, float]] = {}
+        self._inputs: dict[tuple[int, int], tuple[Input, ...]] = {}
+        # Each unstarted task's forecast, and per stage [sends of its last two started tasks, of its tasks after
+        # them forecast so far, the next task's index in its order], each until a task it was computed from
+        # (``_users``: who read whom) starts or ends (simulator/send_forecast.py ``_forget``).
+        self._times: dict[tuple[int, int], Times] = {}
+        self._users: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._sends: list[list | None] = [None] * workload.pp
+        # Per stage, the phase and footprint end of its running task if at op level; per phase, the most an
+        # op-level task of it ended before its footprint's end so far.
+        self._running: list[tuple[Phase, float] | None] = [None] * workload.pp
+        self.early_s: dict[Phase, float] = {}
 
-    def started(self, stage: int, task: Task, end_s: float) -> None:
-        """``task`` started on ``stage`` and is expected to end at ``end_s``."""
-        ends = self._ends[stage]
-        ends.append((task, end_s))
-        del ends[:-2]  # the last ended task and the running one
-        self._started[stage] += 1
-        self._sends[stage] = None
+    def started(self, stage: int, task: Task, end_s: float, op_level: bool = False) -> None:
+        """``task`` (the next of ``stage``'s order) started and is expected to end at ``end_s`` (its footprint's
+        end; at op level from ``early_s`` of its phase before that to OP_LEVEL_SLACK sends after it)."""
+        window = (end_s, end_s)
+        if op_level:
+            window = (end_s - self.early_s.get(task.direction, 0.0), end_s + OP_LEVEL_SLACK * self.alone_s)
+        self._ends[stage].append(window)
+        self._running[stage] = (task.direction, end_s) if op_level else None
+        self._forget(stage, len(self._ends[stage]) - 1)
 
     def ended(self, stage: int, end_s: float) -> None:
         """The running task of ``stage`` ended at ``end_s``."""
-        ends = self._ends[stage]
-        ends[-1] = (ends[-1][0], end_s)
-        self._sends[stage] = None
+        self._ends[stage][-1] = (end_s, end_s)
+        running = self._running[stage]
+        if running is not None:
+            phase, expected_s = running
+            self.early_s[phase] = max(self.early_s.get(phase, 0.0), expected_s - end_s)
+        self._forget(stage, len(self._ends[stage]) - 1)
 
-    def links(self, stage: int, task: Task) -> tuple[Hashable, ...]:
-        """The NIC links ``task``'s outputs load (a send's out and in link each, when it crosses nodes)."""
+    def _forget(self, stage: int, index: int) -> None:
+        """Drop what was computed from the ``index``-th task of ``stage`` (it started or ended), and from that."""
+        # NOTE: only those: a start or end elsewhere leaves most stages' forecasts as they were.
+        self._sends[stage] = None
+        stack = [(stage, index)]
+        while stack:
+            key = stack.pop()
+            self._times.pop(key, None)
+            self._sends[key[0]] = None
+            stack.extend(self._users.pop(key, ()))
+
+    def _crosses(self, src: int, dst: int) -> bool:
+        """Whether a PP send from stage ``src`` to ``dst`` leaves over the NIC (not NVLink)."""
+        return self.placement.pp_links(Place(0, src, 0), Place(0, dst, 0))[0][0] == "nic_out"
+
+    def links(self, stage: int, task: Task) -> tuple[tuple[Hashable, ...], float, float]:
+        """The NIC links ``task``'s outputs load (a send's out and in link each, when it crosses nodes), how long
+        they are forecast to (``send_s`` times the most of its sends on one link: a paired F&B task's two outputs
+        leave together on the stage's nic_out, each at half its rate) and how long its sends take alone so."""
         key = (stage, task)
         if key not in self._routes:
             src = Place(0, stage, 0)
@@ -77,39 +145,95 @@ class SendForecast:
                 if flow.stage != stage:
                     route = self.placement.pp_links(src, src.at_stage(flow.stage))
                     routes.extend(link for link in route if link[0] in ("nic_out", "nic_in"))
-            self._routes[key] = tuple(routes)
+            sharing = max((routes.count(link) for link in routes), default=1)
+            self._routes[key] = (tuple(routes), sharing * self.send_s, sharing * self.alone_s)
         return self._routes[key]
 
-    def _of(self, stage: int, task: Task, end_s: float) -> list[Send]:
-        start_s = end_s + self.latency_s
-        return [(link, start_s, start_s + self.send_s) for link in self.links(stage, task)]
+    def inputs(self, stage: int, index: int) -> tuple[Input, ...]:
+        """What the ``index``-th task of ``stage`` waits for: each input's producer and how long after the
+        producer's end it arrives (a cross-node send: one NIC latency and its time alone; an NVLink send: the
+        NVLink's; DualPipeV's turn inside the GPU: none)."""
+        key = (stage, index)
+        if key not in self._inputs:
+            found = []
+            for flow in self.schedule.inputs(stage, self._orders[stage][index]):
+                source, at = self._producer[flow]
+                delay_s = latest_delay_s = 0.0
+                if source != stage:
+                    _, _, alone_s = self.links(source, self._orders[source][at])
+                    if not self._crosses(source, stage):  # inside one scale-up domain: over NVLink
+                        (link,) = self.placement.pp_links(Place(0, source, 0), Place(0, stage, 0))
+                        alone_s = self.nbytes / self.placement.network.capacities_Bps[link]
+                    delay_s, latest_delay_s = self.latency_s + alone_s, self.latency_s + SEND_SLOWDOWN * alone_s
+                found.append((source, at, delay_s, latest_delay_s))
+            self._inputs[key] = tuple(found)
+        return self._inputs[key]
 
-    def stage_sends(self, stage: int, until_s: float) -> tuple[list[Send], list[Send]]:
-        """The sends of ``stage``'s last ended and running task, and of the tasks after it, each as if it started
-        as soon as the one before ended: the next, and the others that end before ``until_s``."""
-        ends, order = self._ends[stage], self._orders[stage]
+    def times(self, stage: int, index: int) -> Times:
+        """When the ``index``-th task of ``stage`` starts at the earliest and ends at the earliest and the latest:
+        as told once started (its start then unused), else forecast."""
+        ends = self._ends[stage]
+        if index < len(ends):
+            return Times(0.0, *ends[index])
+        key = (stage, index)
+        if key not in self._times:
+            start_s = latest_start_s = 0.0
+            if index:
+                _, start_s, latest_start_s = self.times(stage, index - 1)
+                self._users.setdefault((stage, index - 1), []).append(key)
+            for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
+                self._users.setdefault((source, at), []).append(key)
+                ends = self._ends[source]
+                if at < len(ends):  # NOTE: started, as times() would say, without the call
+                    end_s, latest_end_s = ends[at]
+                else:
+                    for earlier in range(len(ends), at):  # the producer's stage up to it, in order
+                        self.times(source, earlier)
+                    _, end_s, latest_end_s = self.times(source, at)
+                start_s, latest_start_s = (
+                    max(start_s, end_s + delay_s),
+                    max(latest_start_s, latest_end_s + latest_delay_s),
+                )
+            if key not in self._duration:
+                self._duration[key] = self.duration_s(stage, self._orders[stage][index])
+            duration_s = self._duration[key]
+            self._times[key] = Times(start_s, start_s + duration_s, latest_start_s + duration_s)
+        return self._times[key]
+
+    def _of(self, stage: int, task: Task, times: Times) -> list[Send]:
+        links, send_s, _ = self.links(stage, task)
+        start_s, end_s = times.end_s + self.latency_s, times.latest_end_s + self.latency_s + send_s
+        return [(link, start_s, end_s) for link in links]
+
+    def stage_sends(self, stage: int, until_s: float, following: bool = True) -> tuple[list[Send], list[Send]]:
+        """The sends of ``stage``'s last ended and running task, and (``following``) of the tasks after it: the
+        next, and the others that start before ``until_s``."""
+        order, started = self._orders[stage], len(self._ends[stage])
         if self._sends[stage] is None:
-            known = [send for task, end_s in ends for send in self._of(stage, task, end_s)]
-            self._sends[stage] = [known, [], self._started[stage], ends[-1][1] if ends else None]
+            known = [send for index in range(max(started - 2, 0), started)
+                     for send in self._of(stage, order[index], self.times(stage, index))]  # fmt: skip
+            self._sends[stage] = [known, [], started]
         cached = self._sends[stage]
-        known, following, index, start_s = cached
-        while start_s is not None and index < len(order) and (index == self._started[stage] or start_s < until_s):
-            task = order[index]
-            start_s += self.duration_s(stage, task)
-            following.extend(self._of(stage, task, start_s))
+        known, later, index = cached
+        if not following:
+            return known, []
+        while index < len(order):
+            times = self.times(stage, index)
+            if index > started and times.start_s >= until_s:
+                break
+            later.extend(self._of(stage, order[index], times))
             index += 1
-        cached[2:] = [index, start_s]
-        return known, following
+        cached[2] = index
+        return known, later
 
     def sends(self, stage: int, links: tuple[Hashable, ...], until_s: float) -> list[Send]:
         """The forecast sends on ``links`` of ``stage`` (about to start a task that ends by ``until_s``: its own
         next sends are not forecast)."""
         found = []
-        for sender in range(len(self._sends)):
-            known, following = self.stage_sends(sender, until_s)
+        for sender in self._senders[stage]:
+            known, following = self.stage_sends(sender, until_s, following=sender != stage)
             found.extend(send for send in known if send[0] in links)
-            if sender != stage:
-                found.extend(send for send in following if send[0] in links and send[1] < until_s)
+            found.extend(send for send in following if send[0] in links and send[1] < until_s)
         return found
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:

@@ -79,6 +79,7 @@ SCHEDULES = {
     "interleaved": (2, 4, {"schedule": "interleaved", "virtual_stages": 2}),
     "ep-overlap": (2, 4, {"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True}),
     "ep-overlap-3GBps": (2, 4, {"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True, "nic_Bps": 3e9}),
+    "ep-overlap-dw": (2, 4, {"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True, "delay_wgrad": True}),
     "dualpipev": (2, 4, {"schedule": "dualpipev"}),
 }
 

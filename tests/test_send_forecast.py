@@ -1,6 +1,7 @@
 """The PP-send forecast that seeds a step's first NIC-replay run (simulator/send_forecast.py): its sends and
-overlaps by hand on 1F1B over two stages on two nodes, DP buckets in flight, and a first run it keeps off
-the all-op-level fallback, equal to the op-level run (the exactness on every schedule: test_nic_replay)."""
+overlaps by hand on 1F1B over two stages on two nodes (tasks waiting for their inputs, op-level tasks' windows),
+a paired task's two sends, DualPipeV's turn, DP buckets in flight, and first runs it keeps off the all-op-level
+fallback, equal to the op-level run (the exactness on every schedule: test_nic_replay)."""
 
 from __future__ import annotations
 
@@ -32,13 +33,25 @@ def assert_sends(got: list, want: list) -> None:
     assert [t for _, *span in got for t in span] == pytest.approx([t for _, *span in want for t in span], rel=1e-12)
 
 
+A = 1048576 / 9.4e9  # a PP send alone: 1 x 4096 / 8 tokens x 1024 x 2 B at 10 GB/s x 0.94
+LAT = 5e-6  # the NIC latency
+E = LAT + A  # a cross-node input arrives this long after its producer ends (at the latest LAT + 1.2 A)
+
+
 def test_sends_by_hand() -> None:
     """A PP send is 1 x 4096 / 8 tokens x 1024 x 2 B = 1,048,576 B; at 10 GB/s x 0.94 and SEND_SLOWDOWN 1.2
     it is forecast to take 1.2 x 1048576 / 9.4e9 s, from the task's end plus the 5 us NIC latency."""
     forecast = _forecast()
-    send_s = 1.2 * 1048576 / 9.4e9
+    send_s = 1.2 * A
     assert send_forecast.SEND_SLOWDOWN == 1.2 and forecast.send_s == pytest.approx(send_s, rel=1e-12)
-    assert forecast.sends(1, (OUT1, IN1), 9.0) == []  # nothing started yet
+    # Nothing started: stage 0's F0 is forecast over [0, 0.5), F1 over [0.5, 1.0); stage 1 asking until 0.4 is
+    # told of neither send (they start after it), until 1.2 of both; stage 0's B0 waits for stage 1's (below).
+    assert forecast.sends(1, (OUT1, IN1), 0.4) == []
+    assert_sends(
+        forecast.sends(1, (OUT1, IN1), 1.2),
+        [(IN1, 0.5 + LAT, 0.5 + LAT + send_s), (IN1, 1.0 + LAT, 1.0 + LAT + send_s)],
+    )
+    forecast = _forecast()
     forecast.started(0, Task(FORWARD, 0, 0), 1.0)  # replayed: ends at 1.0; F1 follows at 1.0 + 0.5
     expected = [(IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.5 + 5e-6, 1.5 + 5e-6 + send_s)]
     assert_sends(forecast.sends(1, (OUT1, IN1), 1.6), expected)
@@ -57,18 +70,85 @@ def test_sends_by_hand() -> None:
     forecast.started(0, Task(FORWARD, 1, 0), 4.0)
     forecast.started(0, Task(BACKWARD, 0, 0), 5.0)  # F0 drops out: the last ended and the running task only
     # Stage 1 asking until 5.6: stage 0's F1 (B0, the first stage's backward, sends nothing) and its next, F2 at
-    # 5.0 + 0.5 (then B1, ending at 6.0, sends nothing either); stage 1's own B0 on its nic_out.
+    # 5.0 + 0.5 (then B1 waits for stage 1's B1, after the asker); stage 1's own B0 on its nic_out.
     starts = [(link, start) for link, start, _ in forecast.sends(1, (OUT1, IN1), 5.6)]
     assert starts == [(IN1, 4.0 + 5e-6), (IN1, 5.5 + 5e-6), (OUT1, 3.0 + 5e-6)]
 
 
+def test_a_task_waits_for_its_inputs_by_hand() -> None:
+    """Nothing started: stage 1's F0 waits for stage 0's F0 (ends at 0.5) to arrive, E = 5 us + A later, so it
+    runs over [0.5 + E, 1 + E) and its B0 over [1 + E, 1.5 + E); stage 0's B0 (after F0 F1) waits for that
+    gradient until 1.5 + 2 E (not 1.0 when F1 ends), and at the latest until 1.5 + 2 (5 us + 1.2 A)."""
+    forecast = _forecast()
+    assert forecast.inputs(1, 0) == ((0, 0, pytest.approx(E, rel=1e-12), pytest.approx(LAT + 1.2 * A, rel=1e-12)),)
+    assert forecast.inputs(0, 0) == ()  # the first stage's forward has no input
+    assert tuple(forecast.times(1, 0)) == pytest.approx((0.5 + E, 1.0 + E, 1.0 + LAT + 1.2 * A), rel=1e-12)
+    assert tuple(forecast.times(0, 2)) == pytest.approx(
+        (1.5 + 2 * E, 2.0 + 2 * E, 2.0 + 2 * (LAT + 1.2 * A)), rel=1e-12
+    )
+
+
 def test_a_long_task_is_told_of_every_send_before_its_end() -> None:
-    """Stage 0 (F0 ends at 1.0) runs F1 B0 F2 B1 ... F7 B6 B7, 0.5 s each: a stage-1 task lasting until 10 s is
-    told of F0's send and of F1 ... F7's, at 1.5, 2.5, ..., 7.5 s (each F after a B), plus the 5 us latency."""
+    """Stage 0 (F0 ends at 1.0) runs F1 B0 F2 B1 ... F7 B6 B7, 0.5 s each, each B after stage 1's B of its
+    micro-batch arrives: F1 ends at 1.5, B0 waits until 2 + 2 E, so F2 ends at 3 + 2 E, F3 at 4 + 2 E; stage 1's
+    F2 then waits for F2, so B2 arrives at 4 + 4 E, and so on. A stage-1 task lasting until 10 s is told of the
+    sends of F0 ... F7 (plus the NIC latency each)."""
     forecast = _forecast()
     forecast.started(0, Task(FORWARD, 0, 0), 1.0)
     starts = [start for _, start, _ in forecast.sends(1, (OUT1, IN1), 10.0)]
-    assert starts == [1.0 + 5e-6] + [1.5 + k + 5e-6 for k in range(7)]
+    ends = [1.0, 1.5, 3 + 2 * E, 4 + 2 * E, 5 + 4 * E, 6 + 4 * E, 7 + 6 * E, 8 + 6 * E]
+    assert starts == pytest.approx([end + LAT for end in ends], rel=1e-12)
+
+
+def test_an_op_level_task_may_end_late_or_as_early_as_its_phase_has() -> None:
+    """Stage 0's F0 at op level, its footprint ending at 1.0: forecast to end in [1.0, 1.0 + OP_LEVEL_SLACK A),
+    so its send to stage 1 may start up to 2 A later; it ends at 0.9, so the next op-level forward is forecast
+    to end from 0.1 s before its footprint's end on; a replayed one ends as its footprint says."""
+    forecast = _forecast()
+    assert send_forecast.OP_LEVEL_SLACK == 2.0
+    forecast.started(0, Task(FORWARD, 0, 0), 1.0, op_level=True)
+    assert tuple(forecast.times(0, 0))[1:] == pytest.approx((1.0, 1.0 + 2 * A), rel=1e-12)
+    assert_sends(forecast.sends(1, (OUT1, IN1), 1.2), [(IN1, 1.0 + LAT, 1.0 + 2 * A + LAT + 1.2 * A)])
+    assert tuple(forecast.times(0, 1))[1:] == pytest.approx((1.5, 1.5 + 2 * A), rel=1e-12)  # F1 after it
+    forecast.ended(0, 0.9)
+    assert forecast.early_s == {FORWARD: pytest.approx(0.1)}
+    assert tuple(forecast.times(0, 0))[1:] == (0.9, 0.9)
+    forecast.started(0, Task(FORWARD, 1, 0), 1.4, op_level=True)
+    assert tuple(forecast.times(0, 1))[1:] == pytest.approx((1.3, 1.4 + 2 * A), rel=1e-12)
+    forecast.ended(0, 1.45)  # later than its footprint: the early margin stays
+    forecast.started(0, Task(BACKWARD, 0, 0), 2.0, op_level=True)  # another phase: nothing learnt yet
+    assert tuple(forecast.times(0, 2))[1:] == pytest.approx((2.0, 2.0 + 2 * A), rel=1e-12)
+    forecast.ended(0, 2.0)
+    forecast.started(0, Task(FORWARD, 2, 0), 3.0)
+    assert tuple(forecast.times(0, 3))[1:] == (3.0, 3.0)
+    assert forecast.early_s == {FORWARD: pytest.approx(0.1), BACKWARD: 0.0}
+
+
+def test_a_paired_tasks_two_sends_share_its_nic_out() -> None:
+    """Interleaved 1F1B with EP overlap on PP 2: stage 0's F&B tasks whose forward (chunk 0 -> stage 1) and
+    backward (chunk 1 -> stage 1's chunk 0) both leave over nic_out 0 are forecast at twice a send's time, a
+    single send at once."""
+    workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap"][2])
+    forecast = SendForecast(Engine(workload, cluster, CAL).placement, lambda stage, task: 0.5)
+    paired = [task for task in workload.stage_order(0) if task.paired is not None and task.paired[1] == 1]
+    assert paired and all(len(workload.schedule.outputs(0, task)) == 2 for task in paired)
+    links, send_s, alone_s = forecast.links(0, paired[0])
+    assert links == (OUT0, IN1, OUT0, IN1)
+    assert (send_s, alone_s) == pytest.approx((2 * 1.2 * A, 2 * A), rel=1e-12)
+    single = Task(FORWARD, 0, 0)
+    assert forecast.links(0, single) == ((OUT0, IN1), pytest.approx(1.2 * A, rel=1e-12), pytest.approx(A, rel=1e-12))
+
+
+def test_dualpipev_turn_arrives_at_once() -> None:
+    """DualPipeV on PP 2: the last stage's chunk-0 forward hands its output to its own chunk 1 inside the GPU
+    (no NIC latency, no send); its other inputs cross nodes."""
+    workload, cluster = _workload(2, 4, **SCHEDULES["dualpipev"][2])
+    forecast = SendForecast(Engine(workload, cluster, CAL).placement, lambda stage, task: 0.5)
+    order = workload.stage_order(1)
+    turn = order.index(Task(FORWARD, 0, 1))
+    (source, at, delay_s, latest_s) = forecast.inputs(1, turn)[0]
+    assert (source, order[at], delay_s, latest_s) == (1, Task(FORWARD, 0, 0), 0.0, 0.0)
+    assert forecast.inputs(1, order.index(Task(FORWARD, 0, 0)))[0][2] == pytest.approx(E, rel=1e-12)
 
 
 def test_meets_by_hand() -> None:
@@ -140,3 +220,34 @@ def test_a_seeded_run_has_no_forecast() -> None:
     assert Engine(workload, cluster, CAL).timer.forecast is not None
     assert Engine(workload, cluster, CAL, forced=seed).timer.forecast is None
     assert Engine(workload, cluster, CAL, forced=None).timer.forecast is None
+
+
+def test_dualpipev_runs_once() -> None:
+    """DualPipeV on PP 2 (F&B tasks with two sends, a turn inside the GPU): the first forecast run ends without a
+    conflict (it stopped at 16 of 31 tasks when a paired task's sends were forecast at one send's time and peers
+    never waited), replaying some tasks, equal to the op-level run."""
+    workload, cluster = _workload(2, 4, **SCHEDULES["dualpipev"][2])
+    result = Engine(workload, cluster, CAL).run()
+    (stats,) = result.nic_replay
+    assert stats.runs == 1 and stats.forced is not None and 0 < len(stats.forced) < stats.nic_tasks
+    _assert_same(result, Engine(workload, cluster, CAL, memoize=False).run())
+
+
+@pytest.mark.parametrize("name", ["1f1b-pp4", "ep-overlap-dw", "dualpipev"])
+def test_forgetting_only_what_moved_forecasts_as_forgetting_all(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a start or end the forecast drops only what was computed from that task; dropping every forecast
+    instead (each recomputed from the tasks told so far) forces the same tasks in every run of the step."""
+    pp, micro_batches, changes = SCHEDULES[name]
+    workload, cluster = _workload(pp, micro_batches, **changes)
+    (kept,) = Engine(workload, cluster, CAL).run().nic_replay
+    forget = SendForecast._forget
+
+    def forget_all(self: SendForecast, stage: int, index: int) -> None:
+        forget(self, stage, index)
+        self._times.clear()
+        self._users.clear()
+        self._sends = [None] * len(self._sends)
+
+    monkeypatch.setattr(SendForecast, "_forget", forget_all)
+    (cleared,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert (kept.runs, kept.forced) == (cleared.runs, cleared.forced) and kept.forced
