@@ -10,25 +10,26 @@ from typing import TypeVar
 Item = TypeVar("Item")
 
 # CPU seconds of each unit of `moesim reproduce all` (targets by name, validation cases by case name), each run
-# in a fork of a process that imported everything (as reproduce all's workers are), the lesser of two runs, on
-# the 2-core development machine at db52b2a (issue #16); a unit not listed counts as free.
+# in a fork of a process that imported everything (as reproduce all's workers are), on the 2-core development
+# machine after the one-run steady shortcut and the send forecast's input waits (issue #16); a unit not listed
+# counts as free.
 UNIT_CPU_S = {
-    "schedules": 14.4,  # seven DeepSeek-V3 steps of 32 micro-batches at op level (too short for the shortcut)
-    "scaleup-domain": 6.4,  # its PP-60 and PP-30 steps extrapolate from 66/67 and 36/37 micro-batches
-    "bridge-llama-3.1-405b-h100-1024": 6.1,  # an op-level run at 48 micro-batches (CP 2 across nodes)
-    "bridge-qwen3-235b-a22b-h100-0256": 6.0,
-    "bridge-deepseek-v3-h100-1024": 5.8,
-    "layouts-ep": 2.6,
-    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 3.2 together
-    "table3": 1.6,
-    "weak-scaling": 1.6,
-    "skew": 1.4,
-    "fig16": 0.6,
-    "bridge-llama-3.1-70b-h100-0064": 0.6,
-    "fig14": 0.6,
-    "r-ratio": 0.5,
-    "fig17": 0.5,
-    "fig7": 0.2,
+    "schedules": 10.1,  # seven DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
+    "scaleup-domain": 5.1,  # its PP-60 and PP-30 steps extrapolate from 66 and 36 micro-batches
+    "bridge-llama-3.1-405b-h100-1024": 3.5,  # a 48-micro-batch run with a quarter of its NIC tasks at op level (CP 2 across nodes)
+    "bridge-deepseek-v3-h100-1024": 2.7,
+    "layouts-ep": 2.7,
+    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 2.4 together
+    "table3": 1.2,
+    "weak-scaling": 1.2,
+    "bridge-qwen3-235b-a22b-h100-0256": 1.4,
+    "fig14": 1.1,
+    "skew": 1.0,
+    "fig16": 0.9,
+    "r-ratio": 0.6,
+    "bridge-llama-3.1-70b-h100-0064": 0.5,
+    "fig17": 0.4,
+    "fig7": 0.3,
     "bridge-qwen3-30b-a3b-h100-0016": 0.2,
 }
 
