@@ -125,11 +125,12 @@ class Engine:
         self.nic_replay = (
             memoize and not self.memoize and isinstance(placement, FoldedPlacement) and not watches_rates(self.probes)
         )
+        intervals = reads_tasks(self.probes)  # op intervals recorded only for a probe told of tasks
         self.timer: MemoTimer | OpTimer | NicReplayTimer = (
-            self._memo if self.memoize else OpTimer(placement, costs, intervals=reads_tasks(self.probes))
+            self._memo if self.memoize else OpTimer(placement, costs, intervals=intervals)
         )
         if self.nic_replay:
-            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced, forecast)
+            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced, forecast, intervals)
         self._logs = {place: StageLog() for place in placement.places}
         # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]

@@ -212,12 +212,13 @@ class NicReplayTimer:
 
     def __init__(
         self, placement: FoldedPlacement, costs: CostCache, memo: dict, forced: Forced = frozenset(),
-        forecast: bool | None = None,
+        forecast: bool | None = None, intervals: bool = True,
     ) -> None:  # fmt: skip
         """``memo``: footprints by (key, stage slowdowns), shared with the engines of other runs of the step.
         A run seeded with no task (a step's first) also runs at op level the tasks a forecast PP send or DP
         bucket meets (FORECAST, simulator/send_forecast.py) and stops at its first conflict (ReplayConflict); a
-        seeded one has its seed from a run's conflicts or needed tasks."""
+        seeded one has its seed from a run's conflicts or needed tasks. ``intervals``: whether its op-level tasks
+        record their op intervals (simulator/timer.OpTimer)."""
         self.placement, self.costs, self.memo, self.seed = placement, costs, memo, forced
         if forecast is None:
             forecast = forced == frozenset()
@@ -232,7 +233,7 @@ class NicReplayTimer:
         self._held: dict[Hashable, tuple[list[float], list[float], list[tuple[float, TaskId]]]] = {}
         if self.forecast is not None:
             self.log.on_unowned = self._check
-        self.op_timer = OpTimer(placement, costs)
+        self.op_timer = OpTimer(placement, costs, intervals)
         self.reserved: list[tuple[TaskId, Hashable, float, float]] = []  # (task, link, start_s, end_s)
         self.nic_tasks = 0
         self.started = 0  # tasks started (a stopped run's progress)
