@@ -133,13 +133,17 @@ def shift_s(records: Records, q: int) -> float:
     if not counts:
         return 0.0
     key = max(counts, key=counts.__getitem__)
-    for stage in records:  # the exact shift of one task that has it
+    # The exact shift of the latest-beginning task that has it: a transient that decays geometrically (the
+    # combined 1F1B's NIC-bound F&B tasks halve their offset each period) still rounds to the key for a
+    # while, off lambda by more than LOCK_REL; the last task is the most settled.
+    latest: tuple[float, float] | None = None
+    for stage in records:
         begins = {task: begin for task, begin, _ in stage}
         for task, begin, _ in stage:
             twin = begins.get(shifted(task, q))
-            if twin is not None and round(twin - begin, 9) == key:
-                return twin - begin
-    return 0.0
+            if twin is not None and round(twin - begin, 9) == key and (latest is None or begin > latest[0]):
+                latest = (begin, twin - begin)
+    return latest[1] if latest is not None else 0.0
 
 
 def shifted(task: Task, q: int) -> Task:

@@ -148,6 +148,18 @@ def test_lock_refused_for_a_drifting_timeline() -> None:
     assert not locked(records, 1, shift_s(records, 1), 0.0)
 
 
+def test_the_shift_is_taken_where_a_decaying_transient_has_settled() -> None:
+    """One stage, F(i) at 3i + 4e-10 x 2^-i s for i < 5, on time after (a transient that halves each period, as
+    the combined 1F1B's NIC-bound F&B tasks settle): every shift rounds to 3.0 s, but the first, F(0) -> F(1), is
+    3 - 2e-10 s, off the settled 3.0 by more than LOCK_REL x the run's end (3.4e-11 s). lambda is the latest
+    twin's shift, 3.0, and the run locks after the transient (F(3) on); at the first shift it would not."""
+    late = [4e-10 * 2.0**-i if i < 5 else 0.0 for i in range(12)]
+    records = [[(Task(FORWARD, i, 0), 3.0 * i + late[i], 3.0 * i + 1 + late[i]) for i in range(12)]]
+    assert shift_s(records, 1) == 3.0
+    assert locked(records, 1, 3.0, 0.0)
+    assert not locked(records, 1, records[0][1][1] - records[0][0][1], 0.0)
+
+
 def test_extrapolate_is_the_line_through_two_runs() -> None:
     assert extrapolate({("s", "a"): 10.0, ("n", "b"): 4.0}, {("s", "a"): 13.0}, 6, 8, 20) == {
         ("s", "a"): 10.0 + 3.0 * 7,

@@ -66,10 +66,9 @@ def test_lanes_take_turns_first_come_first_served(monkeypatch: pytest.MonkeyPatc
 
 
 def _cross_node_overlap() -> tuple[StepWorkload, int]:
-    """deepseekmoe, PP 2 x VP 2 with EP overlap (F&B lanes), EP 16 over 2 nodes: op level, NIC shared."""
-    layout = layout_preset("megascale-moe").with_(
-        pp=2, ep=16, ep_overlap=True, schedule="interleaved", virtual_stages=2
-    )
+    """deepseekmoe on DualPipe (F&B lanes), PP 2, EP 16 over 2 nodes: op level, NIC shared. (Megatron-Core's EP
+    overlap is one op list on two streams, no lanes: workloads/combined_1f1b.py.)"""
+    layout = layout_preset("megascale-moe").with_(pp=2, ep=16, schedule="dualpipe")
     return StepWorkload(model_preset("deepseekmoe"), layout, 32, 8, global_batch=16, seq_len=4096), 32
 
 

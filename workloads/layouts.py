@@ -125,7 +125,7 @@ class LayoutSpec:
     fp8_recipe: str = ""
     # Megatron-Core's combined 1F1B (workloads/schedules.py pair_steady): EP all-to-all overlapped with another
     # micro-batch's compute (--overlap-moe-expert-parallel-comm), each layer's weight gradients where Megatron-Core
-    # issues them under --delay-wgrad-compute (workloads.dualpipe.delay_weight_grads).
+    # issues them under --delay-wgrad-compute (workloads/combined_1f1b.py).
     ep_overlap: bool = False
     delay_wgrad: bool = False
     # Transformer Engine's userbuffers (Megatron --tp-comm-overlap; workloads/tasks.py): the TP all-gathers and

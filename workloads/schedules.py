@@ -23,7 +23,7 @@ class Phase(Label):
     WEIGHT = "W"  # weight-gradient half, deferred to fill bubbles
     FORWARD_BACKWARD = "F&B"  # a forward and a full backward of different micro-batches, overlapped
     # F&B whose backward issues each layer's weight gradients where Megatron-Core's --delay-wgrad-compute
-    # puts them (workloads.dualpipe.delay_weight_grads): the experts' beside the layer's dispatch backward
+    # puts them (workloads/combined_1f1b.py): the experts' before the layer's dispatch backward is issued
     FORWARD_BACKWARD_DELAYED = "F&Bdw"
 
 
@@ -94,6 +94,9 @@ class Schedule:
     # (DualPipeV at PP 8 first repeats at 24 micro-batches). Where a start is too early the lock check fails
     # and the next, doubled, count is tried: the start only sets what the shortcut costs, never its result.
     fill_per_stage: ClassVar[int] = 1
+    # Whether F&B tasks are Megatron-Core's combined 1F1B (workloads/combined_1f1b.py: one op list, layer by
+    # layer, both all-to-alls on one stream) rather than DualPipe's two lanes (workloads/dualpipe.py).
+    combined_1f1b: ClassVar[bool] = True
 
     def __init__(
         self, stages: int, micro_batches: int, chunks: int = 1, *, ep_overlap: bool = False, delay_wgrad: bool = False
@@ -316,6 +319,7 @@ class DualPipe(Schedule):
 
     name = "dualpipe"
     fill_per_stage = 3
+    combined_1f1b = False
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
         super().__init__(stages, micro_batches, 1, **overlap)  # F&B pairing is DualPipe's own
@@ -421,6 +425,7 @@ class DualPipeV(Schedule):
 
     name = "dualpipev"
     fill_per_stage = 3
+    combined_1f1b = False
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
         super().__init__(stages, micro_batches, 2, **overlap)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from workloads import dualpipe
+from workloads import combined_1f1b, dualpipe
 from workloads.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.layouts import LayoutSpec
 from workloads.models import LayerKind, LayerParams, ModelSpec
@@ -222,10 +222,15 @@ class StepWorkload:
         if phase == BACKWARD:
             recompute_below = max(len(blocks[0].layers) - self.layout.recompute_kept_layers, 0)
             return tuple(backward_ops(self._layers(blocks[0]), self.layout, recompute_below))
-        if phase in PAIRED:  # a forward and a full backward (its weight gradients delayed per layer), on two lanes
+        if phase in PAIRED and self.schedule.combined_1f1b:  # Megatron-Core's: one op list, layer by layer
+            forward, backward = (
+                self.task_ops(TaskKey(FORWARD, blocks[:1])),
+                self.task_ops(TaskKey(BACKWARD, blocks[1:])),
+            )
+            self._lanes[key] = None
+            return combined_1f1b.pair(forward, backward, delay_wgrad=phase == FORWARD_BACKWARD_DELAYED)
+        if phase in PAIRED:  # DualPipe's: a forward and a full backward on two lanes
             backward = self.task_ops(TaskKey(BACKWARD, blocks[1:]))
-            if phase == FORWARD_BACKWARD_DELAYED:
-                backward = dualpipe.delay_weight_grads(backward)
             ops, self._lanes[key] = dualpipe.pair(self.task_ops(TaskKey(FORWARD, blocks[:1])), backward)
             return ops
         input_ops, weight_ops = dualpipe.split_backward(self.task_ops(TaskKey(BACKWARD, blocks)))

@@ -1,0 +1,131 @@
+"""Megatron-Core's combined 1F1B F&B task (workloads/combined_1f1b.py): one forward layer and another micro-batch's
+backward layer issued as TransformerLayerSchedulePlan.run issues them, both all-to-alls of both on one comm stream.
+
+Toy GPU: memory-bound ops of 1e9 B take 1 ms (1e12 B/s); each all-to-all sends 1.4 MB at efficiency 0.7 on a
+1 GB/s link: 2 ms. No SMs are held by communication (toy calibration).
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from simulator.network import FluidNetwork
+from simulator.tasks import OpCosts, TaskTiming, run_task
+from tests.toys import toy_calibration, toy_gpu
+from workloads import combined_1f1b
+from workloads.combined_1f1b import EP_COMM
+from workloads.layouts import MEGASCALE_MOE
+from workloads.models import model_preset
+from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Module, Op, Role
+from workloads.schedules import BACKWARD, FORWARD, FORWARD_BACKWARD_DELAYED, Task
+from workloads.step import StepWorkload
+
+GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
+CAL = toy_calibration(all_to_all_efficiency=0.7)
+F, G, W = Role.FORWARD, Role.INPUT_GRAD, Role.WEIGHT_GRAD
+
+
+def _mem(name: str, deps: tuple[int, ...], role: Role, module: Module = Module.NONE) -> Op:
+    return Op(name, MEMORY, COMPUTE, deps, role, 0, mem_bytes=1e9, module=module)
+
+
+def _a2a(name: str, deps: tuple[int, ...], role: Role) -> Op:
+    return Op(name, COLLECTIVE, COMPUTE, deps, role, 0, collective=ALL_TO_ALL, group=Group.EP, comm_bytes=1.4e6)
+
+
+# One MoE layer's forward and backward as workloads.tasks builds them: every op on the compute stream, in a chain.
+FORWARD_LAYER = (
+    _mem("attn", (), F),
+    _a2a("dispatch", (0,), F),
+    _mem("experts", (1,), F),
+    _a2a("combine", (2,), F),
+    _mem("unpermute", (3,), F, Module.MOE),
+)
+BACKWARD_LAYER = (
+    _mem("unpermute.bwd", (), G, Module.MOE),
+    _a2a("combine.bwd", (0,), G),
+    _mem("experts.dgrad", (1,), G),
+    _mem("experts.wgrad", (1,), W),
+    _a2a("dispatch.bwd", (2,), G),
+    _mem("attn.dgrad", (4,), G),
+    _mem("attn.wgrad", (4,), W),
+)
+
+
+def _run(ops: tuple[Op, ...]) -> tuple[float, list[tuple[str, str, float, float]]]:
+    env = simpy.Environment()
+    timing = TaskTiming()
+    run_task(env, ops, OpCosts.of(ops, GPU, CAL, 0.0), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
+    env.run()
+    spans = sorted(timing.intervals, key=lambda t: (t[1], t[0]))
+    return round(timing.duration_s * 1e3, 9), [
+        (ops[i].name, ops[i].stream, round(b * 1e3, 9), round(e * 1e3, 9)) for i, b, e in spans
+    ]
+
+
+def test_each_all_to_all_hides_behind_the_other_micro_batch_compute() -> None:
+    """Issue order: the backward's combine node (unpermute.bwd, combine.bwd) on the comm stream, the forward's
+    attention, the experts' dgrad and (delayed) wgrad, dispatch.bwd, the forward's experts and combine node,
+    the attention's dgrad and wgrad. The comm stream runs unpermute.bwd 0-1, combine.bwd 1-3, the forward's
+    dispatch (its attention ended at 1) 3-5, dispatch.bwd (experts.dgrad 3-4) 5-7, combine (experts 5-6) 7-9,
+    unpermute 9-10; the compute stream attn 0-1, experts.dgrad 3-4, experts.wgrad 4-5, experts 5-6, attn.dgrad
+    (after dispatch.bwd) 7-8, attn.wgrad 8-9: 10 ms, where the two run one after the other take 9 + 10."""
+    ops = combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=True)
+    assert _run(ops) == (
+        10.0,
+        [
+            ("unpermute.bwd", EP_COMM, 0.0, 1.0),
+            ("attn", COMPUTE, 0.0, 1.0),
+            ("combine.bwd", EP_COMM, 1.0, 3.0),
+            ("experts.dgrad", COMPUTE, 3.0, 4.0),
+            ("dispatch", EP_COMM, 3.0, 5.0),
+            ("experts.wgrad", COMPUTE, 4.0, 5.0),
+            ("dispatch.bwd", EP_COMM, 5.0, 7.0),
+            ("experts", COMPUTE, 5.0, 6.0),
+            ("combine", EP_COMM, 7.0, 9.0),
+            ("attn.dgrad", COMPUTE, 7.0, 8.0),
+            ("attn.wgrad", COMPUTE, 8.0, 9.0),
+            ("unpermute", EP_COMM, 9.0, 10.0),
+        ],
+    )
+    assert _run(FORWARD_LAYER)[0] == 7.0 and _run(BACKWARD_LAYER)[0] == 9.0
+
+
+def test_without_delay_the_dispatch_backward_waits_for_the_experts_wgrad() -> None:
+    """Without --delay-wgrad-compute mlp.backward runs the experts' wgrad with their dgrad (backward_dw is a no-op)
+    and the dispatch node waits for its event after both: dispatch.bwd 5-7 behind experts.wgrad 4-5 either way
+    here (the forward's dispatch holds the comm stream 3-5), the same 10 ms."""
+    ops = combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=False)
+    assert _run(ops)[0] == 10.0
+    dispatch_bwd = next(i for i, op in enumerate(ops) if op.name == "dispatch.bwd")
+    assert {ops[d].name for d in ops[dispatch_bwd].deps} == {"experts.dgrad", "experts.wgrad"}
+
+
+def test_a_half_alone_runs_as_it_would_unpaired() -> None:
+    """Differential: a forward with no backward, and (without delay) a backward with no forward, take the time of
+    the plain op list: 7 and 9 ms. With the delay the lone backward's dispatch.bwd (4-6) runs beside
+    experts.wgrad (4-5) on the other stream: 8 ms (Megatron-Core runs unpaired layers through the same plan)."""
+    assert _run(combined_1f1b.pair(FORWARD_LAYER, (), delay_wgrad=True))[0] == _run(FORWARD_LAYER)[0] == 7.0
+    assert _run(combined_1f1b.pair((), BACKWARD_LAYER, delay_wgrad=False))[0] == _run(BACKWARD_LAYER)[0] == 9.0
+    assert _run(combined_1f1b.pair((), BACKWARD_LAYER, delay_wgrad=True))[0] == 8.0
+
+
+def test_the_workload_pairs_layer_by_layer_on_two_streams() -> None:
+    """The F&Bdw task of a two-layer Mixtral with EP overlap: one op list, no lanes, every EP all-to-all of both
+    micro-batches on the one comm stream, the forward and the full backward's ops each once."""
+    model = model_preset("mixtral-8x7b").with_(num_layers=2)
+    layout = MEGASCALE_MOE.with_(pp=1, intra_op_overlap=False, ep_overlap=True, delay_wgrad=True)
+    work = StepWorkload(model, layout, 8, 8, 4, 1024)
+    pair = next(t for t in work.stage_order(0) if t.direction == FORWARD_BACKWARD_DELAYED)
+    key = work.task_key(0, pair)
+    ops = work.task_ops(key)
+    assert work.task_lanes(key) is None
+    forward = work.task_ops(work.task_key(0, Task(FORWARD, 0, 0)))
+    backward = work.task_ops(work.task_key(0, Task(BACKWARD, 0, 0)))
+    assert sorted(op.name for op in ops) == sorted(op.name for op in forward + backward)
+    ep = [op for op in ops if op.group == Group.EP and op.kind == COLLECTIVE]
+    assert {op.stream for op in ep} == {EP_COMM}
+    assert len([op for op in ep if op.role != Role.RECOMPUTE]) == 8  # 2 layers x dispatch, combine x F, B
+    # layer 0 of the forward pairs with layer 1 of the backward: its combine.bwd is issued first
+    first = next(op for op in ops if op.group == Group.EP and op.role != Role.RECOMPUTE)
+    assert (first.name, first.layer, first.role) == ("ep_a2a_combine.bwd", 1, G)
