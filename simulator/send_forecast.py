@@ -41,6 +41,10 @@ SEND_SLOWDOWN = 1.2
 # 1.36 M (interleaved); 2: 1.13 M, every one in one run; 3: 1.33 M (more forced); 2 with 4 sends early for every
 # phase instead of learnt: 1.24 M.
 OP_LEVEL_SLACK = 2.0
+# A task that starts or ends where it was forecast leaves the forecasts computed from it as they are, and one that
+# does not re-evaluates them, passing on only what changes (SendForecast._changed); False drops them all, to be
+# recomputed when asked (tests/test_send_forecast.py compares the two).
+KEEP = True
 
 Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)
 # (producing stage, index of its task in that stage's order, how long after its end the input arrives at the
@@ -89,8 +93,8 @@ class SendForecast:
         self._routes: dict[tuple[int, Task], tuple[tuple[Hashable, ...], float, float]] = {}
         self._inputs: dict[tuple[int, int], tuple[Input, ...]] = {}
         # Each unstarted task's forecast, and per stage [sends of its last two started tasks, of its tasks after
-        # them forecast so far, the next task's index in its order], each until a task it was computed from
-        # (``_users``: who read whom) starts or ends (simulator/send_forecast.py ``_forget``).
+        # them forecast so far, the next task's index in its order], each kept up to date as the tasks it was
+        # computed from (``_users``: who read whom) start and end (``_changed``; the sends: dropped, recomputed).
         self._times: dict[tuple[int, int], Times] = {}
         self._users: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._sends: list[list | None] = [None] * workload.pp
@@ -105,18 +109,51 @@ class SendForecast:
         window = (end_s, end_s)
         if op_level:
             window = (end_s - self.early_s.get(task.direction, 0.0), end_s + OP_LEVEL_SLACK * self.alone_s)
+        index = len(self._ends[stage])
         self._ends[stage].append(window)
         self._running[stage] = (task.direction, end_s) if op_level else None
-        self._forget(stage, len(self._ends[stage]) - 1)
+        self._sends[stage] = None  # its last two started tasks are others now
+        forecast = self._times.pop((stage, index), None)
+        if not KEEP or forecast is None or (forecast.end_s, forecast.latest_end_s) != window:
+            self._changed(stage, index)
 
     def ended(self, stage: int, end_s: float) -> None:
         """The running task of ``stage`` ended at ``end_s``."""
-        self._ends[stage][-1] = (end_s, end_s)
+        ends = self._ends[stage]
         running = self._running[stage]
         if running is not None:
             phase, expected_s = running
             self.early_s[phase] = max(self.early_s.get(phase, 0.0), expected_s - end_s)
-        self._forget(stage, len(self._ends[stage]) - 1)
+        if not KEEP or ends[-1] != (end_s, end_s):
+            ends[-1] = (end_s, end_s)
+            self._sends[stage] = None
+            self._changed(stage, len(ends) - 1)
+
+    def _changed(self, stage: int, index: int) -> None:
+        """The ``index``-th task of ``stage`` started or ended where it was not forecast: bring what was computed
+        from it up to date (KEEP), or drop it (recomputed when asked).
+
+        Kept forecasts equal recomputed ones: a forecast is a function of the (end, latest end) of the tasks it
+        read (``_users``: the one before it on its stage and its inputs' producers, a fixed set), so one whose
+        inputs' values are as they were is the one a recomputation gives. A changed value re-evaluates each
+        forecast that read it, and only one whose value changes passes it on: once the stack is empty, every
+        forecast kept is its function of its inputs' current values (by induction on the order they are
+        computed in: every change after a forecast's last evaluation pushed it again). A started task's own
+        forecast leaves ``_times``: its value is ``_ends``' now (``started``: kept where they are equal)."""
+        if not KEEP:
+            self._forget(stage, index)
+            return
+        stack = list(self._users.get((stage, index), ()))
+        while stack:
+            key = stack.pop()
+            old = self._times.get(key)
+            if old is None:  # started since it was computed: its value is told, not forecast
+                continue
+            new = self._compute(*key, register=False)
+            if new != old:
+                self._times[key] = new
+                self._sends[key[0]] = None
+                stack.extend(self._users.get(key, ()))
 
     def _forget(self, stage: int, index: int) -> None:
         """Drop what was computed from the ``index``-th task of ``stage`` (it started or ended), and from that."""
@@ -176,29 +213,38 @@ class SendForecast:
         if index < len(ends):
             return Times(0.0, *ends[index])
         key = (stage, index)
-        if key not in self._times:
-            start_s = latest_start_s = 0.0
-            if index:
-                _, start_s, latest_start_s = self.times(stage, index - 1)
+        found = self._times.get(key)
+        if found is None:
+            found = self._times[key] = self._compute(stage, index, register=True)
+        return found
+
+    def _compute(self, stage: int, index: int, register: bool) -> Times:
+        """The ``index``-th unstarted task of ``stage``'s forecast from what it reads (its predecessor's and its
+        producers' ends), noting it among their users on its first computation (``register``)."""
+        key = (stage, index)
+        start_s = latest_start_s = 0.0
+        if index:
+            _, start_s, latest_start_s = self.times(stage, index - 1)
+            if register:
                 self._users.setdefault((stage, index - 1), []).append(key)
-            for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
+        for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
+            if register:
                 self._users.setdefault((source, at), []).append(key)
-                ends = self._ends[source]
-                if at < len(ends):  # NOTE: started, as times() would say, without the call
-                    end_s, latest_end_s = ends[at]
-                else:
-                    for earlier in range(len(ends), at):  # the producer's stage up to it, in order
-                        self.times(source, earlier)
-                    _, end_s, latest_end_s = self.times(source, at)
-                start_s, latest_start_s = (
-                    max(start_s, end_s + delay_s),
-                    max(latest_start_s, latest_end_s + latest_delay_s),
-                )
-            if key not in self._duration:
-                self._duration[key] = self.duration_s(stage, self._orders[stage][index])
-            duration_s = self._duration[key]
-            self._times[key] = Times(start_s, start_s + duration_s, latest_start_s + duration_s)
-        return self._times[key]
+            ends = self._ends[source]
+            if at < len(ends):  # NOTE: started, as times() would say, without the call
+                end_s, latest_end_s = ends[at]
+            else:
+                for earlier in range(len(ends), at):  # the producer's stage up to it, in order
+                    self.times(source, earlier)
+                _, end_s, latest_end_s = self.times(source, at)
+            start_s, latest_start_s = (
+                max(start_s, end_s + delay_s),
+                max(latest_start_s, latest_end_s + latest_delay_s),
+            )
+        duration_s = self._duration.get(key)
+        if duration_s is None:
+            duration_s = self._duration[key] = self.duration_s(stage, self._orders[stage][index])
+        return Times(start_s, start_s + duration_s, latest_start_s + duration_s)
 
     def _of(self, stage: int, task: Task, times: Times) -> list[Send]:
         links, send_s, _ = self.links(stage, task)

@@ -248,6 +248,51 @@ def test_forgetting_only_what_moved_forecasts_as_forgetting_all(name: str, monke
         self._users.clear()
         self._sends = [None] * len(self._sends)
 
+    monkeypatch.setattr(send_forecast, "KEEP", False)  # _forget is the path without KEEP
     monkeypatch.setattr(SendForecast, "_forget", forget_all)
     (cleared,) = Engine(workload, cluster, CAL).run().nic_replay
     assert (kept.runs, kept.forced) == (cleared.runs, cleared.forced) and kept.forced
+
+
+@pytest.mark.parametrize("name", ["1f1b-pp4", "interleaved", "ep-overlap-dw", "dualpipev"])
+def test_kept_forecasts_equal_recomputed_ones(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KEEP: after every start and end over a run each forecast kept equals its recomputation from what it reads
+    (the fixpoint SendForecast._changed keeps), some tasks start and end where forecast (kept as they were) and
+    some do not (re-evaluated); dropping and recomputing instead (KEEP off) answers every ``meets`` the same and
+    forces the same tasks."""
+    pp, micro_batches, changes = SCHEDULES[name]
+    workload, cluster = _workload(pp, micro_batches, **changes)
+    answers: dict[bool, list[bool]] = {True: [], False: []}
+    seen = {"kept": 0, "moved": 0}
+    started, ended, meets = SendForecast.started, SendForecast.ended, SendForecast.meets
+
+    def check(forecast: SendForecast) -> None:
+        for (stage, index), kept in forecast._times.items():
+            assert forecast._compute(stage, index, register=False) == kept
+
+    def checked_started(self: SendForecast, stage: int, task: Task, end_s: float, op_level: bool = False) -> None:
+        forecast = self._times.get((stage, len(self._ends[stage])))
+        started(self, stage, task, end_s, op_level)
+        told = self._ends[stage][-1]
+        seen["kept" if forecast is not None and forecast[1:] == told else "moved"] += 1
+        check(self)
+
+    def checked_ended(self: SendForecast, stage: int, end_s: float) -> None:
+        ended(self, stage, end_s)
+        check(self)
+
+    def recorded_meets(self: SendForecast, *args) -> bool:
+        answers[send_forecast.KEEP].append(meets(self, *args))
+        return answers[send_forecast.KEEP][-1]
+
+    monkeypatch.setattr(SendForecast, "meets", recorded_meets)
+    monkeypatch.setattr(SendForecast, "started", checked_started)
+    monkeypatch.setattr(SendForecast, "ended", checked_ended)
+    (kept,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert seen["kept"] > 0 and seen["moved"] > 0
+    monkeypatch.setattr(send_forecast, "KEEP", False)
+    monkeypatch.setattr(SendForecast, "started", started)
+    monkeypatch.setattr(SendForecast, "ended", ended)
+    (recomputed,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert answers[True] == answers[False] and True in answers[True]
+    assert (kept.runs, kept.forced) == (recomputed.runs, recomputed.forced)
