@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
-from simulator.flow_log import Span
+from simulator.flow_log import TOUCH_REL, Span
+from simulator.lone_send import lone_end
 from simulator.placement import FoldedPlacement
 from simulator.ranks import Place
 from workloads.schedules import Flow, Phase, Task
@@ -45,6 +46,9 @@ OP_LEVEL_SLACK = 2.0
 # does not re-evaluates them, passing on only what changes (SendForecast._changed); False drops them all, to be
 # recomputed when asked (tests/test_send_forecast.py compares the two).
 KEEP = True
+# A started task's send sure to run alone is taken at its exact span (simulator/lone_send.py); False keeps its
+# SEND_SLOWDOWN window (tests/test_send_forecast.py compares the two).
+LONE = True
 
 Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)
 # (producing stage, index of its task in that stage's order, how long after its end the input arrives at the
@@ -64,9 +68,16 @@ class SendForecast:
     """The cross-node PP sends of every stage's last ended, running and next tasks, and whether a task meets one
     of them or a DP bucket in flight."""
 
-    def __init__(self, placement: FoldedPlacement, duration_s: Callable[[int, Task], float]) -> None:
-        """``duration_s(stage, task)``: how long a task takes alone (its footprint)."""
-        self.placement, self.duration_s = placement, duration_s
+    def __init__(
+        self,
+        placement: FoldedPlacement,
+        duration_s: Callable[[int, Task], float],
+        first_flow_s: Callable[[int, Task], float] | None = None,
+    ) -> None:
+        """``duration_s(stage, task)``: how long a task takes alone (its footprint); ``first_flow_s``: when its
+        first NIC flow starts from its start (its duration if it has none), which lets ``meets`` take a send
+        sure to run alone at its exact span (simulator/lone_send.py; None: never)."""
+        self.placement, self.duration_s, self.first_flow_s = placement, duration_s, first_flow_s
         workload, cluster = placement.workload, placement.cluster
         self.latency_s = cluster.nic_latency_s
         self.nbytes = workload.pp_bytes_per_gpu
@@ -93,8 +104,8 @@ class SendForecast:
         self._routes: dict[tuple[int, Task], tuple[tuple[Hashable, ...], float, float]] = {}
         self._inputs: dict[tuple[int, int], tuple[Input, ...]] = {}
         # Each unstarted task's forecast, and per stage [sends of its last two started tasks, of its tasks after
-        # them forecast so far, the next task's index in its order], each kept up to date as the tasks it was
-        # computed from (``_users``: who read whom) start and end (``_changed``; the sends: dropped, recomputed).
+        # them forecast so far, the next task's index in its order], each until a task it was computed from
+        # (``_users``: who read whom) starts or ends (simulator/send_forecast.py ``_forget``).
         self._times: dict[tuple[int, int], Times] = {}
         self._users: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._sends: list[list | None] = [None] * workload.pp
@@ -284,12 +295,39 @@ class SendForecast:
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
         """Whether a task starting at ``start_s`` whose flows occupy ``spans`` of ``links`` (from its start)
-        overlaps a DP bucket in flight or a forecast send."""
+        overlaps a DP bucket in flight or a forecast send (one of a started task's that overlaps it: unless that
+        send is sure to run alone and does not, at its exact span, simulator/lone_send.py)."""
         if any(self.placement.dp_in_flight.get(link) and spans[i] for i, link in enumerate(links)):
             return True
         until_s = start_s + max((spans_of[-1][1] for spans_of in spans if spans_of), default=0.0)
-        for link, begin_s, end_s in self.sends(links[0][1], links, until_s):
-            for span_begin, span_end in spans[links.index(link)]:
-                if start_s + span_begin < end_s and start_s + span_end > begin_s:
+        stage = links[0][1]
+        for sender in self._senders[stage]:
+            known, following = self.stage_sends(sender, until_s, following=sender != stage)
+            position = 0
+            started = len(self._ends[sender])
+            for index in range(max(started - 2, 0), started):
+                count = len(self.links(sender, self._orders[sender][index])[0])
+                lone_s = None
+                for link, begin_s, end_s in known[position : position + count]:
+                    if link not in links or not _overlaps(spans[links.index(link)], start_s, begin_s, end_s):
+                        continue
+                    if not LONE or self.first_flow_s is None:
+                        return True
+                    if lone_s is None:  # NOTE: asked only of a send that meets the task at its window
+                        lone_s = lone_end(self, sender, index, stage)
+                        lone_s = False if lone_s is None else lone_s - TOUCH_REL * abs(lone_s)  # touching: apart
+                    if lone_s is False or _overlaps(spans[links.index(link)], start_s, begin_s, lone_s):
+                        return True
+                position += count
+            for link, begin_s, end_s in following:
+                if link in links and begin_s < until_s and _overlaps(spans[links.index(link)], start_s, begin_s, end_s):
                     return True
         return False
+
+
+def _overlaps(spans: tuple[Span, ...], start_s: float, begin_s: float, end_s: float) -> bool:
+    """Whether any of ``spans`` (from ``start_s``) overlaps [begin_s, end_s)."""
+    for span_begin, span_end in spans:
+        if start_s + span_begin < end_s and start_s + span_end > begin_s:
+            return True
+    return False
