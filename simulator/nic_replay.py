@@ -116,12 +116,13 @@ class Footprint:
 class ReplayStats:
     """How a step's run with NIC replay went: shared runs until none conflicted, the tasks of the last run
     that ran at op level, how many of its tasks used the NIC, and which of its op-level tasks had their NIC
-    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded_at``)."""
+    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded_at``; None
+    where the run did not look, ``Engine(needed=False)``)."""
 
     runs: int
     forced: Forced
     nic_tasks: int
-    needed: frozenset[TaskId] = frozenset()
+    needed: frozenset[TaskId] | None = frozenset()
 
     @property
     def forced_fraction(self) -> float:

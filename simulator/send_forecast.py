@@ -85,6 +85,8 @@ class SendForecast:
         self.send_s = SEND_SLOWDOWN * self.alone_s
         self.schedule = workload.schedule
         self._orders = [workload.stage_order(stage) for stage in range(workload.pp)]
+        self._crossing: dict[tuple[int, int], bool] = {}  # _crosses per stage pair
+        self._link_counts: dict[tuple[int, int], int] = {}  # _send_links per task
         # Where each activation or gradient comes from: (stage, index in its order) of the task that sends it.
         self._producer: dict[Flow, tuple[int, int]] = {}
         # NOTE: per stage, the stages whose sends load its NIC links (itself, its neighbours): the only ones a
@@ -179,7 +181,11 @@ class SendForecast:
 
     def _crosses(self, src: int, dst: int) -> bool:
         """Whether a PP send from stage ``src`` to ``dst`` leaves over the NIC (not NVLink)."""
-        return self.placement.pp_links(Place(0, src, 0), Place(0, dst, 0))[0][0] == "nic_out"
+        crosses = self._crossing.get((src, dst))
+        if crosses is None:
+            route = self.placement.pp_links(Place(0, src, 0), Place(0, dst, 0))
+            crosses = self._crossing[(src, dst)] = route[0][0] == "nic_out"
+        return crosses
 
     def links(self, stage: int, task: Task) -> tuple[tuple[Hashable, ...], float, float]:
         """The NIC links ``task``'s outputs load (a send's out and in link each, when it crosses nodes), how long
@@ -196,6 +202,13 @@ class SendForecast:
             sharing = max((routes.count(link) for link in routes), default=1)
             self._routes[key] = (tuple(routes), sharing * self.send_s, sharing * self.alone_s)
         return self._routes[key]
+
+    def _send_links(self, stage: int, index: int) -> int:
+        """How many NIC links the ``index``-th task of ``stage``'s sends load (``links``, counted once per task)."""
+        count = self._link_counts.get((stage, index))
+        if count is None:
+            count = self._link_counts[(stage, index)] = len(self.links(stage, self._orders[stage][index])[0])
+        return count
 
     def inputs(self, stage: int, index: int) -> tuple[Input, ...]:
         """What the ``index``-th task of ``stage`` waits for: each input's producer and how long after the
@@ -306,7 +319,7 @@ class SendForecast:
             position = 0
             started = len(self._ends[sender])
             for index in range(max(started - 2, 0), started):
-                count = len(self.links(sender, self._orders[sender][index])[0])
+                count = self._send_links(sender, index)
                 lone_s = None
                 for link, begin_s, end_s in known[position : position + count]:
                     if link not in links or not _overlaps(spans[links.index(link)], start_s, begin_s, end_s):
