@@ -89,7 +89,7 @@ class SendForecast:
         self.schedule = workload.schedule
         self._orders = [workload.stage_order(stage) for stage in range(workload.pp)]
         self._crossing: dict[tuple[int, int], bool] = {}  # _crosses per stage pair
-        self._link_counts: dict[tuple[int, int], int] = {}  # _send_links per task
+        self._by_index: dict[tuple[int, int], tuple[tuple[Hashable, ...], float, float]] = {}  # _links_at
         # Where each activation or gradient comes from: (stage, index in its order) of the task that sends it.
         self._producer: dict[Flow, tuple[int, int]] = {}
         # NOTE: per stage, the stages whose sends load its NIC links (itself, its neighbours): the only ones a
@@ -206,13 +206,6 @@ class SendForecast:
             self._routes[key] = (tuple(routes), sharing * self.send_s, sharing * self.alone_s)
         return self._routes[key]
 
-    def _send_links(self, stage: int, index: int) -> int:
-        """How many NIC links the ``index``-th task of ``stage``'s sends load (``links``, counted once per task)."""
-        count = self._link_counts.get((stage, index))
-        if count is None:
-            count = self._link_counts[(stage, index)] = len(self.links(stage, self._orders[stage][index])[0])
-        return count
-
     def inputs(self, stage: int, index: int) -> tuple[Input, ...]:
         """What the ``index``-th task of ``stage`` waits for: each input's producer and how long after the
         producer's end it arrives (a cross-node send: one NIC latency and its time alone; an NVLink send: the
@@ -224,7 +217,7 @@ class SendForecast:
                 source, at = self._producer[flow]
                 delay_s = latest_delay_s = 0.0
                 if source != stage:
-                    _, _, alone_s = self.links(source, self._orders[source][at])
+                    _, _, alone_s = self._links_at(source, at)
                     if not self._crosses(source, stage):  # inside one scale-up domain: over NVLink
                         (link,) = self.placement.pp_links(Place(0, source, 0), Place(0, stage, 0))
                         alone_s = self.nbytes / self.placement.network.capacities_Bps[link]
@@ -264,17 +257,26 @@ class SendForecast:
                 for earlier in range(len(ends), at):  # the producer's stage up to it, in order
                     self.times(source, earlier)
                 _, end_s, latest_end_s = self.times(source, at)
-            start_s, latest_start_s = (
-                max(start_s, end_s + delay_s),
-                max(latest_start_s, latest_end_s + latest_delay_s),
-            )
+            # NOTE: comparisons, not max(): two builtin calls per input cost more than the rest (the same floats)
+            arrives_s, latest_arrives_s = end_s + delay_s, latest_end_s + latest_delay_s
+            if arrives_s > start_s:  # noqa: PLR1730
+                start_s = arrives_s
+            if latest_arrives_s > latest_start_s:  # noqa: PLR1730
+                latest_start_s = latest_arrives_s
         duration_s = self._duration.get(key)
         if duration_s is None:
             duration_s = self._duration[key] = self.duration_s(stage, self._orders[stage][index])
         return Times(start_s, start_s + duration_s, latest_start_s + duration_s)
 
-    def _of(self, stage: int, task: Task, times: Times) -> list[Send]:
-        links, send_s, _ = self.links(stage, task)
+    def _links_at(self, stage: int, index: int) -> tuple[tuple[Hashable, ...], float, float]:
+        """``links`` of the ``index``-th task of ``stage`` (NOTE: by index: a Task's hash is Python code)."""
+        found = self._by_index.get((stage, index))
+        if found is None:
+            found = self._by_index[(stage, index)] = self.links(stage, self._orders[stage][index])
+        return found
+
+    def _of(self, stage: int, index: int, times: Times) -> list[Send]:
+        links, send_s, _ = self._links_at(stage, index)
         start_s, end_s = times.end_s + self.latency_s, times.latest_end_s + self.latency_s + send_s
         return [(link, start_s, end_s) for link in links]
 
@@ -284,7 +286,7 @@ class SendForecast:
         order, started = self._orders[stage], len(self._ends[stage])
         if self._sends[stage] is None:
             known = [send for index in range(max(started - 2, 0), started)
-                     for send in self._of(stage, order[index], self.times(stage, index))]  # fmt: skip
+                     for send in self._of(stage, index, self.times(stage, index))]  # fmt: skip
             self._sends[stage] = [known, [], started]
         cached = self._sends[stage]
         known, later, index = cached
@@ -294,7 +296,7 @@ class SendForecast:
             times = self.times(stage, index)
             if index > started and times.start_s >= until_s:
                 break
-            later.extend(self._of(stage, order[index], times))
+            later.extend(self._of(stage, index, times))
             index += 1
         cached[2] = index
         return known, later
@@ -322,7 +324,7 @@ class SendForecast:
             position = 0
             started = len(self._ends[sender])
             for index in range(max(started - 2, 0), started):
-                count = self._send_links(sender, index)
+                count = len(self._links_at(sender, index)[0])
                 lone_s = None
                 for link, begin_s, end_s in known[position : position + count]:
                     if link not in links or not _overlaps(spans[links.index(link)], start_s, begin_s, end_s):
