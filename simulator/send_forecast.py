@@ -263,10 +263,15 @@ class SendForecast:
                 start_s = arrives_s
             if latest_arrives_s > latest_start_s:  # noqa: PLR1730
                 latest_start_s = latest_arrives_s
-        duration_s = self._duration.get(key)
-        if duration_s is None:
-            duration_s = self._duration[key] = self.duration_s(stage, self._orders[stage][index])
+        duration_s = self._duration_of(stage, index)
         return Times(start_s, start_s + duration_s, latest_start_s + duration_s)
+
+    def _duration_of(self, stage: int, index: int) -> float:
+        """``duration_s`` of the ``index``-th task of ``stage``, asked once."""
+        duration_s = self._duration.get((stage, index))
+        if duration_s is None:
+            duration_s = self._duration[(stage, index)] = self.duration_s(stage, self._orders[stage][index])
+        return duration_s
 
     def _links_at(self, stage: int, index: int) -> tuple[tuple[Hashable, ...], float, float]:
         """``links`` of the ``index``-th task of ``stage`` (NOTE: by index: a Task's hash is Python code)."""
@@ -281,8 +286,8 @@ class SendForecast:
         return [(link, start_s, end_s) for link in links]
 
     def stage_sends(self, stage: int, until_s: float, following: bool = True) -> tuple[list[Send], list[Send]]:
-        """The sends of ``stage``'s last ended and running task, and (``following``) of the tasks after it: the
-        next, and the others that start before ``until_s``."""
+        """The sends of ``stage``'s last ended and running task, and (``following``) of the tasks after it that
+        start before ``until_s``, as far as their sends may leave before it."""
         order, started = self._orders[stage], len(self._ends[stage])
         if self._sends[stage] is None:
             known = [send for index in range(max(started - 2, 0), started)
@@ -293,6 +298,12 @@ class SendForecast:
         if not following:
             return known, []
         while index < len(order):
+            # NOTE: a task starts once the one before it has ended, so its sends leave its duration and a NIC latency
+            # after that end at the earliest: from one whose sends cannot leave before until_s on (the later ones
+            # leave later), none is forecast yet (callers take sends leaving before until_s only)
+            before_s = self.times(stage, index - 1).end_s if index else 0.0
+            if before_s + self._duration_of(stage, index) + self.latency_s >= until_s:
+                break
             times = self.times(stage, index)
             if index > started and times.start_s >= until_s:
                 break
