@@ -9,24 +9,26 @@ buckets and op-level tasks' NIC flows (a replayed task's flows are reservations,
 simulator/nic_replay.py). So the send is alone until its end if, now:
 
 - no DP bucket is in flight on its links: a stage's parameter gather goes bucket after bucket from the
-  step's start, its gradient buckets start when its last task ends;
-- no stage of it (the sender, each receiver, each other stage sending to a receiver) runs an op-level task,
-  whose flows, or end and so sends, are not known;
-- on each such stage the next NIC flow cannot start before the send's end: the next task starts when its
-  running replayed task ends (exactly), or now if none runs, and its first NIC flow begins where its footprint
-  says (before that flow a task touches only its own stream and NVLink, at op level or not); a task without
-  NIC flows ends its footprint's duration after its start. A stage with no task left to start fails (its
-  gradient buckets);
-- the running replayed tasks of the other stages sending to a receiver, and the sender's own if it is not
-  the send's task, end (and their sends leave) after the send's end; a task of theirs that ended less than a
-  NIC latency ago sends to none of its receivers or leaves after its end.
+  step's start, its gradient buckets start when its last task ends (so the sender and the receivers must have
+  a task left to start);
+- the sender and the receivers run no op-level task (its flows are not known), and no stage sending to a
+  receiver runs one that sends there (its end is not known);
+- on the sender and each receiver the next NIC flow cannot start before the send's end: the next task starts
+  when the running replayed task ends (exactly), or now if none runs, and its first NIC flow begins where its
+  footprint says (before that flow a task touches only its own stream and NVLink, at op level or not); a task
+  without NIC flows ends its footprint's duration after its start. The asking stage's next task is the one
+  asking: replayed (what is asked), its flows are reservations, and it ends its duration from now;
+- no send leaves on its links before its end: of the tasks started on the sender (all its sends, on its NIC
+  out) and on the stages sending to a receiver (their sends there) their sends leave one NIC latency after
+  their ends, known (replayed, or ended), and a later task's sends leave after its first NIC flow or end.
 
 Then no flow joins its links while it runs, and each of its flows (the sender's NIC out to a receiver's NIC
 in; a paired task's two share the NIC out) gets at least the least over its links of capacity over the flows
 there now (its own, and those in flight, which may only leave): under max-min fairness a flow's bottleneck
 link is saturated and no flow there gets more than it. So it ends by its bytes left (all, from its start,
-if it has not left) over that rate. A wrong answer still cannot change a result: a replayed task that meets the send is a
-conflict, which stops the run or re-runs it (simulator/nic_replay.py; tests/test_lone_send.py makes one).
+if it has not left) over that rate. A wrong answer still cannot change a result: a replayed task that meets
+the send is a conflict, which stops the run or re-runs it (simulator/nic_replay.py; tests/test_lone_send.py
+makes one).
 """
 
 from __future__ import annotations
@@ -92,23 +94,26 @@ def _quiet_until(
     now = forecast.placement.env.now
     started = len(ends)
     own_links = stage == sender or stage in receivers  # its NIC flows load the sends' links
-    if started == len(order):  # its gradient buckets start when its last task ends
-        return not own_links and not _leaves_before(forecast, stage, started - 1, until_s, sender, index, receivers)
     next_start_s = now
     if started:
         end_s, latest_end_s = ends[-1]
         if end_s != latest_end_s:  # an op-level task runs there: its flows and end are not known
             if own_links or _sends_to(forecast, stage, order[started - 1], sender, receivers):
                 return False
+        elif _leaves_before(forecast, stage, started - 1, until_s, sender, index, receivers):
+            return False
         else:
             next_start_s = max(end_s, now)
-            if _leaves_before(forecast, stage, started - 1, until_s, sender, index, receivers):
-                return False
+    if started == len(order):  # its gradient buckets start when its last task ends (on its own links)
+        return not own_links
     following = started
-    if stage == asker:  # its next task asks: its successor starts at the earliest when it ends
+    if stage == asker:  # its next task asks: replayed, its sends leave as it ends, and its successor starts then
         if started + 1 == len(order):
             return False
         next_start_s += forecast.duration_s(stage, order[started])
+        leaves_s = next_start_s + forecast.latency_s
+        if leaves_s < until_s and _sends_to(forecast, stage, order[started], sender, receivers):
+            return False
         following += 1
     return next_start_s + forecast.first_flow_s(stage, order[following]) >= until_s
 
