@@ -31,7 +31,15 @@ from simulator.costs import (
 )
 from simulator.faults import Faults
 from simulator.ledger import Entry, Ledger
-from simulator.nic_replay import Forced, NicReplayTimer, ReplayConflict, ReplayStats, after_conflict, next_forced
+from simulator.nic_replay import (
+    Forced,
+    NicReplayTimer,
+    ReplayConflict,
+    ReplayStats,
+    TaskId,
+    after_conflict,
+    next_forced,
+)
 from simulator.placement import DpBucket, FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, reads_tasks, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
@@ -98,12 +106,15 @@ class Engine:
         costs: CostCache | None = None,
         forecast: bool | None = None,
         ledger: bool = False,
+        needed: bool = True,
     ) -> None:
         """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
         (the steady-state shortcut's shorter runs, simulator/steady.py). ``forced``: tasks to run at op level from
         the first run of a NIC replay (None: all; simulator/nic_replay.py); ``forecast``: whether that run also
         forces the tasks a forecast send meets (default: when ``forced`` is empty); ``costs``: a cost cache to share;
-        ``ledger``: keep the run's increments (simulator/ledger.py; with NIC replay, of the run that stands)."""
+        ``ledger``: keep the run's increments (simulator/ledger.py; with NIC replay, of the run that stands);
+        ``needed``: with NIC replay, whether ``run`` finds the run's needed tasks (ReplayStats.needed; else None, and
+        ``needed()`` finds them while this engine lives: the steady shortcut asks only where it runs twice)."""
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
@@ -137,6 +148,8 @@ class Engine:
         self._arrivals: dict[tuple, simpy.Event] = {}
         self._sent_at: dict[tuple, float] = {}
         self.ledger = Ledger(placement.bytes_sent) if ledger else None
+        self._find_needed = needed
+        self._stood: NicReplayTimer | None = None  # the timer of the run that stood, until needed() asks
 
     @property
     def simulated_ops(self) -> int:
@@ -323,8 +336,17 @@ class Engine:
             ops += result.simulated_ops
         result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start
         timer = trial.timer
-        result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, timer.needed()),)
+        needed = timer.needed() if self._find_needed else None
+        self._stood = None if self._find_needed else timer
+        result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, needed),)
         return result
+
+    def needed(self) -> frozenset[TaskId]:
+        """The needed tasks of the run that stood (simulator/nic_replay.NicReplayTimer.needed), after ``run``."""
+        if self._stood is None:
+            raise RuntimeError("engine: needed() after a run with NIC replay and needed=False only")
+        found, self._stood = self._stood.needed(), None  # NOTE: its flow log goes with it
+        return found
 
     def _again(self, forced: Forced, forecast: bool | None = None) -> Engine:
         """A fresh engine of this step, unobserved, sharing timings and costs, with ``forced`` at op level."""

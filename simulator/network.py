@@ -76,6 +76,11 @@ class FluidNetwork:
                 loads[link] = loads.get(link, 0.0) + flow.rate
         return loads
 
+    def flows_on(self, link: Hashable) -> list[tuple[tuple[Hashable, ...], float]]:
+        """(links, bytes left now) of each flow on ``link``."""
+        elapsed_s = self.env.now - self._last_update_s
+        return [(flow.links, flow.remaining - flow.rate * elapsed_s) for flow in self._on_link[link]]
+
     @property
     def active_flows(self) -> int:
         return len(self._flows)

@@ -116,12 +116,13 @@ class Footprint:
 class ReplayStats:
     """How a step's run with NIC replay went: shared runs until none conflicted, the tasks of the last run
     that ran at op level, how many of its tasks used the NIC, and which of its op-level tasks had their NIC
-    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded_at``)."""
+    flows meet another flow (the rest could have been replayed: the seed of a longer run, ``seeded_at``; None
+    where the run did not look, ``Engine(needed=False)``)."""
 
     runs: int
     forced: Forced
     nic_tasks: int
-    needed: frozenset[TaskId] = frozenset()
+    needed: frozenset[TaskId] | None = frozenset()
 
     @property
     def forced_fraction(self) -> float:
@@ -223,7 +224,9 @@ class NicReplayTimer:
         if forecast is None:
             forecast = forced == frozenset()
         self.forecast = (
-            SendForecast(placement, self._duration_s) if FORECAST and forecast and forced is not None else None
+            SendForecast(placement, self._duration_s, self._first_flow_s)
+            if FORECAST and forecast and forced is not None
+            else None
         )
         self.foreseen: set[TaskId] = set()  # tasks the forecast ran at op level
         self.env = placement.env
@@ -261,6 +264,12 @@ class NicReplayTimer:
 
     def _duration_s(self, stage: int, task: Task) -> float:
         return self.footprint(self.costs.workload.task_key(stage, task), stage).timing.duration_s
+
+    def _first_flow_s(self, stage: int, task: Task) -> float:
+        """When a task's first NIC flow starts from its start, alone (at op level too: before it the task touches
+        only its own stream and NVLink); its duration if it has none."""
+        found = self.footprint(self.costs.workload.task_key(stage, task), stage)
+        return min((spans[0][0] for spans in found.nic_spans if spans), default=found.timing.duration_s)
 
     @property
     def forced(self) -> Forced:

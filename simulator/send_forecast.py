@@ -8,7 +8,10 @@ as the engine would run them: each starts when the one before it on its stage ha
 arrived (its producer's forecast end, one NIC latency and the send's time alone later; at once for DualPipeV's
 turn inside the GPU), and takes its footprint's duration. So it knows where each cross-node output will
 occupy this stage's NIC links up to the asking task's end; a task whose own NIC spans (its footprint) overlap
-one of those, or a DP bucket in flight on its links, runs at op level from the start. An op-level task is
+one of those, or a DP bucket in flight on its links, runs at op level from the start; a send of a started task
+sure to run alone is taken at its exact span instead of its window (simulator/lone_send.py: Qwen3-235B at 48
+micro-batches, 268 -> 208 tasks forced, 143 of them needed). A start or end where forecast leaves the forecasts
+read from it as they are, and one elsewhere re-evaluates only what it moves (``_changed``). An op-level task is
 exact whatever the forecast says: a wrong forecast only costs time (a task at op level that could have been
 replayed, or a conflict, which stops the run: simulator/nic_replay.py), never accuracy.
 
@@ -21,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
-from simulator.flow_log import Span
+from simulator.flow_log import TOUCH_REL, Span
+from simulator.lone_send import lone_end
 from simulator.placement import FoldedPlacement
 from simulator.ranks import Place
 from workloads.schedules import Flow, Phase, Task
@@ -41,6 +45,13 @@ SEND_SLOWDOWN = 1.2
 # 1.36 M (interleaved); 2: 1.13 M, every one in one run; 3: 1.33 M (more forced); 2 with 4 sends early for every
 # phase instead of learnt: 1.24 M.
 OP_LEVEL_SLACK = 2.0
+# A task that starts or ends where it was forecast leaves the forecasts computed from it as they are, and one that
+# does not re-evaluates them, passing on only what changes (SendForecast._changed); False drops them all, to be
+# recomputed when asked (tests/test_send_forecast.py compares the two).
+KEEP = True
+# A started task's send sure to run alone is taken at its exact span (simulator/lone_send.py); False keeps its
+# SEND_SLOWDOWN window (tests/test_send_forecast.py compares the two).
+LONE = True
 
 Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)
 # (producing stage, index of its task in that stage's order, how long after its end the input arrives at the
@@ -60,9 +71,16 @@ class SendForecast:
     """The cross-node PP sends of every stage's last ended, running and next tasks, and whether a task meets one
     of them or a DP bucket in flight."""
 
-    def __init__(self, placement: FoldedPlacement, duration_s: Callable[[int, Task], float]) -> None:
-        """``duration_s(stage, task)``: how long a task takes alone (its footprint)."""
-        self.placement, self.duration_s = placement, duration_s
+    def __init__(
+        self,
+        placement: FoldedPlacement,
+        duration_s: Callable[[int, Task], float],
+        first_flow_s: Callable[[int, Task], float] | None = None,
+    ) -> None:
+        """``duration_s(stage, task)``: how long a task takes alone (its footprint); ``first_flow_s``: when its
+        first NIC flow starts from its start (its duration if it has none), which lets ``meets`` take a send
+        sure to run alone at its exact span (simulator/lone_send.py; None: never)."""
+        self.placement, self.duration_s, self.first_flow_s = placement, duration_s, first_flow_s
         workload, cluster = placement.workload, placement.cluster
         self.latency_s = cluster.nic_latency_s
         self.nbytes = workload.pp_bytes_per_gpu
@@ -70,6 +88,8 @@ class SendForecast:
         self.send_s = SEND_SLOWDOWN * self.alone_s
         self.schedule = workload.schedule
         self._orders = [workload.stage_order(stage) for stage in range(workload.pp)]
+        self._crossing: dict[tuple[int, int], bool] = {}  # _crosses per stage pair
+        self._by_index: dict[tuple[int, int], tuple[tuple[Hashable, ...], float, float]] = {}  # _links_at
         # Where each activation or gradient comes from: (stage, index in its order) of the task that sends it.
         self._producer: dict[Flow, tuple[int, int]] = {}
         # NOTE: per stage, the stages whose sends load its NIC links (itself, its neighbours): the only ones a
@@ -105,18 +125,51 @@ class SendForecast:
         window = (end_s, end_s)
         if op_level:
             window = (end_s - self.early_s.get(task.direction, 0.0), end_s + OP_LEVEL_SLACK * self.alone_s)
+        index = len(self._ends[stage])
         self._ends[stage].append(window)
         self._running[stage] = (task.direction, end_s) if op_level else None
-        self._forget(stage, len(self._ends[stage]) - 1)
+        self._sends[stage] = None  # its last two started tasks are others now
+        forecast = self._times.pop((stage, index), None)
+        if not KEEP or forecast is None or (forecast.end_s, forecast.latest_end_s) != window:
+            self._changed(stage, index)
 
     def ended(self, stage: int, end_s: float) -> None:
         """The running task of ``stage`` ended at ``end_s``."""
-        self._ends[stage][-1] = (end_s, end_s)
+        ends = self._ends[stage]
         running = self._running[stage]
         if running is not None:
             phase, expected_s = running
             self.early_s[phase] = max(self.early_s.get(phase, 0.0), expected_s - end_s)
-        self._forget(stage, len(self._ends[stage]) - 1)
+        if not KEEP or ends[-1] != (end_s, end_s):
+            ends[-1] = (end_s, end_s)
+            self._sends[stage] = None
+            self._changed(stage, len(ends) - 1)
+
+    def _changed(self, stage: int, index: int) -> None:
+        """The ``index``-th task of ``stage`` started or ended where it was not forecast: bring what was computed
+        from it up to date (KEEP), or drop it (recomputed when asked).
+
+        Kept forecasts equal recomputed ones: a forecast is a function of the (end, latest end) of the tasks it
+        read (``_users``: the one before it on its stage and its inputs' producers, a fixed set), so one whose
+        inputs' values are as they were is the one a recomputation gives. A changed value re-evaluates each
+        forecast that read it, and only one whose value changes passes it on: once the stack is empty, every
+        forecast kept is its function of its inputs' current values (by induction on the order they are
+        computed in: every change after a forecast's last evaluation pushed it again). A started task's own
+        forecast leaves ``_times``: its value is ``_ends``' now (``started``: kept where they are equal)."""
+        if not KEEP:
+            self._forget(stage, index)
+            return
+        stack = list(self._users.get((stage, index), ()))
+        while stack:
+            key = stack.pop()
+            old = self._times.get(key)
+            if old is None:  # started since it was computed: its value is told, not forecast
+                continue
+            new = self._compute(*key, register=False)
+            if new != old:
+                self._times[key] = new
+                self._sends[key[0]] = None
+                stack.extend(self._users.get(key, ()))
 
     def _forget(self, stage: int, index: int) -> None:
         """Drop what was computed from the ``index``-th task of ``stage`` (it started or ended), and from that."""
@@ -131,7 +184,11 @@ class SendForecast:
 
     def _crosses(self, src: int, dst: int) -> bool:
         """Whether a PP send from stage ``src`` to ``dst`` leaves over the NIC (not NVLink)."""
-        return self.placement.pp_links(Place(0, src, 0), Place(0, dst, 0))[0][0] == "nic_out"
+        crosses = self._crossing.get((src, dst))
+        if crosses is None:
+            route = self.placement.pp_links(Place(0, src, 0), Place(0, dst, 0))
+            crosses = self._crossing[(src, dst)] = route[0][0] == "nic_out"
+        return crosses
 
     def links(self, stage: int, task: Task) -> tuple[tuple[Hashable, ...], float, float]:
         """The NIC links ``task``'s outputs load (a send's out and in link each, when it crosses nodes), how long
@@ -160,7 +217,7 @@ class SendForecast:
                 source, at = self._producer[flow]
                 delay_s = latest_delay_s = 0.0
                 if source != stage:
-                    _, _, alone_s = self.links(source, self._orders[source][at])
+                    _, _, alone_s = self._links_at(source, at)
                     if not self._crosses(source, stage):  # inside one scale-up domain: over NVLink
                         (link,) = self.placement.pp_links(Place(0, source, 0), Place(0, stage, 0))
                         alone_s = self.nbytes / self.placement.network.capacities_Bps[link]
@@ -176,52 +233,81 @@ class SendForecast:
         if index < len(ends):
             return Times(0.0, *ends[index])
         key = (stage, index)
-        if key not in self._times:
-            start_s = latest_start_s = 0.0
-            if index:
-                _, start_s, latest_start_s = self.times(stage, index - 1)
-                self._users.setdefault((stage, index - 1), []).append(key)
-            for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
-                self._users.setdefault((source, at), []).append(key)
-                ends = self._ends[source]
-                if at < len(ends):  # NOTE: started, as times() would say, without the call
-                    end_s, latest_end_s = ends[at]
-                else:
-                    for earlier in range(len(ends), at):  # the producer's stage up to it, in order
-                        self.times(source, earlier)
-                    _, end_s, latest_end_s = self.times(source, at)
-                start_s, latest_start_s = (
-                    max(start_s, end_s + delay_s),
-                    max(latest_start_s, latest_end_s + latest_delay_s),
-                )
-            if key not in self._duration:
-                self._duration[key] = self.duration_s(stage, self._orders[stage][index])
-            duration_s = self._duration[key]
-            self._times[key] = Times(start_s, start_s + duration_s, latest_start_s + duration_s)
-        return self._times[key]
+        found = self._times.get(key)
+        if found is None:
+            found = self._times[key] = self._compute(stage, index, register=True)
+        return found
 
-    def _of(self, stage: int, task: Task, times: Times) -> list[Send]:
-        links, send_s, _ = self.links(stage, task)
+    def _compute(self, stage: int, index: int, register: bool) -> Times:
+        """The ``index``-th unstarted task of ``stage``'s forecast from what it reads (its predecessor's and its
+        producers' ends), noting it among their users on its first computation (``register``)."""
+        key = (stage, index)
+        start_s = latest_start_s = 0.0
+        if index:
+            _, start_s, latest_start_s = self.times(stage, index - 1)
+            if register:
+                self._users.setdefault((stage, index - 1), []).append(key)
+        for source, at, delay_s, latest_delay_s in self.inputs(stage, index):
+            if register:
+                self._users.setdefault((source, at), []).append(key)
+            ends = self._ends[source]
+            if at < len(ends):  # NOTE: started, as times() would say, without the call
+                end_s, latest_end_s = ends[at]
+            else:
+                for earlier in range(len(ends), at):  # the producer's stage up to it, in order
+                    self.times(source, earlier)
+                _, end_s, latest_end_s = self.times(source, at)
+            # NOTE: comparisons, not max(): two builtin calls per input cost more than the rest (the same floats)
+            arrives_s, latest_arrives_s = end_s + delay_s, latest_end_s + latest_delay_s
+            if arrives_s > start_s:  # noqa: PLR1730
+                start_s = arrives_s
+            if latest_arrives_s > latest_start_s:  # noqa: PLR1730
+                latest_start_s = latest_arrives_s
+        duration_s = self._duration_of(stage, index)
+        return Times(start_s, start_s + duration_s, latest_start_s + duration_s)
+
+    def _duration_of(self, stage: int, index: int) -> float:
+        """``duration_s`` of the ``index``-th task of ``stage``, asked once."""
+        duration_s = self._duration.get((stage, index))
+        if duration_s is None:
+            duration_s = self._duration[(stage, index)] = self.duration_s(stage, self._orders[stage][index])
+        return duration_s
+
+    def _links_at(self, stage: int, index: int) -> tuple[tuple[Hashable, ...], float, float]:
+        """``links`` of the ``index``-th task of ``stage`` (NOTE: by index: a Task's hash is Python code)."""
+        found = self._by_index.get((stage, index))
+        if found is None:
+            found = self._by_index[(stage, index)] = self.links(stage, self._orders[stage][index])
+        return found
+
+    def _of(self, stage: int, index: int, times: Times) -> list[Send]:
+        links, send_s, _ = self._links_at(stage, index)
         start_s, end_s = times.end_s + self.latency_s, times.latest_end_s + self.latency_s + send_s
         return [(link, start_s, end_s) for link in links]
 
     def stage_sends(self, stage: int, until_s: float, following: bool = True) -> tuple[list[Send], list[Send]]:
-        """The sends of ``stage``'s last ended and running task, and (``following``) of the tasks after it: the
-        next, and the others that start before ``until_s``."""
+        """The sends of ``stage``'s last ended and running task, and (``following``) of the tasks after it that
+        start before ``until_s``, as far as their sends may leave before it."""
         order, started = self._orders[stage], len(self._ends[stage])
         if self._sends[stage] is None:
             known = [send for index in range(max(started - 2, 0), started)
-                     for send in self._of(stage, order[index], self.times(stage, index))]  # fmt: skip
+                     for send in self._of(stage, index, self.times(stage, index))]  # fmt: skip
             self._sends[stage] = [known, [], started]
         cached = self._sends[stage]
         known, later, index = cached
         if not following:
             return known, []
         while index < len(order):
+            # NOTE: a task starts once the one before it has ended, so its sends leave its duration and a NIC latency
+            # after that end at the earliest: from one whose sends cannot leave before until_s on (the later ones
+            # leave later), none is forecast yet (callers take sends leaving before until_s only)
+            before_s = self.times(stage, index - 1).end_s if index else 0.0
+            if before_s + self._duration_of(stage, index) + self.latency_s >= until_s:
+                break
             times = self.times(stage, index)
             if index > started and times.start_s >= until_s:
                 break
-            later.extend(self._of(stage, order[index], times))
+            later.extend(self._of(stage, index, times))
             index += 1
         cached[2] = index
         return known, later
@@ -238,12 +324,39 @@ class SendForecast:
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
         """Whether a task starting at ``start_s`` whose flows occupy ``spans`` of ``links`` (from its start)
-        overlaps a DP bucket in flight or a forecast send."""
+        overlaps a DP bucket in flight or a forecast send (one of a started task's that overlaps it: unless that
+        send is sure to run alone and does not, at its exact span, simulator/lone_send.py)."""
         if any(self.placement.dp_in_flight.get(link) and spans[i] for i, link in enumerate(links)):
             return True
         until_s = start_s + max((spans_of[-1][1] for spans_of in spans if spans_of), default=0.0)
-        for link, begin_s, end_s in self.sends(links[0][1], links, until_s):
-            for span_begin, span_end in spans[links.index(link)]:
-                if start_s + span_begin < end_s and start_s + span_end > begin_s:
+        stage = links[0][1]
+        for sender in self._senders[stage]:
+            known, following = self.stage_sends(sender, until_s, following=sender != stage)
+            position = 0
+            started = len(self._ends[sender])
+            for index in range(max(started - 2, 0), started):
+                count = len(self._links_at(sender, index)[0])
+                lone_s = None
+                for link, begin_s, end_s in known[position : position + count]:
+                    if link not in links or not _overlaps(spans[links.index(link)], start_s, begin_s, end_s):
+                        continue
+                    if not LONE or self.first_flow_s is None:
+                        return True
+                    if lone_s is None:  # NOTE: asked only of a send that meets the task at its window
+                        lone_s = lone_end(self, sender, index, stage)
+                        lone_s = False if lone_s is None else lone_s - TOUCH_REL * abs(lone_s)  # touching: apart
+                    if lone_s is False or _overlaps(spans[links.index(link)], start_s, begin_s, lone_s):
+                        return True
+                position += count
+            for link, begin_s, end_s in following:
+                if link in links and begin_s < until_s and _overlaps(spans[links.index(link)], start_s, begin_s, end_s):
                     return True
         return False
+
+
+def _overlaps(spans: tuple[Span, ...], start_s: float, begin_s: float, end_s: float) -> bool:
+    """Whether any of ``spans`` (from ``start_s``) overlaps [begin_s, end_s)."""
+    for span_begin, span_end in spans:
+        if start_s + span_begin < end_s and start_s + span_end > begin_s:
+            return True
+    return False

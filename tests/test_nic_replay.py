@@ -4,6 +4,7 @@ check on hand-made spans; a PP send inside a reserved span; the limits; probes; 
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import fields, replace
 
 import pytest
@@ -239,6 +240,20 @@ def test_needed_tasks_alone_make_a_run_without_conflicts(no_forecast: None) -> N
     again = Engine(workload, cluster, CAL, forced=stats.needed).run()
     assert again.nic_replay[0].runs == 1 and again.nic_replay[0].forced == stats.needed
     _assert_same(again, Engine(workload, cluster, CAL, memoize=False).run())
+
+
+def test_needed_found_when_asked(no_forecast: None) -> None:
+    """``Engine(needed=False)``: the run's stats say None (picklable, no flow log kept) and ``needed()`` finds,
+    once, the tasks the eager run finds, over the same run."""
+    workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
+    (eager,) = Engine(workload, cluster, CAL).run().nic_replay
+    engine = Engine(workload, cluster, CAL, needed=False)
+    (lazy,) = engine.run().nic_replay
+    assert lazy.needed is None and pickle.loads(pickle.dumps(lazy)) == lazy
+    assert (lazy.runs, lazy.forced) == (eager.runs, eager.forced)
+    assert engine.needed() == eager.needed and eager.needed
+    with pytest.raises(RuntimeError):
+        engine.needed()
 
 
 def test_seed_maps_each_task_where_the_longer_run_has_it() -> None:

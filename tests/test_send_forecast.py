@@ -250,6 +250,89 @@ def test_forgetting_only_what_moved_forecasts_as_forgetting_all(name: str, monke
         self._users.clear()
         self._sends = [None] * len(self._sends)
 
+    monkeypatch.setattr(send_forecast, "KEEP", False)  # _forget is the path without KEEP
     monkeypatch.setattr(SendForecast, "_forget", forget_all)
     (cleared,) = Engine(workload, cluster, CAL).run().nic_replay
     assert (kept.runs, kept.forced) == (cleared.runs, cleared.forced) and kept.forced
+
+
+@pytest.mark.parametrize("name", ["1f1b-pp4", "interleaved", "ep-overlap-dw", "dualpipev"])
+def test_kept_forecasts_equal_recomputed_ones(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KEEP: after every start and end over a run each forecast kept equals its recomputation from what it reads
+    (the fixpoint SendForecast._changed keeps), forecasts kept as they were by a start or end and, on 1F1B and
+    DualPipeV, some moved (re-evaluated); dropping and recomputing instead (KEEP off) answers every ``meets`` the same and forces the same
+    tasks."""
+    pp, micro_batches, changes = SCHEDULES[name]
+    workload, cluster = _workload(pp, micro_batches, **changes)
+    answers: dict[bool, list[bool]] = {True: [], False: []}
+    seen = {"kept": 0, "moved": 0}
+    started, ended, meets = SendForecast.started, SendForecast.ended, SendForecast.meets
+
+    def check(forecast: SendForecast) -> None:
+        for (stage, index), kept in forecast._times.items():
+            assert forecast._compute(stage, index, register=False) == kept
+
+    def count(self: SendForecast, before: dict) -> None:
+        """Forecasts a start or end left as they were, and ones it moved."""
+        for key, forecast in before.items():
+            if key in self._times:
+                seen["kept" if self._times[key] == forecast else "moved"] += 1
+        check(self)
+
+    def checked_started(self: SendForecast, stage: int, task: Task, end_s: float, op_level: bool = False) -> None:
+        before = dict(self._times)
+        started(self, stage, task, end_s, op_level)
+        count(self, before)
+
+    def checked_ended(self: SendForecast, stage: int, end_s: float) -> None:
+        before = dict(self._times)
+        ended(self, stage, end_s)
+        count(self, before)
+
+    def recorded_meets(self: SendForecast, *args) -> bool:
+        answers[send_forecast.KEEP].append(meets(self, *args))
+        return answers[send_forecast.KEEP][-1]
+
+    monkeypatch.setattr(SendForecast, "meets", recorded_meets)
+    monkeypatch.setattr(SendForecast, "started", checked_started)
+    monkeypatch.setattr(SendForecast, "ended", checked_ended)
+    (kept,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert seen["kept"] > 0 and (seen["moved"] > 0) == (name in ("1f1b-pp4", "dualpipev"))  # some start off forecast
+    monkeypatch.setattr(send_forecast, "KEEP", False)
+    monkeypatch.setattr(SendForecast, "started", started)
+    monkeypatch.setattr(SendForecast, "ended", ended)
+    (recomputed,) = Engine(workload, cluster, CAL).run().nic_replay
+    assert answers[True] == answers[False] and True in answers[True]
+    assert (kept.runs, kept.forced) == (recomputed.runs, recomputed.forced)
+
+
+@pytest.mark.parametrize("name", ["dp4", "ep-overlap-3GBps", "dualpipev"])
+def test_following_sends_as_when_every_next_task_is_forecast(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over a run, at every ``meets``, each stage's following sends that leave before the asker's end are those of
+    forecasting the next task and every later one that starts before it (what stage_sends did before it stopped
+    at the first task whose sends cannot leave in time); some stages have such sends, some none."""
+    pp, micro_batches, changes = SCHEDULES[name]
+    workload, cluster = _workload(pp, micro_batches, **changes)
+    meets, checked = SendForecast.meets, []
+
+    def every_next(forecast: SendForecast, stage: int, until_s: float) -> list:
+        found, order, started = [], forecast._orders[stage], len(forecast._ends[stage])
+        for index in range(started, len(order)):
+            times = forecast.times(stage, index)
+            if index > started and times.start_s >= until_s:
+                break
+            found.extend(send for send in forecast._of(stage, index, times) if send[1] < until_s)
+        return found
+
+    def compared(self: SendForecast, links, spans, start_s: float) -> bool:
+        until_s = start_s + max((spans_of[-1][1] for spans_of in spans if spans_of), default=0.0)
+        for sender in self._senders[links[0][1]]:
+            _, following = self.stage_sends(sender, until_s)
+            reference = every_next(self, sender, until_s)
+            assert [send for send in following if send[1] < until_s] == reference
+            checked.append(bool(reference))
+        return meets(self, links, spans, start_s)
+
+    monkeypatch.setattr(SendForecast, "meets", compared)
+    Engine(workload, cluster, CAL).run()
+    assert True in checked and False in checked
