@@ -6,6 +6,7 @@ each task receives and sends, the activations a stage holds and the parameter bl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
@@ -103,8 +104,8 @@ class Schedule:
         self.ep_overlap, self.delay_wgrad = ep_overlap, delay_wgrad
 
     # --- what a schedule defines ---------------------------------------------------------------------
-    def order(self, stage: int) -> list[Task]:
-        """The tasks of ``stage``, in the order it runs them."""
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        """The tasks of ``stage``, in the order it runs them, built as they are taken: a prefix costs its length."""
         raise NotImplementedError
 
     @property
@@ -140,6 +141,30 @@ class Schedule:
         """Raise ConfigError if the schedule cannot run these stages and micro-batches."""
 
     # --- derived from the above ----------------------------------------------------------------------
+    def order(self, stage: int) -> list[Task]:
+        """The tasks of ``stage``, in the order it runs them."""
+        return list(self.lazy_order(stage))
+
+    def forward_chunks(self, stage: int, count: int) -> tuple[int, ...]:
+        """The chunks of the first ``count`` forward halves (F tasks, F&B's forward) of ``stage``'s order (fewer if
+        it has fewer), from the prefix of the lazy order that holds them: the same as walking the whole order.
+
+        NOTE: the prefix does not grow with the micro-batches for ``count = in_flight(stage)``: every order opens
+        with its warm-up, a fixed number of tasks, then alternates forwards (F, or F&B) with at most two other
+        tasks (1F1B and interleaved: B; ZB1P: Bi, W; DualPipe(V): step 2 runs F0 F1, step 3 B1 W1 F1, step 4
+        pairs F&B), and the micro-batches set only how long the alternation runs; so the count-th forward comes
+        within warm-up + 3 count tasks, whatever m is (tests/test_schedule_prefix.py checks it against the walk)."""
+        chunks: list[int] = []
+        if count <= 0:
+            return ()
+        for task in self.lazy_order(stage):
+            for phase, _, chunk in self.halves(task):
+                if phase == FORWARD:
+                    chunks.append(chunk)
+                    if len(chunks) == count:
+                        return tuple(chunks)
+        return tuple(chunks)
+
     @property
     def shape(self) -> ScheduleShape:
         """What sets this schedule's orders: equal shapes run equal orders."""
@@ -212,13 +237,15 @@ class OneFOneB(Schedule):
 
     name = "1f1b"
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         m = self.micro_batches
         warmup = min(self.stages - stage - 1 + self.extra_warmup, m)
-        order = [Task(FORWARD, mb, 0) for mb in range(warmup)]
+        for mb in range(warmup):
+            yield Task(FORWARD, mb, 0)
         for i in range(m - warmup):
-            order += self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
-        return order + [Task(BACKWARD, mb, 0) for mb in range(m - warmup, m)]
+            yield from self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
+        for mb in range(m - warmup, m):
+            yield Task(BACKWARD, mb, 0)
 
     def in_flight(self, stage: int) -> int:
         return min(self.stages - stage + self.extra_warmup, self.micro_batches)
@@ -235,27 +262,25 @@ class ZeroBubble1P(Schedule):
 
     name = "zb1p"
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         m, warmup = self.micro_batches, self.stages - stage - 1
         count = {FORWARD: 0, BACKWARD_INPUT: 0, WEIGHT: 0}
-        order: list[Task] = []
 
-        def run(*phases: Phase) -> None:
+        def run(*phases: Phase) -> Iterator[Task]:
             for phase in phases:
-                order.append(Task(phase, count[phase], 0))
+                yield Task(phase, count[phase], 0)
                 count[phase] += 1
 
         for _ in range(warmup):
-            run(FORWARD)
+            yield from run(FORWARD)
         for _ in range(stage):  # W deferred
-            run(FORWARD, BACKWARD_INPUT)
+            yield from run(FORWARD, BACKWARD_INPUT)
         for _ in range(m - warmup - stage):
-            run(FORWARD, BACKWARD_INPUT, WEIGHT)
+            yield from run(FORWARD, BACKWARD_INPUT, WEIGHT)
         for _ in range(warmup):
-            run(BACKWARD_INPUT, WEIGHT)
+            yield from run(BACKWARD_INPUT, WEIGHT)
         for _ in range(stage):
-            run(WEIGHT)
-        return order
+            yield from run(WEIGHT)
 
     def in_flight(self, stage: int) -> int:
         return self.stages  # warm-up (pp-s-1) plus s forwards whose W waits, plus the steady-state one
@@ -277,7 +302,7 @@ class Interleaved(Schedule):
     def _warmup(self, stage: int) -> int:
         return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         stages, chunks = self.stages, self.chunks
         total = self.micro_batches * chunks
 
@@ -290,10 +315,12 @@ class Interleaved(Schedule):
             return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
 
         warmup = min(self._warmup(stage) + self.extra_warmup, total)
-        order = [forward(k) for k in range(warmup)]
+        for k in range(warmup):
+            yield forward(k)
         for i in range(total - warmup):
-            order += self.pair_steady(forward(warmup + i), backward(i))
-        return order + [backward(k) for k in range(total - warmup, total)]
+            yield from self.pair_steady(forward(warmup + i), backward(i))
+        for k in range(total - warmup, total):
+            yield backward(k)
 
     def in_flight(self, stage: int) -> int:
         return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
@@ -346,7 +373,7 @@ class DualPipe(Schedule):
                 f"micro-batches ({m}) of at least 2 x pp (deepseek-ai/DualPipe)",
             )
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         """Phase p of a rank is direction p for the first half of the ranks and 1 - p for the second."""
         stages, micro_batches = self.stages, self.micro_batches
         half, half_rank = stages // 2, min(stage, stages - 1 - stage)
@@ -354,63 +381,61 @@ class DualPipe(Schedule):
         middle = half_rank == half - 1
         count = {FORWARD: [0, 0], BACKWARD: [0, 0]}
         deferred: list[tuple[int, int]] = []  # weight-gradient work waiting, FIFO (WeightGradStore)
-        order: list[Task] = []
 
         def take(kind: Phase, phase: int) -> tuple[int, int]:
             chunk = phase ^ flip
             count[kind][chunk] += 1
             return count[kind][chunk] - 1, chunk
 
-        def f(phase: int) -> None:
-            order.append(Task(FORWARD, *take(FORWARD, phase)))
+        def f(phase: int) -> Task:
+            return Task(FORWARD, *take(FORWARD, phase))
 
-        def b(phase: int, zero_bubble: bool = False) -> None:
+        def b(phase: int, zero_bubble: bool = False) -> Task:
             mb, chunk = take(BACKWARD, phase)
-            order.append(Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk))
             if zero_bubble:
                 deferred.append((mb, chunk))
+            return Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk)
 
-        def w() -> None:
-            order.append(Task(WEIGHT, *deferred.pop(0)))
+        def w() -> Task:
+            return Task(WEIGHT, *deferred.pop(0))
 
-        def fb(f_phase: int, b_phase: int) -> None:
+        def fb(f_phase: int, b_phase: int) -> Task:
             forward = take(FORWARD, f_phase)
-            order.append(Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase)))
+            return Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase))
 
         outer = half - half_rank - 1
         for _ in range(2 * outer):  # step 1: nF0
-            f(0)
+            yield f(0)
         for _ in range(half_rank + 1):  # step 2: nF0F1
-            f(0)
-            f(1)
+            yield f(0)
+            yield f(1)
         for _ in range(outer):  # step 3: nB1W1F1 (zero bubble)
-            b(1, zero_bubble=True)
-            w()
-            f(1)
+            yield b(1, zero_bubble=True)
+            yield w()
+            yield f(1)
         for i in range(micro_batches // 2 - stages + half_rank + 1):  # step 4: nF0B1F1B0
             if i == 0 and middle:  # the middle ranks do not overlap their first pair
-                f(0)
-                b(1)
+                yield f(0)
+                yield b(1)
             else:
-                fb(0, 1)
-            fb(1, 0)
+                yield fb(0, 1)
+            yield fb(1, 0)
         for _ in range(outer):  # step 5: nB1F1B0
-            b(1)
-            fb(1, 0)
+            yield b(1)
+            yield fb(1, 0)
         zero_bubble = False
         for i in range(half_rank + 1):  # step 6: nB1B0, the second half with zero bubble
             if i == (half_rank + 1) // 2 and half_rank % 2 == 1:
                 zero_bubble = True
-            b(1, zero_bubble)
+            yield b(1, zero_bubble)
             if i == (half_rank + 1) // 2 and half_rank % 2 == 0:
                 zero_bubble = True
-            b(0, zero_bubble)
+            yield b(0, zero_bubble)
         for _ in range(outer):  # step 7: nWB0 (zero bubble)
-            w()
-            b(0, zero_bubble=True)
+            yield w()
+            yield b(0, zero_bubble=True)
         for _ in range(half_rank + 1):  # step 8: nW
-            w()
-        return order
+            yield w()
 
 
 class DualPipeV(Schedule):
@@ -448,8 +473,8 @@ class DualPipeV(Schedule):
                 f"DualPipeV needs at least 2 x pp ({2 * self.stages}) micro-batches, got {self.micro_batches}",
             )
 
-    def order(self, stage: int) -> list[Task]:
-        return DualPipe(2 * self.stages, 2 * self.micro_batches).order(stage)
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        return DualPipe(2 * self.stages, 2 * self.micro_batches).lazy_order(stage)
 
 
 SCHEDULES: dict[str, type[Schedule]] = {
