@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -240,4 +241,9 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
 
 def peak_memory(workload: StepWorkload) -> MemoryBreakdown:
     """The stage with the highest memory per GPU (stage 0 under 1F1B)."""
-    return max((stage_memory(workload, s) for s in range(workload.pp)), key=lambda b: b.total_bytes)
+    return peak_of(stage_memory(workload, s) for s in range(workload.pp))
+
+
+def peak_of(stages: Iterable[MemoryBreakdown]) -> MemoryBreakdown:
+    """The breakdown with the most bytes (the first of equals)."""
+    return max(stages, key=lambda b: b.total_bytes)

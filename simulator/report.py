@@ -14,7 +14,7 @@ from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
 from simulator.faults import Faults
 from simulator.megatron_flops import megatron_args, megatron_flops
-from simulator.memory import GIB, fit_recompute, peak_memory, stage_memory
+from simulator.memory import GIB, fit_recompute, peak_memory, peak_of, stage_memory
 from simulator.probes import Probe
 from simulator.steady import run_step
 from simulator.unfolded import check_unfolded_size
@@ -263,6 +263,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
+    memory = [stage_memory(workload, s) for s in range(workload.pp)]
     report = Report(
         model=workload.model.name,
         layout=workload.layout.name,
@@ -282,11 +283,8 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         bubble_fraction=bubble,
         exposed_comm_s=exposed,
         compute_busy_s=critical.compute_busy_s,
-        peak_memory_gib=peak_memory(workload).total_gib,
-        memory_gib=[
-            {**stage_memory(workload, s).terms_gib(), "total": stage_memory(workload, s).total_gib}
-            for s in range(workload.pp)
-        ],
+        peak_memory_gib=peak_of(memory).total_gib,  # each stage's breakdown computed once
+        memory_gib=[{**stage.terms_gib(), "total": stage.total_gib} for stage in memory],
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
         schedule_bubble=balanced,

@@ -5,16 +5,7 @@ from itertools import islice
 import pytest
 
 from simulator.memory import held_chunks
-from workloads.schedules import (
-    BACKWARD,
-    FORWARD,
-    DualPipe,
-    DualPipeV,
-    Interleaved,
-    OneFOneB,
-    Schedule,
-    ZeroBubble1P,
-)
+from workloads.schedules import BACKWARD, FORWARD, DualPipe, DualPipeV, Interleaved, OneFOneB, Schedule, ZeroBubble1P
 
 # (class, stages, chunks, ep_overlap, delay_wgrad, micro-batch counts): each class and option, small counts where
 # the warm-up is cut short (1F1B at m < pp, interleaved at m = pp) up to counts far past the warm-up
