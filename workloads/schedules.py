@@ -6,7 +6,7 @@ each task receives and sends, the activations a stage holds and the parameter bl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
@@ -83,6 +83,29 @@ class ScheduleShape(NamedTuple):
         )
 
 
+class SteadyCut(NamedTuple):
+    """How a stage's order grows past ``min_micro_batches``: every ``period`` more micro-batches add one steady
+    period, whose task kinds (``kind_of``) are ``per_period``."""
+
+    min_micro_batches: int
+    period: int
+    per_period: dict[Task, int]
+
+
+def kind_of(task: Task) -> Task:
+    """The task with its micro-batch indices 0: tasks of one kind on a stage run the same op list."""
+    return task._replace(micro_batch=0, paired=task.paired and (0, task.paired[1]))
+
+
+def walked_counts(order: Iterable[Task]) -> dict[Task, int]:
+    """How many tasks of each kind ``order`` has, in the order of their first appearance."""
+    counts: dict[Task, int] = {}
+    for task in order:
+        kind = kind_of(task)
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
 class Schedule:
     """A pipeline schedule over ``stages`` stages and ``micro_batches`` micro-batches per step."""
 
@@ -153,7 +176,7 @@ class Schedule:
         with its warm-up, a fixed number of tasks, then alternates forwards (F, or F&B) with at most two other
         tasks (1F1B and interleaved: B; ZB1P: Bi, W; DualPipe(V): step 2 runs F0 F1, step 3 B1 W1 F1, step 4
         pairs F&B), and the micro-batches set only how long the alternation runs; so the count-th forward comes
-        within warm-up + 3 count tasks, whatever m is (tests/test_schedule_prefix.py checks it against the walk)."""
+        within warm-up + 3 count tasks, whatever m is (tests/test_order_shortcuts.py checks it against the walk)."""
         chunks: list[int] = []
         if count <= 0:
             return ()
@@ -171,6 +194,33 @@ class Schedule:
         return ScheduleShape(
             type(self), self.stages, self.micro_batches, self.chunks, self.ep_overlap, self.delay_wgrad
         )
+
+    def resized(self, micro_batches: int) -> Schedule:
+        """The same schedule (stages, chunks, overlap) over ``micro_batches`` micro-batches."""
+        return self.shape._replace(micro_batches=micro_batches).build()
+
+    def steady_cut(self, stage: int) -> SteadyCut | None:
+        """How the order of ``stage`` grows with the micro-batches (``SteadyCut``), or None: count by walking."""
+        return None
+
+    def kind_counts(self, stage: int) -> dict[Task, int]:
+        """How many tasks of each kind (``kind_of``) ``stage``'s order runs, in the order of their first appearance
+        (what a walk over the whole order counts), at a cost that does not grow with the micro-batches: the walk
+        over the order with whole steady periods cut (``SteadyCut``), plus the cut periods' kinds.
+
+        Why it is the walk: the order at m is the order at m - k q with k more steady periods, each of the same
+        kinds (``SteadyCut.per_period``), inserted where the steady state repeats; warm-up and cool-down keep their
+        kinds (only micro-batch indices shift). The shorter order keeps at least one whole period of its steady
+        state, so every kind of the inserted periods appears in it before the point they are inserted at, and the
+        first appearances come in the same order (tests/test_order_shortcuts.py checks it against the walk)."""
+        cut, m = self.steady_cut(stage), self.micro_batches
+        periods = (m - cut.min_micro_batches) // cut.period if cut is not None else 0
+        if periods <= 0:
+            return walked_counts(self.lazy_order(stage))
+        counts = walked_counts(self.resized(m - periods * cut.period).lazy_order(stage))
+        for kind, times in cut.per_period.items():
+            counts[kind] += periods * times
+        return counts
 
     @staticmethod
     def halves(task: Task) -> list[tuple[Phase, int, int]]:
@@ -250,6 +300,11 @@ class OneFOneB(Schedule):
     def in_flight(self, stage: int) -> int:
         return min(self.stages - stage + self.extra_warmup, self.micro_batches)
 
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past the full warm-up and one steady pair, each micro-batch adds a forward and a backward (F&B)."""
+        steady = self.pair_steady(Task(FORWARD, 0, 0), Task(BACKWARD, 0, 0))
+        return SteadyCut(self.stages - stage + self.extra_warmup, 1, walked_counts(steady))
+
     def check(self) -> None:
         self.check_overlap()
 
@@ -284,6 +339,10 @@ class ZeroBubble1P(Schedule):
 
     def in_flight(self, stage: int) -> int:
         return self.stages  # warm-up (pp-s-1) plus s forwards whose W waits, plus the steady-state one
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past pp - 1 micro-batches (warm-up and deferred W) and one steady F Bi W, each adds an F, a Bi and a W."""
+        return SteadyCut(self.stages, 1, {Task(phase, 0, 0): 1 for phase in (FORWARD, BACKWARD_INPUT, WEIGHT)})
 
     def check(self) -> None:
         self.check_overlap()
@@ -325,6 +384,21 @@ class Interleaved(Schedule):
     def in_flight(self, stage: int) -> int:
         return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
 
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past the full warm-up and one whole steady period (pp v steady pairs), each pp micro-batches add pp v
+        steady pairs: forward k = warm-up + i with backward i for i over a period, whose chunks repeat every pp v
+        (a group of pp micro-batches per chunk), so any pp v consecutive pairs have the same kinds."""
+        stages, chunks = self.stages, self.chunks
+        group = stages * chunks
+        warmup = self._warmup(stage) + self.extra_warmup
+        kinds: dict[Task, int] = {}
+        for i in range(group):
+            forward = Task(FORWARD, 0, (warmup + i) % group // stages)
+            backward = Task(BACKWARD, 0, chunks - 1 - i % group // stages)
+            for kind in map(kind_of, self.pair_steady(forward, backward)):
+                kinds[kind] = kinds.get(kind, 0) + 1
+        return SteadyCut(-(-warmup // chunks) + stages, stages, kinds)
+
     def check(self) -> None:
         self.check_overlap()
         if self.micro_batches % self.stages:
@@ -363,6 +437,13 @@ class DualPipe(Schedule):
 
     def in_flight(self, stage: int) -> int:
         return min(self.stages + 1, self.micro_batches)  # PP + 1 chunks on every rank (DualPipe README)
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Every 2 micro-batches add one pass of step 4 (F0&B1, F1&B0); the other steps do not depend on the
+        micro-batches. Kept: 2 passes, so that the middle ranks' first, unpaired, pass is followed by a paired one."""
+        half_rank, flip = min(stage, self.stages - 1 - stage), int(stage >= self.stages // 2)
+        pairs = {Task(FORWARD_BACKWARD, 0, flip, (0, 1 ^ flip)): 1, Task(FORWARD_BACKWARD, 0, 1 ^ flip, (0, flip)): 1}
+        return SteadyCut(2 * (self.stages - half_rank + 1), 2, pairs)
 
     def check(self) -> None:
         pp, m = self.stages, self.micro_batches
@@ -475,6 +556,9 @@ class DualPipeV(Schedule):
 
     def lazy_order(self, stage: int) -> Iterator[Task]:
         return DualPipe(2 * self.stages, 2 * self.micro_batches).lazy_order(stage)
+
+    def kind_counts(self, stage: int) -> dict[Task, int]:
+        return DualPipe(2 * self.stages, 2 * self.micro_batches).kind_counts(stage)
 
 
 SCHEDULES: dict[str, type[Schedule]] = {
