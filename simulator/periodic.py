@@ -62,9 +62,11 @@ def index_step(schedule: Schedule, m: int, q: int) -> int:
     """How many more forward micro-batches stage 0's chunk 0 runs per period (q; DualPipe, whose micro-batches
     enter from both ends, q / 2): the micro-batch index shift between a task and its twin one period later."""
 
-    def count(micro_batches: int) -> int:
-        order = resized(schedule, micro_batches).order(0)
-        return sum(half[0] == FORWARD and half[2] == 0 for task in order for half in Schedule.halves(task))
+    def count(micro_batches: int) -> int:  # from the task counts by kind (the halves of a kind are its tasks')
+        kinds = resized(schedule, micro_batches).kind_counts(0)
+        return sum(
+            n * (half[0] == FORWARD and half[2] == 0) for kind, n in kinds.items() for half in Schedule.halves(kind)
+        )
 
     return count(m + q) - count(m)
 

@@ -7,7 +7,7 @@ import pytest
 
 from simulator.bounds import shape_task_counts
 from simulator.memory import held_chunks
-from simulator.periodic import task_counts
+from simulator.periodic import index_step, task_counts
 from workloads.schedules import DualPipe, DualPipeV, Interleaved, OneFOneB, Phase, Schedule, Task, ZeroBubble1P, kind_of
 
 FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT = Phase.FORWARD, Phase.BACKWARD, Phase.BACKWARD_INPUT, Phase.WEIGHT
@@ -159,3 +159,16 @@ def test_kind_counts_cost_does_not_grow_with_micro_batches(kind, stages, chunks,
     walked = [tasks_drawn(owner, lambda s=s: [s.kind_counts(stage) for stage in range(stages)]) for s in (small, large)]
     whole = tasks_drawn(owner, lambda: [large.order(stage) for stage in range(stages)])
     assert walked[0] == walked[1] < whole
+
+
+@pytest.mark.parametrize("schedule", list(cases()))
+def test_index_step_equals_the_walk(schedule):
+    """periodic.index_step (from kind counts) == the chunk-0 forwards stage 0's whole orders add per period."""
+
+    def walked(m: int) -> int:
+        order = schedule.resized(m).order(0)
+        return sum(h[0] == FORWARD and h[2] == 0 for task in order for h in Schedule.halves(task))
+
+    m = schedule.micro_batches
+    for q in (1, 2, schedule.stages):
+        assert index_step(schedule, m, q) == walked(m + q) - walked(m)
