@@ -13,6 +13,7 @@ from simulator.bubbles import phase_means, schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
 from simulator.faults import Faults
+from simulator.gc_budget import fewer_collections
 from simulator.megatron_flops import megatron_args, megatron_flops
 from simulator.memory import GIB, fit_recompute, peak_memory, peak_of, stage_memory
 from simulator.probes import Probe
@@ -169,11 +170,14 @@ def simulate(
     )
     gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
     memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
-    workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
-    if engine == "unfolded":
-        check_unfolded_size(workload)
-    result = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
-    report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
+    with fewer_collections():  # the step's workload, runs and report allocate much short-lived (simulator/gc_budget.py)
+        workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
+        if engine == "unfolded":
+            check_unfolded_size(workload)
+        result = run_step(
+            workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes
+        )
+        report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 
 
