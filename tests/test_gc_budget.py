@@ -24,11 +24,10 @@ def test_thresholds_and_freeze_during_and_after(collector):
     gc.set_threshold(700, 10, 10)
     with fewer_collections():
         assert gc.get_threshold() == (10_000, 10, 10) == STEP_THRESHOLDS
-        frozen = gc.get_freeze_count()
-        assert frozen > 0  # what was alive at the start: left out of the body's collections
-        with fewer_collections():  # nested: the outer one's, no second freeze
-            assert gc.get_threshold() == (10_000, 10, 10) and gc.get_freeze_count() == frozen
-        assert gc.get_threshold() == (10_000, 10, 10)
+        assert gc.get_freeze_count() > 0  # what was alive at the start: left out of the body's collections
+        with fewer_collections():  # nested: the outer one's (frozen objects that die leave the count: no equality)
+            assert gc.get_threshold() == (10_000, 10, 10)
+        assert gc.get_threshold() == (10_000, 10, 10) and gc.get_freeze_count() > 0  # the inner one undid nothing
     assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
 
 
@@ -48,10 +47,9 @@ def test_a_callers_settings_are_left_alone(collector):
         assert gc.get_threshold() == (50_000, 20, 10) and gc.get_freeze_count() == 0
     gc.set_threshold(700, 10, 10)
     gc.freeze()  # a caller's freeze (a server before it forks) is not undone at the end
-    frozen = gc.get_freeze_count()
     with fewer_collections():
         assert gc.get_threshold() == (10_000, 10, 10)
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() > 0
 
 
 @pytest.mark.parametrize(
