@@ -30,6 +30,7 @@ from simulator.costs import (
     memory_time_s,
 )
 from simulator.faults import Faults
+from simulator.gc_budget import fewer_collections
 from simulator.ledger import Entry, Ledger
 from simulator.nic_replay import (
     Forced,
@@ -370,7 +371,8 @@ class Engine:
         start_probes(self.probes, self, self.placement.networks)
         for place in self.placement.places:
             self.env.process(self._stage_with_sync(place))
-        self.env.run()
+        with fewer_collections():
+            self.env.run()
         # Every place ends with its optimizer step; one that did not waits for an event nothing will fire (a
         # barrier a member never joined): say so rather than report a step that stopped short.
         stuck = [place for place, log in self._logs.items() if log.end_s <= 0.0]

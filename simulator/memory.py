@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -10,7 +11,7 @@ from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import BYTES_BF16, Module
 from workloads.precision import DTYPE_BYTES
-from workloads.schedules import FORWARD, ScheduleShape
+from workloads.schedules import ScheduleShape
 from workloads.step import StepWorkload
 
 GIB = 2**30
@@ -155,11 +156,11 @@ def in_flight_activation_bytes(workload: StepWorkload, stage: int) -> float:
 
 @lru_cache(maxsize=4096)
 def held_chunks(shape: ScheduleShape, stage: int) -> tuple[int, ...]:
-    """The chunks of the first ``in_flight`` forwards of ``stage``'s order. Cached per schedule shape: a search's
-    layouts share a few shapes, and building a deep schedule's order costs milliseconds per stage."""
+    """The chunks of the first ``in_flight`` forwards of ``stage``'s order, from the order's prefix that holds them
+    (``Schedule.forward_chunks``: its cost does not grow with the micro-batches). Cached per schedule shape: a
+    search's layouts share a few shapes."""
     schedule = shape.build()
-    chunks = [chunk for task in schedule.order(stage) for phase, _, chunk in schedule.halves(task) if phase == FORWARD]
-    return tuple(chunks[: schedule.in_flight(stage)])
+    return schedule.forward_chunks(stage, schedule.in_flight(stage))
 
 
 def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
@@ -240,4 +241,9 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
 
 def peak_memory(workload: StepWorkload) -> MemoryBreakdown:
     """The stage with the highest memory per GPU (stage 0 under 1F1B)."""
-    return max((stage_memory(workload, s) for s in range(workload.pp)), key=lambda b: b.total_bytes)
+    return peak_of(stage_memory(workload, s) for s in range(workload.pp))
+
+
+def peak_of(stages: Iterable[MemoryBreakdown]) -> MemoryBreakdown:
+    """The breakdown with the most bytes (the first of equals)."""
+    return max(stages, key=lambda b: b.total_bytes)

@@ -38,8 +38,7 @@ Records = Sequence[Sequence[tuple[Task, float, float]]]  # per stage: (task, beg
 
 def resized(schedule: Schedule, micro_batches: int) -> Schedule:
     """The same schedule (stages, chunks, overlap) over ``micro_batches`` micro-batches."""
-    overlap = {"ep_overlap": schedule.ep_overlap, "delay_wgrad": schedule.delay_wgrad}
-    return type(schedule)(schedule.stages, micro_batches, schedule.chunks, **overlap)
+    return schedule.resized(micro_batches)
 
 
 def valid_count(schedule: Schedule, micro_batches: int) -> bool:
@@ -63,36 +62,19 @@ def index_step(schedule: Schedule, m: int, q: int) -> int:
     """How many more forward micro-batches stage 0's chunk 0 runs per period (q; DualPipe, whose micro-batches
     enter from both ends, q / 2): the micro-batch index shift between a task and its twin one period later."""
 
-    def count(micro_batches: int) -> int:
-        order = resized(schedule, micro_batches).order(0)
-        return sum(half[0] == FORWARD and half[2] == 0 for task in order for half in Schedule.halves(task))
+    def count(micro_batches: int) -> int:  # from the task counts by kind (the halves of a kind are its tasks')
+        kinds = resized(schedule, micro_batches).kind_counts(0)
+        return sum(
+            n * (half[0] == FORWARD and half[2] == 0) for kind, n in kinds.items() for half in Schedule.halves(kind)
+        )
 
     return count(m + q) - count(m)
 
 
 def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
-    """How many tasks of each kind (stage, task with micro-batch indices 0) the schedule runs, without building
-    its m-long orders: the counts at three shorter congruent sizes, checked on a line, extrapolated."""
-
-    def counts(s: Schedule) -> dict[tuple[int, Task], int]:
-        out: dict[tuple[int, Task], int] = {}
-        for stage in range(s.stages):
-            for task in s.order(stage):
-                kind = (stage, task._replace(micro_batch=0, paired=task.paired and (0, task.paired[1])))
-                out[kind] = out.get(kind, 0) + 1
-        return out
-
-    m = schedule.micro_batches
-    for m_a, q, _ in candidates(schedule):
-        if not valid_count(schedule, m_a + 2 * q):
-            break
-        a, b, c = (counts(resized(schedule, size)) for size in (m_a, m_a + q, m_a + 2 * q))
-        kinds = {**a, **b, **c}
-        if any(a.get(k, 0) - 2 * b.get(k, 0) + c.get(k, 0) for k in kinds):
-            break
-        periods = (m - m_a) // q
-        return {k: a.get(k, 0) + (b.get(k, 0) - a.get(k, 0)) * periods for k in kinds}
-    return counts(schedule)
+    """How many tasks of each kind (stage, task with micro-batch indices 0) the schedule runs, stage by stage in the
+    order of their first appearance, without building its m-long orders (``Schedule.kind_counts``)."""
+    return {(stage, kind): n for stage in range(schedule.stages) for kind, n in schedule.kind_counts(stage).items()}
 
 
 def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:

@@ -13,8 +13,9 @@ from simulator.bubbles import phase_means, schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.cluster_config import load_cluster
 from simulator.faults import Faults
+from simulator.gc_budget import fewer_collections
 from simulator.megatron_flops import megatron_args, megatron_flops
-from simulator.memory import GIB, fit_recompute, peak_memory, stage_memory
+from simulator.memory import GIB, fit_recompute, peak_memory, peak_of, stage_memory
 from simulator.probes import Probe
 from simulator.steady import run_step
 from simulator.unfolded import check_unfolded_size
@@ -169,11 +170,14 @@ def simulate(
     )
     gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
     memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
-    workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
-    if engine == "unfolded":
-        check_unfolded_size(workload)
-    result = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
-    report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
+    with fewer_collections():  # the step's workload, runs and report allocate much short-lived (simulator/gc_budget.py)
+        workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
+        if engine == "unfolded":
+            check_unfolded_size(workload)
+        result = run_step(
+            workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes
+        )
+        report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 
 
@@ -263,6 +267,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
     exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
+    memory = [stage_memory(workload, s) for s in range(workload.pp)]
     report = Report(
         model=workload.model.name,
         layout=workload.layout.name,
@@ -282,11 +287,8 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         bubble_fraction=bubble,
         exposed_comm_s=exposed,
         compute_busy_s=critical.compute_busy_s,
-        peak_memory_gib=peak_memory(workload).total_gib,
-        memory_gib=[
-            {**stage_memory(workload, s).terms_gib(), "total": stage_memory(workload, s).total_gib}
-            for s in range(workload.pp)
-        ],
+        peak_memory_gib=peak_of(memory).total_gib,  # each stage's breakdown computed once
+        memory_gib=[{**stage.terms_gib(), "total": stage.total_gib} for stage in memory],
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
         schedule_bubble=balanced,

@@ -133,3 +133,17 @@ def test_interleaved_peak_counts_each_in_flight_forward_with_its_own_block() -> 
     assert work.schedule.in_flight(0) == 5
     per_layer = activation_bytes_per_layer(work)
     assert stage_memory(work, 0).activations_bytes == pytest.approx(7 * per_layer, rel=1e-12)
+
+
+def test_report_memory_is_each_stage_breakdown_and_their_peak() -> None:
+    """The report's per-stage memory and its peak are stage_memory and peak_memory of the step's workload, to the
+    bit (built from one breakdown per stage): tiny model, PP 2 with 1F1B, so stage 0 holds 2 micro-batches' and
+    stage 1 one micro-batch's activations."""
+    tiny = ModelSpec("tiny", 4, 1024, 16, 4, 2048, 8, 2, 32000)
+    cluster = cluster_preset("h800", 16)
+    report = simulate(tiny, MEGASCALE_MOE.with_(pp=2), cluster=cluster, global_batch=8, seq_len=512)
+    step = StepWorkload(tiny, MEGASCALE_MOE.with_(pp=2), 16, 8, 8, 512)
+    stages = [stage_memory(step, s) for s in range(2)]
+    assert stages[0].activations_bytes == 2 * stages[1].activations_bytes
+    assert report.memory_gib == [{**b.terms_gib(), "total": b.total_gib} for b in stages]
+    assert report.peak_memory_gib == peak_memory(step).total_gib == max(b.total_gib for b in stages)

@@ -6,6 +6,7 @@ each task receives and sends, the activations a stage holds and the parameter bl
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
@@ -82,6 +83,29 @@ class ScheduleShape(NamedTuple):
         )
 
 
+class SteadyCut(NamedTuple):
+    """How a stage's order grows past ``min_micro_batches``: every ``period`` more micro-batches add one steady
+    period, whose task kinds (``kind_of``) are ``per_period``."""
+
+    min_micro_batches: int
+    period: int
+    per_period: dict[Task, int]
+
+
+def kind_of(task: Task) -> Task:
+    """The task with its micro-batch indices 0: tasks of one kind on a stage run the same op list."""
+    return task._replace(micro_batch=0, paired=task.paired and (0, task.paired[1]))
+
+
+def walked_counts(order: Iterable[Task]) -> dict[Task, int]:
+    """How many tasks of each kind ``order`` has, in the order of their first appearance."""
+    counts: dict[Task, int] = {}
+    for task in order:
+        kind = kind_of(task)
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
 class Schedule:
     """A pipeline schedule over ``stages`` stages and ``micro_batches`` micro-batches per step."""
 
@@ -106,8 +130,8 @@ class Schedule:
         self.ep_overlap, self.delay_wgrad = ep_overlap, delay_wgrad
 
     # --- what a schedule defines ---------------------------------------------------------------------
-    def order(self, stage: int) -> list[Task]:
-        """The tasks of ``stage``, in the order it runs them."""
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        """The tasks of ``stage``, in the order it runs them, built as they are taken: a prefix costs its length."""
         raise NotImplementedError
 
     @property
@@ -143,12 +167,63 @@ class Schedule:
         """Raise ConfigError if the schedule cannot run these stages and micro-batches."""
 
     # --- derived from the above ----------------------------------------------------------------------
+    def order(self, stage: int) -> list[Task]:
+        """The tasks of ``stage``, in the order it runs them."""
+        return list(self.lazy_order(stage))
+
+    def forward_chunks(self, stage: int, count: int) -> tuple[int, ...]:
+        """The chunks of the first ``count`` forward halves (F tasks, F&B's forward) of ``stage``'s order (fewer if
+        it has fewer), from the prefix of the lazy order that holds them: the same as walking the whole order.
+
+        NOTE: the prefix does not grow with the micro-batches for ``count = in_flight(stage)``: every order opens
+        with its warm-up, a fixed number of tasks, then alternates forwards (F, or F&B) with at most two other
+        tasks (1F1B and interleaved: B; ZB1P: Bi, W; DualPipe(V): step 2 runs F0 F1, step 3 B1 W1 F1, step 4
+        pairs F&B), and the micro-batches set only how long the alternation runs; so the count-th forward comes
+        within warm-up + 3 count tasks, whatever m is (tests/test_order_shortcuts.py checks it against the walk)."""
+        chunks: list[int] = []
+        if count <= 0:
+            return ()
+        for task in self.lazy_order(stage):
+            for phase, _, chunk in self.halves(task):
+                if phase == FORWARD:
+                    chunks.append(chunk)
+                    if len(chunks) == count:
+                        return tuple(chunks)
+        return tuple(chunks)
+
     @property
     def shape(self) -> ScheduleShape:
         """What sets this schedule's orders: equal shapes run equal orders."""
         return ScheduleShape(
             type(self), self.stages, self.micro_batches, self.chunks, self.ep_overlap, self.delay_wgrad
         )
+
+    def resized(self, micro_batches: int) -> Schedule:
+        """The same schedule (stages, chunks, overlap) over ``micro_batches`` micro-batches."""
+        return self.shape._replace(micro_batches=micro_batches).build()
+
+    def steady_cut(self, stage: int) -> SteadyCut | None:
+        """How the order of ``stage`` grows with the micro-batches (``SteadyCut``), or None: count by walking."""
+        return None
+
+    def kind_counts(self, stage: int) -> dict[Task, int]:
+        """How many tasks of each kind (``kind_of``) ``stage``'s order runs, in the order of their first appearance
+        (what a walk over the whole order counts), at a cost that does not grow with the micro-batches: the walk
+        over the order with whole steady periods cut (``SteadyCut``), plus the cut periods' kinds.
+
+        Why it is the walk: the order at m is the order at m - k q with k more steady periods, each of the same
+        kinds (``SteadyCut.per_period``), inserted where the steady state repeats; warm-up and cool-down keep their
+        kinds (only micro-batch indices shift). The shorter order keeps at least one whole period of its steady
+        state, so every kind of the inserted periods appears in it before the point they are inserted at, and the
+        first appearances come in the same order (tests/test_order_shortcuts.py checks it against the walk)."""
+        cut, m = self.steady_cut(stage), self.micro_batches
+        periods = (m - cut.min_micro_batches) // cut.period if cut is not None else 0
+        if periods <= 0:
+            return walked_counts(self.lazy_order(stage))
+        counts = walked_counts(self.resized(m - periods * cut.period).lazy_order(stage))
+        for kind, times in cut.per_period.items():
+            counts[kind] += periods * times
+        return counts
 
     @staticmethod
     def halves(task: Task) -> list[tuple[Phase, int, int]]:
@@ -215,16 +290,23 @@ class OneFOneB(Schedule):
 
     name = "1f1b"
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         m = self.micro_batches
         warmup = min(self.stages - stage - 1 + self.extra_warmup, m)
-        order = [Task(FORWARD, mb, 0) for mb in range(warmup)]
+        for mb in range(warmup):
+            yield Task(FORWARD, mb, 0)
         for i in range(m - warmup):
-            order += self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
-        return order + [Task(BACKWARD, mb, 0) for mb in range(m - warmup, m)]
+            yield from self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
+        for mb in range(m - warmup, m):
+            yield Task(BACKWARD, mb, 0)
 
     def in_flight(self, stage: int) -> int:
         return min(self.stages - stage + self.extra_warmup, self.micro_batches)
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past the full warm-up and one steady pair, each micro-batch adds a forward and a backward (F&B)."""
+        steady = self.pair_steady(Task(FORWARD, 0, 0), Task(BACKWARD, 0, 0))
+        return SteadyCut(self.stages - stage + self.extra_warmup, 1, walked_counts(steady))
 
     def check(self) -> None:
         self.check_overlap()
@@ -238,30 +320,32 @@ class ZeroBubble1P(Schedule):
 
     name = "zb1p"
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         m, warmup = self.micro_batches, self.stages - stage - 1
         count = {FORWARD: 0, BACKWARD_INPUT: 0, WEIGHT: 0}
-        order: list[Task] = []
 
-        def run(*phases: Phase) -> None:
+        def run(*phases: Phase) -> Iterator[Task]:
             for phase in phases:
-                order.append(Task(phase, count[phase], 0))
+                yield Task(phase, count[phase], 0)
                 count[phase] += 1
 
         for _ in range(warmup):
-            run(FORWARD)
+            yield from run(FORWARD)
         for _ in range(stage):  # W deferred
-            run(FORWARD, BACKWARD_INPUT)
+            yield from run(FORWARD, BACKWARD_INPUT)
         for _ in range(m - warmup - stage):
-            run(FORWARD, BACKWARD_INPUT, WEIGHT)
+            yield from run(FORWARD, BACKWARD_INPUT, WEIGHT)
         for _ in range(warmup):
-            run(BACKWARD_INPUT, WEIGHT)
+            yield from run(BACKWARD_INPUT, WEIGHT)
         for _ in range(stage):
-            run(WEIGHT)
-        return order
+            yield from run(WEIGHT)
 
     def in_flight(self, stage: int) -> int:
         return self.stages  # warm-up (pp-s-1) plus s forwards whose W waits, plus the steady-state one
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past pp - 1 micro-batches (warm-up and deferred W) and one steady F Bi W, each adds an F, a Bi and a W."""
+        return SteadyCut(self.stages, 1, {Task(phase, 0, 0): 1 for phase in (FORWARD, BACKWARD_INPUT, WEIGHT)})
 
     def check(self) -> None:
         self.check_overlap()
@@ -280,7 +364,7 @@ class Interleaved(Schedule):
     def _warmup(self, stage: int) -> int:
         return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         stages, chunks = self.stages, self.chunks
         total = self.micro_batches * chunks
 
@@ -293,13 +377,30 @@ class Interleaved(Schedule):
             return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
 
         warmup = min(self._warmup(stage) + self.extra_warmup, total)
-        order = [forward(k) for k in range(warmup)]
+        for k in range(warmup):
+            yield forward(k)
         for i in range(total - warmup):
-            order += self.pair_steady(forward(warmup + i), backward(i))
-        return order + [backward(k) for k in range(total - warmup, total)]
+            yield from self.pair_steady(forward(warmup + i), backward(i))
+        for k in range(total - warmup, total):
+            yield backward(k)
 
     def in_flight(self, stage: int) -> int:
         return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past the full warm-up and one whole steady period (pp v steady pairs), each pp micro-batches add pp v
+        steady pairs: forward k = warm-up + i with backward i for i over a period, whose chunks repeat every pp v
+        (a group of pp micro-batches per chunk), so any pp v consecutive pairs have the same kinds."""
+        stages, chunks = self.stages, self.chunks
+        group = stages * chunks
+        warmup = self._warmup(stage) + self.extra_warmup
+        kinds: dict[Task, int] = {}
+        for i in range(group):
+            forward = Task(FORWARD, 0, (warmup + i) % group // stages)
+            backward = Task(BACKWARD, 0, chunks - 1 - i % group // stages)
+            for kind in map(kind_of, self.pair_steady(forward, backward)):
+                kinds[kind] = kinds.get(kind, 0) + 1
+        return SteadyCut(-(-warmup // chunks) + stages, stages, kinds)
 
     def check(self) -> None:
         self.check_overlap()
@@ -341,6 +442,13 @@ class DualPipe(Schedule):
     def in_flight(self, stage: int) -> int:
         return min(self.stages + 1, self.micro_batches)  # PP + 1 chunks on every rank (DualPipe README)
 
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Every 2 micro-batches add one pass of step 4 (F0&B1, F1&B0); the other steps do not depend on the
+        micro-batches. Kept: 2 passes, so that the middle ranks' first, unpaired, pass is followed by a paired one."""
+        half_rank, flip = min(stage, self.stages - 1 - stage), int(stage >= self.stages // 2)
+        pairs = {Task(FORWARD_BACKWARD, 0, flip, (0, 1 ^ flip)): 1, Task(FORWARD_BACKWARD, 0, 1 ^ flip, (0, flip)): 1}
+        return SteadyCut(2 * (self.stages - half_rank + 1), 2, pairs)
+
     def check(self) -> None:
         pp, m = self.stages, self.micro_batches
         if pp % 2 or m % 2 or m < 2 * pp:
@@ -350,7 +458,7 @@ class DualPipe(Schedule):
                 f"micro-batches ({m}) of at least 2 x pp (deepseek-ai/DualPipe)",
             )
 
-    def order(self, stage: int) -> list[Task]:
+    def lazy_order(self, stage: int) -> Iterator[Task]:
         """Phase p of a rank is direction p for the first half of the ranks and 1 - p for the second."""
         stages, micro_batches = self.stages, self.micro_batches
         half, half_rank = stages // 2, min(stage, stages - 1 - stage)
@@ -358,63 +466,61 @@ class DualPipe(Schedule):
         middle = half_rank == half - 1
         count = {FORWARD: [0, 0], BACKWARD: [0, 0]}
         deferred: list[tuple[int, int]] = []  # weight-gradient work waiting, FIFO (WeightGradStore)
-        order: list[Task] = []
 
         def take(kind: Phase, phase: int) -> tuple[int, int]:
             chunk = phase ^ flip
             count[kind][chunk] += 1
             return count[kind][chunk] - 1, chunk
 
-        def f(phase: int) -> None:
-            order.append(Task(FORWARD, *take(FORWARD, phase)))
+        def f(phase: int) -> Task:
+            return Task(FORWARD, *take(FORWARD, phase))
 
-        def b(phase: int, zero_bubble: bool = False) -> None:
+        def b(phase: int, zero_bubble: bool = False) -> Task:
             mb, chunk = take(BACKWARD, phase)
-            order.append(Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk))
             if zero_bubble:
                 deferred.append((mb, chunk))
+            return Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk)
 
-        def w() -> None:
-            order.append(Task(WEIGHT, *deferred.pop(0)))
+        def w() -> Task:
+            return Task(WEIGHT, *deferred.pop(0))
 
-        def fb(f_phase: int, b_phase: int) -> None:
+        def fb(f_phase: int, b_phase: int) -> Task:
             forward = take(FORWARD, f_phase)
-            order.append(Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase)))
+            return Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase))
 
         outer = half - half_rank - 1
         for _ in range(2 * outer):  # step 1: nF0
-            f(0)
+            yield f(0)
         for _ in range(half_rank + 1):  # step 2: nF0F1
-            f(0)
-            f(1)
+            yield f(0)
+            yield f(1)
         for _ in range(outer):  # step 3: nB1W1F1 (zero bubble)
-            b(1, zero_bubble=True)
-            w()
-            f(1)
+            yield b(1, zero_bubble=True)
+            yield w()
+            yield f(1)
         for i in range(micro_batches // 2 - stages + half_rank + 1):  # step 4: nF0B1F1B0
             if i == 0 and middle:  # the middle ranks do not overlap their first pair
-                f(0)
-                b(1)
+                yield f(0)
+                yield b(1)
             else:
-                fb(0, 1)
-            fb(1, 0)
+                yield fb(0, 1)
+            yield fb(1, 0)
         for _ in range(outer):  # step 5: nB1F1B0
-            b(1)
-            fb(1, 0)
+            yield b(1)
+            yield fb(1, 0)
         zero_bubble = False
         for i in range(half_rank + 1):  # step 6: nB1B0, the second half with zero bubble
             if i == (half_rank + 1) // 2 and half_rank % 2 == 1:
                 zero_bubble = True
-            b(1, zero_bubble)
+            yield b(1, zero_bubble)
             if i == (half_rank + 1) // 2 and half_rank % 2 == 0:
                 zero_bubble = True
-            b(0, zero_bubble)
+            yield b(0, zero_bubble)
         for _ in range(outer):  # step 7: nWB0 (zero bubble)
-            w()
-            b(0, zero_bubble=True)
+            yield w()
+            yield b(0, zero_bubble=True)
         for _ in range(half_rank + 1):  # step 8: nW
-            w()
-        return order
+            yield w()
 
 
 class DualPipeV(Schedule):
@@ -453,8 +559,11 @@ class DualPipeV(Schedule):
                 f"DualPipeV needs at least 2 x pp ({2 * self.stages}) micro-batches, got {self.micro_batches}",
             )
 
-    def order(self, stage: int) -> list[Task]:
-        return DualPipe(2 * self.stages, 2 * self.micro_batches).order(stage)
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        return DualPipe(2 * self.stages, 2 * self.micro_batches).lazy_order(stage)
+
+    def kind_counts(self, stage: int) -> dict[Task, int]:
+        return DualPipe(2 * self.stages, 2 * self.micro_batches).kind_counts(stage)
 
 
 SCHEDULES: dict[str, type[Schedule]] = {
