@@ -39,7 +39,7 @@ class FluidNetwork:
         self._on_link: dict[Hashable, list[_Flow]] = {link: [] for link in capacities_Bps}  # active flows per link
         self._started = 0
         self._last_update_s = env.now
-        self._generation = 0
+        self._wake: simpy.Timeout | None = None  # the network's pending wake-up (older ones are stale)
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
         # Called with this network after every rate change (the last flow's end too); they must not change it.
         self.observers: list[Callable[[FluidNetwork], None]] = []
@@ -54,7 +54,11 @@ class FluidNetwork:
     def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
         links = tuple(links)
-        self.account(links, nbytes)
+        sent = self.bytes_sent
+        for link in links:  # NOTE: account(), inlined (a call per transfer)
+            if link not in sent:
+                raise KeyError(f"unknown link {link!r}")
+            sent[link] += nbytes
         done = self.env.event()
         if nbytes <= 0 or not links:
             done.succeed()
@@ -63,8 +67,9 @@ class FluidNetwork:
         flow = _Flow(float(nbytes), links, done, self._started)
         self._started += 1
         self._flows.append(flow)
+        on_link = self._on_link
         for link in links:
-            self._on_link[link].append(flow)
+            on_link[link].append(flow)
         self._reschedule(links)
         return done
 
@@ -181,27 +186,27 @@ class FluidNetwork:
 
     def _reschedule(self, changed: Iterable[Hashable]) -> None:
         """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
-        self._generation += 1
-        if self._flows:
+        flows = self._flows
+        if flows:
             component = self._component(changed)
             if component:
                 self._assign_rates(component)
         for observer in self.observers:
             observer(self)
-        if not self._flows:
+        if not flows:
+            self._wake = None
             return
-        flows = self._flows
         delay = flows[0].remaining / flows[0].rate
         for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
             flow_s = flow.remaining / flow.rate
             if flow_s < delay:  # noqa: PLR1730
                 delay = flow_s
-        wake = self.env.timeout(max(delay, 0.0))
-        generation = self._generation
-        wake.callbacks.append(lambda _event: self._on_wake(generation))
+        # NOTE: a bound method, not a closure per wake: the wake that fires is stale unless it is the latest
+        wake = self._wake = self.env.timeout(max(0.0, delay))
+        wake.callbacks.append(self._on_wake)
 
-    def _on_wake(self, generation: int) -> None:
-        if generation != self._generation:
+    def _on_wake(self, wake: simpy.Event) -> None:
+        if wake is not self._wake:
             return  # a newer event rescheduled the network
         self._advance()
         finished = [flow for flow in self._flows if flow.remaining <= _DONE_BYTES]
