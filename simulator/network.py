@@ -39,6 +39,8 @@ class FluidNetwork:
         self._on_link: dict[Hashable, list[_Flow]] = {link: [] for link in capacities_Bps}  # active flows per link
         self._started = 0
         self._last_update_s = env.now
+        # A network of one link: its capacity (_reschedule's shortcut), else None
+        self._one_capacity_Bps = next(iter(self.capacities_Bps.values())) if len(self.capacities_Bps) == 1 else None
         self._wake: simpy.Timeout | None = None  # the network's pending wake-up (older ones are stale)
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
         # Called with this network after every rate change (the last flow's end too); they must not change it.
@@ -187,22 +189,37 @@ class FluidNetwork:
     def _reschedule(self, changed: Iterable[Hashable]) -> None:
         """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
         flows = self._flows
-        if flows:
+        if not flows:
+            for observer in self.observers:
+                observer(self)
+            self._wake = None
+            return
+        if self._one_capacity_Bps is not None:
+            # NOTE: one link (a stage's NVLink): every flow gets _assign_rates's one share (a lone flow's share is
+            # the capacity itself), and the least remaining over that share is the least of the quotients
+            # (rounding is monotonic), so the wake is the same float as the loop below finds
+            share = self._one_capacity_Bps / len(flows)
+            least = flows[0].remaining
+            for flow in flows:
+                flow.rate = share
+                if flow.remaining < least:  # noqa: PLR1730
+                    least = flow.remaining
+            for observer in self.observers:
+                observer(self)
+            delay = least / share
+        else:
             component = self._component(changed)
             if component:
                 self._assign_rates(component)
-        for observer in self.observers:
-            observer(self)
-        if not flows:
-            self._wake = None
-            return
-        delay = flows[0].remaining / flows[0].rate
-        for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
-            flow_s = flow.remaining / flow.rate
-            if flow_s < delay:  # noqa: PLR1730
-                delay = flow_s
+            for observer in self.observers:
+                observer(self)
+            delay = flows[0].remaining / flows[0].rate
+            for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
+                flow_s = flow.remaining / flow.rate
+                if flow_s < delay:  # noqa: PLR1730
+                    delay = flow_s
         # NOTE: a bound method, not a closure per wake: the wake that fires is stale unless it is the latest
-        wake = self._wake = self.env.timeout(max(0.0, delay))
+        wake = self._wake = self.env.timeout(delay if delay > 0.0 else 0.0)  # noqa: FURB136 (max(), no call)
         wake.callbacks.append(self._on_wake)
 
     def _on_wake(self, wake: simpy.Event) -> None:

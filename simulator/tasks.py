@@ -477,7 +477,10 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     if signal is None:
                         signal = signals[other] = env.event()
                     yield signal
-                clock = max(env.now, done_at[other])  # it ended while this stream waited, maybe with its end ahead
+                # it ended while this stream waited, maybe with its end ahead (max() as a comparison)
+                clock = env.now
+                if done_at[other] > clock:  # noqa: PLR1730
+                    clock = done_at[other]
             elif done_at[other] > clock:
                 clock = done_at[other]
         issued = (done_at[sync] if sync >= 0 else start_s) + issue_offset_s[index]
