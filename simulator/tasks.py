@@ -256,7 +256,7 @@ def run_task(
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     # NOTE: a task with NIC bytes has its NVLink to itself too: only its ops with NIC bytes take the event path
-    own_link = transfer is None and not lanes and not network.observers
+    own_link = transfer is None and not lanes and not network.observers and (QUIET_BESIDE_NIC or not costs.nic_bytes)
     if transfer is None:
 
         def transfer(index: int, nbytes: float) -> simpy.Event | tuple[simpy.Event, simpy.Event]:
@@ -438,6 +438,10 @@ class _Quiet:
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
 # False steps every op with events (tests/test_quiet_streams.py compares the two).
 QUIET = True
+
+# A quiet stream of a task with NIC bytes also times its ops without NIC bytes on its own NVLink as arithmetic (its
+# NIC ops take the event path: others' flows may meet them); False: only compute, as before (tests/test_quiet_streams.py).
+QUIET_BESIDE_NIC = True
 
 # A task of several streams that shares nothing with the rest of the step is laid out at its start as arithmetic
 # (simulator/closed_task.py); False runs its streams as simpy processes (tests/test_closed_task.py compares the two).
