@@ -226,7 +226,15 @@ class FluidNetwork:
         if wake is not self._wake:
             return  # a newer event rescheduled the network
         self._advance()
-        finished = [flow for flow in self._flows if flow.remaining <= _DONE_BYTES]
+        flows = self._flows
+        if len(flows) == 1:  # NOTE: a lone flow is the one that ends (done or the closest, by rounding)
+            flow = flows.pop()
+            for link in flow.links:
+                self._on_link[link].remove(flow)
+            flow.done.succeed()
+            self._reschedule(flow.links)
+            return
+        finished = [flow for flow in flows if flow.remaining <= _DONE_BYTES]
         if not finished:  # rounding left a sliver: finish the closest flow
             finished = [min(self._flows, key=lambda flow: flow.remaining / flow.rate)]
         changed: set[Hashable] = set()

@@ -258,11 +258,12 @@ def run_task(
     # NOTE: a task with NIC bytes has its NVLink to itself too: only its ops with NIC bytes take the event path
     own_link = transfer is None and not lanes and not network.observers and (QUIET_BESIDE_NIC or not costs.nic_bytes)
     if transfer is None:
+        nic_bytes, nic_net = costs.nic_bytes if nic_links else (), nic_network or network
 
         def transfer(index: int, nbytes: float) -> simpy.Event | tuple[simpy.Event, simpy.Event]:
             event = network.transfer(comm_links, nbytes)
-            if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
-                event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
+            if nic_bytes and nic_bytes[index]:
+                event = both(env, event, nic_net.transfer(nic_links, nic_bytes[index]))
             return event
 
     if timing.intervals is None:  # the event path sums the intervals at the task's end (summarize)
