@@ -39,7 +39,9 @@ class FluidNetwork:
         self._on_link: dict[Hashable, list[_Flow]] = {link: [] for link in capacities_Bps}  # active flows per link
         self._started = 0
         self._last_update_s = env.now
-        self._generation = 0
+        # A network of one link: its capacity (_reschedule's shortcut), else None
+        self._one_capacity_Bps = next(iter(self.capacities_Bps.values())) if len(self.capacities_Bps) == 1 else None
+        self._wake: simpy.Timeout | None = None  # the network's pending wake-up (older ones are stale)
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
         # Called with this network after every rate change (the last flow's end too); they must not change it.
         self.observers: list[Callable[[FluidNetwork], None]] = []
@@ -54,7 +56,11 @@ class FluidNetwork:
     def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
         links = tuple(links)
-        self.account(links, nbytes)
+        sent = self.bytes_sent
+        for link in links:  # NOTE: account(), inlined (a call per transfer)
+            if link not in sent:
+                raise KeyError(f"unknown link {link!r}")
+            sent[link] += nbytes
         done = self.env.event()
         if nbytes <= 0 or not links:
             done.succeed()
@@ -63,8 +69,9 @@ class FluidNetwork:
         flow = _Flow(float(nbytes), links, done, self._started)
         self._started += 1
         self._flows.append(flow)
+        on_link = self._on_link
         for link in links:
-            self._on_link[link].append(flow)
+            on_link[link].append(flow)
         self._reschedule(links)
         return done
 
@@ -181,30 +188,53 @@ class FluidNetwork:
 
     def _reschedule(self, changed: Iterable[Hashable]) -> None:
         """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
-        self._generation += 1
-        if self._flows:
+        flows = self._flows
+        if not flows:
+            for observer in self.observers:
+                observer(self)
+            self._wake = None
+            return
+        if self._one_capacity_Bps is not None:
+            # NOTE: one link (a stage's NVLink): every flow gets _assign_rates's one share (a lone flow's share is
+            # the capacity itself), and the least remaining over that share is the least of the quotients
+            # (rounding is monotonic), so the wake is the same float as the loop below finds
+            share = self._one_capacity_Bps / len(flows)
+            least = flows[0].remaining
+            for flow in flows:
+                flow.rate = share
+                if flow.remaining < least:  # noqa: PLR1730
+                    least = flow.remaining
+            for observer in self.observers:
+                observer(self)
+            delay = least / share
+        else:
             component = self._component(changed)
             if component:
                 self._assign_rates(component)
-        for observer in self.observers:
-            observer(self)
-        if not self._flows:
-            return
-        flows = self._flows
-        delay = flows[0].remaining / flows[0].rate
-        for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
-            flow_s = flow.remaining / flow.rate
-            if flow_s < delay:  # noqa: PLR1730
-                delay = flow_s
-        wake = self.env.timeout(max(delay, 0.0))
-        generation = self._generation
-        wake.callbacks.append(lambda _event: self._on_wake(generation))
+            for observer in self.observers:
+                observer(self)
+            delay = flows[0].remaining / flows[0].rate
+            for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
+                flow_s = flow.remaining / flow.rate
+                if flow_s < delay:  # noqa: PLR1730
+                    delay = flow_s
+        # NOTE: a bound method, not a closure per wake: the wake that fires is stale unless it is the latest
+        wake = self._wake = self.env.timeout(delay if delay > 0.0 else 0.0)  # noqa: FURB136 (max(), no call)
+        wake.callbacks.append(self._on_wake)
 
-    def _on_wake(self, generation: int) -> None:
-        if generation != self._generation:
+    def _on_wake(self, wake: simpy.Event) -> None:
+        if wake is not self._wake:
             return  # a newer event rescheduled the network
         self._advance()
-        finished = [flow for flow in self._flows if flow.remaining <= _DONE_BYTES]
+        flows = self._flows
+        if len(flows) == 1:  # NOTE: a lone flow is the one that ends (done or the closest, by rounding)
+            flow = flows.pop()
+            for link in flow.links:
+                self._on_link[link].remove(flow)
+            flow.done.succeed()
+            self._reschedule(flow.links)
+            return
+        finished = [flow for flow in flows if flow.remaining <= _DONE_BYTES]
         if not finished:  # rounding left a sliver: finish the closest flow
             finished = [min(self._flows, key=lambda flow: flow.remaining / flow.rate)]
         changed: set[Hashable] = set()

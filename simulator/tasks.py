@@ -255,13 +255,15 @@ def run_task(
             return _ends_at(env, end_s, ops, costs, timing, tally)
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
-    own_link = transfer is None and not lanes and not costs.nic_bytes and not network.observers
+    # NOTE: a task with NIC bytes has its NVLink to itself too: only its ops with NIC bytes take the event path
+    own_link = transfer is None and not lanes and not network.observers and (QUIET_BESIDE_NIC or not costs.nic_bytes)
     if transfer is None:
+        nic_bytes, nic_net = costs.nic_bytes if nic_links else (), nic_network or network
 
         def transfer(index: int, nbytes: float) -> simpy.Event | tuple[simpy.Event, simpy.Event]:
             event = network.transfer(comm_links, nbytes)
-            if costs.nic_bytes and costs.nic_bytes[index] and nic_links:
-                event = both(env, event, (nic_network or network).transfer(nic_links, costs.nic_bytes[index]))
+            if nic_bytes and nic_bytes[index]:
+                event = both(env, event, nic_net.transfer(nic_links, nic_bytes[index]))
             return event
 
     if timing.intervals is None:  # the event path sums the intervals at the task's end (summarize)
@@ -270,7 +272,7 @@ def run_task(
     signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
-    quiet = _Quiet(len(streams), network, comm_links, own_link) if QUIET else None
+    quiet = _Quiet(len(streams), network, comm_links, own_link, costs.nic_bytes if nic_links else ()) if QUIET else None
     procs = [
         env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet))
         for indices in streams
@@ -330,7 +332,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
     steps = quiet.steps  # NOTE: asked of costs once per task (a task's calls all pass a tally, or none)
     if steps is None:
         steps = quiet.steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: closed or 1 stream)
-    links, sent = quiet.links, quiet.network.bytes_sent
+    links, sent, nic = quiet.links, quiet.network.bytes_sent, quiet.nic_bytes
     laid = position
     busy_s = 0
     tallied = tally is not None
@@ -359,7 +361,7 @@ def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, ti
                 # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for
                 # this one, so their collectives ended before it began and start after it ends; none hides behind it
                 busy_s += (clock - start_s) - (begin - start_s)
-        elif not own_link:
+        elif not own_link or (nic and nic[index]):  # its NIC flow may meet others': the event path times it
             break
         else:
             nbytes, comm_s, extra_s, kind, group = comm
@@ -401,12 +403,13 @@ class _Quiet:
     (_run_alone); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
     flows) they take the event path."""
 
-    __slots__ = ("links", "network", "own_link", "rate_Bps", "running", "steps", "waiters")
+    __slots__ = ("links", "network", "nic_bytes", "own_link", "rate_Bps", "running", "steps", "waiters")
 
-    def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool) -> None:
+    def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool, nic_bytes=()) -> None:
         self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
         self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
         self.network, self.links, self.own_link = network, links, own_link
+        self.nic_bytes = nic_bytes  # per op, bytes it moves over the NIC too (empty: none)
         rate_Bps = 0.0
         if own_link and links:  # the links' bottleneck (min() over a generator, as a loop)
             capacities = network.capacities_Bps
@@ -425,16 +428,21 @@ class _Quiet:
         """``op``'s signal fired: its waiters resume at this instant, so they count as running from now."""
         self.running += self.waiters.pop(op, 0)
 
-    def alone(self, kind: str) -> bool:
-        """Whether the running stream may lay out its next op, of ``kind``, as arithmetic."""
+    def alone(self, kind: str, index: int) -> bool:
+        """Whether the running stream may lay out its next op, ``index`` of ``kind``, as arithmetic."""
         if kind == COLLECTIVE or kind == FUSED:
-            return self.own_link and self.running == 1 and not self.network.active_flows
+            nic = self.nic_bytes
+            return self.own_link and self.running == 1 and not self.network.active_flows and not (nic and nic[index])
         return self.running == 1
 
 
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
 # False steps every op with events (tests/test_quiet_streams.py compares the two).
 QUIET = True
+
+# A quiet stream of a task with NIC bytes also times its ops without NIC bytes on its own NVLink as arithmetic (its
+# NIC ops take the event path: others' flows may meet them); False: only compute, as before (tests/test_quiet_streams.py).
+QUIET_BESIDE_NIC = True
 
 # A task of several streams that shares nothing with the rest of the step is laid out at its start as arithmetic
 # (simulator/closed_task.py); False runs its streams as simpy processes (tests/test_closed_task.py compares the two).
@@ -448,13 +456,22 @@ BATCH_COMPUTE = True
 def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None):
     clock = env.now  # this stream's own time; >= env.now
     batch = BATCH_COMPUTE and sms is not None and gpu is None
+    # NOTE: the per-op tables as locals: an attribute load per op and table costs more than the lookup
+    sync_before, waits, issue_offset_s, op_compute_s = (
+        costs.sync_before,
+        costs.waits,
+        costs.issue_offset_s,
+        costs.compute_s,
+    )
+    intervals, count = timing.intervals, len(indices)
     position = 0
-    while position < len(indices):
+    while position < count:
         index = indices[position]
         position += 1
         op = ops[index]
-        sync = costs.sync_before[index]
-        for other in costs.waits[index]:
+        kind = op.kind
+        sync = sync_before[index]
+        for other in waits[index]:
             if done_at[other] is None:  # not finished yet: let time pass, then wait for it
                 if clock > env.now:
                     yield env.timeout(clock - env.now)
@@ -465,12 +482,16 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     if signal is None:
                         signal = signals[other] = env.event()
                     yield signal
-                clock = max(env.now, done_at[other])  # it ended while this stream waited, maybe with its end ahead
+                # it ended while this stream waited, maybe with its end ahead (max() as a comparison)
+                clock = env.now
+                if done_at[other] > clock:  # noqa: PLR1730
+                    clock = done_at[other]
             elif done_at[other] > clock:
                 clock = done_at[other]
-        issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
-        clock = max(clock, issued)
-        if quiet is not None and quiet.alone(op.kind):  # NOTE: no one can interrupt it: lay out what it can
+        issued = (done_at[sync] if sync >= 0 else start_s) + issue_offset_s[index]
+        if issued > clock:  # noqa: PLR1730 (max(), as a comparison: the same first greatest float)
+            clock = issued
+        if quiet is not None and quiet.alone(kind, index):  # NOTE: no one can interrupt it: lay out what it can
             position, clock = _run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
                                          quiet, sms is not None)  # fmt: skip
             signal = signals.pop(indices[position - 1], None)
@@ -480,9 +501,9 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 signal.succeed()
                 quiet.wake(indices[position - 1])
             continue
-        takes_turn = gpu is not None and op.kind not in (COLLECTIVE, HOST_SYNC)
-        shares = sms is not None and op.kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
-        if op.kind == COLLECTIVE or op.kind == FUSED or takes_turn or shares:  # time must really pass
+        takes_turn = gpu is not None and kind != COLLECTIVE and kind != HOST_SYNC
+        shares = sms is not None and kind != HOST_SYNC  # compute (or a kernel holding SMs) beside comm
+        if kind == COLLECTIVE or kind == FUSED or takes_turn or shares:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
@@ -490,7 +511,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 yield turn
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
-            if op.kind == COLLECTIVE:
+            if kind == COLLECTIVE:
                 held = costs.comm_sms[index] if sms is not None else 0
                 if held:
                     sms.hold(held)
@@ -504,8 +525,8 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     yield done
                 if held:
                     sms.release(held)
-            elif op.kind == FUSED:
-                compute_s = costs.compute_s[index]
+            elif kind == FUSED:
+                compute_s = op_compute_s[index]
                 comm = transfer(index, costs.wire_bytes[index])
                 if type(comm) is tuple:
                     comm = _joined(env, *comm)
@@ -527,21 +548,21 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 run = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
                 begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
                 for (other, _), other_begin, end in zip(run[:-1], begins, ends):
-                    timing.intervals.append((other, other_begin - start_s, end - start_s))
+                    intervals.append((other, other_begin - start_s, end - start_s))
                     done_at[other] = end
                 position += len(run) - 1
                 index, begin = run[-1][0], begins[-1]
             elif sms is not None:
-                yield from sms.compute(costs.compute_s[index])
+                yield from sms.compute(op_compute_s[index])
             else:
-                yield env.timeout(costs.compute_s[index])
+                yield env.timeout(op_compute_s[index])
             if turn is not None:
                 gpu.release()
             clock = env.now + tail_s
         else:
             begin = clock
-            clock += costs.compute_s[index]
-        timing.intervals.append((index, begin - start_s, clock - start_s))
+            clock += op_compute_s[index]
+        intervals.append((index, begin - start_s, clock - start_s))
         done_at[index] = clock
         # NOTE: a stream that waits for this op later finds it in done_at (its end, maybe still ahead of now)
         signal = signals.pop(index, None)
@@ -561,16 +582,30 @@ def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
     """(op, (ready time, idle-GPU work s)) of the op at ``position`` of a stream (ready now) and the plain
     compute ops after it that start once the one before ends, each not before the host has issued it and its
     other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
-    run = [(indices[position], (now, costs.compute_s[indices[position]]))]
-    while run[-1][0] not in costs.signalled and position + 1 < len(indices):  # one may come to wait for it
+    compute_s, signalled, waits = costs.compute_s, costs.signalled, costs.waits
+    index = indices[position]
+    run = [(index, (now, compute_s[index]))]
+    last = len(indices) - 1
+    # NOTE: locals and comparisons, not max([issued, *ready]): the same first greatest float, no lists per op
+    while index not in signalled and position < last:  # one may come to wait for it
         position += 1
         index = indices[position]
-        if ops[index].kind in (COLLECTIVE, FUSED, HOST_SYNC):
+        kind = ops[index].kind
+        if kind == COLLECTIVE or kind == FUSED or kind == HOST_SYNC:
             break
-        ready = [done_at[other] for other in costs.waits[index]]
-        if None in ready:  # it waits for an op not done yet: the stream yields there
+        ready, waiting = None, False
+        for other in waits[index]:
+            end = done_at[other]
+            if end is None:  # it waits for an op not done yet: the stream yields there
+                waiting = True
+                break
+            if ready is None or end > ready:
+                ready = end
+        if waiting:
             break
         sync = costs.sync_before[index]
         issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
-        run.append((index, (max([issued, *ready]), costs.compute_s[index])))
+        if ready is not None and ready > issued:
+            issued = ready
+        run.append((index, (issued, compute_s[index])))
     return run

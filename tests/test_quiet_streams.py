@@ -171,3 +171,46 @@ def _cross_node() -> tuple[StepWorkload, int]:
 
 def test_quiet_compute_off_a_link_of_its_own_matches_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_fast_path_exact_and_cheaper(monkeypatch, tasks, "QUIET", _cross_node)
+
+
+def _nic_a2a(deps: tuple[int, ...]) -> Op:
+    """_a2a's 2 ms on NVLink, and NIC bytes beside them (4 ms on _nic_run's NIC)."""
+    return Op(
+        "a2a-nic", COLLECTIVE, COMM, deps, collective=ALL_TO_ALL, group=Group.EP, group_size=8, comm_bytes=1.4e6,
+        nic_bytes=1e6,
+    )  # fmt: skip
+
+
+def _nic_run(monkeypatch: pytest.MonkeyPatch, beside_nic: bool) -> tuple[TaskTiming, int]:
+    """pre 0-1; the NVLink-only a2a 1-3 while the compute stream waits for the NIC a2a (so the comm stream runs
+    alone); the NIC a2a 3-7 (its NIC half, 4 ms, outlasts its 2 ms on NVLink); post 7-8."""
+    monkeypatch.setattr(tasks, "QUIET_BESIDE_NIC", beside_nic)
+    ops = (_mem("pre", 1.0), _a2a(COMM, (0,)), _nic_a2a((1,)), _mem("post", 1.0, (2,)))
+    env = simpy.Environment()
+    nvlink, nic = FluidNetwork(env, {"nvl": 1e9}), None
+    costs = OpCosts.of(ops, GPU, CAL, 0.0)
+    nic = FluidNetwork(env, {"nic": costs.nic_bytes[2] / 4e-3})
+    timing = TaskTiming()
+    run_task(env, ops, costs, nvlink, ("nvl",), timing, nic_links=("nic",), nic_network=nic)
+    env.run()
+    return timing, next(env._eid)
+
+
+def test_a_nic_task_lays_out_its_nvlink_only_collectives_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    beside, beside_events = _nic_run(monkeypatch, True)
+    stepped, stepped_events = _nic_run(monkeypatch, False)
+    for timing in (beside, stepped):
+        spans = [(index, round(begin * 1e3, 9), round(end * 1e3, 9)) for index, begin, end in sorted(timing.intervals)]
+        assert spans == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 3.0, 7.0), (3, 7.0, 8.0)]
+    assert sorted(beside.intervals) == sorted(stepped.intervals)  # the same floats
+    assert beside_events < stepped_events  # the NVLink-only a2a took no events
+
+
+def _cross_node_1f1b() -> tuple[StepWorkload, int]:
+    """deepseekmoe, PP 2, EP 16 over 2 nodes, no lanes: NIC tasks whose TP / SP collectives stay on NVLink."""
+    layout = layout_preset("megascale-moe").with_(pp=2, ep=16)
+    return StepWorkload(model_preset("deepseekmoe"), layout, 32, 8, global_batch=16, seq_len=4096), 32
+
+
+def test_quiet_beside_nic_matches_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_fast_path_exact_and_cheaper(monkeypatch, tasks, "QUIET_BESIDE_NIC", _cross_node_1f1b)
