@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from simulator.costs import fused_tail_s
 from simulator.network import _DONE_BYTES, FluidNetwork
+from simulator.op_costs import OpCosts
 from simulator.task_summary import Tally
-from simulator.tasks import OpCosts, TaskTiming, _Quiet, _run_alone
+from simulator.tasks import TaskTiming, _Quiet, _run_alone
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
 
 # What a stream is doing: ready to start its next op, waiting for an op of another stream, waiting until a

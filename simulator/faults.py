@@ -20,8 +20,8 @@ import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from simulator.op_costs import OpCosts
 from simulator.ranks import RankMap
-from simulator.tasks import OpCosts
 from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
 from topologies.errors import ConfigError, short_repr
 from workloads.limits import check_limit

@@ -29,8 +29,9 @@ import simpy
 from simulator.faults import Faults, StageFault
 from simulator.flow_log import FlowLog, LoggedNetwork
 from simulator.network import FluidNetwork
+from simulator.op_costs import OpCosts
 from simulator.ranks import Place, RankMap
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads.ops import Op
 from workloads.schedules import Task

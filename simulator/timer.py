@@ -21,9 +21,10 @@ import simpy
 from simulator.calibration import Calibration
 from simulator.faults import StageFault, scale_compute
 from simulator.network import FluidNetwork
+from simulator.op_costs import OpCosts
 from simulator.placement import Placement
 from simulator.ranks import Place
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.tasks import TaskTiming, run_task
 from topologies.hardware import GpuSpec
 from workloads.ops import Op
 from workloads.schedules import Task

@@ -16,7 +16,8 @@ from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import collective_latency_s, collective_wire_bytes
 from simulator.engine import Engine
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from topologies.hardware import GpuSpec
 from workloads.ops import Op

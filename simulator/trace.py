@@ -23,10 +23,11 @@ from typing import Any, NamedTuple
 from simulator.engine import Engine, EngineResult
 from simulator.faults import scale_compute
 from simulator.network import FluidNetwork
+from simulator.op_costs import OpCosts
 from simulator.probes import Probe, Transfer
 from simulator.ranks import Place, RankMap
 from simulator.report import Report, simulate
-from simulator.tasks import OpCosts, TaskTiming
+from simulator.tasks import TaskTiming
 from simulator.trace_size import TraceSizeCheck, check_trace_events, kept_stages
 from topologies.cluster import ClusterSpec
 from workloads.layouts import LayoutSpec

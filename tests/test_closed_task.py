@@ -10,12 +10,13 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import tasks
+from simulator import op_costs, tasks
 from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.network import FluidNetwork
+from simulator.op_costs import OpCosts
 from simulator.task_summary import summarize
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper, assert_steps_match
 from tests.test_faults import TINY, _unfolded_case
 from tests.test_quiet_streams import (
@@ -143,7 +144,7 @@ def test_issue_times_bind_until_the_stream_is_behind_the_host() -> None:
     which are timed without their issue check (OpCosts.alone_steps' _ISSUED) and run back to back."""
     ops = (_mem("a", 1.0), _mem("b", 1e-3, (0,)), _mem("c", 1e-3, (1,)))
     costs = OpCosts.of(ops, GPU, toy_calibration(host_launch_s=1e-4), 0.0)
-    assert [row[1] for row in costs.alone_steps(1e9, True)] == [-1, tasks._ISSUED, tasks._ISSUED]
+    assert [row[1] for row in costs.alone_steps(1e9, True)] == [-1, op_costs._ISSUED, op_costs._ISSUED]
     env = simpy.Environment()
     timing = TaskTiming()
     run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import simpy
 
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from tests.toys import toy_calibration, toy_gpu
 from workloads import combined_1f1b
 from workloads.combined_1f1b import EP_COMM

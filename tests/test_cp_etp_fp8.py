@@ -14,7 +14,8 @@ import simpy
 
 from simulator import simulate
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError

@@ -1,4 +1,4 @@
-"""CUDA graphs (workloads/cuda_graphs.py, simulator.tasks.launch_times_s): one launch per captured run."""
+"""CUDA graphs (workloads/cuda_graphs.py, simulator.op_costs.launch_times_s): one launch per captured run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 import simpy
 
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, launch_times_s, run_task
+from simulator.op_costs import OpCosts, launch_times_s
+from simulator.tasks import TaskTiming, run_task
 from tests.toys import toy_calibration, toy_gpu
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec

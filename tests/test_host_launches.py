@@ -1,4 +1,4 @@
-"""Kernels the host launches (simulator.tasks.launch_times_s): Qwen3's QK-norm and RoPE kernels with their bytes
+"""Kernels the host launches (simulator.op_costs.launch_times_s): Qwen3's QK-norm and RoPE kernels with their bytes
 (workloads/layers.py qk_steps) and one GEMM launch per local expert under TE's GroupedLinear (layout
 expert_gemm "multi_stream") or SequentialMLP, against one grouped kernel."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simulator.costs import compute_time_s
-from simulator.tasks import launch_times_s
+from simulator.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_gpu
 from workloads.config import load_model
 from workloads.layers import attention_recipe, layer_recipe

@@ -13,7 +13,8 @@ import simpy
 
 from simulator import tasks
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import toy_calibration, toy_gpu
 from workloads.layouts import layout_preset

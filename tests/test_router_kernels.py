@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.tasks import launch_times_s
+from simulator.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_task_s
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec

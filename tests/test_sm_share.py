@@ -13,7 +13,8 @@ from simulator.calibration import Calibration
 from simulator.collective_efficiency import Link
 from simulator.costs import comm_kernel_sms, deepep_efficiency
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from tests.toys import toy_calibration, toy_gpu
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
 

@@ -11,7 +11,8 @@ import simpy
 
 from simulator.calibration import Calibration
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from tests.toys import toy_calibration, toy_gpu
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, HOST_SYNC, MEMORY, Gemm, Op
 

@@ -15,7 +15,8 @@ from simulator import tasks, turns
 from simulator.collective_efficiency import Link
 from simulator.costs import deepep_efficiency
 from simulator.network import FluidNetwork
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.op_costs import OpCosts
+from simulator.tasks import TaskTiming, run_task
 from simulator.turns import GRANTED, Turns
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import toy_calibration, toy_gpu

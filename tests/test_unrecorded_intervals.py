@@ -15,8 +15,9 @@ import simpy
 from simulator import tasks
 from simulator.engine import Engine
 from simulator.network import FluidNetwork
+from simulator.op_costs import OpCosts
 from simulator.probes import Probe, TransferLog, reads_tasks
-from simulator.tasks import OpCosts, TaskTiming, run_task
+from simulator.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_steps_match
 from tests.test_bench import _OpsSeen
 from tests.test_closed_task import _shared_link, _single_stream

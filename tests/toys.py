@@ -99,7 +99,8 @@ def toy_task_s(ops: tuple, calibration: Calibration) -> float:
     import simpy
 
     from simulator.network import FluidNetwork
-    from simulator.tasks import OpCosts, TaskTiming, run_task
+    from simulator.op_costs import OpCosts
+    from simulator.tasks import TaskTiming, run_task
 
     env = simpy.Environment()
     costs = OpCosts.of(ops, TOY_GPU, calibration, 0.0)

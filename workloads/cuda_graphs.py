@@ -1,6 +1,6 @@
 """CUDA graphs (Megatron-Core --cuda-graph-impl local / transformer_engine, --cuda-graph-scope): which ops
 a graph captures. A captured run of kernels costs the host one graph launch instead of one launch per
-kernel (simulator.tasks.OpCosts); the kernels themselves run as before.
+kernel (simulator.op_costs.OpCosts); the kernels themselves run as before.
 
 Scopes, as megatron/training/arguments.py describes them: "attn" captures TransformerLayer._forward_attention,
 "mlp" a dense layer's _forward_mlp, "moe" a MoE layer's _forward_mlp, "moe_router" it up to
