@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import NamedTuple
 
-from simulator.periodic import Fields, Records, candidates, extrapolate, locked, resized, shift_s
+from simulator.periodic import Fields, Records, candidates, extrapolate, locked, shift_s
 from workloads.schedules import Flow, Phase, Schedule, ScheduleShape, Task
 
 
@@ -31,10 +31,10 @@ def schedule_bubble(schedule: Schedule, mean_s: Mapping[Phase, float]) -> float:
     taking ``mean_s[phase]`` (the engine's mean over all stages; phase_means)."""
     fields = None
     for m_a, q, shift in candidates(schedule):
-        first, records = _replay(resized(schedule, m_a), mean_s)
+        first, records = _replay(schedule.resized(m_a), mean_s)
         lam_s = shift_s(records, shift)
         if first and locked(records, shift, lam_s, 0.0):
-            second, _ = _replay(resized(schedule, m_a + q), mean_s)
+            second, _ = _replay(schedule.resized(m_a + q), mean_s)
             if second:
                 fields = extrapolate(first, second, m_a, m_a + q, schedule.micro_batches)
             break

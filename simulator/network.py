@@ -56,11 +56,7 @@ class FluidNetwork:
     def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
         links = tuple(links)
-        sent = self.bytes_sent
-        for link in links:  # NOTE: account(), inlined (a call per transfer)
-            if link not in sent:
-                raise KeyError(f"unknown link {link!r}")
-            sent[link] += nbytes
+        self.account(links, nbytes)
         done = self.env.event()
         if nbytes <= 0 or not links:
             done.succeed()
@@ -189,12 +185,8 @@ class FluidNetwork:
     def _reschedule(self, changed: Iterable[Hashable]) -> None:
         """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
         flows = self._flows
-        if not flows:
-            for observer in self.observers:
-                observer(self)
-            self._wake = None
-            return
-        if self._one_capacity_Bps is not None:
+        delay = None  # until the next flow ends (None: no flow left)
+        if flows and self._one_capacity_Bps is not None:
             # NOTE: one link (a stage's NVLink): every flow gets _assign_rates's one share (a lone flow's share is
             # the capacity itself), and the least remaining over that share is the least of the quotients
             # (rounding is monotonic), so the wake is the same float as the loop below finds
@@ -204,20 +196,21 @@ class FluidNetwork:
                 flow.rate = share
                 if flow.remaining < least:  # noqa: PLR1730
                     least = flow.remaining
-            for observer in self.observers:
-                observer(self)
             delay = least / share
-        else:
+        elif flows:
             component = self._component(changed)
             if component:
                 self._assign_rates(component)
-            for observer in self.observers:
-                observer(self)
             delay = flows[0].remaining / flows[0].rate
             for flow in flows:  # NOTE: min() over a generator, as a loop (the same least float)
                 flow_s = flow.remaining / flow.rate
                 if flow_s < delay:  # noqa: PLR1730
                     delay = flow_s
+        for observer in self.observers:  # they see the new rates (and must not change them)
+            observer(self)
+        if delay is None:
+            self._wake = None
+            return
         # NOTE: a bound method, not a closure per wake: the wake that fires is stale unless it is the latest
         wake = self._wake = self.env.timeout(delay if delay > 0.0 else 0.0)  # noqa: FURB136 (max(), no call)
         wake.callbacks.append(self._on_wake)

@@ -36,17 +36,12 @@ TIME, BYTES, FLOPS, COUNT = "s", "B", "flop", "n"  # the units
 Records = Sequence[Sequence[tuple[Task, float, float]]]  # per stage: (task, begin_s, end_s) in run order
 
 
-def resized(schedule: Schedule, micro_batches: int) -> Schedule:
-    """The same schedule (stages, chunks, overlap) over ``micro_batches`` micro-batches."""
-    return schedule.resized(micro_batches)
-
-
 def valid_count(schedule: Schedule, micro_batches: int) -> bool:
     """Whether the schedule runs with ``micro_batches`` micro-batches."""
     if micro_batches < 1:
         return False
     try:
-        resized(schedule, micro_batches).check()
+        schedule.resized(micro_batches).check()
     except ConfigError:
         return False
     return True
@@ -63,7 +58,7 @@ def index_step(schedule: Schedule, m: int, q: int) -> int:
     enter from both ends, q / 2): the micro-batch index shift between a task and its twin one period later."""
 
     def count(micro_batches: int) -> int:  # from the task counts by kind (the halves of a kind are its tasks')
-        kinds = resized(schedule, micro_batches).kind_counts(0)
+        kinds = schedule.resized(micro_batches).kind_counts(0)
         return sum(
             n * (half[0] == FORWARD and half[2] == 0) for kind, n in kinds.items() for half in Schedule.halves(kind)
         )

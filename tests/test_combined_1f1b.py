@@ -70,7 +70,7 @@ def test_each_all_to_all_hides_behind_the_other_micro_batch_compute() -> None:
     the attention's dgrad and wgrad. The comm stream runs unpermute.bwd 0-1, combine.bwd 1-3, the forward's
     dispatch (its attention ended at 1) 3-5, dispatch.bwd (experts.dgrad 3-4) 5-7, combine (experts 5-6) 7-9,
     unpermute 9-10; the compute stream attn 0-1, experts.dgrad 3-4, experts.wgrad 4-5, experts 5-6, attn.dgrad
-    (after dispatch.bwd) 7-8, attn.wgrad 8-9: 10 ms, where the two run one after the other take 9 + 10."""
+    (after dispatch.bwd) 7-8, attn.wgrad 8-9: 10 ms, where the two run one after the other take 7 + 9."""
     ops = combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=True)
     assert _run(ops) == (
         10.0,

@@ -25,8 +25,7 @@ dispatch backward is issued, ``pre_dispatch_computation.backward_dw`` at the pai
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from workloads.dualpipe import merged
 from workloads.ops import ATTENTION, COLLECTIVE, MEMORY, Group, Module, Op, Role
 
 EP_COMM = "ep_comm"  # Megatron-Core's one communication stream of the combined 1F1B
@@ -146,11 +145,4 @@ def pair(forward: tuple[Op, ...], backward: tuple[Op, ...], delay_wgrad: bool) -
     order += [(0, i) for unit in f_units[f_last + 1 :] for i in unit]  # head forward (post_process)
     order += [(1, i) for unit in b_units[b_last + 1 :] for i in unit]  # embedding backward (pre_process)
     assert sorted(order) == sorted([(0, i) for i in range(len(forward))] + [(1, i) for i in range(len(backward))])
-    new_index = {item: k for k, item in enumerate(order)}
-    merged = []
-    for lane, i in order:
-        op = (forward, backward)[lane][i]
-        stream = EP_COMM if (lane, i) in on_comm else op.stream
-        old = deps.get((lane, i), op.deps)
-        merged.append(replace(op, stream=stream, deps=tuple(new_index[(lane, dep)] for dep in old)))
-    return tuple(merged)
+    return merged((forward, backward), order, deps, dict.fromkeys(on_comm, EP_COMM))

@@ -34,9 +34,22 @@ def pair(first: tuple[Op, ...], second: tuple[Op, ...]) -> tuple[tuple[Op, ...],
     order = sorted(
         [(i / len(first), 0, i) for i in range(len(first))] + [(j / len(second), 1, j) for j in range(len(second))]
     )
-    new_index = {(lane, i): k for k, (_, lane, i) in enumerate(order)}
-    merged = []
-    for _, lane, i in order:
-        op = (first, second)[lane][i]
-        merged.append(replace(op, deps=tuple(new_index[(lane, dep)] for dep in op.deps)))
-    return tuple(merged), tuple(lane for _, lane, _ in order)
+    return merged((first, second), [(lane, i) for _, lane, i in order]), tuple(lane for _, lane, _ in order)
+
+
+def merged(
+    lanes: tuple[tuple[Op, ...], ...],
+    order: list[tuple[int, int]],
+    deps: dict[tuple[int, int], tuple[int, ...]] | None = None,
+    streams: dict[tuple[int, int], str] | None = None,
+) -> tuple[Op, ...]:
+    """The ops of ``lanes`` as one op list in ``order`` ((lane, index) of each), each op's deps (its own, or
+    ``deps``' for it: indices in its lane) remapped to the list, on its own stream or ``streams``' for it."""
+    deps, streams = deps or {}, streams or {}
+    new_index = {item: k for k, item in enumerate(order)}
+    out = []
+    for lane, i in order:
+        op = lanes[lane][i]
+        old = deps.get((lane, i), op.deps)
+        out.append(replace(op, stream=streams.get((lane, i), op.stream), deps=tuple(new_index[(lane, d)] for d in old)))
+    return tuple(out)
