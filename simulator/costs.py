@@ -48,11 +48,29 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     operand_bytes = 1.0 if gemm.fp8 else 2.0
     bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
     memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
+    accumulate_s = accumulate_epilogue_s(gemm, gpu, cal)
     if gemm.sequential:
-        one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + cal.kernel_overhead_s
+        one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + accumulate_s + cal.kernel_overhead_s
         return gemm.groups * one
     compute_s = math.ceil(tiles * gemm.groups / gpu.sm_count) * tile_s
-    return max(compute_s, memory_s * gemm.groups) + cal.kernel_overhead_s
+    return max(compute_s, memory_s * gemm.groups) + accumulate_s * gemm.groups + cal.kernel_overhead_s
+
+
+def accumulate_epilogue_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
+    """Time one group of a weight-gradient GEMM spends adding its product into the main gradient, beyond the
+    16-bit store its published efficiency already includes: the epilogue reads and writes ``accumulate_bytes``
+    per output element where the measured kernels write 2 (FP32 main grads: 6 B more), after the main loop.
+
+    Serial, not under the roofline max: DeepGEMM's k-grouped FP8 wgrad with FP32 accumulation (4 groups,
+    m 7168 / 2048, n 4096 / 7168, K 4096 and 8192, H200) runs at 813-873 TFLOP/s (939-1044 at the commit
+    before, deepseek-ai/DeepGEMM issue #107); on the H200 preset the table here gives those shapes 1,169-1,315
+    TFLOP/s with the epilogue hidden under the main loop, 956-1,168 with it serial: the serial sum is nearer,
+    and still a lower bound on the cost. DeepGEMM's maintainer calls that wgrad memory-bound (deepseek-ai/DeepGEMM
+    issue #125, LyricZhao, 2025-07-21)."""
+    if not gemm.accumulate_bytes:
+        return 0.0
+    extra_bytes = (2 * gemm.accumulate_bytes - BYTES_BF16) * gemm.m * gemm.n
+    return extra_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
 
 
 def attention_time_s(

@@ -167,7 +167,9 @@ class AttentionShape:
 @dataclass(frozen=True, slots=True)
 class Gemm:
     """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group;
-    ``grouped`` says whether the groups split m (each group's tokens) or k (a weight gradient's tokens)."""
+    ``grouped`` says whether the groups split m (each group's tokens) or k (a weight gradient's tokens);
+    ``accumulate_bytes``: the width of the main gradient a weight-gradient GEMM adds its product into
+    (gradient accumulation fusion: the epilogue reads and writes main_grad), 0 for a plain 16-bit output."""
 
     m: int
     n: int
@@ -176,6 +178,7 @@ class Gemm:
     sequential: bool = False
     precision: GemmPrecision = GemmPrecision.BF16
     grouped: GroupedDim = GroupedDim.ROWS
+    accumulate_bytes: int = 0
 
     @property
     def fp8(self) -> bool:
@@ -190,9 +193,12 @@ class Gemm:
         """Input gradient: (m x n) @ (n x k)."""
         return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision)
 
-    def wgrad(self) -> Gemm:
-        """Weight gradient: (k x m) @ (m x n), each group reducing over its m tokens."""
-        return Gemm(self.k, self.n, self.m, self.groups, self.sequential, self.precision, GroupedDim.REDUCTION)
+    def wgrad(self, accumulate_bytes: int = 0) -> Gemm:
+        """Weight gradient: (k x m) @ (m x n), each group reducing over its m tokens, added into a main
+        gradient of ``accumulate_bytes`` per element (0: written out)."""
+        return Gemm(
+            self.k, self.n, self.m, self.groups, self.sequential, self.precision, GroupedDim.REDUCTION, accumulate_bytes
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ from workloads.ops import (
     Role,
     Step,
 )
-from workloads.precision import Fp8Recipe
+from workloads.precision import DTYPE_BYTES, Fp8Recipe
 
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs
 
@@ -66,6 +66,12 @@ class _OpList:
         self.group_size = layout.intra_size
         self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
         self.captured = captured_parts(layout.cuda_graph_scope)
+        # Weight gradients are added into the main gradients inside the wgrad GEMM's epilogue: Megatron-LM's
+        # --gradient-accumulation-fusion is on by default (--no-gradient-accumulation-fusion turns it off),
+        # Megatron-Bridge's GPTModelProvider enables it where the fused kernel exists
+        # (gradient_accumulation_fusion = fusions.can_enable_gradient_accumulation_fusion), and TE's linear
+        # and grouped linear layers take it as fuse_wgrad_accumulation.
+        self.main_grad_bytes = DTYPE_BYTES[layout.main_grads_dtype]
 
     def graph(self, step: Step) -> GraphPart:
         """The CUDA graph that captures ``step``'s kernels under the layout's scopes (NONE: eager)."""
@@ -363,7 +369,8 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
 
     def flush() -> None:
         for step, deps in deferred_wgrads:
-            ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=step.gemm.wgrad(), name=f"{step.name}.wgrad")
+            wgrad = step.gemm.wgrad(ops.main_grad_bytes)
+            ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=wgrad, name=f"{step.name}.wgrad")
         deferred_wgrads.clear()
 
     for position in range(len(steps) - 1, -1, -1):
