@@ -116,9 +116,10 @@ class SmShare:
         as ``Process.interrupt`` would have the process do itself (the same event step), without throwing an
         exception into it or a timeout per kernel."""
         env = self.env
-        run = _Run(kernels, env.now, self._rate)
-        run.timeout = env.timeout(run.ends[-1] - env.now)
-        process = env.active_process
+        now = env.now
+        run = _Run(kernels, now, self._rate)
+        run.timeout = env.timeout(run.ends[-1] - now)
+        process = env._active_proc  # NOTE: simpy's active_process without its property call
         self._computing[process] = run
         yield run.timeout  # the process resumes on the last timeout it was moved to
         self._computing.pop(process, None)
