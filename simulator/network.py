@@ -228,8 +228,13 @@ class FluidNetwork:
     def _on_wake(self, wake: simpy.Event) -> None:
         if wake is not self._wake:
             return  # a newer event rescheduled the network
-        self._advance()
+        now = self.env.now  # NOTE: _advance() inlined
+        elapsed = now - self._last_update_s
         flows = self._flows
+        if elapsed > 0:
+            for flow in flows:
+                flow.remaining -= flow.rate * elapsed
+        self._last_update_s = now
         if len(flows) == 1:  # NOTE: a lone flow is the one that ends (done or the closest, by rounding)
             flow = flows.pop()
             for link in flow.links:

@@ -52,7 +52,9 @@ class _Run:
 
     def retime(self, now: float, rate: float) -> None:
         """The rate changes at ``now``: the kernel in progress keeps the work it has done, the rest re-plan."""
-        k = next(k for k, end in enumerate(self.ends) if end > now or k == len(self.ends) - 1)
+        ends, k, last = self.ends, 0, len(self.ends) - 1
+        while k < last and not ends[k] > now:  # NOTE: the first kernel ending after now (or the last), as a loop
+            k += 1
         if self.begins[k] <= now:  # in progress: the work done at the old rate is kept
             if k != self.at:
                 self.at, self.left_s, self.since = k, self.kernels[k][1], self.begins[k]
