@@ -20,6 +20,7 @@ from simulator.calibration import Calibration
 from simulator.engine import optimizer_s
 from simulator.faults import StageFault
 from simulator.periodic import task_counts
+from simulator.sim_env import environment
 from simulator.timer import CostCache, MemoTimer
 from topologies.cluster import ClusterSpec
 from workloads.schedules import ScheduleShape, Task
@@ -53,11 +54,7 @@ def step_lower_bound_s(
     """A proven lower bound on the step time of ``workload`` on ``cluster`` (see the module docstring);
     ``timer``: a MemoTimer of this workload whose task timings to reuse (and fill)."""
     if timer is None:
-        import simpy
-
-        timer = MemoTimer(
-            simpy.Environment(), CostCache(workload, cluster.gpu, calibration), [StageFault()] * workload.pp
-        )
+        timer = MemoTimer(environment(), CostCache(workload, cluster.gpu, calibration), [StageFault()] * workload.pp)
     busy = stage_busy_s(workload, cluster, calibration, timer)
     bound_s = max(b + optimizer_s(workload, stage, cluster.gpu, calibration) for stage, b in enumerate(busy))
     return bound_s * (1 - ROUNDING)

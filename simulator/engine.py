@@ -44,6 +44,7 @@ from simulator.nic_replay import (
 from simulator.placement import DpBucket, FoldedPlacement, Placement
 from simulator.probes import Probe, Transfer, reads_tasks, start_probes, subscribed, unobserved, watches_rates
 from simulator.ranks import Place
+from simulator.sim_env import environment
 from simulator.tasks import TaskTiming
 from simulator.timer import CostCache, MemoTimer, OpTimer
 from simulator.unfolded import UnfoldedPlacement
@@ -118,7 +119,7 @@ class Engine:
         ``needed()`` finds them while this engine lives: the steady shortcut asks only where it runs twice)."""
         self.probes = subscribed(probes)  # observers of this run (simulator/probes.py)
         if isinstance(placement, str):
-            placement = make_placement(placement, simpy.Environment(), workload, cluster, faults or Faults())
+            placement = make_placement(placement, environment(), workload, cluster, faults or Faults())
         elif faults is not None:
             raise ConfigError("faults", "give faults to the Placement object, not to the engine")
         self.workload, self.cluster, self.cal, self.placement = workload, cluster, calibration, placement
@@ -351,7 +352,7 @@ class Engine:
 
     def _again(self, forced: Forced, forecast: bool | None = None) -> Engine:
         """A fresh engine of this step, unobserved, sharing timings and costs, with ``forced`` at op level."""
-        env = simpy.Environment()
+        env = environment()
         placement = make_placement(self.placement.kind, env, self.workload, self.cluster, self.placement.faults)
         with unobserved():
             return Engine(

@@ -59,6 +59,7 @@ from simulator.network import FluidNetwork
 from simulator.placement import FoldedPlacement
 from simulator.ranks import Place
 from simulator.send_forecast import SendForecast
+from simulator.sim_env import environment
 from simulator.tasks import TaskTiming, run_task
 from simulator.timer import CostCache, OpTimer
 from workloads.schedules import Task
@@ -188,7 +189,7 @@ def footprint(costs: CostCache, key: tuple, nvlink_Bps: float, nic_Bps: float, c
     each way, recording when its flows occupy each NIC direction."""
     workload = costs.workload
     ops, lanes = workload.task_ops(key), workload.task_lanes(key)
-    env = simpy.Environment()
+    env = environment()
     nvlink = FluidNetwork(env, {"nvl": nvlink_Bps})
     nic = FluidNetwork(env, {"out": nic_Bps, "in": nic_Bps})  # the order of FoldedPlacement.nic_links
     log = FlowLog(env)

@@ -52,7 +52,9 @@ class _Run:
 
     def retime(self, now: float, rate: float) -> None:
         """The rate changes at ``now``: the kernel in progress keeps the work it has done, the rest re-plan."""
-        k = next(k for k, end in enumerate(self.ends) if end > now or k == len(self.ends) - 1)
+        ends, k, last = self.ends, 0, len(self.ends) - 1
+        while k < last and not ends[k] > now:  # NOTE: the first kernel ending after now (or the last), as a loop
+            k += 1
         if self.begins[k] <= now:  # in progress: the work done at the old rate is kept
             if k != self.at:
                 self.at, self.left_s, self.since = k, self.kernels[k][1], self.begins[k]
@@ -116,9 +118,10 @@ class SmShare:
         as ``Process.interrupt`` would have the process do itself (the same event step), without throwing an
         exception into it or a timeout per kernel."""
         env = self.env
-        run = _Run(kernels, env.now, self._rate)
-        run.timeout = env.timeout(run.ends[-1] - env.now)
-        process = env.active_process
+        now = env.now
+        run = _Run(kernels, now, self._rate)
+        run.timeout = env.timeout(run.ends[-1] - now)
+        process = env._active_proc  # NOTE: simpy's active_process without its property call
         self._computing[process] = run
         yield run.timeout  # the process resumes on the last timeout it was moved to
         self._computing.pop(process, None)

@@ -378,13 +378,15 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     yield env.timeout(tail_s)
                     tail_s = 0.0
             elif batch:  # this compute op and the plain compute ops after it that need no one: one timeout
-                run = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
-                begins, ends = yield from sms.compute_run([kernel for _, kernel in run])
-                for (other, _), other_begin, end in zip(run[:-1], begins, ends):
-                    intervals.append((other, other_begin - start_s, end - start_s))
+                run, kernels = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
+                begins, ends = yield from sms.compute_run(kernels)
+                last = len(run) - 1
+                for k in range(last):
+                    other, end = run[k], ends[k]
+                    intervals.append((other, begins[k] - start_s, end - start_s))
                     done_at[other] = end
-                position += len(run) - 1
-                index, begin = run[-1][0], begins[-1]
+                position += last
+                index, begin = run[last], begins[last]
             elif sms is not None:
                 yield from sms.compute(op_compute_s[index])
             else:
@@ -411,13 +413,14 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         yield env.timeout(clock - env.now)
 
 
-def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
-    """(op, (ready time, idle-GPU work s)) of the op at ``position`` of a stream (ready now) and the plain
-    compute ops after it that start once the one before ends, each not before the host has issued it and its
-    other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
+def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> tuple[list, list]:
+    """The ops and their kernels (ready time, idle-GPU work s): the op at ``position`` of a stream (ready now)
+    and the plain compute ops after it that start once the one before ends, each not before the host has issued
+    it and its other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
     compute_s, signalled, waits = costs.compute_s, costs.signalled, costs.waits
+    sync_before, issue_offset_s = costs.sync_before, costs.issue_offset_s
     index = indices[position]
-    run = [(index, (now, compute_s[index]))]
+    run, kernels = [index], [(now, compute_s[index])]
     last = len(indices) - 1
     # NOTE: locals and comparisons, not max([issued, *ready]): the same first greatest float, no lists per op
     while index not in signalled and position < last:  # one may come to wait for it
@@ -436,9 +439,10 @@ def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> list:
                 ready = end
         if waiting:
             break
-        sync = costs.sync_before[index]
-        issued = (done_at[sync] if sync >= 0 else start_s) + costs.issue_offset_s[index]
+        sync = sync_before[index]
+        issued = (done_at[sync] if sync >= 0 else start_s) + issue_offset_s[index]
         if ready is not None and ready > issued:
             issued = ready
-        run.append((index, (issued, compute_s[index])))
-    return run
+        run.append(index)
+        kernels.append((issued, compute_s[index]))
+    return run, kernels

@@ -24,6 +24,7 @@ from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts
 from simulator.placement import Placement
 from simulator.ranks import Place
+from simulator.sim_env import environment
 from simulator.tasks import TaskTiming, run_task
 from topologies.hardware import GpuSpec
 from workloads.ops import Op
@@ -135,7 +136,7 @@ class MemoTimer:
             identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow)
             timing = self.shared.get(identity) if self.shared is not None else None
             if timing is None:
-                env = simpy.Environment()
+                env = environment()
                 network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
                 timing = TaskTiming()
                 costs = self.costs.get(key, fault.compute_factor)

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import simpy
-
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs import collective_latency_s, collective_wire_bytes
 from simulator.engine import Engine
 from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts
+from simulator.sim_env import environment
 from simulator.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from topologies.hardware import GpuSpec
@@ -65,7 +64,7 @@ def time_task(
 
 def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
     """One op (without dependencies) alone on ``gpu`` with an idle NVLink, from its host launch to its end."""
-    env = simpy.Environment()
+    env = environment()
     network = FluidNetwork(env, {"nvl": gpu.nvlink_bandwidth_Bps})
     timing = TaskTiming()
     costs = OpCosts.of((op,), gpu, calibration, gpu.nvlink_latency_s)
