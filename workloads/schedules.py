@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
 from topologies.errors import ConfigError
@@ -81,6 +82,19 @@ class ScheduleShape(NamedTuple):
         return self.kind(
             self.stages, self.micro_batches, self.chunks, ep_overlap=self.ep_overlap, delay_wgrad=self.delay_wgrad
         )
+
+
+# Stage orders kept (``shape_order``): a step asks for each of its stages' orders up to three times (the engine, the
+# send forecast, the bubble replay), over two or three shapes with the steady shortcut; a search point's shapes
+# are few. An order of 512 micro-batches over 4 chunks is ~4,000 tasks (~0.4 MB): 64 of them stay under ~30 MB.
+ORDERS_KEPT = 64
+
+
+@lru_cache(maxsize=ORDERS_KEPT)
+def shape_order(shape: ScheduleShape, stage: int) -> tuple[Task, ...]:
+    """The order of ``stage`` of the schedule ``shape`` builds, once per (shape, stage): equal shapes run equal
+    orders (``Schedule.shape``), and building one walks every task."""
+    return tuple(shape.build().lazy_order(stage))
 
 
 class SteadyCut(NamedTuple):
@@ -168,8 +182,8 @@ class Schedule:
 
     # --- derived from the above ----------------------------------------------------------------------
     def order(self, stage: int) -> list[Task]:
-        """The tasks of ``stage``, in the order it runs them."""
-        return list(self.lazy_order(stage))
+        """The tasks of ``stage``, in the order it runs them (built once per shape and stage: ``shape_order``)."""
+        return list(shape_order(self.shape, stage))
 
     def forward_chunks(self, stage: int, count: int) -> tuple[int, ...]:
         """The chunks of the first ``count`` forward halves (F tasks, F&B's forward) of ``stage``'s order (fewer if
