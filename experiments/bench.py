@@ -37,8 +37,9 @@ from simulator.report import Report, simulate
 from workloads.step import StepWorkload
 
 BARE_EVENTS = 100_000  # timeouts of one bare loop (~0.2 CPU s); a row's ratio takes the least of several loops
-# Runs of an op-level step and of the bare loop, interleaved, whose least CPU times the ratio divides: on this shared
-# 2-core machine one pair's ratio moved 1.6-2.4 between runs; the least of five moves a few percent.
+# Runs of an op-level step and of the bare loop, interleaved, whose least CPU times the ratio divides: on the shared
+# 2-core development machine (load ~1) the first pair of five runs gave 1.55-1.92, the least of five pairs 1.57-1.79:
+# what is left moves with the process (its five pairs agree to a few percent).
 RATIO_RUNS = 5
 SEARCH = {"model": "mixtral-8x7b", "gpus": 128, "cluster": "h100", "jobs": 2}  # the search-1000 row's job
 SEARCH_POINTS = 1000
