@@ -4,6 +4,13 @@ Each row is one measured action: a single step (simulate()), a search, the valid
 all`` or a bare simpy loop (the reference for the cost per op). ``wall_s`` is elapsed time; ``cpu_s`` is the CPU
 time of this process and of the worker processes it waited for (a search with 2 jobs), which is the number to
 compare on a shared machine. ``moesim bench --json`` prints one JSON object per row.
+
+The rows that run in this process follow a warm-up row (``warm-up``: imports, the interpreter's first calls, a
+small step at both timers), so the first of them does not pay what every later one finds done; the search rows
+run in child processes of their own and so include a process's start-up. A step's ``cost_per_op_vs_simpy`` is
+its engine's CPU time per simulated op over a bare simpy timeout's, both timed with process CPU time under the
+engine's collector settings (simulator/gc_budget.py); at op level, each the least of RATIO_RUNS runs, the
+step's and the loop's interleaved, and ``ratio_runs`` gives each pair's ratio (the spread).
 """
 
 from __future__ import annotations
@@ -24,11 +31,16 @@ from pathlib import Path
 import simpy
 
 from simulator.engine import EngineResult
+from simulator.gc_budget import fewer_collections
 from simulator.probes import Probe, observing
 from simulator.report import Report, simulate
 from workloads.step import StepWorkload
 
-BARE_EVENTS = 200_000  # enough timeouts for a stable per-event time (~0.1 s)
+BARE_EVENTS = 100_000  # timeouts of one bare loop (~0.2 CPU s); a row's ratio takes the least of several loops
+# Runs of an op-level step and of the bare loop, interleaved, whose least CPU times the ratio divides: on the shared
+# 2-core development machine (load ~1) the first pair of five runs gave 1.55-1.92, the least of five pairs 1.57-1.79:
+# what is left moves with the process (its five pairs agree to a few percent).
+RATIO_RUNS = 5
 SEARCH = {"model": "mixtral-8x7b", "gpus": 128, "cluster": "h100", "jobs": 2}  # the search-1000 row's job
 SEARCH_POINTS = 1000
 MEMORY_BELOW_S = 5.0  # rows that take longer are not run again under tracemalloc (peak_mem_mib left out)
@@ -94,7 +106,8 @@ class Steps(Probe):
 
 
 def bare_event_s(events: int = BARE_EVENTS) -> float:
-    """Seconds per event of a bare simpy loop: one process yielding ``events`` timeouts."""
+    """CPU seconds per event of a bare simpy loop: one process yielding ``events`` timeouts, under the collector
+    settings a step runs with (simulator/gc_budget.py), as the engine's time it is compared with."""
     env = simpy.Environment()
 
     def loop():
@@ -102,9 +115,33 @@ def bare_event_s(events: int = BARE_EVENTS) -> float:
             yield env.timeout(1.0)
 
     env.process(loop())
-    start = time.perf_counter()
-    env.run()
-    return (time.perf_counter() - start) / events
+    with fewer_collections():
+        start = time.process_time()
+        env.run()
+        return (time.process_time() - start) / events
+
+
+WARM_UP = {"model": "paper-352b", "layout": "megascale-moe", "gpus": 480, "global_batch": 40}  # no row's shapes
+
+
+def warm_up() -> dict:
+    """The warm-up row: what the first in-process row would pay alone (the simulator's and the Qwen3 rows' imports,
+    the interpreter's first calls) paid before the rows, on a step no row simulates (its task timings then
+    dropped, so no row finds its own made)."""
+    from experiments import validate, validation_cases  # noqa: F401 (imported by the Qwen3 rows)
+    from simulator.timer import TIMINGS
+
+    start, cpu = time.perf_counter(), _cpu_s()
+    for memoize in (True, False):
+        simulate(**WARM_UP, memoize=memoize)
+    bare_event_s(BARE_EVENTS // 10)
+    TIMINGS.clear()
+    where = f"{WARM_UP['model']} {WARM_UP['layout']} on {WARM_UP['gpus']} GPUs, global batch {WARM_UP['global_batch']}"
+    note = (
+        f"imports and one step ({where}) memoized and at op level before the rows, in none of them; validate and "
+        "reproduce-all therefore leave out the simulator's imports, the search rows (child processes) do not"
+    )
+    return {"point": "warm-up", "wall_s": time.perf_counter() - start, "cpu_s": _cpu_s() - cpu, "note": note}
 
 
 def _qwen3(global_batch: int) -> Report:
@@ -213,7 +250,7 @@ def measure(point: BenchPoint, memory: bool = True) -> dict:
             "point": point.name,
             "wall_s": time.perf_counter() - start,
             "cpu_s": _cpu_s() - cpu,
-            "note": f"{BARE_EVENTS} timeouts, {measured_s * 1e6:.3f} us per event",
+            "note": f"{BARE_EVENTS} timeouts, {measured_s * 1e6:.3f} us CPU per event",
             "event_us": measured_s * 1e6,
         }
     action = _action(point)
@@ -230,9 +267,7 @@ def measure(point: BenchPoint, memory: bool = True) -> dict:
     engine_s = sum(result.sim_wall_s for result in seen.results)
     row.update({"simulated_ops": simulated, "represented_ops": represented, "engine_s": engine_s})
     if report is not None:
-        # NOTE: the machine's speed drifts (a shared 2-core machine varies by a third between runs), so the ratios
-        # divide by a bare simpy loop timed right after this row's run, not by the one taken at the bench's start
-        event_s = bare_event_s()
+        engine_cpu_s, event_s, ratios = _ratio_runs(point, action, seen.results, simulated)
         row.update(
             {
                 "gpus": report.gpus,
@@ -242,10 +277,12 @@ def measure(point: BenchPoint, memory: bool = True) -> dict:
                 "nic_replay": list(
                     getattr(report, "nic_replay", ())
                 ),  # runs and forced share (simulator/nic_replay.py)
-                # the engine's own time (no workload or report building) per op it simulated, in bare events
-                "cost_per_op_vs_simpy": engine_s / simulated / event_s if simulated else math.nan,
-                "cost_per_represented_op_vs_simpy": engine_s / represented / event_s if represented else math.nan,
+                "engine_cpu_s": engine_cpu_s,
+                # the engine's own CPU time (no workload or report building) per op it simulated, in bare events
+                "cost_per_op_vs_simpy": engine_cpu_s / simulated / event_s if simulated else math.nan,
+                "cost_per_represented_op_vs_simpy": engine_cpu_s / represented / event_s if represented else math.nan,
                 "event_us": event_s * 1e6,
+                "ratio_runs": ratios,
             }
         )
         if memory and wall_s < MEMORY_BELOW_S:  # tracemalloc slows allocation several-fold: a run of its own
@@ -258,17 +295,42 @@ def measure(point: BenchPoint, memory: bool = True) -> dict:
     return row
 
 
+def _ratio_runs(
+    point: BenchPoint, action: Callable[[], dict], results: list[EngineResult], simulated: int
+) -> tuple[float, float, list[float]]:
+    """(engine CPU s, bare event CPU s, each pair's ratio per op): the row's run and a bare loop timed right after
+    it, and at op level RATIO_RUNS - 1 more pairs, the least engine and the least loop kept. Memoized steps run
+    once: a second run would find its task timings made (simulator/timer.py TIMINGS) and be a cheaper step.
+
+    NOTE: the machine's speed drifts (a shared 2-core machine varies by a third between runs), so the engine and
+    the loop it is divided by are timed alternately, each the same way (process CPU time, the same collector)."""
+    engines, events = [sum(result.sim_cpu_s for result in results)], [bare_event_s()]
+    for _ in range(RATIO_RUNS - 1 if not point.memoize else 0):
+        seen = Steps()
+        with observing(seen):
+            action()
+        engines.append(sum(result.sim_cpu_s for result in seen.results))
+        events.append(bare_event_s())
+    ratios = [engine / simulated / event if simulated else math.nan for engine, event in zip(engines, events)]
+    return min(engines), min(events), ratios
+
+
 def run_bench(
     points: list[BenchPoint] | tuple[BenchPoint, ...] | None = None,
     quiet: bool = False,
     slow: bool = False,
     say: Callable[[dict], None] | None = None,
 ) -> list[dict]:
-    """Measure every point (default: POINTS, without SLOW unless ``slow``); ``say`` gets each row as it is done."""
+    """Measure every point (default: POINTS, without SLOW unless ``slow``), after the warm-up row where a point runs in
+    this process; ``say`` gets each row as it is done."""
     from experiments.progress import bar
 
     todo = [p for p in POINTS if slow or p.name not in SLOW] if points is None else list(points)
     rows = []
+    if any(point.action not in ("simpy", "search") and not point.action.startswith("search-") for point in todo):
+        rows.append(warm_up())  # a row of its own, before the rows it warms
+        if say is not None:
+            say(rows[-1])
     with bar(len(todo), "bench", quiet=quiet) as progress:
         for point in todo:
             rows.append(measure(point))
@@ -282,6 +344,7 @@ COLUMNS = {
     "wall_s": "{:.3f}",
     "cpu_s": "{:.3f}",
     "engine_s": "{:.3f}",
+    "engine_cpu_s": "{:.3f}",
     "step_time_s": "{:.4f}",
     "micro_batches": "{:.0f}",
     "simulated_ops": "{:,.0f}",

@@ -88,6 +88,7 @@ class EngineResult:
     steady_runs: tuple[int, ...] = ()  # micro-batch counts simulated when extrapolated (simulator/steady.py)
     nic_replay: tuple[ReplayStats, ...] = ()  # per step run with NIC replay (simulator/nic_replay.py)
     ledger: Ledger | None = None  # the run's increments, when asked for (simulator/ledger.py)
+    sim_cpu_s: float = 0.0  # the CPU seconds of sim_wall_s (what the bench compares: the machine is shared)
 
 
 class Engine:
@@ -149,6 +150,8 @@ class Engine:
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
         self._arrivals: dict[tuple, simpy.Event] = {}
         self._sent_at: dict[tuple, float] = {}
+        self._numbers = {place: number for number, place in enumerate(placement.places)}  # PP arrivals' keys
+        self._pp_bytes = workload.pp_bytes_per_gpu
         self.ledger = Ledger(placement.bytes_sent) if ledger else None
         self._find_needed = needed
         self._stood: NicReplayTimer | None = None  # the timer of the run that stood, until needed() asks
@@ -163,12 +166,10 @@ class Engine:
         return self._memo.task_timing(key, stage)
 
     # --- pipeline ----------------------------------------------------------------------------------
-    def _inputs(self, place: Place, task: Task) -> list[tuple]:
-        """Arrival keys ``task`` waits for before it starts (each ends with the receiving place)."""
-        return [flow[:-1] + (place,) for flow in self.workload.schedule.inputs(place.stage, task)]
-
+    # NOTE: a PP arrival is keyed (direction, micro-batch, chunk, the receiving place's number in
+    # ``placement.places``): ints, hashed in C, where a Place's hash is Python code (a frozen dataclass)
     def _arrival(self, key: tuple) -> simpy.Event:
-        arrival = self._arrivals.get(key)  # NOTE: one lookup: a key holds a Place, whose hash is Python code
+        arrival = self._arrivals.get(key)  # NOTE: one lookup
         if arrival is None:
             arrival = self._arrivals[key] = self.env.event()
         return arrival
@@ -180,68 +181,70 @@ class Engine:
         NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
         op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
         the process would have started: the same instant, and the same step results (tests/test_pipeline.py)."""
-        nbytes = self.workload.pp_bytes_per_gpu
+        nbytes, env, placement = self._pp_bytes, self.env, self.placement
 
         def leave(_event: simpy.Event) -> None:
-            start = self.env.now
-            landed = self.placement.transfer(self.placement.pp_links(src, dst), nbytes)
+            start = env.now
+            landed = placement.transfer(placement.pp_links(src, dst), nbytes)
             landed.callbacks.append(lambda _e: land(start))
 
         def land(start: float) -> None:
             for probe in self.probes:
-                probe.on_transfer(
-                    Transfer("pp", src.stage, dst.stage, start, self.env.now, nbytes, key[:-1] + (dst.stage,))
-                )
+                probe.on_transfer(Transfer("pp", src.stage, dst.stage, start, env.now, nbytes, key[:-1] + (dst.stage,)))
             self._arrival(key).succeed()
 
-        self.env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
+        env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
 
     def _stage(self, place: Place, dp_gate: simpy.Event | None):
-        log = self._logs[place]
-        order = self.workload.stage_order(place.stage)
+        env, log, ledger, probes, run = self.env, self._logs[place], self.ledger, self.probes, self.timer.run
+        stage, schedule, arrivals, sent_at = place.stage, self.workload.schedule, self._arrivals, self._sent_at
+        number = self._numbers[place]
+        # the place of every stage this one exchanges data with (its own included), and its number
+        peers = [(peer, self._numbers[peer]) for peer in map(place.at_stage, range(self.workload.pp))]
+        tasks, exposed = log.tasks, log.exposed_comm_s
         first_forward = True
-        ledger = self.ledger
-        for task in order:
+        for task in self.workload.stage_order(stage):
             pp_wait_s = dp_wait_s = 0.0  # this task's waits (the ledger's entry)
-            for key in self._inputs(place, task):
-                arrival = self._arrival(key)
+            for flow in schedule.inputs(stage, task):
+                key = (flow[0], flow[1], flow[2], number)
+                arrival = arrivals.get(key)
+                if arrival is None:
+                    arrival = arrivals[key] = env.event()
                 if not arrival.triggered:
-                    wait_start = self.env.now
+                    wait_start = env.now
                     yield arrival
-                    sent = self._sent_at.get(key, wait_start)
-                    wait_s = self.env.now - max(wait_start, sent)
+                    sent = sent_at.get(key, wait_start)
+                    wait_s = env.now - max(wait_start, sent)
                     log.pp_wait_s += wait_s
                     pp_wait_s += wait_s
             if first_forward and dp_gate is not None and not dp_gate.triggered:
-                wait_start = self.env.now
+                wait_start = env.now
                 yield dp_gate
-                dp_wait_s = self.env.now - wait_start
+                dp_wait_s = env.now - wait_start
                 log.dp_exposed_s += dp_wait_s
             first_forward = False
-            begin = self.env.now
-            timing = yield from self.timer.run(place, task)
-            log.tasks.append((task, begin, self.env.now))
-            log.busy_s += self.env.now - begin
+            begin = env.now
+            timing = yield from run(place, task)
+            end = env.now
+            tasks.append((task, begin, end))
+            log.busy_s += end - begin
             log.compute_busy_s += timing.compute_busy_s
             log.model_flops += timing.model_flops
             for group, seconds in timing.exposed_comm_s.items():
-                log.exposed_comm_s[group] = log.exposed_comm_s.get(group, 0.0) + seconds
+                exposed[group] = exposed.get(group, 0.0) + seconds
             if ledger is not None:
-                ledger.note(Entry(place.stage, task, begin, self.env.now, timing, pp_wait_s, dp_wait_s))
-            for probe in self.probes:
-                probe.on_task(place, place.stage, task, begin, self.env.now, timing)
-            self._forward_output(place, task)
-        log.pipeline_end_s = self.env.now
-
-    def _forward_output(self, place: Place, task: Task) -> None:
-        for flow in self.workload.schedule.outputs(place.stage, task):
-            peer = place.at_stage(flow.stage)
-            key = flow[:-1] + (peer,)
-            self._sent_at[key] = self.env.now
-            if flow.stage == place.stage:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
-                self._arrival(key).succeed()
-            else:
-                self._send(place, peer, key)
+                ledger.note(Entry(stage, task, begin, end, timing, pp_wait_s, dp_wait_s))
+            for probe in probes:
+                probe.on_task(place, stage, task, begin, end, timing)
+            for flow in schedule.outputs(stage, task):
+                peer, peer_number = peers[flow.stage]
+                key = (flow[0], flow[1], flow[2], peer_number)
+                sent_at[key] = end
+                if flow.stage == stage:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
+                    self._arrival(key).succeed()
+                else:
+                    self._send(place, peer, key)
+        log.pipeline_end_s = env.now
 
     # --- data parallelism ----------------------------------------------------------------------------
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
@@ -315,7 +318,7 @@ class Engine:
         """Run the step (with NIC replay: until no replayed task conflicts, simulator/nic_replay.py)."""
         if not self.nic_replay:
             return self._run_once()
-        wall_start = time.perf_counter()
+        wall_start, cpu_start = time.perf_counter(), time.process_time()
         trial = self._again(self.timer.forced) if self.probes else self  # probes see the run that stands only
         runs, ops, stopped_tasks = 1, 0, 0
         while True:
@@ -337,6 +340,7 @@ class Engine:
             result = self._run_once()
             ops += result.simulated_ops
         result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start
+        result.sim_cpu_s = time.process_time() - cpu_start
         timer = trial.timer
         needed = timer.needed() if self._find_needed else None
         self._stood = None if self._find_needed else timer
@@ -368,7 +372,7 @@ class Engine:
             )
 
     def _run_once(self) -> EngineResult:
-        wall_start = time.perf_counter()
+        wall_start, cpu_start = time.perf_counter(), time.process_time()
         start_probes(self.probes, self, self.placement.networks)
         for place in self.placement.places:
             self.env.process(self._stage_with_sync(place))
@@ -392,6 +396,7 @@ class Engine:
             phase_spans(log.tasks for log in self.stages),
             self.workload,
             ledger=self.ledger,
+            sim_cpu_s=time.process_time() - cpu_start,
         )
         for probe in self.probes:
             probe.on_run(result)

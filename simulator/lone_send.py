@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 def lone_end(forecast: SendForecast, sender: int, index: int, asker: int) -> float | None:
     """The exact end of the sends of the ``index``-th started task of stage ``sender``, if they run alone
     (see the module docstring) while stage ``asker``'s next task, replayed, starts now, else None."""
-    end_s, latest_end_s = forecast._ends[sender][index]
+    end_s, latest_end_s = forecast.ends(sender)[index]
     if end_s != latest_end_s:  # at op level, running: its end is not known
         return None
-    task = forecast._orders[sender][index]
+    task = forecast.order(sender)[index]
     links, _, _ = forecast.links(sender, task)
     if not links:
         return None
@@ -75,7 +75,7 @@ def lone_end(forecast: SendForecast, sender: int, index: int, asker: int) -> flo
         return now
     lone_s = max(ends)
     receivers = {link[1] for _, link in routes}
-    others = {other for receiver in receivers for other in forecast._senders[receiver]} - receivers - {sender}
+    others = {other for receiver in receivers for other in forecast.senders(receiver)} - receivers - {sender}
     for stage in {sender} | receivers | others:
         if not _quiet_until(forecast, stage, lone_s, sender, index, receivers, asker):
             return None
@@ -90,7 +90,7 @@ def _quiet_until(
     begins after it; the asker's next task is the one asking, replayed if it meets nothing: its successor's) and
     every stage no send there (its last started task's, the sender's all on its NIC out, leave after it; a
     later task's leave at its end, after its first NIC flow)."""
-    ends, order = forecast._ends[stage], forecast._orders[stage]
+    ends, order = forecast.ends(stage), forecast.order(stage)
     now = forecast.placement.env.now
     started = len(ends)
     own_links = stage == sender or stage in receivers  # its NIC flows load the sends' links
@@ -125,10 +125,10 @@ def _leaves_before(
     ``index``-th of ``sender``, may load the sends' links and leave after now and before ``until_s``."""
     if (stage, at) == (sender, index):
         return False
-    end_s = forecast._ends[stage][at][0]
+    end_s = forecast.ends(stage)[at][0]
     leaves_s = end_s + forecast.latency_s
     now = forecast.placement.env.now
-    return now <= leaves_s < until_s and _sends_to(forecast, stage, forecast._orders[stage][at], sender, receivers)
+    return now <= leaves_s < until_s and _sends_to(forecast, stage, forecast.order(stage)[at], sender, receivers)
 
 
 def _sends_to(forecast: SendForecast, stage: int, task, sender: int, receivers: set[int]) -> bool:

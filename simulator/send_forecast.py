@@ -119,6 +119,18 @@ class SendForecast:
         self._running: list[tuple[Phase, float] | None] = [None] * workload.pp
         self.early_s: dict[Phase, float] = {}
 
+    def order(self, stage: int) -> list[Task]:
+        """``stage``'s task order (read, never changed)."""
+        return self._orders[stage]
+
+    def ends(self, stage: int) -> list[tuple[float, float]]:
+        """The earliest and latest end of each task of ``stage`` started so far, in order (read, never changed)."""
+        return self._ends[stage]
+
+    def senders(self, stage: int) -> tuple[int, ...]:
+        """The stages whose PP sends load ``stage``'s NIC links (itself, its neighbours)."""
+        return self._senders[stage]
+
     def started(self, stage: int, task: Task, end_s: float, op_level: bool = False) -> None:
         """``task`` (the next of ``stage``'s order) started and is expected to end at ``end_s`` (its footprint's
         end; at op level from ``early_s`` of its phase before that to OP_LEVEL_SLACK sends after it)."""
@@ -311,16 +323,6 @@ class SendForecast:
             index += 1
         cached[2] = index
         return known, later
-
-    def sends(self, stage: int, links: tuple[Hashable, ...], until_s: float) -> list[Send]:
-        """The forecast sends on ``links`` of ``stage`` (about to start a task that ends by ``until_s``: its own
-        next sends are not forecast)."""
-        found = []
-        for sender in self._senders[stage]:
-            known, following = self.stage_sends(sender, until_s, following=sender != stage)
-            found.extend(send for send in known if send[0] in links)
-            found.extend(send for send in following if send[0] in links and send[1] < until_s)
-        return found
 
     def meets(self, links: tuple[Hashable, ...], spans: tuple[tuple[Span, ...], ...], start_s: float) -> bool:
         """Whether a task starting at ``start_s`` whose flows occupy ``spans`` of ``links`` (from its start)

@@ -73,34 +73,29 @@ class SmShare:
     def __init__(self, env: simpy.Environment, sm_count: int) -> None:
         self.env, self.sm_count = env, sm_count
         self.held = 0
-        self._rate = self._rate_now()  # rate(), kept as held changes (asked per kernel run)
+        # Compute progress per second, as a fraction of the idle GPU's (at least one SM is left); kept as held changes
+        self.rate = max(sm_count, 1) / sm_count
         # compute waiting on its end, re-timed when the rate changes: a _Run, or compute()'s (start, work, rate, timeout)
         self._computing: dict[simpy.Process, _Run | tuple] = {}
 
     def hold(self, sms: int) -> None:
         """A communication kernel holding ``sms`` SMs starts."""
-        self.held += sms
-        self._rate = self._rate_now()
-        self._notify()
+        self._held(sms)
 
     def release(self, sms: int) -> None:
         """A communication kernel holding ``sms`` SMs ends."""
-        self.held -= sms
-        self._rate = self._rate_now()
+        self._held(-sms)
+
+    def _held(self, change: int) -> None:
+        self.held += change
+        self.rate = max(self.sm_count - self.held, 1) / self.sm_count
         self._notify()
-
-    def rate(self) -> float:
-        """Compute progress per second, as a fraction of the idle GPU's (at least one SM is left)."""
-        return self._rate
-
-    def _rate_now(self) -> float:
-        return max(self.sm_count - self.held, 1) / self.sm_count
 
     def compute(self, work_s: float) -> Generator[simpy.Event, object, None]:
         """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs (a run of
         one kernel, without compute_run's generator)."""
         env = self.env
-        rate = self._rate
+        rate = self.rate
         timeout = env.timeout(work_s / rate)
         # NOTE: its _Run is built only if the rate changes before it ends (_notify)
         self._computing[env.active_process] = (env.now, work_s, rate, timeout)
@@ -119,7 +114,7 @@ class SmShare:
         exception into it or a timeout per kernel."""
         env = self.env
         now = env.now
-        run = _Run(kernels, now, self._rate)
+        run = _Run(kernels, now, self.rate)
         run.timeout = env.timeout(run.ends[-1] - now)
         process = env._active_proc  # NOTE: simpy's active_process without its property call
         self._computing[process] = run
@@ -143,7 +138,7 @@ class SmShare:
     def _retime(self, process: simpy.Process, run: _Run) -> None:
         """Re-plan ``run`` at the current rate and move ``process`` to a timeout at its new end."""
         env = self.env
-        run.retime(env.now, self._rate)
+        run.retime(env.now, self.rate)
         last = len(run.ends) - 1  # its own work left over its rate, as an interrupted timeout would wait
         later = env.timeout(run.left_s / run.rate if run.at == last else run.ends[last] - env.now)
         # NOTE: what simpy's Interruption does before resuming a process (simpy/events.py, 4.1)

@@ -99,7 +99,7 @@ def extrapolated(
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
     found in budget."""
     one_run = ONE_RUN if one_run is None else one_run
-    wall_start = time.perf_counter()
+    wall_start, cpu_start = time.perf_counter(), time.process_time()
     timings: dict = {}  # task timings do not depend on the micro-batch count: time each once
     ops = 0
     for m_a, q, shift in candidates(workload.schedule):
@@ -124,7 +124,7 @@ def extrapolated(
             if increment is not None:
                 fields = extended(fields_of(first), increment, periods)
                 result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a,))
-                result.nic_replay = first.nic_replay
+                result.nic_replay, result.sim_cpu_s = first.nic_replay, time.process_time() - cpu_start
                 return result
             # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow, each
             # where the longer run has it (simulator/nic_replay.py): fewer runs than from none, fewer op-level
@@ -145,6 +145,7 @@ def extrapolated(
             fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + period, workload.micro_batches)
             result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
             result.nic_replay = first.nic_replay + second.nic_replay
+            result.sim_cpu_s = time.process_time() - cpu_start
             return result
     return None
 

@@ -85,8 +85,7 @@ def run_task(
         )
         return _ends_at(env, end_s, ops, costs, timing, tally)
     if CLOSED and transfer is None and not lanes:
-        from simulator import closed_task  # NOTE: here, not at the top: closed_task builds on this module
-
+        closed_task = _closed_task or _import_closed_task()
         if closed_task.closed(network, comm_links, costs):
             # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
             # its start (simulator/closed_task.py), and it costs one simpy event.
@@ -120,6 +119,20 @@ def run_task(
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
+
+
+_closed_task = None  # simulator/closed_task.py, once run_task has asked for it
+
+
+def _import_closed_task():
+    """simulator/closed_task.py, imported where run_task first needs it: it builds on this module.
+
+    NOTE: kept in a global: an import statement per task costs more than a global's lookup."""
+    global _closed_task
+    from simulator import closed_task
+
+    _closed_task = closed_task
+    return closed_task
 
 
 def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> tuple[simpy.Event, simpy.Event]:
@@ -250,7 +263,13 @@ class _Quiet:
         self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
         self.network, self.links, self.own_link = network, links, own_link
         self.nic_bytes = nic_bytes  # per op, bytes it moves over the NIC too (empty: none)
-        self.rate_Bps = min(network.capacities_Bps[link] for link in links) if own_link and links else 0.0
+        self.rate_Bps = 0.0
+        if own_link and links:  # NOTE: the least capacity of its links by comparisons (no generator per task)
+            capacities = network.capacities_Bps
+            self.rate_Bps = capacities[links[0]]
+            for link in links:
+                if capacities[link] < self.rate_Bps:  # noqa: PLR1730
+                    self.rate_Bps = capacities[link]
         self.steps: tuple | None = None  # _run_alone's OpCosts.alone_steps, once it has asked
 
     def block(self, op: int) -> None:

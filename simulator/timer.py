@@ -125,6 +125,8 @@ class MemoTimer:
         self.workload = costs.workload
         self.memo: dict[tuple, TaskTiming] = {}
         self.simulated_ops = 0
+        # (id of a task key, stage) -> (the key, its timing): run()'s lookups by identity (OpTimer's NOTE)
+        self._timed: dict[tuple[int, int], tuple[tuple, TaskTiming]] = {}
 
     def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
         """Time a task alone, at op level, on ``stage``'s representative (healthy if None)."""
@@ -149,7 +151,14 @@ class MemoTimer:
         return self.memo[memo_key]
 
     def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
-        timing = self.task_timing(self.workload.task_key(place.stage, task), place.stage)
+        stage = place.stage
+        key = self.workload.task_key(stage, task)
+        # NOTE: a key's hash and equality are Python code (frozen dataclasses of blocks): looked up by identity, as
+        # the workload hands out one key object per (stage, phase, chunks); a timing once made never changes
+        timed = self._timed.get((id(key), stage))
+        if timed is None or timed[0] is not key:
+            timed = self._timed[(id(key), stage)] = (key, self.task_timing(key, stage))
+        timing = timed[1]
         yield self.env.timeout(timing.duration_s)
         return timing
 

@@ -7,9 +7,11 @@ import math
 
 import pytest
 
+from experiments import bench
 from experiments.bench import POINTS, SLOW, BenchPoint, Steps, format_bench, measure, represented_ops, run_bench
 from experiments.cli import main
-from simulator.probes import Probe, observing
+from simulator.engine import EngineResult
+from simulator.probes import Probe, observing, subscribed
 from simulator.report import simulate
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
@@ -39,7 +41,7 @@ def test_the_rows_the_issue_asks_for() -> None:
 @pytest.mark.benchmark
 def test_bench_rows_structure() -> None:
     rows = run_bench(quiet=True)
-    assert [row["point"] for row in rows] == [p.name for p in POINTS if p.name not in SLOW]
+    assert [row["point"] for row in rows] == ["warm-up"] + [p.name for p in POINTS if p.name not in SLOW]
     assert all(row["wall_s"] > 0 and row["cpu_s"] >= 0 for row in rows)
     single = [row for row in rows if "step_time_s" in row]
     assert {row["point"] for row in single} >= {"table3-megascale-240", "qwen3-235b-h100-gbs8192"}
@@ -54,10 +56,12 @@ def test_a_single_point_row_and_its_json(capsys: pytest.CaptureFixture[str]) -> 
     assert row["step_time_s"] == simulate("paper-352b", "megascale-moe", 240, global_batch=60).step_time_s
     assert row["steps"] == 1 and row["micro_batches"] == 30 and row["steady_runs"] == []  # 30 < 2 x 35 + 1
     assert row["simulated_ops"] > 0 and row["represented_ops"] > row["simulated_ops"] and row["peak_mem_mib"] > 0
-    # the per-op ratio divides the engine's time by the bare simpy event timed after this row's run
+    # the per-op ratio divides the engine's CPU time by the bare simpy event's, timed after this row's run (once:
+    # a memoized step run again would find its task timings made)
     assert row["cost_per_op_vs_simpy"] == pytest.approx(
-        row["engine_s"] / row["simulated_ops"] / (row["event_us"] * 1e-6)
+        row["engine_cpu_s"] / row["simulated_ops"] / (row["event_us"] * 1e-6)
     )
+    assert len(row["ratio_runs"]) == 1 and row["ratio_runs"][0] == pytest.approx(row["cost_per_op_vs_simpy"])
     assert "tiny" in format_bench([row])
     assert main(["bench", "--point", "bare-simpy", "--json"]) == 0
     (line,) = capsys.readouterr().out.strip().splitlines()
@@ -98,7 +102,7 @@ def test_steps_probe_counts_every_run_inside_its_block() -> None:
     assert [r.simulated_ops for r in seen.results] == [first.simulated_ops, second.simulated_ops]
     assert [w.layout.name for w in seen.workloads] == ["megascale-moe", "megatron-lm"]
     assert ops.ops == sum(represented_ops(w) for w in seen.workloads)
-    assert all(0 < r.sim_wall_s for r in seen.results)
+    assert all(0 < r.sim_wall_s and 0 < r.sim_cpu_s for r in seen.results)
 
 
 def test_steps_probe_sees_an_extrapolated_step_once() -> None:
@@ -106,5 +110,41 @@ def test_steps_probe_sees_an_extrapolated_step_once() -> None:
     seen = Steps()
     with observing(seen):
         report = simulate("paper-352b", "megascale-moe", 240)
-    assert report.steady_runs and len(seen.results) == 1
+    assert report.steady_runs and len(seen.results) == 1 and seen.results[0].sim_cpu_s > 0
     assert seen.results[0].step_time_s == report.step_time_s and seen.workloads[0].micro_batches == 360
+
+
+def test_the_op_level_ratio_is_the_least_engine_over_the_least_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At op level the row's run and RATIO_RUNS - 1 more alternate with bare loops; the ratio divides the least
+    engine CPU time by the least loop's, and each pair's own ratio is kept (engine 10 ops; times in us)."""
+    engine_cpu_s = iter([50e-6, 40e-6, 60e-6, 45e-6, 55e-6])
+    loop_s = iter([2.0e-6, 2.5e-6, 1.6e-6, 2.0e-6, 4.0e-6])
+    monkeypatch.setattr(bench, "RATIO_RUNS", 5)
+    monkeypatch.setattr(bench, "bare_event_s", lambda: next(loop_s))
+
+    def step() -> dict:
+        result = EngineResult(1.0, [], 10, 0.0, {}, sim_cpu_s=next(engine_cpu_s))
+        for probe in subscribed(()):
+            probe.on_run(result)
+        return {}
+
+    seen = Steps()
+    with observing(seen):
+        step()
+    engine_s, event_s, ratios = bench._ratio_runs(BenchPoint("x", memoize=False), step, seen.results, 10)
+    assert (engine_s, event_s) == (40e-6, 1.6e-6)  # the least of each: 40 / 10 / 1.6 = 2.5 bare events an op
+    assert ratios == pytest.approx([50 / 10 / 2.0, 40 / 10 / 2.5, 60 / 10 / 1.6, 45 / 10 / 2.0, 55 / 10 / 4.0])
+
+
+def test_the_warm_up_runs_first_and_leaves_no_timings() -> None:
+    """The warm-up row comes before the rows of this process (none before bare simpy alone) and drops the task
+    timings it made, so that no row finds its own made."""
+    from simulator.timer import TIMINGS
+
+    rows = run_bench([BenchPoint("tiny", gpus=240, global_batch=30)], quiet=True)
+    assert [row["point"] for row in rows] == ["warm-up", "tiny"] and "before the rows" in rows[0]["note"]
+    assert [row["point"] for row in run_bench([p for p in POINTS if p.name == "bare-simpy"], quiet=True)] == [
+        "bare-simpy"
+    ]
+    bench.warm_up()
+    assert len(TIMINGS) == 0

@@ -18,7 +18,8 @@ from simulator.faults import StageFault
 from simulator.report import lower_bound_s, prepare, simulate
 from simulator.timer import CostCache, MemoTimer
 from workloads.layouts import layout_preset
-from workloads.schedules import BACKWARD, FORWARD, TaskKey
+from workloads.pipeline_tasks import TaskKey
+from workloads.schedules import BACKWARD, FORWARD
 
 # Two small searches: few micro-batches (full runs, deep bubbles) and more (steady-state shortcut), in node
 # and cross-node EP (op-level tasks on the NIC), every schedule of the wide space.

@@ -11,7 +11,8 @@ from workloads.layers import layer_recipe
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind, model_preset
 from workloads.ops import Gemm, GemmPrecision
-from workloads.schedules import FORWARD, Block, Task, TaskKey
+from workloads.pipeline_tasks import Block, TaskKey
+from workloads.schedules import FORWARD, Task
 from workloads.step import StepWorkload
 
 WORKLOAD = StepWorkload(model_preset("deepseek-v3"), layout_preset("deepseek-v3"), 2048, 8, 15360, 4096)

@@ -18,13 +18,13 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind
+from workloads.pipeline_tasks import Block
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,
     FORWARD_BACKWARD,
     WEIGHT,
-    Block,
     DualPipe,
     Task,
     bubble_dualpipe_s,

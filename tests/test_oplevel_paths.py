@@ -80,7 +80,7 @@ class InterruptSmShare(tasks.SmShare):
     def compute(self, work_s: float) -> Generator[simpy.Event, object, None]:
         env, process, remaining = self.env, self.env.active_process, work_s
         while True:
-            rate, begin = self.rate(), env.now
+            rate, begin = self.rate, env.now
             self._waiting.add(process)
             try:
                 yield env.timeout(remaining / rate)

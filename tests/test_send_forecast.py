@@ -26,6 +26,18 @@ def _forecast() -> SendForecast:
     return SendForecast(Engine(workload, cluster, CAL).placement, lambda stage, task: 0.5)
 
 
+def sends(forecast: SendForecast, stage: int, links: tuple, until_s: float) -> list:
+    """The forecast sends on ``links`` of ``stage`` (about to start a task that ends by ``until_s``: its own next
+    sends are not forecast), from every stage that sends over its NIC: what ``SendForecast.meets`` checks a task's
+    spans against."""
+    found = []
+    for sender in forecast.senders(stage):
+        known, following = forecast.stage_sends(sender, until_s, following=sender != stage)
+        found.extend(send for send in known if send[0] in links)
+        found.extend(send for send in following if send[0] in links and send[1] < until_s)
+    return found
+
+
 def assert_sends(got: list, want: list) -> None:
     """Forecast sends equal: the same links in order, their (start, end) to 1e-12 (pytest.approx takes no tuples
     of a link and floats)."""
@@ -46,32 +58,32 @@ def test_sends_by_hand() -> None:
     assert send_forecast.SEND_SLOWDOWN == 1.2 and forecast.send_s == pytest.approx(send_s, rel=1e-12)
     # Nothing started: stage 0's F0 is forecast over [0, 0.5), F1 over [0.5, 1.0); stage 1 asking until 0.4 is
     # told of neither send (they start after it), until 1.2 of both; stage 0's B0 waits for stage 1's (below).
-    assert forecast.sends(1, (OUT1, IN1), 0.4) == []
+    assert sends(forecast, 1, (OUT1, IN1), 0.4) == []
     assert_sends(
-        forecast.sends(1, (OUT1, IN1), 1.2),
+        sends(forecast, 1, (OUT1, IN1), 1.2),
         [(IN1, 0.5 + LAT, 0.5 + LAT + send_s), (IN1, 1.0 + LAT, 1.0 + LAT + send_s)],
     )
     forecast = _forecast()
     forecast.started(0, Task(FORWARD, 0, 0), 1.0)  # replayed: ends at 1.0; F1 follows at 1.0 + 0.5
     expected = [(IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.5 + 5e-6, 1.5 + 5e-6 + send_s)]
-    assert_sends(forecast.sends(1, (OUT1, IN1), 1.6), expected)
-    assert_sends(forecast.sends(1, (OUT1, IN1), 1.2), expected[:1])  # F1's after the asker
+    assert_sends(sends(forecast, 1, (OUT1, IN1), 1.6), expected)
+    assert_sends(sends(forecast, 1, (OUT1, IN1), 1.2), expected[:1])  # F1's after the asker
     # Stage 0 asking (its next task starts): F0's send on its nic_out, not the asker's own (F1's) after it.
     own = [(OUT0, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s)]
-    assert_sends(forecast.sends(0, (OUT0, IN0, IN1), 1.6), own)
+    assert_sends(sends(forecast, 0, (OUT0, IN0, IN1), 1.6), own)
     forecast.ended(0, 1.2)  # at op level it took 0.2 s more than its footprint
-    assert_sends(forecast.sends(0, (OUT0, IN0), 2.0), [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s)])
+    assert_sends(sends(forecast, 0, (OUT0, IN0), 2.0), [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s)])
     forecast.started(1, Task(FORWARD, 0, 0), 2.0)  # the last stage's forward sends nothing
     forecast.started(1, Task(BACKWARD, 0, 0), 3.0)  # its backward goes back to stage 0's nic_in
     assert_sends(
-        forecast.sends(0, (OUT0, IN0), 3.2),
+        sends(forecast, 0, (OUT0, IN0), 3.2),
         [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s), (IN0, 3.0 + 5e-6, 3.0 + 5e-6 + send_s)],
     )
     forecast.started(0, Task(FORWARD, 1, 0), 4.0)
     forecast.started(0, Task(BACKWARD, 0, 0), 5.0)  # F0 drops out: the last ended and the running task only
     # Stage 1 asking until 5.6: stage 0's F1 (B0, the first stage's backward, sends nothing) and its next, F2 at
     # 5.0 + 0.5 (then B1 waits for stage 1's B1, after the asker); stage 1's own B0 on its nic_out.
-    starts = [(link, start) for link, start, _ in forecast.sends(1, (OUT1, IN1), 5.6)]
+    starts = [(link, start) for link, start, _ in sends(forecast, 1, (OUT1, IN1), 5.6)]
     assert starts == [(IN1, 4.0 + 5e-6), (IN1, 5.5 + 5e-6), (OUT1, 3.0 + 5e-6)]
 
 
@@ -95,7 +107,7 @@ def test_a_long_task_is_told_of_every_send_before_its_end() -> None:
     sends of F0 ... F7 (plus the NIC latency each)."""
     forecast = _forecast()
     forecast.started(0, Task(FORWARD, 0, 0), 1.0)
-    starts = [start for _, start, _ in forecast.sends(1, (OUT1, IN1), 10.0)]
+    starts = [start for _, start, _ in sends(forecast, 1, (OUT1, IN1), 10.0)]
     ends = [1.0, 1.5, 3 + 2 * E, 4 + 2 * E, 5 + 4 * E, 6 + 4 * E, 7 + 6 * E, 8 + 6 * E]
     assert starts == pytest.approx([end + LAT for end in ends], rel=1e-12)
 
@@ -108,7 +120,7 @@ def test_an_op_level_task_may_end_late_or_as_early_as_its_phase_has() -> None:
     assert send_forecast.OP_LEVEL_SLACK == 2.0
     forecast.started(0, Task(FORWARD, 0, 0), 1.0, op_level=True)
     assert tuple(forecast.times(0, 0))[1:] == pytest.approx((1.0, 1.0 + 2 * A), rel=1e-12)
-    assert_sends(forecast.sends(1, (OUT1, IN1), 1.2), [(IN1, 1.0 + LAT, 1.0 + 2 * A + LAT + 1.2 * A)])
+    assert_sends(sends(forecast, 1, (OUT1, IN1), 1.2), [(IN1, 1.0 + LAT, 1.0 + 2 * A + LAT + 1.2 * A)])
     assert tuple(forecast.times(0, 1))[1:] == pytest.approx((1.5, 1.5 + 2 * A), rel=1e-12)  # F1 after it
     forecast.ended(0, 0.9)
     assert forecast.early_s == {FORWARD: pytest.approx(0.1)}
@@ -316,7 +328,7 @@ def test_following_sends_as_when_every_next_task_is_forecast(name: str, monkeypa
     meets, checked = SendForecast.meets, []
 
     def every_next(forecast: SendForecast, stage: int, until_s: float) -> list:
-        found, order, started = [], forecast._orders[stage], len(forecast._ends[stage])
+        found, order, started = [], forecast.order(stage), len(forecast.ends(stage))
         for index in range(started, len(order)):
             times = forecast.times(stage, index)
             if index > started and times.start_s >= until_s:
@@ -326,7 +338,7 @@ def test_following_sends_as_when_every_next_task_is_forecast(name: str, monkeypa
 
     def compared(self: SendForecast, links, spans, start_s: float) -> bool:
         until_s = start_s + max((spans_of[-1][1] for spans_of in spans if spans_of), default=0.0)
-        for sender in self._senders[links[0][1]]:
+        for sender in self.senders(links[0][1]):
             _, following = self.stage_sends(sender, until_s)
             reference = every_next(self, sender, until_s)
             assert [send for send in following if send[1] < until_s] == reference

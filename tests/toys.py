@@ -9,7 +9,8 @@ from simulator.gemm_efficiency import flat_gemm_table
 from topologies.hardware import GpuSpec
 from workloads.megatron import parse_megatron_args
 from workloads.models import LayerKind, ModelSpec
-from workloads.schedules import PAIRED, Block, Phase, Schedule, TaskKey
+from workloads.pipeline_tasks import Block, TaskKey
+from workloads.schedules import PAIRED, Phase, Schedule
 from workloads.step import StepWorkload
 
 TOY_GPU = GpuSpec(

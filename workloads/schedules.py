@@ -1,70 +1,31 @@
 """Pipeline schedules as objects: the task order of each stage, which layer block a chunk runs, the data
-each task receives and sends, the activations a stage holds and the parameter blocks it keeps.
+each task receives and sends, the activations a stage holds and the parameter blocks it keeps. What a task, a
+flow and a block are: workloads/pipeline_tasks.py.
 
 ``SCHEDULES`` (name -> class) is the only place a schedule's name is looked at.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
 from topologies.errors import ConfigError
-from workloads.models import LayerKind
-from workloads.ops import Label
-
-
-class Phase(Label):
-    """What a pipeline task computes."""
-
-    FORWARD = "F"
-    BACKWARD = "B"  # full backward: input and weight gradients
-    BACKWARD_INPUT = "Bi"  # input-gradient half of a split backward (zero-bubble's B; Qi et al., ICLR'24)
-    WEIGHT = "W"  # weight-gradient half, deferred to fill bubbles
-    FORWARD_BACKWARD = "F&B"  # a forward and a full backward of different micro-batches, overlapped
-    # F&B whose backward issues each layer's weight gradients where Megatron-Core's --delay-wgrad-compute
-    # puts them (workloads/combined_1f1b.py): the experts' before the layer's dispatch backward is issued
-    FORWARD_BACKWARD_DELAYED = "F&Bdw"
-
-
-FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT, FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED = Phase
-PAIRED = (FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED)  # phases whose tasks run two micro-batches on two lanes
-
-
-class Task(NamedTuple):
-    """One forward or backward pass of one micro-batch through one model chunk of a stage."""
-
-    direction: Phase
-    micro_batch: int
-    chunk: int  # virtual stage index on this stage (0 for plain 1F1B); DualPipe: the direction 0 or 1
-    paired: tuple[int, int] | None = None  # F&B: (micro-batch, chunk) of the backward half
-
-
-class Flow(NamedTuple):
-    """An activation (FORWARD) or gradient (BACKWARD) of a micro-batch arriving at (stage, chunk)."""
-
-    direction: Phase
-    micro_batch: int
-    chunk: int
-    stage: int
-
-
-@dataclass(frozen=True)
-class Block:
-    """What sets a layer block's op list: embedding / head (and MTP) on it, and the kind of each layer."""
-
-    first: bool
-    last: bool
-    layers: tuple[LayerKind, ...]
-
-
-@dataclass(frozen=True)
-class TaskKey:
-    """Tasks with equal keys have identical op lists: the phase and the block of each half (F&B: two)."""
-
-    phase: Phase
-    blocks: tuple[Block, ...]
+from workloads.pipeline_tasks import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    FORWARD,
+    FORWARD_BACKWARD,
+    FORWARD_BACKWARD_DELAYED,
+    PAIRED,
+    WEIGHT,
+    Flow,
+    Phase,
+    Task,
+    kind_of,
+    walked_counts,
+)
 
 
 class ScheduleShape(NamedTuple):
@@ -83,6 +44,19 @@ class ScheduleShape(NamedTuple):
         )
 
 
+# Stage orders kept (``shape_order``): a step asks for each of its stages' orders up to three times (the engine, the
+# send forecast, the bubble replay), over two or three shapes with the steady shortcut; a search point's shapes
+# are few. An order of 512 micro-batches over 4 chunks is ~4,000 tasks (~0.4 MB): 64 of them stay under ~30 MB.
+ORDERS_KEPT = 64
+
+
+@lru_cache(maxsize=ORDERS_KEPT)
+def shape_order(shape: ScheduleShape, stage: int) -> tuple[Task, ...]:
+    """The order of ``stage`` of the schedule ``shape`` builds, once per (shape, stage): equal shapes run equal
+    orders (``Schedule.shape``), and building one walks every task."""
+    return tuple(shape.build().lazy_order(stage))
+
+
 class SteadyCut(NamedTuple):
     """How a stage's order grows past ``min_micro_batches``: every ``period`` more micro-batches add one steady
     period, whose task kinds (``kind_of``) are ``per_period``."""
@@ -90,20 +64,6 @@ class SteadyCut(NamedTuple):
     min_micro_batches: int
     period: int
     per_period: dict[Task, int]
-
-
-def kind_of(task: Task) -> Task:
-    """The task with its micro-batch indices 0: tasks of one kind on a stage run the same op list."""
-    return task._replace(micro_batch=0, paired=task.paired and (0, task.paired[1]))
-
-
-def walked_counts(order: Iterable[Task]) -> dict[Task, int]:
-    """How many tasks of each kind ``order`` has, in the order of their first appearance."""
-    counts: dict[Task, int] = {}
-    for task in order:
-        kind = kind_of(task)
-        counts[kind] = counts.get(kind, 0) + 1
-    return counts
 
 
 class Schedule:
@@ -168,8 +128,8 @@ class Schedule:
 
     # --- derived from the above ----------------------------------------------------------------------
     def order(self, stage: int) -> list[Task]:
-        """The tasks of ``stage``, in the order it runs them."""
-        return list(self.lazy_order(stage))
+        """The tasks of ``stage``, in the order it runs them (built once per shape and stage: ``shape_order``)."""
+        return list(shape_order(self.shape, stage))
 
     def forward_chunks(self, stage: int, count: int) -> tuple[int, ...]:
         """The chunks of the first ``count`` forward halves (F tasks, F&B's forward) of ``stage``'s order (fewer if

@@ -11,16 +11,15 @@ from workloads.layers import embedding_recipe, head_recipe, layer_recipe, mtp_pr
 from workloads.layouts import LayoutSpec
 from workloads.models import LayerKind, LayerParams, ModelSpec
 from workloads.ops import BYTES_BF16, Op
+from workloads.pipeline_tasks import Block, TaskKey
 from workloads.schedules import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,
     FORWARD_BACKWARD_DELAYED,
     PAIRED,
-    Block,
     Schedule,
     Task,
-    TaskKey,
     make_schedule,
 )
 from workloads.tasks import LayerSteps, backward_ops, forward_ops
