@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+import numpy as np
+
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.report import prepare
 from simulator.timing import TaskTime, time_task
@@ -142,6 +144,23 @@ def rows(calibration: Calibration = DEFAULT_CALIBRATION) -> list[dict[str, objec
     return out
 
 
+def excess_decomposition(calibration: Calibration = DEFAULT_CALIBRATION) -> dict[str, tuple[float, float]]:
+    """Per direction, measured minus simulated seconds split by least squares over the twelve points into a part
+    per byte of one BF16 pass over the routed tokens (2 T K d B; s/TB) and a part per expert-GEMM FLOP (s/PFLOP).
+
+    A diagnostic of where the miss scales, never used by the simulator (nothing is fitted to it)."""
+    out: dict[str, tuple[float, float]] = {}
+    for index, direction in enumerate(("fwd", "bwd")):
+        basis, excess = [], []
+        for point in POINTS:
+            routed = point.tokens * point.top_k * point.hidden
+            basis.append([2.0 * routed / 1e12, (1 + index) * forward_flops(point) / 1e15])
+            excess.append(published_s(point)[index] - simulated_s(point, calibration)[index])
+        (per_tb, per_pflop), *_ = np.linalg.lstsq(np.array(basis), np.array(excess), rcond=None)
+        out[direction] = (float(per_tb), float(per_pflop))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--residual", type=float, default=None, help="compute_residual (default: the fitted one)")
@@ -155,6 +174,10 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"{row['config']:32s} {row['fwd_tflops']:8.0f} {row['sim_fwd_tflops']:6.0f} {row['bwd_tflops']:8.0f} "
             f"{row['sim_bwd_tflops']:6.0f} {row['measured_over_simulated']:9.2f}"
+        )
+    for direction, (per_tb, per_pflop) in excess_decomposition(calibration).items():
+        print(
+            f"{direction} excess: {per_tb:.2f} s per TB of routed-token traffic, {per_pflop:.2f} s per PFLOP of expert GEMMs"
         )
 
 

@@ -38,3 +38,19 @@ def test_span_covers_only_the_moe_layer_ops():
         OpTime(Op("o_proj", GEMM, "compute"), 9.0, 10.0),
     )
     assert _moe_span_s(TaskTime(10.0, 6.0, {}, ops)) == 5.0
+
+
+def test_excess_decomposition_recovers_a_known_split(monkeypatch):
+    """Measured = simulated + 2 s per TB of 2 T K d bytes + 3 s per PFLOP: the split comes back as (2, 3)."""
+    import experiments.moe_layer_check as check
+
+    def excess(point, direction):
+        routed_tb = 2.0 * point.tokens * point.top_k * point.hidden / 1e12
+        pflop = (1 + direction) * forward_flops(point) / 1e15
+        return 2.0 * routed_tb + 3.0 * pflop
+
+    monkeypatch.setattr(check, "simulated_s", lambda point, calibration=None: (1.0, 1.0))
+    monkeypatch.setattr(check, "published_s", lambda point: (1.0 + excess(point, 0), 1.0 + excess(point, 1)))
+    for per_tb, per_pflop in check.excess_decomposition().values():
+        assert per_tb == pytest.approx(2.0, rel=1e-9)
+        assert per_pflop == pytest.approx(3.0, rel=1e-9)
