@@ -11,26 +11,28 @@ Item = TypeVar("Item")
 
 # CPU seconds of each unit of `moesim reproduce all` (targets by name, validation cases by case name), each run
 # in a fork of a process that imported everything (as reproduce all's workers are), on the 2-core development
-# machine after the one-run steady shortcut, the send forecast's input waits and the steps' collector budget
-# (simulator/gc_budget.py; issue #16), the mean of two measurements; a unit not listed counts as free.
+# machine (load 1-2 from another session), the mean of two `reproduce all` runs at c57b7c5 (issue #16: the
+# Qwen3-235B case and layouts-ep had doubled since the last measurement, so layouts-ep started late and ended
+# the run alone); a unit not listed counts as free.
 UNIT_CPU_S = {
-    "schedules": 7.5,  # seven DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
-    "scaleup-domain": 4.2,  # its PP-60 and PP-30 steps extrapolate from 66 and 36 micro-batches
-    "bridge-llama-3.1-405b-h100-1024": 2.5,  # a 48-micro-batch run with a quarter of its NIC tasks at op level (CP 2 across nodes)
-    "bridge-deepseek-v3-h100-1024": 2.4,
-    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 2.2 together
-    "table3": 1.1,
-    "weak-scaling": 1.1,
-    "layouts-ep": 1.7,
-    "bridge-qwen3-235b-a22b-h100-0256": 1.3,
-    "skew": 1.1,
+    "schedules": 8.9,  # seven DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
+    "scaleup-domain": 4.7,  # its PP-60 and PP-30 steps extrapolate from 66 and 36 micro-batches
+    "layouts-ep": 3.8,  # two of its cross-node EP 32 steps (36 micro-batches) lock no period: run whole
+    "bridge-qwen3-235b-a22b-h100-0256": 2.9,
+    "bridge-deepseek-v3-h100-1024": 2.3,
+    "bridge-llama-3.1-405b-h100-1024": 2.0,  # a 48-micro-batch run with a quarter of its NIC tasks at op level (CP 2 across nodes)
+    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 2.7 together
+    "table3": 1.35,
+    "weak-scaling": 1.35,
+    "skew": 1.3,
+    "fig14": 1.05,
     "fig16": 1.0,
-    "fig14": 0.9,
     "r-ratio": 0.6,
     "bridge-llama-3.1-70b-h100-0064": 0.4,
     "fig17": 0.4,
     "fig7": 0.2,
     "bridge-qwen3-30b-a3b-h100-0016": 0.1,
+    "bridge-gpt-oss-120b-h100-0064": 0.1,
 }
 
 
