@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from topologies.errors import ConfigError
 from workloads.fieldtypes import check_value, field_types
@@ -29,21 +28,27 @@ def read_yaml(what: str, path: str | Path) -> dict:
     return parse_yaml(what, read_bounded(what, path), str(path)[:200])  # regular files within the size limit
 
 
-class _Loader(yaml.SafeLoader):
+@functools.cache
+def _loader() -> type:
     """PyYAML's safe loader, reading YAML 1.2 / JSON floats too: ``50e9`` and ``1e-6`` are numbers, not strings
-    (YAML 1.1 wants ``5.0e+10``), so SI values such as a cluster's bandwidths can be written as people write them."""
+    (YAML 1.1 wants ``5.0e+10``), so SI values such as a cluster's bandwidths can be written as people write them.
+    Built on first use: yaml is imported by what reads YAML, not by ``import simulator`` (issue #16)."""
+    import yaml
 
+    class Loader(yaml.SafeLoader):
+        pass
 
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
-)
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+    )
+    return Loader
 
 
 def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
     """Parse YAML text that must hold one mapping; failures are ConfigError(what, ...)."""
     loader = None
     try:
-        loader = _Loader(text)  # a SafeLoader subclass: no arbitrary objects (reading the text may fail)
+        loader = _loader()(text)  # a SafeLoader subclass: no arbitrary objects (reading the text may fail)
         node = loader.get_single_node()
         check_nodes(what, node, origin)  # aliases expanded, nesting: before anything is built
         data = None if node is None else loader.construct_document(node)
@@ -139,9 +144,13 @@ def load_layout(source: LayoutSpec | str | Path) -> LayoutSpec:
 
 def model_to_yaml(model: ModelSpec) -> str:
     """YAML text of every field of model; model_from_dict(yaml.safe_load(text)) == model."""
+    import yaml
+
     return yaml.safe_dump(asdict(model), sort_keys=False)
 
 
 def layout_to_yaml(layout: LayoutSpec) -> str:
     """YAML text of every field of layout; layout_from_dict(yaml.safe_load(text)) == layout."""
+    import yaml
+
     return yaml.safe_dump(asdict(layout), sort_keys=False)

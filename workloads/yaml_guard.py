@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError
 from workloads.limits import check_limit, limit
+
+if TYPE_CHECKING:
+    import yaml
 
 
 def read_bounded(what: str, path: str | Path) -> str:
@@ -71,6 +73,8 @@ def check_nodes(what: str, root: yaml.Node | None, origin: str) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml  # NOTE: loaded by the parse that built node; a lookup here
+
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
     if isinstance(node, yaml.MappingNode):
