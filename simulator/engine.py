@@ -197,7 +197,7 @@ class Engine:
 
     def _stage(self, place: Place, dp_gate: simpy.Event | None):
         env, log, ledger, probes, run = self.env, self._logs[place], self.ledger, self.probes, self.timer.run
-        stage, schedule, arrivals, sent_at = place.stage, self.workload.schedule, self._arrivals, self._sent_at
+        stage, schedule, sent_at = place.stage, self.workload.schedule, self._sent_at
         number = self._numbers[place]
         # the place of every stage this one exchanges data with (its own included), and its number
         peers = [(peer, self._numbers[peer]) for peer in map(place.at_stage, range(self.workload.pp))]
@@ -207,9 +207,7 @@ class Engine:
             pp_wait_s = dp_wait_s = 0.0  # this task's waits (the ledger's entry)
             for flow in schedule.inputs(stage, task):
                 key = (flow[0], flow[1], flow[2], number)
-                arrival = arrivals.get(key)
-                if arrival is None:
-                    arrival = arrivals[key] = env.event()
+                arrival = self._arrival(key)
                 if not arrival.triggered:
                     wait_start = env.now
                     yield arrival

@@ -56,22 +56,12 @@ class FluidNetwork:
     def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
         """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
         links = tuple(links)
-        sent = self.bytes_sent
-        for link in links:  # NOTE: account() inlined (its check: bytes_sent has every link, and only those)
-            if link not in sent:
-                raise KeyError(f"unknown link {link!r}")
-            sent[link] += nbytes
-        env = self.env
-        done = env.event()
+        self.account(links, nbytes)
+        done = self.env.event()
         if nbytes <= 0 or not links:
             done.succeed()
             return done
-        now = env.now  # NOTE: _advance() inlined
-        elapsed = now - self._last_update_s
-        if elapsed > 0:
-            for flow in self._flows:
-                flow.remaining -= flow.rate * elapsed
-        self._last_update_s = now
+        self._advance()
         flow = _Flow(float(nbytes), links, done, self._started)
         self._started += 1
         self._flows.append(flow)
@@ -228,13 +218,8 @@ class FluidNetwork:
     def _on_wake(self, wake: simpy.Event) -> None:
         if wake is not self._wake:
             return  # a newer event rescheduled the network
-        now = self.env.now  # NOTE: _advance() inlined
-        elapsed = now - self._last_update_s
+        self._advance()
         flows = self._flows
-        if elapsed > 0:
-            for flow in flows:
-                flow.remaining -= flow.rate * elapsed
-        self._last_update_s = now
         if len(flows) == 1:  # NOTE: a lone flow is the one that ends (done or the closest, by rounding)
             flow = flows.pop()
             for link in flow.links:

@@ -263,13 +263,7 @@ class _Quiet:
         self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
         self.network, self.links, self.own_link = network, links, own_link
         self.nic_bytes = nic_bytes  # per op, bytes it moves over the NIC too (empty: none)
-        self.rate_Bps = 0.0
-        if own_link and links:  # NOTE: the least capacity of its links by comparisons (no generator per task)
-            capacities = network.capacities_Bps
-            self.rate_Bps = capacities[links[0]]
-            for link in links:
-                if capacities[link] < self.rate_Bps:  # noqa: PLR1730
-                    self.rate_Bps = capacities[link]
+        self.rate_Bps = min(map(network.capacities_Bps.__getitem__, links)) if own_link and links else 0.0
         self.steps: tuple | None = None  # _run_alone's OpCosts.alone_steps, once it has asked
 
     def block(self, op: int) -> None:
