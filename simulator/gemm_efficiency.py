@@ -100,10 +100,12 @@ def _extend_down(curve: Curve, shape: Curve, scale_k: float) -> Curve:
 
 
 def _rows_factor(grouped: tuple[GemmPoint, ...], dense: Curve) -> Curve:
-    """Rows-per-group factor: each grouped point over the dense curve at its K, made monotone in rows,
-    reaching 1 at _DENSE_ROWS rows per group."""
+    """Rows-per-group factor: each grouped point over the dense curve at its K, made monotone in rows, capped
+    at 1; where no point reaches _DENSE_ROWS rows per group the curve rises to 1 there (the assumption), where
+    one does its measured factor stands (flat beyond)."""
     rows = [(p.m, point_efficiency(p) / interpolate_log(dense, p.k)) for p in grouped]
-    return (*((m, min(f, 1.0)) for m, f in monotone_mean(rows)), (_DENSE_ROWS, 1.0))
+    curve = tuple((m, min(f, 1.0)) for m, f in monotone_mean(rows))
+    return curve if curve[-1][0] >= _DENSE_ROWS else (*curve, (_DENSE_ROWS, 1.0))
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,9 @@ def hopper_gemm_table() -> GemmEfficiencyTable:
     """The published-points table.
 
     BF16: cuBLAS dense points by K (below K = 2048 the FP8 shape at 2K, _extend_down); grouped GEMMs by
-    the torch._grouped_mm points' rows per group. FP8 blockwise: DeepGEMM's dense and contiguous points by
-    K, its masked points for rows per group. FP8 tensorwise (TE delayed / current scaling, cuBLAS): no
+    the CUTLASS grouped points' rows per group (torch._grouped_mm at 512 and 1040 rows, Transformer Engine's
+    at 2048 and 4096). FP8 blockwise: DeepGEMM's dense and contiguous points by K, its masked points for rows
+    per group. FP8 tensorwise (TE delayed / current scaling, cuBLAS): no
     per-shape H100 SXM table of per-tensor-scaled FP8 GEMMs was found, so its K curve is DeepGEMM's
     (assumed: per-tensor scales cost nothing in the main loop, so this errs slow); its rows factor comes
     from the FP8 rowwise grouped points (scales applied in the epilogue, as per-tensor ones). MXFP8 runs on
@@ -169,7 +172,7 @@ def hopper_gemm_table() -> GemmEfficiencyTable:
         fp8_blockwise=blockwise,
         fp8_mxfp8=blockwise,
         source="simulator/gemm_points.py: DeepGEMM a6d97a1; MAMF 744d01e; torch-performance-test-data #79; "
-        "pytorch/ao #2490, #2756",
+        "pytorch/ao #2490, #2756; TransformerEngine #2045",
     )
 
 

@@ -50,6 +50,21 @@ _AO_2490 = "pytorch/ao PR #2490 (2025-07-03), torch._grouped_mm bf16, H100"
 # fp8 rowwise 1.514 / 1.559 ms (time_s column and time_s / fp8_speedup). The GPU is the H100 of the PR stack
 # (#2490; FP8 rowwise grouped GEMMs were SM90-only in torch then).
 _AO_2756 = "pytorch/ao PR #2756 (2025-08-13), Llama 4 16e shapes, H100"
+# NVIDIA/TransformerEngine PR #2045 (cassiewilliam, merged for TE 2.8; the table "updated by @yaox12": TE 2.7, CUDA
+# 12.9), "Add Cutlass GroupGEMM Support for fine-grained MoE Model" on H100 (SM90), BF16, tests/pytorch/
+# test_group_gemm.py (commit 4ac7be8): shape (g, m, n, k) = g equal groups of m rows (its m_splits), n outputs,
+# reduction k, TFLOP/s = 2 m n k g / time. The CUTLASS column is TE's grouped kernel (NVTE_USE_CUTLASS_GROUPED_GEMM=1,
+# what SonicMoE's Megatron benchmark runs): 650.574 at (8, 4096, 768, 2048), 636.927 at (16, 2048, 768, 2048). Its
+# multi-stream cuBLAS column (GroupedLinear's default; 627.903 and 553.945) is not entered: the table has one BF16
+# grouped family, and the CUTLASS one is the kernel whose small-shape speed issue #11 asks about.
+_TE_2045 = "NVIDIA/TransformerEngine PR #2045 (2025-08-08), TE 2.7 CUTLASS grouped GEMM, CUDA 12.9, H100"
+# Looked for and not entered (issue #11, small MoE shapes): tgale96/grouped_gemm PR #37 (2026-03-03, H100, Qwen3-30B
+# up_proj, 128 experts, K 2048, N 1536, 65,536 tokens: CUTLASS SM90 cooperative 160.5 TFLOP/s, 4x under TE #2045's
+# CUTLASS at the same K; how it was timed is not stated); tile-ai/TileOPs PRs #1567 and #2148 (H200, not an
+# H100/H800; torch.bmm (8, 1024, 1024, 1024) 0.0307 ms, (16, 512, 512, 512) 0.0119 ms); ByteDance-Seed/VeOmni PR
+# #460 and KempnerInstitute/KempnerForge PR #201 (whole MoE layers, not kernels); TransformerEngine PR #3069 (BF16
+# varlen-K wgrad on H100 at hidden 2048, expert 512: its table is not in the stored copy). No published BF16 point
+# on H100/H800 below K = 2048 was found, so the assumed extension below K = 2048 (gemm_efficiency._extend_down) stays.
 
 # fmt: off
 GEMM_POINTS: tuple[GemmPoint, ...] = (
@@ -87,6 +102,8 @@ GEMM_POINTS: tuple[GemmPoint, ...] = (
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 512, 5120, 8192, _tflops(8192, 5120, 8192, 1.26e-3), _AO_2490),
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 1040, 8192, 5120, _tflops(16640, 8192, 5120, 2.331e-3), _AO_2756),
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 2.424e-3), _AO_2756),
+    GemmPoint(GemmKernel.BF16_GROUPED, 8, 4096, 768, 2048, 650.574, _TE_2045),
+    GemmPoint(GemmKernel.BF16_GROUPED, 16, 2048, 768, 2048, 636.927, _TE_2045),
     # FP8 rowwise grouped (per-row / per-column scales applied in the epilogue, as per-tensor ones are)
     GemmPoint(GemmKernel.FP8_ROWWISE_GROUPED, 16, 1040, 8192, 5120, _tflops(16640, 8192, 5120, 1.514e-3), _AO_2756),
     GemmPoint(GemmKernel.FP8_ROWWISE_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 1.559e-3), _AO_2756),

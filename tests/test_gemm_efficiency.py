@@ -93,6 +93,47 @@ def test_published_bf16_grouped_points_return_their_tflops() -> None:
     assert points[512][0][2] == pytest.approx(524.6, abs=0.05) and points[1040][0][2] == pytest.approx(598.8, abs=0.05)
 
 
+def test_te_cutlass_grouped_points_return_their_tflops() -> None:
+    """TransformerEngine PR #2045 (H100, TE 2.7, CUDA 12.9): TE's CUTLASS grouped GEMM, n 768, K 2048 (Qwen3-30B's
+    expert width and hidden size). 16 x 2048 rows and 8 x 4096 rows are both 16 x 6 x 16 = 8 x 32 x 6 = 1,536
+    tiles, 12 waves of 132 (1,584): share 32/33. Over the dense curve at K 2048 (cuBLAS 2048^3: 676.59 at 32/33)
+    the factors are 636.927 / 676.59 = 0.94138 at 2,048 rows and 650.574 / 676.59 = 0.96155 at 4,096; one point
+    per rows value, so each comes back exactly, and the measured factor at 4,096 replaces the assumed 1.0 there
+    (flat beyond: 8,192 rows run at the 4,096 factor)."""
+    assert wave_fraction(2048, 768, 16) == pytest.approx(32 / 33, rel=1e-12)
+    assert wave_fraction(4096, 768, 8) == pytest.approx(32 / 33, rel=1e-12)
+    factor = HOPPER_GEMM_TABLE.bf16.rows_factor
+    assert factor[2:] == (
+        (2048.0, pytest.approx(636.927 / 676.59, rel=1e-12)),
+        (4096.0, pytest.approx(650.574 / 676.59, rel=1e-12)),
+    )
+    assert tflops(Gemm(2048, 768, 2048, groups=16)) == pytest.approx(636.927, rel=1e-9)
+    assert tflops(Gemm(4096, 768, 2048, groups=8)) == pytest.approx(650.574, rel=1e-9)
+    assert tflops(Gemm(8192, 768, 2048, groups=4)) == pytest.approx(650.574, rel=1e-9)  # same 1,536 tiles
+    # 3,000 rows: between the two factors in log rows; 24 x 6 x 8 = 1,152 tiles, 9 waves (1,188 slots)
+    t = math.log(3000 / 2048) / math.log(2)
+    low, high = 636.927 / 676.59, 650.574 / 676.59
+    expected = 676.59 / WAVES_32_33 * (low + t * (high - low)) * wave_fraction(3000, 768, 8)
+    assert tflops(Gemm(3000, 768, 2048, groups=8)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_rows_factor_reaches_one_only_where_no_point_reaches_dense_rows() -> None:
+    """The assumed 1.0 at 4,096 rows per group is appended only when every measured point has fewer rows."""
+    from simulator.gemm_efficiency import _rows_factor
+    from simulator.gemm_points import GemmPoint
+
+    flat = ((1.0, 0.5),)  # a dense curve at 0.5 for every K
+
+    def point(rows: int, tflops: float) -> GemmPoint:
+        return GemmPoint(GemmKernel.BF16_GROUPED, 4, rows, 128, 1024, tflops, "made up")
+
+    share = wave_fraction(512, 128, 4)  # 16 tiles of 132: 16 / 132
+    low = point(512, 0.4 * 989 * share)  # 0.4 / 0.5 = 0.8
+    assert _rows_factor((low,), flat) == ((512.0, pytest.approx(0.8, rel=1e-12)), (4096.0, 1.0))
+    high = point(4096, 0.45 * 989 * wave_fraction(4096, 128, 4))  # 0.9
+    assert _rows_factor((low, high), flat) == ((512.0, pytest.approx(0.8)), (4096.0, pytest.approx(0.9)))
+
+
 def test_fp8_recipes_have_their_own_curves() -> None:
     """Tensorwise and blockwise share DeepGEMM's K curve (assumed, no cuBLAS FP8 H100 table) but not the rows
     factor: tensorwise's comes from torch's FP8 rowwise grouped points (1040 rows: 922.0 and 895.4 TFLOP/s),
@@ -170,7 +211,8 @@ def test_fp8_over_bf16_comes_from_the_tables_not_2x() -> None:
 
 def test_efficiency_rises_with_k_and_rows_per_group() -> None:
     """Short reductions amortize less of the per-tile cost; grouped GEMMs with few rows per group lose more;
-    from 4096 rows per group a grouped GEMM runs as the dense one."""
+    from 4096 rows per group a grouped GEMM runs as the dense one (assumed for FP8), or at the factor TE's CUTLASS
+    grouped GEMM measures there (BF16, TransformerEngine #2045: 650.574 / 676.59)."""
     ks = (256, 512, 960, 1024, 2048, 4096, 5120, 8192, 13312, 16384)
     rows = (128, 256, 512, 960, 1040, 2048, 4096, 8192)
     for precision in PRECISIONS:
@@ -179,7 +221,9 @@ def test_efficiency_rises_with_k_and_rows_per_group() -> None:
         for k in (960, 4096, 14336):
             factors = [HOPPER_GEMM_TABLE.tile_efficiency(k, precision, r) for r in rows]
             assert factors == sorted(factors)
-            assert factors[-2] == factors[-1] == HOPPER_GEMM_TABLE.tile_efficiency(k, precision)
+            at_dense_rows = 650.574 / 676.59 if precision == BF16 else 1.0
+            dense = HOPPER_GEMM_TABLE.tile_efficiency(k, precision)
+            assert factors[-2] == factors[-1] == pytest.approx(dense * at_dense_rows, rel=1e-12)
 
 
 def test_grouped_is_slower_than_dense_of_the_same_shape() -> None:

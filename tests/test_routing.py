@@ -26,7 +26,10 @@ def _gemm(steps, name: str) -> Gemm:
 
 def test_all_load_on_one_expert_is_one_gpu_doing_every_token() -> None:
     """8,192 tokens / 8 = 1,024 per GPU, x 3 copies x 8 GPUs = 24,576 copies, all on expert 0 (GPU 0):
-    4 local experts -> m = 6,144 each; the GEMM costs what one 24,576-row GEMM costs on that GPU."""
+    4 local experts -> m = 6,144 each; the GEMM has the tiles of one 24,576-row GEMM on that GPU (4 x 48 x 224 =
+    192 x 224) and costs it over the BF16 grouped factor from 4,096 rows per group on (TransformerEngine #2045:
+    650.574 TFLOP/s grouped against cuBLAS's 676.59 at K 2048, both at 32/33 of their waves; the launch gap
+    is not scaled)."""
     loads = (1.0,) + (0.0,) * 31
     layout = LAYOUT.with_(expert_loads=loads, dropless=True)
     steps = ep_ffn_recipe(MODEL, layout, 8192, 8)
@@ -34,7 +37,9 @@ def test_all_load_on_one_expert_is_one_gpu_doing_every_token() -> None:
     assert gemm == Gemm(6144, 2 * 14336, 4096, 4)
     gpu = gpu_preset("h800")
     one = gemm_time_s(Gemm(24576, 2 * 14336, 4096), gpu, DEFAULT_CALIBRATION)
-    assert gemm_time_s(gemm, gpu, DEFAULT_CALIBRATION) == pytest.approx(one, rel=1e-12)
+    launch = DEFAULT_CALIBRATION.kernel_overhead_s  # one kernel either way, not slowed by the factor
+    grouped = (one - launch) / (650.574 / 676.59) + launch
+    assert gemm_time_s(gemm, gpu, DEFAULT_CALIBRATION) == pytest.approx(grouped, rel=1e-12)
     (dispatch,) = [s for s in steps if s.name == "ep_a2a_dispatch"]
     balanced = 1024 * 3 * 4096 * 2 * 7 / 8  # Eq. 3
     assert dispatch.comm_bytes == pytest.approx(8 * balanced)  # GPU 0 receives 8x its share
