@@ -5,9 +5,12 @@ Issue #11: the Megatron-Bridge MoE runs come out ~1.45x too fast at published ke
 of the step away: the SonicMoE paper (Guo et al., arXiv 2512.14080, Fig. 14, "Forward & backward TFLOPS for
 different MoE kernels on H100"; the same figure is Dao-AILab/sonic-moe assets/tput.png, blob 0c5c01b at cbcb12a,
 2025-12-18) measures Megatron-Core's MoELayer alone in BF16 at EP 1 (benchmarks/benchmark_megatron_te.py at
-cbcb12a: the TE layer spec, --moe-grouped-gemm with NVTE_USE_CUTLASS_GROUPED_GEMM=1, the alltoall dispatcher, no
-permute or router fusion, 2,048-token sequences) on twelve expert shapes, and the simulator times the same
-layer's ops.
+cbcb12a: the TE layer spec, --moe-grouped-gemm with NVTE_USE_CUTLASS_GROUPED_GEMM=1, 2,048-token sequences) on
+twelve expert shapes, and the simulator times the same layer's ops. The script builds its TransformerConfig
+directly with its dispatcher argument commented out, so the rest are TransformerConfig's defaults
+(NVIDIA/Megatron-LM core_v0.15.0, transformer_config.py): the allgather dispatcher, no permute or router
+fusion, no bias_activation_fusion (the SwiGLU as eager PyTorch ops, workloads/activation.py), the aux loss at
+coefficient 0 (which the router skips).
 
 TFLOP/s count the benchmark's way (benchmarks/moe-cute.py): forward 6 T K d n (SwiGLU), backward 12 T K d n
 over the (forward + backward) - forward time; the router is not counted.
@@ -114,7 +117,7 @@ def simulated_s(point: MoeLayerPoint, calibration: Calibration = DEFAULT_CALIBRA
     args = (
         "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 1 "
         f"--micro-batch-size {batch} --global-batch-size {batch} --seq-length {SEQ_LEN} --bf16 --swiglu "
-        "--moe-grouped-gemm --moe-token-dispatcher-type alltoall --moe-router-load-balancing-type none"
+        "--moe-grouped-gemm --moe-token-dispatcher-type allgather --moe-router-load-balancing-type none --no-bias-swiglu-fusion"
     )
     run = parse_megatron_args(args).resolve(model_from_hf_dict(_hf_config(point), f"sonicmoe-{point.label}"))
     # NVTE_USE_CUTLASS_GROUPED_GEMM=1: one CUTLASS grouped kernel per grouped GEMM, not one cuBLAS GEMM per expert.

@@ -93,8 +93,8 @@ def _layout(expert_gemm: str) -> LayoutSpec:
 
 def test_expert_gemm_launches_per_local_expert() -> None:
     """4 local experts: TE GroupedLinear and SequentialMLP launch 4 GEMMs per expert GEMM, a grouped kernel 1;
-    the activation stays one kernel."""
-    for expert_gemm, gemms, act in (("grouped", 1, 1), ("multi_stream", 4, 1), ("sequential", 4, 1)):
+    the fused activation is one kernel but under SequentialMLP, which runs each expert's MLP on its own."""
+    for expert_gemm, gemms, act in (("grouped", 1, 1), ("multi_stream", 4, 1), ("sequential", 4, 4)):
         fc13, act_step, fc2 = _steps(
             ffn_recipe(MOE, _layout(expert_gemm), 1024, 8, False), "expert_fc13", "swiglu", "expert_fc2"
         )

@@ -52,7 +52,10 @@ class LayoutSpec:
     # 5c62f72; its CUTLASS grouped kernel is BF16-only and opt-in, NVTE_USE_CUTLASS_GROUPED_GEMM).
     expert_gemm: str = "grouped"
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
-    fused_permute: bool = True  # permutation, router and activation fused into few kernels
+    fused_permute: bool = True  # permutation and router fused into few kernels
+    # the SwiGLU as one kernel (Megatron's --bias-swiglu-fusion, its command line's default) or as
+    # Megatron-Core's eager ops (--no-bias-swiglu-fusion; workloads/activation.py)
+    fused_activation: bool = True
     # Megatron-Core's TopKRouter kernels after the gating GEMM (workloads/router.py): TE's fused router
     # (--moe-router-fusion), the load-balancing loss (--moe-router-load-balancing-type aux_loss with
     # --moe-aux-loss-coeff > 0; fused only) and the random logits of --moe-router-force-load-balancing.
@@ -212,7 +215,8 @@ MEGASCALE_MOE = LayoutSpec("megascale-moe")
 # Megatron-LM (commit f1f03922, paper Sec. 6): TP=8 with sequence parallelism for attention and
 # experts; the MoE layer of Megatron-Core at that time: all-gather token dispatcher whose token counts
 # go to the host (a device->host sync per MoE layer), SequentialMLP (one GEMM per local expert; grouped
-# GEMM was opt-in), unfused permutation; collectives on the compute stream, but for the backward re-gather
+# GEMM was opt-in), unfused permutation (each expert's SwiGLU fused: --bias-swiglu-fusion is Megatron-LM's
+# default, megatron/core/transformer/mlp.py bias_swiglu_impl at f1f03922); collectives on the compute stream, but for the backward re-gather
 # and reduce-scatter of the column-parallel QKV beside its dgrad and wgrad (tp_async_backward); FP32 gradient
 # reduce-scatter (distributed optimizer). Full recomputation of every layer (Megatron's
 # --recompute-granularity full --recompute-method uniform --recompute-num-layers 1): without it the

@@ -133,6 +133,8 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_experts(args, notes),
         **_router(args, notes),
         "cross_entropy": _cross_entropy(args),
+        # bias_activation_fusion: on unless --no-bias-swiglu-fusion (arguments.py), dense MLPs and experts alike
+        "fused_activation": not args.get("--no-bias-swiglu-fusion"),
         "attention_backend": _attention_backend(args, notes),
         **_recompute(args, extra),
         **_precision(args, extra, notes),

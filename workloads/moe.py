@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from workloads.activation import swiglu_step
 from workloads.ep import EpPlan, ep_plan
 from workloads.expert_kernels import clamp_steps, fc2_bias_steps
 from workloads.hybridep import hybridep_before_sync, hybridep_grad_staging_bytes, hybridep_staging
@@ -35,9 +36,9 @@ from workloads.ops import (
 from workloads.router import aux_loss_steps, fused_topk_step, random_logits_step
 from workloads.routing import layout_routing_stats
 
-# Unfused permutation / routing / activation (Megatron-LM at the paper's commit): index expansion,
-# separate gather, probability multiply and scatter kernels. Assumed: 4 kernels and 2 HBM passes where
-# a fused kernel needs 1 and 1.
+# Unfused permutation and routing (Megatron-LM at the paper's commit): index expansion, separate gather,
+# probability multiply and scatter kernels. Assumed: 4 kernels and 2 HBM passes where a fused kernel needs
+# 1 and 1. (The activation's kernels are counted op by op: workloads/activation.py.)
 UNFUSED_KERNELS = 4
 UNFUSED_PASSES = 2
 M = Module.MOE  # steps of the MoE layer (router, dispatch, experts, combine): --recompute-modules moe
@@ -144,20 +145,22 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
         Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
         *([gather] if tp else []),
         Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h), module=Module.MLP),
-        Step("swiglu", MEMORY, mem_bytes=3 * rows * width * BYTES_BF16, module=Module.MLP),
+        swiglu_step("swiglu", rows * width, fused=layout.fused_activation, probs=False, module=Module.MLP),
         Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width), module=Module.MLP),
         *([scatter] if tp else []),
     ]
 
 
-def shared_expert_steps(model: ModelSpec, local: int) -> list[Step]:
+def shared_expert_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step]:
     """Shared experts on the GPU's own tokens, no dispatch; they run beside the dispatch (overlap_comm)."""
     if not model.shared_ffn_size:
         return []
     h, f = model.hidden_size, model.shared_ffn_size
     return [
         Step("shared_fc13", GEMM, gemm=Gemm(local, 2 * f, h), overlap_comm=True, module=SHARED),
-        Step("shared_swiglu", MEMORY, mem_bytes=3 * local * f * BYTES_BF16, overlap_comm=True, module=SHARED),
+        swiglu_step(
+            "shared_swiglu", local * f, fused=layout.fused_activation, probs=False, module=SHARED, overlap_comm=True
+        ),
         Step("shared_fc2", GEMM, gemm=Gemm(local, h, f), overlap_comm=True, module=SHARED),
     ]
 
@@ -194,16 +197,21 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
 def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, width: int, h: int) -> list[Step]:
     """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts, with the
     clamp and FC2 bias kernels of models that have them (workloads/expert_kernels.py)."""
-    kernels, passes = _kernels_passes(layout)
     sequential = layout.expert_gemm == "sequential"
     # The host launches one GEMM per local expert unless one grouped kernel runs them all (layout.expert_gemm).
     launches = 1 if layout.expert_gemm == "grouped" else groups
-    # NOTE: SequentialMLP also runs each expert's activation separately (megatron/core/transformer/moe/experts.py);
-    # still declared as one kernel here (it moves Table 3's Megatron-LM row, left to its own change).
+    act = swiglu_step(
+        "swiglu",
+        rows * groups * width,
+        fused=layout.fused_activation,
+        probs=True,
+        module=ACT,
+        launches=groups if sequential else 1,  # SequentialMLP runs each local expert's MLP on its own
+    )
     return [
         Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential), kernels=launches, module=M),
         *clamp_steps(model, rows * groups, width, ACT),
-        Step("swiglu", MEMORY, mem_bytes=passes * 3 * rows * groups * width * BYTES_BF16, kernels=kernels, module=ACT),
+        act,
         Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential), kernels=launches, module=M),
         *fc2_bias_steps(model, rows * groups, groups, h, M),
     ]
@@ -240,7 +248,7 @@ def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> lis
     rows = math.ceil(gathered / model.num_experts * layout.capacity_factor)  # capacity-padded buffers
     return [
         *_router_steps(model, layout, local),
-        *shared_expert_steps(model, local),
+        *shared_expert_steps(model, layout, local),
         gather,
         *host_sync_steps(layout),
         _permute_step(layout, gathered, tokens, h),
@@ -256,7 +264,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     local = layout.micro_batch * seq_len // n
     plan = layout_ep_plan(model, layout, seq_len, gpus_per_node)
     kernels, passes = _kernels_passes(layout)
-    shared = shared_expert_steps(model, local)
+    shared = shared_expert_steps(model, layout, local)
     # Shared experts, not a fused GEMM, hide the dispatch; with ETP the ETP all-gather / reduce-scatter
     # take the fused slots next to the expert GEMMs and dispatch / combine run as plain collectives.
     fuse_dispatch = "" if shared or etp > 1 else "next"
