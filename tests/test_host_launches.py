@@ -83,6 +83,21 @@ def test_megatron_qk_layernorm_flag() -> None:
     assert parse_megatron_args("--moe-grouped-gemm").layout_fields["expert_gemm"] == "multi_stream"
 
 
+def test_megatron_no_rope_fusion_runs_the_eager_rope() -> None:
+    """--no-rope-fusion turns apply_rope_fusion off: Qwen3's RoPE becomes Megatron-Core's eager ops, 24 kernels
+    (q, then k: 6 for the cos and sin tables and 6 on the elements each) and 24 B per element of q and k plus the
+    tables, where the fused kernel moves 4 B per element in 2 kernels."""
+    assert not QWEN3.rope_unfused
+    model = parse_megatron_args("--no-rope-fusion").resolve(QWEN3).model
+    assert model.rope_unfused and not parse_megatron_args("--num-layers 2").resolve(QWEN3).model.rope_unfused
+    layout = LayoutSpec("t", attention="tp", intra_size=2)
+    (fused,) = _steps(attention_recipe(QWEN3, layout, SEQ), "rope")
+    (eager,) = _steps(attention_recipe(model, layout, SEQ), "rope")
+    elements = SEQ * (QWEN3.q_width + QWEN3.num_kv_heads * QWEN3.head_dim) / 2
+    assert (fused.kernels, eager.kernels) == (2, 24)
+    assert eager.mem_bytes - 24 * elements == 2 * 2 * SEQ * QWEN3.head_dim * (8 + 8 + 6)
+
+
 MOE = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)
 
 

@@ -68,6 +68,9 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
         ignored.append(IgnoredArg("--num-query-groups", "no --group-query-attention: multi-head attention"))
     if args.get("--untie-embeddings-and-output-weights"):
         out["tied_embeddings"] = False
+    if args.get("--no-rope-fusion"):
+        # apply_rope_fusion off: rope_utils._apply_rotary_pos_emb_bshd's eager ops (workloads/layers.py unfused_rope_step)
+        out["rope_unfused"] = True
     if args.get("--qk-layernorm"):
         out["qk_layernorm"] = True  # q_layernorm / k_layernorm in SelfAttention (workloads/layers.py qk_steps)
     shared = args.get("--moe-shared-expert-intermediate-size")
