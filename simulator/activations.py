@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from workloads.activation import EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import BYTES_BF16, Module
@@ -96,11 +97,14 @@ def dense_mlp_saved(width: int, model: ModelSpec, layout: LayoutSpec, module: Mo
     """A SwiGLU MLP of ``width`` (split over TP): fc1's input, fc1's output (the activation's input), fc2's input
     (Korthikanti Sec. 4.1's "first linear", "GeLU input" and "second linear" tensors)."""
     g = gemm_input_bytes(layout)
-    return [
+    saved = [
         Saved(f"{name}_fc1_input", g * model.hidden_size, module),
         Saved(f"{name}_fc1_output", BYTES_BF16 * 2 * width, module),
         Saved(f"{name}_fc2_input", g * width, module),
     ]
+    if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/activation.py)
+        saved.append(Saved(f"{name}_act_eager", EAGER_DENSE_SAVED * BYTES_BF16 * width, module))
+    return saved
 
 
 def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
@@ -123,6 +127,8 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         Saved("expert_fc1_output", copies * BYTES_BF16 * 2 * width / split, moe),
         Saved("expert_fc2_input", copies * g * width / split, act),
     ]
+    if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/activation.py)
+        saved.append(Saved("expert_act_eager", copies * EAGER_EXPERT_SAVED * BYTES_BF16 * width / split, act))
     if layout.ffn == "tp" and not layout.fused_permute:
         # Megatron-Core's all-gather dispatcher (unfused permutation) keeps the int64 index expanded to
         # [b s k, h] for its gather / scatter backward

@@ -3,6 +3,7 @@ under --no-bias-swiglu-fusion, counted kernel by kernel, in the steps and in the
 
 from __future__ import annotations
 
+from simulator.activations import layer_saved
 from workloads.activation import swiglu_step
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
@@ -57,3 +58,20 @@ def test_engine_ops_carry_the_backward_bytes() -> None:
     assert (eager_bwd.mem_bytes, eager_bwd.kernels) == (38 * outputs, 7)
     _, (fused_fwd,), (fused_bwd,) = _swiglu_ops(True)
     assert (fused_fwd.mem_bytes, fused_bwd.mem_bytes) == (6 * outputs, MEMORY_BACKWARD_FACTOR * 6 * outputs)
+
+
+def test_eager_swiglu_keeps_its_factors_for_backward() -> None:
+    """Differential on the saved tensors per local token: the eager experts' SwiGLU keeps 3 more BF16 tensors of
+    the output's size per routed copy (silu's output, the offset linear half, the product before the probs), a
+    dense MLP's 2; everything else is the same. Top-2 of width 512, capacity-padded buffers (factor 1.25 by
+    default): 2 x 1.25 x 3 x 2 B x 512 = 7,680 B; a dense MLP of width 4,096: 2 x 2 B x 4,096 = 16,384 B."""
+    fused = LayoutSpec("t", intra_size=2, ffn="ep", capacity_factor=1.25)
+    eager = fused.with_(fused_activation=False)
+    assert not fused.dropless
+    extra = {s.name: s.bytes_per_token for s in layer_saved(MOE, eager, False)}
+    kept = {s.name: s.bytes_per_token for s in layer_saved(MOE, fused, False)}
+    assert extra.pop("expert_act_eager") == 2 * 1.25 * 3 * 2 * 512 and extra == kept
+    dense = MOE.with_(dense_ffn_size=4096)
+    extra = {s.name: s.bytes_per_token for s in layer_saved(dense, eager, True)}
+    assert extra.pop("mlp_act_eager") == 2 * 2 * 4096
+    assert extra == {s.name: s.bytes_per_token for s in layer_saved(dense, fused, True)}

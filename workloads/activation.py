@@ -19,6 +19,10 @@ NVIDIA/Megatron-LM at tag core_v0.15.0:
 
 Bytes are counted per element of the activation's output (rows x width, BF16): a kernel reading a and
 writing b such elements moves 2 (a + b) bytes; the probs (one per row) are left out.
+
+Saved for backward (simulator/activations.py), beyond the FC1 output (the gate half's silu reads it) and the
+FC2 input that every path keeps: the eager product keeps both its factors, silu's output and the offset
+linear half; the experts' probs product keeps its input too. The fused kernel keeps nothing more.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ EAGER_EXPERT_FWD_PASSES, EAGER_EXPERT_FWD_KERNELS = 9, 4
 # backward: the dense backward, the probs product's input gradient (1 + 1), its probs gradient: the
 # product of the gradient and the saved input (2 + 1) and the row sum (1)
 EAGER_EXPERT_BWD_PASSES, EAGER_EXPERT_BWD_KERNELS = 19, 7
+# tensors of the output's size that the eager ops keep for backward (dense, experts)
+EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED = 2, 3
 
 
 def swiglu_step(
