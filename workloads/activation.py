@@ -3,7 +3,10 @@
 Megatron-Core fuses it when ``bias_activation_fusion`` is set: Megatron-LM's command line sets it by default
 (``--bias-swiglu-fusion``, off with ``--no-bias-swiglu-fusion``; megatron/training/arguments.py), a
 TransformerConfig built directly leaves it off (transformer_config.py: ``bias_activation_fusion = False``),
-as SonicMoE's Megatron benchmark does (experiments/moe_layer_check.py). The kernel lists below read
+as SonicMoE's Megatron benchmark does (experiments/moe_layer_check.py). Every Megatron-Bridge run of the
+validation corpus fuses it (NVIDIA-NeMo/Megatron-Bridge v0.5.0: provider.bias_activation_fusion = True in
+deepseek_v3_bridge.py, gpt_oss_bridge.py and llama_bridge.py; cfg.model.bias_activation_fusion = True in
+scripts/performance/configs/qwen/qwen3_llm_pretrain.py). The kernel lists below read
 NVIDIA/Megatron-LM at tag core_v0.15.0:
 
 - fused: ``bias_swiglu_impl`` (dense MLP) or ``weighted_bias_swiglu_impl`` (experts, the router's probs
