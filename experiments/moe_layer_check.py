@@ -111,14 +111,23 @@ def _moe_span_s(task: TaskTime) -> float:
     return max(timed.end_s for timed in ops) - min(timed.start_s for timed in ops)
 
 
+def megatron_args(point: MoeLayerPoint) -> str:
+    """The benchmark's layer as Megatron arguments: EP 1, BF16, TE's grouped GEMM and TransformerConfig's defaults
+    for the rest (the allgather dispatcher; no permute, router or SwiGLU fusion; the aux loss at coefficient 0
+    skipped, so no load-balancing kernels)."""
+    batch = point.tokens // SEQ_LEN
+    return (
+        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 1 "
+        f"--micro-batch-size {batch} --global-batch-size {batch} --seq-length {SEQ_LEN} --bf16 --swiglu "
+        "--moe-grouped-gemm --moe-token-dispatcher-type allgather --moe-router-load-balancing-type none "
+        "--no-bias-swiglu-fusion"
+    )
+
+
 def simulated_s(point: MoeLayerPoint, calibration: Calibration = DEFAULT_CALIBRATION) -> tuple[float, float]:
     """Forward and backward seconds of the point's MoE layer as simulated on one H100."""
     batch = point.tokens // SEQ_LEN
-    args = (
-        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 1 "
-        f"--micro-batch-size {batch} --global-batch-size {batch} --seq-length {SEQ_LEN} --bf16 --swiglu "
-        "--moe-grouped-gemm --moe-token-dispatcher-type allgather --moe-router-load-balancing-type none --no-bias-swiglu-fusion"
-    )
+    args = megatron_args(point)
     run = parse_megatron_args(args).resolve(model_from_hf_dict(_hf_config(point), f"sonicmoe-{point.label}"))
     # NVTE_USE_CUTLASS_GROUPED_GEMM=1: one CUTLASS grouped kernel per grouped GEMM, not one cuBLAS GEMM per expert.
     layout = run.layout.with_(expert_gemm="grouped")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.moe_layer_check import POINTS, _moe_span_s, forward_flops, published_s
+from experiments.moe_layer_check import POINTS, _moe_span_s, forward_flops, megatron_args, published_s
 from simulator.timing import OpTime, TaskTime
+from workloads.megatron import parse_megatron_args
 from workloads.ops import GEMM, MEMORY, Module, Op
 
 # 30B, d 4096, n 512, E 128, K 8: 32,768 tokens, Megatron 223 TFLOP/s forward, 215 backward.
@@ -14,6 +15,14 @@ POINT = POINTS[7]
 
 def test_point_is_the_30b_e128_configuration():
     assert (POINT.tokens, POINT.hidden, POINT.width, POINT.experts, POINT.top_k) == (32768, 4096, 512, 128, 8)
+
+
+def test_the_layer_runs_transformer_configs_defaults():
+    """benchmark_megatron_te.py at cbcb12a leaves the dispatcher (commented out) and every fusion at
+    TransformerConfig's defaults: allgather, unfused permutation, router and SwiGLU; 16 sequences of 2,048."""
+    fields = parse_megatron_args(megatron_args(POINT)).layout_fields
+    assert (fields["fused_permute"], fields["fused_activation"], fields["router_fusion"]) == (False, False, False)
+    assert (fields["a2a_topk_threshold"], fields["micro_batch"], fields["expert_gemm"]) == (0, 16, "multi_stream")
 
 
 def test_forward_flops_count_the_swiglu_up_and_down_projections():
