@@ -44,6 +44,8 @@ EAGER_EXPERT_FWD_PASSES, EAGER_EXPERT_FWD_KERNELS = 9, 4
 # backward: the dense backward, the probs product's input gradient (1 + 1), its probs gradient: the
 # product of the gradient and the saved input (2 + 1) and the row sum (1)
 EAGER_EXPERT_BWD_PASSES, EAGER_EXPERT_BWD_KERNELS = 19, 7
+EAGER_DENSE = (EAGER_DENSE_FWD_PASSES, EAGER_DENSE_FWD_KERNELS, EAGER_DENSE_BWD_PASSES, EAGER_DENSE_BWD_KERNELS)
+EAGER_EXPERT = (EAGER_EXPERT_FWD_PASSES, EAGER_EXPERT_FWD_KERNELS, EAGER_EXPERT_BWD_PASSES, EAGER_EXPERT_BWD_KERNELS)
 # tensors of the output's size that the eager ops keep for backward (dense, experts)
 EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED = 2, 3
 
@@ -62,7 +64,7 @@ def swiglu_step(
     expert MLP's, with the router's probs multiplied in). ``launches``: how many times the ops run (each
     local expert's MLP on its own, SequentialMLP)."""
     element = elements * BYTES_BF16
-    if fused:
+    if fused:  # its backward: the forward's kernels at ops.MEMORY_BACKWARD_FACTOR x its bytes (None, None)
         return Step(
             name,
             MEMORY,
@@ -71,11 +73,7 @@ def swiglu_step(
             overlap_comm=overlap_comm,
             module=module,
         )
-    fwd, fwd_kernels, bwd, bwd_kernels = (
-        (EAGER_EXPERT_FWD_PASSES, EAGER_EXPERT_FWD_KERNELS, EAGER_EXPERT_BWD_PASSES, EAGER_EXPERT_BWD_KERNELS)
-        if probs
-        else (EAGER_DENSE_FWD_PASSES, EAGER_DENSE_FWD_KERNELS, EAGER_DENSE_BWD_PASSES, EAGER_DENSE_BWD_KERNELS)
-    )
+    fwd, fwd_kernels, bwd, bwd_kernels = EAGER_EXPERT if probs else EAGER_DENSE
     return Step(
         name,
         MEMORY,

@@ -216,9 +216,9 @@ MEGASCALE_MOE = LayoutSpec("megascale-moe")
 # experts; the MoE layer of Megatron-Core at that time: all-gather token dispatcher whose token counts
 # go to the host (a device->host sync per MoE layer), SequentialMLP (one GEMM per local expert; grouped
 # GEMM was opt-in), unfused permutation (each expert's SwiGLU fused: --bias-swiglu-fusion is Megatron-LM's
-# default, megatron/core/transformer/mlp.py bias_swiglu_impl at f1f03922); collectives on the compute stream, but for the backward re-gather
-# and reduce-scatter of the column-parallel QKV beside its dgrad and wgrad (tp_async_backward); FP32 gradient
-# reduce-scatter (distributed optimizer). Full recomputation of every layer (Megatron's
+# default, megatron/core/transformer/mlp.py bias_swiglu_impl at f1f03922); collectives on the compute stream,
+# but for the backward re-gather and reduce-scatter of the column-parallel QKV beside its dgrad and wgrad
+# (tp_async_backward); FP32 gradient reduce-scatter (distributed optimizer). Full recomputation of every layer (Megatron's
 # --recompute-granularity full --recompute-method uniform --recompute-num-layers 1): without it the
 # all-gather dispatcher's activations (all b s k token copies per GPU plus the int64 index expanded to
 # [b s k, h]) put stage 0 at ~113 GiB per GPU (simulator.memory), over the H800's 80 GB, and Megatron's
