@@ -11,7 +11,7 @@ shifted by k lambda. Every additive quantity (end times, busy and waiting time, 
 bytes, FLOPs, task counts) is then f(m) + k (f(m + q) - f(m)), and f(m + q) - f(m) is what the run at m adds
 over one period of its repeated state (simulator/ledger.py; simulator/steady.py reads it there, or runs m + q).
 
-``candidates`` picks the counts m_a (doubling from just past the warm-up, congruent to m modulo q) whose
+``candidates`` picks the counts m_a (doubling from just past the warm-up, congruent to m modulo q or 2 q) whose
 two runs at m_a and m_a + q cost less than the full step; ``locked`` checks the run at m_a for a repeated
 state; ``extrapolate`` evaluates the line through two runs. Where no state repeats within that budget (a long transient: a
 stage's slack shrinking by a little each period until it waits, which three points on a line would not
@@ -29,6 +29,10 @@ from workloads.schedules import FORWARD, Schedule, Task
 
 LOCK_REL = 1e-12  # a repeated task's shift may differ from lambda by this much of the run's end (float noise)
 PERIOD_SEARCH = 64  # the longest period looked for (interleaved 1F1B's is pp)
+# Short periods (1F1B's and ZB1P's 1, DualPipe's 2) keep the shorter runs congruent to the step modulo 2 q, at
+# most q micro-batches more, so that a state that alternates two timings (DualPipeV's) locks on 2 q; longer ones
+# (interleaved 1F1B's pp) modulo q, where that margin would cost a whole period's run.
+ALTERNATING_MAX_PERIOD = 2
 
 # A field: (unit, name...) -> value; each unit has its own noise floor.
 Fields = dict[tuple[Hashable, ...], float]
@@ -73,8 +77,9 @@ def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
 
 
 def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
-    """(m_a, q, index shift) to try in turn: m_a doubling from just past the warm-up, congruent to m modulo twice
-    the period q (steady/state_periods also tries 2 q), while the runs tried so far and the runs at m_a and m_a + q cost less than the full step's m."""
+    """(m_a, q, index shift) to try in turn: m_a doubling from just past the warm-up, congruent to m modulo q
+    (twice q where q <= ALTERNATING_MAX_PERIOD: steady/state_periods then also tries 2 q), while the runs tried
+    so far and the runs at m_a and m_a + q cost less than the full step's m."""
     q = period(schedule)
     if q is None:
         return
@@ -85,7 +90,7 @@ def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
     # once, 3 pp to lock: Schedule.fill_per_stage), with room for the lock's window of about three periods.
     start, spent = schedule.fill_per_stage * schedule.stages + 2 + 3 * q, 0
     while True:
-        m_a = start + (m - start) % (2 * q)  # congruent modulo 2 q too: a state repeating every 2 q can lock
+        m_a = start + (m - start) % (2 * q if q <= ALTERNATING_MAX_PERIOD else q)
         while not valid_count(schedule, m_a) and m_a < m:
             m_a += q
         if spent + 2 * m_a + q >= m or not (valid_count(schedule, m_a) and valid_count(schedule, m_a + q)):
