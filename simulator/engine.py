@@ -89,6 +89,7 @@ class EngineResult:
     nic_replay: tuple[ReplayStats, ...] = ()  # per step run with NIC replay (simulator/nic_replay.py)
     ledger: Ledger | None = None  # the run's increments, when asked for (simulator/ledger.py)
     sim_cpu_s: float = 0.0  # the CPU seconds of sim_wall_s (what the bench compares: the machine is shared)
+    longest_send_s: float = 0.0  # the longest PP send, sender's end to landing (simulator/periodic.lock_window)
 
 
 class Engine:
@@ -155,6 +156,7 @@ class Engine:
         self.ledger = Ledger(placement.bytes_sent) if ledger else None
         self._find_needed = needed
         self._stood: NicReplayTimer | None = None  # the timer of the run that stood, until needed() asks
+        self.longest_send_s = 0.0  # the longest PP send so far, from its sender's end to its landing
 
     @property
     def simulated_ops(self) -> int:
@@ -182,6 +184,7 @@ class Engine:
         op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
         the process would have started: the same instant, and the same step results (tests/test_pipeline.py)."""
         nbytes, env, placement = self._pp_bytes, self.env, self.placement
+        sent_s = env.now
 
         def leave(_event: simpy.Event) -> None:
             start = env.now
@@ -189,6 +192,7 @@ class Engine:
             landed.callbacks.append(lambda _e: land(start))
 
         def land(start: float) -> None:
+            self.longest_send_s = max(self.longest_send_s, env.now - sent_s)
             for probe in self.probes:
                 probe.on_transfer(Transfer("pp", src.stage, dst.stage, start, env.now, nbytes, key[:-1] + (dst.stage,)))
             self._arrival(key).succeed()
@@ -395,6 +399,7 @@ class Engine:
             self.workload,
             ledger=self.ledger,
             sim_cpu_s=time.process_time() - cpu_start,
+            longest_send_s=self.longest_send_s,
         )
         for probe in self.probes:
             probe.on_run(result)

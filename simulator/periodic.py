@@ -87,8 +87,9 @@ def candidates(schedule: Schedule) -> Iterator[tuple[int, int, int]]:
     m = schedule.micro_batches
     # Past every schedule's warm-up and cool-down (1F1B fills in pp - 1 micro-batches, interleaved in about
     # pp + (pp - 2) / v, ZB1P defers up to pp - 1 W passes, DualPipe(V) needs 2 pp before its steady state runs
-    # once, 3 pp to lock: Schedule.fill_per_stage), with room for the lock's window of about three periods.
-    start, spent = schedule.fill_per_stage * schedule.stages + 2 + 3 * q, 0
+    # once, 3 pp to lock: Schedule.fill_per_stage), with room for the lock's window and its twins (two periods)
+    # and 3 micro-batches for the reach and the cool-down (1F1B's start is pp + 5, as with three periods before).
+    start, spent = schedule.fill_per_stage * schedule.stages + 3 + 2 * q, 0
     while True:
         m_a = start + (m - start) % (2 * q if q <= ALTERNATING_MAX_PERIOD else q)
         while not valid_count(schedule, m_a) and m_a < m:
@@ -134,15 +135,26 @@ def shifted(task: Task, q: int) -> Task:
     return Task(task.direction, task.micro_batch + q, task.chunk, paired)
 
 
-def lock_window(records: Records, q: int, lam_s: float, after_s: float) -> tuple[float, float] | None:
+def lock_window(
+    records: Records, q: int, lam_s: float, after_s: float, send_reach_s: float = 0.0
+) -> tuple[float, float] | None:
     """The first window [t0, t1) after ``after_s`` of the run that repeats (None if none does): every task of
-    every stage that begins in [t0, t1 = t0 + 2 lambda + longest task) has its one-period-later twin beginning
-    and ending exactly ``lam_s`` later, and each stage runs as many tasks in the window shifted by lambda."""
+    every stage that begins in [t0, t1 = t0 + lambda + R) has its one-period-later twin beginning and ending
+    exactly ``lam_s`` later, and each stage runs as many tasks in the window shifted by lambda.
+
+    R, the reach, is the longest task plus ``send_reach_s`` (the longest PP send, from its sender's end to its
+    landing). At T = t0 + R every task in flight began in the window (at most a task before T), and so did the
+    sender of every send in flight (it ended at most a send before T); the tasks that begin over [T, T + lambda)
+    are the window's rest. Their twins repeat them lambda later, so the state at T + lambda (what runs, each
+    at the same point of its task or send; an input that landed earlier than its task could begin times
+    nothing) is the state at T one period on, and the step runs on from both alike until its cool-down. The
+    check sees tasks' begins and ends, not their ops': that equal ends mean equal insides (a task's flows beside
+    a send) is the premise, tested against full runs of every schedule (tests/test_steady.py)."""
     end_s = max((end for stage in records for _, _, end in stage), default=0.0)
     tol = LOCK_REL * end_s
     if lam_s <= tol:
         return None
-    span = 2 * lam_s + max(end - begin for stage in records for _, begin, end in stage)
+    span = lam_s + max(end - begin for stage in records for _, begin, end in stage) + send_reach_s
     begins = [[begin for _, begin, _ in stage] for stage in records]
     bad: list[float] = []  # begins of tasks without a twin exactly one period later
     for stage in records:
@@ -168,9 +180,9 @@ def lock_window(records: Records, q: int, lam_s: float, after_s: float) -> tuple
     return None
 
 
-def locked(records: Records, q: int, lam_s: float, after_s: float) -> bool:
+def locked(records: Records, q: int, lam_s: float, after_s: float, send_reach_s: float = 0.0) -> bool:
     """Whether some window after ``after_s`` of the run repeats (``lock_window``)."""
-    return lock_window(records, q, lam_s, after_s) is not None
+    return lock_window(records, q, lam_s, after_s, send_reach_s) is not None
 
 
 def extrapolate(fa: Fields, fb: Fields, m_a: int, m_b: int, target: int) -> Fields:

@@ -116,7 +116,7 @@ def extrapolated(
         gathered = max(log.params_gathered_s for log in first.stages)
         for period, index_shift in state_periods(workload.schedule, m_a, q, shift):
             lam_s = shift_s(records, index_shift)
-            window = lock_window(records, index_shift, lam_s, gathered)
+            window = lock_window(records, index_shift, lam_s, gathered, first.longest_send_s)
             if window is None:
                 continue
             periods = (workload.micro_batches - m_a) // period

@@ -74,22 +74,25 @@ def test_ledger_sums_between_two_marks() -> None:
 
 
 def test_the_first_period_that_repeats_is_taken() -> None:
-    """Stage 1's F(1) waited 0.5 s (a transient before the window's state: its begin and end repeat, its wait
-    does not). The window starts at 0; the periods from F(0) and from F(1) hold that wait, so their next
-    periods differ; the period from F(2) repeats in the next: one period adds 3 s to every last instant."""
-    first = _run(8, {1: 0.5})
+    """Stage 1's F(0) waited 0.5 s (a transient before the window's state: its begin and end repeat, its wait
+    does not). The window is [0, 4): one period and the longest task; the period from F(0) holds that wait, so
+    its next period differs; the period from F(1) repeats in the next: one period adds 3 s to every last
+    instant."""
+    first = _run(8, {0: 0.5})
     records = [log.tasks for log in first.stages]
     window = lock_window(records, 1, 3.0, 0.0)
-    assert window == (0.0, 7.0)
+    assert window == (0.0, 4.0)
+    assert lock_window(records, 1, 3.0, 0.0, send_reach_s=0.5) == (0.0, 4.5)  # a PP send's reach lengthens it
     increment = period_increment(first, 1, 3.0, window)
     assert increment == {
-        **first.ledger.between(Task(FORWARD, 2, 0), Task(FORWARD, 3, 0)),
+        **first.ledger.between(Task(FORWARD, 1, 0), Task(FORWARD, 2, 0)),
         (TIME, "step"): 3.0,
         **{(TIME, stage, name): 3.0 for stage in (0, 1) for name in ("pipeline_end_s", "end_s")},
     }
     assert increment[(TIME, 1, "pp_wait_s")] == 0.0
-    # Waits every other period: no period from F(0), F(1) or F(2) (the last stage-0 task to begin in [0, 7))
-    # has a next one equal to it
+    # Waits every other period: no period from F(0) or F(1) (the stage-0 tasks that begin in [0, 4)) has a next
+    # one equal to it
+    assert period_increment(_run(8, {1: 0.5}), 1, 3.0, window) is None
     assert period_increment(_run(8, {0: 0.5, 2: 0.5}), 1, 3.0, window) is None
     assert period_increment(_run(8, {1: 0.5, 3: 0.5}), 1, 3.0, window) is None
     assert period_increment(replace(first, ledger=None), 1, 3.0, window) is None  # no ledger: the two-run path

@@ -151,6 +151,7 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert result.step_time_s == pytest.approx(f0 + send_s + f1 + b1 + send_s + b0 + optimizer_s, rel=1e-12)
     # Each stage waits exactly one send: stage 1 for the activation, stage 0 for its gradient.
     assert [log.pp_wait_s for log in result.stages] == pytest.approx([send_s, send_s], rel=1e-9)
+    assert result.longest_send_s == pytest.approx(send_s, rel=1e-9)  # the steady lock's reach (periodic.py)
     report = build_report(workload, cluster, result, 0.0)
     assert report.exposed_comm_s["pp"] == pytest.approx(send_s, rel=1e-9)
     assert report.exposed_comm_s["dp"] == 0.0

@@ -46,13 +46,14 @@ def _assert_same_report(full: dict, short: dict) -> None:
 
 CASES = [
     # (schedule changes, GPUs, global batches): mixtral-8x7b, 8-way SP/EP, PP 4 (embedding and head stages differ)
-    # 24: from pp + 2 + 3 = 9 -> m_a 10 and 11 (21 < 24); a start of 2 pp + 5 (m_a 14) would run the full step
+    # 24: from pp + 3 + 2 = 9 -> m_a 10 and 11 (21 < 24); a start of 2 pp + 5 (m_a 14) would run the full step
     ({"schedule": "1f1b"}, 32, (24, 40, 81, 160)),
     ({"schedule": "1f1b"}, 64, (80, 162)),  # DP 2: parameter gathers and gradient reductions
     ({"schedule": "zb1p"}, 32, (160, 241)),
     ({"schedule": "dualpipe"}, 32, (120, 160)),
     ({"schedule": "dualpipev"}, 32, (80, 163)),
-    ({"schedule": "interleaved", "virtual_stages": 2}, 32, (96, 192)),
+    # 100: m_a = 4 + 3 + 8 = 15 -> 16, congruent to 100 modulo q = 4 but not 2 q (84 = 21 periods)
+    ({"schedule": "interleaved", "virtual_stages": 2}, 32, (96, 100, 192)),
     ({"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True}, 32, (96, 192)),
     ({"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True, "delay_wgrad": True}, 32, (96, 200)),
 ]
@@ -137,8 +138,10 @@ def _timeline(periods: int, drift_s: float = 0.0) -> list[list[tuple]]:
 def test_lock_found_in_a_periodic_timeline() -> None:
     records = _timeline(8)
     assert shift_s(records, 1) == 3.0
-    assert locked(records, 1, 3.0, 0.0)  # window [0, 7): 2 periods + the longest task; its twins end by 10 <= 24
-    assert not locked(records, 1, 3.0, 16.0)  # no room after 16 s for a window and its shift
+    assert locked(records, 1, 3.0, 0.0)  # window [0, 4): a period + the longest task; its twins end by 7 <= 24
+    assert locked(records, 1, 3.0, 17.0)  # window [17, 21): its twins end by 24, the run's end
+    assert not locked(records, 1, 3.0, 18.0)  # no room after 18 s for a window and its shift
+    assert not locked(records, 1, 3.0, 17.0, send_reach_s=0.5)  # [17, 21.5): a PP send's reach lengthens it
     assert not locked(records, 1, 2.5, 0.0)  # not the period
 
 
@@ -168,21 +171,21 @@ def test_extrapolate_is_the_line_through_two_runs() -> None:
 
 
 def test_candidates_stay_congruent_and_cheaper_than_the_step() -> None:
-    """Interleaved PP 8 over 512 micro-batches: period 8, m_a = 8 + 2 + 24 = 34 -> 40 (congruent to 512 modulo
-    8: a period this long is not doubled), then 80, ..."""
+    """Interleaved PP 8 over 512 micro-batches: period 8, m_a = 8 + 3 + 16 = 27 -> 32 (congruent to 512 modulo
+    8: a period this long is not doubled), then 64, ..."""
     schedule = make_schedule("interleaved", 8, 512, 4)
     assert period(schedule) == 8
     tried = list(candidates(schedule))
-    assert tried[:2] == [(40, 8, 8), (80, 8, 8)]
+    assert tried[:2] == [(32, 8, 8), (64, 8, 8)]
     assert all(m_a % 8 == 0 for m_a, _, _ in tried)
     spent = [sum(m for m, _, _ in tried[: i + 1]) + tried[i][0] + 8 for i in range(len(tried))]
     assert all(cost < 512 for cost in spent)
     # DualPipe: micro-batches enter from both ends, one more per chunk a period (q 2, index shift 1); its fill is
-    # 3 micro-batches per stage: m_a = 3 x 4 + 2 + 3 x 2 = 20, congruent to 60 modulo 2 q; at 40, 2 x 20 + 2 > 40.
+    # 3 micro-batches per stage: m_a = 3 x 4 + 3 + 2 x 2 = 19 -> 20, congruent to 60 modulo 2 q; at 40, 2 x 20 + 2 > 40.
     dualpipe = make_schedule("dualpipe", 4, 60)
     assert period(dualpipe) == 2 and next(candidates(dualpipe)) == (20, 2, 1)
     assert list(candidates(make_schedule("dualpipe", 4, 40))) == []
-    assert list(candidates(make_schedule("1f1b", 4, 20))) == []  # m_a = 4 + 2 + 3 = 9 -> 10: 2 x 10 + 1 > 20
+    assert list(candidates(make_schedule("1f1b", 4, 20))) == []  # m_a = 4 + 3 + 2 = 9 -> 10: 2 x 10 + 1 > 20
     assert next(candidates(make_schedule("1f1b", 4, 24))) == (10, 1, 1)  # 2 x 10 + 1 < 24
 
 
@@ -264,7 +267,7 @@ def test_task_counts_equal_the_orders(name: str, stages: int, micro_batches: int
 def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() -> None:
     """DualPipeV over 32 stages (mixtral-8x7b, 2-way SP/EP, 220 micro-batches): its steady-state tasks alternate
     two timings (a task's twin one micro-batch later starts lambda or lambda + 2.1 ms later), so the schedule's
-    period 1 never locks; the run at 102 (3 x 32 + 2 + 3, congruent to 220 modulo 2) repeats every 2 micro-batches,
+    period 1 never locks; the run at 102 (3 x 32 + 3 + 2 = 101 -> 102, congruent to 220 modulo 2) repeats every 2 micro-batches,
     and 102 alone (two periods of its ledger) or with 104 gives the full run's report to 1e-9."""
     workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none")
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
