@@ -17,7 +17,9 @@ from workloads.layouts import LayoutSpec
 def add_arguments(run: argparse.ArgumentParser) -> None:
     """Add --trace, --trace-stages, --trace-micro-batches and --plot to the run parser."""
     run.add_argument(
-        "--trace", metavar="FILE.json[.gz]", help="write a Chrome trace-event timeline (Perfetto; .gz: gzipped)"
+        "--trace",
+        metavar="FILE.json[.gz]",
+        help="write a Chrome trace-event timeline (Perfetto; .gz: gzipped; .pftrace[.gz]: Perfetto's protobuf)",
     )
     run.add_argument(
         "--trace-all-ops",
@@ -35,9 +37,14 @@ def check_paths(args: argparse.Namespace) -> None:
     """Refuse bad --trace / --plot paths and --trace-stages before any simulation (--plot without an extension
     becomes FILE.png, the file matplotlib would write)."""
     if getattr(args, "trace", None) is not None:
-        check_output_file("trace", args.trace, (".json", ".gz"))
-        if str(args.trace).lower().endswith(".gz") and not str(args.trace).lower().endswith(".json.gz"):
-            raise ConfigError("trace", f"{args.trace}: must end in .json or .json.gz")
+        check_output_file("trace", args.trace, (".json", ".gz", ".pftrace"))
+        name = str(args.trace).lower()
+        if name.endswith(".gz") and not name.endswith((".json.gz", ".pftrace.gz")):
+            raise ConfigError("trace", f"{args.trace}: must end in .json, .json.gz, .pftrace or .pftrace.gz")
+        if name.endswith((".pftrace", ".pftrace.gz")):
+            from simulator.trace_proto import protos
+
+            protos()  # the perfetto package, before any simulation (ConfigError: what to install)
     if getattr(args, "plot", None) is not None:
         args.plot = str(plot_path("plot", args.plot))
     parse_stages(getattr(args, "trace_stages", None))

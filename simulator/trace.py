@@ -28,6 +28,7 @@ from simulator.probes import Probe, Transfer
 from simulator.ranks import Place, RankMap
 from simulator.report import Report, simulate
 from simulator.tasks import TaskTiming
+from simulator.trace_proto import is_proto_path, write_proto
 from simulator.trace_size import TraceSizeCheck, check_trace_events, kept_stages
 from topologies.cluster import ClusterSpec
 from workloads.layouts import LayoutSpec
@@ -392,13 +393,17 @@ def stream_trace(
     all_ops: bool | None = None,
 ) -> tuple[int, int]:
     """Write ``chrome_trace``'s JSON (the same bytes) event by event, never holding the events: returns
-    (events, file bytes). Gzipped if ``path`` ends in .gz."""
+    (events, file bytes). Gzipped if ``path`` ends in .gz; a name ending in .pftrace[.gz] gets the same events
+    in Perfetto's protobuf format (simulator/trace_proto.py)."""
     keep = kept_stages(timeline.workload, stages)
     all_ops = _draw_all_ops(timeline, keep, micro_batches, all_ops)
     count = 0
 
     def write(out) -> None:
         nonlocal count
+        if is_proto_path(path):
+            count = write_proto(out, trace_events(timeline, keep, micro_batches, all_ops))
+            return
         out.write(b'{"traceEvents":[')
         for event in trace_events(timeline, keep, micro_batches, all_ops):
             out.write((b"," if count else b"") + _json(event))
