@@ -55,21 +55,28 @@ def _schedule_text(row: dict[str, str]) -> str:
 
 
 def _ep_text(row: dict[str, str]) -> str:
-    """The EP degree of an EP FFN (intra_size when in-node), "-" for TP experts."""
-    return (row.get("ep") not in ("", "0", None) and row["ep"] or row["intra_size"]) if row["ffn"] == "ep" else "-"
+    """The EP degree of an EP FFN (intra_size when in-node), then xETP and /M where set; "-" for TP experts."""
+    if row["ffn"] != "ep":
+        return "-"
+    text = row.get("ep") not in ("", "0", None) and row["ep"] or row["intra_size"]
+    if row.get("etp") not in ("", "1", None):
+        text += f"x{row['etp']}"
+    if row.get("ep_max_nodes") not in ("", "0", None):
+        text += f"/{row['ep_max_nodes']}"
+    return text
 
 
 def format_rows(rows: list[dict[str, str]]) -> str:
     """A fixed-width table of search results."""
     lines = [
         (
-            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>3} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
+            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>6} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
             f"{'schedule':>18} {'recompute':>10} {'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
         )
     ]
     for rank, r in enumerate(rows, 1):
         lines.append(
-            f"{rank:>3} {r['attention']:>4} {r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>3} "
+            f"{rank:>3} {r['attention']:>4} {r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>6} "
             f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
             f"{r.get('recompute') or BASE_RECOMPUTE:>10} {float(r['step_time_s']):>8.3f} "
             f"{float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "
@@ -84,6 +91,7 @@ SEARCHED = (
     "intra_size",
     "ep",
     "etp",
+    "ep_max_nodes",
     "cp",
     "pp",
     "uneven_pp",
@@ -99,7 +107,7 @@ SEARCHED = (
 LEGEND = (
     "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "
     "(ep: expert parallel, tp: every expert split); n = its degree inside the node; ep = the EP degree (over "
-    "n means across nodes); cp = context parallel; pp = pipeline stages; dp = data-parallel replicas; mb = "
+    "n means across nodes; xE: expert-tensor parallel E; /M: a token reaches at most M nodes); cp = context parallel; pp = pipeline stages; dp = data-parallel replicas; mb = "
     "micro-batch (sequences); schedule = pipeline schedule (x chunks per stage, +ovl: EP all-to-all "
     "overlapped with another micro-batch, wgrad delayed); recompute = what backward re-runs (none, sar, "
     "selective modules, full); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention "

@@ -91,6 +91,7 @@ DIMENSIONS = (
     "pp",
     "ep",
     "etp",
+    "ep_max_nodes",
     "micro_batch",
     "schedule",
     "virtual_stages",
@@ -116,8 +117,10 @@ class SearchSpace:
         Schedule("dualpipev"),
     )
     cp: tuple[int, ...] = (1, 2)
-    etp: tuple[int, ...] = (1,)
+    etp: tuple[int, ...] = (1, 2)  # expert-tensor parallelism inside the node (Megatron-Core's ETP)
     cross_node_ep: bool = True  # EP degrees n x 2^j beyond intra_size, up to the experts (DeepEP style)
+    # Node-limited routing M (0: unlimited) for EP over more than M nodes (DeepSeek-V3 Sec. 2.1.2: M = 4)
+    ep_max_nodes: tuple[int, ...] = (0, 4)
     uneven_pp: bool = True  # pipeline depths that do not divide the layers (Megatron's uneven split)
     recompute_tiers: tuple[tuple[dict[str, object], ...], ...] = RECOMPUTE_TIERS
     max_pp: int = 64
@@ -153,7 +156,9 @@ class SearchSpace:
         return cls(
             schedules=(Schedule("1f1b"), Schedule("interleaved", 2)),
             cp=(1,),
+            etp=(1,),
             cross_node_ep=False,
+            ep_max_nodes=(0,),
             uneven_pp=False,
             recompute_tiers=(({},),),
         )
@@ -201,23 +206,36 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
                         continue
                     gpus_per_stage = job.gpus // pp if job.gpus % pp == 0 else 0
                     eps = ep_degrees(model, n, gpus_per_stage, space) if ffn == "ep" else [0]
-                    for ep in eps:
-                        for etp in space.etp if ffn == "ep" else (1,):
-                            for micro_batch in space.micro_batches:
-                                for schedule in space.schedules:
-                                    if pp == 1 and schedule != space.schedules[0]:
-                                        continue  # one stage: every schedule is the same step
-                                    yield {
-                                        "attention": attention,
-                                        "ffn": ffn,
-                                        "intra_size": n,
-                                        "cp": cp,
-                                        "pp": pp,
-                                        "ep": ep,
-                                        "etp": etp,
-                                        "micro_batch": micro_batch,
-                                        **schedule.fields(),
-                                    }
+                    for ep, etp, max_nodes in _expert_groups(eps, job.gpus_per_node, space, ffn == "ep"):
+                        for micro_batch in space.micro_batches:
+                            for schedule in space.schedules:
+                                if pp == 1 and schedule != space.schedules[0]:
+                                    continue  # one stage: every schedule is the same step
+                                yield {
+                                    "attention": attention,
+                                    "ffn": ffn,
+                                    "intra_size": n,
+                                    "cp": cp,
+                                    "pp": pp,
+                                    "ep": ep,
+                                    "etp": etp,
+                                    "ep_max_nodes": max_nodes,
+                                    "micro_batch": micro_batch,
+                                    **schedule.fields(),
+                                }
+
+
+def _expert_groups(
+    eps: list[int], gpus_per_node: int, space: SearchSpace, expert_parallel: bool
+) -> Iterator[tuple[int, int, int]]:
+    """(EP degree, ETP, node limit M) to try: each ETP of an EP FFN, and each M below the nodes its EP spans
+    (Megatron's order: the ETP groups inside the node, gpus_per_node / ETP EP ranks a node; 0: unlimited)."""
+    for ep in eps:
+        for etp in space.etp if expert_parallel else (1,):
+            nodes = ep * etp // gpus_per_node
+            for max_nodes in space.ep_max_nodes:
+                if max_nodes == 0 or max_nodes < nodes:
+                    yield ep, etp, max_nodes
 
 
 def _divides(point: dict[str, object], job: Job) -> bool:

@@ -48,6 +48,8 @@ def test_wide_space_reaches_what_the_narrow_one_cannot(wide) -> None:
     assert dualpipe == [] and dualpipe_pruned.memory > 0
     assert any(p["ep_overlap"] for p in points) and {p["cp"] for p in points} == {1, 2}
     assert any(p["ep"] > p["intra_size"] for p in points)  # EP wider than the attention group (8 experts: <= 8)
+    assert {p["etp"] for p in points} == {1, 2}
+    assert {p["ep_max_nodes"] for p in points} == {0}  # EP spans at most one node here: no node limit to try
     assert {p["recompute"] for p in points} == {"none", "sar", "selective", "full"}
     assert pruned.divide and pruned.invalid and pruned.memory and pruned.dominated
 
@@ -73,7 +75,7 @@ def test_fix_pins_dimensions_and_names_bad_ones() -> None:
 
 def test_too_many_points_is_refused_before_any_simulation(wide) -> None:
     count = len(wide[0])
-    with pytest.raises(ConfigError, match=rf"max-points: {count} layouts to simulate exceed --max-points 5"):
+    with pytest.raises(ConfigError, match=rf"max-points: {count:,} layouts to simulate exceed --max-points 5"):
         search("mixtral-8x7b", 16, max_points=5, progress=lambda _: None, **ARGS)
 
 
@@ -133,6 +135,9 @@ def test_deepseek_v3_is_searchable() -> None:
     assert candidates("deepseek-v3", 1024, space=SearchSpace.narrow())[0] == []
     points, _ = candidates("deepseek-v3", 1024, space=fixed)
     assert points and any(p["ep"] >= 64 for p in points)
+    # Node-limited routing where EP spans more than 4 nodes (EP 64 x ETP 1: 8 nodes), never where it spans fewer
+    assert any(p["ep_max_nodes"] == 4 for p in points)
+    assert all(p["ep"] * p["etp"] > 4 * 8 for p in points if p["ep_max_nodes"])
     assert all(p.get("uneven_pp") for p in points if 61 % p["pp"])
     hbm = cluster_preset("h800", 1024).gpu.hbm_bytes
     point = points[0]
