@@ -46,8 +46,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--space",
         choices=("wide", "narrow"),
         default="wide",
-        help="wide (default): EP in and across nodes, CP, uneven PP, 1F1B / interleaved x2, x4 / ZB1P / DualPipe / "
-        "DualPipeV / EP overlap, the least recompute that fits; narrow: in-node EP, 1F1B / interleaved x2, SAR",
+        help="wide (default): EP in and across nodes (node-limited routing where it spans more than 4), ETP 1 / 2, "
+        "CP, uneven PP, 1F1B / interleaved x2, x4 / ZB1P / DualPipe / DualPipeV / EP overlap, the least recompute "
+        "that fits; narrow: in-node EP, ETP 1, 1F1B / interleaved x2, SAR",
     )
     search.add_argument(
         "--fix",
