@@ -107,7 +107,8 @@ SEARCHED = (
 LEGEND = (
     "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "
     "(ep: expert parallel, tp: every expert split); n = its degree inside the node; ep = the EP degree (over "
-    "n means across nodes; xE: expert-tensor parallel E; /M: a token reaches at most M nodes); cp = context parallel; pp = pipeline stages; dp = data-parallel replicas; mb = "
+    "n means across nodes; xE: expert-tensor parallel E; /M: a token reaches at most M nodes); cp = context "
+    "parallel; pp = pipeline stages; dp = data-parallel replicas; mb = "
     "micro-batch (sequences); schedule = pipeline schedule (x chunks per stage, +ovl: EP all-to-all "
     "overlapped with another micro-batch, wgrad delayed); recompute = what backward re-runs (none, sar, "
     "selective modules, full); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention "

@@ -13,10 +13,12 @@ over one period of its repeated state (simulator/ledger.py; simulator/steady.py 
 
 ``candidates`` picks the counts m_a (doubling from just past the warm-up, congruent to m modulo q or 2 q) whose
 two runs at m_a and m_a + q cost less than the full step; ``locked`` checks the run at m_a for a repeated
-state; ``extrapolate`` evaluates the line through two runs. Where no state repeats within that budget (a long transient: a
-stage's slack shrinking by a little each period until it waits, which three points on a line would not
-catch), the full step runs. The bound is stated and tested (tests/test_steady.py): 1e-9 relative against
-the full run; the lock's tolerance (``LOCK_REL`` of the step) is far below it.
+state; ``extrapolate`` evaluates the line through two runs. Where no state repeats within that budget (a long
+transient: a stage's slack shrinking by a little each period until it waits, which three points on a line
+would not catch; or a cycle of many periods: DeepSeek-V3's 1F1B on 2,048 H800s, cross-node EP 64, repeats
+every 13 micro-batches, not every 1 or 2: seen in a run of 80, too long for a shorter run to catch), the full
+step runs. The bound is stated and tested (tests/test_steady.py): 1e-9 relative against the full run; the lock's
+tolerance (``LOCK_REL`` of the step) is far below it.
 """
 
 from __future__ import annotations

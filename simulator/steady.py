@@ -1,9 +1,9 @@
 """The steady-state shortcut: a step's cost independent of its number of micro-batches.
 
 ``run_step`` simulates a step of m micro-batches as a shorter step of m_a micro-batches (m_a congruent to m
-modulo the schedule's period q, or 2 q for short periods, and doubled until it fits; simulator/periodic.py). When the run at m_a's
-state repeats (every stage's tasks shifted by exactly one period over a window after the DP parameter
-gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
+modulo the schedule's period q, or 2 q for short periods, and doubled until it fits; simulator/periodic.py).
+When the run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the
+DP parameter gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
 (m - m_a) / q periods inserted: every additive field of the EngineResult grows by what the run at m_a
 accumulates over one period of that window (its ledger, simulator/ledger.py: the first period whose next
 period adds the same, field by field) and every last instant (the step time, each stage's pipeline-end and
@@ -197,7 +197,8 @@ def extended(fields: Fields, increment: Fields, periods: int) -> Fields:
 def state_periods(schedule: Schedule, m_a: int, q: int, shift: int) -> Iterator[tuple[int, int]]:
     """(period, index shift) the run at m_a's state may repeat with: the schedule's period q, then 2 q (a
     DualPipeV steady state alternates two timings; periodic.candidates keeps m_a congruent to m modulo 2 q
-    for short periods) where m - m_a is whole periods of 2 q and the longer run stays within the budget (shorter than the step)."""
+    for short periods) where m - m_a is whole periods of 2 q and the longer run stays within the budget
+    (shorter than the step)."""
     yield q, shift
     m = schedule.micro_batches
     if (m - m_a) % (2 * q) == 0 and 2 * m_a + 2 * q < m and valid_count(schedule, m_a + 2 * q):
