@@ -119,6 +119,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="LINK",
         help="that NIC is down (nic:GPU); its traffic shares a node neighbour's NIC; repeatable",
     )
+    run.add_argument(
+        "--gpu-speed-spread",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="every GPU's kernels take 1 + S x u longer, u uniform in [0, 1) per GPU (seeded); "
+        "same-SKU GPUs vary 8%% on average (Sinha et al., SC'22): try 0.08",
+    )
+    run.add_argument("--gpu-speed-seed", type=integer(0), default=0, help="seed of the speed spread's draws")
     run_outputs.add_arguments(run)
 
     reproduce = commands.add_parser(
@@ -215,7 +224,7 @@ def _run(args: argparse.Namespace) -> None:
     layout = _layout(args, base)
     args.global_batch = DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch
     args.seq_len = DEFAULT_SEQ_LEN if args.seq_len is None else args.seq_len
-    faults = Faults.parse(args.straggler, args.degrade, args.fail_link)
+    faults = Faults.parse(args.straggler, args.degrade, args.fail_link, args.gpu_speed_spread, args.gpu_speed_seed)
     try:
         if run_outputs.wanted(args):
             if args.engine != "folded":

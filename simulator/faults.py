@@ -8,6 +8,12 @@ FACTOR times longer), ``degrade LINK:FACTOR`` (LINK is ``nic:G`` or ``nvlink:G``
 both directions, divided by FACTOR) and ``fail-link nic:G`` (the NIC is down; the GPU's NIC traffic goes
 over NVLink to the next GPU of its node whose NIC works, PXN-style, and shares that NIC).
 
+A speed spread (``gpu-speed-spread S``, seeded) gives every GPU of the cluster its own compute factor: same-SKU
+GPUs differ in speed under power management and manufacturing variability (Sinha et al., "Not All GPUs Are
+Created Equal", SC'22, arXiv 2208.11035: 8% average, 22% at most, performance variation across the V100 and
+MI60 GPUs of four clusters, outliers up to 1.5x slower than the median). Every barrier (TP, SP, EP, PP, DP)
+waits for its slowest member, so the more GPUs a job spans the slower its slowest one is likely to be.
+
 The folded placement sees a fault through ``stage_faults``: the representative of an affected stage
 becomes its slowest member (largest compute factor, smallest NVLink and NIC capacity, a NIC shared by
 k GPUs counting as 1/k of one). See ``simulator/placement.py`` for what that view assumes.
@@ -15,6 +21,7 @@ k GPUs counting as 1/k of one). See ``simulator/placement.py`` for what that vie
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable
@@ -73,6 +80,11 @@ class Faults:
     stragglers: tuple[tuple[int, float], ...] = ()  # (gpu, compute factor)
     degraded: tuple[tuple[str, int, float], ...] = ()  # (link kind "nic" | "nvlink", gpu, bandwidth divisor)
     failed: tuple[tuple[str, int], ...] = ()  # ("nic", gpu)
+    # Every GPU's kernels take 1 + speed_spread x u_g times longer, u_g uniform in [0, 1) drawn for GPU g from
+    # (speed_seed, g) (speed_factor): the published kernel speeds are the fastest GPU's, and the cluster's
+    # kernel times span a range of speed_spread above them. 0 = every GPU at the published speed.
+    speed_spread: float = 0.0
+    speed_seed: int = 0
 
     def __post_init__(self) -> None:
         """Normalise to tuples and check what needs no cluster: kinds, indices, factors."""
@@ -92,13 +104,27 @@ class Faults:
                     f"'{kind}:{gpu}': only a NIC can fail (nic:GPU); a slow NVLink port is --degrade nvlink:GPU:FACTOR",
                 )
             _check("fail_link", gpu, 1.0)
+        spread, seed = self.speed_spread, self.speed_seed
+        if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not math.isfinite(spread) or spread < 0:
+            raise ConfigError("gpu_speed_spread", f"must be a finite number >= 0, got {short_repr(spread)}")
+        check_limit("gpu_speed_spread", "fault_factor", 1 + spread, "1 + the spread")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError("gpu_speed_seed", f"must be an int >= 0, got {short_repr(seed)}")
+        object.__setattr__(self, "speed_spread", float(spread))
         for kind, gpu in {(kind, gpu) for kind, gpu, _ in self.degraded}:  # several degrades of one port multiply
             product = self.link_factor(kind, gpu)
             check_limit("degrade", "fault_factor", product, f"{kind}:{gpu}: the product of its FACTORs")
 
     @classmethod
-    def parse(cls, straggler: Iterable[str] = (), degrade: Iterable[str] = (), fail_link: Iterable[str] = ()) -> Faults:
-        """Build from command-line strings: 'GPU:FACTOR', 'nic:GPU:FACTOR' and 'nic:GPU'."""
+    def parse(
+        cls,
+        straggler: Iterable[str] = (),
+        degrade: Iterable[str] = (),
+        fail_link: Iterable[str] = (),
+        speed_spread: float = 0.0,
+        speed_seed: int = 0,
+    ) -> Faults:
+        """Build from command-line strings: 'GPU:FACTOR', 'nic:GPU:FACTOR' and 'nic:GPU' (and a speed spread)."""
         stragglers, degraded, failed = [], [], []
         for field, given in (("straggler", straggler), ("degrade", degrade), ("fail_link", fail_link)):
             if isinstance(given, str) or not isinstance(given, Iterable) or not all(isinstance(t, str) for t in given):
@@ -121,10 +147,10 @@ class Faults:
             if len(parts) != 2:
                 raise ConfigError("fail_link", f"{short_repr(text)}: expected nic:GPU, e.g. nic:17")
             failed.append(_link("fail_link", text, *parts))
-        return cls(tuple(stragglers), tuple(degraded), tuple(failed))
+        return cls(tuple(stragglers), tuple(degraded), tuple(failed), speed_spread, speed_seed)
 
     def __bool__(self) -> bool:
-        return bool(self.stragglers or self.degraded or self.failed)
+        return bool(self.stragglers or self.degraded or self.failed or self.speed_spread)
 
     def describe(self) -> list[str]:
         """One string per fault, in the command line's words."""
@@ -132,6 +158,7 @@ class Faults:
             [f"straggler {gpu}:{factor:g}" for gpu, factor in self.stragglers]
             + [f"degrade {kind}:{gpu}:{factor:g}" for kind, gpu, factor in self.degraded]
             + [f"fail-link {kind}:{gpu}" for kind, gpu in self.failed]
+            + ([f"gpu-speed-spread {self.speed_spread:g} (seed {self.speed_seed})"] if self.speed_spread else [])
         )
 
     def validate(self, cluster: ClusterSpec) -> None:
@@ -159,8 +186,9 @@ class Faults:
         return frozenset(gpu for _, gpu in self.failed)
 
     def compute_factor(self, gpu: int) -> float:
-        """How many times longer the GPU's compute kernels take."""
-        return max((f for g, f in self.stragglers if g == gpu), default=1.0)
+        """How many times longer the GPU's compute kernels take: its speed-spread factor, or a slower straggler's."""
+        spread = speed_factor(self.speed_spread, self.speed_seed, gpu) if self.speed_spread else 1.0
+        return max([spread, *(f for g, f in self.stragglers if g == gpu)])
 
     def link_factor(self, kind: str, gpu: int) -> float:
         """Divisor of the bandwidth of the GPU's ``kind`` port (several degrades multiply)."""
@@ -188,6 +216,10 @@ class Faults:
         """The folded view: per stage, its slowest member over all DP replicas and local ranks."""
         pp = ranks.pp
         compute, nvlink, nic = [1.0] * pp, [1.0] * pp, [1.0] * pp
+        if self.speed_spread:
+            for gpu in range(cluster.num_gpus):
+                stage = ranks.place(gpu).stage
+                compute[stage] = max(compute[stage], speed_factor(self.speed_spread, self.speed_seed, gpu))
         for gpu, factor in self.stragglers:
             stage = ranks.place(gpu).stage
             compute[stage] = max(compute[stage], factor)
@@ -206,6 +238,15 @@ class Faults:
                 stage = ranks.place(member).stage
                 nic[stage] = max(nic[stage], share)
         return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def speed_factor(spread: float, seed: int, gpu: int) -> float:
+    """GPU ``gpu``'s compute factor under a speed spread: 1 + spread x u, u uniform in [0, 1) from
+    numpy's generator seeded with (seed, gpu), so a GPU keeps its speed whatever the cluster's size."""
+    import numpy as np  # NOTE: here, not at start-up: only a speed spread needs it
+
+    return 1.0 + spread * float(np.random.default_rng((seed, gpu)).random())
 
 
 def _entries(field: str, value: object, arity: int, example: str) -> tuple[tuple, ...]:

@@ -18,9 +18,10 @@ together cost less than the step), the full step runs.
 The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
 replayed and verified ones, simulator/nic_replay.py: the lock check is what makes that exact; the ledger is
 the verified run's, and a longer run starts with the shorter's op-level tasks that met another flow forced),
-with no faults and no probe that needs every task (traces, link statistics). Everything else runs the full
-step: the unfolded placement, ``memoize=False`` (the op-level differential check), faults and stragglers,
-probes, and steps too short to gain.
+with no probe that needs every task (traces, link statistics). Faults fold into per-stage factors that are
+the same in every micro-batch (simulator/faults.py stage_faults), so a faulty step repeats like a healthy one
+and takes the shortcut too. Everything else runs the full step: the unfolded placement, ``memoize=False`` (the
+op-level differential check), probes, and steps too short to gain.
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ def run_step(
     """One step's EngineResult: extrapolated from two shorter steps where their state repeats, else run."""
     probes = tuple(probes)
     watching = subscribed(probes)
-    if shortcut_applies(placement, memoize, faults, watching):
+    if shortcut_applies(placement, memoize, watching):
         with unobserved():
-            result = extrapolated(workload, cluster, calibration)
+            result = extrapolated(workload, cluster, calibration, faults=faults)
         if result is not None:
             for probe in watching:
                 probe.on_run(result)
@@ -86,14 +87,18 @@ def run_step(
     ).run()
 
 
-def shortcut_applies(placement: str, memoize: bool, faults: Faults | None, probes: tuple[Probe, ...]) -> bool:
+def shortcut_applies(placement: str, memoize: bool, probes: tuple[Probe, ...]) -> bool:
     """Whether a step may be extrapolated from shorter ones (see the module docstring)."""
-    no_faults = faults is None or not faults.describe()
-    return placement == "folded" and memoize and no_faults and not any(p.needs_full_run for p in probes)
+    return placement == "folded" and memoize and not any(p.needs_full_run for p in probes)
 
 
 def extrapolated(
-    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, *, one_run: bool | None = None
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    calibration: Calibration,
+    *,
+    one_run: bool | None = None,
+    faults: Faults | None = None,
 ) -> EngineResult | None:
     """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
@@ -106,7 +111,13 @@ def extrapolated(
         try:
             # NOTE: the needed tasks only seed a second run (below): found then, from the first engine
             engine = Engine(
-                resized_workload(workload, m_a), cluster, calibration, timings=timings, ledger=one_run, needed=False
+                resized_workload(workload, m_a),
+                cluster,
+                calibration,
+                timings=timings,
+                ledger=one_run,
+                needed=False,
+                faults=faults,
             )
             first = engine.run()
         except ConfigError:
@@ -138,7 +149,9 @@ def extrapolated(
                 first.nic_replay = (*first.nic_replay[:-1], replace(stats, needed=engine.needed()))
                 forced = seeded_at(first.nic_replay[-1].needed, index_shift, begins, repeats)
             longer = resized_workload(workload, m_a + period)
-            second = Engine(longer, cluster, calibration, timings=timings, forced=forced, needed=False).run()
+            second = Engine(
+                longer, cluster, calibration, timings=timings, forced=forced, needed=False, faults=faults
+            ).run()
             ops += second.simulated_ops
             if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
                 return None  # the longer run is not the shorter with one period inserted: run the step

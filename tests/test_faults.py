@@ -8,7 +8,7 @@ import pytest
 
 from experiments.cli import main
 from simulator.engine import Engine
-from simulator.faults import Faults, StageFault, fault_path
+from simulator.faults import Faults, StageFault, fault_path, speed_factor
 from simulator.probes import TransferLog
 from simulator.ranks import Place, RankMap
 from simulator.report import simulate
@@ -102,6 +102,38 @@ def test_stage_faults_take_the_slowest_member() -> None:
         StageFault(1.5, 1.0, 1.0),
         StageFault(1.0, 2.0, 2.0),
     ]
+
+
+def test_speed_spread_draws_one_factor_per_gpu() -> None:
+    """GPU g's factor is 1 + S u with u numpy's first uniform draw from the seed (speed_seed, g): in [1, 1 + S),
+    the same whatever the cluster's size, another for another seed, and averaging 1 + S / 2 over many GPUs."""
+    import numpy as np
+
+    faults = Faults(speed_spread=0.08, speed_seed=5)
+    assert faults.compute_factor(17) == 1 + 0.08 * np.random.default_rng((5, 17)).random()
+    factors = [faults.compute_factor(gpu) for gpu in range(4096)]
+    assert all(1.0 <= f < 1.08 for f in factors) and len(set(factors)) == 4096
+    assert sum(factors) / 4096 == pytest.approx(1.04, abs=0.002)  # uniform: sd of the mean 0.08 / sqrt(12 x 4096)
+    assert Faults(speed_spread=0.08, speed_seed=6).compute_factor(17) != factors[17]
+    assert Faults(speed_spread=0.08, speed_seed=5, stragglers=[(17, 1.5)]).compute_factor(17) == 1.5
+    assert Faults(speed_spread=0.08, speed_seed=5, stragglers=[(17, 1.01)]).compute_factor(17) == factors[17]
+    assert Faults().compute_factor(17) == 1.0 and not Faults(speed_spread=0.0)
+    assert faults.describe() == ["gpu-speed-spread 0.08 (seed 5)"]
+
+
+def test_speed_spread_folds_to_each_stages_slowest_gpu() -> None:
+    """64 H800 GPUs, PP 2, n 8, DP 4: stage s holds GPUs (d x 2 + s) x 8 + r; its representative runs at the
+    largest of those 32 factors. The same step as the explicit stragglers at the drawn factors."""
+    cluster = cluster_preset("h800", 64)
+    ranks = RankMap(pp=2, dp=4, n=8, cp=1, ep=8, etp=1, gpus_per_node=8)
+    faults = Faults(speed_spread=0.2, speed_seed=1)
+    slowest = [max(speed_factor(0.2, 1, (d * 2 + s) * 8 + r) for d in range(4) for r in range(8)) for s in range(2)]
+    assert faults.stage_faults(cluster, ranks) == [StageFault(slowest[0]), StageFault(slowest[1])]
+    workload, toy_cluster = _toy(2, 4, 2, 8)
+    explicit = Faults(stragglers=[(gpu, speed_factor(0.2, 1, gpu)) for gpu in range(toy_cluster.num_gpus)])
+    spread = Engine(workload, toy_cluster, CAL, faults=faults).run().step_time_s
+    assert spread == Engine(workload, toy_cluster, CAL, faults=explicit).run().step_time_s
+    assert spread > Engine(workload, toy_cluster, CAL).run().step_time_s * (1 + 1e-3)
 
 
 # --- (1) a straggler ----------------------------------------------------------------------------------
@@ -331,6 +363,9 @@ def test_cli_fault_flags(capsys) -> None:
     faulty = json.loads(capsys.readouterr().out)
     assert faulty["faults"] == ["straggler 3:1.2", "straggler 100:1.1", "degrade nvlink:17:2", "fail-link nic:17"]
     assert faulty["step_time_s"] > healthy["step_time_s"]
+    assert main(args + ["--gpu-speed-spread", "0.08", "--gpu-speed-seed", "2"]) == 0
+    spread = json.loads(capsys.readouterr().out)
+    assert spread["faults"] == ["gpu-speed-spread 0.08 (seed 2)"] and spread["step_time_s"] > healthy["step_time_s"]
 
 
 @pytest.mark.parametrize(
@@ -340,6 +375,8 @@ def test_cli_fault_flags(capsys) -> None:
         ("--straggler", "240:2", "straggler"),
         ("--degrade", "nic:17", "degrade"),
         ("--fail-link", "nvlink:3", "fail_link"),
+        ("--gpu-speed-spread", "-0.1", "gpu_speed_spread"),
+        ("--gpu-speed-spread", "inf", "gpu_speed_spread"),
     ],
 )
 def test_cli_bad_fault_exits_2(capsys, flag: str, value: str, field: str) -> None:

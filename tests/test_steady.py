@@ -224,7 +224,32 @@ class _Ends(Probe):
         self.steps.append(result.step_time_s)
 
 
-def test_full_run_with_faults_probes_unfolded_or_op_level() -> None:
+FAULTS = [
+    Faults(stragglers=((3, 1.1),)),
+    Faults(degraded=(("nic", 9, 2.0),)),
+    Faults(failed=(("nic", 40),)),
+    Faults(speed_spread=0.08, speed_seed=1),
+]
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "interleaved"])
+@pytest.mark.parametrize("faults", FAULTS, ids=lambda f: f.describe()[0].split()[0])
+def test_shortcut_with_faults_equals_the_full_run(faults: Faults, schedule: str) -> None:
+    """Faults fold into per-stage factors that are the same in every micro-batch (simulator/faults.py
+    stage_faults), so the faulty step repeats too: the shortcut equals its full run, field by field, to 1e-9."""
+    workload, cluster = _workload(64, 192, pp=4, schedule=schedule, virtual_stages=2 if schedule != "1f1b" else 1)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION, faults=faults).run()
+    short = run_step(workload, cluster, DEFAULT_CALIBRATION, faults=faults)
+    healthy = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    assert short.steady_runs and sum(short.steady_runs) < workload.micro_batches
+    assert short.step_time_s > healthy.step_time_s * (1 + 1e-6)  # the fault costs something
+    assert_same_fields(short, full)
+    _assert_same_report(
+        asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
+    )
+
+
+def test_full_run_with_probes_unfolded_or_op_level() -> None:
     kwargs = {"global_batch": 160, "seq_len": 4096, "cluster": "h100"}
     layout = layout_preset("megascale-moe").with_(pp=4)
     short = simulate("mixtral-8x7b", layout, 32, **kwargs)
@@ -236,9 +261,8 @@ def test_full_run_with_faults_probes_unfolded_or_op_level() -> None:
         assert simulate("mixtral-8x7b", layout, 32, **kwargs).steady_runs == short.steady_runs
     assert ends.steps == [short.step_time_s]
     assert simulate("mixtral-8x7b", layout, 32, memoize=False, **kwargs).steady_runs == []
-    assert simulate("mixtral-8x7b", layout, 32, faults=Faults(stragglers=((3, 1.1),)), **kwargs).steady_runs == []
     # The unfolded engine (an op-level run of every GPU, too slow for this step here) never takes the shortcut
-    assert shortcut_applies("folded", True, Faults(), ()) and not shortcut_applies("unfolded", True, None, ())
+    assert shortcut_applies("folded", True, ()) and not shortcut_applies("unfolded", True, ())
 
 
 @pytest.mark.parametrize(

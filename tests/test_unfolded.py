@@ -141,6 +141,11 @@ FEATURES = [
     # every replica's stage, so it is exact again.
     ("ep-straggler", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(stragglers=[(5, 1.5)]), None, None),
     ("cp-straggler", TINY, 16, 4, 8, {"intra_size": 4, "cp": 2}, Faults(stragglers=[(5, 1.5)]), None, None),
+    # A speed spread gives all 16 GPUs their own factor (1.01-1.18 here). EP 8 spans both replicas of a stage,
+    # so every member waits for the stage's slowest at each EP barrier, but between them each SP group of 4
+    # waits only for its own slowest (GPU 3 at 1.179 in one, GPU 4 at 1.177 in the other), where the folded
+    # representative runs all at the stage's: an upper bound, 0.02% here.
+    ("ep-speed-spread", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(speed_spread=0.2), None, 1e-3),
     # CP across nodes with intra_size 2 < 4 GPUs per node: ranks 0 and 1 of the ring share a node, so
     # half its hops (and of the CP-rank DP ring's) stay on NVLink, and the others detour over a
     # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. Exact: each
