@@ -13,6 +13,8 @@ import yaml
 from experiments import validate, validation_cases
 from experiments.cli import main
 from experiments.reproduce import REPRODUCTIONS
+from simulator.calibration import DEFAULT_CALIBRATION
+from simulator.report import simulate
 from tests.test_config import TINY
 from topologies.errors import ConfigError
 
@@ -116,6 +118,29 @@ def test_a_bad_case_file_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
     assert main(["validate", "--cases", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["moesim: error: tiny.yaml:gpus: must be a positive integer, got '16'"]
+
+
+def test_each_case_also_runs_at_residual_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Beside its prediction, a case is simulated with the one fitted constant at 1 (the published kernel
+    speeds alone): faster kernels, more tokens/s; the CSV, the table and REPRODUCTION.md show its error."""
+    case = validation_cases.load_case(write(tmp_path, tiny_case(tmp_path)))
+    probe = validate.run_case(case)
+    job = validate.case_job(case)
+    unfitted = simulate(job.model, job.layout, 16, calibration=validate.UNFITTED, **validate.case_settings(case))
+    assert validate.UNFITTED.compute_residual == 1.0 > DEFAULT_CALIBRATION.compute_residual
+    assert probe.unfitted_tokens_per_s_per_gpu == unfitted.tokens_per_s_per_gpu > probe.predicted_tokens_per_s_per_gpu
+    assert probe.unfitted_error == pytest.approx(unfitted.tokens_per_s_per_gpu / 1000 - 1)
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    write(cases, tiny_case(tmp_path), "tiny.yaml")
+    out = tmp_path / "out"
+    assert main(["validate", "--cases", str(cases), "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "at residual 1" in table.splitlines()[0] and f"{probe.unfitted_error:+.1%}" in table.splitlines()[1]
+    assert "at 1, the published kernel speeds alone: MAPE" in table
+    row = pd.read_csv(out / "validation.csv").iloc[0]
+    assert row.error_at_residual_1 == pytest.approx(probe.unfitted_error, rel=1e-5)
+    assert "| at residual 1 |" in (out / "REPRODUCTION.md").read_text()
 
 
 def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
