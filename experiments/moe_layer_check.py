@@ -38,7 +38,7 @@ _MOE_MODULES = (Module.MOE, Module.MOE_ACT)
 @dataclass(frozen=True)
 class MoeLayerPoint:
     """One configuration of Fig. 14: T tokens, hidden d, expert width n, E experts, top-K, and the Megatron
-    bars' TFLOP/s forward and backward."""
+    bars' TFLOP/s forward and backward; beside them the figure's other kernels, (forward, backward) TFLOP/s."""
 
     label: str
     tokens: int
@@ -48,25 +48,34 @@ class MoeLayerPoint:
     top_k: int
     fwd_tflops: float
     bwd_tflops: float
+    # DeepGEMM's BF16 grouped GEMMs with "a standard PyTorch implementation" of the router, the gather and the
+    # expert aggregation (the figure's "DeepGEMM-pt"); its backward takes SonicMoE's computational path with
+    # separate kernels for dS, A' and dSwiGLU (the caption)
+    deepgemm_pt: tuple[float, float]
+    # the same GEMMs with SonicMoE's router, gather and aggregation kernels ("DeepGEMM++")
+    deepgemm_fused: tuple[float, float]
+    sonicmoe: tuple[float, float]  # SonicMoE's own layer (IO-aware kernels; Guo et al.'s contribution)
 
 
-# Megatron's (purple) bars of Fig. 14, read from assets/tput.png (2,569 x 1,294 px) at the bar tops against the
-# axis and the 200 / 400 / 600 gridlines: 93.5 px per 200 TFLOP/s in the upper row, 93.25 in the lower, so one
-# pixel is 2.1 TFLOP/s (the reading error). No table of these numbers is published.
+# The bars of Fig. 14, read from assets/tput.png (2,569 x 1,294 px) at the bar tops against the axis (y = 359.5 px
+# in the upper row, 822.5 in the lower) and the 200 / 400 / 600 gridlines: 93.5 px per 200 TFLOP/s in the upper
+# row, 93.25 in the lower, so one pixel is 2.1 TFLOP/s (the reading error). Megatron's were read by eye; the other
+# three series by the colour of their bars (matplotlib's tab10 blue, brown and pink), topmost pixel of each bar's
+# middle column, which reads Megatron's within 2 TFLOP/s of the eye. No table of these numbers is published.
 # fmt: off
 POINTS: tuple[MoeLayerPoint, ...] = (
-    MoeLayerPoint("1.4B", 40960, 768, 256, 128, 8, 105, 139),
-    MoeLayerPoint("1.4B", 40960, 768, 512, 64, 4, 143, 160),
-    MoeLayerPoint("1.4B", 40960, 768, 1024, 32, 2, 175, 188),
-    MoeLayerPoint("7B", 24576, 1536, 256, 128, 8, 120, 131),
-    MoeLayerPoint("7B", 24576, 1536, 512, 64, 4, 167, 180),
-    MoeLayerPoint("7B", 24576, 1536, 1024, 32, 2, 207, 214),
-    MoeLayerPoint("30B", 32768, 4096, 256, 256, 16, 148, 131),
-    MoeLayerPoint("30B", 32768, 4096, 512, 128, 8, 223, 215),
-    MoeLayerPoint("30B", 32768, 4096, 1024, 64, 4, 290, 264),
-    MoeLayerPoint("120B", 32768, 4096, 512, 256, 16, 223, 197),
-    MoeLayerPoint("120B", 32768, 4096, 1024, 128, 8, 283, 272),
-    MoeLayerPoint("120B", 32768, 4096, 2048, 64, 4, 339, 313),
+    MoeLayerPoint("1.4B", 40960, 768, 256, 128, 8, 105, 139, (134, 215), (234, 277), (335, 363)),
+    MoeLayerPoint("1.4B", 40960, 768, 512, 64, 4, 143, 160, (198, 283), (311, 322), (395, 395)),
+    MoeLayerPoint("1.4B", 40960, 768, 1024, 32, 2, 175, 188, (219, 296), (367, 343), (403, 433)),
+    MoeLayerPoint("7B", 24576, 1536, 256, 128, 8, 120, 131, (151, 228), (256, 273), (363, 403)),
+    MoeLayerPoint("7B", 24576, 1536, 512, 64, 4, 167, 180, (234, 296), (350, 320), (431, 437)),
+    MoeLayerPoint("7B", 24576, 1536, 1024, 32, 2, 207, 214, (262, 318), (412, 341), (463, 465)),
+    MoeLayerPoint("30B", 32768, 4096, 256, 256, 16, 148, 131, (175, 254), (278, 327), (428, 460)),
+    MoeLayerPoint("30B", 32768, 4096, 512, 128, 8, 223, 215, (325, 346), (424, 381), (503, 512)),
+    MoeLayerPoint("30B", 32768, 4096, 1024, 64, 4, 290, 264, (471, 394), (507, 409), (552, 554)),
+    MoeLayerPoint("120B", 32768, 4096, 512, 256, 16, 223, 197, (293, 334), (428, 398), (518, 527)),
+    MoeLayerPoint("120B", 32768, 4096, 1024, 128, 8, 283, 272, (434, 398), (518, 421), (559, 567)),
+    MoeLayerPoint("120B", 32768, 4096, 2048, 64, 4, 339, 313, (548, 419), (574, 443), (595, 587)),
 )
 # fmt: on
 

@@ -12,6 +12,7 @@ from experiments import (
     fig16,
     fig17,
     layouts_ep,
+    moe_layer,
     r_ratio,
     scaleup_domain,
     schedules,
@@ -44,6 +45,7 @@ REPRODUCTIONS = {
     "skew": skew.run,  # beyond the paper: Zipf expert load, dropless vs capacity 1.25
     "validation": validate.run,  # published runs of other models, clusters and frameworks (moesim validate)
     "schedules": schedules.run,  # beyond the paper: DeepSeek-V3 under 1F1B, ZB1P, DualPipe, DualPipeV
+    "moe-layer": moe_layer.run,  # beyond the paper: one MoE layer against SonicMoE's measured kernels (H100)
 }
 
 

@@ -16,6 +16,7 @@ TARGETS = {  # what each target simulates, for reproduce --help
     "skew": "beyond the paper: Zipf expert load, dropless vs capacity 1.25 (throughput, copies dropped)",
     "validation": "moesim validate: published runs of other models, clusters and frameworks (the corpus)",
     "schedules": "beyond the paper: DeepSeek-V3 on 2,048 H800 under 1F1B, ZB1P, DualPipe, DualPipeV, EP overlap",
+    "moe-layer": "beyond the paper: one MoE layer on one H100 against SonicMoE's measured kernels (Fig. 14)",
 }
 
 

@@ -27,6 +27,7 @@ UNIT_CPU_S = {
     "skew": 1.3,
     "fig14": 1.05,
     "fig16": 1.0,
+    "moe-layer": 2.0,  # twelve one-GPU layers, forward and backward, at two calibrations
     "r-ratio": 0.6,
     "bridge-llama-3.1-70b-h100-0064": 0.4,
     "fig17": 0.4,
