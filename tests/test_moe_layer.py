@@ -43,6 +43,18 @@ def test_unfitted_layer_predicts_deepgemm_pt(frame: pd.DataFrame) -> None:
     assert s["bwd_unfitted_vs_deepgemm_pt_mape"] < 0.15
     assert s["fwd_sonicmoe_over_unfitted_min"] > 1 and s["bwd_sonicmoe_over_unfitted_min"] > 1
     assert s["fwd_megatron_share_min"] <= s["fwd_megatron_share_median"] <= s["fwd_megatron_share_max"] < 1
+    assert s["both_megatron_share_min"] <= s["both_megatron_share_mean"] <= s["both_megatron_share_max"] < 1
+
+
+def test_forward_and_backward_together_by_hand() -> None:
+    """Megatron at 100 / 100 TFLOP/s, the simulated layer at 200 / 100: time ~ 1/fwd + 2/bwd, so the share is
+    (1/200 + 2/100) / (1/100 + 2/100) = 0.025 / 0.03 = 5/6."""
+    toy = {f"{series}_{d}_tflops": [100.0] for series in moe_layer.MEASURED for d in moe_layer.DIRECTIONS}
+    toy |= {"sim_residual_1_fwd_tflops": [200.0], "sim_residual_1_bwd_tflops": [100.0]}
+    toy |= {"sim_fwd_tflops": [150.0], "sim_bwd_tflops": [90.0]}
+    s = moe_layer.summary(pd.DataFrame(toy))
+    assert s["both_megatron_share_median"] == pytest.approx(5 / 6)
+    assert s["fwd_megatron_share_median"] == pytest.approx(0.5) and s["bwd_megatron_share_median"] == 1.0
 
 
 def test_reproduction_writes_csv_plot_and_section(tmp_path: Path) -> None:
