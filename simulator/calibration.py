@@ -42,7 +42,10 @@ class Calibration:
     # accumulation was charged (simulator.costs.accumulate_epilogue_s; the fit was 0.6271), every MoE case of the
     # corpus, H800 or H100, needed 0.46-0.66 on its own, the dense Llama runs 0.86-0.94 (README, "Modelling
     # choices"); the MegaScale-MoE paper blames small GroupedGEMMs, dynamic shapes and CPU jitter. SMs held by
-    # communication kernels are modelled (comm_sms_*).
+    # communication kernels are modelled (comm_sms_*). A cross-check on one H100 (`moesim reproduce moe-layer`,
+    # SonicMoE Fig. 14): unfitted, the simulated MoE layer matches DeepGEMM's grouped GEMMs with PyTorch glue to
+    # 7% (forward), while Megatron-Core's own layer runs at 0.70 (median; mean 0.72) of that speed: the residual
+    # reads as a production stack's kernels against the best published ones.
     compute_residual: float = 0.7281
     # Memory-bound kernels reach ~80% of HBM bandwidth (STREAM-like copies on H100; assumed).
     memory_efficiency: float = 0.8
