@@ -98,6 +98,25 @@ class Placement:
         return dict(self.network.bytes_sent)
 
 
+def dp_spine_factor(cluster: ClusterSpec, ranks: RankMap, stage: int) -> float:
+    """How many times slower than its NIC ``stage``'s DP ring runs for want of leaf uplink (>= 1).
+
+    A leaf's uplink to its rail's spine carries nodes_in_pod NICs' worth / leaf_oversubscription
+    (topologies.cluster.build_cluster). The ring runs replica d -> d + 1 (RankMap.dp_successor); a fraction f
+    of its hops leaves the pod. With every node of the pod syncing at once, each GPU's DP flow gets 1 / (o f)
+    of a NIC on the uplink: max(1, o f), exact where the replicas spread evenly over the pods and sync together
+    (the unfolded placement routes every hop over the graph: tests/test_fabric.py), pessimistic where the
+    pod's stages sync at different times. PP sends and cross-node EP / CP between pods are not charged the
+    spine here (the unfolded graph charges them)."""
+    oversubscription = cluster.leaf_oversubscription
+    if oversubscription <= 1 or cluster.num_pods == 1 or ranks.dp == 1:
+        return 1.0
+    per_pod = cluster.gpus_per_node * cluster.nodes_per_leaf
+    pods = [ranks.gpu(Place(replica, stage, 0)) // per_pod for replica in range(ranks.dp)]
+    crossing = sum(pods[d] != pods[(d + 1) % ranks.dp] for d in range(ranks.dp)) / ranks.dp
+    return max(1.0, oversubscription * crossing)
+
+
 class FoldedPlacement(Placement):
     """One representative GPU per stage (replica 0, rank 0), its NIC and NVLink standing for all."""
 
@@ -117,6 +136,8 @@ class FoldedPlacement(Placement):
             # PP sends and DP sync between GPUs of one node use NVLink (scale-up domains larger than a stage)
             capacities[("nvl_pp", stage)] = self._nvlink_Bps(stage)
             capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
+            if (spine := dp_spine_factor(cluster, self.ranks, stage)) > 1:  # an oversubscribed leaf uplink
+                capacities[("spine_dp", stage)] = cluster.nic_effective_Bps / spine
         self.network = FluidNetwork(env, capacities)
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
         # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. Tasks that
@@ -152,7 +173,9 @@ class FoldedPlacement(Placement):
     def dp_links(self, place: Place) -> tuple:
         if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
             return (("nvl_dp", place.stage),)
-        return ("nic_out", place.stage), ("nic_in", place.stage)
+        nic = ("nic_out", place.stage), ("nic_in", place.stage)
+        spine = ("spine_dp", place.stage)
+        return (*nic, spine) if spine in self.network.capacities_Bps else nic
 
     def nic_links(self, stage: int) -> tuple:
         """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
