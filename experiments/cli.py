@@ -124,10 +124,12 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="S",
-        help="every GPU's kernels take 1 + S x u longer, u uniform in [0, 1) per GPU (seeded); "
+        help="every GPU's kernels take 1 + S x u times as long, u uniform in [0, 1) per GPU (seeded); "
         "same-SKU GPUs vary 8%% on average (Sinha et al., SC'22): try 0.08",
     )
-    run.add_argument("--gpu-speed-seed", type=integer(0), default=0, help="seed of the speed spread's draws")
+    run.add_argument(
+        "--gpu-speed-seed", type=integer(0), default=0, metavar="N", help="seed of the speed spread's draws"
+    )
     run_outputs.add_arguments(run)
 
     reproduce = commands.add_parser(
