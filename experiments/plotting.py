@@ -109,11 +109,15 @@ def parity_plot(
     band: float = 0.1,
     open_points: list[tuple[str, float, float]] = (),
     open_label: str = "",
+    ghost_points: list[tuple[str, float, float]] = (),
+    ghost_label: str = "",
 ) -> None:
     """Predicted against measured on log-log axes: y = x, a +-``band`` region, one marker per group label;
-    ``open_points`` are drawn hollow (e.g. results that do not count), labelled ``open_label``."""
+    ``open_points`` are drawn hollow (e.g. results that do not count), labelled ``open_label``; each of
+    ``ghost_points`` (another prediction of a point, e.g. without a fit) small and faint, joined by a dotted
+    line to the point of ``points`` with the same group and measured value."""
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
-    every = [*points, *open_points]
+    every = [*points, *open_points, *ghost_points]
     values = [v for _, measured, predicted in every for v in (measured, predicted)]
     low, high = (min(values) / 1.5, max(values) * 1.5) if values else (1.0, 10.0)
     line = np.geomspace(low, high, 50)
@@ -135,6 +139,18 @@ def parity_plot(
                     label=f"{group} ({open_label})" if hollow and open_label else group,
                     **style,
                 )
+        ghosts = [p for p in ghost_points if p[0] == group]
+        if ghosts:
+            ghost_style = {**style, "s": 20, "alpha": 0.6, "zorder": 2}
+            ax.scatter(
+                [m for _, m, _ in ghosts], [p for _, _, p in ghosts], facecolor="none", edgecolor=colour, **ghost_style
+            )
+            solid = {(m): p for g, m, p in points if g == group}
+            for _, measured, predicted in ghosts:
+                if measured in solid:
+                    ax.plot([measured, measured], [predicted, solid[measured]], ":", color=colour, linewidth=0.8)
+    if ghost_points and ghost_label:
+        ax.scatter([], [], marker="o", s=20, facecolor="none", edgecolor="grey", label=ghost_label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(low, high)

@@ -384,6 +384,12 @@ def write_outputs(results: list[CaseResult], out: Path) -> str:
             if r.ignoring_memory is not None
         ],
         open_label="out of memory, simulated anyway",
+        ghost_points=[
+            (r.case.model.name, r.case.measured_tokens_per_s_per_gpu, r.unfitted_tokens_per_s_per_gpu)
+            for r in results
+            if r.unfitted_tokens_per_s_per_gpu is not None
+        ],
+        ghost_label="small, hollow: at compute_residual 1",
     )
     return markdown(results)
 
