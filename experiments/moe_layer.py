@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING
 
 from experiments.moe_layer_check import POINTS, MoeLayerPoint, forward_flops, simulated_s
 from experiments.paths import write_csv
-from simulator.calibration import DEFAULT_CALIBRATION
+from simulator.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 
 if TYPE_CHECKING:
     import pandas as pd
 
-UNFITTED = DEFAULT_CALIBRATION.with_(compute_residual=1.0)
 DIRECTIONS = ("fwd", "bwd")
 MEASURED = {  # column prefix -> the figure's series
     "megatron": "Megatron",
@@ -63,7 +62,7 @@ def simulate_frame() -> pd.DataFrame:
         for series in MEASURED:
             for direction, value in zip(DIRECTIONS, _measured(point, series), strict=True):
                 row[f"{series}_{direction}_tflops"] = value
-        for name, calibration in (("sim", DEFAULT_CALIBRATION), ("sim_residual_1", UNFITTED)):
+        for name, calibration in (("sim", DEFAULT_CALIBRATION), ("sim_residual_1", UNFITTED_CALIBRATION)):
             for direction, value in zip(DIRECTIONS, simulated_tflops(point, calibration), strict=True):
                 row[f"{name}_{direction}_tflops"] = value
         rows.append(row)

@@ -114,3 +114,5 @@ SOURCES: dict[str, str] = {
 
 
 DEFAULT_CALIBRATION = Calibration()
+# The published kernel speeds alone: the one fitted constant at 1 (how far a prediction leans on the fit).
+UNFITTED_CALIBRATION = DEFAULT_CALIBRATION.with_(compute_residual=1.0)

@@ -13,7 +13,7 @@ import yaml
 from experiments import validate, validation_cases
 from experiments.cli import main
 from experiments.reproduce import REPRODUCTIONS
-from simulator.calibration import DEFAULT_CALIBRATION
+from simulator.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 from simulator.report import simulate
 from tests.test_config import TINY
 from topologies.errors import ConfigError
@@ -126,8 +126,8 @@ def test_each_case_also_runs_at_residual_1(tmp_path: Path, capsys: pytest.Captur
     case = validation_cases.load_case(write(tmp_path, tiny_case(tmp_path)))
     probe = validate.run_case(case)
     job = validate.case_job(case)
-    unfitted = simulate(job.model, job.layout, 16, calibration=validate.UNFITTED, **validate.case_settings(case))
-    assert validate.UNFITTED.compute_residual == 1.0 > DEFAULT_CALIBRATION.compute_residual
+    unfitted = simulate(job.model, job.layout, 16, calibration=UNFITTED_CALIBRATION, **validate.case_settings(case))
+    assert UNFITTED_CALIBRATION.compute_residual == 1.0 > DEFAULT_CALIBRATION.compute_residual
     assert probe.unfitted_tokens_per_s_per_gpu == unfitted.tokens_per_s_per_gpu > probe.predicted_tokens_per_s_per_gpu
     assert probe.unfitted_error == pytest.approx(unfitted.tokens_per_s_per_gpu / 1000 - 1)
     cases = tmp_path / "cases"
