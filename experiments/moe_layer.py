@@ -76,7 +76,8 @@ def mape(frame: pd.DataFrame, predicted: str, measured: str) -> float:
 
 def summary(frame: pd.DataFrame) -> dict[str, float]:
     """The numbers the section states, per direction: the unfitted layer against DeepGEMM-pt (MAPE), Megatron's
-    share of the unfitted layer's speed (median, lowest, highest), the fitted layer against Megatron (MAPE)."""
+    share of the unfitted layer's speed (median, lowest, highest; also over both directions together), the fitted
+    layer against Megatron (MAPE, lowest ratio), SonicMoE over the unfitted layer (lowest)."""
     out: dict[str, float] = {}
     # forward and backward together: the benchmark's FLOPs are F forward and 2 F backward, so time ~ 1/fwd + 2/bwd
     both = (1 / frame.sim_residual_1_fwd_tflops + 2 / frame.sim_residual_1_bwd_tflops) / (
