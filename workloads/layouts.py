@@ -248,7 +248,8 @@ SP_EP_INTER = MEGASCALE_MOE.with_(name="sp-ep-inter", intra_op_overlap=False)
 SP_EP_INTER_INTRA = MEGASCALE_MOE.with_(name="sp-ep-inter-intra")
 
 # DeepSeek-V3 report Sec. 3.2: PP 16 (DualPipe; plain 1F1B here), 64-way EP over 8 nodes, no TP: attention
-# is data parallel (intra_size 1), node-limited routing to at most 4 nodes, ZeRO-1, FP8 GEMMs (Sec. 3.3).
+# is data parallel (intra_size 1), node-limited routing to at most 4 nodes, ZeRO-1, FP8 GEMMs (Sec. 3.3) and an
+# FP8 dispatch (Sec. 3.3.3).
 # Dispatch is DeepEP's all-to-all (no AG for top-8); no fused GEMM + collective (intra-op overlap off).
 # Recompute is MegaScale-MoE's SAR, inherited: the dispatch is sent again in backward. DeepSeek-V3 itself
 # recomputes only RMSNorm and the MLA up-projections (Sec. 3.2.3) and so keeps what the dispatch received
@@ -263,6 +264,7 @@ DEEPSEEK_V3 = MEGASCALE_MOE.with_(
     intra_op_overlap=False,
     a2a_topk_threshold=8,
     gemm_dtype="fp8",
+    comm_dtype="fp8",  # Sec. 3.3.3: activations quantized to FP8 before the dispatch; the combine stays BF16
     uneven_pp=True,
 )
 
