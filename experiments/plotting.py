@@ -145,7 +145,7 @@ def parity_plot(
             ax.scatter(
                 [m for _, m, _ in ghosts], [p for _, _, p in ghosts], facecolor="none", edgecolor=colour, **ghost_style
             )
-            solid = {(m): p for g, m, p in points if g == group}
+            solid = {m: p for g, m, p in points if g == group}
             for _, measured, predicted in ghosts:
                 if measured in solid:
                     ax.plot([measured, measured], [predicted, solid[measured]], ":", color=colour, linewidth=0.8)

@@ -15,8 +15,8 @@ Item = TypeVar("Item")
 # Qwen3-235B case and layouts-ep had doubled since the last measurement, so layouts-ep started late and ended
 # the run alone); a unit not listed counts as free.
 UNIT_CPU_S = {
-    "schedules": 8.9,
-    "deepseek-v3-report-h800-2048": 7.8,  # DualPipe over 120 micro-batches (no steady lock), fitted and at residual 1  # seven DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
+    "schedules": 8.9,  # seven DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
+    "deepseek-v3-report-h800-2048": 17.4,  # DualPipe over 120 micro-batches at op level (NIC replay), fitted and at 1
     "scaleup-domain": 4.7,  # its PP-60 and PP-30 steps extrapolate from 66 and 36 micro-batches
     "layouts-ep": 3.8,  # two of its cross-node EP 32 steps (36 micro-batches) lock no period: run whole
     "bridge-qwen3-235b-a22b-h100-0256": 2.9,

@@ -216,13 +216,10 @@ class Faults:
         """The folded view: per stage, its slowest member over all DP replicas and local ranks."""
         pp = ranks.pp
         compute, nvlink, nic = [1.0] * pp, [1.0] * pp, [1.0] * pp
-        if self.speed_spread:
-            for gpu in range(cluster.num_gpus):
-                stage = ranks.place(gpu).stage
-                compute[stage] = max(compute[stage], speed_factor(self.speed_spread, self.speed_seed, gpu))
-        for gpu, factor in self.stragglers:
+        slowed = range(cluster.num_gpus) if self.speed_spread else {gpu for gpu, _ in self.stragglers}
+        for gpu in slowed:
             stage = ranks.place(gpu).stage
-            compute[stage] = max(compute[stage], factor)
+            compute[stage] = max(compute[stage], self.compute_factor(gpu))
         for kind, gpu, _ in self.degraded:
             stage = ranks.place(gpu).stage
             if kind == "nvlink":
