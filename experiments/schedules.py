@@ -4,7 +4,7 @@ bubble, exposed EP and peak memory.
 
 Choice (documented in REPRODUCTION.md): DeepSeek-V3's own layout (PP 16, cross-node EP 64 with M = 4, DP
 128) at a global batch of 4,096 x 4,096 tokens, 32 micro-batches per pipeline: the fewest DualPipe allows
-(2 x PP), so the seven runs take ~7.5 CPU s (a fifth to a half of their cross-node EP tasks at op level). DeepSeek-V3 trained with 15,360
+(2 x PP), so the nine runs take ~9 CPU s (a fifth to a half of their cross-node EP tasks at op level). DeepSeek-V3 trained with 15,360
 sequences (Sec. 4.2): more micro-batches would shrink every schedule's bubble.
 """
 
@@ -27,7 +27,9 @@ SCHEDULES = {  # label -> layout changes
     "1f1b": {"schedule": "1f1b"},
     "zb1p": {"schedule": "zb1p"},
     "dualpipe": {"schedule": "dualpipe"},
+    "dualpipe+ep_overlap": {"schedule": "dualpipe", "ep_overlap": True},  # F&B in DeepSeek-V3's Fig. 4 order
     "dualpipev": {"schedule": "dualpipev"},
+    "dualpipev+ep_overlap": {"schedule": "dualpipev", "ep_overlap": True},
     "interleaved": VP2,  # Megatron-Core's EP overlap needs virtual stages with PP > 1
     "interleaved+ep_overlap": {**VP2, "ep_overlap": True},
     "interleaved+ep_overlap+delay_wgrad": {**VP2, "ep_overlap": True, "delay_wgrad": True},
@@ -66,9 +68,11 @@ def markdown(frame: pd.DataFrame) -> str:
         (
             f"DeepSeek-V3 (61 layers with MTP) with its layout (PP 16, cross-node EP 64, M = 4) on {GPUS} H800s, "
             f"batch {GLOBAL_BATCH} x {SEQ_LEN}: 32 micro-batches per pipeline, the fewest DualPipe allows, so the "
-            "seven runs take ~7.5 CPU s (the paper-size batch 15,360 shrinks every bubble). ZB1P splits "
+            "nine runs take ~9 CPU s (the paper-size batch 15,360 shrinks every bubble). ZB1P splits "
             "the backward into Bi and W and defers W to the cool-down; DualPipe and DualPipeV pair a forward and a "
-            "backward in F&B tasks, so one's EP all-to-all hides behind the other's compute. DualPipeV cuts the "
+            "backward in F&B tasks, so one's EP all-to-all hides behind the other's compute: as two concurrent "
+            "lanes sharing the GPU, or (+ep_overlap) issued component by component in the order of DeepSeek-V3's "
+            "Fig. 4, both all-to-alls on one comm stream (Megatron-Core's combined 1F1B). DualPipeV cuts the "
             "model into 32 half-blocks, two per rank, one parameter copy; DualPipe holds two copies. The last three "
             "rows are Megatron-Core's interleaved 1F1B (2 virtual stages) without and with "
             "--overlap-moe-expert-parallel-comm (steady-state forward and backward merged into one F&B task), "

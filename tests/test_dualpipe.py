@@ -16,6 +16,7 @@ from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
 from tests.toys import block_task_key, replay
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
+from workloads import combined_1f1b
 from workloads.layouts import layout_preset
 from workloads.models import LayerKind
 from workloads.pipeline_tasks import Block
@@ -182,10 +183,12 @@ def test_dualpipe_engine_bubble_matches_formula_and_beats_1f1b(pp: int, micro_ba
     assert dual_report.bubble_fraction < build_report(one_f, cluster, one_f_result, 0.0).bubble_fraction
 
 
-def test_dualpipe_memoized_engine_equals_op_level() -> None:
-    """PP 4, DP 2, 8 micro-batches, default NIC: memoized replay equals op-level execution."""
+@pytest.mark.parametrize("ep_overlap", [False, True])
+def test_dualpipe_memoized_engine_equals_op_level(ep_overlap: bool) -> None:
+    """PP 4, DP 2, 8 micro-batches, default NIC: memoized replay equals op-level execution (with ep_overlap,
+    F&B tasks in DeepSeek-V3's Fig. 4 order too)."""
     cal = CAL.with_(gemm_efficiency=flat_gemm_table(0.75), kernel_overhead_s=4e-6, host_launch_s=10e-6)
-    lay = layout_preset("sp-ep").with_(pp=4, micro_batch=1, schedule="dualpipe")
+    lay = layout_preset("sp-ep").with_(pp=4, micro_batch=1, schedule="dualpipe", ep_overlap=ep_overlap)
     cluster = ClusterSpec(GPU, num_gpus=64, domain_gpus=8)
     runs = []
     for memoize in (True, False):
@@ -222,6 +225,23 @@ def test_dualpipe_memory_two_parameter_copies_and_pp_plus_one_activations() -> N
 def test_dualpipe_rejects_bad_sizes(pp: int, micro_batches: int) -> None:
     with pytest.raises(ConfigError):
         _workload(TINY, "megascale-moe", pp, micro_batches)
+
+
+@pytest.mark.parametrize("schedule", ["dualpipe", "dualpipev"])
+def test_dualpipe_ep_overlap_issues_the_pair_layer_by_layer(schedule: str) -> None:
+    """With ep_overlap an F&B task is one op list in DeepSeek-V3's Fig. 4 order (combined_1f1b.pair of its
+    forward and its full backward), no lanes; without, the two lanes. W passes stay DualPipe's own: no
+    delay_wgrad."""
+    lay = layout_preset("megascale-moe").with_(pp=4, micro_batch=1, schedule=schedule, intra_op_overlap=False)
+    lanes, layerwise = (StepWorkload(TINY, lay.with_(ep_overlap=on), 32, 8, 16, SEQ_LEN) for on in (False, True))
+    pair = next(t for t in layerwise.stage_order(1) if t.direction == FORWARD_BACKWARD)
+    key = layerwise.task_key(1, pair)
+    forward = layerwise.task_ops(layerwise.task_key(1, Task(FORWARD, pair.micro_batch, pair.chunk)))
+    backward = layerwise.task_ops(layerwise.task_key(1, Task(BACKWARD, *pair.paired)))
+    assert layerwise.task_ops(key) == combined_1f1b.pair(forward, backward, delay_wgrad=False)
+    assert layerwise.task_lanes(key) is None and lanes.task_lanes(lanes.task_key(1, pair)) is not None
+    with pytest.raises(ConfigError, match="delay_wgrad"):
+        StepWorkload(TINY, lay.with_(ep_overlap=True, delay_wgrad=True), 32, 8, 16, SEQ_LEN)
 
 
 def test_task_tuple_defaults_keep_old_equality() -> None:

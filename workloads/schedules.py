@@ -78,9 +78,13 @@ class Schedule:
     # (DualPipeV at PP 8 first repeats at 24 micro-batches). Where a start is too early the lock check fails
     # and the next, doubled, count is tried: the start only sets what the shortcut costs, never its result.
     fill_per_stage: ClassVar[int] = 1
-    # Whether F&B tasks are Megatron-Core's combined 1F1B (workloads/combined_1f1b.py: one op list, layer by
-    # layer, both all-to-alls on one stream) rather than DualPipe's two lanes (workloads/dualpipe.py).
-    combined_1f1b: ClassVar[bool] = True
+
+    @property
+    def combined_1f1b(self) -> bool:
+        """Whether F&B tasks are issued layer by layer as one op list, both all-to-alls on one comm stream
+        (workloads/combined_1f1b.py: Megatron-Core's combined 1F1B, the order of DeepSeek-V3's Fig. 4) rather
+        than as DualPipe's two concurrent lanes (workloads/dualpipe.py)."""
+        return True
 
     def __init__(
         self, stages: int, micro_batches: int, chunks: int = 1, *, ep_overlap: bool = False, delay_wgrad: bool = False
@@ -380,10 +384,17 @@ class DualPipe(Schedule):
 
     name = "dualpipe"
     fill_per_stage = 3
-    combined_1f1b = False
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
-        super().__init__(stages, micro_batches, 1, **overlap)  # F&B pairing is DualPipe's own
+        super().__init__(stages, micro_batches, 1, **overlap)  # the F&B pairs are DualPipe's own (step 4)
+
+    @property
+    def combined_1f1b(self) -> bool:
+        """With ep_overlap, an F&B pair's components in the order of DeepSeek-V3's Fig. 4 (Sec. 3.2.1: each chunk
+        cut into attention, dispatch, MLP and combine, the backward's split into input and weight parts,
+        rearranged so that both all-to-alls hide behind the other chunk's compute), which Megatron-Core's
+        combined 1F1B issues; without, the forward and the backward as two concurrent lanes."""
+        return self.ep_overlap
 
     def block_of(self, stage: int, chunk: int) -> int:
         return stage if chunk == 0 else self.stages - 1 - stage
@@ -416,6 +427,13 @@ class DualPipe(Schedule):
                 "layout.pp",
                 f"DualPipe needs an even pp ({pp}) and an even number of "
                 f"micro-batches ({m}) of at least 2 x pp (deepseek-ai/DualPipe)",
+            )
+        self.check_own_weight_passes()
+
+    def check_own_weight_passes(self) -> None:
+        if self.delay_wgrad:
+            raise ConfigError(
+                "layout.delay_wgrad", f"{self.name} runs its own weight-gradient passes (W): unset delay_wgrad"
             )
 
     def lazy_order(self, stage: int) -> Iterator[Task]:
@@ -491,7 +509,8 @@ class DualPipeV(Schedule):
 
     name = "dualpipev"
     fill_per_stage = 3
-    combined_1f1b = False
+    combined_1f1b = DualPipe.combined_1f1b
+    check_own_weight_passes = DualPipe.check_own_weight_passes
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
         super().__init__(stages, micro_batches, 2, **overlap)
@@ -518,6 +537,7 @@ class DualPipeV(Schedule):
                 "layout.pp",
                 f"DualPipeV needs at least 2 x pp ({2 * self.stages}) micro-batches, got {self.micro_batches}",
             )
+        self.check_own_weight_passes()
 
     def lazy_order(self, stage: int) -> Iterator[Task]:
         return DualPipe(2 * self.stages, 2 * self.micro_batches).lazy_order(stage)
