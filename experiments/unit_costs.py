@@ -13,10 +13,12 @@ Item = TypeVar("Item")
 # in a fork of a process that imported everything (as reproduce all's workers are), on the 2-core development
 # machine (load 1-2 from another session), the mean of two `reproduce all` runs at c57b7c5 (issue #16: the
 # Qwen3-235B case and layouts-ep had doubled since the last measurement, so layouts-ep started late and ended
-# the run alone); a unit not listed counts as free.
+# the run alone; the schedules and the DeepSeek-V3 report case: one such run each after DualPipe took the Fig. 4
+# order, 9294421); a unit not listed counts as free.
 UNIT_CPU_S = {
-    "schedules": 8.9,  # seven DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
-    "deepseek-v3-report-h800-2048": 17.4,  # DualPipe over 120 micro-batches at op level (NIC replay), fitted and at 1
+    "schedules": 8.1,  # nine DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
+    # DualPipe over 120 micro-batches: extrapolated from 56 at the fitted residual (1.5), whole at 1 (no lock at 56)
+    "deepseek-v3-report-h800-2048": 7.7,
     "scaleup-domain": 4.7,  # its PP-60 and PP-30 steps extrapolate from 66 and 36 micro-batches
     "layouts-ep": 3.8,  # two of its cross-node EP 32 steps (36 micro-batches) lock no period: run whole
     "bridge-qwen3-235b-a22b-h100-0256": 2.9,
