@@ -54,6 +54,17 @@ def test_wide_space_reaches_what_the_narrow_one_cannot(wide) -> None:
     assert pruned.divide and pruned.invalid and pruned.memory and pruned.dominated
 
 
+def test_dualpipev_issues_its_pairs_in_fig4_order_where_the_ffn_is_ep(wide) -> None:
+    """One DualPipeV point per layout: ep_overlap (DeepSeek-V3's Fig. 4 order) with an EP FFN, two lanes with a
+    TP one; never delayed wgrad (its W passes are its own). A TP FFN with ep_overlap is a layout rule broken."""
+    points, _ = wide
+    dualpipev = [p for p in points if p["schedule"] == "dualpipev"]
+    assert {p["ffn"] for p in dualpipev} == {"ep", "tp"}
+    assert all(p["ep_overlap"] == (p["ffn"] == "ep") and not p["delay_wgrad"] for p in dualpipev)
+    with pytest.raises(ConfigError, match="ep_overlap"):
+        BASE.with_(ffn="tp", ep_overlap=True)
+
+
 def test_every_kept_point_fits_and_recomputes_least(wide) -> None:
     """A kept point is valid and fits; no choice of an earlier recompute tier fits (it would be faster)."""
     points, _ = wide

@@ -43,6 +43,8 @@ def check_layout(layout: LayoutSpec) -> None:
             raise ConfigError(
                 "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
             )
+        if layout.ep_overlap:  # Megatron-LM arguments.py asserts EP > 1 for --overlap-moe-expert-parallel-comm
+            raise ConfigError("layout.ep_overlap", 'overlaps the EP all-to-alls: needs ffn "ep"')
     _check_memory_options(layout)
 
 
