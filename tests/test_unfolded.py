@@ -132,6 +132,18 @@ FEATURES = [
     ("router-hybridep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 4, **MEGATRON_ROUTER_HYBRIDEP}, None, None, None),
     ("dualpipev", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipev"}, None, None, None),
     ("dualpipev-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipev"}, None, None, None),
+    # DualPipe's F&B pairs in DeepSeek-V3's Fig. 4 order (one op list, the all-to-alls on the comm stream).
+    (
+        "dualpipe-ep-fig4",
+        TINY,
+        16,
+        4,
+        8,
+        {"intra_size": 4, "ep": 8, "schedule": "dualpipe", "ep_overlap": True},
+        None,
+        None,
+        None,
+    ),
     # Megatron-Core's combined 1F1B: steady-state F&B (and F&Bi + W with delay_wgrad) over cross-node EP.
     ("ep-overlap", TINY, 16, 4, 16, {"intra_size": 4, "ep": 8, **VPP2, "ep_overlap": True}, None, None, None),
     ("ep-overlap-wgrad", TINY, 16, 4, 16, {"intra_size": 4, "ep": 8, **VPP2, **OVERLAP_WGRAD}, None, None, None),
