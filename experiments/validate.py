@@ -92,7 +92,8 @@ class CaseResult:
     not_simulated: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     wall_s: float = 0.0
-    # The same case with the fitted residual at 1 (the published kernel speeds alone): how much it leans on the fit
+    # The same case with the fitted residual at 1 (the published kernel speeds at the sustained clock): how much it
+    # leans on the fit
     unfitted_tokens_per_s_per_gpu: float | None = None
 
     @property
@@ -320,7 +321,8 @@ def markdown(results: list[CaseResult]) -> str:
             + (f"; fitted, so left out: {', '.join(fitted)}." if fitted else ".")
             + " Error = predicted / measured - 1. At residual 1: the error with the one fitted constant"
             f" (compute_residual, {DEFAULT_CALIBRATION.compute_residual:.4f}) set to 1, the published kernel speeds"
-            " alone; how far each case leans on the fit."
+            f" at the sustained clock ({DEFAULT_CALIBRATION.sustained_clock_fraction:.3f}) alone; how far each case"
+            " leans on the fit."
         ),
         "",
         "| case | source | GPUs | measured tok/s/GPU | predicted | error | at residual 1 | measured TFLOP/s/GPU |",
@@ -414,7 +416,8 @@ def table(results: list[CaseResult]) -> str:
     if unfitted:
         lines.append(
             f"compute_residual {DEFAULT_CALIBRATION.compute_residual:.4f} (the one fitted constant, "
-            f"{DEFAULT_CALIBRATION.fitted_on[0].split(': ', 1)[1]}); at 1, the published kernel speeds alone: "
+            f"{DEFAULT_CALIBRATION.fitted_on[0].split(': ', 1)[1]}); at 1, the published kernel speeds at the "
+            f"sustained clock alone: "
             f"MAPE {sum(unfitted) / len(unfitted):.1%}"
         )
     not_run = [r.case.name for r in results if not r.ran]

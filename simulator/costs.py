@@ -43,7 +43,7 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     # TFLOP/s at K = 4096 (858 and 873 at K = 8192; H200, deepseek-ai/DeepGEMM issue #107).
     by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
     efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
-    tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * cal.compute_residual)
+    tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * tensor_core_derate(cal))
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
     operand_bytes = 1.0 if gemm.fp8 else 2.0
     bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
@@ -54,6 +54,11 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
         return gemm.groups * one
     compute_s = math.ceil(tiles * gemm.groups / gpu.sm_count) * tile_s
     return max(compute_s, memory_s * gemm.groups) + accumulate_s * gemm.groups + cal.kernel_overhead_s
+
+
+def tensor_core_derate(cal: Calibration) -> float:
+    """What multiplies a tensor-core kernel's published efficiency: the sustained clock and the fitted residual."""
+    return cal.sustained_clock_fraction * cal.compute_residual
 
 
 def accumulate_epilogue_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
@@ -87,7 +92,7 @@ def attention_time_s(
     else:
         executed = flops * executed_fraction(shape, cal)
         efficiency = attention_op_efficiency(shape, backward, cal)
-    return executed / (gpu.peak_bf16_flops * efficiency * cal.compute_residual) + cal.kernel_overhead_s
+    return executed / (gpu.peak_bf16_flops * efficiency * tensor_core_derate(cal)) + cal.kernel_overhead_s
 
 
 def memory_time_s(mem_bytes: float, kernels: int, gpu: GpuSpec, cal: Calibration) -> float:

@@ -103,11 +103,16 @@ def test_kernel_overhead_once_per_kernel() -> None:
 
 def test_tile_efficiency_scales_tile_time() -> None:
     """At 50% tile efficiency one SM does 0.5e12 FLOP/s: the one-wave GEMM takes 65.536 us; a compute
-    residual of 0.5 on top of it halves the rate again (131.072 us)."""
+    residual of 0.5 on top of it halves the rate again (131.072 us), as a sustained clock of 0.5 does; both:
+    262.144 us."""
     cal = CAL.with_(gemm_efficiency=flat_gemm_table(0.5))
     assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, cal) == pytest.approx(65.536e-6, rel=1e-12)
     halved = cal.with_(compute_residual=0.5)
     assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, halved) == pytest.approx(131.072e-6, rel=1e-12)
+    clocked = cal.with_(sustained_clock_fraction=0.5)
+    assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, clocked) == pytest.approx(131.072e-6, rel=1e-12)
+    both = halved.with_(sustained_clock_fraction=0.5)
+    assert gemm_time_s(Gemm(1280, 1280, 1000), TOY_GPU, both) == pytest.approx(262.144e-6, rel=1e-12)
 
 
 def test_memory_bound_gemm() -> None:

@@ -11,6 +11,7 @@ from experiments import moe_layer
 from experiments.moe_layer_check import POINTS
 from experiments.reproduce import REPRODUCTIONS
 from experiments.targets import TARGETS
+from simulator.calibration import DEFAULT_CALIBRATION
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_reproduction_writes_csv_plot_and_section(tmp_path: Path) -> None:
     section = moe_layer.run(tmp_path)
     assert section.startswith("## Beyond the paper: one MoE layer")
     assert section.count("\n| ") == 12 + 1  # header + one row per configuration
-    assert "MAPE forward" in section and "0.7281" in section
+    assert "MAPE forward" in section and f"{DEFAULT_CALIBRATION.compute_residual:.4f}" in section
     written = pd.read_csv(tmp_path / "moe-layer.csv")
     assert list(written.config) == [moe_layer.config_label(p) for p in POINTS]
     assert (tmp_path / "moe-layer.png").stat().st_size > 10_000

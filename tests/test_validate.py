@@ -137,7 +137,7 @@ def test_each_case_also_runs_at_residual_1(tmp_path: Path, capsys: pytest.Captur
     assert main(["validate", "--cases", str(cases), "--out", str(out)]) == 0
     table = capsys.readouterr().out
     assert "at residual 1" in table.splitlines()[0] and f"{probe.unfitted_error:+.1%}" in table.splitlines()[1]
-    assert "at 1, the published kernel speeds alone: MAPE" in table
+    assert "at 1, the published kernel speeds at the sustained clock alone: MAPE" in table
     row = pd.read_csv(out / "validation.csv").iloc[0]
     assert row.error_at_residual_1 == pytest.approx(probe.unfitted_error, rel=1e-5)
     assert "| at residual 1 |" in (out / "REPRODUCTION.md").read_text()

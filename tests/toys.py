@@ -35,6 +35,7 @@ TOY_CALIBRATION = Calibration(
     gemm_tile_n=128,
     gemm_efficiency=flat_gemm_table(1.0),  # one efficiency for every shape and dtype
     compute_residual=1.0,
+    sustained_clock_fraction=1.0,
     attention_fwd_efficiency=0.5,
     attention_bwd_efficiency=0.25,
     attention_causal_fraction=0.5,
