@@ -21,7 +21,13 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING
 
-from experiments.moe_layer_check import POINTS, MoeLayerPoint, forward_flops, simulated_s
+from experiments.moe_layer_check import (
+    FITTED_AT_BENCHMARK_CLOCKS,
+    POINTS,
+    MoeLayerPoint,
+    forward_flops,
+    simulated_s,
+)
 from experiments.paths import write_csv
 from simulator.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION
 
@@ -43,9 +49,6 @@ def config_label(point: MoeLayerPoint) -> str:
 
 def _measured(point: MoeLayerPoint, series: str) -> tuple[float, float]:
     return (point.fwd_tflops, point.bwd_tflops) if series == "megatron" else getattr(point, series)
-
-
-FITTED_AT_BENCHMARK_CLOCKS = DEFAULT_CALIBRATION.with_(sustained_clock_fraction=1.0)
 
 
 def simulated_tflops(point: MoeLayerPoint, calibration=DEFAULT_CALIBRATION) -> tuple[float, float]:

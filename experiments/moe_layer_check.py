@@ -133,6 +133,10 @@ def megatron_args(point: MoeLayerPoint) -> str:
     )
 
 
+# The fitted residual at a one-layer benchmark's clocks (not a training step's sustained clock).
+FITTED_AT_BENCHMARK_CLOCKS = DEFAULT_CALIBRATION.with_(sustained_clock_fraction=1.0)
+
+
 def simulated_s(point: MoeLayerPoint, calibration: Calibration = DEFAULT_CALIBRATION) -> tuple[float, float]:
     """Forward and backward seconds of the point's MoE layer as simulated on one H100."""
     batch = point.tokens // SEQ_LEN
@@ -186,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--residual", type=float, default=None, help="compute_residual (default: the fitted one)")
     args = parser.parse_args(argv)
-    calibration = DEFAULT_CALIBRATION.with_(sustained_clock_fraction=1.0)  # a benchmark's clocks
+    calibration = FITTED_AT_BENCHMARK_CLOCKS
     if args.residual is not None:
         calibration = calibration.with_(compute_residual=args.residual)
     print(f"compute_residual {calibration.compute_residual}")

@@ -4,7 +4,7 @@ bubble, exposed EP and peak memory.
 
 Choice (documented in REPRODUCTION.md): DeepSeek-V3's own layout (PP 16, cross-node EP 64 with M = 4, DP
 128) at a global batch of 4,096 x 4,096 tokens, 32 micro-batches per pipeline: the fewest DualPipe allows
-(2 x PP), so the nine runs take ~9 CPU s (a fifth to a half of their cross-node EP tasks at op level). DeepSeek-V3 trained with 15,360
+(2 x PP), so the nine runs take ~8 CPU s (a fifth to a half of their cross-node EP tasks at op level). DeepSeek-V3 trained with 15,360
 sequences (Sec. 4.2): more micro-batches would shrink every schedule's bubble.
 """
 
@@ -68,7 +68,7 @@ def markdown(frame: pd.DataFrame) -> str:
         (
             f"DeepSeek-V3 (61 layers with MTP) with its layout (PP 16, cross-node EP 64, M = 4) on {GPUS} H800s, "
             f"batch {GLOBAL_BATCH} x {SEQ_LEN}: 32 micro-batches per pipeline, the fewest DualPipe allows, so the "
-            "nine runs take ~9 CPU s (the paper-size batch 15,360 shrinks every bubble). ZB1P splits "
+            "nine runs take ~8 CPU s (the paper-size batch 15,360 shrinks every bubble). ZB1P splits "
             "the backward into Bi and W and defers W to the cool-down; DualPipe and DualPipeV pair a forward and a "
             "backward in F&B tasks, so one's EP all-to-all hides behind the other's compute: as two concurrent "
             "lanes sharing the GPU, or (+ep_overlap) issued component by component in the order of DeepSeek-V3's "
