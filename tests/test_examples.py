@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from experiments import validation_cases
 from experiments.cli import main
 from experiments.sweep import load_sweep
 from simulator.cluster_config import load_cluster
@@ -19,6 +20,13 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 @pytest.mark.parametrize("path", sorted((EXAMPLES / "layouts").glob("*.yaml")), ids=lambda p: p.name)
 def test_layout_files_load(path: Path) -> None:
     assert load_layout(str(path)).name == path.stem
+
+
+def test_deepseek_dualpipe_example_is_the_validation_case_layout() -> None:
+    """The example and the corpus case deepseek-v3-report-h800-2048 run the same layout (but for its name)."""
+    case = validation_cases.load_case(validation_cases.CASES_DIR / "deepseek-v3-report-h800-2048.yaml")
+    example = load_layout(str(EXAMPLES / "layouts" / "deepseek-v3-dualpipe.yaml"))
+    assert example.with_(name=case.layout.name) == case.layout and example.ep_overlap
 
 
 def test_cluster_file_loads() -> None:
