@@ -21,15 +21,9 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING
 
-from experiments.moe_layer_check import (
-    FITTED_AT_BENCHMARK_CLOCKS,
-    POINTS,
-    MoeLayerPoint,
-    forward_flops,
-    simulated_s,
-)
+from experiments.moe_layer_check import POINTS, MoeLayerPoint, forward_flops, simulated_s
 from experiments.paths import write_csv
-from simulator.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION
+from simulator.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION, FITTED_AT_BENCHMARK_CLOCKS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.calibration import DEFAULT_CALIBRATION, FITTED_AT_BENCHMARK_CLOCKS, Calibration
 from simulator.report import prepare
 from simulator.timing import TaskTime, time_task
 from workloads.hf_config import model_from_hf_dict
@@ -131,10 +131,6 @@ def megatron_args(point: MoeLayerPoint) -> str:
         "--moe-grouped-gemm --moe-token-dispatcher-type allgather --moe-router-load-balancing-type none "
         "--no-bias-swiglu-fusion"
     )
-
-
-# The fitted residual at a one-layer benchmark's clocks (not a training step's sustained clock).
-FITTED_AT_BENCHMARK_CLOCKS = DEFAULT_CALIBRATION.with_(sustained_clock_fraction=1.0)
 
 
 def simulated_s(point: MoeLayerPoint, calibration: Calibration = DEFAULT_CALIBRATION) -> tuple[float, float]:
