@@ -16,6 +16,7 @@ from simulator.faults import Faults
 from simulator.gc_budget import fewer_collections
 from simulator.megatron_flops import megatron_args, megatron_flops
 from simulator.memory import GIB, fit_recompute, peak_memory, peak_of, stage_memory
+from simulator.pipeline_balance import balance_pipeline
 from simulator.probes import Probe
 from simulator.steady import run_step
 from simulator.unfolded import check_unfolded_size
@@ -25,10 +26,14 @@ from topologies.errors import ConfigError
 from workloads.config import load_layout, load_model
 from workloads.hints import memory_hint
 from workloads.layouts import LayoutSpec
+from workloads.megatron_pipeline import layout_text
 from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
+# Above this much stage-imbalance idle the summary suggests the balanced split (simulator/pipeline_balance.py)
+BALANCE_HINT_ABOVE = 0.05
+BALANCE_HINT = "; --set balance_blocks=true tries a cost-balanced split"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class Report:
     schedule_bubble: float = 0.0  # the schedule's idle fraction with balanced stages (simulator/bubbles.py)
     imbalance_idle: float = 0.0  # bubble_fraction - schedule_bubble: stage imbalance (and PP transfer waits)
     recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
+    # The split balance_blocks chose, as Megatron-LM's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL")
+    balanced_split: str = ""
     steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/steady.py)
     # Per step run with NIC replay (simulator/nic_replay.py): runs until none conflicted, forced share, NIC tasks
     nic_replay: list[dict] = field(default_factory=list)
@@ -103,6 +110,7 @@ class Report:
                 (
                     f"  bubble           {self.bubble_fraction * 100:.1f}% (schedule {self.schedule_bubble * 100:.1f}%,"
                     f" stage imbalance {self.imbalance_idle * 100:.1f}%)"
+                    + (BALANCE_HINT if self.imbalance_idle > BALANCE_HINT_ABOVE and not self.balanced_split else "")
                 ),
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
@@ -115,6 +123,11 @@ class Report:
             ]
             + ([f"  faults           {', '.join(self.faults)}"] if self.faults else [])
             + ([f"  recompute fit    {self.recompute_fit} (recompute_to_fit)"] if self.recompute_fit else [])
+            + (
+                [f"  pipeline split   {self.balanced_split} (balance_blocks, as --pipeline-model-parallel-layout)"]
+                if self.balanced_split
+                else []
+            )
         )
 
 
@@ -171,7 +184,8 @@ def simulate(
     gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
     memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
     with fewer_collections():  # the step's workload, runs and report allocate much short-lived (simulator/gc_budget.py)
-        workload, cluster, oom = prepare(model, layout, gpus, cluster, global_batch, seq_len, micro_batch, allow_oom)
+        sizes = (global_batch, seq_len, micro_batch)
+        workload, cluster, oom = prepare(model, layout, gpus, cluster, *sizes, allow_oom, calibration)
         if engine == "unfolded":
             check_unfolded_size(workload)
         result = run_step(
@@ -202,7 +216,9 @@ def lower_bound_s(
         raise TypeError(f"lower_bound_s() got unexpected keywords {sorted(unknown)}")
     sizes = (step.get("global_batch", DEFAULT_GLOBAL_BATCH), step.get("seq_len", DEFAULT_SEQ_LEN))
     allow_oom = step.get("allow_oom", False)
-    workload, cluster, _ = prepare(model, layout, gpus, cluster, *sizes, step.get("micro_batch"), allow_oom)
+    workload, cluster, _ = prepare(
+        model, layout, gpus, cluster, *sizes, step.get("micro_batch"), allow_oom, calibration
+    )
     return step_lower_bound_s(workload, cluster, calibration)
 
 
@@ -215,12 +231,16 @@ def prepare(
     seq_len: int,
     micro_batch: int | None,
     allow_oom: bool,
+    calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> tuple[StepWorkload, ClusterSpec, bool]:
-    """The validated step workload (recomputation fitted to memory), its cluster, and whether it overflows HBM."""
+    """The validated step workload (its pipeline split balanced where asked, recomputation fitted to memory),
+    its cluster, and whether it overflows HBM."""
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
+    if layout.balance_blocks:
+        workload = balance_pipeline(workload, cluster, calibration)
     workload = fit_recompute(workload, cluster.gpu.hbm_bytes)
     return workload, cluster, check_memory(workload, cluster, allow_oom)
 
@@ -247,6 +267,13 @@ def recompute_choice(workload: StepWorkload) -> str:
     if not (layout.recompute_to_fit and layout.recompute == "full" and layout.recompute_kept_layers):
         return ""
     return f"recompute_kept_layers={layout.recompute_kept_layers} of {workload.layers_per_chunk} layers per chunk"
+
+
+def balanced_split(workload: StepWorkload) -> str:
+    """The split balance_blocks chose, as Megatron-LM's layout string, or '' when it was not asked for."""
+    if not workload.layout.balance_blocks:
+        return ""
+    return layout_text(workload.layout.block_layers, workload.model.mtp_layers)
 
 
 def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: float) -> Report:
@@ -294,6 +321,7 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         schedule_bubble=balanced,
         imbalance_idle=bubble - balanced,
         recompute_fit=recompute_choice(workload),
+        balanced_split=balanced_split(workload),
         steady_runs=list(result.steady_runs),
         nic_replay=[
             {"runs": stats.runs, "forced_fraction": stats.forced_fraction, "nic_tasks": stats.nic_tasks}

@@ -61,6 +61,25 @@ def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int) -> StageL
     return StageLayout(layers, mtp)
 
 
+def layout_text(counts: tuple[int, ...], mtp_layers: int = 0) -> str:
+    """``--pipeline-model-parallel-layout`` for moesim's block layer counts (the inverse of ``parse_layout``):
+    the embedding on the first block, the MTP modules and the loss on the last, runs of equal blocks as
+    ``(t*n|)*r``."""
+    blocks = ["t" * count for count in counts]
+    blocks[0] = "E" + blocks[0]
+    blocks[-1] += "m" * mtp_layers + "L"
+    pieces: list[str] = []
+    b = 0
+    while b < len(blocks):
+        run = 1
+        while b + run < len(blocks) - 1 and blocks[b + run] == blocks[b]:
+            run += 1
+        text = re.sub(r"t{2,}", lambda m: f"t*{len(m.group())}", blocks[b])
+        pieces.append(f"({text}|)*{run}" if run > 1 else text + "|")
+        b += run
+    return "".join(pieces).removesuffix("|")
+
+
 def _repeat(match: re.Match) -> str:
     body, times = match.group(1), int(match.group(2))
     if len(body) * times > MAX_EXPANDED:

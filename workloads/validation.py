@@ -169,7 +169,7 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
             "layout.block_layers",
             f"must give the layers of each of the {blocks} pipeline blocks, {model.num_layers} in all; got {counts}",
         )
-    if not counts and not layout.uneven_pp and model.num_layers % blocks:
+    if not counts and not (layout.uneven_pp or layout.balance_blocks) and model.num_layers % blocks:
         raise ConfigError(
             "layout.pp",
             f"{model.num_layers} layers not divisible by pp x virtual_stages = {blocks}"

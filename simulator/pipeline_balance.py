@@ -1,0 +1,126 @@
+"""A cost-balanced split of the layers over the pipeline's blocks (layout ``balance_blocks``).
+
+Megatron-LM splits layers evenly unless told otherwise (--decoder-first/last-pipeline-num-layers,
+--pipeline-model-parallel-layout), so the stage that also runs the embedding, or the LM head, the loss and
+DeepSeek-V3's multi-token prediction module, is the slowest and every other stage waits for it (Megatron-Bridge
+gives DeepSeek-V3 a hand-made 16-block layout for this reason: emb + 4 | 4 x 14 | 1 + MTP + loss,
+src/megatron/bridge/recipes/deepseek). Here each layer kind, the embedding and the head (with its MTP modules
+and loss) is timed alone at op level (forward + backward of one micro-batch, simulator.engine's task timer),
+and the layer counts per block are chosen to minimise the busiest stage's sum, a stage being every block it
+holds (interleaved: s, s + pp, ...; DualPipe: s and pp - 1 - s). Costs are added as if run back to back, so
+overlap between a stage's tasks (DualPipe's F&B pairs) is not credited: a split for the work, not the schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from simulator.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.engine import Engine
+from topologies.cluster import ClusterSpec
+from workloads.models import LayerKind
+from workloads.pipeline_tasks import Block, TaskKey
+from workloads.schedules import BACKWARD, FORWARD
+from workloads.step import StepWorkload, block_layer_counts
+
+
+@dataclass(frozen=True)
+class SplitCosts:
+    """Seconds of forward + backward of one micro-batch: each layer in model order, and what the first block
+    (embedding) and the last block (LM head, MTP modules, loss) run beside their layers."""
+
+    layer_s: tuple[float, ...]
+    first_extra_s: float
+    last_extra_s: float
+
+
+def split_costs(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
+) -> SplitCosts:
+    """Each layer kind and the two ends timed alone on stage 0's GPU."""
+    engine = Engine(workload, cluster, calibration)
+
+    def block_s(block: Block) -> float:
+        keys = (TaskKey(FORWARD, (block,)), TaskKey(BACKWARD, (block,)))
+        return sum(engine.task_timing(key, 0).duration_s for key in keys)
+
+    model = workload.model
+    kinds: dict[LayerKind, float] = {}
+    for layer in range(model.num_layers):
+        kind = model.layer_kind(layer)
+        if kind not in kinds:
+            kinds[kind] = block_s(Block(False, False, (kind,)))
+    layer_s = tuple(kinds[model.layer_kind(layer)] for layer in range(model.num_layers))
+    return SplitCosts(layer_s, block_s(Block(True, False, ())), block_s(Block(False, True, ())))
+
+
+def _block_costs_s(counts: Sequence[int], costs: SplitCosts) -> list[float]:
+    """Each block's seconds per micro-batch under the split ``counts`` (layers of each block, in order)."""
+    prefix = [0.0]
+    for seconds in costs.layer_s:
+        prefix.append(prefix[-1] + seconds)
+    block_s, start = [], 0
+    for count in counts:
+        block_s.append(prefix[start + count] - prefix[start])
+        start += count
+    block_s[0] += costs.first_extra_s
+    block_s[-1] += costs.last_extra_s
+    return block_s
+
+
+def stage_costs_s(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[Sequence[int]]) -> list[float]:
+    """Each stage's seconds per micro-batch: the sum of the blocks it holds."""
+    block_s = _block_costs_s(counts, costs)
+    return [sum(block_s[b] for b in blocks) for blocks in stage_blocks]
+
+
+def _objective(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[Sequence[int]]) -> tuple[float, ...]:
+    """The busiest block first (each block is a pipeline position its micro-batches pass through: the slowest
+    sets the pace, DualPipe's two directions and F&B pairs included), then the busiest stage, then the sum of
+    squares of the stages (which spreads the rest once those are fixed)."""
+    block_s = _block_costs_s(counts, costs)
+    stages = [sum(block_s[b] for b in blocks) for blocks in stage_blocks]
+    return max(block_s), max(stages), sum(s * s for s in stages)
+
+
+def balanced_counts(
+    costs: SplitCosts, stage_blocks: Sequence[Sequence[int]], start: Sequence[int] = ()
+) -> tuple[int, ...]:
+    """Layers per block minimising the busiest block, then the busiest stage: from ``start`` (default the even
+    split), move one layer at a time from one block to another while that lowers ``_objective``;
+    deterministic (the first best move wins), and a split it returns is returned again from itself.
+    A block may end up empty (Megatron-LM's --pipeline-model-parallel-layout allows it)."""
+    blocks = 1 + max(b for held in stage_blocks for b in held)
+    counts = list(start) or block_layer_counts(len(costs.layer_s), blocks)
+    best = _objective(counts, costs, stage_blocks)
+    while True:
+        move = None
+        for donor in range(blocks):
+            if counts[donor] == 0:
+                continue
+            for taker in range(blocks):
+                if taker == donor:
+                    continue
+                trial = list(counts)
+                trial[donor] -= 1
+                trial[taker] += 1
+                score = _objective(trial, costs, stage_blocks)
+                if score < best:
+                    best, move = score, trial
+        if move is None:
+            return tuple(counts)
+        counts = move
+
+
+def balance_pipeline(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
+) -> StepWorkload:
+    """``workload`` with its layout's block_layers set to the balanced split (from its block_layers if set)."""
+    schedule, layout = workload.schedule, workload.layout
+    stage_blocks = [schedule.stage_blocks(stage) for stage in range(schedule.stages)]
+    counts = balanced_counts(split_costs(workload, cluster, calibration), stage_blocks, layout.block_layers)
+    layout = layout.with_(block_layers=counts)
+    return StepWorkload(
+        workload.model, layout, workload.num_gpus, workload.gpus_per_node, workload.global_batch, workload.seq_len
+    )

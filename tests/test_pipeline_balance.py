@@ -1,0 +1,73 @@
+"""balance_blocks: the layers split over the pipeline blocks by cost (simulator/pipeline_balance.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.pipeline_balance import SplitCosts, balanced_counts, stage_costs_s
+from simulator.report import simulate
+from tests.toys import EQUAL_STAGES
+from workloads.layouts import layout_preset
+from workloads.megatron_pipeline import layout_text, parse_layout
+
+ONE_F_ONE_B = [[0], [1]]
+INTERLEAVED = [[0, 2], [1, 3]]  # 2 stages x 2 virtual stages: stage s holds blocks s and s + 2
+
+
+def test_a_heavy_head_moves_a_layer_forward() -> None:
+    """8 layers of 1 s, the head 2 s: 4 | 4 + 2 (busiest 6) -> 5 | 3 + 2 (5); 6 | 2 + 2 would make it 6."""
+    costs = SplitCosts((1.0,) * 8, 0.0, 2.0)
+    assert balanced_counts(costs, ONE_F_ONE_B) == (5, 3)
+    assert stage_costs_s((5, 3), costs, ONE_F_ONE_B) == [5.0, 5.0]
+
+
+def test_interleaved_busiest_block_then_busiest_stage() -> None:
+    """8 layers of 1 s over 4 blocks, the head 1.5 s: 2 2 2 2 + 1.5 (busiest block 3.5). Taking a layer off
+    the last block to block 0 or block 2 both make the busiest block 3 and the busiest stage 5 (blocks 0 + 2
+    = 3 + 2 against 2 + 2.5); block 0 is the first found. From 3 2 2 1 no move lowers the busiest block
+    below 3 or the busiest stage below 5 (2 2 3 1 ties)."""
+    costs = SplitCosts((1.0,) * 8, 0.0, 1.5)
+    assert balanced_counts(costs, INTERLEAVED) == (3, 2, 2, 1)
+    assert stage_costs_s((3, 2, 2, 1), costs, INTERLEAVED) == [5.0, 4.5]
+
+
+def test_layer_kinds_are_costed_in_model_order() -> None:
+    """Two cheap dense layers (1 s) then two MoE layers (3 s): 2 | 2 is 2 | 6, 3 | 1 is 5 | 3."""
+    costs = SplitCosts((1.0, 1.0, 3.0, 3.0), 0.0, 0.0)
+    assert balanced_counts(costs, ONE_F_ONE_B) == (3, 1)
+
+
+def test_a_balanced_split_is_a_fixed_point() -> None:
+    costs = SplitCosts((1.0, 1.0, 3.0, 3.0, 3.0, 3.0, 3.0), 0.5, 4.0)
+    split = balanced_counts(costs, INTERLEAVED)
+    assert sum(split) == 7
+    assert balanced_counts(costs, INTERLEAVED, split) == split
+
+
+@pytest.mark.parametrize(
+    "counts, mtp, text",
+    [
+        ((4,) * 15 + (1,), 1, "Et*4|(t*4|)*14tmL"),  # Megatron-Bridge's DeepSeek-V3 split
+        ((9, 10, 10, 7), 0, "Et*9|(t*10|)*2t*7L"),
+        ((0, 1), 0, "E|tL"),
+    ],
+)
+def test_layout_text_is_megatron_layout_syntax(counts: tuple, mtp: int, text: str) -> None:
+    assert layout_text(counts, mtp) == text
+    assert parse_layout(text, len(counts), sum(counts), mtp).layers == counts
+
+
+def test_balanced_split_is_simulated_and_reported() -> None:
+    """A toy with a 262,144 x 2,048 head on PP 2: the balanced split runs faster than the even one, reports
+    itself as a Megatron-LM layout, and simulates exactly as that split given by hand."""
+    model = EQUAL_STAGES.with_(num_layers=8, vocab_size=262_144)
+    base = layout_preset("megascale-moe").with_(pp=2)
+    sizes = {"global_batch": 8, "seq_len": 1024}
+    even = simulate(model, base, 16, **sizes)
+    balanced = simulate(model, base.with_(balance_blocks=True), 16, **sizes)
+    assert balanced.step_time_s < even.step_time_s
+    counts = parse_layout(balanced.balanced_split, 2, 8, 0).layers
+    assert counts != (4, 4)
+    by_hand = simulate(model, base.with_(block_layers=counts), 16, **sizes)
+    assert by_hand.step_time_s == balanced.step_time_s
+    assert by_hand.balanced_split == "" and "pipeline split" in balanced.summary()
