@@ -7,17 +7,21 @@ gives DeepSeek-V3 a hand-made 16-block layout for this reason: emb + 4 | 4 x 14 
 src/megatron/bridge/recipes/deepseek). Here each layer kind, the embedding and the head (with its MTP modules
 and loss) is timed alone at op level (forward + backward of one micro-batch, simulator.engine's task timer),
 and the layer counts per block are chosen to minimise the busiest stage's sum, a stage being every block it
-holds (interleaved: s, s + pp, ...; DualPipe: s and pp - 1 - s). Costs are added as if run back to back, so
-overlap between a stage's tasks (DualPipe's F&B pairs) is not credited: a split for the work, not the schedule.
+holds (interleaved: s, s + pp, ...; DualPipe: s and pp - 1 - s), among the splits that fit the GPU's memory.
+Costs are added as if run back to back, so overlap between a stage's tasks (DualPipe's F&B pairs) is not
+credited: a split for the work, not the schedule. For DeepSeek-V3 under DualPipe on 2,048 H800s it arrives at
+Megatron-Bridge's layout above (tests/test_pipeline_balance.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine import Engine
+from simulator.memory import peak_memory
 from topologies.cluster import ClusterSpec
 from workloads.models import LayerKind
 from workloads.pipeline_tasks import Block, TaskKey
@@ -85,42 +89,61 @@ def _objective(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[
 
 
 def balanced_counts(
-    costs: SplitCosts, stage_blocks: Sequence[Sequence[int]], start: Sequence[int] = ()
+    costs: SplitCosts,
+    stage_blocks: Sequence[Sequence[int]],
+    start: Sequence[int] = (),
+    peak_bytes: Callable[[tuple[int, ...]], float] | None = None,
+    hbm_bytes: float = math.inf,
 ) -> tuple[int, ...]:
     """Layers per block minimising the busiest block, then the busiest stage: from ``start`` (default the even
-    split), move one layer at a time from one block to another while that lowers ``_objective``;
-    deterministic (the first best move wins), and a split it returns is returned again from itself.
+    split), move one layer at a time from one block to another while that lowers ``_objective``, taking the
+    best move whose split's peak memory (``peak_bytes``) fits ``hbm_bytes`` or is no higher than the current
+    split's; deterministic (the first best move wins), and a split it returns is returned again from itself.
     A block may end up empty (Megatron-LM's --pipeline-model-parallel-layout allows it)."""
     blocks = 1 + max(b for held in stage_blocks for b in held)
-    counts = list(start) or block_layer_counts(len(costs.layer_s), blocks)
+    counts = tuple(start) or tuple(block_layer_counts(len(costs.layer_s), blocks))
     best = _objective(counts, costs, stage_blocks)
+    peak = peak_bytes or (lambda _: 0.0)
     while True:
-        move = None
+        moves = []
         for donor in range(blocks):
-            if counts[donor] == 0:
-                continue
             for taker in range(blocks):
-                if taker == donor:
+                if taker == donor or counts[donor] == 0:
                     continue
                 trial = list(counts)
                 trial[donor] -= 1
                 trial[taker] += 1
                 score = _objective(trial, costs, stage_blocks)
                 if score < best:
-                    best, move = score, trial
-        if move is None:
-            return tuple(counts)
-        counts = move
+                    moves.append((score, len(moves), tuple(trial)))
+        current_peak = peak(counts)
+        fitting = (m for m in sorted(moves) if (p := peak(m[2])) <= hbm_bytes or p <= current_peak)
+        chosen = next(fitting, None)
+        if chosen is None:
+            return counts
+        best, _, counts = chosen
 
 
 def balance_pipeline(
     workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
 ) -> StepWorkload:
-    """``workload`` with its layout's block_layers set to the balanced split (from its block_layers if set)."""
+    """``workload`` with its layout's block_layers set to the balanced split (from its block_layers if set) that
+    fits the GPU's memory where a split can."""
     schedule, layout = workload.schedule, workload.layout
     stage_blocks = [schedule.stage_blocks(stage) for stage in range(schedule.stages)]
-    counts = balanced_counts(split_costs(workload, cluster, calibration), stage_blocks, layout.block_layers)
-    layout = layout.with_(block_layers=counts)
-    return StepWorkload(
-        workload.model, layout, workload.num_gpus, workload.gpus_per_node, workload.global_batch, workload.seq_len
-    )
+
+    def split(counts: tuple[int, ...]) -> StepWorkload:
+        return StepWorkload(
+            workload.model,
+            layout.with_(block_layers=counts),
+            workload.num_gpus,
+            workload.gpus_per_node,
+            workload.global_batch,
+            workload.seq_len,
+        )
+
+    def peak_bytes(counts: tuple[int, ...]) -> float:
+        return peak_memory(split(counts)).total_bytes
+
+    costs = split_costs(workload, cluster, calibration)
+    return split(balanced_counts(costs, stage_blocks, layout.block_layers, peak_bytes, cluster.gpu.hbm_bytes))

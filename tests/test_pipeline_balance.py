@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from simulator.pipeline_balance import SplitCosts, balanced_counts, stage_costs_s
-from simulator.report import simulate
+from simulator.report import prepare, simulate
 from tests.toys import EQUAL_STAGES
+from workloads.config import load_layout
 from workloads.layouts import layout_preset
 from workloads.megatron_pipeline import layout_text, parse_layout
 
@@ -19,6 +20,18 @@ def test_a_heavy_head_moves_a_layer_forward() -> None:
     costs = SplitCosts((1.0,) * 8, 0.0, 2.0)
     assert balanced_counts(costs, ONE_F_ONE_B) == (5, 3)
     assert stage_costs_s((5, 3), costs, ONE_F_ONE_B) == [5.0, 5.0]
+
+
+def test_a_split_that_would_not_fit_is_not_taken() -> None:
+    """The same, with memory as the first block's layers: an HBM of 4 keeps 4 | 4 (5 | 3 would need 5, more
+    than the 4 held now); an HBM of 5 lets it move."""
+    costs = SplitCosts((1.0,) * 8, 0.0, 2.0)
+
+    def first_block(counts: tuple[int, ...]) -> float:
+        return counts[0]
+
+    assert balanced_counts(costs, ONE_F_ONE_B, peak_bytes=first_block, hbm_bytes=4) == (4, 4)
+    assert balanced_counts(costs, ONE_F_ONE_B, peak_bytes=first_block, hbm_bytes=5) == (5, 3)
 
 
 def test_interleaved_busiest_block_then_busiest_stage() -> None:
@@ -71,3 +84,14 @@ def test_balanced_split_is_simulated_and_reported() -> None:
     by_hand = simulate(model, base.with_(block_layers=counts), 16, **sizes)
     assert by_hand.step_time_s == balanced.step_time_s
     assert by_hand.balanced_split == "" and "pipeline split" in balanced.summary()
+
+
+def test_deepseek_v3_under_dualpipe_gets_megatron_bridges_hand_made_layout() -> None:
+    """DeepSeek-V3 on 2,048 H800s (its report's layout, DualPipe in Fig. 4's order): from the even split the
+    balancer arrives at Megatron-Bridge's published 16-block layout (recipes/deepseek, (16, 1)); without the
+    memory check it would take a fifth layer onto stage 0, which then holds 76.5 GiB of 74.5."""
+    layout = load_layout("examples/layouts/deepseek-v3-dualpipe.yaml")
+    balanced = layout.with_(block_layers=(), balance_blocks=True)
+    workload, _, _ = prepare("examples/models/deepseek-v3.json", balanced, 2048, None, 15360, 4096, None, False)
+    assert layout_text(workload.layout.block_layers, 1) == "Et*4|(t*4|)*14tmL"
+    assert workload.layout.block_layers == layout.block_layers
