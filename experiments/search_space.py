@@ -22,6 +22,7 @@ from simulator.memory import peak_memory
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
+from workloads.schedules import SCHEDULES
 from workloads.step import StepWorkload
 
 
@@ -287,7 +288,8 @@ def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) ->
         if not _divides(point, job):
             pruned.divide += 1
             continue
-        uneven = model.num_layers % (int(point["pp"]) * int(point["virtual_stages"])) != 0
+        schedule = SCHEDULES[str(point["schedule"])](int(point["pp"]), 1, int(point["virtual_stages"]))
+        uneven = model.num_layers % schedule.blocks != 0  # DualPipeV: 2 pp blocks
         if uneven and not space.uneven_pp:
             pruned.divide += 1
             continue

@@ -52,3 +52,15 @@ def test_more_layers_on_a_stage_take_longer() -> None:
         EQUAL_STAGES.with_(num_layers=8), BASE.with_(block_layers=(5, 3)), 16, global_batch=8, seq_len=1024
     )
     assert skewed.step_time_s > even.step_time_s
+
+
+def test_dualpipev_block_layers_count_its_two_blocks_per_rank() -> None:
+    """DualPipeV cuts the model into 2 x pp blocks: explicit counts for its 4 blocks at pp 2 run as the default
+    split they spell out; 2 counts (pp x virtual_stages) are refused, naming the 4 blocks."""
+    layout = BASE.with_(schedule="dualpipev")
+    sizes = {"global_batch": 8, "seq_len": 1024}
+    default = simulate(SEVEN, layout, 16, **sizes)
+    explicit = simulate(SEVEN, layout.with_(block_layers=tuple(block_layer_counts(7, 4))), 16, **sizes)
+    assert explicit.step_time_s == default.step_time_s
+    with pytest.raises(ConfigError, match="each of the 4 pipeline blocks"):
+        StepWorkload(SEVEN, layout.with_(block_layers=(4, 3)), 16, 8, **sizes)

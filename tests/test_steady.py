@@ -293,7 +293,8 @@ def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() ->
     two timings (a task's twin one micro-batch later starts lambda or lambda + 2.1 ms later), so the schedule's
     period 1 never locks; the run at 102 (3 x 32 + 3 + 2 = 101 -> 102, congruent to 220 modulo 2) repeats every 2 micro-batches,
     and 102 alone (two periods of its ledger) or with 104 gives the full run's report to 1e-9."""
-    workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none")
+    # 32 layers over the 64 blocks: uneven (half the blocks hold none)
+    workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none", uneven_pp=True)
     short = run_step(workload, cluster, DEFAULT_CALIBRATION)
     assert short.steady_runs == (102,)
     two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)

@@ -20,7 +20,13 @@ CASES = {
     "interleaved": (BASE.with_(pp=2, schedule="interleaved", virtual_stages=2), 32, SMALL, None, None),
     "dualpipe": (BASE.with_(pp=4, schedule="dualpipe"), 32, SMALL, None, None),
     "zb1p": (BASE.with_(pp=4, schedule="zb1p"), 32, SMALL, None, 5),
-    "dualpipev": (BASE.with_(pp=4, schedule="dualpipev"), 32, SMALL, [1, 3], None),
+    "dualpipev": (
+        BASE.with_(pp=4, schedule="dualpipev", uneven_pp=True),
+        32,
+        SMALL,
+        [1, 3],
+        None,
+    ),  # 28 layers, 8 blocks
     "cross-node EP, DP 2": (BASE.with_(pp=2, ep=16), 64, {"global_batch": 8, "seq_len": 1024}, None, None),
 }
 

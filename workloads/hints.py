@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from workloads.schedules import SCHEDULES
+
 if TYPE_CHECKING:
     from workloads.layouts import LayoutSpec
     from workloads.models import ModelSpec
@@ -22,12 +24,18 @@ def nearest_multiples(value: int, unit: int) -> list[int]:
 def _pp_that_fit(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> list[int]:
     """Pipeline degrees that divide the cluster (and the layers, unless uneven_pp), nearest to layout.pp first."""
     unit = layout.intra_size * layout.cp
+    schedule = SCHEDULES[layout.schedule]
     # NOTE: a stage holds at least one layer, so pp <= num_layers also bounds the loop for absurd GPU counts
     fits = [
         pp
         for pp in range(1, min(num_gpus // unit, model.num_layers) + 1)
         if num_gpus % (unit * pp) == 0
-        and (layout.uneven_pp or layout.block_layers or model.num_layers % (pp * layout.virtual_stages) == 0)
+        and (
+            layout.uneven_pp
+            or layout.block_layers
+            or layout.balance_blocks
+            or model.num_layers % schedule(pp, 1, layout.virtual_stages).blocks == 0
+        )
     ]
     return sorted(fits, key=lambda pp: (abs(pp - layout.pp), -pp))[:3]
 
@@ -50,7 +58,7 @@ def batch_hint(global_batch: int, unit: int) -> str:
 
 
 def pp_layers_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> str:
-    """Clause for layers that pp x virtual_stages does not divide: a pp that fits, or uneven stages."""
+    """Clause for layers that the pipeline's blocks do not divide: a pp that fits, or uneven stages."""
     pps = [pp for pp in _pp_that_fit(model, layout, num_gpus) if pp != layout.pp]
     fits = f" or --set pp={pps[0]}" if pps else ""
     return f"; try --set uneven_pp=true{fits}"
