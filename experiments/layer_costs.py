@@ -34,13 +34,13 @@ class Part(str, Enum):
 _SP_EP_GROUPS = (Group.SP, Group.EP, Group.ETP)
 
 
-def _part(kind: str, group: Group) -> Part:
+def op_part(kind: str, group: Group) -> Part:
     if kind == COLLECTIVE:
         return Part.TP_COMM if group == Group.TP else Part.SP_EP_COMM if group in _SP_EP_GROUPS else Part.OTHER
     return {GEMM: Part.GEMM, ATTENTION: Part.ATTENTION, MEMORY: Part.MEMORY}.get(kind, Part.OTHER)
 
 
-def _busy_s(ops) -> float:
+def busy_s(ops) -> float:
     """Time some op of the task runs: the union of their intervals."""
     busy, reached = 0.0, 0.0
     for timed in sorted(ops, key=lambda timed: timed.start_s):
@@ -78,12 +78,12 @@ def layer_costs(model, layout, gpus: int, *, global_batch: int, seq_len: int = D
     tp_collectives, tp_bytes = 0, 0.0
     for direction in (FORWARD, BACKWARD):
         task = time_task(workload, cluster, stage, Task(direction, 0, 0))
-        seconds[Part.HOST_WAIT] += (task.duration_s - _busy_s(task.ops)) / layers
+        seconds[Part.HOST_WAIT] += (task.duration_s - busy_s(task.ops)) / layers
         for timed in task.ops:
             op = timed.op
             if not 0 <= op.layer < layers:  # embedding, LM head: not a transformer layer
                 continue
-            part = _part(op.kind, op.group)
+            part = op_part(op.kind, op.group)
             seconds[part] += timed.duration_s / layers
             if part == Part.TP_COMM:
                 tp_collectives += 1

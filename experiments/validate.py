@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from experiments.args import integer
 from experiments.parallel import default_jobs, in_order
 from experiments.shared_sims import simulate
+from experiments.stage_costs import busiest_stage
 from experiments.unit_costs import costliest_first
 from experiments.validation_cases import CASES_DIR, Case, load_cases
 from simulator.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
-from simulator.report import Report
+from simulator.report import Report, prepare
 from simulator.report import simulate as simulate_at
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
@@ -95,6 +96,9 @@ class CaseResult:
     # The same case with the fitted residual at 1 (the published kernel speeds at the sustained clock): how much it
     # leans on the fit
     unfitted_tokens_per_s_per_gpu: float | None = None
+    # Misses (over MISS): where one micro-batch of the busiest stage goes (experiments/stage_costs.py),
+    # at the fitted calibration and at residual 1
+    stage_costs: str = ""
 
     @property
     def ran(self) -> bool:
@@ -151,8 +155,23 @@ def run_case(case: Case) -> CaseResult:
         return CaseResult(case, None, message, report, job.not_simulated, job.notes, time.perf_counter() - start)
     predicted = report.tokens_per_s_per_gpu
     unfitted = _simulate(case, job, calibration=UNFITTED_CALIBRATION).tokens_per_s_per_gpu
+    missed = abs(predicted / case.measured_tokens_per_s_per_gpu - 1) > MISS
+    costs = _stage_costs(case, job) if missed else ""
     wall_s = time.perf_counter() - start
-    return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, wall_s, unfitted)
+    return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, wall_s, unfitted, costs)
+
+
+def _stage_costs(case: Case, job: Job) -> str:
+    """The busiest stage's micro-batch, timed alone at the fitted calibration and at residual 1."""
+    sizes = (case.global_batch, case.seq_len)
+    workload, cluster, _ = prepare(job.model, job.layout, case.gpus, case.cluster, *sizes, None, True)
+    fitted = busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
+    at_1 = busiest_stage(workload, cluster, UNFITTED_CALIBRATION)
+    return (
+        f"Where one micro-batch of the busiest stage goes (stage {fitted.stage}, its forward and backward through "
+        f"every chunk it holds, each task alone, experiments/stage_costs.py): {fitted.phrase()}; at residual 1 "
+        f"(stage {at_1.stage}): {at_1.phrase()}"
+    )
 
 
 def case_settings(case: Case, allow_oom: bool = False) -> dict[str, Any]:
@@ -280,7 +299,7 @@ def _where_time_goes(report: Report) -> str:
 
 def _causes(r: CaseResult) -> str:
     """What the simulation of a missed (or out-of-memory) case shows, and what of its recipe is not simulated."""
-    parts = [_where_time_goes(r.report)]
+    parts = [_where_time_goes(r.report)] + ([r.stage_costs] if r.stage_costs else [])
     ratio = r.flops_per_token_ratio
     if ratio is not None and abs(ratio - 1) > 0.05:
         parts.append(

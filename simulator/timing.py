@@ -7,7 +7,7 @@ keys. Only this module reaches into the engine's task timer, so only it changes 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
@@ -55,11 +55,23 @@ def time_task(
     calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> TaskTime:
     """``task`` of ``stage`` run at op level alone on the stage's GPU and NVLink (as the memoized engine times it)."""
-    key = workload.task_key(stage, task)
-    timing = Engine(workload, cluster, calibration).task_timing(key, stage)
-    spans = {index: (begin, end) for index, begin, end in timing.intervals}
-    ops = tuple(OpTime(op, *spans[index]) for index, op in enumerate(workload.task_ops(key)))
-    return TaskTime(timing.duration_s, timing.compute_busy_s, dict(timing.exposed_comm_s), ops)
+    return task_timer(workload, cluster, calibration)(stage, task)
+
+
+def task_timer(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
+) -> Callable[[int, Task], TaskTime]:
+    """``time_task`` for many tasks of one step: one engine (and its memo of task timings) for all of them."""
+    engine = Engine(workload, cluster, calibration)
+
+    def timed(stage: int, task: Task) -> TaskTime:
+        key = workload.task_key(stage, task)
+        timing = engine.task_timing(key, stage)
+        spans = {index: (begin, end) for index, begin, end in timing.intervals}
+        ops = tuple(OpTime(op, *spans[index]) for index, op in enumerate(workload.task_ops(key)))
+        return TaskTime(timing.duration_s, timing.compute_busy_s, dict(timing.exposed_comm_s), ops)
+
+    return timed
 
 
 def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:

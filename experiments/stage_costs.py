@@ -1,0 +1,90 @@
+"""Where one micro-batch of a step's busiest stage goes: its forward and backward tasks through each chunk the
+stage holds (interleaved 1F1B: its virtual stages; DualPipe: one micro-batch of each direction), timed alone
+at op level, each compute op charged to what it is (GEMMs, attention, FP8 quantization, other memory-bound kernels, host
+syncs), the communication it leaves exposed by group, and the GPU's idle time waiting for host launches.
+
+`moesim validate` writes this for every miss over 10% (results/REPRODUCTION.md), at the fitted calibration and
+at compute_residual 1, so a miss's explanation is computed at the commit that prints it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from experiments.layer_costs import Part, busy_s, op_part
+from simulator.calibration import Calibration
+from simulator.timing import TaskTime, task_timer
+from topologies.cluster import ClusterSpec
+from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, MEMORY, Op
+from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.step import StepWorkload
+
+FP8_QUANTIZATION = "FP8 quantization"  # workloads/tasks.py names an FP8 GEMM's quantization op "<gemm>.quant"
+FUSED_PAIRS = "fused GEMM + collective"  # MegaScale-MoE's intra-operator overlap (Sec. 4.2)
+HOST_SYNCS = "host syncs"
+OTHER_MEMORY = "other memory-bound"
+_COMPUTE_PARTS = (Part.GEMM.value, Part.ATTENTION.value, FP8_QUANTIZATION, OTHER_MEMORY, FUSED_PAIRS, HOST_SYNCS)
+
+
+@dataclass(frozen=True)
+class StageCosts:
+    """Seconds of one micro-batch's forward + backward through every chunk of ``stage``, each task alone."""
+
+    stage: int
+    duration_s: float
+    compute_s: dict[str, float]  # by part, the compute stream's ops
+    exposed_comm_s: dict[str, float]  # by group: communication no compute hid
+    host_wait_s: float  # no op running: the GPU waits for the host to launch the next kernel
+
+    def phrase(self) -> str:
+        compute = ", ".join(f"{p} {s * 1e3:.1f}" for p, s in self.compute_s.items() if s >= 5e-5)
+        comm = ", ".join(f"{g.upper()} {s * 1e3:.1f}" for g, s in self.exposed_comm_s.items() if s >= 5e-5)
+        return (
+            f"{self.duration_s * 1e3:.1f} ms (compute: {compute}"
+            + (f"; exposed communication: {comm}" if comm else "")
+            + f"; GPU idle for host launches {self.host_wait_s * 1e3:.1f})"
+        )
+
+
+def _part_of(op: Op) -> str:
+    """What a compute-stream op that is not a plain collective is spent on."""
+    if op.kind == MEMORY:
+        return FP8_QUANTIZATION if op.name.endswith(".quant") else OTHER_MEMORY
+    if op.kind == FUSED:  # a GEMM with its collective, or ring attention (CP) with its key-value exchange
+        return FUSED_PAIRS if op.gemm is not None else Part.ATTENTION.value
+    return HOST_SYNCS if op.kind == HOST_SYNC else op_part(op.kind, op.group).value
+
+
+def _tasks(workload: StepWorkload, stage: int) -> list[tuple]:
+    chunks = len(workload.schedule.stage_blocks(stage))
+    return [(direction, chunk) for chunk in range(chunks) for direction in (FORWARD, BACKWARD)]
+
+
+def stage_costs(timer: Callable[[int, Task], TaskTime], workload: StepWorkload, stage: int) -> StageCosts:
+    """``stage``'s costs from ``timer`` (simulator.timing.task_timer of the step)."""
+    compute = dict.fromkeys(_COMPUTE_PARTS, 0.0)
+    exposed: dict[str, float] = {}
+    duration = host_wait = 0.0
+    for direction, chunk in _tasks(workload, stage):
+        task = timer(stage, Task(direction, 0, chunk))
+        duration += task.duration_s
+        host_wait += task.duration_s - busy_s(task.ops)
+        for timed in task.ops:
+            if timed.op.stream == COMPUTE and timed.op.kind != COLLECTIVE:
+                compute[_part_of(timed.op)] += timed.duration_s
+        for group, seconds in task.exposed_comm_s.items():
+            exposed[group] = exposed.get(group, 0.0) + seconds
+    return StageCosts(stage, duration, compute, exposed, host_wait)
+
+
+def busiest_stage(workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration) -> StageCosts:
+    """The stage whose forward + backward of one micro-batch takes longest alone (stages with the same tasks
+    are timed once)."""
+    timer = task_timer(workload, cluster, calibration)
+    timed: dict[tuple, StageCosts] = {}
+    for stage in range(workload.pp):
+        keys = tuple(workload.task_key(stage, Task(d, 0, chunk)) for d, chunk in _tasks(workload, stage))
+        if keys not in timed:
+            timed[keys] = stage_costs(timer, workload, stage)
+    return max(timed.values(), key=lambda costs: costs.duration_s)
