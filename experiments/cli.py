@@ -11,15 +11,18 @@ from experiments import compare, presets, run_outputs, sweep_cli, validate
 from experiments.args import OneLineParser, integer, nonempty, number, one_line
 from experiments.paths import check_output_dir
 from experiments.progress import add_quiet
+from experiments.stage_costs import StageCosts, busiest_stage
 from experiments.targets import TARGETS, targets_epilog
+from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
-from simulator.report import simulate
+from simulator.report import prepare, simulate
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError, check_positive
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
 from workloads.megatron import MegatronJob, MegatronRun, parse_megatron_args
+from workloads.megatron_pipeline import layout_text
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
@@ -78,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--micro-batch", type=integer(1), default=None, help="sequences per micro-batch")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also say where one micro-batch of the busiest stage goes (its tasks timed alone, by kind of op)",
+    )
     run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
     run.add_argument(
         "--engine",
@@ -248,6 +256,7 @@ def _run(args: argparse.Namespace) -> None:
         raise (job.explain(error) if job else error) from None
     if job and job.unknown:  # after the run: a refused run says one line, the error (issue #13)
         print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
+    busiest = _busiest_stage(args, layout, cluster) if args.breakdown else None
     if args.json:
         extra = {}
         if megatron:
@@ -255,12 +264,42 @@ def _run(args: argparse.Namespace) -> None:
                 "ignored_args": [arg.to_dict() for arg in megatron.ignored],
                 "megatron_notes": list(megatron.notes),
             }
+        if busiest:
+            extra["busiest_stage"] = dataclasses.asdict(busiest)
         print(json.dumps({**report.to_dict(), **extra}))
     else:
         print(report.summary())
+        if report.imbalance_idle > BALANCE_HINT_ABOVE and not layout.balance_blocks:
+            hint = _balance_hint(args, layout, cluster)
+            if hint:
+                print(hint)
+        if busiest:
+            print(f"  busiest stage    {busiest.stage}, one micro-batch, its tasks alone: {busiest.phrase()}")
         if megatron:
             print("\n".join(f"  ignored          {arg.flag}: {arg.reason}" for arg in megatron.ignored))
             print("\n".join(f"  note             {note}" for note in megatron.notes))
+
+
+# Above this much stage-imbalance idle `moesim run` says what split balance_blocks would take
+BALANCE_HINT_ABOVE = 0.05
+
+
+def _balance_hint(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> str:
+    """The split balance_blocks would choose (simulator/pipeline_balance.py), if it differs from this one."""
+    sizes = (args.global_batch, args.seq_len, args.micro_batch)
+    workload, *_ = prepare(args.model, layout, None, cluster, *sizes, True)
+    balanced, *_ = prepare(args.model, layout.with_(balance_blocks=True), None, cluster, *sizes, True)
+    if balanced.block_ranges == workload.block_ranges:
+        return ""
+    text = layout_text(balanced.layout.block_layers, balanced.model.mtp_layers)
+    return f"  hint             --set balance_blocks=true splits the layers {text} by cost (not simulated here)"
+
+
+def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> StageCosts:
+    """--breakdown: the stage whose micro-batch takes longest alone, by kind of op (faults not applied)."""
+    sizes = (args.global_batch, args.seq_len, args.micro_batch)
+    workload, cluster, _ = prepare(args.model, layout, None, cluster, *sizes, True)
+    return busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
 
 
 def main(argv: list[str] | None = None) -> int:

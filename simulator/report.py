@@ -31,9 +31,6 @@ from workloads.models import ModelSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
-# Above this much stage-imbalance idle the summary suggests the balanced split (simulator/pipeline_balance.py)
-BALANCE_HINT_ABOVE = 0.05
-BALANCE_HINT = "; --set balance_blocks=true tries a cost-balanced split"
 
 
 @dataclass(frozen=True)
@@ -110,7 +107,6 @@ class Report:
                 (
                     f"  bubble           {self.bubble_fraction * 100:.1f}% (schedule {self.schedule_bubble * 100:.1f}%,"
                     f" stage imbalance {self.imbalance_idle * 100:.1f}%)"
-                    + (BALANCE_HINT if self.imbalance_idle > BALANCE_HINT_ABOVE and not self.balanced_split else "")
                 ),
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from experiments.cli import main
 from simulator.pipeline_balance import SplitCosts, balanced_counts, stage_costs_s
 from simulator.report import prepare, simulate
 from tests.toys import EQUAL_STAGES
@@ -95,3 +98,21 @@ def test_deepseek_v3_under_dualpipe_gets_megatron_bridges_hand_made_layout() -> 
     workload, _, _ = prepare("examples/models/deepseek-v3.json", balanced, 2048, None, 15360, 4096, None, False)
     assert layout_text(workload.layout.block_layers, 1) == "Et*4|(t*4|)*14tmL"
     assert workload.layout.block_layers == layout.block_layers
+
+
+def test_run_names_the_balanced_split_and_breaks_the_busiest_stage_down(capsys) -> None:
+    """DeepSeekMoE on PP 4 (28 layers, a 102,400-row head on the last stage): `moesim run` idles over 5% of the
+    step on stage imbalance and says the split balance_blocks would take; --breakdown adds the busiest stage
+    (the head's), whose parts --json gives by kind of op."""
+    argv = ["run", "--model", "deepseekmoe", "--gpus", "32", "--global-batch", "64", "--seq-len", "4096"]
+    argv += ["--set", "pp=4", "--breakdown"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "--set balance_blocks=true splits the layers Et*7|t*7|t*8|t*6L" in out
+    assert "busiest stage    3, one micro-batch" in out
+    assert main(argv + ["--json"]) == 0
+    busiest = json.loads(capsys.readouterr().out)["busiest_stage"]
+    assert busiest["stage"] == 3 and busiest["compute_s"]["GEMMs"] > 0
+    assert main(argv + ["--set", "balance_blocks=true"]) == 0
+    out = capsys.readouterr().out
+    assert "pipeline split   Et*7|t*7|t*8|t*6L (balance_blocks" in out and "hint" not in out
