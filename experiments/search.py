@@ -13,6 +13,7 @@ from pathlib import Path
 from experiments.search_bound import BoundPruner, bounds, by_bound
 from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
+from simulator.report import simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_model
@@ -171,6 +172,31 @@ def layout_yaml(row: dict[str, str]) -> str:
     return "\n".join(lines + [f"{k}: {_text(v, ', ')}" for k, v in layout_fields(row).items()]) + "\n"
 
 
+def balanced_line(row: dict[str, str]) -> str:
+    """The fastest row again with its layers split by cost (layout balance_blocks), where that changes the split:
+    its step time against the row's; '' where the split stays (or one stage holds every layer)."""
+    fields = layout_fields(row)
+    if int(row["pp"]) < 2:
+        return ""
+    micro_batch = fields.pop("micro_batch")
+    layout = layout_preset(BASE_LAYOUT).with_(**fields)
+    run = {"cluster": row["cluster"], "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"])}
+    try:
+        report = simulate(
+            row["model"], layout.with_(balance_blocks=True), int(row["gpus"]), micro_batch=micro_batch, **run
+        )
+    except ConfigError as error:
+        return f"balanced split (--set balance_blocks=true): {error}"
+    even = simulate(row["model"], layout, int(row["gpus"]), micro_batch=micro_batch, **run)
+    if report.step_time_s == even.step_time_s:
+        return ""
+    change = report.step_time_s / float(row["step_time_s"]) - 1
+    return (
+        f"balanced split: the fastest with --set balance_blocks=true ({report.balanced_split}) takes "
+        f"{report.step_time_s:.3f} s, {change:+.1%}"
+    )
+
+
 def search(
     model: str,
     gpus: int,
@@ -259,3 +285,6 @@ def main_search(args: argparse.Namespace) -> None:
         Path(args.write_layout).write_text(layout_yaml(rows[0]))
         print(f"wrote the fastest layout to {args.write_layout}")
     print(f"fastest: {run_command(rows[0], args.write_layout)}")
+    balanced = balanced_line(rows[0])
+    if balanced:
+        print(balanced)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from experiments.cli import main
+from experiments.search import balanced_line
 from simulator.pipeline_balance import SplitCosts, balanced_counts, stage_costs_s
 from simulator.report import prepare, simulate
 from tests.toys import EQUAL_STAGES
@@ -116,3 +117,21 @@ def test_run_names_the_balanced_split_and_breaks_the_busiest_stage_down(capsys) 
     assert main(argv + ["--set", "balance_blocks=true"]) == 0
     out = capsys.readouterr().out
     assert "pipeline split   Et*7|t*7|t*8|t*6L (balance_blocks" in out and "hint" not in out
+
+
+def test_search_says_what_a_balanced_split_does_to_its_fastest_layout() -> None:
+    """A search row (DeepSeekMoE, SP/EP 4, PP 4, 32 H800s) re-simulated with balance_blocks: the line names the
+    split and the change against the row's step time; a row whose split would stay says nothing."""
+    sizes = {"global_batch": 64, "seq_len": 4096, "micro_batch": 2}
+    layout = layout_preset("megascale-moe").with_(intra_size=4, pp=4)
+    even = simulate("deepseekmoe", layout, 32, **sizes)
+    balanced = simulate("deepseekmoe", layout.with_(balance_blocks=True), 32, **sizes)
+    row = {"model": "deepseekmoe", "cluster": "h800", "gpus": "32", "global_batch": "64", "seq_len": "4096"}
+    row |= {"intra_size": "4", "pp": "4", "micro_batch": "2", "step_time_s": str(even.step_time_s)}
+    change = balanced.step_time_s / even.step_time_s - 1
+    assert balanced_line(row) == (
+        f"balanced split: the fastest with --set balance_blocks=true (Et*7|t*7|t*8|t*6L) takes "
+        f"{balanced.step_time_s:.3f} s, {change:+.1%}"
+    )
+    assert change < 0
+    assert balanced_line({**row, "pp": "1", "intra_size": "8"}) == ""
