@@ -16,13 +16,12 @@ from experiments.targets import TARGETS, targets_epilog
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.cluster_config import DEFAULT_CLUSTER, load_cluster
 from simulator.faults import Faults
-from simulator.report import prepare, simulate
+from simulator.report import prepare, simulate, split_if_balanced
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError, check_positive
 from workloads.config import load_layout, load_model
 from workloads.layouts import LayoutSpec
 from workloads.megatron import MegatronJob, MegatronRun, parse_megatron_args
-from workloads.megatron_pipeline import layout_text
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
@@ -286,13 +285,12 @@ BALANCE_HINT_ABOVE = 0.05
 
 def _balance_hint(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> str:
     """The split balance_blocks would choose (simulator/pipeline_balance.py), if it differs from this one."""
-    sizes = (args.global_batch, args.seq_len, args.micro_batch)
-    workload, *_ = prepare(args.model, layout, None, cluster, *sizes, True)
-    balanced, *_ = prepare(args.model, layout.with_(balance_blocks=True), None, cluster, *sizes, True)
-    if balanced.block_ranges == workload.block_ranges:
-        return ""
-    text = layout_text(balanced.layout.block_layers, balanced.model.mtp_layers)
-    return f"  hint             --set balance_blocks=true splits the layers {text} by cost (not simulated here)"
+    text = split_if_balanced(args.model, layout, None, cluster, args.global_batch, args.seq_len, args.micro_batch)
+    return (
+        f"  hint             --set balance_blocks=true splits the layers {text} by cost (not simulated here)"
+        if text
+        else ""
+    )
 
 
 def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> StageCosts:

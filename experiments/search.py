@@ -13,7 +13,7 @@ from pathlib import Path
 from experiments.search_bound import BoundPruner, bounds, by_bound
 from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
-from simulator.report import simulate
+from simulator.report import simulate, split_if_balanced
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import load_model
@@ -180,19 +180,18 @@ def balanced_line(row: dict[str, str]) -> str:
         return ""
     micro_batch = fields.pop("micro_batch")
     layout = layout_preset(BASE_LAYOUT).with_(**fields)
-    run = {"cluster": row["cluster"], "global_batch": int(row["global_batch"]), "seq_len": int(row["seq_len"])}
-    try:
-        report = simulate(
-            row["model"], layout.with_(balance_blocks=True), int(row["gpus"]), micro_batch=micro_batch, **run
-        )
-    except ConfigError as error:
-        return f"balanced split (--set balance_blocks=true): {error}"
-    even = simulate(row["model"], layout, int(row["gpus"]), micro_batch=micro_batch, **run)
-    if report.step_time_s == even.step_time_s:
+    model, gpus, sizes = row["model"], int(row["gpus"]), (int(row["global_batch"]), int(row["seq_len"]))
+    split = split_if_balanced(model, layout, gpus, row["cluster"], *sizes, micro_batch)
+    if not split:
         return ""
+    run = {"cluster": row["cluster"], "global_batch": sizes[0], "seq_len": sizes[1], "micro_batch": micro_batch}
+    try:
+        report = simulate(model, layout.with_(balance_blocks=True), gpus, **run)
+    except ConfigError as error:
+        return f"balanced split {split} (--set balance_blocks=true): {error}"
     change = report.step_time_s / float(row["step_time_s"]) - 1
     return (
-        f"balanced split: the fastest with --set balance_blocks=true ({report.balanced_split}) takes "
+        f"balanced split: the fastest with --set balance_blocks=true ({split}) takes "
         f"{report.step_time_s:.3f} s, {change:+.1%}"
     )
 

@@ -265,6 +265,23 @@ def recompute_choice(workload: StepWorkload) -> str:
     return f"recompute_kept_layers={layout.recompute_kept_layers} of {workload.layers_per_chunk} layers per chunk"
 
 
+def split_if_balanced(
+    model: ModelSpec | str,
+    layout: LayoutSpec,
+    gpus: int | None,
+    cluster: ClusterSpec | str | None,
+    global_batch: int,
+    seq_len: int,
+    micro_batch: int | None = None,
+) -> str:
+    """The split balance_blocks would choose for this step (Megatron-LM's layout string, not simulated), or ''
+    where it keeps the layout's own."""
+    sizes = (global_batch, seq_len, micro_batch)
+    workload, *_ = prepare(model, layout, gpus, cluster, *sizes, True)
+    balanced, *_ = prepare(model, layout.with_(balance_blocks=True), gpus, cluster, *sizes, True)
+    return "" if balanced.block_ranges == workload.block_ranges else balanced_split(balanced)
+
+
 def balanced_split(workload: StepWorkload) -> str:
     """The split balance_blocks chose, as Megatron-LM's layout string, or '' when it was not asked for."""
     if not workload.layout.balance_blocks:
