@@ -1,0 +1,53 @@
+"""The README's headline examples print what the code prints: their numbers are read from the README and the
+same runs simulated (a model change that moves them fails here until the README is rerun)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from simulator.report import simulate
+from workloads.config import load_layout, load_model
+from workloads.megatron import parse_megatron_args
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def _after(marker: str, pattern: str) -> re.Match:
+    """The first match of ``pattern`` after ``marker`` in the README."""
+    start = README.index(marker)
+    match = re.compile(pattern).search(README, start)
+    assert match, f"README: {pattern!r} after {marker!r}"
+    return match
+
+
+def test_where_the_time_goes_example() -> None:
+    """`moesim run --model mixtral-8x22b --cluster h100 --gpus 128 --layout best.yaml` (the search's fastest:
+    PP 4, micro-batch 2)."""
+    shown = _after("$ moesim run --model mixtral-8x22b --cluster h100", r"step time\s+([\d.]+) s")
+    report = simulate("mixtral-8x22b", load_layout("megascale-moe").with_(pp=4), 128, cluster="h100", micro_batch=2)
+    assert f"{report.step_time_s:.3f}" == shown.group(1)
+
+
+def test_cross_node_ep_example() -> None:
+    """`moesim compare --gpus 1440 --cluster examples/clusters/h800-100g.yaml --layouts ep-in-node, ep-cross-node`."""
+    cluster = "examples/clusters/h800-100g.yaml"
+    for name in ("ep-in-node", "ep-cross-node"):
+        shown = _after("$ moesim compare --gpus 1440", rf"examples/layouts/{name}\.yaml\s+1440\s+([\d.]+)")
+        report = simulate("paper-352b", load_layout(f"examples/layouts/{name}.yaml"), 1440, cluster=cluster)
+        assert f"{report.step_time_s:.3f}" == shown.group(1)
+
+
+def test_from_your_training_job_example() -> None:
+    """Qwen3-235B-A22B from its config.json and Megatron-LM flags on 256 H100s."""
+    flags = (
+        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 --num-virtual-stages-per-pipeline-rank 4 "
+        "--expert-model-parallel-size 32 --sequence-parallel --micro-batch-size 1 --global-batch-size 2048 "
+        "--seq-length 4096 --fp8-format e4m3 --fp8-recipe tensorwise"
+    )
+    run = parse_megatron_args(flags).resolve(load_model("examples/models/qwen3-235b-a22b.json"), None, 256)
+    report = simulate(run.model, run.layout, 256, cluster="h100", global_batch=2048, seq_len=4096)
+    shown = _after("Both print the same JSON", r"\(([\d.]+) s a step, ([\d,]+) tokens/s and (\d+) model TFLOP/s")
+    step, tokens, tflops = shown.groups()
+    assert (f"{report.step_time_s:.1f}", f"{report.tokens_per_s_per_gpu:,.0f}") == (step, tokens)
+    assert f"{report.model_tflops_per_gpu:.0f}" == tflops
