@@ -10,7 +10,7 @@ at compute_residual 1, so a miss's explanation is computed at the commit that pr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from experiments.layer_costs import Part, busy_s, op_part
 from simulator.calibration import Calibration
@@ -36,14 +36,16 @@ class StageCosts:
     compute_s: dict[str, float]  # by part, the compute stream's ops
     exposed_comm_s: dict[str, float]  # by group: communication no compute hid
     host_wait_s: float  # no op running: the GPU waits for the host to launch the next kernel
+    lightest_s: float = 0.0  # busiest_stage: the lightest stage's duration_s, how uneven the stages are
 
     def phrase(self) -> str:
         compute = ", ".join(f"{p} {s * 1e3:.1f}" for p, s in self.compute_s.items() if s >= 5e-5)
         comm = ", ".join(f"{g.upper()} {s * 1e3:.1f}" for g, s in self.exposed_comm_s.items() if s >= 5e-5)
+        lightest = f"; the lightest stage {self.lightest_s * 1e3:.1f} ms" if self.lightest_s else ""
         return (
             f"{self.duration_s * 1e3:.1f} ms (compute: {compute}"
             + (f"; exposed communication: {comm}" if comm else "")
-            + f"; GPU idle for host launches {self.host_wait_s * 1e3:.1f})"
+            + f"; GPU idle for host launches {self.host_wait_s * 1e3:.1f}{lightest})"
         )
 
 
@@ -79,12 +81,13 @@ def stage_costs(timer: Callable[[int, Task], TaskTime], workload: StepWorkload, 
 
 
 def busiest_stage(workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration) -> StageCosts:
-    """The stage whose forward + backward of one micro-batch takes longest alone (stages with the same tasks
-    are timed once)."""
+    """The stage whose forward + backward of one micro-batch takes longest alone, with the lightest stage's time
+    beside it (stages with the same tasks are timed once)."""
     timer = task_timer(workload, cluster, calibration)
     timed: dict[tuple, StageCosts] = {}
     for stage in range(workload.pp):
         keys = tuple(workload.task_key(stage, Task(d, 0, chunk)) for d, chunk in _tasks(workload, stage))
         if keys not in timed:
             timed[keys] = stage_costs(timer, workload, stage)
-    return max(timed.values(), key=lambda costs: costs.duration_s)
+    busiest = max(timed.values(), key=lambda costs: costs.duration_s)
+    return replace(busiest, lightest_s=min(costs.duration_s for costs in timed.values()))

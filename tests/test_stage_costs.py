@@ -25,6 +25,8 @@ def test_without_overlap_compute_exposed_comm_and_host_waits_add_up_to_the_tasks
     parts = sum(costs.compute_s.values()) + sum(costs.exposed_comm_s.values()) + costs.host_wait_s
     assert parts == pytest.approx(costs.duration_s, rel=1e-9)
     assert costs.exposed_comm_s["tp"] > 0 and costs.compute_s[FP8_QUANTIZATION] == 0.0
+    each = [sum(time_task(workload, cluster, s, Task(d, 0, 0)).duration_s for d in (FORWARD, BACKWARD)) for s in (0, 7)]
+    assert costs.lightest_s == pytest.approx(min(each), rel=1e-12)  # stages 1-13 run stage 7's tasks
 
 
 def test_fp8_quantization_is_its_own_part_and_every_chunk_counts() -> None:
