@@ -6,8 +6,9 @@ DeepSeek-V3's multi-token prediction module, is the slowest and every other stag
 gives DeepSeek-V3 a hand-made 16-block layout for this reason: emb + 4 | 4 x 14 | 1 + MTP + loss,
 src/megatron/bridge/recipes/deepseek). Here each layer kind, the embedding and the head (with its MTP modules
 and loss) is timed alone at op level (forward + backward of one micro-batch, simulator.engine's task timer),
-and the layer counts per block are chosen to minimise the busiest stage's sum, a stage being every block it
-holds (interleaved: s, s + pp, ...; DualPipe: s and pp - 1 - s), among the splits that fit the GPU's memory.
+and the layer counts per block are chosen to minimise the busiest block (each block is a pipeline position
+micro-batches pass through), then the busiest stage, a stage being every block it holds (interleaved: s,
+s + pp, ...; DualPipe: s and pp - 1 - s), among the splits that fit the GPU's memory.
 Costs are added as if run back to back, so overlap between a stage's tasks (DualPipe's F&B pairs) is not
 credited: a split for the work, not the schedule. For DeepSeek-V3 under DualPipe on 2,048 H800s it arrives at
 Megatron-Bridge's layout above (tests/test_pipeline_balance.py).
@@ -20,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.engine import Engine
 from simulator.memory import peak_memory
+from simulator.timing import key_timer
 from topologies.cluster import ClusterSpec
 from workloads.models import LayerKind
 from workloads.pipeline_tasks import Block, TaskKey
@@ -43,11 +44,10 @@ def split_costs(
     workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
 ) -> SplitCosts:
     """Each layer kind and the two ends timed alone on stage 0's GPU."""
-    engine = Engine(workload, cluster, calibration)
+    timed_s = key_timer(workload, cluster, calibration)
 
     def block_s(block: Block) -> float:
-        keys = (TaskKey(FORWARD, (block,)), TaskKey(BACKWARD, (block,)))
-        return sum(engine.task_timing(key, 0).duration_s for key in keys)
+        return sum(timed_s(TaskKey(phase, (block,)), 0) for phase in (FORWARD, BACKWARD))
 
     model = workload.model
     kinds: dict[LayerKind, float] = {}

@@ -20,6 +20,7 @@ from simulator.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from topologies.hardware import GpuSpec
 from workloads.ops import Op
+from workloads.pipeline_tasks import TaskKey
 from workloads.schedules import Task
 from workloads.step import StepWorkload
 
@@ -72,6 +73,15 @@ def task_timer(
         return TaskTime(timing.duration_s, timing.compute_busy_s, dict(timing.exposed_comm_s), ops)
 
     return timed
+
+
+def key_timer(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
+) -> Callable[[TaskKey, int], float]:
+    """Seconds of any task key (a phase over blocks the step need not have, e.g. one layer alone) run alone on a
+    stage's GPU: for costing candidate pipeline splits (simulator/pipeline_balance.py). One engine for all."""
+    engine = Engine(workload, cluster, calibration)
+    return lambda key, stage: engine.task_timing(key, stage).duration_s
 
 
 def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
