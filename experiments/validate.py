@@ -453,6 +453,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case; repeatable")
     parser.add_argument("--out", default="results", help="output folder (default results/)")
     parser.add_argument("--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="after the table, where one micro-batch of each miss's busiest stage goes (also in REPRODUCTION.md)",
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -463,3 +468,7 @@ def main(args: argparse.Namespace) -> None:
     out = Path(args.out)
     update_section(out, "validation", write_outputs(results, out))
     print(json.dumps(to_json(results)) if args.json else table(results))
+    if args.breakdown and not args.json:
+        for result in results:
+            if result.stage_costs:
+                print(f"\n{result.case.name} ({result.error:+.1%}): {result.stage_costs}")

@@ -252,3 +252,15 @@ def test_an_out_of_memory_case_is_a_row_simulated_anyway(tmp_path: Path) -> None
     row = pd.read_csv(tmp_path / "validation.csv").iloc[0]
     assert row.predicted_ignoring_memory == pytest.approx(r.ignoring_memory, rel=1e-5)
     assert math.isnan(row.predicted_tokens_per_s_per_gpu)
+
+
+def test_breakdown_says_where_a_miss_goes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--breakdown prints, after the table, each miss's busiest-stage breakdown at both calibrations (the text
+    REPRODUCTION.md gives it); a case within 10% gets none."""
+    argv = ["validate", "--case", "bridge-llama-3.1-70b-h100-0064", "--case", "paper-t3-megatron-lm-0480"]
+    assert main(argv + ["--breakdown", "--out", str(tmp_path), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "Where one micro-batch" in line]
+    assert len(lines) == 1 and lines[0].startswith("bridge-llama-3.1-70b-h100-0064 (")
+    assert "; at residual 1 (stage " in lines[0] and "the lightest stage" in lines[0]
+    assert lines[0].split(": Where one micro-batch")[1] in (tmp_path / "REPRODUCTION.md").read_text()
