@@ -104,7 +104,7 @@ def markdown(frame: pd.DataFrame) -> str:
         (
             f"Fitted: only `compute_residual` ({DEFAULT_CALIBRATION.compute_residual:.4f}: the published kernel "
             "speeds of simulator/gemm_points.py run this step in 17.1 s, 1.26x too fast; at the sustained clock "
-            f"({DEFAULT_CALIBRATION.sustained_clock_fraction:.3f}) in 18.4 s, 1.17x, so that much is still unmodelled), "
+            f"({DEFAULT_CALIBRATION.sustained_clock_fraction:.3f}) in 19.3 s, 1.12x, so that much is still unmodelled), "
             f"on the MegaScale-MoE {int(first.gpus)}-GPU cell (so its "
             f"{first.megascale_error:.1%} error is by construction). Every other cell, including Megatron-LM at "
             f"{int(first.gpus)} GPUs, is a prediction. The "

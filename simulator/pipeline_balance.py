@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cmp_to_key
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.memory import peak_memory
@@ -88,6 +89,19 @@ def _objective(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[
     return max(block_s), max(stages), sum(s * s for s in stages)
 
 
+# Objectives within this relative difference tie (splits equal but for float summation order), so the first
+# move found wins whatever the last bits of the costs
+_TIE = 1e-9
+
+
+def _compare(a: tuple[float, ...], b: tuple[float, ...]) -> int:
+    """-1, 0 or 1 as objective ``a`` is lower than, ties with or is higher than ``b``, term by term."""
+    for x, y in zip(a, b):
+        if abs(x - y) > _TIE * max(abs(x), abs(y)):
+            return -1 if x < y else 1
+    return 0
+
+
 def balanced_counts(
     costs: SplitCosts,
     stage_blocks: Sequence[Sequence[int]],
@@ -114,14 +128,14 @@ def balanced_counts(
                 trial[donor] -= 1
                 trial[taker] += 1
                 score = _objective(trial, costs, stage_blocks)
-                if score < best:
-                    moves.append((score, len(moves), tuple(trial)))
+                if _compare(score, best) < 0:
+                    moves.append((score, tuple(trial)))
+        moves.sort(key=cmp_to_key(lambda a, b: _compare(a[0], b[0])))  # stable: ties keep the order found
         current_peak = peak(counts)
-        fitting = (m for m in sorted(moves) if (p := peak(m[2])) <= hbm_bytes or p <= current_peak)
-        chosen = next(fitting, None)
+        chosen = next((m for m in moves if (p := peak(m[1])) <= hbm_bytes or p <= current_peak), None)
         if chosen is None:
             return counts
-        best, _, counts = chosen
+        best, counts = chosen
 
 
 def balance_pipeline(

@@ -109,14 +109,14 @@ def test_run_names_the_balanced_split_and_breaks_the_busiest_stage_down(capsys) 
     argv += ["--set", "pp=4", "--breakdown"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "--set balance_blocks=true splits the layers Et*7|t*7|t*8|t*6L" in out
+    assert "--set balance_blocks=true splits the layers Et*7|t*8|t*7|t*6L" in out
     assert "busiest stage    3, one micro-batch" in out
     assert main(argv + ["--json"]) == 0
     busiest = json.loads(capsys.readouterr().out)["busiest_stage"]
     assert busiest["stage"] == 3 and busiest["compute_s"]["GEMMs"] > 0
     assert main(argv + ["--set", "balance_blocks=true"]) == 0
     out = capsys.readouterr().out
-    assert "pipeline split   Et*7|t*7|t*8|t*6L (balance_blocks" in out and "hint" not in out
+    assert "pipeline split   Et*7|t*8|t*7|t*6L (balance_blocks" in out and "hint" not in out
 
 
 def test_search_says_what_a_balanced_split_does_to_its_fastest_layout() -> None:
@@ -130,7 +130,7 @@ def test_search_says_what_a_balanced_split_does_to_its_fastest_layout() -> None:
     row |= {"intra_size": "4", "pp": "4", "micro_batch": "2", "step_time_s": str(even.step_time_s)}
     change = balanced.step_time_s / even.step_time_s - 1
     assert balanced_line(row) == (
-        f"balanced split: the fastest with --set balance_blocks=true (Et*7|t*7|t*8|t*6L) takes "
+        f"balanced split: the fastest with --set balance_blocks=true (Et*7|t*8|t*7|t*6L) takes "
         f"{balanced.step_time_s:.3f} s, {change:+.1%}"
     )
     assert change < 0
