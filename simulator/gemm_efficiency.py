@@ -99,6 +99,13 @@ def _extend_down(curve: Curve, shape: Curve, scale_k: float) -> Curve:
     return below + curve
 
 
+def _level_to(curve: Curve, measured: tuple[GemmPoint, ...]) -> Curve:
+    """``curve``'s K dependence at the level of ``measured`` points of another kernel family: scaled by their
+    mean efficiency over the curve's at their K (a family with too few points for a shape of its own)."""
+    scale = sum(point_efficiency(p) / interpolate_log(curve, p.k) for p in measured) / len(measured)
+    return tuple((k, y * scale) for k, y in curve)
+
+
 def _rows_factor(grouped: tuple[GemmPoint, ...], dense: Curve) -> Curve:
     """Rows-per-group factor: each grouped point over the dense curve at its K, made monotone in rows, capped
     at 1; where no point reaches _DENSE_ROWS rows per group the curve rises to 1 there (the assumption), where
@@ -157,22 +164,24 @@ def hopper_gemm_table() -> GemmEfficiencyTable:
     BF16: cuBLAS dense points by K (below K = 2048 the FP8 shape at 2K, _extend_down); grouped GEMMs by
     the CUTLASS grouped points' rows per group (torch._grouped_mm at 512 and 1040 rows, Transformer Engine's
     at 2048 and 4096). FP8 blockwise: DeepGEMM's dense and contiguous points by K, its masked points for rows
-    per group. FP8 tensorwise (TE delayed / current scaling, cuBLAS): no
-    per-shape H100 SXM table of per-tensor-scaled FP8 GEMMs was found, so its K curve is DeepGEMM's
-    (assumed: per-tensor scales cost nothing in the main loop, so this errs slow); its rows factor comes
-    from the FP8 rowwise grouped points (scales applied in the epilogue, as per-tensor ones). MXFP8 runs on
-    Blackwell only and no Hopper-comparable points exist: assumed = blockwise.
+    per group. FP8 tensorwise (TE delayed / current scaling, cuBLAS): one published H100 SXM point, the MAMF
+    finder's best per-tensor FP8 shape (1402.6 TFLOP/s), sets the level and DeepGEMM's blockwise curve the K
+    dependence (assumed: per-tensor scales cost nothing in the main loop; the MAMF point runs 1.16x DeepGEMM's
+    curve at its K); its rows factor comes from the FP8 rowwise grouped points (scales applied in the
+    epilogue, as per-tensor ones), measured against that curve. MXFP8 runs on Blackwell only and no
+    Hopper-comparable points exist: assumed = blockwise.
     """
     fp8 = _k_curve(GemmKernel.FP8_BLOCKWISE_DENSE)
     bf16 = _extend_down(_k_curve(GemmKernel.BF16_DENSE), fp8, 2.0)
+    tensorwise = _level_to(fp8, points(GemmKernel.FP8_TENSORWISE_DENSE))
     blockwise = KernelCurve(fp8, _rows_factor(points(GemmKernel.FP8_BLOCKWISE_MASKED), fp8))
     return GemmEfficiencyTable(
         bf16=KernelCurve(bf16, _rows_factor(points(GemmKernel.BF16_GROUPED), bf16)),
-        fp8_tensorwise=KernelCurve(fp8, _rows_factor(points(GemmKernel.FP8_ROWWISE_GROUPED), fp8)),
+        fp8_tensorwise=KernelCurve(tensorwise, _rows_factor(points(GemmKernel.FP8_ROWWISE_GROUPED), tensorwise)),
         fp8_blockwise=blockwise,
         fp8_mxfp8=blockwise,
-        source="simulator/gemm_points.py: DeepGEMM a6d97a1; MAMF 744d01e; torch-performance-test-data #79; "
-        "pytorch/ao #2490, #2756; TransformerEngine #2045",
+        source="simulator/gemm_points.py: DeepGEMM a6d97a1; MAMF 744d01e (BF16, FP8); torch-performance-test-data "
+        "#79; pytorch/ao #2490, #2756; TransformerEngine #2045",
     )
 
 

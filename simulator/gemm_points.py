@@ -20,6 +20,7 @@ class GemmKernel(Enum):
     FP8_BLOCKWISE_DENSE = "fp8 1x128/128x128 dense and contiguous grouped (DeepGEMM)"
     FP8_BLOCKWISE_MASKED = "fp8 1x128/128x128 masked grouped (DeepGEMM)"
     FP8_ROWWISE_GROUPED = "fp8 rowwise grouped (torch._scaled_grouped_mm, CUTLASS)"
+    FP8_TENSORWISE_DENSE = "fp8 per-tensor dense (torch._scaled_mm, cuBLAS)"
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,10 @@ GEMM_POINTS: tuple[GemmPoint, ...] = (
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 2.424e-3), _AO_2756),
     GemmPoint(GemmKernel.BF16_GROUPED, 8, 4096, 768, 2048, 650.574, _TE_2045),
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 2048, 768, 2048, 636.927, _TE_2045),
+    # FP8 per-tensor dense, torch._scaled_mm (cuBLAS): the MAMF finder's best FP8 shape on H100 SXM, torch 2.7.0
+    # cu126 (stas00/ml-engineering compute/accelerator/README.md at 744d01e, the FP8 MAMF table: 1402.6 of 1979,
+    # 70.9%; H200 SXM 1453.4 at 1280 x 4096 x 12032, not entered: its tile fit is not this table's 128 x 128)
+    GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 1024, 9216, 14336, 1402.6, "ml-engineering MAMF H100 SXM FP8 744d01e"),
     # FP8 rowwise grouped (per-row / per-column scales applied in the epilogue, as per-tensor ones are)
     GemmPoint(GemmKernel.FP8_ROWWISE_GROUPED, 16, 1040, 8192, 5120, _tflops(16640, 8192, 5120, 1.514e-3), _AO_2756),
     GemmPoint(GemmKernel.FP8_ROWWISE_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 1.559e-3), _AO_2756),
