@@ -22,7 +22,7 @@ from simulator.memory import peak_memory
 from topologies.errors import ConfigError
 from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
-from workloads.schedules import SCHEDULES
+from workloads.schedules import block_count
 from workloads.step import StepWorkload
 
 
@@ -288,8 +288,8 @@ def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) ->
         if not _divides(point, job):
             pruned.divide += 1
             continue
-        schedule = SCHEDULES[str(point["schedule"])](int(point["pp"]), 1, int(point["virtual_stages"]))
-        uneven = model.num_layers % schedule.blocks != 0  # DualPipeV: 2 pp blocks
+        blocks = block_count(str(point["schedule"]), int(point["pp"]), int(point["virtual_stages"]))
+        uneven = model.num_layers % blocks != 0  # DualPipeV: 2 pp blocks
         if uneven and not space.uneven_pp:
             pruned.divide += 1
             continue

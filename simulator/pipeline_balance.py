@@ -16,10 +16,11 @@ Megatron-Bridge's layout above (tests/test_pipeline_balance.py).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cmp_to_key
+from functools import cached_property, cmp_to_key
 
 from simulator.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.memory import peak_memory
@@ -39,6 +40,11 @@ class SplitCosts:
     layer_s: tuple[float, ...]
     first_extra_s: float
     last_extra_s: float
+
+    @cached_property
+    def prefix_s(self) -> tuple[float, ...]:
+        """Seconds of the first n layers, n = 0 .. layers (each block's cost is a difference of two)."""
+        return tuple(itertools.accumulate(self.layer_s, initial=0.0))
 
 
 def split_costs(
@@ -62,9 +68,7 @@ def split_costs(
 
 def _block_costs_s(counts: Sequence[int], costs: SplitCosts) -> list[float]:
     """Each block's seconds per micro-batch under the split ``counts`` (layers of each block, in order)."""
-    prefix = [0.0]
-    for seconds in costs.layer_s:
-        prefix.append(prefix[-1] + seconds)
+    prefix = costs.prefix_s
     block_s, start = [], 0
     for count in counts:
         block_s.append(prefix[start + count] - prefix[start])
@@ -74,10 +78,13 @@ def _block_costs_s(counts: Sequence[int], costs: SplitCosts) -> list[float]:
     return block_s
 
 
+def _stage_sums_s(block_s: Sequence[float], stage_blocks: Sequence[Sequence[int]]) -> list[float]:
+    return [sum(block_s[b] for b in blocks) for blocks in stage_blocks]
+
+
 def stage_costs_s(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[Sequence[int]]) -> list[float]:
     """Each stage's seconds per micro-batch: the sum of the blocks it holds."""
-    block_s = _block_costs_s(counts, costs)
-    return [sum(block_s[b] for b in blocks) for blocks in stage_blocks]
+    return _stage_sums_s(_block_costs_s(counts, costs), stage_blocks)
 
 
 def _objective(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[Sequence[int]]) -> tuple[float, ...]:
@@ -85,7 +92,7 @@ def _objective(counts: Sequence[int], costs: SplitCosts, stage_blocks: Sequence[
     sets the pace, DualPipe's two directions and F&B pairs included), then the busiest stage, then the sum of
     squares of the stages (which spreads the rest once those are fixed)."""
     block_s = _block_costs_s(counts, costs)
-    stages = [sum(block_s[b] for b in blocks) for blocks in stage_blocks]
+    stages = _stage_sums_s(block_s, stage_blocks)
     return max(block_s), max(stages), sum(s * s for s in stages)
 
 

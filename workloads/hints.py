@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workloads.schedules import SCHEDULES
+from workloads.schedules import block_count
 
 if TYPE_CHECKING:
     from workloads.layouts import LayoutSpec
@@ -24,7 +24,6 @@ def nearest_multiples(value: int, unit: int) -> list[int]:
 def _pp_that_fit(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> list[int]:
     """Pipeline degrees that divide the cluster (and the layers, unless uneven_pp), nearest to layout.pp first."""
     unit = layout.intra_size * layout.cp
-    schedule = SCHEDULES[layout.schedule]
     # NOTE: a stage holds at least one layer, so pp <= num_layers also bounds the loop for absurd GPU counts
     fits = [
         pp
@@ -34,7 +33,7 @@ def _pp_that_fit(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> list[in
             layout.uneven_pp
             or layout.block_layers
             or layout.balance_blocks
-            or model.num_layers % schedule(pp, 1, layout.virtual_stages).blocks == 0
+            or model.num_layers % block_count(layout.schedule, pp, layout.virtual_stages) == 0
         )
     ]
     return sorted(fits, key=lambda pp: (abs(pp - layout.pp), -pp))[:3]

@@ -98,8 +98,9 @@ class LayoutSpec:
     comm_dtype: str = "bf16"
     uneven_pp: bool = False  # allow layers not divisible by pp: last, then first stages take fewer
     block_layers: tuple[int, ...] = ()  # explicit layers of each pipeline block (pp x virtual stages), in order
-    # Split the layers over the blocks so that the busiest stage's work is least (simulator/pipeline_balance.py:
-    # each layer kind, the embedding and the head timed alone), starting from block_layers if given.
+    # Split the layers over the blocks by cost, the busiest block's then the busiest stage's work least
+    # (simulator/pipeline_balance.py: each layer kind, the embedding and the head timed alone), within HBM,
+    # starting from block_layers if given.
     balance_blocks: bool = False
     # Full recomputation of only some layers (Megatron-LM's --recompute-method block): the last
     # recompute_kept_layers layers of each chunk keep their activations. With recompute_to_fit, simulate()

@@ -551,6 +551,12 @@ SCHEDULES: dict[str, type[Schedule]] = {
 }
 
 
+def block_count(name: str, stages: int, chunks: int = 1) -> int:
+    """Layer blocks schedule ``name`` cuts the model into over ``stages`` (pp x chunks; DualPipe pp, DualPipeV
+    2 pp): the micro-batch count does not change them."""
+    return make_schedule(name, stages, 1, chunks).blocks
+
+
 def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> Schedule:
     """The schedule called ``name`` (a LayoutSpec.schedule value); ``overlap``: ep_overlap, delay_wgrad."""
     if name not in SCHEDULES:

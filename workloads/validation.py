@@ -12,7 +12,7 @@ from topologies.errors import ConfigError, check_positive_int
 from workloads.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.limits import check_limit
 from workloads.routing import ROUTINGS
-from workloads.schedules import SCHEDULES
+from workloads.schedules import SCHEDULES, block_count
 
 if TYPE_CHECKING:  # the specs import this module
     from workloads.layouts import LayoutSpec
@@ -163,10 +163,7 @@ def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gp
 
 def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_batch: int) -> None:
     """The layers over the pipeline's blocks; the batch over DP replicas and micro-batches; the schedule."""
-    overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
-    schedule = SCHEDULES[layout.schedule]
-    # DualPipe: pp blocks, 2 per stage; DualPipeV: 2 pp (the micro-batch count does not change the blocks)
-    blocks, counts = schedule(layout.pp, 1, layout.virtual_stages, **overlap).blocks, layout.block_layers
+    blocks, counts = block_count(layout.schedule, layout.pp, layout.virtual_stages), layout.block_layers
     if counts and (len(counts) != blocks or sum(counts) != model.num_layers):
         raise ConfigError(
             "layout.block_layers",
@@ -175,9 +172,8 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
     if not counts and not (layout.uneven_pp or layout.balance_blocks) and model.num_layers % blocks:
         raise ConfigError(
             "layout.pp",
-            f"{model.num_layers} layers not divisible by the {blocks} pipeline blocks (pp x virtual_stages"
-            + (", x 2 for dualpipev)" if layout.schedule == "dualpipev" else ")")
-            + pp_layers_hint(model, layout, num_gpus),
+            f"{model.num_layers} layers not divisible by the {blocks} pipeline blocks of {layout.schedule} at pp "
+            f"{layout.pp}" + pp_layers_hint(model, layout, num_gpus),
         )
     dp = data_parallel(layout, num_gpus)
     if global_batch % (dp * layout.micro_batch):
@@ -186,6 +182,7 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
             f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
             + batch_hint(global_batch, dp * layout.micro_batch),
         )
+    overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
     micro_batches = global_batch // (dp * layout.micro_batch)
     check_limit(
         "global_batch",
@@ -193,4 +190,4 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
         micro_batches,
         f"micro-batches per pipeline (global_batch {global_batch} / (dp x micro_batch))",
     )
-    schedule(layout.pp, micro_batches, layout.virtual_stages, **overlap).check()
+    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **overlap).check()
