@@ -3,7 +3,9 @@
 A case names the model (a preset or a Hugging Face config.json / moesim YAML, relative to the repository),
 the job (moesim layout fields or a preset, and / or Megatron-LM arguments), the cluster preset, GPUs, global
 batch and sequence length, the measured tokens/s (per GPU, or of the whole job) and model TFLOP/s per GPU
-where published, and the source (document, release, commit, recipe, row). An unknown key or a value of the
+where published, and the source (document, release, commit, recipe, row); optionally a ``group`` (default
+``corpus``: the headline MAPE; others get their own) and a ``baseline`` (another case of the folder and the
+``change`` between them: a matched pair, experiments/validation_pairs.py). An unknown key or a value of the
 wrong type is one ConfigError naming the file and the field (``tiny.yaml:measured.tokens_per_s_per_gpu``).
 """
 
@@ -39,6 +41,8 @@ TOP = {
     "recipe": "recipe",
     "other_releases": "releases",
     "fitted": "bool",
+    "group": "str",
+    "baseline": "baseline",
     "gaps": "texts",
     "notes": "texts",
 }
@@ -58,6 +62,11 @@ SOURCE = {  # label: the short name tables show (default: document and release)
     "row": "str",
     "note": "str",
 }
+BASELINE = {  # a matched run: the case this one changes, and what it changes (experiments/validation_pairs.py)
+    "case": "str",
+    "change": "str",
+}
+CORPUS = "corpus"  # the group of the issue's corpus, whose MAPE is the headline; others get their own
 RELEASE = {
     "release": "str",
     "tokens_per_s_per_gpu": "number",
@@ -93,6 +102,9 @@ class Case:
     recipe: dict[str, Any] = field(default_factory=dict)
     other_releases: tuple[dict[str, Any], ...] = ()
     fitted: bool = False
+    group: str = CORPUS
+    baseline: str = ""  # the case this run changes (a matched pair), and what it changes
+    change: str = ""
     gaps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     derivation: str = ""
@@ -203,6 +215,7 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         _mapping(f"{origin}:other_releases[{i}]", r, RELEASE, ("release", "tokens_per_s_per_gpu"))
         for i, r in enumerate(releases)
     )
+    baseline = _mapping(f"{origin}:baseline", data["baseline"], BASELINE, tuple(BASELINE)) if "baseline" in data else {}
     if "layout" not in data and "megatron_args" not in data:
         raise ConfigError(f"{origin}:layout", "give the job: layout (preset, file or fields) or megatron_args")
     name = plain.get("name", name)
@@ -230,6 +243,9 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         recipe=_recipe(f"{origin}:recipe", data.get("recipe", {})),
         other_releases=releases,
         fitted=plain.get("fitted", False),
+        group=plain.get("group", CORPUS),
+        baseline=baseline.get("case", ""),
+        change=baseline.get("change", ""),
         gaps=plain.get("gaps", ()),
         notes=plain.get("notes", ()),
         derivation=measured.get("derivation", ""),
@@ -258,6 +274,11 @@ def load_cases(source: str | Path = CASES_DIR, names: Iterable[str] = ()) -> lis
         if case.name in seen:
             raise ConfigError(f"{path.name}:name", f"{case.name!r} is also the name of {seen[case.name].name}")
         seen[case.name] = path
+    for path, case in zip(paths, cases):
+        if case.baseline and case.baseline not in seen:
+            raise ConfigError(f"{path.name}:baseline.case", f"{case.baseline!r} is not a case of {str(source)!r}")
+        if case.baseline == case.name:
+            raise ConfigError(f"{path.name}:baseline.case", "a case cannot be its own baseline")
     wanted = list(names)
     unknown = sorted(set(wanted) - {case.name for case in cases})
     if unknown:

@@ -13,6 +13,7 @@ import yaml
 from experiments import validate, validation_cases
 from experiments.cli import main
 from experiments.reproduce import REPRODUCTIONS
+from experiments.validation_pairs import pairs
 from simulator.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 from simulator.report import simulate
 from tests.test_config import TINY
@@ -157,7 +158,7 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     assert main(["validate", "--json", "--cases", str(cases), "--out", str(out)]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert set(report) == {"cases", "mape", "not_run", "fitted"}
+    assert set(report) == {"cases", "mape", "not_run", "fitted", "group_mape", "pairs"}
     broken, high, low = report["cases"]
     for row in (high, low):
         assert set(row) == {"case", "measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu", "error"}
@@ -176,8 +177,10 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     assert "<!-- validation -->" in (out / "REPRODUCTION.md").read_text()
 
 
-def result(error: float | None, fitted: bool = False, name: str = "x") -> validate.CaseResult:
-    """A CaseResult whose prediction is (1 + error) x a measured 1,000 tokens/s per GPU (None: not run)."""
+def result(
+    error: float | None, fitted: bool = False, name: str = "x", measured: float = 1000.0, **fields: str
+) -> validate.CaseResult:
+    """A CaseResult whose prediction is (1 + error) x its measured tokens/s per GPU (None: not run)."""
     case = validation_cases.Case(
         name=name,
         model=None,
@@ -187,12 +190,13 @@ def result(error: float | None, fitted: bool = False, name: str = "x") -> valida
         seq_len=1024,
         layout=None,
         megatron_args="",
-        measured_tokens_per_s_per_gpu=1000.0,
+        measured_tokens_per_s_per_gpu=measured,
         measured_model_tflops_per_gpu=None,
         source={"document": "d"},
         fitted=fitted,
+        **fields,
     )
-    predicted = None if error is None else 1000.0 * (1 + error)
+    predicted = None if error is None else measured * (1 + error)
     return validate.CaseResult(case, predicted, "" if predicted else "memory: too big")
 
 
@@ -205,14 +209,63 @@ def test_mape_by_hand() -> None:
     assert validate.to_json([result(None)])["mape"] is None
 
 
+def test_matched_pairs_by_hand() -> None:
+    """A pair's speedup is the case's tokens/s over its baseline's, measured and simulated: measured 1,500 over
+    1,000 = 1.5x; simulated 1,500 x 1.2 over 1,000 x 0.9 = 2.0x, 33.3% more gain than measured. Matched runs
+    keep their own MAPE, out of the headline one."""
+    base = result(-0.1, name="base", group="matched")
+    faster = result(0.2, name="faster", measured=1500.0, group="matched", baseline="base", change="a flag")
+    corpus = result(0.05, name="corpus", baseline="base", change="FP8")
+    unrun = result(None, name="unrun", baseline="base", change="OOM")
+    found = pairs([base, faster, corpus, unrun])
+    assert [(p.case, p.baseline, p.change) for p in found] == [
+        ("faster", "base", "a flag"),
+        ("corpus", "base", "FP8"),
+        ("unrun", "base", "OOM"),
+    ]
+    assert found[0].measured_speedup == pytest.approx(1.5)
+    assert found[0].predicted_speedup == pytest.approx(2.0)
+    assert found[0].error == pytest.approx(2.0 / 1.5 - 1)
+    assert found[1].predicted_speedup == pytest.approx(1.05 / 0.9) and found[2].error is None
+    assert validate.mape([base, faster, corpus]) == pytest.approx(0.05)
+    assert validate.mape([base, faster, corpus], "matched") == pytest.approx((0.1 + 0.2) / 2)
+    assert pairs([faster]) == []  # its baseline not among the results: no pair
+    printed = validate.table([base, faster, corpus])
+    assert "matched runs: MAPE 15.0% over 2 cases" in printed and "faster / base" in printed
+    assert "1.500x     2.000x   +33.3%" in printed
+    blob = validate.to_json([base, faster, corpus])
+    assert blob["mape"] == pytest.approx(0.05) and blob["group_mape"] == {"matched": pytest.approx(0.15)}
+    assert blob["pairs"][0]["predicted_speedup"] == pytest.approx(2.0)
+
+
+def test_a_baseline_must_be_a_case_of_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    write(folder, tiny_case(tmp_path, group="matched"), "a.yaml")
+    write(folder, tiny_case(tmp_path, baseline={"case": "a", "change": "PP 4"}), "b.yaml")
+    assert validation_cases.load_cases(folder)[1].baseline == "a"
+    assert validation_cases.load_cases(folder)[0].group == "matched"
+    write(folder, tiny_case(tmp_path, baseline={"case": "nope", "change": "x"}), "c.yaml")
+    with pytest.raises(ConfigError, match="c.yaml:baseline.case: 'nope' is not a case of"):
+        validation_cases.load_cases(folder)
+    write(folder, tiny_case(tmp_path, baseline={"case": "c", "change": "x"}), "c.yaml")
+    with pytest.raises(ConfigError, match="c.yaml:baseline.case: a case cannot be its own baseline"):
+        validation_cases.load_cases(folder)
+    write(folder, tiny_case(tmp_path, baseline={"case": "a"}), "c.yaml")
+    with pytest.raises(ConfigError, match="c.yaml:baseline.change: missing required key"):
+        validation_cases.load_cases(folder)
+
+
 def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     corpus = validation_cases.load_cases()
     names = [case.name for case in corpus]
-    assert len(names) == len(set(names)) == 21
+    assert len(names) == len(set(names)) == 25
     assert sorted(c.name for c in corpus if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
     bridge = [c for c in corpus if c.name.startswith("bridge-")]
-    assert len(bridge) == 6 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
-    assert all(c.source.get("commit") and c.measured_model_tflops_per_gpu for c in bridge)
+    assert len(bridge) == 10 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
+    assert all(c.source.get("commit") for c in bridge)
+    assert sum(c.group == "matched" for c in corpus) == 4
+    assert all(c.measured_model_tflops_per_gpu for c in bridge if c.group == validation_cases.CORPUS)
     with pytest.raises(ConfigError, match="unknown case"):
         validation_cases.load_cases(names=["nope"])
 
