@@ -164,7 +164,12 @@ class Engine:
         return self._memo.simulated_ops + (self.timer.simulated_ops if self.timer is not self._memo else 0)
 
     def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
-        """Time a task alone, at op level, in a private environment (exact: see simulator/timer.py)."""
+        """Time a task alone, at op level, in a private environment (exact: see simulator/timer.py). Where the
+        step's tasks put bytes on the NIC (cross-node EP, replayed: simulator/nic_replay.py), with an idle NIC
+        beside its NVLink, as the replay times it: on NVLink alone a cross-node all-to-all would move at NVLink
+        speed. Experiments read it (simulator/timing.py); the step's tasks never do."""
+        if isinstance(self.timer, NicReplayTimer) and stage is not None:
+            return self.timer.footprint(key, stage).timing
         return self._memo.task_timing(key, stage)
 
     # --- pipeline ----------------------------------------------------------------------------------
