@@ -1,6 +1,7 @@
-"""Where one micro-batch of a step's busiest stage goes: its forward and backward tasks through each chunk the
-stage holds (interleaved 1F1B: its virtual stages; DualPipe: one micro-batch of each direction), timed alone
-at op level, each compute op charged to what it is (GEMMs, attention, FP8 quantization, other memory-bound kernels, host
+"""Where one micro-batch of a step's busiest stage goes: its share of every kind of task the stage's order runs
+(a plain schedule: the forward and the backward through each chunk the stage holds, interleaved 1F1B's virtual
+stages included; with EP overlap, mostly the steady state's F&B pairs; DualPipe: its F&B tasks), timed alone
+at op level (with its cross-node bytes on an idle NIC), each compute op charged to what it is (GEMMs, attention, FP8 quantization, other memory-bound kernels, host
 syncs), the communication it leaves exposed by group, and the GPU's idle time waiting for host launches.
 
 `moesim validate` writes this for every miss over 10% (results/REPRODUCTION.md), at the fitted calibration and
@@ -17,7 +18,7 @@ from simulator.calibration import Calibration
 from simulator.timing import TaskTime, task_timer
 from topologies.cluster import ClusterSpec
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, MEMORY, Op
-from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.schedules import Task
 from workloads.step import StepWorkload
 
 FP8_QUANTIZATION = "FP8 quantization"  # workloads/tasks.py names an FP8 GEMM's quantization op "<gemm>.quant"
@@ -29,7 +30,7 @@ _COMPUTE_PARTS = (Part.GEMM.value, Part.ATTENTION.value, FP8_QUANTIZATION, OTHER
 
 @dataclass(frozen=True)
 class StageCosts:
-    """Seconds of one micro-batch's forward + backward through every chunk of ``stage``, each task alone."""
+    """Seconds of one micro-batch's share of ``stage``'s tasks (every chunk it holds), each task alone."""
 
     stage: int
     duration_s: float
@@ -58,9 +59,12 @@ def _part_of(op: Op) -> str:
     return HOST_SYNCS if op.kind == HOST_SYNC else op_part(op.kind, op.group).value
 
 
-def _tasks(workload: StepWorkload, stage: int) -> list[tuple]:
-    chunks = len(workload.schedule.stage_blocks(stage))
-    return [(direction, chunk) for chunk in range(chunks) for direction in (FORWARD, BACKWARD)]
+def _per_micro_batch(workload: StepWorkload, stage: int) -> dict[Task, float]:
+    """Each kind of task ``stage``'s order runs and how many of it per micro-batch: a plain schedule's forward
+    and backward of each chunk once; with EP overlap, mostly the steady state's F&B pairs, beside the warm-up's
+    lone forwards and the cool-down's lone backwards (Schedule.kind_counts, which costs the same at any m)."""
+    m = workload.schedule.micro_batches
+    return {kind: count / m for kind, count in workload.schedule.kind_counts(stage).items()}
 
 
 def stage_costs(timer: Callable[[int, Task], TaskTime], workload: StepWorkload, stage: int) -> StageCosts:
@@ -68,15 +72,15 @@ def stage_costs(timer: Callable[[int, Task], TaskTime], workload: StepWorkload, 
     compute = dict.fromkeys(_COMPUTE_PARTS, 0.0)
     exposed: dict[str, float] = {}
     duration = host_wait = 0.0
-    for direction, chunk in _tasks(workload, stage):
-        task = timer(stage, Task(direction, 0, chunk))
-        duration += task.duration_s
-        host_wait += task.duration_s - busy_s(task.ops)
+    for kind, share in _per_micro_batch(workload, stage).items():
+        task = timer(stage, kind)
+        duration += share * task.duration_s
+        host_wait += share * (task.duration_s - busy_s(task.ops))
         for timed in task.ops:
             if timed.op.stream == COMPUTE and timed.op.kind != COLLECTIVE:
-                compute[_part_of(timed.op)] += timed.duration_s
+                compute[_part_of(timed.op)] += share * timed.duration_s
         for group, seconds in task.exposed_comm_s.items():
-            exposed[group] = exposed.get(group, 0.0) + seconds
+            exposed[group] = exposed.get(group, 0.0) + share * seconds
     return StageCosts(stage, duration, compute, exposed, host_wait)
 
 
@@ -86,7 +90,7 @@ def busiest_stage(workload: StepWorkload, cluster: ClusterSpec, calibration: Cal
     timer = task_timer(workload, cluster, calibration)
     timed: dict[tuple, StageCosts] = {}
     for stage in range(workload.pp):
-        keys = tuple(workload.task_key(stage, Task(d, 0, chunk)) for d, chunk in _tasks(workload, stage))
+        keys = tuple((workload.task_key(stage, kind), n) for kind, n in _per_micro_batch(workload, stage).items())
         if keys not in timed:
             timed[keys] = stage_costs(timer, workload, stage)
     busiest = max(timed.values(), key=lambda costs: costs.duration_s)

@@ -28,7 +28,7 @@ from simulator.timing import key_timer
 from topologies.cluster import ClusterSpec
 from workloads.models import LayerKind
 from workloads.pipeline_tasks import Block, TaskKey
-from workloads.schedules import BACKWARD, FORWARD
+from workloads.schedules import BACKWARD, FORWARD, Task
 from workloads.step import StepWorkload, block_layer_counts
 
 
@@ -50,11 +50,15 @@ class SplitCosts:
 def split_costs(
     workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration = DEFAULT_CALIBRATION
 ) -> SplitCosts:
-    """Each layer kind and the two ends timed alone on stage 0's GPU."""
+    """Each layer kind and the two ends timed alone on stage 0's GPU, as the steady state runs them: a forward
+    and a backward, or with EP overlap one F&B pair of the block with itself (its dispatch and combine beside
+    the other micro-batch's compute; timed apart, a cross-node all-to-all would count whole)."""
     timed_s = key_timer(workload, cluster, calibration)
+    schedule = workload.schedule
+    steady = schedule.pair_steady(Task(FORWARD, 0, 0), Task(BACKWARD, 0, 0))
 
     def block_s(block: Block) -> float:
-        return sum(timed_s(TaskKey(phase, (block,)), 0) for phase in (FORWARD, BACKWARD))
+        return sum(timed_s(TaskKey(task.direction, (block,) * len(schedule.task_chunks(task))), 0) for task in steady)
 
     model = workload.model
     kinds: dict[LayerKind, float] = {}

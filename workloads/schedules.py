@@ -396,6 +396,11 @@ class DualPipe(Schedule):
         combined 1F1B issues; without, the forward and the backward as two concurrent lanes."""
         return self.ep_overlap
 
+    def pair_steady(self, forward: Task, backward: Task) -> list[Task]:
+        """A forward and a backward as they are: DualPipe's F&B pairs are its own (step 4, a block with its
+        mirror), made by its order, never by Megatron-Core's pairing."""
+        return [forward, backward]
+
     def block_of(self, stage: int, chunk: int) -> int:
         return stage if chunk == 0 else self.stages - 1 - stage
 
@@ -511,6 +516,7 @@ class DualPipeV(Schedule):
     fill_per_stage = 3
     combined_1f1b = DualPipe.combined_1f1b
     check_own_weight_passes = DualPipe.check_own_weight_passes
+    pair_steady = DualPipe.pair_steady
 
     def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
         super().__init__(stages, micro_batches, 2, **overlap)
