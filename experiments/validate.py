@@ -170,8 +170,9 @@ def _stage_costs(case: Case, job: Job) -> str:
     fitted = busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
     at_1 = busiest_stage(workload, cluster, UNFITTED_CALIBRATION)
     return (
-        f"Where one micro-batch of the busiest stage goes (stage {fitted.stage}, its forward and backward through "
-        f"every chunk it holds, each task alone, experiments/stage_costs.py): {fitted.phrase()}; at residual 1 "
+        f"Where one micro-batch of the busiest stage goes (stage {fitted.stage}: its share of every kind of task "
+        f"the stage runs, through every chunk it holds, each timed alone, experiments/stage_costs.py): "
+        f"{fitted.phrase()}; at residual 1 "
         f"(stage {at_1.stage}): {at_1.phrase()}"
     )
 
