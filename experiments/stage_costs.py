@@ -85,7 +85,7 @@ def stage_costs(timer: Callable[[int, Task], TaskTime], workload: StepWorkload, 
 
 
 def busiest_stage(workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration) -> StageCosts:
-    """The stage whose forward + backward of one micro-batch takes longest alone, with the lightest stage's time
+    """The stage whose tasks per micro-batch take longest alone (stage_costs), with the lightest stage's time
     beside it (stages with the same tasks are timed once)."""
     timer = task_timer(workload, cluster, calibration)
     timed: dict[tuple, StageCosts] = {}
