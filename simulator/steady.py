@@ -1,7 +1,8 @@
 """The steady-state shortcut: a step's cost independent of its number of micro-batches.
 
 ``run_step`` simulates a step of m micro-batches as a shorter step of m_a micro-batches (m_a congruent to m
-modulo the schedule's period q, or 2 q for short periods, and doubled until it fits; simulator/periodic.py).
+modulo the schedule's period q, or 2 q for short periods, and doubled until it fits, or first lengthened by the
+periods a run that did not lock says it was short of; simulator/periodic.py).
 When the run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the
 DP parameter gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
 (m - m_a) / q periods inserted: every additive field of the EngineResult grows by what the run at m_a
@@ -45,6 +46,7 @@ from simulator.periodic import (
     extrapolate,
     index_step,
     lock_window,
+    periods_short,
     shift_s,
     shifted,
     valid_count,
@@ -107,7 +109,8 @@ def extrapolated(
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     timings: dict = {}  # task timings do not depend on the micro-batch count: time each once
     ops = 0
-    for m_a, q, shift in candidates(workload.schedule):
+    longer: dict[int, int] = {}  # per run that did not lock, the count it predicts would (candidates)
+    for m_a, q, shift in candidates(workload.schedule, longer):
         try:
             # NOTE: the needed tasks only seed a second run (below): found then, from the first engine
             engine = Engine(
@@ -129,6 +132,9 @@ def extrapolated(
             lam_s = shift_s(records, index_shift)
             window = lock_window(records, index_shift, lam_s, gathered, first.longest_send_s)
             if window is None:
+                short = periods_short(records, index_shift, lam_s, gathered, first.longest_send_s)
+                if short is not None:
+                    longer[m_a] = min(longer.get(m_a, workload.micro_batches), m_a + short * period)
                 continue
             periods = (workload.micro_batches - m_a) // period
             increment = period_increment(first, index_shift, lam_s, window) if one_run else None

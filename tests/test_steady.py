@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -13,12 +13,13 @@ from simulator.bubbles import _replay, schedule_bubble
 from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine
 from simulator.faults import Faults
-from simulator.periodic import candidates, extrapolate, locked, period, shift_s, task_counts
+from simulator.periodic import candidates, extrapolate, lock_window, locked, period, periods_short, shift_s, task_counts
 from simulator.probes import Probe, observing
 from simulator.report import build_report, prepare, simulate
 from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
 from tests.engine_diff import assert_same_fields
-from workloads.layouts import layout_preset
+from topologies.cluster import cluster_preset
+from workloads.layouts import MEGASCALE_MOE, layout_preset
 from workloads.schedules import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
 
 REL = 1e-9
@@ -161,6 +162,64 @@ def test_the_shift_is_taken_where_a_decaying_transient_has_settled() -> None:
     assert shift_s(records, 1) == 3.0
     assert locked(records, 1, 3.0, 0.0)
     assert not locked(records, 1, records[0][1][1] - records[0][0][1], 0.0)
+
+
+def _settling(periods: int) -> list[list[tuple]]:
+    """One stage, F(i) at 3i (one second each): F(0) and F(1) 0.2 and 0.1 s late (a transient: their twins shift
+    by 2.9 s), the last two 1.5 s long (the cool-down: F(periods - 3)'s twin ends 3.5 s after it)."""
+    begins = [3.0 * i + {0: 0.2, 1: 0.1}.get(i, 0.0) for i in range(periods)]
+    lengths = [1.5 if i >= periods - 2 else 1.0 for i in range(periods)]
+    return [[(Task(FORWARD, i, 0), begins[i], begins[i] + lengths[i]) for i in range(periods)]]
+
+
+def test_a_run_short_of_a_lock_says_by_how_many_periods() -> None:
+    """The transient ends at F(2) (6 s); the window from there is 3 + 1.5 = 4.5 s long, to 10.5 s, but at 6
+    periods F(3) (9 s) already has a cool-down twin. One period more moves the cool-down 3 s later: 7 periods
+    lock from 6 s. With a PP send's reach of 3.5 s the window is 8 s, to 14 s: 2 periods more (8 locks, 7 not)."""
+    assert lock_window(_settling(6), 1, 3.0, 0.0) is None
+    assert periods_short(_settling(6), 1, 3.0, 0.0) == 1
+    assert lock_window(_settling(7), 1, 3.0, 0.0) == (6.0, 10.5)
+    assert periods_short(_settling(6), 1, 3.0, 0.0, send_reach_s=3.5) == 2
+    assert lock_window(_settling(7), 1, 3.0, 0.0, send_reach_s=3.5) is None
+    assert lock_window(_settling(8), 1, 3.0, 0.0, send_reach_s=3.5) == (6.0, 14.0)
+    # A stage whose every task drifts never repeats one: no evidence of lambda, no guess
+    assert periods_short(_timeline(8, drift_s=1e-6), 1, 3.0, 0.0) is None
+
+
+def test_candidates_try_the_count_a_short_run_names_before_doubling() -> None:
+    """Interleaved PP 8 over 512 micro-batches: a run at 32 that names 33 (one micro-batch short) is followed by
+    40 (the first count congruent modulo 8), then the doubling goes on from 32; a name at or past the doubled
+    count is ignored. A guess that would crowd the doubled run out of the budget is not tried: interleaved
+    PP 4 over 96, 16 then 32 (16 + 2 x 32 + 4 < 96); 20 before 32 would leave no room for it."""
+    schedule = make_schedule("interleaved", 8, 512, 4)
+    assert list(candidates(schedule, {32: 33}))[:3] == [(32, 8, 8), (40, 8, 8), (64, 8, 8)]
+    assert list(candidates(schedule, {32: 64}))[:2] == [(32, 8, 8), (64, 8, 8)]
+    short = make_schedule("interleaved", 4, 96, 2)
+    assert list(candidates(short)) == list(candidates(short, {16: 20})) == [(16, 4, 4), (32, 4, 4)]
+    # 1F1B keeps the runs congruent modulo 2 q = 2: a run at 10 one micro-batch short names 11, and 12 runs
+    assert list(candidates(make_schedule("1f1b", 4, 200), {10: 11}))[:3] == [(10, 1, 1), (12, 1, 1), (20, 1, 1)]
+
+
+def test_a_run_a_little_short_of_a_lock_is_lengthened_not_doubled() -> None:
+    """M1 with cross-node EP 32 (M = 4) over PP 3 on 96 H800s with 100 GB/s NICs, 36 micro-batches of 1F1B: the
+    run at 8 does not lock (its NIC-bound tasks settle too late for a window before the cool-down) and names
+    10, where doubling (16: 8 + 2 x 16 + 1 > 36) would have run the full step. The run at 10 locks, and alone
+    (its ledger) or with 11 gives the full run's report to 1e-9."""
+    cluster = replace(cluster_preset("h800", 96), nic_bandwidth_Bps=100e9)
+    layout = MEGASCALE_MOE.with_(ep=32, ep_max_nodes=4, pp=3)
+    workload, cluster, _ = prepare("paper-352b", layout, 96, cluster, 144, 8192, None, True)
+    assert workload.micro_batches == 36 and [m for m, _, _ in candidates(workload.schedule)] == [8]
+    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    assert short.steady_runs == (10,)
+    two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
+    assert two.steady_runs == (10, 11)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    assert short.simulated_ops < full.simulated_ops / 2
+    assert_same_fields(short, full)
+    assert_same_fields(two, full)
+    _assert_same_report(
+        asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
+    )
 
 
 def test_extrapolate_is_the_line_through_two_runs() -> None:
