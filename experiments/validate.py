@@ -124,10 +124,14 @@ class CaseResult:
         """Tokens/s per GPU of an out-of-memory case simulated anyway (None otherwise)."""
         return self.report.tokens_per_s_per_gpu if self.report is not None and not self.ran else None
 
+    def counts_in(self, group: str) -> bool:
+        """Counted in ``group``'s MAPE: ran, not fitted, and of that group."""
+        return self.ran and not self.case.fitted and self.case.group == group
+
     @property
     def in_mape(self) -> bool:
-        """Counted in the headline MAPE: ran, not fitted, and of the corpus (matched runs have their own)."""
-        return self.ran and not self.case.fitted and self.case.group == CORPUS
+        """Counted in the headline MAPE, the corpus's (matched runs have their own)."""
+        return self.counts_in(CORPUS)
 
     @property
     def flops_per_token_ratio(self) -> float | None:
@@ -190,7 +194,7 @@ def _simulate(case: Case, job: Job, allow_oom: bool = False, calibration: Calibr
 
 def _counted(results: Iterable[CaseResult], group: str) -> list[CaseResult]:
     """The cases of ``group`` that count: ran and not fitted."""
-    return [r for r in results if r.ran and not r.case.fitted and r.case.group == group]
+    return [r for r in results if r.counts_in(group)]
 
 
 def mape(results: Iterable[CaseResult], group: str = CORPUS) -> float:
