@@ -115,7 +115,11 @@ SOURCES: dict[str, str] = {
     "attention_causal_fraction": "a causal mask computes about half the score tiles (FlashAttention)",
     "compute_residual": "FITTED on Table 3, MegaScale-MoE, 240 GPUs (experiments/calibrate.py)",
     "sustained_clock_fraction": "ml-engineering mamf-finder H200 BF16: MSMF 702.9 / MAMF 828.0 (soaked at 700 W); torch-performance-test-data #79, flashinfer #2899, DeepGEMM #120",
-    "memory_efficiency": "assumed: STREAM-like copies reach ~80% of HBM bandwidth on H100",
+    "memory_efficiency": (
+        "assumed: STREAM-like copies reach ~80% of HBM bandwidth on H100; checked: TE's current-scaling"
+        " quantization kernels in its H200 NVL GEMM benchmark (docs/examples/gemm_profiling at 1609c890, autocast"
+        " - pre-quantized) take 3.50 ms per layer, 3.52 simulated with it (experiments/fp8_gemm_check.py)"
+    ),
     "kernel_overhead_s": "assumed: CUDA launch latency 3-5 us",
     "host_launch_s": "TransformerEngine #2053: torch.nn.Linear forward CPU time on a DGX-H100 host",
     "host_sync_s": "assumed: a device-to-host sync plus PyTorch eager re-dispatch",
