@@ -1,8 +1,9 @@
 """Where one micro-batch of a step's busiest stage goes: its share of every kind of task the stage's order runs
 (a plain schedule: the forward and the backward through each chunk the stage holds, interleaved 1F1B's virtual
 stages included; with EP overlap, mostly the steady state's F&B pairs; DualPipe: its F&B tasks), timed alone
-at op level (with its cross-node bytes on an idle NIC), each compute op charged to what it is (GEMMs, attention, FP8 quantization, other memory-bound kernels, host
-syncs), the communication it leaves exposed by group, and the GPU's idle time waiting for host launches.
+at op level (with its cross-node bytes on an idle NIC), each compute op charged to what it is (GEMMs,
+attention, FP8 quantization, other memory-bound kernels, host syncs), the communication it leaves exposed by
+group, and the GPU's idle time waiting for host launches.
 
 `moesim validate` writes this for every miss over 10% (results/REPRODUCTION.md), at the fitted calibration and
 at compute_residual 1, so a miss's explanation is computed at the commit that prints it.
@@ -67,12 +68,13 @@ def _per_micro_batch(workload: StepWorkload, stage: int) -> dict[Task, float]:
     return {kind: count / m for kind, count in workload.schedule.kind_counts(stage).items()}
 
 
-def stage_costs(timer: Callable[[int, Task], TaskTime], workload: StepWorkload, stage: int) -> StageCosts:
-    """``stage``'s costs from ``timer`` (simulator.timing.task_timer of the step)."""
+def stage_costs(timer: Callable[[int, Task], TaskTime], stage: int, shares: dict[Task, float]) -> StageCosts:
+    """``stage``'s costs from ``timer`` (simulator.timing.task_timer of the step) and its tasks' ``shares``
+    (_per_micro_batch)."""
     compute = dict.fromkeys(_COMPUTE_PARTS, 0.0)
     exposed: dict[str, float] = {}
     duration = host_wait = 0.0
-    for kind, share in _per_micro_batch(workload, stage).items():
+    for kind, share in shares.items():
         task = timer(stage, kind)
         duration += share * task.duration_s
         host_wait += share * (task.duration_s - busy_s(task.ops))
@@ -90,8 +92,9 @@ def busiest_stage(workload: StepWorkload, cluster: ClusterSpec, calibration: Cal
     timer = task_timer(workload, cluster, calibration)
     timed: dict[tuple, StageCosts] = {}
     for stage in range(workload.pp):
-        keys = tuple((workload.task_key(stage, kind), n) for kind, n in _per_micro_batch(workload, stage).items())
+        shares = _per_micro_batch(workload, stage)
+        keys = tuple((workload.task_key(stage, kind), n) for kind, n in shares.items())
         if keys not in timed:
-            timed[keys] = stage_costs(timer, workload, stage)
+            timed[keys] = stage_costs(timer, stage, shares)
     busiest = max(timed.values(), key=lambda costs: costs.duration_s)
     return replace(busiest, lightest_s=min(costs.duration_s for costs in timed.values()))

@@ -5,7 +5,8 @@ Megatron-LM splits layers evenly unless told otherwise (--decoder-first/last-pip
 DeepSeek-V3's multi-token prediction module, is the slowest and every other stage waits for it (Megatron-Bridge
 gives DeepSeek-V3 a hand-made 16-block layout for this reason: emb + 4 | 4 x 14 | 1 + MTP + loss,
 src/megatron/bridge/recipes/deepseek). Here each layer kind, the embedding and the head (with its MTP modules
-and loss) is timed alone at op level (forward + backward of one micro-batch, simulator.engine's task timer),
+and loss) is timed alone at op level (one micro-batch's forward + backward, or under Megatron-Core's EP
+overlap an F&B pair of the block with itself: split_costs; simulator.engine's task timer),
 and the layer counts per block are chosen to minimise the busiest block (each block is a pipeline position
 micro-batches pass through), then the busiest stage, a stage being every block it holds (interleaved: s,
 s + pp, ...; DualPipe: s and pp - 1 - s), among the splits that fit the GPU's memory.

@@ -55,7 +55,8 @@ def time_task(
     task: Task,
     calibration: Calibration = DEFAULT_CALIBRATION,
 ) -> TaskTime:
-    """``task`` of ``stage`` run at op level alone on the stage's GPU and NVLink (as the memoized engine times it)."""
+    """``task`` of ``stage`` run at op level alone on the stage's GPU and NVLink, its NIC bytes on an idle NIC
+    (Engine.task_timing)."""
     return task_timer(workload, cluster, calibration)(stage, task)
 
 
