@@ -38,11 +38,14 @@ BYTES_INDEX = 8  # int64
 
 
 class Saved(NamedTuple):
-    """One tensor kept for backward: bytes per local token, and the module whose recomputation frees it."""
+    """One tensor kept for backward: bytes per local token, the module whose recomputation frees it, and
+    whether it lies between the TP blocks (split over the sequence under sequence parallelism, whole on every
+    TP rank without it: Korthikanti Sec. 4.2.2, the 10 s b h of 10 + 24/t)."""
 
     name: str
     bytes_per_token: float
     module: Module = Module.NONE
+    between_tp_blocks: bool = False
 
 
 def gemm_input_bytes(layout: LayoutSpec) -> int:
@@ -55,13 +58,13 @@ def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     h, heads = model.hidden_size, model.num_heads
     g = gemm_input_bytes(layout)
     fp8 = layout.gemm_dtype == "fp8"
-    saved = [Saved("attn_norm_input", BYTES_BF16 * h)]  # Korthikanti Sec. 4.1: each norm keeps its input
+    saved = [Saved("attn_norm_input", BYTES_BF16 * h, between_tp_blocks=True)]  # Korthikanti 4.1: a norm's input
     if model.attention == "mla":
         saved += _mla_projections_saved(model, layout)
         v_width = heads * model.v_head_dim
     else:
         # TE fuses the norm into the QKV GEMM (LayerNormLinear), which keeps the norm output as its input
-        saved.append(Saved("qkv_input", g * h))
+        saved.append(Saved("qkv_input", g * h, between_tp_blocks=True))
         kv_width = model.num_kv_heads * model.head_dim
         saved.append(Saved("q_k_v", BYTES_BF16 * (model.q_width + 2 * kv_width)))  # Korthikanti: QK^T 4sbh, V 2sbh
         v_width = model.q_width
@@ -98,7 +101,7 @@ def dense_mlp_saved(width: int, model: ModelSpec, layout: LayoutSpec, module: Mo
     (Korthikanti Sec. 4.1's "first linear", "GeLU input" and "second linear" tensors)."""
     g = gemm_input_bytes(layout)
     saved = [
-        Saved(f"{name}_fc1_input", g * model.hidden_size, module),
+        Saved(f"{name}_fc1_input", g * model.hidden_size, module, between_tp_blocks=True),
         Saved(f"{name}_fc1_output", BYTES_BF16 * 2 * width, module),
         Saved(f"{name}_fc2_input", g * width, module),
     ]
@@ -121,7 +124,7 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     copies = k * split * pad
     moe, act = Module.MOE, Module.MOE_ACT
     saved = [
-        Saved("router_input", BYTES_BF16 * h, Module.LAYERNORM),  # pre_mlp_layernorm's output (its own module)
+        Saved("router_input", BYTES_BF16 * h, Module.LAYERNORM, True),  # pre_mlp_layernorm's output (own module)
         Saved("router_scores", BYTES_FP32 * model.num_experts, moe),
         Saved("expert_fc1_input", copies * g * h, moe),
         Saved("expert_fc1_output", copies * BYTES_BF16 * 2 * width / split, moe),
@@ -143,7 +146,7 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
 
 def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool) -> list[Saved]:
     """Every tensor one layer keeps for backward, per local token."""
-    ffn_norm = Saved("ffn_norm_input", BYTES_BF16 * model.hidden_size)
+    ffn_norm = Saved("ffn_norm_input", BYTES_BF16 * model.hidden_size, between_tp_blocks=True)
     if dense:
         ffn = dense_mlp_saved(model.dense_ffn_size, model, layout, Module.MLP, "mlp")
     else:
@@ -160,14 +163,16 @@ def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, den
     """Bytes one layer keeps per GPU per micro-batch under the layout's recomputation.
 
     Full recomputation keeps the layer's input (Korthikanti Sec. 4.2: 2 s b h / t per layer); selective
-    recomputation drops what its modules re-run (Megatron-Core ``CheckpointWithoutOutput``).
+    recomputation drops what its modules re-run (Megatron-Core ``CheckpointWithoutOutput``). Without sequence
+    parallelism the tensors between the TP blocks, the layer's input among them, are t times larger.
     """
     tokens = local_tokens(layout, seq_len)
+    whole = _tp(layout) // layout.sequence_shards  # t without sequence parallelism, else 1
     if layout.recompute == "full":
-        return tokens * BYTES_BF16 * model.hidden_size
+        return tokens * whole * BYTES_BF16 * model.hidden_size
     modules = frozenset(Module(name) for name in layout.recompute_modules)
     kept = [s for s in layer_saved(model, layout, dense) if not s.module.rerun_by(modules)]
-    return tokens * sum(s.bytes_per_token for s in kept)
+    return tokens * sum(s.bytes_per_token * (whole if s.between_tp_blocks else 1) for s in kept)
 
 
 def _tp(layout: LayoutSpec) -> int:

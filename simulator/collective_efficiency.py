@@ -82,6 +82,48 @@ EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
 # declared assumption Calibration.all_to_all_efficiency (MegaScale-MoE Fig. 7), the one entry not in the table.
 
 
+# NCCL's all-reduce inside an NVSwitch node with NVLink SHARP (NVLS: the switch reduces, the default for
+# all-reduce on Hopper HGX since NCCL 2.17): its bus bandwidth over the ring's (the NVLink capacity), by the
+# number of GPUs in the group. Only all-reduce gains: "the real target for NCCL BusBW intra-node, except for
+# the Allreduce operation where we can get a 30% improvement using NVLink SHARP" (sjeaugey, NVIDIA/nccl#1442).
+_H100_NVLS_BUSBW_GBPS = {2: 370.0, 3: 370.0, 4: 370.0, 5: 420.0, 6: 440.0, 7: 460.0, 8: 480.0}
+_H100_RING_BUSBW_GBPS = 370.0
+NVLS_ALL_REDUCE: dict[str, Published] = {
+    "h100": Published(
+        _H100_RING_BUSBW_GBPS,
+        "8 x H100 SXM, all_reduce_perf 2-4 GB: NCCL_ALGO=RING 365-370 GB/s busbw at 2-8 GPUs, NCCL_ALGO=NVLS "
+        "370 at 2-4 GPUs, then 420, 440, 460, 480 at 5-8 (shh2000, NVIDIA/nccl#1455); 'On 8 GPUs, you should "
+        "reach a peak busBw of ~480GB/s' with NVLink SHARP against 370 for the ring (sjeaugey, NVIDIA/nccl-tests#212)",
+    ),
+    "h200": Published(
+        _H100_RING_BUSBW_GBPS,
+        "NVLink 4 and the NVSwitch of the H100 HGX, so the H100 curve: 8 x H200 all_reduce_perf peaks at 475 "
+        "GB/s busbw (NCCL 2.20.3, NVIDIA/nccl-tests#272)",
+    ),
+    "h800": Published(
+        160.0,
+        "8 x H800 all-reduce busbw 215 GB/s with NVLS (yupatrick22, NVIDIA/nccl#1374) against the ring's 160 "
+        "(deepseek-ai/DeepSeek-V3#28); published at 8 GPUs only, so smaller groups follow the H100's curve, "
+        "scaled to the H800's 8-GPU gain",
+    ),
+}
+_H800_NVLS_8_GPUS_GBPS = 215.0
+# Not listed (all-reduce at the ring's rate): the A100 (its NVSwitch has no SHARP), the H20 and the Blackwell
+# presets (NVLS-capable, no published NVLS / ring pair on their presets' rates).
+
+
+def nvls_all_reduce_efficiency(gpu_name: str, group_size: int) -> float:
+    """NCCL all-reduce bus bandwidth over the ring's on ``group_size`` GPUs of one node (1 where unpublished)."""
+    if gpu_name not in NVLS_ALL_REDUCE or group_size < 2:
+        return 1.0
+    h100_gain = _H100_NVLS_BUSBW_GBPS[min(group_size, 8)] / _H100_RING_BUSBW_GBPS
+    if gpu_name != "h800":
+        return h100_gain
+    h800_gain_at_8 = _H800_NVLS_8_GPUS_GBPS / NVLS_ALL_REDUCE["h800"].value
+    h100_gain_at_8 = _H100_NVLS_BUSBW_GBPS[8] / _H100_RING_BUSBW_GBPS
+    return 1 + (h100_gain - 1) * (h800_gain_at_8 - 1) / (h100_gain_at_8 - 1)
+
+
 def efficiency(algorithm: Algorithm, link: Link) -> float:
     """Bus bandwidth of ``algorithm`` on ``link`` over the link's capacity (KeyError if not published)."""
     return EFFICIENCY[(algorithm, link)].value

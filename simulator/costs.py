@@ -6,9 +6,10 @@ import math
 
 from simulator.attention_cost import attention_op_efficiency, executed_fraction
 from simulator.calibration import Calibration
-from simulator.collective_efficiency import Algorithm, Link, efficiency
+from simulator.collective_efficiency import Algorithm, Link, efficiency, nvls_all_reduce_efficiency
 from topologies.hardware import GpuSpec
 from workloads.ops import (
+    ALL_REDUCE,
     ALL_TO_ALL,
     ATTENTION,
     BYTES_BF16,
@@ -115,13 +116,16 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
     return 0.0
 
 
-def collective_wire_bytes(op: Op, cal: Calibration) -> float:
+def collective_wire_bytes(op: Op, cal: Calibration, gpu: GpuSpec) -> float:
     """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: NCCL's
     all-to-all at the declared Calibration.all_to_all_efficiency (also the NVLink part of a cross-node one
     under the alltoall dispatcher); a cross-node EP all-to-all of DeepEP's (dispatch or combine, workloads.ep)
     at DeepEP's published intranode rate; ring collectives at Calibration.ring_efficiency (1: the NVLink
-    capacity is their measured rate)."""
-    if op.collective != ALL_TO_ALL:
+    capacity is their measured rate), an all-reduce faster by NVLink SHARP where the GPU's switch has it
+    (simulator.collective_efficiency.NVLS_ALL_REDUCE)."""
+    if op.collective == ALL_REDUCE:
+        efficiency = cal.ring_efficiency * nvls_all_reduce_efficiency(gpu.name, op.group_size)
+    elif op.collective != ALL_TO_ALL:
         efficiency = cal.ring_efficiency
     elif op.nic_bytes and op.dispatcher == EpDispatcher.DEEPEP:
         efficiency = deepep_efficiency(Link.NVLINK)
@@ -182,11 +186,13 @@ def comm_kernel_sms(op: Op, cal: Calibration) -> int:
     return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
 
 
-def collective_latency_s(group_size: int, step_latency_s: float) -> float:
+def collective_latency_s(group_size: int, step_latency_s: float, collective: str = "") -> float:
     """Latency term of ring / pairwise algorithms: one step latency per peer (n - 1 steps; Thakur, Rabenseifner
-    and Gropp, "Optimization of Collective Communication Operations in MPICH", 2005, Sec. 3-4). n is every
-    member of the group, on this node or another: EP ops carry the whole EP degree (workloads/moe.py)."""
-    return max(group_size - 1, 0) * step_latency_s
+    and Gropp, "Optimization of Collective Communication Operations in MPICH", 2005, Sec. 3-4), twice for an
+    all-reduce (a reduce-scatter, then an all-gather). n is every member of the group, on this node or another:
+    EP ops carry the whole EP degree (workloads/moe.py)."""
+    passes = 2 if collective == ALL_REDUCE else 1
+    return passes * max(group_size - 1, 0) * step_latency_s
 
 
 def fused_tail_s(compute_s: float, comm_s: float, tiles: int) -> float:

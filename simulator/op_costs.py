@@ -132,8 +132,10 @@ class OpCosts:
         signalled = {d for deps in cross for d in deps} | {i for i, op in enumerate(ops) if op.kind == HOST_SYNC}
         return OpCosts(
             tuple(compute_time_s(op, gpu, cal) for op in ops),
-            tuple(collective_wire_bytes(op, cal) if op.is_comm else 0.0 for op in ops),
-            tuple(collective_latency_s(op.group_size, step_latency_s) if op.is_comm else 0.0 for op in ops),
+            tuple(collective_wire_bytes(op, cal, gpu) if op.is_comm else 0.0 for op in ops),
+            tuple(
+                collective_latency_s(op.group_size, step_latency_s, op.collective) if op.is_comm else 0.0 for op in ops
+            ),
             launch,
             tuple(sync_before),
             tuple(offsets),

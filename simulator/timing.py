@@ -98,5 +98,5 @@ def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATI
 
 def comm_alone_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
     """An op's communication alone on an idle NVLink: per-step latency + wire bytes / bandwidth (no compute)."""
-    latency_s = collective_latency_s(op.group_size, gpu.nvlink_latency_s)
-    return latency_s + collective_wire_bytes(op, calibration) / gpu.nvlink_bandwidth_Bps
+    latency_s = collective_latency_s(op.group_size, gpu.nvlink_latency_s, op.collective)
+    return latency_s + collective_wire_bytes(op, calibration, gpu) / gpu.nvlink_bandwidth_Bps

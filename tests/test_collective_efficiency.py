@@ -22,7 +22,10 @@ from simulator.costs import (
 )
 from tests.toys import TOY_CALIBRATION as CAL
 from topologies.cluster import cluster_preset
+from topologies.hardware import gpu_preset
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Op
+
+H800 = gpu_preset("h800")
 
 
 def test_every_entry_has_a_source_and_a_fraction() -> None:
@@ -49,11 +52,11 @@ def test_cross_node_ep_runs_at_deepeps_rates_and_in_node_at_nccls() -> None:
     a2a = Op("ep", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=155e6, nic_bytes=5e6, group_size=16)
     in_node = Op("a", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=7e6, group_size=8)
     harmonic_gbps = 2 / (1 / 153 + 1 / 158)
-    assert collective_wire_bytes(a2a, CAL) == pytest.approx(155e6 * 160 / harmonic_gbps, rel=1e-12)
-    assert collective_wire_bytes(in_node, CAL) == pytest.approx(14e6, rel=1e-12)  # toy NCCL efficiency 0.5
+    assert collective_wire_bytes(a2a, CAL, H800) == pytest.approx(155e6 * 160 / harmonic_gbps, rel=1e-12)
+    assert collective_wire_bytes(in_node, CAL, H800) == pytest.approx(14e6, rel=1e-12)  # toy NCCL efficiency 0.5
     assert nic_wire_bytes(a2a) == 5e6 and nic_wire_bytes(in_node) == 0.0
     ag = Op("g", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=7e6, group_size=8)
-    assert collective_wire_bytes(ag, CAL) == 7e6
+    assert collective_wire_bytes(ag, CAL, H800) == 7e6
 
 
 def test_alpha_beta_fit_by_hand() -> None:

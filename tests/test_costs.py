@@ -194,9 +194,9 @@ def test_collective_wire_bytes_efficiencies() -> None:
     a2a = Op("a2a", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=7e6, group_size=8)
     ag = Op("ag", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=7e6, group_size=8)
     rs = Op("rs", COLLECTIVE, COMM, collective=REDUCE_SCATTER, comm_bytes=7e6, group_size=8)
-    assert collective_wire_bytes(a2a, CAL) == pytest.approx(14e6, rel=1e-12)
-    assert collective_wire_bytes(ag, CAL) == pytest.approx(7e6, rel=1e-12)
-    assert collective_wire_bytes(rs, CAL.with_(ring_efficiency=0.8)) == pytest.approx(8.75e6, rel=1e-12)
+    assert collective_wire_bytes(a2a, CAL, TOY_GPU) == pytest.approx(14e6, rel=1e-12)
+    assert collective_wire_bytes(ag, CAL, TOY_GPU) == pytest.approx(7e6, rel=1e-12)
+    assert collective_wire_bytes(rs, CAL.with_(ring_efficiency=0.8), TOY_GPU) == pytest.approx(8.75e6, rel=1e-12)
 
 
 def test_collective_latency_one_step_per_peer() -> None:

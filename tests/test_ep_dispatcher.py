@@ -9,6 +9,7 @@ import pytest
 from simulator.calibration import Calibration
 from simulator.costs import collective_wire_bytes, comm_kernel_sms, nic_wire_bytes
 from topologies.errors import ConfigError
+from topologies.hardware import gpu_preset
 from workloads.ep import ep_dispatch_bytes, ep_plan, nccl_all_to_all_bytes
 from workloads.layouts import layout_preset
 from workloads.megatron import parse_megatron_args
@@ -18,6 +19,7 @@ from workloads.step import StepWorkload
 
 TOKEN_BYTES = 4096 * 4096 * 2
 CAL = Calibration(all_to_all_efficiency=0.5, comm_sms_nccl=16, comm_sms_deepep=20)
+H800 = gpu_preset("h800")
 
 
 def test_nccl_sends_every_remote_copy_over_the_nic() -> None:
@@ -88,10 +90,10 @@ def test_nccl_dispatch_runs_at_nccls_efficiencies_and_sms() -> None:
     """NCCL's all-to-all: NVLink at Calibration.all_to_all_efficiency (0.5 here), the NIC at one NIC's ring
     rate (efficiency 1), 16 SMs (NCCL channels); DeepEP: its own published rates and 20 SMs."""
     nccl, deepep = _dispatch("alltoall"), _dispatch("deepep")
-    assert collective_wire_bytes(nccl, CAL) == nccl.comm_bytes / 0.5
+    assert collective_wire_bytes(nccl, CAL, H800) == nccl.comm_bytes / 0.5
     assert nic_wire_bytes(nccl) == nccl.nic_bytes
     assert (comm_kernel_sms(nccl, CAL), comm_kernel_sms(deepep, CAL)) == (16, 20)
-    assert collective_wire_bytes(deepep, CAL) != deepep.comm_bytes / 0.5
+    assert collective_wire_bytes(deepep, CAL, H800) != deepep.comm_bytes / 0.5
 
 
 def test_megatron_dispatchers_and_presets() -> None:

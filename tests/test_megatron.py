@@ -121,7 +121,7 @@ def test_bad_arguments_are_one_line_and_status_2(args: str, message: str, capsys
 def test_default_etp_that_overflows_a_stage_falls_back_to_1(capsys: pytest.CaptureFixture[str]) -> None:
     """ETP defaults to TP (2): EP 8 x ETP 2 = 16 GPUs overflow the 8 of a stage, which Megatron would refuse;
     moesim runs ETP 1 and says so. No --bf16: a note too, BF16 simulated."""
-    flags = "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8"
+    flags = "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 4 --expert-model-parallel-size 8"
     assert main([*RUN, "--gpus", "32", "--megatron-args", flags, "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["megatron_notes"]
     assert any("simulated with ETP 1" in note for note in notes)

@@ -76,7 +76,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     """Norm, QKV projection, FlashAttention, output projection, residual: TP or Ulysses SP."""
     n, h, q = layout.intra_size, model.hidden_size, model.q_width
     tokens = layout.micro_batch * seq_len
-    local = tokens // n  # sequence-sharded tokens per GPU
+    local = tokens // layout.sequence_shards  # tokens per GPU outside the TP block: s/n, or s without SP
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
     norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
     residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
@@ -95,7 +95,8 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
             Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
             residual,
         ]
-    gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16)  # Eq. 1: AG the sharded input, RS the output
+    # Eq. 1: AG the sharded input, RS the output (without SP: all-reduce the output, and the input's gradient)
+    gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16, sequence_parallel=layout.sequence_parallel)
     return [
         norm,
         gather,
@@ -122,16 +123,19 @@ def layer_recipe(
 
 
 def embedding_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
-    """Token embedding lookup on the first stage (sequence-sharded)."""
-    local = layout.micro_batch * seq_len // layout.intra_size
+    """Token embedding lookup on the first stage (sequence-sharded, or whole on every TP rank without SP)."""
+    local = layout.micro_batch * seq_len // layout.sequence_shards
     return [Step("embedding", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16)]
 
 
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
-    """Final norm, output projection over the vocabulary and cross-entropy on the last stage."""
+    """Final norm, output projection over the vocabulary and cross-entropy on the last stage. The projection
+    and the loss are counted per local token over the whole vocabulary: under TP the same FLOPs and bytes as
+    Megatron's vocabulary-parallel head (every token, 1/t of the vocabulary)."""
     local = layout.micro_batch * seq_len // layout.intra_size
+    norm_tokens = layout.micro_batch * seq_len // layout.sequence_shards
     return [
-        Step("final_norm", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16),
+        Step("final_norm", MEMORY, mem_bytes=2 * norm_tokens * model.hidden_size * BYTES_BF16),
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
         cross_entropy_step(layout.cross_entropy, local * model.vocab_size, layout.micro_batch),
     ]

@@ -145,6 +145,14 @@ class LayoutSpec:
     # dgrad-RS/AR with wgrad"): tp_comm_overlap's bulk overlaps, over NCCL. MegaScale-MoE's own TP (the Table 5
     # baseline, "no overlap") does not.
     tp_async_backward: bool = False
+    # Megatron's --sequence-parallel under TP attention (attention "tp"): the norms, residuals and the tensors
+    # between the TP blocks are split over the t GPUs, the blocks entered by an all-gather and left by a
+    # reduce-scatter. False: every TP rank keeps the whole sequence, each block ends in an all-reduce and the
+    # gradient of its input is all-reduced in backward (megatron/core/tensor_parallel/mappings.py
+    # reduce_from_ / copy_to_tensor_model_parallel_region). Dense models only: Megatron-Core's MoE layer
+    # refuses TP without sequence parallelism in training (megatron/core/transformer/moe/moe_layer.py at
+    # d98e8a64dd). Ulysses SP (attention "sp") shards the sequence either way.
+    sequence_parallel: bool = True
     # Who moves cross-node EP tokens (workloads/ep.py): "deepep" (one NIC copy per destination node, then
     # NVLink; Megatron's flex dispatcher) or "alltoall" (NCCL, one NIC copy per routed expert on another node).
     ep_dispatcher: str = "deepep"
@@ -208,6 +216,12 @@ class LayoutSpec:
     def ep_degree(self) -> int:
         """The EP degree: ``ep``, or intra_size when unset (in-node EP, the paper's)."""
         return self.ep or self.intra_size
+
+    @property
+    def sequence_shards(self) -> int:
+        """GPUs a micro-batch's sequence is split over outside core attention and the TP blocks (before CP): the
+        SP or TP group, or 1 under TP without sequence parallelism (every TP rank keeps the whole sequence)."""
+        return self.intra_size if self.sequence_parallel or self.attention == "sp" else 1
 
     def with_(self, **changes: object) -> LayoutSpec:
         return replace(self, **changes)

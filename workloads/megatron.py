@@ -165,11 +165,6 @@ def _positive(args: dict[str, Any], flag: str, default: int | None) -> Any:
 def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """TP (moesim's TP attention over intra_size GPUs), PP, CP and the micro-batch."""
     tp = _positive(args, "--tensor-model-parallel-size", 1)
-    if tp > 1 and not args.get("--sequence-parallel"):
-        notes.append(
-            f"TP {tp} without --sequence-parallel: Megatron all-reduces activations and keeps them whole; "
-            "moesim simulates TP with sequence parallelism (all-gather + reduce-scatter, the same bytes)"
-        )
     # arguments.py validate_args turns sequence parallelism off at TP 1, then asserts it under --tp-comm-overlap
     if args.get("--tp-comm-overlap") and not (args.get("--sequence-parallel") and tp > 1):
         raise ConfigError("--tp-comm-overlap", "needs --sequence-parallel with TP > 1 (Megatron-LM)")
@@ -181,6 +176,8 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "pp": _positive(args, "--pipeline-model-parallel-size", 1),
         "cp": _positive(args, "--context-parallel-size", 1),
         "micro_batch": _positive(args, "--micro-batch-size", 1),
+        # without --sequence-parallel every TP rank keeps the whole sequence and the TP blocks all-reduce
+        "sequence_parallel": tp == 1 or bool(args.get("--sequence-parallel")),
         # TE userbuffers: the TP collectives of attention and dense MLPs overlapped with their GEMMs
         "tp_comm_overlap": bool(args.get("--tp-comm-overlap")),
         # without userbuffers Megatron-Core's TP layers still overlap their backward re-gather and reduce-scatter

@@ -17,6 +17,7 @@ from workloads.layouts import LayoutSpec
 from workloads.models import ModelSpec
 from workloads.ops import (
     ALL_GATHER,
+    ALL_REDUCE,
     ALL_TO_ALL,
     BYTES_BF16,
     GEMM,
@@ -99,9 +100,18 @@ def _kernels_passes(layout: LayoutSpec) -> tuple[int, int]:
     return (1, 1) if layout.fused_permute else (UNFUSED_KERNELS, UNFUSED_PASSES)
 
 
-def tp_pair(name: str, n: int, full_bytes: float, module: Module = Module.NONE) -> tuple[Step, Step]:
-    """Megatron TP with sequence parallelism around a block (Eq. 1 / Eq. 4): AG in, RS out."""
+def tp_pair(
+    name: str, n: int, full_bytes: float, module: Module = Module.NONE, sequence_parallel: bool = True
+) -> tuple[Step, Step]:
+    """Megatron TP around a block (Eq. 1 / Eq. 4). With sequence parallelism: AG in, RS out. Without: identity
+    in with an all-reduce of its gradient in backward, all-reduce out with nothing in backward
+    (megatron/core/tensor_parallel/mappings.py copy_to_ / reduce_from_tensor_model_parallel_region); an
+    all-reduce moves the ring's 2 (n-1)/n of the tensor per GPU, nccl-tests' bus bytes."""
     egress = full_bytes * (n - 1) / n
+    if not sequence_parallel:
+        into = comm_step(f"tp_ar_{name}_in", ALL_REDUCE, Group.TP, 2 * egress, backward_only=True, module=module)
+        out = comm_step(f"tp_ar_{name}", ALL_REDUCE, Group.TP, 2 * egress, bwd_kernels=0, module=module)
+        return into, out
     gather = comm_step(
         f"tp_ag_{name}",
         ALL_GATHER,
@@ -137,10 +147,10 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     """A dense SwiGLU FFN of width dense_ffn_size: TP-split with AG/RS under TP attention, else replicated."""
     n, h, f = layout.intra_size, model.hidden_size, model.dense_ffn_size
     tokens = layout.micro_batch * seq_len
-    local = tokens // n
+    local = tokens // layout.sequence_shards
     tp = layout.attention == "tp" and n > 1
     rows, width = (tokens, f // n) if tp else (local, f)
-    gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16, Module.MLP)
+    gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16, Module.MLP, layout.sequence_parallel)
     return [
         Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
         *([gather] if tp else []),

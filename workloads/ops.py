@@ -27,7 +27,13 @@ FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE 
 ALL_TO_ALL = "all_to_all"
 ALL_GATHER = "all_gather"
 REDUCE_SCATTER = "reduce_scatter"
-TRANSPOSE = {ALL_TO_ALL: ALL_TO_ALL, ALL_GATHER: REDUCE_SCATTER, REDUCE_SCATTER: ALL_GATHER}
+ALL_REDUCE = "all_reduce"  # TP without sequence parallelism (Megatron's reduce_from_tensor_model_parallel_region)
+TRANSPOSE = {
+    ALL_TO_ALL: ALL_TO_ALL,
+    ALL_GATHER: REDUCE_SCATTER,
+    REDUCE_SCATTER: ALL_GATHER,
+    ALL_REDUCE: ALL_REDUCE,
+}
 
 
 class Label(str, Enum):
@@ -261,6 +267,9 @@ class Step:
     group_size: int = 0  # collectives: GPUs of the group inside the node (0 = layout.intra_size)
     overlap_comm: bool = False  # compute that runs beside the preceding comm-stream collective
     bwd_scale: float = 1.0  # collectives (and ring attention): backward bytes = forward bytes x bwd_scale
+    # collectives that run only in backward: identity in forward, e.g. Megatron's copy_to_tensor_model_parallel_
+    # region before a column-parallel layer without sequence parallelism, whose backward all-reduces the gradient
+    backward_only: bool = False
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
     # FP8 GEMMs whose input (forward) or output gradient (backward) is all-gathered over this many sequence

@@ -95,8 +95,9 @@ class StepWorkload:
 
     @property
     def pp_bytes_per_gpu(self) -> float:
-        """Activation (or its gradient) each GPU sends to the next stage: [b, s/(n cp), h] in BF16."""
-        local = self.layout.micro_batch * self.seq_len // (self.layout.intra_size * self.layout.cp)
+        """Activation (or its gradient) each GPU sends to the next stage: [b, s/(n cp), h] in BF16 ([b, s, h]
+        under TP without sequence parallelism: Megatron-Core p2p_communication sends the whole tensor)."""
+        local = self.layout.micro_batch * self.seq_len // (self.layout.sequence_shards * self.layout.cp)
         return local * self.model.hidden_size * BYTES_BF16
 
     # --- pipeline ------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gat
 (qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM
 (qkv_wgrad, fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps.
 Without userbuffers (layout.tp_async_backward) Megatron-Core's and TE's TP layers still run the two bulk
-overlaps, as async NCCL calls.
+overlaps, as async NCCL calls. Without sequence parallelism (layout.sequence_parallel false) the TP
+blocks end in an all-reduce, and a column-parallel layer's backward all-reduces its dgrad, under
+tp_async_backward asynchronously beside the wgrad GEMM.
 """
 
 from __future__ import annotations
@@ -168,7 +170,9 @@ class _OpList:
         )
         return (self.add(op),)
 
-    def collective(self, step: Step, layer: int, deps: tuple[int, ...], role: Role, *, name: str = "") -> int:
+    def collective(
+        self, step: Step, layer: int, deps: tuple[int, ...], role: Role, *, name: str = "", stream: str = ""
+    ) -> int:
         backward = role == Role.INPUT_GRAD
         kind = TRANSPOSE[step.collective] if backward else step.collective
         scale = step.bwd_scale if backward else 1.0
@@ -176,7 +180,7 @@ class _OpList:
             Op(
                 name or step.name,
                 COLLECTIVE,
-                self.comm_stream,
+                stream or self.comm_stream,
                 deps,
                 role,
                 layer,
@@ -264,6 +268,8 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
     for layer, steps in layers:
         pending_comm: Step | None = None
         for position, step in enumerate(steps):
+            if step.backward_only:
+                continue
             deps = (last,) if last >= 0 else ()
             if step.overlap_comm and not join and last >= 0 and ops.ops[last].stream == COMM:
                 join, deps = (last,), ops.ops[last].deps  # run beside the collective, not after it
@@ -336,7 +342,7 @@ def _emit_recompute(
     done: dict[int, int] = {}
     last = -1
     for position, step in enumerate(steps):
-        if not rerun(step):
+        if not rerun(step) or step.backward_only:
             continue
         deps = (last,) if last >= 0 else ()
         if step.kind == HOST_SYNC:  # the re-run dispatcher copies its token counts to the host again
@@ -382,7 +388,11 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
             continue
         if step.kind == COLLECTIVE:
             dgrad_before = grad >= 0 and ops.ops[grad].kind == GEMM
-            if ops.tp_bulk and userbuffers(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
+            if step.backward_only and ops.tp_bulk and dgrad_before:
+                # Megatron-Core's async all-reduce of the dgrad, issued before the wgrad GEMM it runs beside
+                # (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward at d98e8a64dd)
+                grad = ops.collective(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd", stream=COMM)
+            elif ops.tp_bulk and userbuffers(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
                 regather, grad = ops.bulk_backward(step, layer, grad)
                 deferred_wgrads[:] = [(wgrad, deps + (regather,)) for wgrad, deps in deferred_wgrads]
             elif ops.fuses(step) and step.fuse == "next" and dgrad_before:

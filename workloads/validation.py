@@ -45,7 +45,20 @@ def check_layout(layout: LayoutSpec) -> None:
             )
         if layout.ep_overlap:  # Megatron-LM arguments.py asserts EP > 1 for --overlap-moe-expert-parallel-comm
             raise ConfigError("layout.ep_overlap", 'overlaps the EP all-to-alls: needs ffn "ep"')
+    _check_sequence_parallel(layout)
     _check_memory_options(layout)
+
+
+def _check_sequence_parallel(layout: LayoutSpec) -> None:
+    """TP without sequence parallelism: TP attention only, and nothing that needs the sequence sharded."""
+    if layout.sequence_parallel:
+        return
+    if layout.attention != "tp":
+        raise ConfigError("layout.sequence_parallel", 'false applies to TP attention (attention "tp") only')
+    if layout.tp_comm_overlap:  # Megatron-LM arguments.py asserts sequence parallelism for --tp-comm-overlap
+        raise ConfigError("layout.tp_comm_overlap", "needs sequence_parallel (Megatron-LM)")
+    if layout.cp > 1:
+        raise ConfigError("layout.cp", "CP with TP but without sequence parallelism is not simulated")
 
 
 def _check_memory_options(layout: LayoutSpec) -> None:
@@ -93,6 +106,14 @@ def check_step(
         raise ConfigError(
             "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla"
         )
+    if not layout.sequence_parallel and layout.intra_size > 1 and model.moe_layers:
+        raise ConfigError(  # megatron/core/transformer/moe/moe_layer.py MoELayer.forward at d98e8a64dd
+            "layout.sequence_parallel",
+            "MoE with TP needs sequence parallelism: Megatron-Core's MoE layer refuses TP without it in training "
+            "(add --sequence-parallel, or set sequence_parallel true)",
+        )
+    if not layout.sequence_parallel and layout.intra_size > 1 and model.attention == "mla":
+        raise ConfigError("layout.sequence_parallel", "MLA under TP without sequence parallelism is not simulated")
 
 
 def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:
