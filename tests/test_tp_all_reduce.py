@@ -14,6 +14,7 @@ from simulator.timing import comm_alone_s
 from tests.test_tp_comm_overlap import TE
 from topologies.errors import ConfigError
 from topologies.hardware import gpu_preset
+from workloads.hints import memory_hint
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
 from workloads.megatron import parse_megatron_args
@@ -141,3 +142,9 @@ def test_layout_rules() -> None:
         SP.with_(attention="sp", sequence_parallel=False)
     with pytest.raises(ConfigError, match="^layout.tp_comm_overlap: needs sequence_parallel"):
         NO_SP.with_(tp_comm_overlap=True)
+
+
+def test_out_of_memory_without_sequence_parallelism_suggests_it() -> None:
+    terms = {"params": 10.0, "activations": 56.0}
+    assert "--set sequence_parallel=true" in memory_hint(terms, NO_SP)
+    assert "--set sequence_parallel=true" not in memory_hint(terms, SP)  # already on: the next cut

@@ -72,6 +72,7 @@ MEMORY_CUTS = {
         ("exp_avg_dtype", "bf16", "--set exp_avg_dtype=bf16 --set exp_avg_sq_dtype=bf16"),
     ),
     "activations": (
+        ("sequence_parallel", True, "--set sequence_parallel=true (Megatron's --sequence-parallel)"),
         ("recompute", "sar", "--set recompute=sar"),
         ("recompute", "full", "--set recompute=full"),
         ("micro_batch", 1, "--micro-batch 1"),
@@ -88,7 +89,7 @@ def _cuts(layout: LayoutSpec, field: str, value: object) -> bool:
         return True
     if field in _STRONGER:
         return _STRONGER[field].index(current) < _STRONGER[field].index(value)
-    if isinstance(value, str):
+    if isinstance(value, (str, bool)):
         return current != value
     return current > value
 
