@@ -24,6 +24,7 @@ from workloads.step import StepWorkload
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
 TINY16 = replace(TINY, name="tiny16", num_experts=16)  # EP 16
+TINY_DENSE = replace(TINY, name="tiny-dense", num_experts=0, top_k=0, expert_ffn_size=0, dense_ffn_size=1024)
 
 # (layout, model, gpus, gpus_per_node = intra size, pp, dp, micro-batches, extra layout changes)
 CASES = [
@@ -75,6 +76,7 @@ OVERLAP_WGRAD = {"ep_overlap": True, "delay_wgrad": True}
 NIC_SLOW_Bps = 2e9  # a slow NIC, so that PP sends still run when the next task's EP flows start
 
 TE_TP = {"inter_op_overlap": False, "intra_op_overlap": False}  # Megatron's: only userbuffers overlap
+NO_SP_ASYNC = {"sequence_parallel": False, "tp_async_backward": True}
 
 MEGATRON_ROUTER_HYBRIDEP = {
     "router_fusion": True,
@@ -104,6 +106,19 @@ FEATURES = [
         4,
         8,
         {**TE_TP, "attention": "tp", "ffn": "tp", "intra_size": 4, "recompute": "none", "tp_comm_overlap": True},
+        None,
+        None,
+        None,
+    ),
+    # TP without sequence parallelism: all-reduces at the TP blocks' ends and of their input gradients (async
+    # beside the wgrads), whole-sequence norms and pipeline sends
+    (
+        "tp-no-sp",
+        TINY_DENSE,
+        16,
+        4,
+        8,
+        {"attention": "tp", "ffn": "tp", "intra_size": 4, "recompute": "none", **TE_TP, **NO_SP_ASYNC},
         None,
         None,
         None,
