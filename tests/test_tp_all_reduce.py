@@ -142,6 +142,8 @@ def test_layout_rules() -> None:
         SP.with_(attention="sp", sequence_parallel=False)
     with pytest.raises(ConfigError, match="^layout.tp_comm_overlap: needs sequence_parallel"):
         NO_SP.with_(tp_comm_overlap=True)
+    with pytest.raises(ConfigError, match='^layout.recompute: MegaScale-MoE\'s "sar" needs sequence_parallel'):
+        NO_SP.with_(recompute="sar")
 
 
 def test_out_of_memory_without_sequence_parallelism_suggests_it() -> None:

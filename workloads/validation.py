@@ -59,6 +59,10 @@ def _check_sequence_parallel(layout: LayoutSpec) -> None:
         raise ConfigError("layout.tp_comm_overlap", "needs sequence_parallel (Megatron-LM)")
     if layout.cp > 1:
         raise ConfigError("layout.cp", "CP with TP but without sequence parallelism is not simulated")
+    if layout.recompute == "sar":  # SAR and its memory formula (MegaScale-MoE Sec. 4.1) shard the sequence
+        raise ConfigError(
+            "layout.recompute", "MegaScale-MoE's \"sar\" needs sequence_parallel (Megatron-Core's modes do not)"
+        )
 
 
 def _check_memory_options(layout: LayoutSpec) -> None:
