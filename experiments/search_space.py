@@ -106,6 +106,9 @@ DIMENSIONS = (
     "recompute",
 )
 MODES = (("sp", "ep"), ("sp", "tp"), ("tp", "ep"), ("tp", "tp"))  # (attention, ffn) over the intra group
+# A dense model's FFN follows its attention (workloads/moe.py dense_ffn_recipe): EP, ETP and EP overlap
+# change nothing, so only the attention split is searched
+DENSE_MODES = (("sp", "tp"), ("tp", "tp"))
 
 
 @dataclass(frozen=True)
@@ -205,8 +208,9 @@ def ep_degrees(model: ModelSpec, intra_size: int, gpus_per_stage: int, space: Se
 def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, object]]:
     """Every combination of the searched dimensions, before any check but the node's divisors."""
     top_pp = min(space.max_pp, model.num_layers, job.gpus)
+    modes = MODES if model.moe_layers else DENSE_MODES
     for n in divisors(job.gpus_per_node):
-        for attention, ffn in MODES if n > 1 else MODES[:1]:
+        for attention, ffn in modes if n > 1 else modes[:1]:
             for cp in space.cp:
                 for pp in range(1, top_pp + 1):
                     if not space.uneven_pp and model.num_layers % pp:

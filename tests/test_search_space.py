@@ -11,7 +11,7 @@ from experiments.search_space import RECOMPUTE_TIERS, Job, SearchSpace, layouts
 from simulator.memory import peak_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.config import load_layout
+from workloads.config import load_layout, load_model
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 
@@ -159,3 +159,15 @@ def test_deepseek_v3_is_searchable() -> None:
         model_preset("deepseek-v3"), BASE.with_(**fields)
     )
     assert peak_memory(workload).total_bytes <= hbm
+
+
+def test_a_dense_model_searches_only_its_attention_split() -> None:
+    """Llama-3.1-8B has no MoE layer: its FFN follows the attention split, so EP, ETP and EP overlap would only
+    repeat points (the search printed each layout up to three times): one FFN mode, no expert dimension."""
+    dense = load_model("examples/models/llama-3.1-8b.json")
+    assert dense.moe_layers == 0
+    points, _ = layouts(dense, BASE, job(), SearchSpace.wide())
+    assert points and {p["ffn"] for p in points} == {"tp"} and {p["attention"] for p in points} == {"sp", "tp"}
+    assert {(p["ep"], p["etp"], p["ep_overlap"]) for p in points} == {(0, 1, False)}
+    keys = [tuple(sorted(p.items())) for p in points]
+    assert len(keys) == len(set(keys))
