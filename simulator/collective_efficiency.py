@@ -109,7 +109,9 @@ NVLS_ALL_REDUCE: dict[str, Published] = {
 }
 _H800_NVLS_8_GPUS_GBPS = 215.0
 # Not listed (all-reduce at the ring's rate): the A100 (its NVSwitch has no SHARP), the H20 and the Blackwell
-# presets (NVLS-capable, no published NVLS / ring pair on their presets' rates).
+# presets (NVLS-capable, no published NVLS / ring pair on their presets' rates). The gains are peaks, at 2-4 GB
+# messages ("256M is too small to reach peak bandwidth", sjeaugey in nccl-tests#212); a TP activation is ~0.1 GB,
+# where no published NVLS curve says how much of the gain is left: taken whole, an upper bound.
 
 
 def nvls_all_reduce_efficiency(gpu_name: str, group_size: int) -> float:
