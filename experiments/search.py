@@ -11,13 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from experiments.search_bound import BoundPruner, bounds, by_bound
+from experiments.search_megatron import SEARCHED_FLAGS, megatron_flags, write_base
 from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
 from simulator.report import simulate, split_if_balanced
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.config import load_model
-from workloads.layouts import layout_preset
+from workloads.config import layout_to_yaml, load_layout, load_model
+from workloads.layouts import LAYOUT_PRESETS
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
@@ -33,14 +34,15 @@ def candidates(
     global_batch: int = DEFAULT_GLOBAL_BATCH,
     seq_len: int = DEFAULT_SEQ_LEN,
     space: SearchSpace | None = None,
+    base: str = BASE_LAYOUT,
 ) -> tuple[list[Params], Pruned]:
-    """The layouts of ``space`` (default: wide) that are valid and fit in HBM, as sweep points, and what
-    was pruned before simulation (experiments/search_space.py)."""
+    """The layouts of ``space`` (default: wide) over ``base`` (a layout preset or file) that are valid and fit
+    in HBM, as sweep points, and what was pruned before simulation (experiments/search_space.py)."""
     spec = load_model(model)
     cluster_spec = cluster_preset(cluster, gpus)
     job = Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
-    fields, pruned = layouts(spec, layout_preset(BASE_LAYOUT), job, space or SearchSpace.wide())
-    point = {"model": model, "layout": BASE_LAYOUT, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
+    fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide())
+    point = {"model": model, "layout": base, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
     return [{**point, "cluster": cluster, **f} for f in fields], pruned
 
 
@@ -117,18 +119,24 @@ LEGEND = (
 )
 
 
-def assumptions(model: str, gpus: int, cluster: str, global_batch: int, seq_len: int) -> str:
+def assumptions(model: str, gpus: int, cluster: str, global_batch: int, seq_len: int, *, megatron: bool = False) -> str:
     """The line that states what the search assumed."""
+    kept = (
+        "the Megatron-LM job's own settings (dispatcher, precision, overlaps, CUDA graphs; sequence parallelism on), "
+        "Megatron-Core's schedules and recomputation"
+        if megatron
+        else f"{BASE_LAYOUT}'s overlaps and ZeRO-1"
+    )
     return (
         f"search: {model} on {gpus} {cluster} GPUs, global batch {global_batch} sequences of {seq_len} tokens "
-        f"(--global-batch, --seq-len); every layout keeps {BASE_LAYOUT}'s overlaps and ZeRO-1"
+        f"(--global-batch, --seq-len); every layout keeps {kept}"
     )
 
 
 def layout_fields(row: dict[str, str]) -> dict[str, object]:
     """The searched layout fields of a result row that differ from the base layout, typed (the CSV holds
     text: "4", "True", "('core_attn', 'moe_act')")."""
-    base = layout_preset(BASE_LAYOUT)
+    base = load_layout(row.get("layout") or BASE_LAYOUT)
     fields: dict[str, object] = {}
     for key in SEARCHED:
         text = row.get(key) or ""
@@ -156,7 +164,7 @@ def run_command(row: dict[str, str], layout_file: str | None = None) -> str:
         return f"{head} --layout {layout_file}"
     fields = layout_fields(row)
     sets = " ".join(f"--set {k}={_text(v, ',')}" for k, v in fields.items() if k != "micro_batch")
-    return f"{head} --micro-batch {fields['micro_batch']} --layout {BASE_LAYOUT} {sets}"
+    return f"{head} --micro-batch {fields['micro_batch']} --layout {row.get('layout') or BASE_LAYOUT} {sets}"
 
 
 def layout_yaml(row: dict[str, str]) -> str:
@@ -167,9 +175,13 @@ def layout_yaml(row: dict[str, str]) -> str:
             f"# global batch {row['global_batch']} x {row['seq_len']} tokens: "
             f"{float(row['tokens_per_s']):,.0f} tokens/s, {float(row['peak_memory_gib']):.1f} GiB per GPU"
         ),
-        f"base: {BASE_LAYOUT}",
     ]
-    return "\n".join(lines + [f"{k}: {_text(v, ', ')}" for k, v in layout_fields(row).items()]) + "\n"
+    base = row.get("layout") or BASE_LAYOUT
+    if base not in LAYOUT_PRESETS:  # a layout file (a Megatron job's): every field
+        return "\n".join(lines) + "\n" + layout_to_yaml(load_layout(base).with_(**layout_fields(row)))
+    return (
+        "\n".join(lines + [f"base: {base}"] + [f"{k}: {_text(v, ', ')}" for k, v in layout_fields(row).items()]) + "\n"
+    )
 
 
 def balanced_line(row: dict[str, str]) -> str:
@@ -179,7 +191,7 @@ def balanced_line(row: dict[str, str]) -> str:
     if int(row["pp"]) < 2:
         return ""
     micro_batch = fields.pop("micro_batch")
-    layout = layout_preset(BASE_LAYOUT).with_(**fields)
+    layout = load_layout(row.get("layout") or BASE_LAYOUT).with_(**fields)
     model, gpus, sizes = row["model"], int(row["gpus"]), (int(row["global_batch"]), int(row["seq_len"]))
     split = split_if_balanced(model, layout, gpus, row["cluster"], *sizes, micro_batch)
     if not split:
@@ -212,13 +224,16 @@ def search(
     space: SearchSpace | None = None,
     max_points: int = DEFAULT_MAX_POINTS,
     prune: bool = True,
+    base: str = BASE_LAYOUT,
 ) -> list[dict[str, str]]:
-    """Simulate every candidate layout of ``space`` (default: wide; resumable if ``out`` is given) and
+    """Simulate every candidate layout of ``space`` (default: wide) over ``base`` (resumable if ``out`` is given) and
     return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation.
     ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search_bound.py)."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
-    points, pruned = candidates(model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len, space=space)
+    points, pruned = candidates(
+        model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len, space=space, base=base
+    )
     say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
     if not points:
         raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
@@ -258,11 +273,27 @@ def rank(
 
 def main_search(args: argparse.Namespace) -> None:
     """CLI entry: what was assumed, the fastest layouts with their memory, the columns, the winner to run."""
+    if getattr(args, "megatron_args", None):
+        if args.out is not None:  # the job's files beside the CSV, so that the search resumes
+            _main_search(args, Path(args.out).with_suffix(".megatron-job"))
+            return
+        with tempfile.TemporaryDirectory() as folder:
+            _main_search(args, Path(folder))
+        return
+    _main_search(args, None)
+
+
+def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
-    space = SPACES[args.space]().fix(args.fix)  # a bad --fix is refused before anything is printed
-    print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len))
+    model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
+    if job_folder is not None:
+        job = write_base(args.megatron_args, args.model, args.gpus, job_folder, args.global_batch, args.seq_len)
+        model, base, space = job.model_path, job.layout_path, SearchSpace.megatron(job.ep_max_nodes)
+        global_batch, seq_len = job.global_batch, job.seq_len
+    space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
+    print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
     rows = search(
-        args.model,
+        model,
         args.gpus,
         cluster=args.cluster,
         global_batch=global_batch,
@@ -275,6 +306,7 @@ def main_search(args: argparse.Namespace) -> None:
         space=space,
         max_points=args.max_points or DEFAULT_MAX_POINTS,
         prune=not args.exhaustive,
+        base=base,
     )
     print(format_rows(rows))
     print(textwrap.fill(LEGEND, width=110, subsequent_indent="  "))
@@ -283,6 +315,12 @@ def main_search(args: argparse.Namespace) -> None:
     if args.write_layout:
         Path(args.write_layout).write_text(layout_yaml(rows[0]))
         print(f"wrote the fastest layout to {args.write_layout}")
+    if job_folder is not None:
+        flags = megatron_flags(load_layout(base).with_(**layout_fields(rows[0])), rows[0])
+        print(
+            f"fastest, as Megatron-LM arguments (in place of the job's {', '.join(SEARCHED_FLAGS[:3])}, ...): {flags}"
+        )
+        return
     print(f"fastest: {run_command(rows[0], args.write_layout)}")
     balanced = balanced_line(rows[0])
     if balanced:

@@ -106,9 +106,15 @@ DIMENSIONS = (
     "recompute",
 )
 MODES = (("sp", "ep"), ("sp", "tp"), ("tp", "ep"), ("tp", "tp"))  # (attention, ffn) over the intra group
-# A dense model's FFN follows its attention (workloads/moe.py dense_ffn_recipe): EP, ETP and EP overlap
-# change nothing, so only the attention split is searched
-DENSE_MODES = (("sp", "tp"), ("tp", "tp"))
+MEGATRON_MODES = (("tp", "ep"), ("tp", "tp"))  # Megatron-Core splits attention by TP (with SP) only
+
+
+def _modes(model: ModelSpec, space: SearchSpace) -> tuple[tuple[str, str], ...]:
+    """The (attention, ffn) pairs to search: a dense model's FFN follows its attention (workloads/moe.py
+    dense_ffn_recipe), so EP, ETP and EP overlap would change nothing: only its attention splits."""
+    if model.moe_layers:
+        return space.modes
+    return tuple(dict.fromkeys((attention, "tp") for attention, _ in space.modes))
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,7 @@ class SearchSpace:
     recompute_tiers: tuple[tuple[dict[str, object], ...], ...] = RECOMPUTE_TIERS
     max_pp: int = 64
     fixed: tuple[tuple[str, str], ...] = ()  # (dimension, value as text): only points that have it
+    modes: tuple[tuple[str, str], ...] = MODES
 
     def keeps(self, point: dict[str, object]) -> bool:
         """Whether the point has every fixed value (compared as lower-case text: 4 == "4", True == "true")."""
@@ -160,6 +167,31 @@ class SearchSpace:
     @classmethod
     def wide(cls) -> SearchSpace:
         return cls()
+
+    @classmethod
+    def megatron(cls, ep_max_nodes: int = 0) -> SearchSpace:
+        """What Megatron-Core can run around a user's job (``moesim search --megatron-args``): TP attention with
+        sequence parallelism, 1F1B or interleaved schedules with or without its EP overlap (combined 1F1B,
+        delayed wgrads), its recompute (none, selective modules, full); the job's node-limited routing kept."""
+        return cls(
+            schedules=(
+                Schedule("1f1b"),
+                Schedule("1f1b", ep_overlap=True),
+                Schedule("interleaved", 2),
+                Schedule("interleaved", 4),
+                Schedule("interleaved", 2, ep_overlap=True),
+            ),
+            ep_max_nodes=(ep_max_nodes,),
+            recompute_tiers=(
+                ({"recompute": "none"},),
+                (
+                    {"recompute": "selective", "recompute_modules": ("core_attn", "layernorm", "moe_act")},
+                    {"recompute": "selective", "recompute_modules": ("core_attn", "layernorm")},
+                ),
+                ({"recompute": "full", "recompute_to_fit": True},),
+            ),
+            modes=MEGATRON_MODES,
+        )
 
     @classmethod
     def narrow(cls) -> SearchSpace:
@@ -208,7 +240,7 @@ def ep_degrees(model: ModelSpec, intra_size: int, gpus_per_stage: int, space: Se
 def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, object]]:
     """Every combination of the searched dimensions, before any check but the node's divisors."""
     top_pp = min(space.max_pp, model.num_layers, job.gpus)
-    modes = MODES if model.moe_layers else DENSE_MODES
+    modes = _modes(model, space)
     for n in divisors(job.gpus_per_node):
         for attention, ffn in modes if n > 1 else modes[:1]:
             for cp in space.cp:
@@ -220,8 +252,8 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
                     for ep, etp, max_nodes in _expert_groups(eps, job.gpus_per_node, space, ffn == "ep"):
                         for micro_batch in space.micro_batches:
                             for schedule in space.schedules:
-                                if pp == 1 and schedule != space.schedules[0]:
-                                    continue  # one stage: every schedule is the same step
+                                if pp == 1 and not _one_stage(schedule, space):
+                                    continue  # one stage: every schedule is the first one's step
                                 yield {
                                     "attention": attention,
                                     "ffn": ffn,
@@ -234,6 +266,13 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
                                     "micro_batch": micro_batch,
                                     **schedule.fields(ffn),
                                 }
+
+
+def _one_stage(schedule: Schedule, space: SearchSpace) -> bool:
+    """Whether a schedule is searched at PP 1: the first one, and with EP overlap (Megatron-Core's combined
+    1F1B pairs micro-batches on one stage too) where the space has it as a plain 1F1B."""
+    first = space.schedules[0]
+    return schedule == first or (schedule.name == first.name and schedule.chunks == 1 and schedule.ep_overlap)
 
 
 def _expert_groups(
@@ -281,11 +320,20 @@ def _least_recompute(
     return [], None if valid else error, len(tiers)
 
 
+def _model_tiers(model: ModelSpec, tiers: tuple[tuple[dict, ...], ...]) -> tuple[tuple[dict, ...], ...]:
+    """The tiers without the choices that name MoE modules on a dense model (they would repeat another)."""
+    if model.moe_layers:
+        return tiers
+    moe = {"moe", "moe_act"}
+    kept = (tuple(c for c in tier if not moe & set(c.get("recompute_modules", ()))) for tier in tiers)
+    return tuple(tier for tier in kept if tier)
+
+
 def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) -> tuple[list[dict[str, object]], Pruned]:
     """The layout fields of every point worth simulating, and what was pruned."""
     kept: list[dict[str, object]] = []
     pruned = Pruned()
-    tiers = space.tiers()
+    tiers = _model_tiers(model, space.tiers())
     for point in _grid(model, job, space):
         if not space.keeps(point):
             continue

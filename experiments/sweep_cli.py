@@ -30,6 +30,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
     )
     search.add_argument("--gpus", type=integer(1), required=True, help="number of GPUs")
+    search.add_argument(
+        "--megatron-args",
+        type=nonempty,
+        default=None,
+        metavar="ARGS",
+        help="a Megatron-LM job (inline flags or a file): search the layouts Megatron-Core can run around it "
+        "(TP with SP, EP, ETP, CP, PP, VP, micro-batch, EP overlap, recompute), keeping its other settings, and "
+        "print the fastest as Megatron arguments; its batch and sequence unless --global-batch / --seq-len",
+    )
     search.add_argument("--cluster", type=nonempty, default="h800", help="cluster preset (default h800)")
     search.add_argument("--global-batch", type=integer(1), default=None, help="sequences per step (default 720)")
     search.add_argument("--seq-len", type=integer(1), default=None, help="tokens per sequence (default 8192)")

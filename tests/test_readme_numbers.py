@@ -51,3 +51,22 @@ def test_from_your_training_job_example() -> None:
     step, tokens, tflops = shown.groups()
     assert (f"{report.step_time_s:.1f}", f"{report.tokens_per_s_per_gpu:,.0f}") == (step, tokens)
     assert f"{report.model_tflops_per_gpu:.0f}" == tflops
+
+
+def test_search_around_a_megatron_job_example() -> None:
+    """`moesim search --megatron-args` on the BF16 Qwen3-30B-A3B HybridEP job: the job as given and its fastest
+    point (the same layout with EP overlap) simulate the step times the README quotes."""
+    job = (
+        "--expert-model-parallel-size 16 --micro-batch-size 1 --global-batch-size 1024 --seq-length 4096 --bf16 "
+        "--swiglu --untie-embeddings-and-output-weights --moe-grouped-gemm --moe-router-fusion "
+        "--moe-router-force-load-balancing --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3 "
+        "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16 "
+        "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te --moe-token-dispatcher-type flex "
+        "--moe-flex-dispatcher-backend hybridep --moe-permute-fusion"
+    )
+    shown = _after("`moesim search --megatron-args` searches", r"simulates ([\d.]+) s a\s+step[\s\S]*?([\d.]+) s, then")
+    steps = []
+    for flags in (job, f"{job} --overlap-moe-expert-parallel-comm --delay-wgrad-compute"):
+        run = parse_megatron_args(flags).resolve(load_model("examples/models/qwen3-30b-a3b.json"), None, 16)
+        steps.append(simulate(run.model, run.layout, 16, cluster="h100", global_batch=1024, seq_len=4096).step_time_s)
+    assert tuple(f"{s:.2f}" for s in steps) == shown.groups()
