@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from experiments.search_bound import BoundPruner, bounds, by_bound
-from experiments.search_megatron import SEARCHED_FLAGS, megatron_flags, write_base
+from experiments.search_megatron import megatron_flags, write_base
 from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
 from simulator.report import simulate, split_if_balanced
@@ -317,9 +317,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         print(f"wrote the fastest layout to {args.write_layout}")
     if job_folder is not None:
         flags = megatron_flags(load_layout(base).with_(**layout_fields(rows[0])), rows[0])
-        print(
-            f"fastest, as Megatron-LM arguments (in place of the job's {', '.join(SEARCHED_FLAGS[:3])}, ...): {flags}"
-        )
+        print(f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {flags}")
         return
     print(f"fastest: {run_command(rows[0], args.write_layout)}")
     balanced = balanced_line(rows[0])

@@ -13,25 +13,6 @@ from workloads.layouts import LayoutSpec
 from workloads.megatron import parse_megatron_args
 from workloads.megatron_pipeline import layout_text
 
-# The flags a searched layout sets; the rest of the job's arguments stay as they are.
-SEARCHED_FLAGS = (
-    "--tensor-model-parallel-size",
-    "--sequence-parallel",
-    "--pipeline-model-parallel-size",
-    "--num-virtual-stages-per-pipeline-rank",
-    "--pipeline-model-parallel-layout",
-    "--context-parallel-size",
-    "--expert-model-parallel-size",
-    "--expert-tensor-parallel-size",
-    "--micro-batch-size",
-    "--overlap-moe-expert-parallel-comm",
-    "--delay-wgrad-compute",
-    "--recompute-granularity",
-    "--recompute-modules",
-    "--recompute-method",
-    "--recompute-num-layers",
-)
-
 
 @dataclass(frozen=True)
 class MegatronBase:
@@ -42,7 +23,6 @@ class MegatronBase:
     global_batch: int
     seq_len: int
     ep_max_nodes: int
-    notes: tuple[str, ...]
 
 
 def write_base(
@@ -67,7 +47,6 @@ def write_base(
         global_batch or job.global_batch_for(gpus),
         seq_len or run.seq_len,
         layout.ep_max_nodes,
-        run.notes,
     )
 
 
