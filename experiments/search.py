@@ -316,8 +316,12 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         Path(args.write_layout).write_text(layout_yaml(rows[0]))
         print(f"wrote the fastest layout to {args.write_layout}")
     if job_folder is not None:
-        flags = megatron_flags(load_layout(base).with_(**layout_fields(rows[0])), rows[0])
-        print(f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {flags}")
+        layout = load_layout(base).with_(**layout_fields(rows[0]))
+        print(
+            f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {megatron_flags(layout, rows[0])}"
+        )
+        if layout.tp_comm_overlap and layout.intra_size == 1:  # Megatron-LM refuses it at TP 1
+            print("  and drop the job's --tp-comm-overlap: Megatron-LM needs TP > 1 with --sequence-parallel for it")
         return
     print(f"fastest: {run_command(rows[0], args.write_layout)}")
     balanced = balanced_line(rows[0])

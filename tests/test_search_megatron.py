@@ -56,8 +56,8 @@ def test_flags_by_hand(tmp_path: Path) -> None:
 
 def test_the_printed_arguments_simulate_the_top_row(capsys: pytest.CaptureFixture[str]) -> None:
     """Round trip: the job's other flags with the printed ones, read back by --megatron-args, simulate the
-    step time the search ranked first."""
-    job = f"{JOB} --global-batch-size 32 --tensor-model-parallel-size 2"
+    step time the search ranked first; at TP 1 the job's --tp-comm-overlap is to be dropped (Megatron refuses it)."""
+    job = f"{JOB} --global-batch-size 32 --tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap"
     argv = ["search", "--model", LLAMA, "--cluster", "h100", "--gpus", "8", "--megatron-args", job, "--quiet"]
     assert main([*argv, "--fix", "cp=1", "--fix", "micro_batch=1", "--top", "3"]) == 0
     out = capsys.readouterr().out
@@ -65,6 +65,7 @@ def test_the_printed_arguments_simulate_the_top_row(capsys: pytest.CaptureFixtur
     step_s = float(re.search(r"\s(\d+\.\d{3})\s+[\d,]+\s+[\d.]+%", out.splitlines()[2]).group(1))  # row 1
     flags = re.search(r"fastest, as Megatron-LM arguments \(.*?\): (.*)", out).group(1)
     assert "--expert-model-parallel-size" not in flags  # a dense model: no expert flags
+    assert ("drop the job's --tp-comm-overlap" in out) == ("--tensor-model-parallel-size 1 " in flags)
     run = parse_megatron_args(f"{JOB} --global-batch-size 32 {flags}").resolve(load_model(LLAMA), None, 8)
     report = simulate(run.model, run.layout, 8, cluster="h100", global_batch=32, seq_len=4096)
     assert f"{report.step_time_s:.3f}" == f"{step_s:.3f}"
