@@ -309,7 +309,10 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         base=base,
     )
     print(format_rows(rows))
-    print(textwrap.fill(LEGEND, width=110, subsequent_indent="  "))
+    legend = (
+        LEGEND if job_folder is None else LEGEND.replace("sp: Ulysses sequence parallel, ", "").replace("sar, ", "")
+    )
+    print(textwrap.fill(legend, width=110, subsequent_indent="  "))
     if not rows:
         return
     if args.write_layout:
