@@ -288,7 +288,11 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
     if job_folder is not None:
         job = write_base(args.megatron_args, args.model, args.gpus, job_folder, args.global_batch, args.seq_len)
-        model, base, space = job.model_path, job.layout_path, SearchSpace.megatron(job.ep_max_nodes)
+        model, base, space = (
+            job.model_path,
+            job.layout_path,
+            SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules),
+        )
         global_batch, seq_len = job.global_batch, job.seq_len
     space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
     print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))

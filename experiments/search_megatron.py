@@ -23,6 +23,7 @@ class MegatronBase:
     global_batch: int
     seq_len: int
     ep_max_nodes: int
+    recompute_modules: tuple[str, ...]  # the job's selective recomputation, if any
 
 
 def write_base(
@@ -47,6 +48,7 @@ def write_base(
         global_batch or job.global_batch_for(gpus),
         seq_len or run.seq_len,
         layout.ep_max_nodes,
+        layout.recompute_modules if layout.recompute == "selective" else (),
     )
 
 

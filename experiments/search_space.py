@@ -169,10 +169,14 @@ class SearchSpace:
         return cls()
 
     @classmethod
-    def megatron(cls, ep_max_nodes: int = 0) -> SearchSpace:
+    def megatron(cls, ep_max_nodes: int = 0, job_modules: tuple[str, ...] = ()) -> SearchSpace:
         """What Megatron-Core can run around a user's job (``moesim search --megatron-args``): TP attention with
         sequence parallelism, 1F1B or interleaved schedules with or without its EP overlap (combined 1F1B,
-        delayed wgrads), its recompute (none, selective modules, full); the job's node-limited routing kept."""
+        delayed wgrads), its recompute (none, selective modules, the job's own among them, full); the job's
+        node-limited routing kept."""
+        selective = (("core_attn", "layernorm", "moe_act"), ("core_attn", "layernorm"))
+        if job_modules and job_modules not in selective:
+            selective = (job_modules, *selective)
         return cls(
             schedules=(
                 Schedule("1f1b"),
@@ -184,10 +188,7 @@ class SearchSpace:
             ep_max_nodes=(ep_max_nodes,),
             recompute_tiers=(
                 ({"recompute": "none"},),
-                (
-                    {"recompute": "selective", "recompute_modules": ("core_attn", "layernorm", "moe_act")},
-                    {"recompute": "selective", "recompute_modules": ("core_attn", "layernorm")},
-                ),
+                tuple({"recompute": "selective", "recompute_modules": modules} for modules in selective),
                 ({"recompute": "full", "recompute_to_fit": True},),
             ),
             modes=MEGATRON_MODES,

@@ -37,6 +37,19 @@ def test_the_space_is_what_megatron_core_runs(tmp_path: Path) -> None:
     assert {p["ep_overlap"] for p in points if p["pp"] == 1} == {False, True}
 
 
+def test_the_jobs_own_selective_modules_are_searched(tmp_path: Path) -> None:
+    """GPT-OSS-120B's recipe recomputes layernorm and moe_act: among the selective choices the search tries."""
+    flags = f"{JOB} --expert-model-parallel-size 8 --moe-grouped-gemm --recompute-granularity selective --recompute-modules layernorm moe_act"
+    base = write_base(flags, QWEN, 16, tmp_path, 64, None)
+    assert base.recompute_modules == ("layernorm", "moe_act")
+    selective = SearchSpace.megatron(0, base.recompute_modules).recompute_tiers[1]
+    assert [choice["recompute_modules"] for choice in selective] == [
+        ("layernorm", "moe_act"),
+        ("core_attn", "layernorm", "moe_act"),
+        ("core_attn", "layernorm"),
+    ]
+
+
 def test_flags_by_hand(tmp_path: Path) -> None:
     """Qwen3-30B-A3B's 48 layers over 5 stages: the last, then the first stage take one fewer (9, 10, 10, 10, 9),
     as a Megatron layout string; selective recomputation as its modules."""
