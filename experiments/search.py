@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from experiments.search_bound import BoundPruner, bounds, by_bound
-from experiments.search_megatron import megatron_flags, write_base
+from experiments.search_megatron import caveats, megatron_flags, write_base
 from experiments.search_space import SPACES, Job, Pruned, SearchSpace, layouts
 from experiments.sweep import Params, read_rows, run_sweep
 from simulator.report import simulate, split_if_balanced
@@ -327,8 +327,8 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         print(
             f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {megatron_flags(layout, rows[0])}"
         )
-        if layout.tp_comm_overlap and layout.intra_size == 1:  # Megatron-LM refuses it at TP 1
-            print("  and drop the job's --tp-comm-overlap: Megatron-LM needs TP > 1 with --sequence-parallel for it")
+        for line in caveats(layout, cluster_preset(args.cluster, args.gpus).gpus_per_node):
+            print(f"  {line}")
         return
     print(f"fastest: {run_command(rows[0], args.write_layout)}")
     balanced = balanced_line(rows[0])

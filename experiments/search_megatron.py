@@ -79,3 +79,18 @@ def megatron_flags(layout: LayoutSpec, row: dict[str, str]) -> str:
         if recomputed > 0:
             flags.append(f"--recompute-granularity full --recompute-method block --recompute-num-layers {recomputed}")
     return " ".join(flags)
+
+
+def caveats(layout: LayoutSpec, gpus_per_node: int) -> list[str]:
+    """What to know before running a searched layout: a flag of the job Megatron-LM would refuse with it, and
+    a mechanism the validation finds over-credited."""
+    lines = []
+    if layout.tp_comm_overlap and layout.intra_size == 1:  # Megatron-LM refuses it at TP 1
+        lines.append("and drop the job's --tp-comm-overlap: Megatron-LM needs TP > 1 with --sequence-parallel for it")
+    if layout.ep_overlap and layout.ep_dispatcher == "alltoall" and layout.ep_degree > gpus_per_node:
+        lines.append(
+            "caution: it overlaps NCCL's all-to-all across nodes, which the simulator credits more than measured "
+            "(moesim validate: the matched pair bridge-ab-qwen3-30b-a3b-bf16-alltoall-epoverlap); check the "
+            "runner-up without EP overlap"
+        )
+    return lines

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
-from experiments.search_megatron import megatron_flags, write_base
+from experiments.search_megatron import caveats, megatron_flags, write_base
 from experiments.search_space import Job, SearchSpace, layouts
 from simulator.report import simulate
 from topologies.cluster import cluster_preset
@@ -82,3 +82,15 @@ def test_the_printed_arguments_simulate_the_top_row(capsys: pytest.CaptureFixtur
     run = parse_megatron_args(f"{JOB} --global-batch-size 32 {flags}").resolve(load_model(LLAMA), None, 8)
     report = simulate(run.model, run.layout, 8, cluster="h100", global_batch=32, seq_len=4096)
     assert f"{report.step_time_s:.3f}" == f"{step_s:.3f}"
+
+
+def test_caveats(tmp_path: Path) -> None:
+    """Cross-node EP overlap over NCCL's all-to-all is flagged (over-credited on the matched pair); in-node EP, or
+    DeepEP's dispatcher, is not; --tp-comm-overlap at TP 1 is to be dropped."""
+    base = write_base(f"{JOB} --expert-model-parallel-size 16 --moe-token-dispatcher-type alltoall", QWEN, 16, tmp_path,
+                      64, None)  # fmt: skip
+    layout = load_layout(base.layout_path).with_(ep_overlap=True, delay_wgrad=True)
+    assert [line.split(":")[0] for line in caveats(layout, 8)] == ["caution"]
+    assert caveats(layout.with_(ep=8), 8) == []
+    assert caveats(layout.with_(ep_dispatcher="deepep"), 8) == []
+    assert caveats(layout.with_(ep_overlap=False, delay_wgrad=False, tp_comm_overlap=True), 8)[0].startswith("and drop")
