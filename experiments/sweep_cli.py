@@ -37,7 +37,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         metavar="ARGS",
         help="a Megatron-LM job (inline flags or a file): search the layouts Megatron-Core can run around it "
         "(TP with SP, EP, ETP, CP, PP, VP, micro-batch, EP overlap, recompute), keeping its other settings, and "
-        "print the fastest as Megatron arguments; its batch and sequence unless --global-batch / --seq-len",
+        "print the fastest as Megatron arguments; its batch and sequence unless --global-batch / --seq-len "
+        "(--space does not apply; --fix does)",
     )
     search.add_argument("--cluster", type=nonempty, default="h800", help="cluster preset (default h800)")
     search.add_argument("--global-batch", type=integer(1), default=None, help="sequences per step (default 720)")
