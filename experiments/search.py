@@ -70,7 +70,8 @@ def _ep_text(row: dict[str, str]) -> str:
 
 
 def format_rows(rows: list[dict[str, str]]) -> str:
-    """A fixed-width table of search results."""
+    """A fixed-width table of search results ("-" in the ffn column of a dense model, which has no experts)."""
+    dense = bool(rows) and not load_model(rows[0]["model"]).moe_layers
     lines = [
         (
             f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>6} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
@@ -79,7 +80,7 @@ def format_rows(rows: list[dict[str, str]]) -> str:
     ]
     for rank, r in enumerate(rows, 1):
         lines.append(
-            f"{rank:>3} {r['attention']:>4} {r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>6} "
+            f"{rank:>3} {r['attention']:>4} {'-' if dense else r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>6} "
             f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
             f"{r.get('recompute') or BASE_RECOMPUTE:>10} {float(r['step_time_s']):>8.3f} "
             f"{float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "

@@ -78,6 +78,7 @@ def test_the_printed_arguments_simulate_the_top_row(capsys: pytest.CaptureFixtur
     step_s = float(re.search(r"\s(\d+\.\d{3})\s+[\d,]+\s+[\d.]+%", out.splitlines()[2]).group(1))  # row 1
     flags = re.search(r"fastest, as Megatron-LM arguments \(.*?\): (.*)", out).group(1)
     assert "--expert-model-parallel-size" not in flags  # a dense model: no expert flags
+    assert out.splitlines()[2].split()[1:3] == ["tp", "-"]  # attention TP, no experts
     assert ("drop the job's --tp-comm-overlap" in out) == ("--tensor-model-parallel-size 1 " in flags)
     run = parse_megatron_args(f"{JOB} --global-batch-size 32 {flags}").resolve(load_model(LLAMA), None, 8)
     report = simulate(run.model, run.layout, 8, cluster="h100", global_batch=32, seq_len=4096)
