@@ -76,8 +76,8 @@ def simulate_layer(calibration: Calibration = DEFAULT_CALIBRATION) -> LayerGemms
 
 
 def table(calibration: Calibration = DEFAULT_CALIBRATION) -> str:
-    simulated = simulate_layer(calibration).rows_ms()
     """The printed comparison (error: simulated time / measured - 1, > 0 slower than measured)."""
+    simulated = simulate_layer(calibration).rows_ms()
     lines = [f"{SOURCE}: one layer's 12 GEMMs, ms", f"{'':28}  measured  simulated   error"]
     for row, measured in MEASURED_MS.items():
         lines.append(f"{row:28}  {measured:8.2f}  {simulated[row]:9.2f}  {simulated[row] / measured - 1:+6.1%}")

@@ -18,7 +18,7 @@ from simulator.report import simulate, split_if_balanced
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.config import layout_to_yaml, load_layout, load_model
-from workloads.layouts import LAYOUT_PRESETS
+from workloads.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
@@ -134,10 +134,20 @@ def assumptions(model: str, gpus: int, cluster: str, global_batch: int, seq_len:
     )
 
 
+def _base(row: dict[str, str]) -> str:
+    """The layout a result row's fields go on top of: the preset, or the Megatron job's layout file."""
+    return row.get("layout") or BASE_LAYOUT
+
+
+def row_layout(row: dict[str, str]) -> LayoutSpec:
+    """A result row's whole layout: its base with the searched fields."""
+    return load_layout(_base(row)).with_(**layout_fields(row))
+
+
 def layout_fields(row: dict[str, str]) -> dict[str, object]:
     """The searched layout fields of a result row that differ from the base layout, typed (the CSV holds
     text: "4", "True", "('core_attn', 'moe_act')")."""
-    base = load_layout(row.get("layout") or BASE_LAYOUT)
+    base = load_layout(_base(row))
     fields: dict[str, object] = {}
     for key in SEARCHED:
         text = row.get(key) or ""
@@ -165,7 +175,7 @@ def run_command(row: dict[str, str], layout_file: str | None = None) -> str:
         return f"{head} --layout {layout_file}"
     fields = layout_fields(row)
     sets = " ".join(f"--set {k}={_text(v, ',')}" for k, v in fields.items() if k != "micro_batch")
-    return f"{head} --micro-batch {fields['micro_batch']} --layout {row.get('layout') or BASE_LAYOUT} {sets}"
+    return f"{head} --micro-batch {fields['micro_batch']} --layout {_base(row)} {sets}"
 
 
 def layout_yaml(row: dict[str, str]) -> str:
@@ -177,9 +187,9 @@ def layout_yaml(row: dict[str, str]) -> str:
             f"{float(row['tokens_per_s']):,.0f} tokens/s, {float(row['peak_memory_gib']):.1f} GiB per GPU"
         ),
     ]
-    base = row.get("layout") or BASE_LAYOUT
+    base = _base(row)
     if base not in LAYOUT_PRESETS:  # a layout file (a Megatron job's): every field
-        return "\n".join(lines) + "\n" + layout_to_yaml(load_layout(base).with_(**layout_fields(row)))
+        return "\n".join(lines) + "\n" + layout_to_yaml(row_layout(row))
     return (
         "\n".join(lines + [f"base: {base}"] + [f"{k}: {_text(v, ', ')}" for k, v in layout_fields(row).items()]) + "\n"
     )
@@ -192,7 +202,7 @@ def balanced_line(row: dict[str, str]) -> str:
     if int(row["pp"]) < 2:
         return ""
     micro_batch = fields.pop("micro_batch")
-    layout = load_layout(row.get("layout") or BASE_LAYOUT).with_(**fields)
+    layout = load_layout(_base(row)).with_(**fields)
     model, gpus, sizes = row["model"], int(row["gpus"]), (int(row["global_batch"]), int(row["seq_len"]))
     split = split_if_balanced(model, layout, gpus, row["cluster"], *sizes, micro_batch)
     if not split:
@@ -324,7 +334,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         Path(args.write_layout).write_text(layout_yaml(rows[0]))
         print(f"wrote the fastest layout to {args.write_layout}")
     if job_folder is not None:
-        layout = load_layout(base).with_(**layout_fields(rows[0]))
+        layout = row_layout(rows[0])
         print(
             f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {megatron_flags(layout, rows[0])}"
         )
