@@ -47,7 +47,7 @@ class Calibration:
     # SonicMoE Fig. 14): unfitted, the simulated MoE layer matches DeepGEMM's grouped GEMMs with PyTorch glue to
     # 7% (forward), while Megatron-Core's own layer runs at 0.70 (median; mean 0.72) of that speed: the residual
     # reads as a production stack's kernels against the best published ones.
-    compute_residual: float = 0.8576
+    compute_residual: float = 0.8526
     # Tensor-core kernels of a training step run at the power-capped sustained clock, below the clocks of the
     # short benchmark runs the GEMM and attention tables come from (issue #11). mamf-finder's two headlines on
     # one H200 SXM (GH100 at 700 W, as the H100 SXM and H800), BF16, thermally soaked (stas00/ml-engineering
@@ -60,10 +60,22 @@ class Calibration:
     # deepseek-ai/DeepGEMM #120 (Hopper, compute beside communication: 1980 -> 1575 MHz). Multiplies the same
     # kernels as compute_residual; microbenchmark reproductions set it to 1.
     sustained_clock_fraction: float = 0.849
-    # Memory-bound kernels reach ~80% of HBM bandwidth (STREAM-like copies on H100; assumed).
+    # Memory-bound kernels of a training step (casts, quantization, norms, activations, permutations) reach 0.8 of
+    # HBM bandwidth. Measured: pytorch/ao's Triton BF16 -> FP8 quantization kernels on one H100 SXM run at
+    # 2,634-2,901 GB/s of 3,352 (0.79-0.87; benchmarks/prototype/blockwise_fp8_training/README.md at 55c56d08, PR
+    # #4128); Transformer Engine's current-scaling quantization kernels in its H200 NVL GEMM benchmark come out
+    # within 1% at 0.8 (experiments/fp8_gemm_check.py). The ceiling of a hand-tuned streaming kernel is higher:
+    # BabelStream Copy / Triad 2.90 / 2.97 TB/s on H100 SXM, 0.87 / 0.89 (Azure/AI-benchmarking-guide
+    # ND_H100_v5_results.md at f350e7e6); quack's CuTe-DSL RMSNorm and softmax about 3 TB/s, 0.90
+    # (Dao-AILab/quack media/2025-07-10-membound-sol.md at ca5369be), where torch.compile's softmax reaches 0.56.
     memory_efficiency: float = 0.8
-    # Per-kernel launch gap on the GPU (CUDA launch latency 3-5 us; assumed 4 us).
-    kernel_overhead_s: float = 4e-6
+    # The GPU's fixed time per kernel beside its work, with the host already ahead (the launch and teardown no
+    # useful work fills): an empty kernel takes 2.1 us on an H100 launched from a stream and 1.3 us replayed
+    # from a CUDA graph (Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for Llama-1B",
+    # Spector, Juravsky et al., 2025-05-27, "kernel launch and teardown costs"); pytorch/pytorch #161104 times
+    # a 1,024-element add at 1.1 us per call inside a CUDA graph. Until stop 35: 4 us, assumed.
+    kernel_overhead_s: float = 2.1e-6
+    graph_kernel_overhead_s: float = 1.3e-6
     # Host (CPU) time to issue one kernel from PyTorch eager mode (Python + dispatcher + launch). The host
     # runs ahead of the GPU while kernels are long; a device-to-host sync empties that lead. Measured: one
     # torch.nn.Linear forward (one cuBLAS GEMM) costs 13.48 us of CPU time on a DGX-H100 host (Xeon Platinum
@@ -71,9 +83,13 @@ class Calibration:
     # to every kernel, also to those a TE call issues from a C++ loop (over), and TE modules' Python
     # bookkeeping beyond a launch is not counted (under); docs/host_cost_sources.md.
     host_launch_s: float = 13.48e-6
-    # A device-to-host sync drains the GPU queue; the host then re-issues kernels from Python
-    # (PyTorch eager dispatch ~10-20 us per op; assumed 50 us per sync including the copy).
-    host_sync_s: float = 50e-6
+    # A device-to-host copy the host waits for (token counts to the host): the copy and the host's wake-up, on
+    # an otherwise empty queue; the kernels the host issues after it pay host_launch_s each. Measured on 8 x
+    # A800-SXM4 (no Hopper figure found): 33 such syncs cost (1.098 - 0.578) ms, 16 us each, an upper bound
+    # (the synced path also launches small kernels; modelscope/ms-swift PR #10164). Bare-metal desktop GPUs:
+    # 26.1 us on an RTX 3090 (jingyaogong/minimind PR #837), 31-32 us for 4 bytes on an RTX 5090 (kekzl/imp
+    # #1654). Until stop 35: 50 us, assumed.
+    host_sync_s: float = 16e-6
     # NCCL all-to-all over NVLink reaches a lower fraction of link bandwidth than ring AG/RS (it talks to
     # every peer at once). Declared assumption: 0.75, the value at which AG/RS wins from top-k = 7 on in
     # MegaScale-MoE Fig. 7; Fig. 7's crossover is therefore not an independent prediction. It applies to
@@ -116,13 +132,15 @@ SOURCES: dict[str, str] = {
     "compute_residual": "FITTED on Table 3, MegaScale-MoE, 240 GPUs (experiments/calibrate.py)",
     "sustained_clock_fraction": "ml-engineering mamf-finder H200 BF16: MSMF 702.9 / MAMF 828.0 (soaked at 700 W); torch-performance-test-data #79, flashinfer #2899, DeepGEMM #120",
     "memory_efficiency": (
-        "assumed: STREAM-like copies reach ~80% of HBM bandwidth on H100; checked: TE's current-scaling"
-        " quantization kernels in its H200 NVL GEMM benchmark (docs/examples/gemm_profiling at 1609c890, autocast"
-        " - pre-quantized) take 3.50 ms per layer, 3.52 simulated with it (experiments/fp8_gemm_check.py)"
+        "pytorch/ao PR #4128: Triton FP8 quantization kernels at 0.79-0.87 of H100 SXM HBM bandwidth; TE's"
+        " current-scaling quantization kernels in its H200 NVL GEMM benchmark (docs/examples/gemm_profiling at"
+        " 1609c890, autocast - pre-quantized) take 3.50 ms per layer, 3.52 simulated with it"
+        " (experiments/fp8_gemm_check.py); BabelStream Copy 0.87 on H100 SXM is a streaming kernel's ceiling"
     ),
-    "kernel_overhead_s": "assumed: CUDA launch latency 3-5 us",
+    "kernel_overhead_s": "Hazy Research 'Look Ma, No Bubbles!' (2025-05-27): an empty kernel takes 2.1 us on H100",
+    "graph_kernel_overhead_s": "the same: 1.3 us replayed from a CUDA graph; pytorch #161104: 1.1 us per graphed add",
     "host_launch_s": "TransformerEngine #2053: torch.nn.Linear forward CPU time on a DGX-H100 host",
-    "host_sync_s": "assumed: a device-to-host sync plus PyTorch eager re-dispatch",
+    "host_sync_s": "modelscope/ms-swift PR #10164: 16 us per device-to-host sync on 8 x A800-SXM4 (an upper bound)",
     "all_to_all_efficiency": "declared assumption consistent with MegaScale-MoE Fig. 7's crossover",
     "ring_efficiency": "ring AG/RS at the measured NVLink / NIC rates (topologies/hardware.py)",
     "comm_sms_nccl": "NVIDIA/nccl #892: 16 channels on an 8-GPU H800 node; NCCL docs NCCL_MIN_CTAS",

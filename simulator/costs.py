@@ -21,6 +21,7 @@ from workloads.ops import (
     AttentionShape,
     EpDispatcher,
     Gemm,
+    GraphPart,
     Group,
     GroupedDim,
     Op,
@@ -28,13 +29,15 @@ from workloads.ops import (
 from workloads.precision import DTYPE_BYTES
 
 
-def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
-    """Roofline GEMM time with wave quantization over the SMs, at the tile efficiency of its shape.
+def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | None = None) -> float:
+    """Roofline GEMM time with wave quantization over the SMs, at the tile efficiency of its shape, plus the
+    fixed time per kernel (``overhead_s``, Calibration.kernel_overhead_s unless given).
 
     Tiles of TILE_M x TILE_N outputs are spread over the SMs in waves; a partial last wave costs a full
     one. A grouped GEMM schedules all groups' tiles together; a sequential one launches a kernel per
     group, each quantized on its own.
     """
+    overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
     tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
     peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
@@ -51,10 +54,10 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
     accumulate_s = accumulate_epilogue_s(gemm, gpu, cal)
     if gemm.sequential:
-        one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + accumulate_s + cal.kernel_overhead_s
+        one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + accumulate_s + overhead_s
         return gemm.groups * one
     compute_s = math.ceil(tiles * gemm.groups / gpu.sm_count) * tile_s
-    return max(compute_s, memory_s * gemm.groups) + accumulate_s * gemm.groups + cal.kernel_overhead_s
+    return max(compute_s, memory_s * gemm.groups) + accumulate_s * gemm.groups + overhead_s
 
 
 def tensor_core_derate(cal: Calibration) -> float:
@@ -80,7 +83,12 @@ def accumulate_epilogue_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
 
 
 def attention_time_s(
-    flops: float, backward: bool, gpu: GpuSpec, cal: Calibration, shape: AttentionShape | None = None
+    flops: float,
+    backward: bool,
+    gpu: GpuSpec,
+    cal: Calibration,
+    shape: AttentionShape | None = None,
+    overhead_s: float | None = None,
 ) -> float:
     """FlashAttention: the FLOPs the kernel executes for its shape (simulator.attention_cost) at the kernel's
     efficiency there x the compute residual. Without a shape (toy ops): full causal attention at the fixed
@@ -93,22 +101,33 @@ def attention_time_s(
     else:
         executed = flops * executed_fraction(shape, cal)
         efficiency = attention_op_efficiency(shape, backward, cal)
-    return executed / (gpu.peak_bf16_flops * efficiency * tensor_core_derate(cal)) + cal.kernel_overhead_s
+    overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
+    return executed / (gpu.peak_bf16_flops * efficiency * tensor_core_derate(cal)) + overhead_s
 
 
-def memory_time_s(mem_bytes: float, kernels: int, gpu: GpuSpec, cal: Calibration) -> float:
-    """Memory-bound kernels: HBM traffic at the achievable bandwidth, plus launch gaps."""
-    return mem_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency) + kernels * cal.kernel_overhead_s
+def memory_time_s(
+    mem_bytes: float, kernels: int, gpu: GpuSpec, cal: Calibration, overhead_s: float | None = None
+) -> float:
+    """Memory-bound kernels: HBM traffic at the achievable bandwidth, plus each kernel's fixed time."""
+    overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
+    return mem_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency) + kernels * overhead_s
+
+
+def kernel_overhead_s(op: Op, cal: Calibration) -> float:
+    """The GPU's fixed time per kernel of ``op``: launched from a stream, or replayed from a CUDA graph
+    (workloads/cuda_graphs.py)."""
+    return cal.kernel_overhead_s if op.graph == GraphPart.NONE else cal.graph_kernel_overhead_s
 
 
 def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
     """Time of the compute part of an op on an otherwise idle GPU."""
+    overhead_s = kernel_overhead_s(op, cal)
     if op.gemm is not None:
-        return gemm_time_s(op.gemm, gpu, cal)
+        return gemm_time_s(op.gemm, gpu, cal, overhead_s)
     if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
-        return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention)
+        return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention, overhead_s)
     if op.kind == MEMORY:
-        return memory_time_s(op.mem_bytes, op.kernels, gpu, cal)
+        return memory_time_s(op.mem_bytes, op.kernels, gpu, cal, overhead_s)
     if op.kind == HOST_SYNC:
         return cal.host_sync_s
     if op.kind == GEMM:

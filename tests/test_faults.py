@@ -12,7 +12,7 @@ from simulator.faults import Faults, StageFault, fault_path, speed_factor
 from simulator.probes import TransferLog
 from simulator.ranks import Place, RankMap
 from simulator.report import simulate
-from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
+from tests.toys import EQUAL_STAGES, SCENARIO_CALIBRATION, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
@@ -305,9 +305,9 @@ def test_folded_equals_unfolded_with_faults(case, faults: Faults) -> None:
     and the other replicas' stages at each DP bucket (a ring collective: tests/test_dp_ring.py), so the
     folded slowest-member view is exact."""
     workload, cluster = _unfolded_case(*case)
-    folded = Engine(workload, cluster, faults=faults).run()
-    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run()
-    assert folded.step_time_s > Engine(workload, cluster).run().step_time_s
+    folded = Engine(workload, cluster, SCENARIO_CALIBRATION, faults=faults).run()
+    unfolded = Engine(workload, cluster, SCENARIO_CALIBRATION, placement="unfolded", faults=faults).run()
+    assert folded.step_time_s > Engine(workload, cluster, SCENARIO_CALIBRATION).run().step_time_s
     assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
 
 

@@ -11,7 +11,6 @@ import pytest
 import simpy
 
 from simulator import nic_replay, steady
-from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine, EngineResult
 from simulator.flow_log import FlowLog, Span, SpanIndex, merged
 from simulator.nic_replay import NicReplayTimer, ReplayStats, TaskId, next_forced, seeded_at
@@ -23,11 +22,12 @@ from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
 from workloads.schedules import BACKWARD, FORWARD, Task
 from workloads.step import StepWorkload
+from tests.toys import SCENARIO_CALIBRATION
 
 REL = 1e-9
 # The scenarios below (which tasks conflict, how many runs a forecast takes) were drawn at the residual fitted
 # before the wgrads' main-grad accumulation was charged; pinned so that a refit does not move them.
-CAL = DEFAULT_CALIBRATION.with_(compute_residual=0.6271)
+CAL = SCENARIO_CALIBRATION.with_(compute_residual=0.6271)
 # 4 MoE layers, 16 experts: EP 16 spans two 8-GPU nodes (SP 8 in a node), so every task's dispatch and
 # combine cross the NIC, and PP sends (each stage on its own nodes) and DP buckets (DP 2) share it.
 SMALL = ModelSpec("small", 4, 1024, 8, 2, 2048, 16, 4, 1024)

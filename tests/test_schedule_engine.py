@@ -9,7 +9,7 @@ from simulator.engine import Engine
 from simulator.report import build_report
 from tests.test_dualpipe import FREE_NIC
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, TINY
-from tests.toys import block_task_key, replay
+from tests.toys import SCENARIO_CALIBRATION, block_task_key, replay
 from topologies.cluster import ClusterSpec, cluster_preset
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
@@ -110,7 +110,7 @@ def test_ep_overlap_hides_cross_node_ep(delay_wgrad: bool) -> None:
         layout = layout.with_(virtual_stages=2, **changes)
         workload = StepWorkload(CROSS_NODE, layout, 16, 4, 32, 512)
         cluster = cluster_preset("h800", 16, domain_gpus=4)
-        result = Engine(workload, cluster).run()
+        result = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
         runs.append((result.step_time_s, build_report(workload, cluster, result, 0.0).exposed_comm_s["ep"]))
     (step, ep), (overlapped_step, overlapped_ep) = runs
     assert overlapped_ep < 0.9 * ep and overlapped_step < step

@@ -10,7 +10,6 @@ from dataclasses import asdict, replace
 import pytest
 
 from simulator.bubbles import _replay, schedule_bubble
-from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.engine import Engine
 from simulator.faults import Faults
 from simulator.periodic import candidates, extrapolate, lock_window, locked, period, periods_short, shift_s, task_counts
@@ -18,6 +17,7 @@ from simulator.probes import Probe, observing
 from simulator.report import build_report, prepare, simulate
 from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
 from tests.engine_diff import assert_same_fields
+from tests.toys import SCENARIO_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.layouts import MEGASCALE_MOE, layout_preset
 from workloads.schedules import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
@@ -69,9 +69,9 @@ def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: in
     """Each schedule's report from one shorter run (its ledger) equals the full run's, field by field, to 1e-9,
     and every additive field equals the two-run reference's (and the full run's) to 1e-9."""
     workload, cluster = _workload(gpus, global_batch, pp=4, **changes)
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
-    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
-    two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
+    full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
+    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
+    two = extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
     assert len(two.steady_runs) == 2 and sum(two.steady_runs) < workload.micro_batches  # shorter than the step
     assert short.steady_runs == two.steady_runs[:1]  # from the first of the two runs alone
     assert full.steady_runs == ()
@@ -94,11 +94,11 @@ def test_cross_node_ep_extrapolates_to_the_op_level_run() -> None:
     nic_replay.py); their step repeats too, and extrapolates to the all-op-level run (memoize=False)."""
     workload, cluster = _workload(32, 96, model="deepseekmoe", ep=16, pp=2)
     assert workload.tasks_use_nic
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION, memoize=False).run()
-    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, SCENARIO_CALIBRATION, memoize=False).run()
+    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
     assert len(short.steady_runs) == 1 and short.simulated_ops < full.simulated_ops
     assert_same_fields(short, full)
-    assert_same_fields(extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False), full)
+    assert_same_fields(extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False), full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
@@ -109,15 +109,15 @@ def test_a_slow_transient_is_not_taken_for_a_steady_state() -> None:
     micro-batch 31. Runs at 10, 11, 12 lie on one line, but that line misses the full run's PP wait; the lock
     check sees the drift (stage 0's tasks shift by less than one period), so the step runs in full."""
     workload, cluster = _workload(32, 40, pp=4, schedule="zb1p")
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
-    runs = {m: Engine(resized_workload(workload, m), cluster, DEFAULT_CALIBRATION).run() for m in (10, 11, 12)}
+    full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
+    runs = {m: Engine(resized_workload(workload, m), cluster, SCENARIO_CALIBRATION).run() for m in (10, 11, 12)}
     wait = {m: result.stages[0].pp_wait_s for m, result in runs.items()}
     assert wait[10] - 2 * wait[11] + wait[12] == pytest.approx(0.0, abs=1e-12)
     line = wait[12] + (wait[12] - wait[11]) * (40 - 12)
     assert not math.isclose(line, full.stages[0].pp_wait_s, rel_tol=0.1)
     records = [log.tasks for log in runs[10].stages]
     assert not locked(records, 1, shift_s(records, 1), 0.0)
-    assert extrapolated(workload, cluster, DEFAULT_CALIBRATION) is None
+    assert extrapolated(workload, cluster, SCENARIO_CALIBRATION) is None
     assert (
         simulate("mixtral-8x7b", workload.layout, 32, cluster="h100", global_batch=40, seq_len=4096).steady_runs == []
     )
@@ -209,11 +209,11 @@ def test_a_run_a_little_short_of_a_lock_is_lengthened_not_doubled() -> None:
     layout = MEGASCALE_MOE.with_(ep=32, ep_max_nodes=4, pp=3)
     workload, cluster, _ = prepare("paper-352b", layout, 96, cluster, 144, 8192, None, True)
     assert workload.micro_batches == 36 and [m for m, _, _ in candidates(workload.schedule)] == [8]
-    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
     assert short.steady_runs == (10,)
-    two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
+    two = extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
     assert two.steady_runs == (10, 11)
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
     assert short.simulated_ops < full.simulated_ops / 2
     assert_same_fields(short, full)
     assert_same_fields(two, full)
@@ -297,9 +297,9 @@ def test_shortcut_with_faults_equals_the_full_run(faults: Faults, schedule: str)
     """Faults fold into per-stage factors that are the same in every micro-batch (simulator/faults.py
     stage_faults), so the faulty step repeats too: the shortcut equals its full run, field by field, to 1e-9."""
     workload, cluster = _workload(64, 192, pp=4, schedule=schedule, virtual_stages=2 if schedule != "1f1b" else 1)
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION, faults=faults).run()
-    short = run_step(workload, cluster, DEFAULT_CALIBRATION, faults=faults)
-    healthy = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, SCENARIO_CALIBRATION, faults=faults).run()
+    short = run_step(workload, cluster, SCENARIO_CALIBRATION, faults=faults)
+    healthy = run_step(workload, cluster, SCENARIO_CALIBRATION)
     assert short.steady_runs and sum(short.steady_runs) < workload.micro_batches
     assert short.step_time_s > healthy.step_time_s * (1 + 1e-6)  # the fault costs something
     assert_same_fields(short, full)
@@ -354,11 +354,11 @@ def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() ->
     and 102 alone (two periods of its ledger) or with 104 gives the full run's report to 1e-9."""
     # 32 layers over the 64 blocks: uneven (half the blocks hold none)
     workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none", uneven_pp=True)
-    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
     assert short.steady_runs == (102,)
-    two = extrapolated(workload, cluster, DEFAULT_CALIBRATION, one_run=False)
+    two = extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
     assert two.steady_runs == (102, 104)  # not (102, 103): period 1 did not lock
-    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
     assert_same_fields(short, full)
     assert_same_fields(two, full)
     _assert_same_report(

@@ -20,6 +20,7 @@ from topologies.errors import ConfigError
 from workloads.layouts import layout_preset
 from workloads.models import ModelSpec
 from workloads.step import StepWorkload
+from tests.toys import SCENARIO_CALIBRATION
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
@@ -204,8 +205,8 @@ def test_every_feature_folded_against_unfolded(case) -> None:
     layout = layout_preset("megascale-moe").with_(pp=2, **changes)
     workload = StepWorkload(model, layout, gpus, gpn, batch, 512)
     cluster = cluster_preset("h800", gpus, domain_gpus=gpn, **({"nic_bandwidth_Bps": nic_Bps} if nic_Bps else {}))
-    folded = Engine(workload, cluster, faults=faults).run()
-    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run()
+    folded = Engine(workload, cluster, SCENARIO_CALIBRATION, faults=faults).run()
+    unfolded = Engine(workload, cluster, SCENARIO_CALIBRATION, placement="unfolded", faults=faults).run()
     assert unfolded.simulated_ops == unfolded_ops(workload)
     if bound is None and faults:  # the unfolded log is replica 0 rank 0's, not the slowest member's
         assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
