@@ -8,6 +8,8 @@ Every calibration constant the tests depend on is spelled out (never DEFAULT_CAL
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.costs import (
@@ -34,6 +36,7 @@ from workloads.ops import (
     MEMORY,
     REDUCE_SCATTER,
     Gemm,
+    GraphPart,
     GroupedDim,
     Op,
 )
@@ -187,6 +190,22 @@ def test_compute_time_dispatch_by_kind() -> None:
     assert compute_time_s(comm_op, TOY_GPU, CAL) == 0.0
     with pytest.raises(ValueError):
         compute_time_s(Op("shapeless", GEMM, COMPUTE), TOY_GPU, CAL)
+
+
+def test_graph_captured_kernels_pay_the_graph_time_per_kernel() -> None:
+    """A kernel replayed from a CUDA graph costs graph_kernel_overhead_s beside its work, an eager one
+    kernel_overhead_s: 3 memory kernels of 2e9 B at 1e12 B/s: 2 ms + 3 x 5 us eager, 2 ms + 3 x 1 us captured;
+    a GEMM of one tile (32.768 us) + 5 or 1 us; attention's backward 20 ms + 5 or 1 us."""
+    cal = CAL.with_(kernel_overhead_s=5e-6, graph_kernel_overhead_s=1e-6)
+    ops = (
+        (Op("m", MEMORY, COMPUTE, mem_bytes=2e9, kernels=3), 2e-3, 3),
+        (Op("g", GEMM, COMPUTE, gemm=Gemm(128, 128, 1000)), TILE_S, 1),
+        (Op("a", ATTENTION, COMPUTE, flops=1e12, attention_backward=True), 0.020, 1),
+    )
+    for op, work_s, kernels in ops:
+        captured = replace(op, graph=GraphPart.MOE_ROUTER)
+        assert compute_time_s(op, TOY_GPU, cal) == pytest.approx(work_s + kernels * 5e-6, rel=1e-12)
+        assert compute_time_s(captured, TOY_GPU, cal) == pytest.approx(work_s + kernels * 1e-6, rel=1e-12)
 
 
 def test_collective_wire_bytes_efficiencies() -> None:
