@@ -1,6 +1,7 @@
 """CUDA graphs (Megatron-Core --cuda-graph-impl local / transformer_engine, --cuda-graph-scope): which ops
 a graph captures. A captured run of kernels costs the host one graph launch instead of one launch per
-kernel (simulator.op_costs.OpCosts); the kernels themselves run as before.
+kernel (simulator.op_costs.OpCosts), and each kernel the GPU's shorter fixed time of a graph replay
+(Calibration.graph_kernel_overhead_s, simulator.costs.kernel_overhead_s).
 
 Scopes, as megatron/training/arguments.py describes them: "attn" captures TransformerLayer._forward_attention,
 "mlp" a dense layer's _forward_mlp, "moe" a MoE layer's _forward_mlp, "moe_router" it up to
