@@ -205,13 +205,24 @@ def comm_kernel_sms(op: Op, cal: Calibration) -> int:
     return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
 
 
-def collective_latency_s(group_size: int, step_latency_s: float, collective: str = "") -> float:
-    """Latency term of ring / pairwise algorithms: one step latency per peer (n - 1 steps; Thakur, Rabenseifner
-    and Gropp, "Optimization of Collective Communication Operations in MPICH", 2005, Sec. 3-4), twice for an
-    all-reduce (a reduce-scatter, then an all-gather). n is every member of the group, on this node or another:
-    EP ops carry the whole EP degree (workloads/moe.py)."""
-    passes = 2 if collective == ALL_REDUCE else 1
-    return passes * max(group_size - 1, 0) * step_latency_s
+def collective_latency_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
+    """NCCL's latency model (NVIDIA/nccl src/graph/tuning.cc, Ring / Simple; Calibration): a fixed cost per
+    collective, then per step the latency of the link it crosses. A ring takes n - 1 steps, twice for an
+    all-reduce (a reduce-scatter, then an all-gather); in a group that spans nodes (its op has NIC bytes) one of
+    them (two for an all-reduce) crosses the network: two nodes, a lower bound where a group spans more. n is
+    every member of the group: EP ops carry the whole EP degree (workloads/moe.py). An all-to-all sends to every
+    peer at once: the fixed cost and one step, over the network if it leaves the node (16 H100 on 2 nodes: 8.4
+    + 14 = 22.4 us, where nccl-tests' all-to-all measures "30 microseconds small message latency", DeepEP #3)."""
+    if op.group_size <= 1:
+        return 0.0
+    crosses_nodes = op.nic_bytes > 0
+    if op.collective == ALL_TO_ALL:
+        step_s = cal.net_step_latency_s if crosses_nodes else gpu.nvlink_latency_s
+        return cal.collective_base_latency_s + step_s
+    passes = 2 if op.collective == ALL_REDUCE else 1
+    net_steps = passes if crosses_nodes else 0
+    nvlink_steps = passes * (op.group_size - 1) - net_steps
+    return cal.collective_base_latency_s + nvlink_steps * gpu.nvlink_latency_s + net_steps * cal.net_step_latency_s
 
 
 def fused_tail_s(compute_s: float, comm_s: float, tiles: int) -> float:

@@ -118,7 +118,7 @@ class OpCosts:
         return frozenset(early)
 
     @staticmethod
-    def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, step_latency_s: float) -> OpCosts:
+    def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration) -> OpCosts:
         launch = launch_times_s(ops, cal)
         sync_before, offsets = [], []
         sync, offset = -1, 0.0
@@ -133,9 +133,7 @@ class OpCosts:
         return OpCosts(
             tuple(compute_time_s(op, gpu, cal) for op in ops),
             tuple(collective_wire_bytes(op, cal, gpu) if op.is_comm else 0.0 for op in ops),
-            tuple(
-                collective_latency_s(op.group_size, step_latency_s, op.collective) if op.is_comm else 0.0 for op in ops
-            ),
+            tuple(collective_latency_s(op, gpu, cal) if op.is_comm else 0.0 for op in ops),
             launch,
             tuple(sync_before),
             tuple(offsets),

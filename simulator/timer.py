@@ -42,7 +42,7 @@ class CostCache:
     def get(self, key: tuple, compute_factor: float = 1.0) -> OpCosts:
         if (key, compute_factor) not in self._costs:
             ops = self.workload.task_ops(key)
-            costs = OpCosts.of(ops, self.gpu, self.cal, self.gpu.nvlink_latency_s)
+            costs = OpCosts.of(ops, self.gpu, self.cal)
             self._costs[(key, compute_factor)] = scale_compute(costs, ops, compute_factor)
         return self._costs[(key, compute_factor)]
 

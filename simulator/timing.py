@@ -90,13 +90,12 @@ def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATI
     env = environment()
     network = FluidNetwork(env, {"nvl": gpu.nvlink_bandwidth_Bps})
     timing = TaskTiming()
-    costs = OpCosts.of((op,), gpu, calibration, gpu.nvlink_latency_s)
+    costs = OpCosts.of((op,), gpu, calibration)
     run_task(env, (op,), costs, network, ("nvl",), timing)
     env.run()
     return timing.duration_s
 
 
 def comm_alone_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
-    """An op's communication alone on an idle NVLink: per-step latency + wire bytes / bandwidth (no compute)."""
-    latency_s = collective_latency_s(op.group_size, gpu.nvlink_latency_s, op.collective)
-    return latency_s + collective_wire_bytes(op, calibration, gpu) / gpu.nvlink_bandwidth_Bps
+    """An op's communication alone on an idle NVLink: its latency + wire bytes / bandwidth (no compute)."""
+    return collective_latency_s(op, gpu, calibration) + collective_wire_bytes(op, calibration, gpu) / gpu.nvlink_bandwidth_Bps

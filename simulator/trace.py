@@ -141,7 +141,7 @@ def stage_intervals(
         key = workload.task_key(stage, task)
         ops = workload.task_ops(key)
         if key not in costs:  # the fused GEMMs' compute time, as the engine charged it (stragglers scale it)
-            plain = OpCosts.of(ops, gpu, timeline.calibration, gpu.nvlink_latency_s)
+            plain = OpCosts.of(ops, gpu, timeline.calibration)
             costs[key] = scale_compute(plain, ops, timeline.compute_factors[stage])
         label = f"{task.direction}{task.micro_batch}" + (f".{task.chunk}" if workload.chunks > 1 else "")
         args = {"micro_batch": task.micro_batch, "chunk": task.chunk, "direction": task.direction, "ops": len(ops)}

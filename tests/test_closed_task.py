@@ -32,7 +32,7 @@ from tests.test_quiet_streams import (
     _tp_overlap,
     expected_spans,
 )
-from tests.toys import toy_calibration
+from tests.toys import costs_without_latency, toy_calibration
 from workloads.ops import ALL_TO_ALL, COMM, COMPUTE, FUSED, Group, Op
 
 
@@ -41,7 +41,7 @@ def _run(ops: tuple[Op, ...], closed: bool, monkeypatch: pytest.MonkeyPatch) -> 
     env = simpy.Environment()
     network = FluidNetwork(env, {"nvl": 1e9})
     timing = TaskTiming()
-    run_task(env, ops, OpCosts.of(ops, GPU, CAL, 0.0), network, ("nvl",), timing)
+    run_task(env, ops, costs_without_latency(ops, GPU, CAL), network, ("nvl",), timing)
     env.run()
     assert network.bytes_sent["nvl"] == pytest.approx(2e6 * sum(op.is_comm for op in ops), rel=1e-12)
     return timing, next(env._eid)
@@ -132,7 +132,7 @@ def test_tallied_as_laid_out_equals_summarized(monkeypatch: pytest.MonkeyPatch, 
     ops = make()
     laid_out, _ = _run(ops, True, monkeypatch)
     again = TaskTiming(intervals=list(laid_out.intervals), slowed_gemm_s=dict(laid_out.slowed_gemm_s))
-    summarize(ops, OpCosts.of(ops, GPU, CAL, 0.0), again, 0.0, laid_out.duration_s)
+    summarize(ops, costs_without_latency(ops, GPU, CAL), again, 0.0, laid_out.duration_s)
     assert laid_out.compute_busy_s == pytest.approx(again.compute_busy_s, rel=1e-12)
     assert laid_out.exposed_comm_s == pytest.approx(again.exposed_comm_s, rel=1e-12)
     assert laid_out.model_flops == again.model_flops
@@ -143,7 +143,7 @@ def test_issue_times_bind_until_the_stream_is_behind_the_host() -> None:
     waits for its issue at 0.1 ms; by its end at 1.1 ms the host has issued the others (at 0.2 and 0.3 ms),
     which are timed without their issue check (OpCosts.alone_steps' _ISSUED) and run back to back."""
     ops = (_mem("a", 1.0), _mem("b", 1e-3, (0,)), _mem("c", 1e-3, (1,)))
-    costs = OpCosts.of(ops, GPU, toy_calibration(host_launch_s=1e-4), 0.0)
+    costs = costs_without_latency(ops, GPU, toy_calibration(host_launch_s=1e-4))
     assert [row[1] for row in costs.alone_steps(1e9, True)] == [-1, op_costs._ISSUED, op_costs._ISSUED]
     env = simpy.Environment()
     timing = TaskTiming()

@@ -12,7 +12,7 @@ import simpy
 from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts
 from simulator.tasks import TaskTiming, run_task
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads import combined_1f1b
 from workloads.combined_1f1b import EP_COMM
 from workloads.layouts import MEGASCALE_MOE
@@ -56,7 +56,7 @@ BACKWARD_LAYER = (
 def _run(ops: tuple[Op, ...]) -> tuple[float, list[tuple[str, str, float, float]]]:
     env = simpy.Environment()
     timing = TaskTiming()
-    run_task(env, ops, OpCosts.of(ops, GPU, CAL, 0.0), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
+    run_task(env, ops, costs_without_latency(ops, GPU, CAL), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
     env.run()
     spans = sorted(timing.intervals, key=lambda t: (t[1], t[0]))
     return round(timing.duration_s * 1e3, 9), [

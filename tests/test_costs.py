@@ -26,6 +26,7 @@ from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (
     ALL_GATHER,
+    ALL_REDUCE,
     ALL_TO_ALL,
     ATTENTION,
     COLLECTIVE,
@@ -218,10 +219,25 @@ def test_collective_wire_bytes_efficiencies() -> None:
     assert collective_wire_bytes(rs, CAL.with_(ring_efficiency=0.8), TOY_GPU) == pytest.approx(8.75e6, rel=1e-12)
 
 
-def test_collective_latency_one_step_per_peer() -> None:
-    """n - 1 steps: 8 GPUs at 3 us -> 21 us; a group of one has no peers -> 0."""
-    assert collective_latency_s(8, 3e-6) == pytest.approx(21e-6, rel=1e-12)
-    assert collective_latency_s(1, 3e-6) == 0.0
+def test_collective_latency_is_nccls_model_by_hand() -> None:
+    """NCCL's Ring / Simple latency (8.4 us per collective, 3.4 per NVLink step, 14 per network step):
+    an all-gather of 8 takes 7 NVLink steps, 8.4 + 23.8 = 32.2 us; an all-reduce of 8 twice as many, 8.4 + 47.6 =
+    56.0 us; an all-gather of 16 on two nodes 14 NVLink steps and one over the network, 8.4 + 47.6 + 14 = 70.0
+    us; an all-to-all sends to every peer at once, one step: 8.4 + 3.4 = 11.8 us in a node, 8.4 + 14 = 22.4 us
+    across nodes; a group of one has no peers -> 0."""
+    gpu = toy_gpu(nvlink_latency_s=3.4e-6)
+    cal = toy_calibration(collective_base_latency_s=8.4e-6, net_step_latency_s=14e-6)
+
+    def latency_s(collective: str, n: int, nic_bytes: float = 0.0) -> float:
+        op = Op("c", COLLECTIVE, COMM, collective=collective, comm_bytes=1e6, nic_bytes=nic_bytes, group_size=n)
+        return collective_latency_s(op, gpu, cal)
+
+    assert latency_s(ALL_GATHER, 8) == pytest.approx(32.2e-6, rel=1e-12)
+    assert latency_s(ALL_REDUCE, 8) == pytest.approx(56.0e-6, rel=1e-12)
+    assert latency_s(ALL_GATHER, 16, nic_bytes=1e6) == pytest.approx(70.0e-6, rel=1e-12)
+    assert latency_s(ALL_TO_ALL, 8) == pytest.approx(11.8e-6, rel=1e-12)
+    assert latency_s(ALL_TO_ALL, 16, nic_bytes=1e6) == pytest.approx(22.4e-6, rel=1e-12)
+    assert latency_s(ALL_GATHER, 1) == 0.0
 
 
 def test_fused_tail() -> None:

@@ -8,7 +8,7 @@ import simpy
 from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts, launch_times_s
 from simulator.tasks import TaskTiming, run_task
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.layers import layer_recipe
 from workloads.layouts import LayoutSpec
 from workloads.megatron import parse_megatron_args
@@ -73,7 +73,7 @@ def _host_bound_duration(ops: list[Op]) -> float:
     """A task whose kernels take no GPU time: it lasts as long as the host takes to issue them."""
     env = simpy.Environment()
     ops = tuple(ops)
-    run_task(env, ops, OpCosts.of(ops, toy_gpu(), CAL, 0.0), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
+    run_task(env, ops, costs_without_latency(ops, toy_gpu(), CAL), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
     env.run()
     return env.now
 

@@ -13,7 +13,7 @@ from simulator import nic_replay
 from simulator.engine import Engine
 from simulator.nic_replay import ReplayConflict, after_conflict, twins
 from simulator.ranks import Place
-from tests.test_nic_replay import CAL, SCHEDULES, SMALL, _assert_same, _workload
+from tests.test_nic_replay import CAL, SMALL, _assert_same, _workload
 from topologies.cluster import cluster_preset
 from workloads.layouts import layout_preset
 from workloads.schedules import BACKWARD, FORWARD, Task
@@ -53,14 +53,22 @@ def test_after_conflict_by_hand() -> None:
     assert after_conflict(Engine(workload, cluster, CAL, forced=None).timer, conflict, 0) == (None, False)
 
 
-@pytest.mark.parametrize(("name", "budget"), [("1f1b-pp4", 0.15), ("interleaved", 1.0)])
+# Steps whose first forecast run stops at a conflict (test_nic_replay's 1F1B on PP 4 and interleaved schedules,
+# at NIC rates where a forecast send meets a flow it did not foresee; since stop 36's collective latencies the
+# default 10 GB/s ones run through).
+CONFLICTS = {
+    "1f1b-pp4-12GBps": (4, 8, {"nic_Bps": 12e9}),
+    "interleaved-5GBps": (2, 4, {"schedule": "interleaved", "virtual_stages": 2, "nic_Bps": 5e9}),
+}
+
+
+@pytest.mark.parametrize(("name", "budget"), [("1f1b-pp4-12GBps", 0.15), ("interleaved-5GBps", 1.0)])
 def test_a_retried_forecast_run_equals_op_level(name: str, budget: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each first forecast run stops at a conflict (1F1B on PP 4 after 7 of 64 tasks; interleaved after 13 of 32,
-    past the default budget, so allowed all here: its own PP send slowed by the receiver's op-level flows); the
-    retry, the met task and its twins forced, runs without conflict, replaying some tasks, and equals the op-level
-    run."""
+    """Each first forecast run stops at a conflict (interleaved's past the default budget, so allowed all here);
+    the retry, the met task and its twins forced, runs without conflict, replaying some tasks, and equals the
+    op-level run."""
     monkeypatch.setattr(nic_replay, "FORECAST_BUDGET", budget)
-    pp, micro_batches, changes = SCHEDULES[name]
+    pp, micro_batches, changes = CONFLICTS[name]
     workload, cluster = _workload(pp, micro_batches, **changes)
     stops: list[ReplayConflict] = []
     real = Engine._run_once
@@ -84,7 +92,8 @@ def test_a_retried_forecast_run_equals_op_level(name: str, budget: float, monkey
 def test_no_budget_sends_a_stopped_step_to_op_level(monkeypatch: pytest.MonkeyPatch) -> None:
     """1F1B on PP 4 with FORECAST_BUDGET 0: its stopped first run is followed by the op-level run, still exact."""
     monkeypatch.setattr(nic_replay, "FORECAST_BUDGET", 0.0)
-    workload, cluster = _workload(*SCHEDULES["1f1b-pp4"][:2])
+    pp, micro_batches, changes = CONFLICTS["1f1b-pp4-12GBps"]
+    workload, cluster = _workload(pp, micro_batches, **changes)
     replayed = Engine(workload, cluster, CAL).run()
     (stats,) = replayed.nic_replay
     assert stats.runs == 2 and stats.forced is None

@@ -17,7 +17,7 @@ OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in",
 NBYTES = 1048576  # a PP send: 1 x 4096 / 8 tokens x 1024 x 2 B
 CAPACITY_BPS = 9.4e9  # 10 GB/s x 0.94
 A = NBYTES / CAPACITY_BPS  # a PP send alone
-LAT = 5e-6  # the NIC latency
+LAT = 22.4e-6  # a send over the NIC: NCCL's fixed 8.4 us and one network step, 14 us (topologies.cluster)
 
 
 def _forecast(first_flow_s: float) -> SendForecast:
@@ -31,7 +31,7 @@ def _forecast(first_flow_s: float) -> SendForecast:
 
 
 def test_lone_end_by_hand() -> None:
-    """F0's send to stage 1 leaves at 1.0 + 5 us, alone on nic_out 0 and nic_in 1: it ends A later. Stage 0's next
+    """F0's send to stage 1 leaves at 1.0 + 22.4 us, alone on nic_out 0 and nic_in 1: it ends A later. Stage 0's next
     task starts at 1.0 and its first NIC flow 0.6 s later; stage 1 asks (its F0, 0.5 s, replayed if it meets
     nothing) and its next task's flow begins 0.5 + 0.6 s from now: both after the send."""
     forecast = _forecast(0.6)

@@ -27,6 +27,8 @@ from tests.toys import SCENARIO_CALIBRATION
 REL = 1e-9
 # The scenarios below (which tasks conflict, how many runs a forecast takes) were drawn at the residual fitted
 # before the wgrads' main-grad accumulation was charged; pinned so that a refit does not move them.
+# Also stop 35's all-to-all latency, one 3 us step per peer: over EP 16's 15 peers, 45 us; since stop 36 NCCL's
+# model sends to every peer at once, one network step (simulator.costs.collective_latency_s).
 CAL = SCENARIO_CALIBRATION.with_(compute_residual=0.6271)
 # 4 MoE layers, 16 experts: EP 16 spans two 8-GPU nodes (SP 8 in a node), so every task's dispatch and
 # combine cross the NIC, and PP sends (each stage on its own nodes) and DP buckets (DP 2) share it.
@@ -276,9 +278,10 @@ def test_steady_shortcut_with_replay_equals_op_level(unlimited: None, monkeypatc
     micro-batches from runs at m_a and m_a + 2 periods (8 and 10: from pp x 1 + 2 + 3 periods,
     Schedule.fill_per_stage), the longer seeded with the shorter's needed tasks where it has them: here stage 1's
     first forward alone (its DP parameter gather meets it), which runs before the repeated state, so the longer
-    run forces it as it is and runs once."""
+    run forces it as it is and runs once. At 12 GB/s per NIC (at 10 GB/s, since stop 36's collective latencies,
+    stage 0's F2, F4 and F6 are needed as well)."""
     monkeypatch.setattr(steady, "ONE_RUN", False)
-    workload, cluster = _workload(2, 32)
+    workload, cluster = _workload(2, 32, nic_Bps=12e9)
     short = run_step(workload, cluster, CAL)
     assert short.steady_runs == (8, 10) and len(short.nic_replay) == 2
     first, second = short.nic_replay

@@ -16,7 +16,7 @@ from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts
 from simulator.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
@@ -79,7 +79,7 @@ def _run(ops: tuple[Op, ...]) -> tuple[TaskTiming, int]:
     env = simpy.Environment()
     network = FluidNetwork(env, {"nvl": 1e9})
     timing = TaskTiming()
-    run_task(env, ops, OpCosts.of(ops, GPU, CAL, 0.0), network, ("nvl",), timing)
+    run_task(env, ops, costs_without_latency(ops, GPU, CAL), network, ("nvl",), timing)
     env.run()
     return timing, next(env._eid)
 
@@ -128,7 +128,7 @@ def test_a_signal_is_an_event_only_while_someone_waits() -> None:
     ops = (_mem("pre", 1.0), _a2a(COMM, (0,)), _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2)))
     env = simpy.Environment()
     timing = TaskTiming()
-    costs = OpCosts.of(ops, GPU, toy_calibration(all_to_all_efficiency=0.7), 0.0)
+    costs = costs_without_latency(ops, GPU, toy_calibration(all_to_all_efficiency=0.7))
     run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
     env.run()
     spans = [(index, round(begin * 1e3, 9), round(end * 1e3, 9)) for index, begin, end in sorted(timing.intervals)]
@@ -143,7 +143,7 @@ def _lanes(monkeypatch: pytest.MonkeyPatch, quiet: bool) -> tuple[TaskTiming, in
     ops = (_mem("a", 2.0), _mem("b", 1.0, (0,)), _mem("d", 1.0, (1,)), Op("c", MEMORY, COMM, (2,), mem_bytes=1e9))
     env = simpy.Environment()
     timing = TaskTiming()
-    costs = OpCosts.of(ops, GPU, CAL, 0.0)
+    costs = costs_without_latency(ops, GPU, CAL)
     run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing, lanes=(0, 0, 0, 1))
     env.run()
     return timing, next(env._eid)
@@ -189,7 +189,7 @@ def _nic_run(monkeypatch: pytest.MonkeyPatch, beside_nic: bool) -> tuple[TaskTim
     ops = (_mem("pre", 1.0), _a2a(COMM, (0,)), _nic_a2a((1,)), _mem("post", 1.0, (2,)))
     env = simpy.Environment()
     nvlink, nic = FluidNetwork(env, {"nvl": 1e9}), None
-    costs = OpCosts.of(ops, GPU, CAL, 0.0)
+    costs = costs_without_latency(ops, GPU, CAL)
     nic = FluidNetwork(env, {"nic": costs.nic_bytes[2] / 4e-3})
     timing = TaskTiming()
     run_task(env, ops, costs, nvlink, ("nvl",), timing, nic_links=("nic",), nic_network=nic)

@@ -46,13 +46,13 @@ def assert_sends(got: list, want: list) -> None:
 
 
 A = 1048576 / 9.4e9  # a PP send alone: 1 x 4096 / 8 tokens x 1024 x 2 B at 10 GB/s x 0.94
-LAT = 5e-6  # the NIC latency
+LAT = 22.4e-6  # a send over the NIC: NCCL's fixed 8.4 us and one network step, 14 us (topologies.cluster)
 E = LAT + A  # a cross-node input arrives this long after its producer ends (at the latest LAT + 1.2 A)
 
 
 def test_sends_by_hand() -> None:
     """A PP send is 1 x 4096 / 8 tokens x 1024 x 2 B = 1,048,576 B; at 10 GB/s x 0.94 and SEND_SLOWDOWN 1.2
-    it is forecast to take 1.2 x 1048576 / 9.4e9 s, from the task's end plus the 5 us NIC latency."""
+    it is forecast to take 1.2 x 1048576 / 9.4e9 s, from the task's end plus the 22.4 us NIC latency."""
     forecast = _forecast()
     send_s = 1.2 * A
     assert send_forecast.SEND_SLOWDOWN == 1.2 and forecast.send_s == pytest.approx(send_s, rel=1e-12)
@@ -65,32 +65,32 @@ def test_sends_by_hand() -> None:
     )
     forecast = _forecast()
     forecast.started(0, Task(FORWARD, 0, 0), 1.0)  # replayed: ends at 1.0; F1 follows at 1.0 + 0.5
-    expected = [(IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.5 + 5e-6, 1.5 + 5e-6 + send_s)]
+    expected = [(IN1, 1.0 + LAT, 1.0 + LAT + send_s), (IN1, 1.5 + LAT, 1.5 + LAT + send_s)]
     assert_sends(sends(forecast, 1, (OUT1, IN1), 1.6), expected)
     assert_sends(sends(forecast, 1, (OUT1, IN1), 1.2), expected[:1])  # F1's after the asker
     # Stage 0 asking (its next task starts): F0's send on its nic_out, not the asker's own (F1's) after it.
-    own = [(OUT0, 1.0 + 5e-6, 1.0 + 5e-6 + send_s), (IN1, 1.0 + 5e-6, 1.0 + 5e-6 + send_s)]
+    own = [(OUT0, 1.0 + LAT, 1.0 + LAT + send_s), (IN1, 1.0 + LAT, 1.0 + LAT + send_s)]
     assert_sends(sends(forecast, 0, (OUT0, IN0, IN1), 1.6), own)
     forecast.ended(0, 1.2)  # at op level it took 0.2 s more than its footprint
-    assert_sends(sends(forecast, 0, (OUT0, IN0), 2.0), [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s)])
+    assert_sends(sends(forecast, 0, (OUT0, IN0), 2.0), [(OUT0, 1.2 + LAT, 1.2 + LAT + send_s)])
     forecast.started(1, Task(FORWARD, 0, 0), 2.0)  # the last stage's forward sends nothing
     forecast.started(1, Task(BACKWARD, 0, 0), 3.0)  # its backward goes back to stage 0's nic_in
     assert_sends(
         sends(forecast, 0, (OUT0, IN0), 3.2),
-        [(OUT0, 1.2 + 5e-6, 1.2 + 5e-6 + send_s), (IN0, 3.0 + 5e-6, 3.0 + 5e-6 + send_s)],
+        [(OUT0, 1.2 + LAT, 1.2 + LAT + send_s), (IN0, 3.0 + LAT, 3.0 + LAT + send_s)],
     )
     forecast.started(0, Task(FORWARD, 1, 0), 4.0)
     forecast.started(0, Task(BACKWARD, 0, 0), 5.0)  # F0 drops out: the last ended and the running task only
     # Stage 1 asking until 5.6: stage 0's F1 (B0, the first stage's backward, sends nothing) and its next, F2 at
     # 5.0 + 0.5 (then B1 waits for stage 1's B1, after the asker); stage 1's own B0 on its nic_out.
     starts = [(link, start) for link, start, _ in sends(forecast, 1, (OUT1, IN1), 5.6)]
-    assert starts == [(IN1, 4.0 + 5e-6), (IN1, 5.5 + 5e-6), (OUT1, 3.0 + 5e-6)]
+    assert starts == [(IN1, 4.0 + LAT), (IN1, 5.5 + LAT), (OUT1, 3.0 + LAT)]
 
 
 def test_a_task_waits_for_its_inputs_by_hand() -> None:
-    """Nothing started: stage 1's F0 waits for stage 0's F0 (ends at 0.5) to arrive, E = 5 us + A later, so it
+    """Nothing started: stage 1's F0 waits for stage 0's F0 (ends at 0.5) to arrive, E = 22.4 us + A later, so it
     runs over [0.5 + E, 1 + E) and its B0 over [1 + E, 1.5 + E); stage 0's B0 (after F0 F1) waits for that
-    gradient until 1.5 + 2 E (not 1.0 when F1 ends), and at the latest until 1.5 + 2 (5 us + 1.2 A)."""
+    gradient until 1.5 + 2 E (not 1.0 when F1 ends), and at the latest until 1.5 + 2 (22.4 us + 1.2 A)."""
     forecast = _forecast()
     assert forecast.inputs(1, 0) == ((0, 0, pytest.approx(E, rel=1e-12), pytest.approx(LAT + 1.2 * A, rel=1e-12)),)
     assert forecast.inputs(0, 0) == ()  # the first stage's forward has no input

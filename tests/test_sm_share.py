@@ -15,7 +15,7 @@ from simulator.costs import comm_kernel_sms, deepep_efficiency
 from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts
 from simulator.tasks import TaskTiming, run_task
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
@@ -37,7 +37,7 @@ def _run(ops: list[Op], cal: Calibration = NCCL_25, lanes: tuple[int, ...] | Non
     network = FluidNetwork(env, {"nvl": 1e9, "nic": 1e9})
     timing = TaskTiming()
     ops = tuple(ops)
-    costs = OpCosts.of(ops, GPU, cal, 0.0)
+    costs = costs_without_latency(ops, GPU, cal)
     run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes, nic_links=("nic",))
     env.run()
     return timing
@@ -115,7 +115,7 @@ def test_a_fused_gemm_beside_a_collective_is_slowed_not_exposed() -> None:
     fused = Op("gemm+ag", FUSED, COMPUTE, gemm=Gemm(128 * 100, 128, 16384), collective="all_gather",
                group=Group.TP, group_size=8)  # fmt: skip
     ops = [fused, _a2a(COMM, ())]
-    c = OpCosts.of(tuple(ops), GPU, NCCL_25, 0.0).compute_s[0]
+    c = costs_without_latency(tuple(ops), GPU, NCCL_25).compute_s[0]
     assert c < 1.5e-3
     timing = _run(ops)
     assert timing.intervals[0][2] == pytest.approx(c / 0.75, rel=1e-12)

@@ -13,7 +13,7 @@ from simulator.calibration import Calibration
 from simulator.network import FluidNetwork
 from simulator.op_costs import OpCosts
 from simulator.tasks import TaskTiming, run_task
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, HOST_SYNC, MEMORY, Gemm, Op
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
@@ -23,12 +23,14 @@ CAL = toy_calibration(all_to_all_efficiency=0.7)
 LINK_BPS = 1e9  # the one link every collective below uses
 
 
-def _run(ops: list[Op], step_latency_s: float = 0.0, cal: Calibration = CAL) -> TaskTiming:
+def _run(ops: list[Op], latency: bool = False, cal: Calibration = CAL) -> TaskTiming:
+    """``ops`` alone on one link; collectives pay their latency (the toy GPU's 1 us per step) with ``latency``."""
     env = simpy.Environment()
     network = FluidNetwork(env, {"nvl": LINK_BPS})
     timing = TaskTiming()
     ops = tuple(ops)
-    run_task(env, ops, OpCosts.of(ops, GPU, cal, step_latency_s), network, ("nvl",), timing)
+    costs = OpCosts.of(ops, GPU, cal) if latency else costs_without_latency(ops, GPU, cal)
+    run_task(env, ops, costs, network, ("nvl",), timing)
     env.run()
     return timing
 
@@ -46,7 +48,7 @@ def test_ring_all_gather_among_8_gpus() -> None:
     """
     size, n = 8e6, 8
     op = Op("ag", COLLECTIVE, COMPUTE, collective=ALL_GATHER, group="tp", group_size=n, comm_bytes=size * (n - 1) / n)
-    timing = _run([op], step_latency_s=1e-6)
+    timing = _run([op], latency=True)
     assert timing.duration_s == pytest.approx(7.007e-3, rel=1e-12)
     assert timing.exposed_comm_s == pytest.approx({"tp": 7.007e-3}, rel=1e-12)
     assert timing.compute_busy_s == 0.0
@@ -54,11 +56,11 @@ def test_ring_all_gather_among_8_gpus() -> None:
 
 def test_all_to_all_pays_its_efficiency() -> None:
     """An all-to-all among 8 sending 7 MB per GPU at all_to_all_efficiency 0.7 puts 7e6 / 0.7 = 10 MB
-    on the wire: 7 * 1 us + 10e6 / 1e9 = 10.007 ms."""
+    on the wire; it sends to every peer at once, one step: 1 us + 10e6 / 1e9 = 10.001 ms."""
     op = Op("a2a", COLLECTIVE, COMPUTE, collective=ALL_TO_ALL, group="ep", group_size=8, comm_bytes=7e6)
-    timing = _run([op], step_latency_s=1e-6)
-    assert timing.duration_s == pytest.approx(10.007e-3, rel=1e-12)
-    assert timing.exposed_comm_s == pytest.approx({"ep": 10.007e-3}, rel=1e-12)
+    timing = _run([op], latency=True)
+    assert timing.duration_s == pytest.approx(10.001e-3, rel=1e-12)
+    assert timing.exposed_comm_s == pytest.approx({"ep": 10.001e-3}, rel=1e-12)
 
 
 def _overlap_ops(wgrad_ms: float, comm_stream: str) -> list[Op]:
@@ -140,7 +142,7 @@ def test_fused_gemm_and_collective() -> None:
         comm_bytes=16384,
         tiles=8,
     )
-    timing = _run([op], step_latency_s=1e-6)
+    timing = _run([op], latency=True)
     assert timing.duration_s == pytest.approx(41.816e-6, rel=1e-9)
     assert timing.exposed_comm_s["tp"] == pytest.approx(9.048e-6, rel=1e-9)
     assert timing.compute_busy_s == pytest.approx(32.768e-6, rel=1e-9)
@@ -191,7 +193,7 @@ def test_single_stream_fast_path_equals_event_path(layout_name: str) -> None:
     compared = 0
     for key in (workload.task_key(1, Task(FORWARD, 0, 0)), workload.task_key(1, Task(BACKWARD, 0, 0))):
         ops = workload.task_ops(key)
-        costs = OpCosts.of(ops, gpu, DEFAULT_CALIBRATION, gpu.nvlink_latency_s)
+        costs = OpCosts.of(ops, gpu, DEFAULT_CALIBRATION)
         if len(costs.streams) != 1:
             continue  # only single-stream tasks take the fast path
         timings = []

@@ -34,7 +34,7 @@ def test_gpu_presets_values() -> None:
     h800 = gpu_preset("h800")
     assert (h800.peak_bf16_flops, h800.peak_fp8_flops, h800.hbm_bytes) == (989e12, 1979e12, 80e9)
     assert (h800.hbm_bandwidth_Bps, h800.sm_count, h800.nvlink_bandwidth_Bps) == (3.35e12, 132, 160e9)
-    assert h800.nvlink_latency_s == 3e-6
+    assert h800.nvlink_latency_s == 3.4e-6
     assert gpu_preset("h100").nvlink_bandwidth_Bps == 360e9
     a100 = gpu_preset("a100")
     assert (a100.peak_bf16_flops, a100.peak_fp8_flops, a100.sm_count) == (312e12, 312e12, 108)

@@ -15,11 +15,10 @@ from simulator import tasks, turns
 from simulator.collective_efficiency import Link
 from simulator.costs import deepep_efficiency
 from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
 from simulator.tasks import TaskTiming, run_task
 from simulator.turns import GRANTED, Turns
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
-from tests.toys import toy_calibration, toy_gpu
+from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.layouts import layout_preset
 from workloads.models import model_preset
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Op
@@ -47,7 +46,7 @@ def _lanes(monkeypatch: pytest.MonkeyPatch, prompt: bool) -> tuple[TaskTiming, i
     ops = tuple(Op(f"op{i}", MEMORY, COMPUTE, (i - 1,) if i % 2 else (), mem_bytes=t * 1e9) for i, t in enumerate(ms))
     env = simpy.Environment()
     timing = TaskTiming()
-    costs = OpCosts.of(ops, toy_gpu(), toy_calibration(), 0.0)
+    costs = costs_without_latency(ops, toy_gpu(), toy_calibration())
     run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing, lanes=(0, 0, 1, 1))
     env.run()
     return timing, next(env._eid)
@@ -95,7 +94,7 @@ def _cross_node_a2a(monkeypatch: pytest.MonkeyPatch, join: bool) -> tuple[TaskTi
     ops = (a2a, Op("post", MEMORY, COMPUTE, (0,), mem_bytes=1e9))
     env = simpy.Environment()
     timing = TaskTiming()
-    costs = OpCosts.of(ops, toy_gpu(nvlink_bandwidth_Bps=1e9), toy_calibration(), 0.0)
+    costs = costs_without_latency(ops, toy_gpu(nvlink_bandwidth_Bps=1e9), toy_calibration())
     network = FluidNetwork(env, {"nvl": 1e9, "nic": 1e9})
     run_task(env, ops, costs, network, ("nvl",), timing, nic_links=("nic",))
     env.run()

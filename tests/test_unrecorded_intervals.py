@@ -19,6 +19,7 @@ from simulator.op_costs import OpCosts
 from simulator.probes import Probe, TransferLog, reads_tasks
 from simulator.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_steps_match
+from tests.toys import costs_without_latency
 from tests.test_bench import _OpsSeen
 from tests.test_closed_task import _shared_link, _single_stream
 from tests.test_quiet_streams import CAL, GPU, _megascale, _ops
@@ -29,7 +30,7 @@ from workloads.ops import Op
 def _run(ops: tuple[Op, ...], record: bool) -> TaskTiming:
     env = simpy.Environment()
     timing = TaskTiming() if record else TaskTiming(intervals=None)
-    run_task(env, ops, OpCosts.of(ops, GPU, CAL, 0.0), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
+    run_task(env, ops, costs_without_latency(ops, GPU, CAL), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), timing)
     env.run()
     return timing
 

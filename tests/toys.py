@@ -46,6 +46,8 @@ TOY_CALIBRATION = Calibration(
     host_sync_s=50e-6,
     all_to_all_efficiency=0.5,
     ring_efficiency=1.0,
+    collective_base_latency_s=0.0,  # a collective's latency: its steps at the GPU's nvlink_latency_s (1 us) only
+    net_step_latency_s=1e-6,
     comm_sms_nccl=0,  # communication kernels take no SMs from compute (tests/test_sm_share.py sets them)
     comm_sms_deepep=0,
     fitted_on=(),
@@ -105,6 +107,14 @@ def replay(schedule: Schedule, durations: dict) -> list[float]:
     return [max(clock) - b for b in busy]
 
 
+def costs_without_latency(ops: tuple, gpu: GpuSpec, calibration: Calibration):
+    """The op list's OpCosts with no collective latency: hand timelines of bytes over a link alone."""
+    from simulator.op_costs import OpCosts
+
+    costs = OpCosts.of(ops, gpu, calibration)
+    return replace(costs, latency_s=(0.0,) * len(ops))
+
+
 def toy_task_s(ops: tuple, calibration: Calibration) -> float:
     """A task's ops run alone on the toy GPU with an idle 1 GB/s NVLink: the simulated time at its end."""
     import simpy
@@ -114,7 +124,7 @@ def toy_task_s(ops: tuple, calibration: Calibration) -> float:
     from simulator.tasks import TaskTiming, run_task
 
     env = simpy.Environment()
-    costs = OpCosts.of(ops, TOY_GPU, calibration, 0.0)
+    costs = costs_without_latency(ops, TOY_GPU, calibration)
     run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
     env.run()
     return env.now

@@ -16,8 +16,15 @@ if TYPE_CHECKING:
 Node = tuple[Any, ...]  # ("gpu", g) | ("nvswitch", node) | ("leaf", pod, rail) | ("spine", rail)
 Edge = tuple[Node, Node]
 
-# Leaf-to-spine hop latency: assumed ~1 us (switch port-to-port plus cable), no public source.
+# Leaf-to-spine hop latency: assumed ~1 us (switch port-to-port plus cable), no public source. A graph edge
+# attribute only: no transfer reads it (simulator/unfolded.py).
 FABRIC_LATENCY_S = 1e-6
+
+# NCCL's own latency model (NVIDIA/nccl src/graph/tuning.cc at b6475625, the Ring algorithm's Simple protocol,
+# the one NCCL picks for messages of megabytes): a fixed 8.4 us per collective (baseLat) and 14 us per step
+# over the network (hwLat[NET]); 3.4 us per NVLink step is topologies.hardware's nvlink_latency_s.
+NCCL_BASE_LATENCY_S = 8.4e-6
+NCCL_NET_STEP_LATENCY_S = 14e-6
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,9 @@ class ClusterSpec:
     domain_gpus_used: int = 0  # GPUs of each domain a job spans (whole hosts); 0 = every GPU of it
     nic_bandwidth_Bps: float = 50e9  # one 400 Gb/s CX7 per GPU, paper App. A.1
     nic_efficiency: float = 0.94  # NCCL reaches 46-49 GB/s of 50, NVIDIA/nccl-tests #290, #267
-    nic_latency_s: float = 5e-6  # assumed, RDMA one-hop order of magnitude
+    # One NCCL send over the NIC (a PP send): NCCL's fixed cost and one network step, 8.4 + 14 us (above).
+    # Until stop 36: 5 us, assumed.
+    nic_latency_s: float = NCCL_BASE_LATENCY_S + NCCL_NET_STEP_LATENCY_S
     nodes_per_leaf: int = 32  # nodes per rail-optimized pod (one leaf per rail per pod), assumed
     leaf_oversubscription: float = 1.0  # leaf downlink:uplink ratio; 1 = non-blocking spine
 

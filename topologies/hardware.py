@@ -35,8 +35,13 @@ class GpuSpec:
                 check_positive(f.name, value)
 
 
-# NVLink latency: assumed 3 us per transfer, the order of NCCL small-message latency inside a node.
-_NVLINK_LATENCY_S = 3e-6
+# NVLink latency per step of a ring: 3.4 us, NCCL's own model for the Ring algorithm's Simple protocol on NVLink
+# (NVIDIA/nccl src/graph/tuning.cc at b6475625, hwLat[NVLINK][Ring][Simple]; NCCL_BASE_LATENCY_S in
+# topologies.cluster is the fixed part). 8 H100 all_gather_perf, 32-128 MB: t = 36 us + bytes / 328 GB/s
+# (togethercomputer/together-nccl-tests benchmarks/H100/results/20260305_220043/all_gather_ring.out, one process
+# driving 8 GPUs: its 35 us floor makes this an upper bound) against the model's 8.4 + 7 x 3.4 = 32.2 us.
+# Until stop 36: 3 us, assumed.
+_NVLINK_LATENCY_S = 3.4e-6
 
 GPU_PRESETS: dict[str, GpuSpec] = {
     "h800": GpuSpec(
@@ -49,7 +54,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         # 400 GB/s bidirectional line rate (paper Table 4); ~160 GB/s measured per direction
         # (DeepSeek-V3 report Sec. 3.2.2; deepseek-ai/DeepSeek-V3 issue #28).
         nvlink_bandwidth_Bps=160e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="paper Table 4; NVIDIA H800 datasheet; DeepSeek-V3 report Sec. 3.2.2 and issue #28",
     ),
     "h100": GpuSpec(
@@ -61,7 +66,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         sm_count=132,  # NVIDIA H100 SXM
         # 450 GB/s per direction line rate; NCCL busbw ~360-370 GB/s (NVIDIA/nccl-tests #212, #326).
         nvlink_bandwidth_Bps=360e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA H100 SXM datasheet; NVIDIA/nccl-tests issues #212, #326",
     ),
     "a100": GpuSpec(
@@ -74,7 +79,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         sm_count=108,  # NVIDIA A100
         # 600 GB/s bidirectional (paper Table 4) = 300 per direction; 0.8 x 300 achievable, assumed.
         nvlink_bandwidth_Bps=240e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="paper Table 4; NVIDIA A100 datasheet; NVLink efficiency 0.8 assumed",
     ),
     "h20": GpuSpec(
@@ -86,7 +91,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         sm_count=78,  # NVIDIA H20
         # 900 GB/s bidirectional (paper Table 4) = 450 per direction; 0.8 x 450 achievable, assumed.
         nvlink_bandwidth_Bps=360e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="paper Table 4; NVIDIA H20 spec; NVLink efficiency 0.8 assumed",
     ),
     "h200": GpuSpec(
@@ -101,7 +106,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         # NVLink 4 / NVSwitch as on the H100: 900 GB/s bidirectional (datasheet); NCCL-class per direction
         # as measured on H100 HGX (NVIDIA/nccl-tests #212, #326).
         nvlink_bandwidth_Bps=360e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA H200 Tensor Core GPU datasheet; NVIDIA/nccl-tests issues #212, #326",
     ),
     # Blackwell GPU of an HGX / DGX B200 (1,000 W). NVIDIA DGX B200 datasheet: 72 PFLOP/s FP8 training per
@@ -119,7 +124,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         # NVLink 5: 14.4 TB/s aggregate per DGX B200 / 8 = 1.8 TB/s bidirectional per GPU = 900 GB/s per
         # direction (datasheet); 0.8 x 900 achievable assumed, as for the A100, H20 and GB200 presets.
         nvlink_bandwidth_Bps=720e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA DGX B200 datasheet; NVIDIA Blackwell technical brief; Chips and Cheese B200 (SM count); "
         "NVLink efficiency 0.8 assumed",
     ),
@@ -138,7 +143,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet);
         # 0.8 x 900 achievable assumed, the same fraction as the A100 and H20 presets.
         nvlink_bandwidth_Bps=720e9,
-        nvlink_latency_s=_NVLINK_LATENCY_S,  # assumed
+        nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; NVLink efficiency 0.8 assumed",
     ),
 }
