@@ -195,8 +195,7 @@ def _finding(frame: pd.DataFrame) -> str:
         "Finding (throughput per GPU): " + "; ".join(parts) + ". Cross-node EP does not make EP cheaper; "
         "where it wins, it wins through what wider expert sharding frees: a shorter pipeline (smaller bubble) "
         "and fewer expert gradients per GPU for the DP sync on the same NIC. On a slow NIC its own all-to-all "
-        "is exposed instead; for M6's thin experts (R < 1, see r-ratio) that outweighs the DP saving at the "
-        "slowest NIC, and at the fastest the DP saving is too small to matter."
+        "is exposed instead, most for thin experts (R < 1, see r-ratio)."
     )
 
 
