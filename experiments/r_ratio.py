@@ -11,6 +11,7 @@ import pandas as pd
 from experiments.paths import write_csv
 from experiments.plotting import COLOURS, finish
 from experiments.single_node import MODELS
+from simulator.calibration import DEFAULT_CALIBRATION
 from simulator.timing import comm_alone_s, time_task
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.hardware import gpu_preset
@@ -23,11 +24,11 @@ N = 8  # EP degree: one node
 SEQ_LEN = DEFAULT_SEQ_LEN
 LAYERS = 2  # the hidden fraction is per layer; two layers keep the run short
 # Links, from the presets: H800 NVLink per direction (topologies.hardware) and the H800 cluster's NIC at
-# NCCL's efficiency (ClusterSpec.nic_effective_Bps), each with its per-step latency.
+# NCCL's efficiency (ClusterSpec.nic_effective_Bps), each with NCCL's latency per step on it.
 _GPU, _CLUSTER = gpu_preset("h800"), cluster_preset("h800", N)
 LINKS = {
     "nvlink": (_GPU.nvlink_bandwidth_Bps, _GPU.nvlink_latency_s),
-    "nic": (_CLUSTER.nic_effective_Bps, _CLUSTER.nic_latency_s),
+    "nic": (_CLUSTER.nic_effective_Bps, DEFAULT_CALIBRATION.net_step_latency_s),
 }  # (bytes/s, per-step latency s)
 # M1 over a link of each rate (GB/s), to place the crossing finely; includes both links' rates.
 SWEEP_GBPS = tuple(sorted({5, 10, 15, 20, 30, 80, *(round(bps / 1e9) for bps, _ in LINKS.values())}))
@@ -188,7 +189,7 @@ def _why(frame: pd.DataFrame) -> str:
     return (
         "; ".join(parts) + ". A fused expert GEMM hides its all-to-all only while it has compute to hide "
         "it behind: at R < 1 the dispatch/combine outlasts the GEMM and the excess is exposed; at R > 1 "
-        "only the first/last tile (1/n of the shorter side, Sec. 4.2) and per-peer latency remain, so "
+        "only the first/last tile (1/n of the shorter side, Sec. 4.2) and the collective's latency remain, so "
         "the curve saturates below 100%. R counts only the expert GEMMs (per routed token copy, so k cancels); "
         "the simulated overlap also hides EP behind independent work on the compute stream (attention, "
         "router, permutation, SAR recompute in backward, weight-gradient GEMMs), so half of EP is hidden "
