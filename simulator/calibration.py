@@ -65,7 +65,7 @@ class Calibration:
     # HBM bandwidth. Measured: pytorch/ao's Triton BF16 -> FP8 quantization kernels on one H100 SXM run at
     # 2,634-2,901 GB/s of 3,352 (0.79-0.87; benchmarks/prototype/blockwise_fp8_training/README.md at 55c56d08, PR
     # #4128); Transformer Engine's current-scaling quantization kernels in its H200 NVL GEMM benchmark come out
-    # within 1% at 0.8 (experiments/fp8_gemm_check.py). The ceiling of a hand-tuned streaming kernel is higher:
+    # 3% short at 0.8 (experiments/fp8_gemm_check.py). The ceiling of a hand-tuned streaming kernel is higher:
     # BabelStream Copy / Triad 2.90 / 2.97 TB/s on H100 SXM, 0.87 / 0.89 (Azure/AI-benchmarking-guide
     # ND_H100_v5_results.md at f350e7e6); quack's CuTe-DSL RMSNorm and softmax about 3 TB/s, 0.90
     # (Dao-AILab/quack media/2025-07-10-membound-sol.md at ca5369be), where torch.compile's softmax reaches 0.56.
@@ -141,7 +141,7 @@ SOURCES: dict[str, str] = {
     "memory_efficiency": (
         "pytorch/ao PR #4128: Triton FP8 quantization kernels at 0.79-0.87 of H100 SXM HBM bandwidth; TE's"
         " current-scaling quantization kernels in its H200 NVL GEMM benchmark (docs/examples/gemm_profiling at"
-        " 1609c890, autocast - pre-quantized) take 3.50 ms per layer, 3.52 simulated with it"
+        " 1609c890, autocast - pre-quantized) take 3.50 ms per layer, 3.38 simulated with it"
         " (experiments/fp8_gemm_check.py); BabelStream Copy 0.87 on H100 SXM is a streaming kernel's ceiling"
     ),
     "kernel_overhead_s": "Hazy Research 'Look Ma, No Bubbles!' (2025-05-27): an empty kernel takes 2.1 us on H100",

@@ -162,11 +162,11 @@ def _fan_out(ep: int, gpus_per_node: int) -> float:
 def test_bigger_nodes_never_slower_for_cross_node_ep(case: Case) -> None:
     """Twice the GPUs per node (each with its own NIC): the same EP group crosses fewer nodes, so fewer NIC
     bytes; its NVLink bytes grow by the fan-out (g - 1) / g, which the bigger node's NVLink is scaled by.
-    The all-to-all's latency counts the whole group either way. The group spans 4 nodes, so it still crosses
+    The all-to-all's latency is one network step either way. The group spans 4 nodes, so it still crosses
     nodes at twice the size: a group that fits one node is dispatched by NCCL's in-node all-to-all (0.75 of
-    NVLink) rather than DeepEP's (0.97), a different kernel, and may be slower. One stage only: with PP, a PP send and an
-    EP collective that now overlap share a NIC, and who waits can change (DeepSeek-V3 on 1,024 H800 runs
-    14.890 s at 16 GPUs per node and 14.905 s at 32 with NVLink scaled so, see README)."""
+    NVLink) rather than DeepEP's (0.97), a different kernel, and may be slower (DeepSeek-V3 on 1,024 H800 at 64
+    GPUs per node, see README). One stage only: with PP, a PP send and an EP collective that now overlap share a
+    NIC, and who waits can change."""
     small = case.cluster
     ep = case.layout.ep
     ratio = _fan_out(ep, 2 * small.gpus_per_node) / _fan_out(ep, small.gpus_per_node)
