@@ -98,4 +98,5 @@ def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATI
 
 def comm_alone_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
     """An op's communication alone on an idle NVLink: its latency + wire bytes / bandwidth (no compute)."""
-    return collective_latency_s(op, gpu, calibration) + collective_wire_bytes(op, calibration, gpu) / gpu.nvlink_bandwidth_Bps
+    wire_s = collective_wire_bytes(op, calibration, gpu) / gpu.nvlink_bandwidth_Bps
+    return collective_latency_s(op, gpu, calibration) + wire_s

@@ -73,7 +73,8 @@ def _host_bound_duration(ops: list[Op]) -> float:
     """A task whose kernels take no GPU time: it lasts as long as the host takes to issue them."""
     env = simpy.Environment()
     ops = tuple(ops)
-    run_task(env, ops, costs_without_latency(ops, toy_gpu(), CAL), FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
+    costs = costs_without_latency(ops, toy_gpu(), CAL)
+    run_task(env, ops, costs, FluidNetwork(env, {"nvl": 1e9}), ("nvl",), TaskTiming())
     env.run()
     return env.now
 
