@@ -27,8 +27,8 @@ from tests.toys import SCENARIO_CALIBRATION
 REL = 1e-9
 # The scenarios below (which tasks conflict, how many runs a forecast takes) were drawn at the residual fitted
 # before the wgrads' main-grad accumulation was charged; pinned so that a refit does not move them.
-# Also stop 35's all-to-all latency, one 3 us step per peer: over EP 16's 15 peers, 45 us; since stop 36 NCCL's
-# model sends to every peer at once, one network step (simulator.costs.collective_latency_s).
+# Collective and PP-send latencies are the default (NCCL's model since stop 36); scenarios that stopped showing
+# their property under it were re-drawn (tests/test_forecast_retry.py CONFLICTS).
 CAL = SCENARIO_CALIBRATION.with_(compute_residual=0.6271)
 # 4 MoE layers, 16 experts: EP 16 spans two 8-GPU nodes (SP 8 in a node), so every task's dispatch and
 # combine cross the NIC, and PP sends (each stage on its own nodes) and DP buckets (DP 2) share it.
