@@ -1,4 +1,4 @@
-"""Kernel times measured on a real Hopper GPU, for `python -m experiments.anchors` to set beside the simulator's.
+"""Kernel times measured on a real Hopper GPU, for `python -m experiments.validation.anchors` to set beside the simulator's.
 
 Runs where there is a GPU and PyTorch (the device machine some sessions are lent; not a test, not installed with
 the package): `python3 benchmarks/device_anchors.py --out anchors.json`, about two minutes. Each entry is one

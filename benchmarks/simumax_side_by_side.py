@@ -45,7 +45,7 @@ def main() -> None:
         for system, peer_layout in SYSTEMS.items():
             for gpus in GPUS:
                 peer = [args.simumax_python, args.run_one, peer_layout, str(gpus)]
-                ours = [sys.executable, "-m", "experiments.cli", "run", "--model", "paper-352b"]
+                ours = [sys.executable, "-m", "experiments.cli.main", "run", "--model", "paper-352b"]
                 ours += ["--layout", system, "--gpus", str(gpus), "--json"]
                 cpu.setdefault((system, gpus, "simumax"), []).append(child_cpu_s(peer, args.simumax_dir))
                 cpu.setdefault((system, gpus, "moesim"), []).append(child_cpu_s(ours))

@@ -1,5 +1,5 @@
 """moesim's simulator: ``simulate`` one training step and get a ``Report``."""
 
-from simulator.report import Report, simulate
+from simulator.report.simulate import Report, simulate
 
 __all__ = ["Report", "simulate"]

@@ -8,10 +8,10 @@ from types import ModuleType
 
 import pytest
 
-from simulator.engine import Engine, EngineResult
-from simulator.steady import fields_of
+from simulator.engine.engine import Engine, EngineResult
+from simulator.fast.steady import fields_of
 from topologies.cluster import cluster_preset
-from workloads.step import StepWorkload
+from workloads.graph.step import StepWorkload
 
 STAGE_FIELDS = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
 

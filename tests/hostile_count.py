@@ -23,9 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.cli import main
-from simulator.faults import Faults
-from simulator.report import simulate
+from experiments.cli.main import main
+from simulator.engine.faults import Faults
+from simulator.report.simulate import simulate
 from topologies.errors import ConfigError
 
 
@@ -179,7 +179,7 @@ def peak_rss_mib(argv: list[str]) -> float:
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, "-m", "experiments.cli", *argv], env=env, capture_output=True, check=False)
+    subprocess.run([sys.executable, "-m", "experiments.cli.main", *argv], env=env, capture_output=True, check=False)
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 

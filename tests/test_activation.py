@@ -1,16 +1,16 @@
-"""The SwiGLU between an FFN's GEMMs (workloads/activation.py): one fused kernel, or Megatron-Core's eager ops
+"""The SwiGLU between an FFN's GEMMs (workloads/recipes/activation.py): one fused kernel, or Megatron-Core's eager ops
 under --no-bias-swiglu-fusion, counted kernel by kernel, in the steps and in the ops the engine runs."""
 
 from __future__ import annotations
 
-from simulator.activations import layer_saved
-from workloads.activation import swiglu_step
-from workloads.layers import layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.megatron import parse_megatron_args
-from workloads.models import ModelSpec
+from simulator.memory.activations import layer_saved
+from workloads.recipes.activation import swiglu_step
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.specs.models import ModelSpec
 from workloads.ops import MEMORY_BACKWARD_FACTOR, Module
-from workloads.tasks import backward_ops, forward_ops
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 MOE = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)  # hidden 1024, 8 experts of width 512, top-2
 

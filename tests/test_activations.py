@@ -1,13 +1,13 @@
-"""Saved activations of Megatron-Core layers (simulator.activations), tensor by tensor, computed by hand."""
+"""Saved activations of Megatron-Core layers (simulator.memory.activations), tensor by tensor, computed by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.activations import layer_saved, megatron_layer_bytes
-from simulator.memory import layer_activation_bytes
-from workloads.layouts import LayoutSpec
-from workloads.models import ModelSpec
+from simulator.memory.activations import layer_saved, megatron_layer_bytes
+from simulator.memory.per_gpu import layer_activation_bytes
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
 
 # Dense, MHA, SwiGLU of width 8h/3: its MLP keeps 2 + 4F/h + 2F/h = 18 s b h bytes, as Korthikanti's GeLU MLP
 DENSE = ModelSpec("dense", 2, 3072, 24, 24, 0, 0, 0, 32000, dense_ffn_size=8192)

@@ -1,4 +1,4 @@
-"""experiments/anchors.py: measured kernel times beside the simulator's, on a hand-made measurement file."""
+"""experiments/validation/anchors.py: measured kernel times beside the simulator's, on a hand-made measurement file."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from experiments.anchors import compare, main, table
-from simulator.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION
-from simulator.costs import gemm_time_s
+from experiments.validation.anchors import compare, main, table
+from simulator.costs.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION
+from simulator.costs.kernels import gemm_time_s
 from topologies.hardware import gpu_preset
 from workloads.ops import Gemm, GroupedDim
 

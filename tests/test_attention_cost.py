@@ -1,24 +1,24 @@
-"""Attention looked up per op (simulator.attention_cost): shapes carried by ops, windows, MLA, by hand."""
+"""Attention looked up per op (simulator.costs.attention_cost): shapes carried by ops, windows, MLA, by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.attention_cost import (
+from simulator.costs.attention_cost import (
     attention_op_efficiency,
     effective_seq_len,
     executed_fraction,
     window_key_blocks,
 )
-from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.costs import attention_time_s, compute_time_s
-from simulator.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.costs.kernels import attention_time_s, compute_time_s
+from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency
 from tests.toys import megatron_field, toy_calibration, toy_gpu
-from workloads.layers import layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.models import ModelSpec, model_preset
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec, model_preset
 from workloads.ops import ATTENTION, AttentionShape, attention_pairs
-from workloads.tasks import backward_ops, forward_ops
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 # The published table, no residual, no launch gap: a time maps straight back to TFLOP/s on the toy GPU.
 CAL = toy_calibration(gemm_efficiency=HOPPER_GEMM_TABLE, attention_fwd_efficiency=None, attention_bwd_efficiency=None)

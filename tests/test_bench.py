@@ -7,15 +7,15 @@ import math
 
 import pytest
 
-from experiments import bench
-from experiments.bench import POINTS, SLOW, BenchPoint, Steps, format_bench, measure, represented_ops, run_bench
-from experiments.cli import main
-from simulator.engine import EngineResult
-from simulator.probes import Probe, observing, subscribed
-from simulator.report import simulate
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
-from workloads.step import StepWorkload
+from experiments.cli import bench
+from experiments.cli.bench import POINTS, SLOW, BenchPoint, Steps, format_bench, measure, represented_ops, run_bench
+from experiments.cli.main import main
+from simulator.engine.engine import EngineResult
+from simulator.engine.probes import Probe, observing, subscribed
+from simulator.report.simulate import simulate
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 
 NAMES = {
     "table3-megascale-240",
@@ -139,7 +139,7 @@ def test_the_op_level_ratio_is_the_least_engine_over_the_least_loop(monkeypatch:
 def test_the_warm_up_runs_first_and_leaves_no_timings() -> None:
     """The warm-up row comes before the rows of this process (none before bare simpy alone) and drops the task
     timings it made, so that no row finds its own made."""
-    from simulator.timer import TIMINGS
+    from simulator.engine.timer import TIMINGS
 
     rows = run_bench([BenchPoint("tiny", gpus=240, global_batch=30)], quiet=True)
     assert [row["point"] for row in rows] == ["warm-up", "tiny"] and "before the rows" in rows[0]["note"]

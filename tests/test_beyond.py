@@ -1,13 +1,14 @@
-"""Beyond-the-paper reproductions: R against hidden EP time (experiments.r_ratio) and the scale-up
-domain sweep (experiments.scaleup_domain)."""
+"""Beyond-the-paper reproductions: R against hidden EP time (experiments.beyond.r_ratio) and the scale-up
+domain sweep (experiments.beyond.scaleup_domain)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from experiments import r_ratio, scaleup_domain
-from experiments.reproduce import REPRODUCTIONS
+from experiments.beyond import r_ratio
+from experiments.beyond import scaleup_domain
+from experiments.paper.reproduce import REPRODUCTIONS
 
 
 def test_r_ratio_by_hand() -> None:

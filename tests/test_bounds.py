@@ -1,4 +1,4 @@
-"""Tests for the lower bound on a step's time (simulator/bounds.py) that ``moesim search`` prunes with."""
+"""Tests for the lower bound on a step's time (simulator/report/bounds.py) that ``moesim search`` prunes with."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.points import Point, bound_point
-from experiments.search import candidates
-from experiments.sweep import sweep_row, to_point
-from simulator.bounds import ROUNDING, step_lower_bound_s
-from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.engine import optimizer_s
-from simulator.faults import StageFault
-from simulator.report import lower_bound_s, prepare, simulate
-from simulator.timer import CostCache, MemoTimer
-from workloads.layouts import layout_preset
-from workloads.pipeline_tasks import TaskKey
-from workloads.schedules import BACKWARD, FORWARD
+from experiments.search.points import Point, bound_point
+from experiments.search.search import candidates
+from experiments.search.sweep import sweep_row, to_point
+from simulator.report.bounds import ROUNDING, step_lower_bound_s
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.engine.engine import optimizer_s
+from simulator.engine.faults import StageFault
+from simulator.report.simulate import lower_bound_s, prepare, simulate
+from simulator.engine.timer import CostCache, MemoTimer
+from workloads.specs.layouts import layout_preset
+from workloads.schedules.pipeline_tasks import TaskKey
+from workloads.schedules.base import BACKWARD, FORWARD
 
 # Two small searches: few micro-batches (full runs, deep bubbles) and more (steady-state shortcut), in node
 # and cross-node EP (op-level tasks on the NIC), every schedule of the wide space.

@@ -1,4 +1,4 @@
-"""The balanced replay (simulator/bubbles.py): a hand-computed 1F1B timeline, and the event-driven replay
+"""The balanced replay (simulator/report/bubbles.py): a hand-computed 1F1B timeline, and the event-driven replay
 against the plain one it replaced (every ready task run in passes over the stages), on every schedule."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from simulator.bubbles import _replay
-from workloads.schedules import BACKWARD, FORWARD, Phase, Task, make_schedule
+from simulator.report.bubbles import _replay
+from workloads.schedules.base import BACKWARD, FORWARD, Phase, Task, make_schedule
 
 
 def _replay_in_passes(schedule, mean_s):

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from simulator.bubbles import schedule_bubble
-from simulator.report import simulate
-from workloads.schedules import make_schedule
+from experiments.cli.main import main
+from simulator.report.bubbles import schedule_bubble
+from simulator.report.simulate import simulate
+from workloads.schedules.base import make_schedule
 
 
 @pytest.mark.parametrize("name, stages, micro_batches, chunks", [("1f1b", 4, 8, 1), ("interleaved", 4, 8, 2)])

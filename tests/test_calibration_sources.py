@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from simulator.calibration import DEFAULT_CALIBRATION, SOURCES, Calibration
+from simulator.costs.calibration import DEFAULT_CALIBRATION, SOURCES, Calibration
 
 
 def test_every_constant_has_a_source_and_only_the_residual_is_fitted():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 # 240 GPUs = 8 (SP/EP) x 15 (PP) x 2 (DP); 30 sequences -> 15 micro-batches per pipeline: fast.
 SMALL_RUN = ["run", "--gpus", "240", "--global-batch", "30"]

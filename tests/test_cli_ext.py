@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 
 def test_run_with_cross_node_ep_and_skew(capsys) -> None:

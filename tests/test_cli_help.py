@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from experiments.cli import main
-from experiments.reproduce import REPRODUCTIONS
-from experiments.targets import TARGETS
+from experiments.cli.main import main
+from experiments.paper.reproduce import REPRODUCTIONS
+from experiments.paper.targets import TARGETS
 from topologies.cluster import CLUSTER_PRESETS
-from workloads.layouts import LAYOUT_PRESETS
-from workloads.models import MODEL_PRESETS
+from workloads.specs.layouts import LAYOUT_PRESETS
+from workloads.specs.models import MODEL_PRESETS
 
 PRESETS = [*MODEL_PRESETS, *LAYOUT_PRESETS, *CLUSTER_PRESETS]
 

@@ -1,4 +1,4 @@
-"""A task that shares nothing with the rest of the step is laid out at its start (simulator/closed_task.py).
+"""A task that shares nothing with the rest of the step is laid out at its start (simulator/streams/closed_task.py).
 
 Hand-computed timelines on the toy GPU of tests/test_quiet_streams.py (100 SMs, a memory op of 1e9 B takes
 1 ms, an NCCL kernel holds 25 SMs, one 1 GB/s NVLink), and steps with the layout on and off
@@ -10,13 +10,14 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import op_costs, tasks
-from simulator.engine import Engine
-from simulator.faults import Faults
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.task_summary import summarize
-from simulator.tasks import TaskTiming, run_task
+from simulator.streams import op_costs
+from simulator.streams import tasks
+from simulator.engine.engine import Engine
+from simulator.engine.faults import Faults
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.streams.task_summary import summarize
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper, assert_steps_match
 from tests.test_faults import TINY, _unfolded_case
 from tests.test_quiet_streams import (
@@ -127,7 +128,7 @@ def _single_stream() -> tuple[Op, ...]:
 
 @pytest.mark.parametrize("make", [_ops, _shared_link, _single_stream])
 def test_tallied_as_laid_out_equals_summarized(monkeypatch: pytest.MonkeyPatch, make) -> None:
-    """A task laid out at its start sums its ops as it lays them out (simulator.task_summary.Tally); summing its
+    """A task laid out at its start sums its ops as it lays them out (simulator.streams.task_summary.Tally); summing its
     recorded intervals afterwards, as the event path does, gives the same busy and exposed times."""
     ops = make()
     laid_out, _ = _run(ops, True, monkeypatch)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from simulator.cluster_config import cluster_from_dict, gpu_from_dict, load_cluster
-from simulator.report import simulate
+from experiments.cli.main import main
+from simulator.report.clusters import cluster_from_dict, gpu_from_dict, load_cluster
+from simulator.report.simulate import simulate
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS, GpuSpec, gpu_preset
-from workloads.layouts import layout_preset
+from workloads.specs.layouts import layout_preset
 
 SMALL_RUN = ["--model", "mixtral-8x7b", "--global-batch", "16", "--seq-len", "1024", "--json"]
 

@@ -1,10 +1,10 @@
-"""Collective efficiency per collective and link (simulator.collective_efficiency), by hand."""
+"""Collective efficiency per collective and link (simulator.costs.collective_efficiency), by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.collective_efficiency import (
+from simulator.costs.collective_efficiency import (
     EFFICIENCY,
     RING_NIC_ROWS,
     Algorithm,
@@ -13,7 +13,7 @@ from simulator.collective_efficiency import (
     alpha_beta,
     efficiency,
 )
-from simulator.costs import (
+from simulator.costs.kernels import (
     collective_wire_bytes,
     dp_gradient_bytes_per_param,
     dp_gradient_efficiency,

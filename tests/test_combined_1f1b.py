@@ -1,4 +1,4 @@
-"""Megatron-Core's combined 1F1B F&B task (workloads/combined_1f1b.py): one forward layer and another micro-batch's
+"""Megatron-Core's combined 1F1B F&B task (workloads/graph/combined_1f1b.py): one forward layer and another micro-batch's
 backward layer issued as TransformerLayerSchedulePlan.run issues them, both all-to-alls of both on one comm stream.
 
 Toy GPU: memory-bound ops of 1e9 B take 1 ms (1e12 B/s); each all-to-all sends 1.4 MB at efficiency 0.7 on a
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import simpy
 
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.tasks import TaskTiming, run_task
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
-from workloads import combined_1f1b
-from workloads.combined_1f1b import EP_COMM
-from workloads.layouts import MEGASCALE_MOE
-from workloads.models import model_preset
+from workloads.graph import combined_1f1b
+from workloads.graph.combined_1f1b import EP_COMM
+from workloads.specs.layouts import MEGASCALE_MOE
+from workloads.specs.models import model_preset
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Module, Op, Role
-from workloads.schedules import BACKWARD, FORWARD, FORWARD_BACKWARD_DELAYED, Task
-from workloads.step import StepWorkload
+from workloads.schedules.base import BACKWARD, FORWARD, FORWARD_BACKWARD_DELAYED, Task
+from workloads.graph.step import StepWorkload
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 CAL = toy_calibration(all_to_all_efficiency=0.7)
@@ -34,7 +34,7 @@ def _a2a(name: str, deps: tuple[int, ...], role: Role) -> Op:
     return Op(name, COLLECTIVE, COMPUTE, deps, role, 0, collective=ALL_TO_ALL, group=Group.EP, comm_bytes=1.4e6)
 
 
-# One MoE layer's forward and backward as workloads.tasks builds them: every op on the compute stream, in a chain.
+# One MoE layer's forward and backward as workloads.graph.op_lists builds them: every op on the compute stream, in a chain.
 FORWARD_LAYER = (
     _mem("attn", (), F),
     _a2a("dispatch", (0,), F),

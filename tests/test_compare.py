@@ -1,13 +1,13 @@
-"""``moesim compare`` (experiments.compare): axis resolution, the CSV it writes, errors."""
+"""``moesim compare`` (experiments.search.compare): axis resolution, the CSV it writes, errors."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from experiments.cli import main
-from experiments.compare import compare_row
-from experiments.points import CLUSTER, LAYOUT, SIMULATE, make_point, target_of
+from experiments.cli.main import main
+from experiments.search.compare import compare_row
+from experiments.search.points import CLUSTER, LAYOUT, SIMULATE, make_point, target_of
 from topologies.errors import ConfigError
 
 # 240 GPUs = 8 x 15 (PP) x 2 (DP); 30 sequences -> 15 micro-batches per pipeline: fast.
@@ -112,7 +112,7 @@ def test_compare_bad_key_or_value_is_a_one_line_error(tmp_path, capsys, flags: l
 
 
 def test_axis_checks_python_values() -> None:
-    from experiments.compare import axis
+    from experiments.search.compare import axis
 
     assert axis("nic_efficiency", [1]).values == (1.0,)  # an int widens to a float field
     with pytest.raises(ConfigError, match="pp"):
@@ -122,9 +122,9 @@ def test_axis_checks_python_values() -> None:
 
 
 def test_compare_takes_layout_and_model_files(tmp_path) -> None:
-    from workloads.config import layout_to_yaml, model_to_yaml
-    from workloads.layouts import layout_preset
-    from workloads.models import model_preset
+    from workloads.inputs.yaml_files import layout_to_yaml, model_to_yaml
+    from workloads.specs.layouts import layout_preset
+    from workloads.specs.models import model_preset
 
     (tmp_path / "m.yaml").write_text(model_to_yaml(model_preset("paper-352b")))
     (tmp_path / "l.yaml").write_text(layout_to_yaml(layout_preset("megascale-moe")))
@@ -145,7 +145,7 @@ def test_compare_writes_to_the_current_folder_by_default(tmp_path, monkeypatch) 
 
 def test_compare_plot_is_against_the_swept_variable_with_facets(tmp_path) -> None:
     """Two swept variables: x is the first, one panel per value of the second; errored points are NaN."""
-    from experiments.compare_plot import plot
+    from experiments.search.compare_plot import plot
 
     frame = main_frame(tmp_path, ["--sweep", "pp=15,12", "--sweep", "schedule=1f1b,interleaved"])
     drawn = plot(frame, ["pp", "schedule"], tmp_path / "p.png", "t")

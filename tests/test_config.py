@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.cli import main
-from simulator.report import resolve
+from experiments.cli.main import main
+from simulator.report.simulate import resolve
 from topologies.errors import ConfigError
-from workloads.config import (
+from workloads.inputs.yaml_files import (
     layout_from_dict,
     layout_to_yaml,
     load_layout,
@@ -19,8 +19,8 @@ from workloads.config import (
     model_to_yaml,
     parse_yaml,
 )
-from workloads.layouts import LAYOUT_PRESETS, MEGASCALE_MOE
-from workloads.models import MODEL_PRESETS
+from workloads.specs.layouts import LAYOUT_PRESETS, MEGASCALE_MOE
+from workloads.specs.models import MODEL_PRESETS
 
 TINY = {
     "name": "tiny",

@@ -1,4 +1,4 @@
-"""Cost models (simulator.costs) on a made-up GPU, each expected value worked out by hand.
+"""Cost models (simulator.costs.kernels) on a made-up GPU, each expected value worked out by hand.
 
 The toy GPU has 100 SMs and a round 100 TFLOP/s BF16 peak, so one SM does 1e12 FLOP/s; with an MMA
 efficiency of 1.0 and 128 x 128 tiles, one tile of a GEMM with k = 1000 costs
@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from simulator.costs import (
+from simulator.costs.kernels import (
     attention_time_s,
     collective_latency_s,
     collective_wire_bytes,
@@ -21,7 +21,7 @@ from simulator.costs import (
     gemm_time_s,
     memory_time_s,
 )
-from simulator.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, KernelCurve, flat_gemm_table
+from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, KernelCurve, flat_gemm_table
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (

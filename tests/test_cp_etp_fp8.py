@@ -13,20 +13,20 @@ import pytest
 import simpy
 
 from simulator import simulate
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.tasks import TaskTiming, run_task
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.config import load_layout
-from workloads.layers import layer_recipe
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec, model_preset
+from workloads.inputs.yaml_files import load_layout
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec, model_preset
 from workloads.ops import FUSED
-from workloads.precision import FP8_COMM_SCALE
-from workloads.step import StepWorkload
-from workloads.tasks import backward_ops, forward_ops
+from workloads.specs.precision import FP8_COMM_SCALE
+from workloads.graph.step import StepWorkload
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 TOY = ModelSpec("toy", 2, 1024, 16, 4, 2048, 8, 2, vocab_size=1024)
 SEQ = 4096

@@ -1,20 +1,20 @@
-"""CUDA graphs (workloads/cuda_graphs.py, simulator.op_costs.launch_times_s): one launch per captured run."""
+"""CUDA graphs (workloads/specs/cuda_graphs.py, simulator.streams.op_costs.launch_times_s): one launch per captured run."""
 
 from __future__ import annotations
 
 import pytest
 import simpy
 
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts, launch_times_s
-from simulator.tasks import TaskTiming, run_task
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts, launch_times_s
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
-from workloads.layers import layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.megatron import parse_megatron_args
-from workloads.models import ModelSpec
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.specs.models import ModelSpec
 from workloads.ops import COMPUTE, HOST_SYNC, MEMORY, GraphPart, Op, Role
-from workloads.tasks import backward_ops, forward_ops
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 CAL = toy_calibration(host_launch_s=10e-6)
 MODEL = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)

@@ -1,20 +1,20 @@
 """A DP bucket is a ring collective in the unfolded placement: it starts when the ring's last member issues it
-and ends for every member when all its hops have landed (simulator/unfolded.py, UnfoldedPlacement.dp_transfer)."""
+and ends for every member when all its hops have landed (simulator/engine/unfolded.py, UnfoldedPlacement.dp_transfer)."""
 
 from __future__ import annotations
 
 import pytest
 import simpy
 
-from simulator.engine import Engine
-from simulator.faults import Faults
-from simulator.placement import DpBucket
-from simulator.ranks import Place
-from simulator.unfolded import UnfoldedPlacement
+from simulator.engine.engine import Engine
+from simulator.engine.faults import Faults
+from simulator.engine.placement import DpBucket
+from simulator.engine.ranks import Place
+from simulator.engine.unfolded import UnfoldedPlacement
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.graph.step import StepWorkload
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)

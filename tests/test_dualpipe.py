@@ -1,5 +1,5 @@
-"""DualPipe: schedule (workloads.schedules.dualpipe), op-list split and pairing (workloads.dualpipe),
-paired-task execution (simulator.tasks lanes), the engine and memory."""
+"""DualPipe: schedule (workloads.schedules.base.dualpipe), op-list split and pairing (workloads.graph.dualpipe_pairs),
+paired-task execution (simulator.streams.tasks lanes), the engine and memory."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from dataclasses import replace
 
 import pytest
 
-from simulator.engine import Engine
-from simulator.gemm_efficiency import flat_gemm_table
-from simulator.memory import in_flight_micro_batches, stage_memory
-from simulator.report import build_report
+from simulator.engine.engine import Engine
+from simulator.costs.gemm_efficiency import flat_gemm_table
+from simulator.memory.per_gpu import in_flight_micro_batches, stage_memory
+from simulator.report.simulate import build_report
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
 from tests.toys import block_task_key, replay
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads import combined_1f1b
-from workloads.layouts import layout_preset
-from workloads.models import LayerKind
-from workloads.pipeline_tasks import Block
-from workloads.schedules import (
+from workloads.graph import combined_1f1b
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import LayerKind
+from workloads.schedules.pipeline_tasks import Block
+from workloads.schedules.base import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,
@@ -30,7 +30,7 @@ from workloads.schedules import (
     Task,
     bubble_dualpipe_s,
 )
-from workloads.step import StepWorkload
+from workloads.graph.step import StepWorkload
 
 FREE_NIC = {"nic_bandwidth_Bps": 1e15, "nic_efficiency": 1.0, "nic_latency_s": 1e-12}
 
@@ -251,7 +251,7 @@ def test_task_tuple_defaults_keep_old_equality() -> None:
 def test_dualpipe_runs_uneven_blocks() -> None:
     """61 layers over 16 DualPipe blocks: blocks 15, 0 and 14 hold 3 layers, the rest 4 (the last, then the
     first blocks are short); stage 0 holds blocks 0 and 15 (6 layers), stage 1 blocks 1 and 14 (7)."""
-    from workloads.models import model_preset
+    from workloads.specs.models import model_preset
 
     layout = layout_preset("deepseek-v3").with_(schedule="dualpipe")
     workload = StepWorkload(model_preset("deepseek-v3"), layout, 2048, 8, 15360, 4096)
@@ -264,8 +264,8 @@ def test_dualpipe_runs_extended_models_with_their_own_blocks() -> None:
     (the dense one), so their tasks differ from the middle stages'; the bubble beats 1F1B's."""
     from dataclasses import replace as with_fields
 
-    from simulator.report import simulate
-    from workloads.models import ModelSpec
+    from simulator.report.simulate import simulate
+    from workloads.specs.models import ModelSpec
 
     model = ModelSpec(
         "ext", 8, 1024, 8, 8, 1024, 8, 2, 1024, num_dense_layers=2, dense_ffn_size=2048, num_shared_experts=1

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.engine import Engine
+from simulator.engine.engine import Engine
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.ep import ep_dispatch_bytes, expected_nodes
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
-from workloads.step import StepWorkload
+from workloads.ep.plan import ep_dispatch_bytes, expected_nodes
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 
 TOKEN_BYTES = 4096 * 4096 * 2  # 4,096 tokens of h = 4,096 in BF16
 
@@ -65,7 +65,7 @@ def test_engine_runs_cross_node_ep_at_op_level_on_the_nic() -> None:
     assert workload.tasks_use_nic
     engine = Engine(workload, cluster_preset("h800", 16), memoize=True)
     assert not engine.memoize  # tasks share the NIC with PP/DP traffic: plain memoization would not be exact
-    assert engine.nic_replay  # replayed and verified instead (simulator/nic_replay.py)
+    assert engine.nic_replay  # replayed and verified instead (simulator/fast/nic_replay.py)
     result = engine.run()
     d = 2 * (1 - 906_192 / 74_974_368)  # C(32,6), C(64,6)
     ep_nic = 28 * 5 * 512 * 2048 * 2 * d / 2
@@ -86,7 +86,7 @@ def test_a2a_latency_is_one_step_over_the_slowest_link() -> None:
     DeepEP's intranode efficiency (the harmonic mean of its 153 and 158 of 160 GB/s, dispatch and combine) vs
     6 x 15/16 at NCCL's in-node all-to-all efficiency 0.75, at 160 GB/s. The NIC part of the cross-node one runs
     beside it."""
-    from simulator.timing import comm_alone_s
+    from simulator.engine.timing import comm_alone_s
 
     copy_bytes = 512 * 2048 * 2
     cross = _workload(ep=16)

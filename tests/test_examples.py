@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import validation_cases
-from experiments.cli import main
-from experiments.sweep import load_sweep
-from simulator.cluster_config import load_cluster
-from workloads.config import load_layout
+from experiments.validation import corpus as validation_cases
+from experiments.cli.main import main
+from experiments.search.sweep import load_sweep
+from simulator.report.clusters import load_cluster
+from workloads.inputs.yaml_files import load_layout
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

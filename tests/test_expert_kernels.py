@@ -1,5 +1,5 @@
-"""GPT-OSS in Megatron-Core: the clamped SwiGLU and biased FC2 of TEGroupedMLP (workloads/expert_kernels.py) and the
-unfused YaRN RoPE (workloads/layers.py): kernels and bytes counted by hand, the recipe unchanged without them,
+"""GPT-OSS in Megatron-Core: the clamped SwiGLU and biased FC2 of TEGroupedMLP (workloads/recipes/expert_kernels.py) and the
+unfused YaRN RoPE (workloads/recipes/layers.py): kernels and bytes counted by hand, the recipe unchanged without them,
 and the time they add on a toy GPU."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.toys import toy_calibration, toy_task_s
-from workloads.config import load_model
-from workloads.layers import layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.models import ModelSpec
-from workloads.tasks import backward_ops, forward_ops
+from workloads.inputs.yaml_files import load_model
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
 # 8 experts of width 512, hidden 1,024, top-2; one GPU holds all 8 experts and the 1,024 tokens: 2,048 rows

@@ -1,16 +1,16 @@
-"""An oversubscribed leaf/spine fabric under the DP sync (simulator.placement.dp_spine_factor), folded and unfolded."""
+"""An oversubscribed leaf/spine fabric under the DP sync (simulator.engine.placement.dp_spine_factor), folded and unfolded."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.engine import Engine
-from simulator.placement import dp_spine_factor
-from simulator.ranks import RankMap
+from simulator.engine.engine import Engine
+from simulator.engine.placement import dp_spine_factor
+from simulator.engine.ranks import RankMap
 from tests.test_unfolded import TINY
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.graph.step import StepWorkload
 
 
 def _step(nodes_per_leaf: int, oversubscription: float, pp: int = 1, placement: str = "folded"):
@@ -77,9 +77,9 @@ def test_the_steady_shortcut_holds_over_an_oversubscribed_fabric() -> None:
     shortcut equals its full run field by field (mixtral-8x7b, 64 H100, PP 4, one node per pod, o = 2)."""
     from dataclasses import asdict
 
-    from simulator.calibration import DEFAULT_CALIBRATION
-    from simulator.report import build_report, prepare
-    from simulator.steady import run_step
+    from simulator.costs.calibration import DEFAULT_CALIBRATION
+    from simulator.report.simulate import build_report, prepare
+    from simulator.fast.steady import run_step
     from tests.engine_diff import assert_same_fields
     from tests.test_steady import _assert_same_report
 

@@ -1,4 +1,4 @@
-"""Faults on demand (simulator/faults.py): stragglers, degraded and failed links, folded and unfolded."""
+"""Faults on demand (simulator/engine/faults.py): stragglers, degraded and failed links, folded and unfolded."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from simulator.engine import Engine
-from simulator.faults import Faults, StageFault, fault_path, speed_factor
-from simulator.probes import TransferLog
-from simulator.ranks import Place, RankMap
-from simulator.report import simulate
+from experiments.cli.main import main
+from simulator.engine.engine import Engine
+from simulator.engine.faults import Faults, StageFault, fault_path, speed_factor
+from simulator.engine.probes import TransferLog
+from simulator.engine.ranks import Place, RankMap
+from simulator.report.simulate import simulate
 from tests.toys import EQUAL_STAGES, SCENARIO_CALIBRATION, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.schedules import BACKWARD, FORWARD
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.schedules.base import BACKWARD, FORWARD
+from workloads.graph.step import StepWorkload
 
 CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
 EQUAL = EQUAL_STAGES
@@ -87,7 +87,7 @@ def test_gpu_index_out_of_cluster() -> None:
 
 
 def test_faults_use_the_one_numbering() -> None:
-    """GPU (d x pp + s) x n + r (simulator/ranks.py), inverted by RankMap.place; both placements use it."""
+    """GPU (d x pp + s) x n + r (simulator/engine/ranks.py), inverted by RankMap.place; both placements use it."""
     workload, _ = _toy(4, 4, 2, 4)
     ranks = RankMap.of(workload)
     assert [ranks.gpu(ranks.place(gpu)) for gpu in range(32)] == list(range(32))

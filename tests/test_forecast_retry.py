@@ -1,5 +1,5 @@
 """A forecast run stopped at a conflict runs again with the tasks the send met and their twins forced
-(simulator/nic_replay.py: after_conflict, twins), within FORECAST_BUDGET: by hand on 1F1B over two stages, and
+(simulator/fast/nic_replay.py: after_conflict, twins), within FORECAST_BUDGET: by hand on 1F1B over two stages, and
 against the op-level run (``memoize=False``) to 1e-9 where the retry is taken, where the budget refuses it,
 and with CP across nodes (its ring flows on the NIC)."""
 
@@ -9,15 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from simulator import nic_replay
-from simulator.engine import Engine
-from simulator.nic_replay import ReplayConflict, after_conflict, twins
-from simulator.ranks import Place
+from simulator.fast import nic_replay
+from simulator.engine.engine import Engine
+from simulator.fast.nic_replay import ReplayConflict, after_conflict, twins
+from simulator.engine.ranks import Place
 from tests.test_nic_replay import CAL, SMALL, _assert_same, _workload
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.schedules import BACKWARD, FORWARD, Task
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.graph.step import StepWorkload
 
 STAGE0, STAGE1 = Place(0, 0, 0), Place(0, 1, 0)
 

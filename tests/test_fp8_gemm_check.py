@@ -1,11 +1,11 @@
-"""experiments.fp8_gemm_check: TE's published H200 GEMM benchmark (one layer, BF16 and FP8 current scaling)."""
+"""experiments.validation.fp8_gemm_check: TE's published H200 GEMM benchmark (one layer, BF16 and FP8 current scaling)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.fp8_gemm_check import MEASURED_MS, SHAPES, TOKENS, simulate_layer, table
-from simulator.calibration import UNFITTED_CALIBRATION
+from experiments.validation.fp8_gemm_check import MEASURED_MS, SHAPES, TOKENS, simulate_layer, table
+from simulator.costs.calibration import UNFITTED_CALIBRATION
 
 
 def test_the_layer_is_twelve_gemms_of_the_benchmarks_flops() -> None:

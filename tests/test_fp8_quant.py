@@ -1,18 +1,18 @@
-"""FP8 quantization kernels around FP8 GEMMs per TE recipe (workloads/fp8_quant.py): bytes and times by hand."""
+"""FP8 quantization kernels around FP8 GEMMs per TE recipe (workloads/recipes/fp8_quant.py): bytes and times by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.costs import compute_time_s
+from simulator.costs.kernels import compute_time_s
 from tests.toys import toy_calibration, toy_gpu
-from workloads.fp8_quant import quantize_input
-from workloads.layers import layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.models import ModelSpec
+from workloads.recipes.fp8_quant import quantize_input
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
 from workloads.ops import MEMORY, Gemm, GemmPrecision, Role
-from workloads.precision import Fp8Recipe
-from workloads.tasks import backward_ops, forward_ops
+from workloads.specs.precision import Fp8Recipe
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 GPU = toy_gpu()  # HBM 1e12 B/s
 CAL = toy_calibration(memory_efficiency=0.8, kernel_overhead_s=4e-6)
@@ -112,7 +112,7 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
 def test_the_megatron_recipe_reaches_the_ops() -> None:
     """--fp8-recipe tensorwise: 3 kernels per quantization; --fp8-format alone: Megatron's default, delayed
     scaling, 1 kernel; no --fp8-format: BF16 GEMMs, no quantization."""
-    from workloads.megatron import parse_megatron_args
+    from workloads.inputs.megatron import parse_megatron_args
 
     model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
 

@@ -1,14 +1,14 @@
-"""Steps with fewer garbage collections (simulator/gc_budget.py): the same reports, and the collector as it was after."""
+"""Steps with fewer garbage collections (simulator/engine/gc_budget.py): the same reports, and the collector as it was after."""
 
 import gc
 from dataclasses import replace
 
 import pytest
 
-from simulator import gc_budget
-from simulator.gc_budget import STEP_THRESHOLDS, fewer_collections
-from simulator.report import simulate
-from workloads.layouts import layout_preset
+from simulator.engine import gc_budget
+from simulator.engine.gc_budget import STEP_THRESHOLDS, fewer_collections
+from simulator.report.simulate import simulate
+from workloads.specs.layouts import layout_preset
 
 
 @pytest.fixture

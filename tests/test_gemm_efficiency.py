@@ -1,4 +1,4 @@
-"""Kernel efficiency tables (simulator.gemm_efficiency): published points come back, interpolation by hand."""
+"""Kernel efficiency tables (simulator.costs.gemm_efficiency): published points come back, interpolation by hand."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from simulator.costs import attention_time_s, gemm_time_s
-from simulator.gemm_efficiency import (
+from simulator.costs.kernels import attention_time_s, gemm_time_s
+from simulator.costs.gemm_efficiency import (
     HOPPER_GEMM_TABLE,
     GemmEfficiencyTable,
     KernelCurve,
@@ -16,12 +16,12 @@ from simulator.gemm_efficiency import (
     monotone_mean,
     wave_fraction,
 )
-from simulator.gemm_points import GEMM_POINTS, GemmKernel
+from simulator.costs.gemm_points import GEMM_POINTS, GemmKernel
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import gpu_preset
-from workloads.layers import layer_recipe
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 from workloads.ops import AttentionShape, Gemm, GemmPrecision
 
 H800 = gpu_preset("h800")
@@ -119,8 +119,8 @@ def test_te_cutlass_grouped_points_return_their_tflops() -> None:
 
 def test_rows_factor_reaches_one_only_where_no_point_reaches_dense_rows() -> None:
     """The assumed 1.0 at 4,096 rows per group is appended only when every measured point has fewer rows."""
-    from simulator.gemm_efficiency import _rows_factor
-    from simulator.gemm_points import GemmPoint
+    from simulator.costs.gemm_efficiency import _rows_factor
+    from simulator.costs.gemm_points import GemmPoint
 
     flat = ((1.0, 0.5),)  # a dense curve at 0.5 for every K
 

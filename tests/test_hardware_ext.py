@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from simulator.report import simulate
+from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
 from topologies.hardware import gpu_preset
-from workloads.layouts import layout_preset
+from workloads.specs.layouts import layout_preset
 
 
 def test_gb200_preset_numbers() -> None:

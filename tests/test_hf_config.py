@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from simulator.report import simulate
+from experiments.cli.main import main
+from simulator.report.simulate import simulate
 from topologies.errors import ConfigError
-from workloads.config import load_model
-from workloads.layers import attention_recipe, layer_recipe
-from workloads.layouts import layout_preset
-from workloads.models import LayerKind, model_preset
+from workloads.inputs.yaml_files import load_model
+from workloads.recipes.layers import attention_recipe, layer_recipe
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import LayerKind, model_preset
 from workloads.ops import attention_pairs
 
 MODELS = Path(__file__).resolve().parent.parent / "examples" / "models"
@@ -109,7 +109,7 @@ def test_moe_layer_frequency() -> None:
     """DeepSeek: MoE on layers i >= first_k_dense_replace with i % moe_layer_freq == 0; Qwen: on layers with
     (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers."""
     data = json.loads((MODELS / "deepseek-v2-lite.json").read_text())
-    from workloads.hf_config import model_from_hf_dict
+    from workloads.inputs.hf_config import model_from_hf_dict
 
     every_other = model_from_hf_dict({**data, "num_hidden_layers": 6, "moe_layer_freq": 2}, "x")
     assert [every_other.layer_kind(i).dense for i in range(6)] == [True, True, False, True, False, True]

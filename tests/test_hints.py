@@ -1,8 +1,8 @@
-"""The GPU-count hint of a layout that does not divide the cluster (workloads/hints.py)."""
+"""The GPU-count hint of a layout that does not divide the cluster (workloads/specs/hints.py)."""
 
-from workloads.hints import gpus_hint
-from workloads.layouts import LAYOUT_PRESETS
-from workloads.models import MODEL_PRESETS
+from workloads.specs.hints import gpus_hint
+from workloads.specs.layouts import LAYOUT_PRESETS
+from workloads.specs.models import MODEL_PRESETS
 
 
 def test_a_huge_gpu_count_gets_its_hint_without_counting_to_it() -> None:

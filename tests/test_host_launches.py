@@ -1,5 +1,5 @@
-"""Kernels the host launches (simulator.op_costs.launch_times_s): Qwen3's QK-norm and RoPE kernels with their bytes
-(workloads/layers.py qk_steps) and one GEMM launch per local expert under TE's GroupedLinear (layout
+"""Kernels the host launches (simulator.streams.op_costs.launch_times_s): Qwen3's QK-norm and RoPE kernels with their bytes
+(workloads/recipes/layers.py qk_steps) and one GEMM launch per local expert under TE's GroupedLinear (layout
 expert_gemm "multi_stream") or SequentialMLP, against one grouped kernel."""
 
 from __future__ import annotations
@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from simulator.costs import compute_time_s
-from simulator.op_costs import launch_times_s
+from simulator.costs.kernels import compute_time_s
+from simulator.streams.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_gpu
-from workloads.config import load_model
-from workloads.layers import attention_recipe, layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.megatron import parse_megatron_args
-from workloads.models import ModelSpec
-from workloads.moe import ffn_recipe
+from workloads.inputs.yaml_files import load_model
+from workloads.recipes.layers import attention_recipe, layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.specs.models import ModelSpec
+from workloads.recipes.moe import ffn_recipe
 from workloads.ops import GEMM, Role
-from workloads.tasks import backward_ops, forward_ops
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 MODELS = Path(__file__).resolve().parent.parent / "examples" / "models"
 QWEN3 = load_model(MODELS / "qwen3-30b-a3b.json")

@@ -14,6 +14,6 @@ def test_import_simulator_leaves_heavy_modules_out():
 
 
 def test_the_lazily_built_loader_reads_yaml_1_2_floats():
-    from workloads.config import parse_yaml
+    from workloads.inputs.yaml_files import parse_yaml
 
     assert parse_yaml("cluster", "nic_Bps: 50e9\nlatency_s: 1e-6\n") == {"nic_Bps": 50e9, "latency_s": 1e-6}

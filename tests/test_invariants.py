@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from tests.test_properties import Case, cases, run
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
 
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 REL = 1e-9  # floating-point slack, relative
@@ -111,7 +111,7 @@ def test_identical_json_across_processes_hash_seeds_and_folders(tmp_path) -> Non
     for seed, folder in (("1", ROOT), ("4242", tmp_path)):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
         done = subprocess.run(
-            [sys.executable, "-m", "experiments.cli", *argv],
+            [sys.executable, "-m", "experiments.cli.main", *argv],
             check=False,
             cwd=folder,
             env=env,
@@ -152,7 +152,7 @@ def test_more_nic_bandwidth_never_slower_and_memory_ignores_it(case: Case, facto
 
 
 def _fan_out(ep: int, gpus_per_node: int) -> float:
-    """Share of a token's routed copies that move over NVLink, (g - 1) / g (workloads/ep.py)."""
+    """Share of a token's routed copies that move over NVLink, (g - 1) / g (workloads/ep/plan.py)."""
     g = min(ep, gpus_per_node)
     return (g - 1) / g
 

@@ -1,13 +1,13 @@
-"""experiments.layer_costs: where a layer's time goes (the measured causes of Table 5 and Fig. 14)."""
+"""experiments.common.layer_costs: where a layer's time goes (the measured causes of Table 5 and Fig. 14)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.layer_costs import LayerCosts, Part, TpGap, layer_costs
-from simulator.report import prepare
-from simulator.timing import time_task
-from workloads.schedules import BACKWARD, FORWARD, Task
+from experiments.common.layer_costs import LayerCosts, Part, TpGap, layer_costs
+from simulator.report.simulate import prepare
+from simulator.engine.timing import time_task
+from workloads.schedules.base import BACKWARD, FORWARD, Task
 
 BATCH = 720
 

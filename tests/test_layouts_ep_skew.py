@@ -1,12 +1,13 @@
-"""Beyond-the-paper reproductions layouts-ep (experiments.layouts_ep) and skew (experiments.skew), on
+"""Beyond-the-paper reproductions layouts-ep (experiments.beyond.layouts_ep) and skew (experiments.beyond.skew), on
 reduced grids."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from experiments import layouts_ep, skew
-from experiments.reproduce import REPRODUCTIONS
+from experiments.beyond import layouts_ep
+from experiments.beyond import skew
+from experiments.paper.reproduce import REPRODUCTIONS
 
 # M6 on 128 GPUs with 32 sequences: 2 micro-batches per pipeline, fast; EP 64 spans 8 nodes, so M = 4 binds.
 M6_SMALL = (layouts_ep.Setup("deepseekmoe", "M6", 128, 32, 64, 4),)

@@ -1,4 +1,4 @@
-"""Documented bounds (workloads/limits.py), YAML bombs, overflowing values and simulate()'s argument types."""
+"""Documented bounds (workloads/specs/limits.py), YAML bombs, overflowing values and simulate()'s argument types."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import os
 import numpy as np
 import pytest
 
-from experiments.cli import main
-from experiments.sweep import load_sweep
-from simulator.faults import Faults
-from simulator.report import simulate
+from experiments.cli.main import main
+from experiments.search.sweep import load_sweep
+from simulator.engine.faults import Faults
+from simulator.report.simulate import simulate
 from topologies.errors import ConfigError
-from workloads.config import parse_yaml, read_yaml
-from workloads.limits import limit
+from workloads.inputs.yaml_files import parse_yaml, read_yaml
+from workloads.specs.limits import limit
 
 LAUGHS = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)
@@ -72,7 +72,7 @@ def test_yaml_bombs_are_refused(tmp_path) -> None:
     with pytest.raises(ConfigError, match="size in bytes 2,097,158 exceeds the limit of 1,048,576"):
         read_yaml("model", big)
     with pytest.raises(ConfigError, match=r"^model.num_layers: must be an integer, got 'y{79}\.\.\.$"):
-        from workloads.config import model_from_dict
+        from workloads.inputs.yaml_files import model_from_dict
 
         model_from_dict({"num_layers": "y" * 100_000})
 
@@ -134,7 +134,7 @@ def test_faults_types(build, message: str) -> None:
 
 
 def test_specs_take_numpy_integers() -> None:
-    from workloads.layouts import MEGASCALE_MOE
+    from workloads.specs.layouts import MEGASCALE_MOE
 
     layout = MEGASCALE_MOE.with_(pp=np.int64(15), micro_batch=np.int32(1))
     assert (type(layout.pp), type(layout.micro_batch)) == (int, int)
@@ -147,11 +147,11 @@ def test_faults_take_numpy_numbers() -> None:
 
 
 def test_trace_too_big_is_refused_before_simulating(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
-    """The event count the workload fixes is checked as the engine starts (simulator/trace_size.py), the
+    """The event count the workload fixes is checked as the engine starts (simulator/outputs/trace_size.py), the
     counters as they accrue, and the exact count before the JSON is built."""
-    from simulator.engine import Engine
-    from simulator.report import prepare
-    from simulator.trace import TraceSizeCheck
+    from simulator.engine.engine import Engine
+    from simulator.report.simulate import prepare
+    from simulator.outputs.trace import TraceSizeCheck
 
     workload, cluster, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
     monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # the full trace has 40,695 fixed events

@@ -1,4 +1,4 @@
-"""A PP send sure to run alone (simulator/lone_send.py): its exact end by hand (pending, with a flow in flight on
+"""A PP send sure to run alone (simulator/fast/lone_send.py): its exact end by hand (pending, with a flow in flight on
 a receiver's NIC in), the cases it is not sure of, fewer forced tasks than the SEND_SLOWDOWN window with the step
 as at op level, and a wrong answer caught by the verification (the step still equals the op-level run)."""
 
@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from simulator import engine, nic_replay, send_forecast
-from simulator.engine import Engine
-from simulator.lone_send import lone_end
-from simulator.send_forecast import SendForecast
+from simulator.engine import engine
+from simulator.fast import nic_replay
+from simulator.fast import send_forecast
+from simulator.engine.engine import Engine
+from simulator.fast.lone_send import lone_end
+from simulator.fast.send_forecast import SendForecast
 from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload
-from workloads.schedules import FORWARD, Task
+from workloads.schedules.base import FORWARD, Task
 
 OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in", 1)
 NBYTES = 1048576  # a PP send: 1 x 4096 / 8 tokens x 1024 x 2 B

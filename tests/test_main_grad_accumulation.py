@@ -1,13 +1,13 @@
-"""Weight-gradient GEMMs add into the main gradients (gradient accumulation fusion, workloads/tasks.py): every
+"""Weight-gradient GEMMs add into the main gradients (gradient accumulation fusion, workloads/graph/op_lists.py): every
 wgrad op carries the main gradients' width from the layout, no other GEMM does."""
 
 from __future__ import annotations
 
-from workloads.layers import layer_recipe
-from workloads.layouts import LayoutSpec
-from workloads.models import ModelSpec
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
 from workloads.ops import Role
-from workloads.tasks import backward_ops, forward_ops
+from workloads.graph.op_lists import backward_ops, forward_ops
 
 
 def _gemm_ops(main_grads_dtype: str) -> list:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 from topologies.errors import ConfigError
-from workloads.megatron import parse_megatron_args
-from workloads.megatron_args import NOT_SIMULATED, UNKNOWN, tokens
-from workloads.models import model_preset
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.megatron_args import NOT_SIMULATED, UNKNOWN, tokens
+from workloads.specs.models import model_preset
 
 MIXTRAL = model_preset("mixtral-8x7b")
 FLAGS = (

@@ -1,4 +1,4 @@
-"""Megatron-LM's FLOP count (simulator.megatron_flops) on tiny models, against sums done by hand."""
+"""Megatron-LM's FLOP count (simulator.report.megatron_flops) on tiny models, against sums done by hand."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from simulator.megatron_flops import MegatronArgs, megatron_args, megatron_flops, padded_vocab_size
-from simulator.report import simulate
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec, model_preset
+from simulator.report.megatron_flops import MegatronArgs, megatron_args, megatron_flops, padded_vocab_size
+from simulator.report.simulate import simulate
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec, model_preset
 
 # 2 MoE layers, h 8, 2 heads of 4 with 1 KV group, 4 experts of width 16, top-2, vocabulary 128.
 TINY = ModelSpec("tiny", 2, 8, 2, 1, 16, 4, 2, 128)

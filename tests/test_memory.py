@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from experiments.cli import main
-from simulator.memory import GIB, activation_bytes_per_layer, peak_memory, stage_memory
-from simulator.report import simulate
+from experiments.cli.main import main
+from simulator.memory.per_gpu import GIB, activation_bytes_per_layer, peak_memory, stage_memory
+from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import MEGASCALE_MOE, MEGATRON_LM
-from workloads.models import MODEL_PRESETS, ModelSpec
-from workloads.step import StepWorkload
+from workloads.specs.layouts import MEGASCALE_MOE, MEGATRON_LM
+from workloads.specs.models import MODEL_PRESETS, ModelSpec
+from workloads.graph.step import StepWorkload
 
 M1 = MODEL_PRESETS["paper-352b"]
 MIB = 2**20
@@ -36,7 +36,7 @@ def test_activation_formulas_by_hand() -> None:
     tp_tp = workload(MEGASCALE_MOE.with_(attention="tp", ffn="tp"))
     assert activation_bytes_per_layer(tp_tp) == pytest.approx(sar + 24576 * 4096 * 2, rel=1e-12)
     # Megatron-LM (Megatron-Core, not MegaScale-MoE's system) is counted tensor by tensor
-    # (simulator.activations), per local token (b s / n = 1,024), BF16:
+    # (simulator.memory.activations), per local token (b s / n = 1,024), BF16:
     per_token = (
         2 * 4096 * 2  # the two norms' inputs
         + 2 * 4096  # the QKV GEMM's input
@@ -111,7 +111,7 @@ def test_megatron_recomputes_as_few_layers_as_fit() -> None:
     """With recompute_to_fit, at 240 GPUs Megatron-LM's stage 0 holds 15 micro-batches of 4 layers. Each recomputed layer keeps its
     input (8 MiB); a kept layer keeps 1,024 x 1,408,256 B = 1,375.25 MiB (test_activation_formulas_by_hand).
     Two kept layers fit in 80 GB, three do not."""
-    from simulator.memory import fit_recompute
+    from simulator.memory.per_gpu import fit_recompute
 
     base = workload(MEGATRON_LM.with_(recompute_to_fit=True))
     static = peak_memory(base).total_bytes - 15 * 4 * 8 * MIB  # everything but activations

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.mla import mla_params, mla_recipe
-from workloads.models import model_preset
-from workloads.moe import dense_ffn_recipe, ep_ffn_recipe
+from workloads.specs.layouts import layout_preset
+from workloads.recipes.mla import mla_params, mla_recipe
+from workloads.specs.models import model_preset
+from workloads.recipes.moe import dense_ffn_recipe, ep_ffn_recipe
 from workloads.ops import COMM, Gemm
-from workloads.tasks import forward_ops
+from workloads.graph.op_lists import forward_ops
 
 DSV3 = model_preset("deepseek-v3")
 DS_LAYOUT = layout_preset("deepseek-v3")

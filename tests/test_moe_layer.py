@@ -1,4 +1,4 @@
-"""``moesim reproduce moe-layer`` (experiments/moe_layer.py): one MoE layer against SonicMoE's Fig. 14 bars."""
+"""``moesim reproduce moe-layer`` (experiments/validation/moe_layer.py): one MoE layer against SonicMoE's Fig. 14 bars."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments import moe_layer
-from experiments.moe_layer_check import POINTS
-from experiments.reproduce import REPRODUCTIONS
-from experiments.targets import TARGETS
-from simulator.calibration import DEFAULT_CALIBRATION
+from experiments.validation import moe_layer
+from experiments.validation.moe_layer_check import POINTS
+from experiments.paper.reproduce import REPRODUCTIONS
+from experiments.paper.targets import TARGETS
+from simulator.costs.calibration import DEFAULT_CALIBRATION
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""experiments.moe_layer_check: the SonicMoE Fig. 14 comparison's FLOP count, implied times and layer span."""
+"""experiments.validation.moe_layer_check: the SonicMoE Fig. 14 comparison's FLOP count, implied times and layer span."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.moe_layer_check import POINTS, _moe_span_s, forward_flops, megatron_args, published_s
-from simulator.timing import OpTime, TaskTime
-from workloads.megatron import parse_megatron_args
+from experiments.validation.moe_layer_check import POINTS, _moe_span_s, forward_flops, megatron_args, published_s
+from simulator.engine.timing import OpTime, TaskTime
+from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import GEMM, MEMORY, Module, Op
 
 # 30B, d 4096, n 512, E 128, K 8: 32,768 tokens, Megatron 223 TFLOP/s forward, 215 backward.
@@ -51,7 +51,7 @@ def test_span_covers_only_the_moe_layer_ops():
 
 def test_excess_decomposition_recovers_a_known_split(monkeypatch):
     """Measured = simulated + 2 s per TB of 2 T K d bytes + 3 s per PFLOP: the split comes back as (2, 3)."""
-    import experiments.moe_layer_check as check
+    import experiments.validation.moe_layer_check as check
 
     def excess(point, direction):
         routed_tb = 2.0 * point.tokens * point.top_k * point.hidden / 1e12

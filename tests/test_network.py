@@ -1,11 +1,11 @@
-"""The fluid max-min-fair network (simulator.network.FluidNetwork), with hand-computed finish times."""
+"""The fluid max-min-fair network (simulator.streams.network.FluidNetwork), with hand-computed finish times."""
 
 from __future__ import annotations
 
 import pytest
 import simpy
 
-from simulator.network import FluidNetwork
+from simulator.streams.network import FluidNetwork
 
 GB = 1e9
 

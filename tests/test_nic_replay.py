@@ -1,4 +1,4 @@
-"""NIC replay (simulator/nic_replay.py): tasks on the NIC replayed, verified and re-run with the conflicting ones at
+"""NIC replay (simulator/fast/nic_replay.py): tasks on the NIC replayed, verified and re-run with the conflicting ones at
 op level, against every task at op level (``memoize=False``) to 1e-9 on every StageLog field; the conflict
 check on hand-made spans; a PP send inside a reserved span; the limits; probes; the steady shortcut's seed."""
 
@@ -10,18 +10,19 @@ from dataclasses import fields, replace
 import pytest
 import simpy
 
-from simulator import nic_replay, steady
-from simulator.engine import Engine, EngineResult
-from simulator.flow_log import FlowLog, Span, SpanIndex, merged
-from simulator.nic_replay import NicReplayTimer, ReplayStats, TaskId, next_forced, seeded_at
-from simulator.probes import Probe
-from simulator.ranks import Place
-from simulator.steady import run_step
+from simulator.fast import nic_replay
+from simulator.fast import steady
+from simulator.engine.engine import Engine, EngineResult
+from simulator.engine.flow_log import FlowLog, Span, SpanIndex, merged
+from simulator.fast.nic_replay import NicReplayTimer, ReplayStats, TaskId, next_forced, seeded_at
+from simulator.engine.probes import Probe
+from simulator.engine.ranks import Place
+from simulator.fast.steady import run_step
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.schedules import BACKWARD, FORWARD, Task
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.graph.step import StepWorkload
 from tests.toys import SCENARIO_CALIBRATION
 
 REL = 1e-9
@@ -147,7 +148,7 @@ def test_flow_log_records_when_a_flow_occupies_its_links() -> None:
     """Two 1 GB flows on one 10 GB/s link, the second started at 0.05 s: 0.5 GB moves alone, then each gets
     5 GB/s: the first ends at 0.05 + 0.5 / 5 = 0.15 s, the second at 0.15 + 0.5 / 10 = 0.2 s. A zero-byte flow
     occupies nothing."""
-    from simulator.network import FluidNetwork
+    from simulator.streams.network import FluidNetwork
 
     env = simpy.Environment()
     network, log = FluidNetwork(env, {"a": 10e9, "b": 10e9}), FlowLog(env)

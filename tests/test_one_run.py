@@ -1,4 +1,4 @@
-"""The steady shortcut from one run (simulator/ledger.py, simulator/steady.period_increment): the ledger's sums on
+"""The steady shortcut from one run (simulator/fast/ledger.py, simulator/steady.period_increment): the ledger's sums on
 a hand-built run, the first repeating period chosen, a run that never repeats refused, the ledger's run equal to
 a run without it, and with NIC replay the ledger of the run that stands. The schedules against the two-run
 reference and the full run are in tests/test_steady.py."""
@@ -9,19 +9,20 @@ from dataclasses import replace
 
 import pytest
 
-from simulator import nic_replay, steady
-from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.engine import Engine, EngineResult, StageLog
-from simulator.ledger import Entry, Ledger
-from simulator.periodic import BYTES, COUNT, FLOPS, TIME, lock_window
-from simulator.steady import fields_of, period_increment, run_step
-from simulator.tasks import TaskTiming
+from simulator.fast import nic_replay
+from simulator.fast import steady
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.engine.engine import Engine, EngineResult, StageLog
+from simulator.fast.ledger import Entry, Ledger
+from simulator.fast.periodic import BYTES, COUNT, FLOPS, TIME, lock_window
+from simulator.fast.steady import fields_of, period_increment, run_step
+from simulator.streams.tasks import TaskTiming
 from tests.engine_diff import assert_same_fields
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.schedules import BACKWARD, FORWARD, Task
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.graph.step import StepWorkload
 
 CAL = DEFAULT_CALIBRATION
 TIMING = TaskTiming(duration_s=1.0, compute_busy_s=0.5, exposed_comm_s={"ep": 0.125}, model_flops=1e12)
@@ -157,10 +158,10 @@ def test_no_repeating_period_in_the_ledger_falls_back_to_two_runs(monkeypatch: p
 def test_qwen3_bench_step_from_one_run_equals_the_full_run() -> None:
     """The bench's Qwen3-235B step (256 H100, interleaved PP 8 x VP 4, cross-node EP, 128 micro-batches): from
     the run at 48 alone, at 48 and 56, and in full (NIC replay, verified), every field to 1e-9 (seen: 1e-11)."""
-    from experiments.bench import QWEN3_CASE
-    from experiments.validate import case_job
-    from experiments.validation_cases import CASES_DIR, load_case
-    from simulator.report import prepare
+    from experiments.cli.bench import QWEN3_CASE
+    from experiments.validation.validate import case_job
+    from experiments.validation.corpus import CASES_DIR, load_case
+    from simulator.report.simulate import prepare
 
     case = load_case(CASES_DIR / f"{QWEN3_CASE}.yaml")
     job = case_job(case)

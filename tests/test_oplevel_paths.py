@@ -1,10 +1,10 @@
 """The op-level engine's cheaper paths against the ones they replace, on steps that exercise them.
 
-- GPU turns (simulator/turns.py) and the NIC + NVLink join of a cross-node collective (simulator.tasks.both)
+- GPU turns (simulator/streams/turns.py) and the NIC + NVLink join of a cross-node collective (simulator.streams.tasks.both)
   against simpy.Resource(capacity=1) and ``first & second``: the same event steps, so the same floats.
-- SM-share re-timing by an urgent event (simulator/sm_share.py) against Process.interrupt, as it was: the
+- SM-share re-timing by an urgent event (simulator/streams/sm_share.py) against Process.interrupt, as it was: the
   same floats.
-- A run of plain compute ops as one timeout (simulator.tasks.BATCH_COMPUTE) against one timeout per op:
+- A run of plain compute ops as one timeout (simulator.streams.tasks.BATCH_COMPUTE) against one timeout per op:
   the same ops at the same times, to 1e-9 (a timeout to a run's end adds its delay to the clock once).
 """
 
@@ -15,18 +15,18 @@ from collections.abc import Generator
 import pytest
 import simpy
 
-from simulator import tasks
-from simulator.engine import Engine, EngineResult
+from simulator.streams import tasks
+from simulator.engine.engine import Engine, EngineResult
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 
 
 @pytest.fixture(autouse=True)
 def _event_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """These paths are the event path's: tasks run as simpy processes, not laid out as closed tasks
-    (simulator/closed_task.py, compared with them in tests/test_closed_task.py)."""
+    (simulator/streams/closed_task.py, compared with them in tests/test_closed_task.py)."""
     monkeypatch.setattr(tasks, "CLOSED", False)
 
 

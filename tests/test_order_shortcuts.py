@@ -5,10 +5,10 @@ from itertools import islice
 
 import pytest
 
-from simulator.bounds import shape_task_counts
-from simulator.memory import held_chunks
-from simulator.periodic import index_step, task_counts
-from workloads.schedules import (
+from simulator.report.bounds import shape_task_counts
+from simulator.memory.per_gpu import held_chunks
+from simulator.fast.periodic import index_step, task_counts
+from workloads.schedules.base import (
     DualPipe,
     DualPipeV,
     Interleaved,

@@ -1,4 +1,4 @@
-"""Pipeline schedules (workloads.schedules) and the pipeline engine (simulator.engine.Engine)."""
+"""Pipeline schedules (workloads.schedules.base) and the pipeline engine (simulator.engine.engine.Engine)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from collections import Counter
 
 import pytest
 
-from simulator.engine import Engine
-from simulator.gemm_efficiency import flat_gemm_table
-from simulator.report import build_report
+from simulator.engine.engine import Engine
+from simulator.costs.gemm_efficiency import flat_gemm_table
+from simulator.report.simulate import build_report
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.schedules import (
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.schedules.base import (
     BACKWARD,
     FORWARD,
     SCHEDULES,
@@ -23,7 +23,7 @@ from workloads.schedules import (
     bubble_fraction_1f1b,
     make_schedule,
 )
-from workloads.step import StepWorkload
+from workloads.graph.step import StepWorkload
 
 # --- schedules ------------------------------------------------------------------------------------
 
@@ -167,7 +167,7 @@ def test_two_stage_pipeline_sends_as_the_probes_see_them() -> None:
     its 4 task timeouts, 4 per send (latency, flow wake, flow done, arrival) and per stage its process's start
     and end, the all_of of its (no) DP buckets and its optimizer step: 4 + 2 x 4 + 2 x 4 = 20 (a process per
     send added its start and end: 24)."""
-    from simulator.probes import TransferLog
+    from simulator.engine.probes import TransferLog
 
     workload, cluster = _workload(
         TINY, pp=2, dp=1, micro_batches=1, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from experiments.paths import save_figure
+from experiments.common.paths import save_figure
 
 
 def _figure():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cli import main
-from experiments.plots_run import breakdown, merge, subtract
-from simulator.trace import simulate_with_trace
+from experiments.cli.main import main
+from experiments.cli.plots_run import breakdown, merge, subtract
+from simulator.outputs.trace import simulate_with_trace
 
 
 def test_plot_is_png(tmp_path) -> None:
@@ -32,7 +32,7 @@ def test_breakdown_sums_to_step() -> None:
 
 def test_breakdown_shows_cp_and_etp() -> None:
     """CP's ring and ETP's all-gather / reduce-scatter are their own parts, not hidden in the bubble."""
-    from workloads.config import load_layout
+    from workloads.inputs.yaml_files import load_layout
 
     layout = load_layout("megascale-moe").with_(intra_size=4, cp=2, etp=2, pp=2)
     run = simulate_with_trace("mixtral-8x7b", layout, 16, global_batch=8, seq_len=4096, trace=False)

@@ -1,6 +1,6 @@
 """Bar labels of the reproduction plots keep their decimals (Table 5's 1.13x, Fig. 16's ratios)."""
 
-from experiments.plotting import bar_comparison, bar_text, label_decimals
+from experiments.common.plotting import bar_comparison, bar_text, label_decimals
 
 
 def test_bar_labels_keep_decimals(tmp_path) -> None:

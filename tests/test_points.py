@@ -1,14 +1,14 @@
-"""experiments.points: one classifier of settings and one runner for compare, sweep and search."""
+"""experiments.search.points: one classifier of settings and one runner for compare, sweep and search."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.points import Point, make_point, run_point
-from simulator.report import simulate
+from experiments.search.points import Point, make_point, run_point
+from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
+from workloads.specs.layouts import layout_preset
 
 SMALL = {"global_batch": 16, "seq_len": 2048}  # mixtral-8x7b on 16 GPUs: a fast point
 

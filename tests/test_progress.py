@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 import sys
 
-from experiments.progress import bar
-from experiments.sweep import load_sweep, run_sweep
+from experiments.common.progress import bar
+from experiments.search.sweep import load_sweep, run_sweep
 
 SWEEP = (
     "model: mixtral-8x7b\ngpus: 16\nglobal_batch: 8\nseq_len: 2048\nintra_size: 4\npp: [2, 4]\netp: 2\noutput: o.csv\n"

@@ -1,4 +1,4 @@
-"""A stream that runs alone on a task's own link times its ops as arithmetic (simulator.tasks._Quiet).
+"""A stream that runs alone on a task's own link times its ops as arithmetic (simulator.streams.tasks._Quiet).
 
 While every other stream of the task waits for a signal from it (or is done) and no flow is on the link,
 nothing can start a flow or hold SMs beside its ops, so it lays them out without events and lets time pass
@@ -11,16 +11,16 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import tasks
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.tasks import TaskTiming, run_task
+from simulator.streams import tasks
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
-from workloads.step import StepWorkload
+from workloads.graph.step import StepWorkload
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 CAL = toy_calibration(all_to_all_efficiency=0.7, comm_sms_nccl=25)
@@ -31,7 +31,7 @@ GEMM_MS = 2 * 12800 * 128 * 16384 / 100e12 * 1e3  # 0.536870912 ms
 @pytest.fixture(autouse=True)
 def _event_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """These paths are the event path's: tasks run as simpy processes, not laid out as closed tasks
-    (simulator/closed_task.py, compared with them in tests/test_closed_task.py)."""
+    (simulator/streams/closed_task.py, compared with them in tests/test_closed_task.py)."""
     monkeypatch.setattr(tasks, "CLOSED", False)
 
 

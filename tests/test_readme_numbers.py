@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from simulator.report import simulate
-from workloads.config import load_layout, load_model
-from workloads.megatron import parse_megatron_args
+from simulator.report.simulate import simulate
+from workloads.inputs.yaml_files import load_layout, load_model
+from workloads.inputs.megatron import parse_megatron_args
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

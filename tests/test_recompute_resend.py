@@ -3,20 +3,20 @@
 One Mixtral-8x7B layer (h 4096, top-2 of 8 experts, f = 14336 / 4096 = 3.5, m = 4) with one shared expert,
 in-node EP 8 on one node, one sequence of 1,024 tokens: each GPU routes 128 x 2 = 256 token copies,
 256 x 4096 x 2 B = 2 MiB, of which 7/8 = 1,835,008 B leave the GPU in each all-to-all (MegaScale-MoE Eq. 3).
-bsh/n = 1024 x 4096 / 8 x 2 B = 1 MiB is one unit of the activation formula (simulator.memory).
+bsh/n = 1024 x 4096 / 8 x 2 B = 1 MiB is one unit of the activation formula (simulator.memory.per_gpu).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.memory import activation_bytes_per_layer
+from simulator.memory.per_gpu import activation_bytes_per_layer
 from topologies.errors import ConfigError
-from workloads.layouts import MEGASCALE_MOE
-from workloads.models import model_preset
+from workloads.specs.layouts import MEGASCALE_MOE
+from workloads.specs.models import model_preset
 from workloads.ops import Group, Role
-from workloads.schedules import BACKWARD, FORWARD, Task
-from workloads.step import StepWorkload
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.graph.step import StepWorkload
 
 LAYER = model_preset("mixtral-8x7b").with_(num_layers=1, num_shared_experts=1)
 PLAIN = MEGASCALE_MOE.with_(pp=1, inter_op_overlap=False, intra_op_overlap=False)

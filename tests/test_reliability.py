@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cli import main
-from experiments.paths import atomic_path, write_text
+from experiments.cli.main import main
+from experiments.common.paths import atomic_path, write_text
 from topologies.errors import ConfigError
 
 SMALL_RUN = ["run", "--gpus", "240", "--global-batch", "30"]
@@ -83,7 +83,7 @@ def test_failed_write_leaves_no_truncated_file(tmp_path) -> None:
 
 
 def test_empty_cluster_name_is_an_error() -> None:
-    from simulator.cluster_config import load_cluster
+    from simulator.report.clusters import load_cluster
 
     with pytest.raises(ConfigError, match="unknown preset ''"):
         load_cluster("", 8)

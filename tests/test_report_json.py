@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from simulator.report import simulate
-from workloads.config import load_layout
+from experiments.cli.main import main
+from simulator.report.simulate import simulate
+from workloads.inputs.yaml_files import load_layout
 
 TERMS = {"params", "grads", "optimizer", "activations", "buffers", "total"}
 

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from experiments import fig7, fig14, fig16, fig17, table3, table5, weak_scaling
-from experiments.calibrate import fit_compute_residual, implied_residual
-from simulator.calibration import DEFAULT_CALIBRATION
+from experiments.paper import fig7
+from experiments.paper import fig14
+from experiments.paper import fig16
+from experiments.paper import fig17
+from experiments.paper import table3
+from experiments.paper import table5
+from experiments.paper import weak_scaling
+from experiments.paper.calibrate import fit_compute_residual, implied_residual
+from simulator.costs.calibration import DEFAULT_CALIBRATION
 
 # The tolerances of this suite live here, so that widening one is a visible change to the tests. The paper's
 # numbers they are applied to live with each figure's module (MegaScale-MoE, EuroSys '26).
@@ -97,7 +103,7 @@ def test_stored_fit_matches_the_fit():
     "all-to-all latency than its ring collectives gained (8.4 us fixed, 3.4 per step), so its GEMMs take the rest.",
 )
 def test_the_fitted_residual_is_within_issue_11s_band():
-    """Issue #11: the one fitted constant between 0.85 and 1.15 (simulator/calibration.py)."""
+    """Issue #11: the one fitted constant between 0.85 and 1.15 (simulator/costs/calibration.py)."""
     assert 0.85 <= fit_compute_residual() <= 1.15
 
 
@@ -123,7 +129,7 @@ def test_table5_intra_overlap_step(table5_frame):
     reason="SP+EP alone gains 1.221x (paper 1.13x): per layer TP+TP's 10 exposed collectives of 58.7 MB take "
     "3.99 ms at the measured 160 GB/s with NCCL's latency (147 GB/s in all) against SP+EP's 1.33 ms of "
     "all-to-alls; 1.13 would need them at 243 GB/s, above H800's 200 GB/s NVLink line rate "
-    "(experiments/layer_costs.py, table5.py).",
+    "(experiments/common/layer_costs.py, table5.py).",
 )
 def test_table5_sp_ep_step(table5_frame):
     frame = table5_frame
@@ -160,7 +166,7 @@ def test_fig14_sp_ep_beats_tp_tp_on_every_model(fig14_frame):
     strict=True,
     reason="Phi-3.5-MoE (+63%), DeepSeekMoE (+54%) and Mixtral-8x7B (+44%) exceed the widened band: TP+TP's 10 "
     "exposed collectives per layer are 44% of Phi-3.5-MoE's layer time, at NCCL's measured H800 rate; free, they "
-    "would leave TP+TP's layer 5-8% faster than SP+EP's (experiments/layer_costs.py, fig14.py).",
+    "would leave TP+TP's layer 5-8% faster than SP+EP's (experiments/common/layer_costs.py, fig14.py).",
 )
 def test_fig14_gain_band(fig14_frame):
     frame = fig14_frame

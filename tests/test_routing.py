@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.costs import gemm_time_s
-from simulator.report import simulate
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.costs.kernels import gemm_time_s
+from simulator.report.simulate import simulate
 from topologies.hardware import gpu_preset
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
-from workloads.moe import ep_ffn_recipe
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+from workloads.recipes.moe import ep_ffn_recipe
 from workloads.ops import Gemm
-from workloads.routing import expert_loads, layout_routing_stats, routing_stats
+from workloads.specs.routing import expert_loads, layout_routing_stats, routing_stats
 
 MODEL = model_preset("paper-352b")  # 32 experts, top-3, h 4096, h_ffn 14336
 LAYOUT = layout_preset("megascale-moe")  # EP 8: 4 experts per GPU

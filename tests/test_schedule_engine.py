@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.engine import Engine
-from simulator.report import build_report
+from simulator.engine.engine import Engine
+from simulator.report.simulate import build_report
 from tests.test_dualpipe import FREE_NIC
 from tests.test_pipeline import CAL, GPU, SEQ_LEN, TINY
 from tests.toys import SCENARIO_CALIBRATION, block_task_key, replay
 from topologies.cluster import ClusterSpec, cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.schedules import (
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.schedules.base import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,
@@ -23,7 +23,7 @@ from workloads.schedules import (
     ZeroBubble1P,
     bubble_zb1p_s,
 )
-from workloads.step import StepWorkload
+from workloads.graph.step import StepWorkload
 
 
 def _run(schedule: str, pp: int, micro_batches: int, layout: str = "megascale-moe", **changes):

@@ -1,4 +1,4 @@
-"""ZB1P and DualPipeV (workloads.schedules): task orders replayed by hand with fixed durations, then the engine."""
+"""ZB1P and DualPipeV (workloads.schedules.base): task orders replayed by hand with fixed durations, then the engine."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.toys import replay
 from topologies.errors import ConfigError
-from workloads.schedules import (
+from workloads.schedules.base import (
     BACKWARD,
     BACKWARD_INPUT,
     FORWARD,

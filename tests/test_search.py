@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from experiments.search import candidates, search
-from experiments.search_space import SearchSpace
-from simulator.memory import peak_memory
+from experiments.cli.main import main
+from experiments.search.search import candidates, search
+from experiments.search.space import SearchSpace
+from simulator.memory.per_gpu import peak_memory
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 
 ARGS = {"global_batch": 16, "seq_len": 2048}
 NARROW = {**ARGS, "space": SearchSpace.narrow()}  # the grid of earlier releases: 73 points, simulated in seconds
@@ -87,7 +87,7 @@ def test_search_cli(capsys) -> None:
 
 def test_stages_that_fit_are_the_valid_divisors_within_hbm() -> None:
     """One helper finds the pipeline depths for search, layouts-ep and scaleup-domain."""
-    from experiments.search_space import Job, divisors
+    from experiments.search.space import Job, divisors
 
     model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
     job = Job(240, 8, 720, 8192, cluster_preset("h800", 240).gpu.hbm_bytes)
@@ -99,7 +99,7 @@ def test_stages_that_fit_are_the_valid_divisors_within_hbm() -> None:
 
 
 def test_search_takes_a_model_file(tmp_path) -> None:
-    from workloads.config import model_to_yaml
+    from workloads.inputs.yaml_files import model_to_yaml
 
     path = tmp_path / "mix.yaml"
     path.write_text(model_to_yaml(model_preset("mixtral-8x7b")))

@@ -1,5 +1,5 @@
-"""Differential tests of what makes ``moesim search`` fast: task timings reused across points (simulator/timer.py
-``TIMINGS``) and bound-based pruning (experiments/search_bound.py) change no result, on any backend."""
+"""Differential tests of what makes ``moesim search`` fast: task timings reused across points (simulator/engine/timer.py
+``TIMINGS``) and bound-based pruning (experiments/search/bound.py) change no result, on any backend."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from functools import cache
 
 import pytest
 
-from experiments.search import candidates, rank
-from experiments.search_bound import BoundPruner, bounds, by_bound
-from experiments.search_space import SearchSpace
-from experiments.sweep import sweep_row
-from simulator.timer import TIMINGS
+from experiments.search.search import candidates, rank
+from experiments.search.bound import BoundPruner, bounds, by_bound
+from experiments.search.space import SearchSpace
+from experiments.search.sweep import sweep_row
+from simulator.engine.timer import TIMINGS
 
 JOB = {"global_batch": 16, "seq_len": 2048}
 # The exhaustive search's job: half the micro-batches, so each of its 86 points (every schedule of the wide

@@ -1,5 +1,5 @@
 """``moesim search --megatron-args``: Megatron-Core's layout space around a user's job, and the fastest as the
-Megatron-LM arguments that set it (experiments/search_megatron.py)."""
+Megatron-LM arguments that set it (experiments/search/megatron.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.search_megatron import caveats, megatron_flags, write_base
-from experiments.search_space import Job, SearchSpace, layouts
-from simulator.report import simulate
+from experiments.cli.main import main
+from experiments.search.megatron import caveats, megatron_flags, write_base
+from experiments.search.space import Job, SearchSpace, layouts
+from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
-from workloads.config import load_layout, load_model
-from workloads.megatron import parse_megatron_args
+from workloads.inputs.yaml_files import load_layout, load_model
+from workloads.inputs.megatron import parse_megatron_args
 
 QWEN = "examples/models/qwen3-30b-a3b.json"
 LLAMA = "examples/models/llama-3.1-8b.json"

@@ -1,19 +1,19 @@
-"""The wide search space and its pruning before simulation (experiments/search_space.py)."""
+"""The wide search space and its pruning before simulation (experiments/search/space.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.cli import main
-from experiments.compare import parse_value
-from experiments.search import BASE_LAYOUT, candidates, layout_fields, layout_yaml, run_command, search
-from experiments.search_space import RECOMPUTE_TIERS, Job, SearchSpace, layouts
-from simulator.memory import peak_memory
+from experiments.cli.main import main
+from experiments.search.compare import parse_value
+from experiments.search.search import BASE_LAYOUT, candidates, layout_fields, layout_yaml, run_command, search
+from experiments.search.space import RECOMPUTE_TIERS, Job, SearchSpace, layouts
+from simulator.memory.per_gpu import peak_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.config import load_layout, load_model
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
+from workloads.inputs.yaml_files import load_layout, load_model
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 
 ARGS = {"global_batch": 16, "seq_len": 2048}
 MODEL = model_preset("mixtral-8x7b")

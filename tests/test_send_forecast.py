@@ -1,4 +1,4 @@
-"""The PP-send forecast that seeds a step's first NIC-replay run (simulator/send_forecast.py): its sends and
+"""The PP-send forecast that seeds a step's first NIC-replay run (simulator/fast/send_forecast.py): its sends and
 overlaps by hand on 1F1B over two stages on two nodes (tasks waiting for their inputs, op-level tasks' windows),
 a paired task's two sends, DualPipeV's turn, DP buckets in flight, and first runs it keeps off the all-op-level
 fallback, equal to the op-level run (the exactness on every schedule: test_nic_replay)."""
@@ -8,14 +8,15 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import nic_replay, send_forecast
-from simulator.engine import Engine
-from simulator.flow_log import FlowLog
-from simulator.placement import DpBucket
-from simulator.ranks import Place
-from simulator.send_forecast import SendForecast
+from simulator.fast import nic_replay
+from simulator.fast import send_forecast
+from simulator.engine.engine import Engine
+from simulator.engine.flow_log import FlowLog
+from simulator.engine.placement import DpBucket
+from simulator.engine.ranks import Place
+from simulator.fast.send_forecast import SendForecast
 from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload, first_forward_and_send
-from workloads.schedules import BACKWARD, FORWARD, Task
+from workloads.schedules.base import BACKWARD, FORWARD, Task
 
 OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in", 1)
 
@@ -195,7 +196,7 @@ def test_dp_buckets_in_flight_are_counted_while_they_move() -> None:
 def test_forecast_keeps_the_first_run_off_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Interleaved with EP overlap on 3 GB/s NICs: all replayed, the first run conflicts past MAX_CONFLICT_FRACTION
     and the step goes to op level; seeded by the forecast it runs once, replaying some tasks, equal to the
-    op-level run. (At 10 GB/s the combined 1F1B's one comm stream, workloads/combined_1f1b.py, keeps the blind
+    op-level run. (At 10 GB/s the combined 1F1B's one comm stream, workloads/graph/combined_1f1b.py, keeps the blind
     run's conflicts under the fraction.)"""
     workload, cluster = _workload(2, 4, **SCHEDULES["ep-overlap-3GBps"][2])
     monkeypatch.setattr(nic_replay, "FORECAST", False)

@@ -1,5 +1,5 @@
-"""Work shared and spread over processes: shared simulations (experiments/shared_sims.py), ``in_order``
-(experiments/parallel.py), ``validate --jobs`` and the units of ``reproduce all`` (experiments/reproduce.py)."""
+"""Work shared and spread over processes: shared simulations (experiments/common/shared_sims.py), ``in_order``
+(experiments/common/parallel.py), ``validate --jobs`` and the units of ``reproduce all`` (experiments/paper/reproduce.py)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from experiments import reproduce, shared_sims, unit_costs, validate, validation_cases, weak_scaling
-from experiments.parallel import in_order
-from simulator import report
+from experiments.paper import reproduce
+from experiments.common import shared_sims
+from experiments.common import unit_costs
+from experiments.validation import validate
+from experiments.validation import corpus as validation_cases
+from experiments.paper import weak_scaling
+from experiments.common.parallel import in_order
+from simulator.report import simulate as report
 from tests.test_validate import tiny_case, write
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 
 SMALL = {"global_batch": 30}  # the 352B model on 240 H800s, PP 15, 1 micro-batch per pipeline stage pair
 
 
 @pytest.fixture
 def simulations(monkeypatch) -> list[tuple]:
-    """The arguments of every simulator.report.simulate call made through experiments.shared_sims."""
+    """The arguments of every simulator.report.simulate.simulate call made through experiments.common.shared_sims."""
     calls, real = [], report.simulate
     monkeypatch.setattr(report, "simulate", lambda *args, **kwargs: calls.append(args) or real(*args, **kwargs))
     return calls

@@ -1,4 +1,4 @@
-"""simulator/sim_env.py: the engine's environment takes simpy's event steps, in simpy's order.
+"""simulator/engine/sim_env.py: the engine's environment takes simpy's event steps, in simpy's order.
 
 A tiny scenario with a hand-computed timeline on both environments (same log, same event ids), simpy's
 failure and ``until`` rules, and whole steps (memoized, op level, NIC replay with the steady shortcut) equal
@@ -11,14 +11,14 @@ from dataclasses import replace
 import pytest
 import simpy
 
-from simulator import sim_env
-from simulator.engine import Engine, EngineResult
-from simulator.sim_env import Env
-from simulator.steady import run_step
+from simulator.engine import sim_env
+from simulator.engine.engine import Engine, EngineResult
+from simulator.engine.sim_env import Env
+from simulator.fast.steady import run_step
 from topologies.cluster import cluster_preset
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec, model_preset
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec, model_preset
+from workloads.graph.step import StepWorkload
 
 
 def _scenario(env: simpy.Environment) -> list[tuple[float, str, int]]:
@@ -98,7 +98,7 @@ def _nic_step() -> tuple[StepWorkload, object]:
 
 
 def _steps() -> list[EngineResult]:
-    from simulator.calibration import DEFAULT_CALIBRATION
+    from simulator.costs.calibration import DEFAULT_CALIBRATION
 
     overlap = layout_preset("megascale-moe").with_(
         pp=2, ep=16, ep_overlap=True, schedule="interleaved", virtual_stages=2

@@ -1,4 +1,4 @@
-"""SMs held by communication kernels (simulator.sm_share): compute beside a collective runs on the rest.
+"""SMs held by communication kernels (simulator.streams.sm_share): compute beside a collective runs on the rest.
 
 The toy GPU has 100 SMs; a memory-bound op of 1e9 B takes 1 ms on the idle GPU (1e12 B/s, efficiency 1).
 A communication kernel holding 25 SMs leaves 75: compute beside it progresses at 0.75 of its idle rate.
@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator.calibration import Calibration
-from simulator.collective_efficiency import Link
-from simulator.costs import comm_kernel_sms, deepep_efficiency
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.tasks import TaskTiming, run_task
+from simulator.costs.calibration import Calibration
+from simulator.costs.collective_efficiency import Link
+from simulator.costs.kernels import comm_kernel_sms, deepep_efficiency
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
 

@@ -1,17 +1,17 @@
-"""experiments.stage_costs: where one micro-batch of the busiest stage goes (misses in `moesim validate`)."""
+"""experiments.common.stage_costs: where one micro-batch of the busiest stage goes (misses in `moesim validate`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from experiments.stage_costs import FP8_QUANTIZATION, busiest_stage
-from experiments.validate import case_job
-from experiments.validation_cases import CASES_DIR, load_case
-from simulator.calibration import DEFAULT_CALIBRATION
-from simulator.report import prepare, simulate
-from simulator.timing import time_task
-from workloads.config import layout_from_dict
-from workloads.schedules import BACKWARD, FORWARD, Task
+from experiments.common.stage_costs import FP8_QUANTIZATION, busiest_stage
+from experiments.validation.validate import case_job
+from experiments.validation.corpus import CASES_DIR, load_case
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.report.simulate import prepare, simulate
+from simulator.engine.timing import time_task
+from workloads.inputs.yaml_files import layout_from_dict
+from workloads.schedules.base import BACKWARD, FORWARD, Task
 
 BATCH = 720
 

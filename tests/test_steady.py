@@ -1,4 +1,4 @@
-"""The steady-state shortcut (simulator/steady.py, simulator/periodic.py) against the full run: every schedule at
+"""The steady-state shortcut (simulator/fast/steady.py, simulator/fast/periodic.py) against the full run: every schedule at
 several batch sizes, every report field to 1e-9; the lock check on hand-built timelines; the fallbacks."""
 
 from __future__ import annotations
@@ -9,18 +9,18 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from simulator.bubbles import _replay, schedule_bubble
-from simulator.engine import Engine
-from simulator.faults import Faults
-from simulator.periodic import candidates, extrapolate, lock_window, locked, period, periods_short, shift_s, task_counts
-from simulator.probes import Probe, observing
-from simulator.report import build_report, prepare, simulate
-from simulator.steady import extrapolated, resized_workload, run_step, shortcut_applies
+from simulator.report.bubbles import _replay, schedule_bubble
+from simulator.engine.engine import Engine
+from simulator.engine.faults import Faults
+from simulator.fast.periodic import candidates, extrapolate, lock_window, locked, period, periods_short, shift_s, task_counts
+from simulator.engine.probes import Probe, observing
+from simulator.report.simulate import build_report, prepare, simulate
+from simulator.fast.steady import extrapolated, resized_workload, run_step, shortcut_applies
 from tests.engine_diff import assert_same_fields
 from tests.toys import SCENARIO_CALIBRATION
 from topologies.cluster import cluster_preset
-from workloads.layouts import MEGASCALE_MOE, layout_preset
-from workloads.schedules import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
+from workloads.specs.layouts import MEGASCALE_MOE, layout_preset
+from workloads.schedules.base import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
 
 REL = 1e-9
 
@@ -295,7 +295,7 @@ FAULTS = [
 @pytest.mark.parametrize("schedule", ["1f1b", "interleaved"])
 @pytest.mark.parametrize("faults", FAULTS, ids=lambda f: f.describe()[0].split()[0])
 def test_shortcut_with_faults_equals_the_full_run(faults: Faults, schedule: str) -> None:
-    """Faults fold into per-stage factors that are the same in every micro-batch (simulator/faults.py
+    """Faults fold into per-stage factors that are the same in every micro-batch (simulator/engine/faults.py
     stage_faults), so the faulty step repeats too: the shortcut equals its full run, field by field, to 1e-9."""
     workload, cluster = _workload(64, 192, pp=4, schedule=schedule, virtual_stages=2 if schedule != "1f1b" else 1)
     full = Engine(workload, cluster, SCENARIO_CALIBRATION, faults=faults).run()

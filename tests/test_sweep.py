@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cli import main
-from experiments.sweep import load_sweep, point_id, run_sweep
+from experiments.cli.main import main
+from experiments.search.sweep import load_sweep, point_id, run_sweep
 from topologies.errors import ConfigError
-from workloads.config import model_to_yaml
-from workloads.models import MODEL_PRESETS
+from workloads.inputs.yaml_files import model_to_yaml
+from workloads.specs.models import MODEL_PRESETS
 
 SWEEP = """
 model: paper-352b
@@ -105,7 +105,7 @@ def test_dask_scheduler(tmp_path: Path) -> None:
 
 
 def test_unreadable_sweep_file_is_one_line_error(tmp_path, capsys) -> None:
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -135,7 +135,7 @@ def test_bad_point_value_is_a_one_line_error_before_running(tmp_path: Path, caps
 
 def test_run_point_with_a_bad_value_is_an_error_row() -> None:
     """Points built in Python (not from a file) are checked too: an error row, not a crash."""
-    from experiments.sweep import sweep_row
+    from experiments.search.sweep import sweep_row
 
     row = sweep_row({"gpus": True, "global_batch": 30})
     assert row["error"].startswith("gpus:")
@@ -143,9 +143,9 @@ def test_run_point_with_a_bad_value_is_an_error_row() -> None:
 
 def test_layout_and_model_files_relative_to_sweep_file(tmp_path: Path) -> None:
     """model/layout may be .yaml files; relative paths are relative to the sweep file, like output."""
-    from workloads.config import layout_to_yaml, model_to_yaml
-    from workloads.layouts import layout_preset
-    from workloads.models import model_preset
+    from workloads.inputs.yaml_files import layout_to_yaml, model_to_yaml
+    from workloads.specs.layouts import layout_preset
+    from workloads.specs.models import model_preset
 
     folder = tmp_path / "specs"
     folder.mkdir()
@@ -230,7 +230,7 @@ def test_second_writer_refused(tmp_path: Path) -> None:
 def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, says: str, monkeypatch) -> None:
     """A malformed address is refused before dask is asked; an unreachable one after the connect timeout
     (what `says` checks: the Client was given it), not after dask's default 30 s."""
-    from experiments import sweep_table
+    from experiments.search import sweep_table
 
     pytest.importorskip("dask.distributed")
     monkeypatch.setattr(sweep_table, "CONNECT_TIMEOUT_S", 1)  # the default (3 s) is what the CLI waits

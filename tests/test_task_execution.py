@@ -1,4 +1,4 @@
-"""Op-level execution of hand-built op lists (simulator.tasks.run_task) with exact expected times.
+"""Op-level execution of hand-built op lists (simulator.streams.tasks.run_task) with exact expected times.
 
 Memory-bound ops are used as "compute" of known length: with a 1e12 B/s HBM, memory efficiency 1.0 and
 no launch gap, an op of 1e9 B takes exactly 1 ms.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator.calibration import Calibration
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.tasks import TaskTiming, run_task
+from simulator.costs.calibration import Calibration
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, HOST_SYNC, MEMORY, Gemm, Op
 
@@ -181,12 +181,12 @@ def test_host_sync_drains_the_host_lead() -> None:
 def test_single_stream_fast_path_equals_event_path(layout_name: str) -> None:
     """Single-stream tasks are timed arithmetically; passing an explicit transfer forces the event path,
     which must give the same op intervals (to rounding) and the same exposed communication."""
-    from simulator.calibration import DEFAULT_CALIBRATION
+    from simulator.costs.calibration import DEFAULT_CALIBRATION
     from topologies.hardware import gpu_preset
-    from workloads.layouts import layout_preset
-    from workloads.models import model_preset
-    from workloads.schedules import BACKWARD, FORWARD, Task
-    from workloads.step import StepWorkload
+    from workloads.specs.layouts import layout_preset
+    from workloads.specs.models import model_preset
+    from workloads.schedules.base import BACKWARD, FORWARD, Task
+    from workloads.graph.step import StepWorkload
 
     gpu = gpu_preset("h800")
     workload = StepWorkload(model_preset("mixtral-8x7b"), layout_preset(layout_name).with_(pp=4), 64, 8, 8, 2048)

@@ -10,10 +10,10 @@ from itertools import pairwise
 
 import pytest
 
-from experiments.cli import main
-from simulator.engine import Engine
-from simulator.faults import Faults
-from simulator.trace import (
+from experiments.cli.main import main
+from simulator.engine.engine import Engine
+from simulator.engine.faults import Faults
+from simulator.outputs.trace import (
     COMPUTE_T,
     NIC_EP_T,
     NIC_PP_T,
@@ -28,9 +28,9 @@ from simulator.trace import (
 from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.schedules import BACKWARD, FORWARD, Task
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.graph.step import StepWorkload
 
 SMALL = ["--gpus", "240", "--global-batch", "30"]
 

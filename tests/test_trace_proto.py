@@ -1,4 +1,4 @@
-"""The Perfetto protobuf trace (simulator/trace_proto.py) against the Chrome JSON of the same run: decoded
+"""The Perfetto protobuf trace (simulator/outputs/trace_proto.py) against the Chrome JSON of the same run: decoded
 packet by packet, every slice, instant, counter value and flow arrow is the JSON's, on the same named track."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from simulator.trace import chrome_trace, simulate_with_trace, stream_trace
-from simulator.trace_proto import is_proto_path
+from experiments.cli.main import main
+from simulator.outputs.trace import chrome_trace, simulate_with_trace, stream_trace
+from simulator.outputs.trace_proto import is_proto_path
 from topologies.errors import ConfigError
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")

@@ -1,4 +1,4 @@
-"""The trace-event count made before simulating (simulator/trace_size.py) against the events actually written."""
+"""The trace-event count made before simulating (simulator/outputs/trace_size.py) against the events actually written."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from collections import Counter
 
 import pytest
 
-from simulator.engine import Engine
-from simulator.trace import simulate_with_trace
-from simulator.trace_size import trace_size
+from simulator.engine.engine import Engine
+from simulator.outputs.trace import simulate_with_trace
+from simulator.outputs.trace_size import trace_size
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
+from workloads.specs.layouts import layout_preset
 
 BASE = layout_preset("megascale-moe")
 SMALL = {"global_batch": 16, "seq_len": 1024}

@@ -1,5 +1,5 @@
-"""GPU turns granted when decided (simulator.turns.PROMPT) against simpy.Resource's event steps (PROMPT off),
-and a cross-node collective's NVLink and NIC halves waited for in turn (simulator.tasks.both) against a join.
+"""GPU turns granted when decided (simulator.streams.turns.PROMPT) against simpy.Resource's event steps (PROMPT off),
+and a cross-node collective's NVLink and NIC halves waited for in turn (simulator.streams.tasks.both) against a join.
 
 Who holds the GPU is decided by the same call either way (the first waiter, at a request or a release);
 PROMPT only lets the holder resume at once instead of one event step later in the same instant.
@@ -11,18 +11,19 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import tasks, turns
-from simulator.collective_efficiency import Link
-from simulator.costs import deepep_efficiency
-from simulator.network import FluidNetwork
-from simulator.tasks import TaskTiming, run_task
-from simulator.turns import GRANTED, Turns
+from simulator.streams import tasks
+from simulator.streams import turns
+from simulator.costs.collective_efficiency import Link
+from simulator.costs.kernels import deepep_efficiency
+from simulator.streams.network import FluidNetwork
+from simulator.streams.tasks import TaskTiming, run_task
+from simulator.streams.turns import GRANTED, Turns
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Op
-from workloads.step import StepWorkload
+from workloads.graph.step import StepWorkload
 
 
 def test_a_free_turn_is_held_at_once_and_passes_on_release_in_request_order() -> None:
@@ -67,7 +68,7 @@ def test_lanes_take_turns_first_come_first_served(monkeypatch: pytest.MonkeyPatc
 
 def _cross_node_overlap() -> tuple[StepWorkload, int]:
     """deepseekmoe on DualPipe (F&B lanes), PP 2, EP 16 over 2 nodes: op level, NIC shared. (Megatron-Core's EP
-    overlap is one op list on two streams, no lanes: workloads/combined_1f1b.py.)"""
+    overlap is one op list on two streams, no lanes: workloads/graph/combined_1f1b.py.)"""
     layout = layout_preset("megascale-moe").with_(pp=2, ep=16, schedule="dualpipe")
     return StepWorkload(model_preset("deepseekmoe"), layout, 32, 8, global_batch=16, seq_len=4096), 32
 

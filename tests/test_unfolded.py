@@ -9,17 +9,17 @@ from dataclasses import replace
 import pytest
 import simpy
 
-from experiments.cli import main
-from simulator.engine import Engine
-from simulator.faults import Faults
-from simulator.ranks import CP, EP, ETP, TP, Place, RankMap
-from simulator.report import build_report
-from simulator.unfolded import UnfoldedPlacement, unfolded_ops
+from experiments.cli.main import main
+from simulator.engine.engine import Engine
+from simulator.engine.faults import Faults
+from simulator.engine.ranks import CP, EP, ETP, TP, Place, RankMap
+from simulator.report.simulate import build_report
+from simulator.engine.unfolded import UnfoldedPlacement, unfolded_ops
 from topologies.cluster import cluster_preset, gpu_path
 from topologies.errors import ConfigError
-from workloads.layouts import layout_preset
-from workloads.models import ModelSpec
-from workloads.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+from workloads.graph.step import StepWorkload
 from tests.toys import SCENARIO_CALIBRATION
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
@@ -128,7 +128,7 @@ FEATURES = [
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
     ("zb1p", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "zb1p"}, None, None, None),
-    # FP8 quantization kernels (workloads/fp8_quant.py) and CUDA graphs (workloads/cuda_graphs.py): more ops and
+    # FP8 quantization kernels (workloads/recipes/fp8_quant.py) and CUDA graphs (workloads/specs/cuda_graphs.py): more ops and
     # host launch times, the same in both placements.
     (
         "fp8-quant-graphs",
@@ -142,8 +142,8 @@ FEATURES = [
         None,
     ),
     ("zb1p-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "zb1p"}, None, None, None),
-    # Megatron-Core's router kernels (workloads/router.py) and HybridEP's kernels and routing-map all-gather
-    # (workloads/hybridep.py), EP inside a node. NOTE: across nodes the unfolded ring sends a boundary GPU's whole
+    # Megatron-Core's router kernels (workloads/recipes/router.py) and HybridEP's kernels and routing-map all-gather
+    # (workloads/ep/hybridep.py), EP inside a node. NOTE: across nodes the unfolded ring sends a boundary GPU's whole
     # all-gather egress over its NIC, where the folded op spreads N/n of it over every rail as NCCL's rings do.
     ("router-hybridep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 4, **MEGATRON_ROUTER_HYBRIDEP}, None, None, None),
     ("dualpipev", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipev"}, None, None, None),
@@ -218,7 +218,7 @@ def test_every_feature_folded_against_unfolded(case) -> None:
 
 
 def test_dp_hop_on_nvlink_beside_task_collectives() -> None:
-    """In-node EP 4 over two replicas of intra_size 2 (a node holds both; simulator/ranks.py): the DP ring's hop
+    """In-node EP 4 over two replicas of intra_size 2 (a node holds both; simulator/engine/ranks.py): the DP ring's hop
     between those replicas runs on NVLink and the next one detours over a neighbour's rail (PXN), where the
     folded representative sends all its DP bytes over its own NIC. A bucket ends for the whole ring at its
     slowest hop, the NIC one, as folded; the step time agrees. The NVLink hop of the buckets the forwards overlap

@@ -1,6 +1,6 @@
-"""Op intervals are recorded only where someone reads them (simulator.timer.OpTimer, probes.reads_tasks).
+"""Op intervals are recorded only where someone reads them (simulator.engine.timer.OpTimer, probes.reads_tasks).
 
-A task laid out at its start (one stream, or closed: simulator/closed_task.py) sums its ops as it lays them
+A task laid out at its start (one stream, or closed: simulator/streams/closed_task.py) sums its ops as it lays them
 out, so with ``TaskTiming(intervals=None)`` it records none and sums to the same floats; the event path sums
 its recorded intervals at the task's end, so it records them whatever it is given. An op-level step records
 them only when a probe is told of tasks: its StageLogs are the same either way. Toy GPU and ops of
@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator import tasks
-from simulator.engine import Engine
-from simulator.network import FluidNetwork
-from simulator.op_costs import OpCosts
-from simulator.probes import Probe, TransferLog, reads_tasks
-from simulator.tasks import TaskTiming, run_task
+from simulator.streams import tasks
+from simulator.engine.engine import Engine
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.engine.probes import Probe, TransferLog, reads_tasks
+from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_steps_match
 from tests.toys import costs_without_latency
 from tests.test_bench import _OpsSeen

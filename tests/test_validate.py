@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import validate, validation_cases
-from experiments.cli import main
-from experiments.reproduce import REPRODUCTIONS
-from experiments.validation_pairs import pairs
-from simulator.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
-from simulator.report import simulate
+from experiments.validation import validate
+from experiments.validation import corpus as validation_cases
+from experiments.cli.main import main
+from experiments.paper.reproduce import REPRODUCTIONS
+from experiments.validation.pairs import pairs
+from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
+from simulator.report.simulate import simulate
 from tests.test_config import TINY
 from topologies.errors import ConfigError
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cli import main
-from simulator.report import simulate
+from experiments.cli.main import main
+from simulator.report.simulate import simulate
 from topologies.errors import ConfigError
-from workloads.layouts import MEGASCALE_MOE, MEGATRON_LM
-from workloads.models import MODEL_PRESETS
+from workloads.specs.layouts import MEGASCALE_MOE, MEGATRON_LM
+from workloads.specs.models import MODEL_PRESETS
 
 M1 = MODEL_PRESETS["paper-352b"]
 

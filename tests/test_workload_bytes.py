@@ -6,7 +6,7 @@ MB = 1e6 bytes. The paper prints 67.1 MB (activation), 117.4 MB (TP attention), 
 
 The layer recipes move physical egress bytes. They equal the paper for TP (Eq. 1, 4) and EP (Eq. 3 =
 dispatch + combine); the paper's Eq. 2 (SP) is twice the physical egress of Ulysses' two all-to-alls,
-so the recipe's SP bytes are half of 36.7 MB (workloads.layers.paper_volumes_bytes says so).
+so the recipe's SP bytes are half of 36.7 MB (workloads.recipes.layers.paper_volumes_bytes says so).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 import pytest
 
 from tests.toys import block_task_key
-from workloads.layers import BYTES_BF16, attention_recipe, paper_volumes_bytes
-from workloads.layouts import layout_preset
-from workloads.models import model_preset
-from workloads.moe import ffn_recipe
+from workloads.recipes.layers import BYTES_BF16, attention_recipe, paper_volumes_bytes
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+from workloads.recipes.moe import ffn_recipe
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, REDUCE_SCATTER
-from workloads.schedules import BACKWARD
-from workloads.step import StepWorkload
+from workloads.schedules.base import BACKWARD
+from workloads.graph.step import StepWorkload
 
 SEQ_LEN = 8192
 MB = 1e6

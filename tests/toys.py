@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simulator.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.gemm_efficiency import flat_gemm_table
+from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.costs.gemm_efficiency import flat_gemm_table
 from topologies.hardware import GpuSpec
-from workloads.megatron import parse_megatron_args
-from workloads.models import LayerKind, ModelSpec
-from workloads.pipeline_tasks import Block, TaskKey
-from workloads.schedules import PAIRED, Phase, Schedule
-from workloads.step import StepWorkload
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.specs.models import LayerKind, ModelSpec
+from workloads.schedules.pipeline_tasks import Block, TaskKey
+from workloads.schedules.base import PAIRED, Phase, Schedule
+from workloads.graph.step import StepWorkload
 
 TOY_GPU = GpuSpec(
     name="toy",
@@ -54,7 +54,7 @@ TOY_CALIBRATION = Calibration(
 )
 
 # Stop 34's per-kernel, sync and residual constants (kernel_overhead_s 4 us and host_sync_s 50 us, assumed then;
-# measured values since stop 35, simulator/calibration.py). Engine scenarios whose property (a fault on the
+# measured values since stop 35, simulator/costs/calibration.py). Engine scenarios whose property (a fault on the
 # critical path, a slow transient, a send forecast needed once, an overlap that pays) was built on their timings
 # pin them, so that they test the engine rather than the calibration of the day.
 SCENARIO_CALIBRATION = DEFAULT_CALIBRATION.with_(
@@ -63,7 +63,7 @@ SCENARIO_CALIBRATION = DEFAULT_CALIBRATION.with_(
 
 
 def megatron_field(flags: str, field: str) -> object:
-    """The layout field ``field`` that Megatron-LM arguments ``flags`` set (workloads/megatron.py)."""
+    """The layout field ``field`` that Megatron-LM arguments ``flags`` set (workloads/inputs/megatron.py)."""
     return parse_megatron_args(flags).layout_fields[field]
 
 
@@ -109,7 +109,7 @@ def replay(schedule: Schedule, durations: dict) -> list[float]:
 
 def costs_without_latency(ops: tuple, gpu: GpuSpec, calibration: Calibration):
     """The op list's OpCosts with no collective latency: hand timelines of bytes over a link alone."""
-    from simulator.op_costs import OpCosts
+    from simulator.streams.op_costs import OpCosts
 
     costs = OpCosts.of(ops, gpu, calibration)
     return replace(costs, latency_s=(0.0,) * len(ops))
@@ -119,9 +119,9 @@ def toy_task_s(ops: tuple, calibration: Calibration) -> float:
     """A task's ops run alone on the toy GPU with an idle 1 GB/s NVLink: the simulated time at its end."""
     import simpy
 
-    from simulator.network import FluidNetwork
-    from simulator.op_costs import OpCosts
-    from simulator.tasks import TaskTiming, run_task
+    from simulator.streams.network import FluidNetwork
+    from simulator.streams.op_costs import OpCosts
+    from simulator.streams.tasks import TaskTiming, run_task
 
     env = simpy.Environment()
     costs = costs_without_latency(ops, TOY_GPU, calibration)

@@ -17,7 +17,7 @@ Node = tuple[Any, ...]  # ("gpu", g) | ("nvswitch", node) | ("leaf", pod, rail) 
 Edge = tuple[Node, Node]
 
 # Leaf-to-spine hop latency: assumed ~1 us (switch port-to-port plus cable), no public source. A graph edge
-# attribute only: no transfer reads it (simulator/unfolded.py).
+# attribute only: no transfer reads it (simulator/engine/unfolded.py).
 FABRIC_LATENCY_S = 1e-6
 
 # NCCL's own latency model (NVIDIA/nccl src/graph/tuning.cc at b6475625, the Ring algorithm's Simple protocol,

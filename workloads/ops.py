@@ -72,7 +72,7 @@ class Role(Label):
 
 class GraphPart(Label):
     """The part of a transformer layer a step runs in, as Megatron-Core's CUDA-graph scopes capture them
-    (--cuda-graph-scope, megatron/training/arguments.py; workloads/cuda_graphs.py)."""
+    (--cuda-graph-scope, megatron/training/arguments.py; workloads/specs/cuda_graphs.py)."""
 
     NONE = ""  # outside the layers (embedding, head), or after a device-to-host sync: always eager
     ATTN = "attn"  # TransformerLayer._forward_attention
@@ -90,7 +90,7 @@ class Carries(Label):
 
 
 class EpDispatcher(Label):
-    """Who moves a cross-node EP all-to-all's tokens (workloads/ep.py): DeepEP's kernels, one NIC copy per
+    """Who moves a cross-node EP all-to-all's tokens (workloads/ep/plan.py): DeepEP's kernels, one NIC copy per
     destination node forwarded over NVLink (Megatron's flex dispatcher), or NCCL's all-to-all, one NIC copy
     per routed expert on another node (Megatron's alltoall dispatcher)."""
 
@@ -122,7 +122,7 @@ class Module(Label):
 def attention_pairs(seq_len: int, window: int = 0) -> int:
     """Query-key pairs attention is counted over, in FlashAttention's non-causal convention (s x s).
 
-    The kernels execute about half of the counted FLOPs under the causal mask (simulator.costs). With a
+    The kernels execute about half of the counted FLOPs under the causal mask (simulator.costs.kernels). With a
     sliding window of w < s keys a causal query i attends min(i + 1, w) keys, s w - w^2 / 2 in all, so
     the pairs counted are twice that: 2 s w - w^2 (s^2 without a window, or when w >= s).
     """
@@ -248,11 +248,11 @@ class Step:
     gemm: Gemm | None = None
     flops: float = 0.0  # attention forward FLOPs as counted (non-causal, FlashAttention's convention)
     attention: AttentionShape | None = None  # attention steps: what the kernel sees
-    graph: GraphPart = GraphPart.NONE  # the layer part a CUDA-graph scope names (workloads/cuda_graphs.py)
+    graph: GraphPart = GraphPart.NONE  # the layer part a CUDA-graph scope names (workloads/specs/cuda_graphs.py)
     mem_bytes: float = 0.0
     kernels: int = 1
     # Steps whose backward is not the forward's kernels again (None: ``kernels`` kernels moving
-    # MEMORY_BACKWARD_FACTOR x ``mem_bytes``, workloads/tasks.py); 0: no backward op (the gradient passes
+    # MEMORY_BACKWARD_FACTOR x ``mem_bytes``, workloads/graph/op_lists.py); 0: no backward op (the gradient passes
     # through, or a collective of metadata has no transpose to run). ``bwd_mem_bytes``: e.g. a gather's backward
     # is a scatter-add of the copies' gradients into the rows they came from.
     bwd_kernels: int | None = None
@@ -273,7 +273,7 @@ class Step:
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
     # FP8 GEMMs whose input (forward) or output gradient (backward) is all-gathered over this many sequence
-    # shards (TP with SP): TE quantizes the local shard and gathers FP8 (workloads/fp8_quant.py)
+    # shards (TP with SP): TE quantizes the local shard and gathers FP8 (workloads/recipes/fp8_quant.py)
     input_shards: int = 1
     grad_shards: int = 1
     module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)

@@ -1,0 +1,339 @@
+"""The ``moesim`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from experiments.search import compare
+from experiments.common import presets
+from experiments.cli import run_outputs
+from experiments.cli import sweep_cli
+from experiments.validation import validate
+from experiments.common.args import OneLineParser, integer, nonempty, number, one_line
+from experiments.common.paths import check_output_dir
+from experiments.common.progress import add_quiet
+from experiments.common.stage_costs import StageCosts, busiest_stage
+from experiments.paper.targets import TARGETS, targets_epilog
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
+from simulator.engine.faults import Faults
+from simulator.report.simulate import prepare, simulate, split_if_balanced
+from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
+from topologies.errors import ConfigError, check_positive
+from workloads.inputs.yaml_files import load_layout, load_model
+from workloads.specs.layouts import LayoutSpec
+from workloads.inputs.megatron import MegatronJob, MegatronRun, parse_megatron_args
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
+
+
+def _version() -> str:
+    """The installed package's version (the source tree's pyproject version when run from a checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("moesim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="moesim", description="Simulate MoE LLM training on GPU clusters.")
+    parser.add_argument("--version", action="version", version=f"moesim {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser(
+        "run",
+        help="simulate one training step and print a report",
+        epilog=presets.epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+    )
+    run.add_argument(
+        "--layout", type=nonempty, default=None, help="layout preset or .yaml file (default megascale-moe)"
+    )
+    run.add_argument(
+        "--megatron-args",
+        type=nonempty,
+        metavar="ARGS",
+        help="Megatron-LM training arguments (inline, starting with --, or a file): layout, batch, sequence, "
+        "precision and model flags; --layout then only fills the fields Megatron has no flag for",
+    )
+    run.add_argument("--gpus", type=integer(1), default=240, help="number of GPUs (default 240)")
+    run.add_argument(
+        "--cluster",
+        type=nonempty,
+        default=DEFAULT_CLUSTER,
+        help=f"cluster preset ({', '.join(CLUSTER_PRESETS)}) or .yaml file (default {DEFAULT_CLUSTER})",
+    )
+    run.add_argument(
+        "--nic-gbps",
+        type=number(0, above=True),
+        default=None,
+        help="NIC bandwidth per GPU, GB/s (default: the cluster's)",
+    )
+    run.add_argument(
+        "--global-batch", type=integer(1), default=None, help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH})"
+    )
+    run.add_argument(
+        "--seq-len", type=integer(1), default=None, help=f"tokens per sequence (default {DEFAULT_SEQ_LEN})"
+    )
+    run.add_argument("--micro-batch", type=integer(1), default=None, help="sequences per micro-batch")
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also say where one micro-batch of the busiest stage goes (its tasks timed alone, by kind of op)",
+    )
+    run.add_argument("--allow-oom", action="store_true", help="simulate even if memory per GPU exceeds HBM")
+    run.add_argument(
+        "--engine",
+        choices=("folded", "unfolded"),
+        default="folded",
+        help="folded: one GPU per stage stands for all (default); unfolded: every GPU, small clusters only",
+    )
+    run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
+    run.add_argument("--zipf", type=number(0), default=None, help="Zipf exponent of skewed routing")
+    run.add_argument("--seed", type=integer(0), default=None, help="seed of the routing Generator")
+    run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")
+    run.add_argument("--ep", type=integer(1), default=None, help="EP degree (> GPUs per node: across nodes)")
+    run.add_argument("--ep-max-nodes", type=integer(0), default=None, help="node-limited routing M (0 = unlimited)")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a layout field, e.g. --set pp=10 --set schedule=interleaved --set virtual_stages=2",
+    )
+    run.add_argument(
+        "--straggler",
+        action="append",
+        default=[],
+        metavar="GPU:FACTOR",
+        help="GPU's compute kernels take FACTOR (>= 1) times longer; repeatable",
+    )
+    run.add_argument(
+        "--degrade",
+        action="append",
+        default=[],
+        metavar="LINK:FACTOR",
+        help="divide a port's bandwidth by FACTOR; LINK is nic:GPU or nvlink:GPU; repeatable",
+    )
+    run.add_argument(
+        "--fail-link",
+        action="append",
+        default=[],
+        metavar="LINK",
+        help="that NIC is down (nic:GPU); its traffic shares a node neighbour's NIC; repeatable",
+    )
+    run.add_argument(
+        "--gpu-speed-spread",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="every GPU's kernels take 1 + S x u times as long, u uniform in [0, 1) per GPU (seeded); "
+        "same-SKU GPUs vary 8%% on average (Sinha et al., SC'22): try 0.08",
+    )
+    run.add_argument(
+        "--gpu-speed-seed", type=integer(0), default=0, metavar="N", help="seed of the speed spread's draws"
+    )
+    run_outputs.add_arguments(run)
+
+    reproduce = commands.add_parser(
+        "reproduce",
+        help="reproduce a table or figure of the paper into results/",
+        epilog=targets_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    reproduce.add_argument("name", choices=[*TARGETS, "all"])
+    reproduce.add_argument("--out", default="results", help="output folder (default results/)")
+    reproduce.add_argument(
+        "--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)"
+    )
+    add_quiet(reproduce)
+    sweep_cli.add_commands(commands)
+    bench = commands.add_parser("bench", help="time the simulator at fixed points on this machine")
+    bench.add_argument("--json", action="store_true", help="print one JSON object per row, as each is done")
+    bench.add_argument("--all", action="store_true", help="also the slow rows (reproduce-all)")
+    bench.add_argument("--point", action="append", default=[], metavar="NAME", help="only this row; repeatable")
+    add_quiet(bench)
+    commands.add_parser("presets", help="list the model, layout and cluster presets, one line each")
+    compare.add_parser(commands)
+    validate.add_parser(commands)
+    return parser
+
+
+def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
+    """The layout (preset, YAML file or from Megatron arguments) with the routing / EP / --set flags applied."""
+    changes = {
+        field: value
+        for field, value in (
+            ("routing", args.routing),
+            ("zipf_exponent", args.zipf),
+            ("seed", args.seed),
+            ("ep", args.ep),
+            ("ep_max_nodes", args.ep_max_nodes),
+            ("dropless", args.dropless or None),
+        )
+        if value is not None
+    }
+    if args.zipf is not None and args.routing is None:
+        changes["routing"] = "zipf"
+    if args.zipf is not None and args.routing == "uniform":
+        raise ConfigError("routing", f"--routing uniform contradicts --zipf {args.zipf:g} (skewed routing); drop one")
+    flags = {"routing": "--routing", "zipf_exponent": "--zipf", "seed": "--seed", "ep": "--ep"}
+    flags |= {"ep_max_nodes": "--ep-max-nodes", "dropless": "--dropless", "micro_batch": "--micro-batch"}
+    if args.micro_batch is not None:
+        changes["micro_batch"] = args.micro_batch
+    given: dict[str, str] = {}
+    fields = {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}
+    for item in args.set:
+        key, sep, text = item.partition("=")
+        if not sep or key not in fields:
+            raise ConfigError(
+                "--set", f"expected FIELD=VALUE with a layout field ({', '.join(sorted(fields))}), got {item!r}"
+            )
+        value = compare.parse_value(key, text, f"--set {key}")
+        if key in changes and changes[key] != value:
+            flag_value = "" if changes[key] is True else f" {changes[key]}"
+            other = given.get(key) or f"{flags.get(key, key)}{flag_value}"
+            raise ConfigError(key, f"--set {key}={text} contradicts {other}; give one")
+        changes[key], given[key] = value, f"--set {key}={text}"
+    return layout.with_(**changes) if changes else layout
+
+
+def _cluster(args: argparse.Namespace) -> ClusterSpec:
+    """The cluster (preset or YAML file) of --gpus GPUs, with --nic-gbps applied (GB/s -> bytes/s, once, here)."""
+    cluster = load_cluster(args.cluster, args.gpus)
+    if args.nic_gbps is None:
+        return cluster
+    check_positive("nic_gbps", args.nic_gbps)
+    return cluster.with_(nic_bandwidth_Bps=args.nic_gbps * 1e9)
+
+
+def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[argparse.Namespace, MegatronRun]:
+    """Resolve --megatron-args over --model and --layout; explicit --global-batch / --seq-len still win."""
+    try:
+        run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None, gpus)
+    except ConfigError as error:
+        raise job.explain(error) from None
+    batch = args.global_batch if args.global_batch is not None else job.global_batch_for(gpus)
+    seq_len = args.seq_len if args.seq_len is not None else run.seq_len
+    return argparse.Namespace(**{**vars(args), "model": run.model, "global_batch": batch, "seq_len": seq_len}), run
+
+
+def _run(args: argparse.Namespace) -> None:
+    run_outputs.check_paths(args)  # before any simulation
+    cluster = _cluster(args)
+    job = parse_megatron_args(args.megatron_args) if args.megatron_args else None
+    megatron = None
+    if job:
+        args, megatron = _megatron(args, job, cluster.num_gpus)
+    base = megatron.layout if megatron else load_layout(args.layout or "megascale-moe")
+    layout = _layout(args, base)
+    args.global_batch = DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch
+    args.seq_len = DEFAULT_SEQ_LEN if args.seq_len is None else args.seq_len
+    faults = Faults.parse(args.straggler, args.degrade, args.fail_link, args.gpu_speed_spread, args.gpu_speed_seed)
+    try:
+        if run_outputs.wanted(args):
+            if args.engine != "folded":
+                raise ConfigError("engine", "--trace / --plot show the folded engine only; drop --engine unfolded")
+            report = run_outputs.run_with_outputs(args, layout, faults, cluster)
+        else:
+            report = simulate(
+                args.model,
+                layout,
+                cluster=cluster,
+                global_batch=args.global_batch,
+                seq_len=args.seq_len,
+                micro_batch=args.micro_batch,
+                allow_oom=args.allow_oom,
+                faults=faults,
+                engine=args.engine,
+            )
+    except ConfigError as error:
+        raise (job.explain(error) if job else error) from None
+    if job and job.unknown:  # after the run: a refused run says one line, the error (issue #13)
+        print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
+    busiest = _busiest_stage(args, layout, cluster) if args.breakdown else None
+    if args.json:
+        extra = {}
+        if megatron:
+            extra = {
+                "ignored_args": [arg.to_dict() for arg in megatron.ignored],
+                "megatron_notes": list(megatron.notes),
+            }
+        if busiest:
+            extra["busiest_stage"] = dataclasses.asdict(busiest)
+        print(json.dumps({**report.to_dict(), **extra}))
+    else:
+        print(report.summary())
+        if report.imbalance_idle > BALANCE_HINT_ABOVE and not layout.balance_blocks:
+            hint = _balance_hint(args, layout, cluster)
+            if hint:
+                print(hint)
+        if busiest:
+            print(f"  busiest stage    {busiest.stage}, one micro-batch, its tasks alone: {busiest.phrase()}")
+        if megatron:
+            print("\n".join(f"  ignored          {arg.flag}: {arg.reason}" for arg in megatron.ignored))
+            print("\n".join(f"  note             {note}" for note in megatron.notes))
+
+
+# Above this much stage-imbalance idle `moesim run` says what split balance_blocks would take
+BALANCE_HINT_ABOVE = 0.05
+
+
+def _balance_hint(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> str:
+    """The split balance_blocks would choose (simulator/report/balance.py), if it differs from this one."""
+    text = split_if_balanced(args.model, layout, None, cluster, args.global_batch, args.seq_len, args.micro_batch)
+    return (
+        f"  hint             --set balance_blocks=true splits the layers {text} by cost (not simulated here)"
+        if text
+        else ""
+    )
+
+
+def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> StageCosts:
+    """--breakdown: the stage whose micro-batch takes longest alone, by kind of op (faults not applied)."""
+    sizes = (args.global_batch, args.seq_len, args.micro_batch)
+    workload, cluster, _ = prepare(args.model, layout, None, cluster, *sizes, True)
+    return busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; bad input is one line on stderr and exit status 2."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0), or a bad value already said in one line (2)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    try:
+        if args.command == "run":
+            _run(args)
+        elif args.command == "reproduce":
+            from experiments.paper.reproduce import reproduce  # NOTE: the figure modules load only when asked for
+
+            reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet, jobs=args.jobs)
+        elif args.command == "bench":
+            from experiments.cli.bench import main as bench
+
+            bench(args, quiet=args.quiet)
+        elif args.command == "presets":
+            print("\n".join(presets.preset_lines()))
+        elif args.command == "compare":
+            compare.run_args(args)
+        elif args.command == "validate":
+            validate.main(args)
+        else:
+            sweep_cli.dispatch(args)
+    except ConfigError as error:
+        print(f"moesim: error: {one_line(str(error))}", file=sys.stderr)  # one line, never a huge value
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

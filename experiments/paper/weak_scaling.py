@@ -1,0 +1,89 @@
+"""MegaScale-MoE Fig. 12: weak scaling, global batch 360 -> 1,080 as GPUs go 480 -> 1,440."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.common.paths import write_csv
+from experiments.common.plotting import line_comparison
+from experiments.common.shared_sims import simulate
+
+POINTS = ((480, 360), (720, 540), (960, 720), (1200, 900), (1440, 1080))  # (GPUs, global batch)
+PAPER_SPEEDUP_RANGE = (1.74, 1.79)  # MegaScale-MoE / Megatron-LM over the range
+PAPER_PER_GPU_DEGRADATION = {"megatron-lm": 0.0274, "megascale-moe": 0.002}  # smallest -> largest point
+
+
+def simulate_weak_scaling() -> pd.DataFrame:
+    rows = []
+    for gpus, batch in POINTS:
+        row = {"gpus": gpus, "global_batch": batch}
+        for layout in ("megatron-lm", "megascale-moe"):
+            report = simulate("paper-352b", layout, gpus, global_batch=batch)
+            row[f"{layout}_tokens_per_s"] = report.tokens_per_s
+            row[f"{layout}_tokens_per_s_per_gpu"] = report.tokens_per_s / gpus
+        row["speedup"] = row["megascale-moe_tokens_per_s"] / row["megatron-lm_tokens_per_s"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def degradation(frame: pd.DataFrame, layout: str) -> float:
+    per_gpu = frame[f"{layout}_tokens_per_s_per_gpu"]
+    return 1 - per_gpu.iloc[-1] / per_gpu.iloc[0]
+
+
+def _range(values) -> str:
+    """'1.74-1.79' from (1.74, 1.79)."""
+    low, high = min(values), max(values)
+    return f"{low:.2f}-{high:.2f}"
+
+
+def run(out: Path) -> str:
+    frame = simulate_weak_scaling()
+    (first_gpus, first_batch), (last_gpus, last_batch) = POINTS[0], POINTS[-1]
+    paper_speedup = _range(PAPER_SPEEDUP_RANGE)
+    write_csv(frame, out / "weak-scaling.csv", float_format="%.6g")
+    line_comparison(
+        out / "weak-scaling.png",
+        title=f"Fig. 12: weak scaling (352B, batch {first_batch:,}-{last_batch:,})",
+        x=list(frame.gpus),
+        xlabel="GPUs",
+        ylabel="tokens/s per GPU",
+        series={
+            "Megatron-LM sim": frame["megatron-lm_tokens_per_s_per_gpu"],
+            "MegaScale-MoE sim": frame["megascale-moe_tokens_per_s_per_gpu"],
+        },
+    )
+    lines = [
+        (
+            f"## Weak scaling (Fig. 12): global batch {first_batch:,} -> {last_batch:,} over "
+            f"{first_gpus:,} -> {last_gpus:,} GPUs"
+        ),
+        "",
+        "| GPUs | batch | Megatron-LM tokens/s | MegaScale-MoE tokens/s | speedup sim | speedup paper |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in frame.itertuples(index=False):
+        lines.append(
+            f"| {row.gpus} | {row.global_batch} | {row[2] / 1e3:.1f}k | {row[4] / 1e3:.1f}k "
+            f"| {row.speedup:.2f}x | {paper_speedup}x |"
+        )
+    lines += [
+        "",
+        (
+            f"Per-GPU throughput degradation, smallest to largest point: Megatron-LM sim "
+            f"{degradation(frame, 'megatron-lm'):.2%} (paper {PAPER_PER_GPU_DEGRADATION['megatron-lm']:.2%}), "
+            f"MegaScale-MoE sim {degradation(frame, 'megascale-moe'):.2%} "
+            f"(paper {PAPER_PER_GPU_DEGRADATION['megascale-moe']:.1%})."
+        ),
+        "",
+        (
+            f"The ratio is {_range(frame.speedup)}x (paper {paper_speedup}x). Miss: Megatron-LM's per-GPU "
+            "throughput barely degrades: with DP sync overlapped for both systems, little in the model grows "
+            "with DP except (d-1)/d of the gradient bytes. The paper's "
+            f"{PAPER_PER_GPU_DEGRADATION['megatron-lm']:.2%} likely comes from "
+            "fabric effects at scale (congestion, ECMP collisions, stragglers) that the fluid model omits."
+        ),
+    ]
+    return "\n".join(lines)

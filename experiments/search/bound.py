@@ -1,0 +1,81 @@
+"""Bound-based pruning for ``moesim search``: simulate the points most likely to rank first, skip those that
+provably cannot.
+
+Every point gets a lower bound on its step time from formulas and its tasks timed alone (simulator/report/bounds.py,
+``bound_point``), computed on the same workers as the search. Points then run in ascending bound order, and a
+point whose bound exceeds the ``top``-th best step time simulated so far is skipped: its own step would be
+longer still, so it cannot be among the ``top`` fastest. The threshold only falls, so skipping is safe
+whichever worker finishes first: the ``top`` fastest rows are those of the exhaustive search, exactly, for any
+number of jobs or workers (tests/test_search.py). Points with the same tokens per step (one model, batch and
+sequence length: a search) rank by step time as by tokens/s.
+"""
+
+from __future__ import annotations
+
+import heapq
+from concurrent.futures import ProcessPoolExecutor
+
+from experiments.search.points import bound_point
+from experiments.search.sweep import to_point
+from experiments.search.sweep_table import Params, connect, point_id
+from topologies.errors import ConfigError
+
+CHUNKS_PER_JOB = 8  # bound tasks per worker: few pickles, still balanced (a bound takes ~10 ms)
+
+
+def bound_of(params: Params) -> float | None:
+    """The lower bound on a sweep point's step time, or None where it has none (the point runs)."""
+    try:
+        return bound_point(to_point(params))
+    except ConfigError:
+        return None
+
+
+def bounds(points: list[Params], jobs: int = 1, scheduler: str | object | None = None) -> list[float | None]:
+    """``bound_of`` each point, in order: on the dask cluster, on ``jobs`` local processes, or here."""
+    if scheduler is not None:
+        client, owned = connect(scheduler)
+        try:
+            return client.gather(client.map(bound_of, points, pure=False))
+        finally:
+            if owned:
+                client.close()
+    if jobs <= 1 or len(points) < 2:
+        return [bound_of(p) for p in points]
+    chunk = max(1, len(points) // (jobs * CHUNKS_PER_JOB))
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(bound_of, points, chunksize=chunk))
+
+
+class BoundPruner:
+    """Skips a point whose bound exceeds the ``top``-th best step time seen (an experiments.search.sweep.Pruner)."""
+
+    def __init__(self, points: list[Params], lower_bounds: list[float | None], top: int) -> None:
+        self.top = top
+        self.bound_s = {point_id(p): b for p, b in zip(points, lower_bounds)}
+        self._best: list[float] = []  # the top fastest step times so far, negated (a max-heap)
+        self.skipped = 0
+
+    @property
+    def threshold_s(self) -> float:
+        """The step time a point must beat to rank: the top-th best so far (infinite until top have run)."""
+        return -self._best[0] if len(self._best) >= self.top else float("inf")
+
+    def skip(self, point: Params) -> bool:
+        bound = self.bound_s.get(point_id(point))
+        return bound is not None and bound > self.threshold_s
+
+    def seen(self, row: dict[str, object]) -> None:
+        if row.get("error"):
+            return
+        step_s = float(row["step_time_s"])  # type: ignore[arg-type]
+        if len(self._best) < self.top:
+            heapq.heappush(self._best, -step_s)
+        elif step_s < -self._best[0]:
+            heapq.heapreplace(self._best, -step_s)
+
+
+def by_bound(points: list[Params], lower_bounds: list[float | None]) -> list[Params]:
+    """The points most promising first: ascending bound (none: first, they always run), then point id."""
+    keyed = [(-1.0 if b is None else b, point_id(p), p) for p, b in zip(points, lower_bounds)]
+    return [p for _, _, p in sorted(keyed, key=lambda k: (k[0], k[1]))]

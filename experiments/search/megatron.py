@@ -1,0 +1,96 @@
+"""``moesim search --megatron-args``: the parallel layouts Megatron-Core can run around a user's job (its
+dispatcher, precision, overlaps and CUDA graphs kept), and the fastest as the Megatron-LM arguments that set it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.report.simulate import prepare
+from topologies.errors import ConfigError
+from workloads.inputs.yaml_files import layout_to_yaml, load_model, model_to_yaml
+from workloads.specs.layouts import LayoutSpec
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.megatron_pipeline import layout_text
+
+
+@dataclass(frozen=True)
+class MegatronBase:
+    """A user's Megatron-LM job, written as the model and layout files the search's points load."""
+
+    model_path: str
+    layout_path: str
+    global_batch: int
+    seq_len: int
+    ep_max_nodes: int
+    recompute_modules: tuple[str, ...]  # the job's selective recomputation, if any
+
+
+def write_base(
+    args_text: str, model: str, gpus: int, folder: Path, global_batch: int | None, seq_len: int | None
+) -> MegatronBase:
+    """Resolve the job over ``model`` and write it into ``folder``. The searched fields are the job's to
+    start from; sequence parallelism is on (Megatron-Core's MoE layer needs it with TP, and a dense model's
+    TP saves activations and traffic with it), a pipeline split of the job's own depth is dropped."""
+    job = parse_megatron_args(args_text)
+    try:
+        run = job.resolve(load_model(model), None, gpus)
+    except ConfigError as error:  # said in Megatron's flag terms
+        raise job.explain(error) from None
+    layout = run.layout.with_(name="megatron-job", sequence_parallel=True, block_layers=(), recompute_kept_layers=0)
+    folder.mkdir(parents=True, exist_ok=True)
+    model_path, layout_path = folder / "model.yaml", folder / "job-layout.yaml"
+    model_path.write_text(model_to_yaml(run.model))
+    layout_path.write_text(layout_to_yaml(layout))
+    return MegatronBase(
+        str(model_path),
+        str(layout_path),
+        global_batch or job.global_batch_for(gpus),
+        seq_len or run.seq_len,
+        layout.ep_max_nodes,
+        layout.recompute_modules if layout.recompute == "selective" else (),
+    )
+
+
+def megatron_flags(layout: LayoutSpec, row: dict[str, str]) -> str:
+    """The Megatron-LM arguments of a searched row's layout (``layout``: the base with the row's fields)."""
+    sizes = (int(row["global_batch"]), int(row["seq_len"]), None)
+    workload, *_ = prepare(row["model"], layout, int(row["gpus"]), row["cluster"], *sizes, True)
+    tp = layout.intra_size
+    flags = [f"--tensor-model-parallel-size {tp}"] + (["--sequence-parallel"] if tp > 1 else [])
+    flags.append(f"--pipeline-model-parallel-size {layout.pp}")
+    if layout.virtual_stages > 1:
+        flags.append(f"--num-virtual-stages-per-pipeline-rank {layout.virtual_stages}")
+    if layout.uneven_pp:  # Megatron takes an uneven split as a layout string
+        counts = tuple(len(layers) for layers in workload.block_ranges)
+        flags.append(f"--pipeline-model-parallel-layout '{layout_text(counts, workload.model.mtp_layers)}'")
+    flags.append(f"--context-parallel-size {layout.cp}")
+    if workload.model.moe_layers and layout.ffn == "ep":
+        flags.append(f"--expert-model-parallel-size {layout.ep_degree} --expert-tensor-parallel-size {layout.etp}")
+    elif workload.model.moe_layers:  # every expert split over the TP group
+        flags.append(f"--expert-model-parallel-size 1 --expert-tensor-parallel-size {tp}")
+    flags.append(f"--micro-batch-size {layout.micro_batch}")
+    if layout.ep_overlap:
+        flags.append("--overlap-moe-expert-parallel-comm" + (" --delay-wgrad-compute" if layout.delay_wgrad else ""))
+    if layout.recompute == "selective":
+        flags.append(f"--recompute-granularity selective --recompute-modules {' '.join(layout.recompute_modules)}")
+    elif layout.recompute == "full":  # recompute_to_fit keeps the last layers of each chunk: the block method
+        recomputed = workload.layers_per_chunk - workload.layout.recompute_kept_layers  # of the fullest chunk
+        if recomputed > 0:
+            flags.append(f"--recompute-granularity full --recompute-method block --recompute-num-layers {recomputed}")
+    return " ".join(flags)
+
+
+def caveats(layout: LayoutSpec, gpus_per_node: int) -> list[str]:
+    """What to know before running a searched layout: a flag of the job Megatron-LM would refuse with it, and
+    a mechanism the validation finds over-credited."""
+    lines = []
+    if layout.tp_comm_overlap and layout.intra_size == 1:  # Megatron-LM refuses it at TP 1
+        lines.append("and drop the job's --tp-comm-overlap: Megatron-LM needs TP > 1 with --sequence-parallel for it")
+    if layout.ep_overlap and layout.ep_dispatcher == "alltoall" and layout.ep_degree > gpus_per_node:
+        lines.append(
+            "caution: it overlaps NCCL's all-to-all across nodes, which the simulator credits more than measured "
+            "(moesim validate: the matched pair bridge-ab-qwen3-30b-a3b-bf16-alltoall-epoverlap); check the "
+            "runner-up without EP overlap"
+        )
+    return lines

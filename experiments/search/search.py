@@ -1,0 +1,347 @@
+"""``moesim search``: enumerate layouts that fit in memory, simulate them in parallel, list the fastest."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+from experiments.search.bound import BoundPruner, bounds, by_bound
+from experiments.search.megatron import caveats, megatron_flags, write_base
+from experiments.search.space import SPACES, Job, Pruned, SearchSpace, layouts
+from experiments.search.sweep import Params, read_rows, run_sweep
+from simulator.report.simulate import simulate, split_if_balanced
+from topologies.cluster import cluster_preset
+from topologies.errors import ConfigError
+from workloads.inputs.yaml_files import layout_to_yaml, load_layout, load_model
+from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
+
+BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
+DEFAULT_MAX_POINTS = 2_000  # each bounded (~0.03 CPU-s), those that can rank simulated (~0.3 CPU-s each)
+BASE_RECOMPUTE = "sar"  # the base layout's, which the narrow space keeps
+
+
+def candidates(
+    model: str,
+    gpus: int,
+    *,
+    cluster: str = "h800",
+    global_batch: int = DEFAULT_GLOBAL_BATCH,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    space: SearchSpace | None = None,
+    base: str = BASE_LAYOUT,
+) -> tuple[list[Params], Pruned]:
+    """The layouts of ``space`` (default: wide) over ``base`` (a layout preset or file) that are valid and fit
+    in HBM, as sweep points, and what was pruned before simulation (experiments/search/space.py)."""
+    spec = load_model(model)
+    cluster_spec = cluster_preset(cluster, gpus)
+    job = Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
+    fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide())
+    point = {"model": model, "layout": base, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
+    return [{**point, "cluster": cluster, **f} for f in fields], pruned
+
+
+def fastest(table: Path, top: int) -> list[dict[str, str]]:
+    """The ``top`` rows without errors, highest tokens/s first."""
+    rows = [r for r in read_rows(table) if not r["error"]]
+    return sorted(rows, key=lambda r: (-float(r["tokens_per_s"]), r["point_id"]))[:top]  # ties: by point, not finish
+
+
+def _schedule_text(row: dict[str, str]) -> str:
+    text = row["schedule"] + (f" x{row['virtual_stages']}" if row["virtual_stages"] != "1" else "")
+    return text + (" +ovl" if row.get("ep_overlap") == "True" else "")
+
+
+def _ep_text(row: dict[str, str]) -> str:
+    """The EP degree of an EP FFN (intra_size when in-node), then xETP and /M where set; "-" for TP experts."""
+    if row["ffn"] != "ep":
+        return "-"
+    text = row.get("ep") not in ("", "0", None) and row["ep"] or row["intra_size"]
+    if row.get("etp") not in ("", "1", None):
+        text += f"x{row['etp']}"
+    if row.get("ep_max_nodes") not in ("", "0", None):
+        text += f"/{row['ep_max_nodes']}"
+    return text
+
+
+def format_rows(rows: list[dict[str, str]]) -> str:
+    """A fixed-width table of search results ("-" in the ffn column of a dense model, which has no experts)."""
+    dense = bool(rows) and not load_model(rows[0]["model"]).moe_layers
+    lines = [
+        (
+            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>6} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
+            f"{'schedule':>18} {'recompute':>10} {'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
+        )
+    ]
+    for rank, r in enumerate(rows, 1):
+        lines.append(
+            f"{rank:>3} {r['attention']:>4} {'-' if dense else r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>6} "
+            f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
+            f"{r.get('recompute') or BASE_RECOMPUTE:>10} {float(r['step_time_s']):>8.3f} "
+            f"{float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "
+            f"{float(r['peak_memory_gib']):>8.1f}"
+        )
+    return "\n".join(lines)
+
+
+SEARCHED = (
+    "attention",
+    "ffn",
+    "intra_size",
+    "ep",
+    "etp",
+    "ep_max_nodes",
+    "cp",
+    "pp",
+    "uneven_pp",
+    "micro_batch",
+    "schedule",
+    "virtual_stages",
+    "ep_overlap",
+    "delay_wgrad",
+    "recompute",
+    "recompute_modules",
+    "recompute_to_fit",
+)
+LEGEND = (
+    "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "
+    "(ep: expert parallel, tp: every expert split); n = its degree inside the node; ep = the EP degree (over "
+    "n means across nodes; xE: expert-tensor parallel E; /M: a token reaches at most M nodes); cp = context "
+    "parallel; pp = pipeline stages; dp = data-parallel replicas; mb = "
+    "micro-batch (sequences); schedule = pipeline schedule (x chunks per stage, +ovl: EP all-to-all "
+    "overlapped with another micro-batch, wgrad delayed); recompute = what backward re-runs (none, sar, "
+    "selective modules, full); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention "
+    "FLOPs over peak; mem GiB = peak memory per GPU"
+)
+
+
+def assumptions(model: str, gpus: int, cluster: str, global_batch: int, seq_len: int, *, megatron: bool = False) -> str:
+    """The line that states what the search assumed."""
+    kept = (
+        "the Megatron-LM job's own settings (dispatcher, precision, overlaps, CUDA graphs; sequence parallelism on), "
+        "Megatron-Core's schedules and recomputation"
+        if megatron
+        else f"{BASE_LAYOUT}'s overlaps and ZeRO-1"
+    )
+    return (
+        f"search: {model} on {gpus} {cluster} GPUs, global batch {global_batch} sequences of {seq_len} tokens "
+        f"(--global-batch, --seq-len); every layout keeps {kept}"
+    )
+
+
+def _base(row: dict[str, str]) -> str:
+    """The layout a result row's fields go on top of: the preset, or the Megatron job's layout file."""
+    return row.get("layout") or BASE_LAYOUT
+
+
+def row_layout(row: dict[str, str]) -> LayoutSpec:
+    """A result row's whole layout: its base with the searched fields."""
+    return load_layout(_base(row)).with_(**layout_fields(row))
+
+
+def layout_fields(row: dict[str, str]) -> dict[str, object]:
+    """The searched layout fields of a result row that differ from the base layout, typed (the CSV holds
+    text: "4", "True", "('core_attn', 'moe_act')")."""
+    base = load_layout(_base(row))
+    fields: dict[str, object] = {}
+    for key in SEARCHED:
+        text = row.get(key) or ""
+        if not text:
+            continue  # a point of the narrow space leaves it at the base layout's
+        literal = text.isdigit() or text in ("True", "False") or text.startswith("(")
+        value = ast.literal_eval(text) if literal else text
+        if value != getattr(base, key) or key == "micro_batch":
+            fields[key] = value
+    return fields
+
+
+def _text(value: object, separator: str) -> str:
+    """A field value as --set (separator ",") or YAML (separator ", " in brackets) takes it."""
+    if isinstance(value, tuple):
+        return separator.join(map(str, value)) if separator == "," else f"[{', '.join(map(str, value))}]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def run_command(row: dict[str, str], layout_file: str | None = None) -> str:
+    """The ``moesim run`` command line of a result row (with ``--layout FILE`` if one was written)."""
+    head = f"moesim run --model {row['model']} --cluster {row['cluster']} --gpus {row['gpus']} "
+    head += f"--global-batch {row['global_batch']} --seq-len {row['seq_len']}"
+    if layout_file:
+        return f"{head} --layout {layout_file}"
+    fields = layout_fields(row)
+    sets = " ".join(f"--set {k}={_text(v, ',')}" for k, v in fields.items() if k != "micro_batch")
+    return f"{head} --micro-batch {fields['micro_batch']} --layout {_base(row)} {sets}"
+
+
+def layout_yaml(row: dict[str, str]) -> str:
+    """A layout file of a result row: the base preset and the searched fields."""
+    lines = [
+        f"# moesim search: the fastest layout of {row['model']} on {row['gpus']} {row['cluster']} GPUs,",
+        (
+            f"# global batch {row['global_batch']} x {row['seq_len']} tokens: "
+            f"{float(row['tokens_per_s']):,.0f} tokens/s, {float(row['peak_memory_gib']):.1f} GiB per GPU"
+        ),
+    ]
+    base = _base(row)
+    if base not in LAYOUT_PRESETS:  # a layout file (a Megatron job's): every field
+        return "\n".join(lines) + "\n" + layout_to_yaml(row_layout(row))
+    return (
+        "\n".join(lines + [f"base: {base}"] + [f"{k}: {_text(v, ', ')}" for k, v in layout_fields(row).items()]) + "\n"
+    )
+
+
+def balanced_line(row: dict[str, str]) -> str:
+    """The fastest row again with its layers split by cost (layout balance_blocks), where that changes the split:
+    its step time against the row's; '' where the split stays (or one stage holds every layer)."""
+    fields = layout_fields(row)
+    if int(row["pp"]) < 2:
+        return ""
+    micro_batch = fields.pop("micro_batch")
+    layout = load_layout(_base(row)).with_(**fields)
+    model, gpus, sizes = row["model"], int(row["gpus"]), (int(row["global_batch"]), int(row["seq_len"]))
+    split = split_if_balanced(model, layout, gpus, row["cluster"], *sizes, micro_batch)
+    if not split:
+        return ""
+    run = {"cluster": row["cluster"], "global_batch": sizes[0], "seq_len": sizes[1], "micro_batch": micro_batch}
+    try:
+        report = simulate(model, layout.with_(balance_blocks=True), gpus, **run)
+    except ConfigError as error:
+        return f"balanced split {split} (--set balance_blocks=true): {error}"
+    change = report.step_time_s / float(row["step_time_s"]) - 1
+    return (
+        f"balanced split: the fastest with --set balance_blocks=true ({split}) takes "
+        f"{report.step_time_s:.3f} s, {change:+.1%}"
+    )
+
+
+def search(
+    model: str,
+    gpus: int,
+    *,
+    cluster: str = "h800",
+    global_batch: int | None = None,
+    seq_len: int | None = None,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    top: int = 10,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
+    space: SearchSpace | None = None,
+    max_points: int = DEFAULT_MAX_POINTS,
+    prune: bool = True,
+    base: str = BASE_LAYOUT,
+) -> list[dict[str, str]]:
+    """Simulate every candidate layout of ``space`` (default: wide) over ``base`` (resumable if ``out`` is given) and
+    return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation.
+    ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search/bound.py)."""
+    say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
+    global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
+    points, pruned = candidates(
+        model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len, space=space, base=base
+    )
+    say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
+    if not points:
+        raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
+    if len(points) > max_points:
+        raise ConfigError(
+            "max-points",
+            f"{len(points):,} layouts to simulate exceed --max-points {max_points:,} (each is bounded first, "
+            "about 0.03 CPU-s, and those that can rank simulated, about 0.3 s each); pin dimensions with --fix "
+            "(e.g. --fix micro_batch=1 --fix cp=1), search --space narrow, or raise --max-points",
+        )
+    return rank(points, jobs=jobs, scheduler=scheduler, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
+
+
+def rank(
+    points: list[Params],
+    *,
+    jobs: int = 1,
+    scheduler: str | object | None = None,
+    top: int = 10,
+    out: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
+    prune: bool = True,
+) -> list[dict[str, str]]:
+    """The ``top`` fastest of ``points``: with ``prune``, most promising first and skipping those whose
+    lower bound cannot rank (experiments/search/bound.py; the same rows as simulating every point)."""
+    options = {"jobs": jobs, "scheduler": scheduler, "progress": progress, "quiet": quiet}
+    if prune:
+        lower_bounds = bounds(points, jobs, scheduler)
+        options["prune"] = BoundPruner(points, lower_bounds, top)
+        points = by_bound(points, lower_bounds)
+    if out is not None:
+        return fastest(run_sweep(points, out, **options), top)
+    with tempfile.TemporaryDirectory() as folder:
+        return fastest(run_sweep(points, Path(folder) / "search.csv", **options), top)
+
+
+def main_search(args: argparse.Namespace) -> None:
+    """CLI entry: what was assumed, the fastest layouts with their memory, the columns, the winner to run."""
+    if getattr(args, "megatron_args", None):
+        if args.out is not None:  # the job's files beside the CSV, so that the search resumes
+            _main_search(args, Path(args.out).with_suffix(".megatron-job"))
+            return
+        with tempfile.TemporaryDirectory() as folder:
+            _main_search(args, Path(folder))
+        return
+    _main_search(args, None)
+
+
+def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
+    global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
+    model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
+    if job_folder is not None:
+        job = write_base(args.megatron_args, args.model, args.gpus, job_folder, args.global_batch, args.seq_len)
+        model, base, space = (
+            job.model_path,
+            job.layout_path,
+            SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules),
+        )
+        global_batch, seq_len = job.global_batch, job.seq_len
+    space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
+    print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
+    rows = search(
+        model,
+        args.gpus,
+        cluster=args.cluster,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+        top=args.top,
+        out=args.out,
+        quiet=args.quiet,
+        space=space,
+        max_points=args.max_points or DEFAULT_MAX_POINTS,
+        prune=not args.exhaustive,
+        base=base,
+    )
+    print(format_rows(rows))
+    legend = (
+        LEGEND if job_folder is None else LEGEND.replace("sp: Ulysses sequence parallel, ", "").replace("sar, ", "")
+    )
+    print(textwrap.fill(legend, width=110, subsequent_indent="  "))
+    if not rows:
+        return
+    if args.write_layout:
+        Path(args.write_layout).write_text(layout_yaml(rows[0]))
+        print(f"wrote the fastest layout to {args.write_layout}")
+    if job_folder is not None:
+        layout = row_layout(rows[0])
+        print(
+            f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {megatron_flags(layout, rows[0])}"
+        )
+        for line in caveats(layout, cluster_preset(args.cluster, args.gpus).gpus_per_node):
+            print(f"  {line}")
+        return
+    print(f"fastest: {run_command(rows[0], args.write_layout)}")
+    balanced = balanced_line(rows[0])
+    if balanced:
+        print(balanced)

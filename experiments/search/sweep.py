@@ -1,0 +1,354 @@
+"""``moesim sweep SWEEP.yaml``: simulate a grid of configurations into a CSV (or Parquet) table.
+
+Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON) and an
+``inputs_hash`` (those and the contents of the files they name), so a rerun skips what is already there: an
+interrupted sweep loses nothing, while error rows and points whose files changed run again (experiments/
+sweep_table.py, which also locks the table against a second writer). Points run in local processes
+(``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``). Invalid points
+(ConfigError) are rows with an ``error`` column instead of crashes.
+
+Values are type-checked when the file is loaded: a value of the wrong type (``gpus: [240, "x"]``, ``true``
+for an integer, ``4.0`` for an integer) is one ConfigError naming the key (``sweep.gpus``) before any point
+runs. ``model`` and ``layout`` take preset names or .yaml/.yml files; a relative file path, like ``output``,
+is relative to the sweep file's folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from pathlib import Path
+from typing import Protocol
+
+from experiments.common.paths import atomic_path, check_output_file
+from experiments.search.points import Point, kind_of, make_point, run_point
+from experiments.common.progress import bar
+from experiments.search.sweep_table import Params, connect, inputs_hash, keep_done, locked, point_id, unique
+from simulator.report.simulate import COMM_KINDS, Report
+from topologies.errors import ConfigError
+from workloads.inputs.yaml_files import is_yaml_path, read_yaml
+from workloads.specs.fieldtypes import check_value
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.limits import check_limit
+
+SIM_KEYS = ("model", "layout", "gpus", "global_batch", "seq_len", "micro_batch", "cluster", "nic_gbps")
+LAYOUT_KEYS = tuple(f.name for f in dataclasses.fields(LayoutSpec) if f.name not in ("name", "micro_batch"))
+# The type of every key's values (int, float, bool or str), checked by check_point: the point's own keys,
+# the NIC in GB/s (converted to ClusterSpec's bytes/s) and the simulate() keywords and layout fields.
+KINDS = {
+    "model": "str",
+    "layout": "str",
+    "cluster": "str",
+    "gpus": "int",
+    "nic_gbps": "float",
+    **{k: kind_of(k) for k in ("global_batch", "seq_len", "micro_batch", *LAYOUT_KEYS)},
+}
+PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
+OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
+DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
+REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name not in ("exposed_comm_s", "memory_gib")] + [
+    f"exposed_{kind}_s"
+    for kind in (*COMM_KINDS, "cp", "etp")  # cp, etp: blank unless the layout uses them
+]
+
+
+def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
+    """Read a sweep file: the grid's points (cartesian product) and the output path."""
+    spec = dict(read_yaml("sweep", path))  # a readable YAML mapping, or ConfigError("sweep", ...)
+    output = spec.pop("output", None)
+    if not output:
+        raise ConfigError("sweep.output", "give an output path ending in .csv or .parquet")
+    if Path(str(output)).suffix not in (".csv", ".parquet"):
+        raise ConfigError("sweep.output", f"must end in .csv or .parquet, got '{output}'")
+    if Path(str(output)).suffix == ".parquet":
+        check_parquet()
+    for key in spec:
+        if key not in SIM_KEYS and key not in LAYOUT_KEYS:
+            raise ConfigError(f"sweep.{key}", f"unknown key; use {', '.join(SIM_KEYS)}, output or a layout field")
+    if "gpus" not in spec:
+        raise ConfigError("sweep.gpus", "give the number of GPUs (a value or a list)")
+    output = Path(str(output))
+    if not output.is_absolute():
+        output = Path(path).parent / output
+    check_output_file("sweep.output", output, (".csv", ".parquet"))
+    for key, value in spec.items():
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise ConfigError(f"sweep.{key}", "give a value or a non-empty list")
+        for v in values:
+            _check(f"sweep.{key}", key, v)
+        if key in PATH_KEYS:
+            values = [_relative_to(Path(path).parent, v) for v in values]
+        spec[key] = values if isinstance(value, list) else values[0]
+    sizes = [len(value) for value in spec.values() if isinstance(value, list)]
+    check_limit("sweep", "sweep_points", math.prod(sizes), "grid points")  # before the grid is built
+    return grid({**DEFAULTS, **spec}), output
+
+
+def check_parquet() -> None:
+    """Raise a one-line ConfigError, before any point runs, unless pandas can write Parquet (pyarrow)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ConfigError("sweep.output", "a .parquet output needs pyarrow: pip install 'moesim[parquet]'") from None
+
+
+def _relative_to(folder: Path, value: str) -> str:
+    """A relative .yaml path taken relative to ``folder``; preset names and absolute paths as given."""
+    if is_yaml_path(value) and not Path(value).is_absolute():
+        return str(folder / value)
+    return value
+
+
+def _check(field: str, key: str, value: object) -> None:
+    """Raise ConfigError(field, ...) unless value has key's type (ints stay ints: point ids do not change)."""
+    if not (value is None and key in OPTIONAL_KEYS):
+        check_value(field, KINDS[key], value)
+
+
+def check_point(point: Params) -> None:
+    """Raise ConfigError naming the first key whose value has the wrong type (or is unknown)."""
+    for key, value in point.items():
+        if key not in KINDS:
+            raise ConfigError(key, f"unknown key; use {', '.join(SIM_KEYS)} or a layout field")
+        _check(key, key, value)
+
+
+def grid(spec: dict[str, object]) -> list[Params]:
+    """Cartesian product of a mapping whose values are scalars or lists, in key order."""
+    keys = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if k in spec]
+    values = [v if isinstance(v, list) else [v] for v in (spec[k] for k in keys)]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+
+def to_point(params: Params) -> Point:
+    """The typed point of one grid row (raises ConfigError for invalid ones, including values of the wrong type)."""
+    check_point(params)
+    if "gpus" not in params:
+        raise ConfigError("gpus", "give the number of GPUs")
+    settings = {k: v for k, v in params.items() if k not in DEFAULTS and k != "gpus" and v is not None}
+    if "nic_gbps" in settings:  # GB/s -> bytes/s, once, at the boundary
+        settings["nic_bandwidth_Bps"] = settings.pop("nic_gbps") * 1e9
+    model, layout, cluster = (params.get(k, DEFAULTS[k]) for k in ("model", "layout", "cluster"))
+    return make_point(model, layout, params["gpus"], settings, cluster=cluster)
+
+
+def sweep_row(params: Params) -> dict[str, object]:
+    """One output row: the point's parameters, the report's columns (or an error) and point_id."""
+    try:
+        result = run_point(to_point(params))
+    except ConfigError as error:
+        result = {"error": str(error)}
+    row: dict[str, object] = dict(params)
+    row.update({k: v for k, v in result.items() if k not in params})
+    row["point_id"] = point_id(params)
+    return row
+
+
+def columns(points: list[Params]) -> list[str]:
+    """CSV header: parameters, report columns, error, point_id."""
+    params = [k for k in (*SIM_KEYS, *LAYOUT_KEYS) if any(k in p for p in points)]
+    return params + [c for c in REPORT_COLUMNS if c not in params] + ["error", "point_id", "inputs_hash"]
+
+
+class Pruner(Protocol):
+    """What lets a sweep skip points that cannot matter (experiments/search/search.py ``BoundPruner``): asked, in the
+    points' order and just before each is submitted, whether to skip it; told of every row that finishes."""
+
+    skipped: int
+
+    def skip(self, point: Params) -> bool: ...
+
+    def seen(self, row: dict[str, object]) -> None: ...
+
+
+WINDOW_PER_JOB = 2  # with a pruner, points in flight per worker: enough to keep it busy, few submitted blind
+
+
+def _windowed(points: list[Params], submit, completed, window: int, prune: Pruner) -> Iterator[dict[str, object]]:
+    """Rows of the points submitted in order while at most ``window`` are in flight, each asked of ``prune``
+    just before; ``completed(futures)`` waits for one or more of them and returns the finished ones."""
+    pending = iter(points)
+    futures: set = set()
+    while True:
+        for point in pending:
+            if prune.skip(point):
+                prune.skipped += 1
+                continue
+            futures.add(submit(point))
+            if len(futures) >= window:
+                break
+        if not futures:
+            return
+        for future in completed(futures):
+            futures.discard(future)
+            row = future.result()
+            prune.seen(row)
+            yield row
+
+
+def _local(points: list[Params], jobs: int, prune: Pruner | None = None) -> Iterator[dict[str, object]]:
+    if jobs <= 1:
+        for point in points:
+            if prune is not None and prune.skip(point):
+                prune.skipped += 1
+                continue
+            row = sweep_row(point)
+            if prune is not None:
+                prune.seen(row)
+            yield row
+        return
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        if prune is None:
+            for future in as_completed([pool.submit(sweep_row, p) for p in points]):
+                yield future.result()
+            return
+
+        def first_done(futures: set) -> set:
+            return wait(futures, return_when=FIRST_COMPLETED).done
+
+        yield from _windowed(points, lambda p: pool.submit(sweep_row, p), first_done, jobs * WINDOW_PER_JOB, prune)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _dask(points: list[Params], client, owned: bool, prune: Pruner | None = None) -> Iterator[dict[str, object]]:
+    from dask.distributed import as_completed as dask_completed
+    from dask.distributed import wait as dask_wait
+
+    submitted: list = []
+    try:
+        if prune is None:
+            submitted = client.map(sweep_row, points, pure=False)
+            for future in dask_completed(submitted):
+                yield future.result()
+            return
+
+        def submit(point: Params):
+            submitted.append(client.submit(sweep_row, point, pure=False))
+            return submitted[-1]
+
+        def first_done(futures: set) -> set:
+            return dask_wait(list(futures), return_when="FIRST_COMPLETED").done
+
+        window = WINDOW_PER_JOB * max(1, sum(client.nthreads().values()))
+        yield from _windowed(points, submit, first_done, window, prune)
+    finally:
+        client.cancel(submitted)
+        if owned:
+            client.close()
+
+
+def _describe(row: dict[str, object]) -> str:
+    params = " ".join(
+        f"{k}={v}"
+        for k, v in json.loads(str(row["point_id"])).items()
+        if k not in DEFAULTS or k == "layout" or v != DEFAULTS[k]
+    )
+    if row.get("error"):
+        return f"{params}: error: {row['error']}"
+    return f"{params}: step {float(row['step_time_s']):.3f} s, {float(row['tokens_per_s']) / 1e3:.1f}k tokens/s"
+
+
+def run_sweep(
+    points: list[Params],
+    output: str | Path,
+    *,
+    jobs: int = 1,
+    scheduler: str | object | None = None,
+    progress: Callable[[str], None] | None = None,
+    quiet: bool = False,
+    prune: Pruner | None = None,
+) -> Path:
+    """Simulate the points not yet in ``output`` (repeats once), appending rows as they finish; returns the output
+    path. One writer per output (a lock); error rows and rows whose inputs changed run again. ``progress`` gets
+    every line, one per point included; without it a bar on stderr (experiments.common.progress) stands for the
+    per-point lines, whose results are in the table. With ``prune``, points run in the order given and those
+    it skips get no row."""
+    output = Path(output)
+    table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
+    points = unique(points)
+    with locked(table):
+        _run_locked(points, output, table, jobs, scheduler, progress, quiet, prune)
+    return output
+
+
+def _run_locked(
+    points: list[Params],
+    output: Path,
+    table: Path,
+    jobs: int,
+    scheduler: str | object | None,
+    progress: Callable[[str], None] | None,
+    quiet: bool,
+    prune: Pruner | None = None,
+) -> None:
+    say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
+    header = columns(points)
+    fresh = not table.exists() or table.stat().st_size == 0
+    if not fresh:
+        with table.open(newline="") as handle:
+            existing = next(csv.reader(handle), [])
+        if existing != header:
+            raise ConfigError("sweep.output", f"{table} has other columns; choose a new output file")
+        data = table.read_bytes()
+        if not data.endswith(b"\n"):  # a row cut off by a crash: drop it, its point runs again
+            with table.open("r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+    if output.suffix == ".parquet":
+        check_parquet()
+    client, owned = connect(scheduler) if scheduler else (None, False)  # before the table is touched
+    hashes = {point_id(p): inputs_hash(p) for p in points}
+    seen = set() if fresh else keep_done(table, header, hashes)
+    todo = [p for p in points if hashes[point_id(p)] not in seen]
+    if prune is not None and seen:  # rows kept from an earlier run count towards what a point must beat
+        for row in read_rows(table):
+            if row.get("inputs_hash") in seen:
+                prune.seen(row)
+    where = f"on {scheduler}" if scheduler else f"on {jobs} process{'es' if jobs > 1 else ''}"
+    say(f"sweep: {len(points)} points, {len(points) - len(todo)} already in {table}, running {len(todo)} {where}")
+    table.parent.mkdir(parents=True, exist_ok=True)
+    start, number = time.perf_counter(), 0
+    rows = _dask(todo, client, owned, prune) if scheduler else _local(todo, jobs, prune)
+    with table.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
+        if fresh:
+            writer.writeheader()
+        try:
+            with bar(len(todo), "sweep", quiet=quiet or progress is not None) as shown:
+                for number, row in enumerate(rows, 1):
+                    writer.writerow({**row, "inputs_hash": hashes[str(row["point_id"])]})
+                    handle.flush()
+                    shown.update()
+                    if progress:
+                        progress(f"[{number}/{len(todo)}] {_describe(row)}")
+        except KeyboardInterrupt:
+            say(f"sweep: interrupted; finished rows are in {table}, rerun to resume")
+            raise
+    if output.suffix == ".parquet":
+        import pandas as pd
+
+        with atomic_path(output) as temporary:
+            pd.read_csv(table).to_parquet(temporary)
+    skipped = f" ({prune.skipped} skipped: they cannot rank)" if prune is not None else ""
+    say(f"sweep: {number} points{skipped} in {time.perf_counter() - start:.1f} s -> {output}")
+
+
+def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False) -> None:
+    """CLI entry: load the sweep file and run it."""
+    points, output = load_sweep(path)
+    run_sweep(points, output, jobs=jobs, scheduler=scheduler, quiet=quiet)
+
+
+def read_rows(table: str | Path) -> Iterable[dict[str, str]]:
+    """The rows of a CSV sweep table, as strings."""
+    with Path(table).open(newline="") as handle:
+        yield from csv.DictReader(handle)

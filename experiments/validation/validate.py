@@ -1,0 +1,520 @@
+"""``moesim validate``: simulated against measured throughput of published training runs.
+
+The corpus is ``experiments/validation/cases/*.yaml``, one published run a file: the model, the job (moesim
+layout fields or Megatron-LM arguments), the cluster preset, GPUs, global batch and sequence length, the
+measured tokens/s per GPU (model TFLOP/s per GPU where published) and the source. Every case is a
+prediction except one marked ``fitted`` (the calibration point, simulator/costs/calibration.py), which is shown
+but kept out of the MAPE; a case that cannot run (a feature refused, out of memory) is a row with its
+error message, also kept out of the MAPE, and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from experiments.common.args import integer
+from experiments.common.parallel import default_jobs, in_order
+from experiments.common.shared_sims import simulate
+from experiments.common.stage_costs import busiest_stage
+from experiments.common.unit_costs import costliest_first
+from experiments.validation.corpus import CASES_DIR, CORPUS, Case, load_cases
+from experiments.validation.pairs import pairs, pairs_markdown, pairs_table
+from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
+from simulator.report.simulate import Report, prepare
+from simulator.report.simulate import simulate as simulate_at
+from topologies.errors import ConfigError
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+
+if TYPE_CHECKING:  # NOTE: pandas and matplotlib load when a table or plot is written, not at start-up
+    import pandas as pd
+
+MISS = 0.10  # a miss: |error| above this; also the band of the plot
+
+
+class Job(NamedTuple):
+    """What simulate() runs for a case, what of the recipe it does not simulate, and how to name errors."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    not_simulated: tuple[str, ...]  # "--flag: reason" of recipe flags the simulator parses but does not run
+    notes: tuple[str, ...]  # where the simulator runs something other than the recipe
+    explain: Callable[[ConfigError], ConfigError]
+
+
+def _megatron_job(case: Case) -> Job:
+    """The glue to workloads.inputs.megatron: the case's Megatron-LM flags over its model (and layout, as base)."""
+    try:
+        from workloads.inputs.megatron import parse_megatron_args
+        from workloads.inputs.megatron_args import NOT_MODELLED, NOT_SIMULATED, UNKNOWN
+    except ImportError:
+        raise ConfigError("megatron_args", "needs the Megatron-LM argument parser (workloads/inputs/megatron.py)") from None
+    job = parse_megatron_args(case.megatron_args)
+    try:
+        run = job.resolve(case.model, case.layout)
+    except ConfigError as error:
+        raise job.explain(error) from None
+    for flag, given, wanted in (
+        ("global_batch", run.global_batch, case.global_batch),
+        ("seq_len", run.seq_len, case.seq_len),
+    ):
+        if given is not None and given != wanted:
+            raise ConfigError(f"{case.name}:{flag}", f"{wanted} but the Megatron arguments give {given}")
+    missing = tuple(
+        f"{arg.flag}: {arg.reason}"
+        for arg in run.ignored
+        if arg.reason.startswith((NOT_SIMULATED, NOT_MODELLED, UNKNOWN))
+    )
+    return Job(run.model, run.layout, missing, run.notes, job.explain)
+
+
+def case_job(case: Case) -> Job:
+    """The model and layout the case simulates (Megatron arguments resolved when it has them)."""
+    if case.megatron_args:
+        return _megatron_job(case)
+    return Job(case.model, case.layout, (), (), lambda error: error)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One case run: the prediction and its report, or the error that stopped it."""
+
+    case: Case
+    predicted_tokens_per_s_per_gpu: float | None
+    message: str = ""
+    report: Report | None = None
+    not_simulated: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    wall_s: float = 0.0
+    # The same case with the fitted residual at 1 (the published kernel speeds at the sustained clock): how much it
+    # leans on the fit
+    unfitted_tokens_per_s_per_gpu: float | None = None
+    # Misses (over MISS): where one micro-batch of the busiest stage goes (experiments/common/stage_costs.py),
+    # at the fitted calibration and at residual 1
+    stage_costs: str = ""
+
+    @property
+    def ran(self) -> bool:
+        return self.predicted_tokens_per_s_per_gpu is not None
+
+    @property
+    def error(self) -> float | None:
+        """Signed fraction of the measured value: 0.05 = predicted 5% high."""
+        if not self.ran:
+            return None
+        return self.predicted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
+
+    @property
+    def unfitted_error(self) -> float | None:
+        """The error at compute_residual 1 (None where the case did not run)."""
+        if self.unfitted_tokens_per_s_per_gpu is None:
+            return None
+        return self.unfitted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
+
+    @property
+    def ignoring_memory(self) -> float | None:
+        """Tokens/s per GPU of an out-of-memory case simulated anyway (None otherwise)."""
+        return self.report.tokens_per_s_per_gpu if self.report is not None and not self.ran else None
+
+    def counts_in(self, group: str) -> bool:
+        """Counted in ``group``'s MAPE: ran, not fitted, and of that group."""
+        return self.ran and not self.case.fitted and self.case.group == group
+
+    @property
+    def in_mape(self) -> bool:
+        """Counted in the headline MAPE, the corpus's (matched runs have their own)."""
+        return self.counts_in(CORPUS)
+
+    @property
+    def flops_per_token_ratio(self) -> float | None:
+        """Megatron-LM's FLOPs per token of the simulated model over the publisher's (TFLOP/s over tokens/s)."""
+        flops = self.case.measured_model_tflops_per_gpu
+        if self.report is None or not flops:  # (an out-of-memory case's report counts the same FLOPs)
+            return None
+        published = flops / self.case.measured_tokens_per_s_per_gpu
+        return self.report.model_tflops_per_gpu / self.report.tokens_per_s_per_gpu / published
+
+
+def run_case(case: Case) -> CaseResult:
+    """Simulate one case; a ConfigError (refused feature, out of memory, bad flags) becomes its message."""
+    start = time.perf_counter()
+    explain: Callable[[ConfigError], ConfigError] = lambda error: error
+    try:
+        job = case_job(case)
+        explain = job.explain
+        report = _simulate(case, job)
+    except ConfigError as error:
+        message = str(explain(error))
+        if error.field != "memory":
+            return CaseResult(case, None, message, wall_s=time.perf_counter() - start)
+        # Out of memory: not a prediction (left out of the MAPE), but the step simulated anyway says whether
+        # the throughput model or the memory model misses.
+        report = _simulate(case, job, allow_oom=True)
+        return CaseResult(case, None, message, report, job.not_simulated, job.notes, time.perf_counter() - start)
+    predicted = report.tokens_per_s_per_gpu
+    unfitted = _simulate(case, job, calibration=UNFITTED_CALIBRATION).tokens_per_s_per_gpu
+    missed = abs(predicted / case.measured_tokens_per_s_per_gpu - 1) > MISS
+    costs = _stage_costs(case, job) if missed else ""
+    wall_s = time.perf_counter() - start
+    return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, wall_s, unfitted, costs)
+
+
+def _stage_costs(case: Case, job: Job) -> str:
+    """The busiest stage's micro-batch, timed alone at the fitted calibration and at residual 1."""
+    sizes = (case.global_batch, case.seq_len)
+    workload, cluster, _ = prepare(job.model, job.layout, case.gpus, case.cluster, *sizes, None, True)
+    fitted = busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
+    at_1 = busiest_stage(workload, cluster, UNFITTED_CALIBRATION)
+    return (
+        f"Where one micro-batch of the busiest stage goes (stage {fitted.stage}: its share of every kind of task "
+        f"the stage runs, through every chunk it holds, each timed alone, experiments/common/stage_costs.py): "
+        f"{fitted.phrase()}; at residual 1 "
+        f"(stage {at_1.stage}): {at_1.phrase()}"
+    )
+
+
+def case_settings(case: Case, allow_oom: bool = False) -> dict[str, Any]:
+    """The simulate() keywords of a case beside its model, layout and GPUs."""
+    return {"cluster": case.cluster, "global_batch": case.global_batch, "seq_len": case.seq_len, "allow_oom": allow_oom}
+
+
+def _simulate(case: Case, job: Job, allow_oom: bool = False, calibration: Calibration | None = None) -> Report:
+    if calibration is not None:  # not a shared point: the reproductions simulate at the fitted calibration only
+        return simulate_at(job.model, job.layout, case.gpus, calibration=calibration, **case_settings(case, allow_oom))
+    return simulate(job.model, job.layout, case.gpus, **case_settings(case, allow_oom))
+
+
+def _counted(results: Iterable[CaseResult], group: str) -> list[CaseResult]:
+    """The cases of ``group`` that count: ran and not fitted."""
+    return [r for r in results if r.counts_in(group)]
+
+
+def mape(results: Iterable[CaseResult], group: str = CORPUS) -> float:
+    """Mean absolute percentage error (a fraction) over the cases of ``group`` that count: ran and not fitted."""
+    errors = [abs(result.error) for result in _counted(results, group)]
+    return sum(errors) / len(errors) if errors else math.nan
+
+
+def other_groups(results: Iterable[CaseResult]) -> list[str]:
+    """The case groups beside the corpus (matched runs), in the order first met."""
+    return list(dict.fromkeys(r.case.group for r in results if r.case.group != CORPUS))
+
+
+def run_cases(cases: list[Case], say: Callable[[str], None] | None = None, jobs: int | None = None) -> list[CaseResult]:
+    """Run every case in ``jobs`` processes (default: one per CPU; the cases are independent), reporting
+    progress through ``say`` (stderr by default; with several jobs in the order the cases are taken) and
+    returning the results in the cases' order."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    jobs = default_jobs() if jobs is None else jobs
+    # Several processes take the costliest cases first (experiments/common/unit_costs.py); one runs them in order.
+    order = costliest_first(cases, lambda case: (case.name,)) if jobs > 1 else list(range(len(cases)))
+    outcomes = in_order(run_case, [cases[i] for i in order], jobs)
+    results: list[CaseResult | None] = [None] * len(cases)
+    for i in order:
+        case = cases[i]
+        say(f"validate: [{i + 1}/{len(cases)}] {case.name} ({case.gpus} GPUs) ...")
+        result = next(outcomes)
+        outcome = f"{result.error:+.1%}" if result.ran else f"not run: {result.message}"
+        say(f"validate: [{i + 1}/{len(cases)}] {case.name}: {outcome} ({result.wall_s:.1f} s)")
+        results[i] = result
+    return results
+
+
+def to_json(results: list[CaseResult]) -> dict[str, Any]:
+    """The ``--json`` object: one entry per case and the MAPE (null when no case counts)."""
+    rows = []
+    for result in results:
+        row = {
+            "case": result.case.name,
+            "measured_tokens_per_s_per_gpu": result.case.measured_tokens_per_s_per_gpu,
+            "predicted_tokens_per_s_per_gpu": result.predicted_tokens_per_s_per_gpu,
+            "error": result.error,
+        }
+        if not result.ran:
+            row["message"] = result.message
+        rows.append(row)
+    value = mape(results)
+    groups = {group: mape(results, group) for group in other_groups(results)}
+    return {
+        "cases": rows,
+        "mape": None if math.isnan(value) else value,
+        "group_mape": {group: None if math.isnan(v) else v for group, v in groups.items()},
+        "pairs": [
+            {
+                "case": p.case,
+                "baseline": p.baseline,
+                "measured_speedup": p.measured_speedup,
+                "predicted_speedup": p.predicted_speedup,
+                "error": p.error,
+            }
+            for p in pairs(results)
+        ],
+        "not_run": [r.case.name for r in results if not r.ran],
+        "fitted": [r.case.name for r in results if r.case.fitted],
+    }
+
+
+def to_frame(results: list[CaseResult]) -> pd.DataFrame:
+    """One CSV row per case: measured, predicted, error, the publisher's TFLOP/s and where the step goes."""
+    rows = []
+    for result in results:
+        case, report = result.case, result.report
+        flops = case.measured_model_tflops_per_gpu
+        row = {
+            "case": case.name,
+            "model": case.model.name,
+            "source": case.source_label,
+            "cluster": case.cluster,
+            "gpus": case.gpus,
+            "global_batch": case.global_batch,
+            "seq_len": case.seq_len,
+            "measured_tokens_per_s_per_gpu": case.measured_tokens_per_s_per_gpu,
+            "predicted_tokens_per_s_per_gpu": result.predicted_tokens_per_s_per_gpu,
+            "error": result.error,
+            "predicted_at_residual_1": result.unfitted_tokens_per_s_per_gpu,
+            "error_at_residual_1": result.unfitted_error,
+            "measured_model_tflops_per_gpu": flops,
+            # Megatron-LM's FLOP count (simulator/report/megatron_flops.py) over the simulated step
+            "predicted_model_tflops_per_gpu": report.model_tflops_per_gpu if result.ran else None,
+            "predicted_ignoring_memory": result.ignoring_memory,
+            "flops_per_token_vs_published": result.flops_per_token_ratio,
+            "in_mape": result.in_mape,
+            "fitted": case.fitted,
+            "message": result.message,
+            "not_simulated": "; ".join(result.not_simulated),
+            "sim_wall_s": result.wall_s,
+        }
+        if report is not None:
+            row.update(
+                {k: v for k, v in report.to_row().items() if k.startswith("exposed_")},
+                step_time_s=report.step_time_s,
+                pp=report.pp,
+                dp=report.dp,
+                micro_batches=report.micro_batches,
+                bubble_fraction=report.bubble_fraction,
+                mfu=report.mfu,
+                peak_memory_gib=report.peak_memory_gib,
+            )
+        rows.append(row)
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:+.1%}"
+
+
+def _where_time_goes(report: Report) -> str:
+    """The simulated step in one phrase: time, bubble and the exposed communication over 1% of the step."""
+    comm = ", ".join(
+        f"{kind.upper()} {seconds * 1e3:.0f} ms"
+        for kind, seconds in report.exposed_comm_s.items()
+        if seconds > 0.01 * report.step_time_s
+    )
+    return (
+        f"simulated step {report.step_time_s:.2f} s, bubble {report.bubble_fraction:.0%}, "
+        f"exposed communication {comm or 'under 1% of the step'}"
+    )
+
+
+def _causes(r: CaseResult) -> str:
+    """What the simulation of a missed (or out-of-memory) case shows, and what of its recipe is not simulated."""
+    parts = [_where_time_goes(r.report)] + ([r.stage_costs] if r.stage_costs else [])
+    ratio = r.flops_per_token_ratio
+    if ratio is not None and abs(ratio - 1) > 0.05:
+        parts.append(
+            f"Megatron-LM's FLOP count of the simulated model is {ratio - 1:+.0%} off the publisher's FLOPs per "
+            "token (its TFLOP/s over its tokens/s): the model or the count differs"
+        )
+    if r.not_simulated:
+        parts.append("recipe flags not simulated: " + "; ".join(f"`{text}`" for text in r.not_simulated))
+    if r.notes:
+        parts.append("simulated differently: " + "; ".join(r.notes))
+    if r.case.gaps:
+        parts.append("known gaps: " + "; ".join(r.case.gaps))
+    if r.case.notes:
+        parts.append("notes: " + "; ".join(r.case.notes))
+    return ". ".join(parts) + "."
+
+
+def _mape_text(results: list[CaseResult], group: str = CORPUS) -> str:
+    value, counted = mape(results, group), len(_counted(results, group))
+    return f"{'n/a' if math.isnan(value) else f'{value:.1%}'} over {counted} case{'s' * (counted != 1)}"
+
+
+def _marker(case: Case) -> str:
+    """What a table row adds to a case's name: fitted, or the group it belongs to beside the corpus."""
+    return " (fitted)" * case.fitted + (f" ({case.group})" if case.group != CORPUS else "")
+
+
+def markdown(results: list[CaseResult]) -> str:
+    """The REPRODUCTION.md section: the table, the cases that did not run, disagreeing releases, misses."""
+    not_run = [r for r in results if not r.ran]
+    fitted = [r.case.name for r in results if r.case.fitted]
+    by_source: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_source.setdefault(r.case.source_label.split()[0], []).append(r)
+    lines = [
+        "## Validation: published training runs (`moesim validate`)",
+        "",
+        (
+            f"{len(results)} cases (experiments/validation/cases/); {len(results) - len(not_run)} ran, "
+            f"{len(not_run)} could not run. MAPE of tokens/s per GPU: {_mape_text(results)} ("
+            + ", ".join(f"{source} {_mape_text(group)}" for source, group in by_source.items())
+            + ")"
+            + (f"; fitted, so left out: {', '.join(fitted)}." if fitted else ".")
+            + "".join(
+                f" The {group} runs (published runs that change one or two settings of another case) have their"
+                f" own: {_mape_text(results, group)}, not in the headline."
+                for group in other_groups(results)
+            )
+            + " Error = predicted / measured - 1. At residual 1: the error with the one fitted constant"
+            f" (compute_residual, {DEFAULT_CALIBRATION.compute_residual:.4f}) set to 1, the published kernel speeds"
+            f" at the sustained clock ({DEFAULT_CALIBRATION.sustained_clock_fraction:.3f}) alone; how far each case"
+            " leans on the fit."
+        ),
+        "",
+        "| case | source | GPUs | measured tok/s/GPU | predicted | error | at residual 1 | measured TFLOP/s/GPU |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        case = r.case
+        predicted = f"{r.predicted_tokens_per_s_per_gpu:,.0f}" if r.ran else "not run"
+        tflops = f"{case.measured_model_tflops_per_gpu:,.0f}" if case.measured_model_tflops_per_gpu else ""
+        lines.append(
+            f"| {case.name}{_marker(case)} | {case.source_label} | {case.gpus:,} "
+            f"| {case.measured_tokens_per_s_per_gpu:,.0f} | {predicted} | {_pct(r.error)} | {_pct(r.unfitted_error)} "
+            f"| {tflops} |"
+        )
+    lines += pairs_markdown(pairs(results))
+    if not_run:
+        lines += ["", f"Could not run ({len(not_run)}, left out of the MAPE):", ""]
+        for r in not_run:
+            line = f"- {r.case.name}: `{r.message}`"
+            if r.ignoring_memory is not None:
+                error = r.ignoring_memory / r.case.measured_tokens_per_s_per_gpu - 1
+                line += f". Simulated anyway (allow_oom): {r.ignoring_memory:,.0f} tokens/s per GPU ({error:+.0%}); "
+                line += _causes(r)
+            lines.append(line)
+    disagreeing = [(r.case, other) for r in results for other in r.case.disagreeing_releases()]
+    lines += ["", "Releases of the same row that differ from the newest (the case's value) by more than 10%:", ""]
+    lines += [
+        f"- {case.name}: {other['release']} gives {other['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU "
+        f"({other['tokens_per_s_per_gpu'] / case.measured_tokens_per_s_per_gpu - 1:+.0%})"
+        for case, other in disagreeing
+    ] or ["- none (each case file lists the other releases it was checked against)"]
+    misses = [r for r in results if r.ran and abs(r.error) > MISS]
+    lines += ["", f"Misses over {MISS:.0%} ({len(misses)}) and their likely causes:", ""]
+    lines += [
+        f"- {r.case.name}: predicted {'high' if r.error > 0 else 'low'} by {abs(r.error):.0%}; {_causes(r)}"
+        for r in misses
+    ] or ["- none"]
+    return "\n".join(lines)
+
+
+def write_outputs(results: list[CaseResult], out: Path) -> str:
+    """Write validation.csv and validation.png into ``out``; return the markdown section."""
+    from experiments.common.plotting import parity_plot
+
+    out.mkdir(parents=True, exist_ok=True)
+    to_frame(results).to_csv(out / "validation.csv", index=False, float_format="%.6g")
+    parity_plot(
+        out / "validation.png",
+        title="moesim validate: published training runs",
+        points=[
+            (r.case.model.name, r.case.measured_tokens_per_s_per_gpu, r.predicted_tokens_per_s_per_gpu)
+            for r in results
+            if r.ran
+        ],
+        xlabel="measured tokens/s per GPU",
+        ylabel="predicted tokens/s per GPU",
+        band=MISS,
+        open_points=[
+            (r.case.model.name, r.case.measured_tokens_per_s_per_gpu, r.ignoring_memory)
+            for r in results
+            if r.ignoring_memory is not None
+        ],
+        open_label="out of memory, simulated anyway",
+        ghost_points=[
+            (r.case.model.name, r.case.measured_tokens_per_s_per_gpu, r.unfitted_tokens_per_s_per_gpu)
+            for r in results
+            if r.unfitted_tokens_per_s_per_gpu is not None
+        ],
+        ghost_label="small, hollow: at compute_residual 1",
+    )
+    return markdown(results)
+
+
+def run(out: Path) -> str:
+    """``moesim reproduce validation``: the whole corpus into ``out``; returns the markdown section."""
+    return write_outputs(run_cases(load_cases()), out)
+
+
+def table(results: list[CaseResult]) -> str:
+    """The printed table: one row per case, then the MAPE and the cases that did not run."""
+    width = max(len(r.case.name) for r in results)
+    lines = [f"{'case':<{width}}  {'measured':>10}  {'predicted':>10}  {'error':>7}  {'at residual 1':>13}"]
+    for r in results:
+        predicted = f"{r.predicted_tokens_per_s_per_gpu:10.0f}" if r.ran else f"{'-':>10}"
+        tail = "  (fitted, not in MAPE)" if r.case.fitted else ("" if r.ran else f"  not run: {r.message}")
+        if r.case.group != CORPUS:
+            tail = f"  ({r.case.group}){tail}"
+        lines.append(
+            f"{r.case.name:<{width}}  {r.case.measured_tokens_per_s_per_gpu:10.0f}  {predicted}  "
+            f"{_pct(r.error):>7}  {_pct(r.unfitted_error):>13}{tail}"
+        )
+    lines.append(f"MAPE {_mape_text(results)} (tokens/s per GPU)")
+    lines += [
+        f"{group} runs: MAPE {_mape_text(results, group)} (not in the MAPE above)" for group in other_groups(results)
+    ]
+    unfitted = [abs(r.unfitted_error) for r in results if r.in_mape and r.unfitted_error is not None]
+    if unfitted:
+        lines.append(
+            f"compute_residual {DEFAULT_CALIBRATION.compute_residual:.4f} (the one fitted constant, "
+            f"{DEFAULT_CALIBRATION.fitted_on[0].split(': ', 1)[1]}); at 1, the published kernel speeds at the "
+            f"sustained clock alone: "
+            f"MAPE {sum(unfitted) / len(unfitted):.1%}"
+        )
+    not_run = [r.case.name for r in results if not r.ran]
+    if not_run:
+        lines.append(f"not run ({len(not_run)}): {', '.join(not_run)}")
+    matched = pairs_table(pairs(results))
+    return "\n".join(lines) + (f"\n\n{matched}" if matched else "")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """The ``validate`` subcommand."""
+    parser = commands.add_parser("validate", help="compare predictions with published training runs")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: cases and mape")
+    parser.add_argument("--cases", default=str(CASES_DIR), help="a case file or a folder of them (default: corpus)")
+    parser.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case; repeatable")
+    parser.add_argument("--out", default="results", help="output folder (default results/)")
+    parser.add_argument("--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="after the table, where one micro-batch of each miss's busiest stage goes (also in REPRODUCTION.md)",
+    )
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the cases, print the table (or JSON) and write the CSV, the plot and the REPRODUCTION.md section."""
+    from experiments.paper.reproduce import update_section  # reproduce imports this module
+
+    results = run_cases(load_cases(args.cases, args.case), jobs=args.jobs)
+    out = Path(args.out)
+    update_section(out, "validation", write_outputs(results, out))
+    print(json.dumps(to_json(results)) if args.json else table(results))
+    if args.breakdown and not args.json:
+        for result in results:
+            if result.stage_costs:
+                print(f"\n{result.case.name} ({result.error:+.1%}): {result.stage_costs}")

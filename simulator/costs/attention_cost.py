@@ -1,0 +1,82 @@
+"""FlashAttention per op: the FLOPs the kernel executes for an op's shape, and its efficiency on them.
+
+The published efficiencies (simulator/costs/gemm_efficiency.py, the FlashAttention-3 paper's Figs. 5-6) count
+FLOPs FlashAttention's way: s^2 pairs per sequence, half of them under the causal mask. A full causal op
+is therefore timed on half its counted FLOPs at the causal table's efficiency, a non-causal one on all of
+them at the non-causal table's. A sliding window is not in the figures: the kernel walks, for every block
+of ``block`` queries, the key blocks that hold any key of its window (FA3's local mask skips the rest:
+flash-attention hopper/block.h get_n_block_min_max) and computes each whole block, masking the few pairs
+outside; so it executes those tiles' FLOPs, about 2 w / s of the non-causal count at w = block (twice the
+pairs it keeps). Its efficiency is assumed to be that of a non-causal sequence as long as the keys a query
+block walks (key blocks x block): the same loop over the same number of key tiles per CTA (mask cost on
+the boundary tiles not charged separately).
+"""
+
+from __future__ import annotations
+
+import math
+
+from simulator.costs.calibration import Calibration
+from simulator.costs.gemm_efficiency import ATTENTION_SEQ_LENS, attention_efficiency
+from workloads.ops import AttentionShape, attention_pairs
+
+
+def window_key_blocks(seq_len: int, window: int, block: int) -> int:
+    """Key blocks of ``block`` keys that the query blocks of a causal window of ``window`` keys walk, summed:
+    query block i (rows i B .. i B + B - 1) needs keys max(0, i B - w + 1) .. i B + B - 1."""
+    total = 0
+    for i in range(math.ceil(seq_len / block)):
+        first = max(0, i * block - window + 1) // block
+        total += i - first + 1
+    return total
+
+
+def executed_fraction(shape: AttentionShape, cal: Calibration) -> float:
+    """Executed over counted FLOPs (``attention_pairs``): the causal fraction of a full causal op, 1 without
+    a mask, the whole key tiles a sliding window walks over its counted pairs."""
+    if shape.sliding:
+        block = cal.attention_block_tokens
+        executed = window_key_blocks(shape.seq_len, shape.window, block) * block * block
+        return executed / attention_pairs(shape.seq_len, shape.window)
+    return cal.attention_causal_fraction if shape.causal else 1.0
+
+
+def effective_seq_len(shape: AttentionShape, cal: Calibration) -> float:
+    """The non-causal sequence length whose per-query-block loop matches a sliding window's: key blocks
+    walked per query block x block (assumed); the op's own length otherwise."""
+    if not shape.sliding:
+        return float(shape.seq_len)
+    block = cal.attention_block_tokens
+    query_blocks = math.ceil(shape.seq_len / block)
+    return window_key_blocks(shape.seq_len, shape.window, block) / query_blocks * block
+
+
+def _table_efficiency(family: str, backward: bool, causal: bool, head_dim: float, seq_len: float) -> float:
+    """The table's efficiency, extended below its shortest length (512): the published 512 and 1,024 points
+    fitted as a fixed cost per CTA beside a loop linear in the keys, 1 / eff = a + b / s (the table is flat
+    beyond its ends, which would overstate a 256-key window). Above 512 the table itself."""
+    shortest, next_len = ATTENTION_SEQ_LENS[0], ATTENTION_SEQ_LENS[1]
+    if seq_len >= shortest:
+        return attention_efficiency(family, backward, causal, head_dim, seq_len)
+    inv_short = 1.0 / attention_efficiency(family, backward, causal, head_dim, shortest)
+    inv_next = 1.0 / attention_efficiency(family, backward, causal, head_dim, next_len)
+    slope = (inv_short - inv_next) / (1.0 / shortest - 1.0 / next_len)
+    return 1.0 / (inv_next + slope * (1.0 / seq_len - 1.0 / next_len))
+
+
+def attention_op_efficiency(shape: AttentionShape, backward: bool, cal: Calibration) -> float:
+    """Fraction of the BF16 peak the op's kernel family (the layout's attention_backend, else the calibration's)
+    reaches on the op's executed FLOPs.
+
+    Looked up at the head width with the op's FLOPs per query-key pair, (d_qk + d_v) / 2: the head dim
+    itself for GQA / MHA; for MLA (192 / 128) 160, log-interpolated between the published 128 and 256
+    (assumed: FA3 ships a 192 / 128 kernel the paper's figures do not measure). A sliding window at its
+    effective non-causal length (module docstring); full attention at its own length and mask.
+    """
+    fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
+    if fixed is not None:
+        return fixed
+    head_dim = (shape.head_dim + shape.head_dim_v) / 2
+    causal = shape.causal and not shape.sliding
+    family = shape.kernel or cal.attention_kernel
+    return _table_efficiency(family, backward, causal, head_dim, effective_seq_len(shape, cal))

@@ -1,0 +1,231 @@
+"""Cost models: pure functions from an op's work to seconds. They never import the engine."""
+
+from __future__ import annotations
+
+import math
+
+from simulator.costs.attention_cost import attention_op_efficiency, executed_fraction
+from simulator.costs.calibration import Calibration
+from simulator.costs.collective_efficiency import Algorithm, Link, efficiency, nvls_all_reduce_efficiency
+from topologies.hardware import GpuSpec
+from workloads.ops import (
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    ATTENTION,
+    BYTES_BF16,
+    COLLECTIVE,
+    FUSED,
+    GEMM,
+    HOST_SYNC,
+    MEMORY,
+    AttentionShape,
+    EpDispatcher,
+    Gemm,
+    GraphPart,
+    Group,
+    GroupedDim,
+    Op,
+)
+from workloads.specs.precision import DTYPE_BYTES
+
+
+def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | None = None) -> float:
+    """Roofline GEMM time with wave quantization over the SMs, at the tile efficiency of its shape, plus the
+    fixed time per kernel (``overhead_s``, Calibration.kernel_overhead_s unless given).
+
+    Tiles of TILE_M x TILE_N outputs are spread over the SMs in waves; a partial last wave costs a full
+    one. A grouped GEMM schedules all groups' tiles together; a sequential one launches a kernel per
+    group, each quantized on its own.
+    """
+    overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
+    tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
+    tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
+    peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
+    # Rows per group (tokens per expert) set a grouped GEMM's efficiency beside K when the groups split the rows;
+    # a weight-gradient GEMM's groups split K (tokens), which the K curve already prices, and its m is the
+    # weight's width: DeepGEMM's k-grouped wgrad runs 4 groups of m = 7168 and of m = 2048 at 813 and 814
+    # TFLOP/s at K = 4096 (858 and 873 at K = 8192; H200, deepseek-ai/DeepGEMM issue #107).
+    by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
+    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
+    tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * tensor_core_derate(cal))
+    # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
+    operand_bytes = 1.0 if gemm.fp8 else 2.0
+    bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
+    memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
+    accumulate_s = accumulate_epilogue_s(gemm, gpu, cal)
+    if gemm.sequential:
+        one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + accumulate_s + overhead_s
+        return gemm.groups * one
+    compute_s = math.ceil(tiles * gemm.groups / gpu.sm_count) * tile_s
+    return max(compute_s, memory_s * gemm.groups) + accumulate_s * gemm.groups + overhead_s
+
+
+def tensor_core_derate(cal: Calibration) -> float:
+    """What multiplies a tensor-core kernel's published efficiency: the sustained clock and the fitted residual."""
+    return cal.sustained_clock_fraction * cal.compute_residual
+
+
+def accumulate_epilogue_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
+    """Time one group of a weight-gradient GEMM spends adding its product into the main gradient, beyond the
+    16-bit store its published efficiency already includes: the epilogue reads and writes ``accumulate_bytes``
+    per output element where the measured kernels write 2 (FP32 main grads: 6 B more), after the main loop.
+
+    Serial, not under the roofline max: DeepGEMM's k-grouped FP8 wgrad with FP32 accumulation (4 groups,
+    m 7168 / 2048, n 4096 / 7168, K 4096 and 8192, H200) runs at 813-873 TFLOP/s (939-1044 at the commit
+    before, deepseek-ai/DeepGEMM issue #107); on the H200 preset the table here gives those shapes 1,169-1,315
+    TFLOP/s with the epilogue hidden under the main loop, 956-1,168 with it serial: the serial sum is nearer,
+    and still a lower bound on the cost. DeepGEMM's maintainer calls that wgrad memory-bound (deepseek-ai/DeepGEMM
+    issue #125, LyricZhao, 2025-07-21)."""
+    if not gemm.accumulate_bytes:
+        return 0.0
+    extra_bytes = (2 * gemm.accumulate_bytes - BYTES_BF16) * gemm.m * gemm.n
+    return extra_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
+
+
+def attention_time_s(
+    flops: float,
+    backward: bool,
+    gpu: GpuSpec,
+    cal: Calibration,
+    shape: AttentionShape | None = None,
+    overhead_s: float | None = None,
+) -> float:
+    """FlashAttention: the FLOPs the kernel executes for its shape (simulator.costs.attention_cost) at the kernel's
+    efficiency there x the compute residual. Without a shape (toy ops): full causal attention at the fixed
+    efficiencies of the calibration."""
+    if shape is None:
+        fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
+        if fixed is None:
+            raise ValueError("an attention op without a shape needs fixed attention efficiencies")
+        executed, efficiency = flops * cal.attention_causal_fraction, fixed
+    else:
+        executed = flops * executed_fraction(shape, cal)
+        efficiency = attention_op_efficiency(shape, backward, cal)
+    overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
+    return executed / (gpu.peak_bf16_flops * efficiency * tensor_core_derate(cal)) + overhead_s
+
+
+def memory_time_s(
+    mem_bytes: float, kernels: int, gpu: GpuSpec, cal: Calibration, overhead_s: float | None = None
+) -> float:
+    """Memory-bound kernels: HBM traffic at the achievable bandwidth, plus each kernel's fixed time."""
+    overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
+    return mem_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency) + kernels * overhead_s
+
+
+def kernel_overhead_s(op: Op, cal: Calibration) -> float:
+    """The GPU's fixed time per kernel of ``op``: launched from a stream, or replayed from a CUDA graph
+    (workloads/specs/cuda_graphs.py)."""
+    return cal.kernel_overhead_s if op.graph == GraphPart.NONE else cal.graph_kernel_overhead_s
+
+
+def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
+    """Time of the compute part of an op on an otherwise idle GPU."""
+    overhead_s = kernel_overhead_s(op, cal)
+    if op.gemm is not None:
+        return gemm_time_s(op.gemm, gpu, cal, overhead_s)
+    if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
+        return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention, overhead_s)
+    if op.kind == MEMORY:
+        return memory_time_s(op.mem_bytes, op.kernels, gpu, cal, overhead_s)
+    if op.kind == HOST_SYNC:
+        return cal.host_sync_s
+    if op.kind == GEMM:
+        raise ValueError(f"GEMM op {op.name} has no shape")
+    return 0.0
+
+
+def collective_wire_bytes(op: Op, cal: Calibration, gpu: GpuSpec) -> float:
+    """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: NCCL's
+    all-to-all at the declared Calibration.all_to_all_efficiency (also the NVLink part of a cross-node one
+    under the alltoall dispatcher); a cross-node EP all-to-all of DeepEP's (dispatch or combine, workloads.ep.plan)
+    at DeepEP's published intranode rate; ring collectives at Calibration.ring_efficiency (1: the NVLink
+    capacity is their measured rate), an all-reduce faster by NVLink SHARP where the GPU's switch has it
+    (simulator.costs.collective_efficiency.NVLS_ALL_REDUCE)."""
+    if op.collective == ALL_REDUCE:
+        efficiency = cal.ring_efficiency * nvls_all_reduce_efficiency(gpu.name, op.group_size)
+    elif op.collective != ALL_TO_ALL:
+        efficiency = cal.ring_efficiency
+    elif op.nic_bytes and op.dispatcher == EpDispatcher.DEEPEP:
+        efficiency = deepep_efficiency(Link.NVLINK)
+    else:
+        efficiency = cal.all_to_all_efficiency
+    return op.comm_bytes / efficiency
+
+
+def deepep_efficiency(link: Link) -> float:
+    """DeepEP's efficiency on ``link`` per byte of an EP round trip: ops do not say whether they dispatch or
+    combine, and both move the same bytes, so the harmonic mean of the two published rates."""
+    dispatch, combine = efficiency(Algorithm.DEEPEP_DISPATCH, link), efficiency(Algorithm.DEEPEP_COMBINE, link)
+    return 2 / (1 / dispatch + 1 / combine)
+
+
+def dp_gradient_bytes_per_param(grad_sync: str, main_grads_dtype: str) -> int:
+    """Bytes per gradient on the wire: MegaScale-MoE's BF16 all-to-all (Sec. 5); a reduce-scatter moves the
+    main gradients at their dtype (Megatron-Core DistributedDataParallelConfig.grad_reduce_in_fp32: FP32,
+    or the BF16 of --grad-reduce-in-bf16)."""
+    return BYTES_BF16 if grad_sync == "bf16-a2a" else DTYPE_BYTES[main_grads_dtype]
+
+
+def dp_param_bytes_per_param(fp8_param_gather: bool) -> int:
+    """Bytes per parameter of the distributed optimizer's all-gather: BF16, or FP8 with --fp8-param-gather
+    (Megatron-Core gathers the FP8 data and builds the transpose after it, fp8_utils post_all_gather_processing;
+    the BF16 embedding and head are counted at one byte too, a slight undercount on the first and last stage)."""
+    return 1 if fp8_param_gather else BYTES_BF16
+
+
+def dp_gradient_efficiency(grad_sync: str) -> float:
+    """The efficiency of DP gradient traffic on the NIC: MegaScale-MoE's BF16 all-to-all (Sec. 5) is NCCL's
+    all-to-all over the NIC, the FP32 reduce-scatter is a ring (simulator.costs.collective_efficiency)."""
+    algorithm = Algorithm.ALL_TO_ALL if grad_sync == "bf16-a2a" else Algorithm.RING
+    return efficiency(algorithm, Link.NIC)
+
+
+def nic_wire_bytes(op: Op) -> float:
+    """NIC bytes of a cross-node EP collective at DeepEP's internode efficiency (simulator.costs.collective_efficiency:
+    its RDMA bandwidth is the NIC's NCCL rate) or, under the alltoall dispatcher, NCCL's all-to-all's over the
+    NIC; other ops' NIC bytes (CP's ring) at the ring's."""
+    if not op.nic_bytes:
+        return 0.0
+    if op.collective == ALL_TO_ALL and op.dispatcher == EpDispatcher.DEEPEP:
+        return op.nic_bytes / deepep_efficiency(Link.NIC)
+    if op.collective == ALL_TO_ALL:
+        return op.nic_bytes / efficiency(Algorithm.ALL_TO_ALL, Link.NIC)
+    return op.nic_bytes / efficiency(Algorithm.RING, Link.NIC)
+
+
+def comm_kernel_sms(op: Op, cal: Calibration) -> int:
+    """SMs a collective's kernel holds while it runs: DeepEP's for its cross-node EP (its NIC + NVLink
+    dispatch and combine, workloads.ep.plan), NCCL's channels for every other collective (the alltoall
+    dispatcher's cross-node EP and TE's bulk TP overlaps included). A fused GEMM +
+    collective moves its tiles inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
+    if op.kind != COLLECTIVE:
+        return 0
+    deepep = op.group == Group.EP and op.nic_bytes > 0 and op.dispatcher == EpDispatcher.DEEPEP
+    return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
+
+
+def collective_latency_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
+    """NCCL's latency model (NVIDIA/nccl src/graph/tuning.cc, Ring / Simple; Calibration): a fixed cost per
+    collective, then per step the latency of the link it crosses. A ring takes n - 1 steps, twice for an
+    all-reduce (a reduce-scatter, then an all-gather); in a group that spans nodes (its op has NIC bytes) one of
+    them (two for an all-reduce) crosses the network: two nodes, a lower bound where a group spans more. n is
+    every member of the group: EP ops carry the whole EP degree (workloads/recipes/moe.py). An all-to-all sends to every
+    peer at once: the fixed cost and one step, over the network if it leaves the node (16 H100 on 2 nodes: 8.4
+    + 14 = 22.4 us, where nccl-tests' all-to-all measures "30 microseconds small message latency", DeepEP #3)."""
+    if op.group_size <= 1:
+        return 0.0
+    crosses_nodes = op.nic_bytes > 0
+    if op.collective == ALL_TO_ALL:
+        step_s = cal.net_step_latency_s if crosses_nodes else gpu.nvlink_latency_s
+        return cal.collective_base_latency_s + step_s
+    passes = 2 if op.collective == ALL_REDUCE else 1
+    net_steps = passes if crosses_nodes else 0
+    nvlink_steps = passes * (op.group_size - 1) - net_steps
+    return cal.collective_base_latency_s + nvlink_steps * gpu.nvlink_latency_s + net_steps * cal.net_step_latency_s
+
+
+def fused_tail_s(compute_s: float, comm_s: float, tiles: int) -> float:
+    """A fused GEMM + collective pipelined over ``tiles`` chunks: max(compute, comm) + the first/last
+    chunk of the shorter one that cannot overlap (MegaScale-MoE Sec. 4.2, Fig. 10)."""
+    return min(compute_s, comm_s) / max(tiles, 1)

@@ -1,0 +1,440 @@
+"""The simpy engine: one training step of a pipeline, assembled from a placement and a task timer.
+
+The pipeline logic here (stage loop, PP sends, DP parameter gathers and gradient reductions, optimizer
+step) is written once. A placement (simulator/engine/placement.py: folded, one representative per stage;
+simulator/engine/unfolded.py: every GPU) says where tasks run and which links PP, DP and task traffic load; a
+task timer (simulator/engine/timer.py: memoized, or every op at op level) turns a task into simulated time.
+``Engine(..., placement="folded", memoize=True)`` is the fast default (tasks on the NIC: replayed, verified
+and re-run until none conflicts, simulator/fast/nic_replay.py); ``memoize=False`` runs every task at op level, the
+differential reference; ``placement="unfolded"`` is the independent check of folding (tests/test_unfolded.py)
+and always runs at op level. The schedule (workloads/schedules/base.py) gives each stage's task order and what
+each task receives and sends.
+
+Observers (trace, link statistics, bench) are probes (simulator/engine/probes.py): the engine tells them of
+each task, transfer, rate change and the step's end; with none, no event is built for them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import simpy
+
+from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.costs.kernels import (
+    dp_gradient_bytes_per_param,
+    dp_gradient_efficiency,
+    dp_param_bytes_per_param,
+    memory_time_s,
+)
+from simulator.engine.faults import Faults
+from simulator.engine.gc_budget import fewer_collections
+from simulator.fast.ledger import Entry, Ledger
+from simulator.fast.nic_replay import (
+    Forced,
+    NicReplayTimer,
+    ReplayConflict,
+    ReplayStats,
+    TaskId,
+    after_conflict,
+    next_forced,
+)
+from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
+from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed, unobserved, watches_rates
+from simulator.engine.ranks import Place
+from simulator.engine.sim_env import environment
+from simulator.streams.tasks import TaskTiming
+from simulator.engine.timer import CostCache, MemoTimer, OpTimer
+from simulator.engine.unfolded import UnfoldedPlacement
+from topologies.cluster import ClusterSpec
+from topologies.errors import ConfigError
+from topologies.hardware import GpuSpec
+from workloads.schedules.base import Phase, Task
+from workloads.graph.step import StepWorkload
+
+ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
+
+
+@dataclass
+class StageLog:
+    """What one stage did during the step."""
+
+    busy_s: float = 0.0
+    pipeline_end_s: float = 0.0
+    end_s: float = 0.0
+    pp_wait_s: float = 0.0
+    dp_exposed_s: float = 0.0
+    exposed_comm_s: dict[str, float] = field(default_factory=dict)
+    compute_busy_s: float = 0.0
+    model_flops: float = 0.0
+    params_gathered_s: float = 0.0  # when the stage's DP parameter all-gather finished (0 without DP)
+    tasks: list[tuple[Task, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class EngineResult:
+    """Raw output of one simulated step."""
+
+    step_time_s: float
+    stages: list[StageLog]
+    simulated_ops: int
+    sim_wall_s: float
+    network_bytes: dict
+    # Per phase (F, B, W, F&B, ...): (summed duration of its tasks over all stages, how many ran)
+    phase_spans: dict[Phase, tuple[float, int]] = field(default_factory=dict)
+    workload: StepWorkload | None = None  # the step this is a result of
+    steady_runs: tuple[int, ...] = ()  # micro-batch counts simulated when extrapolated (simulator/fast/steady.py)
+    nic_replay: tuple[ReplayStats, ...] = ()  # per step run with NIC replay (simulator/fast/nic_replay.py)
+    ledger: Ledger | None = None  # the run's increments, when asked for (simulator/fast/ledger.py)
+    sim_cpu_s: float = 0.0  # the CPU seconds of sim_wall_s (what the bench compares: the machine is shared)
+    longest_send_s: float = 0.0  # the longest PP send, sender's end to landing (simulator/periodic.lock_window)
+
+
+class Engine:
+    """Simulates one step of ``workload`` on ``cluster``, on a placement, with a task timer."""
+
+    def __init__(
+        self,
+        workload: StepWorkload,
+        cluster: ClusterSpec,
+        calibration: Calibration = DEFAULT_CALIBRATION,
+        *,
+        placement: str | Placement = "folded",
+        memoize: bool = True,
+        faults: Faults | None = None,
+        probes: Iterable[Probe] = (),
+        timings: dict | None = None,
+        forced: Forced = frozenset(),
+        costs: CostCache | None = None,
+        forecast: bool | None = None,
+        ledger: bool = False,
+        needed: bool = True,
+    ) -> None:
+        """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
+        (the steady-state shortcut's shorter runs, simulator/fast/steady.py). ``forced``: tasks to run at op level from
+        the first run of a NIC replay (None: all; simulator/fast/nic_replay.py); ``forecast``: whether that run also
+        forces the tasks a forecast send meets (default: when ``forced`` is empty); ``costs``: a cost cache to share;
+        ``ledger``: keep the run's increments (simulator/fast/ledger.py; with NIC replay, of the run that stands);
+        ``needed``: with NIC replay, whether ``run`` finds the run's needed tasks (ReplayStats.needed; else None, and
+        ``needed()`` finds them while this engine lives: the steady shortcut asks only where it runs twice)."""
+        self.probes = subscribed(probes)  # observers of this run (simulator/engine/probes.py)
+        if isinstance(placement, str):
+            placement = make_placement(placement, environment(), workload, cluster, faults or Faults())
+        elif faults is not None:
+            raise ConfigError("faults", "give faults to the Placement object, not to the engine")
+        self.workload, self.cluster, self.cal, self.placement = workload, cluster, calibration, placement
+        self.gpu = cluster.gpu
+        self.env = placement.env
+        self.network = placement.network
+        self.stage_faults = placement.stage_faults
+        self._costs = costs = costs or CostCache(workload, cluster.gpu, calibration)
+        # task_timing works in every engine (experiments read it); tasks replay it only where exact.
+        self._memo = MemoTimer(self.env, costs, placement.stage_faults)
+        if timings is not None:
+            self._memo.memo = timings
+        self.memoize = memoize and placement.memoizable
+        # Tasks on the NIC are replayed and verified (simulator/fast/nic_replay.py); a probe watching link rates
+        # would miss the replayed flows, so it gets every task at op level.
+        self.nic_replay = (
+            memoize and not self.memoize and isinstance(placement, FoldedPlacement) and not watches_rates(self.probes)
+        )
+        intervals = reads_tasks(self.probes)  # op intervals recorded only for a probe told of tasks
+        self.timer: MemoTimer | OpTimer | NicReplayTimer = (
+            self._memo if self.memoize else OpTimer(placement, costs, intervals=intervals)
+        )
+        if self.nic_replay:
+            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced, forecast, intervals)
+        self._logs = {place: StageLog() for place in placement.places}
+        # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
+        self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
+        self._arrivals: dict[tuple, simpy.Event] = {}
+        self._sent_at: dict[tuple, float] = {}
+        self._numbers = {place: number for number, place in enumerate(placement.places)}  # PP arrivals' keys
+        self._pp_bytes = workload.pp_bytes_per_gpu
+        self.ledger = Ledger(placement.bytes_sent) if ledger else None
+        self._find_needed = needed
+        self._stood: NicReplayTimer | None = None  # the timer of the run that stood, until needed() asks
+        self.longest_send_s = 0.0  # the longest PP send so far, from its sender's end to its landing
+
+    @property
+    def simulated_ops(self) -> int:
+        """Ops simulated so far: memoized timings plus op-level runs."""
+        return self._memo.simulated_ops + (self.timer.simulated_ops if self.timer is not self._memo else 0)
+
+    def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
+        """Time a task alone, at op level, in a private environment (exact: see simulator/engine/timer.py). Where the
+        step's tasks put bytes on the NIC (cross-node EP, replayed: simulator/fast/nic_replay.py), with an idle NIC
+        beside its NVLink, as the replay times it: on NVLink alone a cross-node all-to-all would move at NVLink
+        speed. Experiments read it (simulator/engine/timing.py); the step's tasks never do."""
+        if isinstance(self.timer, NicReplayTimer) and stage is not None:
+            return self.timer.footprint(key, stage).timing
+        return self._memo.task_timing(key, stage)
+
+    # --- pipeline ----------------------------------------------------------------------------------
+    # NOTE: a PP arrival is keyed (direction, micro-batch, chunk, the receiving place's number in
+    # ``placement.places``): ints, hashed in C, where a Place's hash is Python code (a frozen dataclass)
+    def _arrival(self, key: tuple) -> simpy.Event:
+        arrival = self._arrivals.get(key)  # NOTE: one lookup
+        if arrival is None:
+            arrival = self._arrivals[key] = self.env.event()
+        return arrival
+
+    def _send(self, src: Place, dst: Place, key: tuple) -> None:
+        """The PP send ``key`` from ``src`` to ``dst``: it leaves one NIC latency from now and its arrival fires when
+        its bytes land.
+
+        NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
+        op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
+        the process would have started: the same instant, and the same step results (tests/test_pipeline.py)."""
+        nbytes, env, placement = self._pp_bytes, self.env, self.placement
+        sent_s = env.now
+
+        def leave(_event: simpy.Event) -> None:
+            start = env.now
+            landed = placement.transfer(placement.pp_links(src, dst), nbytes)
+            landed.callbacks.append(lambda _e: land(start))
+
+        def land(start: float) -> None:
+            self.longest_send_s = max(self.longest_send_s, env.now - sent_s)
+            for probe in self.probes:
+                probe.on_transfer(Transfer("pp", src.stage, dst.stage, start, env.now, nbytes, key[:-1] + (dst.stage,)))
+            self._arrival(key).succeed()
+
+        env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
+
+    def _stage(self, place: Place, dp_gate: simpy.Event | None):
+        env, log, ledger, probes, run = self.env, self._logs[place], self.ledger, self.probes, self.timer.run
+        stage, schedule, sent_at = place.stage, self.workload.schedule, self._sent_at
+        number = self._numbers[place]
+        # the place of every stage this one exchanges data with (its own included), and its number
+        peers = [(peer, self._numbers[peer]) for peer in map(place.at_stage, range(self.workload.pp))]
+        tasks, exposed = log.tasks, log.exposed_comm_s
+        first_forward = True
+        for task in self.workload.stage_order(stage):
+            pp_wait_s = dp_wait_s = 0.0  # this task's waits (the ledger's entry)
+            for flow in schedule.inputs(stage, task):
+                key = (flow[0], flow[1], flow[2], number)
+                arrival = self._arrival(key)
+                if not arrival.triggered:
+                    wait_start = env.now
+                    yield arrival
+                    sent = sent_at.get(key, wait_start)
+                    wait_s = env.now - max(wait_start, sent)
+                    log.pp_wait_s += wait_s
+                    pp_wait_s += wait_s
+            if first_forward and dp_gate is not None and not dp_gate.triggered:
+                wait_start = env.now
+                yield dp_gate
+                dp_wait_s = env.now - wait_start
+                log.dp_exposed_s += dp_wait_s
+            first_forward = False
+            begin = env.now
+            timing = yield from run(place, task)
+            end = env.now
+            tasks.append((task, begin, end))
+            log.busy_s += end - begin
+            log.compute_busy_s += timing.compute_busy_s
+            log.model_flops += timing.model_flops
+            for group, seconds in timing.exposed_comm_s.items():
+                exposed[group] = exposed.get(group, 0.0) + seconds
+            if ledger is not None:
+                ledger.note(Entry(stage, task, begin, end, timing, pp_wait_s, dp_wait_s))
+            for probe in probes:
+                probe.on_task(place, stage, task, begin, end, timing)
+            for flow in schedule.outputs(stage, task):
+                peer, peer_number = peers[flow.stage]
+                key = (flow[0], flow[1], flow[2], peer_number)
+                sent_at[key] = end
+                if flow.stage == stage:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
+                    self._arrival(key).succeed()
+                else:
+                    self._send(place, peer, key)
+        log.pipeline_end_s = env.now
+
+    # --- data parallelism ----------------------------------------------------------------------------
+    def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
+        """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
+        grad = params = 0.0
+        for _, synced, dp in self.workload.stage_param_groups(stage):  # experts sync over expert_dp
+            if dp == 1:
+                continue
+            share = (dp - 1) / dp
+            layout = self.workload.layout  # Sec. 5: BF16 all-to-all, FP32 local sum; or a reduce-scatter
+            per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
+            grad += synced * per_param * share / dp_gradient_efficiency(layout.grad_sync)
+            params += synced * dp_param_bytes_per_param(layout.fp8_param_gather) * share / self.cal.ring_efficiency
+        return grad, params
+
+    def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):
+        """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
+        _, params = self.dp_wire_bytes(place.stage)
+        links = self.placement.dp_links(place)
+        for bucket in range(buckets):
+            transfer = self.placement.dp_transfer(place, DpBucket("dp-params", bucket), links, params / buckets)
+            if self.probes:
+                transfer.callbacks.append(
+                    self._logger("dp-params", place.stage, self.env.now, params / buckets, bucket)
+                )
+            yield transfer
+            if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
+                gate.succeed()
+        if not gate.triggered:
+            gate.succeed()
+        self._logs[place].params_gathered_s = self.env.now
+
+    def _grad_sync(self, place: Place, buckets: int):
+        """Reduce gradients bucket by bucket as the last backward frees them, then the optimizer step."""
+        log, stage = self._logs[place], place.stage
+        grad, _ = self.dp_wire_bytes(stage)
+        links = self.placement.dp_links(place)
+        _, begin, end = log.tasks[-1]
+        transfers = []
+        for bucket in range(buckets if grad > 0 else 0):
+            ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
+            if ready > self.env.now:
+                yield self.env.timeout(ready - self.env.now)
+            transfers.append(self.placement.dp_transfer(place, DpBucket("dp-grads", bucket), links, grad / buckets))
+            if self.probes:
+                transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
+        yield self.env.all_of(transfers)
+        log.dp_exposed_s += self.env.now - end
+        yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
+        log.end_s = self.env.now
+
+    def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
+        """A callback that tells the probes of a finished DP transfer."""
+
+        def log(_event: simpy.Event) -> None:
+            for probe in self.probes:
+                probe.on_transfer(Transfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
+
+        return log
+
+    def _stage_with_sync(self, place: Place):
+        buckets = self.workload.layers_per_chunk * self.workload.chunks
+        gate = None
+        if self.workload.dp > 1:
+            gate = self.env.event()
+            self.env.process(self._param_gather(place, gate, buckets))
+        yield from self._stage(place, gate)
+        yield from self._grad_sync(place, buckets)
+
+    def run(self) -> EngineResult:
+        """Run the step (with NIC replay: until no replayed task conflicts, simulator/fast/nic_replay.py)."""
+        if not self.nic_replay:
+            return self._run_once()
+        wall_start, cpu_start = time.perf_counter(), time.process_time()
+        trial = self._again(self.timer.forced) if self.probes else self  # probes see the run that stands only
+        runs, ops, stopped_tasks = 1, 0, 0
+        while True:
+            try:
+                result = trial._run_once()
+            except ReplayConflict as conflict:  # a forecast run met a conflict (simulator/fast/nic_replay.py)
+                ops += trial.simulated_ops
+                stopped_tasks += trial.timer.started
+                trial, runs = self._again(*after_conflict(trial.timer, conflict, stopped_tasks)), runs + 1
+                continue
+            ops += result.simulated_ops
+            conflicts = trial.timer.conflicts()
+            if not conflicts:
+                break
+            trial = self._again(next_forced(trial.timer.forced, conflicts, trial.timer.nic_tasks, runs))
+            runs += 1
+        if self.probes:  # the run that stands, told to the probes (no conflict: it is the trial's run again)
+            self.timer.replay_as(trial.timer.forced)
+            result = self._run_once()
+            ops += result.simulated_ops
+        result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start
+        result.sim_cpu_s = time.process_time() - cpu_start
+        timer = trial.timer
+        needed = timer.needed() if self._find_needed else None
+        self._stood = None if self._find_needed else timer
+        result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, needed),)
+        return result
+
+    def needed(self) -> frozenset[TaskId]:
+        """The needed tasks of the run that stood (simulator/nic_replay.NicReplayTimer.needed), after ``run``."""
+        if self._stood is None:
+            raise RuntimeError("engine: needed() after a run with NIC replay and needed=False only")
+        found, self._stood = self._stood.needed(), None  # NOTE: its flow log goes with it
+        return found
+
+    def _again(self, forced: Forced, forecast: bool | None = None) -> Engine:
+        """A fresh engine of this step, unobserved, sharing timings and costs, with ``forced`` at op level."""
+        env = environment()
+        placement = make_placement(self.placement.kind, env, self.workload, self.cluster, self.placement.faults)
+        with unobserved():
+            return Engine(
+                self.workload,
+                self.cluster,
+                self.cal,
+                placement=placement,
+                timings=self._memo.memo,
+                forced=forced,
+                costs=self._costs,
+                forecast=forecast,
+                ledger=self.ledger is not None,
+            )
+
+    def _run_once(self) -> EngineResult:
+        wall_start, cpu_start = time.perf_counter(), time.process_time()
+        start_probes(self.probes, self, self.placement.networks)
+        for place in self.placement.places:
+            self.env.process(self._stage_with_sync(place))
+        with fewer_collections():
+            self.env.run()
+        # Every place ends with its optimizer step; one that did not waits for an event nothing will fire (a
+        # barrier a member never joined): say so rather than report a step that stopped short.
+        stuck = [place for place, log in self._logs.items() if log.end_s <= 0.0]
+        if stuck:
+            raise RuntimeError(
+                f"engine: {len(stuck)} place(s) never finished the step (first: {stuck[0]}): a transfer or "
+                "collective waited for a member that never joined; this is a simulator bug, please report it"
+            )
+        step_time_s = max(log.end_s for log in self._logs.values())
+        result = EngineResult(
+            step_time_s,
+            self.stages,
+            self.simulated_ops,
+            time.perf_counter() - wall_start,
+            self.placement.bytes_sent(),
+            phase_spans(log.tasks for log in self.stages),
+            self.workload,
+            ledger=self.ledger,
+            sim_cpu_s=time.process_time() - cpu_start,
+            longest_send_s=self.longest_send_s,
+        )
+        for probe in self.probes:
+            probe.on_run(result)
+        return result
+
+
+def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibration) -> float:
+    """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound Adam)."""
+    zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
+    held = sum(h / (dp if zero else 1) for h, _, dp in workload.stage_param_groups(stage))
+    return memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, gpu, cal)
+
+
+def phase_spans(records: Iterable[list[tuple[Task, float, float]]]) -> dict[Phase, tuple[float, int]]:
+    """Per phase, the summed duration and the number of the tasks in per-stage (task, begin_s, end_s) records."""
+    spans: dict[Phase, tuple[float, int]] = {}
+    for stage_records in records:
+        for task, begin, end in stage_records:
+            total, count = spans.get(task.direction, (0.0, 0))
+            spans[task.direction] = (total + (end - begin), count + 1)
+    return spans
+
+
+PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}
+
+
+def make_placement(
+    kind: str, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults
+) -> Placement:
+    """The placement called ``kind``: "folded" (one representative per stage) or "unfolded" (every GPU)."""
+    if kind not in PLACEMENTS:
+        raise ConfigError("engine", f"placement must be one of {', '.join(PLACEMENTS)}, got {kind!r}")
+    return PLACEMENTS[kind](env, workload, cluster, faults)

@@ -1,0 +1,223 @@
+"""Placements: which places run a stage's tasks, and which links their traffic loads.
+
+The pipeline (simulator/engine/engine.py) is the same for every placement; a placement answers where things
+run: its places, the links of a PP send and of a DP transfer, and how a task's collectives move bytes.
+
+Folded (symmetry folding): with balanced routing the GPUs of a stage do the same work at the
+same time and every DP replica copies every other, so one representative per stage (replica 0, rank 0)
+stands for all. Its links stand for every member's: an intra-node collective moves each member's egress
+bytes over the representative's NVLink, and PP sends and DP buckets share its NIC. Cost therefore grows
+with stages x micro-batches, not with the GPU count. The unfolded placement (simulator/engine/unfolded.py)
+simulates every GPU and flow, and checks this one (tests/test_unfolded.py).
+
+Faults (simulator/engine/faults.py) break symmetry; the folded representative of an affected stage becomes its
+slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
+stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC shared by k GPUs. This assumes
+every member of a stage waits for the slowest (each intra-node collective is a barrier, so the whole group
+runs at the straggler's pace), that DP rings and PP transfers run at their slowest member's pace (every
+replica's stage is charged the fault: a DP bucket is a ring collective, so a fault-free replica's buckets
+wait for the slow one's, as UnfoldedPlacement.dp_transfer makes them), and that a failed NIC's detour over
+NVLink costs NVLink nothing.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import simpy
+
+from simulator.engine.faults import Faults, StageFault
+from simulator.engine.flow_log import FlowLog, LoggedNetwork
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
+from simulator.engine.ranks import Place, RankMap
+from simulator.streams.tasks import TaskTiming, run_task
+from topologies.cluster import ClusterSpec
+from workloads.ops import Op
+from workloads.schedules.base import Task
+from workloads.graph.step import StepWorkload
+
+
+class DpBucket(NamedTuple):
+    """One DP bucket of a step: a parameter all-gather or a gradient reduction (``kind``, as in probes.Transfer)."""
+
+    kind: str  # "dp-params" | "dp-grads"
+    index: int
+
+
+class Placement:
+    """Where a step runs: places, the links of PP and DP traffic, and how tasks move their bytes."""
+
+    kind = ""
+    memoizable = False  # whether a task may be timed once per key and replayed (simulator/engine/timer.py)
+
+    def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
+        faults.validate(cluster)
+        self.env, self.workload, self.cluster, self.faults = env, workload, cluster, faults
+        self.ranks = RankMap.of(workload)
+        self.stage_faults: list[StageFault] = faults.stage_faults(cluster, self.ranks)
+        self.places: tuple[Place, ...] = ()
+        self.network: FluidNetwork
+        self.networks: list[FluidNetwork] = []  # every network of the step (probes watch each)
+
+    def compute_factor(self, place: Place) -> float:
+        """How many times longer ``place``'s compute kernels take."""
+        raise NotImplementedError
+
+    def pp_links(self, src: Place, dst: Place) -> tuple:
+        """Links a PP send from ``src`` to ``dst`` loads."""
+        raise NotImplementedError
+
+    def dp_links(self, place: Place) -> tuple:
+        """Links ``place``'s DP parameter gathers and gradient reductions load."""
+        raise NotImplementedError
+
+    def start_task(
+        self,
+        place: Place,
+        task: Task,
+        ops: tuple[Op, ...],
+        costs: OpCosts,
+        lanes: tuple[int, ...] | None,
+        timing: TaskTiming,
+    ) -> simpy.Event:
+        """Start ``task``'s ops at op level in the shared environment; the event fires when all are done."""
+        raise NotImplementedError
+
+    def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
+        """Start moving ``nbytes`` over ``links`` (a PP send or DP bucket); fires when the last byte lands."""
+        return self.network.transfer(links, nbytes)
+
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """``place``'s share of one DP bucket (``nbytes`` over its ``links``); fires when the bucket is done for
+        ``place``. Folded: one flow, which stands for every replica's (they run in step)."""
+        return self.transfer(links, nbytes)
+
+    def bytes_sent(self) -> dict:
+        """Bytes sent over each link so far."""
+        return dict(self.network.bytes_sent)
+
+
+def dp_spine_factor(cluster: ClusterSpec, ranks: RankMap, stage: int) -> float:
+    """How many times slower than its NIC ``stage``'s DP ring runs for want of leaf uplink (>= 1).
+
+    A leaf's uplink to its rail's spine carries nodes_in_pod NICs' worth / leaf_oversubscription
+    (topologies.cluster.build_cluster). The ring runs replica d -> d + 1 (RankMap.dp_successor); a fraction f
+    of its hops leaves the pod. With every node of the pod syncing at once, each GPU's DP flow gets 1 / (o f)
+    of a NIC on the uplink: max(1, o f), exact where the replicas spread evenly over the pods and sync together
+    (the unfolded placement routes every hop over the graph: tests/test_fabric.py), pessimistic where the
+    pod's stages sync at different times. PP sends and cross-node EP / CP between pods are not charged the
+    spine here (the unfolded graph charges them)."""
+    oversubscription = cluster.leaf_oversubscription
+    if oversubscription <= 1 or cluster.num_pods == 1 or ranks.dp == 1:
+        return 1.0
+    per_pod = cluster.gpus_per_node * cluster.nodes_per_leaf
+    pods = [ranks.gpu(Place(replica, stage, 0)) // per_pod for replica in range(ranks.dp)]
+    crossing = sum(pods[d] != pods[(d + 1) % ranks.dp] for d in range(ranks.dp)) / ranks.dp
+    return max(1.0, oversubscription * crossing)
+
+
+class FoldedPlacement(Placement):
+    """One representative GPU per stage (replica 0, rank 0), its NIC and NVLink standing for all."""
+
+    kind = "folded"
+
+    def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
+        super().__init__(env, workload, cluster, faults)
+        # Memoization is exact only while tasks stay off the NIC; cross-node EP (and CP across nodes) put
+        # task traffic on the NIC beside PP sends and DP buckets, so such tasks are replayed and verified
+        # instead (simulator/fast/nic_replay.py), and run at op level where another flow met theirs.
+        self.memoizable = not workload.tasks_use_nic
+        self.places = tuple(Place(0, stage, 0) for stage in range(workload.pp))
+        capacities = {}
+        for stage in range(workload.pp):
+            capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
+            capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
+            # PP sends and DP sync between GPUs of one node use NVLink (scale-up domains larger than a stage)
+            capacities[("nvl_pp", stage)] = self._nvlink_Bps(stage)
+            capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
+            if (spine := dp_spine_factor(cluster, self.ranks, stage)) > 1:  # an oversubscribed leaf uplink
+                capacities[("spine_dp", stage)] = cluster.nic_effective_Bps / spine
+        self.network = FluidNetwork(env, capacities)
+        # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
+        # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. Tasks that
+        # also use the NIC (cross-node EP) move their NIC bytes as flows of their own on the NIC network, so
+        # no flow spans both.
+        self.nvlink_networks = [
+            FluidNetwork(env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
+        ]
+        self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
+        self._pp_routes: dict[tuple[int, int], tuple] = {}
+        # Set by the NIC replay (simulator/fast/nic_replay.py): the span of every flow on the NIC network.
+        self.nic_log: FlowLog | None = None
+        self.dp_in_flight: dict[tuple, int] = {}  # with the NIC log: DP buckets moving on each link now
+
+    def _nvlink_Bps(self, stage: int) -> float:
+        return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
+
+    def compute_factor(self, place: Place) -> float:
+        return self.stage_faults[place.stage].compute_factor
+
+    def _node_of(self, stage: int) -> int:
+        return self.ranks.gpu(Place(0, stage, 0)) // self.cluster.gpus_per_node
+
+    def pp_links(self, src: Place, dst: Place) -> tuple:
+        pair = (src.stage, dst.stage)
+        if pair not in self._pp_routes:  # NOTE: once per stage pair, not per send
+            same_node = self._node_of(src.stage) == self._node_of(dst.stage)  # both in one scale-up domain
+            self._pp_routes[pair] = (
+                (("nvl_pp", src.stage),) if same_node else (("nic_out", src.stage), ("nic_in", dst.stage))
+            )
+        return self._pp_routes[pair]
+
+    def dp_links(self, place: Place) -> tuple:
+        if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
+            return (("nvl_dp", place.stage),)
+        nic = ("nic_out", place.stage), ("nic_in", place.stage)
+        spine = ("spine_dp", place.stage)
+        return (*nic, spine) if spine in self.network.capacities_Bps else nic
+
+    def nic_links(self, stage: int) -> tuple:
+        """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
+        return ("nic_out", stage), ("nic_in", stage)
+
+    def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
+        stage = place.stage
+        network = self.nvlink_networks[stage]
+        logged = self.nic_log is not None
+        nic_network = LoggedNetwork(self.network, self.nic_log, (place, task)) if logged else self.network
+        return run_task(
+            self.env,
+            ops,
+            costs,
+            network,
+            (("nvl", stage),),
+            timing,
+            lanes=lanes,
+            nic_links=self.nic_links(stage),
+            nic_network=nic_network,
+        )
+
+    def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
+        done = self.network.transfer(links, nbytes)
+        return done if self.nic_log is None else self.nic_log.watch(tuple(links), done)
+
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        done = self.transfer(links, nbytes)
+        if self.nic_log is not None and not done.triggered:  # the NIC replay's forecast reads what is in flight
+
+            def landed(_event: simpy.Event) -> None:
+                for link in links:
+                    self.dp_in_flight[link] -= 1
+
+            for link in links:
+                self.dp_in_flight[link] = self.dp_in_flight.get(link, 0) + 1
+            done.callbacks.append(landed)
+        return done
+
+    def bytes_sent(self) -> dict:
+        sent = dict(self.network.bytes_sent)
+        for network in self.nvlink_networks:
+            if network is not self.network:
+                sent.update(network.bytes_sent)
+        return sent

@@ -1,0 +1,115 @@
+"""Where each GPU sits in the layout: the one numbering of GPUs, and the members of each kind of group.
+
+A place is a (DP replica, pipeline stage, local rank). A replica's stage holds ``group`` = intra_size x cp
+GPUs; local rank j = CP rank x intra_size + TP/SP rank (TP fastest, Megatron's order). The expert layers
+see the stage's GPUs in the order L = replica x group + j with ETP fastest, then EP (Megatron-Core's
+expert rank order): an expert group is ep x etp consecutive L's.
+
+Numbering: replica outermost, then stage, then local rank, GPU = (replica x pp + stage) x group + j, with
+one refinement so that expert groups stay on whole nodes: when a stage's group is smaller than a node
+and its expert group larger, k = block / group replicas share a block of ``block`` GPUs (lcm of group
+and the expert group, at most a node): GPU = ((d // k) x pp + s) x block + (d % k) x group + j. Without
+that refinement stages would share the nodes that one stage's expert group needs. In both cases an
+intra-node group never straddles nodes, the GPUs of a multi-node group sit on the same rails of
+consecutive blocks, and with group = GPUs per node rank j sits on rail j.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from workloads.ops import Group
+from workloads.graph.step import StepWorkload
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """What runs one stage's tasks: a GPU (unfolded) or a stage's representative (replica 0, rank 0)."""
+
+    replica: int
+    stage: int
+    rank: int  # local rank within the replica's stage: CP rank x intra_size + TP/SP rank
+
+    def at_stage(self, stage: int) -> Place:
+        """The place of ``stage`` that exchanges pipeline data with this one (same replica and rank)."""
+        return Place(self.replica, stage, self.rank)
+
+
+# The GPU groups collectives run over (TP and Ulysses SP share the intra_size group).
+TP, CP, EP, ETP = Group.TP, Group.CP, Group.EP, Group.ETP
+
+
+@dataclass(frozen=True)
+class RankMap:
+    """The GPU numbering of one layout on one cluster (see module docstring)."""
+
+    pp: int
+    dp: int
+    n: int  # intra_size: TP / SP degree
+    cp: int
+    ep: int
+    etp: int
+    gpus_per_node: int
+
+    @classmethod
+    def of(cls, workload: StepWorkload) -> RankMap:
+        layout = workload.layout
+        ep = layout.ep_degree if layout.ffn == "ep" else layout.intra_size
+        return cls(workload.pp, workload.dp, layout.intra_size, layout.cp, ep, layout.etp, workload.gpus_per_node)
+
+    @property
+    def group(self) -> int:
+        """GPUs of one replica's stage: intra_size x cp."""
+        return self.n * self.cp
+
+    @property
+    def block(self) -> int:
+        """GPUs numbered together for one stage: a replica's group, or whole expert groups up to a node."""
+        if self.group >= self.gpus_per_node:
+            return self.group
+        return math.lcm(self.group, min(self.ep * self.etp, self.gpus_per_node))
+
+    def gpu(self, place: Place) -> int:
+        """Global GPU index of a place."""
+        k = self.block // self.group
+        return (
+            ((place.replica // k) * self.pp + place.stage) * self.block + (place.replica % k) * self.group + place.rank
+        )
+
+    def place(self, gpu: int) -> Place:
+        """The place of a global GPU index; inverse of ``gpu``."""
+        k = self.block // self.group
+        blocks, offset = divmod(gpu, self.block)
+        outer, stage = divmod(blocks, self.pp)
+        inner, rank = divmod(offset, self.group)
+        return Place(outer * k + inner, stage, rank)
+
+    def members(self, place: Place, kind: str) -> tuple[Place, ...]:
+        """The places of ``place``'s group of ``kind`` (TP/SP, CP, EP or ETP), in ring order."""
+        d, s, j = place.replica, place.stage, place.rank
+        if kind == TP:
+            base = j - j % self.n
+            return tuple(Place(d, s, base + r) for r in range(self.n))
+        if kind == CP:
+            return tuple(Place(d, s, c * self.n + j % self.n) for c in range(self.cp))
+        local = d * self.group + j  # the expert layers' order over the stage's GPUs
+        experts = self.ep * self.etp
+        if kind == EP:
+            first = local - local % experts + local % self.etp
+            locals_ = range(first, first + experts, self.etp)
+        elif kind == ETP:
+            first = local - local % self.etp
+            locals_ = range(first, first + self.etp)
+        else:
+            raise ValueError(f"unknown group kind {kind!r}")
+        return tuple(Place(i // self.group, s, i % self.group) for i in locals_)
+
+    def dp_successor(self, place: Place) -> Place:
+        """Next place on ``place``'s DP ring: the same stage and local rank in the next replica; with one
+        replica, the next CP rank (dense gradients reduce over DP x CP). A ring over every replica and CP
+        rank would put a hop between rails, and its PXN detour on a neighbour's NIC, on each wrap."""
+        if self.dp > 1:
+            return Place((place.replica + 1) % self.dp, place.stage, place.rank)
+        cp_rank, tp_rank = divmod(place.rank, self.n)
+        return Place(place.replica, place.stage, (cp_rank + 1) % self.cp * self.n + tp_rank)

@@ -1,0 +1,262 @@
+"""The steady-state shortcut: a step's cost independent of its number of micro-batches.
+
+``run_step`` simulates a step of m micro-batches as a shorter step of m_a micro-batches (m_a congruent to m
+modulo the schedule's period q, or 2 q for short periods, and doubled until it fits, or first lengthened by the
+periods a run that did not lock says it was short of; simulator/fast/periodic.py).
+When the run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the
+DP parameter gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
+(m - m_a) / q periods inserted: every additive field of the EngineResult grows by what the run at m_a
+accumulates over one period of that window (its ledger, simulator/fast/ledger.py: the first period whose next
+period adds the same, field by field) and every last instant (the step time, each stage's pipeline-end and
+end) by the period's shift lambda: each stage's busy, PP-wait, DP-exposed and compute-busy time, exposed
+communication per group, model FLOPs, bytes per link, and each phase's task count and summed duration (the
+schedule bubble's means). Memory and the report's ratios come from these and the real workload, as for a
+full run. Where no period of the ledger repeats, the step also runs at m_a + q and every field is taken on
+the line through the two runs, if that run ends exactly one period later (the reference path, ``ONE_RUN``
+False: tests/test_steady.py compares the two). Where no state repeats within the budget (the shorter runs
+together cost less than the step), the full step runs.
+
+The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
+replayed and verified ones, simulator/fast/nic_replay.py: the lock check is what makes that exact; the ledger is
+the verified run's, and a longer run starts with the shorter's op-level tasks that met another flow forced),
+with no probe that needs every task (traces, link statistics). Faults fold into per-stage factors that are
+the same in every micro-batch (simulator/engine/faults.py stage_faults), so a faulty step repeats like a healthy one
+and takes the shortcut too. Everything else runs the full step: the unfolded placement, ``memoize=False`` (the
+op-level differential check), probes, and steps too short to gain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+
+from simulator.costs.calibration import Calibration
+from simulator.engine.engine import Engine, EngineResult, StageLog
+from simulator.engine.faults import Faults
+from simulator.fast.nic_replay import seeded_at
+from simulator.fast.periodic import (
+    BYTES,
+    COUNT,
+    FLOPS,
+    LOCK_REL,
+    TIME,
+    Fields,
+    candidates,
+    extrapolate,
+    index_step,
+    lock_window,
+    periods_short,
+    shift_s,
+    shifted,
+    valid_count,
+)
+from simulator.engine.probes import Probe, subscribed, unobserved
+from simulator.engine.ranks import Place
+from topologies.cluster import ClusterSpec
+from topologies.errors import ConfigError
+from workloads.schedules.base import Schedule
+from workloads.graph.step import StepWorkload
+
+# The steady shortcut extrapolates from the shorter run's ledger alone where it can (periodic state, field by
+# field); False runs the step one period longer too and takes the line through the two (the reference).
+ONE_RUN = True
+STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
+
+
+def run_step(
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    calibration: Calibration,
+    *,
+    placement: str = "folded",
+    memoize: bool = True,
+    faults: Faults | None = None,
+    probes: Iterable[Probe] = (),
+) -> EngineResult:
+    """One step's EngineResult: extrapolated from two shorter steps where their state repeats, else run."""
+    probes = tuple(probes)
+    watching = subscribed(probes)
+    if shortcut_applies(placement, memoize, watching):
+        with unobserved():
+            result = extrapolated(workload, cluster, calibration, faults=faults)
+        if result is not None:
+            for probe in watching:
+                probe.on_run(result)
+            return result
+    return Engine(
+        workload, cluster, calibration, placement=placement, memoize=memoize, faults=faults, probes=probes
+    ).run()
+
+
+def shortcut_applies(placement: str, memoize: bool, probes: tuple[Probe, ...]) -> bool:
+    """Whether a step may be extrapolated from shorter ones (see the module docstring)."""
+    return placement == "folded" and memoize and not any(p.needs_full_run for p in probes)
+
+
+def extrapolated(
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    calibration: Calibration,
+    *,
+    one_run: bool | None = None,
+    faults: Faults | None = None,
+) -> EngineResult | None:
+    """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
+    alone where it repeats field by field, else from it and a run one period longer), or None if none was
+    found in budget."""
+    one_run = ONE_RUN if one_run is None else one_run
+    wall_start, cpu_start = time.perf_counter(), time.process_time()
+    timings: dict = {}  # task timings do not depend on the micro-batch count: time each once
+    ops = 0
+    longer: dict[int, int] = {}  # per run that did not lock, the count it predicts would (candidates)
+    for m_a, q, shift in candidates(workload.schedule, longer):
+        try:
+            # NOTE: the needed tasks only seed a second run (below): found then, from the first engine
+            engine = Engine(
+                resized_workload(workload, m_a),
+                cluster,
+                calibration,
+                timings=timings,
+                ledger=one_run,
+                needed=False,
+                faults=faults,
+            )
+            first = engine.run()
+        except ConfigError:
+            return None
+        ops += first.simulated_ops
+        records = [log.tasks for log in first.stages]
+        gathered = max(log.params_gathered_s for log in first.stages)
+        for period, index_shift in state_periods(workload.schedule, m_a, q, shift):
+            lam_s = shift_s(records, index_shift)
+            window = lock_window(records, index_shift, lam_s, gathered, first.longest_send_s)
+            if window is None:
+                short = periods_short(records, index_shift, lam_s, gathered, first.longest_send_s)
+                if short is not None:
+                    longer[m_a] = min(longer.get(m_a, workload.micro_batches), m_a + short * period)
+                continue
+            periods = (workload.micro_batches - m_a) // period
+            increment = period_increment(first, index_shift, lam_s, window) if one_run else None
+            if increment is not None:
+                fields = extended(fields_of(first), increment, periods)
+                result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a,))
+                result.nic_replay, result.sim_cpu_s = first.nic_replay, time.process_time() - cpu_start
+                return result
+            # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow, each
+            # where the longer run has it (simulator/fast/nic_replay.py): fewer runs than from none, fewer op-level
+            # tasks than from all.
+            forced = frozenset()
+            if first.nic_replay:
+                begins = {(Place(0, stage, 0), task): begin for stage, log in enumerate(first.stages)
+                          for task, begin, _ in log.tasks}  # fmt: skip
+                repeats = (window[0], window[1] + lam_s)
+                stats = first.nic_replay[-1]
+                first.nic_replay = (*first.nic_replay[:-1], replace(stats, needed=engine.needed()))
+                forced = seeded_at(first.nic_replay[-1].needed, index_shift, begins, repeats)
+            longer = resized_workload(workload, m_a + period)
+            second = Engine(
+                longer, cluster, calibration, timings=timings, forced=forced, needed=False, faults=faults
+            ).run()
+            ops += second.simulated_ops
+            if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
+                return None  # the longer run is not the shorter with one period inserted: run the step
+            fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + period, workload.micro_batches)
+            result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
+            result.nic_replay = first.nic_replay + second.nic_replay
+            result.sim_cpu_s = time.process_time() - cpu_start
+            return result
+    return None
+
+
+def period_increment(first: EngineResult, index_shift: int, lam_s: float, window: tuple[float, float]) -> Fields | None:
+    """What one period adds to every additive field of ``first``, whose state repeats over ``window`` with shift
+    ``lam_s``: its ledger's increments from the end of a stage-0 task that begins in the window to its twin's
+    end, the first such period whose next period's increments equal its own (None if none does; a task that
+    ends in the first period may carry a wait that began before the window); the last-instant fields (step,
+    pipeline-end and end times) move by lambda."""
+    ledger = first.ledger
+    if ledger is None:
+        return None
+    tol_s = LOCK_REL * first.step_time_s
+    totals = fields_of(first)
+    for task, begin_s, _ in first.stages[0].tasks:
+        if begin_s < window[0] - tol_s:
+            continue
+        twin = shifted(task, index_shift)
+        if begin_s >= window[1] or shifted(twin, index_shift) not in ledger.marks:
+            return None
+        increment = ledger.between(task, twin)
+        if same_increments(increment, ledger.between(twin, shifted(twin, index_shift)), totals, tol_s):
+            increment[(TIME, "step")] = lam_s
+            for stage in range(len(first.stages)):
+                increment[(TIME, stage, "pipeline_end_s")] = increment[(TIME, stage, "end_s")] = lam_s
+            return increment
+    return None
+
+
+def same_increments(one: Fields, two: Fields, totals: Fields, tol_s: float) -> bool:
+    """Whether two periods' increments are equal: times to ``tol_s`` (the lock's), counts exactly, bytes and
+    FLOPs to LOCK_REL of the run's totals (what a difference of two running sums can lose)."""
+    if one.keys() != two.keys():
+        return False
+    for name, value in one.items():
+        unit = name[0]
+        floor = tol_s if unit == TIME else 0.0 if unit == COUNT else LOCK_REL * abs(totals.get(name, 0.0))
+        if abs(value - two[name]) > floor:
+            return False
+    return True
+
+
+def extended(fields: Fields, increment: Fields, periods: int) -> Fields:
+    """Every field with ``periods`` periods of ``increment`` added (missing: 0)."""
+    return {name: fields.get(name, 0.0) + increment.get(name, 0.0) * periods for name in {**fields, **increment}}
+
+
+def state_periods(schedule: Schedule, m_a: int, q: int, shift: int) -> Iterator[tuple[int, int]]:
+    """(period, index shift) the run at m_a's state may repeat with: the schedule's period q, then 2 q (a
+    DualPipeV steady state alternates two timings; periodic.candidates keeps m_a congruent to m modulo 2 q
+    for short periods) where m - m_a is whole periods of 2 q and the longer run stays within the budget
+    (shorter than the step)."""
+    yield q, shift
+    m = schedule.micro_batches
+    if (m - m_a) % (2 * q) == 0 and 2 * m_a + 2 * q < m and valid_count(schedule, m_a + 2 * q):
+        yield 2 * q, index_step(schedule, m_a, 2 * q)
+
+
+def resized_workload(workload: StepWorkload, micro_batches: int) -> StepWorkload:
+    """The same step (layout as fitted, op lists shared) over ``micro_batches`` micro-batches per pipeline."""
+    global_batch = micro_batches * workload.dp * workload.layout.micro_batch
+    return replace(workload, global_batch=global_batch)
+
+
+def fields_of(result: EngineResult) -> Fields:
+    """The additive fields of a result, keyed (unit, name...)."""
+    fields: Fields = {(TIME, "step"): result.step_time_s}
+    for stage, log in enumerate(result.stages):
+        for name in STAGE_TIMES:
+            fields[(TIME, stage, name)] = getattr(log, name)
+        fields[(FLOPS, stage)] = log.model_flops
+        for group, seconds in log.exposed_comm_s.items():
+            fields[(TIME, stage, "exposed", group)] = seconds
+    for link, nbytes in result.network_bytes.items():
+        fields[(BYTES, link)] = nbytes
+    for phase, (total, count) in result.phase_spans.items():
+        fields[(TIME, "phase", phase)] = total
+        fields[(COUNT, phase)] = count
+    return fields
+
+
+def result_of(fields: Fields, workload: StepWorkload, ops: int, wall_s: float, sizes: tuple[int, int]) -> EngineResult:
+    """An EngineResult from extrapolated fields (stage logs without task records)."""
+    stages = []
+    for stage in range(workload.pp):
+        log = StageLog(**{name: fields[(TIME, stage, name)] for name in STAGE_TIMES})
+        log.model_flops = fields[(FLOPS, stage)]
+        log.exposed_comm_s = {name[3]: value for name, value in fields.items() if name[:3] == (TIME, stage, "exposed")}
+        stages.append(log)
+    links = {name[1]: value for name, value in fields.items() if name[0] == BYTES}
+    phases = {
+        name[1]: (fields[(TIME, "phase", name[1])], round(value)) for name, value in fields.items() if name[0] == COUNT
+    }
+    return EngineResult(fields[(TIME, "step")], stages, ops, wall_s, links, phases, workload, sizes)

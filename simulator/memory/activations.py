@@ -1,0 +1,179 @@
+"""Activations a Megatron-Core layer (Transformer Engine modules) saves for its backward pass, tensor by tensor.
+
+The inventory follows Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
+(MLSys'23), Sec. 4.1: per layer, attention keeps its QKV-GEMM input, Q, K, V, the softmax tensors and
+the output-projection input; the MLP its two GEMM inputs and the activation's input; each norm its input.
+With tensor parallelism and sequence parallelism (their Sec. 4.2.2) every tensor is split over the t GPUs,
+so each GPU keeps per *local token* (b s / (t cp) of them) the full-width counts below. What differs from
+the paper's 34 s b h / t, and why:
+
+- FlashAttention stores no s x s tensor: the 5 a s^2 b term is gone (the paper's Sec. 5 remark; FlashAttention
+  keeps Q, K, V, the output O and the FP32 log-sum-exp per head and query).
+- No dropout masks (their 2 s b h): the Megatron-Bridge recipes train with hidden and attention dropout 0,
+  and PyTorch's dropout at p = 0 returns its input without a mask (aten/src/ATen/native/Dropout.cpp).
+- SwiGLU: fc1 is 2F wide and its output is the activation's input; fc2's input is F wide.
+- FP8 (TE ``_Linear.forward``, "Cache state for backward pass": ``saved_inputmat`` is the quantized input,
+  ``update_usage`` keeps only the copy the wgrad GEMM needs, and under sequence parallelism the local shard,
+  re-gathered in backward): every TE GEMM input is saved at one byte. The router stays BF16.
+- MoE (Megatron-Core ``TEGroupedMLP``): the experts save their dispatched inputs, fc1's output and fc2's
+  input per routed copy; the routing probabilities are applied inside the activation
+  (``weighted_bias_swiglu_impl``), so fc2's output is not kept; the router keeps its BF16 input and its
+  FP32 scores.
+
+Each tensor names the module whose selective recomputation discards it (``Module.rerun_by``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from workloads.recipes.activation import EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+from workloads.ops import BYTES_BF16, Module
+
+BYTES_FP8 = 1
+BYTES_FP32 = 4
+BYTES_INDEX = 8  # int64
+
+
+class Saved(NamedTuple):
+    """One tensor kept for backward: bytes per local token, the module whose recomputation frees it, and
+    whether it lies between the TP blocks (split over the sequence under sequence parallelism, whole on every
+    TP rank without it: Korthikanti Sec. 4.2.2, the 10 s b h of 10 + 24/t)."""
+
+    name: str
+    bytes_per_token: float
+    module: Module = Module.NONE
+    between_tp_blocks: bool = False
+
+
+def gemm_input_bytes(layout: LayoutSpec) -> int:
+    """Bytes per element of a saved GEMM input: FP8 under FP8 training (TE saves the quantized input), else BF16."""
+    return BYTES_FP8 if layout.gemm_dtype == "fp8" else BYTES_BF16
+
+
+def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
+    """Attention's saved tensors per local token (GQA or MLA)."""
+    h, heads = model.hidden_size, model.num_heads
+    g = gemm_input_bytes(layout)
+    fp8 = layout.gemm_dtype == "fp8"
+    saved = [Saved("attn_norm_input", BYTES_BF16 * h, between_tp_blocks=True)]  # Korthikanti 4.1: a norm's input
+    if model.attention == "mla":
+        saved += _mla_projections_saved(model, layout)
+        v_width = heads * model.v_head_dim
+    else:
+        # TE fuses the norm into the QKV GEMM (LayerNormLinear), which keeps the norm output as its input
+        saved.append(Saved("qkv_input", g * h, between_tp_blocks=True))
+        kv_width = model.num_kv_heads * model.head_dim
+        saved.append(Saved("q_k_v", BYTES_BF16 * (model.q_width + 2 * kv_width)))  # Korthikanti: QK^T 4sbh, V 2sbh
+        v_width = model.q_width
+    saved.append(Saved("attn_out", BYTES_BF16 * v_width))  # FlashAttention's O = the output projection's input
+    saved.append(Saved("attn_lse", BYTES_FP32 * heads))  # FlashAttention's log-sum-exp, FP32 per head
+    if fp8:
+        saved.append(Saved("out_proj_input_fp8", BYTES_FP8 * v_width))  # TE's quantized copy of O
+    return saved
+
+
+def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
+    """MLA (DeepSeek-V2 Sec. 2.1; Megatron-Core ``MLASelfAttention``): the input norm is its own module (two
+    GEMMs read it); the down projections run on local tokens; the latents are gathered over TP and each up
+    projection fuses its latent's norm; the up projections' outputs are Q, K and V."""
+    h, heads, t = model.hidden_size, model.num_heads, _tp(layout)
+    g = gemm_input_bytes(layout)
+    downs = 2 if model.q_lora_rank else 1
+    latents = model.q_lora_rank + model.kv_lora_rank
+    d_qk = model.qk_nope_head_dim + model.qk_rope_head_dim
+    if layout.gemm_dtype == "fp8":  # each down projection keeps its own FP8 copy of the norm output
+        inputs = [Saved("down_proj_inputs_fp8", downs * BYTES_FP8 * h)]
+    else:  # one BF16 norm output, read by both down projections
+        inputs = [Saved("attn_norm_output", BYTES_BF16 * h, Module.LAYERNORM)]
+    return [
+        *inputs,
+        Saved("latents", t * BYTES_BF16 * latents),  # the latent norms' inputs, full sequence on each GPU
+        Saved("up_proj_inputs", t * g * latents, Module.MLA_UP_PROJ),  # the latent norms' outputs
+        Saved("q_k_v", BYTES_BF16 * heads * (2 * d_qk + model.v_head_dim), Module.MLA_UP_PROJ),
+    ]
+
+
+def dense_mlp_saved(width: int, model: ModelSpec, layout: LayoutSpec, module: Module, name: str) -> list[Saved]:
+    """A SwiGLU MLP of ``width`` (split over TP): fc1's input, fc1's output (the activation's input), fc2's input
+    (Korthikanti Sec. 4.1's "first linear", "GeLU input" and "second linear" tensors)."""
+    g = gemm_input_bytes(layout)
+    saved = [
+        Saved(f"{name}_fc1_input", g * model.hidden_size, module, between_tp_blocks=True),
+        Saved(f"{name}_fc1_output", BYTES_BF16 * 2 * width, module),
+        Saved(f"{name}_fc2_input", g * width, module),
+    ]
+    if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/recipes/activation.py)
+        saved.append(Saved(f"{name}_act_eager", EAGER_DENSE_SAVED * BYTES_BF16 * width, module))
+    return saved
+
+
+def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
+    """An MoE layer's saved tensors per local token: router, routed experts, shared experts.
+
+    Each local token has k routed copies on the expert GPUs (balanced routing); expert-tensor parallelism
+    over e GPUs (or TP experts over t) gathers every copy onto each of them at width F / e, so the copies
+    are k e at F / e; capacity-padded buffers hold capacity_factor times as many rows (not when dropless).
+    """
+    h, k, width = model.hidden_size, model.top_k, model.expert_ffn_size
+    g = gemm_input_bytes(layout)
+    split = _tp(layout) if layout.ffn == "tp" else layout.etp
+    pad = 1.0 if layout.dropless else layout.capacity_factor
+    copies = k * split * pad
+    moe, act = Module.MOE, Module.MOE_ACT
+    saved = [
+        Saved("router_input", BYTES_BF16 * h, Module.LAYERNORM, True),  # pre_mlp_layernorm's output (own module)
+        Saved("router_scores", BYTES_FP32 * model.num_experts, moe),
+        Saved("expert_fc1_input", copies * g * h, moe),
+        Saved("expert_fc1_output", copies * BYTES_BF16 * 2 * width / split, moe),
+        Saved("expert_fc2_input", copies * g * width / split, act),
+    ]
+    if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/recipes/activation.py)
+        saved.append(Saved("expert_act_eager", copies * EAGER_EXPERT_SAVED * BYTES_BF16 * width / split, act))
+    if layout.ffn == "tp" and not layout.fused_permute:
+        # Megatron-Core's all-gather dispatcher (unfused permutation) keeps the int64 index expanded to
+        # [b s k, h] for its gather / scatter backward
+        saved.append(Saved("permute_index", k * split * BYTES_INDEX * h, moe))
+    if model.shared_ffn_size:
+        shared = dense_mlp_saved(model.shared_ffn_size, model, layout, Module.SHARED_EXPERTS, "shared")
+        if layout.gemm_dtype != "fp8":  # in BF16 fc1 reads the router's input, already counted
+            shared = shared[1:]
+        saved += shared
+    return saved
+
+
+def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool) -> list[Saved]:
+    """Every tensor one layer keeps for backward, per local token."""
+    ffn_norm = Saved("ffn_norm_input", BYTES_BF16 * model.hidden_size, between_tp_blocks=True)
+    if dense:
+        ffn = dense_mlp_saved(model.dense_ffn_size, model, layout, Module.MLP, "mlp")
+    else:
+        ffn = moe_saved(model, layout)
+    return [*attention_saved(model, layout), ffn_norm, *ffn]
+
+
+def local_tokens(layout: LayoutSpec, seq_len: int) -> float:
+    """Tokens of one micro-batch each GPU keeps activations for: b s / (t cp) (sequence parallelism, CP)."""
+    return layout.micro_batch * seq_len / (_tp(layout) * layout.cp)
+
+
+def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool) -> float:
+    """Bytes one layer keeps per GPU per micro-batch under the layout's recomputation.
+
+    Full recomputation keeps the layer's input (Korthikanti Sec. 4.2: 2 s b h / t per layer); selective
+    recomputation drops what its modules re-run (Megatron-Core ``CheckpointWithoutOutput``). Without sequence
+    parallelism the tensors between the TP blocks, the layer's input among them, are t times larger.
+    """
+    tokens = local_tokens(layout, seq_len)
+    whole = _tp(layout) // layout.sequence_shards  # t without sequence parallelism, else 1
+    if layout.recompute == "full":
+        return tokens * whole * BYTES_BF16 * model.hidden_size
+    modules = frozenset(Module(name) for name in layout.recompute_modules)
+    kept = [s for s in layer_saved(model, layout, dense) if not s.module.rerun_by(modules)]
+    return tokens * sum(s.bytes_per_token * (whole if s.between_tp_blocks else 1) for s in kept)
+
+
+def _tp(layout: LayoutSpec) -> int:
+    return layout.intra_size

@@ -1,0 +1,249 @@
+"""Memory per GPU: parameters, gradients, optimizer states, activations in flight, buffers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from simulator.memory.activations import megatron_layer_bytes
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+from workloads.ops import BYTES_BF16, Module
+from workloads.specs.precision import DTYPE_BYTES
+from workloads.schedules.base import ScheduleShape
+from workloads.graph.step import StepWorkload
+
+GIB = 2**30
+TERMS = ("params", "grads", "optimizer", "activations", "buffers")
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU on the most loaded stage."""
+
+    stage: int
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    buffers_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes + self.buffers_bytes
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GIB
+
+    def terms_gib(self) -> dict[str, float]:
+        """Each term in GiB: params, grads, optimizer, activations, buffers."""
+        return {name: getattr(self, f"{name}_bytes") / GIB for name in TERMS}
+
+
+def megascale_formula(layout: LayoutSpec) -> bool:
+    """Whether the layout runs MegaScale-MoE's own system (its SP attention or its SAR), whose activations
+    the paper gives in closed form (Sec. 4.1); other layouts (Megatron-Core) are counted tensor by tensor."""
+    return layout.attention == "sp" or layout.recompute == "sar"
+
+
+def activation_bytes_per_layer(workload: StepWorkload, dense: bool = False) -> float:
+    """Activations one layer (an MoE layer unless ``dense``) keeps per GPU per micro-batch."""
+    return layer_activation_bytes(workload.model, workload.layout, workload.seq_len, dense)
+
+
+def layer_activation_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool) -> float:
+    """MegaScale-MoE's formula for its own layouts, else simulator.memory.activations' Megatron-Core inventory."""
+    if not megascale_formula(layout):
+        return megatron_layer_bytes(model, layout, seq_len, dense)
+    return megascale_layer_bytes(model, layout, seq_len)
+
+
+def megascale_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
+    """Activations one MoE layer keeps per GPU per micro-batch (MegaScale-MoE Sec. 4.1); the same formula
+    is used, as an approximation, for dense and MLA layers of MegaScale-MoE layouts.
+
+    Without SAR: (2n + 2k + 3kf + 12 + 5/m) bsh/n; with SAR: (2kf + 4 + 2/m) bsh/n; bsh in BF16 bytes.
+    SAR frees the 2k of the routed copies (the permuted tokens and what the dispatch received) and
+    re-sends the dispatch in backward; with keep_dispatch it keeps what the dispatch received, one
+    [bsk/n, h] tensor: k units more, and nothing is re-sent (workloads.graph.op_lists).
+    The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input;
+    selective recomputation keeps the no-SAR amount less what its modules free (``selective_freed``).
+    CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp).
+    """
+    m = model
+    n, k = layout.intra_size, m.top_k
+    f = m.expert_ffn_size / m.hidden_size
+    bsh_over_n_bytes = layout.micro_batch * seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
+    if layout.recompute == "sar":
+        factor = 2 * k * f + 4 + 2 / m.q_per_kv + (k if layout.keep_dispatch else 0)
+    elif layout.recompute == "full":
+        return bsh_over_n_bytes  # only the layer input
+    else:
+        factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv
+    if layout.recompute != "selective":
+        return factor * bsh_over_n_bytes + _dispatcher_bytes(model, layout, seq_len)
+    modules = frozenset(Module(name) for name in layout.recompute_modules)
+    dispatcher = 0.0 if Module.MOE in modules else _dispatcher_bytes(model, layout, seq_len)
+    return (factor - selective_freed(modules, k, f, m.q_per_kv)) * bsh_over_n_bytes + dispatcher
+
+
+def selective_freed(modules: frozenset[Module], k: int, f: float, q_per_kv: float) -> float:
+    """What selective recomputation of ``modules`` frees from the no-SAR formula, in units of bsh/n.
+
+    Each module frees the tensors it saves for backward, less its checkpoint input (Korthikanti et al.,
+    "Reducing Activation Recomputation in Large Transformer Models", MLSys'23, Sec. 4: per-tensor counts,
+    2 sbh/t bytes = one unit per [s, b, h] BF16 tensor under TP with sequence parallelism):
+    - layernorm: the two norm outputs, i.e. the QKV and FFN inputs (one unit each; Megatron-Core discards
+      them after use, output-discarding checkpointing);
+    - core_attn: nothing. What it frees in Korthikanti (Sec. 5: the 5 a s^2 b softmax, dropout and
+      attention-over-V tensors) FlashAttention never stores, so the formula has no such term; Megatron-Core
+      says as much ("For fused attention, you have no need to set 'core_attn' to recompute",
+      TransformerConfig.__post_init__). It still costs a FlashAttention forward in backward;
+    - moe: every term of the formula that scales with top-k (2k + 3kf: the permuted and dispatched copies,
+      the expert GEMM inputs and outputs), keeping the MoE input; moe_act alone: the activation's output,
+      kf (the 3kf - 2kf that SAR frees by the same recomputation, MegaScale-MoE Sec. 4.1);
+    - mla_up_proj: the up projections' outputs, i.e. Q, K and V (1 + 2/m units);
+    - mlp and shared_experts: nothing here, as the formula counts every layer as an MoE layer without
+      shared experts; both still re-run their forward steps in backward (workloads.graph.op_lists).
+    """
+    freed = 0.0
+    if Module.LAYERNORM in modules:
+        freed += 2
+    if Module.MOE in modules:
+        freed += 2 * k + 3 * k * f
+    elif Module.MOE_ACT in modules:
+        freed += k * f
+    if Module.MLA_UP_PROJ in modules:
+        freed += 1 + 2 / q_per_kv
+    return freed
+
+
+def block_activation_bytes(workload: StepWorkload, layers: range) -> float:
+    """Activations of one block of layers per micro-batch; under partial full recomputation the block's
+    last ``recompute_kept_layers`` layers hold everything and the others only their input."""
+    layout, model = workload.layout, workload.model
+    kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
+    stored = layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False) if kept else layout
+    total = 0.0
+    for position, layer in enumerate(layers):
+        dense = model.layer_kind(layer).dense
+        keeps_all = position >= len(layers) - kept
+        total += layer_activation_bytes(model, stored if keeps_all else layout, workload.seq_len, dense)
+    return total
+
+
+def chunk_activation_bytes(workload: StepWorkload) -> float:
+    """Activations of the fullest block per micro-batch."""
+    return max(block_activation_bytes(workload, layers) for layers in workload.block_ranges)
+
+
+def in_flight_activation_bytes(workload: StepWorkload, stage: int) -> float:
+    """Activations ``stage`` holds at its peak: the first ``in_flight`` forwards of its order, each with its
+    own block's activations (blocks differ when layers do not split evenly, or with the embedding and the
+    head accounted for in the split). Under interleaved 1F1B these are the warm-up forwards and the first
+    steady-state one (Megatron-Core's schedules.py: (pp - rank - 1) 2 + (vp - 1) pp warm-up micro-batches)."""
+    schedule = workload.schedule
+    by_chunk: dict[int, float] = {}
+    total = 0.0
+    for chunk in held_chunks(schedule.shape, stage):
+        if chunk not in by_chunk:
+            by_chunk[chunk] = block_activation_bytes(workload, workload.block_ranges[schedule.block_of(stage, chunk)])
+        total += by_chunk[chunk]
+    return total
+
+
+@lru_cache(maxsize=4096)
+def held_chunks(shape: ScheduleShape, stage: int) -> tuple[int, ...]:
+    """The chunks of the first ``in_flight`` forwards of ``stage``'s order, from the order's prefix that holds them
+    (``Schedule.forward_chunks``: its cost does not grow with the micro-batches). Cached per schedule shape: a
+    search's layouts share a few shapes."""
+    schedule = shape.build()
+    return schedule.forward_chunks(stage, schedule.in_flight(stage))
+
+
+def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
+    """With layout.recompute_to_fit: keep the most layers un-recomputed that still fit in ``hbm_bytes``."""
+    layout = workload.layout
+    if not layout.recompute_to_fit or layout.recompute != "full":
+        return workload
+    best = workload
+    for kept in range(1, workload.layers_per_chunk + 1):
+        candidate = StepWorkload(
+            workload.model,
+            layout.with_(recompute_kept_layers=kept),
+            workload.num_gpus,
+            workload.gpus_per_node,
+            workload.global_batch,
+            workload.seq_len,
+        )
+        if peak_memory(candidate).total_bytes > hbm_bytes:
+            break
+        best = candidate
+    return best
+
+
+def _dispatcher_bytes(m: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
+    """What a TP all-gather dispatcher keeps beyond the paper's formula (Megatron-Core at the paper's
+    commit): every GPU holds all b s k permuted token copies, and the unfused permutation saves the
+    int64 index expanded to [b s k, h] for its gather/scatter backward."""
+    if layout.ffn != "tp":
+        return 0.0
+    copies = layout.micro_batch * seq_len // layout.cp * m.top_k
+    kept = copies * m.hidden_size * BYTES_BF16
+    if not layout.fused_permute:
+        kept += copies * m.hidden_size * 8
+    return kept
+
+
+def in_flight_micro_batches(workload: StepWorkload, stage: int) -> int:
+    """Forward activations (in chunks) a stage holds at its peak, as its schedule runs."""
+    return workload.schedule.in_flight(stage)
+
+
+def optimizer_bytes_per_param(layout: LayoutSpec) -> int:
+    """Adam's bytes per parameter: master weight, first and second moment (Megatron-Core distributed
+    optimizer docs, "bf16 parameters, fp32 gradients: 6 + 12/d": the 12 are FP32 master, m and v).
+
+    Precision-aware optimizer (--use-precision-aware-optimizer): each at its dtype; with
+    param_remainders the master weight costs 2 bytes, the 16 low bits of its FP32 value beside the BF16
+    weight (TE FusedAdam ``store_param_remainders``, Megatron-Core OptimizerConfig default True).
+    """
+    master = 2 if layout.param_remainders else DTYPE_BYTES[layout.main_params_dtype]
+    return master + DTYPE_BYTES[layout.exp_avg_dtype] + DTYPE_BYTES[layout.exp_avg_sq_dtype]
+
+
+def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
+    """Memory of one GPU of ``stage``: BF16 params, FP32 grads, Adam (FP32 master, m, v) / ZeRO, or the
+    precisions the layout gives (main_grads_dtype, optimizer_bytes_per_param, fp8_param_gather)."""
+    layout = workload.layout
+    zero = layout.zero_stage
+    groups = workload.stage_param_groups(stage)  # each group shards over its own DP size (experts: expert_dp)
+
+    def sharded(bytes_per_param: float, from_stage: int) -> float:
+        return sum(held * bytes_per_param / (dp if zero >= from_stage else 1) for held, _, dp in groups)
+
+    # FP8 weights (--fp8-param-gather) cost as much as BF16 ones: each keeps its FP8 data and an FP8
+    # column-wise copy for the dgrad GEMM (Transformer Engine transformer_engine/pytorch/tensor/utils.py
+    # post_all_gather_processing: tensorwise "if backend does not support non-transposed FP8 GEMM [Hopper],
+    # pre-create the transpose"; blockwise "create column-wise storage"). What they save is all-gather bytes.
+    params = sharded(BYTES_BF16, 3)
+    grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
+    optimizer = sharded(optimizer_bytes_per_param(layout), 1)
+    activations = in_flight_activation_bytes(workload, stage)
+    local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
+    m = workload.model
+    routed = local * m.top_k * m.hidden_size * BYTES_BF16
+    buffers = 4 * routed * workload.layout.capacity_factor  # dispatch/combine send and receive buffers
+    return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
+
+
+def peak_memory(workload: StepWorkload) -> MemoryBreakdown:
+    """The stage with the highest memory per GPU (stage 0 under 1F1B)."""
+    return peak_of(stage_memory(workload, s) for s in range(workload.pp))
+
+
+def peak_of(stages: Iterable[MemoryBreakdown]) -> MemoryBreakdown:
+    """The breakdown with the most bytes (the first of equals)."""
+    return max(stages, key=lambda b: b.total_bytes)

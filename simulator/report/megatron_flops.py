@@ -1,0 +1,134 @@
+"""Megatron-LM's model FLOPs per step: the count behind its "throughput per GPU (TFLOP/s/GPU)" log line.
+
+So that a simulated run can be compared with a Megatron-LM log line for line, this is the count Megatron
+itself prints, not moesim's own (which counts capacity-padded expert GEMMs, see Report.mfu). Written from
+``num_floating_point_operations`` (its ``transformer_flops`` branch) in megatron/training/training.py of
+NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553, for unpacked (BSHD) batches:
+every sequence is seq_len tokens, so sum(L) = b s and sum(L^2) = b s^2. What it counts:
+
+- every GEMM 3 times (forward, data gradient, weight gradient) at 2 FLOPs per multiply-add;
+- the FFNs: dense layers h x ffn_hidden_size, MoE layers top-k routed experts plus the shared experts,
+  x3 GEMMs with SwiGLU (x2 without); the router, norms and activations are not counted;
+- attention projections: Q, K, V (GQA: K and V of num_query_groups x kv_channels) and the output;
+  MLA: the q / kv LoRA down and up projections (+1 per rank for the norms), the decoupled RoPE key and
+  the output; the core attention QK^T and softmax(QK^T)V with the causal mask (half of s^2);
+- multi-token prediction: each MTP module is one more transformer layer (MoE if the last layer is), its
+  norms (3h) and h x 2h projection, and one more logit GEMM;
+- the logits over the padded vocabulary (a multiple of 128 x TP, megatron/training/vocab_utils.py).
+
+Not modelled because moesim's models do not have them: linear-attention and Mamba / hybrid layers, MoE
+latent projections (moe_latent_size) and the attention output gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+
+GEMM_PASSES = 3  # forward, backward data gradient, backward weight gradient
+FMA_FLOPS = 2  # one multiply-add of an m x n by n x k GEMM: 2 m n k FLOPs
+VOCAB_DIVISOR = 128  # Megatron-LM --make-vocab-size-divisible-by default (megatron/training/arguments.py)
+
+
+@dataclass(frozen=True)
+class MegatronArgs:
+    """The Megatron-LM arguments the FLOP count reads, named as on its command line (0 = the flag unset)."""
+
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_query_groups: int  # = num_attention_heads without --group-query-attention
+    kv_channels: int  # width of one head
+    ffn_hidden_size: int  # the dense layers' FFN width
+    moe_ffn_hidden_size: int
+    moe_shared_expert_intermediate_size: int  # total width of the shared experts
+    moe_router_topk: int
+    num_moe_layers: int  # layers with an MoE FFN (from --moe-layer-freq)
+    last_layer_is_moe: bool  # MTP modules copy the last layer's FFN kind
+    padded_vocab_size: int
+    swiglu: bool = True
+    mtp_num_layers: int = 0
+    multi_latent_attention: bool = False
+    q_lora_rank: int = 0  # 0: no query compression (--q-lora-rank unset)
+    kv_lora_rank: int = 0
+    qk_head_dim: int = 0
+    qk_pos_emb_head_dim: int = 0
+    v_head_dim: int = 0
+
+
+def padded_vocab_size(vocab_size: int, tensor_parallel: int) -> int:
+    """Megatron-LM's vocabulary padded to a multiple of 128 x TP (vocab_utils._calculate_padded_vocab_size)."""
+    multiple = VOCAB_DIVISOR * tensor_parallel
+    return -(-vocab_size // multiple) * multiple
+
+
+def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
+    """The Megatron-LM arguments of a moesim model (every moesim FFN is a SwiGLU; leading layers are the dense ones)."""
+    tensor_parallel = layout.intra_size if layout.attention == "tp" else 1  # Ulysses SP keeps the whole vocabulary
+    return MegatronArgs(
+        num_layers=model.num_layers,
+        hidden_size=model.hidden_size,
+        num_attention_heads=model.num_heads,
+        num_query_groups=model.num_kv_heads,
+        kv_channels=model.head_dim,
+        ffn_hidden_size=model.dense_ffn_size,
+        moe_ffn_hidden_size=model.expert_ffn_size,
+        moe_shared_expert_intermediate_size=model.shared_ffn_size,
+        moe_router_topk=model.top_k,
+        num_moe_layers=model.moe_layers,
+        last_layer_is_moe=not model.layer_kind(model.num_layers - 1).dense,
+        padded_vocab_size=padded_vocab_size(model.vocab_size, tensor_parallel),
+        multi_latent_attention=model.attention == "mla",
+        mtp_num_layers=model.mtp_layers,
+        qk_head_dim=model.qk_nope_head_dim,
+        qk_pos_emb_head_dim=model.qk_rope_head_dim,
+        **{name: getattr(model, name) for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim")},  # same names
+    )
+
+
+def _attention_terms(args: MegatronArgs) -> tuple[float, float]:
+    """Per layer: (FLOPs per token of the projections, FLOPs per (token x sequence length) of core attention)."""
+    passes = GEMM_PASSES * FMA_FLOPS
+    h, heads = args.hidden_size, args.num_attention_heads
+    if args.multi_latent_attention:
+        qk_width = args.qk_head_dim + args.qk_pos_emb_head_dim
+        if args.q_lora_rank:
+            q_term = args.q_lora_rank * (h + heads * qk_width + 1)
+        else:
+            q_term = h * heads * qk_width
+        kv_term = args.kv_lora_rank * (h + heads * (args.qk_head_dim + args.v_head_dim) + 1)
+        projections = q_term + kv_term + h * args.qk_pos_emb_head_dim + heads * args.v_head_dim * h
+        core = heads * qk_width / 2 + heads * args.v_head_dim / 2  # causal: half of QK^T and of AV
+        return passes * projections, passes * core
+    query = args.kv_channels * heads
+    key_value = args.kv_channels * args.num_query_groups
+    projections = h * (query + 2 * key_value) + query * h
+    return passes * projections, passes * query / 2 * 2  # causal half of QK^T, and (QK^T)V
+
+
+def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float:
+    """FLOPs of one global batch of batch_size sequences of seq_length tokens, as Megatron-LM counts them."""
+    passes = GEMM_PASSES * FMA_FLOPS
+    ffn_gemms = 3 if args.swiglu else 2
+    h, mtp = args.hidden_size, args.mtp_num_layers
+    moe_layers = args.num_moe_layers + (mtp if args.last_layer_is_moe else 0)
+    dense_layers = args.num_layers - args.num_moe_layers + (0 if args.last_layer_is_moe else mtp)
+    attention_layers = args.num_layers + mtp
+    ffn = (
+        passes
+        * h
+        * ffn_gemms
+        * (
+            args.ffn_hidden_size * dense_layers
+            + args.moe_ffn_hidden_size * args.moe_router_topk * moe_layers
+            + args.moe_shared_expert_intermediate_size * moe_layers
+        )
+    )
+    projections, core = _attention_terms(args)
+    mtp_extra = passes * mtp * (3 * h + 2 * h * h)
+    logits = passes * h * args.padded_vocab_size * (mtp + 1)
+    tokens = batch_size * seq_length
+    per_token = ffn + projections * attention_layers + mtp_extra + logits
+    return tokens * per_token + batch_size * seq_length**2 * core * attention_layers

@@ -1,0 +1,263 @@
+"""One training step of a model under a layout on a number of GPUs: tasks, schedule and sync volumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+from workloads.graph import combined_1f1b
+from workloads.graph import dualpipe_pairs as dualpipe
+from workloads.recipes.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import LayerKind, LayerParams, ModelSpec
+from workloads.ops import BYTES_BF16, Op
+from workloads.schedules.pipeline_tasks import Block, TaskKey
+from workloads.schedules.base import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    FORWARD,
+    FORWARD_BACKWARD_DELAYED,
+    PAIRED,
+    Schedule,
+    Task,
+    make_schedule,
+)
+from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
+from workloads.specs.validation import check_step, data_parallel
+
+DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
+DEFAULT_SEQ_LEN = 8192
+
+
+class ParamGroup(NamedTuple):
+    """Parameters per GPU of one stage that share a data-parallel sync group."""
+
+    held: float  # parameters the GPU holds
+    synced: float  # of them, parameters whose gradients cross the NICs (SP's replicas reduce in-node first)
+    dp: int  # GPUs the group's gradients are reduced over (and its ZeRO shards spread over)
+
+
+def block_layer_counts(num_layers: int, blocks: int) -> list[int]:
+    """Layers per pipeline block; a remainder leaves one layer fewer on the last, first, second-to-last,
+    second, ... blocks (where the LM head and the embedding sit)."""
+    per, extra = divmod(num_layers, blocks)
+    if extra == 0:
+        return [per] * blocks
+    ends_first = dict.fromkeys(b for pair in zip(range(blocks - 1, -1, -1), range(blocks)) for b in pair)
+    short = set(list(ends_first)[: blocks - extra])
+    return [per + (b not in short) for b in range(blocks)]
+
+
+@dataclass(frozen=True)
+class StepWorkload:
+    """Everything one training step must do, per GPU, with no notion of time."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    num_gpus: int
+    gpus_per_node: int
+    global_batch: int = DEFAULT_GLOBAL_BATCH
+    seq_len: int = DEFAULT_SEQ_LEN
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _lanes: dict = field(default_factory=dict, repr=False, compare=False)
+    _task_keys: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_step(self.model, self.layout, self.num_gpus, self.gpus_per_node, self.global_batch, self.seq_len)
+
+    # --- sizes -----------------------------------------------------------------------------------
+    @property
+    def pp(self) -> int:
+        return self.layout.pp
+
+    @property
+    def chunks(self) -> int:
+        return self.layout.virtual_stages
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel replicas: GPUs / (intra_size x cp x pp)."""
+        return data_parallel(self.layout, self.num_gpus)
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per pipeline (per data-parallel replica) per step."""
+        return self.global_batch // (self.dp * self.layout.micro_batch)
+
+    @property
+    def expert_dp(self) -> int:
+        """Replicas of each expert: GPUs per stage / (EP x ETP) (= dp for in-node EP)."""
+        return self.num_gpus // (self.layout.ep_degree * self.layout.etp * self.layout.pp)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+    @property
+    def pp_bytes_per_gpu(self) -> float:
+        """Activation (or its gradient) each GPU sends to the next stage: [b, s/(n cp), h] in BF16 ([b, s, h]
+        under TP without sequence parallelism: Megatron-Core p2p_communication sends the whole tensor)."""
+        local = self.layout.micro_batch * self.seq_len // (self.layout.sequence_shards * self.layout.cp)
+        return local * self.model.hidden_size * BYTES_BF16
+
+    # --- pipeline ------------------------------------------------------------------------------------
+    @cached_property
+    def schedule(self) -> Schedule:
+        layout = self.layout
+        overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
+        return make_schedule(layout.schedule, self.pp, self.micro_batches, self.chunks, **overlap)
+
+    @cached_property
+    def block_ranges(self) -> tuple[range, ...]:
+        """Global layer indices of each pipeline block (layouts without uneven_pp split evenly)."""
+        counts = self.layout.block_layers or block_layer_counts(self.model.num_layers, self.schedule.blocks)
+        starts = [sum(counts[:b]) for b in range(len(counts))]
+        return tuple(range(start, start + count) for start, count in zip(starts, counts))
+
+    @cached_property
+    def layers_per_chunk(self) -> int:
+        """Layers of the fullest block."""
+        return max(len(r) for r in self.block_ranges)
+
+    def stage_order(self, stage: int) -> list[Task]:
+        return self.schedule.order(stage)
+
+    def stage_layers(self, stage: int) -> list[int]:
+        """Global layer indices of every block ``stage`` holds."""
+        return [i for block in self.schedule.stage_blocks(stage) for i in self.block_ranges[block]]
+
+    # --- parameters per GPU ------------------------------------------------------------------------
+    @cached_property
+    def _layer_parts(self) -> dict[bool, LayerParams]:
+        """The weights of a dense (True) and an MoE (False) layer, computed once per workload."""
+        return {dense: self.model.layer_parts(dense) for dense in (True, False)}
+
+    def stage_param_groups(self, stage: int) -> list[ParamGroup]:
+        """Parameters per GPU of a stage: dense weights sync over DP x CP, expert weights over expert_dp.
+
+        SP replicates attention (and dense FFN) weights inside the node; their gradients are reduced
+        hierarchically (MegaScale-MoE App. A.1), so the inter-node bytes equal TP's: 1/n of them per GPU.
+        """
+        m, n, layout = self.model, self.layout.intra_size, self.layout
+        blocks = self.schedule.stage_blocks(stage)
+        parts = [self._layer_parts[m.layer_kind(i).dense] for i in self.stage_layers(stage)]
+        mtp = m.mtp_layers if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
+        parts += [self._layer_parts[m.num_experts == 0]] * mtp
+        # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
+        split = sum(p.attention + p.dense_ffn + p.shared for p in parts) + mtp * 2 * m.hidden_size**2
+        small = sum(p.router + p.norms for p in parts) + mtp * 2 * m.hidden_size  # replicated everywhere
+        experts = sum(p.experts for p in parts) / (layout.ep_degree * layout.etp if layout.ffn == "ep" else n)
+        sp = layout.attention == "sp"
+        held_dense = small + (split if sp else split / n)
+        synced_dense = small + split / n
+        held_dense += self.embedding_params(stage)
+        synced_dense += self.embedding_params(stage)
+        # CP ranks hold the same weights: the dense gradients reduce over DP x CP (Megatron-Core)
+        return [
+            ParamGroup(held_dense, synced_dense, self.dp * self.layout.cp),
+            ParamGroup(experts, experts, self.expert_dp),
+        ]
+
+    def embedding_params(self, stage: int) -> float:
+        """Input embedding and output head weights per GPU of a stage (vocab-parallel over n): on block 0 and
+        on the last block, one matrix if they are tied and on the same stage."""
+        blocks = self.schedule.stage_blocks(stage)
+        ends = (0 in blocks) + (self.schedule.blocks - 1 in blocks)
+        if self.model.tied_embeddings and ends == 2:
+            ends = 1
+        return ends * (self.model.vocab_size * self.model.hidden_size / self.layout.intra_size)
+
+    def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
+        """(parameters held, parameters synced over the NICs) per GPU of a stage, over its groups."""
+        groups = self.stage_param_groups(stage)
+        return sum(g.held for g in groups), sum(g.synced for g in groups)
+
+    # --- tasks -------------------------------------------------------------------------------------
+    @cached_property
+    def _block_keys(self) -> tuple[Block, ...]:
+        last = self.schedule.blocks - 1
+        return tuple(
+            Block(b == 0, b == last, tuple(self.model.layer_kind(i) for i in layers))
+            for b, layers in enumerate(self.block_ranges)
+        )
+
+    def block_key(self, block: int) -> Block:
+        """What sets block ``block``'s op list."""
+        return self._block_keys[block]
+
+    def task_key(self, stage: int, task: Task) -> TaskKey:
+        """Tasks with equal keys have identical op lists: the phase and, per half, its block's key."""
+        chunks = self.schedule.task_chunks(task)
+        # NOTE: memoized per (stage, phase, chunks): the engine asks for every task of the step
+        memo = (stage, task.direction, chunks)
+        key = self._task_keys.get(memo)
+        if key is None:
+            blocks = tuple(self._block_keys[self.schedule.block_of(stage, c)] for c in chunks)
+            key = self._task_keys[memo] = TaskKey(task.direction, blocks)
+        return key
+
+    @cached_property
+    def tasks_use_nic(self) -> bool:
+        """Whether any task op sends over the NIC (cross-node EP, CP across nodes)."""
+        blocks = {self.block_key(b) for b in range(self.schedule.blocks)}
+        return any(op.nic_bytes > 0 for block in blocks for op in self.task_ops(TaskKey(FORWARD, (block,))))
+
+    def task_ops(self, key: TaskKey) -> tuple[Op, ...]:
+        """The op list of a task with the given key (built once, then cached)."""
+        if key not in self._cache:
+            self._cache[key] = self._build_ops(key)
+        return self._cache[key]
+
+    def task_lanes(self, key: TaskKey) -> tuple[int, ...] | None:
+        """Lane of each op of an F&B task (0 forward, 1 backward); None for single-lane tasks."""
+        if key.phase not in PAIRED:
+            return None
+        self.task_ops(key)
+        return self._lanes[key]
+
+    def _build_ops(self, key: TaskKey) -> tuple[Op, ...]:
+        phase, blocks = key.phase, key.blocks
+        if phase == FORWARD:
+            return tuple(forward_ops(self._layers(blocks[0]), self.layout))
+        if phase == BACKWARD:
+            recompute_below = max(len(blocks[0].layers) - self.layout.recompute_kept_layers, 0)
+            return tuple(backward_ops(self._layers(blocks[0]), self.layout, recompute_below))
+        if phase in PAIRED and self.schedule.combined_1f1b:  # Megatron-Core's: one op list, layer by layer
+            forward, backward = (
+                self.task_ops(TaskKey(FORWARD, blocks[:1])),
+                self.task_ops(TaskKey(BACKWARD, blocks[1:])),
+            )
+            self._lanes[key] = None
+            return combined_1f1b.pair(forward, backward, delay_wgrad=phase == FORWARD_BACKWARD_DELAYED)
+        if phase in PAIRED:  # DualPipe's: a forward and a full backward on two lanes
+            backward = self.task_ops(TaskKey(BACKWARD, blocks[1:]))
+            ops, self._lanes[key] = dualpipe.pair(self.task_ops(TaskKey(FORWARD, blocks[:1])), backward)
+            return ops
+        input_ops, weight_ops = dualpipe.split_backward(self.task_ops(TaskKey(BACKWARD, blocks)))
+        return input_ops if phase == BACKWARD_INPUT else weight_ops
+
+    def _recipe(self, kind: LayerKind) -> list:
+        """The forward recipe of a layer of ``kind`` (built once per kind)."""
+        if kind not in self._cache:
+            self._cache[kind] = layer_recipe(
+                self.model, self.layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window
+            )
+        return self._cache[kind]
+
+    def _layers(self, block: Block) -> list[LayerSteps]:
+        """A block's layers in order: embedding (-1), its layers, then on the last block the head and the
+        multi-token prediction modules (DeepSeek-V3 Sec. 2.2: each a projection, one layer and the head)."""
+        layers: list[LayerSteps] = [(i, self._recipe(kind)) for i, kind in enumerate(block.layers)]
+        local_seq = self.seq_len // self.layout.cp
+        if block.first:
+            layers.insert(0, (-1, embedding_recipe(self.model, self.layout, local_seq)))
+        if block.last:
+            head = head_recipe(self.model, self.layout, local_seq)
+            layers.append((len(block.layers), head))
+            mtp_kind = LayerKind(self.model.num_experts == 0, 0)
+            for _ in range(self.model.mtp_layers):
+                layers.append((len(layers), mtp_projection_recipe(self.model, self.layout, local_seq)))
+                layers.append((len(layers), self._recipe(mtp_kind)))
+                layers.append((len(layers), head))
+        return layers

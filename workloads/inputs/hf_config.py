@@ -1,0 +1,239 @@
+"""A Hugging Face Transformers ``config.json`` as a ModelSpec, for the model types that train as MoE today
+and the dense ones beside them.
+
+Only keys that change the work of a training step are read (layers, widths, heads, experts, the MoE layer
+pattern, MLA ranks, sliding windows, vocabulary, tied embeddings, multi-token prediction); a required key
+that is missing, or an unsupported ``model_type``, is a ConfigError naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from topologies.errors import ConfigError, short_repr
+from workloads.specs.limits import check_limit
+from workloads.specs.models import ModelSpec
+from workloads.inputs.yaml_guard import read_bounded
+
+JSON_SUFFIX = ".json"
+
+
+class _Config:
+    """Typed reads of one config mapping; errors name the file and the key."""
+
+    def __init__(self, data: dict, origin: str) -> None:
+        self.data, self.origin = data, origin
+
+    def _fail(self, key: str, rule: str) -> ConfigError:
+        return ConfigError(f"model.{key}", f"{rule} ({self.origin})")
+
+    def int(self, key: str, *fallbacks: str, default: int | None = None) -> int:
+        """The integer under ``key`` (or the first fallback key present); ``default`` if none is present or null."""
+        for name in (key, *fallbacks):
+            value = self.data.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self._fail(name, f"must be an integer, got {value!r}")
+            return value
+        if default is None:
+            raise self._fail(key, "missing key in config.json")
+        return default
+
+    def positive(self, key: str, default: int) -> int:
+        """An integer >= 1 (a layer frequency): a zero or negative one names the key."""
+        value = self.int(key, default=default)
+        if value < 1:
+            raise self._fail(key, f"must be >= 1, got {value}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._fail(key, f"must be true or false, got {value!r}")
+        return value
+
+    def int_list(self, key: str) -> tuple[int, ...]:
+        value = self.data.get(key) or []
+        if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in value):
+            raise self._fail(key, f"must be a list of integers, got {value!r}")
+        return tuple(value)
+
+    def layer_types(self, layers: int) -> tuple[int, ...]:
+        """Indices of the sliding-window layers from ``layer_types`` (GPT-OSS, newer Qwen configs)."""
+        types = self.data.get("layer_types")
+        if types is None:
+            return ()
+        if not isinstance(types, list) or len(types) != layers:
+            raise self._fail("layer_types", f"must list one type for each of the {layers} layers")
+        unknown = sorted({t for t in types if t not in ("full_attention", "sliding_attention")})
+        if unknown:
+            raise self._fail("layer_types", f"unknown layer type {unknown[0]!r}")
+        return tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+
+
+def _common(c: _Config, name: str) -> dict[str, Any]:
+    """Fields every supported decoder shares: depth, widths, heads, vocabulary, embeddings, windows."""
+    layers = c.int("num_hidden_layers")
+    check_limit("model.num_layers", "layers", layers, "num_hidden_layers")  # before any per-layer list is built
+    heads = c.int("num_attention_heads")
+    fields: dict[str, Any] = {
+        "name": name,
+        "num_layers": layers,
+        "hidden_size": c.int("hidden_size"),
+        "num_heads": heads,
+        "num_kv_heads": c.int("num_key_value_heads", default=heads),
+        "vocab_size": c.int("vocab_size"),
+        "tied_embeddings": c.bool("tie_word_embeddings", False),
+        "kv_channels": c.int("head_dim", default=0),
+        "rope": "rope_theta" in c.data,  # every supported family rotates q and k by rope_theta's frequencies
+    }
+    window = c.int("sliding_window", default=0)
+    if "layer_types" in c.data:  # GPT-OSS and newer configs name each layer's attention
+        sliding = c.layer_types(layers)
+    elif "use_sliding_window" in c.data:  # Qwen2-style: the layers from max_window_layers on, if enabled
+        on = c.bool("use_sliding_window", False)
+        sliding = tuple(range(c.int("max_window_layers", default=0), layers)) if on else ()
+    else:  # Mistral-style: a window, when given, on every layer
+        sliding = tuple(range(layers))
+    if window and sliding:
+        fields.update(sliding_window=window, window_layers=sliding)
+    return fields
+
+
+def _dense(c: _Config, name: str) -> dict[str, Any]:
+    """llama, qwen2, qwen3: every layer a SwiGLU of intermediate_size; Qwen3 norms q and k per head
+    (HF modeling_qwen3 Qwen3Attention q_norm, k_norm)."""
+    return {
+        **_common(c, name),
+        "qk_layernorm": c.data.get("model_type") == "qwen3",
+        "dense_ffn_size": c.int("intermediate_size"),
+        "expert_ffn_size": 0,
+        "num_experts": 0,
+        "top_k": 0,
+    }
+
+
+def _experts(c: _Config, name: str, experts_key: str, width_key: str) -> dict[str, Any]:
+    return {
+        **_common(c, name),
+        "num_experts": c.int(experts_key),
+        "top_k": c.int("num_experts_per_tok", "experts_per_token"),
+        "expert_ffn_size": c.int(width_key),
+    }
+
+
+def _mixtral(c: _Config, name: str) -> dict[str, Any]:
+    """Mixtral, GPT-OSS: every layer MoE, experts as wide as intermediate_size."""
+    return _experts(c, name, "num_local_experts", "intermediate_size")
+
+
+def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
+    """GPT-OSS: Mixtral's layout plus biased experts (HF modeling_gpt_oss GptOssExperts), the clamp of its
+    SwiGLU [swiglu_limit] and YaRN RoPE, which Megatron-Core applies unfused (ModelSpec.rope_unfused)."""
+    fields = _mixtral(c, name)
+    fields.update(expert_bias=True, expert_act_clamp=c.data.get("swiglu_limit", 0.0), rope_unfused=fields["rope"])
+    return fields
+
+
+def _qwen_moe(c: _Config, name: str) -> dict[str, Any]:
+    """Qwen2-MoE / Qwen3-MoE: MoE on layers with (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers;
+    Qwen2-MoE adds one shared expert of shared_expert_intermediate_size (HF modeling_qwen2_moe)."""
+    fields = _experts(c, name, "num_experts", "moe_intermediate_size")
+    fields["qk_layernorm"] = c.data.get("model_type") == "qwen3_moe"  # HF Qwen3MoeAttention q_norm, k_norm
+    step = c.positive("decoder_sparse_step", default=1)
+    dense = sorted(set(c.int_list("mlp_only_layers")) | {i for i in range(fields["num_layers"]) if (i + 1) % step})
+    if dense:
+        fields.update(mlp_only_layers=tuple(dense), dense_ffn_size=c.int("intermediate_size"))
+    shared = c.int("shared_expert_intermediate_size", default=0)
+    if shared:
+        fields.update(num_shared_experts=1, shared_expert_ffn_size=shared)
+    return fields
+
+
+def _olmoe(c: _Config, name: str) -> dict[str, Any]:
+    return _experts(c, name, "num_experts", "intermediate_size")
+
+
+def _deepseek(c: _Config, name: str) -> dict[str, Any]:
+    """DeepSeek-V2 / V3: MLA, first_k_dense_replace dense layers, then MoE every moe_layer_freq layers
+    (HF modeling_deepseek: layer i >= k and i % freq == 0), shared experts, MTP modules (V3)."""
+    fields = _experts(c, name, "n_routed_experts", "moe_intermediate_size")
+    layers, first = fields["num_layers"], c.int("first_k_dense_replace", default=0)
+    freq = c.positive("moe_layer_freq", default=1)
+    later = tuple(i for i in range(first, layers) if i % freq)
+    fields.update(
+        attention="mla",
+        kv_channels=0,
+        q_lora_rank=c.int("q_lora_rank", default=0),
+        kv_lora_rank=c.int("kv_lora_rank"),
+        qk_rope_head_dim=c.int("qk_rope_head_dim"),
+        qk_nope_head_dim=c.int("qk_nope_head_dim"),
+        v_head_dim=c.int("v_head_dim"),
+        num_dense_layers=first,
+        mlp_only_layers=later,
+        num_shared_experts=c.int("n_shared_experts", default=0),
+        mtp_layers=c.int("num_nextn_predict_layers", default=0),
+    )
+    if first or later:
+        fields["dense_ffn_size"] = c.int("intermediate_size")
+    return fields
+
+
+READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
+    "mixtral": _mixtral,
+    "gpt_oss": _gpt_oss,
+    "qwen2_moe": _qwen_moe,
+    "qwen3_moe": _qwen_moe,
+    "olmoe": _olmoe,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "llama": _dense,
+    "qwen2": _dense,
+    "qwen3": _dense,
+}
+
+
+def is_hf_config_path(value: object) -> bool:
+    """A path ending in .json, or a folder holding a config.json."""
+    if not isinstance(value, (str, Path)):
+        return False
+    path = Path(value)
+    try:
+        return str(value).lower().endswith(JSON_SUFFIX) or (path.is_dir() and (path / "config.json").is_file())
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte, ...: not a folder
+        return False
+
+
+def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> ModelSpec:
+    """The ModelSpec of a parsed config.json mapping."""
+    if not isinstance(data, dict):
+        raise ConfigError("model", f"{origin} must hold a JSON object, got {type(data).__name__}")
+    model_type = data.get("model_type")
+    if not isinstance(model_type, str) or model_type not in READERS:
+        raise ConfigError(
+            "model.model_type",
+            f"{short_repr(model_type)} is not supported ({origin}); supported: {', '.join(READERS)}",
+        )
+    fields = READERS[model_type](_Config(data, origin), name)
+    fields["source"] = f"Hugging Face config.json ({model_type}): {origin}"
+    return ModelSpec(**fields)
+
+
+def load_hf_config(path: str | Path) -> ModelSpec:
+    """The ModelSpec of a config.json file (or of the config.json in a folder); named after the file or folder."""
+    path = Path(path)
+    if is_hf_config_path(path) and not str(path).lower().endswith(JSON_SUFFIX):
+        path = path / "config.json"
+    text = read_bounded("model", path)  # a regular file within the size limit (workloads/inputs/yaml_guard.py)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ConfigError("model", f"cannot read {short_repr(str(path), 200)} as JSON: {error}") from None
+    name = path.parent.name if path.name == "config.json" else path.stem
+    return model_from_hf_dict(data, name, str(path))

@@ -1,0 +1,507 @@
+"""Megatron-LM / Megatron-Core training arguments as a moesim job (``parse_megatron_args``): the layout,
+the batch, the sequence length, the precision and model overrides, plus the flags it ignores and why.
+
+Every layout field a Megatron flag maps to takes the flag's value or Megatron-Core's default for it (a
+Megatron run without ``--moe-grouped-gemm`` runs SequentialMLP, without ``--use-distributed-optimizer``
+keeps the optimizer unsharded, ...); the fields Megatron has no flag for (routing skew, FP8 communication,
+recompute_to_fit, ...) come from the base layout, megascale-moe's LayoutSpec defaults unless ``--layout``
+names another. Model flags override the base model only where present. Rules Megatron-Core asserts
+between flags are ConfigErrors naming the flag. Sources: NVIDIA/Megatron-LM commit
+d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron/training/arguments.py ``validate_args``,
+megatron/core/transformer/transformer_config.py, megatron/core/model_parallel_config.py,
+megatron/core/optimizer/optimizer_config.py); the README's "Megatron-LM arguments" table lists each flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from topologies.errors import ConfigError
+from workloads.inputs import megatron_model
+from workloads.specs.cuda_graphs import GRAPH_SCOPES
+from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
+from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
+from workloads.inputs.megatron_pipeline import block_layers, parse_layout, stage_layers
+from workloads.specs.models import ModelSpec
+from workloads.graph.step import block_layer_counts
+
+NEVER_ALL_GATHER = 1 << 30  # a2a_topk_threshold above any top-k: Megatron's all-to-all dispatcher never switches
+FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
+    "layout.intra_size": "--tensor-model-parallel-size",
+    "layout.pp": "--pipeline-model-parallel-size",
+    "layout.cp": "--context-parallel-size",
+    "layout.ep": "--expert-model-parallel-size x --expert-tensor-parallel-size",
+    "layout.etp": "--expert-tensor-parallel-size, default --tensor-model-parallel-size",
+    "layout.virtual_stages": "--num-virtual-stages-per-pipeline-rank",
+    "layout.block_layers": "--pipeline-model-parallel-layout / --decoder-first/last-pipeline-num-layers",
+    "layout.ep_max_nodes": "--moe-router-group-topk",
+    "layout.recompute_modules": "--recompute-modules",
+    "layout.micro_batch": "--micro-batch-size",
+    "global_batch": "--global-batch-size",
+    "seq_len": "--seq-length",
+    "gpus": "--tensor/pipeline/context-parallel-size",
+    "model.num_heads": "--num-attention-heads",
+    "model.num_kv_heads": "--num-query-groups",
+    "model.num_experts": "--num-experts",
+    "model.expert_ffn_size": "--moe-ffn-hidden-size",
+}
+
+
+class MegatronRun(NamedTuple):
+    """A job resolved against a base model and layout: what ``simulate`` takes, and what to report."""
+
+    model: ModelSpec
+    layout: LayoutSpec
+    global_batch: int | None  # None: Megatron's default, micro-batch x data-parallel size (global_batch_for)
+    seq_len: int | None
+    ignored: tuple[IgnoredArg, ...]
+    notes: tuple[str, ...]  # where moesim simulates something other than what Megatron would run
+
+
+@dataclass(frozen=True)
+class MegatronJob:
+    """What a Megatron command line sets: layout fields, model field overrides, batch and sequence."""
+
+    layout_fields: dict[str, Any]
+    model_overrides: dict[str, Any]
+    global_batch: int | None
+    seq_len: int | None
+    ignored: tuple[IgnoredArg, ...]
+    notes: tuple[str, ...] = ()
+    args: dict[str, Any] = field(default_factory=dict, repr=False)  # typed flag values, for resolve()
+
+    @property
+    def unknown(self) -> list[str]:
+        """Flags moesim does not know (each also in ``ignored``)."""
+        return [arg.flag for arg in self.ignored if arg.reason == UNKNOWN]
+
+    def resolve(
+        self, base_model: ModelSpec, base_layout: LayoutSpec | None = None, num_gpus: int | None = None
+    ) -> MegatronRun:
+        """The model (base with the overrides and Megatron's derived fields) and the layout (base with the
+        fields, the pipeline split and the recomputed layers, which need the model's layer count)."""
+        notes = list(self.notes)
+        ignored = list(self.ignored)
+        model = megatron_model.apply(self.args, self.model_overrides, base_model, notes, ignored)
+        megatron_model.check_divisible(self.args, model)
+        fields = {**self.layout_fields, **_pipeline(self.args, model, self.layout_fields, notes)}
+        _ep_overlap(fields, ignored)
+        fields.update(self._etp_that_fits(fields, num_gpus, notes))
+        base = base_layout or LayoutSpec("megatron-args")
+        layout = base.with_(name="megatron-args" if base_layout is None else f"{base.name}+megatron-args", **fields)
+        return MegatronRun(model, layout, self.global_batch, self.seq_len, tuple(ignored), tuple(notes))
+
+    def _etp_that_fits(self, fields: dict[str, Any], num_gpus: int | None, notes: list[str]) -> dict[str, Any]:
+        """ETP 1 where Megatron-Core's default ETP (= TP) makes EP x ETP overflow a stage's GPUs.
+
+        Megatron would refuse such a job; the launch lines that run set --expert-tensor-parallel-size 1, so
+        moesim simulates that and says so (a note in the report)."""
+        etp, ep, pp = fields.get("etp", 1), fields.get("ep", 0), fields.get("pp", 1)
+        if num_gpus is None or etp == 1 or "--expert-tensor-parallel-size" in self.args or not ep:
+            return {}
+        if (num_gpus // pp) % (ep * etp) == 0:
+            return {}
+        notes.append(
+            f"Megatron-Core's default --expert-tensor-parallel-size (= TP {etp}) makes EP {ep} x ETP {etp} overflow "
+            f"the {num_gpus // pp} GPUs of a stage, so Megatron would refuse this job; simulated with ETP 1 "
+            "(add --expert-tensor-parallel-size 1 to say so)"
+        )
+        return {"etp": 1}
+
+    def global_batch_for(self, num_gpus: int) -> int:
+        """``--global-batch-size``, or Megatron's default: micro-batch x data-parallel size."""
+        if self.global_batch is not None:
+            return self.global_batch
+        fields = self.layout_fields
+        return fields["micro_batch"] * max(num_gpus // (fields["intra_size"] * fields["cp"] * fields["pp"]), 1)
+
+    def explain(self, error: ConfigError) -> ConfigError:
+        """``error`` with the Megatron flags behind its field named, when there are some."""
+        flags = FIELD_FLAGS.get(error.field)
+        return ConfigError(f"{error.field} ({flags})", error.rule) if flags else error
+
+
+def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
+    """Read Megatron-LM arguments (inline ``--flags`` or a file holding them, or a whole launch line)."""
+    args, ignored = parse_arguments(tokens(read_text(text_or_path)))
+    notes: list[str] = []
+    extra: list[IgnoredArg] = []
+    fields = {
+        **_parallel(args, notes),
+        **_experts(args, notes),
+        **_router(args, notes),
+        "cross_entropy": _cross_entropy(args),
+        # bias_activation_fusion: on unless --no-bias-swiglu-fusion (arguments.py), dense MLPs and experts alike
+        "fused_activation": not args.get("--no-bias-swiglu-fusion"),
+        "attention_backend": _attention_backend(args, notes),
+        **_recompute(args, extra),
+        **_precision(args, extra, notes),
+        **_data_parallel(args, notes),
+        **_cuda_graphs(args, notes),
+    }
+    overrides = megatron_model.overrides(args, extra)
+    if not args.get("--swiglu"):
+        notes.append("no --swiglu: Megatron's MLP is GeLU (2 matrices); moesim simulates SwiGLU (3)")
+    return MegatronJob(
+        fields,
+        overrides,
+        _positive(args, "--global-batch-size", None),
+        _positive(args, "--seq-length", None),
+        (*ignored, *extra),
+        tuple(notes),
+        args,
+    )
+
+
+def _positive(args: dict[str, Any], flag: str, default: int | None) -> Any:
+    value = args.get(flag, default)
+    if value is not None and value < 1:
+        raise ConfigError(flag, f"must be a positive integer, got {value}")
+    return value
+
+
+def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """TP (moesim's TP attention over intra_size GPUs), PP, CP and the micro-batch."""
+    tp = _positive(args, "--tensor-model-parallel-size", 1)
+    # arguments.py validate_args turns sequence parallelism off at TP 1, then asserts it under --tp-comm-overlap
+    if args.get("--tp-comm-overlap") and not (args.get("--sequence-parallel") and tp > 1):
+        raise ConfigError("--tp-comm-overlap", "needs --sequence-parallel with TP > 1 (Megatron-LM)")
+    if any(kind != "p2p" for kind in args.get("--cp-comm-type", ("p2p",))):
+        notes.append("--cp-comm-type other than p2p: moesim simulates CP as the p2p ring")
+    return {
+        "attention": "tp",
+        "intra_size": tp,
+        "pp": _positive(args, "--pipeline-model-parallel-size", 1),
+        "cp": _positive(args, "--context-parallel-size", 1),
+        "micro_batch": _positive(args, "--micro-batch-size", 1),
+        # without --sequence-parallel every TP rank keeps the whole sequence and the TP blocks all-reduce
+        "sequence_parallel": tp == 1 or bool(args.get("--sequence-parallel")),
+        # TE userbuffers: the TP collectives of attention and dense MLPs overlapped with their GEMMs
+        "tp_comm_overlap": bool(args.get("--tp-comm-overlap")),
+        # without userbuffers Megatron-Core's TP layers still overlap their backward re-gather and reduce-scatter
+        "tp_async_backward": tp > 1,
+    }
+
+
+def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """EP x ETP carved out of DP x CP, the token dispatcher, capacity, expert GEMMs and group-limited routing.
+
+    ETP defaults to TP (ModelParallelConfig.__post_init__); Megatron then needs EP x ETP to divide the GPUs
+    of a stage, and so does moesim (workloads.specs.validation), which also needs EP x ETP to be a multiple of TP:
+    ``--expert-tensor-parallel-size 1`` is the usual fix. EP 1 with ETP = TP is moesim's ffn "tp"."""
+    tp = args.get("--tensor-model-parallel-size", 1)
+    ep = _positive(args, "--expert-model-parallel-size", 1)
+    etp = _positive(args, "--expert-tensor-parallel-size", tp)
+    dispatcher = args.get("--moe-token-dispatcher-type", "allgather")  # TransformerConfig default
+    if args.get("--moe-enable-deepep") and dispatcher != "flex":
+        raise ConfigError("--moe-enable-deepep", "DeepEP is only supported with --moe-token-dispatcher-type flex")
+    if args.get("--moe-shared-expert-overlap") and dispatcher == "allgather":
+        raise ConfigError("--moe-shared-expert-overlap", "only works with the alltoall or flex token dispatcher")
+    backend = args.get("--moe-flex-dispatcher-backend", "deepep")  # TransformerConfig default
+    if dispatcher == "flex" and backend != "deepep":
+        notes.append(f"flex dispatcher with the {backend} backend: simulated with DeepEP's cross-node bytes")
+    if args.get("--moe-shared-expert-overlap"):
+        notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
+    ffn = "ep" if ep > 1 or tp == 1 or etp != tp else "tp"
+    capacity = args.get("--moe-expert-capacity-factor")
+    capacity = None if capacity is not None and capacity < 0 else capacity  # Megatron: negative = dropless
+    pad = bool(args.get("--moe-pad-expert-input-to-capacity"))
+    if pad and capacity is None:
+        raise ConfigError("--moe-pad-expert-input-to-capacity", "needs --moe-expert-capacity-factor")
+    if capacity is not None and capacity < 1.0:
+        raise ConfigError("--moe-expert-capacity-factor", f"{capacity} < 1 drops tokens: not modelled (use >= 1)")
+    if capacity is not None and not pad:
+        notes.append("capacity factor without padding: expert GEMMs run on the tokens received (dropless)")
+    groups, group_topk = args.get("--moe-router-num-groups"), args.get("--moe-router-group-topk")
+    if (groups is None) != (group_topk is None):
+        raise ConfigError("--moe-router-group-topk", "group-limited routing needs it and --moe-router-num-groups")
+    if group_topk is not None and not 1 <= group_topk <= groups:
+        raise ConfigError("--moe-router-group-topk", f"must be in 1 .. --moe-router-num-groups = {groups}")
+    if groups is not None:
+        notes.append(f"group-limited routing: the {groups} expert groups taken as the EP group's nodes")
+    fields: dict[str, Any] = {
+        "ffn": ffn,
+        "ep": ep if ffn == "ep" else 0,
+        "etp": etp if ffn == "ep" else 1,
+        "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
+        # across nodes: flex moves tokens with DeepEP (or HybridEP), the others with NCCL (workloads/ep/plan.py)
+        "ep_dispatcher": "deepep" if dispatcher == "flex" else "alltoall",
+        "flex_backend": backend if dispatcher == "flex" and ffn == "ep" else "",
+        # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/specs/layouts.py)
+        "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
+        "fused_permute": bool(args.get("--moe-permute-fusion")),
+        # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
+        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall"),
+        "capacity_factor": capacity or 1.0,
+        "dropless": ffn == "ep" and not pad,
+        "ep_max_nodes": group_topk or 0,
+        # the shared experts run beside the dispatch on its own stream; without it Megatron runs them in turn
+        "inter_op_overlap": bool(args.get("--moe-shared-expert-overlap")),
+        "intra_op_overlap": False,  # MegaScale-MoE's fused collectives; TE's userbuffers are tp_comm_overlap
+        "ep_overlap": bool(args.get("--overlap-moe-expert-parallel-comm")),
+        "delay_wgrad": bool(args.get("--delay-wgrad-compute")),
+    }
+    if args.get("--moe-router-force-load-balancing"):
+        fields["routing"] = "uniform"
+    return fields
+
+
+AUX_LOSS_TYPES = ("aux_loss", "seq_aux_loss", "global_aux_loss")
+
+
+def _router(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The router's kernels after its GEMM (workloads/recipes/router.py): TE's fused router, the load-balancing loss
+    and the random logits of benchmark routing.
+
+    A loss type is on when its coefficient is > 0: one coefficient for one type, else the i-th for the i-th
+    (TopKRouter.get_aux_loss_coeff, megatron/core/transformer/moe/router.py at core_v0.18.0; defaults
+    ``aux_loss`` and 0.0, TransformerConfig)."""
+    types = args.get("--moe-router-load-balancing-type", ("aux_loss",))
+    texts = args.get("--moe-aux-loss-coeff", ("0",))
+    try:
+        coeffs = [float(text) for text in texts]
+    except ValueError:
+        raise ConfigError("--moe-aux-loss-coeff", f"must be numbers, got {' '.join(texts)!r}") from None
+    if len(types) > 1 and len(coeffs) != len(types):
+        raise ConfigError("--moe-aux-loss-coeff", f"needs one value per load-balancing type ({len(types)})")
+    on = {kind for i, kind in enumerate(types) if kind in AUX_LOSS_TYPES and coeffs[i if len(types) > 1 else 0] > 0}
+    fused = bool(args.get("--moe-router-fusion"))
+    if others := sorted(on - {"aux_loss"}):
+        notes.append(f"router losses {', '.join(others)}: their kernels are not declared (workloads/recipes/router.py)")
+    if "aux_loss" in on and not fused:
+        notes.append("unfused router: its aux-loss kernels are not declared (workloads/recipes/router.py)")
+    return {
+        "router_fusion": fused,
+        "router_aux_loss": "aux_loss" in on,
+        "router_random_logits": bool(args.get("--moe-router-force-load-balancing")),
+    }
+
+
+def _attention_backend(args: dict[str, Any], notes: list[str]) -> str:
+    """The attention kernel Megatron-Core's TE attention runs. Defaults: transformer_impl transformer_engine,
+    attention_backend auto (megatron/core/transformer/transformer_config.py at core_v0.17.0). With both flash
+    and fused attention available, TE gives FusedAttention (cuDNN) preference on Hopper+ "for performance
+    reasons" (TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/utils.py
+    get_attention_backend, v2.12 and v2.14), and it alone runs GPT-OSS's learnable softmax (TE PR #2148): "cudnn".
+    --attention-backend flash keeps the calibration's FlashAttention; a local (non-TE) layer does too."""
+    impl = args.get("--transformer-impl") or "transformer_engine"
+    backend = args.get("--attention-backend") or "auto"
+    if impl != "transformer_engine" or backend == "flash":
+        return ""
+    if backend in ("unfused", "local"):
+        notes.append(
+            f"--attention-backend {backend}: unfused attention is not simulated; timed as cuDNN's fused kernel"
+        )
+    return "cudnn"
+
+
+def _cross_entropy(args: dict[str, Any]) -> str:
+    """TE's cross-entropy kernels under --cross-entropy-loss-fusion --cross-entropy-fusion-impl te
+    (workloads/recipes/cross_entropy.py); the fused "native" impl (Megatron's default) and the unfused loss keep the
+    assumed FP32 passes ("")."""
+    fused = args.get("--cross-entropy-loss-fusion")
+    return "te" if fused and args.get("--cross-entropy-fusion-impl") == "te" else ""
+
+
+def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:
+    """--overlap-moe-expert-parallel-comm needs EP > 1 and, with PP > 1, virtual stages; --delay-wgrad-compute
+    needs it (Megatron-LM arguments.py asserts both): a flag whose requirement fails is listed and dropped."""
+    if fields["ep_overlap"] and (fields["ep"] <= 1 or (fields["pp"] > 1 and fields["virtual_stages"] == 1)):
+        reason = "needs --expert-model-parallel-size > 1 and, with PP > 1, virtual stages (Megatron-Core)"
+        ignored.append(IgnoredArg("--overlap-moe-expert-parallel-comm", reason))
+        fields["ep_overlap"] = False
+    if fields["delay_wgrad"] and not fields["ep_overlap"]:
+        ignored.append(IgnoredArg("--delay-wgrad-compute", "needs --overlap-moe-expert-parallel-comm (Megatron-Core)"))
+        fields["delay_wgrad"] = False
+
+
+def _granularity(args: dict[str, Any]) -> str | None:
+    """--recompute-activations overrides --recompute-granularity with selective (Megatron-LM
+    megatron/training/arguments.py validate_args: ``if args.recompute_activations: args.recompute_granularity =
+    'selective'``)."""
+    return "selective" if args.get("--recompute-activations") else args.get("--recompute-granularity")
+
+
+def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """--recompute-granularity full (method block / uniform) or selective (--recompute-modules, default
+    core_attn: TransformerConfig.__post_init__); none without it."""
+    granularity = _granularity(args)
+    method, layers = args.get("--recompute-method"), args.get("--recompute-num-layers")
+    if granularity is None:
+        for flag in ("--recompute-method", "--recompute-num-layers", "--recompute-modules"):
+            if flag in args:
+                ignored.append(IgnoredArg(flag, "no --recompute-granularity: nothing is recomputed"))
+        return {"recompute": "none", "recompute_modules": (), "recompute_kept_layers": 0}
+    if granularity == "full":
+        if method is None or layers is None:
+            raise ConfigError("--recompute-method", "full recomputation needs --recompute-method and -num-layers")
+        if layers < 1:
+            raise ConfigError("--recompute-num-layers", f"must be >= 1, got {layers}")
+        return {"recompute": "full", "recompute_modules": ()}  # kept layers: _pipeline (block method)
+    if method is not None or layers is not None:
+        raise ConfigError("--recompute-method", "selective recomputation takes no method or number of layers")
+    modules = args.get("--recompute-modules", ("core_attn",))
+    for module in modules:
+        if module not in RECOMPUTE_MODULES:
+            raise ConfigError("--recompute-modules", f"{module!r} not modelled; moesim models {RECOMPUTE_MODULES}")
+    if "moe_act" in modules and not args.get("--moe-grouped-gemm"):
+        raise ConfigError("--recompute-modules", "moe_act is only supported with --moe-grouped-gemm")
+    shared = args.get("--moe-shared-expert-intermediate-size")
+    if "shared_experts" in modules and shared and args.get("--moe-shared-expert-overlap"):
+        raise ConfigError("--recompute-modules", "shared_experts does not work with --moe-shared-expert-overlap")
+    delayed = args.get("--fp8-format") and args.get("--fp8-recipe", "delayed") == "delayed"
+    if delayed and {"moe_act", "layernorm"} & set(modules):
+        raise ConfigError("--recompute-modules", "delayed FP8 scaling supports no moe_act / layernorm recompute")
+    return {"recompute": "selective", "recompute_modules": tuple(dict.fromkeys(modules)), "recompute_kept_layers": 0}
+
+
+def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]) -> dict[str, Any]:
+    """16-bit training, FP8 GEMMs and weights, and the optimizer's storage dtypes (OptimizerConfig)."""
+    if args.get("--bf16") and args.get("--fp16"):
+        raise ConfigError("--fp16", "--bf16 and --fp16 exclude each other")
+    if not (args.get("--bf16") or args.get("--fp16")):
+        notes.append("no --bf16 or --fp16: Megatron would keep FP32 weights; moesim simulates BF16 training")
+    if args.get("--optimizer", "adam") != "adam":
+        raise ConfigError("--optimizer", f"{args['--optimizer']!r} not modelled: moesim counts Adam's states")
+    fp8 = args.get("--fp8-format")
+    recipe = args.get("--fp8-recipe", "delayed")  # TransformerConfig default
+    if fp8 and recipe == "custom":
+        raise ConfigError("--fp8-recipe", "custom recipes are not modelled")
+    if not fp8 and "--fp8-recipe" in args:
+        ignored.append(IgnoredArg("--fp8-recipe", "no --fp8-format: BF16 GEMMs"))
+    if args.get("--fp8-param-gather"):
+        if not fp8:
+            raise ConfigError("--fp8-param-gather", "needs --fp8-format")
+        if not args.get("--use-distributed-optimizer"):
+            raise ConfigError("--fp8-param-gather", "only supported with --use-distributed-optimizer")
+    aware = bool(args.get("--use-precision-aware-optimizer"))
+    dtypes = {
+        "main_grads_dtype": args.get("--main-grads-dtype", "fp32"),
+        "main_params_dtype": args.get("--main-params-dtype", "fp32"),
+        "exp_avg_dtype": args.get("--exp-avg-dtype", "fp32"),
+        "exp_avg_sq_dtype": args.get("--exp-avg-sq-dtype", "fp32"),
+    }
+    for name, dtype in dtypes.items():
+        if dtype != "fp32" and not aware:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
+    if args.get("--grad-reduce-in-bf16"):  # DDP's gradient buffers (the main grads) in BF16, reduced in BF16
+        dtypes["main_grads_dtype"] = "bf16"  # (DistributedDataParallelConfig.grad_reduce_in_fp32 = False)
+    # TE FusedAdam keeps 16-bit remainders of FP32 master weights (store_param_remainders, default True)
+    # when it manages them: BF16 weights, FP32 main params, no FP8 recipe other than delayed.
+    remainders = aware and bool(args.get("--bf16")) and dtypes["main_params_dtype"] == "fp32"
+    remainders = remainders and (not fp8 or recipe == "delayed")
+    return {
+        **dtypes,
+        "gemm_dtype": "fp8" if fp8 else "bf16",
+        "fp8_recipe": recipe if fp8 else "",
+        "fp8_param_gather": bool(args.get("--fp8-param-gather")),
+        "param_remainders": remainders,
+    }
+
+
+# Megatron scope names -> moesim's (workloads/specs/cuda_graphs.py): "full" was the whole layer before the scopes
+# split; "full_iteration" captures the whole step, simulated as every layer captured.
+_GRAPH_SCOPES = {"full": "layer", "full_iteration": "layer"}
+
+
+def _cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The CUDA-graph scopes of --cuda-graph-impl (or the legacy switches); none without a graph implementation."""
+    impl = args.get("--cuda-graph-impl", "none")
+    if args.get("--enable-cuda-graph") or args.get("--external-cuda-graph"):
+        impl = "local" if args.get("--enable-cuda-graph") else "transformer_engine"
+    scopes = list(args.get("--cuda-graph-modules") or args.get("--cuda-graph-scope") or [])
+    if impl == "none":
+        if scopes:
+            notes.append("--cuda-graph-scope without --cuda-graph-impl: no CUDA graphs (Megatron ignores it)")
+        return {"cuda_graph_scope": ()}
+    if "full_iteration" in scopes:
+        notes.append(
+            "--cuda-graph-scope full_iteration: simulated as every layer captured; embedding, head and "
+            "pipeline sends stay eager"
+        )
+    kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes if s != "mamba")) or ("layer",)
+    for scope in kept:
+        if scope not in GRAPH_SCOPES:
+            raise ConfigError("--cuda-graph-scope", f"{scope!r} is not one of {', '.join(GRAPH_SCOPES)}")
+    return {"cuda_graph_scope": kept}
+
+
+def _data_parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter) and DP communication overlap."""
+    distributed = bool(args.get("--use-distributed-optimizer"))
+    grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
+    if params and not distributed:
+        raise ConfigError("--overlap-param-gather", "only supported with --use-distributed-optimizer")
+    if params and not grads:
+        raise ConfigError("--overlap-param-gather", "needs --overlap-grad-reduce")
+    if distributed and grads and not params:
+        notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
+    return {"zero_stage": 1 if distributed else 0, "grad_sync": "fp32-rs", "dp_overlap": grads}
+
+
+def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Virtual stages, the schedule, per-block layer counts and the layers the block method keeps."""
+    pp, layers = fields["pp"], model.num_layers
+    text = args.get("--pipeline-model-parallel-layout")
+    per_chunk = _positive(args, "--num-layers-per-virtual-pipeline-stage", None)
+    chunks = _positive(args, "--num-virtual-stages-per-pipeline-rank", None)
+    if sum(value is not None for value in (text, per_chunk, chunks)) > 1:
+        raise ConfigError(
+            "--pipeline-model-parallel-layout",
+            "give at most one of it, --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank",
+        )
+    first, last = args.get("--decoder-first-pipeline-num-layers"), args.get("--decoder-last-pipeline-num-layers")
+    embedding = bool(args.get("--account-for-embedding-in-pipeline-split"))
+    loss = bool(args.get("--account-for-loss-in-pipeline-split"))
+    for flag, value in (("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)):
+        if value is not None and value < 0:
+            raise ConfigError(flag, f"must be >= 0, got {value}")
+    if text is not None:
+        if first is not None or last is not None or embedding or loss:
+            raise ConfigError("--pipeline-model-parallel-layout", "replaces the first/last and account-for flags")
+        split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0))
+        blocks, chunks = list(split.layers), len(split.layers) // pp
+        if any(split.mtp[:-1]):
+            notes.append("MTP modules simulated on the last block, beside the head")
+    else:
+        if per_chunk is not None:
+            if first is not None or last is not None:
+                raise ConfigError(
+                    "--num-layers-per-virtual-pipeline-stage", "use --num-virtual-stages-per-pipeline-rank"
+                )
+            total = layers + embedding + loss
+            if total % pp or (total // pp) % per_chunk:
+                raise ConfigError("--num-layers-per-virtual-pipeline-stage", "must divide the layers per rank")
+            chunks = total // pp // per_chunk
+        chunks = chunks or 1
+        plain = first is None and last is None and not embedding and not loss
+        if plain and layers % (pp * chunks):  # Megatron refuses this; moesim splits unevenly and says so
+            notes.append(
+                f"{layers} layers do not split over pp x virtual stages = {pp * chunks} blocks, which Megatron "
+                "refuses without --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-"
+                "pipeline-split or a layout; simulated with one layer fewer on the last, then the first blocks"
+            )
+            blocks = block_layer_counts(layers, pp * chunks)
+        else:
+            blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
+    if chunks > 1 and pp <= 2 and not args.get("--overlap-p2p-comm"):
+        raise ConfigError("--pipeline-model-parallel-size", "the interleaved schedule needs pp > 2 (Megatron-LM)")
+    out: dict[str, Any] = {
+        "virtual_stages": chunks,
+        "schedule": "interleaved" if chunks > 1 else "1f1b",
+        "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
+    }
+    if _granularity(args) == "full":
+        recomputed = args["--recompute-num-layers"]
+        if args["--recompute-method"] == "block":  # the first N layers of each chunk; the rest keep theirs
+            out["recompute_kept_layers"] = max(max(blocks) - recomputed, 0)
+            if len(set(blocks)) > 1:
+                notes.append("--recompute-method block on uneven blocks: the fullest block keeps the layers given")
+        else:  # uniform: every layer recomputed, one input kept per unit of N layers
+            out["recompute_kept_layers"] = 0
+            if recomputed > 1:
+                notes.append(f"--recompute-method uniform with units of {recomputed} layers: moesim keeps every input")
+    return out

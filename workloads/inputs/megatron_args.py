@@ -1,0 +1,385 @@
+"""Megatron-LM training arguments as flags and values: read as a shell reads a command line, typed by the
+flags moesim models, and the reasons it ignores the others.
+
+Flag names, types, choices and defaults follow megatron/training/arguments.py and the Megatron-Core
+configs its parser is generated from (megatron/core/transformer/transformer_config.py,
+megatron/core/model_parallel_config.py, megatron/core/optimizer/optimizer_config.py) at NVIDIA/Megatron-LM
+commit d98e8a64ddf34856e74b24714e3bedb2f5a39553.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from topologies.errors import ConfigError
+
+SOURCE = "--megatron-args"
+INT_MAX = 2**31 - 1
+SHELL_OPERATORS = ("|", "&", ";", ">", "<")  # a token starting with one ends the command (pipes, redirects)
+
+
+class Kind(Enum):
+    """How a flag takes its value (argparse's action / type / nargs in Megatron's parser)."""
+
+    SWITCH = "store_true"
+    INT = "int"
+    FLOAT = "float"
+    TEXT = "str"
+    TEXTS = "str nargs=+"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A Megatron flag moesim reads: its kind and, for text, its choices (empty: any text)."""
+
+    kind: Kind
+    choices: tuple[str, ...] = ()
+
+
+S, I, F, T, TS = Kind.SWITCH, Kind.INT, Kind.FLOAT, Kind.TEXT, Kind.TEXTS
+DTYPES = ("fp32", "fp16", "bf16", "fp8")
+
+# Flags that define the layout, the batch, the sequence, the precision or the model.
+FLAGS: dict[str, Flag] = {
+    # parallel layout (ModelParallelConfig, arguments.py _add_distributed_args)
+    "--tensor-model-parallel-size": Flag(I),
+    "--sequence-parallel": Flag(S),
+    "--pipeline-model-parallel-size": Flag(I),
+    "--num-virtual-stages-per-pipeline-rank": Flag(I),
+    "--num-layers-per-virtual-pipeline-stage": Flag(I),
+    "--pipeline-model-parallel-layout": Flag(T),
+    "--decoder-first-pipeline-num-layers": Flag(I),
+    "--decoder-last-pipeline-num-layers": Flag(I),
+    "--account-for-embedding-in-pipeline-split": Flag(S),
+    "--account-for-loss-in-pipeline-split": Flag(S),
+    "--overlap-p2p-comm": Flag(S),
+    "--tp-comm-overlap": Flag(S),
+    # CUDA graphs (arguments.py _add_training_args): --cuda-graph-impl and its scopes (named
+    # --cuda-graph-modules since they were renamed from --cuda-graph-scope); the legacy switches
+    # --enable-cuda-graph (local) and --external-cuda-graph (transformer_engine)
+    "--cuda-graph-impl": Flag(T, ("none", "local", "transformer_engine")),
+    "--cuda-graph-scope": Flag(TS),
+    "--cuda-graph-modules": Flag(TS),
+    "--enable-cuda-graph": Flag(S),
+    "--external-cuda-graph": Flag(S),
+    "--context-parallel-size": Flag(I),
+    "--cp-comm-type": Flag(TS, ("p2p", "a2a", "allgather", "a2a+p2p")),
+    "--expert-model-parallel-size": Flag(I),
+    "--expert-tensor-parallel-size": Flag(I),
+    # batch and sequence
+    "--micro-batch-size": Flag(I),
+    "--global-batch-size": Flag(I),
+    "--seq-length": Flag(I),
+    # precision
+    "--bf16": Flag(S),
+    "--fp16": Flag(S),
+    "--fp8-format": Flag(T, ("e4m3", "hybrid")),
+    "--fp8-recipe": Flag(T, ("tensorwise", "delayed", "mxfp8", "blockwise", "custom")),
+    "--fp8-param-gather": Flag(S),
+    # MoE layer
+    "--moe-token-dispatcher-type": Flag(T, ("allgather", "alltoall", "flex")),
+    "--moe-enable-deepep": Flag(S),
+    "--moe-flex-dispatcher-backend": Flag(T, ("deepep", "hybridep", "ncclep")),
+    "--moe-router-num-groups": Flag(I),
+    "--moe-router-group-topk": Flag(I),
+    "--moe-router-force-load-balancing": Flag(S),
+    "--moe-router-fusion": Flag(S),
+    "--moe-router-load-balancing-type": Flag(TS, ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")),
+    "--moe-aux-loss-coeff": Flag(TS),
+    # the attention kernel (TransformerConfig transformer_impl, attention_backend; workloads/inputs/megatron.py)
+    "--transformer-impl": Flag(T, ("local", "transformer_engine", "inference_optimized")),
+    "--attention-backend": Flag(T, ("flash", "fused", "unfused", "local", "auto")),
+    # the loss (arguments.py _add_training_args)
+    "--cross-entropy-loss-fusion": Flag(S),
+    "--cross-entropy-fusion-impl": Flag(T, ("native", "te")),
+    "--moe-expert-capacity-factor": Flag(F),
+    "--moe-pad-expert-input-to-capacity": Flag(S),
+    "--moe-grouped-gemm": Flag(S),
+    "--moe-permute-fusion": Flag(S),
+    "--no-bias-swiglu-fusion": Flag(S),
+    "--no-rope-fusion": Flag(S),
+    "--moe-shared-expert-overlap": Flag(S),
+    "--overlap-moe-expert-parallel-comm": Flag(S),
+    "--delay-wgrad-compute": Flag(S),
+    # recomputation
+    "--recompute-granularity": Flag(T, ("full", "selective")),
+    "--recompute-method": Flag(T, ("uniform", "block")),
+    "--recompute-num-layers": Flag(I),
+    "--recompute-modules": Flag(TS),
+    "--recompute-activations": Flag(S),
+    # optimizer and data parallelism
+    "--optimizer": Flag(T),
+    "--use-distributed-optimizer": Flag(S),
+    "--overlap-grad-reduce": Flag(S),
+    "--overlap-param-gather": Flag(S),
+    "--use-precision-aware-optimizer": Flag(S),
+    "--main-grads-dtype": Flag(T, ("fp32", "bf16")),
+    "--grad-reduce-in-bf16": Flag(S),
+    "--main-params-dtype": Flag(T, ("fp32", "fp16")),
+    "--exp-avg-dtype": Flag(T, DTYPES),
+    "--exp-avg-sq-dtype": Flag(T, DTYPES),
+    # model (TransformerConfig, arguments.py _add_network_size_args / _add_moe_args / _add_mla_args)
+    "--num-layers": Flag(I),
+    "--hidden-size": Flag(I),
+    "--ffn-hidden-size": Flag(I),
+    "--num-attention-heads": Flag(I),
+    "--group-query-attention": Flag(S),
+    "--num-query-groups": Flag(I),
+    "--kv-channels": Flag(I),
+    "--swiglu": Flag(S),
+    "--num-experts": Flag(I),
+    "--moe-router-topk": Flag(I),
+    "--moe-ffn-hidden-size": Flag(I),
+    "--moe-shared-expert-intermediate-size": Flag(I),
+    "--moe-layer-freq": Flag(T),
+    "--vocab-size": Flag(I),
+    "--padded-vocab-size": Flag(I),
+    "--make-vocab-size-divisible-by": Flag(I),
+    "--untie-embeddings-and-output-weights": Flag(S),
+    "--qk-layernorm": Flag(S),
+    "--multi-latent-attention": Flag(S),
+    "--q-lora-rank": Flag(I),
+    "--kv-lora-rank": Flag(I),
+    "--qk-head-dim": Flag(I),
+    "--qk-pos-emb-head-dim": Flag(I),
+    "--v-head-dim": Flag(I),
+    "--mtp-num-layers": Flag(I),
+}
+
+# Why a flag that moesim reads no value from is accepted: exact names first, then prefixes.
+NO_EFFECT = "does not change step time or memory"
+OPTIMIZER = "optimizer hyper-parameter: " + NO_EFFECT
+SCHEDULE = "learning-rate / training schedule: " + NO_EFFECT
+DATA = "data pipeline (moesim simulates full sequences of --seq-length tokens)"
+TOKENIZER = "tokenizer: " + NO_EFFECT + " (the vocabulary comes from --vocab-size or the model)"
+CHECKPOINT = "checkpointing: outside the simulated step"
+LOGGING = "logging / profiling / evaluation: outside the simulated step"
+SEED = "seed / initialisation: " + NO_EFFECT
+NUMERICS = "numerics / regularisation: " + NO_EFFECT
+LAUNCH = "process launch / framework plumbing: " + NO_EFFECT
+NOT_SIMULATED = "parsed, not yet simulated"
+NOT_MODELLED = "not modelled"
+UNKNOWN = "unknown to moesim"
+
+IGNORED: dict[str, str] = {
+    **dict.fromkeys(
+        ("--lr", "--min-lr", "--weight-decay", "--clip-grad", "--adam-eps", "--sgd-momentum", "--loss-scale"),
+        OPTIMIZER,
+    ),
+    **dict.fromkeys(("--train-iters", "--train-samples", "--exit-interval", "--exit-duration-in-mins"), SCHEDULE),
+    **dict.fromkeys(("--split", "--mock-data", "--num-workers", "--dataloader-type", "--eod-mask-loss"), DATA),
+    **dict.fromkeys(("--vocab-file", "--merge-file"), TOKENIZER),
+    **dict.fromkeys(("--save", "--load", "--finetune", "--use-checkpoint-args", "--async-save"), CHECKPOINT),
+    **dict.fromkeys(("--seed", "--init-method-std", "--use-cpu-initialization"), SEED),
+    **dict.fromkeys(
+        (
+            "--hidden-dropout",
+            "--attention-dropout",
+            "--normalization",
+            "--norm-epsilon",
+            "--position-embedding-type",
+            "--max-position-embeddings",
+            "--disable-bias-linear",
+            "--attention-softmax-in-fp32",
+            "--accumulate-allreduce-grads-in-fp32",
+            "--no-masked-softmax-fusion",
+            "--no-bias-dropout-fusion",
+            "--use-rotary-position-embeddings",
+            "--no-position-embedding",
+            "--apply-layernorm-1p",
+        ),
+        NUMERICS,
+    ),
+    **dict.fromkeys(
+        (
+            "--use-mcore-models",
+            "--distributed-backend",
+            "--distributed-timeout-minutes",
+            "--use-flash-attn",
+            "--no-create-attention-mask-in-dataloader",
+            "--manual-gc",
+            "--manual-gc-interval",
+            "--ckpt-format",
+            "--bias-swiglu-fusion",
+        ),
+        LAUNCH,
+    ),
+    **dict.fromkeys(
+        (
+            "--cpu-offloading",
+            "--use-torch-fsdp2",
+            "--use-megatron-fsdp",
+            "--distribute-saved-activations",
+            "--moe-router-padding-for-quantization",
+            "--hierarchical-context-parallel-sizes",
+            "--rampup-batch-size",
+        ),
+        NOT_MODELLED,
+    ),
+}
+IGNORED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("--lr-", SCHEDULE),
+    ("--adam-", OPTIMIZER),
+    ("--weight-decay-", OPTIMIZER),
+    ("--start-weight-decay", OPTIMIZER),
+    ("--end-weight-decay", OPTIMIZER),
+    ("--initial-loss-scale", OPTIMIZER),
+    ("--min-loss-scale", OPTIMIZER),
+    ("--hysteresis", OPTIMIZER),
+    ("--data-", DATA),
+    ("--train-data-", DATA),
+    ("--valid-data-", DATA),
+    ("--test-data-", DATA),
+    ("--reset-", DATA),
+    ("--tokenizer-", TOKENIZER),
+    ("--save-", CHECKPOINT),
+    ("--load-", CHECKPOINT),
+    ("--no-load-", CHECKPOINT),
+    ("--no-save-", CHECKPOINT),
+    ("--ckpt-", CHECKPOINT),
+    ("--dist-ckpt-", CHECKPOINT),
+    ("--auto-detect-ckpt", CHECKPOINT),
+    ("--pretrained-checkpoint", CHECKPOINT),
+    ("--log-", LOGGING),
+    ("--tensorboard", LOGGING),
+    ("--wandb-", LOGGING),
+    ("--timing-log", LOGGING),
+    ("--profile", LOGGING),
+    ("--eval-", LOGGING),
+    ("--rotary-", NUMERICS),
+    ("--moe-router-load-balancing", NUMERICS),
+    ("--moe-aux-loss", NUMERICS),
+    ("--moe-z-loss", NUMERICS),
+    ("--moe-router-score-function", NUMERICS),
+    ("--moe-router-enable-expert-bias", NUMERICS),
+    ("--moe-router-bias-update-rate", NUMERICS),
+    ("--moe-router-topk-scaling-factor", NUMERICS),
+    ("--moe-router-pre-softmax", NUMERICS),
+    ("--moe-router-dtype", NUMERICS),
+    ("--moe-input-jitter", NUMERICS),
+    ("--moe-per-layer-logging", LOGGING),
+    ("--no-check-for-nan", NUMERICS),
+)
+
+
+class IgnoredArg(NamedTuple):
+    """A flag the step does not depend on (or moesim does not model), with the reason."""
+
+    flag: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"flag": self.flag, "reason": self.reason}
+
+
+class Arguments(NamedTuple):
+    """The flags of one command line: the values of those moesim reads, and the others with their reason."""
+
+    values: dict[str, Any]
+    ignored: tuple[IgnoredArg, ...]
+
+
+def read_text(text_or_path: str | Path) -> str:
+    """The argument text: an inline string starting with ``--``, or the contents of the file it names."""
+    if isinstance(text_or_path, str) and text_or_path.lstrip().startswith("--"):
+        return text_or_path
+    path = Path(text_or_path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ConfigError(SOURCE, f"not flags (they start with --) nor a readable file: {error}") from None
+
+
+def tokens(text: str) -> list[str]:
+    """Shell words of ``text`` after the script: backslash-newline continuations, comments and quotes as
+    a shell reads them; a ``torchrun ... pretrain_gpt.py --flags`` line keeps what follows the script."""
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError as error:  # an unclosed quote or a trailing escape
+        raise ConfigError(SOURCE, f"cannot read as a command line: {error}") from None
+    if words and not words[0].startswith("--"):
+        scripts = [i for i, word in enumerate(words) if word.endswith(".py")]
+        if not scripts:
+            raise ConfigError(SOURCE, f"expected --flags or a command line running a .py script, got {words[0]!r}")
+        words = words[scripts[0] + 1 :]
+    for i, word in enumerate(words):
+        if word.startswith(SHELL_OPERATORS) or (word[:1].isdigit() and ">" in word):  # 2>&1, | tee, ; ...
+            return words[:i]
+    return words
+
+
+def parse_arguments(words: list[str]) -> Arguments:
+    """Group the words into flags and their values; type the flags moesim reads (argparse keeps the last
+    of a repeated flag, and so does this); list the others as ignored."""
+    groups: list[tuple[str, list[str]]] = []
+    for word in words:
+        if word.startswith("--"):
+            name, sep, value = word.partition("=")
+            if name == "--":
+                raise ConfigError(SOURCE, "a bare '--' is not a Megatron flag")
+            groups.append((name, [value] if sep else []))
+        elif groups:
+            groups[-1][1].append(word)
+        else:
+            raise ConfigError(SOURCE, f"{word!r} comes before the first --flag")
+    values: dict[str, Any] = {}
+    ignored: dict[str, IgnoredArg] = {}
+    for name, raw in groups:
+        if name in FLAGS:
+            values[name] = typed(name, FLAGS[name], raw)
+        else:
+            ignored[name] = IgnoredArg(name, ignored_reason(name))
+    return Arguments(values, tuple(ignored.values()))
+
+
+def ignored_reason(name: str) -> str:
+    """Why moesim reads no value from flag ``name`` (UNKNOWN when it is not in its lists)."""
+    if name in IGNORED:
+        return IGNORED[name]
+    return next((reason for prefix, reason in IGNORED_PREFIXES if name.startswith(prefix)), UNKNOWN)
+
+
+def typed(name: str, flag: Flag, raw: list[str]) -> Any:
+    """The value of one flag as its kind; a wrong count, type or choice is a ConfigError naming it."""
+    if flag.kind == Kind.SWITCH:
+        if raw:
+            raise ConfigError(name, f"takes no value, got {' '.join(raw)!r}")
+        return True
+    if flag.kind == Kind.TEXTS:
+        if not raw:
+            raise ConfigError(name, "needs at least one value")
+        for item in raw:
+            _check_choice(name, flag, item)
+        return tuple(raw)
+    if len(raw) != 1:
+        raise ConfigError(name, f"takes one value, got {len(raw)}: {' '.join(raw)!r}")
+    text = raw[0]
+    if flag.kind == Kind.INT:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(name, f"must be an integer, got {text!r}") from None
+        if abs(value) > INT_MAX:
+            raise ConfigError(name, f"{text} is beyond the 32-bit integers Megatron's sizes are")
+        return value
+    if flag.kind == Kind.FLOAT:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(name, f"must be a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise ConfigError(name, f"must be a finite number, got {text!r}")
+        return value
+    _check_choice(name, flag, text)
+    return text
+
+
+def _check_choice(name: str, flag: Flag, text: str) -> None:
+    if flag.choices and text not in flag.choices:
+        raise ConfigError(name, f"must be one of {', '.join(flag.choices)}, got {text!r}")

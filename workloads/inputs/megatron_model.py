@@ -1,0 +1,138 @@
+"""Megatron-LM model flags as ModelSpec field overrides, applied over a base model where present.
+
+A flag maps onto a ModelSpec field when the field exists (``dataclasses.fields(ModelSpec)`` at run time);
+a flag whose field does not exist is listed as ignored, "not modelled". Defaults that Megatron fills in
+when a flag is absent (megatron/training/arguments.py ``validate_args`` and ``_add_mla_args``,
+megatron/core/transformer/transformer_config.py, NVIDIA/Megatron-LM commit d98e8a64) apply only where the
+flag that needs them is present: e.g. ``--group-query-attention`` without ``--num-query-groups`` gives one
+group, ``--multi-latent-attention`` without ranks gives Megatron's rank defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from topologies.errors import ConfigError
+from workloads.inputs.megatron_args import NOT_MODELLED, IgnoredArg
+from workloads.inputs.megatron_pipeline import layer_pattern
+from workloads.specs.models import ModelSpec
+
+FIELDS = frozenset(f.name for f in dataclasses.fields(ModelSpec))
+DIRECT = {  # flag -> the ModelSpec fields it may set, the first that exists
+    "--num-layers": ("num_layers",),
+    "--hidden-size": ("hidden_size",),
+    "--num-attention-heads": ("num_heads",),
+    "--kv-channels": ("kv_channels", "head_dim"),
+    "--num-experts": ("num_experts",),
+    "--moe-router-topk": ("top_k",),
+    "--moe-ffn-hidden-size": ("expert_ffn_size",),
+    "--ffn-hidden-size": ("dense_ffn_size",),
+    "--mtp-num-layers": ("mtp_layers",),
+}
+# --multi-latent-attention: flag -> (field, Megatron's default) (arguments.py _add_mla_args)
+MLA = {
+    "--q-lora-rank": ("q_lora_rank", 0),  # None: no query compression
+    "--kv-lora-rank": ("kv_lora_rank", 32),
+    "--qk-head-dim": ("qk_nope_head_dim", 128),
+    "--qk-pos-emb-head-dim": ("qk_rope_head_dim", 64),
+    "--v-head-dim": ("v_head_dim", 128),
+}
+VOCAB_DIVISOR = 128  # --make-vocab-size-divisible-by default
+
+
+def _target(flag: str, names: tuple[str, ...], ignored: list[IgnoredArg]) -> str | None:
+    name = next((n for n in names if n in FIELDS), None)
+    if name is None:
+        ignored.append(IgnoredArg(flag, f"{NOT_MODELLED}: ModelSpec has no {names[0]} field"))
+    return name
+
+
+def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """ModelSpec fields the flags set on their own (base-independent), one flag each."""
+    out: dict[str, Any] = {}
+    for flag, names in DIRECT.items():
+        if flag in args:
+            name = _target(flag, names, ignored)
+            if name is not None:
+                out[name] = args[flag]
+    if "--ffn-hidden-size" in args and "--moe-ffn-hidden-size" not in args:
+        out["expert_ffn_size"] = args["--ffn-hidden-size"]  # Megatron: moe_ffn_hidden_size = ffn_hidden_size
+    if args.get("--group-query-attention"):
+        if args.get("--multi-latent-attention"):
+            raise ConfigError("--group-query-attention", "excludes --multi-latent-attention (Megatron-LM)")
+        out["num_kv_heads"] = args.get("--num-query-groups", 1)  # argparse default 1
+    elif "--num-attention-heads" in args:
+        out["num_kv_heads"] = args["--num-attention-heads"]  # multi-head attention
+    if "--num-query-groups" in args and not args.get("--group-query-attention"):
+        ignored.append(IgnoredArg("--num-query-groups", "no --group-query-attention: multi-head attention"))
+    if args.get("--untie-embeddings-and-output-weights"):
+        out["tied_embeddings"] = False
+    if args.get("--no-rope-fusion"):
+        # apply_rope_fusion off: rope_utils._apply_rotary_pos_emb_bshd's eager ops (workloads/recipes/layers.py unfused_rope_step)
+        out["rope_unfused"] = True
+    if args.get("--qk-layernorm"):
+        out["qk_layernorm"] = True  # q_layernorm / k_layernorm in SelfAttention (workloads/recipes/layers.py qk_steps)
+    shared = args.get("--moe-shared-expert-intermediate-size")
+    if shared is not None and _target("--moe-shared-expert-intermediate-size", ("shared_expert_ffn_size",), ignored):
+        out.update(num_shared_experts=1 if shared else 0, shared_expert_ffn_size=shared)
+    if args.get("--multi-latent-attention"):
+        out["attention"] = "mla"
+    return out
+
+
+def apply(
+    args: dict[str, Any], fields: dict[str, Any], base: ModelSpec, notes: list[str], ignored: list[IgnoredArg]
+) -> ModelSpec:
+    """``base`` with the overrides, the MLA ranks, the MoE layer pattern and the padded vocabulary."""
+    fields = dict(fields)
+    mla = fields.get("attention") == "mla" or base.attention == "mla"
+    for flag, (name, default) in MLA.items():
+        if flag in args and not mla:
+            ignored.append(IgnoredArg(flag, "no --multi-latent-attention"))
+        elif flag in args or (fields.get("attention") == "mla" and base.attention != "mla"):
+            fields[name] = args.get(flag, default)
+    if "--moe-layer-freq" in args:
+        fields.update(_dense_layers(args["--moe-layer-freq"], fields.get("num_layers", base.num_layers), ignored))
+    vocab = args.get("--padded-vocab-size")
+    if vocab is None:  # Megatron's _vocab_size_with_padding: up to a multiple of divisor x TP
+        divisor = args.get("--make-vocab-size-divisible-by", VOCAB_DIVISOR)
+        if divisor < 1:
+            raise ConfigError("--make-vocab-size-divisible-by", f"must be >= 1, got {divisor}")
+        multiple = divisor * args.get("--tensor-model-parallel-size", 1)
+        original = args.get("--vocab-size", base.vocab_size)
+        vocab = -(-original // multiple) * multiple
+        if vocab != original:
+            notes.append(f"vocabulary padded from {original} to {vocab} (a multiple of {multiple}, as Megatron pads)")
+    fields["vocab_size"] = vocab
+    if not args.get("--untie-embeddings-and-output-weights") and not base.tied_embeddings:
+        notes.append("no --untie-embeddings-and-output-weights: Megatron would tie them; kept the model's untied")
+    try:
+        return base.with_(**fields)
+    except TypeError as error:  # a field another engineer renamed: one line, not a traceback
+        raise ConfigError("--megatron-args", f"model override not accepted: {error}") from None
+
+
+def _dense_layers(text: str, num_layers: int, ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """The dense layers of ``--moe-layer-freq``: the leading ones as num_dense_layers, the rest as
+    mlp_only_layers (when ModelSpec has it)."""
+    pattern = layer_pattern(text, num_layers)
+    dense = [i for i, moe in enumerate(pattern) if not moe]
+    leading = next((i for i, moe in enumerate(pattern) if moe), num_layers)
+    later = tuple(i for i in dense if i >= leading)
+    if later and "mlp_only_layers" not in FIELDS:
+        ignored.append(IgnoredArg("--moe-layer-freq", f"{NOT_MODELLED}: dense layers after the first MoE layer"))
+        return {"num_dense_layers": leading}
+    return {"num_dense_layers": leading, **({"mlp_only_layers": later} if "mlp_only_layers" in FIELDS else {})}
+
+
+def check_divisible(args: dict[str, Any], model: ModelSpec) -> None:
+    """Megatron-Core's sharding rules on the model: TP divides the heads and query groups, EP the experts."""
+    tp = args.get("--tensor-model-parallel-size", 1)
+    if model.num_heads % tp:
+        raise ConfigError("--tensor-model-parallel-size", f"{tp} does not divide the {model.num_heads} attention heads")
+    if model.attention == "gqa" and model.num_kv_heads % tp:
+        raise ConfigError("--tensor-model-parallel-size", f"{tp} does not divide the {model.num_kv_heads} query groups")
+    ep = args.get("--expert-model-parallel-size", 1)
+    if ep > 1 and model.num_experts % ep:
+        raise ConfigError("--expert-model-parallel-size", f"{ep} does not divide the {model.num_experts} experts")

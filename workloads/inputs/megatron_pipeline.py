@@ -1,0 +1,181 @@
+"""Megatron-LM's pipeline splits and layer patterns as moesim block layer counts and dense-layer lists.
+
+Each rule follows Megatron-Core at NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553:
+``get_num_layers_to_build`` (megatron/core/transformer/transformer_block.py) for uneven first / last
+stages and the embedding / loss counted as layers, ``PipelineParallelLayerLayout.parse_str_to_list`` and
+``validate_layer_layout`` (megatron/core/transformer/pipeline_parallel_layer_layout.py) for
+``--pipeline-model-parallel-layout``, ``moe_freq_type`` (megatron/training/arguments.py) for
+``--moe-layer-freq``. Blocks are in moesim's order, which is Megatron's: block b = virtual stage b // pp on
+pipeline rank b % pp.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import NamedTuple
+
+from topologies.errors import ConfigError
+from workloads.inputs.megatron_args import Flag, Kind, typed
+
+MAX_EXPANDED = 100_000  # characters / list items a layout string or layer pattern may unroll to
+LAYOUT_FLAG = "--pipeline-model-parallel-layout"
+
+
+class StageLayout(NamedTuple):
+    """What an explicit pipeline layout gives: transformer layers and MTP modules per block."""
+
+    layers: tuple[int, ...]
+    mtp: tuple[int, ...]
+
+
+def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int) -> StageLayout:
+    """Blocks of ``--pipeline-model-parallel-layout`` ("Et*3|(tt|)*29,m|L"): '|' splits blocks, ``(..)*n`` and
+    ``x*n`` repeat, commas are cosmetic; E embedding, t transformer layer, m MTP module, L loss.
+
+    As Megatron-Core checks: the blocks are a multiple of pp, E comes first and L last, once each, and
+    the t and m counts equal the model's layers and MTP modules. moesim also needs E on the first block and
+    L on the last (the head and the embedding sit there, workloads.graph.step)."""
+    unrolled = text.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        unrolled = re.sub(pattern, _repeat, unrolled)
+    blocks = unrolled.split("|")
+    bad = sorted(set(unrolled) - set("ELtm|"))
+    if bad:
+        raise ConfigError(LAYOUT_FLAG, f"unknown layer symbol {bad[0]!r}; use E, t, m, L, '|' and (..)*n")
+    if len(blocks) % pp:
+        raise ConfigError(LAYOUT_FLAG, f"{len(blocks)} blocks are not a multiple of pp = {pp}")
+    flat = unrolled.replace("|", "")
+    if not flat or flat[0] != "E" or flat[-1] != "L" or flat.count("E") != 1 or flat.count("L") != 1:
+        raise ConfigError(LAYOUT_FLAG, "must start with the embedding E and end with the loss L, each once")
+    if "E" not in blocks[0] or "L" not in blocks[-1]:
+        raise ConfigError(LAYOUT_FLAG, "moesim places the embedding on the first block and the loss on the last")
+    layers = tuple(block.count("t") for block in blocks)
+    if sum(layers) != num_layers:
+        raise ConfigError(LAYOUT_FLAG, f"places {sum(layers)} transformer layers, the model has {num_layers}")
+    mtp = tuple(block.count("m") for block in blocks)
+    if sum(mtp) != mtp_layers:
+        raise ConfigError(LAYOUT_FLAG, f"places {sum(mtp)} MTP modules, --mtp-num-layers gives {mtp_layers}")
+    if "m" in flat and "t" in flat[flat.index("m") :]:
+        raise ConfigError(LAYOUT_FLAG, "transformer layers must come before the MTP modules")
+    return StageLayout(layers, mtp)
+
+
+def layout_text(counts: tuple[int, ...], mtp_layers: int = 0) -> str:
+    """``--pipeline-model-parallel-layout`` for moesim's block layer counts (the inverse of ``parse_layout``):
+    the embedding on the first block, the MTP modules and the loss on the last, runs of equal blocks as
+    ``(t*n|)*r``."""
+    blocks = ["t" * count for count in counts]
+    blocks[0] = "E" + blocks[0]
+    blocks[-1] += "m" * mtp_layers + "L"
+    pieces: list[str] = []
+    b = 0
+    while b < len(blocks):
+        run = 1
+        while b + run < len(blocks) - 1 and blocks[b + run] == blocks[b]:
+            run += 1
+        text = re.sub(r"t{2,}", lambda m: f"t*{len(m.group())}", blocks[b])
+        pieces.append(f"({text}|)*{run}" if run > 1 else text + "|")
+        b += run
+    return "".join(pieces).removesuffix("|")
+
+
+def _repeat(match: re.Match) -> str:
+    body, times = match.group(1), int(match.group(2))
+    if len(body) * times > MAX_EXPANDED:
+        raise ConfigError(LAYOUT_FLAG, f"unrolls to more than {MAX_EXPANDED} symbols")
+    return body * times
+
+
+def stage_layers(
+    num_layers: int, pp: int, first: int | None, last: int | None, embedding: bool, loss: bool
+) -> list[int]:
+    """Layers per pipeline rank: uneven first / last ranks, or an even split in which the embedding and the
+    loss each count as one layer when asked (``block_layers`` then takes them off the end blocks)."""
+    if first is not None or last is not None:
+        if embedding or loss:
+            raise ConfigError(
+                "--decoder-first-pipeline-num-layers",
+                "does not combine with --account-for-embedding/loss-in-pipeline-split (Megatron-Core)",
+            )
+        rest, ranks = num_layers - (first or 0) - (last or 0), pp - (first is not None) - (last is not None)
+        if rest < 0 or (ranks > 0 and rest % ranks) or (ranks <= 0 and rest):
+            raise ConfigError(
+                "--decoder-first-pipeline-num-layers",
+                f"the {rest} layers left over must split evenly over the {max(ranks, 0)} middle pipeline ranks",
+            )
+        counts = [rest // ranks if ranks > 0 else 0] * pp
+        if first is not None:
+            counts[0] = first
+        if last is not None:
+            counts[-1] = last
+        return counts
+    total = num_layers + embedding + loss
+    if total % pp:
+        raise ConfigError(
+            "--pipeline-model-parallel-size",
+            f"{total} layers (with the embedding / loss counted as asked) are not divisible by pp = {pp}",
+        )
+    return [total // pp] * pp
+
+
+def block_layers(stages: list[int], virtual_stages: int, embedding: bool, loss: bool) -> list[int]:
+    """Per-rank counts cut into ``virtual_stages`` chunks each, in block order; a counted embedding / loss
+    then takes one layer's place on the first / last block."""
+    for rank, count in enumerate(stages):
+        if count % virtual_stages:
+            raise ConfigError(
+                "--num-virtual-stages-per-pipeline-rank",
+                f"pipeline rank {rank} has {count} layers, not divisible by {virtual_stages} virtual stages",
+            )
+    pp = len(stages)
+    blocks = [stages[b % pp] // virtual_stages for b in range(pp * virtual_stages)]
+    blocks[0] -= embedding
+    blocks[-1] -= loss
+    if min(blocks) < 0:
+        raise ConfigError("--account-for-embedding-in-pipeline-split", "leaves an end block with fewer than 0 layers")
+    return blocks
+
+
+def layer_pattern(text: str, num_layers: int) -> tuple[int, ...]:
+    """``--moe-layer-freq``: N (layer i is MoE when i % N == 0) or a Python list expression of 0 / 1 such
+    as "([0]*3+[1]*58)" (1 = MoE layer), evaluated for lists, ints, + and * only."""
+    flag = "--moe-layer-freq"
+    if "[" not in text:
+        freq = typed(flag, Flag(Kind.INT), [text])
+        if freq < 1:
+            raise ConfigError(flag, f"must be >= 1, got {freq}")
+        return tuple(int(i % freq == 0) for i in range(num_layers))
+    try:
+        pattern = _evaluate(ast.parse(text.strip(), mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ConfigError(flag, f"not a list expression of 0 and 1: {text!r}") from None
+    if not isinstance(pattern, list) or any(item not in (0, 1) or isinstance(item, bool) for item in pattern):
+        raise ConfigError(flag, f"must evaluate to a list of 0 and 1, got {text!r}")
+    if len(pattern) != num_layers:
+        raise ConfigError(flag, f"gives {len(pattern)} layers, the model has {num_layers}")
+    return tuple(pattern)
+
+
+def _evaluate(node: ast.AST) -> int | list:
+    """Lists of ints, ints, + and * (what layer patterns use); anything else is a ValueError."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.List):
+        return [_evaluate(item) for item in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Add) and type(left) is type(right):
+            if isinstance(left, list) and len(left) + len(right) > MAX_EXPANDED:
+                raise ValueError("too long")
+            return left + right
+        if isinstance(node.op, ast.Mult) and isinstance(left, list) != isinstance(right, list):
+            items, times = (left, right) if isinstance(left, list) else (right, left)
+            if len(items) * max(times, 0) > MAX_EXPANDED:
+                raise ValueError("too long")
+            return items * times
+        if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, int):
+            if abs(left) > MAX_EXPANDED or abs(right) > MAX_EXPANDED:
+                raise ValueError("too large")
+            return left * right
+    raise ValueError("unsupported expression")

@@ -1,0 +1,156 @@
+"""Models and layouts as YAML files: strict loaders (ConfigError naming the key) and round-trip dumps."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import MISSING, asdict, fields
+from pathlib import Path
+from typing import Any
+
+from topologies.errors import ConfigError
+from workloads.specs.fieldtypes import check_value, field_types
+from workloads.inputs.hf_config import is_hf_config_path, load_hf_config
+from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
+from workloads.specs.models import ModelSpec, model_preset
+from workloads.inputs.yaml_guard import check_nodes, read_bounded
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_yaml_path(value: object) -> bool:
+    """True if value is a Path or a string naming a .yaml/.yml file."""
+    return isinstance(value, Path) or (isinstance(value, str) and value.lower().endswith(YAML_SUFFIXES))
+
+
+def read_yaml(what: str, path: str | Path) -> dict:
+    """Parse the YAML mapping at path; any read or parse failure is ConfigError(what, ...)."""
+    return parse_yaml(what, read_bounded(what, path), str(path)[:200])  # regular files within the size limit
+
+
+@functools.cache
+def _loader() -> type:
+    """PyYAML's safe loader, reading YAML 1.2 / JSON floats too: ``50e9`` and ``1e-6`` are numbers, not strings
+    (YAML 1.1 wants ``5.0e+10``), so SI values such as a cluster's bandwidths can be written as people write them.
+    Built on first use: yaml is imported by what reads YAML, not by ``import simulator`` (issue #16)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+    )
+    return Loader
+
+
+def parse_yaml(what: str, text: str, origin: str = "<text>") -> dict:
+    """Parse YAML text that must hold one mapping; failures are ConfigError(what, ...)."""
+    loader = None
+    try:
+        loader = _loader()(text)  # a SafeLoader subclass: no arbitrary objects (reading the text may fail)
+        node = loader.get_single_node()
+        check_nodes(what, node, origin)  # aliases expanded, nesting: before anything is built
+        data = None if node is None else loader.construct_document(node)
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001 - yaml raises YAMLError, ValueError, RecursionError, ...
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(what, f"{origin} is not valid YAML: {first[:200]}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if not isinstance(data, dict):
+        raise ConfigError(what, f"{origin} must hold a YAML mapping of fields, got {type(data).__name__}")
+    return data
+
+
+def required_fields(cls: type) -> set[str]:
+    """Fields of a dataclass without a default."""
+    return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
+
+
+def checked_fields(what: str, cls: type, data: dict, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Type-check the keys of data against cls's fields; unknown keys name themselves."""
+    kinds = field_types(cls)
+    allowed = [*kinds, *extra]
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str) or key not in allowed:
+            raise ConfigError(f"{what}.{str(key)[:60]}", f"unknown key; allowed: {', '.join(allowed)}")
+        out[key] = value if key in extra else check_value(f"{what}.{key}", kinds[key], value)
+    return out
+
+
+def model_from_dict(data: object, default_name: str = "") -> ModelSpec:
+    """Build a ModelSpec from a mapping of its fields (name defaults to default_name)."""
+    if not isinstance(data, dict):
+        raise ConfigError("model", f"must be a mapping of fields, got {type(data).__name__}")
+    values = checked_fields("model", ModelSpec, data)
+    if default_name and "name" not in values:
+        values["name"] = default_name
+    for key in sorted(required_fields(ModelSpec) - set(values)):
+        raise ConfigError(f"model.{key}", "missing required key")
+    return ModelSpec(**values)
+
+
+def layout_from_dict(data: object, default_name: str = "") -> LayoutSpec:
+    """Build a LayoutSpec from a mapping of fields, optionally overriding a preset named by `base`."""
+    if not isinstance(data, dict):
+        raise ConfigError("layout", f"must be a mapping of fields, got {type(data).__name__}")
+    values = checked_fields("layout", LayoutSpec, data, extra=("base",))
+    base = values.pop("base", None)
+    if base is not None:
+        if not isinstance(base, str):
+            raise ConfigError("layout.base", f"must be a preset name ({', '.join(LAYOUT_PRESETS)}), got {base!r}")
+        try:
+            merged = asdict(layout_preset(base))
+        except ConfigError as error:
+            raise ConfigError("layout.base", error.rule) from None
+        merged["name"] = default_name or merged["name"]
+        merged.update(values)
+        values = merged
+    if default_name and "name" not in values:
+        values["name"] = default_name
+    for key in sorted(required_fields(LayoutSpec) - set(values)):
+        raise ConfigError(f"layout.{key}", "missing required key")
+    return LayoutSpec(**values)
+
+
+def load_model(source: ModelSpec | str | Path) -> ModelSpec:
+    """A ModelSpec from a spec, a preset name, a .yaml/.yml file (name defaults to the file stem) or a
+    Hugging Face config.json (a .json path or a folder holding one)."""
+    if isinstance(source, ModelSpec):
+        return source
+    if is_hf_config_path(source):
+        return load_hf_config(source)
+    if is_yaml_path(source):
+        return model_from_dict(read_yaml("model", source), Path(source).stem)
+    if not isinstance(source, str):
+        raise ConfigError("model", f"must be a preset name, a YAML path or a ModelSpec, got {source!r}")
+    return model_preset(source)
+
+
+def load_layout(source: LayoutSpec | str | Path) -> LayoutSpec:
+    """A LayoutSpec from a spec, a preset name or a .yaml/.yml file (name defaults to the file stem)."""
+    if isinstance(source, LayoutSpec):
+        return source
+    if is_yaml_path(source):
+        return layout_from_dict(read_yaml("layout", source), Path(source).stem)
+    if not isinstance(source, str):
+        raise ConfigError("layout", f"must be a preset name, a YAML path or a LayoutSpec, got {source!r}")
+    return layout_preset(source)
+
+
+def model_to_yaml(model: ModelSpec) -> str:
+    """YAML text of every field of model; model_from_dict(yaml.safe_load(text)) == model."""
+    import yaml
+
+    return yaml.safe_dump(asdict(model), sort_keys=False)
+
+
+def layout_to_yaml(layout: LayoutSpec) -> str:
+    """YAML text of every field of layout; layout_from_dict(yaml.safe_load(text)) == layout."""
+    import yaml
+
+    return yaml.safe_dump(asdict(layout), sort_keys=False)

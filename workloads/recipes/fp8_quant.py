@@ -1,0 +1,87 @@
+"""FP8 quantization kernels around FP8 GEMMs, per Transformer Engine recipe: memory-bound ops with bytes.
+
+TE quantizes each FP8 GEMM's BF16 input before the GEMM: in forward the activation X of Y = X W, in
+backward the output gradient dY of the dgrad GEMM dY W^T; the weight-gradient GEMM X^T dY reuses the
+column-wise copies both quantizations made (transformer_engine/pytorch/module/linear.py and
+grouped_linear.py: the input quantizer is set to row- and column-wise usage when the weight needs a
+gradient, the grad-output quantizer likewise), so every quantization writes a row-wise FP8 copy and a
+column-wise one (on Hopper a transpose: its FP8 GEMMs take only the TN layout). Weights are not
+quantized per micro-batch: Megatron-Core passes ``is_first_microbatch`` to TE, which casts them on the
+first micro-batch of a step and reuses the FP8 copy (megatron/core/extensions/transformer_engine.py
+TELinear / TEGroupedLinear.forward; megatron/core/pipeline_parallel/schedules.py forward_step), and
+--fp8-param-gather keeps them FP8 throughout. That once-per-step cast is left out: 6 B per weight at HBM
+speed, e.g. about 6 ms of a 25 s step for the 2.7 B weights per GPU of Qwen3-30B-A3B at EP 16. A
+grouped GEMM's input is split and quantized expert by expert (GroupedLinear's ``tex.split_quantize``),
+one set of kernels per group.
+
+Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
+
+- tensorwise (Float8CurrentScaling): an amax pass reads it, a one-thread scale kernel, then the cast reads
+  it again and writes 1 + 1 FP8 bytes: 6 bytes, 3 kernels (TE transformer_engine/pytorch/csrc/quantizer.cpp,
+  Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax_with_config, the amax all-reduce when an
+  amax group is set, nvte_compute_scale_from_amax, nvte_quantize_v2).
+- delayed (DelayedScaling): the scale comes from the amax history, the cast-transpose records the amax
+  as it goes: one pass, 2 + 1 + 1 = 4 bytes, 1 kernel (the per-step amax-history update is left out).
+- blockwise (Float8BlockScaling, 1 x 128 tiles): one kernel computes each tile's amax and casts, row- and
+  column-wise, with an FP32 scale per 128 elements for each copy: 4 + 2 x 4/128 bytes, 1 kernel
+  (TE quantize_transpose_vector_blockwise).
+- mxfp8 (MXFP8BlockScaling, 1 x 32 tiles, E8M0 scales): 4 + 2 x 1/32 bytes, 1 kernel (TE cast_kernels.cuh
+  cast_mxfp8_2D_kernel, ROWWISE_SCALING and COLWISE_SCALING in one kernel).
+
+A TE linear layer that all-gathers its sequence-parallel input itself (TP attention and dense MLP; the same
+for the output gradient of a row-parallel one in backward) quantizes the local shard and gathers FP8
+(transformer_engine/pytorch/module/linear.py, ``with_input_all_gather_nccl``): under the per-tensor recipes
+only row-wise ("all-gather is not supported with FP8 column-wise data"), the column-wise transpose then
+made from the gathered FP8 (1 + 1 bytes per gathered element, one more kernel); the block recipes are
+assumed to quantize both copies of the shard and gather them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads.ops import BYTES_BF16, Gemm
+from workloads.specs.precision import Fp8Recipe
+
+FP8_BYTES = 1
+
+
+@dataclass(frozen=True)
+class QuantKernels:
+    """What quantizing one BF16 tensor into row- and column-wise FP8 costs under a recipe."""
+
+    amax_pass: bool  # a separate pass reads the input for its amax first (current scaling)
+    kernels: int
+    scale_bytes: float = 0.0  # scale bytes per element of each copy (block recipes)
+    transposed_copy: bool = True  # the column-wise copy is a transpose of the row-wise one (per-tensor scales)
+
+    @property
+    def read_bytes(self) -> float:
+        return BYTES_BF16 * (2 if self.amax_pass else 1)
+
+    def bytes_per_element(self) -> float:
+        """HBM bytes per element of an unsharded tensor: reads, both FP8 copies and their scales."""
+        return self.read_bytes + 2 * (FP8_BYTES + self.scale_bytes)
+
+
+QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
+    Fp8Recipe.TENSORWISE: QuantKernels(amax_pass=True, kernels=3),
+    Fp8Recipe.DELAYED: QuantKernels(amax_pass=False, kernels=1),
+    Fp8Recipe.BLOCKWISE: QuantKernels(amax_pass=False, kernels=1, scale_bytes=4 / 128, transposed_copy=False),
+    Fp8Recipe.MXFP8: QuantKernels(amax_pass=False, kernels=1, scale_bytes=1 / 32, transposed_copy=False),
+}
+
+
+def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1) -> tuple[float, int]:
+    """(HBM bytes, kernels) of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``,
+    gathered from ``shards`` sequence shards by the layer itself; (0, 0) without a recipe or for BF16."""
+    if not gemm.fp8 or recipe == Fp8Recipe.NONE:
+        return 0.0, 0
+    cost = QUANT_KERNELS[recipe]
+    elements = gemm.m * gemm.k * gemm.groups
+    if shards > 1 and cost.transposed_copy:  # row-wise on the shard, the transpose on the gathered FP8
+        local = elements / shards * (cost.read_bytes + FP8_BYTES)
+        return local + 2 * FP8_BYTES * elements, (cost.kernels + 1) * gemm.groups
+    if shards > 1:
+        return elements / shards * cost.bytes_per_element(), cost.kernels * gemm.groups
+    return cost.bytes_per_element() * elements, cost.kernels * gemm.groups

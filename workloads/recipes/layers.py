@@ -1,0 +1,172 @@
+"""Forward recipes of one transformer layer per GPU: the one recipe path of every model and layout.
+
+Attention (GQA here, MLA in workloads/recipes/mla.py) follows MegaScale-MoE Fig. 9 (Ulysses SP) and Megatron-LM's
+TP with sequence parallelism; the FFN comes from workloads/recipes/moe.py; CP and FP8 are transforms of the
+recipe (workloads/recipes/cp.py, workloads/specs/precision.py). Byte counts follow the paper's Eq. 1-4. All sizes are
+per GPU, BF16 (2 bytes per element).
+"""
+
+from __future__ import annotations
+
+from workloads.recipes.cp import apply_cp
+from workloads.recipes.cross_entropy import cross_entropy_step
+from workloads.specs.cuda_graphs import tag_layer
+from workloads.specs.layouts import LayoutSpec
+from workloads.recipes.mla import mla_recipe
+from workloads.specs.models import ModelSpec
+from workloads.recipes.moe import ffn_recipe, tp_pair, ulysses_pair
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
+from workloads.specs.precision import to_fp8_comm, to_fp8_gemms
+
+
+def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
+    """Forward attention FLOPs per GPU: QK^T and AV for heads/n heads over ``attention_pairs`` (s x s
+    without a window: FlashAttention's and Megatron's non-causal convention)."""
+    heads_local = model.num_heads / layout.intra_size
+    return 4.0 * layout.micro_batch * attention_pairs(seq_len, window) * model.head_dim * heads_local
+
+
+# Megatron's rotary table: one FP32 angle per position and head dimension ([s, 1, 1, d]; RotaryEmbedding.forward,
+# megatron/core/models/common/embeddings/rotary_pos_embedding.py), read by the RoPE kernel of q and of k.
+ROPE_FREQS_BYTES = 4
+
+
+def qk_steps(model: ModelSpec, positions: int, shards: int) -> list[Step]:
+    """The per-head RMSNorm of q and k and the rotary embedding of q and k, between the QKV projection and core
+    attention, on ``positions`` token positions of a GPU holding 1/``shards`` of the heads: one kernel per tensor
+    each (Megatron-Core SelfAttention.get_query_key_value_tensors runs q_layernorm then k_layernorm; Attention.
+    forward applies the fused rotary embedding to query and to key, megatron/core/transformer/attention.py).
+    Each kernel reads and writes its tensor once (BF16); RoPE also reads the FP32 angle table."""
+    elements = positions * (model.q_width + model.num_kv_heads * model.head_dim) / shards
+    steps = []
+    if model.qk_layernorm:
+        steps.append(Step("qk_norm", MEMORY, mem_bytes=2 * elements * BYTES_BF16, kernels=2))
+    if model.rope:
+        freqs = 2 * positions * model.head_dim * ROPE_FREQS_BYTES
+        if model.rope_unfused:
+            steps.append(unfused_rope_step(elements, positions * model.head_dim))
+        else:
+            steps.append(Step("rope", MEMORY, mem_bytes=2 * elements * BYTES_BF16 + freqs, kernels=2))
+    return steps
+
+
+def unfused_rope_step(elements: float, angles: int) -> Step:
+    """Megatron-Core's unfused RoPE (rope_utils._apply_rotary_pos_emb_bshd at core_v0.17.0) on q, then on k:
+    ``elements`` BF16 values of both, ``angles`` FP32 angles (positions x head dim) in the table.
+
+    Per call, forward: cos and sin of the table, each times mscale and cast to BF16 (3 small kernels apiece:
+    read 4 write 4, read 4 write 4, read 4 write 2 B per angle); t x cos (read and write: 4 B per element),
+    the rotated half (-x2: 2 B; the cat of the halves: 4 B), times sin (4 B), the sum (6 B) and the cat with
+    the empty pass-through part (4 B): 24 B per element in 6 kernels. Backward (autograd): the gradient times
+    sin (4 B), the negated half (2 B), the cat of the chunks' gradients (4 B), times cos (4 B), the sum of the
+    two paths (6 B) and the slice's zero-filled copy (2 + 4 B): 26 B per element in 7 kernels. The empty
+    pass-through slice's own zero gradient is not counted."""
+    table = 2 * angles * (8 + 8 + 6)  # cos and sin
+    return Step(
+        "rope",
+        MEMORY,
+        mem_bytes=24 * elements + 2 * table,
+        kernels=2 * (6 + 6),
+        bwd_mem_bytes=26 * elements,
+        bwd_kernels=2 * 7,
+    )
+
+
+def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
+    """Norm, QKV projection, FlashAttention, output projection, residual: TP or Ulysses SP."""
+    n, h, q = layout.intra_size, model.hidden_size, model.q_width
+    tokens = layout.micro_batch * seq_len
+    local = tokens // layout.sequence_shards  # tokens per GPU outside the TP block: s/n, or s without SP
+    act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
+    norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
+    residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
+    flops = attention_flops(model, layout, seq_len, window)
+    shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
+    flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
+    if layout.attention == "sp":
+        to_heads, to_sequence = ulysses_pair(n, local * model.qkv_width * BYTES_BF16, local * q * BYTES_BF16)
+        return [
+            norm,
+            Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
+            to_heads,  # after the all-to-all (which fuses into the QKV GEMM): n-th of the heads, every position
+            *qk_steps(model, tokens, n),
+            flash,
+            to_sequence,
+            Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
+            residual,
+        ]
+    # Eq. 1: AG the sharded input, RS the output (without SP: all-reduce the output, and the input's gradient)
+    gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16, sequence_parallel=layout.sequence_parallel)
+    return [
+        norm,
+        gather,
+        Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
+        *qk_steps(model, tokens, n),
+        flash,
+        Step("o_proj", GEMM, gemm=Gemm(tokens, h, q // n)),
+        scatter,
+        residual,
+    ]
+
+
+def layer_recipe(
+    model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool = False, window: int = 0
+) -> list[Step]:
+    """The forward steps of one layer on one GPU (dense or MoE FFN, attention over a ``window`` of keys or
+    all of them), with CP and the GEMM / comm precision."""
+    local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
+    recipe = mla_recipe if model.attention == "mla" else attention_recipe
+    attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
+    steps = tag_layer(attention, ffn_recipe(model, layout, local_seq, gpus_per_node, dense), dense)
+    steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
+    return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
+
+
+def embedding_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """Token embedding lookup on the first stage (sequence-sharded, or whole on every TP rank without SP)."""
+    local = layout.micro_batch * seq_len // layout.sequence_shards
+    return [Step("embedding", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16)]
+
+
+def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """Final norm, output projection over the vocabulary and cross-entropy on the last stage. The projection
+    and the loss are counted per local token over the whole vocabulary: under TP the same FLOPs and bytes as
+    Megatron's vocabulary-parallel head (every token, 1/t of the vocabulary)."""
+    local = layout.micro_batch * seq_len // layout.intra_size
+    norm_tokens = layout.micro_batch * seq_len // layout.sequence_shards
+    return [
+        Step("final_norm", MEMORY, mem_bytes=2 * norm_tokens * model.hidden_size * BYTES_BF16),
+        Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
+        cross_entropy_step(layout.cross_entropy, local * model.vocab_size, layout.micro_batch),
+    ]
+
+
+def mtp_projection_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
+    """A multi-token prediction module's input (DeepSeek-V3 Sec. 2.2): the shifted tokens' embedding, RMSNorm
+    of it and of the previous depth's hidden state, and the projection of their concatenation (2h -> h)."""
+    local = layout.micro_batch * seq_len // layout.intra_size
+    act = local * model.hidden_size * BYTES_BF16
+    return [
+        Step("mtp_embedding", MEMORY, mem_bytes=2 * act),
+        Step("mtp_norms", MEMORY, mem_bytes=4 * act),
+        Step("mtp_proj", GEMM, gemm=Gemm(local, model.hidden_size, 2 * model.hidden_size)),
+    ]
+
+
+def paper_volumes_bytes(model: ModelSpec, n: int, micro_batch: int, seq_len: int) -> dict[str, float]:
+    """The paper's per-GPU, per-layer forward volumes (Eq. 1-4), in bytes (BF16).
+
+    Eq. 2 as printed is twice the egress of Ulysses' two all-to-alls (Q/K/V in, output back:
+    (2 + 2/m) bsh/n elements x (n-1)/n); the simulator moves the physical bytes, i.e. half of Eq. 2.
+    Eq. 1, 3 and 4 equal the physical egress of AG + RS and of dispatch + combine.
+    """
+    activation = micro_batch * seq_len * model.hidden_size * BYTES_BF16  # bsh in bytes
+    tp = 2 * activation * (n - 1) / n  # Eq. 1 and Eq. 4
+    return {
+        "activation": activation,
+        "tp_attention": tp,
+        "sp_attention": tp * (2 + 2 / model.q_per_kv) / n,  # Eq. 2
+        "ep_ffn_all_to_all": model.top_k / n * tp,  # Eq. 3
+        "tp_ffn": tp,  # Eq. 4
+        "dispatch_per_token": model.top_k * model.hidden_size * BYTES_BF16,
+    }

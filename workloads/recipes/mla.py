@@ -1,0 +1,84 @@
+"""Multi-head latent attention (MLA, DeepSeek-V2 Sec. 2.1; DeepSeek-V3 Sec. 2.1.1): parameters and recipe.
+
+Per token: the query is compressed to d_c' (q_lora_rank) and expanded to H (d_h + d_h^R); keys and values
+share a latent of d_c (kv_lora_rank) plus one decoupled RoPE key of d_h^R, expanded to H (d_h + d_v);
+the output projection maps H d_v back to h. Down/up projections are GEMMs; RMSNorms follow each latent.
+"""
+
+from __future__ import annotations
+
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+from workloads.recipes.moe import tp_pair, ulysses_pair
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
+
+UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up projection
+
+
+def qk_head_dim(model: ModelSpec) -> int:
+    """Query/key width per head: d_h + d_h^R."""
+    return model.qk_nope_head_dim + model.qk_rope_head_dim
+
+
+def mla_params(model: ModelSpec) -> int:
+    """Weights of one MLA block (DeepSeek-V2 Eq. 12-19 and its HF modeling code), norms included."""
+    h, heads, q_rank, kv_rank = model.hidden_size, model.num_heads, model.q_lora_rank, model.kv_lora_rank
+    q_width = heads * qk_head_dim(model)
+    query = h * q_rank + q_rank + q_rank * q_width if q_rank else h * q_width  # W^DQ, norm, W^UQ/W^QR
+    kv = h * (kv_rank + model.qk_rope_head_dim) + kv_rank  # W^DKV and W^KR, latent norm
+    kv += kv_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)  # W^UK, W^UV
+    out = heads * model.v_head_dim * h  # W^O
+    return query + kv + out
+
+
+def mla_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
+    """Forward attention FLOPs per GPU, non-causal: 2 b s^2 (H/n) (d_qk + d_v) (QK^T and AV)."""
+    heads_local = model.num_heads / layout.intra_size
+    dims = qk_head_dim(model) + model.v_head_dim
+    return 2.0 * layout.micro_batch * attention_pairs(seq_len, window) * heads_local * dims
+
+
+def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
+    """Norm, MLA down/up projections, FlashAttention, output projection: Ulysses SP (n >= 1) or TP."""
+    n, h, heads = layout.intra_size, model.hidden_size, model.num_heads
+    tokens = layout.micro_batch * seq_len
+    q_rank, kv_rank, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
+    d_qk, d_v = qk_head_dim(model), model.v_head_dim
+    tp = layout.attention == "tp" and n > 1
+    rows = tokens if tp else tokens // n  # TP computes on the gathered sequence
+    local_heads = heads // n if tp else heads
+    act_local = tokens // n * h * BYTES_BF16
+    steps = [Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)]
+    gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16)
+    if tp:  # the latents are replicated over the TP group; up projections are split by heads
+        steps.append(gather)
+    if q_rank:
+        steps += [
+            Step("q_down", GEMM, gemm=Gemm(rows, q_rank, h)),
+            Step("q_norm", MEMORY, mem_bytes=2 * rows * q_rank * BYTES_BF16, module=UP),
+            Step("q_up", GEMM, gemm=Gemm(rows, local_heads * d_qk, q_rank), module=UP),
+        ]
+    else:
+        steps.append(Step("q_proj", GEMM, gemm=Gemm(rows, local_heads * d_qk, h)))
+    steps += [
+        Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)),
+        Step("kv_norm", MEMORY, mem_bytes=2 * rows * kv_rank * BYTES_BF16, module=UP),
+        Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank), module=UP),
+    ]
+    flops = mla_attention_flops(model, layout, seq_len, window)
+    shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
+    flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
+    residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
+    if tp:
+        return steps + [
+            flash,
+            Step("o_proj", GEMM, gemm=Gemm(rows, h, local_heads * d_v)),
+            scatter,
+            residual,
+        ]
+    # Ulysses: Q (d_qk), K (d_qk, RoPE part broadcast) and V (d_v) of all heads to head shards, and back
+    to_heads, to_sequence = ulysses_pair(
+        n, rows * heads * (2 * d_qk + d_v) * BYTES_BF16, rows * heads * d_v * BYTES_BF16
+    )
+    steps += [to_heads, flash, to_sequence] if n > 1 else [flash]
+    return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]

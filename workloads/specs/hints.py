@@ -1,0 +1,101 @@
+"""What to try when a configuration cannot run: the nearest values that would, as command-line flags.
+
+Each function returns a short "; try ..." clause that the validation rules and the memory check append to
+their one-line errors (an empty string when nothing nearby fits).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from workloads.schedules.base import block_count
+
+if TYPE_CHECKING:
+    from workloads.specs.layouts import LayoutSpec
+    from workloads.specs.models import ModelSpec
+
+
+def nearest_multiples(value: int, unit: int) -> list[int]:
+    """The multiples of ``unit`` just below and just above ``value`` (positive ones only)."""
+    below, above = value // unit * unit, (value // unit + 1) * unit
+    return [m for m in (below, above) if m > 0 and m != value]
+
+
+def _pp_that_fit(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> list[int]:
+    """Pipeline degrees that divide the cluster (and the layers, unless uneven_pp), nearest to layout.pp first."""
+    unit = layout.intra_size * layout.cp
+    # NOTE: a stage holds at least one layer, so pp <= num_layers also bounds the loop for absurd GPU counts
+    fits = [
+        pp
+        for pp in range(1, min(num_gpus // unit, model.num_layers) + 1)
+        if num_gpus % (unit * pp) == 0
+        and (
+            layout.uneven_pp
+            or layout.block_layers
+            or layout.balance_blocks
+            or model.num_layers % block_count(layout.schedule, pp, layout.virtual_stages) == 0
+        )
+    ]
+    return sorted(fits, key=lambda pp: (abs(pp - layout.pp), -pp))[:3]
+
+
+def gpus_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> str:
+    """Clause for a GPU count that intra_size x cp x pp does not divide: the nearest counts, or a pp that fits."""
+    counts = nearest_multiples(num_gpus, layout.intra_size * layout.cp * layout.pp)
+    options = [f"--gpus {' or '.join(map(str, counts))}"] if counts else []
+    pps = _pp_that_fit(model, layout, num_gpus)
+    if pps:
+        others = f" (or {', '.join(map(str, pps[1:]))})" if len(pps) > 1 else ""
+        options.append(f"--set pp={pps[0]}{others}")
+    return f"; try {', or '.join(options)}" if options else ""
+
+
+def batch_hint(global_batch: int, unit: int) -> str:
+    """Clause for a global batch that dp x micro_batch does not divide: the nearest batches that it does."""
+    counts = nearest_multiples(global_batch, unit)
+    return f"; try --global-batch {' or '.join(map(str, counts))}" if counts else ""
+
+
+def pp_layers_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> str:
+    """Clause for layers that the pipeline's blocks do not divide: a pp that fits, or uneven stages."""
+    pps = [pp for pp in _pp_that_fit(model, layout, num_gpus) if pp != layout.pp]
+    fits = f" or --set pp={pps[0]}" if pps else ""
+    return f"; try --set uneven_pp=true{fits}"
+
+
+# The option that cuts each memory term, as a --set flag, in the order tried (the first that changes something).
+MEMORY_CUTS = {
+    "params": (("zero_stage", 3, "--set zero_stage=3 (shard weights over DP)"), ("pp", None, "a larger --set pp")),
+    "grads": (("zero_stage", 2, "--set zero_stage=2 (shard gradients over DP)"),),
+    "optimizer": (
+        ("zero_stage", 1, "--set zero_stage=1 (distributed optimizer)"),
+        ("exp_avg_dtype", "bf16", "--set exp_avg_dtype=bf16 --set exp_avg_sq_dtype=bf16"),
+    ),
+    "activations": (
+        ("sequence_parallel", True, "--set sequence_parallel=true (Megatron's --sequence-parallel)"),
+        ("recompute", "sar", "--set recompute=sar"),
+        ("recompute", "full", "--set recompute=full"),
+        ("micro_batch", 1, "--micro-batch 1"),
+    ),
+    "buffers": (("capacity_factor", 1.0, "--set capacity_factor=1.0"),),
+}
+_STRONGER = {"recompute": ("none", "selective", "sar", "full"), "zero_stage": (0, 1, 2, 3)}
+
+
+def _cuts(layout: LayoutSpec, field: str, value: object) -> bool:
+    """Whether setting ``field`` to ``value`` would shrink its memory term (None: a larger value of the field)."""
+    current = getattr(layout, field)
+    if value is None:
+        return True
+    if field in _STRONGER:
+        return _STRONGER[field].index(current) < _STRONGER[field].index(value)
+    if isinstance(value, (str, bool)):
+        return current != value
+    return current > value
+
+
+def memory_hint(terms: dict[str, float], layout: LayoutSpec) -> str:
+    """Clause for an out-of-memory layout: the biggest term (GiB) and the first option that cuts it."""
+    term = max(terms, key=terms.__getitem__)
+    flag = next((flag for field, value, flag in MEMORY_CUTS[term] if _cuts(layout, field, value)), "a larger --set pp")
+    return f"; the biggest term is {term} ({terms[term]:.1f} GiB): try {flag}, more GPUs, or --allow-oom"

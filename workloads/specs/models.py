@@ -1,0 +1,304 @@
+"""Model presets: the MoE transformers of MegaScale-MoE Table 2, as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
+
+from topologies.errors import ConfigError, lookup_preset
+from workloads.specs.fieldtypes import check_types
+from workloads.specs.limits import check_limit
+
+
+class LayerKind(NamedTuple):
+    """What distinguishes one layer's recipe from another's."""
+
+    dense: bool  # a dense SwiGLU FFN instead of the MoE
+    window: int  # sliding-window attention over this many keys; 0 = full causal attention
+
+
+class LayerParams(NamedTuple):
+    """Weights of one layer by how they are sharded and synchronised."""
+
+    attention: int  # projections (MLA: with its latent norms)
+    dense_ffn: int  # a dense layer's SwiGLU
+    shared: int  # shared experts
+    experts: int  # all routed experts
+    active_experts: int  # the top-k routed experts one token uses
+    router: int
+    norms: int
+
+    def total(self) -> int:
+        return self.attention + self.dense_ffn + self.shared + self.experts + self.router + self.norms
+
+    def active(self) -> int:
+        return self.attention + self.dense_ffn + self.shared + self.active_experts
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only MoE transformer: every layer is attention (GQA) + a SwiGLU MoE FFN."""
+
+    name: str
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    expert_ffn_size: int
+    num_experts: int
+    top_k: int
+    vocab_size: int = 65536
+    source: str = ""
+    # Beyond the paper (defaults keep the Table 2 presets unchanged); see workloads/recipes/mla.py.
+    attention: str = "gqa"  # "gqa" | "mla" (DeepSeek-V2 Sec. 2.1 multi-head latent attention)
+    kv_lora_rank: int = 0  # MLA d_c: compressed KV width
+    q_lora_rank: int = 0  # MLA d_c': compressed query width (0 = no query compression)
+    qk_rope_head_dim: int = 0  # MLA d_h^R: decoupled RoPE key/query width per head
+    qk_nope_head_dim: int = 0  # MLA d_h: non-RoPE query/key width per head
+    v_head_dim: int = 0  # MLA value width per head
+    num_dense_layers: int = 0  # leading layers with a dense SwiGLU FFN instead of the MoE
+    dense_ffn_size: int = 0  # their intermediate width
+    num_shared_experts: int = 0  # experts every token goes through (width expert_ffn_size)
+    tied_embeddings: bool = False  # input embedding and output head share one matrix
+    # Real-model features (HF config.json keys in brackets; workloads/inputs/hf_config.py reads them).
+    kv_channels: int = 0  # width of one attention head [head_dim]; 0 = hidden_size / num_heads
+    sliding_window: int = 0  # keys a query attends to in the window layers [sliding_window]; 0 = none
+    window_layers: tuple[int, ...] = ()  # layers with sliding-window attention [layer_types]
+    mlp_only_layers: tuple[int, ...] = ()  # dense layers beside the leading ones [mlp_only_layers, moe freq]
+    shared_expert_ffn_size: int = 0  # total width of the shared experts; 0 = num_shared x expert_ffn_size
+    mtp_layers: int = 0  # multi-token prediction modules after the last layer [num_nextn_predict_layers]
+    # Per-head RMSNorm of the queries and keys after the QKV projection (Qwen3: HF modeling_qwen3_moe
+    # Qwen3MoeAttention q_norm / k_norm; Megatron --qk-layernorm) [model_type qwen3, qwen3_moe].
+    qk_layernorm: bool = False
+    # Rotary position embedding of the queries and keys [rope_theta]: GQA attention runs its kernels
+    # (workloads/recipes/layers.py qk_steps); MLA's decoupled RoPE has none yet. Off for M1: the paper does not say
+    # how it encodes positions.
+    rope: bool = False
+    # GPT-OSS's clamped SwiGLU: the gate clamped to <= limit and the linear half to [-limit, limit] before the
+    # activation [swiglu_limit]; 0 = no clamp (workloads/recipes/expert_kernels.py).
+    expert_act_clamp: float = 0.0
+    # Biases on the expert GEMMs (HF GptOssExperts gate_up_proj_bias / down_proj_bias; Megatron-Bridge
+    # gpt_oss_bridge.py add_bias_linear) [model_type gpt_oss].
+    expert_bias: bool = False
+    # Megatron-Core applies RoPE unfused (rope_utils.apply_rotary_pos_emb at core_v0.17.0: TE's fused RoPE takes
+    # no mscale) when YaRN's concentration factor is not 1: GPT-OSS, whose Megatron-Bridge config sets
+    # yarn_rotary_scaling_factor 32 with yarn_mscale None, so 0.1 ln 32 + 1 = 1.35 (gpt_oss_bridge.py, v0.4.2).
+    rope_unfused: bool = False
+
+    def __post_init__(self) -> None:
+        """Check types and positivity; raise ConfigError naming the field."""
+        for name in ("window_layers", "mlp_only_layers"):  # YAML gives lists; keep the spec hashable
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        check_types("model", self)
+        check_limit("model.num_layers", "layers", self.num_layers, "layers")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _OPTIONAL_FIELDS:
+                if any(item < 0 for item in (value if isinstance(value, tuple) else (value,))):
+                    raise ConfigError(f"model.{f.name}", f"must be >= 0, got {value}")
+                continue
+            if isinstance(value, int) and value <= 0:
+                raise ConfigError(f"model.{f.name}", f"must be a positive integer, got {value}")
+        if not self.kv_channels and self.hidden_size % self.num_heads:
+            raise ConfigError("model.num_heads", f"must divide hidden_size={self.hidden_size} (or give kv_channels)")
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError("model.num_kv_heads", f"must divide num_heads={self.num_heads}")
+        if self.top_k > self.num_experts:
+            raise ConfigError("model.top_k", f"must be <= num_experts={self.num_experts}")
+        _check_extensions(self)
+
+    def layer_kind(self, layer: int) -> LayerKind:
+        """What sets layer ``layer``'s recipe: a dense or MoE FFN, and its attention window."""
+        dense = layer < self.num_dense_layers or layer in self.mlp_only_layers or self.num_experts == 0
+        return LayerKind(dense, self.sliding_window if layer in self.window_layers else 0)
+
+    @property
+    def head_dim(self) -> int:
+        return self.kv_channels or self.hidden_size // self.num_heads
+
+    @property
+    def q_width(self) -> int:
+        """Query (and attention output) width: heads x head_dim (= hidden_size unless kv_channels is set)."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def q_per_kv(self) -> int:
+        """The paper's m: query heads per key/value head."""
+        return self.num_heads // self.num_kv_heads
+
+    @property
+    def qkv_width(self) -> int:
+        """Output width of the fused QKV projection: h (1 + 2/m)."""
+        return self.q_width + 2 * self.num_kv_heads * self.head_dim
+
+    @property
+    def attention_params(self) -> int:
+        """QKV and output projections of one layer (MLA: its down/up projections and norms)."""
+        if self.attention == "mla":
+            from workloads.recipes.mla import mla_params
+
+            return mla_params(self)
+        return self.hidden_size * self.qkv_width + self.q_width * self.hidden_size
+
+    @property
+    def expert_params(self) -> int:
+        """One SwiGLU expert: three h x h_ffn matrices."""
+        return 3 * self.hidden_size * self.expert_ffn_size
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding and output head: one matrix if tied, else two."""
+        return (1 if self.tied_embeddings else 2) * self.vocab_size * self.hidden_size
+
+    @property
+    def moe_layers(self) -> int:
+        return sum(not self.layer_kind(i).dense for i in range(self.num_layers))
+
+    @property
+    def shared_ffn_size(self) -> int:
+        """Total width of the shared experts (DeepSeekMoE: each as wide as a routed expert)."""
+        return self.shared_expert_ffn_size or self.num_shared_experts * self.expert_ffn_size
+
+    @property
+    def shared_params(self) -> int:
+        """Shared experts of one MoE layer: a SwiGLU of width shared_ffn_size."""
+        return 3 * self.hidden_size * self.shared_ffn_size
+
+    def layer_parts(self, dense: bool) -> LayerParams:
+        """The weights of one (dense or MoE) layer by part: the one parameter model that the parameter
+        counts, the 6N FLOPs, memory and DP sync (workloads.graph.step.stage_param_groups) all use."""
+        h = self.hidden_size
+        if dense:
+            return LayerParams(self.attention_params, 3 * h * self.dense_ffn_size, 0, 0, 0, 0, 2 * h)
+        return LayerParams(
+            self.attention_params,
+            0,
+            self.shared_params,
+            self.num_experts * self.expert_params,
+            self.top_k * self.expert_params,
+            h * self.num_experts,
+            2 * h,
+        )
+
+    def _over_layers(self, part) -> int:
+        kinds = [self.layer_kind(i).dense for i in range(self.num_layers)]
+        return sum(part(self.layer_parts(dense)) for dense in kinds)
+
+    @property
+    def mtp_params(self) -> int:
+        """Multi-token prediction modules (DeepSeek-V3 Sec. 2.2): 2 norms, the 2h -> h projection and one
+        MoE layer each; the embedding and output head are shared. Published totals leave them out."""
+        h = self.hidden_size
+        return self.mtp_layers * (2 * h + 2 * h * h + self.layer_parts(self.num_experts == 0).total())
+
+    @property
+    def total_params(self) -> int:
+        return self._over_layers(LayerParams.total) + self.embedding_params
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: attention, top-k and shared experts, dense FFNs, embeddings (no norms or router)."""
+        return self._over_layers(LayerParams.active) + self.embedding_params
+
+    def with_(self, **changes: object) -> ModelSpec:
+        return replace(self, **changes)
+
+
+_OPTIONAL_FIELDS = frozenset(
+    {
+        "kv_lora_rank",
+        "q_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "v_head_dim",
+        "num_dense_layers",
+        "dense_ffn_size",
+        "num_shared_experts",
+        "tied_embeddings",
+        "num_experts",
+        "top_k",
+        "expert_ffn_size",
+        "kv_channels",
+        "sliding_window",
+        "window_layers",
+        "mlp_only_layers",
+        "shared_expert_ffn_size",
+        "mtp_layers",
+        "qk_layernorm",
+        "rope",
+        "expert_act_clamp",
+        "expert_bias",
+        "rope_unfused",
+    }
+)
+
+
+def _check_extensions(model: ModelSpec) -> None:
+    """Validate the beyond-the-paper fields: MLA ranks, dense layers."""
+    if model.attention not in ("gqa", "mla"):
+        raise ConfigError("model.attention", "must be gqa or mla")
+    if model.attention == "mla":
+        for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            if getattr(model, name) <= 0:
+                raise ConfigError(f"model.{name}", "must be positive for MLA attention")
+    dense_only = model.num_experts == 0
+    if model.num_dense_layers >= model.num_layers and not dense_only:
+        raise ConfigError("model.num_dense_layers", f"must be < num_layers={model.num_layers} (or num_experts 0)")
+    has_dense = dense_only or model.num_dense_layers or model.mlp_only_layers
+    if has_dense and model.dense_ffn_size <= 0:
+        raise ConfigError("model.dense_ffn_size", "must be positive when the model has dense layers")
+    if not dense_only:
+        for name in ("top_k", "expert_ffn_size"):
+            if getattr(model, name) <= 0:
+                raise ConfigError(f"model.{name}", "must be positive for a model with experts (num_experts > 0)")
+    for name in ("window_layers", "mlp_only_layers"):
+        outside = [i for i in getattr(model, name) if i >= model.num_layers]
+        if outside:
+            raise ConfigError(f"model.{name}", f"layer {outside[0]} is beyond num_layers={model.num_layers}")
+    if model.window_layers and model.sliding_window <= 0:
+        raise ConfigError("model.sliding_window", "must be positive when window_layers are given")
+
+
+_T2 = "MegaScale-MoE Table 2"
+MODEL_PRESETS: dict[str, ModelSpec] = {
+    # M1; vocabulary 65,536 [paper Sec. 6]
+    "paper-352b": ModelSpec("paper-352b", 60, 4096, 32, 8, 14336, 32, 3, 65536, _T2 + " (M1)"),
+    # M2-M6: vocabularies are not in the paper; taken from the models' public configs (so is Mixtral's RoPE,
+    # rope_theta in mistralai's config.json).
+    "mixtral-8x7b": ModelSpec("mixtral-8x7b", 32, 4096, 32, 8, 14336, 8, 2, 32000, _T2 + " (M2)", rope=True),
+    "mixtral-8x22b": ModelSpec("mixtral-8x22b", 56, 6144, 48, 8, 16384, 8, 2, 32768, _T2 + " (M3)", rope=True),
+    "hunyuan-large": ModelSpec("hunyuan-large", 64, 6400, 80, 8, 18304, 16, 1, 128512, _T2 + " (M4)"),
+    "phi-3.5-moe": ModelSpec("phi-3.5-moe", 32, 4096, 32, 8, 6400, 16, 2, 32064, _T2 + " (M5)"),
+    "deepseekmoe": ModelSpec("deepseekmoe", 28, 2048, 16, 16, 1408, 64, 6, 102400, _T2 + " (M6)"),
+    # DeepSeek-V3 technical report (arXiv 2412.19437) Sec. 4.2: 61 layers, h 7168, 128 heads, MLA with
+    # d_c 512, d_c' 1536, d_h 128, d_h^R 64; first 3 layers dense (width 18432, HF config), then 1 shared
+    # + 256 routed experts of width 2048, top-8; vocabulary 129,280 (HF config.json); 671B / 37B params.
+    "deepseek-v3": ModelSpec(
+        "deepseek-v3",
+        61,
+        7168,
+        128,
+        128,
+        2048,
+        256,
+        8,
+        129280,
+        "DeepSeek-V3 report Sec. 4.2; deepseek-ai/DeepSeek-V3 config.json",
+        attention="mla",
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        num_dense_layers=3,
+        dense_ffn_size=18432,
+        num_shared_experts=1,
+        rope=True,
+    ),
+}
+
+
+def model_preset(name: str) -> ModelSpec:
+    """The preset called ``name``, or a ConfigError that lists the choices."""
+    return lookup_preset("model", MODEL_PRESETS, name)

@@ -1,0 +1,218 @@
+"""Every rule between fields: a layout on its own, and a model under a layout on a cluster.
+
+Single-field rules (types, choices, positivity) live with the specs; every rule that relates two fields
+or more is here, each a small function that raises a ConfigError naming the field to change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from topologies.errors import ConfigError, check_positive_int
+from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
+from workloads.specs.limits import check_limit
+from workloads.specs.routing import ROUTINGS
+from workloads.schedules.base import SCHEDULES, block_count
+
+if TYPE_CHECKING:  # the specs import this module
+    from workloads.specs.layouts import LayoutSpec
+    from workloads.specs.models import ModelSpec
+
+GEMM_DTYPES = ("bf16", "fp8")
+
+
+def check_layout(layout: LayoutSpec) -> None:
+    """Rules between the fields of one layout, checked when it is built."""
+    if not SCHEDULES[layout.schedule].virtual_stages and layout.virtual_stages != 1:
+        raise ConfigError("layout.virtual_stages", f"must be 1 for the {layout.schedule} schedule")
+    if layout.intra_op_overlap and not layout.inter_op_overlap:
+        raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
+    if layout.routing not in ROUTINGS:
+        raise ConfigError("layout.routing", f"must be one of {', '.join(ROUTINGS)}")
+    if layout.gemm_dtype not in GEMM_DTYPES:
+        raise ConfigError("layout.gemm_dtype", f"must be one of {', '.join(GEMM_DTYPES)}")
+    for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers"):
+        if getattr(layout, field) < 0:
+            raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
+    if any(count < 0 for count in layout.block_layers):
+        raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {layout.block_layers}")
+    if layout.ffn != "ep":
+        if layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep:
+            raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
+        if layout.etp > 1:
+            raise ConfigError(
+                "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
+            )
+        if layout.ep_overlap:  # Megatron-LM arguments.py asserts EP > 1 for --overlap-moe-expert-parallel-comm
+            raise ConfigError("layout.ep_overlap", 'overlaps the EP all-to-alls: needs ffn "ep"')
+    _check_sequence_parallel(layout)
+    _check_memory_options(layout)
+
+
+def _check_sequence_parallel(layout: LayoutSpec) -> None:
+    """TP without sequence parallelism: TP attention only, and nothing that needs the sequence sharded."""
+    if layout.sequence_parallel:
+        return
+    if layout.attention != "tp":
+        raise ConfigError("layout.sequence_parallel", 'false applies to TP attention (attention "tp") only')
+    if layout.tp_comm_overlap:  # Megatron-LM arguments.py asserts sequence parallelism for --tp-comm-overlap
+        raise ConfigError("layout.tp_comm_overlap", "needs sequence_parallel (Megatron-LM)")
+    if layout.cp > 1:
+        raise ConfigError("layout.cp", "CP with TP but without sequence parallelism is not simulated")
+    if layout.recompute == "sar":  # SAR and its memory formula (MegaScale-MoE Sec. 4.1) shard the sequence
+        raise ConfigError(
+            "layout.recompute", "MegaScale-MoE's \"sar\" needs sequence_parallel (Megatron-Core's modes do not)"
+        )
+
+
+def _check_memory_options(layout: LayoutSpec) -> None:
+    """Selective recomputation, FP8 weights and the optimizer's storage: each option with the one it needs."""
+    if layout.recompute_modules and layout.recompute != "selective":
+        raise ConfigError("layout.recompute_modules", f'needs recompute "selective", not {layout.recompute!r}')
+    if layout.keep_dispatch and layout.ffn != "ep":
+        raise ConfigError("layout.keep_dispatch", 'keeps what the EP dispatch received: needs ffn "ep"')
+    if layout.keep_dispatch and layout.recompute != "sar":
+        raise ConfigError(
+            "layout.keep_dispatch",
+            f'needs recompute "sar" (selective: "moe" re-sends, "moe_act" keeps), not {layout.recompute!r}',
+        )
+    if layout.gemm_dtype != "fp8":
+        for field in ("fp8_param_gather", "fp8_recipe"):
+            if getattr(layout, field):
+                raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
+    if layout.param_remainders and layout.main_params_dtype != "fp32":
+        raise ConfigError(
+            "layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32"
+        )
+
+
+def check_step(
+    model: ModelSpec,
+    layout: LayoutSpec,
+    num_gpus: int,
+    gpus_per_node: int,
+    global_batch: int,
+    seq_len: int,
+) -> None:
+    """Raise ConfigError (naming the field) unless the layout can run the model on the cluster."""
+    for name, value in (
+        ("gpus", num_gpus),
+        ("gpus_per_node", gpus_per_node),
+        ("global_batch", global_batch),
+        ("seq_len", seq_len),
+    ):
+        check_positive_int(name, value)
+    _check_intra_group(model, layout, num_gpus, gpus_per_node, seq_len)
+    _check_expert_loads(model, layout)
+    _check_expert_groups(model, layout, num_gpus, gpus_per_node)
+    _check_pipeline(model, layout, num_gpus, global_batch)
+    if "mla_up_proj" in layout.recompute_modules and model.attention != "mla":
+        raise ConfigError(
+            "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla"
+        )
+    if not layout.sequence_parallel and layout.intra_size > 1 and model.moe_layers:
+        raise ConfigError(  # megatron/core/transformer/moe/moe_layer.py MoELayer.forward at d98e8a64dd
+            "layout.sequence_parallel",
+            "MoE with TP needs sequence parallelism: Megatron-Core's MoE layer refuses TP without it in training "
+            "(add --sequence-parallel, or set sequence_parallel true)",
+        )
+    if not layout.sequence_parallel and layout.intra_size > 1 and model.attention == "mla":
+        raise ConfigError("layout.sequence_parallel", "MLA under TP without sequence parallelism is not simulated")
+
+
+def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:
+    """Data-parallel replicas: GPUs / (intra_size x cp x pp)."""
+    return num_gpus // (layout.intra_size * layout.cp * layout.pp)
+
+
+def _check_intra_group(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int, seq_len: int) -> None:
+    """The TP/SP/EP group of intra_size GPUs and the CP group around it fit the nodes and the shapes."""
+    n, cp = layout.intra_size, layout.cp
+    if n > gpus_per_node or gpus_per_node % n:
+        raise ConfigError(
+            "layout.intra_size", f"TP/SP/EP degree {n} must divide the scale-up domain of {gpus_per_node} GPUs"
+        )
+    if cp > 1 and ((n * cp) % gpus_per_node if n * cp > gpus_per_node else gpus_per_node % (n * cp)):
+        raise ConfigError("layout.cp", f"intra_size x cp = {n * cp} must divide or fill whole nodes of {gpus_per_node}")
+    if cp > 1 and (seq_len % (2 * cp) or (layout.micro_batch * seq_len // cp) % n):
+        raise ConfigError(
+            "seq_len", f"must split into 2 x cp = {2 * cp} chunks of micro_batch x tokens divisible by {n}"
+        )
+    if num_gpus % (n * cp * layout.pp):
+        label = "intra_size x pp" if cp == 1 else "intra_size x cp x pp"
+        raise ConfigError(
+            "gpus",
+            f"{num_gpus} is not a multiple of {label} = {n * cp * layout.pp}{gpus_hint(model, layout, num_gpus)}",
+        )
+    if model.num_heads % n:
+        raise ConfigError("model.num_heads", f"{model.num_heads} heads not divisible by TP/SP degree {n}")
+    if layout.ffn == "ep" and model.num_experts % n:
+        raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {n}")
+    if layout.ffn == "tp" and model.expert_ffn_size % n:
+        raise ConfigError("model.expert_ffn_size", f"not divisible by TP degree {n}")
+    if (layout.micro_batch * seq_len) % n:
+        raise ConfigError("seq_len", f"micro_batch x seq_len must be divisible by {n}")
+
+
+def _check_expert_loads(model: ModelSpec, layout: LayoutSpec) -> None:
+    loads = layout.expert_loads
+    if loads and (len(loads) != model.num_experts or min(loads) < 0 or sum(loads) <= 0):
+        raise ConfigError("layout.expert_loads", f"must be {model.num_experts} non-negative loads, not all 0")
+
+
+def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int) -> None:
+    """EP x ETP groups: ETP inside the node, EP in or across whole nodes, top-k reachable under node limits."""
+    ep, n, etp = layout.ep_degree, layout.intra_size, layout.etp
+    if etp > 1 and (gpus_per_node % etp or model.expert_ffn_size % etp):
+        raise ConfigError("layout.etp", f"ETP {etp} must divide the {gpus_per_node} GPUs of a node and expert_ffn_size")
+    if (ep == n and etp == 1) or layout.ffn != "ep":
+        return
+    per_node = gpus_per_node // etp  # EP ranks per node: ETP groups sit inside the node (Megatron's order)
+    if (ep * etp) % n or (num_gpus // layout.pp) % (ep * etp):
+        raise ConfigError(
+            "layout.ep", f"EP {ep} x ETP {etp} must be a multiple of intra_size {n} and divide GPUs per stage"
+        )
+    if model.num_experts % ep:
+        raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {ep}")
+    if ep > per_node and ep % per_node:
+        raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {per_node} EP ranks per node")
+    if ep < per_node and per_node % ep:
+        raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {per_node} EP ranks of a node")
+    nodes = max(ep // per_node, 1)
+    reachable = model.num_experts // nodes * (min(layout.ep_max_nodes, nodes) if layout.ep_max_nodes else nodes)
+    if model.top_k > reachable:
+        raise ConfigError(
+            "layout.ep_max_nodes", f"top_k {model.top_k} exceeds the {reachable} experts a token may reach"
+        )
+
+
+def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_batch: int) -> None:
+    """The layers over the pipeline's blocks; the batch over DP replicas and micro-batches; the schedule."""
+    blocks, counts = block_count(layout.schedule, layout.pp, layout.virtual_stages), layout.block_layers
+    if counts and (len(counts) != blocks or sum(counts) != model.num_layers):
+        raise ConfigError(
+            "layout.block_layers",
+            f"must give the layers of each of the {blocks} pipeline blocks, {model.num_layers} in all; got {counts}",
+        )
+    if not counts and not (layout.uneven_pp or layout.balance_blocks) and model.num_layers % blocks:
+        raise ConfigError(
+            "layout.pp",
+            f"{model.num_layers} layers not divisible by the {blocks} pipeline blocks of {layout.schedule} at pp "
+            f"{layout.pp}" + pp_layers_hint(model, layout, num_gpus),
+        )
+    dp = data_parallel(layout, num_gpus)
+    if global_batch % (dp * layout.micro_batch):
+        raise ConfigError(
+            "global_batch",
+            f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
+            + batch_hint(global_batch, dp * layout.micro_batch),
+        )
+    overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
+    micro_batches = global_batch // (dp * layout.micro_batch)
+    check_limit(
+        "global_batch",
+        "micro_batches",
+        micro_batches,
+        f"micro-batches per pipeline (global_batch {global_batch} / (dp x micro_batch))",
+    )
+    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **overlap).check()
