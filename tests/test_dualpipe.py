@@ -18,7 +18,7 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.graph import combined_1f1b
 from workloads.specs.layouts import layout_preset
-from workloads.specs.models import LayerKind
+from workloads.ops import LayerKind
 from workloads.schedules.pipeline_tasks import Block
 from workloads.schedules.base import (
     BACKWARD,

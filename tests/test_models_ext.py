@@ -11,7 +11,8 @@ import pytest
 
 from topologies.errors import ConfigError
 from workloads.specs.layouts import layout_preset
-from workloads.recipes.mla import mla_params, mla_recipe
+from workloads.recipes.mla import mla_recipe
+from workloads.specs.models import mla_params
 from workloads.specs.models import model_preset
 from workloads.recipes.moe import dense_ffn_recipe, ep_ffn_recipe
 from workloads.ops import COMM, Gemm

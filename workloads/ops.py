@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 BYTES_BF16 = 2  # bytes per BF16 element: activations, weights and gradients on the wire
 
@@ -283,3 +284,10 @@ class Step:
 def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0, **fields: object) -> Step:
     """A collective step of a layer recipe: ``collective`` within ``group``, ``comm_bytes`` of egress per GPU."""
     return Step(name, COLLECTIVE, collective=collective, group=group, comm_bytes=comm_bytes, **fields)
+
+
+class LayerKind(NamedTuple):
+    """What distinguishes one layer's recipe from another's."""
+
+    dense: bool  # a dense SwiGLU FFN instead of the MoE
+    window: int  # sliding-window attention over this many keys; 0 = full causal attention

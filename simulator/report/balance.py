@@ -27,7 +27,7 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.memory.per_gpu import peak_memory
 from simulator.engine.timing import key_timer
 from topologies.cluster import ClusterSpec
-from workloads.specs.models import LayerKind
+from workloads.ops import LayerKind
 from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.base import BACKWARD, FORWARD, Task
 from workloads.graph.step import StepWorkload, block_layer_counts

@@ -27,9 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from workloads.specs.cuda_graphs import captured_parts
-from workloads.recipes.fp8_quant import quantize_input
-from workloads.specs.layouts import LayoutSpec
 from workloads.ops import (
     ATTENTION,
     COLLECTIVE,
@@ -49,6 +46,9 @@ from workloads.ops import (
     Role,
     Step,
 )
+from workloads.recipes.fp8_quant import quantize_input
+from workloads.specs.cuda_graphs import captured_parts
+from workloads.specs.layouts import LayoutSpec
 from workloads.specs.precision import DTYPE_BYTES, Fp8Recipe
 
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs

@@ -8,11 +8,9 @@ from typing import NamedTuple
 
 from workloads.graph import combined_1f1b
 from workloads.graph import dualpipe_pairs as dualpipe
-from workloads.recipes.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
-from workloads.specs.layouts import LayoutSpec
-from workloads.specs.models import LayerKind, LayerParams, ModelSpec
+from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
 from workloads.ops import BYTES_BF16, Op
-from workloads.schedules.pipeline_tasks import Block, TaskKey
+from workloads.recipes.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.schedules.base import (
     BACKWARD,
     BACKWARD_INPUT,
@@ -23,7 +21,9 @@ from workloads.schedules.base import (
     Task,
     make_schedule,
 )
-from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
+from workloads.schedules.pipeline_tasks import Block, TaskKey
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import LayerKind, LayerParams, ModelSpec
 from workloads.specs.validation import check_step, data_parallel
 
 DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6

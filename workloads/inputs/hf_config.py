@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from topologies.errors import ConfigError, short_repr
+from workloads.inputs.yaml_guard import read_bounded
 from workloads.specs.limits import check_limit
 from workloads.specs.models import ModelSpec
-from workloads.inputs.yaml_guard import read_bounded
 
 JSON_SUFFIX = ".json"
 

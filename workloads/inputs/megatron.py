@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
+from workloads.graph.step import block_layer_counts
 from workloads.inputs import megatron_model
-from workloads.specs.cuda_graphs import GRAPH_SCOPES
-from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
 from workloads.inputs.megatron_pipeline import block_layers, parse_layout, stage_layers
+from workloads.specs.cuda_graphs import GRAPH_SCOPES
+from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.graph.step import block_layer_counts
 
 NEVER_ALL_GATHER = 1 << 30  # a2a_topk_threshold above any top-k: Megatron's all-to-all dispatcher never switches
 FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from topologies.errors import ConfigError
-from workloads.specs.fieldtypes import check_value, field_types
 from workloads.inputs.hf_config import is_hf_config_path, load_hf_config
+from workloads.inputs.yaml_guard import check_nodes, read_bounded
+from workloads.specs.fieldtypes import check_value, field_types
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
 from workloads.specs.models import ModelSpec, model_preset
-from workloads.inputs.yaml_guard import check_nodes, read_bounded
 
 YAML_SUFFIXES = (".yaml", ".yml")
 

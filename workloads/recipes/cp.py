@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, Group, Step, attention_pairs
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.ops import ALL_GATHER, ATTENTION, BYTES_BF16, Group, Step, attention_pairs
 
 CP_BACKWARD_FACTOR = 2.0  # backward ring passes K/V and their gradients dK/dV (Megatron-Core CP)
 

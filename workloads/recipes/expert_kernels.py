@@ -17,8 +17,8 @@ the input's dtype, megatron/core/transformer/moe/router.py at core_v0.17.0).
 
 from __future__ import annotations
 
-from workloads.specs.models import ModelSpec
 from workloads.ops import BYTES_BF16, MEMORY, Module, Step
+from workloads.specs.models import ModelSpec
 
 
 def clamp_steps(model: ModelSpec, rows: int, width: int, module: Module) -> list[Step]:

@@ -8,14 +8,15 @@ per GPU, BF16 (2 bytes per element).
 
 from __future__ import annotations
 
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
+from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
+from workloads.recipes.mla import mla_recipe
+from workloads.recipes.moe import ffn_recipe
 from workloads.specs.cuda_graphs import tag_layer
 from workloads.specs.layouts import LayoutSpec
-from workloads.recipes.mla import mla_recipe
 from workloads.specs.models import ModelSpec
-from workloads.recipes.moe import ffn_recipe, tp_pair, ulysses_pair
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.specs.precision import to_fp8_comm, to_fp8_gemms
 
 

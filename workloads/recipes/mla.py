@@ -7,28 +7,12 @@ the output projection maps H d_v back to h. Down/up projections are GEMMs; RMSNo
 
 from __future__ import annotations
 
-from workloads.specs.layouts import LayoutSpec
-from workloads.specs.models import ModelSpec
-from workloads.recipes.moe import tp_pair, ulysses_pair
 from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
+from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec, qk_head_dim
 
 UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up projection
-
-
-def qk_head_dim(model: ModelSpec) -> int:
-    """Query/key width per head: d_h + d_h^R."""
-    return model.qk_nope_head_dim + model.qk_rope_head_dim
-
-
-def mla_params(model: ModelSpec) -> int:
-    """Weights of one MLA block (DeepSeek-V2 Eq. 12-19 and its HF modeling code), norms included."""
-    h, heads, q_rank, kv_rank = model.hidden_size, model.num_heads, model.q_lora_rank, model.kv_lora_rank
-    q_width = heads * qk_head_dim(model)
-    query = h * q_rank + q_rank + q_rank * q_width if q_rank else h * q_width  # W^DQ, norm, W^UQ/W^QR
-    kv = h * (kv_rank + model.qk_rope_head_dim) + kv_rank  # W^DKV and W^KR, latent norm
-    kv += kv_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)  # W^UK, W^UV
-    out = heads * model.v_head_dim * h  # W^O
-    return query + kv + out
 
 
 def mla_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import math
 
-from workloads.recipes.activation import swiglu_step
-from workloads.ep.plan import EpPlan, ep_plan
-from workloads.recipes.expert_kernels import clamp_steps, fc2_bias_steps
 from workloads.ep.hybridep import hybridep_before_sync, hybridep_grad_staging_bytes, hybridep_staging
-from workloads.specs.layouts import LayoutSpec
-from workloads.specs.models import ModelSpec
+from workloads.ep.plan import EpPlan, ep_plan
 from workloads.ops import (
     ALL_GATHER,
-    ALL_REDUCE,
     ALL_TO_ALL,
     BYTES_BF16,
     GEMM,
@@ -34,7 +29,12 @@ from workloads.ops import (
     Step,
     comm_step,
 )
+from workloads.recipes.activation import swiglu_step
+from workloads.recipes.comm_pairs import tp_pair
+from workloads.recipes.expert_kernels import clamp_steps, fc2_bias_steps
 from workloads.recipes.router import aux_loss_steps, fused_topk_step, random_logits_step
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
 from workloads.specs.routing import layout_routing_stats
 
 # Unfused permutation and routing (Megatron-LM at the paper's commit): index expansion, separate gather,
@@ -98,49 +98,6 @@ def host_sync_steps(layout: LayoutSpec) -> list[Step]:
 
 def _kernels_passes(layout: LayoutSpec) -> tuple[int, int]:
     return (1, 1) if layout.fused_permute else (UNFUSED_KERNELS, UNFUSED_PASSES)
-
-
-def tp_pair(
-    name: str, n: int, full_bytes: float, module: Module = Module.NONE, sequence_parallel: bool = True
-) -> tuple[Step, Step]:
-    """Megatron TP around a block (Eq. 1 / Eq. 4). With sequence parallelism: AG in, RS out. Without: identity
-    in with an all-reduce of its gradient in backward, all-reduce out with nothing in backward
-    (megatron/core/tensor_parallel/mappings.py copy_to_ / reduce_from_tensor_model_parallel_region); an
-    all-reduce moves the ring's 2 (n-1)/n of the tensor per GPU, nccl-tests' bus bytes."""
-    egress = full_bytes * (n - 1) / n
-    if not sequence_parallel:
-        into = comm_step(f"tp_ar_{name}_in", ALL_REDUCE, Group.TP, 2 * egress, backward_only=True, module=module)
-        out = comm_step(f"tp_ar_{name}", ALL_REDUCE, Group.TP, 2 * egress, bwd_kernels=0, module=module)
-        return into, out
-    gather = comm_step(
-        f"tp_ag_{name}",
-        ALL_GATHER,
-        Group.TP,
-        comm_bytes=egress,
-        fuse="next",
-        sar_recompute=True,
-        carries=Carries.INTO_GEMM,
-        module=module,
-    )
-    scatter = comm_step(
-        f"tp_rs_{name}",
-        REDUCE_SCATTER,
-        Group.TP,
-        comm_bytes=egress,
-        fuse="prev",
-        carries=Carries.OUT_OF_GEMM,
-        module=module,
-    )
-    return gather, scatter
-
-
-def ulysses_pair(n: int, qkv_bytes: float, out_bytes: float) -> tuple[Step, Step]:
-    """Ulysses SP around core attention (MegaScale-MoE Eq. 2): all-to-all Q, K, V (``qkv_bytes`` per GPU)
-    to head shards, and the output (``out_bytes``) back to sequence shards; (n-1)/n of each leaves the GPU."""
-    return (
-        comm_step("sp_a2a_qkv", ALL_TO_ALL, Group.SP, comm_bytes=qkv_bytes * (n - 1) / n, fuse="prev"),
-        comm_step("sp_a2a_out", ALL_TO_ALL, Group.SP, comm_bytes=out_bytes * (n - 1) / n, fuse="next"),
-    )
 
 
 def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:

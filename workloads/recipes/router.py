@@ -12,8 +12,8 @@ UNFUSED_KERNELS) and the aux loss is not declared.
 
 from __future__ import annotations
 
-from workloads.specs.layouts import LayoutSpec
 from workloads.ops import BYTES_BF16, MEMORY, GraphPart, Module, Step
+from workloads.specs.layouts import LayoutSpec
 
 BYTES_FP32 = 4
 BYTES_BOOL = 1

@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from workloads.specs.models import LayerKind
-from workloads.ops import Label
+from workloads.ops import Label, LayerKind
 
 
 class Phase(Label):

@@ -6,15 +6,9 @@ from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 from topologies.errors import ConfigError, lookup_preset
+from workloads.ops import LayerKind
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
-
-
-class LayerKind(NamedTuple):
-    """What distinguishes one layer's recipe from another's."""
-
-    dense: bool  # a dense SwiGLU FFN instead of the MoE
-    window: int  # sliding-window attention over this many keys; 0 = full causal attention
 
 
 class LayerParams(NamedTuple):
@@ -136,8 +130,6 @@ class ModelSpec:
     def attention_params(self) -> int:
         """QKV and output projections of one layer (MLA: its down/up projections and norms)."""
         if self.attention == "mla":
-            from workloads.recipes.mla import mla_params
-
             return mla_params(self)
         return self.hidden_size * self.qkv_width + self.q_width * self.hidden_size
 
@@ -302,3 +294,19 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
 def model_preset(name: str) -> ModelSpec:
     """The preset called ``name``, or a ConfigError that lists the choices."""
     return lookup_preset("model", MODEL_PRESETS, name)
+
+
+def qk_head_dim(model: ModelSpec) -> int:
+    """Query/key width per head: d_h + d_h^R."""
+    return model.qk_nope_head_dim + model.qk_rope_head_dim
+
+
+def mla_params(model: ModelSpec) -> int:
+    """Weights of one MLA block (DeepSeek-V2 Eq. 12-19 and its HF modeling code), norms included."""
+    h, heads, q_rank, kv_rank = model.hidden_size, model.num_heads, model.q_lora_rank, model.kv_lora_rank
+    q_width = heads * qk_head_dim(model)
+    query = h * q_rank + q_rank + q_rank * q_width if q_rank else h * q_width  # W^DQ, norm, W^UQ/W^QR
+    kv = h * (kv_rank + model.qk_rope_head_dim) + kv_rank  # W^DKV and W^KR, latent norm
+    kv += kv_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)  # W^UK, W^UV
+    out = heads * model.v_head_dim * h  # W^O
+    return query + kv + out

@@ -9,81 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError, check_positive_int
+from workloads.schedules.base import SCHEDULES, block_count
 from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
-from workloads.specs.routing import ROUTINGS
-from workloads.schedules.base import SCHEDULES, block_count
 
 if TYPE_CHECKING:  # the specs import this module
     from workloads.specs.layouts import LayoutSpec
     from workloads.specs.models import ModelSpec
 
-GEMM_DTYPES = ("bf16", "fp8")
-
-
-def check_layout(layout: LayoutSpec) -> None:
-    """Rules between the fields of one layout, checked when it is built."""
-    if not SCHEDULES[layout.schedule].virtual_stages and layout.virtual_stages != 1:
-        raise ConfigError("layout.virtual_stages", f"must be 1 for the {layout.schedule} schedule")
-    if layout.intra_op_overlap and not layout.inter_op_overlap:
-        raise ConfigError("layout.intra_op_overlap", "needs inter_op_overlap")
-    if layout.routing not in ROUTINGS:
-        raise ConfigError("layout.routing", f"must be one of {', '.join(ROUTINGS)}")
-    if layout.gemm_dtype not in GEMM_DTYPES:
-        raise ConfigError("layout.gemm_dtype", f"must be one of {', '.join(GEMM_DTYPES)}")
-    for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers"):
-        if getattr(layout, field) < 0:
-            raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
-    if any(count < 0 for count in layout.block_layers):
-        raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {layout.block_layers}")
-    if layout.ffn != "ep":
-        if layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep:
-            raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
-        if layout.etp > 1:
-            raise ConfigError(
-                "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
-            )
-        if layout.ep_overlap:  # Megatron-LM arguments.py asserts EP > 1 for --overlap-moe-expert-parallel-comm
-            raise ConfigError("layout.ep_overlap", 'overlaps the EP all-to-alls: needs ffn "ep"')
-    _check_sequence_parallel(layout)
-    _check_memory_options(layout)
-
-
-def _check_sequence_parallel(layout: LayoutSpec) -> None:
-    """TP without sequence parallelism: TP attention only, and nothing that needs the sequence sharded."""
-    if layout.sequence_parallel:
-        return
-    if layout.attention != "tp":
-        raise ConfigError("layout.sequence_parallel", 'false applies to TP attention (attention "tp") only')
-    if layout.tp_comm_overlap:  # Megatron-LM arguments.py asserts sequence parallelism for --tp-comm-overlap
-        raise ConfigError("layout.tp_comm_overlap", "needs sequence_parallel (Megatron-LM)")
-    if layout.cp > 1:
-        raise ConfigError("layout.cp", "CP with TP but without sequence parallelism is not simulated")
-    if layout.recompute == "sar":  # SAR and its memory formula (MegaScale-MoE Sec. 4.1) shard the sequence
-        raise ConfigError(
-            "layout.recompute", "MegaScale-MoE's \"sar\" needs sequence_parallel (Megatron-Core's modes do not)"
-        )
-
-
-def _check_memory_options(layout: LayoutSpec) -> None:
-    """Selective recomputation, FP8 weights and the optimizer's storage: each option with the one it needs."""
-    if layout.recompute_modules and layout.recompute != "selective":
-        raise ConfigError("layout.recompute_modules", f'needs recompute "selective", not {layout.recompute!r}')
-    if layout.keep_dispatch and layout.ffn != "ep":
-        raise ConfigError("layout.keep_dispatch", 'keeps what the EP dispatch received: needs ffn "ep"')
-    if layout.keep_dispatch and layout.recompute != "sar":
-        raise ConfigError(
-            "layout.keep_dispatch",
-            f'needs recompute "sar" (selective: "moe" re-sends, "moe_act" keeps), not {layout.recompute!r}',
-        )
-    if layout.gemm_dtype != "fp8":
-        for field in ("fp8_param_gather", "fp8_recipe"):
-            if getattr(layout, field):
-                raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
-    if layout.param_remainders and layout.main_params_dtype != "fp32":
-        raise ConfigError(
-            "layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32"
-        )
 
 
 def check_step(
