@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs.kernels import gemm_time_s, memory_time_s
 from topologies.cluster import cluster_preset
-from workloads.recipes.fp8_quant import FP8_BYTES, QUANT_KERNELS
 from workloads.ops import Gemm, GemmPrecision
+from workloads.recipes.fp8_quant import FP8_BYTES, QUANT_KERNELS
 from workloads.specs.precision import Fp8Recipe
 
 SOURCE = "NVIDIA/TransformerEngine docs/examples/gemm_profiling/gemm_profiling.rst (1609c890), H200 NVL"

@@ -21,8 +21,8 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING
 
-from experiments.validation.moe_layer_check import POINTS, MoeLayerPoint, forward_flops, simulated_s
 from experiments.common.paths import write_csv
+from experiments.validation.moe_layer_check import POINTS, MoeLayerPoint, forward_flops, simulated_s
 from simulator.costs.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION, FITTED_AT_BENCHMARK_CLOCKS
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # validate imports this module
-    from experiments.validation.validate import CaseResult
+    from experiments.validation.case_result import CaseResult
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,6 +24,7 @@ from experiments.common.parallel import default_jobs, in_order
 from experiments.common.shared_sims import simulate
 from experiments.common.stage_costs import busiest_stage
 from experiments.common.unit_costs import costliest_first
+from experiments.validation.case_result import MISS, CaseResult
 from experiments.validation.corpus import CASES_DIR, CORPUS, Case, load_cases
 from experiments.validation.pairs import pairs, pairs_markdown, pairs_table
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
@@ -37,7 +37,6 @@ from workloads.specs.models import ModelSpec
 if TYPE_CHECKING:  # NOTE: pandas and matplotlib load when a table or plot is written, not at start-up
     import pandas as pd
 
-MISS = 0.10  # a miss: |error| above this; also the band of the plot
 
 
 class Job(NamedTuple):
@@ -81,66 +80,6 @@ def case_job(case: Case) -> Job:
     if case.megatron_args:
         return _megatron_job(case)
     return Job(case.model, case.layout, (), (), lambda error: error)
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """One case run: the prediction and its report, or the error that stopped it."""
-
-    case: Case
-    predicted_tokens_per_s_per_gpu: float | None
-    message: str = ""
-    report: Report | None = None
-    not_simulated: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    wall_s: float = 0.0
-    # The same case with the fitted residual at 1 (the published kernel speeds at the sustained clock): how much it
-    # leans on the fit
-    unfitted_tokens_per_s_per_gpu: float | None = None
-    # Misses (over MISS): where one micro-batch of the busiest stage goes (experiments/common/stage_costs.py),
-    # at the fitted calibration and at residual 1
-    stage_costs: str = ""
-
-    @property
-    def ran(self) -> bool:
-        return self.predicted_tokens_per_s_per_gpu is not None
-
-    @property
-    def error(self) -> float | None:
-        """Signed fraction of the measured value: 0.05 = predicted 5% high."""
-        if not self.ran:
-            return None
-        return self.predicted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
-
-    @property
-    def unfitted_error(self) -> float | None:
-        """The error at compute_residual 1 (None where the case did not run)."""
-        if self.unfitted_tokens_per_s_per_gpu is None:
-            return None
-        return self.unfitted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
-
-    @property
-    def ignoring_memory(self) -> float | None:
-        """Tokens/s per GPU of an out-of-memory case simulated anyway (None otherwise)."""
-        return self.report.tokens_per_s_per_gpu if self.report is not None and not self.ran else None
-
-    def counts_in(self, group: str) -> bool:
-        """Counted in ``group``'s MAPE: ran, not fitted, and of that group."""
-        return self.ran and not self.case.fitted and self.case.group == group
-
-    @property
-    def in_mape(self) -> bool:
-        """Counted in the headline MAPE, the corpus's (matched runs have their own)."""
-        return self.counts_in(CORPUS)
-
-    @property
-    def flops_per_token_ratio(self) -> float | None:
-        """Megatron-LM's FLOPs per token of the simulated model over the publisher's (TFLOP/s over tokens/s)."""
-        flops = self.case.measured_model_tflops_per_gpu
-        if self.report is None or not flops:  # (an out-of-memory case's report counts the same FLOPs)
-            return None
-        published = flops / self.case.measured_tokens_per_s_per_gpu
-        return self.report.model_tflops_per_gpu / self.report.tokens_per_s_per_gpu / published
 
 
 def run_case(case: Case) -> CaseResult:
@@ -508,7 +447,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> None:
     """Run the cases, print the table (or JSON) and write the CSV, the plot and the REPRODUCTION.md section."""
-    from experiments.paper.reproduce import update_section  # reproduce imports this module
+    from experiments.common.results_md import update_section
 
     results = run_cases(load_cases(args.cases, args.case), jobs=args.jobs)
     out = Path(args.out)
