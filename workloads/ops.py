@@ -80,6 +80,7 @@ class GraphPart(Label):
     MLP = "mlp"  # a dense layer's _forward_mlp
     MOE_ROUTER = "moe_router"  # the MoE layer's _forward_mlp up to MoELayer.router()
     MOE = "moe"  # the rest of the MoE layer up to its first host sync
+    ITERATION = "iteration"  # --cuda-graph-impl full_iteration: every kernel of the forward-backward step
 
 
 class Carries(Label):

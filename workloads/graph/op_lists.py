@@ -47,7 +47,7 @@ from workloads.ops import (
     Step,
 )
 from workloads.recipes.fp8_quant import quantize_input
-from workloads.specs.cuda_graphs import captured_parts
+from workloads.specs.cuda_graphs import capture
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.precision import DTYPE_BYTES, Fp8Recipe
 
@@ -67,7 +67,7 @@ class _OpList:
         self.tp_bulk = layout.tp_comm_overlap or layout.tp_async_backward  # TE's / Megatron's bulk overlaps
         self.group_size = layout.intra_size
         self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
-        self.captured = captured_parts(layout.cuda_graph_scope)
+        self.capture = capture(layout.cuda_graph_scope)
         # Weight gradients are added into the main gradients inside the wgrad GEMM's epilogue: Megatron-LM's
         # --gradient-accumulation-fusion is on by default (--no-gradient-accumulation-fusion turns it off),
         # Megatron-Bridge's GPTModelProvider enables it where the fused kernel exists
@@ -77,7 +77,7 @@ class _OpList:
 
     def graph(self, step: Step) -> GraphPart:
         """The CUDA graph that captures ``step``'s kernels under the layout's scopes (NONE: eager)."""
-        return step.graph if step.graph in self.captured else GraphPart.NONE
+        return self.capture(step.graph)
 
     def fuses(self, step: Step) -> bool:
         """Whether a collective fuses into its adjacent GEMM: every one under intra-op overlap, the TP ones

@@ -22,8 +22,8 @@ from topologies.errors import ConfigError
 from workloads.graph.step import block_layer_counts
 from workloads.inputs import megatron_model
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
+from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import block_layers, parse_layout, stage_layers
-from workloads.specs.cuda_graphs import GRAPH_SCOPES
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -38,6 +38,7 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.block_layers": "--pipeline-model-parallel-layout / --decoder-first/last-pipeline-num-layers",
     "layout.ep_max_nodes": "--moe-router-group-topk",
     "layout.recompute_modules": "--recompute-modules",
+    "layout.host_sync_per_moe_layer": "--cuda-graph-impl full_iteration needs static MoE shapes",
     "layout.micro_batch": "--micro-batch-size",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
@@ -139,7 +140,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **_data_parallel(args, notes),
-        **_cuda_graphs(args, notes),
+        **cuda_graphs(args, notes),
     }
     overrides = megatron_model.overrides(args, extra)
     if not args.get("--swiglu"):
@@ -204,6 +205,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         notes.append(f"flex dispatcher with the {backend} backend: simulated with DeepEP's cross-node bytes")
     if args.get("--moe-shared-expert-overlap"):
         notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
+    static = rank_capacity(args, dispatcher, backend, notes)
     ffn = "ep" if ep > 1 or tp == 1 or etp != tp else "tp"
     capacity = args.get("--moe-expert-capacity-factor")
     capacity = None if capacity is not None and capacity < 0 else capacity  # Megatron: negative = dropless
@@ -233,7 +235,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
         # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
-        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall"),
+        # and the flex dispatcher's static per-rank budget (--moe-expert-rank-capacity-factor) skips it too
+        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall") and not static,
         "capacity_factor": capacity or 1.0,
         "dropless": ffn == "ep" and not pad,
         "ep_max_nodes": group_topk or 0,
@@ -317,24 +320,17 @@ def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:
         fields["delay_wgrad"] = False
 
 
-def _granularity(args: dict[str, Any]) -> str | None:
-    """--recompute-activations overrides --recompute-granularity with selective (Megatron-LM
-    megatron/training/arguments.py validate_args: ``if args.recompute_activations: args.recompute_granularity =
-    'selective'``)."""
-    return "selective" if args.get("--recompute-activations") else args.get("--recompute-granularity")
-
-
 def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
     """--recompute-granularity full (method block / uniform) or selective (--recompute-modules, default
     core_attn: TransformerConfig.__post_init__); none without it."""
-    granularity = _granularity(args)
+    level = granularity(args)
     method, layers = args.get("--recompute-method"), args.get("--recompute-num-layers")
-    if granularity is None:
+    if level is None:
         for flag in ("--recompute-method", "--recompute-num-layers", "--recompute-modules"):
             if flag in args:
                 ignored.append(IgnoredArg(flag, "no --recompute-granularity: nothing is recomputed"))
         return {"recompute": "none", "recompute_modules": (), "recompute_kept_layers": 0}
-    if granularity == "full":
+    if level == "full":
         if method is None or layers is None:
             raise ConfigError("--recompute-method", "full recomputation needs --recompute-method and -num-layers")
         if layers < 1:
@@ -402,33 +398,6 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
     }
 
 
-# Megatron scope names -> moesim's (workloads/specs/cuda_graphs.py): "full" was the whole layer before the scopes
-# split; "full_iteration" captures the whole step, simulated as every layer captured.
-_GRAPH_SCOPES = {"full": "layer", "full_iteration": "layer"}
-
-
-def _cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """The CUDA-graph scopes of --cuda-graph-impl (or the legacy switches); none without a graph implementation."""
-    impl = args.get("--cuda-graph-impl", "none")
-    if args.get("--enable-cuda-graph") or args.get("--external-cuda-graph"):
-        impl = "local" if args.get("--enable-cuda-graph") else "transformer_engine"
-    scopes = list(args.get("--cuda-graph-modules") or args.get("--cuda-graph-scope") or [])
-    if impl == "none":
-        if scopes:
-            notes.append("--cuda-graph-scope without --cuda-graph-impl: no CUDA graphs (Megatron ignores it)")
-        return {"cuda_graph_scope": ()}
-    if "full_iteration" in scopes:
-        notes.append(
-            "--cuda-graph-scope full_iteration: simulated as every layer captured; embedding, head and "
-            "pipeline sends stay eager"
-        )
-    kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes if s != "mamba")) or ("layer",)
-    for scope in kept:
-        if scope not in GRAPH_SCOPES:
-            raise ConfigError("--cuda-graph-scope", f"{scope!r} is not one of {', '.join(GRAPH_SCOPES)}")
-    return {"cuda_graph_scope": kept}
-
-
 def _data_parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter) and DP communication overlap."""
     distributed = bool(args.get("--use-distributed-optimizer"))
@@ -494,7 +463,7 @@ def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], no
         "schedule": "interleaved" if chunks > 1 else "1f1b",
         "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
     }
-    if _granularity(args) == "full":
+    if granularity(args) == "full":
         recomputed = args["--recompute-num-layers"]
         if args["--recompute-method"] == "block":  # the first N layers of each chunk; the rest keep theirs
             out["recompute_kept_layers"] = max(max(blocks) - recomputed, 0)

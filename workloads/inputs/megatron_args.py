@@ -59,14 +59,17 @@ FLAGS: dict[str, Flag] = {
     "--account-for-loss-in-pipeline-split": Flag(S),
     "--overlap-p2p-comm": Flag(S),
     "--tp-comm-overlap": Flag(S),
-    # CUDA graphs (arguments.py _add_training_args): --cuda-graph-impl and its scopes (named
-    # --cuda-graph-modules since they were renamed from --cuda-graph-scope); the legacy switches
-    # --enable-cuda-graph (local) and --external-cuda-graph (transformer_engine)
-    "--cuda-graph-impl": Flag(T, ("none", "local", "transformer_engine")),
+    # CUDA graphs (arguments.py _add_training_args; TransformerConfig.cuda_graph_impl): --cuda-graph-impl and its
+    # scopes (--cuda-graph-modules, formerly --cuda-graph-scope, hidden since e41b37002c #4292); the legacy switches
+    # --enable-cuda-graph (local) and --external-cuda-graph (transformer_engine); full_iteration needs the NaN
+    # check off (validate_args), which --fp16 without --loss-scale turns off itself
+    "--cuda-graph-impl": Flag(T, ("none", "local", "transformer_engine", "full_iteration")),
     "--cuda-graph-scope": Flag(TS),
     "--cuda-graph-modules": Flag(TS),
     "--enable-cuda-graph": Flag(S),
     "--external-cuda-graph": Flag(S),
+    "--no-check-for-nan-in-loss-and-grad": Flag(S),
+    "--loss-scale": Flag(F),
     "--context-parallel-size": Flag(I),
     "--cp-comm-type": Flag(TS, ("p2p", "a2a", "allgather", "a2a+p2p")),
     "--expert-model-parallel-size": Flag(I),
@@ -85,6 +88,11 @@ FLAGS: dict[str, Flag] = {
     "--moe-token-dispatcher-type": Flag(T, ("allgather", "alltoall", "flex")),
     "--moe-enable-deepep": Flag(S),
     "--moe-flex-dispatcher-backend": Flag(T, ("deepep", "hybridep", "ncclep")),
+    # a static per-rank token budget for the flex dispatcher's hybridep / ncclep backends (TransformerConfig
+    # moe_expert_rank_capacity_factor): no host sync; hybridep needs the TE op fuser or grouped tensors
+    "--moe-expert-rank-capacity-factor": Flag(F),
+    "--use-transformer-engine-op-fuser": Flag(S),
+    "--moe-use-grouped-tensor": Flag(S),
     "--moe-router-num-groups": Flag(I),
     "--moe-router-group-topk": Flag(I),
     "--moe-router-force-load-balancing": Flag(S),
@@ -168,7 +176,7 @@ UNKNOWN = "unknown to moesim"
 
 IGNORED: dict[str, str] = {
     **dict.fromkeys(
-        ("--lr", "--min-lr", "--weight-decay", "--clip-grad", "--adam-eps", "--sgd-momentum", "--loss-scale"),
+        ("--lr", "--min-lr", "--weight-decay", "--clip-grad", "--adam-eps", "--sgd-momentum"),
         OPTIMIZER,
     ),
     **dict.fromkeys(("--train-iters", "--train-samples", "--exit-interval", "--exit-duration-in-mins"), SCHEDULE),

@@ -10,13 +10,12 @@ from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.ops import EpDispatcher, Module
-from workloads.schedules.base import SCHEDULES
-from workloads.specs.cuda_graphs import GRAPH_SCOPES
+from workloads.schedules.registry import SCHEDULES
+from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
 from workloads.specs.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.specs.routing import ROUTINGS
-
 
 # --- rules between the fields of one layout, checked when it is built (model-under-layout rules:
 # workloads/specs/validation.py)
@@ -47,6 +46,13 @@ def check_layout(layout: LayoutSpec) -> None:
             )
         if layout.ep_overlap:  # Megatron-LM arguments.py asserts EP > 1 for --overlap-moe-expert-parallel-comm
             raise ConfigError("layout.ep_overlap", 'overlaps the EP all-to-alls: needs ffn "ep"')
+    if ITERATION in layout.cuda_graph_scope and len(layout.cuda_graph_scope) > 1:
+        # megatron/training/arguments.py validate_args at d98e8a64dd
+        raise ConfigError(
+            "layout.cuda_graph_scope",
+            f'"{ITERATION}" (--cuda-graph-impl full_iteration) stands alone: --cuda-graph-modules must be empty '
+            "when --cuda-graph-impl=full_iteration (Megatron-LM)",
+        )
     _check_sequence_parallel(layout)
     _check_memory_options(layout)
 
@@ -227,8 +233,8 @@ class LayoutSpec:
     # Who moves cross-node EP tokens (workloads/ep/plan.py): "deepep" (one NIC copy per destination node, then
     # NVLink; Megatron's flex dispatcher) or "alltoall" (NCCL, one NIC copy per routed expert on another node).
     ep_dispatcher: str = "deepep"
-    # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-scope; workloads/specs/cuda_graphs.py): the
-    # scopes captured, "layer" for a whole layer; () runs every kernel eagerly.
+    # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-modules; workloads/specs/cuda_graphs.py): the
+    # scopes captured, "layer" for a whole layer, "iteration" for the whole step (full_iteration); () is eager.
     cuda_graph_scope: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

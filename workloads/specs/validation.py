@@ -9,14 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError, check_positive_int
-from workloads.schedules.base import SCHEDULES, block_count
+from workloads.schedules.registry import SCHEDULES, block_count
 from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
 
 if TYPE_CHECKING:  # the specs import this module
     from workloads.specs.layouts import LayoutSpec
     from workloads.specs.models import ModelSpec
-
 
 
 def check_step(
@@ -39,6 +38,7 @@ def check_step(
     _check_expert_loads(model, layout)
     _check_expert_groups(model, layout, num_gpus, gpus_per_node)
     _check_pipeline(model, layout, num_gpus, global_batch)
+    _check_graphs(model, layout)
     if "mla_up_proj" in layout.recompute_modules and model.attention != "mla":
         raise ConfigError(
             "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla"
@@ -51,6 +51,23 @@ def check_step(
         )
     if not layout.sequence_parallel and layout.intra_size > 1 and model.attention == "mla":
         raise ConfigError("layout.sequence_parallel", "MLA under TP without sequence parallelism is not simulated")
+
+
+def _check_graphs(model: ModelSpec, layout: LayoutSpec) -> None:
+    """The full-iteration CUDA graph holds no host sync: torch refuses a device-to-host wait while a stream is
+    captured, so Megatron's FullCudaGraphWrapper (megatron/core/full_cuda_graph.py at d98e8a64dd) fails to capture
+    a step whose MoE layers copy their token counts to the host (dropless routing; token_dispatcher.py
+    _maybe_dtoh_and_synchronize, and HybridEP "sizes buffers dynamically (CPU sync in dispatch)" without
+    moe_expert_rank_capacity_factor). Static shapes remove the sync: padding to capacity, or a static per-rank
+    budget (--moe-expert-rank-capacity-factor, the flex dispatcher's hybridep / ncclep backends)."""
+    if "iteration" in layout.cuda_graph_scope and model.moe_layers and layout.host_sync_per_moe_layer:
+        raise ConfigError(
+            "layout.host_sync_per_moe_layer",
+            "the full-iteration CUDA graph cannot hold the MoE layers' device-to-host token-count sync (dropless "
+            "routing): give them static shapes (--moe-expert-capacity-factor with --moe-pad-expert-input-to-"
+            "capacity under --moe-token-dispatcher-type alltoall, or --moe-expert-rank-capacity-factor with "
+            "--moe-flex-dispatcher-backend hybridep), or use --cuda-graph-impl transformer_engine",
+        )
 
 
 def data_parallel(layout: LayoutSpec, num_gpus: int) -> int:

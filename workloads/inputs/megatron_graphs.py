@@ -1,0 +1,115 @@
+"""Megatron-LM's CUDA graphs as a moesim layout (``cuda_graphs``), and the static MoE shapes a graph needs
+(``rank_capacity``): flags, Megatron's rules between them in Megatron's words, and the scopes moesim captures
+(workloads/specs/cuda_graphs.py). Source: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topologies.errors import ConfigError
+from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
+
+MODULE_SCOPES = ("attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba", "full")  # --cuda-graph-modules
+
+
+def granularity(args: dict[str, Any]) -> str | None:
+    """--recompute-activations overrides --recompute-granularity with selective (Megatron-LM
+    megatron/training/arguments.py validate_args: ``if args.recompute_activations: args.recompute_granularity =
+    'selective'``)."""
+    return "selective" if args.get("--recompute-activations") else args.get("--recompute-granularity")
+
+
+# Megatron scope names -> moesim's (workloads/specs/cuda_graphs.py): "full" (deprecated) is the whole layer.
+_GRAPH_SCOPES = {"full": "layer"}
+
+
+def cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The CUDA-graph scopes of --cuda-graph-impl (or the legacy switches); none without a graph implementation.
+
+    As megatron/training/arguments.py validate_args and megatron/core/transformer/cuda_graph_config.py read them
+    at d98e8a64dd: --cuda-graph-scope is the deprecated spelling of --cuda-graph-modules; its value full_iteration
+    migrates to --cuda-graph-impl full_iteration (allowed from none, local or full_iteration), whose step graph
+    ("iteration") takes no modules and needs the NaN check off; full_iteration_inference concerns inference only.
+    """
+    impl = args.get("--cuda-graph-impl", "none")
+    if args.get("--enable-cuda-graph") or args.get("--external-cuda-graph"):
+        impl = "local" if args.get("--enable-cuda-graph") else "transformer_engine"
+    if args.get("--cuda-graph-scope") and args.get("--cuda-graph-modules"):
+        raise ConfigError("--cuda-graph-scope", "--cuda-graph-scope and --cuda-graph-modules cannot be used together.")
+    scopes = list(args.get("--cuda-graph-modules") or args.get("--cuda-graph-scope") or [])
+    if "full_iteration" in scopes:
+        if impl not in ("none", "local", "full_iteration"):
+            raise ConfigError(
+                "--cuda-graph-modules",
+                f"cuda_graph_modules='full_iteration' cannot be combined with cuda_graph_impl={impl!r}.",
+            )
+        impl = "full_iteration"
+        scopes.remove("full_iteration")
+    if "full_iteration_inference" in scopes:
+        scopes.remove("full_iteration_inference")
+        notes.append("--cuda-graph-modules full_iteration_inference: inference graphs, no effect on training")
+    if impl == "none":
+        if scopes:
+            notes.append("--cuda-graph-modules without --cuda-graph-impl: no CUDA graphs (Megatron ignores it)")
+        return {"cuda_graph_scope": ()}
+    if granularity(args) == "full" and impl != "full_iteration":  # TransformerConfig.__post_init__
+        raise ConfigError("--recompute-granularity", "full recompute is only supported with full iteration CUDA graph.")
+    if impl == "full_iteration":
+        if scopes:
+            raise ConfigError(
+                "--cuda-graph-modules", "--cuda-graph-modules must be empty when --cuda-graph-impl=full_iteration."
+            )
+        # validate_args turns the check off itself under --fp16 with dynamic loss scaling (no --loss-scale)
+        checked = not args.get("--no-check-for-nan-in-loss-and-grad")
+        if checked and not (args.get("--fp16") and not args.get("--loss-scale")):
+            raise ConfigError(
+                "--no-check-for-nan-in-loss-and-grad",
+                "--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration for training.",
+            )
+        return {"cuda_graph_scope": (ITERATION,)}
+    kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes if s != "mamba")) or ("layer",)
+    for scope in kept:
+        if scope not in GRAPH_SCOPES or scope == ITERATION:
+            raise ConfigError("--cuda-graph-modules", f"{scope!r} is not one of {', '.join(MODULE_SCOPES)}")
+    return {"cuda_graph_scope": kept}
+
+
+def rank_capacity(args: dict[str, Any], dispatcher: str, backend: str, notes: list[str]) -> bool:
+    """Whether the flex dispatcher runs a static per-rank token budget (--moe-expert-rank-capacity-factor): a
+    receive buffer of local tokens x top-k x the factor, no device-to-host sync, the grouped GEMM on the tokens
+    received (device-side counts). Megatron's rules and words: TransformerConfig.__post_init__ and
+    token_dispatcher.py _HybridEPManager / _NCCLEPManager at d98e8a64dd."""
+    factor = args.get("--moe-expert-rank-capacity-factor")
+    fuser, grouped = bool(args.get("--use-transformer-engine-op-fuser")), bool(args.get("--moe-grouped-gemm"))
+    if args.get("--moe-use-grouped-tensor") and not grouped:
+        raise ConfigError("--moe-use-grouped-tensor", "moe_use_grouped_tensor=True requires moe_grouped_gemm=True.")
+    if factor is None:
+        return False
+    if backend not in ("hybridep", "ncclep"):
+        raise ConfigError(
+            "--moe-expert-rank-capacity-factor",
+            "moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to be 'hybridep' or 'ncclep'.",
+        )
+    if backend == "hybridep" and not (fuser or args.get("--moe-use-grouped-tensor")):
+        raise ConfigError(
+            "--moe-expert-rank-capacity-factor",
+            "moe_expert_rank_capacity_factor with the 'hybridep' backend requires "
+            "use_transformer_engine_op_fuser=True or moe_use_grouped_tensor=True.",
+        )
+    if backend == "ncclep" and not (fuser and grouped):
+        raise ConfigError(
+            "--moe-expert-rank-capacity-factor",
+            "moe_expert_rank_capacity_factor with the 'ncclep' backend requires BOTH "
+            "use_transformer_engine_op_fuser and moe_grouped_gemm",
+        )
+    if factor <= 0:
+        raise ConfigError("--moe-expert-rank-capacity-factor", f"must be > 0, got {factor}")
+    if dispatcher != "flex":
+        notes.append("--moe-expert-rank-capacity-factor without --moe-token-dispatcher-type flex: no effect")
+        return False
+    notes.append(
+        f"--moe-expert-rank-capacity-factor {factor}: static per-rank buffers, no host sync; the tokens "
+        f"{backend} would drop above the budget and the buffers' memory are not modelled"
+    )
+    return True
