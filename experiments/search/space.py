@@ -22,7 +22,7 @@ from simulator.memory.per_gpu import peak_memory
 from topologies.errors import ConfigError
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.schedules.base import block_count
+from workloads.schedules.registry import block_count
 from workloads.graph.step import StepWorkload
 
 

@@ -2,7 +2,7 @@
 each task receives and sends, the activations a stage holds and the parameter blocks it keeps. What a task, a
 flow and a block are: workloads/schedules/pipeline_tasks.py.
 
-``SCHEDULES`` (name -> class) is the only place a schedule's name is looked at.
+The schedules themselves: one_f_one_b.py, dualpipe.py; by name: registry.py (``SCHEDULES``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from workloads.schedules.pipeline_tasks import (
     FORWARD_BACKWARD,
     FORWARD_BACKWARD_DELAYED,
     PAIRED,
-    WEIGHT,
     Flow,
     Phase,
     Task,
-    kind_of,
     walked_counts,
 )
 
@@ -143,7 +141,7 @@ class Schedule:
         with its warm-up, a fixed number of tasks, then alternates forwards (F, or F&B) with at most two other
         tasks (1F1B and interleaved: B; ZB1P: Bi, W; DualPipe(V): step 2 runs F0 F1, step 3 B1 W1 F1, step 4
         pairs F&B), and the micro-batches set only how long the alternation runs; so the count-th forward comes
-        within warm-up + 3 count tasks, whatever m is (tests/test_order_shortcuts.py checks it against the walk)."""
+        within warm-up + 3 count tasks, whatever m is (tests/differential/test_order_shortcuts.py checks it against the walk)."""
         chunks: list[int] = []
         if count <= 0:
             return ()
@@ -179,7 +177,7 @@ class Schedule:
         kinds (``SteadyCut.per_period``), inserted where the steady state repeats; warm-up and cool-down keep their
         kinds (only micro-batch indices shift). The shorter order keeps at least one whole period of its steady
         state, so every kind of the inserted periods appears in it before the point they are inserted at, and the
-        first appearances come in the same order (tests/test_order_shortcuts.py checks it against the walk)."""
+        first appearances come in the same order (tests/differential/test_order_shortcuts.py checks it against the walk)."""
         cut, m = self.steady_cut(stage), self.micro_batches
         periods = (m - cut.min_micro_batches) // cut.period if cut is not None else 0
         if periods <= 0:
@@ -249,337 +247,3 @@ class Schedule:
             raise ConfigError("layout.ep_overlap", f"pp > 1 needs the interleaved schedule (not {self.name})")
 
 
-class OneFOneB(Schedule):
-    """1F1B (PipeDream-flush): warm-up forwards, alternating steady state, cool-down backwards."""
-
-    name = "1f1b"
-
-    def lazy_order(self, stage: int) -> Iterator[Task]:
-        m = self.micro_batches
-        warmup = min(self.stages - stage - 1 + self.extra_warmup, m)
-        for mb in range(warmup):
-            yield Task(FORWARD, mb, 0)
-        for i in range(m - warmup):
-            yield from self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
-        for mb in range(m - warmup, m):
-            yield Task(BACKWARD, mb, 0)
-
-    def in_flight(self, stage: int) -> int:
-        return min(self.stages - stage + self.extra_warmup, self.micro_batches)
-
-    def steady_cut(self, stage: int) -> SteadyCut:
-        """Past the full warm-up and one steady pair, each micro-batch adds a forward and a backward (F&B)."""
-        steady = self.pair_steady(Task(FORWARD, 0, 0), Task(BACKWARD, 0, 0))
-        return SteadyCut(self.stages - stage + self.extra_warmup, 1, walked_counts(steady))
-
-    def check(self) -> None:
-        self.check_overlap()
-
-
-class ZeroBubble1P(Schedule):
-    """ZB-H1 (Qi et al., ICLR'24 "Zero Bubble Pipeline Parallelism", Sec. 3.1; deepseek-ai/DualPipe's ZB1P):
-    1F1B with the backward split into Bi and W; stage s defers s W passes to the cool-down, where they fill
-    the bubble. Bubble (PP-1)(F + B - 2W) with B = Bi + W the full backward; activations of PP micro-batches
-    on every stage (a micro-batch's are held until its W)."""
-
-    name = "zb1p"
-
-    def lazy_order(self, stage: int) -> Iterator[Task]:
-        m, warmup = self.micro_batches, self.stages - stage - 1
-        count = {FORWARD: 0, BACKWARD_INPUT: 0, WEIGHT: 0}
-
-        def run(*phases: Phase) -> Iterator[Task]:
-            for phase in phases:
-                yield Task(phase, count[phase], 0)
-                count[phase] += 1
-
-        for _ in range(warmup):
-            yield from run(FORWARD)
-        for _ in range(stage):  # W deferred
-            yield from run(FORWARD, BACKWARD_INPUT)
-        for _ in range(m - warmup - stage):
-            yield from run(FORWARD, BACKWARD_INPUT, WEIGHT)
-        for _ in range(warmup):
-            yield from run(BACKWARD_INPUT, WEIGHT)
-        for _ in range(stage):
-            yield from run(WEIGHT)
-
-    def in_flight(self, stage: int) -> int:
-        return self.stages  # warm-up (pp-s-1) plus s forwards whose W waits, plus the steady-state one
-
-    def steady_cut(self, stage: int) -> SteadyCut:
-        """Past pp - 1 micro-batches (warm-up and deferred W) and one steady F Bi W, each adds an F, a Bi and a W."""
-        return SteadyCut(self.stages, 1, {Task(phase, 0, 0): 1 for phase in (FORWARD, BACKWARD_INPUT, WEIGHT)})
-
-    def check(self) -> None:
-        self.check_overlap()
-        if self.micro_batches < self.stages:
-            raise ConfigError(
-                "global_batch", f"ZB1P needs at least pp ({self.stages}) micro-batches, got {self.micro_batches}"
-            )
-
-
-class Interleaved(Schedule):
-    """Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21): micro-batches in groups of ``stages``."""
-
-    name = "interleaved"
-    virtual_stages = True
-
-    def _warmup(self, stage: int) -> int:
-        return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages
-
-    def lazy_order(self, stage: int) -> Iterator[Task]:
-        stages, chunks = self.stages, self.chunks
-        total = self.micro_batches * chunks
-
-        def forward(k: int) -> Task:
-            group, within = divmod(k, stages * chunks)
-            return Task(FORWARD, group * stages + within % stages, within // stages)
-
-        def backward(k: int) -> Task:
-            group, within = divmod(k, stages * chunks)
-            return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
-
-        warmup = min(self._warmup(stage) + self.extra_warmup, total)
-        for k in range(warmup):
-            yield forward(k)
-        for i in range(total - warmup):
-            yield from self.pair_steady(forward(warmup + i), backward(i))
-        for k in range(total - warmup, total):
-            yield backward(k)
-
-    def in_flight(self, stage: int) -> int:
-        return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
-
-    def steady_cut(self, stage: int) -> SteadyCut:
-        """Past the full warm-up and one whole steady period (pp v steady pairs), each pp micro-batches add pp v
-        steady pairs: forward k = warm-up + i with backward i for i over a period, whose chunks repeat every pp v
-        (a group of pp micro-batches per chunk), so any pp v consecutive pairs have the same kinds."""
-        stages, chunks = self.stages, self.chunks
-        group = stages * chunks
-        warmup = self._warmup(stage) + self.extra_warmup
-        kinds: dict[Task, int] = {}
-        for i in range(group):
-            forward = Task(FORWARD, 0, (warmup + i) % group // stages)
-            backward = Task(BACKWARD, 0, chunks - 1 - i % group // stages)
-            for kind in map(kind_of, self.pair_steady(forward, backward)):
-                kinds[kind] = kinds.get(kind, 0) + 1
-        return SteadyCut(-(-warmup // chunks) + stages, stages, kinds)
-
-    def check(self) -> None:
-        self.check_overlap()
-        if self.micro_batches % self.stages:
-            raise ConfigError(
-                "global_batch", f"interleaved 1F1B needs micro-batches ({self.micro_batches}) divisible by pp"
-            )
-
-
-class DualPipe(Schedule):
-    """DualPipe (DeepSeek-V3 report Sec. 3.2.1; deepseek-ai/DualPipe ``DualPipe.step``, steps 1-8).
-
-    Stage s holds two chunks: chunk 0 is block s of the pipeline that runs stage 0 -> pp-1, chunk 1 is
-    block pp-1-s of the pipeline that runs pp-1 -> 0 (two parameter copies). Half of the micro-batches
-    enter at stage 0 (chunk 0), half at the last stage (chunk 1).
-    """
-
-    name = "dualpipe"
-    fill_per_stage = 3
-
-    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
-        super().__init__(stages, micro_batches, 1, **overlap)  # the F&B pairs are DualPipe's own (step 4)
-
-    @property
-    def combined_1f1b(self) -> bool:
-        """With ep_overlap, an F&B pair's components in the order of DeepSeek-V3's Fig. 4 (Sec. 3.2.1: each chunk
-        cut into attention, dispatch, MLP and combine, the backward's split into input and weight parts,
-        rearranged so that both all-to-alls hide behind the other chunk's compute), which Megatron-Core's
-        combined 1F1B issues; without, the forward and the backward as two concurrent lanes."""
-        return self.ep_overlap
-
-    def pair_steady(self, forward: Task, backward: Task) -> list[Task]:
-        """A forward and a backward as they are: DualPipe's F&B pairs are its own (step 4, a block with its
-        mirror), made by its order, never by Megatron-Core's pairing."""
-        return [forward, backward]
-
-    def block_of(self, stage: int, chunk: int) -> int:
-        return stage if chunk == 0 else self.stages - 1 - stage
-
-    def successor(self, stage: int, chunk: int) -> tuple[int, int] | None:
-        nxt = stage + 1 if chunk == 0 else stage - 1
-        return (nxt, chunk) if 0 <= nxt < self.stages else None
-
-    def predecessor(self, stage: int, chunk: int) -> tuple[int, int] | None:
-        prev = stage - 1 if chunk == 0 else stage + 1
-        return (prev, chunk) if 0 <= prev < self.stages else None
-
-    def stage_blocks(self, stage: int) -> tuple[int, ...]:
-        return stage, self.stages - 1 - stage
-
-    def in_flight(self, stage: int) -> int:
-        return min(self.stages + 1, self.micro_batches)  # PP + 1 chunks on every rank (DualPipe README)
-
-    def steady_cut(self, stage: int) -> SteadyCut:
-        """Every 2 micro-batches add one pass of step 4 (F0&B1, F1&B0); the other steps do not depend on the
-        micro-batches. Kept: 2 passes, so that the middle ranks' first, unpaired, pass is followed by a paired one."""
-        half_rank, flip = min(stage, self.stages - 1 - stage), int(stage >= self.stages // 2)
-        pairs = {Task(FORWARD_BACKWARD, 0, flip, (0, 1 ^ flip)): 1, Task(FORWARD_BACKWARD, 0, 1 ^ flip, (0, flip)): 1}
-        return SteadyCut(2 * (self.stages - half_rank + 1), 2, pairs)
-
-    def check(self) -> None:
-        pp, m = self.stages, self.micro_batches
-        if pp % 2 or m % 2 or m < 2 * pp:
-            raise ConfigError(
-                "layout.pp",
-                f"DualPipe needs an even pp ({pp}) and an even number of "
-                f"micro-batches ({m}) of at least 2 x pp (deepseek-ai/DualPipe)",
-            )
-        self.check_own_weight_passes()
-
-    def check_own_weight_passes(self) -> None:
-        if self.delay_wgrad:
-            raise ConfigError(
-                "layout.delay_wgrad", f"{self.name} runs its own weight-gradient passes (W): unset delay_wgrad"
-            )
-
-    def lazy_order(self, stage: int) -> Iterator[Task]:
-        """Phase p of a rank is direction p for the first half of the ranks and 1 - p for the second."""
-        stages, micro_batches = self.stages, self.micro_batches
-        half, half_rank = stages // 2, min(stage, stages - 1 - stage)
-        flip = int(stage >= half)
-        middle = half_rank == half - 1
-        count = {FORWARD: [0, 0], BACKWARD: [0, 0]}
-        deferred: list[tuple[int, int]] = []  # weight-gradient work waiting, FIFO (WeightGradStore)
-
-        def take(kind: Phase, phase: int) -> tuple[int, int]:
-            chunk = phase ^ flip
-            count[kind][chunk] += 1
-            return count[kind][chunk] - 1, chunk
-
-        def f(phase: int) -> Task:
-            return Task(FORWARD, *take(FORWARD, phase))
-
-        def b(phase: int, zero_bubble: bool = False) -> Task:
-            mb, chunk = take(BACKWARD, phase)
-            if zero_bubble:
-                deferred.append((mb, chunk))
-            return Task(BACKWARD_INPUT if zero_bubble else BACKWARD, mb, chunk)
-
-        def w() -> Task:
-            return Task(WEIGHT, *deferred.pop(0))
-
-        def fb(f_phase: int, b_phase: int) -> Task:
-            forward = take(FORWARD, f_phase)
-            return Task(FORWARD_BACKWARD, *forward, paired=take(BACKWARD, b_phase))
-
-        outer = half - half_rank - 1
-        for _ in range(2 * outer):  # step 1: nF0
-            yield f(0)
-        for _ in range(half_rank + 1):  # step 2: nF0F1
-            yield f(0)
-            yield f(1)
-        for _ in range(outer):  # step 3: nB1W1F1 (zero bubble)
-            yield b(1, zero_bubble=True)
-            yield w()
-            yield f(1)
-        for i in range(micro_batches // 2 - stages + half_rank + 1):  # step 4: nF0B1F1B0
-            if i == 0 and middle:  # the middle ranks do not overlap their first pair
-                yield f(0)
-                yield b(1)
-            else:
-                yield fb(0, 1)
-            yield fb(1, 0)
-        for _ in range(outer):  # step 5: nB1F1B0
-            yield b(1)
-            yield fb(1, 0)
-        zero_bubble = False
-        for i in range(half_rank + 1):  # step 6: nB1B0, the second half with zero bubble
-            if i == (half_rank + 1) // 2 and half_rank % 2 == 1:
-                zero_bubble = True
-            yield b(1, zero_bubble)
-            if i == (half_rank + 1) // 2 and half_rank % 2 == 0:
-                zero_bubble = True
-            yield b(0, zero_bubble)
-        for _ in range(outer):  # step 7: nWB0 (zero bubble)
-            yield w()
-            yield b(0, zero_bubble=True)
-        for _ in range(half_rank + 1):  # step 8: nW
-            yield w()
-
-
-class DualPipeV(Schedule):
-    """DualPipeV (deepseek-ai/DualPipe ``dualpipev.py``; Sea AI Lab's "cut-in-half" of DualPipe): the model in
-    2 x pp blocks, stage s holding block s (chunk 0) and block 2pp-1-s (chunk 1), one parameter copy. Every
-    micro-batch runs down chunk 0 from stage 0 to pp-1, turns there to chunk 1 and runs back to stage 0 (the
-    head). Rank s's task order is DualPipe's rank s of 2 pp ranks with 2m micro-batches (steps 1-8)."""
-
-    name = "dualpipev"
-    fill_per_stage = 3
-    combined_1f1b = DualPipe.combined_1f1b
-    check_own_weight_passes = DualPipe.check_own_weight_passes
-    pair_steady = DualPipe.pair_steady
-
-    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
-        super().__init__(stages, micro_batches, 2, **overlap)
-
-    def block_of(self, stage: int, chunk: int) -> int:
-        return stage if chunk == 0 else 2 * self.stages - 1 - stage
-
-    def successor(self, stage: int, chunk: int) -> tuple[int, int] | None:
-        if chunk == 0:
-            return (stage + 1, 0) if stage < self.stages - 1 else (stage, 1)  # the turn stays on the stage
-        return (stage - 1, 1) if stage > 0 else None
-
-    def predecessor(self, stage: int, chunk: int) -> tuple[int, int] | None:
-        if chunk == 1:
-            return (stage + 1, 1) if stage < self.stages - 1 else (stage, 0)
-        return (stage - 1, 0) if stage > 0 else None
-
-    def in_flight(self, stage: int) -> int:
-        return min(2 * self.stages + 1, 2 * self.micro_batches)  # PP + 1 half-size chunks (DualPipe README)
-
-    def check(self) -> None:
-        if self.micro_batches < 2 * self.stages:
-            raise ConfigError(
-                "layout.pp",
-                f"DualPipeV needs at least 2 x pp ({2 * self.stages}) micro-batches, got {self.micro_batches}",
-            )
-        self.check_own_weight_passes()
-
-    def lazy_order(self, stage: int) -> Iterator[Task]:
-        return DualPipe(2 * self.stages, 2 * self.micro_batches).lazy_order(stage)
-
-    def kind_counts(self, stage: int) -> dict[Task, int]:
-        return DualPipe(2 * self.stages, 2 * self.micro_batches).kind_counts(stage)
-
-
-SCHEDULES: dict[str, type[Schedule]] = {
-    cls.name: cls for cls in (OneFOneB, ZeroBubble1P, Interleaved, DualPipe, DualPipeV)
-}
-
-
-def block_count(name: str, stages: int, chunks: int = 1) -> int:
-    """Layer blocks schedule ``name`` cuts the model into over ``stages`` (pp x chunks; DualPipe pp, DualPipeV
-    2 pp): the micro-batch count does not change them."""
-    return make_schedule(name, stages, 1, chunks).blocks
-
-
-def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> Schedule:
-    """The schedule called ``name`` (a LayoutSpec.schedule value); ``overlap``: ep_overlap, delay_wgrad."""
-    if name not in SCHEDULES:
-        raise ConfigError("layout.schedule", f"must be one of {', '.join(SCHEDULES)}")
-    return SCHEDULES[name](stages, micro_batches, chunks, **overlap)
-
-
-def bubble_dualpipe_s(stages: int, f_and_b_s: float, backward_s: float, weight_s: float) -> float:
-    """DualPipe's bubble (PP/2 - 1)(F&B + B - 3W) (deepseek-ai/DualPipe README, bubble table)."""
-    return (stages / 2 - 1) * (f_and_b_s + backward_s - 3 * weight_s)
-
-
-def bubble_zb1p_s(stages: int, forward_s: float, backward_s: float, weight_s: float) -> float:
-    """ZB1P's bubble (PP - 1)(F + B - 2W), B the full backward (deepseek-ai/DualPipe README; Qi et al. ZB-H1)."""
-    return (stages - 1) * (forward_s + backward_s - 2 * weight_s)
-
-
-def bubble_fraction_1f1b(stages: int, micro_batches: int) -> float:
-    """Idle fraction of 1F1B with equal stages: (p-1)/(m+p-1) (Narayanan et al., SC'21)."""
-    return (stages - 1) / (micro_batches + stages - 1)

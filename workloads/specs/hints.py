@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workloads.schedules.base import block_count
+from workloads.schedules.registry import block_count
 
 if TYPE_CHECKING:
     from workloads.specs.layouts import LayoutSpec

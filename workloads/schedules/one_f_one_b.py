@@ -1,0 +1,144 @@
+"""The 1F1B family: plain 1F1B (Narayanan et al., SC'21), zero-bubble ZB1P (Qi et al., ZB-H1) and interleaved
+1F1B with virtual stages (Megatron-LM's interleaved schedule)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topologies.errors import ConfigError
+from workloads.schedules.base import Schedule, SteadyCut
+from workloads.schedules.pipeline_tasks import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    FORWARD,
+    WEIGHT,
+    Phase,
+    Task,
+    kind_of,
+    walked_counts,
+)
+
+
+class OneFOneB(Schedule):
+    """1F1B (PipeDream-flush): warm-up forwards, alternating steady state, cool-down backwards."""
+
+    name = "1f1b"
+
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        m = self.micro_batches
+        warmup = min(self.stages - stage - 1 + self.extra_warmup, m)
+        for mb in range(warmup):
+            yield Task(FORWARD, mb, 0)
+        for i in range(m - warmup):
+            yield from self.pair_steady(Task(FORWARD, warmup + i, 0), Task(BACKWARD, i, 0))
+        for mb in range(m - warmup, m):
+            yield Task(BACKWARD, mb, 0)
+
+    def in_flight(self, stage: int) -> int:
+        return min(self.stages - stage + self.extra_warmup, self.micro_batches)
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past the full warm-up and one steady pair, each micro-batch adds a forward and a backward (F&B)."""
+        steady = self.pair_steady(Task(FORWARD, 0, 0), Task(BACKWARD, 0, 0))
+        return SteadyCut(self.stages - stage + self.extra_warmup, 1, walked_counts(steady))
+
+    def check(self) -> None:
+        self.check_overlap()
+
+
+class ZeroBubble1P(Schedule):
+    """ZB-H1 (Qi et al., ICLR'24 "Zero Bubble Pipeline Parallelism", Sec. 3.1; deepseek-ai/DualPipe's ZB1P):
+    1F1B with the backward split into Bi and W; stage s defers s W passes to the cool-down, where they fill
+    the bubble. Bubble (PP-1)(F + B - 2W) with B = Bi + W the full backward; activations of PP micro-batches
+    on every stage (a micro-batch's are held until its W)."""
+
+    name = "zb1p"
+
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        m, warmup = self.micro_batches, self.stages - stage - 1
+        count = {FORWARD: 0, BACKWARD_INPUT: 0, WEIGHT: 0}
+
+        def run(*phases: Phase) -> Iterator[Task]:
+            for phase in phases:
+                yield Task(phase, count[phase], 0)
+                count[phase] += 1
+
+        for _ in range(warmup):
+            yield from run(FORWARD)
+        for _ in range(stage):  # W deferred
+            yield from run(FORWARD, BACKWARD_INPUT)
+        for _ in range(m - warmup - stage):
+            yield from run(FORWARD, BACKWARD_INPUT, WEIGHT)
+        for _ in range(warmup):
+            yield from run(BACKWARD_INPUT, WEIGHT)
+        for _ in range(stage):
+            yield from run(WEIGHT)
+
+    def in_flight(self, stage: int) -> int:
+        return self.stages  # warm-up (pp-s-1) plus s forwards whose W waits, plus the steady-state one
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past pp - 1 micro-batches (warm-up and deferred W) and one steady F Bi W, each adds an F, a Bi and a W."""
+        return SteadyCut(self.stages, 1, {Task(phase, 0, 0): 1 for phase in (FORWARD, BACKWARD_INPUT, WEIGHT)})
+
+    def check(self) -> None:
+        self.check_overlap()
+        if self.micro_batches < self.stages:
+            raise ConfigError(
+                "global_batch", f"ZB1P needs at least pp ({self.stages}) micro-batches, got {self.micro_batches}"
+            )
+
+
+class Interleaved(Schedule):
+    """Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21): micro-batches in groups of ``stages``."""
+
+    name = "interleaved"
+    virtual_stages = True
+
+    def _warmup(self, stage: int) -> int:
+        return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages
+
+    def lazy_order(self, stage: int) -> Iterator[Task]:
+        stages, chunks = self.stages, self.chunks
+        total = self.micro_batches * chunks
+
+        def forward(k: int) -> Task:
+            group, within = divmod(k, stages * chunks)
+            return Task(FORWARD, group * stages + within % stages, within // stages)
+
+        def backward(k: int) -> Task:
+            group, within = divmod(k, stages * chunks)
+            return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
+
+        warmup = min(self._warmup(stage) + self.extra_warmup, total)
+        for k in range(warmup):
+            yield forward(k)
+        for i in range(total - warmup):
+            yield from self.pair_steady(forward(warmup + i), backward(i))
+        for k in range(total - warmup, total):
+            yield backward(k)
+
+    def in_flight(self, stage: int) -> int:
+        return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """Past the full warm-up and one whole steady period (pp v steady pairs), each pp micro-batches add pp v
+        steady pairs: forward k = warm-up + i with backward i for i over a period, whose chunks repeat every pp v
+        (a group of pp micro-batches per chunk), so any pp v consecutive pairs have the same kinds."""
+        stages, chunks = self.stages, self.chunks
+        group = stages * chunks
+        warmup = self._warmup(stage) + self.extra_warmup
+        kinds: dict[Task, int] = {}
+        for i in range(group):
+            forward = Task(FORWARD, 0, (warmup + i) % group // stages)
+            backward = Task(BACKWARD, 0, chunks - 1 - i % group // stages)
+            for kind in map(kind_of, self.pair_steady(forward, backward)):
+                kinds[kind] = kinds.get(kind, 0) + 1
+        return SteadyCut(-(-warmup // chunks) + stages, stages, kinds)
+
+    def check(self) -> None:
+        self.check_overlap()
+        if self.micro_batches % self.stages:
+            raise ConfigError(
+                "global_batch", f"interleaved 1F1B needs micro-batches ({self.micro_batches}) divisible by pp"
+            )
