@@ -16,9 +16,9 @@ from experiments.common.plotting import line_comparison
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.timing import time_op_s
 from topologies.hardware import gpu_preset
-from workloads.recipes.layers import BYTES_BF16
-from workloads.specs.models import model_preset
+from workloads.ep.plan import ep_plan
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Op
+from workloads.specs.models import model_preset
 
 TOKENS_PER_NODE = 16384
 GPUS = 8
@@ -33,14 +33,31 @@ def collective_time_s(collective: str, comm_bytes: float) -> float:
     return time_op_s(op, gpu_preset("h800"))
 
 
+def dispatch_bytes(top_k: int, all_gather: bool) -> float:
+    """Per-GPU NVLink egress of one dispatch, as the MoE recipe counts it (workloads/ep/plan.py, MegaScale-MoE
+    Eq. 3 for the all-to-all; the g members' tokens for the all-gather)."""
+    model = model_preset("mixtral-8x7b")
+    plan = ep_plan(
+        num_experts=model.num_experts,
+        top_k=top_k,
+        hidden_size=model.hidden_size,
+        tokens_local=TOKENS_PER_NODE // GPUS,
+        group_tokens=TOKENS_PER_NODE,
+        degree=GPUS,
+        ranks_per_node=GPUS,
+        etp=1,
+        all_gather=all_gather,
+        max_nodes=0,
+        capacity_factor=1.0,
+    )
+    return plan.nvlink_bytes
+
+
 def simulate_fig7() -> pd.DataFrame:
-    h = model_preset("mixtral-8x7b").hidden_size
-    local = TOKENS_PER_NODE // GPUS
-    full = TOKENS_PER_NODE * h * BYTES_BF16
-    ag = collective_time_s(ALL_GATHER, full * (GPUS - 1) / GPUS)
+    ag = collective_time_s(ALL_GATHER, dispatch_bytes(1, all_gather=True))
     rows = []
     for k in range(1, 9):
-        a2a = collective_time_s(ALL_TO_ALL, local * k * h * BYTES_BF16 * (GPUS - 1) / GPUS)
+        a2a = collective_time_s(ALL_TO_ALL, dispatch_bytes(k, all_gather=False))
         rows.append({"top_k": k, "all_to_all_us": a2a * 1e6, "all_gather_us": ag * 1e6, "reduce_scatter_us": ag * 1e6})
     return pd.DataFrame(rows)
 
