@@ -184,10 +184,10 @@ def peak_rss_mib(argv: list[str]) -> float:
 
 
 def fuzz(tally: Tally) -> None:
-    """The hypothesis fuzzers of tests/test_fuzz_config.py, timing each refusal they see."""
+    """The hypothesis fuzzers of tests/properties/test_fuzz_config.py, timing each refusal they see."""
     import pytest
 
-    import tests.test_fuzz_config as fuzzers
+    import tests.properties.test_fuzz_config as fuzzers
 
     outcome, cli_outcome = fuzzers.outcome, fuzzers.cli_outcome
     slowest = tally.slowest
@@ -205,7 +205,7 @@ def fuzz(tally: Tally) -> None:
     fuzzers.cli_outcome = lambda target, capsys, argv: timed(
         lambda: cli_outcome(target, capsys, argv), "moesim " + " ".join(argv)
     )
-    status = pytest.main([str(ROOT / "tests/test_fuzz_config.py"), "-q", "-p", "no:cacheprovider", "-x", "-n", "0"])
+    status = pytest.main([str(ROOT / "tests/properties/test_fuzz_config.py"), "-q", "-p", "no:cacheprovider", "-x", "-n", "0"])
     tried = sum(v for k, v in fuzzers.TRIED.items() if ":" not in k)
     errors = sum(v for k, v in fuzzers.TRIED.items() if k.endswith(":error"))
     tally.tried += tried

@@ -48,7 +48,7 @@ TOY_CALIBRATION = Calibration(
     ring_efficiency=1.0,
     collective_base_latency_s=0.0,  # a collective's latency: its steps at the GPU's nvlink_latency_s (1 us) only
     net_step_latency_s=1e-6,
-    comm_sms_nccl=0,  # communication kernels take no SMs from compute (tests/test_sm_share.py sets them)
+    comm_sms_nccl=0,  # communication kernels take no SMs from compute (tests/scenarios/test_sm_share.py sets them)
     comm_sms_deepep=0,
     fitted_on=(),
 )

@@ -116,7 +116,7 @@ def save_figure(fig, path: str | Path, **options) -> None:
         # NOTE: fig.tight_layout() lays the figure out in place and leaves this placeholder, for which savefig
         # draws the whole figure once more, without rendering, before the real draw (matplotlib 3.11
         # backend_bases.FigureCanvasBase.print_figure); a figure laid out already needs no engine, and the
-        # pixels do not change (tests/test_plot_save.py).
+        # pixels do not change (tests/unit/test_plot_save.py).
         fig.set_layout_engine(None)
     with atomic_path(path) as temporary:
         fig.savefig(temporary, **options)

@@ -6,7 +6,7 @@ Every point gets a lower bound on its step time from formulas and its tasks time
 point whose bound exceeds the ``top``-th best step time simulated so far is skipped: its own step would be
 longer still, so it cannot be among the ``top`` fastest. The threshold only falls, so skipping is safe
 whichever worker finishes first: the ``top`` fastest rows are those of the exhaustive search, exactly, for any
-number of jobs or workers (tests/test_search.py). Points with the same tokens per step (one model, batch and
+number of jobs or workers (tests/unit/test_search.py). Points with the same tokens per step (one model, batch and
 sequence length: a search) rank by step time as by tokens/s.
 """
 

@@ -6,7 +6,7 @@ simulator/engine/unfolded.py: every GPU) says where tasks run and which links PP
 task timer (simulator/engine/timer.py: memoized, or every op at op level) turns a task into simulated time.
 ``Engine(..., placement="folded", memoize=True)`` is the fast default (tasks on the NIC: replayed, verified
 and re-run until none conflicts, simulator/fast/nic_replay.py); ``memoize=False`` runs every task at op level, the
-differential reference; ``placement="unfolded"`` is the independent check of folding (tests/test_unfolded.py)
+differential reference; ``placement="unfolded"`` is the independent check of folding (tests/differential/test_unfolded.py)
 and always runs at op level. The schedule (workloads/schedules/base.py) gives each stage's task order and what
 each task receives and sends.
 
@@ -187,7 +187,7 @@ class Engine:
 
         NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
         op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
-        the process would have started: the same instant, and the same step results (tests/test_pipeline.py)."""
+        the process would have started: the same instant, and the same step results (tests/scenarios/test_pipeline.py)."""
         nbytes, env, placement = self._pp_bytes, self.env, self.placement
         sent_s = env.now
 

@@ -11,7 +11,7 @@ earlier steps): 0.2-0.3 CPU s of a 1.5 s step, more the more earlier steps left 
 collections until ``gc.unfreeze`` at its end puts them back in the oldest generation) and generation 0 collected
 every STEP_THRESHOLDS[0] allocations: ~0.06 CPU s a step. A collection frees only unreachable cycles, and nothing
 the simulator computes has a finalizer or reads object addresses, so when collections run changes no result
-(tests/test_gc_budget.py runs steps both ways); the garbage of cycles waits longer (~30 MiB more on that point).
+(tests/differential/test_gc_budget.py runs steps both ways); the garbage of cycles waits longer (~30 MiB more on that point).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 # kept at CPython's. Measured on the Qwen3-235B bench point (2-core development machine): 10,000 with the freeze
 # takes the collector from ~0.2-0.3 s to ~0.06 s of the step; higher counts gain little and keep more garbage.
 STEP_THRESHOLDS = (10_000, 10, 10)
-ENABLED = True  # False: CPython's collections during steps too (tests/test_gc_budget.py compares the two)
+ENABLED = True  # False: CPython's collections during steps too (tests/differential/test_gc_budget.py compares the two)
 
 
 @contextmanager

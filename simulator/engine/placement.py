@@ -8,7 +8,7 @@ same time and every DP replica copies every other, so one representative per sta
 stands for all. Its links stand for every member's: an intra-node collective moves each member's egress
 bytes over the representative's NVLink, and PP sends and DP buckets share its NIC. Cost therefore grows
 with stages x micro-batches, not with the GPU count. The unfolded placement (simulator/engine/unfolded.py)
-simulates every GPU and flow, and checks this one (tests/test_unfolded.py).
+simulates every GPU and flow, and checks this one (tests/differential/test_unfolded.py).
 
 Faults (simulator/engine/faults.py) break symmetry; the folded representative of an affected stage becomes its
 slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
@@ -105,7 +105,7 @@ def dp_spine_factor(cluster: ClusterSpec, ranks: RankMap, stage: int) -> float:
     (topologies.cluster.build_cluster). The ring runs replica d -> d + 1 (RankMap.dp_successor); a fraction f
     of its hops leaves the pod. With every node of the pod syncing at once, each GPU's DP flow gets 1 / (o f)
     of a NIC on the uplink: max(1, o f), exact where the replicas spread evenly over the pods and sync together
-    (the unfolded placement routes every hop over the graph: tests/test_fabric.py), pessimistic where the
+    (the unfolded placement routes every hop over the graph: tests/differential/test_fabric.py), pessimistic where the
     pod's stages sync at different times. PP sends and cross-node EP / CP between pods are not charged the
     spine here (the unfolded graph charges them)."""
     oversubscription = cluster.leaf_oversubscription

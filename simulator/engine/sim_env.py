@@ -7,7 +7,7 @@ loop, ``now``'s property, ``schedule`` and the events' ``__init__`` were ~30% of
 ``Environment.schedule``, and whose ``run`` steps inline. Every event gets the heap entry simpy gives it
 (time, priority, the same event id from the same counter), and is processed with simpy's rules (callbacks in
 order, a failed undefused event crashes the run), so a run takes the same event steps in the same order and
-gives the same floats (tests/test_sim_env.py runs scenarios on both and compares their logs).
+gives the same floats (tests/differential/test_sim_env.py runs scenarios on both and compares their logs).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import simpy
 from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import NORMAL, PENDING, Event, Timeout
 
-# False: the engine runs on plain simpy.Environment (tests/test_sim_env.py compares whole steps on both).
+# False: the engine runs on plain simpy.Environment (tests/differential/test_sim_env.py compares whole steps on both).
 FAST = True
 
 

@@ -5,7 +5,7 @@ its own, and replays it as one timeout. That is exact only while a task touches 
 stage's compute stream and NVLink, which no pipeline-level traffic shares (PP and DP go over the NIC):
 the folded placement without cross-node EP or CP across nodes (``Placement.memoizable``). ``OpTimer`` runs
 every op of every task in the shared environment, on the placement's links. The two agree to 1e-9 where
-memoizing is allowed (tests/test_pipeline.py). Tasks that use the NIC are replayed too, verified after the
+memoizing is allowed (tests/scenarios/test_pipeline.py). Tasks that use the NIC are replayed too, verified after the
 run against every other flow on their NIC links (simulator/fast/nic_replay.py).
 """
 

@@ -27,7 +27,7 @@ in; a paired task's two share the NIC out) gets at least the least over its link
 there now (its own, and those in flight, which may only leave): under max-min fairness a flow's bottleneck
 link is saturated and no flow there gets more than it. So it ends by its bytes left (all, from its start,
 if it has not left) over that rate. A wrong answer still cannot change a result: a replayed task that meets
-the send is a conflict, which stops the run or re-runs it (simulator/fast/nic_replay.py; tests/test_lone_send.py
+the send is a conflict, which stops the run or re-runs it (simulator/fast/nic_replay.py; tests/differential/test_lone_send.py
 makes one).
 """
 

@@ -19,7 +19,7 @@ line through two runs. Where no state repeats within that budget (a long transie
 a little each period until it waits, which three points on a line would not catch; or a cycle of many periods:
 DeepSeek-V3's 1F1B on 2,048 H800s, cross-node EP 64, repeats every 13 micro-batches, not every 1 or 2: seen in a
 run of 80, too long for a shorter run to catch), the full step runs. The bound is stated and tested
-(tests/test_steady.py): 1e-9 relative against the full run; the lock's tolerance (``LOCK_REL`` of the step) is
+(tests/differential/test_steady.py): 1e-9 relative against the full run; the lock's tolerance (``LOCK_REL`` of the step) is
 far below it.
 """
 
@@ -176,7 +176,7 @@ def lock_window(
     at the same point of its task or send; an input that landed earlier than its task could begin times
     nothing) is the state at T one period on, and the step runs on from both alike until its cool-down. The
     check sees tasks' begins and ends, not their ops': that equal ends mean equal insides (a task's flows beside
-    a send) is the premise, tested against full runs of every schedule (tests/test_steady.py)."""
+    a send) is the premise, tested against full runs of every schedule (tests/differential/test_steady.py)."""
     end_s = max((end for stage in records for _, _, end in stage), default=0.0)
     tol = LOCK_REL * end_s
     if lam_s <= tol:

@@ -47,10 +47,10 @@ SEND_SLOWDOWN = 1.2
 OP_LEVEL_SLACK = 2.0
 # A task that starts or ends where it was forecast leaves the forecasts computed from it as they are, and one that
 # does not re-evaluates them, passing on only what changes (SendForecast._changed); False drops them all, to be
-# recomputed when asked (tests/test_send_forecast.py compares the two).
+# recomputed when asked (tests/differential/test_send_forecast.py compares the two).
 KEEP = True
 # A started task's send sure to run alone is taken at its exact span (simulator/fast/lone_send.py); False keeps its
-# SEND_SLOWDOWN window (tests/test_send_forecast.py compares the two).
+# SEND_SLOWDOWN window (tests/differential/test_send_forecast.py compares the two).
 LONE = True
 
 Send = tuple[Hashable, float, float]  # (one of the receiving or sending stage's NIC links, start_s, end_s)

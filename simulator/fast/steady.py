@@ -13,7 +13,7 @@ communication per group, model FLOPs, bytes per link, and each phase's task coun
 schedule bubble's means). Memory and the report's ratios come from these and the real workload, as for a
 full run. Where no period of the ledger repeats, the step also runs at m_a + q and every field is taken on
 the line through the two runs, if that run ends exactly one period later (the reference path, ``ONE_RUN``
-False: tests/test_steady.py compares the two). Where no state repeats within the budget (the shorter runs
+False: tests/differential/test_steady.py compares the two). Where no state repeats within the budget (the shorter runs
 together cost less than the step), the full step runs.
 
 The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC

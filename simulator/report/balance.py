@@ -12,7 +12,7 @@ micro-batches pass through), then the busiest stage, a stage being every block i
 s + pp, ...; DualPipe: s and pp - 1 - s), among the splits that fit the GPU's memory.
 Costs are added as if run back to back, so overlap between a stage's tasks (DualPipe's F&B pairs) is not
 credited: a split for the work, not the schedule. For DeepSeek-V3 under DualPipe on 2,048 H800s it arrives at
-Megatron-Bridge's layout above (tests/test_pipeline_balance.py).
+Megatron-Bridge's layout above (tests/unit/test_pipeline_balance.py).
 """
 
 from __future__ import annotations

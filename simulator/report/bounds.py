@@ -9,7 +9,7 @@ NIC bytes, which only delays it, simulator/streams/tasks.py ``run_task``). So
     step_time_s >= max over stages (sum of the stage's task durations alone + its optimizer step).
 
 ``moesim search`` (experiments/search/search.py) skips a point whose bound already exceeds the time it must beat;
-tests/test_bounds.py checks that the bound never exceeds the simulated step over many points.
+tests/properties/test_bounds.py checks that the bound never exceeds the simulated step over many points.
 """
 
 from __future__ import annotations

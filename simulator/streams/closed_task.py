@@ -16,7 +16,7 @@ and flow end:
 - a stream whose fellow streams all wait for it lays its ops out alone (simulator.streams.tasks._run_alone), as the
   event path's quiet streams do.
 
-The times are the event path's to rounding (tests/test_closed_task.py compares them, tasks.CLOSED off).
+The times are the event path's to rounding (tests/scenarios/test_closed_task.py compares them, tasks.CLOSED off).
 """
 
 from __future__ import annotations

@@ -283,19 +283,19 @@ class _Quiet:
 
 
 # A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
-# False steps every op with events (tests/test_quiet_streams.py compares the two).
+# False steps every op with events (tests/scenarios/test_quiet_streams.py compares the two).
 QUIET = True
 
 # A quiet stream of a task with NIC bytes also times its ops without NIC bytes on its own NVLink as arithmetic (its
-# NIC ops take the event path: others' flows may meet them); False: only compute, as before (tests/test_quiet_streams.py).
+# NIC ops take the event path: others' flows may meet them); False: only compute, as before (tests/scenarios/test_quiet_streams.py).
 QUIET_BESIDE_NIC = True
 
 # A task of several streams that shares nothing with the rest of the step is laid out at its start as arithmetic
-# (simulator/streams/closed_task.py); False runs its streams as simpy processes (tests/test_closed_task.py compares the two).
+# (simulator/streams/closed_task.py); False runs its streams as simpy processes (tests/scenarios/test_closed_task.py compares the two).
 CLOSED = True
 
 # Plain compute ops of a multi-stream task run back to back as one timeout (simulator.streams.sm_share.SmShare.compute_run);
-# False times each op with its own, as before (tests/test_oplevel_paths.py compares the two).
+# False times each op with its own, as before (tests/differential/test_oplevel_paths.py compares the two).
 BATCH_COMPUTE = True
 
 

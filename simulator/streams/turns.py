@@ -4,7 +4,7 @@
 release objects. With ``PROMPT`` off it also takes Resource's event steps (a free turn is granted when asked,
 as a scheduled event; a released turn passes to the first waiter when a release event is processed); with
 it on (the default) a free turn is held at once and a released one passes to the first waiter at once: the
-same holders at the same simulated times, an event or two fewer per compute op (tests/test_turns_prompt.py).
+same holders at the same simulated times, an event or two fewer per compute op (tests/differential/test_turns_prompt.py).
 """
 
 from __future__ import annotations

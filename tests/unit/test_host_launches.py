@@ -20,7 +20,7 @@ from workloads.recipes.moe import ffn_recipe
 from workloads.ops import GEMM, Role
 from workloads.graph.op_lists import backward_ops, forward_ops
 
-MODELS = Path(__file__).resolve().parent.parent / "examples" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 QWEN3 = load_model(MODELS / "qwen3-30b-a3b.json")
 CAL = toy_calibration(host_launch_s=10e-6)
 SEQ = 4096

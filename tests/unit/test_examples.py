@@ -15,7 +15,7 @@ from experiments.search.sweep import load_sweep
 from simulator.report.clusters import load_cluster
 from workloads.inputs.yaml_files import load_layout
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.parametrize("path", sorted((EXAMPLES / "layouts").glob("*.yaml")), ids=lambda p: p.name)

@@ -1,7 +1,7 @@
 """The steady shortcut from one run (simulator/fast/ledger.py, simulator/steady.period_increment): the ledger's sums on
 a hand-built run, the first repeating period chosen, a run that never repeats refused, the ledger's run equal to
 a run without it, and with NIC replay the ledger of the run that stands. The schedules against the two-run
-reference and the full run are in tests/test_steady.py."""
+reference and the full run are in tests/differential/test_steady.py."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_the_first_period_that_repeats_is_taken() -> None:
 
 
 # 4 MoE layers, 16 experts: EP 16 over two 8-GPU nodes, so tasks' dispatch and combine cross the NIC beside PP
-# sends (tests/test_nic_replay.py).
+# sends (tests/differential/test_nic_replay.py).
 SMALL = ModelSpec("small", 4, 1024, 8, 2, 2048, 16, 4, 1024)
 
 

@@ -32,7 +32,7 @@ from workloads.specs.models import MODEL_PRESETS, ModelSpec
 from workloads.graph.step import StepWorkload
 
 MEGATRON_FLAG_NAMES = sorted(MEGATRON_FLAG_TABLE)
-HF_FOLDER = Path(__file__).resolve().parent.parent / "examples" / "models"
+HF_FOLDER = Path(__file__).resolve().parents[2] / "examples" / "models"
 TRIED: Counter = Counter()  # examples tried per target, printed by the last test
 # The dict fuzzers draw 300 examples: every single-field change of every preset is tried exhaustively
 # (test_every_single_field_change), so they spend their draws on the combinations and the junk.

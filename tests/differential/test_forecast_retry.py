@@ -13,7 +13,7 @@ from simulator.fast import nic_replay
 from simulator.engine.engine import Engine
 from simulator.fast.nic_replay import ReplayConflict, after_conflict, twins
 from simulator.engine.ranks import Place
-from tests.test_nic_replay import CAL, SMALL, _assert_same, _workload
+from tests.differential.test_nic_replay import CAL, SMALL, _assert_same, _workload
 from topologies.cluster import cluster_preset
 from workloads.specs.layouts import layout_preset
 from workloads.schedules.base import BACKWARD, FORWARD, Task

@@ -15,7 +15,7 @@ from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.graph.op_lists import backward_ops, forward_ops
 
-MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 # 8 experts of width 512, hidden 1,024, top-2; one GPU holds all 8 experts and the 1,024 tokens: 2,048 rows
 # (capacity factor 1: no padded rows).
 PLAIN = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)

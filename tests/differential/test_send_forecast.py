@@ -15,7 +15,7 @@ from simulator.engine.flow_log import FlowLog
 from simulator.engine.placement import DpBucket
 from simulator.engine.ranks import Place
 from simulator.fast.send_forecast import SendForecast
-from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload, first_forward_and_send
+from tests.differential.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload, first_forward_and_send
 from workloads.schedules.base import BACKWARD, FORWARD, Task
 
 OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in", 1)

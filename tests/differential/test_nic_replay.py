@@ -29,7 +29,7 @@ REL = 1e-9
 # The scenarios below (which tasks conflict, how many runs a forecast takes) were drawn at the residual fitted
 # before the wgrads' main-grad accumulation was charged; pinned so that a refit does not move them.
 # Collective and PP-send latencies are the default (NCCL's model since stop 36); scenarios that stopped showing
-# their property under it were re-drawn (tests/test_forecast_retry.py CONFLICTS).
+# their property under it were re-drawn (tests/differential/test_forecast_retry.py CONFLICTS).
 CAL = SCENARIO_CALIBRATION.with_(compute_residual=0.6271)
 # 4 MoE layers, 16 experts: EP 16 spans two 8-GPU nodes (SP 8 in a node), so every task's dispatch and
 # combine cross the NIC, and PP sends (each stage on its own nodes) and DP buckets (DP 2) share it.
@@ -275,7 +275,7 @@ def test_seed_maps_each_task_where_the_longer_run_has_it() -> None:
 
 
 def test_steady_shortcut_with_replay_equals_op_level(unlimited: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The two-run steady shortcut (the reference of the one-run path, tests/test_one_run.py): 1F1B over 32
+    """The two-run steady shortcut (the reference of the one-run path, tests/differential/test_one_run.py): 1F1B over 32
     micro-batches from runs at m_a and m_a + 2 periods (8 and 10: from pp x 1 + 2 + 3 periods,
     Schedule.fill_per_stage), the longer seeded with the shorter's needed tasks where it has them: here stage 1's
     first forward alone (its DP parameter gather meets it), which runs before the repeated state, so the longer

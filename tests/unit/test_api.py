@@ -8,7 +8,7 @@ from pathlib import Path
 
 def test_readme_python_api_snippet() -> None:
     """`from simulator import simulate` works and the README snippet runs as written."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     snippet = re.search(r"## Python API\n\n```python\n(.*?)```", readme, re.DOTALL).group(1)
     assert "from simulator import simulate" in snippet
     scope: dict = {}

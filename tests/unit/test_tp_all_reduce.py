@@ -11,7 +11,7 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.collective_efficiency import nvls_all_reduce_efficiency
 from simulator.costs.kernels import collective_wire_bytes
 from simulator.engine.timing import comm_alone_s
-from tests.test_tp_comm_overlap import TE
+from tests.unit.test_tp_comm_overlap import TE
 from topologies.errors import ConfigError
 from topologies.hardware import gpu_preset
 from workloads.specs.hints import memory_hint

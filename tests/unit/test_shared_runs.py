@@ -17,7 +17,7 @@ from experiments.validation import corpus as validation_cases
 from experiments.paper import weak_scaling
 from experiments.common.parallel import in_order
 from simulator.report import simulate as report
-from tests.test_validate import tiny_case, write
+from tests.unit.test_validate import tiny_case, write
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.specs.layouts import layout_preset

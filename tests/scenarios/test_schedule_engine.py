@@ -7,8 +7,8 @@ import pytest
 
 from simulator.engine.engine import Engine
 from simulator.report.simulate import build_report
-from tests.test_dualpipe import FREE_NIC
-from tests.test_pipeline import CAL, GPU, SEQ_LEN, TINY
+from tests.scenarios.test_dualpipe import FREE_NIC
+from tests.scenarios.test_pipeline import CAL, GPU, SEQ_LEN, TINY
 from tests.toys import SCENARIO_CALIBRATION, block_task_key, replay
 from topologies.cluster import ClusterSpec, cluster_preset
 from workloads.specs.layouts import layout_preset

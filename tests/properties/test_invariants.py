@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.test_properties import Case, cases, run
+from tests.properties.test_properties import Case, cases, run
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.specs.layouts import layout_preset
@@ -24,7 +24,7 @@ from workloads.specs.models import ModelSpec
 
 FEW = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 REL = 1e-9  # floating-point slack, relative
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @st.composite

@@ -12,7 +12,7 @@ from simulator.engine.engine import Engine
 from simulator.costs.gemm_efficiency import flat_gemm_table
 from simulator.memory.per_gpu import in_flight_micro_batches, stage_memory
 from simulator.report.simulate import build_report
-from tests.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
+from tests.scenarios.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
 from tests.toys import block_task_key, replay
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError

@@ -31,7 +31,7 @@ GEMM_MS = 2 * 12800 * 128 * 16384 / 100e12 * 1e3  # 0.536870912 ms
 @pytest.fixture(autouse=True)
 def _event_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """These paths are the event path's: tasks run as simpy processes, not laid out as closed tasks
-    (simulator/streams/closed_task.py, compared with them in tests/test_closed_task.py)."""
+    (simulator/streams/closed_task.py, compared with them in tests/scenarios/test_closed_task.py)."""
     monkeypatch.setattr(tasks, "CLOSED", False)
 
 

@@ -165,7 +165,7 @@ def test_readme_compare_example_runs_without_errors(tmp_path) -> None:
     import shlex
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     command = re.search(r"`moesim compare (--gpus \d+ --sweep pp=[\d,]+ --sweep schedule=[\w,]+)`", readme)
     assert command, "the README's compare --sweep example"
     assert main(["compare", *shlex.split(command.group(1)), "--out", str(tmp_path / "readme.csv")]) == 0

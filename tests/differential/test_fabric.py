@@ -7,7 +7,7 @@ import pytest
 from simulator.engine.engine import Engine
 from simulator.engine.placement import dp_spine_factor
 from simulator.engine.ranks import RankMap
-from tests.test_unfolded import TINY
+from tests.differential.test_unfolded import TINY
 from topologies.cluster import cluster_preset
 from workloads.specs.layouts import layout_preset
 from workloads.graph.step import StepWorkload
@@ -81,7 +81,7 @@ def test_the_steady_shortcut_holds_over_an_oversubscribed_fabric() -> None:
     from simulator.report.simulate import build_report, prepare
     from simulator.fast.steady import run_step
     from tests.engine_diff import assert_same_fields
-    from tests.test_steady import _assert_same_report
+    from tests.differential.test_steady import _assert_same_report
 
     cluster = cluster_preset("h100", 64, nodes_per_leaf=1, leaf_oversubscription=2.0)
     layout = layout_preset("megascale-moe").with_(pp=4)

@@ -10,7 +10,7 @@ from simulator.report.simulate import simulate
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.inputs.megatron import parse_megatron_args
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def _after(marker: str, pattern: str) -> re.Match:

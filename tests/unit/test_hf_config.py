@@ -17,7 +17,7 @@ from workloads.specs.layouts import layout_preset
 from workloads.specs.models import LayerKind, model_preset
 from workloads.ops import attention_pairs
 
-MODELS = Path(__file__).resolve().parent.parent / "examples" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 
 
 def _round_to(value: float, digits: int) -> float:

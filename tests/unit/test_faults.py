@@ -302,7 +302,7 @@ EXACT = [
 @pytest.mark.parametrize("faults", EXACT, ids=lambda f: ",".join(f.describe()))
 def test_folded_equals_unfolded_with_faults(case, faults: Faults) -> None:
     """Faults within one stage of one replica: every member waits for the slow one at each collective
-    and the other replicas' stages at each DP bucket (a ring collective: tests/test_dp_ring.py), so the
+    and the other replicas' stages at each DP bucket (a ring collective: tests/scenarios/test_dp_ring.py), so the
     folded slowest-member view is exact."""
     workload, cluster = _unfolded_case(*case)
     folded = Engine(workload, cluster, SCENARIO_CALIBRATION, faults=faults).run()
@@ -330,7 +330,7 @@ def test_where_folding_is_not_exact() -> None:
     """Faults in different replicas (a straggler in replica 0, a slow NIC in replica 1): the folded view
     charges both to every replica's stage, so the unfolded step differs, by well under 1%. On one GPU the
     same two faults are exact: the fault-free replica waits for the slow one at each DP bucket (a ring
-    collective, tests/test_dp_ring.py) instead of pushing its gradients early onto the slow NIC. Both are
+    collective, tests/scenarios/test_dp_ring.py) instead of pushing its gradients early onto the slow NIC. Both are
     per replica, not per GPU of a stage, so 4-GPU stages show them as 8-GPU ones do (SMALL on 32 GPUs: 0
     and 0.55%, five times the CPU; here 0 and 0.21%); eight micro-batches, as with four the replicas'
     difference is a larger share of the step (SMALL: 0.94%, near the bound)."""

@@ -1,6 +1,6 @@
 """A task that shares nothing with the rest of the step is laid out at its start (simulator/streams/closed_task.py).
 
-Hand-computed timelines on the toy GPU of tests/test_quiet_streams.py (100 SMs, a memory op of 1e9 B takes
+Hand-computed timelines on the toy GPU of tests/scenarios/test_quiet_streams.py (100 SMs, a memory op of 1e9 B takes
 1 ms, an NCCL kernel holds 25 SMs, one 1 GB/s NVLink), and steps with the layout on and off
 (``tasks.CLOSED``): the same floats, far fewer simpy events.
 """
@@ -19,8 +19,8 @@ from simulator.streams.op_costs import OpCosts
 from simulator.streams.task_summary import summarize
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper, assert_steps_match
-from tests.test_faults import TINY, _unfolded_case
-from tests.test_quiet_streams import (
+from tests.unit.test_faults import TINY, _unfolded_case
+from tests.scenarios.test_quiet_streams import (
     CAL,
     FUSED_END_MS,
     GEMM,
@@ -57,7 +57,7 @@ def _assert_spans(timing: TaskTiming, expected: list[tuple[int, float, float]]) 
 
 
 def test_quiet_streams_timeline_laid_out_at_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tests/test_quiet_streams.py's task (a2a beside wgrad, a fused op alone, an a2a beside post): the same
+    """tests/scenarios/test_quiet_streams.py's task (a2a beside wgrad, a fused op alone, an a2a beside post): the same
     hand-computed times, in one timeout instead of an event per op."""
     fused_end = FUSED_END_MS
     expected = expected_spans()

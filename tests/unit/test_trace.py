@@ -125,7 +125,7 @@ def _spans(trace: dict, pid: int, thread: str) -> list[tuple[float, float, str]]
 
 
 def test_two_stage_trace_hand_computed() -> None:
-    """PP 2, one micro-batch, no DP (tests/test_pipeline.py's two-stage case): F on stage 0, the activation
+    """PP 2, one micro-batch, no DP (tests/scenarios/test_pipeline.py's two-stage case): F on stage 0, the activation
     send, F and B on stage 1, the gradient send, B on stage 0. Each send waits the 5 us NIC latency, then
     moves 1 x 4096 / 8 x 2048 x 2 = 2,097,152 B at 50 GB/s: 41.94304 us on the NIC thread."""
     layout = layout_preset("megascale-moe").with_(pp=2, micro_batch=1)

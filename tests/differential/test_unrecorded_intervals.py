@@ -4,7 +4,7 @@ A task laid out at its start (one stream, or closed: simulator/streams/closed_ta
 out, so with ``TaskTiming(intervals=None)`` it records none and sums to the same floats; the event path sums
 its recorded intervals at the task's end, so it records them whatever it is given. An op-level step records
 them only when a probe is told of tasks: its StageLogs are the same either way. Toy GPU and ops of
-tests/test_quiet_streams.py (a memory op of 1e9 B takes 1 ms; a 1.4 MB all-to-all takes 2 ms on the 1 GB/s link).
+tests/scenarios/test_quiet_streams.py (a memory op of 1e9 B takes 1 ms; a 1.4 MB all-to-all takes 2 ms on the 1 GB/s link).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from simulator.engine.probes import Probe, TransferLog, reads_tasks
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_steps_match
 from tests.toys import costs_without_latency
-from tests.test_bench import _OpsSeen
-from tests.test_closed_task import _shared_link, _single_stream
-from tests.test_quiet_streams import CAL, GPU, _megascale, _ops
+from tests.unit.test_bench import _OpsSeen
+from tests.scenarios.test_closed_task import _shared_link, _single_stream
+from tests.scenarios.test_quiet_streams import CAL, GPU, _megascale, _ops
 from topologies.cluster import cluster_preset
 from workloads.ops import Op
 
@@ -47,7 +47,7 @@ def test_a_task_laid_out_at_its_start_records_no_intervals_and_sums_the_same(mak
 
 
 def test_the_event_path_records_its_intervals_to_sum_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tests/test_quiet_streams.py's task as simpy processes: its seven ops' intervals are recorded (and summed)."""
+    """tests/scenarios/test_quiet_streams.py's task as simpy processes: its seven ops' intervals are recorded (and summed)."""
     monkeypatch.setattr(tasks, "CLOSED", False)
     recorded, unrecorded = _run(_ops(), True), _run(_ops(), False)
     assert sorted(unrecorded.intervals) == sorted(recorded.intervals)

@@ -17,7 +17,7 @@ from experiments.paper.reproduce import REPRODUCTIONS
 from experiments.validation.pairs import pairs
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 from simulator.report.simulate import simulate
-from tests.test_config import TINY
+from tests.unit.test_config import TINY
 from topologies.errors import ConfigError
 
 TINY_MODEL = {key: value for key, value in TINY.items() if key != "name"}  # the tiny model of test_config

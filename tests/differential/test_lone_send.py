@@ -12,7 +12,7 @@ from simulator.fast import send_forecast
 from simulator.engine.engine import Engine
 from simulator.fast.lone_send import lone_end
 from simulator.fast.send_forecast import SendForecast
-from tests.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload
+from tests.differential.test_nic_replay import CAL, SCHEDULES, _assert_same, _workload
 from workloads.schedules.base import FORWARD, Task
 
 OUT0, IN0, OUT1, IN1 = ("nic_out", 0), ("nic_in", 0), ("nic_out", 1), ("nic_in", 1)
