@@ -105,6 +105,15 @@ def apply(
         if vocab != original:
             notes.append(f"vocabulary padded from {original} to {vocab} (a multiple of {multiple}, as Megatron pads)")
     fields["vocab_size"] = vocab
+    if "--mtp-num-layers" not in args and base.mtp_layers:
+        # Megatron builds MTP modules only when --mtp-num-layers says so (TransformerConfig.mtp_num_layers, default
+        # None; gpt_builders.py ``if args.mtp_num_layers is not None`` at d98e8a64dd); config.json's
+        # num_nextn_predict_layers describes the released checkpoint, not the job
+        fields["mtp_layers"] = 0
+        notes.append(
+            f"the model has {base.mtp_layers} MTP module(s) (config.json num_nextn_predict_layers); without "
+            "--mtp-num-layers Megatron trains none, and neither does moesim"
+        )
     if not args.get("--untie-embeddings-and-output-weights") and not base.tied_embeddings:
         notes.append("no --untie-embeddings-and-output-weights: Megatron would tie them; kept the model's untied")
     try:
