@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs.kernels import collective_latency_s, collective_wire_bytes
+from simulator.costs.kernels import collective_latency_s
+from simulator.costs.op_time import transfer_alone_s
 from simulator.engine.engine import Engine
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
@@ -97,6 +98,6 @@ def time_op_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATI
 
 
 def comm_alone_s(op: Op, gpu: GpuSpec, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
-    """An op's communication alone on an idle NVLink: its latency + wire bytes / bandwidth (no compute)."""
-    wire_s = collective_wire_bytes(op, calibration, gpu) / gpu.nvlink_bandwidth_Bps
-    return collective_latency_s(op, gpu, calibration) + wire_s
+    """An op's communication alone on an idle NVLink: its latency + wire bytes / bandwidth (no compute; the whole
+    op alone, compute included: simulator/costs/op_time.op_time_alone_s)."""
+    return collective_latency_s(op, gpu, calibration) + transfer_alone_s(op, gpu, calibration)
