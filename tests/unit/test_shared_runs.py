@@ -12,7 +12,7 @@ import pytest
 from experiments.paper import reproduce
 from experiments.common import shared_sims
 from experiments.common import unit_costs
-from experiments.validation import validate
+from experiments.validation import tables, validate
 from experiments.validation import corpus as validation_cases
 from experiments.paper import weak_scaling
 from experiments.common.parallel import in_order
@@ -74,7 +74,7 @@ def test_validate_jobs_do_not_change_the_results(tmp_path: Path) -> None:
     cases = validation_cases.load_cases(folder)
     one, two = (validate.run_cases(cases, say=lambda _: None, jobs=jobs) for jobs in (1, 2))
     assert [r.case.name for r in two] == ["a", "b", "c"]
-    assert validate.to_json(two) == validate.to_json(one) and validate.table(two) == validate.table(one)
+    assert tables.to_json(two) == tables.to_json(one) and tables.table(two) == tables.table(one)
     assert two[0].ran and not two[2].ran  # c is out of memory: a row with its message, in either run
 
 
@@ -91,7 +91,7 @@ def test_validate_jobs_take_the_costliest_case_first(tmp_path: Path, monkeypatch
     two = validate.run_cases(cases, say=said.append, jobs=2)
     one = validate.run_cases(cases, say=lambda _: None, jobs=1)
     assert [line.split("]")[0] for line in said] == ["validate: [2/2"] * 2 + ["validate: [1/2"] * 2
-    assert [r.case.name for r in two] == ["a", "b"] and validate.to_json(two) == validate.to_json(one)
+    assert [r.case.name for r in two] == ["a", "b"] and tables.to_json(two) == tables.to_json(one)
 
 
 def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(tmp_path: Path) -> None:

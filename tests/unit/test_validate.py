@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.validation import validate
+from experiments.validation import tables, validate
 from experiments.validation import corpus as validation_cases
 from experiments.cli.main import main
 from experiments.paper.reproduce import REPRODUCTIONS
@@ -205,9 +205,9 @@ def test_mape_by_hand() -> None:
     results = [result(0.1), result(-0.2), result(0.5, fitted=True), result(None)]
     assert [r.error for r in results[:3]] == [pytest.approx(0.1), pytest.approx(-0.2), pytest.approx(0.5)]
     assert [r.in_mape for r in results] == [True, True, False, False]
-    assert validate.mape(results) == pytest.approx((0.1 + 0.2) / 2)  # fitted and not-run cases left out
-    assert math.isnan(validate.mape([result(None), result(0.3, fitted=True)]))
-    assert validate.to_json([result(None)])["mape"] is None
+    assert tables.mape(results) == pytest.approx((0.1 + 0.2) / 2)  # fitted and not-run cases left out
+    assert math.isnan(tables.mape([result(None), result(0.3, fitted=True)]))
+    assert tables.to_json([result(None)])["mape"] is None
 
 
 def test_matched_pairs_by_hand() -> None:
@@ -228,13 +228,13 @@ def test_matched_pairs_by_hand() -> None:
     assert found[0].predicted_speedup == pytest.approx(2.0)
     assert found[0].error == pytest.approx(2.0 / 1.5 - 1)
     assert found[1].predicted_speedup == pytest.approx(1.05 / 0.9) and found[2].error is None
-    assert validate.mape([base, faster, corpus]) == pytest.approx(0.05)
-    assert validate.mape([base, faster, corpus], "matched") == pytest.approx((0.1 + 0.2) / 2)
+    assert tables.mape([base, faster, corpus]) == pytest.approx(0.05)
+    assert tables.mape([base, faster, corpus], "matched") == pytest.approx((0.1 + 0.2) / 2)
     assert pairs([faster]) == []  # its baseline not among the results: no pair
-    printed = validate.table([base, faster, corpus])
+    printed = tables.table([base, faster, corpus])
     assert "matched runs: MAPE 15.0% over 2 cases" in printed and "faster / base" in printed
     assert "1.500x     2.000x   +33.3%" in printed
-    blob = validate.to_json([base, faster, corpus])
+    blob = tables.to_json([base, faster, corpus])
     assert blob["mape"] == pytest.approx(0.05) and blob["group_mape"] == {"matched": pytest.approx(0.15)}
     assert blob["pairs"][0]["predicted_speedup"] == pytest.approx(2.0)
 
@@ -291,7 +291,7 @@ def test_the_corpus_is_package_data_and_a_reproduction() -> None:
 def test_the_whole_corpus_runs(tmp_path: Path) -> None:
     results = validate.run_cases(validation_cases.load_cases(), say=lambda line: None)
     assert all(r.ran or r.message for r in results)
-    assert math.isfinite(validate.mape(results))
+    assert math.isfinite(tables.mape(results))
     section = validate.write_outputs(results, tmp_path)
     assert section.count("\n| ") == len(results) + 1  # header + one row per case
 
