@@ -21,9 +21,10 @@ from typing import Any, NamedTuple
 from topologies.errors import ConfigError
 from workloads.graph.step import block_layer_counts
 from workloads.inputs import megatron_model
-from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text, tokens
+from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import block_layers, parse_layout, stage_layers
+from workloads.inputs.shell_script import command_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -126,8 +127,12 @@ class MegatronJob:
 
 def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
     """Read Megatron-LM arguments (inline ``--flags`` or a file holding them, or a whole launch line)."""
-    args, ignored = parse_arguments(tokens(read_text(text_or_path)))
+    command = command_words(read_text(text_or_path))
+    args, ignored = parse_arguments(command.words)
     notes: list[str] = []
+    if command.unresolved:
+        names = ", ".join(dict.fromkeys(command.unresolved))
+        notes.append(f"shell variables the script does not set, left as written: {names}")
     extra: list[IgnoredArg] = []
     fields = {
         **_parallel(args, notes),

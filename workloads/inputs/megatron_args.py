@@ -10,17 +10,16 @@ commit d98e8a64ddf34856e74b24714e3bedb2f5a39553.
 from __future__ import annotations
 
 import math
-import shlex
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
+from workloads.inputs.shell_script import command_words
 
 SOURCE = "--megatron-args"
 INT_MAX = 2**31 - 1
-SHELL_OPERATORS = ("|", "&", ";", ">", "<")  # a token starting with one ends the command (pipes, redirects)
 
 
 class Kind(Enum):
@@ -293,9 +292,17 @@ class Arguments(NamedTuple):
 
 
 def read_text(text_or_path: str | Path) -> str:
-    """The argument text: an inline string starting with ``--``, or the contents of the file it names."""
-    if isinstance(text_or_path, str) and text_or_path.lstrip().startswith("--"):
-        return text_or_path
+    """The argument text: the contents of the file ``text_or_path`` names, or the text itself when it is a command
+    line (it starts with ``--`` or holds a space: a pasted ``torchrun ... pretrain_gpt.py ...`` line)."""
+    if isinstance(text_or_path, str):
+        text = text_or_path.strip()
+        inline = text.startswith("--") or any(char.isspace() for char in text)
+        try:
+            named = "\n" not in text and Path(text).is_file()
+        except (OSError, ValueError):  # a name too long for a file: a pasted command line
+            named = False
+        if inline and not named:
+            return text_or_path
     path = Path(text_or_path)
     try:
         return path.read_text(encoding="utf-8")
@@ -304,22 +311,10 @@ def read_text(text_or_path: str | Path) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """Shell words of ``text`` after the script: backslash-newline continuations, comments and quotes as
-    a shell reads them; a ``torchrun ... pretrain_gpt.py --flags`` line keeps what follows the script."""
-    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
-    try:
-        words = shlex.split(text, comments=True)
-    except ValueError as error:  # an unclosed quote or a trailing escape
-        raise ConfigError(SOURCE, f"cannot read as a command line: {error}") from None
-    if words and not words[0].startswith("--"):
-        scripts = [i for i, word in enumerate(words) if word.endswith(".py")]
-        if not scripts:
-            raise ConfigError(SOURCE, f"expected --flags or a command line running a .py script, got {words[0]!r}")
-        words = words[scripts[0] + 1 :]
-    for i, word in enumerate(words):
-        if word.startswith(SHELL_OPERATORS) or (word[:1].isdigit() and ">" in word):  # 2>&1, | tee, ; ...
-            return words[:i]
-    return words
+    """Shell words of the training command in ``text`` (workloads/inputs/shell_script.py): continuation lines,
+    comments, quotes, variables and bash arrays as bash reads them; a ``torchrun ... pretrain_gpt.py --flags``
+    line keeps what follows the script."""
+    return command_words(text).words
 
 
 def parse_arguments(words: list[str]) -> Arguments:
