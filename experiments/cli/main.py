@@ -6,27 +6,31 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from experiments.search import compare
-from experiments.common import presets
 from experiments.cli import run_outputs
-from experiments.cli import sweep_cli
-from experiments.validation import validate
+from experiments.common import presets
 from experiments.common.args import OneLineParser, integer, nonempty, number, one_line
 from experiments.common.paths import check_output_dir
 from experiments.common.progress import add_quiet
-from experiments.common.stage_costs import StageCosts, busiest_stage
 from experiments.paper.targets import TARGETS, targets_epilog
 from simulator.costs.calibration import DEFAULT_CALIBRATION
-from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
 from simulator.engine.faults import Faults
+from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
 from simulator.report.simulate import prepare, simulate, split_if_balanced
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError, check_positive
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron import MegatronJob, MegatronRun, parse_megatron_args
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
+
+# NOTE: what only some commands or flags use is imported where it is used (compare, validate, sweep / search,
+# bench, Megatron arguments, --breakdown, --set), so that `moesim run` loads the simulator and little else
+# (issue #38; tests/unit/test_import_weight.py lists what it must not load).
+if TYPE_CHECKING:
+    from experiments.common.stage_costs import StageCosts
+    from workloads.inputs.megatron import MegatronJob, MegatronRun
 
 
 def _version() -> str:
@@ -39,11 +43,34 @@ def _version() -> str:
         return "unknown"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="moesim", description="Simulate MoE LLM training on GPU clusters.")
-    parser.add_argument("--version", action="version", version=f"moesim {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
+class _VersionAction(argparse.Action):
+    """--version, looked up only when asked for (importlib.metadata scans every installed package)."""
 
+    def __init__(self, option_strings: list[str], dest: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args) -> None:
+        print(f"moesim {_version()}")
+        parser.exit()
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; only ``command``'s subparser is filled in (all of them when None), so a command loads
+    only its own modules. The others are bare names: argparse only lists them (invalid choice) or never reaches
+    them, and ``moesim --help``, which shows them, has no command and builds them all."""
+    parser = OneLineParser(prog="moesim", description="Simulate MoE LLM training on GPU clusters.")
+    parser.add_argument("--version", action=_VersionAction, help="show program's version number and exit")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for names, build in _COMMANDS:
+        if command is None or command in names:
+            build(commands)
+        else:
+            for name in names:
+                commands.add_parser(name)
+    return parser
+
+
+def _add_run(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
         "run",
         help="simulate one training step and print a report",
@@ -143,6 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_outputs.add_arguments(run)
 
+
+def _add_reproduce(commands: argparse._SubParsersAction) -> None:
     reproduce = commands.add_parser(
         "reproduce",
         help="reproduce a table or figure of the paper into results/",
@@ -155,16 +184,48 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)"
     )
     add_quiet(reproduce)
+
+
+def _add_sweep_and_search(commands: argparse._SubParsersAction) -> None:
+    from experiments.cli import sweep_cli
+
     sweep_cli.add_commands(commands)
+
+
+def _add_bench(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser("bench", help="time the simulator at fixed points on this machine")
     bench.add_argument("--json", action="store_true", help="print one JSON object per row, as each is done")
     bench.add_argument("--all", action="store_true", help="also the slow rows (reproduce-all)")
     bench.add_argument("--point", action="append", default=[], metavar="NAME", help="only this row; repeatable")
     add_quiet(bench)
+
+
+def _add_presets(commands: argparse._SubParsersAction) -> None:
     commands.add_parser("presets", help="list the model, layout and cluster presets, one line each")
+
+
+def _add_compare(commands: argparse._SubParsersAction) -> None:
+    from experiments.search import compare
+
     compare.add_parser(commands)
+
+
+def _add_validate(commands: argparse._SubParsersAction) -> None:
+    from experiments.validation import validate
+
     validate.add_parser(commands)
-    return parser
+
+
+# The subcommands in --help's order: the names each builder adds, and the builder.
+_COMMANDS: tuple[tuple[tuple[str, ...], Callable[[argparse._SubParsersAction], None]], ...] = (
+    (("run",), _add_run),
+    (("reproduce",), _add_reproduce),
+    (("sweep", "search"), _add_sweep_and_search),
+    (("bench",), _add_bench),
+    (("presets",), _add_presets),
+    (("compare",), _add_compare),
+    (("validate",), _add_validate),
+)
 
 
 def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
@@ -190,6 +251,8 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
     if args.micro_batch is not None:
         changes["micro_batch"] = args.micro_batch
     given: dict[str, str] = {}
+    if args.set:
+        from experiments.search.compare import parse_value
     fields = {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}
     for item in args.set:
         key, sep, text = item.partition("=")
@@ -197,7 +260,7 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
             raise ConfigError(
                 "--set", f"expected FIELD=VALUE with a layout field ({', '.join(sorted(fields))}), got {item!r}"
             )
-        value = compare.parse_value(key, text, f"--set {key}")
+        value = parse_value(key, text, f"--set {key}")
         if key in changes and changes[key] != value:
             flag_value = "" if changes[key] is True else f" {changes[key]}"
             other = given.get(key) or f"{flags.get(key, key)}{flag_value}"
@@ -229,9 +292,12 @@ def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[ar
 def _run(args: argparse.Namespace) -> None:
     run_outputs.check_paths(args)  # before any simulation
     cluster = _cluster(args)
-    job = parse_megatron_args(args.megatron_args) if args.megatron_args else None
+    job = None
     megatron = None
-    if job:
+    if args.megatron_args:
+        from workloads.inputs.megatron import parse_megatron_args
+
+        job = parse_megatron_args(args.megatron_args)
         args, megatron = _megatron(args, job, cluster.num_gpus)
     base = megatron.layout if megatron else load_layout(args.layout or "megascale-moe")
     layout = _layout(args, base)
@@ -299,6 +365,8 @@ def _balance_hint(args: argparse.Namespace, layout: LayoutSpec, cluster: Cluster
 
 def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> StageCosts:
     """--breakdown: the stage whose micro-batch takes longest alone, by kind of op (faults not applied)."""
+    from experiments.common.stage_costs import busiest_stage
+
     sizes = (args.global_batch, args.seq_len, args.micro_batch)
     workload, cluster, _ = prepare(args.model, layout, None, cluster, *sizes, True)
     return busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
@@ -306,8 +374,10 @@ def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: Cluste
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input is one line on stderr and exit status 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and not argv[0].startswith("-") else None  # the top level's options take no value
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(command).parse_args(argv)
     except SystemExit as exit_:  # --help (0), or a bad value already said in one line (2)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
@@ -324,10 +394,16 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "presets":
             print("\n".join(presets.preset_lines()))
         elif args.command == "compare":
+            from experiments.search import compare
+
             compare.run_args(args)
         elif args.command == "validate":
+            from experiments.validation import validate
+
             validate.main(args)
         else:
+            from experiments.cli import sweep_cli
+
             sweep_cli.dispatch(args)
     except ConfigError as error:
         print(f"moesim: error: {one_line(str(error))}", file=sys.stderr)  # one line, never a huge value
