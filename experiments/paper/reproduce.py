@@ -38,7 +38,6 @@ REPRODUCTIONS = {
 # process, so each point is simulated once (experiments/common/shared_sims.py); weak scaling's 960-GPU points are
 # Table 3 rows too.
 PAPER_TARGETS = ("table3", "table5", "weak-scaling")
-PAPER_SOURCE = "MegaScale-MoE"  # the first word of those cases' source label
 # CPU seconds of validation.csv / validation.png and its section, written in this process once the last case is in
 # (validate.write_outputs after `reproduce all`'s imports, 2-core development machine, issue #16: 0.36-0.39). A
 # unit of cases counts it beside its own cost, so the cases start before the cheapest targets and the write runs
@@ -73,7 +72,7 @@ def units(names: list[str], out: Path, cases: list[Case]) -> list[Unit]:
     the paper's tables beside the targets that reproduce those tables; costliest first, a unit of cases with the
     validation write it gates (VALIDATION_WRITE_CPU_S; a stable sort: the targets' order, then the corpus's, among
     equals)."""
-    paper = tuple(c for c in cases if c.source_label.split()[0] == PAPER_SOURCE)
+    paper = tuple(c for c in cases if c.from_fitted_paper)
     grouped = tuple(n for n in PAPER_TARGETS if n in names)
     work = [
         *([Unit(out, grouped, paper)] if grouped or paper else []),

@@ -66,6 +66,7 @@ BASELINE = {  # a matched run: the case this one changes, and what it changes (e
     "case": "str",
     "change": "str",
 }
+FITTED_PAPER = "MegaScale-MoE"  # the first word of the source label of the fitted paper's own rows
 CORPUS = "corpus"  # the group of the issue's corpus, whose MAPE is the headline; others get their own
 RELEASE = {
     "release": "str",
@@ -115,6 +116,11 @@ class Case:
         if "label" in self.source:
             return self.source["label"]
         return " ".join(part for part in (self.source["document"], self.source.get("release", "")) if part)
+
+    @property
+    def from_fitted_paper(self) -> bool:
+        """One of the fitted paper's own rows (its model, cluster and stack): not an external prediction."""
+        return self.source_label.split()[0] == FITTED_PAPER
 
     def disagreeing_releases(self) -> list[dict[str, Any]]:
         """Other releases of the same row whose tokens/s differ from this case's by more than DISAGREE."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.validation.case_result import MISS, CaseResult
 from experiments.validation.corpus import CORPUS, Case
+from experiments.validation.derates import dense_and_moe, effective_derate, implied_derate
 from experiments.validation.pairs import pairs, pairs_markdown, pairs_table
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.report.simulate import Report
@@ -28,6 +29,19 @@ def mape(results: Iterable[CaseResult], group: str = CORPUS) -> float:
     return sum(errors) / len(errors) if errors else math.nan
 
 
+def external(results: Iterable[CaseResult]) -> list[CaseResult]:
+    """The cases not from the fitted paper: the headline (DESIGN.md); the paper's own rows are reported beside it."""
+    return [r for r in results if not r.case.from_fitted_paper]
+
+
+def paper_rows(results: Iterable[CaseResult]) -> list[CaseResult]:
+    return [r for r in results if r.case.from_fitted_paper]
+
+
+def _nan_none(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
 def other_groups(results: Iterable[CaseResult]) -> list[str]:
     """The case groups beside the corpus (matched runs), in the order first met."""
     return list(dict.fromkeys(r.case.group for r in results if r.case.group != CORPUS))
@@ -45,12 +59,19 @@ def to_json(results: list[CaseResult]) -> dict[str, Any]:
         }
         if not result.ran:
             row["message"] = result.message
+        row["implied_derate"] = implied_derate(result)
         rows.append(row)
     value = mape(results)
     groups = {group: mape(results, group) for group in other_groups(results)}
+    dense, moe = dense_and_moe(results)
     return {
         "cases": rows,
         "mape": None if math.isnan(value) else value,
+        "mape_external": _nan_none(mape(external(results))),
+        "mape_paper": _nan_none(mape(paper_rows(results))),
+        "effective_derate": effective_derate(),
+        "derate_dense": dense,
+        "derate_moe": moe,
         "group_mape": {group: None if math.isnan(v) else v for group, v in groups.items()},
         "pairs": [
             {
@@ -86,6 +107,7 @@ def to_frame(results: list[CaseResult]) -> pd.DataFrame:
             "error": result.error,
             "predicted_at_residual_1": result.unfitted_tokens_per_s_per_gpu,
             "error_at_residual_1": result.unfitted_error,
+            "implied_derate": implied_derate(result),
             "measured_model_tflops_per_gpu": flops,
             # Megatron-LM's FLOP count (simulator/report/megatron_flops.py) over the simulated step
             "predicted_model_tflops_per_gpu": report.model_tflops_per_gpu if result.ran else None,
@@ -151,6 +173,22 @@ def _causes(r: CaseResult) -> str:
     return ". ".join(parts) + "."
 
 
+def _derate_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def headline(results: list[CaseResult]) -> str:
+    """The accuracy in one sentence, external cases first (DESIGN.md: the fitted paper's rows beside them)."""
+    dense, moe = dense_and_moe(results)
+    cal = DEFAULT_CALIBRATION
+    return (
+        f"External MAPE (cases not from the fitted paper) {_mape_text(external(results))}; the fitted paper's own "
+        f"rows {_mape_text(paper_rows(results))}. Effective derate {effective_derate():.3f} (compute_residual "
+        f"{cal.compute_residual:.4f} x sustained clock {cal.sustained_clock_fraction:.3f}); the derate the dense "
+        f"cases imply {_derate_text(dense)}, the MoE cases {_derate_text(moe)}."
+    )
+
+
 def _mape_text(results: list[CaseResult], group: str = CORPUS) -> str:
     value, counted = mape(results, group), len(_counted(results, group))
     return f"{'n/a' if math.isnan(value) else f'{value:.1%}'} over {counted} case{'s' * (counted != 1)}"
@@ -170,6 +208,8 @@ def markdown(results: list[CaseResult]) -> str:
         by_source.setdefault(r.case.source_label.split()[0], []).append(r)
     lines = [
         "## Validation: published training runs (`moesim validate`)",
+        "",
+        headline(results),
         "",
         (
             f"{len(results)} cases (experiments/validation/cases/); {len(results) - len(not_run)} ran, "
@@ -239,7 +279,8 @@ def table(results: list[CaseResult]) -> str:
             f"{r.case.name:<{width}}  {r.case.measured_tokens_per_s_per_gpu:10.0f}  {predicted}  "
             f"{_pct(r.error):>7}  {_pct(r.unfitted_error):>13}{tail}"
         )
-    lines.append(f"MAPE {_mape_text(results)} (tokens/s per GPU)")
+    lines.append(headline(results))
+    lines.append(f"MAPE {_mape_text(results)} (tokens/s per GPU, every case of the corpus)")
     lines += [
         f"{group} runs: MAPE {_mape_text(results, group)} (not in the MAPE above)" for group in other_groups(results)
     ]

@@ -124,7 +124,7 @@ def test_a_unit_of_cases_counts_the_validation_write(tmp_path: Path, monkeypatch
     """A case of 0.1 CPU-s goes before a target of 0.4 (0.1 + the 0.4 s write it gates), after one of 0.6."""
     monkeypatch.setattr(unit_costs, "UNIT_CPU_S", {"fig7": 0.4, "fig14": 0.6, "c": 0.1})
     monkeypatch.setattr(reproduce, "VALIDATION_WRITE_CPU_S", 0.4)
-    case = next(c for c in validation_cases.load_cases() if c.source_label.split()[0] != reproduce.PAPER_SOURCE)
+    case = next(c for c in validation_cases.load_cases() if not c.from_fitted_paper)
     case = dataclasses.replace(case, name="c")
     order = [
         unit.targets or tuple(c.name for c in unit.cases)

@@ -159,15 +159,21 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     assert main(["validate", "--json", "--cases", str(cases), "--out", str(out)]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert set(report) == {"cases", "mape", "not_run", "fitted", "group_mape", "pairs"}
+    derates = {"effective_derate", "derate_dense", "derate_moe"}
+    mapes = {"mape", "mape_external", "mape_paper", "group_mape"}
+    assert set(report) == {"cases", "not_run", "fitted", "pairs"} | mapes | derates
     broken, high, low = report["cases"]
     for row in (high, low):
-        assert set(row) == {"case", "measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu", "error"}
+        tokens = {"measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu"}
+        assert set(row) == {"case", "error", "implied_derate"} | tokens
     assert (high["case"], low["case"]) == ("high", "low")
     assert high["predicted_tokens_per_s_per_gpu"] == pytest.approx(predicted)
     assert high["error"] == pytest.approx(0.25)
     assert low["error"] == pytest.approx(-0.2)
     assert report["mape"] == pytest.approx((0.25 + 0.2) / 2)
+    assert report["mape_external"] == pytest.approx((0.25 + 0.2) / 2) and report["mape_paper"] is None  # none from it
+    # predicted 25% high: the case implies a lower derate than the fitted one; 20% low, a higher one
+    assert high["implied_derate"] < report["effective_derate"] < low["implied_derate"]
     # a case that cannot run is a row with its message, left out of the MAPE and listed
     assert (broken["predicted_tokens_per_s_per_gpu"], broken["error"]) == (None, None)
     assert broken["message"].startswith("gpus: 24")
