@@ -4,13 +4,14 @@ The pipeline logic here (stage loop, PP sends, DP parameter gathers and gradient
 step) is written once. A placement (simulator/engine/placement.py: folded, one representative per stage;
 simulator/engine/unfolded.py: every GPU) says where tasks run and which links PP, DP and task traffic load; a
 task timer (simulator/engine/timer.py: memoized, or every op at op level) turns a task into simulated time.
-``Engine(..., placement="folded", memoize=True)`` is the fast default (tasks on the NIC: replayed, verified
-and re-run until none conflicts, simulator/fast/nic_replay.py); ``memoize=False`` runs every task at op level, the
-differential reference; ``placement="unfolded"`` is the independent check of folding (tests/differential/test_unfolded.py)
-and always runs at op level. The schedule (workloads/schedules/base.py) gives each stage's task order and what
+``Engine(..., placement="folded", memoize=True)`` is the fast default (tasks that use the NIC run at op level:
+memoizing them would be exact only alone on it); ``memoize=False`` runs every task at op level, the differential
+reference; ``placement="unfolded"`` is the independent check of folding (tests/differential/test_unfolded.py) and always runs
+at op level. The engine knows nothing of how it is sped up from outside: the steady-state shortcut
+(simulator/fast/steady.py) is a step runner that calls it, and reads what it needs through probes. The schedule (workloads/schedules/base.py) gives each stage's task order and what
 each task receives and sends.
 
-Observers (trace, link statistics, bench) are probes (simulator/engine/probes.py): the engine tells them of
+Observers (trace, link statistics, bench, the steady shortcut's ledger) are probes (simulator/engine/probes.py): the engine tells them of
 each task, transfer, rate change and the step's end; with none, no event is built for them.
 """
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import simpy
 
@@ -31,65 +31,20 @@ from simulator.costs.kernels import (
 )
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
-from simulator.fast.ledger import Entry, Ledger
-from simulator.fast.nic_replay import (
-    Forced,
-    NicReplayTimer,
-    ReplayConflict,
-    ReplayStats,
-    TaskId,
-    after_conflict,
-    next_forced,
-)
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
-from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed, unobserved, watches_rates
+from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
 from simulator.engine.ranks import Place
+from simulator.engine.result import EngineResult, StageLog, phase_spans
 from simulator.engine.sim_env import environment
-from simulator.streams.tasks import TaskTiming
 from simulator.engine.timer import CostCache, MemoTimer, OpTimer
 from simulator.engine.unfolded import UnfoldedPlacement
+from simulator.streams.tasks import TaskTiming
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
-from workloads.schedules.base import Phase, Task
 from workloads.graph.step import StepWorkload
 
 ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
-
-
-@dataclass
-class StageLog:
-    """What one stage did during the step."""
-
-    busy_s: float = 0.0
-    pipeline_end_s: float = 0.0
-    end_s: float = 0.0
-    pp_wait_s: float = 0.0
-    dp_exposed_s: float = 0.0
-    exposed_comm_s: dict[str, float] = field(default_factory=dict)
-    compute_busy_s: float = 0.0
-    model_flops: float = 0.0
-    params_gathered_s: float = 0.0  # when the stage's DP parameter all-gather finished (0 without DP)
-    tasks: list[tuple[Task, float, float]] = field(default_factory=list)
-
-
-@dataclass
-class EngineResult:
-    """Raw output of one simulated step."""
-
-    step_time_s: float
-    stages: list[StageLog]
-    simulated_ops: int
-    sim_wall_s: float
-    network_bytes: dict
-    # Per phase (F, B, W, F&B, ...): (summed duration of its tasks over all stages, how many ran)
-    phase_spans: dict[Phase, tuple[float, int]] = field(default_factory=dict)
-    workload: StepWorkload | None = None  # the step this is a result of
-    steady_runs: tuple[int, ...] = ()  # micro-batch counts simulated when extrapolated (simulator/fast/steady.py)
-    nic_replay: tuple[ReplayStats, ...] = ()  # per step run with NIC replay (simulator/fast/nic_replay.py)
-    ledger: Ledger | None = None  # the run's increments, when asked for (simulator/fast/ledger.py)
-    sim_cpu_s: float = 0.0  # the CPU seconds of sim_wall_s (what the bench compares: the machine is shared)
-    longest_send_s: float = 0.0  # the longest PP send, sender's end to landing (simulator/periodic.lock_window)
 
 
 class Engine:
@@ -106,19 +61,11 @@ class Engine:
         faults: Faults | None = None,
         probes: Iterable[Probe] = (),
         timings: dict | None = None,
-        forced: Forced = frozenset(),
         costs: CostCache | None = None,
-        forecast: bool | None = None,
-        ledger: bool = False,
-        needed: bool = True,
     ) -> None:
-        """``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
-        (the steady-state shortcut's shorter runs, simulator/fast/steady.py). ``forced``: tasks to run at op level from
-        the first run of a NIC replay (None: all; simulator/fast/nic_replay.py); ``forecast``: whether that run also
-        forces the tasks a forecast send meets (default: when ``forced`` is empty); ``costs``: a cost cache to share;
-        ``ledger``: keep the run's increments (simulator/fast/ledger.py; with NIC replay, of the run that stands);
-        ``needed``: with NIC replay, whether ``run`` finds the run's needed tasks (ReplayStats.needed; else None, and
-        ``needed()`` finds them while this engine lives: the steady shortcut asks only where it runs twice)."""
+        """``memoize``: time each distinct task once where that is exact (``Placement.memoizable``), else every op;
+        ``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
+        (the steady-state shortcut's runs, simulator/fast/steady.py); ``costs``: a cost cache to share."""
         self.probes = subscribed(probes)  # observers of this run (simulator/engine/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, environment(), workload, cluster, faults or Faults())
@@ -135,17 +82,10 @@ class Engine:
         if timings is not None:
             self._memo.memo = timings
         self.memoize = memoize and placement.memoizable
-        # Tasks on the NIC are replayed and verified (simulator/fast/nic_replay.py); a probe watching link rates
-        # would miss the replayed flows, so it gets every task at op level.
-        self.nic_replay = (
-            memoize and not self.memoize and isinstance(placement, FoldedPlacement) and not watches_rates(self.probes)
-        )
+        # Tasks on the folded placement's NIC are timed alone with it (task_timing); elsewhere on NVLink alone
+        self._nic_alone = memoize and isinstance(placement, FoldedPlacement) and workload.tasks_use_nic
         intervals = reads_tasks(self.probes)  # op intervals recorded only for a probe told of tasks
-        self.timer: MemoTimer | OpTimer | NicReplayTimer = (
-            self._memo if self.memoize else OpTimer(placement, costs, intervals=intervals)
-        )
-        if self.nic_replay:
-            self.timer = NicReplayTimer(placement, costs, self._memo.memo, forced, forecast, intervals)
+        self.timer: MemoTimer | OpTimer = self._memo if self.memoize else OpTimer(placement, costs, intervals=intervals)
         self._logs = {place: StageLog() for place in placement.places}
         # Replica 0, rank 0 stands for its stage in the EngineResult, so build_report works on either placement.
         self.stages = [self._logs[Place(0, stage, 0)] for stage in range(workload.pp)]
@@ -153,10 +93,6 @@ class Engine:
         self._sent_at: dict[tuple, float] = {}
         self._numbers = {place: number for number, place in enumerate(placement.places)}  # PP arrivals' keys
         self._pp_bytes = workload.pp_bytes_per_gpu
-        self.ledger = Ledger(placement.bytes_sent) if ledger else None
-        self._find_needed = needed
-        self._stood: NicReplayTimer | None = None  # the timer of the run that stood, until needed() asks
-        self.longest_send_s = 0.0  # the longest PP send so far, from its sender's end to its landing
 
     @property
     def simulated_ops(self) -> int:
@@ -165,12 +101,11 @@ class Engine:
 
     def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
         """Time a task alone, at op level, in a private environment (exact: see simulator/engine/timer.py). Where the
-        step's tasks put bytes on the NIC (cross-node EP, replayed: simulator/fast/nic_replay.py), with an idle NIC
-        beside its NVLink, as the replay times it: on NVLink alone a cross-node all-to-all would move at NVLink
-        speed. Experiments read it (simulator/engine/timing.py); the step's tasks never do."""
-        if isinstance(self.timer, NicReplayTimer) and stage is not None:
-            return self.timer.footprint(key, stage).timing
-        return self._memo.task_timing(key, stage)
+        step's tasks put bytes on the folded placement's NIC (cross-node EP), with an idle NIC beside its NVLink: on
+        NVLink alone a cross-node all-to-all would move at NVLink speed. Experiments read it
+        (simulator/engine/timing.py); the step's tasks never do."""
+        nic = self._nic_alone and stage is not None
+        return self._memo.task_timing(key, stage, self.cluster.nic_effective_Bps if nic else 0.0)
 
     # --- pipeline ----------------------------------------------------------------------------------
     # NOTE: a PP arrival is keyed (direction, micro-batch, chunk, the receiving place's number in
@@ -189,7 +124,6 @@ class Engine:
         op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
         the process would have started: the same instant, and the same step results (tests/scenarios/test_pipeline.py)."""
         nbytes, env, placement = self._pp_bytes, self.env, self.placement
-        sent_s = env.now
 
         def leave(_event: simpy.Event) -> None:
             start = env.now
@@ -197,7 +131,6 @@ class Engine:
             landed.callbacks.append(lambda _e: land(start))
 
         def land(start: float) -> None:
-            self.longest_send_s = max(self.longest_send_s, env.now - sent_s)
             for probe in self.probes:
                 probe.on_transfer(Transfer("pp", src.stage, dst.stage, start, env.now, nbytes, key[:-1] + (dst.stage,)))
             self._arrival(key).succeed()
@@ -205,7 +138,7 @@ class Engine:
         env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
 
     def _stage(self, place: Place, dp_gate: simpy.Event | None):
-        env, log, ledger, probes, run = self.env, self._logs[place], self.ledger, self.probes, self.timer.run
+        env, log, probes, run = self.env, self._logs[place], self.probes, self.timer.run
         stage, schedule, sent_at = place.stage, self.workload.schedule, self._sent_at
         number = self._numbers[place]
         # the place of every stage this one exchanges data with (its own included), and its number
@@ -213,7 +146,7 @@ class Engine:
         tasks, exposed = log.tasks, log.exposed_comm_s
         first_forward = True
         for task in self.workload.stage_order(stage):
-            pp_wait_s = dp_wait_s = 0.0  # this task's waits (the ledger's entry)
+            pp_wait_s = dp_wait_s = 0.0  # this task's waits (told to the probes)
             for flow in schedule.inputs(stage, task):
                 key = (flow[0], flow[1], flow[2], number)
                 arrival = self._arrival(key)
@@ -230,6 +163,8 @@ class Engine:
                 dp_wait_s = env.now - wait_start
                 log.dp_exposed_s += dp_wait_s
             first_forward = False
+            for probe in probes:
+                probe.on_inputs(place, stage, task, pp_wait_s, dp_wait_s)
             begin = env.now
             timing = yield from run(place, task)
             end = env.now
@@ -239,8 +174,6 @@ class Engine:
             log.model_flops += timing.model_flops
             for group, seconds in timing.exposed_comm_s.items():
                 exposed[group] = exposed.get(group, 0.0) + seconds
-            if ledger is not None:
-                ledger.note(Entry(stage, task, begin, end, timing, pp_wait_s, dp_wait_s))
             for probe in probes:
                 probe.on_task(place, stage, task, begin, end, timing)
             for flow in schedule.outputs(stage, task):
@@ -322,63 +255,7 @@ class Engine:
         yield from self._grad_sync(place, buckets)
 
     def run(self) -> EngineResult:
-        """Run the step (with NIC replay: until no replayed task conflicts, simulator/fast/nic_replay.py)."""
-        if not self.nic_replay:
-            return self._run_once()
-        wall_start, cpu_start = time.perf_counter(), time.process_time()
-        trial = self._again(self.timer.forced) if self.probes else self  # probes see the run that stands only
-        runs, ops, stopped_tasks = 1, 0, 0
-        while True:
-            try:
-                result = trial._run_once()
-            except ReplayConflict as conflict:  # a forecast run met a conflict (simulator/fast/nic_replay.py)
-                ops += trial.simulated_ops
-                stopped_tasks += trial.timer.started
-                trial, runs = self._again(*after_conflict(trial.timer, conflict, stopped_tasks)), runs + 1
-                continue
-            ops += result.simulated_ops
-            conflicts = trial.timer.conflicts()
-            if not conflicts:
-                break
-            trial = self._again(next_forced(trial.timer.forced, conflicts, trial.timer.nic_tasks, runs))
-            runs += 1
-        if self.probes:  # the run that stands, told to the probes (no conflict: it is the trial's run again)
-            self.timer.replay_as(trial.timer.forced)
-            result = self._run_once()
-            ops += result.simulated_ops
-        result.simulated_ops, result.sim_wall_s = ops, time.perf_counter() - wall_start
-        result.sim_cpu_s = time.process_time() - cpu_start
-        timer = trial.timer
-        needed = timer.needed() if self._find_needed else None
-        self._stood = None if self._find_needed else timer
-        result.nic_replay = (ReplayStats(runs, timer.forced, timer.nic_tasks, needed),)
-        return result
-
-    def needed(self) -> frozenset[TaskId]:
-        """The needed tasks of the run that stood (simulator/nic_replay.NicReplayTimer.needed), after ``run``."""
-        if self._stood is None:
-            raise RuntimeError("engine: needed() after a run with NIC replay and needed=False only")
-        found, self._stood = self._stood.needed(), None  # NOTE: its flow log goes with it
-        return found
-
-    def _again(self, forced: Forced, forecast: bool | None = None) -> Engine:
-        """A fresh engine of this step, unobserved, sharing timings and costs, with ``forced`` at op level."""
-        env = environment()
-        placement = make_placement(self.placement.kind, env, self.workload, self.cluster, self.placement.faults)
-        with unobserved():
-            return Engine(
-                self.workload,
-                self.cluster,
-                self.cal,
-                placement=placement,
-                timings=self._memo.memo,
-                forced=forced,
-                costs=self._costs,
-                forecast=forecast,
-                ledger=self.ledger is not None,
-            )
-
-    def _run_once(self) -> EngineResult:
+        """Run the step."""
         wall_start, cpu_start = time.perf_counter(), time.process_time()
         start_probes(self.probes, self, self.placement.networks)
         for place in self.placement.places:
@@ -402,9 +279,7 @@ class Engine:
             self.placement.bytes_sent(),
             phase_spans(log.tasks for log in self.stages),
             self.workload,
-            ledger=self.ledger,
             sim_cpu_s=time.process_time() - cpu_start,
-            longest_send_s=self.longest_send_s,
         )
         for probe in self.probes:
             probe.on_run(result)
@@ -416,16 +291,6 @@ def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibrati
     zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
     held = sum(h / (dp if zero else 1) for h, _, dp in workload.stage_param_groups(stage))
     return memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, gpu, cal)
-
-
-def phase_spans(records: Iterable[list[tuple[Task, float, float]]]) -> dict[Phase, tuple[float, int]]:
-    """Per phase, the summed duration and the number of the tasks in per-stage (task, begin_s, end_s) records."""
-    spans: dict[Phase, tuple[float, int]] = {}
-    for stage_records in records:
-        for task, begin, end in stage_records:
-            total, count = spans.get(task.direction, (0.0, 0))
-            spans[task.direction] = (total + (end - begin), count + 1)
-    return spans
 
 
 PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}

@@ -27,15 +27,14 @@ from typing import NamedTuple
 import simpy
 
 from simulator.engine.faults import Faults, StageFault
-from simulator.engine.flow_log import FlowLog, LoggedNetwork
+from simulator.engine.ranks import Place, RankMap
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
-from simulator.engine.ranks import Place, RankMap
 from simulator.streams.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
+from workloads.graph.step import StepWorkload
 from workloads.ops import Op
 from workloads.schedules.base import Task
-from workloads.graph.step import StepWorkload
 
 
 class DpBucket(NamedTuple):
@@ -125,8 +124,7 @@ class FoldedPlacement(Placement):
     def __init__(self, env: simpy.Environment, workload: StepWorkload, cluster: ClusterSpec, faults: Faults) -> None:
         super().__init__(env, workload, cluster, faults)
         # Memoization is exact only while tasks stay off the NIC; cross-node EP (and CP across nodes) put
-        # task traffic on the NIC beside PP sends and DP buckets, so such tasks are replayed and verified
-        # instead (simulator/fast/nic_replay.py), and run at op level where another flow met theirs.
+        # task traffic on the NIC beside PP sends and DP buckets, so such tasks run at op level.
         self.memoizable = not workload.tasks_use_nic
         self.places = tuple(Place(0, stage, 0) for stage in range(workload.pp))
         capacities = {}
@@ -148,9 +146,6 @@ class FoldedPlacement(Placement):
         ]
         self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
         self._pp_routes: dict[tuple[int, int], tuple] = {}
-        # Set by the NIC replay (simulator/fast/nic_replay.py): the span of every flow on the NIC network.
-        self.nic_log: FlowLog | None = None
-        self.dp_in_flight: dict[tuple, int] = {}  # with the NIC log: DP buckets moving on each link now
 
     def _nvlink_Bps(self, stage: int) -> float:
         return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
@@ -184,8 +179,6 @@ class FoldedPlacement(Placement):
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         stage = place.stage
         network = self.nvlink_networks[stage]
-        logged = self.nic_log is not None
-        nic_network = LoggedNetwork(self.network, self.nic_log, (place, task)) if logged else self.network
         return run_task(
             self.env,
             ops,
@@ -195,25 +188,8 @@ class FoldedPlacement(Placement):
             timing,
             lanes=lanes,
             nic_links=self.nic_links(stage),
-            nic_network=nic_network,
+            nic_network=self.network,
         )
-
-    def transfer(self, links: tuple, nbytes: float) -> simpy.Event:
-        done = self.network.transfer(links, nbytes)
-        return done if self.nic_log is None else self.nic_log.watch(tuple(links), done)
-
-    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
-        done = self.transfer(links, nbytes)
-        if self.nic_log is not None and not done.triggered:  # the NIC replay's forecast reads what is in flight
-
-            def landed(_event: simpy.Event) -> None:
-                for link in links:
-                    self.dp_in_flight[link] -= 1
-
-            for link in links:
-                self.dp_in_flight[link] = self.dp_in_flight.get(link, 0) + 1
-            done.callbacks.append(landed)
-        return done
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

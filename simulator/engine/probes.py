@@ -1,8 +1,8 @@
 """Engine observers: probes subscribe to a step's events and never patch the engine.
 
-A probe gets five events, each a no-op unless overridden: the run starts (the engine is built), a
-pipeline task ends, a PP send or DP bucket lands, a network assigns new max-min rates, and the run
-ends. Probes only read what they are given; the step's timing never depends on them. Pass them to
+A probe gets six events, each a no-op unless overridden: the run starts (the engine is built), a
+pipeline task's inputs are in (it starts), a task ends, a PP send or DP bucket lands, a network assigns new
+max-min rates, and the run ends. Probes only read what they are given; the step's timing never depends on them. Pass them to
 ``Engine(..., probes=...)``, or subscribe them to every engine built inside a block with
 ``observing`` (the bench counts all the steps of ``moesim reproduce all`` that way).
 """
@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 if TYPE_CHECKING:
-    from simulator.engine.engine import Engine, EngineResult
+    from simulator.engine.result import EngineResult
     from simulator.streams.network import FluidNetwork
     from simulator.streams.tasks import TaskTiming
     from workloads.schedules.base import Task
@@ -39,9 +39,15 @@ class Probe:
     # Whether the probe needs the step run in full (every task, transfer, rate); one that reads on_run only
     # sets False, and then may be told of a step the steady-state shortcut extrapolated (simulator/fast/steady.py).
     needs_full_run: ClassVar[bool] = True
+    # Whether on_task reads ``timing.intervals`` (op-level tasks then record them; simulator/engine/timer.py)
+    reads_intervals: ClassVar[bool] = True
 
-    def on_start(self, engine: Engine) -> None:
-        """The engine is built (workload, cluster, faults, networks) and about to run."""
+    def on_start(self, engine: Any) -> None:
+        """The engine (simulator/engine/engine.py: workload, cluster, faults, placement) is built and about to run."""
+
+    def on_inputs(self, place: Any, stage: int, task: Task, pp_wait_s: float, dp_wait_s: float) -> None:
+        """``task``'s inputs are in and it starts now, after waiting ``pp_wait_s`` for PP arrivals and ``dp_wait_s``
+        for the DP parameter gather."""
 
     def on_task(self, place: Any, stage: int, task: Task, begin_s: float, end_s: float, timing: TaskTiming) -> None:
         """``task`` ran on ``place`` (of ``stage``) from begin_s to end_s; ``timing.intervals`` count from begin_s."""
@@ -95,11 +101,11 @@ def watches_rates(probes: Iterable[Probe]) -> bool:
 
 
 def reads_tasks(probes: Iterable[Probe]) -> bool:
-    """Whether a probe is told of each task (and so may read its op intervals)."""
-    return any(type(probe).on_task is not Probe.on_task for probe in probes)
+    """Whether a probe is told of each task and may read its op intervals."""
+    return any(type(probe).on_task is not Probe.on_task and probe.reads_intervals for probe in probes)
 
 
-def start_probes(probes: tuple[Probe, ...], engine: Engine, networks: Iterable[FluidNetwork]) -> None:
+def start_probes(probes: tuple[Probe, ...], engine: Any, networks: Iterable[FluidNetwork]) -> None:
     """Subscribe the probes' rate observers to each distinct network, then announce the run."""
     # NOTE: only probes that override on_link_rates are called on every rate update.
     observers: list[Callable[[FluidNetwork], None]] = [probe.on_link_rates for probe in probes if _watches_rates(probe)]

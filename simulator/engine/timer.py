@@ -5,8 +5,8 @@ its own, and replays it as one timeout. That is exact only while a task touches 
 stage's compute stream and NVLink, which no pipeline-level traffic shares (PP and DP go over the NIC):
 the folded placement without cross-node EP or CP across nodes (``Placement.memoizable``). ``OpTimer`` runs
 every op of every task in the shared environment, on the placement's links. The two agree to 1e-9 where
-memoizing is allowed (tests/scenarios/test_pipeline.py). Tasks that use the NIC are replayed too, verified after the
-run against every other flow on their NIC links (simulator/fast/nic_replay.py).
+memoizing is allowed (tests/scenarios/test_pipeline.py). Tasks that use the NIC run at op level in the step;
+``MemoTimer.task_timing`` still times them alone for experiments, on an idle NIC beside their NVLink.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ import simpy
 
 from simulator.costs.calibration import Calibration
 from simulator.engine.faults import StageFault, scale_compute
-from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.engine.placement import Placement
 from simulator.engine.ranks import Place
 from simulator.engine.sim_env import environment
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from topologies.hardware import GpuSpec
+from workloads.graph.step import StepWorkload
 from workloads.ops import Op
 from workloads.schedules.base import Task
-from workloads.graph.step import StepWorkload
 
 
 class CostCache:
@@ -59,11 +59,12 @@ class TaskIdentity:
     calibration: Calibration
     compute_factor: float
     nvlink_factor: float
+    nic_Bps: float = 0.0  # the idle NIC beside its NVLink, each way (0: its NIC bytes, if any, are not moved)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # NOTE: hashing ~200 ops field by field costs about a millisecond: once per identity, not per lookup
-        fields = (self.ops, self.lanes, self.gpu, self.calibration, self.compute_factor, self.nvlink_factor)
+        fields = (self.ops, self.lanes, self.gpu, self.calibration, self.compute_factor, self.nvlink_factor, self.nic_Bps)
         object.__setattr__(self, "_hash", hash(fields))
 
     def __hash__(self) -> int:
@@ -128,21 +129,31 @@ class MemoTimer:
         # (id of a task key, stage) -> (the key, its timing): run()'s lookups by identity (OpTimer's NOTE)
         self._timed: dict[tuple[int, int], tuple[tuple, TaskTiming]] = {}
 
-    def task_timing(self, key: tuple, stage: int | None = None) -> TaskTiming:
-        """Time a task alone, at op level, on ``stage``'s representative (healthy if None)."""
+    def task_timing(self, key: tuple, stage: int | None = None, nic_Bps: float = 0.0) -> TaskTiming:
+        """Time a task alone, at op level, on ``stage``'s representative (healthy if None); with ``nic_Bps``, its NIC
+        bytes (cross-node EP) on an idle NIC of that capacity each way (a stage's faults divide it), as
+        ``FoldedPlacement.start_task`` wires them."""
         fault = self.stage_faults[stage] if stage is not None else StageFault()
-        slow = (fault.compute_factor, fault.nvlink_factor)  # the NIC does not touch a memoized task
+        nic_Bps = nic_Bps / fault.nic_factor
+        slow = (fault.compute_factor, fault.nvlink_factor)
         memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
+        if nic_Bps:
+            memo_key = ("nic", memo_key, nic_Bps)
         if memo_key not in self.memo:
             ops, lanes = self.workload.task_ops(key), self.workload.task_lanes(key)
-            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow)
+            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps)
             timing = self.shared.get(identity) if self.shared is not None else None
             if timing is None:
                 env = environment()
                 network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
                 timing = TaskTiming()
                 costs = self.costs.get(key, fault.compute_factor)
-                run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes)
+                if nic_Bps:  # the order of FoldedPlacement.nic_links
+                    nic = FluidNetwork(env, {"out": nic_Bps, "in": nic_Bps})
+                    run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes, nic_links=("out", "in"),
+                             nic_network=nic)  # fmt: skip
+                else:
+                    run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes)
                 env.run()
                 if self.shared is not None:
                     self.shared.put(identity, timing)

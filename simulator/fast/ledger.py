@@ -1,24 +1,25 @@
 """A run's additive fields as time-ordered increments: what the steady-state shortcut sums over one period.
 
-Once a run's state repeats (simulator/periodic.lock_window), the run one period longer is this run with one
+Once a run's state repeats (simulator/fast/periodic.lock_window), the run one period longer is this run with one
 period inserted, so each additive field of the longer run exceeds this one's by what this run accumulates
 over one period (simulator/fast/steady.py). The ledger makes that sum possible: each task's increments of its
 stage's busy, PP-wait, DP-wait and compute-busy time, model FLOPs, exposed communication per group and its
 phase's span and count, in the order tasks end (the instant each is attributed to), and at each end of a
 stage-0 task a mark: how many entries precede it and the bytes sent over every link by then (bytes are
 counted where flows start, memoized or op level, so a snapshot catches every path that moves them). The sum
-between two marks is then every field's increment between those instants. Kept only when the shortcut asks
-for it (``Engine(..., ledger=True)``): a run without one pays nothing.
+between two marks is then every field's increment between those instants. It is a probe of the engine
+(simulator/engine/probes.py) on the folded placement, which the shortcut passes to its runs; it also keeps the
+longest PP send (the lock window's reach).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from simulator.engine.probes import Probe, Transfer
 from simulator.fast.periodic import BYTES, COUNT, FLOPS, TIME, Fields
-from simulator.streams.tasks import TaskTiming
+from simulator.streams.alone import TaskTiming
 from workloads.schedules.base import Task
 
 
@@ -41,23 +42,40 @@ class Mark(NamedTuple):
     bytes_sent: dict
 
 
-@dataclass
-class Ledger:
-    """A run's increments in the order they were made, and stage 0's marks between them."""
+class Ledger(Probe):
+    """A run's increments in the order they were made, stage 0's marks between them, and its longest PP send."""
 
-    bytes_sent: Callable[[], dict]  # the placement's bytes per link so far
-    entries: list[Entry] = field(default_factory=list)
-    marks: dict[Task, Mark] = field(default_factory=dict)
+    reads_intervals = False  # reads spans and sums only: op-level tasks need not record their ops
 
-    def note(self, entry: Entry) -> None:
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.marks: dict[Task, Mark] = {}
+        self.longest_send_s = 0.0  # from the sender's end (one NIC latency before it leaves) to its landing
+        self._bytes_sent: Callable[[], dict] = dict
+        self._latency_s = 0.0
+        self._waits: dict[Any, tuple[float, float]] = {}
+
+    def on_start(self, engine: Any) -> None:
+        self._bytes_sent, self._latency_s = engine.placement.bytes_sent, engine.cluster.nic_latency_s
+
+    def on_inputs(self, place: Any, stage: int, task: Task, pp_wait_s: float, dp_wait_s: float) -> None:
+        self._waits[place] = (pp_wait_s, dp_wait_s)
+
+    def on_task(self, place: Any, stage: int, task: Task, begin_s: float, end_s: float, timing: TaskTiming) -> None:
         """Record a task's increments as it ends (with a mark if it is stage 0's)."""
-        self.entries.append(entry)
-        if entry.stage == 0:
-            self.marks[entry.task] = Mark(len(self.entries), self.bytes_sent())
+        pp_wait_s, dp_wait_s = self._waits.pop(place)
+        self.entries.append(Entry(stage, task, begin_s, end_s, timing, pp_wait_s, dp_wait_s))
+        if stage == 0:
+            self.marks[task] = Mark(len(self.entries), self._bytes_sent())
+
+    def on_transfer(self, transfer: Transfer) -> None:
+        if transfer.kind == "pp":
+            send_s = transfer.end_s - transfer.start_s + self._latency_s
+            self.longest_send_s = max(self.longest_send_s, send_s)
 
     def between(self, first: Task, last: Task) -> Fields:
         """Every field's increment from stage 0's task ``first`` ending to ``last`` ending (both marked), keyed
-        as simulator/steady.fields_of keys them (step, pipeline-end and end times aside)."""
+        as simulator/fast/steady.fields_of keys them (step, pipeline-end and end times aside)."""
         start, stop = self.marks[first], self.marks[last]
         out: Fields = {}
 

@@ -17,9 +17,9 @@ False: tests/differential/test_steady.py compares the two). Where no state repea
 together cost less than the step), the full step runs.
 
 The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
-replayed and verified ones, simulator/fast/nic_replay.py: the lock check is what makes that exact; the ledger is
-the verified run's, and a longer run starts with the shorter's op-level tasks that met another flow forced),
-with no probe that needs every task (traces, link statistics). Faults fold into per-stage factors that are
+op-level ones: the lock check is what makes that exact), with no probe that needs every task (traces, link
+statistics). It is a step runner around the engine: its runs are plain engines, told to a ledger probe
+(simulator/fast/ledger.py), and it returns a plain ``Step``: the result and the counts it ran. Faults fold into per-stage factors that are
 the same in every micro-batch (simulator/engine/faults.py stage_faults), so a faulty step repeats like a healthy one
 and takes the shortcut too. Everything else runs the full step: the unfolded placement, ``memoize=False`` (the
 op-level differential check), probes, and steps too short to gain.
@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from simulator.costs.calibration import Calibration
-from simulator.engine.engine import Engine, EngineResult, StageLog
+from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
-from simulator.fast.nic_replay import seeded_at
+from simulator.engine.probes import Probe, subscribed, unobserved
+from simulator.engine.result import EngineResult, StageLog
+from simulator.fast.ledger import Ledger
 from simulator.fast.periodic import (
     BYTES,
     COUNT,
@@ -51,17 +53,23 @@ from simulator.fast.periodic import (
     shifted,
     valid_count,
 )
-from simulator.engine.probes import Probe, subscribed, unobserved
-from simulator.engine.ranks import Place
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads.schedules.base import Schedule
 from workloads.graph.step import StepWorkload
+from workloads.schedules.base import Schedule
 
 # The steady shortcut extrapolates from the shorter run's ledger alone where it can (periodic state, field by
 # field); False runs the step one period longer too and takes the line through the two (the reference).
 ONE_RUN = True
 STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step's result, and the micro-batch counts simulated to get it (empty: the step ran in full)."""
+
+    result: EngineResult
+    runs: tuple[int, ...] = ()
 
 
 def run_step(
@@ -73,8 +81,8 @@ def run_step(
     memoize: bool = True,
     faults: Faults | None = None,
     probes: Iterable[Probe] = (),
-) -> EngineResult:
-    """One step's EngineResult: extrapolated from two shorter steps where their state repeats, else run."""
+) -> Step:
+    """One step: extrapolated from shorter steps where their state repeats, else run."""
     probes = tuple(probes)
     watching = subscribed(probes)
     if shortcut_applies(placement, memoize, watching):
@@ -82,11 +90,11 @@ def run_step(
             result = extrapolated(workload, cluster, calibration, faults=faults)
         if result is not None:
             for probe in watching:
-                probe.on_run(result)
+                probe.on_run(result.result)
             return result
-    return Engine(
-        workload, cluster, calibration, placement=placement, memoize=memoize, faults=faults, probes=probes
-    ).run()
+    return Step(
+        Engine(workload, cluster, calibration, placement=placement, memoize=memoize, faults=faults, probes=probes).run()
+    )
 
 
 def shortcut_applies(placement: str, memoize: bool, probes: tuple[Probe, ...]) -> bool:
@@ -101,7 +109,7 @@ def extrapolated(
     *,
     one_run: bool | None = None,
     faults: Faults | None = None,
-) -> EngineResult | None:
+) -> Step | None:
     """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
     found in budget."""
@@ -111,18 +119,11 @@ def extrapolated(
     ops = 0
     longer: dict[int, int] = {}  # per run that did not lock, the count it predicts would (candidates)
     for m_a, q, shift in candidates(workload.schedule, longer):
+        ledger = Ledger()
         try:
-            # NOTE: the needed tasks only seed a second run (below): found then, from the first engine
-            engine = Engine(
-                resized_workload(workload, m_a),
-                cluster,
-                calibration,
-                timings=timings,
-                ledger=one_run,
-                needed=False,
-                faults=faults,
-            )
-            first = engine.run()
+            first = Engine(
+                resized_workload(workload, m_a), cluster, calibration, timings=timings, faults=faults, probes=[ledger]
+            ).run()
         except ConfigError:
             return None
         ops += first.simulated_ops
@@ -130,54 +131,35 @@ def extrapolated(
         gathered = max(log.params_gathered_s for log in first.stages)
         for period, index_shift in state_periods(workload.schedule, m_a, q, shift):
             lam_s = shift_s(records, index_shift)
-            window = lock_window(records, index_shift, lam_s, gathered, first.longest_send_s)
+            window = lock_window(records, index_shift, lam_s, gathered, ledger.longest_send_s)
             if window is None:
-                short = periods_short(records, index_shift, lam_s, gathered, first.longest_send_s)
+                short = periods_short(records, index_shift, lam_s, gathered, ledger.longest_send_s)
                 if short is not None:
                     longer[m_a] = min(longer.get(m_a, workload.micro_batches), m_a + short * period)
                 continue
             periods = (workload.micro_batches - m_a) // period
-            increment = period_increment(first, index_shift, lam_s, window) if one_run else None
+            increment = period_increment(first, ledger, index_shift, lam_s, window) if one_run else None
             if increment is not None:
                 fields = extended(fields_of(first), increment, periods)
-                result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a,))
-                result.nic_replay, result.sim_cpu_s = first.nic_replay, time.process_time() - cpu_start
-                return result
-            # The longer run starts from the shorter's op-level NIC tasks whose flows met another flow, each
-            # where the longer run has it (simulator/fast/nic_replay.py): fewer runs than from none, fewer op-level
-            # tasks than from all.
-            forced = frozenset()
-            if first.nic_replay:
-                begins = {(Place(0, stage, 0), task): begin for stage, log in enumerate(first.stages)
-                          for task, begin, _ in log.tasks}  # fmt: skip
-                repeats = (window[0], window[1] + lam_s)
-                stats = first.nic_replay[-1]
-                first.nic_replay = (*first.nic_replay[:-1], replace(stats, needed=engine.needed()))
-                forced = seeded_at(first.nic_replay[-1].needed, index_shift, begins, repeats)
-            longer = resized_workload(workload, m_a + period)
-            second = Engine(
-                longer, cluster, calibration, timings=timings, forced=forced, needed=False, faults=faults
-            ).run()
+                return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a,))
+            longer_workload = resized_workload(workload, m_a + period)
+            second = Engine(longer_workload, cluster, calibration, timings=timings, faults=faults).run()
             ops += second.simulated_ops
             if abs(second.step_time_s - first.step_time_s - lam_s) > LOCK_REL * second.step_time_s:
                 return None  # the longer run is not the shorter with one period inserted: run the step
             fields = extrapolate(fields_of(first), fields_of(second), m_a, m_a + period, workload.micro_batches)
-            result = result_of(fields, workload, ops, time.perf_counter() - wall_start, (m_a, m_a + period))
-            result.nic_replay = first.nic_replay + second.nic_replay
-            result.sim_cpu_s = time.process_time() - cpu_start
-            return result
+            return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a, m_a + period))
     return None
 
 
-def period_increment(first: EngineResult, index_shift: int, lam_s: float, window: tuple[float, float]) -> Fields | None:
+def period_increment(
+    first: EngineResult, ledger: Ledger, index_shift: int, lam_s: float, window: tuple[float, float]
+) -> Fields | None:
     """What one period adds to every additive field of ``first``, whose state repeats over ``window`` with shift
     ``lam_s``: its ledger's increments from the end of a stage-0 task that begins in the window to its twin's
     end, the first such period whose next period's increments equal its own (None if none does; a task that
     ends in the first period may carry a wait that began before the window); the last-instant fields (step,
     pipeline-end and end times) move by lambda."""
-    ledger = first.ledger
-    if ledger is None:
-        return None
     tol_s = LOCK_REL * first.step_time_s
     totals = fields_of(first)
     for task, begin_s, _ in first.stages[0].tasks:
@@ -247,8 +229,9 @@ def fields_of(result: EngineResult) -> Fields:
     return fields
 
 
-def result_of(fields: Fields, workload: StepWorkload, ops: int, wall_s: float, sizes: tuple[int, int]) -> EngineResult:
-    """An EngineResult from extrapolated fields (stage logs without task records)."""
+def result_of(fields: Fields, workload: StepWorkload, ops: int, wall_start: float, cpu_start: float) -> EngineResult:
+    """An EngineResult from extrapolated fields (stage logs without task records); wall and CPU time since the
+    given starts."""
     stages = []
     for stage in range(workload.pp):
         log = StageLog(**{name: fields[(TIME, stage, name)] for name in STAGE_TIMES})
@@ -259,4 +242,5 @@ def result_of(fields: Fields, workload: StepWorkload, ops: int, wall_s: float, s
     phases = {
         name[1]: (fields[(TIME, "phase", name[1])], round(value)) for name, value in fields.items() if name[0] == COUNT
     }
-    return EngineResult(fields[(TIME, "step")], stages, ops, wall_s, links, phases, workload, sizes)
+    wall_s, cpu_s = time.perf_counter() - wall_start, time.process_time() - cpu_start
+    return EngineResult(fields[(TIME, "step")], stages, ops, wall_s, links, phases, workload, cpu_s)

@@ -7,28 +7,29 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from simulator.report.checks import check_finite, check_simulate_args
-from simulator.report.bounds import step_lower_bound_s
-from simulator.report.bubbles import phase_means, schedule_bubble
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.report.clusters import load_cluster
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
-from simulator.report.megatron_flops import megatron_args, megatron_flops
+from simulator.engine.probes import Probe
+from simulator.engine.result import EngineResult
+from simulator.engine.unfolded import check_unfolded_size
+from simulator.fast.steady import run_step
 from simulator.memory.per_gpu import GIB, fit_recompute, peak_memory, peak_of, stage_memory
 from simulator.report.balance import balance_pipeline
-from simulator.engine.probes import Probe
-from simulator.fast.steady import run_step
-from simulator.engine.unfolded import check_unfolded_size
+from simulator.report.bounds import step_lower_bound_s
+from simulator.report.bubbles import phase_means, schedule_bubble
+from simulator.report.checks import check_finite, check_simulate_args
+from simulator.report.clusters import load_cluster
+from simulator.report.megatron_flops import megatron_args, megatron_flops
 from simulator.report.useful import useful_fraction
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
+from workloads.inputs.megatron_pipeline import layout_text
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.hints import memory_hint
 from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron_pipeline import layout_text
 from workloads.specs.models import ModelSpec
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
 
@@ -67,8 +68,6 @@ class Report:
     # The split balance_blocks chose, as Megatron-LM's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL")
     balanced_split: str = ""
     steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/fast/steady.py)
-    # Per step run with NIC replay (simulator/fast/nic_replay.py): runs until none conflicted, forced share, NIC tasks
-    nic_replay: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,7 +77,6 @@ class Report:
         row = self.to_dict()
         del row["memory_gib"]  # per stage: in to_dict (JSON) only; the table keeps peak_memory_gib
         del row["steady_runs"]  # how the step was simulated, not what it is: in to_dict (JSON) only
-        del row["nic_replay"]
         for kind, seconds in row.pop("exposed_comm_s").items():
             row[f"exposed_{kind}_s"] = seconds
         return row
@@ -184,10 +182,8 @@ def simulate(
         workload, cluster, oom = prepare(model, layout, gpus, cluster, *sizes, allow_oom, calibration)
         if engine == "unfolded":
             check_unfolded_size(workload)
-        result = run_step(
-            workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes
-        )
-        report = build_report(workload, cluster, result, time.perf_counter() - wall_start)
+        step = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
+        report = build_report(workload, cluster, step.result, time.perf_counter() - wall_start, step.runs)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 
 
@@ -289,7 +285,11 @@ def balanced_split(workload: StepWorkload) -> str:
     return layout_text(workload.layout.block_layers, workload.model.mtp_layers)
 
 
-def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: float) -> Report:
+def build_report(
+    workload: StepWorkload, cluster: ClusterSpec, result: EngineResult, wall_s: float, runs: tuple[int, ...] = ()
+) -> Report:
+    """The report of ``result``, a step of ``workload`` on ``cluster``; ``runs``: the micro-batch counts simulated
+    where the step was extrapolated (simulator/fast/steady.py)."""
     stages = result.stages
     step = result.step_time_s
     pipeline_end = max(log.pipeline_end_s for log in stages)
@@ -335,10 +335,6 @@ def build_report(workload: StepWorkload, cluster: ClusterSpec, result, wall_s: f
         imbalance_idle=bubble - balanced,
         recompute_fit=recompute_choice(workload),
         balanced_split=balanced_split(workload),
-        steady_runs=list(result.steady_runs),
-        nic_replay=[
-            {"runs": stats.runs, "forced_fraction": stats.forced_fraction, "nic_tasks": stats.nic_tasks}
-            for stats in result.nic_replay
-        ],
+        steady_runs=list(runs),
     )
     return check_finite(report)  # never NaN or infinity in a report (its JSON stays valid)

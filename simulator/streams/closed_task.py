@@ -13,7 +13,7 @@ and flow end:
 - flows share the link equally (max-min on one link), the remaining bytes advanced and a flow finished
   as simulator/streams/network.py does (within ``network._DONE_BYTES`` of done);
 - a fused op ends its tail (simulator.costs.kernels.fused_tail_s) after the later of its GEMM and its flow;
-- a stream whose fellow streams all wait for it lays its ops out alone (simulator.streams.tasks._run_alone), as the
+- a stream whose fellow streams all wait for it lays its ops out alone (simulator.streams.alone.run_alone), as the
   event path's quiet streams do.
 
 The times are the event path's to rounding (tests/scenarios/test_closed_task.py compares them, tasks.CLOSED off).
@@ -22,10 +22,10 @@ The times are the event path's to rounding (tests/scenarios/test_closed_task.py 
 from __future__ import annotations
 
 from simulator.costs.kernels import fused_tail_s
+from simulator.streams.alone import Quiet, TaskTiming, run_alone
 from simulator.streams.network import _DONE_BYTES, FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.task_summary import Tally
-from simulator.streams.tasks import TaskTiming, _Quiet, _run_alone
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
 
 # What a stream is doing: ready to start its next op, waiting for an op of another stream, waiting until a
@@ -98,7 +98,7 @@ def solve(
     (link,) = comm_links
     capacity_Bps = network.capacities_Bps[link]
     sent = network.bytes_sent
-    quiet = _Quiet(1, network, comm_links, True)
+    quiet = Quiet(1, network, comm_links, True)
     done_at: list[float | None] = [None] * len(ops)
     intervals, slowed = timing.intervals, timing.slowed_gemm_s
     signalled = costs.signalled
@@ -229,7 +229,7 @@ def solve(
             return
         if alone(stream):
             # NOTE: everyone else waits for this stream (and so holds no SMs and moves no flow): lay out alone
-            position, clock = _run_alone(
+            position, clock = run_alone(
                 ops,
                 stream.indices,
                 stream.position,

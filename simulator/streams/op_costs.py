@@ -75,7 +75,7 @@ class OpCosts:
         return {}
 
     def alone_steps(self, rate_Bps: float, own_streams: bool = False) -> tuple[tuple, ...]:
-        """``steps`` with, per op, what _run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
+        """``steps`` with, per op, what run_alone reads to time it alone on links of its own at ``rate_Bps``: (how
         it is laid out: _PLAIN, _COLLECTIVE or _FUSED_OP, sync, offset, waits, compute s, and for a collective or
         fused op (None for a plain one, whose tally is BUSY) its wire bytes, comm s, what its end adds (a
         collective's latency, a fused op's tail and latency), its tally and group). Once per op list and rate, so
@@ -155,7 +155,7 @@ class OpCosts:
         )
 
 
-_PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how _run_alone lays an op out (OpCosts.alone_steps); _PLAIN is 0
+_PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how run_alone lays an op out (OpCosts.alone_steps); _PLAIN is 0
 _ISSUED = -2  # OpCosts.alone_steps' sync of an op the host has issued before its stream can reach it
 
 

@@ -1,35 +1,22 @@
-"""Op-level execution of one pipeline task on a GPU's streams, in a simpy environment."""
+"""Op-level execution of one pipeline task on a GPU's streams, in a simpy environment.
+
+``TaskTiming`` lives in simulator/streams/alone.py (re-exported here: every timer reads it from this module)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import simpy
 
-from simulator.costs.kernels import (
-    fused_tail_s,
-)
+from simulator.costs.kernels import fused_tail_s
+from simulator.streams.alone import Quiet, TaskTiming, ends_at, run_alone
+from simulator.streams.closed_task import closed, solve
 from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import _COLLECTIVE, OpCosts
+from simulator.streams.op_costs import OpCosts
 from simulator.streams.sm_share import SmShare
-from simulator.streams.task_summary import EXPOSED, FUSED_OP, Tally, close, summarize
+from simulator.streams.task_summary import Tally, summarize
 from simulator.streams.turns import GRANTED, Turns
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
-
-
-@dataclass
-class TaskTiming:
-    """What one run of a task's ops took: its span, compute-busy time and exposed comm per group."""
-
-    duration_s: float = 0.0
-    compute_busy_s: float = 0.0
-    exposed_comm_s: dict[str, float] = field(default_factory=dict)
-    model_flops: float = 0.0
-    # (op, start, end) from the task start; None: not recorded (no one reads them; the event path records them all
-    # the same, as it sums them at the task's end)
-    intervals: list[tuple[int, float, float]] | None = field(default_factory=list)
-    slowed_gemm_s: dict[int, float] = field(default_factory=dict)  # fused ops: GEMM time on the SMs left to it
 
 
 def run_task(
@@ -65,7 +52,7 @@ def run_task(
     and when an op another stream waits for completes. Compute durations are fixed, so this is exact.
     On a link of its own (the folded stage's NVLink, no NIC bytes, no lanes, no rate observers) a stream
     whose fellow streams all wait for its signals advances through collectives and fused ops the same way
-    (_Quiet): nothing can share its link or SMs until it signals.
+    (Quiet): nothing can share its link or SMs until it signals.
     """
     start_s = env.now
     if lanes:
@@ -78,20 +65,18 @@ def run_task(
     if transfer is None and len(streams) == 1 and not network.active_flows and not costs.nic_bytes:
         # NOTE: one stream on an idle link of its own: every transfer is a lone flow at the link's rate, so
         # the whole task is arithmetic, laid out now, and costs one simpy event (same times as the event path).
-        alone, tally = _Quiet(1, network, comm_links, True), Tally(costs)
+        alone, tally = Quiet(1, network, comm_links, True), Tally(costs)
         done_at: list[float | None] = [None] * len(ops)
-        _, end_s = _run_alone(
+        _, end_s = run_alone(
             ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally
         )
-        return _ends_at(env, end_s, ops, costs, timing, tally)
-    if CLOSED and transfer is None and not lanes:
-        closed_task = _closed_task or _import_closed_task()
-        if closed_task.closed(network, comm_links, costs):
-            # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
-            # its start (simulator/streams/closed_task.py), and it costs one simpy event.
-            tally = Tally(costs)
-            end_s = closed_task.solve(ops, costs, network, comm_links, timing, start_s, tally)
-            return _ends_at(env, end_s, ops, costs, timing, tally)
+        return ends_at(env, end_s, ops, costs, timing, tally)
+    if CLOSED and transfer is None and not lanes and closed(network, comm_links, costs):
+        # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
+        # its start (simulator/streams/closed_task.py), and it costs one simpy event.
+        tally = Tally(costs)
+        end_s = solve(ops, costs, network, comm_links, timing, start_s, tally)
+        return ends_at(env, end_s, ops, costs, timing, tally)
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     # NOTE: a task with NIC bytes has its NVLink to itself too: only its ops with NIC bytes take the event path
@@ -111,7 +96,7 @@ def run_task(
     signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
     gpu = Turns(env) if lanes else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
-    quiet = _Quiet(len(streams), network, comm_links, own_link, costs.nic_bytes if nic_links else ()) if QUIET else None
+    quiet = Quiet(len(streams), network, comm_links, own_link, costs.nic_bytes if nic_links else ()) if QUIET else None
     procs = [
         env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet))
         for indices in streams
@@ -119,20 +104,6 @@ def run_task(
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
     return finished
-
-
-_closed_task = None  # simulator/streams/closed_task.py, once run_task has asked for it
-
-
-def _import_closed_task():
-    """simulator/streams/closed_task.py, imported where run_task first needs it: it builds on this module.
-
-    NOTE: kept in a global: an import statement per task costs more than a global's lookup."""
-    global _closed_task
-    from simulator.streams import closed_task
-
-    _closed_task = closed_task
-    return closed_task
 
 
 def both(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> tuple[simpy.Event, simpy.Event]:
@@ -161,128 +132,7 @@ def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> 
     return done
 
 
-def _ends_at(env: simpy.Environment, end_s: float, ops, costs: OpCosts, timing: TaskTiming, tally: Tally):
-    """A task laid out now, at its start, ends at ``end_s``: one timeout, which fills in its summary when it
-    fires (as a task's processes do when they end: before whoever waits for it resumes)."""
-    start_s = env.now
-    finished = env.timeout(end_s - start_s)
-    finished.callbacks.append(lambda _e: close(ops, costs, timing, tally, start_s, env.now))
-    return finished
-
-
-def _run_alone(ops, indices, position, clock, costs, done_at, stops, start_s, timing, quiet, record_gemm, tally=None):
-    """Lay out a stream's ops from ``indices[position]`` on (issued from ``clock`` on) as arithmetic, with the
-    GPU (and, if ``quiet.own_link``, its links) to themselves: up to and including the first op in ``stops``
-    (another stream waits for it), or up to the first that waits for an op not done (or, without a link of
-    its own, the first collective or fused op). Returns the position after the last op laid out and its
-    end. ``record_gemm``: note each fused op's GEMM time, as the SM-sharing event path does. ``tally``: add
-    each op to it (simulator.streams.task_summary.Tally.add, inlined) as it is laid out.
-
-    A collective or fused op alone ends as the event path would time it with the SMs to itself and its lone
-    flow at the links' bottleneck ``quiet.rate_Bps``: its per-op numbers are read from ``costs.alone_steps``
-    and its bytes counted on the links as network.account does."""
-    intervals, own_link = timing.intervals, quiet.own_link  # intervals None: not recorded
-    steps = quiet.steps  # NOTE: asked of costs once per task (a task's calls all pass a tally, or none)
-    if steps is None:
-        steps = quiet.steps = costs.alone_steps(quiet.rate_Bps, tally is not None)  # (a tally: closed or 1 stream)
-    links, sent, nic = quiet.links, quiet.network.bytes_sent, quiet.nic_bytes
-    laid = position
-    busy_s = 0
-    tallied = tally is not None
-    if tallied:
-        exposed = tally.exposed
-    # NOTE: comparisons, not max(): a builtin call per op costs more than the rest of a plain op's arithmetic
-    for index in indices[position:] if position else indices:
-        code, sync, offset, waits, compute_s, comm = steps[index]
-        if waits:
-            for other in waits:
-                end = done_at[other]
-                if end is None:
-                    break
-                if end > clock:  # noqa: PLR1730
-                    clock = end
-            if end is None:  # it waits for an op not done
-                break
-        if sync != -2:  # not _ISSUED: the host may not have issued it yet
-            issued = (done_at[sync] if sync >= 0 else start_s) + offset
-            if issued > clock:  # noqa: PLR1730
-                clock = issued
-        begin = clock
-        if not code:  # _PLAIN (its tally is BUSY)
-            clock += compute_s
-            if tallied:
-                # NOTE: busy time laid out alone is not kept for hiding (Tally.busy): the other streams wait for
-                # this one, so their collectives ended before it began and start after it ends; none hides behind it
-                busy_s += (clock - start_s) - (begin - start_s)
-        elif not own_link or (nic and nic[index]):  # its NIC flow may meet others': the event path times it
-            break
-        else:
-            nbytes, comm_s, extra_s, kind, group = comm
-            for link in links:
-                sent[link] += nbytes
-            if code == _COLLECTIVE:
-                clock = begin + extra_s + comm_s
-            else:
-                gemm_end = begin + compute_s
-                comm_end = begin + comm_s
-                clock = (gemm_end if gemm_end >= comm_end else comm_end) + extra_s  # noqa: FURB136
-                if record_gemm:
-                    timing.slowed_gemm_s[index] = compute_s = gemm_end - begin
-            if tallied:
-                rel_begin, rel_end = begin - start_s, clock - start_s
-                if kind == FUSED_OP:  # compute_s: its GEMM time
-                    busy_s += (rel_begin + compute_s) - rel_begin
-                    exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin) - compute_s
-                elif kind == EXPOSED:
-                    exposed[group] = exposed.get(group, 0.0) + (rel_end - rel_begin)
-                else:
-                    tally.overlapped.append((index, rel_begin, rel_end))
-        if intervals is not None:
-            intervals.append((index, begin - start_s, clock - start_s))
-        done_at[index] = clock
-        laid += 1
-        if index in stops:
-            break
-    if tallied:
-        tally.busy_s += busy_s
-    return laid, clock
-
-
-class _Quiet:
-    """Which stream of a task may act now: while every other stream waits for a signal from the one that runs,
-    nothing can hold SMs or ask for the GPU's turn beside its compute, so it lays that out as arithmetic and
-    lets time pass only where it signals another stream. On a link of its own (``own_link``: no one else's
-    flows) nothing can share its collectives' and fused ops' link either, so it times those too
-    (_run_alone); otherwise (the NIC beside PP and DP traffic, the unfolded placement's
-    flows) they take the event path."""
-
-    __slots__ = ("links", "network", "nic_bytes", "own_link", "rate_Bps", "running", "steps", "waiters")
-
-    def __init__(self, streams: int, network: FluidNetwork, links: tuple, own_link: bool, nic_bytes=()) -> None:
-        self.running = streams  # streams not waiting for a signal (a stream not started yet counts)
-        self.waiters: dict[int, int] = {}  # op -> streams waiting for its signal
-        self.network, self.links, self.own_link = network, links, own_link
-        self.nic_bytes = nic_bytes  # per op, bytes it moves over the NIC too (empty: none)
-        self.rate_Bps = min(map(network.capacities_Bps.__getitem__, links)) if own_link and links else 0.0
-        self.steps: tuple | None = None  # _run_alone's OpCosts.alone_steps, once it has asked
-
-    def block(self, op: int) -> None:
-        self.running -= 1
-        self.waiters[op] = self.waiters.get(op, 0) + 1
-
-    def wake(self, op: int) -> None:
-        """``op``'s signal fired: its waiters resume at this instant, so they count as running from now."""
-        self.running += self.waiters.pop(op, 0)
-
-    def alone(self, kind: str, index: int) -> bool:
-        """Whether the running stream may lay out its next op, ``index`` of ``kind``, as arithmetic."""
-        if kind == COLLECTIVE or kind == FUSED:
-            nic = self.nic_bytes
-            return self.own_link and self.running == 1 and not self.network.active_flows and not (nic and nic[index])
-        return self.running == 1
-
-
-# A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (_Quiet);
+# A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (Quiet);
 # False steps every op with events (tests/scenarios/test_quiet_streams.py compares the two).
 QUIET = True
 
@@ -338,7 +188,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         if issued > clock:  # noqa: PLR1730 (max(), as a comparison: the same first greatest float)
             clock = issued
         if quiet is not None and quiet.alone(kind, index):  # NOTE: no one can interrupt it: lay out what it can
-            position, clock = _run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
+            position, clock = run_alone(ops, indices, position - 1, clock, costs, done_at, signals, start_s, timing,
                                          quiet, sms is not None)  # fmt: skip
             signal = signals.pop(indices[position - 1], None)
             if signal is not None:

@@ -9,8 +9,8 @@ from simulator.engine.placement import dp_spine_factor
 from simulator.engine.ranks import RankMap
 from tests.differential.test_unfolded import TINY
 from topologies.cluster import cluster_preset
-from workloads.specs.layouts import layout_preset
 from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import layout_preset
 
 
 def _step(nodes_per_leaf: int, oversubscription: float, pp: int = 1, placement: str = "folded"):
@@ -78,18 +78,19 @@ def test_the_steady_shortcut_holds_over_an_oversubscribed_fabric() -> None:
     from dataclasses import asdict
 
     from simulator.costs.calibration import DEFAULT_CALIBRATION
-    from simulator.report.simulate import build_report, prepare
     from simulator.fast.steady import run_step
-    from tests.engine_diff import assert_same_fields
+    from simulator.report.simulate import build_report, prepare
     from tests.differential.test_steady import _assert_same_report
+    from tests.engine_diff import assert_same_fields
 
     cluster = cluster_preset("h100", 64, nodes_per_leaf=1, leaf_oversubscription=2.0)
     layout = layout_preset("megascale-moe").with_(pp=4)
     workload, cluster, _ = prepare("mixtral-8x7b", layout, 64, cluster, 192, 4096, None, True)
     assert dp_spine_factor(cluster, RankMap.of(workload), 0) == 2.0
     full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
-    short = run_step(workload, cluster, DEFAULT_CALIBRATION)
-    assert short.steady_runs and sum(short.steady_runs) < workload.micro_batches
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    short = step.result
+    assert step.runs and sum(step.runs) < workload.micro_batches
     assert_same_fields(short, full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))

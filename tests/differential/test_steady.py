@@ -9,18 +9,28 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from simulator.report.bubbles import _replay, schedule_bubble
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
-from simulator.fast.periodic import candidates, extrapolate, lock_window, locked, period, periods_short, shift_s, task_counts
 from simulator.engine.probes import Probe, observing
-from simulator.report.simulate import build_report, prepare, simulate
+from simulator.fast.periodic import (
+    candidates,
+    extrapolate,
+    lock_window,
+    locked,
+    period,
+    periods_short,
+    shift_s,
+    task_counts,
+)
 from simulator.fast.steady import extrapolated, resized_workload, run_step, shortcut_applies
+from simulator.report.bubbles import _replay, schedule_bubble
+from simulator.report.simulate import build_report, prepare, simulate
 from tests.engine_diff import assert_same_fields
 from tests.toys import SCENARIO_CALIBRATION
 from topologies.cluster import cluster_preset
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.schedules.registry import bubble_fraction_1f1b, make_schedule
 from workloads.specs.layouts import MEGASCALE_MOE, layout_preset
-from workloads.schedules.base import BACKWARD, FORWARD, Task, bubble_fraction_1f1b, make_schedule
 
 REL = 1e-9
 
@@ -33,7 +43,7 @@ def _workload(gpus: int, global_batch: int, model: str = "mixtral-8x7b", layout:
 
 def _assert_same_report(full: dict, short: dict) -> None:
     for name, value in full.items():
-        if name in ("sim_wall_s", "simulated_ops", "steady_runs", "nic_replay"):
+        if name in ("sim_wall_s", "simulated_ops", "steady_runs"):
             continue
         if isinstance(value, float):
             assert short[name] == pytest.approx(value, rel=REL, abs=1e-15), name
@@ -70,11 +80,11 @@ def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: in
     and every additive field equals the two-run reference's (and the full run's) to 1e-9."""
     workload, cluster = _workload(gpus, global_batch, pp=4, **changes)
     full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
-    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
-    two = extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
-    assert len(two.steady_runs) == 2 and sum(two.steady_runs) < workload.micro_batches  # shorter than the step
-    assert short.steady_runs == two.steady_runs[:1]  # from the first of the two runs alone
-    assert full.steady_runs == ()
+    step = run_step(workload, cluster, SCENARIO_CALIBRATION)
+    short, two = step.result, extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
+    assert len(two.runs) == 2 and sum(two.runs) < workload.micro_batches  # shorter than the step
+    assert step.runs == two.runs[:1]  # from the first of the two runs alone
+    two = two.result
     assert_same_fields(short, two)
     assert_same_fields(short, full)
     _assert_same_report(
@@ -90,15 +100,16 @@ def test_shortcut_equals_the_full_run(changes: dict, gpus: int, global_batch: in
 
 
 def test_cross_node_ep_extrapolates_to_the_op_level_run() -> None:
-    """Tasks that share the NIC with PP sends run at op level where they meet another flow (simulator/
-    nic_replay.py); their step repeats too, and extrapolates to the all-op-level run (memoize=False)."""
+    """Tasks that share the NIC with PP sends run at op level; their step repeats too, and extrapolates to the
+    all-op-level run (memoize=False)."""
     workload, cluster = _workload(32, 96, model="deepseekmoe", ep=16, pp=2)
     assert workload.tasks_use_nic
     full = Engine(workload, cluster, SCENARIO_CALIBRATION, memoize=False).run()
-    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
-    assert len(short.steady_runs) == 1 and short.simulated_ops < full.simulated_ops
+    step = run_step(workload, cluster, SCENARIO_CALIBRATION)
+    short = step.result
+    assert len(step.runs) == 1 and short.simulated_ops < full.simulated_ops
     assert_same_fields(short, full)
-    assert_same_fields(extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False), full)
+    assert_same_fields(extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False).result, full)
     _assert_same_report(
         asdict(build_report(workload, cluster, full, 0.0)), asdict(build_report(workload, cluster, short, 0.0))
     )
@@ -210,12 +221,13 @@ def test_a_run_a_little_short_of_a_lock_is_lengthened_not_doubled() -> None:
     layout = MEGASCALE_MOE.with_(ep=32, ep_max_nodes=4, pp=3)
     workload, cluster, _ = prepare("paper-352b", layout, 96, cluster, 144, 8192, None, True)
     assert workload.micro_batches == 36 and [m for m, _, _ in candidates(workload.schedule)] == [8]
-    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
-    assert short.steady_runs == (10,)
+    step = run_step(workload, cluster, SCENARIO_CALIBRATION)
+    assert step.runs == (10,)
     two = extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
-    assert two.steady_runs == (10, 11)
+    assert two.runs == (10, 11)
+    short, two = step.result, two.result
     full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
-    assert short.simulated_ops < full.simulated_ops / 2
+    assert short.simulated_ops == full.simulated_ops * (8 + 10) // 36  # runs at 8 and 10 of 36, tasks at op level
     assert_same_fields(short, full)
     assert_same_fields(two, full)
     _assert_same_report(
@@ -299,9 +311,9 @@ def test_shortcut_with_faults_equals_the_full_run(faults: Faults, schedule: str)
     stage_faults), so the faulty step repeats too: the shortcut equals its full run, field by field, to 1e-9."""
     workload, cluster = _workload(64, 192, pp=4, schedule=schedule, virtual_stages=2 if schedule != "1f1b" else 1)
     full = Engine(workload, cluster, SCENARIO_CALIBRATION, faults=faults).run()
-    short = run_step(workload, cluster, SCENARIO_CALIBRATION, faults=faults)
-    healthy = run_step(workload, cluster, SCENARIO_CALIBRATION)
-    assert short.steady_runs and sum(short.steady_runs) < workload.micro_batches
+    step = run_step(workload, cluster, SCENARIO_CALIBRATION, faults=faults)
+    short, healthy = step.result, run_step(workload, cluster, SCENARIO_CALIBRATION).result
+    assert step.runs and sum(step.runs) < workload.micro_batches
     assert short.step_time_s > healthy.step_time_s * (1 + 1e-6)  # the fault costs something
     assert_same_fields(short, full)
     _assert_same_report(
@@ -355,10 +367,11 @@ def test_a_state_that_repeats_every_two_periods_locks_on_the_doubled_period() ->
     and 102 alone (two periods of its ledger) or with 104 gives the full run's report to 1e-9."""
     # 32 layers over the 64 blocks: uneven (half the blocks hold none)
     workload, cluster = _workload(128, 440, pp=32, intra_size=2, schedule="dualpipev", recompute="none", uneven_pp=True)
-    short = run_step(workload, cluster, SCENARIO_CALIBRATION)
-    assert short.steady_runs == (102,)
+    step = run_step(workload, cluster, SCENARIO_CALIBRATION)
+    assert step.runs == (102,)
     two = extrapolated(workload, cluster, SCENARIO_CALIBRATION, one_run=False)
-    assert two.steady_runs == (102, 104)  # not (102, 103): period 1 did not lock
+    assert two.runs == (102, 104)  # not (102, 103): period 1 did not lock
+    short, two = step.result, two.result
     full = Engine(workload, cluster, SCENARIO_CALIBRATION).run()
     assert_same_fields(short, full)
     assert_same_fields(two, full)

@@ -6,24 +6,18 @@ from collections import Counter
 
 import pytest
 
-from simulator.engine.engine import Engine
 from simulator.costs.gemm_efficiency import flat_gemm_table
+from simulator.engine.engine import Engine
+from simulator.fast.ledger import Ledger
 from simulator.report.simulate import build_report
 from tests.toys import EQUAL_STAGES, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
+from workloads.graph.step import StepWorkload
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.schedules.one_f_one_b import Interleaved, OneFOneB
+from workloads.schedules.registry import SCHEDULES, bubble_fraction_1f1b, make_schedule
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
-from workloads.schedules.base import (
-    BACKWARD,
-    FORWARD,
-    SCHEDULES,
-    Interleaved,
-    OneFOneB,
-    Task,
-    bubble_fraction_1f1b,
-    make_schedule,
-)
-from workloads.graph.step import StepWorkload
 
 # --- schedules ------------------------------------------------------------------------------------
 
@@ -139,7 +133,8 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert workload.pp_bytes_per_gpu == 2_097_152
     send_s = 5e-6 + 2_097_152 / 50e9
     assert send_s == pytest.approx(46.94304e-6, rel=1e-12)
-    engine = Engine(workload, cluster, CAL)
+    ledger = Ledger()
+    engine = Engine(workload, cluster, CAL, probes=[ledger])
     result = engine.run()
     f0 = engine.task_timing(block_task_key(workload, FORWARD, True, False)).duration_s
     f1 = engine.task_timing(block_task_key(workload, FORWARD, False, True)).duration_s
@@ -151,7 +146,7 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert result.step_time_s == pytest.approx(f0 + send_s + f1 + b1 + send_s + b0 + optimizer_s, rel=1e-12)
     # Each stage waits exactly one send: stage 1 for the activation, stage 0 for its gradient.
     assert [log.pp_wait_s for log in result.stages] == pytest.approx([send_s, send_s], rel=1e-9)
-    assert result.longest_send_s == pytest.approx(send_s, rel=1e-9)  # the steady lock's reach (periodic.py)
+    assert ledger.longest_send_s == pytest.approx(send_s, rel=1e-9)  # the steady lock's reach (periodic.py)
     report = build_report(workload, cluster, result, 0.0)
     assert report.exposed_comm_s["pp"] == pytest.approx(send_s, rel=1e-9)
     assert report.exposed_comm_s["dp"] == 0.0
