@@ -108,6 +108,7 @@ def to_frame(results: list[CaseResult]) -> pd.DataFrame:
             "predicted_at_residual_1": result.unfitted_tokens_per_s_per_gpu,
             "error_at_residual_1": result.unfitted_error,
             "implied_derate": implied_derate(result),
+            **(result.mechanisms._asdict() if result.mechanisms else {}),
             "measured_model_tflops_per_gpu": flops,
             # Megatron-LM's FLOP count (simulator/report/megatron_flops.py) over the simulated step
             "predicted_model_tflops_per_gpu": report.model_tflops_per_gpu if result.ran else None,

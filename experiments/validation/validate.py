@@ -25,8 +25,10 @@ from experiments.common.stage_costs import busiest_stage
 from experiments.common.unit_costs import costliest_first
 from experiments.validation.case_result import MISS, CaseResult
 from experiments.validation.corpus import CASES_DIR, Case, load_cases
+from experiments.validation.error_band import mechanisms_of
 from experiments.validation.tables import markdown, table, to_frame, to_json
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
+from simulator.report.clusters import load_cluster
 from simulator.report.simulate import Report, prepare
 from simulator.report.simulate import simulate as simulate_at
 from topologies.errors import ConfigError
@@ -101,8 +103,9 @@ def run_case(case: Case) -> CaseResult:
     unfitted = _simulate(case, job, calibration=UNFITTED_CALIBRATION).tokens_per_s_per_gpu
     missed = abs(predicted / case.measured_tokens_per_s_per_gpu - 1) > MISS
     costs = _stage_costs(case, job) if missed else ""
+    mechanisms = mechanisms_of(job.model, job.layout, load_cluster(case.cluster, case.gpus).gpu.name)
     wall_s = time.perf_counter() - start
-    return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, wall_s, unfitted, costs)
+    return CaseResult(case, predicted, "", report, job.not_simulated, job.notes, wall_s, unfitted, costs, mechanisms)
 
 
 def _stage_costs(case: Case, job: Job) -> str:

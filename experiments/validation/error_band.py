@@ -1,0 +1,131 @@
+"""How far to trust a prediction: the errors of the published runs most like it (issue 41, item 2).
+
+A prediction's mechanisms are what the validation corpus shows errors depend on: dense or MoE, the token
+dispatcher, the GPU generation, the GEMM precision and the pipeline schedule (with EP overlap). The band is the
+range of the errors of the validated runs that share them; where fewer than ``MIN_ALIKE`` runs share all of them,
+the least telling mechanism is dropped first (schedule, precision, generation, dispatcher, then dense / MoE), down
+to every validated run. With n exchangeable runs, a new one falls inside their range with probability
+(n - 1) / (n + 1), 71% at n = 6; ``MIN_ALIKE`` = 6 is the smallest n whose leave-one-out coverage over the
+corpus reaches the 80% the issue asks (tests/paper/test_error_band_coverage.py measures it; 5 gives 79%).
+
+The errors come from ``moesim validate``'s table (results/validation.csv, regenerated with results/), so a band
+costs a file read, not a simulation.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from workloads.recipes.moe import dispatch_uses_all_gather
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+
+MIN_ALIKE = 6
+VALIDATION_CSV = Path(__file__).resolve().parents[2] / "results" / "validation.csv"
+GENERATIONS = {"a": "ampere", "h": "hopper", "b": "blackwell", "g": "blackwell"}  # by the preset name's first letter
+
+
+class Mechanisms(NamedTuple):
+    """What a prediction's error depends on, most telling first (the order the band relaxes them in reverse)."""
+
+    moe: bool
+    dispatcher: str
+    generation: str
+    precision: str
+    schedule: str
+
+
+def dispatcher_of(model: ModelSpec, layout: LayoutSpec) -> str:
+    """Who moves the MoE tokens: dense, the FFN under TP, all-gather, MegaScale-MoE's fused all-to-all, NCCL's
+    all-to-all (Megatron's alltoall dispatcher), HybridEP or DeepEP (its flex dispatcher)."""
+    if model.num_experts == 0:
+        return "dense"
+    if layout.ffn != "ep":
+        return "tp-ffn"
+    if dispatch_uses_all_gather(model, layout):
+        return "allgather"
+    if layout.intra_op_overlap:
+        return "fused-a2a"
+    if layout.ep_dispatcher == "alltoall":
+        return "alltoall"
+    return "hybridep" if layout.flex_backend == "hybridep" else "deepep"
+
+
+def mechanisms_of(model: ModelSpec, layout: LayoutSpec, gpu_name: str) -> Mechanisms:
+    schedule = layout.schedule + ("+ep-overlap" if layout.ep_overlap else "")
+    generation = GENERATIONS.get(gpu_name[:1].lower(), "other")
+    return Mechanisms(model.num_experts > 0, dispatcher_of(model, layout), generation, layout.gemm_dtype, schedule)
+
+
+class KnownError(NamedTuple):
+    """A validated run: its name, mechanisms and error (predicted / measured tokens/s - 1)."""
+
+    case: str
+    mechanisms: Mechanisms
+    error: float
+
+
+@dataclass(frozen=True)
+class ErrorBand:
+    """The range of the errors of ``cases`` validated runs alike in ``matched``: the measured step time is likely
+    between (1 + low) and (1 + high) times the predicted one (error = predicted / measured tokens/s - 1)."""
+
+    low: float
+    high: float
+    cases: int
+    matched: tuple[str, ...]  # the mechanisms the runs share (empty: every validated run)
+
+    @property
+    def basis(self) -> str:
+        alike = ", ".join(self.matched) if self.matched else "any mechanism"
+        return f"{self.cases} published runs alike in {alike} (moesim validate)"
+
+    def to_json(self) -> dict:
+        return {"low": self.low, "high": self.high, "cases": self.cases, "basis": self.basis}
+
+    def step_range_s(self, step_time_s: float) -> tuple[float, float]:
+        return step_time_s * (1 + self.low), step_time_s * (1 + self.high)
+
+    def describe(self, step_time_s: float) -> str:
+        low_s, high_s = self.step_range_s(step_time_s)
+        return f"likely {low_s:.3g}-{high_s:.3g} s per step, from {self.basis}"
+
+
+def band_for(mechanisms: Mechanisms, known: list[KnownError], exclude: str = "") -> ErrorBand | None:
+    """The band of the runs in ``known`` (but ``exclude``) most alike ``mechanisms``; None if none is known."""
+    others = [k for k in known if k.case != exclude]
+    if not others:
+        return None
+    for kept in range(len(Mechanisms._fields), -1, -1):
+        alike = [k.error for k in others if k.mechanisms[:kept] == mechanisms[:kept]]
+        if len(alike) >= MIN_ALIKE or kept == 0:
+            return ErrorBand(min(alike), max(alike), len(alike), Mechanisms._fields[:kept])
+    raise AssertionError("unreachable: kept == 0 matches every run")
+
+
+def load_known(path: Path = VALIDATION_CSV) -> list[KnownError]:
+    """The validated runs of ``moesim validate``'s CSV that ran and were not fitted ([] if there is no file)."""
+    if not path.is_file():
+        return []
+    known = []
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row.get("fitted") == "True" or not row.get("error") or not row.get("dispatcher"):
+                continue
+            mechanisms = Mechanisms(
+                row["moe"] == "True", row["dispatcher"], row["generation"], row["precision"], row["schedule"]
+            )
+            known.append(KnownError(row["case"], mechanisms, float(row["error"])))
+    return known
+
+
+def leave_one_out_coverage(known: list[KnownError]) -> tuple[int, int]:
+    """How many validated runs fall inside the band the others give them, out of how many."""
+    inside = 0
+    for run in known:
+        band = band_for(run.mechanisms, known, exclude=run.case)
+        inside += band is not None and band.low <= run.error <= band.high
+    return inside, len(known)

@@ -1,0 +1,72 @@
+"""experiments/validation/error_band.py: the band of the validated runs most alike, worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.validation import error_band
+from experiments.validation.error_band import ErrorBand, KnownError, Mechanisms, band_for, load_known
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
+
+ALLTOALL = Mechanisms(True, "alltoall", "hopper", "bf16", "1f1b")
+
+
+def _runs(mechanisms: Mechanisms, errors: list[float], prefix: str) -> list[KnownError]:
+    return [KnownError(f"{prefix}{i}", mechanisms, e) for i, e in enumerate(errors)]
+
+
+def test_the_band_is_the_range_of_the_runs_alike_in_every_mechanism(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(error_band, "MIN_ALIKE", 3)
+    known = _runs(ALLTOALL, [0.1, 0.3, 0.2], "a") + _runs(ALLTOALL._replace(precision="fp8"), [-0.5], "f")
+    band = band_for(ALLTOALL, known)
+    assert (band.low, band.high, band.cases) == (0.1, 0.3, 3) and band.matched == Mechanisms._fields
+    assert band.step_range_s(10.0) == pytest.approx((11.0, 13.0))  # measured step time ~ predicted x (1 + error)
+    assert band.to_json() == {"low": 0.1, "high": 0.3, "cases": 3, "basis": band.basis}
+
+
+def test_too_few_alike_drops_the_least_telling_mechanism_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(error_band, "MIN_ALIKE", 3)
+    known = (
+        _runs(ALLTOALL, [0.1], "a")
+        + _runs(ALLTOALL._replace(schedule="interleaved"), [0.4], "s")  # differs in the schedule only
+        + _runs(ALLTOALL._replace(precision="fp8"), [0.2], "p")  # in the precision
+        + _runs(ALLTOALL._replace(dispatcher="deepep"), [-0.3, -0.2, -0.1], "d")
+    )
+    band = band_for(ALLTOALL, known)  # schedule dropped: 2 runs; precision too: 3
+    assert (band.low, band.high, band.cases) == (0.1, 0.4, 3)
+    assert band.matched == ("moe", "dispatcher", "generation")
+    everyone = band_for(Mechanisms(False, "dense", "ampere", "bf16", "1f1b"), known)
+    assert (everyone.cases, everyone.matched) == (6, ())  # nothing alike: every validated run
+    assert band_for(ALLTOALL, known[:1], exclude="a0") is None
+
+
+def test_a_run_is_left_out_of_its_own_band(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(error_band, "MIN_ALIKE", 2)
+    known = _runs(ALLTOALL, [0.1, 0.2, 0.9], "a")
+    assert band_for(ALLTOALL, known, exclude="a2").high == 0.2
+
+
+def test_mechanisms_of_presets() -> None:
+    megascale = error_band.mechanisms_of(model_preset("paper-352b"), layout_preset("megascale-moe"), "h800")
+    assert megascale == Mechanisms(True, "fused-a2a", "hopper", "bf16", "1f1b")
+    megatron = error_band.mechanisms_of(model_preset("paper-352b"), layout_preset("megatron-lm"), "a100")
+    assert (megatron.dispatcher, megatron.generation) == ("tp-ffn", "ampere")
+
+
+def test_known_errors_come_from_the_validation_table(tmp_path: Path) -> None:
+    table = tmp_path / "validation.csv"
+    header = "case,error,fitted,moe,dispatcher,generation,precision,schedule\n"
+    rows = ["x,0.1,False,True,alltoall,hopper,bf16,1f1b", "fit,0.0,True,True,alltoall,hopper,bf16,1f1b"]
+    rows.append("oom,,False,,,,,")
+    table.write_text(header + "\n".join(rows) + "\n")
+    assert load_known(table) == [KnownError("x", ALLTOALL, 0.1)]  # the fitted and the not-run rows left out
+    assert load_known(tmp_path / "none.csv") == []
+
+
+def test_describe_says_the_range_and_its_basis() -> None:
+    band = ErrorBand(-0.1, 0.05, 9, ("moe", "dispatcher"))
+    expected = "likely 18-21 s per step, from 9 published runs alike in moe, dispatcher (moesim validate)"
+    assert band.describe(20.0) == expected
