@@ -165,40 +165,68 @@ def _qwen3(global_batch: int) -> Report:
 
 def search_points(dask_workers: int = 0) -> None:
     """The search-1000 job (run in a process of its own by the bench): the first SEARCH_POINTS candidates
-    ranked as ``moesim search`` ranks them, on SEARCH["jobs"] local processes or a dask LocalCluster of
-    ``dask_workers`` single-threaded worker processes; prints how many points it had, then how many it skipped."""
+    ranked as ``moesim search`` ranks them, every phase on SEARCH["jobs"] local processes or on a dask LocalCluster
+    of ``dask_workers`` single-threaded worker processes. The cluster is started (its workers connected) before
+    the search is timed and stopped after, as a search meets a running cluster (``--scheduler``); its workers
+    import the simulator within the search. Prints one JSON object: points, skipped, and the seconds."""
+    from experiments.common.parallel import Workers
     from experiments.search import search
 
-    points, _ = search.candidates(SEARCH["model"], SEARCH["gpus"], cluster=SEARCH["cluster"])
-    points = points[:SEARCH_POINTS]
-    lines: list[str] = []
-    if dask_workers:
-        from dask.distributed import Client, LocalCluster
+    with contextlib.ExitStack() as stack:
+        start = time.perf_counter()
+        client = None
+        if dask_workers:
+            from dask.distributed import Client, LocalCluster
 
-        with (
-            LocalCluster(n_workers=dask_workers, threads_per_worker=1, processes=True) as cluster,
-            Client(cluster) as client,
-        ):
-            search.rank(points, scheduler=client, progress=lines.append)
-    else:
-        search.rank(points, jobs=SEARCH["jobs"], progress=lines.append)
-    skipped = next((line.split("(")[1].split()[0] for line in lines if "skipped:" in line), "0")
-    print(len(points), skipped)
+            cluster = LocalCluster(n_workers=dask_workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            stack.callback(cluster.close)
+            client = stack.enter_context(Client(cluster))
+            client.wait_for_workers(dask_workers)
+        ready = time.perf_counter()
+        lines: list[str] = []
+        with Workers(SEARCH["jobs"], client) as workers:
+            points, _ = search.candidates(SEARCH["model"], SEARCH["gpus"], cluster=SEARCH["cluster"], workers=workers)
+            points = points[:SEARCH_POINTS]
+            search.rank(points, workers=workers, progress=lines.append)
+        searched = time.perf_counter()
+    skipped = int(next((line.split("(")[1].split()[0] for line in lines if "skipped:" in line), "0"))
+    times = {
+        "cluster_start_s": ready - start,
+        "search_s": searched - ready,
+        "cluster_stop_s": time.perf_counter() - searched,
+    }
+    print(json.dumps({"points": len(points), "skipped": skipped, **times}))
 
 
 def _search(dask_workers: int = 0) -> dict:
-    """search-1000 in a child process, so that its CPU time and its workers' count once it has exited."""
+    """search-1000 in a child process, so that its CPU time and its workers' count once it has exited. A dask row's
+    wall_s is the search's own on the running cluster (the child's whole wall, cluster start and stop included, is
+    process_wall_s); cpu_s is the whole child's with its workers, the cluster's start and stop included."""
     import subprocess
     import sys
 
     command = [sys.executable, "-c", f"from experiments.cli.bench import search_points; search_points({dask_workers})"]
+    start = time.perf_counter()
     done = subprocess.run(command, check=True, capture_output=True, text=True)
-    count, skipped = map(int, done.stdout.split()[-2:])
+    process_wall_s = time.perf_counter() - start
+    result = json.loads(done.stdout.splitlines()[-1])
+    count, skipped = result["points"], result["skipped"]
     short = f" (the search space has only {count})" if count < SEARCH_POINTS else ""
     where = f"a dask LocalCluster of {dask_workers} workers" if dask_workers else f"{SEARCH['jobs']} jobs"
     job = f"{SEARCH['model']} on {SEARCH['gpus']} {SEARCH['cluster']}, {where}"
     note = f"{job}: {count} points{short}, {count - skipped} simulated, {skipped} skipped by their lower bound"
-    return {"points": count, "simulated_points": count - skipped, "note": note + ", in a child process"}
+    row = {"points": count, "simulated_points": count - skipped, "search_s": result["search_s"]}
+    if not dask_workers:
+        return {**row, "note": note + ", in a child process"}
+    cluster_s = f"started in {result['cluster_start_s']:.1f} s and stopped in {result['cluster_stop_s']:.1f} s"
+    return {
+        **row,
+        "wall_s": result["search_s"],
+        "process_wall_s": process_wall_s,
+        "cluster_start_s": result["cluster_start_s"],
+        "cluster_stop_s": result["cluster_stop_s"],
+        "note": f"{note}; wall_s: the search on the running cluster ({cluster_s}, in process_wall_s)",
+    }
 
 
 def _validate() -> dict:

@@ -13,14 +13,12 @@ sequence length: a search) rank by step time as by tokens/s.
 from __future__ import annotations
 
 import heapq
-from concurrent.futures import ProcessPoolExecutor
 
+from experiments.common.parallel import Workers
 from experiments.search.points import bound_point
 from experiments.search.sweep import to_point
-from experiments.search.sweep_table import Params, connect, point_id
+from experiments.search.sweep_table import Params, point_id
 from topologies.errors import ConfigError
-
-CHUNKS_PER_JOB = 8  # bound tasks per worker: few pickles, still balanced (a bound takes ~10 ms)
 
 
 def bound_of(params: Params) -> float | None:
@@ -31,20 +29,15 @@ def bound_of(params: Params) -> float | None:
         return None
 
 
-def bounds(points: list[Params], jobs: int = 1, scheduler: str | object | None = None) -> list[float | None]:
-    """``bound_of`` each point, in order: on the dask cluster, on ``jobs`` local processes, or here."""
-    if scheduler is not None:
-        client, owned = connect(scheduler)
-        try:
-            return client.gather(client.map(bound_of, points, pure=False))
-        finally:
-            if owned:
-                client.close()
-    if jobs <= 1 or len(points) < 2:
-        return [bound_of(p) for p in points]
-    chunk = max(1, len(points) // (jobs * CHUNKS_PER_JOB))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(bound_of, points, chunksize=chunk))
+def bounds(
+    points: list[Params], jobs: int = 1, scheduler: str | object | None = None, workers: Workers | None = None
+) -> list[float | None]:
+    """``bound_of`` each point, in order, in batches: on ``workers``, else on the dask cluster ``scheduler``, on
+    ``jobs`` local processes or here."""
+    if workers is not None:
+        return workers.map(bound_of, points)
+    with Workers(jobs, scheduler) as started:
+        return started.map(bound_of, points)
 
 
 class BoundPruner:

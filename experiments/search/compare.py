@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.common.args import integer, nonempty
 from experiments.common.paths import check_output_file, write_csv
-from experiments.search.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from experiments.common.progress import add_quiet, bar
+from experiments.search.points import Point, check_setting, kind_of, make_point, run_point, target_of
 from topologies.errors import ConfigError, short_repr
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.layouts import LayoutSpec
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH
 
 if TYPE_CHECKING:  # NOTE: pandas and matplotlib load when compare runs, not at start-up
     import pandas as pd

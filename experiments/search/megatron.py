@@ -8,10 +8,10 @@ from pathlib import Path
 
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
-from workloads.inputs.yaml_files import layout_to_yaml, load_model, model_to_yaml
-from workloads.specs.layouts import LayoutSpec
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.megatron_pipeline import layout_text
+from workloads.inputs.yaml_files import layout_to_yaml, load_model, model_to_yaml
+from workloads.specs.layouts import LayoutSpec
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+from experiments.common.parallel import Workers
 from experiments.search.bound import BoundPruner, bounds, by_bound
 from experiments.search.megatron import caveats, megatron_flags, write_base
 from experiments.search.space import SPACES, Job, Pruned, SearchSpace, layouts
@@ -17,9 +18,9 @@ from experiments.search.sweep import Params, read_rows, run_sweep
 from simulator.report.simulate import simulate, split_if_balanced
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.inputs.yaml_files import layout_to_yaml, load_layout, load_model
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
 DEFAULT_MAX_POINTS = 2_000  # each bounded (~0.03 CPU-s), those that can rank simulated (~0.3 CPU-s each)
@@ -35,13 +36,15 @@ def candidates(
     seq_len: int = DEFAULT_SEQ_LEN,
     space: SearchSpace | None = None,
     base: str = BASE_LAYOUT,
+    workers: Workers | None = None,
 ) -> tuple[list[Params], Pruned]:
     """The layouts of ``space`` (default: wide) over ``base`` (a layout preset or file) that are valid and fit
-    in HBM, as sweep points, and what was pruned before simulation (experiments/search/space.py)."""
+    in HBM, as sweep points, and what was pruned before simulation (experiments/search/space.py); the memory
+    checks on ``workers`` where given."""
     spec = load_model(model)
     cluster_spec = cluster_preset(cluster, gpus)
     job = Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
-    fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide())
+    fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide(), workers)
     point = {"model": model, "layout": base, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
     return [{**point, "cluster": cluster, **f} for f in fields], pruned
 
@@ -239,23 +242,32 @@ def search(
 ) -> list[dict[str, str]]:
     """Simulate every candidate layout of ``space`` (default: wide) over ``base`` (resumable if ``out`` is given) and
     return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation.
-    ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search/bound.py)."""
+    ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search/bound.py). Every
+    phase (memory checks, bounds, simulations) runs on the same ``jobs`` local processes or dask ``scheduler``."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
-    points, pruned = candidates(
-        model, gpus, cluster=cluster, global_batch=global_batch, seq_len=seq_len, space=space, base=base
-    )
-    say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
-    if not points:
-        raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
-    if len(points) > max_points:
-        raise ConfigError(
-            "max-points",
-            f"{len(points):,} layouts to simulate exceed --max-points {max_points:,} (each is bounded first, "
-            "about 0.03 CPU-s, and those that can rank simulated, about 0.3 s each); pin dimensions with --fix "
-            "(e.g. --fix micro_batch=1 --fix cp=1), search --space narrow, or raise --max-points",
+    with Workers(jobs, scheduler) as workers:
+        points, pruned = candidates(
+            model,
+            gpus,
+            cluster=cluster,
+            global_batch=global_batch,
+            seq_len=seq_len,
+            space=space,
+            base=base,
+            workers=workers,
         )
-    return rank(points, jobs=jobs, scheduler=scheduler, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
+        say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
+        if not points:
+            raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
+        if len(points) > max_points:
+            raise ConfigError(
+                "max-points",
+                f"{len(points):,} layouts to simulate exceed --max-points {max_points:,} (each is bounded first, "
+                "about 0.03 CPU-s, and those that can rank simulated, about 0.3 s each); pin dimensions with --fix "
+                "(e.g. --fix micro_batch=1 --fix cp=1), search --space narrow, or raise --max-points",
+            )
+        return rank(points, workers=workers, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
 
 
 def rank(
@@ -263,6 +275,7 @@ def rank(
     *,
     jobs: int = 1,
     scheduler: str | object | None = None,
+    workers: Workers | None = None,
     top: int = 10,
     out: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
@@ -270,10 +283,14 @@ def rank(
     prune: bool = True,
 ) -> list[dict[str, str]]:
     """The ``top`` fastest of ``points``: with ``prune``, most promising first and skipping those whose
-    lower bound cannot rank (experiments/search/bound.py; the same rows as simulating every point)."""
-    options = {"jobs": jobs, "scheduler": scheduler, "progress": progress, "quiet": quiet}
+    lower bound cannot rank (experiments/search/bound.py; the same rows as simulating every point). Bounds and
+    simulations run on ``workers``, else on ``jobs`` local processes or the dask cluster ``scheduler``."""
+    if workers is None:
+        with Workers(jobs, scheduler) as started:
+            return rank(points, workers=started, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
+    options = {"workers": workers, "progress": progress, "quiet": quiet}
     if prune:
-        lower_bounds = bounds(points, jobs, scheduler)
+        lower_bounds = bounds(points, workers=workers)
         options["prune"] = BoundPruner(points, lower_bounds, top)
         points = by_bound(points, lower_bounds)
     if out is not None:

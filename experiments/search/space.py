@@ -18,12 +18,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from experiments.common.parallel import Workers
 from simulator.memory.per_gpu import peak_memory
 from topologies.errors import ConfigError
+from workloads.graph.step import StepWorkload
+from workloads.schedules.registry import block_count
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.schedules.registry import block_count
-from workloads.graph.step import StepWorkload
 
 
 def divisors(n: int) -> list[int]:
@@ -330,11 +331,22 @@ def _model_tiers(model: ModelSpec, tiers: tuple[tuple[dict, ...], ...]) -> tuple
     return tuple(tier for tier in kept if tier)
 
 
-def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) -> tuple[list[dict[str, object]], Pruned]:
-    """The layout fields of every point worth simulating, and what was pruned."""
-    kept: list[dict[str, object]] = []
+def _fitting(fields: dict[str, object], context: tuple) -> tuple[list[dict[str, object]], str | None, int]:
+    """``_least_recompute`` as a worker's task: what fits, the field named by the error if no choice is valid (an
+    error itself need not pickle), and the tiers tried; ``context`` is (model, base layout, job, tiers)."""
+    model, base, job, tiers = context
+    fit, error, tried = _least_recompute(model, base, job, fields, tiers)
+    return fit, None if error is None else error.field, tried
+
+
+def layouts(
+    model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace, workers: Workers | None = None
+) -> tuple[list[dict[str, object]], Pruned]:
+    """The layout fields of every point worth simulating, and what was pruned. The memory checks, nearly all of the
+    cost, run on ``workers`` (in batches, in order) where given; the arithmetic ones here."""
     pruned = Pruned()
     tiers = _model_tiers(model, space.tiers())
+    checked: list[dict[str, object]] = []
     for point in _grid(model, job, space):
         if not space.keeps(point):
             continue
@@ -346,14 +358,20 @@ def layouts(model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace) ->
         if uneven and not space.uneven_pp:
             pruned.divide += 1
             continue
-        fields = {**point, "uneven_pp": uneven} if uneven else point
-        kept_here, error, tiers_tried = _least_recompute(model, base, job, fields, tiers)
+        checked.append({**point, "uneven_pp": uneven} if uneven else point)
+    context = (model, base, job, tiers)
+    if workers is None:
+        results = (_fitting(fields, context) for fields in checked)
+    else:
+        results = workers.imap(_fitting, checked, workers.share(context))
+    kept: list[dict[str, object]] = []
+    for kept_here, invalid, tiers_tried in results:
         if kept_here:
             kept.extend(kept_here)
             pruned.dominated += sum(len(tier) for tier in tiers[tiers_tried:])
-        elif error is not None:
+        elif invalid is not None:
             pruned.invalid += 1
-            pruned.reasons[error.field] = pruned.reasons.get(error.field, 0) + 1
+            pruned.reasons[invalid] = pruned.reasons.get(invalid, 0) + 1
         else:
             pruned.memory += 1
     return kept, pruned

@@ -15,6 +15,7 @@ is relative to the sweep file's folder.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import itertools
@@ -23,14 +24,15 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Protocol
 
+from experiments.common.parallel import Workers
 from experiments.common.paths import atomic_path, check_output_file
-from experiments.search.points import Point, kind_of, make_point, run_point
 from experiments.common.progress import bar
-from experiments.search.sweep_table import Params, connect, inputs_hash, keep_done, locked, point_id, unique
+from experiments.search.points import Point, kind_of, make_point, run_point
+from experiments.search.sweep_table import Params, inputs_hash, keep_done, locked, point_id, unique
 from simulator.report.simulate import COMM_KINDS, Report
 from topologies.errors import ConfigError
 from workloads.inputs.yaml_files import is_yaml_path, read_yaml
@@ -169,82 +171,45 @@ class Pruner(Protocol):
     def seen(self, row: dict[str, object]) -> None: ...
 
 
-WINDOW_PER_JOB = 2  # with a pruner, points in flight per worker: enough to keep it busy, few submitted blind
+WINDOW_PER_SLOT = 2  # with a pruner, points in flight per worker: enough to keep it busy, few submitted blind
+# Without a pruner, points per task at most: a point simulates in 30 ms to seconds, a task costs the dask scheduler
+# about 1 ms (experiments/common/parallel.py), and rows reach the table as batches finish (an interrupt loses the
+# batches in flight, at most this many points each).
+SWEEP_BATCH_MAX = 8
 
 
-def _windowed(points: list[Params], submit, completed, window: int, prune: Pruner) -> Iterator[dict[str, object]]:
-    """Rows of the points submitted in order while at most ``window`` are in flight, each asked of ``prune``
-    just before; ``completed(futures)`` waits for one or more of them and returns the finished ones."""
+def _windowed(points: list[Params], workers: Workers, prune: Pruner) -> Iterator[dict[str, object]]:
+    """Rows of the points sent in order, each asked of ``prune`` just before, while at most WINDOW_PER_SLOT per
+    worker are in flight (one in this process, so that each point sees every row before it); rows as they finish."""
+    window = workers.slots * WINDOW_PER_SLOT if workers.parallel else 1
     pending = iter(points)
-    futures: set = set()
-    while True:
-        for point in pending:
-            if prune.skip(point):
-                prune.skipped += 1
-                continue
-            futures.add(submit(point))
-            if len(futures) >= window:
-                break
-        if not futures:
-            return
-        for future in completed(futures):
-            futures.discard(future)
-            row = future.result()
-            prune.seen(row)
-            yield row
-
-
-def _local(points: list[Params], jobs: int, prune: Pruner | None = None) -> Iterator[dict[str, object]]:
-    if jobs <= 1:
-        for point in points:
-            if prune is not None and prune.skip(point):
-                prune.skipped += 1
-                continue
-            row = sweep_row(point)
-            if prune is not None:
+    sent: dict[Future, int] = {}  # in flight, with the order each was sent in
+    try:
+        while True:
+            for point in pending:
+                if prune.skip(point):
+                    prune.skipped += 1
+                    continue
+                sent[workers.submit(sweep_row, point)] = len(sent)
+                if len(sent) >= window:
+                    break
+            if not sent:
+                return
+            for future in sorted(wait(sent, return_when=FIRST_COMPLETED).done, key=sent.__getitem__):
+                del sent[future]
+                row = future.result()
                 prune.seen(row)
-            yield row
-        return
-    pool = ProcessPoolExecutor(max_workers=jobs)
-    try:
-        if prune is None:
-            for future in as_completed([pool.submit(sweep_row, p) for p in points]):
-                yield future.result()
-            return
-
-        def first_done(futures: set) -> set:
-            return wait(futures, return_when=FIRST_COMPLETED).done
-
-        yield from _windowed(points, lambda p: pool.submit(sweep_row, p), first_done, jobs * WINDOW_PER_JOB, prune)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+                yield row
+    finally:  # an error or an early close: drop what has not run
+        for future in sent:
+            future.cancel()
 
 
-def _dask(points: list[Params], client, owned: bool, prune: Pruner | None = None) -> Iterator[dict[str, object]]:
-    from dask.distributed import as_completed as dask_completed
-    from dask.distributed import wait as dask_wait
-
-    submitted: list = []
-    try:
-        if prune is None:
-            submitted = client.map(sweep_row, points, pure=False)
-            for future in dask_completed(submitted):
-                yield future.result()
-            return
-
-        def submit(point: Params):
-            submitted.append(client.submit(sweep_row, point, pure=False))
-            return submitted[-1]
-
-        def first_done(futures: set) -> set:
-            return dask_wait(list(futures), return_when="FIRST_COMPLETED").done
-
-        window = WINDOW_PER_JOB * max(1, sum(client.nthreads().values()))
-        yield from _windowed(points, submit, first_done, window, prune)
-    finally:
-        client.cancel(submitted)
-        if owned:
-            client.close()
+def _rows(points: list[Params], workers: Workers, prune: Pruner | None) -> Iterator[dict[str, object]]:
+    """The points' rows: in the points' order (batches of points per task), or as they finish with a pruner."""
+    if prune is None:
+        return workers.imap(sweep_row, points, most=SWEEP_BATCH_MAX)
+    return _windowed(points, workers, prune)
 
 
 def _describe(row: dict[str, object]) -> str:
@@ -264,20 +229,26 @@ def run_sweep(
     *,
     jobs: int = 1,
     scheduler: str | object | None = None,
+    workers: Workers | None = None,
     progress: Callable[[str], None] | None = None,
     quiet: bool = False,
     prune: Pruner | None = None,
 ) -> Path:
-    """Simulate the points not yet in ``output`` (repeats once), appending rows as they finish; returns the output
-    path. One writer per output (a lock); error rows and rows whose inputs changed run again. ``progress`` gets
-    every line, one per point included; without it a bar on stderr (experiments.common.progress) stands for the
-    per-point lines, whose results are in the table. With ``prune``, points run in the order given and those
-    it skips get no row."""
+    """Simulate the points not yet in ``output`` (repeats once), appending rows in the points' order; returns the
+    output path. The points run on ``workers``, else on ``jobs`` local processes or the dask cluster ``scheduler``
+    (started and stopped here). One writer per output (a lock); error rows and rows whose inputs changed run again.
+    ``progress`` gets every line, one per point included; without it a bar on stderr (experiments.common.progress)
+    stands for the per-point lines, whose results are in the table. With ``prune``, points are sent in the order
+    given, those it skips get no row, and rows are appended as they finish."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
     points = unique(points)
-    with locked(table):
-        _run_locked(points, output, table, jobs, scheduler, progress, quiet, prune)
+    with locked(table), contextlib.ExitStack() as stack:
+
+        def start() -> Workers:
+            return workers or stack.enter_context(Workers(jobs, scheduler))
+
+        _run_locked(points, output, table, start, progress, quiet, prune)
     return output
 
 
@@ -285,8 +256,7 @@ def _run_locked(
     points: list[Params],
     output: Path,
     table: Path,
-    jobs: int,
-    scheduler: str | object | None,
+    start_workers: Callable[[], Workers],
     progress: Callable[[str], None] | None,
     quiet: bool,
     prune: Pruner | None = None,
@@ -305,7 +275,7 @@ def _run_locked(
                 handle.truncate(data.rfind(b"\n") + 1)
     if output.suffix == ".parquet":
         check_parquet()
-    client, owned = connect(scheduler) if scheduler else (None, False)  # before the table is touched
+    workers = start_workers()  # before the table is touched: an unreachable scheduler changes nothing
     hashes = {point_id(p): inputs_hash(p) for p in points}
     seen = set() if fresh else keep_done(table, header, hashes)
     todo = [p for p in points if hashes[point_id(p)] not in seen]
@@ -313,11 +283,11 @@ def _run_locked(
         for row in read_rows(table):
             if row.get("inputs_hash") in seen:
                 prune.seen(row)
-    where = f"on {scheduler}" if scheduler else f"on {jobs} process{'es' if jobs > 1 else ''}"
-    say(f"sweep: {len(points)} points, {len(points) - len(todo)} already in {table}, running {len(todo)} {where}")
+    done = len(points) - len(todo)
+    say(f"sweep: {len(points)} points, {done} already in {table}, running {len(todo)} {workers.where()}")
     table.parent.mkdir(parents=True, exist_ok=True)
     start, number = time.perf_counter(), 0
-    rows = _dask(todo, client, owned, prune) if scheduler else _local(todo, jobs, prune)
+    rows = _rows(todo, workers, prune)
     with table.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
         if fresh:

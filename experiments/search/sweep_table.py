@@ -1,7 +1,6 @@
 """The sweep output table's bookkeeping: rows keyed by a hash of the resolved inputs (the contents of model,
 layout and cluster files included, so an edited file reruns its points), an exclusive lock (one writer per
-table), error and stale rows dropped on resume so their points run again, and the dask scheduler connection
-(a bad or unreachable address is one line within seconds)."""
+table), and error and stale rows dropped on resume so their points run again."""
 
 from __future__ import annotations
 
@@ -9,21 +8,18 @@ import csv
 import fcntl
 import hashlib
 import json
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from experiments.common.paths import atomic_path
 from topologies.errors import ConfigError
-from workloads.inputs.yaml_files import is_yaml_path
 from workloads.inputs.hf_config import is_hf_config_path
+from workloads.inputs.yaml_files import is_yaml_path
 from workloads.specs.limits import limit
 
 Params = dict[str, object]  # one grid row as written in the file and in point_id
 FILE_KEYS = ("model", "layout", "cluster")  # keys whose value may name a file
-CONNECT_TIMEOUT_S = 3  # dask retries a refused connection until then
-_ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss|ucx|inproc)://)?\[?[\w.\-:]+\]?:\d{1,5}$")
 
 
 def point_id(point: Params) -> str:
@@ -98,21 +94,3 @@ def keep_done(table: Path, header: list[str], hashes: dict[str, str]) -> set[str
             writer.writeheader()
             writer.writerows(kept)
     return {row["inputs_hash"] for row in kept if row.get("inputs_hash")}
-
-
-def connect(scheduler: str | object):
-    """A dask Client for ``scheduler`` (an address or a Client) and whether we own it; ConfigError within
-    CONNECT_TIMEOUT_S seconds for a malformed or unreachable address."""
-    try:
-        from dask.distributed import Client
-    except ImportError:
-        raise ConfigError("scheduler", "needs dask.distributed: pip install 'moesim[dist]'") from None
-    if isinstance(scheduler, Client):
-        return scheduler, False
-    if not isinstance(scheduler, str) or not _ADDRESS.match(scheduler):
-        raise ConfigError("scheduler", f"expected an address such as tcp://host:8786, got {str(scheduler)[:80]!r}")
-    try:
-        return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s"), True
-    except Exception as error:  # noqa: BLE001 - any failure to connect (refused, timeout, a non-dask peer)
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
-        raise ConfigError("scheduler", f"cannot reach {scheduler} within {CONNECT_TIMEOUT_S} s: {first}") from None

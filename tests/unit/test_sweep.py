@@ -230,10 +230,10 @@ def test_second_writer_refused(tmp_path: Path) -> None:
 def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, says: str, monkeypatch) -> None:
     """A malformed address is refused before dask is asked; an unreachable one after the connect timeout
     (what `says` checks: the Client was given it), not after dask's default 30 s."""
-    from experiments.search import sweep_table
+    from experiments.common import parallel
 
     pytest.importorskip("dask.distributed")
-    monkeypatch.setattr(sweep_table, "CONNECT_TIMEOUT_S", 1)  # the default (3 s) is what the CLI waits
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 1)  # the default (3 s) is what the CLI waits
     points, output = load_sweep(_write(tmp_path))
     with pytest.raises(ConfigError, match=f"^scheduler: .*{says}"):
         run_sweep(points, output, scheduler=address, progress=lambda _: None)
