@@ -148,7 +148,9 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **cuda_graphs(args, notes),
     }
     overrides = megatron_model.overrides(args, extra)
-    if not args.get("--swiglu"):
+    if args.get("--quick-geglu"):  # GPT-OSS: a gated linear unit like SwiGLU (3 matrices), quick-GeLU gate
+        notes.append("--quick-geglu: its elementwise kernels timed as SwiGLU's")
+    elif not args.get("--swiglu"):
         notes.append("no --swiglu: Megatron's MLP is GeLU (2 matrices); moesim simulates SwiGLU (3)")
     return MegatronJob(
         fields,
@@ -461,8 +463,12 @@ def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], no
             blocks = block_layer_counts(layers, pp * chunks)
         else:
             blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
-    if chunks > 1 and pp <= 2 and not args.get("--overlap-p2p-comm"):
-        raise ConfigError("--pipeline-model-parallel-size", "the interleaved schedule needs pp > 2 (Megatron-LM)")
+    # validate_args at d98e8a64dd: interleaving needs PP > 1, and PP > 2 with --no-overlap-p2p-communication
+    if chunks > 1 and (pp == 1 or (pp == 2 and args.get("--no-overlap-p2p-communication"))):
+        minimum = 2 if pp == 1 else 3
+        raise ConfigError(
+            "--pipeline-model-parallel-size", f"the interleaved schedule needs pp >= {minimum} (Megatron-LM)"
+        )
     out: dict[str, Any] = {
         "virtual_stages": chunks,
         "schedule": "interleaved" if chunks > 1 else "1f1b",

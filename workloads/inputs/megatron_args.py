@@ -16,6 +16,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
+from workloads.inputs.megatron_flag_list import (  # noqa: F401 (re-exported: the reasons' names)
+    NOT_MODELLED,
+    NOT_SIMULATED,
+    UNKNOWN,
+    ignored_reason,
+    reason_class,
+)
 from workloads.inputs.shell_script import command_words
 
 SOURCE = "--megatron-args"
@@ -56,7 +63,7 @@ FLAGS: dict[str, Flag] = {
     "--decoder-last-pipeline-num-layers": Flag(I),
     "--account-for-embedding-in-pipeline-split": Flag(S),
     "--account-for-loss-in-pipeline-split": Flag(S),
-    "--overlap-p2p-comm": Flag(S),
+    "--no-overlap-p2p-communication": Flag(S),  # overlap_p2p_comm defaults to True (arguments.py)
     "--tp-comm-overlap": Flag(S),
     # CUDA graphs (arguments.py _add_training_args; TransformerConfig.cuda_graph_impl): --cuda-graph-impl and its
     # scopes (--cuda-graph-modules, formerly --cuda-graph-scope, hidden since e41b37002c #4292); the legacy switches
@@ -156,122 +163,12 @@ FLAGS: dict[str, Flag] = {
     "--qk-pos-emb-head-dim": Flag(I),
     "--v-head-dim": Flag(I),
     "--mtp-num-layers": Flag(I),
+    # sliding windows and GPT-OSS's GLU (arguments.py _add_network_size_args; TransformerConfig)
+    "--window-size": Flag(T),
+    "--window-attn-skip-freq": Flag(T),
+    "--quick-geglu": Flag(S),
+    "--activation-func-clamp-value": Flag(F),
 }
-
-# Why a flag that moesim reads no value from is accepted: exact names first, then prefixes.
-NO_EFFECT = "does not change step time or memory"
-OPTIMIZER = "optimizer hyper-parameter: " + NO_EFFECT
-SCHEDULE = "learning-rate / training schedule: " + NO_EFFECT
-DATA = "data pipeline (moesim simulates full sequences of --seq-length tokens)"
-TOKENIZER = "tokenizer: " + NO_EFFECT + " (the vocabulary comes from --vocab-size or the model)"
-CHECKPOINT = "checkpointing: outside the simulated step"
-LOGGING = "logging / profiling / evaluation: outside the simulated step"
-SEED = "seed / initialisation: " + NO_EFFECT
-NUMERICS = "numerics / regularisation: " + NO_EFFECT
-LAUNCH = "process launch / framework plumbing: " + NO_EFFECT
-NOT_SIMULATED = "parsed, not yet simulated"
-NOT_MODELLED = "not modelled"
-UNKNOWN = "unknown to moesim"
-
-IGNORED: dict[str, str] = {
-    **dict.fromkeys(
-        ("--lr", "--min-lr", "--weight-decay", "--clip-grad", "--adam-eps", "--sgd-momentum"),
-        OPTIMIZER,
-    ),
-    **dict.fromkeys(("--train-iters", "--train-samples", "--exit-interval", "--exit-duration-in-mins"), SCHEDULE),
-    **dict.fromkeys(("--split", "--mock-data", "--num-workers", "--dataloader-type", "--eod-mask-loss"), DATA),
-    **dict.fromkeys(("--vocab-file", "--merge-file"), TOKENIZER),
-    **dict.fromkeys(("--save", "--load", "--finetune", "--use-checkpoint-args", "--async-save"), CHECKPOINT),
-    **dict.fromkeys(("--seed", "--init-method-std", "--use-cpu-initialization"), SEED),
-    **dict.fromkeys(
-        (
-            "--hidden-dropout",
-            "--attention-dropout",
-            "--normalization",
-            "--norm-epsilon",
-            "--position-embedding-type",
-            "--max-position-embeddings",
-            "--disable-bias-linear",
-            "--attention-softmax-in-fp32",
-            "--accumulate-allreduce-grads-in-fp32",
-            "--no-masked-softmax-fusion",
-            "--no-bias-dropout-fusion",
-            "--use-rotary-position-embeddings",
-            "--no-position-embedding",
-            "--apply-layernorm-1p",
-        ),
-        NUMERICS,
-    ),
-    **dict.fromkeys(
-        (
-            "--use-mcore-models",
-            "--distributed-backend",
-            "--distributed-timeout-minutes",
-            "--use-flash-attn",
-            "--no-create-attention-mask-in-dataloader",
-            "--manual-gc",
-            "--manual-gc-interval",
-            "--ckpt-format",
-            "--bias-swiglu-fusion",
-        ),
-        LAUNCH,
-    ),
-    **dict.fromkeys(
-        (
-            "--cpu-offloading",
-            "--use-torch-fsdp2",
-            "--use-megatron-fsdp",
-            "--distribute-saved-activations",
-            "--moe-router-padding-for-quantization",
-            "--hierarchical-context-parallel-sizes",
-            "--rampup-batch-size",
-        ),
-        NOT_MODELLED,
-    ),
-}
-IGNORED_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("--lr-", SCHEDULE),
-    ("--adam-", OPTIMIZER),
-    ("--weight-decay-", OPTIMIZER),
-    ("--start-weight-decay", OPTIMIZER),
-    ("--end-weight-decay", OPTIMIZER),
-    ("--initial-loss-scale", OPTIMIZER),
-    ("--min-loss-scale", OPTIMIZER),
-    ("--hysteresis", OPTIMIZER),
-    ("--data-", DATA),
-    ("--train-data-", DATA),
-    ("--valid-data-", DATA),
-    ("--test-data-", DATA),
-    ("--reset-", DATA),
-    ("--tokenizer-", TOKENIZER),
-    ("--save-", CHECKPOINT),
-    ("--load-", CHECKPOINT),
-    ("--no-load-", CHECKPOINT),
-    ("--no-save-", CHECKPOINT),
-    ("--ckpt-", CHECKPOINT),
-    ("--dist-ckpt-", CHECKPOINT),
-    ("--auto-detect-ckpt", CHECKPOINT),
-    ("--pretrained-checkpoint", CHECKPOINT),
-    ("--log-", LOGGING),
-    ("--tensorboard", LOGGING),
-    ("--wandb-", LOGGING),
-    ("--timing-log", LOGGING),
-    ("--profile", LOGGING),
-    ("--eval-", LOGGING),
-    ("--rotary-", NUMERICS),
-    ("--moe-router-load-balancing", NUMERICS),
-    ("--moe-aux-loss", NUMERICS),
-    ("--moe-z-loss", NUMERICS),
-    ("--moe-router-score-function", NUMERICS),
-    ("--moe-router-enable-expert-bias", NUMERICS),
-    ("--moe-router-bias-update-rate", NUMERICS),
-    ("--moe-router-topk-scaling-factor", NUMERICS),
-    ("--moe-router-pre-softmax", NUMERICS),
-    ("--moe-router-dtype", NUMERICS),
-    ("--moe-input-jitter", NUMERICS),
-    ("--moe-per-layer-logging", LOGGING),
-    ("--no-check-for-nan", NUMERICS),
-)
 
 
 class IgnoredArg(NamedTuple):
@@ -341,11 +238,9 @@ def parse_arguments(words: list[str]) -> Arguments:
     return Arguments(values, tuple(ignored.values()))
 
 
-def ignored_reason(name: str) -> str:
-    """Why moesim reads no value from flag ``name`` (UNKNOWN when it is not in its lists)."""
-    if name in IGNORED:
-        return IGNORED[name]
-    return next((reason for prefix, reason in IGNORED_PREFIXES if name.startswith(prefix)), UNKNOWN)
+def flag_class(name: str) -> str:
+    """A flag's class: "modelled" (moesim reads its value), else its reason's (megatron_flag_list.reason_class)."""
+    return "modelled" if name in FLAGS else reason_class(ignored_reason(name))
 
 
 def typed(name: str, flag: Flag, raw: list[str]) -> Any:

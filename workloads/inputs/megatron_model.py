@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from topologies.errors import ConfigError
-from workloads.inputs.megatron_args import NOT_MODELLED, IgnoredArg
+from workloads.inputs.megatron_args import NOT_MODELLED, Flag, IgnoredArg, Kind, typed
 from workloads.inputs.megatron_pipeline import layer_pattern
 from workloads.specs.models import ModelSpec
 
@@ -92,6 +92,12 @@ def apply(
             ignored.append(IgnoredArg(flag, "no --multi-latent-attention"))
         elif flag in args or (fields.get("attention") == "mla" and base.attention != "mla"):
             fields[name] = args.get(flag, default)
+    fields.update(_windows(args, fields.get("num_layers", base.num_layers), base, notes, ignored))
+    clamp = args.get("--activation-func-clamp-value")
+    if clamp is not None:  # GPT-OSS's clamped GLU (TransformerConfig activation_func_clamp_value)
+        if clamp <= 0:
+            raise ConfigError("--activation-func-clamp-value", f"must be > 0, got {clamp}")
+        fields["expert_act_clamp"] = clamp
     if "--moe-layer-freq" in args:
         fields.update(_dense_layers(args["--moe-layer-freq"], fields.get("num_layers", base.num_layers), ignored))
     vocab = args.get("--padded-vocab-size")
@@ -120,6 +126,49 @@ def apply(
         return base.with_(**fields)
     except TypeError as error:  # a field another engineer renamed: one line, not a traceback
         raise ConfigError("--megatron-args", f"model override not accepted: {error}") from None
+
+
+def _windows(
+    args: dict[str, Any], num_layers: int, base: ModelSpec, notes: list[str], ignored: list[IgnoredArg]
+) -> dict[str, Any]:
+    """Sliding-window attention from --window-size and --window-attn-skip-freq, the job's, over config.json's.
+
+    Megatron (megatron/core/transformer/utils.py is_layer_window_attention at d98e8a64dd; layer numbers from 1):
+    no --window-size, no window; no --window-attn-skip-freq, every layer; an integer N, the layers whose number is
+    not a multiple of N; a list, the layers marked 1. TE attends keys [i - left, i + right] of query i
+    (DotProductAttention window_size), so a causal window (right 0) holds left + 1 keys: moesim's sliding_window,
+    as in config.json (GPT-OSS: sliding_window 128, Megatron --window-size 127,0)."""
+    text = args.get("--window-size")
+    if text is None:
+        if "--window-attn-skip-freq" in args:
+            ignored.append(IgnoredArg("--window-attn-skip-freq", "no --window-size: no sliding-window attention"))
+        return {}
+    try:
+        left, right = (int(item) for item in text.strip("()").split(","))
+    except ValueError:
+        raise ConfigError("--window-size", f"must be two integers left,right (Megatron's tuple_type), got {text!r}")
+    if left < 0:  # -1: an infinite window, full attention
+        return {"sliding_window": 0, "window_layers": ()}
+    if right:
+        notes.append(f"--window-size {text}: the {right} keys after each query are not counted (causal window)")
+    freq = args.get("--window-attn-skip-freq")
+    if freq is None:
+        layers = tuple(range(num_layers))
+    elif "[" not in freq:
+        every = typed("--window-attn-skip-freq", Flag(Kind.INT), [freq])
+        if every < 1:
+            raise ConfigError("--window-attn-skip-freq", f"must be >= 1, got {every}")
+        layers = tuple(i for i in range(num_layers) if (i + 1) % every)
+    else:
+        pattern = layer_pattern(freq, num_layers, "--window-attn-skip-freq")
+        layers = tuple(i for i, windowed in enumerate(pattern) if windowed)
+    window = left + 1 if layers else 0
+    if base.sliding_window and (base.sliding_window, base.window_layers) != (window, layers):
+        notes.append(
+            f"sliding windows from --window-size / --window-attn-skip-freq ({window} keys on {len(layers)} layers), "
+            f"not the model's ({base.sliding_window} keys on {len(base.window_layers)} layers)"
+        )
+    return {"sliding_window": window, "window_layers": layers}
 
 
 def _dense_layers(text: str, num_layers: int, ignored: list[IgnoredArg]) -> dict[str, Any]:

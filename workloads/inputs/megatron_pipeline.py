@@ -137,10 +137,10 @@ def block_layers(stages: list[int], virtual_stages: int, embedding: bool, loss: 
     return blocks
 
 
-def layer_pattern(text: str, num_layers: int) -> tuple[int, ...]:
+def layer_pattern(text: str, num_layers: int, flag: str = "--moe-layer-freq") -> tuple[int, ...]:
     """``--moe-layer-freq``: N (layer i is MoE when i % N == 0) or a Python list expression of 0 / 1 such
-    as "([0]*3+[1]*58)" (1 = MoE layer), evaluated for lists, ints, + and * only."""
-    flag = "--moe-layer-freq"
+    as "([0]*3+[1]*58)" (1 = MoE layer), evaluated for lists, ints, + and * only (Megatron's moe_freq_type, which
+    --window-attn-skip-freq shares for its lists: 1 = a sliding-window layer)."""
     if "[" not in text:
         freq = typed(flag, Flag(Kind.INT), [text])
         if freq < 1:

@@ -1,0 +1,282 @@
+"""Megatron-LM's flags at the pinned commit, and why moesim reads no value from each flag it does not model.
+
+``megatron_flags_d98e8a64dd.tsv`` lists every ``--flag`` the parser of NVIDIA/Megatron-LM
+d98e8a64ddf34856e74b24714e3bedb2f5a39553 accepts, with the ``_add_*_args`` function of
+megatron/training/arguments.py that adds it: the literal ``add_argument`` names, and the names
+``ArgumentGroupFactory`` (megatron/training/argument_utils.py) generates from the config dataclasses it is given
+(``--field-name``; a bool field that defaults to True as ``--no-field-name`` and ``--disable-field-name``; the
+``argparse_meta`` ``arg_names`` where a field gives them; the ``exclude`` lists honoured). It was read from the
+source by AST, not by running Megatron's parser (which needs torch): flags a plug-in adds at run time
+(``extra_args_provider``) are not in it.
+
+Every flag has a class (``flag_class``): "modelled" (workloads/inputs/megatron_args.py FLAGS: moesim reads its
+value), "no effect" (a reason why the step's time and memory do not depend on it), "not modelled" (it may change
+step time or memory and moesim simulates without it: listed, and named by ``moesim validate``), or "unknown" (not a
+flag of the pinned Megatron-LM: Megatron would refuse it).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+PIN = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+PINNED_LIST = Path(__file__).with_name("megatron_flags_d98e8a64dd.tsv")
+
+# Why a flag that moesim reads no value from is accepted: exact names first, then prefixes.
+NO_EFFECT = "does not change step time or memory"
+OPTIMIZER = "optimizer hyper-parameter: " + NO_EFFECT
+SCHEDULE = "learning-rate / training schedule: " + NO_EFFECT
+DATA = "data pipeline (moesim simulates full sequences of --seq-length tokens)"
+TOKENIZER = "tokenizer: " + NO_EFFECT + " (the vocabulary comes from --vocab-size or the model)"
+CHECKPOINT = "checkpointing: outside the simulated step"
+LOGGING = "logging / profiling / evaluation: outside the simulated step"
+SEED = "seed / initialisation: " + NO_EFFECT
+NUMERICS = "numerics / regularisation: " + NO_EFFECT
+LAUNCH = "process launch / framework plumbing: " + NO_EFFECT
+NOT_SIMULATED = "parsed, not yet simulated"
+NOT_MODELLED = "not modelled"
+UNKNOWN = "unknown to moesim"
+
+IGNORED: dict[str, str] = {
+    "--data-parallel-sharding-strategy": NOT_MODELLED + ": Megatron FSDP's sharding (--use-megatron-fsdp)",
+    "--data-parallel-random-init": SEED,
+    # attention sinks (GPT-OSS): one more logit per head and query, not timed; TE runs them in cuDNN's fused
+    # attention, the kernel moesim times under --attention-backend auto (workloads/inputs/megatron.py)
+    "--softmax-type": NUMERICS,
+    **dict.fromkeys(
+        ("--lr", "--min-lr", "--weight-decay", "--clip-grad", "--adam-eps", "--sgd-momentum"),
+        OPTIMIZER,
+    ),
+    **dict.fromkeys(("--train-iters", "--train-samples", "--exit-interval", "--exit-duration-in-mins"), SCHEDULE),
+    **dict.fromkeys(("--split", "--mock-data", "--num-workers", "--dataloader-type", "--eod-mask-loss"), DATA),
+    **dict.fromkeys(("--vocab-file", "--merge-file"), TOKENIZER),
+    **dict.fromkeys(("--save", "--load", "--finetune", "--use-checkpoint-args", "--async-save"), CHECKPOINT),
+    **dict.fromkeys(("--seed", "--init-method-std", "--use-cpu-initialization"), SEED),
+    **dict.fromkeys(
+        (
+            "--hidden-dropout",
+            "--attention-dropout",
+            "--normalization",
+            "--norm-epsilon",
+            "--position-embedding-type",
+            "--max-position-embeddings",
+            "--disable-bias-linear",
+            "--attention-softmax-in-fp32",
+            "--accumulate-allreduce-grads-in-fp32",
+            "--no-masked-softmax-fusion",
+            "--no-bias-dropout-fusion",
+            "--use-rotary-position-embeddings",
+            "--no-position-embedding",
+            "--apply-layernorm-1p",
+        ),
+        NUMERICS,
+    ),
+    **dict.fromkeys(
+        (
+            "--use-mcore-models",
+            "--distributed-backend",
+            "--distributed-timeout-minutes",
+            "--use-flash-attn",
+            "--no-create-attention-mask-in-dataloader",
+            "--manual-gc",
+            "--manual-gc-interval",
+            "--ckpt-format",
+        ),
+        LAUNCH,
+    ),
+    **dict.fromkeys(
+        (
+            "--use-torch-fsdp2",
+            "--use-megatron-fsdp",
+            "--distribute-saved-activations",
+            "--moe-router-padding-for-quantization",
+            "--hierarchical-context-parallel-sizes",
+            "--rampup-batch-size",
+        ),
+        NOT_MODELLED,
+    ),
+}
+IGNORED_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("--lr-", SCHEDULE),
+    ("--adam-", OPTIMIZER),
+    ("--weight-decay-", OPTIMIZER),
+    ("--start-weight-decay", OPTIMIZER),
+    ("--end-weight-decay", OPTIMIZER),
+    ("--initial-loss-scale", OPTIMIZER),
+    ("--min-loss-scale", OPTIMIZER),
+    ("--hysteresis", OPTIMIZER),
+    ("--data-", DATA),
+    ("--train-data-", DATA),
+    ("--valid-data-", DATA),
+    ("--test-data-", DATA),
+    ("--reset-", DATA),
+    ("--tokenizer-", TOKENIZER),
+    ("--save-", CHECKPOINT),
+    ("--load-", CHECKPOINT),
+    ("--no-load-", CHECKPOINT),
+    ("--no-save-", CHECKPOINT),
+    ("--ckpt-", CHECKPOINT),
+    ("--dist-ckpt-", CHECKPOINT),
+    ("--auto-detect-ckpt", CHECKPOINT),
+    ("--pretrained-checkpoint", CHECKPOINT),
+    ("--log-", LOGGING),
+    ("--tensorboard", LOGGING),
+    ("--wandb-", LOGGING),
+    ("--timing-log", LOGGING),
+    ("--profile", LOGGING),
+    ("--eval-", LOGGING),
+    ("--rotary-", NUMERICS),
+    ("--moe-router-load-balancing", NUMERICS),
+    ("--moe-aux-loss", NUMERICS),
+    ("--moe-z-loss", NUMERICS),
+    ("--moe-router-score-function", NUMERICS),
+    ("--moe-router-enable-expert-bias", NUMERICS),
+    ("--moe-router-bias-update-rate", NUMERICS),
+    ("--moe-router-topk-scaling-factor", NUMERICS),
+    ("--moe-router-pre-softmax", NUMERICS),
+    ("--moe-router-dtype", NUMERICS),
+    ("--moe-input-jitter", NUMERICS),
+    ("--moe-per-layer-logging", LOGGING),
+    ("--no-check-for-nan", NUMERICS),
+)
+
+OTHER_WORKLOAD = (
+    "another workload (inference, RL, vision, retrieval, distillation, fine-tuning): no effect on pre-training"
+)
+NOT_EXPRESSED = (
+    NOT_MODELLED + ": an architecture moesim cannot express (Mamba, linear or sparse attention, hyper-connections)"
+)
+NOT_MODELLED_OPTION = (
+    NOT_MODELLED + ": a Megatron-Core option that may change step time or memory; simulated without it"
+)
+
+# Megatron's argument groups (the _add_*_args function that adds a flag) whose flags cannot change a training
+# step's time or memory; the others (network size, transformer configuration, MoE, MLA, training, distributed,
+# mixed precision, regularisation, experimental) default to NOT_MODELLED_OPTION unless named above or below.
+GROUP_REASONS: dict[str, str] = {
+    "_add_logging_args": LOGGING,
+    "_add_validation_args": LOGGING,
+    "_add_one_logger_args": LOGGING,
+    "_add_straggler_detector_args": LOGGING,
+    "_add_workload_inspector_server_args": LOGGING,
+    "_add_checkpointing_args": CHECKPOINT,
+    "_add_tokenizer_args": TOKENIZER,
+    "_add_data_args": DATA,
+    "_add_learning_rate_args": SCHEDULE,
+    "_add_initialization_args": SEED,
+    "_add_autoresume_args": LAUNCH,
+    "_add_ft_package_args": LAUNCH,
+    "_add_inprocess_restart_args": LAUNCH,
+    "_add_fault_injector_args": LAUNCH,
+    "_add_msc_args": CHECKPOINT,
+    "_add_inference_args": OTHER_WORKLOAD,
+    "_add_rl_args": OTHER_WORKLOAD,
+    "_add_vision_args": OTHER_WORKLOAD,
+    "_add_biencoder_args": OTHER_WORKLOAD,
+    "_add_logits_distillation_args": OTHER_WORKLOAD,
+    "_add_sft_args": OTHER_WORKLOAD,
+    "_add_rerun_machine_args": NUMERICS,
+    "_add_experimental_attention_variant_args": NOT_EXPRESSED,
+    "_add_heterogeneous_args": NOT_EXPRESSED,
+}
+# Flags of the performance groups whose class is not their group's default, by prefix.
+MORE_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("--inference-", OTHER_WORKLOAD),
+    ("--flash-decode", OTHER_WORKLOAD),
+    ("--mlp-chunks-for-prefill", OTHER_WORKLOAD),
+    ("--nccl-all-reduce-for-prefill", OTHER_WORKLOAD),
+    ("--moe-pad-experts-for-cuda-graph-inference", OTHER_WORKLOAD),
+    ("--cache-mla-latents", OTHER_WORKLOAD),
+    ("--mamba-", NOT_EXPRESSED),
+    ("--hybrid-", NOT_EXPRESSED),
+    ("--is-hybrid-model", NOT_EXPRESSED),
+    ("--linear-", NOT_EXPRESSED),
+    ("--gdp-", NOT_EXPRESSED),
+    ("--dsa-", NOT_EXPRESSED),
+    ("--no-dsa-", NOT_EXPRESSED),
+    ("--disable-dsa-", NOT_EXPRESSED),
+    ("--mhc-", NOT_EXPRESSED),
+    ("--enable-mhc-", NOT_EXPRESSED),
+    ("--experimental-attention-variant", NOT_EXPRESSED),
+    ("--disable-mamba-", NOT_EXPRESSED),
+    ("--mtp-hybrid-override-pattern", NOT_EXPRESSED),
+    ("--flight-recorder-", LOGGING),
+    ("--no-flight-recorder-", LOGGING),
+    ("--disable-flight-recorder-", LOGGING),
+    ("--pytorch-profiler-", LOGGING),
+    ("--use-pytorch-profiler", LOGGING),
+    ("--record-memory-history", LOGGING),
+    ("--memory-snapshot-path", LOGGING),
+    ("--record-shapes", LOGGING),
+    ("--nvtx-ranges", LOGGING),
+    ("--config-logger-dir", LOGGING),
+    ("--dump-param-to-param-group-map", LOGGING),
+    ("--exit-signal", LAUNCH),
+    ("--local-rank", LAUNCH),
+    ("--lazy-mpu-init", LAUNCH),
+    ("--fake-process-group", LAUNCH),
+    ("--yaml-cfg", LAUNCH),
+    ("--spec", LAUNCH),
+    ("--distributed-timeout-seconds-after-init", LAUNCH),
+    ("--nccl-communicator-config-path", LAUNCH),
+    ("--init-model-with-meta-device", LAUNCH),
+    ("--no-initialization", SEED),
+    ("--gpu-sniff-test-interval", LOGGING),
+    ("--check-weight-hash-across-dp-replicas-interval", LOGGING),
+    ("--cuda-graph-warmup-steps", "CUDA graphs: capture happens in warm-up steps before the steady state simulated"),
+    ("--error-injection-", NUMERICS),
+    ("--rerun-mode", NUMERICS),
+    ("--result-rejected-tracker-filename", NUMERICS),
+    ("--check-for-large-grads", NUMERICS),
+    ("--check-for-spiky-loss", NUMERICS),
+    ("--loss-scale-window", OPTIMIZER),
+    ("--lion-", OPTIMIZER),
+    ("--mup-", NUMERICS),
+    ("--use-mup", NUMERICS),
+    ("--qk-clip", NUMERICS),
+    ("--mscale", NUMERICS),
+    ("--yarn-", NUMERICS),
+    ("--no-yarn-", NUMERICS),
+    ("--rope-", NUMERICS),
+    ("--use-rope-scaling", NUMERICS),
+    ("--no-rope-freq", NUMERICS),
+    ("--mrope-section", NUMERICS),
+    ("--relative-attention-", NUMERICS),
+    ("--apply-query-key-layer-scaling", NUMERICS),
+    ("--apply-residual-connection-post-layernorm", NUMERICS),
+    ("--apply-wd-to-qk-layernorm", OPTIMIZER),
+    ("--embedding-init-method-std", SEED),
+    ("--glu-linear-offset", NUMERICS),
+    ("--mtp-loss-scaling-factor", NUMERICS),
+    ("--onnx-safe", NUMERICS),
+    ("--deterministic-mode", NOT_MODELLED_OPTION),
+)
+
+
+@cache
+def pinned_flags() -> dict[str, str]:
+    """Every flag of the pinned Megatron-LM parser -> the _add_*_args function that adds it."""
+    rows = (line.split("\t") for line in PINNED_LIST.read_text(encoding="utf-8").splitlines() if line.strip())
+    return {name: group for name, group in rows}
+
+
+def ignored_reason(name: str) -> str:
+    """Why moesim reads no value from flag ``name``: its own reason, its prefix's, its Megatron group's, the default
+    of a performance group (NOT_MODELLED_OPTION), or UNKNOWN when the pinned Megatron-LM has no such flag."""
+    if name in IGNORED:
+        return IGNORED[name]
+    for prefix, reason in (*IGNORED_PREFIXES, *MORE_PREFIXES):
+        if name.startswith(prefix):
+            return reason
+    group = pinned_flags().get(name)
+    if group is None:
+        return UNKNOWN
+    return GROUP_REASONS.get(group, NOT_MODELLED_OPTION)
+
+
+def reason_class(reason: str) -> str:
+    """The class of a reason: "not modelled", "unknown" or "no effect"."""
+    if reason.startswith((NOT_MODELLED, NOT_SIMULATED)):
+        return "not modelled"
+    return "unknown" if reason == UNKNOWN else "no effect"
