@@ -8,7 +8,8 @@ import random
 import pytest
 
 from simulator.report.bubbles import _replay
-from workloads.schedules.base import BACKWARD, FORWARD, Phase, Task, make_schedule
+from workloads.schedules.base import BACKWARD, FORWARD, Phase, Task
+from workloads.schedules.registry import make_schedule
 
 
 def _replay_in_passes(schedule, mean_s):

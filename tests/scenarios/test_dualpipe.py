@@ -20,16 +20,9 @@ from workloads.graph import combined_1f1b
 from workloads.specs.layouts import layout_preset
 from workloads.ops import LayerKind
 from workloads.schedules.pipeline_tasks import Block
-from workloads.schedules.base import (
-    BACKWARD,
-    BACKWARD_INPUT,
-    FORWARD,
-    FORWARD_BACKWARD,
-    WEIGHT,
-    DualPipe,
-    Task,
-    bubble_dualpipe_s,
-)
+from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, WEIGHT, Task
+from workloads.schedules.dualpipe import DualPipe
+from workloads.schedules.registry import bubble_dualpipe_s
 from workloads.graph.step import StepWorkload
 
 FREE_NIC = {"nic_bandwidth_Bps": 1e15, "nic_efficiency": 1.0, "nic_latency_s": 1e-12}

@@ -9,7 +9,7 @@ import pytest
 from experiments.cli.main import main
 from simulator.report.bubbles import schedule_bubble
 from simulator.report.simulate import simulate
-from workloads.schedules.base import make_schedule
+from workloads.schedules.registry import make_schedule
 
 
 @pytest.mark.parametrize("name, stages, micro_batches, chunks", [("1f1b", 4, 8, 1), ("interleaved", 4, 8, 2)])
