@@ -161,7 +161,7 @@ def _olmoe(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _deepseek(c: _Config, name: str) -> dict[str, Any]:
-    """DeepSeek-V2 / V3: MLA, first_k_dense_replace dense layers, then MoE every moe_layer_freq layers
+    """DeepSeek-V2 / V3 (and Kimi K2): MLA, first_k_dense_replace dense layers, then MoE every moe_layer_freq layers
     (HF modeling_deepseek: layer i >= k and i % freq == 0), shared experts, MTP modules (V3)."""
     fields = _experts(c, name, "n_routed_experts", "moe_intermediate_size")
     layers, first = fields["num_layers"], c.int("first_k_dense_replace", default=0)
@@ -193,6 +193,9 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "olmoe": _olmoe,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
+    # Kimi K2 "reuses the DeepSeekV3CausalLM architecture"; model_type kimi_k2 only tells inference engines apart
+    # (MoonshotAI/Kimi-K2 docs/deploy_guidance.md, "Others"): DeepSeek-V3's reader, at K2's 384 experts and 64 heads
+    "kimi_k2": _deepseek,
     "llama": _dense,
     "qwen2": _dense,
     "qwen3": _dense,
