@@ -126,7 +126,10 @@ class Workers:
         not with each task; elsewhere the value (a local pool pickles it with each batch: few, small)."""
         if self.client is None:
             return value
-        return self.client.scatter(value, broadcast=True, hash=False)
+        # In a list of one: scatter sends a list's or a dict's items each as a future of its own (a dict's keyed by
+        # its own keys, which a later scatter of the same keys would race with the release of these).
+        (future,) = self.client.scatter([value], broadcast=True, hash=False)
+        return future
 
     def submit(self, work: Callable[..., Result], *args: Any) -> Future:
         """``work(*args)`` on a worker; in this process (computed now) without one."""

@@ -16,15 +16,15 @@ import heapq
 
 from experiments.common.parallel import Workers
 from experiments.search.points import bound_point
-from experiments.search.sweep import to_point
+from experiments.search.sweep import Specs, load_specs, to_point
 from experiments.search.sweep_table import Params, point_id
 from topologies.errors import ConfigError
 
 
-def bound_of(params: Params) -> float | None:
+def bound_of(params: Params, specs: Specs | None = None) -> float | None:
     """The lower bound on a sweep point's step time, or None where it has none (the point runs)."""
     try:
-        return bound_point(to_point(params))
+        return bound_point(to_point(params, specs))
     except ConfigError:
         return None
 
@@ -33,11 +33,11 @@ def bounds(
     points: list[Params], jobs: int = 1, scheduler: str | object | None = None, workers: Workers | None = None
 ) -> list[float | None]:
     """``bound_of`` each point, in order, in batches: on ``workers``, else on the dask cluster ``scheduler``, on
-    ``jobs`` local processes or here."""
-    if workers is not None:
-        return workers.map(bound_of, points)
-    with Workers(jobs, scheduler) as started:
-        return started.map(bound_of, points)
+    ``jobs`` local processes or here; the specs they name loaded here and put on the workers once."""
+    if workers is None:
+        with Workers(jobs, scheduler) as started:
+            return bounds(points, workers=started)
+    return workers.map(bound_of, points, workers.share(load_specs(points)))
 
 
 class BoundPruner:

@@ -96,7 +96,7 @@ class Point:
     model: str | ModelSpec
     layout: str | LayoutSpec
     gpus: int
-    cluster: str = DEFAULT_CLUSTER
+    cluster: str | ClusterSpec = DEFAULT_CLUSTER
     simulate_kwargs: Mapping[str, Any] = field(default_factory=dict)  # global_batch, seq_len, micro_batch, ...
     layout_overrides: Mapping[str, Any] = field(default_factory=dict)
     cluster_overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -108,7 +108,7 @@ def make_point(
     gpus: int,
     settings: Mapping[str, Any],
     *,
-    cluster: str = DEFAULT_CLUSTER,
+    cluster: str | ClusterSpec = DEFAULT_CLUSTER,
     **simulate_kwargs: Any,
 ) -> Point:
     """A point whose settings each go where ``target_of`` says (aliases expanded); settings win over the

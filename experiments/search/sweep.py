@@ -33,9 +33,10 @@ from experiments.common.paths import atomic_path, check_output_file
 from experiments.common.progress import bar
 from experiments.search.points import Point, kind_of, make_point, run_point
 from experiments.search.sweep_table import Params, inputs_hash, keep_done, locked, point_id, unique
+from simulator.report.clusters import load_cluster
 from simulator.report.simulate import COMM_KINDS, Report
 from topologies.errors import ConfigError
-from workloads.inputs.yaml_files import is_yaml_path, read_yaml
+from workloads.inputs.yaml_files import is_yaml_path, load_layout, load_model, read_yaml
 from workloads.specs.fieldtypes import check_value
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.limits import check_limit
@@ -130,8 +131,43 @@ def grid(spec: dict[str, object]) -> list[Params]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
-def to_point(params: Params) -> Point:
-    """The typed point of one grid row (raises ConfigError for invalid ones, including values of the wrong type)."""
+Specs = dict[tuple, object]  # ("model", source), ("layout", source), ("cluster", source, gpus) -> its spec
+
+
+def _sources(params: Params) -> list[tuple[tuple, Callable[[], object]]]:
+    """The specs a point names, each with how to load it; a source of the wrong type has none (check_point's)."""
+    model, layout, cluster = (params.get(k, DEFAULTS[k]) for k in ("model", "layout", "cluster"))
+    gpus = params.get("gpus")
+    named = []
+    if isinstance(model, str):
+        named.append((("model", model), lambda: load_model(model)))
+    if isinstance(layout, str):
+        named.append((("layout", layout), lambda: load_layout(layout)))
+    if isinstance(cluster, str) and isinstance(gpus, int) and not isinstance(gpus, bool):
+        named.append((("cluster", cluster, gpus), lambda: load_cluster(cluster, gpus)))
+    return named
+
+
+def load_specs(points: list[Params]) -> Specs:
+    """The models, layouts and clusters the points name, each loaded once, here, for the workers to share: a YAML
+    file takes ~2 ms to read and parse, once per sweep instead of once per point and phase. A source that fails to
+    load is left out: each of its points loads it again, on its worker, and gets its error row as before."""
+    specs: Specs = {}
+    failed: set[tuple] = set()
+    for params in points:
+        for key, load in _sources(params):
+            if key in specs or key in failed:
+                continue
+            try:
+                specs[key] = load()
+            except Exception:  # noqa: BLE001 - raised again by the point's own load, where it always was
+                failed.add(key)
+    return specs
+
+
+def to_point(params: Params, specs: Specs | None = None) -> Point:
+    """The typed point of one grid row (raises ConfigError for invalid ones, including values of the wrong type),
+    on the specs loaded already where ``specs`` has them."""
     check_point(params)
     if "gpus" not in params:
         raise ConfigError("gpus", "give the number of GPUs")
@@ -139,13 +175,17 @@ def to_point(params: Params) -> Point:
     if "nic_gbps" in settings:  # GB/s -> bytes/s, once, at the boundary
         settings["nic_bandwidth_Bps"] = settings.pop("nic_gbps") * 1e9
     model, layout, cluster = (params.get(k, DEFAULTS[k]) for k in ("model", "layout", "cluster"))
+    if specs:
+        model = specs.get(("model", model), model)
+        layout = specs.get(("layout", layout), layout)
+        cluster = specs.get(("cluster", cluster, params["gpus"]), cluster)
     return make_point(model, layout, params["gpus"], settings, cluster=cluster)
 
 
-def sweep_row(params: Params) -> dict[str, object]:
+def sweep_row(params: Params, specs: Specs | None = None) -> dict[str, object]:
     """One output row: the point's parameters, the report's columns (or an error) and point_id."""
     try:
-        result = run_point(to_point(params))
+        result = run_point(to_point(params, specs))
     except ConfigError as error:
         result = {"error": str(error)}
     row: dict[str, object] = dict(params)
@@ -178,7 +218,7 @@ WINDOW_PER_SLOT = 2  # with a pruner, points in flight per worker: enough to kee
 SWEEP_BATCH_MAX = 8
 
 
-def _windowed(points: list[Params], workers: Workers, prune: Pruner) -> Iterator[dict[str, object]]:
+def _windowed(points: list[Params], workers: Workers, prune: Pruner, specs: object) -> Iterator[dict[str, object]]:
     """Rows of the points sent in order, each asked of ``prune`` just before, while at most WINDOW_PER_SLOT per
     worker are in flight (one in this process, so that each point sees every row before it); rows as they finish."""
     window = workers.slots * WINDOW_PER_SLOT if workers.parallel else 1
@@ -190,7 +230,7 @@ def _windowed(points: list[Params], workers: Workers, prune: Pruner) -> Iterator
                 if prune.skip(point):
                     prune.skipped += 1
                     continue
-                sent[workers.submit(sweep_row, point)] = len(sent)
+                sent[workers.submit(sweep_row, point, specs)] = len(sent)
                 if len(sent) >= window:
                     break
             if not sent:
@@ -206,10 +246,12 @@ def _windowed(points: list[Params], workers: Workers, prune: Pruner) -> Iterator
 
 
 def _rows(points: list[Params], workers: Workers, prune: Pruner | None) -> Iterator[dict[str, object]]:
-    """The points' rows: in the points' order (batches of points per task), or as they finish with a pruner."""
+    """The points' rows: in the points' order (batches of points per task), or as they finish with a pruner; the
+    specs they name loaded here and put on the workers once."""
+    specs = workers.share(load_specs(points))
     if prune is None:
-        return workers.imap(sweep_row, points, most=SWEEP_BATCH_MAX)
-    return _windowed(points, workers, prune)
+        return workers.imap(sweep_row, points, specs, most=SWEEP_BATCH_MAX)
+    return _windowed(points, workers, prune, specs)
 
 
 def _describe(row: dict[str, object]) -> str:

@@ -12,6 +12,7 @@ from experiments.common.parallel import Workers
 from experiments.search.search import candidates, search
 from experiments.search.space import SearchSpace
 from experiments.search.sweep import read_rows, run_sweep
+from workloads.inputs.yaml_files import layout_to_yaml, load_layout, load_model, model_to_yaml
 
 distributed = pytest.importorskip("dask.distributed")
 pytestmark = pytest.mark.xdist_group("dask_cluster")  # one pytest worker starts the cluster for every test here
@@ -36,14 +37,20 @@ def _table(path: Path) -> list[dict[str, str]]:
 
 
 def test_a_sweep_table_is_the_same_on_every_backend(tmp_path: Path, client) -> None:
-    """Every point's row, an error row among them, in the points' order (not as they finish), on each backend."""
+    """Every point's row, an error row among them, in the points' order (not as they finish), on each backend;
+    points whose model and layout are YAML files (loaded once, sent to the workers once) among them."""
     points, _ = candidates(MODEL, GPUS, space=SPACE, **JOB)
-    points = [*points, {**points[0], "pp": 3}]  # 3 stages of 32 layers on 16 GPUs: an error row
+    model_file, layout_file = tmp_path / "model.yaml", tmp_path / "layout.yaml"
+    model_file.write_text(model_to_yaml(load_model(MODEL)))
+    layout_file.write_text(layout_to_yaml(load_layout(points[0]["layout"])))
+    from_files = [{**p, "model": str(model_file), "layout": str(layout_file)} for p in points[:4]]
+    points = [*points, {**points[0], "pp": 3}, *from_files]  # 3 stages of 32 layers on 16 GPUs: an error row
     tables = {}
     for name, options in {"here": {}, "two processes": {"jobs": 2}, "dask": {"scheduler": client}}.items():
         run_sweep(points, tmp_path / f"{name}.csv", progress=lambda _: None, **options)
         tables[name] = _table(tmp_path / f"{name}.csv")
-    assert len(tables["here"]) == len(points) and tables["here"][-1]["error"]
+    assert len(tables["here"]) == len(points) and tables["here"][-5]["error"]
+    assert not any(row["error"] for row in tables["here"][-4:])
     assert [row["point_id"] for row in tables["here"]] == [row["point_id"] for row in tables["dask"]]
     assert tables["two processes"] == tables["here"]
     assert tables["dask"] == tables["here"]
