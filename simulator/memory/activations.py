@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from workloads.ops import BYTES_BF16, Module
 from workloads.recipes.activation import EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.ops import BYTES_BF16, Module
 
 BYTES_FP8 = 1
+BYTES_E5M6 = 12 / 8  # DeepSeek-V3's 12-bit activation format (1 sign, 5 exponent, 6 mantissa bits; Sec. 3.3.3)
 BYTES_FP32 = 4
 BYTES_INDEX = 8  # int64
 
@@ -68,9 +69,12 @@ def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         kv_width = model.num_kv_heads * model.head_dim
         saved.append(Saved("q_k_v", BYTES_BF16 * (model.q_width + 2 * kv_width)))  # Korthikanti: QK^T 4sbh, V 2sbh
         v_width = model.q_width
-    saved.append(Saved("attn_out", BYTES_BF16 * v_width))  # FlashAttention's O = the output projection's input
+    if layout.fp8_activation_cache:  # DeepSeek-V3 Sec. 3.3.3: one E5M6 copy of O for attention and the projection
+        saved.append(Saved("attn_out_e5m6", BYTES_E5M6 * v_width))
+    else:
+        saved.append(Saved("attn_out", BYTES_BF16 * v_width))  # FlashAttention's O = the output projection's input
     saved.append(Saved("attn_lse", BYTES_FP32 * heads))  # FlashAttention's log-sum-exp, FP32 per head
-    if fp8:
+    if fp8 and not layout.fp8_activation_cache:
         saved.append(Saved("out_proj_input_fp8", BYTES_FP8 * v_width))  # TE's quantized copy of O
     return saved
 
@@ -127,7 +131,12 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         Saved("router_input", BYTES_BF16 * h, Module.LAYERNORM, True),  # pre_mlp_layernorm's output (own module)
         Saved("router_scores", BYTES_FP32 * model.num_experts, moe),
         Saved("expert_fc1_input", copies * g * h, moe),
-        Saved("expert_fc1_output", copies * BYTES_BF16 * 2 * width / split, moe),
+        # the SwiGLU's input: FP8 under DeepSeek-V3's activation cache (Sec. 3.3.3), else BF16
+        Saved(
+            "expert_fc1_output",
+            copies * (BYTES_FP8 if layout.fp8_activation_cache else BYTES_BF16) * 2 * width / split,
+            moe,
+        ),
         Saved("expert_fc2_input", copies * g * width / split, act),
     ]
     if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/recipes/activation.py)

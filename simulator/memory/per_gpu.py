@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from simulator.memory.activations import megatron_layer_bytes
+from workloads.graph.step import StepWorkload
+from workloads.ops import BYTES_BF16, Module
+from workloads.schedules.base import ScheduleShape
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.ops import BYTES_BF16, Module
 from workloads.specs.precision import DTYPE_BYTES
-from workloads.schedules.base import ScheduleShape
-from workloads.graph.step import StepWorkload
 
 GIB = 2**30
 TERMS = ("params", "grads", "optimizer", "activations", "buffers")
@@ -44,7 +44,10 @@ class MemoryBreakdown:
 
 def megascale_formula(layout: LayoutSpec) -> bool:
     """Whether the layout runs MegaScale-MoE's own system (its SP attention or its SAR), whose activations
-    the paper gives in closed form (Sec. 4.1); other layouts (Megatron-Core) are counted tensor by tensor."""
+    the paper gives in closed form (Sec. 4.1); other layouts (Megatron-Core, and DeepSeek-V3's FP8 activation
+    cache, which the closed form does not know) are counted tensor by tensor."""
+    if layout.fp8_activation_cache:
+        return False
     return layout.attention == "sp" or layout.recompute == "sar"
 
 

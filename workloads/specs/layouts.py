@@ -88,6 +88,12 @@ def _check_memory_options(layout: LayoutSpec) -> None:
         for field in ("fp8_param_gather", "fp8_recipe"):
             if getattr(layout, field):
                 raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
+    if layout.fp8_activation_cache and (layout.gemm_dtype != "fp8" or "moe_act" not in layout.recompute_modules):
+        raise ConfigError(
+            "layout.fp8_activation_cache",
+            "DeepSeek-V3's FP8 activation cache (Sec. 3.3.3) goes with FP8 training and recomputes the SwiGLU output: "
+            'needs gemm_dtype "fp8" and recompute "selective" with moe_act in recompute_modules',
+        )
     if layout.param_remainders and layout.main_params_dtype != "fp32":
         raise ConfigError(
             "layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32"
@@ -194,6 +200,12 @@ class LayoutSpec:
     # (TransformerConfig.recompute_modules, megatron/core/transformer/transformer_config.py;
     # MoELayer.forward's checkpoint of custom_forward, megatron/core/transformer/moe/moe_layer.py).
     keep_dispatch: bool = False
+    # DeepSeek-V3's low-precision activation storage (arXiv 2412.19437 Sec. 3.3.3, "Low-Precision Activation"):
+    # the input of the linear layer after attention, which attention's backward also reads, kept once in the
+    # 12-bit E5M6 format; the input of the routed experts' SwiGLU kept in FP8, its output recomputed in backward
+    # (recompute_modules moe_act). Counted tensor by tensor (simulator.memory.activations); the E5M6 and FP8
+    # conversion kernels are not timed.
+    fp8_activation_cache: bool = False
     # Optimizer and gradient storage (Megatron-Core distributed optimizer; simulator.memory.per_gpu): dtypes of the
     # main gradients, FP32 master weights and Adam moments; param_remainders keeps only the 16 low bits of
     # each FP32 master weight beside its BF16 copy (TE FusedAdam store_param_remainders).
