@@ -100,3 +100,20 @@ def test_interleaving_at_pp_2_follows_overlap_p2p() -> None:
         parse_megatron_args(base + " --no-overlap-p2p-communication").resolve(GPT_OSS)
     with pytest.raises(ConfigError, match="pp >= 2"):
         parse_megatron_args("--num-virtual-stages-per-pipeline-rank 2").resolve(GPT_OSS)
+
+
+def test_a_layout_with_the_virtual_stages_it_implies() -> None:
+    """Megatron-Bridge configs carry the layout and the virtual stages it implies; Megatron-LM takes one of the two:
+    a consistent pair is read with a note, an inconsistent one names the flag."""
+    dsv3 = load_model("examples/models/deepseek-v3.json")
+    flags = (
+        '--pipeline-model-parallel-size 8 --pipeline-model-parallel-layout "Et|(tt|)*30mL" --mtp-num-layers 1 '
+        "--expert-model-parallel-size 8 "
+    )
+    run = parse_megatron_args(flags + "--num-virtual-stages-per-pipeline-rank 4").resolve(dsv3)
+    assert run.layout.virtual_stages == 4 and any("implies it" in note for note in run.notes)
+    with pytest.raises(ConfigError) as error:
+        parse_megatron_args(flags + "--num-virtual-stages-per-pipeline-rank 2").resolve(dsv3)
+    assert error.value.field == "--num-virtual-stages-per-pipeline-rank" and "give 4" in error.value.rule
+    with pytest.raises(ConfigError, match="at most one"):
+        parse_megatron_args(flags + "--num-layers-per-virtual-pipeline-stage 2").resolve(dsv3)

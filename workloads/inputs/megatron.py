@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
-from workloads.graph.step import block_layer_counts
 from workloads.inputs import megatron_model
-from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, read_text
+from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
-from workloads.inputs.megatron_pipeline import block_layers, parse_layout, stage_layers
+from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -88,7 +87,7 @@ class MegatronJob:
         ignored = list(self.ignored)
         model = megatron_model.apply(self.args, self.model_overrides, base_model, notes, ignored)
         megatron_model.check_divisible(self.args, model)
-        fields = {**self.layout_fields, **_pipeline(self.args, model, self.layout_fields, notes)}
+        fields = {**self.layout_fields, **pipeline_fields(self.args, model, self.layout_fields, notes)}
         _ep_overlap(fields, ignored)
         fields.update(self._etp_that_fits(fields, num_gpus, notes))
         base = base_layout or LayoutSpec("megatron-args")
@@ -155,24 +154,17 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
     return MegatronJob(
         fields,
         overrides,
-        _positive(args, "--global-batch-size", None),
-        _positive(args, "--seq-length", None),
+        positive(args, "--global-batch-size", None),
+        positive(args, "--seq-length", None),
         (*ignored, *extra),
         tuple(notes),
         args,
     )
 
 
-def _positive(args: dict[str, Any], flag: str, default: int | None) -> Any:
-    value = args.get(flag, default)
-    if value is not None and value < 1:
-        raise ConfigError(flag, f"must be a positive integer, got {value}")
-    return value
-
-
 def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """TP (moesim's TP attention over intra_size GPUs), PP, CP and the micro-batch."""
-    tp = _positive(args, "--tensor-model-parallel-size", 1)
+    tp = positive(args, "--tensor-model-parallel-size", 1)
     # arguments.py validate_args turns sequence parallelism off at TP 1, then asserts it under --tp-comm-overlap
     if args.get("--tp-comm-overlap") and not (args.get("--sequence-parallel") and tp > 1):
         raise ConfigError("--tp-comm-overlap", "needs --sequence-parallel with TP > 1 (Megatron-LM)")
@@ -181,9 +173,9 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {
         "attention": "tp",
         "intra_size": tp,
-        "pp": _positive(args, "--pipeline-model-parallel-size", 1),
-        "cp": _positive(args, "--context-parallel-size", 1),
-        "micro_batch": _positive(args, "--micro-batch-size", 1),
+        "pp": positive(args, "--pipeline-model-parallel-size", 1),
+        "cp": positive(args, "--context-parallel-size", 1),
+        "micro_batch": positive(args, "--micro-batch-size", 1),
         # without --sequence-parallel every TP rank keeps the whole sequence and the TP blocks all-reduce
         "sequence_parallel": tp == 1 or bool(args.get("--sequence-parallel")),
         # TE userbuffers: the TP collectives of attention and dense MLPs overlapped with their GEMMs
@@ -200,8 +192,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     of a stage, and so does moesim (workloads.specs.validation), which also needs EP x ETP to be a multiple of TP:
     ``--expert-tensor-parallel-size 1`` is the usual fix. EP 1 with ETP = TP is moesim's ffn "tp"."""
     tp = args.get("--tensor-model-parallel-size", 1)
-    ep = _positive(args, "--expert-model-parallel-size", 1)
-    etp = _positive(args, "--expert-tensor-parallel-size", tp)
+    ep = positive(args, "--expert-model-parallel-size", 1)
+    etp = positive(args, "--expert-tensor-parallel-size", tp)
     dispatcher = args.get("--moe-token-dispatcher-type", "allgather")  # TransformerConfig default
     if args.get("--moe-enable-deepep") and dispatcher != "flex":
         raise ConfigError("--moe-enable-deepep", "DeepEP is only supported with --moe-token-dispatcher-type flex")
@@ -416,72 +408,3 @@ def _data_parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if distributed and grads and not params:
         notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
     return {"zero_stage": 1 if distributed else 0, "grad_sync": "fp32-rs", "dp_overlap": grads}
-
-
-def _pipeline(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """Virtual stages, the schedule, per-block layer counts and the layers the block method keeps."""
-    pp, layers = fields["pp"], model.num_layers
-    text = args.get("--pipeline-model-parallel-layout")
-    per_chunk = _positive(args, "--num-layers-per-virtual-pipeline-stage", None)
-    chunks = _positive(args, "--num-virtual-stages-per-pipeline-rank", None)
-    if sum(value is not None for value in (text, per_chunk, chunks)) > 1:
-        raise ConfigError(
-            "--pipeline-model-parallel-layout",
-            "give at most one of it, --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank",
-        )
-    first, last = args.get("--decoder-first-pipeline-num-layers"), args.get("--decoder-last-pipeline-num-layers")
-    embedding = bool(args.get("--account-for-embedding-in-pipeline-split"))
-    loss = bool(args.get("--account-for-loss-in-pipeline-split"))
-    for flag, value in (("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)):
-        if value is not None and value < 0:
-            raise ConfigError(flag, f"must be >= 0, got {value}")
-    if text is not None:
-        if first is not None or last is not None or embedding or loss:
-            raise ConfigError("--pipeline-model-parallel-layout", "replaces the first/last and account-for flags")
-        split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0))
-        blocks, chunks = list(split.layers), len(split.layers) // pp
-        if any(split.mtp[:-1]):
-            notes.append("MTP modules simulated on the last block, beside the head")
-    else:
-        if per_chunk is not None:
-            if first is not None or last is not None:
-                raise ConfigError(
-                    "--num-layers-per-virtual-pipeline-stage", "use --num-virtual-stages-per-pipeline-rank"
-                )
-            total = layers + embedding + loss
-            if total % pp or (total // pp) % per_chunk:
-                raise ConfigError("--num-layers-per-virtual-pipeline-stage", "must divide the layers per rank")
-            chunks = total // pp // per_chunk
-        chunks = chunks or 1
-        plain = first is None and last is None and not embedding and not loss
-        if plain and layers % (pp * chunks):  # Megatron refuses this; moesim splits unevenly and says so
-            notes.append(
-                f"{layers} layers do not split over pp x virtual stages = {pp * chunks} blocks, which Megatron "
-                "refuses without --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-"
-                "pipeline-split or a layout; simulated with one layer fewer on the last, then the first blocks"
-            )
-            blocks = block_layer_counts(layers, pp * chunks)
-        else:
-            blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
-    # validate_args at d98e8a64dd: interleaving needs PP > 1, and PP > 2 with --no-overlap-p2p-communication
-    if chunks > 1 and (pp == 1 or (pp == 2 and args.get("--no-overlap-p2p-communication"))):
-        minimum = 2 if pp == 1 else 3
-        raise ConfigError(
-            "--pipeline-model-parallel-size", f"the interleaved schedule needs pp >= {minimum} (Megatron-LM)"
-        )
-    out: dict[str, Any] = {
-        "virtual_stages": chunks,
-        "schedule": "interleaved" if chunks > 1 else "1f1b",
-        "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
-    }
-    if granularity(args) == "full":
-        recomputed = args["--recompute-num-layers"]
-        if args["--recompute-method"] == "block":  # the first N layers of each chunk; the rest keep theirs
-            out["recompute_kept_layers"] = max(max(blocks) - recomputed, 0)
-            if len(set(blocks)) > 1:
-                notes.append("--recompute-method block on uneven blocks: the fullest block keeps the layers given")
-        else:  # uniform: every layer recomputed, one input kept per unit of N layers
-            out["recompute_kept_layers"] = 0
-            if recomputed > 1:
-                notes.append(f"--recompute-method uniform with units of {recomputed} layers: moesim keeps every input")
-    return out

@@ -238,6 +238,14 @@ def parse_arguments(words: list[str]) -> Arguments:
     return Arguments(values, tuple(ignored.values()))
 
 
+def positive(args: dict[str, Any], flag: str, default: int | None) -> Any:
+    """The value of ``flag`` (or ``default``), which must be >= 1 when given."""
+    value = args.get(flag, default)
+    if value is not None and value < 1:
+        raise ConfigError(flag, f"must be a positive integer, got {value}")
+    return value
+
+
 def flag_class(name: str) -> str:
     """A flag's class: "modelled" (moesim reads its value), else its reason's (megatron_flag_list.reason_class)."""
     return "modelled" if name in FLAGS else reason_class(ignored_reason(name))

@@ -1,4 +1,5 @@
-"""Megatron-LM's pipeline splits and layer patterns as moesim block layer counts and dense-layer lists.
+"""Megatron-LM's pipeline splits and layer patterns as moesim block layer counts and dense-layer lists, and the
+layout fields a job's pipeline flags set (``pipeline_fields``: virtual stages, schedule, blocks, kept layers).
 
 Each rule follows Megatron-Core at NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553:
 ``get_num_layers_to_build`` (megatron/core/transformer/transformer_block.py) for uneven first / last
@@ -13,10 +14,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
-from workloads.inputs.megatron_args import Flag, Kind, typed
+from workloads.graph.step import block_layer_counts
+from workloads.inputs.megatron_args import Flag, Kind, positive, typed
+from workloads.inputs.megatron_graphs import granularity
+from workloads.specs.models import ModelSpec
 
 MAX_EXPANDED = 100_000  # characters / list items a layout string or layer pattern may unroll to
 LAYOUT_FLAG = "--pipeline-model-parallel-layout"
@@ -179,3 +183,87 @@ def _evaluate(node: ast.AST) -> int | list:
                 raise ValueError("too large")
             return left * right
     raise ValueError("unsupported expression")
+
+
+def pipeline_fields(args: dict[str, Any], model: ModelSpec, fields: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Virtual stages, the schedule, per-block layer counts and the layers the block method keeps."""
+    pp, layers = fields["pp"], model.num_layers
+    text = args.get("--pipeline-model-parallel-layout")
+    per_chunk = positive(args, "--num-layers-per-virtual-pipeline-stage", None)
+    chunks = positive(args, "--num-virtual-stages-per-pipeline-rank", None)
+    # Megatron-LM's validate_args allows one of the three (d98e8a64dd); Megatron-Bridge's configs carry the layout
+    # with the virtual stages it implies, so a consistent pair is read with a note, an inconsistent one refused
+    paired = text is not None and chunks is not None and per_chunk is None
+    if sum(value is not None for value in (text, per_chunk, chunks)) > 1 and not paired:
+        raise ConfigError(
+            "--pipeline-model-parallel-layout",
+            "give at most one of it, --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank",
+        )
+    first, last = args.get("--decoder-first-pipeline-num-layers"), args.get("--decoder-last-pipeline-num-layers")
+    embedding = bool(args.get("--account-for-embedding-in-pipeline-split"))
+    loss = bool(args.get("--account-for-loss-in-pipeline-split"))
+    for flag, value in (("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)):
+        if value is not None and value < 0:
+            raise ConfigError(flag, f"must be >= 0, got {value}")
+    if text is not None:
+        if first is not None or last is not None or embedding or loss:
+            raise ConfigError("--pipeline-model-parallel-layout", "replaces the first/last and account-for flags")
+        split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0))
+        implied = len(split.layers) // pp
+        if paired and chunks != implied:
+            raise ConfigError(
+                "--num-virtual-stages-per-pipeline-rank",
+                f"{chunks} disagrees with --pipeline-model-parallel-layout, whose {len(split.layers)} blocks over PP "
+                f"{pp} give {implied} (drop one of the two)",
+            )
+        if paired:
+            notes.append(
+                f"--num-virtual-stages-per-pipeline-rank {chunks} beside the layout that implies it: Megatron-LM "
+                "refuses the pair; read as the layout alone"
+            )
+        blocks, chunks = list(split.layers), implied
+        if any(split.mtp[:-1]):
+            notes.append("MTP modules simulated on the last block, beside the head")
+    else:
+        if per_chunk is not None:
+            if first is not None or last is not None:
+                raise ConfigError(
+                    "--num-layers-per-virtual-pipeline-stage", "use --num-virtual-stages-per-pipeline-rank"
+                )
+            total = layers + embedding + loss
+            if total % pp or (total // pp) % per_chunk:
+                raise ConfigError("--num-layers-per-virtual-pipeline-stage", "must divide the layers per rank")
+            chunks = total // pp // per_chunk
+        chunks = chunks or 1
+        plain = first is None and last is None and not embedding and not loss
+        if plain and layers % (pp * chunks):  # Megatron refuses this; moesim splits unevenly and says so
+            notes.append(
+                f"{layers} layers do not split over pp x virtual stages = {pp * chunks} blocks, which Megatron "
+                "refuses without --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-"
+                "pipeline-split or a layout; simulated with one layer fewer on the last, then the first blocks"
+            )
+            blocks = block_layer_counts(layers, pp * chunks)
+        else:
+            blocks = block_layers(stage_layers(layers, pp, first, last, embedding, loss), chunks, embedding, loss)
+    # validate_args at d98e8a64dd: interleaving needs PP > 1, and PP > 2 with --no-overlap-p2p-communication
+    if chunks > 1 and (pp == 1 or (pp == 2 and args.get("--no-overlap-p2p-communication"))):
+        minimum = 2 if pp == 1 else 3
+        raise ConfigError(
+            "--pipeline-model-parallel-size", f"the interleaved schedule needs pp >= {minimum} (Megatron-LM)"
+        )
+    out: dict[str, Any] = {
+        "virtual_stages": chunks,
+        "schedule": "interleaved" if chunks > 1 else "1f1b",
+        "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
+    }
+    if granularity(args) == "full":
+        recomputed = args["--recompute-num-layers"]
+        if args["--recompute-method"] == "block":  # the first N layers of each chunk; the rest keep theirs
+            out["recompute_kept_layers"] = max(max(blocks) - recomputed, 0)
+            if len(set(blocks)) > 1:
+                notes.append("--recompute-method block on uneven blocks: the fullest block keeps the layers given")
+        else:  # uniform: every layer recomputed, one input kept per unit of N layers
+            out["recompute_kept_layers"] = 0
+            if recomputed > 1:
+                notes.append(f"--recompute-method uniform with units of {recomputed} layers: moesim keeps every input")
+    return out
