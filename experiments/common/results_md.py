@@ -32,7 +32,7 @@ def calibration_section() -> str:
             "Choices the paper leaves open, made once and used everywhere: micro-batch 1, plain 1F1B, "
             "capacity factor 1.25 (expert GEMMs on padded buffers), ZeRO-1, BF16 params with FP32 grads, "
             "MFU counting GEMMs + FlashAttention (non-causal count, backward 2.5x forward), recomputation "
-            "not counted; see README."
+            "not counted; see docs/accuracy.md."
         ),
     ]
     return "\n".join(rows)

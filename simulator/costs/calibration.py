@@ -42,8 +42,8 @@ class Calibration:
     # multiplies sustained_clock_fraction (below); before that was declared the fit was their product, 0.7281.
     # `python -m experiments.paper.calibrate --implied` places it in MoE layers: before the wgrads' main-gradient
     # accumulation was charged (simulator.costs.kernels.accumulate_epilogue_s; the fit was 0.6271), every MoE case of the
-    # corpus, H800 or H100, needed 0.46-0.66 on its own, the dense Llama runs 0.86-0.94 (README, "Modelling
-    # choices"); the MegaScale-MoE paper blames small GroupedGEMMs, dynamic shapes and CPU jitter. SMs held by
+    # corpus, H800 or H100, needed 0.46-0.66 on its own, the dense Llama runs 0.86-0.94 (docs/accuracy.md, "The one
+    # fitted constant"); the MegaScale-MoE paper blames small GroupedGEMMs, dynamic shapes and CPU jitter. SMs held by
     # communication kernels are modelled (comm_sms_*). A cross-check on one H100 (`moesim reproduce moe-layer`,
     # SonicMoE Fig. 14): unfitted, the simulated MoE layer matches DeepGEMM's grouped GEMMs with PyTorch glue to
     # 7% (forward), while Megatron-Core's own layer runs at 0.70 (median; mean 0.72) of that speed: the residual

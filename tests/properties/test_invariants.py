@@ -165,7 +165,7 @@ def test_bigger_nodes_never_slower_for_cross_node_ep(case: Case) -> None:
     The all-to-all's latency is one network step either way. The group spans 4 nodes, so it still crosses
     nodes at twice the size: a group that fits one node is dispatched by NCCL's in-node all-to-all (0.75 of
     NVLink) rather than DeepEP's (0.97), a different kernel, and may be slower (DeepSeek-V3 on 1,024 H800 at 64
-    GPUs per node, see README). One stage only: with PP, a PP send and an EP collective that now overlap share a
+    GPUs per node, see docs/modelling.md). One stage only: with PP, a PP send and an EP collective that now overlap share a
     NIC, and who waits can change."""
     small = case.cluster
     ep = case.layout.ep

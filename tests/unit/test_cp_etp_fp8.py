@@ -229,7 +229,7 @@ def test_bad_combinations_name_the_field(changes: dict, gpus: int, seq_len: int,
 
 
 def test_new_fields_load_from_yaml(tmp_path) -> None:
-    """The README's example lines load; a non-integer cp names the field."""
+    """The example lines of docs/files.md load; a non-integer cp names the field."""
     path = tmp_path / "cp.yaml"
     path.write_text("base: megascale-moe\ncp: 2\netp: 2\ncomm_dtype: fp8\n")
     layout = load_layout(str(path))
