@@ -1,5 +1,6 @@
 """model_type kimi_k2 (workloads/inputs/hf_config.py): DeepSeek-V3's architecture at 384 experts and 64 heads, read
-from examples/models/kimi-k2.json (moonshotai/Kimi-K2-Instruct's config.json keys)."""
+from examples/models/kimi-k2.json (moonshotai/Kimi-K2-Instruct's config.json keys); model types with layers moesim
+cannot express (Mamba, linear attention) refused by name."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
+from topologies.errors import ConfigError
 from workloads.inputs.hf_config import model_from_hf_dict
 from workloads.inputs.yaml_files import load_model
 
@@ -48,3 +52,11 @@ def test_total_by_hand() -> None:
     layers = 61 * (attention + norms + 2 * h) + dense + 60 * (385 * expert + router)
     total = layers + 2 * 163840 * h  # embedding and head (moesim leaves out the final norm's 7,168 weights)
     assert load_model(MODELS / "kimi-k2.json").total_params == total
+
+
+@pytest.mark.parametrize("model_type", ["nemotron_h", "jamba", "falcon_h1", "qwen3_next", "kimi_linear"])
+def test_layers_moesim_cannot_express_are_named(model_type: str) -> None:
+    """Hybrid Mamba and linear-attention models: a refusal that says which layers are not modelled."""
+    with pytest.raises(ConfigError) as error:
+        model_from_hf_dict({"model_type": model_type}, "x")
+    assert error.value.field == "model.model_type" and "not modelled" in error.value.rule

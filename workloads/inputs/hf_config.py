@@ -202,6 +202,16 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
 }
 
 
+# Model types whose layers moesim cannot express: a refusal that says which layers, not "not supported".
+NOT_EXPRESSED = {
+    "nemotron_h": "a hybrid Mamba-Transformer (hybrid_override_pattern: M = Mamba-2 layer): Mamba layers are not modelled",
+    "jamba": "a hybrid Mamba-Transformer (attn_layer_period): Mamba layers are not modelled",
+    "falcon_h1": "a hybrid with Mamba-2 heads beside attention in every layer: Mamba layers are not modelled",
+    "qwen3_next": "Gated DeltaNet linear-attention layers (layer_types linear_attention) are not modelled",
+    "kimi_linear": "Kimi Delta Attention linear-attention layers (linear_attn_config kda_layers) are not modelled",
+}
+
+
 def is_hf_config_path(value: object) -> bool:
     """A path ending in .json, or a folder holding a config.json."""
     if not isinstance(value, (str, Path)):
@@ -218,6 +228,8 @@ def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> 
     if not isinstance(data, dict):
         raise ConfigError("model", f"{origin} must hold a JSON object, got {type(data).__name__}")
     model_type = data.get("model_type")
+    if model_type in NOT_EXPRESSED:
+        raise ConfigError("model.model_type", f"{model_type}: {NOT_EXPRESSED[model_type]} ({origin})")
     if not isinstance(model_type, str) or model_type not in READERS:
         raise ConfigError(
             "model.model_type",
