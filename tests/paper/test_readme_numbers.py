@@ -5,7 +5,6 @@ accuracy they state is the one results/validation.csv holds."""
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -177,14 +176,3 @@ def test_accuracy_statement(page: str) -> None:
     assert (int(count), mape) == (len(external), f"{external.abs().mean():.1%}"[:-1])
     assert (low, high) == (f"{external.min():.1%}"[:-1], f"{external.max():.1%}"[:-1])
     assert (int(paper_count), paper_mape) == (len(paper), f"{paper.abs().mean():.1%}"[:-1])
-
-
-def test_readme_commands_parse() -> None:
-    """Every `$ moesim ...` command the README shows is one the command line accepts (flags and values)."""
-    from experiments.cli.main import _parser
-
-    commands = re.findall(r"^\$ (moesim .*?(?:\\\n.*?)*)$", README, re.MULTILINE)
-    assert len(commands) >= 3
-    for command in commands:
-        argv = shlex.split(command.replace("\\\n", " "))[1:]
-        _parser(argv[0]).parse_args(argv)

@@ -1,9 +1,10 @@
-"""The YAML examples of the documentation load as the files they stand for: model, layout, cluster (and GPU) files
-through the strict loaders, a sweep file as the shipped one it shows."""
+"""The examples of the documentation are accepted as shown: YAML files by the strict loaders of their kind (a sweep
+file as the shipped one it shows), and every `moesim` command of a code block by the command line's parser."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,29 @@ def test_yaml_example_loads(page: str, block: str, tmp_path) -> None:
 def test_every_kind_is_shown() -> None:
     keys = [set(yaml.safe_load(block)) for _, block in BLOCKS]
     assert any("output" in k for k in keys) and any("num_layers" in k for k in keys) and any("gpu" in k for k in keys)
+
+
+def _commands(text: str) -> list[str]:
+    """The `moesim ...` lines of the page's code blocks (with a `$ ` prompt or without), continuations joined."""
+    commands = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL):
+        joined = re.sub(r"\\\n", " ", block)
+        commands += [line.split("  #")[0] for line in re.findall(r"^(?:\$ )?(moesim .*)$", joined, re.MULTILINE)]
+    return commands
+
+
+@pytest.mark.parametrize("page", ["README.md", *(f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md")))])
+def test_every_shown_command_parses(page: str) -> None:
+    """Flags and values as the command line takes them (the commands are not run here; the pages' tests run them)."""
+    from experiments.cli.main import _parser
+
+    for command in _commands((ROOT / page).read_text()):
+        argv = shlex.split(command)[1:]
+        try:
+            _parser(argv[0]).parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"{page}: {command}")
+
+
+def test_the_readme_shows_commands() -> None:
+    assert len(_commands((ROOT / "README.md").read_text())) >= 3
