@@ -25,6 +25,14 @@ def test_api_page_snippet() -> None:
     assert len(scope["row"]) == 1
 
 
+def test_simulator_simulate_is_the_same_function() -> None:
+    """The page says `from simulator import simulate` is moesim.simulate."""
+    import moesim
+    from simulator import simulate
+
+    assert simulate is moesim.simulate
+
+
 @pytest.mark.parametrize(
     ("page", "index"), [(page, i) for page in ("api.md", "getting-started.md") for i in range(len(_snippets(page)))]
 )
