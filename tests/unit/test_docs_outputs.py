@@ -49,3 +49,25 @@ def test_every_results_column_is_explained(path: Path) -> None:
         columns = next(csv.reader(handle))
     missing = [column for column in columns if f"`{column}`" not in GLOSSARY]
     assert missing == [], f"docs/outputs.md does not explain these columns of results/{path.name}"
+
+
+def test_every_compare_and_search_column_is_explained(tmp_path, capsys) -> None:
+    """A point's parameters are layout fields or sweep keys (docs/yaml-reference.md); every other column of a compare
+    or search table is in the glossary."""
+    reference = (ROOT / "docs" / "yaml-reference.md").read_text()
+    small = ["--model", "mixtral-8x7b", "--cluster", "h100", "--global-batch", "16"]
+    assert (
+        main(["compare", *small, "--gpus", "16", "--sweep", "pp=4", "--out", str(tmp_path / "c.csv"), "--quiet"]) == 0
+    )
+    search = ["search", *small, "--gpus", "16", "--seq-len", "1024", "--space", "narrow", "--fix", "pp=4", "--top", "1"]
+    assert main([*search, "--fix", "micro_batch=1", "--out", str(tmp_path / "s.csv"), "--quiet"]) == 0
+    capsys.readouterr()
+    for name in ("c.csv", "s.csv"):
+        with (tmp_path / name).open(newline="") as handle:
+            columns = next(csv.reader(handle))
+        missing = [
+            c
+            for c in columns
+            if f"`{c}`" not in GLOSSARY and f"- `{c}` (" not in reference and f"- `{c}`\n" not in reference
+        ]
+        assert missing == [], f"{name}: columns neither docs/outputs.md nor docs/yaml-reference.md explains"
