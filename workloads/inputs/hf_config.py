@@ -228,7 +228,7 @@ def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> 
     if not isinstance(data, dict):
         raise ConfigError("model", f"{origin} must hold a JSON object, got {type(data).__name__}")
     model_type = data.get("model_type")
-    if model_type in NOT_EXPRESSED:
+    if isinstance(model_type, str) and model_type in NOT_EXPRESSED:
         raise ConfigError("model.model_type", f"{model_type}: {NOT_EXPRESSED[model_type]} ({origin})")
     if not isinstance(model_type, str) or model_type not in READERS:
         raise ConfigError(
