@@ -1,5 +1,6 @@
 """MTP as Megatron decides (workloads/inputs/megatron_model.py): under --megatron-args, MTP modules exist only when
---mtp-num-layers says so; config.json's num_nextn_predict_layers describes the checkpoint, not the job."""
+--mtp-num-layers says so; config.json's num_nextn_predict_layers describes the checkpoint, not the job; tied
+embeddings follow the job too."""
 
 from __future__ import annotations
 
@@ -40,3 +41,15 @@ def test_mtp_num_layers_decides() -> None:
 def test_a_layout_placing_mtp_needs_the_flag() -> None:
     with pytest.raises(ConfigError, match="places 1 MTP modules, --mtp-num-layers gives 0"):
         parse_megatron_args(FLAGS + '--pipeline-model-parallel-layout "Et|(tt|)*30mL"').resolve(DEEPSEEK_V3)
+
+
+def test_tied_embeddings_follow_the_job() -> None:
+    """Megatron ties the embedding and the output layer unless --untie-embeddings-and-output-weights; config.json's
+    tie_word_embeddings describes the checkpoint: the job decides, and a note says where the two differ."""
+    qwen = load_model("examples/models/qwen3-30b-a3b.json")
+    assert not qwen.tied_embeddings
+    tied = parse_megatron_args("--bf16").resolve(qwen)
+    assert tied.model.tied_embeddings and any("simulated tied" in note for note in tied.notes)
+    assert tied.model.total_params == qwen.total_params - qwen.vocab_size * qwen.hidden_size
+    untied = parse_megatron_args("--bf16 --untie-embeddings-and-output-weights").resolve(qwen)
+    assert not untied.model.tied_embeddings and not any("tied" in note for note in untied.notes)

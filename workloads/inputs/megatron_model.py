@@ -120,8 +120,15 @@ def apply(
             f"the model has {base.mtp_layers} MTP module(s) (config.json num_nextn_predict_layers); without "
             "--mtp-num-layers Megatron trains none, and neither does moesim"
         )
-    if not args.get("--untie-embeddings-and-output-weights") and not base.tied_embeddings:
-        notes.append("no --untie-embeddings-and-output-weights: Megatron would tie them; kept the model's untied")
+    if not args.get("--untie-embeddings-and-output-weights"):
+        # Megatron ties them unless told not to (share_embeddings_and_output_weights = not
+        # --untie-embeddings-and-output-weights, arguments.py at d98e8a64dd): the job decides, not config.json
+        fields["tied_embeddings"] = True
+        if not base.tied_embeddings:
+            notes.append(
+                "no --untie-embeddings-and-output-weights: Megatron ties the embedding and the output layer, which "
+                "config.json unties (tie_word_embeddings false); simulated tied, as the job says"
+            )
     try:
         return base.with_(**fields)
     except TypeError as error:  # a field another engineer renamed: one line, not a traceback
