@@ -15,7 +15,6 @@ from simulator.engine.result import EngineResult
 from simulator.engine.unfolded import check_unfolded_size
 from simulator.fast.steady import run_step
 from simulator.memory.per_gpu import GIB, fit_recompute, peak_memory, peak_of, stage_memory
-from simulator.report.balance import balance_pipeline
 from simulator.report.bounds import step_lower_bound_s
 from simulator.report.bubbles import phase_means, schedule_bubble
 from simulator.report.checks import check_finite, check_simulate_args
@@ -25,7 +24,6 @@ from simulator.report.useful import useful_fraction
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
-from workloads.inputs.megatron_pipeline import layout_text
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.hints import memory_hint
 from workloads.specs.layouts import LayoutSpec
@@ -232,6 +230,8 @@ def prepare(
         layout = layout.with_(micro_batch=micro_batch)
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
     if layout.balance_blocks:
+        from simulator.report.balance import balance_pipeline  # NOTE: loaded only when balance_blocks asks for it
+
         workload = balance_pipeline(workload, cluster, calibration)
     workload = fit_recompute(workload, cluster.gpu.hbm_bytes)
     return workload, cluster, check_memory(workload, cluster, allow_oom)
@@ -282,6 +282,8 @@ def balanced_split(workload: StepWorkload) -> str:
     """The split balance_blocks chose, as Megatron-LM's layout string, or '' when it was not asked for."""
     if not workload.layout.balance_blocks:
         return ""
+    from workloads.inputs.megatron_pipeline import layout_text  # NOTE: Megatron's flags load only for a balanced split
+
     return layout_text(workload.layout.block_layers, workload.model.mtp_layers)
 
 

@@ -21,6 +21,8 @@ NOT_RUN = (
     "experiments.common.parallel",
     "experiments.common.stage_costs",
     "workloads.inputs.megatron",
+    "workloads.inputs.megatron_args",
+    "simulator.report.balance",
     "simulator.outputs",
 )
 
