@@ -10,7 +10,8 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 
 from experiments.common.paths import save_figure
-from simulator.outputs.trace import COMPUTE_T, TracedRun, stage_intervals
+from simulator.outputs.trace import COMPUTE_T, stage_intervals
+from simulator.outputs.trace_files import TracedRun
 
 Span = tuple[float, float]
 COLOURS = {

@@ -76,7 +76,7 @@ def run_with_outputs(
 ) -> Report:
     """Simulate as ``moesim run`` does (``layout``, ``cluster``: the resolved ones, default ``args.layout`` and
     ``args.cluster``; ``faults``: the parsed fault flags) and write the requested trace and plot."""
-    from simulator.outputs.trace import simulate_with_trace, stream_trace
+    from simulator.outputs.trace_files import simulate_with_trace, stream_trace
 
     stages = parse_stages(args.trace_stages)
     run = simulate_with_trace(

@@ -13,29 +13,20 @@ Placement: stage s's representative is GPU Place(0, s, 0) of simulator/engine/ra
 
 from __future__ import annotations
 
-import gzip
-import json
-import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from simulator.engine.engine import Engine, EngineResult
 from simulator.engine.faults import scale_compute
-from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.engine.probes import Probe, Transfer
 from simulator.engine.ranks import Place, RankMap
-from simulator.report.simulate import Report, simulate
+from simulator.outputs.trace_size import check_trace_events, kept_stages
+from simulator.streams.network import FluidNetwork
+from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming
-from simulator.outputs.trace_proto import is_proto_path, write_proto
-from simulator.outputs.trace_size import TraceSizeCheck, check_trace_events, kept_stages
-from topologies.cluster import ClusterSpec
-from workloads.specs.layouts import LayoutSpec
-from workloads.specs.models import ModelSpec
+from workloads.graph.step import StepWorkload
 from workloads.ops import COLLECTIVE, FUSED, Op
 from workloads.schedules.base import FORWARD, Task
-from workloads.graph.step import StepWorkload
 
 TASKS, COMPUTE_T, NVLINK_T, FUSED_T = "pipeline tasks", "compute", "NVLink comm", "NVLink (fused)"
 NIC_PP_T, NIC_DP_T, NIC_EP_T = "NIC comm (PP)", "NIC comm (DP)", "NIC comm (EP)"
@@ -238,15 +229,15 @@ def chrome_trace(
     so only when every op would make more than ELIDE_ABOVE events. ``stream_trace`` writes the same JSON
     without holding the events."""
     keep = kept_stages(timeline.workload, stages)
-    all_ops = _draw_all_ops(timeline, keep, micro_batches, all_ops)
-    return {"traceEvents": list(trace_events(timeline, keep, micro_batches, all_ops)), **_trace_meta(timeline, all_ops)}
+    all_ops = draw_all_ops(timeline, keep, micro_batches, all_ops)
+    return {"traceEvents": list(trace_events(timeline, keep, micro_batches, all_ops)), **trace_meta(timeline, all_ops)}
 
 
-def _draw_all_ops(timeline: Timeline, keep: list[int], micro_batches: int | None, all_ops: bool | None) -> bool:
+def draw_all_ops(timeline: Timeline, keep: list[int], micro_batches: int | None, all_ops: bool | None) -> bool:
     return op_events(timeline, keep, micro_batches) <= ELIDE_ABOVE if all_ops is None else all_ops
 
 
-def _trace_meta(timeline: Timeline, all_ops: bool) -> dict:
+def trace_meta(timeline: Timeline, all_ops: bool) -> dict:
     """The trace object's keys after its events."""
     workload = timeline.workload
     return {
@@ -342,96 +333,3 @@ def _flows(timeline: Timeline, slots: dict, keep: set[int], micro_batches: int |
     return events
 
 
-class TracedRun(NamedTuple):
-    """A simulated step with everything needed to draw it."""
-
-    report: Report
-    result: EngineResult
-    trace: dict | None
-    workload: StepWorkload
-    cluster: ClusterSpec
-    timeline: Timeline
-
-
-def simulate_with_trace(
-    model: ModelSpec | str,
-    layout: LayoutSpec | str,
-    gpus: int | None = None,
-    *,
-    stages: Iterable[int] | None = None,
-    micro_batches: int | None = None,
-    trace: bool = True,
-    all_ops: bool | None = None,
-    build: bool = True,
-    **simulate_keywords: Any,
-) -> TracedRun:
-    """Simulate one step like ``simulate`` (same keywords), recording a Timeline; with ``trace``, refuse a
-    trace over the event limit as the run goes and (``build``) return its Chrome trace, of some ``stages``
-    and the first ``micro_batches`` only if given (``all_ops``: see chrome_trace). ``build=False`` leaves
-    the trace to ``stream_trace``, which writes it without holding its events."""
-    timeline = Timeline()
-    probes = (timeline, TraceSizeCheck(stages, micro_batches, timeline)) if trace else (timeline,)
-    report = simulate(model, layout, gpus, probes=probes, **simulate_keywords)
-    events = None
-    if trace and build:
-        events = chrome_trace(timeline, stages=stages, micro_batches=micro_batches, all_ops=all_ops)
-    return TracedRun(report, timeline.result, events, timeline.workload, timeline.cluster, timeline)
-
-
-def write_trace(path: str | Path, trace: dict) -> int:
-    """Write a trace object as compact JSON, gzipped if ``path`` ends in .gz (Perfetto opens both); returns
-    the file size in bytes."""
-    return _write_atomically(Path(path), lambda out: out.write(_json(trace)))
-
-
-def stream_trace(
-    path: str | Path,
-    timeline: Timeline,
-    *,
-    stages: Iterable[int] | None = None,
-    micro_batches: int | None = None,
-    all_ops: bool | None = None,
-) -> tuple[int, int]:
-    """Write ``chrome_trace``'s JSON (the same bytes) event by event, never holding the events: returns
-    (events, file bytes). Gzipped if ``path`` ends in .gz; a name ending in .pftrace[.gz] gets the same events
-    in Perfetto's protobuf format (simulator/outputs/trace_proto.py)."""
-    keep = kept_stages(timeline.workload, stages)
-    all_ops = _draw_all_ops(timeline, keep, micro_batches, all_ops)
-    count = 0
-
-    def write(out) -> None:
-        nonlocal count
-        if is_proto_path(path):
-            count = write_proto(out, trace_events(timeline, keep, micro_batches, all_ops))
-            return
-        out.write(b'{"traceEvents":[')
-        for event in trace_events(timeline, keep, micro_batches, all_ops):
-            out.write((b"," if count else b"") + _json(event))
-            count += 1
-        out.write(b"]," + _json(_trace_meta(timeline, all_ops))[1:])
-
-    size = _write_atomically(Path(path), write)
-    return count, size
-
-
-def _json(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-def _write_atomically(final: Path, write) -> int:
-    """Run ``write`` on a temporary file beside ``final`` (through gzip if it ends in .gz, mtime 0: the same
-    trace, the same bytes), then rename it: never a truncated trace under the final name. Returns its size."""
-    temporary = final.with_name(f".{final.name}.tmp")
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as raw:
-            if final.suffix.lower() == ".gz":
-                with gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0) as packed:
-                    write(packed)
-            else:
-                write(raw)
-        size = temporary.stat().st_size
-        os.replace(temporary, final)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return size

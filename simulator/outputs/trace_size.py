@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from simulator.engine.probes import Probe
-from workloads.specs.limits import check_limit
-from workloads.ops import COLLECTIVE, FUSED
 from workloads.graph.step import StepWorkload
+from workloads.ops import COLLECTIVE, FUSED
+from workloads.specs.limits import check_limit
 
 if TYPE_CHECKING:
     from simulator.engine.engine import Engine

@@ -151,7 +151,7 @@ def test_trace_too_big_is_refused_before_simulating(monkeypatch: pytest.MonkeyPa
     counters as they accrue, and the exact count before the JSON is built."""
     from simulator.engine.engine import Engine
     from simulator.report.simulate import prepare
-    from simulator.outputs.trace import TraceSizeCheck
+    from simulator.outputs.trace_size import TraceSizeCheck
 
     workload, cluster, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
     monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # the full trace has 40,695 fixed events

@@ -6,7 +6,7 @@ import pytest
 
 from experiments.cli.main import main
 from experiments.cli.plots_run import breakdown, merge, subtract
-from simulator.outputs.trace import simulate_with_trace
+from simulator.outputs.trace_files import simulate_with_trace
 
 
 def test_plot_is_png(tmp_path) -> None:

@@ -13,24 +13,14 @@ import pytest
 from experiments.cli.main import main
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
-from simulator.outputs.trace import (
-    COMPUTE_T,
-    NIC_EP_T,
-    NIC_PP_T,
-    TASKS,
-    Timeline,
-    TracedRun,
-    chrome_trace,
-    simulate_with_trace,
-    stream_trace,
-    write_trace,
-)
+from simulator.outputs.trace import COMPUTE_T, NIC_EP_T, NIC_PP_T, TASKS, Timeline, chrome_trace
+from simulator.outputs.trace_files import TracedRun, simulate_with_trace, stream_trace, write_trace
 from tests.toys import EQUAL_STAGES, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads.specs.layouts import layout_preset
-from workloads.schedules.base import BACKWARD, FORWARD, Task
 from workloads.graph.step import StepWorkload
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.specs.layouts import layout_preset
 
 SMALL = ["--gpus", "240", "--global-batch", "30"]
 

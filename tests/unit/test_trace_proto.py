@@ -10,7 +10,8 @@ import json
 import pytest
 
 from experiments.cli.main import main
-from simulator.outputs.trace import chrome_trace, simulate_with_trace, stream_trace
+from simulator.outputs.trace import chrome_trace
+from simulator.outputs.trace_files import simulate_with_trace, stream_trace
 from simulator.outputs.trace_proto import is_proto_path
 from topologies.errors import ConfigError
 

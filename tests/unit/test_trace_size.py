@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from simulator.engine.engine import Engine
-from simulator.outputs.trace import simulate_with_trace
+from simulator.outputs.trace_files import simulate_with_trace
 from simulator.outputs.trace_size import trace_size
 from topologies.errors import ConfigError
 from workloads.specs.layouts import layout_preset
