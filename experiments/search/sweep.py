@@ -1,11 +1,12 @@
 """``moesim sweep SWEEP.yaml``: simulate a grid of configurations into a CSV (or Parquet) table.
 
-Rows are appended as points finish, keyed by a ``point_id`` (the point's parameters as JSON) and an
+Rows are appended in the points' order, keyed by a ``point_id`` (the point's parameters as JSON) and an
 ``inputs_hash`` (those and the contents of the files they name), so a rerun skips what is already there: an
-interrupted sweep loses nothing, while error rows and points whose files changed run again (experiments/
-sweep_table.py, which also locks the table against a second writer). Points run in local processes
-(``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``). Invalid points
-(ConfigError) are rows with an ``error`` column instead of crashes.
+interrupted sweep keeps every row written, while error rows and points whose files changed run again (experiments/
+search/sweep_table.py, which also locks the table against a second writer). Points run here, in local processes
+(``--jobs``) or on a dask.distributed cluster (``--scheduler tcp://host:8786``), in batches, through one code path
+(experiments/common/parallel.py ``Workers``): every backend writes the same table. Invalid points (ConfigError)
+are rows with an ``error`` column instead of crashes.
 
 Values are type-checked when the file is loaded: a value of the wrong type (``gpus: [240, "x"]``, ``true``
 for an integer, ``4.0`` for an integer) is one ConfigError naming the key (``sweep.gpus``) before any point
