@@ -36,11 +36,20 @@ def validation_markdown() -> str:
     return VALIDATION_HEADER + "\n".join(lines).rstrip("\n") + "\n"
 
 
+def changelog_markdown() -> str:
+    """CHANGELOG.md at the repository's root, as a page of the site (mkdocs reads docs/ only)."""
+    return (
+        "<!-- Copied from CHANGELOG.md by python -m experiments.cli.docs_pages: edit that file. -->\n"
+        + (ROOT / "CHANGELOG.md").read_text()
+    )
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "cli.md": cli_markdown,
     "yaml-reference.md": yaml_reference_markdown,
     "megatron-flags.md": megatron_flags_markdown,
     "validation-results.md": validation_markdown,
+    "changelog.md": changelog_markdown,
 }
 
 
