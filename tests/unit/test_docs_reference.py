@@ -1,6 +1,6 @@
 """The generated documentation pages are what the code gives now (python -m experiments.cli.docs_pages rewrites
 them): the command-line reference from the parsers, the YAML field reference from the specs, the Megatron-LM flag
-coverage from its classification, the validation results from results/REPRODUCTION.md."""
+coverage from its classification, the validation results from results/REPRODUCTION.md, the changelog's copy."""
 
 from __future__ import annotations
 
