@@ -54,3 +54,14 @@ def test_megatron_page_classes_every_pinned_flag() -> None:
     page = (DOCS / "megatron-flags.md").read_text()
     for flag in (*megatron_flag_list.pinned_flags(), *megatron_args.FLAGS):
         assert f"`{flag}`" in page, flag
+
+
+def test_every_modelled_megatron_flag_has_a_row() -> None:
+    """docs/megatron.md's table says what each flag moesim reads becomes (the coverage page only lists them)."""
+    import re
+
+    from workloads.inputs.megatron_args import FLAGS
+
+    table = "\n".join(line for line in (DOCS / "megatron.md").read_text().split("\n") if line.startswith("| `--"))
+    missing = [flag for flag in FLAGS if not re.search(re.escape(flag) + r"(?![\w-])", table)]
+    assert missing == [], "add a row for these flags to the table of docs/megatron.md"
