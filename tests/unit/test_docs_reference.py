@@ -65,3 +65,13 @@ def test_every_modelled_megatron_flag_has_a_row() -> None:
     table = "\n".join(line for line in (DOCS / "megatron.md").read_text().split("\n") if line.startswith("| `--"))
     missing = [flag for flag in FLAGS if not re.search(re.escape(flag) + r"(?![\w-])", table)]
     assert missing == [], "add a row for these flags to the table of docs/megatron.md"
+
+
+def test_every_preset_is_named_in_the_files_page() -> None:
+    from topologies.cluster import CLUSTER_PRESETS
+    from workloads.specs.layouts import LAYOUT_PRESETS
+    from workloads.specs.models import MODEL_PRESETS
+
+    page = (DOCS / "files.md").read_text()
+    missing = [name for name in (*MODEL_PRESETS, *LAYOUT_PRESETS, *CLUSTER_PRESETS) if f"`{name}`" not in page]
+    assert missing == [], "name these presets in docs/files.md's Presets section"
