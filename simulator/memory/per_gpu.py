@@ -239,7 +239,31 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16
     buffers = 4 * routed * workload.layout.capacity_factor  # dispatch/combine send and receive buffers
+    buffers += sharded_unit_bytes(workload, stage)
     return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
+
+
+def sharded_unit_bytes(workload: StepWorkload, stage: int) -> float:
+    """What sharded weights and gradients cost beyond their shards: under ZeRO-3 / FSDP a layer's weights are
+    gathered whole before it runs, and under ZeRO-2 and up its gradients exist whole until reduce-scattered. Megatron
+    FSDP holds two units at a time in each, its double buffer ("no more than 2 FSDP units are computed or
+    communicated concurrently", docs/user-guide/features/megatron_fsdp.md at NVIDIA/Megatron-LM d98e8a64dd): two of
+    the stage's largest layers, per GPU (TP / EP shards stay sharded), BF16 weights and main-gradient dtype."""
+    layout = workload.layout
+    if layout.zero_stage < 2:
+        return 0.0
+    m = workload.model
+    n = layout.intra_size
+    experts = layout.ep_degree * layout.etp if layout.ffn == "ep" else n
+    split = 1 if layout.attention == "sp" else n
+
+    def unit(layer: int) -> float:
+        p = m.layer_parts(m.layer_kind(layer).dense)
+        return (p.attention + p.dense_ffn + p.shared) / split + p.router + p.norms + p.experts / experts
+
+    largest = max((unit(layer) for layer in workload.stage_layers(stage)), default=0.0)
+    per_param = DTYPE_BYTES[layout.main_grads_dtype] + (BYTES_BF16 if layout.zero_stage >= 3 else 0)
+    return 2 * largest * per_param
 
 
 def peak_memory(workload: StepWorkload) -> MemoryBreakdown:

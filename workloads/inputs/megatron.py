@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
+from workloads.inputs.megatron_fsdp import fsdp_zero_stage
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
@@ -143,7 +144,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         "attention_backend": _attention_backend(args, notes),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
-        **_data_parallel(args, notes),
+        **_data_parallel(args, {arg.flag for arg in ignored}, notes),
         **cuda_graphs(args, notes),
     }
     overrides = megatron_model.overrides(args, extra)
@@ -397,14 +398,19 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
     }
 
 
-def _data_parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter) and DP communication overlap."""
-    distributed = bool(args.get("--use-distributed-optimizer"))
+def _data_parallel(args: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
+    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding (megatron_fsdp.py) and DP
+    communication overlap."""
+    fsdp = fsdp_zero_stage(args, given, notes)
+    distributed = bool(args.get("--use-distributed-optimizer")) or bool(args.get("--use-megatron-fsdp"))
     grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
     if params and not distributed:
-        raise ConfigError("--overlap-param-gather", "only supported with --use-distributed-optimizer")
+        raise ConfigError(
+            "--overlap-param-gather", "only supported with distributed optimizer, megatron fsdp, or dist_muon"
+        )
     if params and not grads:
         raise ConfigError("--overlap-param-gather", "needs --overlap-grad-reduce")
     if distributed and grads and not params:
         notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
-    return {"zero_stage": 1 if distributed else 0, "grad_sync": "fp32-rs", "dp_overlap": grads}
+    zero = fsdp if fsdp is not None else int(distributed)
+    return {"zero_stage": zero, "grad_sync": "fp32-rs", "dp_overlap": grads}

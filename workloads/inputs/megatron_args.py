@@ -129,6 +129,10 @@ FLAGS: dict[str, Flag] = {
     # optimizer and data parallelism
     "--optimizer": Flag(T),
     "--use-distributed-optimizer": Flag(S),
+    # FSDP (workloads/inputs/megatron_fsdp.py): its sharding as a ZeRO stage
+    "--use-megatron-fsdp": Flag(S),
+    "--use-torch-fsdp2": Flag(S),
+    "--data-parallel-sharding-strategy": Flag(T, ("no_shard", "optim", "optim_grads", "optim_grads_params")),
     "--overlap-grad-reduce": Flag(S),
     "--overlap-param-gather": Flag(S),
     "--use-precision-aware-optimizer": Flag(S),

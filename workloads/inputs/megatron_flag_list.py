@@ -39,7 +39,6 @@ NOT_MODELLED = "not modelled"
 UNKNOWN = "unknown to moesim"
 
 IGNORED: dict[str, str] = {
-    "--data-parallel-sharding-strategy": NOT_MODELLED + ": Megatron FSDP's sharding (--use-megatron-fsdp)",
     "--data-parallel-random-init": SEED,
     # attention sinks (GPT-OSS): one more logit per head and query, not timed; TE runs them in cuDNN's fused
     # attention, the kernel moesim times under --attention-backend auto (workloads/inputs/megatron.py)
@@ -87,8 +86,6 @@ IGNORED: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
-            "--use-torch-fsdp2",
-            "--use-megatron-fsdp",
             "--distribute-saved-activations",
             "--moe-router-padding-for-quantization",
             "--hierarchical-context-parallel-sizes",

@@ -1,0 +1,72 @@
+"""Megatron FSDP (--use-megatron-fsdp) and PyTorch FSDP2 (--use-torch-fsdp2) as the sharding they give a job.
+
+Memory is modelled: --data-parallel-sharding-strategy no_shard / optim / optim_grads / optim_grads_params shards
+nothing / the optimizer state / and the gradients / and the weights over data parallelism, ZeRO-0 to ZeRO-3
+(docs/user-guide/features/megatron_fsdp.md at NVIDIA/Megatron-LM d98e8a64dd, "Sharded memory profiles for ZeRO-1
+(optimizer state), ZeRO-2 (optimizer state and gradients), and ZeRO-3"; arguments.py default optim_grads_params),
+with the two units its double buffer holds (simulator.memory.per_gpu.sharded_unit_bytes). FSDP2 shards all three.
+Communication is not: FSDP all-gathers each unit's weights before its forward and again before its backward, for
+every micro-batch, and reduce-scatters its gradients on a stream of their own (megatron/core/distributed/fsdp/src/
+docs/runtime_schedule.md); moesim times the distributed optimizer's one reduce-scatter and all-gather per step, so
+a note says the step time leaves those out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topologies.errors import ConfigError
+
+STRATEGY_ZERO = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+
+
+def fsdp_zero_stage(args: dict[str, Any], given: set[str], notes: list[str]) -> int | None:
+    """The ZeRO stage an FSDP job's memory follows, or None without FSDP; Megatron's rules in its words."""
+    megatron, torch = bool(args.get("--use-megatron-fsdp")), bool(args.get("--use-torch-fsdp2"))
+    strategy = args.get("--data-parallel-sharding-strategy")
+    if not (megatron or torch):
+        if strategy is not None:
+            notes.append("--data-parallel-sharding-strategy without --use-megatron-fsdp: no effect")
+        return None
+    if megatron and torch:
+        raise ConfigError("--use-torch-fsdp2", "use one of --use-megatron-fsdp and --use-torch-fsdp2")
+    if torch:  # megatron/training/arguments.py validate_args at d98e8a64dd
+        rules = (
+            (
+                args.get("--pipeline-model-parallel-size", 1) == 1,
+                "--use-torch-fsdp2 is not supported with pipeline parallelism",
+            ),
+            (
+                args.get("--expert-model-parallel-size", 1) == 1,
+                "--use-torch-fsdp2 is not supported with expert parallelism",
+            ),
+            (
+                not args.get("--use-distributed-optimizer"),
+                "--use-torch-fsdp2 is not supported with MCore's distributed optimizer",
+            ),
+            (
+                "--no-gradient-accumulation-fusion" in given,
+                "--use-torch-fsdp2 is not supported with gradient accumulation fusion",
+            ),
+            (
+                bool(args.get("--untie-embeddings-and-output-weights")),
+                "--use-torch-fsdp2 requires --untie-embeddings-and-output-weights",
+            ),
+            (not args.get("--fp16"), "--use-torch-fsdp2 not supported with fp16 yet"),
+        )
+        for ok, rule in rules:
+            if not ok:
+                raise ConfigError("--use-torch-fsdp2", rule)
+        if strategy is not None:
+            notes.append(
+                "--data-parallel-sharding-strategy is Megatron FSDP's: FSDP2 shards weights, gradients and optimizer"
+            )
+        zero, name = 3, "PyTorch FSDP2"
+    else:
+        strategy = strategy or "optim_grads_params"
+        zero, name = STRATEGY_ZERO[strategy], f"Megatron FSDP ({strategy})"
+    notes.append(
+        f"{name}: memory sharded as ZeRO-{zero}; its per-unit weight all-gathers before every forward and backward "
+        "and its per-unit gradient reduce-scatters are not timed (one reduce-scatter and all-gather per step are)"
+    )
+    return zero
