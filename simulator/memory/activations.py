@@ -119,12 +119,15 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
 
     Each local token has k routed copies on the expert GPUs (balanced routing); expert-tensor parallelism
     over e GPUs (or TP experts over t) gathers every copy onto each of them at width F / e, so the copies
-    are k e at F / e; capacity-padded buffers hold capacity_factor times as many rows (not when dropless).
+    are k e at F / e; capacity-padded buffers hold capacity_factor times as many rows (not when dropless), a static
+    per-rank budget expert_rank_capacity times, the paged stash's pages paged_stash_factor times (LayoutSpec).
     """
     h, k, width = model.hidden_size, model.top_k, model.expert_ffn_size
     g = gemm_input_bytes(layout)
     split = _tp(layout) if layout.ffn == "tp" else layout.etp
     pad = 1.0 if layout.dropless else layout.capacity_factor
+    # a static per-rank budget keeps budget-sized tensors; the paged stash keeps pages sized by the average
+    pad = layout.paged_stash_factor or layout.expert_rank_capacity or pad
     copies = k * split * pad
     moe, act = Module.MOE, Module.MOE_ACT
     saved = [

@@ -238,7 +238,8 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16
-    buffers = 4 * routed * workload.layout.capacity_factor  # dispatch/combine send and receive buffers
+    # dispatch/combine send and receive buffers, static ones sized for the per-rank budget
+    buffers = 4 * routed * max(workload.layout.capacity_factor, workload.layout.expert_rank_capacity)
     buffers += sharded_unit_bytes(workload, stage)
     return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
 

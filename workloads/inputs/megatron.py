@@ -205,7 +205,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         notes.append(f"flex dispatcher with the {backend} backend: simulated with DeepEP's cross-node bytes")
     if args.get("--moe-shared-expert-overlap"):
         notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
-    static = rank_capacity(args, dispatcher, backend, notes)
+    budget = rank_capacity(args, dispatcher, backend, notes)
     ffn = "ep" if ep > 1 or tp == 1 or etp != tp else "tp"
     capacity = args.get("--moe-expert-capacity-factor")
     capacity = None if capacity is not None and capacity < 0 else capacity  # Megatron: negative = dropless
@@ -236,7 +236,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "fused_permute": bool(args.get("--moe-permute-fusion")),
         # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
         # and the flex dispatcher's static per-rank budget (--moe-expert-rank-capacity-factor) skips it too
-        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall") and not static,
+        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall") and not budget,
         "capacity_factor": capacity or 1.0,
         "dropless": ffn == "ep" and not pad,
         "ep_max_nodes": group_topk or 0,
@@ -246,6 +246,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "ep_overlap": bool(args.get("--overlap-moe-expert-parallel-comm")),
         "delay_wgrad": bool(args.get("--delay-wgrad-compute")),
     }
+    if budget and ffn == "ep":
+        fields.update(budget)
     if args.get("--moe-router-force-load-balancing"):
         fields["routing"] = "uniform"
     return fields

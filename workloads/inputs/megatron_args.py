@@ -99,6 +99,8 @@ FLAGS: dict[str, Flag] = {
     "--moe-expert-rank-capacity-factor": Flag(F),
     "--use-transformer-engine-op-fuser": Flag(S),
     "--moe-use-grouped-tensor": Flag(S),
+    "--moe-paged-stash": Flag(S),
+    "--moe-paged-stash-buffer-size-factor-cuda": Flag(F),
     "--moe-router-num-groups": Flag(I),
     "--moe-router-group-topk": Flag(I),
     "--moe-router-force-load-balancing": Flag(S),

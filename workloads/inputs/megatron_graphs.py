@@ -75,17 +75,25 @@ def cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {"cuda_graph_scope": kept}
 
 
-def rank_capacity(args: dict[str, Any], dispatcher: str, backend: str, notes: list[str]) -> bool:
-    """Whether the flex dispatcher runs a static per-rank token budget (--moe-expert-rank-capacity-factor): a
+def rank_capacity(args: dict[str, Any], dispatcher: str, backend: str, notes: list[str]) -> dict[str, Any]:
+    """The flex dispatcher's static per-rank token budget (--moe-expert-rank-capacity-factor) as layout fields: a
     receive buffer of local tokens x top-k x the factor, no device-to-host sync, the grouped GEMM on the tokens
-    received (device-side counts). Megatron's rules and words: TransformerConfig.__post_init__ and
-    token_dispatcher.py _HybridEPManager / _NCCLEPManager at d98e8a64dd."""
+    received (device-side counts), the routed activations kept budget-sized unless the paged stash
+    (--moe-paged-stash) copies them into pages sized by the average. Megatron's rules and words:
+    TransformerConfig.__post_init__ and token_dispatcher.py _HybridEPManager / _NCCLEPManager at d98e8a64dd.
+    Empty without a budget."""
+    if args.get("--moe-paged-stash") and args.get("--moe-expert-rank-capacity-factor") is None:
+        raise ConfigError(
+            "--moe-paged-stash",
+            "moe_paged_stash requires moe_expert_rank_capacity_factor to be set; "
+            "there is no need to use paged stashing without it.",
+        )
     factor = args.get("--moe-expert-rank-capacity-factor")
     fuser, grouped = bool(args.get("--use-transformer-engine-op-fuser")), bool(args.get("--moe-grouped-gemm"))
     if args.get("--moe-use-grouped-tensor") and not grouped:
         raise ConfigError("--moe-use-grouped-tensor", "moe_use_grouped_tensor=True requires moe_grouped_gemm=True.")
     if factor is None:
-        return False
+        return {}
     if backend not in ("hybridep", "ncclep"):
         raise ConfigError(
             "--moe-expert-rank-capacity-factor",
@@ -107,9 +115,16 @@ def rank_capacity(args: dict[str, Any], dispatcher: str, backend: str, notes: li
         raise ConfigError("--moe-expert-rank-capacity-factor", f"must be > 0, got {factor}")
     if dispatcher != "flex":
         notes.append("--moe-expert-rank-capacity-factor without --moe-token-dispatcher-type flex: no effect")
-        return False
+        return {}
     notes.append(
-        f"--moe-expert-rank-capacity-factor {factor}: static per-rank buffers, no host sync; the tokens "
-        f"{backend} would drop above the budget and the buffers' memory are not modelled"
+        f"--moe-expert-rank-capacity-factor {factor}: static per-rank buffers, no host sync; the tokens {backend} "
+        "would drop above the budget are not modelled (balanced routing stays within it)"
     )
-    return True
+    stash = 0.0
+    if args.get("--moe-paged-stash"):
+        # TransformerConfig moe_paged_stash_buffer_size_factor_cuda (default 1.10): > 0 sizes the pages by the
+        # average token count, < 0 by the actual maximum (the static budget here)
+        stash = args.get("--moe-paged-stash-buffer-size-factor-cuda", 1.10)
+        stash = stash if stash > 0 else factor
+        notes.append("--moe-paged-stash: its stash and reload copy kernels (pack / unpack streams) are not timed")
+    return {"expert_rank_capacity": factor, "paged_stash_factor": stash}

@@ -94,6 +94,13 @@ def _check_memory_options(layout: LayoutSpec) -> None:
             "DeepSeek-V3's FP8 activation cache (Sec. 3.3.3) goes with FP8 training and recomputes the SwiGLU output: "
             'needs gemm_dtype "fp8" and recompute "selective" with moe_act in recompute_modules',
         )
+    if layout.paged_stash_factor and not layout.expert_rank_capacity:
+        raise ConfigError(
+            "layout.paged_stash_factor", "stashes the budget-sized activations: needs expert_rank_capacity"
+        )
+    for field in ("expert_rank_capacity", "paged_stash_factor"):
+        if getattr(layout, field) < 0:
+            raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
     if layout.param_remainders and layout.main_params_dtype != "fp32":
         raise ConfigError(
             "layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32"
@@ -206,6 +213,13 @@ class LayoutSpec:
     # (recompute_modules moe_act). Counted tensor by tensor (simulator.memory.activations); the E5M6 and FP8
     # conversion kernels are not timed.
     fp8_activation_cache: bool = False
+    # The flex dispatcher's static per-rank budget (Megatron --moe-expert-rank-capacity-factor, TransformerConfig
+    # moe_expert_rank_capacity_factor): receive buffers, and the routed activations the experts keep, sized for
+    # local tokens x top-k x this factor (0: sized by the tokens received); under the paged stash
+    # (--moe-paged-stash) the kept activations go to pages sized for the average token count x paged_stash_factor
+    # (moe_paged_stash_buffer_size_factor_cuda, default 1.10). Memory only: the stash copies are not timed.
+    expert_rank_capacity: float = 0.0
+    paged_stash_factor: float = 0.0
     # Optimizer and gradient storage (Megatron-Core distributed optimizer; simulator.memory.per_gpu): dtypes of the
     # main gradients, FP32 master weights and Adam moments; param_remainders keeps only the 16 low bits of
     # each FP32 master weight beside its BF16 copy (TE FusedAdam store_param_remainders).
