@@ -27,12 +27,12 @@ import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from simulator.streams.op_costs import OpCosts
 from simulator.engine.ranks import RankMap
+from simulator.streams.op_costs import OpCosts
 from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
 from topologies.errors import ConfigError, short_repr
-from workloads.specs.limits import check_limit
 from workloads.ops import ATTENTION, FUSED, GEMM, MEMORY, Op
+from workloads.specs.limits import check_limit
 
 LINK_KINDS = ("nic", "nvlink")
 KERNEL_KINDS = (GEMM, ATTENTION, MEMORY, FUSED)  # what a straggler runs slower (not host syncs, not NCCL)

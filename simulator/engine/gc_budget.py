@@ -24,7 +24,7 @@ from contextlib import contextmanager
 # kept at CPython's. Measured on the Qwen3-235B bench point (2-core development machine): 10,000 with the freeze
 # takes the collector from ~0.2-0.3 s to ~0.06 s of the step; higher counts gain little and keep more garbage.
 STEP_THRESHOLDS = (10_000, 10, 10)
-ENABLED = True  # False: CPython's collections during steps too (tests/differential/test_gc_budget.py compares the two)
+ENABLED = True  # False: CPython's collections during steps too (a speed switch: simulator/fast/__init__.py)
 
 
 @contextmanager

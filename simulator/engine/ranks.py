@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from workloads.ops import Group
 from workloads.graph.step import StepWorkload
+from workloads.ops import Group
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,16 +14,16 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs.kernels import collective_latency_s
 from simulator.costs.op_time import transfer_alone_s
 from simulator.engine.engine import Engine
+from simulator.engine.sim_env import environment
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
-from simulator.engine.sim_env import environment
 from simulator.streams.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from topologies.hardware import GpuSpec
-from workloads.ops import Op
-from workloads.schedules.pipeline_tasks import TaskKey
-from workloads.schedules.base import Task
 from workloads.graph.step import StepWorkload
+from workloads.ops import Op
+from workloads.schedules.base import Task
+from workloads.schedules.pipeline_tasks import TaskKey
 
 
 @dataclass(frozen=True)

@@ -39,15 +39,15 @@ from dataclasses import dataclass
 import simpy
 
 from simulator.engine.faults import Faults, fault_path
-from simulator.streams.network import FluidNetwork
 from simulator.engine.placement import DpBucket, Placement
 from simulator.engine.ranks import CP, EP, ETP, TP, Place
+from simulator.streams.network import FluidNetwork
 from simulator.streams.tasks import run_task
 from topologies.cluster import ClusterSpec, build_cluster
 from topologies.errors import ConfigError
+from workloads.graph.step import StepWorkload
 from workloads.ops import ALL_TO_ALL, Group, Op
 from workloads.schedules.base import Task
-from workloads.graph.step import StepWorkload
 
 # Unfolded speed on the development machine (2 shared cores): 3,400-5,900 ops/s for layouts with NVLink
 # all-to-alls (megascale-moe and cross-node EP, 32-256 GPUs; each 8-way all-to-all is 56 flows), 70,000-

@@ -59,7 +59,8 @@ from workloads.graph.step import StepWorkload
 from workloads.schedules.base import Schedule
 
 # The steady shortcut extrapolates from the shorter run's ledger alone where it can (periodic state, field by
-# field); False runs the step one period longer too and takes the line through the two (the reference).
+# field); False runs the step one period longer too and takes the line through the two (the reference). One of the
+# speed switches listed in simulator/fast/__init__.py.
 ONE_RUN = True
 STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
 

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from functools import cached_property, cmp_to_key
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.memory.per_gpu import peak_memory
 from simulator.engine.timing import key_timer
+from simulator.memory.per_gpu import peak_memory
 from topologies.cluster import ClusterSpec
-from workloads.ops import LayerKind
-from workloads.schedules.pipeline_tasks import Block, TaskKey
-from workloads.schedules.base import BACKWARD, FORWARD, Task
 from workloads.graph.step import StepWorkload, block_layer_counts
+from workloads.ops import LayerKind
+from workloads.schedules.base import BACKWARD, FORWARD, Task
+from workloads.schedules.pipeline_tasks import Block, TaskKey
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from functools import lru_cache
 from simulator.costs.calibration import Calibration
 from simulator.engine.engine import optimizer_s
 from simulator.engine.faults import StageFault
-from simulator.fast.periodic import task_counts
 from simulator.engine.sim_env import environment
 from simulator.engine.timer import CostCache, MemoTimer
+from simulator.fast.periodic import task_counts
 from topologies.cluster import ClusterSpec
-from workloads.schedules.base import ScheduleShape, Task
 from workloads.graph.step import StepWorkload
+from workloads.schedules.base import ScheduleShape, Task
 
 # The sum of durations here rounds differently from the engine's clock, which adds them one event at a time:
 # a step without any wait would otherwise come out a few ulps under its bound.

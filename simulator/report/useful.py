@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from simulator.report.bounds import shape_task_counts
-from workloads.recipes.moe import layout_ep_plan
 from workloads.graph.step import StepWorkload
+from workloads.recipes.moe import layout_ep_plan
 
 EXPERT_GEMMS = ("expert_fc13", "expert_fc2")  # workloads.recipes.moe._expert_steps (fused names start with these)
 

@@ -92,8 +92,7 @@ class SmShare:
         self._notify()
 
     def compute(self, work_s: float) -> Generator[simpy.Event, object, None]:
-        """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs (a run of
-        one kernel, without compute_run's generator)."""
+        """Run ``work_s`` seconds of idle-GPU compute, slowed while communication kernels hold SMs."""
         env = self.env
         rate = self.rate
         timeout = env.timeout(work_s / rate)
@@ -101,27 +100,6 @@ class SmShare:
         self._computing[env.active_process] = (env.now, work_s, rate, timeout)
         yield timeout  # (or the timeout _retime moved the process to)
         self._computing.pop(env.active_process, None)
-
-    def compute_run(
-        self, kernels: list[tuple[float, float]]
-    ) -> Generator[simpy.Event, object, tuple[list[float], list[float]]]:
-        """Run compute kernels back to back, each (ready time, idle-GPU work seconds) not before its ready time,
-        slowed while communication kernels hold SMs; returns when each began and ended (the last: now).
-
-        NOTE: one plain timeout to the run's end at the current rate. When a communication kernel starts or
-        ends, an urgent event at that instant re-plans the run and moves the waiting process to a new timeout,
-        as ``Process.interrupt`` would have the process do itself (the same event step), without throwing an
-        exception into it or a timeout per kernel."""
-        env = self.env
-        now = env.now
-        run = _Run(kernels, now, self.rate)
-        run.timeout = env.timeout(run.ends[-1] - now)
-        process = env._active_proc  # NOTE: simpy's active_process without its property call
-        self._computing[process] = run
-        yield run.timeout  # the process resumes on the last timeout it was moved to
-        self._computing.pop(process, None)
-        run.ends[-1] = env.now
-        return run.begins, run.ends
 
     def _notify(self) -> None:
         for process, run in self._computing.items():

@@ -15,7 +15,7 @@ from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.sm_share import SmShare
 from simulator.streams.task_summary import Tally, summarize
-from simulator.streams.turns import GRANTED, Turns
+from simulator.streams.turns import Turns
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, Op
 
 
@@ -80,7 +80,7 @@ def run_task(
     # The stage's own NVLink network (folded placement): only this task's streams move flows on it (and no probe
     # watches its rates).
     # NOTE: a task with NIC bytes has its NVLink to itself too: only its ops with NIC bytes take the event path
-    own_link = transfer is None and not lanes and not network.observers and (QUIET_BESIDE_NIC or not costs.nic_bytes)
+    own_link = transfer is None and not lanes and not network.observers
     if transfer is None:
         nic_bytes, nic_net = costs.nic_bytes if nic_links else (), nic_network or network
 
@@ -132,26 +132,19 @@ def _joined(env: simpy.Environment, first: simpy.Event, second: simpy.Event) -> 
     return done
 
 
-# A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (Quiet);
-# False steps every op with events (tests/scenarios/test_quiet_streams.py compares the two).
+# A stream of a task on a link of its own times its ops as arithmetic while the others wait for it (Quiet; with NIC
+# bytes, its ops without them); False steps every op with events (tests/scenarios/test_quiet_streams.py compares the
+# two). One of the speed switches listed in simulator/fast/__init__.py.
 QUIET = True
 
-# A quiet stream of a task with NIC bytes also times its ops without NIC bytes on its own NVLink as arithmetic (its
-# NIC ops take the event path: others' flows may meet them); False: only compute, as before (tests/scenarios/test_quiet_streams.py).
-QUIET_BESIDE_NIC = True
-
 # A task of several streams that shares nothing with the rest of the step is laid out at its start as arithmetic
-# (simulator/streams/closed_task.py); False runs its streams as simpy processes (tests/scenarios/test_closed_task.py compares the two).
+# (simulator/streams/closed_task.py); False runs its streams as simpy processes (tests/scenarios/test_closed_task.py
+# compares the two). One of the speed switches listed in simulator/fast/__init__.py.
 CLOSED = True
-
-# Plain compute ops of a multi-stream task run back to back as one timeout (simulator.streams.sm_share.SmShare.compute_run);
-# False times each op with its own, as before (tests/differential/test_oplevel_paths.py compares the two).
-BATCH_COMPUTE = True
 
 
 def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None):
     clock = env.now  # this stream's own time; >= env.now
-    batch = BATCH_COMPUTE and sms is not None and gpu is None
     # NOTE: the per-op tables as locals: an attribute load per op and table costs more than the lookup
     sync_before, waits, issue_offset_s, op_compute_s = (
         costs.sync_before,
@@ -203,7 +196,7 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
             if clock > env.now:
                 yield env.timeout(clock - env.now)
             turn = gpu.request() if takes_turn else None
-            if turn is not None and turn is not GRANTED:
+            if turn is not None:
                 yield turn
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
@@ -240,16 +233,6 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                 if turn is not None:  # the GPU turn is held through the tail
                     yield env.timeout(tail_s)
                     tail_s = 0.0
-            elif batch:  # this compute op and the plain compute ops after it that need no one: one timeout
-                run, kernels = _compute_run(ops, indices, position - 1, costs, done_at, start_s, env.now)
-                begins, ends = yield from sms.compute_run(kernels)
-                last = len(run) - 1
-                for k in range(last):
-                    other, end = run[k], ends[k]
-                    intervals.append((other, begins[k] - start_s, end - start_s))
-                    done_at[other] = end
-                position += last
-                index, begin = run[last], begins[last]
             elif sms is not None:
                 yield from sms.compute(op_compute_s[index])
             else:
@@ -274,38 +257,3 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         quiet.running -= 1  # done: it starts nothing more
     if clock > env.now:
         yield env.timeout(clock - env.now)
-
-
-def _compute_run(ops, indices, position, costs, done_at, start_s, now) -> tuple[list, list]:
-    """The ops and their kernels (ready time, idle-GPU work s): the op at ``position`` of a stream (ready now)
-    and the plain compute ops after it that start once the one before ends, each not before the host has issued
-    it and its other-stream dependencies are done: up to the first op another stream (or the host) waits for."""
-    compute_s, signalled, waits = costs.compute_s, costs.signalled, costs.waits
-    sync_before, issue_offset_s = costs.sync_before, costs.issue_offset_s
-    index = indices[position]
-    run, kernels = [index], [(now, compute_s[index])]
-    last = len(indices) - 1
-    # NOTE: locals and comparisons, not max([issued, *ready]): the same first greatest float, no lists per op
-    while index not in signalled and position < last:  # one may come to wait for it
-        position += 1
-        index = indices[position]
-        kind = ops[index].kind
-        if kind == COLLECTIVE or kind == FUSED or kind == HOST_SYNC:
-            break
-        ready, waiting = None, False
-        for other in waits[index]:
-            end = done_at[other]
-            if end is None:  # it waits for an op not done yet: the stream yields there
-                waiting = True
-                break
-            if ready is None or end > ready:
-                ready = end
-        if waiting:
-            break
-        sync = sync_before[index]
-        issued = (done_at[sync] if sync >= 0 else start_s) + issue_offset_s[index]
-        if ready is not None and ready > issued:
-            issued = ready
-        run.append(index)
-        kernels.append((issued, compute_s[index]))
-    return run, kernels

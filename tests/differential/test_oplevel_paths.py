@@ -4,8 +4,6 @@
   against simpy.Resource(capacity=1) and ``first & second``: the same event steps, so the same floats.
 - SM-share re-timing by an urgent event (simulator/streams/sm_share.py) against Process.interrupt, as it was: the
   same floats.
-- A run of plain compute ops as one timeout (simulator.streams.tasks.BATCH_COMPUTE) against one timeout per op:
-  the same ops at the same times, to 1e-9 (a timeout to a run's end adds its delay to the clock once).
 """
 
 from __future__ import annotations
@@ -15,12 +13,12 @@ from collections.abc import Generator
 import pytest
 import simpy
 
-from simulator.streams import tasks
 from simulator.engine.engine import Engine, EngineResult
+from simulator.streams import tasks
 from topologies.cluster import cluster_preset
+from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.graph.step import StepWorkload
 
 
 @pytest.fixture(autouse=True)
@@ -109,25 +107,9 @@ def test_turns_and_joins_take_simpys_event_steps(monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.parametrize("case", [_cross_node_overlap, _two_streams])
 def test_sm_retiming_takes_interrupts_event_steps(monkeypatch: pytest.MonkeyPatch, case) -> None:
-    monkeypatch.setattr(tasks, "BATCH_COMPUTE", False)
     fast, _ = _run(case())
     monkeypatch.setattr(tasks, "SmShare", InterruptSmShare)
     reference, _ = _run(case())
     assert fast.step_time_s == reference.step_time_s
     assert _records(fast) == _records(reference)
     assert [log.exposed_comm_s for log in fast.stages] == [log.exposed_comm_s for log in reference.stages]
-
-
-def test_compute_runs_match_one_timeout_per_op(monkeypatch: pytest.MonkeyPatch) -> None:
-    batched, batched_events = _run(_two_streams())
-    monkeypatch.setattr(tasks, "BATCH_COMPUTE", False)
-    per_op, per_op_events = _run(_two_streams())
-    assert batched_events < per_op_events  # the runs did replace timeouts
-    assert batched.step_time_s == pytest.approx(per_op.step_time_s, rel=1e-9)
-    for fast_stage, slow_stage in zip(_records(batched), _records(per_op)):
-        assert [task for task, _, _ in fast_stage] == [task for task, _, _ in slow_stage]
-        for (_, begin, end), (_, ref_begin, ref_end) in zip(fast_stage, slow_stage):
-            assert (begin, end) == pytest.approx((ref_begin, ref_end), rel=1e-9, abs=1e-12)
-    for fast_log, slow_log in zip(batched.stages, per_op.stages):
-        assert fast_log.compute_busy_s == pytest.approx(slow_log.compute_busy_s, rel=1e-9)
-        assert fast_log.exposed_comm_s == pytest.approx(slow_log.exposed_comm_s, rel=1e-9, abs=1e-12)

@@ -13,14 +13,13 @@ import simpy
 
 from simulator.streams import tasks
 from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
+from workloads.graph.step import StepWorkload
+from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
-from workloads.graph.step import StepWorkload
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 CAL = toy_calibration(all_to_all_efficiency=0.7, comm_sms_nccl=25)
@@ -182,10 +181,10 @@ def _nic_a2a(deps: tuple[int, ...]) -> Op:
     )  # fmt: skip
 
 
-def _nic_run(monkeypatch: pytest.MonkeyPatch, beside_nic: bool) -> tuple[TaskTiming, int]:
+def _nic_run(monkeypatch: pytest.MonkeyPatch, quiet: bool) -> tuple[TaskTiming, int]:
     """pre 0-1; the NVLink-only a2a 1-3 while the compute stream waits for the NIC a2a (so the comm stream runs
     alone); the NIC a2a 3-7 (its NIC half, 4 ms, outlasts its 2 ms on NVLink); post 7-8."""
-    monkeypatch.setattr(tasks, "QUIET_BESIDE_NIC", beside_nic)
+    monkeypatch.setattr(tasks, "QUIET", quiet)
     ops = (_mem("pre", 1.0), _a2a(COMM, (0,)), _nic_a2a((1,)), _mem("post", 1.0, (2,)))
     env = simpy.Environment()
     nvlink, nic = FluidNetwork(env, {"nvl": 1e9}), None
@@ -214,4 +213,4 @@ def _cross_node_1f1b() -> tuple[StepWorkload, int]:
 
 
 def test_quiet_beside_nic_matches_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert_fast_path_exact_and_cheaper(monkeypatch, tasks, "QUIET_BESIDE_NIC", _cross_node_1f1b)
+    assert_fast_path_exact_and_cheaper(monkeypatch, tasks, "QUIET", _cross_node_1f1b)
