@@ -59,7 +59,12 @@ def valid_count(schedule: Schedule, micro_batches: int) -> bool:
 
 
 def period(schedule: Schedule) -> int | None:
-    """The smallest q with the schedule valid at m and m + q (interleaved: pp; DualPipe: 2; else 1)."""
+    """The schedule's period q (interleaved: pp; DualPipe: 2; else 1): from its definition, the micro-batches one
+    steady period of its task order takes (``Schedule.steady_cut``); for a schedule that does not define it, the
+    smallest q with the schedule valid at m and m + q."""
+    cut = schedule.steady_cut(0)
+    if cut is not None:
+        return cut.period
     m = schedule.micro_batches
     return next((q for q in range(1, PERIOD_SEARCH + 1) if valid_count(schedule, m + q)), None)
 
