@@ -45,7 +45,8 @@ def test_the_names_moesim_reads_or_explains_are_megatron_s() -> None:
         ("--use-megatron-fsdp", "modelled"),
         ("--data-parallel-sharding-strategy", "modelled"),  # FSDP's, not the data pipeline's
         ("--fsdp-double-buffer", "not modelled"),
-        ("--moe-paged-stash", "not modelled"),
+        ("--moe-paged-stash", "modelled"),
+        ("--moe-paged-stash-page-size", "not modelled"),
         ("--mamba-state-dim", "not modelled"),
     ],
 )
