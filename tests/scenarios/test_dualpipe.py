@@ -20,7 +20,8 @@ from workloads.graph import combined_1f1b
 from workloads.specs.layouts import layout_preset
 from workloads.ops import LayerKind
 from workloads.schedules.pipeline_tasks import Block
-from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, WEIGHT, Task
+from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, Task
+from workloads.schedules.pipeline_tasks import WEIGHT
 from workloads.schedules.dualpipe import DualPipe
 from workloads.schedules.registry import bubble_dualpipe_s
 from workloads.graph.step import StepWorkload

@@ -13,7 +13,8 @@ from tests.toys import SCENARIO_CALIBRATION, block_task_key, replay
 from topologies.cluster import ClusterSpec, cluster_preset
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
-from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, WEIGHT
+from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD
+from workloads.schedules.pipeline_tasks import WEIGHT
 from workloads.schedules.dualpipe import DualPipeV
 from workloads.schedules.one_f_one_b import ZeroBubble1P
 from workloads.schedules.registry import bubble_zb1p_s
