@@ -21,6 +21,7 @@ from pathlib import Path
 from simulator.costs.calibration import BENCHMARK_CALIBRATION, DEFAULT_CALIBRATION, Calibration
 from simulator.costs.kernels import attention_time_s, gemm_time_s, memory_time_s
 from topologies.hardware import GpuSpec, gpu_preset
+from workloads.inputs.bounded_read import read_bounded
 from workloads.ops import AttentionShape, Gemm, GemmPrecision, GroupedDim
 
 # The FlashAttention convention the simulator counts attention FLOPs in (non-causal): forward 4 s^2 d per head,
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("measurements", type=Path, help="the JSON benchmarks/device_anchors.py wrote")
     parser.add_argument("--gpu", default="h200", help="GPU preset to price the shapes on (default h200)")
     args = parser.parse_args(argv)
-    print(table(json.loads(args.measurements.read_text()), gpu_preset(args.gpu)))
+    print(table(json.loads(read_bounded("measurements", args.measurements, "json_bytes")), gpu_preset(args.gpu)))
 
 
 if __name__ == "__main__":

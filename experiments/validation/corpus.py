@@ -19,6 +19,7 @@ from typing import Any
 
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
+from workloads.inputs.bounded_read import read_bounded
 from workloads.inputs.yaml_files import layout_from_dict, load_layout, load_model, parse_yaml
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -261,10 +262,7 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
 def load_case(path: str | Path) -> Case:
     """One case file (strict: an unknown key or a wrong type is one ConfigError naming the file and field)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(path.name, f"cannot read {str(path)!r}: {error}") from None
+    text = read_bounded(path.name, path, "case_bytes")  # a regular file within its size limit
     return case_from_dict(parse_yaml(path.name, text, path.name), path.stem, path.name)
 
 

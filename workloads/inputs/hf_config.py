@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from topologies.errors import ConfigError, short_repr
-from workloads.inputs.yaml_guard import read_bounded
+from workloads.inputs.bounded_read import read_bounded
 from workloads.specs.limits import check_limit
 from workloads.specs.models import ModelSpec
 
@@ -245,7 +245,7 @@ def load_hf_config(path: str | Path) -> ModelSpec:
     path = Path(path)
     if is_hf_config_path(path) and not str(path).lower().endswith(JSON_SUFFIX):
         path = path / "config.json"
-    text = read_bounded("model", path)  # a regular file within the size limit (workloads/inputs/yaml_guard.py)
+    text = read_bounded("model", path, "json_bytes")  # a regular file within its size limit
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as error:

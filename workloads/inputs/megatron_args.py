@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
+from workloads.inputs.bounded_read import read_bounded
 from workloads.inputs.megatron_flag_list import (  # noqa: F401 (re-exported: the reasons' names)
     NOT_MODELLED,
     NOT_SIMULATED,
@@ -24,6 +25,7 @@ from workloads.inputs.megatron_flag_list import (  # noqa: F401 (re-exported: th
     reason_class,
 )
 from workloads.inputs.shell_script import command_words
+from workloads.specs.limits import check_limit
 
 SOURCE = "--megatron-args"
 INT_MAX = 2**31 - 1
@@ -205,12 +207,12 @@ def read_text(text_or_path: str | Path) -> str:
         except (OSError, ValueError):  # a name too long for a file: a pasted command line
             named = False
         if inline and not named:
+            check_limit(SOURCE, "args_bytes", len(text_or_path.encode("utf-8", "replace")), "arguments: size in bytes")
             return text_or_path
-    path = Path(text_or_path)
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ConfigError(SOURCE, f"not flags (they start with --) nor a readable file: {error}") from None
+        return read_bounded(SOURCE, text_or_path, "args_bytes")  # a regular file within its size limit
+    except ConfigError as error:
+        raise ConfigError(SOURCE, f"not flags (they start with --) nor a readable file: {error.rule}") from None
 
 
 def tokens(text: str) -> list[str]:

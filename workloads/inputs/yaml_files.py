@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from topologies.errors import ConfigError
+from workloads.inputs.bounded_read import read_bounded
 from workloads.inputs.hf_config import is_hf_config_path, load_hf_config
-from workloads.inputs.yaml_guard import check_nodes, read_bounded
+from workloads.inputs.yaml_guard import check_nodes
 from workloads.specs.fieldtypes import check_value, field_types
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
 from workloads.specs.models import ModelSpec, model_preset

@@ -1,11 +1,8 @@
-"""Bounds on YAML input: regular files only, a size limit, and a node budget after aliases are expanded
-(a billion-laughs file is refused before it is built) and a nesting limit (workloads/specs/limits.py)."""
+"""Bounds on YAML input: a node budget after aliases are expanded (a billion-laughs file is refused before it is
+built) and a nesting limit (workloads/specs/limits.py); the file itself is read by workloads/inputs/bounded_read.py."""
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError
@@ -13,29 +10,6 @@ from workloads.specs.limits import check_limit, limit
 
 if TYPE_CHECKING:
     import yaml
-
-
-def read_bounded(what: str, path: str | Path) -> str:
-    """The text of the regular file at ``path`` if it is within the YAML size limit; else ConfigError(what)."""
-    shown = repr(str(path)[:200])
-    try:
-        info = os.stat(path)  # follows links: a .yaml link to /dev/zero is a character device
-    except (OSError, ValueError) as error:
-        raise ConfigError(what, f"cannot read {shown}: {getattr(error, 'strerror', None) or error}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(what, f"cannot read {shown}: not a regular file")
-    check_limit(what, "yaml_bytes", info.st_size, f"{shown}: size in bytes")
-    bound = int(limit("yaml_bytes"))
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(bound + 1)
-    except OSError as error:
-        raise ConfigError(what, f"cannot read {shown}: {error.strerror or error}") from None
-    check_limit(what, "yaml_bytes", len(data), f"{shown}: size in bytes")  # it grew while we looked
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ConfigError(what, f"cannot read {shown}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def check_nodes(what: str, root: yaml.Node | None, origin: str) -> None:

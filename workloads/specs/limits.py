@@ -15,7 +15,14 @@ from topologies.errors import ConfigError
 DEFAULTS: dict[str, float] = {
     "micro_batches": 16_384,  # micro-batches per pipeline per step (simulation cost grows with them)
     "trace_events": 5_000_000,  # Chrome trace events (~250 bytes each: ~1.2 GB of JSON)
-    "yaml_bytes": 1 << 20,  # size of a model / layout / cluster / sweep YAML file
+    # Input files (workloads/inputs/bounded_read.py): each limit is the largest real file of its kind times a
+    # margin of about 50 or more, so a real file never meets it and a wrong one (a log, a checkpoint, a device)
+    # is refused before it is read: 1 MiB takes < 1 s to parse.
+    "yaml_bytes": 1 << 20,  # a model / layout / cluster / sweep YAML file (examples/: under 1 KB)
+    "json_bytes": 1 << 20,  # a Hugging Face config.json (deepseek-ai/DeepSeek-V3's: 1.7 KB); device-anchor results
+    "args_bytes": 1 << 20,  # Megatron-LM arguments or a script (Megatron-LM examples/deepseek_v3/train_deepseekv3.sh
+    # at 83f0eba8: 19 KB, the largest of its MoE examples seen; examples/megatron here: 2.2 KB at most)
+    "case_bytes": 1 << 20,  # a validation case (experiments/validation/cases: 13 KB at most)
     "yaml_nodes": 100_000,  # YAML nodes after expanding aliases (a billion-laughs file has 10^9)
     "yaml_depth": 64,  # nesting of YAML mappings and lists
     "sweep_points": 100_000,  # points of one sweep grid
