@@ -15,12 +15,13 @@ import pandas as pd
 
 from experiments.common.paths import write_csv
 from experiments.common.plotting import line_comparison
-from experiments.search.space import Job
 from experiments.common.shared_sims import simulate
+from experiments.search.space import Job
+from simulator.report.simulate import lower_bound_s
 from topologies.cluster import cluster_preset
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.specs.layouts import MEGASCALE_MOE
 from workloads.specs.models import model_preset
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 MODEL = "paper-352b"
 GPUS = 1440  # a multiple of 8, 16, 32 and 72
@@ -36,7 +37,9 @@ def intra_size(domain: int, model_name: str = MODEL) -> int:
 
 
 def best_layout(domain: int, gpus: int = GPUS):
-    """(report, pp, n) of the fastest pipeline depth that fits memory on this domain."""
+    """(report, pp, n) of the fastest pipeline depth that fits memory on this domain. A depth whose lower bound
+    on the step time (simulator/report/bounds.py) exceeds the best step simulated so far is skipped: it cannot
+    be faster (every depth runs the same tokens per step), so the choice is the one of simulating them all."""
     model = model_preset(MODEL)
     n = intra_size(domain)
     cluster = cluster_preset("h800", gpus, domain_gpus=domain)
@@ -45,6 +48,8 @@ def best_layout(domain: int, gpus: int = GPUS):
     job = Job(gpus, domain, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, cluster.gpu.hbm_bytes)
     for pp in job.stages_that_fit(model, base):
         layout = base.with_(name=f"megascale-moe-n{n}-pp{pp}", pp=pp)
+        if best is not None and lower_bound_s(model, layout, cluster=cluster) > best[0].step_time_s:
+            continue  # proven slower than the best so far (same tokens per step): not simulated, the same choice
         report = simulate(model, layout, cluster=cluster)
         if best is None or report.tokens_per_s > best[0].tokens_per_s:
             best = (report, pp, n)
