@@ -19,9 +19,26 @@ Result = TypeVar("Result")
 
 CONNECT_TIMEOUT_S = 3  # dask retries a refused connection until then
 _ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss|ucx|inproc)://)?\[?[\w.\-:]+\]?:\d{1,5}$")
-# Batches per worker in a map: few tasks (a dask task costs the scheduler and the client about 1 ms of CPU each,
-# measured on search-1000's 1,000 bounds: 1.4 s), yet balanced where items differ in cost (bounds: 3-30 ms).
-BATCHES_PER_SLOT = 8
+# A map's batches shrink as it goes (guided self-scheduling, Polychronopoulos & Kuck 1987): each holds the items
+# left over GUIDED_SHARE x the workers, so the first are long and few (one task a point cost the client's process,
+# which holds a LocalCluster's scheduler, 1.1 CPU-s over search-1000's 1,000 bounds: about 1 ms a task) and the
+# last, which decide when the map ends while other workers idle, are short. Never below 1/LEAST_SHARE of the items
+# per worker, so a map of many cheap items (memory checks: 0.5 ms each) stays a few dozen tasks.
+GUIDED_SHARE = 2
+LEAST_SHARE = 32
+
+
+def batch_sizes(count: int, slots: int, most: int = 0) -> list[int]:
+    """The sizes of a map's batches of ``count`` items on ``slots`` workers, in order (at most ``most`` each)."""
+    least = max(1, -(-count // (slots * LEAST_SHARE)))
+    sizes: list[int] = []
+    left = count
+    while left:
+        size = min(left, max(least, -(-left // (slots * GUIDED_SHARE))))
+        size = min(size, most) if most else size
+        sizes.append(size)
+        left -= size
+    return sizes
 
 
 def default_jobs() -> int:
@@ -143,15 +160,16 @@ class Workers:
         return future
 
     def imap(self, work: Callable[..., Result], items: list, *shared: Any, most: int = 0) -> Iterator[Result]:
-        """``work(item, *shared)`` for each item, yielded in the items' order, in about BATCHES_PER_SLOT batches per
-        worker (at most ``most`` items each where given: rows reach a table as batches finish); in this process
-        one by one. ``work`` must be a module-level function."""
-        if self._executor is None or len(items) < 2:
+        """``work(item, *shared)`` for each item, yielded in the items' order, in batches that shrink as they go
+        (``batch_sizes``; at most ``most`` items each where given: rows reach a table as batches finish); in this
+        process one by one. ``work`` must be a module-level function."""
+        if self._executor is None:
             yield from (work(item, *shared) for item in items)
             return
-        size = max(1, -(-len(items) // (self.slots * BATCHES_PER_SLOT)))
-        size = min(size, most) if most else size
-        futures = [self._executor.submit(_batch, work, items[i : i + size], shared) for i in range(0, len(items), size)]
+        futures, start = [], 0
+        for size in batch_sizes(len(items), self.slots, most):
+            futures.append(self._executor.submit(_batch, work, items[start : start + size], shared))
+            start += size
         try:
             for future in futures:
                 yield from future.result()

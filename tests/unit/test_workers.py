@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from experiments.common import parallel
-from experiments.common.parallel import Workers
+from experiments.common.parallel import Workers, batch_sizes
 
 
 def _square_and_pid(item: int, offset: int) -> tuple[int, int]:
@@ -28,8 +27,7 @@ def test_here_every_item_runs_in_this_process_in_order() -> None:
 
 
 def test_two_processes_keep_the_order_in_batches(monkeypatch) -> None:
-    """40 items on 2 processes at BATCHES_PER_SLOT 4: 8 batches of 5, every result in the items' order."""
-    monkeypatch.setattr(parallel, "BATCHES_PER_SLOT", 4)
+    """40 items on 2 processes: the batches ``batch_sizes`` gives, every result in the items' order."""
     sent: list[int] = []
     with Workers(2) as workers:
         real = workers._executor.submit
@@ -37,9 +35,20 @@ def test_two_processes_keep_the_order_in_batches(monkeypatch) -> None:
         results = workers.map(_square_and_pid, list(range(40)), 1)
         assert [value for value, _ in results] == [i * i + 1 for i in range(40)]
         assert {pid for _, pid in results} - {os.getpid()}  # not here
-        assert sent == [5] * 8
+        assert sent == batch_sizes(40, 2) == [10, 8, 6, 4, 3, 3, 2, 1, 1, 1, 1]  # ceil(left / 4) of 40, 30, 22, ...
         with pytest.raises(ValueError, match="item 1"):  # the first failing item, whichever finishes first
             workers.map(_fails, [1, 2])
+
+
+def test_batches_shrink_to_a_floor() -> None:
+    """Each batch holds the items left over GUIDED_SHARE x the workers, at least 1/LEAST_SHARE of a worker's share:
+    1,000 bounds on 2 workers are 14 tasks, the first a quarter of them, the last few 16 items."""
+    sizes = batch_sizes(1000, 2)
+    assert sizes[:4] == [250, 188, 141, 106] and sizes[-4:] == [16, 16, 16, 7] and len(sizes) == 14
+    for count, slots, most in [(1000, 2, 0), (3700, 2, 0), (79, 2, 8), (5, 3, 0), (1, 4, 0), (0, 2, 0)]:
+        sizes = batch_sizes(count, slots, most)
+        assert sum(sizes) == count and sizes == sorted(sizes, reverse=True)
+        assert all(size <= (most or count) for size in sizes)
 
 
 def test_at_most_caps_a_batch(monkeypatch) -> None:
