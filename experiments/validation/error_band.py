@@ -129,3 +129,15 @@ def leave_one_out_coverage(known: list[KnownError]) -> tuple[int, int]:
         band = band_for(run.mechanisms, known, exclude=run.case)
         inside += band is not None and band.low <= run.error <= band.high
     return inside, len(known)
+
+
+def band_of(model: ModelSpec, layout: LayoutSpec, gpu_name: str, path: Path = VALIDATION_CSV) -> ErrorBand | None:
+    """The band of a prediction for ``model`` under ``layout`` on ``gpu_name`` (None: no validated run known)."""
+    return band_for(mechanisms_of(model, layout, gpu_name), load_known(path))
+
+
+def band_json(band: ErrorBand | None) -> dict:
+    """``"expected_error"`` of a JSON result: the band, or why there is none."""
+    if band is None:
+        return {"low": None, "high": None, "cases": 0, "basis": "no validated run known: run `moesim validate`"}
+    return band.to_json()

@@ -70,3 +70,15 @@ def test_describe_says_the_range_and_its_basis() -> None:
     band = ErrorBand(-0.1, 0.05, 9, ("moe", "dispatcher"))
     expected = "likely 18-21 s per step, from 9 published runs alike in moe, dispatcher (moesim validate)"
     assert band.describe(20.0) == expected
+
+
+def test_band_of_a_prediction_and_its_json(tmp_path: Path) -> None:
+    table = tmp_path / "validation.csv"
+    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
+    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    band = error_band.band_of(model_preset("paper-352b"), layout_preset("megascale-moe"), "h800", table)
+    assert (band.low, band.high, band.cases) == (-0.1, 0.1, 6) and band.matched == Mechanisms._fields
+    assert error_band.band_json(band)["cases"] == 6
+    missing = error_band.band_of(model_preset("paper-352b"), layout_preset("megascale-moe"), "h800", tmp_path / "x")
+    none = error_band.band_json(missing)
+    assert none["cases"] == 0 and none["low"] is None and "moesim validate" in none["basis"]
