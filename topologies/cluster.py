@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from topologies.errors import ConfigError, check_positive, check_positive_int, lookup_preset
+from topologies.bounds import check_physical
+from topologies.errors import ConfigError, check_positive_int, lookup_preset
 from topologies.hardware import GPU_PRESETS, GpuSpec
 
 if TYPE_CHECKING:
@@ -55,19 +56,15 @@ class ClusterSpec:
         """Validate every field; raise ConfigError naming the field and the rule."""
         if not isinstance(self.gpu, GpuSpec):
             raise ConfigError("gpu", f"must be a GpuSpec, got {type(self.gpu).__name__}")
-        check_positive_int("gpus", self.num_gpus)
-        check_positive_int("domain_gpus", self.domain_gpus)
-        check_positive("nic_bandwidth_Bps", self.nic_bandwidth_Bps)
-        check_positive("nic_efficiency", self.nic_efficiency)
-        if self.nic_efficiency > 1.0:
-            raise ConfigError("nic_efficiency", f"must be in (0, 1], got {self.nic_efficiency!r}")
-        check_positive("nic_latency_s", self.nic_latency_s)
-        check_positive_int("nodes_per_leaf", self.nodes_per_leaf)
-        check_positive("leaf_oversubscription", self.leaf_oversubscription)
-        if self.leaf_oversubscription < 1.0:
-            raise ConfigError(
-                "leaf_oversubscription", f"must be >= 1 (1 = non-blocking), got {self.leaf_oversubscription!r}"
-            )
+        for name, count in (
+            ("gpus", self.num_gpus),
+            ("domain_gpus", self.domain_gpus),
+            ("nodes_per_leaf", self.nodes_per_leaf),
+        ):
+            check_positive_int(name, count)
+            check_physical(name, name, count)
+        for name in ("nic_bandwidth_Bps", "nic_efficiency", "nic_latency_s", "leaf_oversubscription"):
+            check_physical(name, name, getattr(self, name))  # within physical bounds (topologies/bounds.py)
         self._check_packing()
 
     def _check_packing(self) -> None:

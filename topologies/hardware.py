@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from topologies.errors import ConfigError, check_positive, check_positive_int, lookup_preset
+from topologies.bounds import check_physical
+from topologies.errors import ConfigError, check_positive_int, lookup_preset
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class GpuSpec:
     source: str  # where the numbers come from
 
     def __post_init__(self) -> None:
-        """Validate that every number is positive; raise ConfigError naming the field."""
+        """Validate that every number is within its physical bound (topologies/bounds.py); raise ConfigError naming
+        the field."""
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", f"must be a non-empty string, got {self.name!r}")
         for f in fields(self):
@@ -31,8 +33,7 @@ class GpuSpec:
             value = getattr(self, f.name)
             if f.name == "sm_count":
                 check_positive_int(f.name, value)
-            else:
-                check_positive(f.name, value)
+            check_physical(f.name, f.name, value)
 
 
 # NVLink latency per step of a ring: 3.4 us, NCCL's own model for the Ring algorithm's Simple protocol on NVLink

@@ -19,8 +19,9 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.faults import Faults
 from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
 from simulator.report.simulate import prepare, simulate, split_if_balanced
+from topologies.bounds import check_physical
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
-from topologies.errors import ConfigError, check_positive
+from topologies.errors import ConfigError
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.layouts import LayoutSpec
@@ -274,7 +275,7 @@ def _cluster(args: argparse.Namespace) -> ClusterSpec:
     cluster = load_cluster(args.cluster, args.gpus)
     if args.nic_gbps is None:
         return cluster
-    check_positive("nic_gbps", args.nic_gbps)
+    check_physical("nic_gbps", "nic_gbps", args.nic_gbps)  # > 0 and within physical bounds, in GB/s
     return cluster.with_(nic_bandwidth_Bps=args.nic_gbps * 1e9)
 
 

@@ -18,6 +18,7 @@ from experiments.common.args import integer, nonempty
 from experiments.common.paths import check_output_file, write_csv
 from experiments.common.progress import add_quiet, bar
 from experiments.search.points import Point, check_setting, kind_of, make_point, run_point, target_of
+from topologies.bounds import check_values
 from topologies.errors import ConfigError, short_repr
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH
 from workloads.inputs.yaml_files import load_layout, load_model
@@ -54,6 +55,7 @@ def axis(key: str, values: list[Any], label: str = "") -> Axis:
     target = target_of(key)
     if not values:
         raise ConfigError(label or key, "give at least one value")
+    check_values(label or key, key, values)  # hardware values within physical bounds (topologies/bounds.py)
     return Axis(key, target, tuple(check_setting(key, v) for v in values), label)
 
 
@@ -163,7 +165,7 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
         text = getattr(args, flag)
         if text is not None:
             values = [parse_value(key, v, field=flag) for v in _csv_list(text)]
-            axis(key, values, label=flag)  # check the values as given, before the unit factor
+            check_values(flag, flag, values)  # the values as given (GB/s), before the unit factor: within bounds
             axes.append(axis(key, [v * factor if factor != 1 else v for v in values], label=flag))
     for item in args.sweep:
         key, _, text = item.partition("=")
@@ -179,6 +181,7 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for flag, given in (("gpus", gpus), ("layouts", layouts)):
         if not given:
             raise ConfigError(flag, f"give at least one value (comma-separated), got {getattr(args, flag)!r}")
+    check_values("gpus", "gpus", gpus)
     out = check_output_file("out", args.out, (".csv",))
     for name in layouts:
         load_layout(name)  # unknown presets and bad layout files fail before any simulation

@@ -36,6 +36,7 @@ from experiments.search.points import Point, kind_of, make_point, run_point
 from experiments.search.sweep_table import Params, inputs_hash, keep_done, locked, point_id, unique
 from simulator.report.clusters import load_cluster
 from simulator.report.simulate import COMM_KINDS, Report
+from topologies.bounds import check_physical
 from topologies.errors import ConfigError
 from workloads.inputs.yaml_files import is_yaml_path, load_layout, load_model, read_yaml
 from workloads.specs.fieldtypes import check_value
@@ -115,6 +116,7 @@ def _check(field: str, key: str, value: object) -> None:
     """Raise ConfigError(field, ...) unless value has key's type (ints stay ints: point ids do not change)."""
     if not (value is None and key in OPTIONAL_KEYS):
         check_value(field, KINDS[key], value)
+        check_physical(field, key, value)  # gpus, nic_gbps within physical bounds (topologies/bounds.py)
 
 
 def check_point(point: Params) -> None:
