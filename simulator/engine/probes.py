@@ -95,11 +95,6 @@ def _watches_rates(probe: Probe) -> bool:
     return type(probe).on_link_rates is not Probe.on_link_rates
 
 
-def watches_rates(probes: Iterable[Probe]) -> bool:
-    """Whether a probe reads link rates (it must see every flow: no task replayed over the NIC)."""
-    return any(_watches_rates(probe) for probe in probes)
-
-
 def reads_tasks(probes: Iterable[Probe]) -> bool:
     """Whether a probe is told of each task and may read its op intervals."""
     return any(type(probe).on_task is not Probe.on_task and probe.reads_intervals for probe in probes)
