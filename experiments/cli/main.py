@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from experiments.cli import run_outputs
 from experiments.common import presets
 from experiments.common.args import OneLineParser, integer, nonempty, number, one_line
+from experiments.common.error_band import band_json, band_of
 from experiments.common.paths import check_output_dir
 from experiments.common.progress import add_quiet
 from experiments.paper.targets import TARGETS, targets_epilog
@@ -327,6 +328,7 @@ def _run(args: argparse.Namespace) -> None:
     if job and job.unknown:  # after the run: a refused run says one line, the error (issue #13)
         print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
     busiest = _busiest_stage(args, layout, cluster) if args.breakdown else None
+    band = band_of(load_model(args.model), layout, cluster.gpu.name)  # how far to trust it (error_band.py)
     if args.json:
         extra = {}
         if megatron:
@@ -336,9 +338,11 @@ def _run(args: argparse.Namespace) -> None:
             }
         if busiest:
             extra["busiest_stage"] = dataclasses.asdict(busiest)
+        extra["expected_error"] = band_json(band)
         print(json.dumps({**report.to_dict(), **extra}))
     else:
         print(report.summary())
+        print(f"  expected         {band.describe(report.step_time_s) if band else band_json(band)['basis']}")
         if report.imbalance_idle > BALANCE_HINT_ABOVE and not layout.balance_blocks:
             hint = _balance_hint(args, layout, cluster)
             if hint:

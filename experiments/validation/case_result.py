@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from experiments.common.error_band import Mechanisms
 from experiments.validation.corpus import CORPUS, Case
-from experiments.validation.error_band import Mechanisms
 from simulator.report.simulate import Report
 
 MISS = 0.10  # a miss: |error| above this; also the band of the plot
@@ -29,7 +29,7 @@ class CaseResult:
     # Misses (over MISS): where one micro-batch of the busiest stage goes (experiments/common/stage_costs.py),
     # at the fitted calibration and at residual 1
     stage_costs: str = ""
-    mechanisms: Mechanisms | None = None  # what its error depends on (experiments/validation/error_band.py)
+    mechanisms: Mechanisms | None = None  # what its error depends on (experiments/common/error_band.py)
 
     @property
     def ran(self) -> bool:

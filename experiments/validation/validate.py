@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from experiments.common.args import integer
+from experiments.common.error_band import mechanisms_of
 from experiments.common.parallel import default_jobs, in_order
 from experiments.common.shared_sims import simulate
 from experiments.common.stage_costs import busiest_stage
 from experiments.common.unit_costs import costliest_first
 from experiments.validation.case_result import MISS, CaseResult
 from experiments.validation.corpus import CASES_DIR, Case, load_cases
-from experiments.validation.error_band import mechanisms_of
 from experiments.validation.tables import markdown, table, to_frame, to_json
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
 from simulator.report.clusters import load_cluster

@@ -1,13 +1,14 @@
-"""experiments/validation/error_band.py: the band of the validated runs most alike, worked out by hand."""
+"""experiments/common/error_band.py: the band of the validated runs most alike, worked out by hand."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from experiments.validation import error_band
-from experiments.validation.error_band import ErrorBand, KnownError, Mechanisms, band_for, load_known
+from experiments.common import error_band
+from experiments.common.error_band import ErrorBand, KnownError, Mechanisms, band_for, load_known
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
 
@@ -82,3 +83,22 @@ def test_band_of_a_prediction_and_its_json(tmp_path: Path) -> None:
     missing = error_band.band_of(model_preset("paper-352b"), layout_preset("megascale-moe"), "h800", tmp_path / "x")
     none = error_band.band_json(missing)
     assert none["cases"] == 0 and none["low"] is None and "moesim validate" in none["basis"]
+
+
+def test_run_prints_and_returns_its_band(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from experiments.cli.main import main
+
+    table = tmp_path / "validation.csv"
+    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
+    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    monkeypatch.setattr(error_band, "VALIDATION_CSV", table)
+    assert main(["run", "--gpus", "240", "--global-batch", "60", "--json"]) == 0
+    blob = json.loads(capsys.readouterr().out)
+    band = blob["expected_error"]
+    assert (band["low"], band["high"], band["cases"]) == (-0.1, 0.1, 6) and "alike in moe, dispatcher" in band["basis"]
+    assert main(["run", "--gpus", "240", "--global-batch", "60"]) == 0
+    step_s = blob["step_time_s"]
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  expected"))
+    assert f"likely {step_s * 0.9:.3g}-{step_s * 1.1:.3g} s per step, from 6 published runs" in line

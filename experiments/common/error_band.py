@@ -9,7 +9,8 @@ to every validated run. With n exchangeable runs, a new one falls inside their r
 corpus reaches the 80% the issue asks (tests/paper/test_error_band_coverage.py measures it; 5 gives 79%).
 
 The errors come from ``moesim validate``'s table (results/validation.csv, regenerated with results/), so a band
-costs a file read, not a simulation.
+costs a file read, not a simulation; it lives here, below experiments.validation, so that ``run``, ``compare`` and
+``search`` load it without the validation machinery.
 """
 
 from __future__ import annotations
@@ -106,8 +107,10 @@ def band_for(mechanisms: Mechanisms, known: list[KnownError], exclude: str = "")
     raise AssertionError("unreachable: kept == 0 matches every run")
 
 
-def load_known(path: Path = VALIDATION_CSV) -> list[KnownError]:
-    """The validated runs of ``moesim validate``'s CSV that ran and were not fitted ([] if there is no file)."""
+def load_known(path: Path | None = None) -> list[KnownError]:
+    """The validated runs of ``moesim validate``'s CSV (default VALIDATION_CSV) that ran and were not fitted ([] if
+    there is no file)."""
+    path = VALIDATION_CSV if path is None else path
     if not path.is_file():
         return []
     known = []
@@ -131,7 +134,7 @@ def leave_one_out_coverage(known: list[KnownError]) -> tuple[int, int]:
     return inside, len(known)
 
 
-def band_of(model: ModelSpec, layout: LayoutSpec, gpu_name: str, path: Path = VALIDATION_CSV) -> ErrorBand | None:
+def band_of(model: ModelSpec, layout: LayoutSpec, gpu_name: str, path: Path | None = None) -> ErrorBand | None:
     """The band of a prediction for ``model`` under ``layout`` on ``gpu_name`` (None: no validated run known)."""
     return band_for(mechanisms_of(model, layout, gpu_name), load_known(path))
 
