@@ -108,3 +108,22 @@ def test_folders_and_files_stay_small() -> None:
             assert len(modules) <= MAX_MODULES_PER_FOLDER, folder
     long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_every_function_the_map_names_exists() -> None:
+    """docs/architecture.md names where each answer is computed: every dotted name in it resolves."""
+    import importlib
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    names = set(re.findall(r"`((?:topologies|workloads|simulator|experiments)(?:\.\w+)+)`", text))
+    assert len(names) > 15
+    broken = []
+    for name in sorted(names):
+        parts = name.split(".")
+        cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in MODULES)
+        target = importlib.import_module(".".join(parts[:cut]))
+        for attribute in parts[cut:]:
+            target = getattr(target, attribute, None)
+        broken += [name] if target is None else []
+    assert broken == []
