@@ -13,9 +13,9 @@ from experiments.cli.main import main
 from simulator.engine.engine import EngineResult
 from simulator.engine.probes import Probe, observing, subscribed
 from simulator.report.simulate import simulate
+from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.graph.step import StepWorkload
 
 NAMES = {
     "table3-megascale-240",
@@ -148,3 +148,20 @@ def test_the_warm_up_runs_first_and_leaves_no_timings() -> None:
     ]
     bench.warm_up()
     assert len(TIMINGS) == 0
+
+
+@pytest.mark.xdist_group("dask_cluster")
+@pytest.mark.parametrize("dask_workers", [0, 1])
+def test_the_search_rows_job_on_a_small_search(
+    monkeypatch, capsys: pytest.CaptureFixture[str], dask_workers: int
+) -> None:
+    """search-1000's job, cut to 12 points of 16 GPUs, locally and on a dask cluster of 1 worker: one JSON line with
+    the points, those skipped by their bounds, and the search's seconds apart from the cluster's start and stop."""
+    if dask_workers:
+        pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(bench, "SEARCH", {"model": "mixtral-8x7b", "gpus": 16, "cluster": "h100", "jobs": 2})
+    monkeypatch.setattr(bench, "SEARCH_POINTS", 12)
+    bench.search_points(dask_workers)
+    result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert result["points"] == 12 and 0 <= result["skipped"] < 12
+    assert result["search_s"] > 0 and result["cluster_start_s"] >= 0 and result["cluster_stop_s"] >= 0
