@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from simulator.engine.probes import Probe
+from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
 from workloads.ops import COLLECTIVE, FUSED
 from workloads.specs.limits import check_limit
@@ -49,8 +50,28 @@ class TraceSize:
 
 
 def kept_stages(workload: StepWorkload, stages: Iterable[int] | None) -> list[int]:
-    """The stages a trace shows: all, or those of ``stages`` that exist."""
-    return sorted(set(range(workload.pp)) if stages is None else {s for s in stages if 0 <= s < workload.pp})
+    """The stages a trace shows: all, or ``stages``; one the run does not have is refused (a trace of it would
+    hold no events)."""
+    if stages is None:
+        return list(range(workload.pp))
+    kept = sorted(set(stages))
+    missing = [stage for stage in kept if not 0 <= stage < workload.pp]
+    if missing:
+        raise ConfigError(
+            "trace_stages",
+            f"stage {missing[0]} is not a stage of this run (pp={workload.pp}): give stages 0 to {workload.pp - 1}",
+        )
+    return kept
+
+
+def check_trace_micro_batches(workload: StepWorkload, micro_batches: int | None) -> None:
+    """Refuse a --trace-micro-batches count below 1 or above the run's micro-batches per pipeline."""
+    if micro_batches is not None and not 1 <= micro_batches <= workload.micro_batches:
+        raise ConfigError(
+            "trace_micro_batches",
+            f"{micro_batches} is more than this run's {workload.micro_batches} micro-batches per pipeline: give 1 "
+            f"to {workload.micro_batches}",
+        )
 
 
 def _key_slices(workload: StepWorkload, key) -> tuple[dict[str, int], dict[str, set]]:
@@ -74,6 +95,7 @@ def trace_size(engine: Engine, stages: Iterable[int] | None = None, micro_batche
     workload = engine.workload
     schedule = workload.schedule
     keep = kept_stages(workload, stages)
+    check_trace_micro_batches(workload, micro_batches)
     limit_mb = workload.micro_batches if micro_batches is None else micro_batches
     orders = {stage: workload.stage_order(stage) for stage in keep}
     drawn = {stage: {task[:3] for task in order if task.micro_batch < limit_mb} for stage, order in orders.items()}

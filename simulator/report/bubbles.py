@@ -45,7 +45,20 @@ def schedule_bubble(schedule: Schedule, mean_s: Mapping[Phase, float]) -> float:
     end = fields[("s", "end")]
     if end <= 0:
         return 0.0  # an empty step
-    return sum(1 - fields[("s", "busy", stage)] / end for stage in range(schedule.stages)) / schedule.stages
+    idle = sum(1 - fields[("s", "busy", stage)] / end for stage in range(schedule.stages)) / schedule.stages
+    return max(0.0, idle)  # >= 0: a stage busy for the whole replay gives -2e-16 in floating point
+
+
+# Round-off of a difference of two means of up to 10^4 stage fractions (each within a few ulps, 2.2e-16):
+# a difference smaller than this in magnitude is no imbalance at all.
+ROUND_OFF = 1e-12
+
+
+def imbalance_idle(bubble: float, balanced: float) -> float:
+    """``bubble - balanced``, the idle time stage imbalance adds to the schedule's own, exactly 0 within round-off
+    (a negative value beyond it is kept: the simulated stages idled less than the balanced replay)."""
+    difference = bubble - balanced
+    return 0.0 if abs(difference) < ROUND_OFF else difference
 
 
 class _Plan(NamedTuple):

@@ -16,7 +16,7 @@ from simulator.engine.unfolded import check_unfolded_size
 from simulator.fast.steady import run_step
 from simulator.memory.per_gpu import GIB, fit_recompute, peak_memory, peak_of, stage_memory
 from simulator.report.bounds import step_lower_bound_s
-from simulator.report.bubbles import phase_means, schedule_bubble
+from simulator.report.bubbles import imbalance_idle, phase_means, schedule_bubble
 from simulator.report.checks import check_finite, check_simulate_args
 from simulator.report.clusters import load_cluster
 from simulator.report.megatron_flops import megatron_args, megatron_flops
@@ -295,7 +295,8 @@ def build_report(
     stages = result.stages
     step = result.step_time_s
     pipeline_end = max(log.pipeline_end_s for log in stages)
-    bubble = sum(1 - log.busy_s / pipeline_end for log in stages) / len(stages)
+    # Idle fractions are >= 0: a stage busy for all of the step gives 1 - busy / end = -2e-16 in floating point.
+    bubble = max(0.0, sum(1 - log.busy_s / pipeline_end for log in stages) / len(stages))
     balanced = schedule_bubble(workload.schedule, phase_means(result.phase_spans))
     dp = workload.dp
     model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
@@ -334,7 +335,7 @@ def build_report(
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
         schedule_bubble=balanced,
-        imbalance_idle=bubble - balanced,
+        imbalance_idle=imbalance_idle(bubble, balanced),
         recompute_fit=recompute_choice(workload),
         balanced_split=balanced_split(workload),
         steady_runs=list(runs),
