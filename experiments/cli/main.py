@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from experiments.cli import run_outputs
 from experiments.common import presets
-from experiments.common.args import OneLineParser, integer, nonempty, number, one_line
+from experiments.common.args import OneLineParser, bandwidth, integer, nonempty, number, one_line
 from experiments.common.error_band import band_json, band_of
 from experiments.common.paths import check_output_dir
 from experiments.common.progress import add_quiet
@@ -101,9 +101,9 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument(
         "--nic-gbps",
-        type=number(0, above=True),
+        type=bandwidth("nic_gbps"),
         default=None,
-        help="NIC bandwidth per GPU, GB/s (default: the cluster's)",
+        help="NIC bandwidth per GPU: 50GB/s, 400Gb/s, or a bare number of GB/s (default: the cluster's)",
     )
     run.add_argument(
         "--global-batch", type=integer(1), default=None, help=f"sequences per step (default {DEFAULT_GLOBAL_BATCH})"

@@ -9,6 +9,9 @@ import re
 import sys
 from collections.abc import Callable
 
+from topologies.errors import ConfigError
+from topologies.units import bandwidth_GBps
+
 ERROR_PREFIX = "moesim: error: "
 _ARGUMENT = re.compile(r"^argument (?:-+)?([\w-]+)(?:/[^:]*)?: (.*)$", re.DOTALL)
 _INVALID = re.compile(r"^invalid (\w+) value: (.*)$", re.DOTALL)
@@ -79,3 +82,20 @@ def nonempty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return text
+
+
+def bandwidth(field: str) -> Callable[[str], float]:
+    """An argparse type: a bandwidth in GB/s from ``50GB/s``, ``400Gb/s`` or a bare number of GB/s
+    (topologies/units.py); a bare number that looks like gigabits is taken as GB/s with a warning on stderr."""
+
+    def parse(text: str) -> float:
+        try:
+            value, warning = bandwidth_GBps(field, text)
+        except ConfigError as error:
+            raise argparse.ArgumentTypeError(error.rule) from None
+        if warning:
+            print(f"moesim: warning: {warning}", file=sys.stderr)
+        return value
+
+    parse.__name__ = "bandwidth"
+    return parse
