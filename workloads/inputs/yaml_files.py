@@ -11,10 +11,11 @@ from typing import Any
 from topologies.errors import ConfigError
 from workloads.inputs.bounded_read import read_bounded
 from workloads.inputs.hf_config import is_hf_config_path, load_hf_config
+from workloads.inputs.model_names import find_config, how_to_get
 from workloads.inputs.yaml_guard import check_nodes
 from workloads.specs.fieldtypes import check_value, field_types
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
-from workloads.specs.models import ModelSpec, model_preset
+from workloads.specs.models import MODEL_PRESETS, ModelSpec, model_preset
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -129,7 +130,16 @@ def load_model(source: ModelSpec | str | Path) -> ModelSpec:
         return model_from_dict(read_yaml("model", source), Path(source).stem)
     if not isinstance(source, str):
         raise ConfigError("model", f"must be a preset name, a YAML path or a ModelSpec, got {source!r}")
-    return model_preset(source)
+    if source.lower() in MODEL_PRESETS:
+        return model_preset(source)
+    found = find_config(source)  # a shipped config.json by name, or a hub id in the local Hugging Face cache
+    if found is not None:
+        model = load_hf_config(found)
+        return model.with_(name=source.rsplit("/", 1)[-1]) if "/" in source else model  # not the snapshot's hash
+    try:
+        return model_preset(source)
+    except ConfigError as error:
+        raise ConfigError("model", f"{error.rule}; {how_to_get(source)}") from None
 
 
 def load_layout(source: LayoutSpec | str | Path) -> LayoutSpec:

@@ -1,0 +1,52 @@
+"""--model by name: a shipped config.json, a Hugging Face hub id in the local cache, or how to get it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from topologies.errors import ConfigError
+from workloads.inputs.hf_config import load_hf_config
+from workloads.inputs.model_names import SHIPPED, cached_config, hub_cache
+from workloads.inputs.yaml_files import load_model
+
+
+def test_a_shipped_config_by_its_name() -> None:
+    assert load_model("qwen3-30b-a3b") == load_hf_config(SHIPPED / "qwen3-30b-a3b.json")
+    assert load_model("mixtral-8x7b").name == "mixtral-8x7b"  # a preset keeps winning over a shipped file
+
+
+def _cache(root: Path, hub_id: str, revision: str) -> Path:
+    repo = root / f"models--{hub_id.replace('/', '--')}"
+    (repo / "snapshots" / revision).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision + "\n")
+    target = repo / "snapshots" / revision / "config.json"
+    shutil.copy(SHIPPED / "qwen3-30b-a3b.json", target)
+    return target
+
+
+def test_a_hub_id_from_the_local_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    target = _cache(tmp_path, "Qwen/Qwen3-30B-A3B", "0123abc")
+    assert hub_cache() == tmp_path and cached_config("Qwen/Qwen3-30B-A3B") == target
+    model = load_model("Qwen/Qwen3-30B-A3B")
+    assert model.name == "Qwen3-30B-A3B" and model.num_experts == 128
+
+
+def test_hf_home_and_the_default_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    assert hub_cache() == tmp_path / "hub"
+    monkeypatch.delenv("HF_HOME")
+    assert hub_cache() == Path.home() / ".cache" / "huggingface" / "hub"
+
+
+def test_a_name_not_on_this_machine_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^model: unknown preset .*huggingface-cli download Org/Nope config.json"):
+        load_model("Org/Nope")
+    with pytest.raises(ConfigError, match=r"^model: unknown preset 'nope'.*config.json path"):
+        load_model("nope")

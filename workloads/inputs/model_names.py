@@ -1,0 +1,51 @@
+"""Models by name beyond the presets: a Hugging Face config.json shipped in examples/models (``qwen3-30b-a3b``) or
+one in the local Hugging Face cache by its hub id (``Qwen/Qwen3-30B-A3B``). Nothing is downloaded: where the file is
+not on this machine, the error says how to get it."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "models"  # a source checkout (pip install -e .)
+_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def hub_cache() -> Path:
+    """The Hugging Face hub cache folder, as huggingface_hub resolves it: HF_HUB_CACHE, else HF_HOME/hub, else
+    ~/.cache/huggingface/hub (huggingface_hub constants.py)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    return Path(home) / "hub"
+
+
+def cached_config(hub_id: str) -> Path | None:
+    """``hub_id``'s config.json in the local hub cache: the snapshot its refs/main names, else the newest one."""
+    repo = hub_cache() / f"models--{hub_id.replace('/', '--')}"
+    main = repo / "refs" / "main"
+    if main.is_file():
+        candidate = repo / "snapshots" / main.read_text().strip() / "config.json"
+        if candidate.is_file():
+            return candidate
+    snapshots = sorted(repo.glob("snapshots/*/config.json"), key=lambda path: path.stat().st_mtime)
+    return snapshots[-1] if snapshots else None
+
+
+def find_config(name: str) -> Path | None:
+    """A config.json for a model ``name`` that is not a preset: shipped, or cached by its hub id."""
+    shipped = SHIPPED / f"{name.lower()}.json"
+    if shipped.is_file():
+        return shipped
+    return cached_config(name) if _HUB_ID.match(name) else None
+
+
+def how_to_get(name: str) -> str:
+    """What to do when ``name`` is neither a preset nor a config.json on this machine."""
+    if _HUB_ID.match(name):
+        return (
+            f"{name!r} is not in the local Hugging Face cache ({hub_cache()}); fetch its config with "
+            f"`huggingface-cli download {name} config.json` (or pass the config.json's path)"
+        )
+    return "or give a Hugging Face config.json path, a hub id in the local cache (Org/Name), or a model YAML"
