@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from experiments.common.parallel import Workers
+from experiments.search.fix_values import check_fixed, space_choices
 from simulator.memory.per_gpu import peak_memory
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
@@ -30,18 +31,6 @@ from workloads.specs.models import ModelSpec
 def divisors(n: int) -> list[int]:
     """Positive divisors of n, ascending."""
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def check_fixed(key: str, value: str, choices: set[str] | None) -> None:
-    """Refuse a ``--fix`` value the space never takes (it would leave no layout): one of ``choices``, or a
-    positive integer for a dimension that the job sizes (``choices`` None)."""
-    if choices is None:
-        if not (value.isdigit() and int(value) >= 1):
-            raise ConfigError("fix", f"{key}={value!r}: {key} is a positive integer")
-    elif value.lower() not in choices:
-        raise ConfigError(
-            "fix", f"{key}={value!r} is not in the search space; {key} takes {', '.join(sorted(choices))}"
-        )
 
 
 class Job(NamedTuple):
@@ -174,27 +163,9 @@ class SearchSpace:
                 raise ConfigError(
                     "fix", f"expected DIMENSION=VALUE with a dimension in {', '.join(DIMENSIONS)}; got {pair!r}"
                 )
-            check_fixed(key, value, self.choices().get(key))
+            check_fixed(key, value, space_choices(self).get(key))  # experiments/search/fix_values.py
             fixed.append((key, value))
         return replace(self, fixed=tuple(fixed))
-
-    def choices(self) -> dict[str, set[str]]:
-        """The values (lower-case text, as ``keeps`` compares them) of the dimensions this space lists; intra_size,
-        pp and ep come from the job (positive integers)."""
-        listed = {
-            "attention": {attention for attention, _ in self.modes},
-            "ffn": {ffn for _, ffn in self.modes},
-            "cp": self.cp,
-            "etp": self.etp,
-            "ep_max_nodes": self.ep_max_nodes,
-            "micro_batch": self.micro_batches,
-            "schedule": {s.name for s in self.schedules},
-            "virtual_stages": {s.chunks for s in self.schedules},
-            "ep_overlap": {s.ep_overlap for s in self.schedules}
-            | {True for s in self.schedules if s.layerwise_with_ep},
-            "recompute": {choice["recompute"] for tier in self.recompute_tiers for choice in tier},
-        }
-        return {key: {str(value).lower() for value in values} for key, values in listed.items()}
 
     @classmethod
     def wide(cls) -> SearchSpace:
