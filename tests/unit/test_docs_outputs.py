@@ -59,8 +59,8 @@ def test_every_compare_and_search_column_is_explained(tmp_path, capsys) -> None:
     assert (
         main(["compare", *small, "--gpus", "16", "--sweep", "pp=4", "--out", str(tmp_path / "c.csv"), "--quiet"]) == 0
     )
-    search = ["search", *small, "--gpus", "16", "--seq-len", "1024", "--space", "narrow", "--fix", "pp=4", "--top", "1"]
-    assert main([*search, "--fix", "micro_batch=1", "--out", str(tmp_path / "s.csv"), "--quiet"]) == 0
+    search = ["search", *small, "--gpus", "16", "--seq-len", "1024", "--fix", "pp=4", "--fix", "micro_batch=1"]
+    assert main([*search, "--fix", "schedule=1f1b", "--top", "1", "--out", str(tmp_path / "s.csv"), "--quiet"]) == 0
     capsys.readouterr()
     for name in ("c.csv", "s.csv"):
         with (tmp_path / name).open(newline="") as handle:
