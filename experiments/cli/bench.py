@@ -7,7 +7,8 @@ compare on a shared machine. ``moesim bench --json`` prints one JSON object per 
 
 The rows that run in this process follow a warm-up row (``warm-up``: imports, the interpreter's first calls, a
 small step at both timers), so the first of them does not pay what every later one finds done; the search rows
-run in child processes of their own and so include a process's start-up. A step's ``cost_per_op_vs_simpy`` is
+run in child processes of their own and so include a process's start-up (a dask row's ``wall_s`` leaves out its
+LocalCluster's start and stop, which its ``process_wall_s`` and ``cpu_s`` keep). A step's ``cost_per_op_vs_simpy`` is
 its engine's CPU time per simulated op over a bare simpy timeout's, both timed with process CPU time under the
 engine's collector settings (simulator/engine/gc_budget.py); at op level, each the least of RATIO_RUNS runs, the
 step's and the loop's interleaved, and ``ratio_runs`` gives each pair's ratio (the spread).
