@@ -350,7 +350,11 @@ def _run(args: argparse.Namespace) -> None:
         if busiest:
             print(f"  busiest stage    {busiest.stage}, one micro-batch, its tasks alone: {busiest.phrase()}")
         if megatron:
-            print("\n".join(f"  ignored          {arg.flag}: {arg.reason}" for arg in megatron.ignored))
+            from experiments.cli.megatron_view import ignored_line, memory_terms, understood
+
+            print(f"  understood       {understood(layout, cluster.num_gpus, cluster.gpu.name)}")
+            print(f"  memory terms     {memory_terms(report.memory_gib)} (peak stage)")
+            print(f"  ignored          {ignored_line(megatron.ignored)}")
             print("\n".join(f"  note             {note}" for note in megatron.notes))
 
 
@@ -359,13 +363,14 @@ BALANCE_HINT_ABOVE = 0.05
 
 
 def _balance_hint(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> str:
-    """The split balance_blocks would choose (simulator/report/balance.py), if it differs from this one."""
+    """The split balance_blocks would choose (simulator/report/balance.py), if it differs from this one; for a
+    Megatron job as the --pipeline-model-parallel-layout that runs it."""
     text = split_if_balanced(args.model, layout, None, cluster, args.global_batch, args.seq_len, args.micro_batch)
-    return (
-        f"  hint             --set balance_blocks=true splits the layers {text} by cost (not simulated here)"
-        if text
-        else ""
-    )
+    if not text:
+        return ""
+    if args.megatron_args:
+        return f"  hint             --pipeline-model-parallel-layout '{text}' splits the layers by cost (not simulated)"
+    return f"  hint             --set balance_blocks=true splits the layers {text} by cost (not simulated here)"
 
 
 def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: ClusterSpec) -> StageCosts:

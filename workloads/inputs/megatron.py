@@ -25,6 +25,7 @@ from workloads.inputs.megatron_fsdp import fsdp_zero_stage
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
+from workloads.specs.hints import in_megatron_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -121,6 +122,8 @@ class MegatronJob:
 
     def explain(self, error: ConfigError) -> ConfigError:
         """``error`` with the Megatron flags behind its field named, when there are some."""
+        if error.field == "memory":  # its hint in Megatron's flags (workloads/specs/hints.py MEGATRON_CUTS)
+            return ConfigError(error.field, in_megatron_words(error.rule))
         flags = FIELD_FLAGS.get(error.field)
         return ConfigError(f"{error.field} ({flags})", error.rule) if flags else error
 

@@ -94,6 +94,37 @@ def _cuts(layout: LayoutSpec, field: str, value: object) -> bool:
     return current > value
 
 
+# The same cuts as Megatron-LM flags (arguments.py at d98e8a64dd), for a job given as --megatron-args: what Megatron
+# can run. SAR has no Megatron flag: its place is taken by selective recomputation of the MoE activation and norms
+# (--recompute-modules, TransformerConfig.recompute_modules).
+MEGATRON_CUTS = {
+    "--set zero_stage=3 (shard weights over DP)": (
+        "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params (shard weights over DP)"
+    ),
+    "--set zero_stage=2 (shard gradients over DP)": (
+        "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads (shard gradients over DP)"
+    ),
+    "--set zero_stage=1 (distributed optimizer)": "--use-distributed-optimizer",
+    "--set exp_avg_dtype=bf16 --set exp_avg_sq_dtype=bf16": (
+        "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"
+    ),
+    "--set sequence_parallel=true (Megatron's --sequence-parallel)": "--sequence-parallel",
+    "--set recompute=sar": "--recompute-granularity selective --recompute-modules moe_act layernorm",
+    "--set recompute=full": "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+    "--micro-batch 1": "--micro-batch-size 1",
+    "--set capacity_factor=1.0": "--moe-expert-capacity-factor 1.0",
+    "a larger --set pp": "a larger --pipeline-model-parallel-size",
+    "or --allow-oom (allow_oom=True)": "or moesim's --allow-oom to simulate it anyway",
+}
+
+
+def in_megatron_words(rule: str) -> str:
+    """A memory hint with each moesim option replaced by the Megatron-LM flags that do the same."""
+    for moesim, megatron in MEGATRON_CUTS.items():
+        rule = rule.replace(moesim, megatron)
+    return rule
+
+
 def memory_hint(terms: dict[str, float], layout: LayoutSpec) -> str:
     """Clause for an out-of-memory layout: the biggest term (GiB) and the first option that cuts it."""
     term = max(terms, key=terms.__getitem__)

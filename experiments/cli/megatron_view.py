@@ -1,0 +1,63 @@
+"""A Megatron-LM job spoken back in Megatron's words (issue 41, item 3): the layout moesim understood from the
+flags, the memory terms of its peak stage, and the flags it ignored, in one line each."""
+
+from __future__ import annotations
+
+from workloads.inputs.megatron_args import IgnoredArg
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.validation import data_parallel
+
+_OPTIMIZER = {  # layout.zero_stage as Megatron's flags set it (workloads/inputs/megatron.py)
+    0: "replicated optimizer",
+    1: "--use-distributed-optimizer",
+    2: "FSDP optim_grads",
+    3: "FSDP optim_grads_params",
+}
+
+
+def _dispatcher(layout: LayoutSpec) -> str:
+    if layout.ffn != "ep" or layout.ep_degree <= 1:
+        return "no EP dispatcher"
+    if layout.ep_dispatcher == "alltoall":
+        return "--moe-token-dispatcher-type alltoall"
+    return f"--moe-token-dispatcher-type flex ({layout.flex_backend or 'deepep'})"
+
+
+def _recompute(layout: LayoutSpec) -> str:
+    if layout.recompute == "selective":
+        return "recompute selective (" + " ".join(layout.recompute_modules) + ")"
+    return f"recompute {layout.recompute}"
+
+
+def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str) -> str:
+    """The parallel layout and options as Megatron names them, as moesim read them."""
+    tp = layout.intra_size if layout.attention == "tp" else 1
+    degrees = [f"TP {tp}" + (" (SP)" if layout.sequence_parallel and tp > 1 else "")]
+    degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}", f"CP {layout.cp}", f"PP {layout.pp}"]
+    degrees += [f"VP {layout.virtual_stages}", f"DP {data_parallel(layout, num_gpus)}"]
+    precision = layout.gemm_dtype.upper() + (f" ({layout.fp8_recipe})" if layout.gemm_dtype == "fp8" else "")
+    return "; ".join(
+        [
+            ", ".join(degrees),
+            _dispatcher(layout),
+            _recompute(layout),
+            _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}"),
+            precision,
+            f"{num_gpus} x {gpu_name}",
+        ]
+    )
+
+
+def memory_terms(stages: list[dict[str, float]]) -> str:
+    """The peak stage's memory terms in GiB (Report.memory_gib)."""
+    peak = max(stages, key=lambda stage: stage["total"])
+    return ", ".join(f"{name} {gib:.1f}" for name, gib in peak.items() if name != "total") + " GiB"
+
+
+def ignored_line(ignored: tuple[IgnoredArg, ...]) -> str:
+    """The flags that do not change the simulated step, in one line (``--json`` lists each with its reason)."""
+    if not ignored:
+        return "none"
+    flags = [arg.flag for arg in ignored]
+    shown = ", ".join(flags[:6]) + (f" and {len(flags) - 6} more" if len(flags) > 6 else "")
+    return f"{len(flags)} flag{'s' * (len(flags) != 1)} ({shown}); --json lists each with its reason"
