@@ -4,6 +4,8 @@ coverage from its classification, the validation results from results/REPRODUCTI
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from experiments.cli.docs_pages import DOCS, PAGES
@@ -58,8 +60,6 @@ def test_megatron_page_classes_every_pinned_flag() -> None:
 
 def test_every_modelled_megatron_flag_has_a_row() -> None:
     """docs/megatron.md's table says what each flag moesim reads becomes (the coverage page only lists them)."""
-    import re
-
     from workloads.inputs.megatron_args import FLAGS
 
     table = "\n".join(line for line in (DOCS / "megatron.md").read_text().split("\n") if line.startswith("| `--"))
@@ -75,3 +75,13 @@ def test_every_preset_is_named_in_the_files_page() -> None:
     page = (DOCS / "files.md").read_text()
     missing = [name for name in (*MODEL_PRESETS, *LAYOUT_PRESETS, *CLUSTER_PRESETS) if f"`{name}`" not in page]
     assert missing == [], "name these presets in docs/files.md's Presets section"
+
+
+def test_every_config_json_model_type_is_named() -> None:
+    """docs/megatron.md names each model_type moesim reads, docs/limits.md each it refuses."""
+    from workloads.inputs.hf_config import NOT_EXPRESSED, READERS
+
+    read = (DOCS / "megatron.md").read_text()
+    refused = (DOCS / "limits.md").read_text()
+    assert [t for t in READERS if not re.search(rf"\b{t}\b", read)] == []
+    assert [t for t in NOT_EXPRESSED if f"`{t}`" not in refused] == []
