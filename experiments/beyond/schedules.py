@@ -18,7 +18,8 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments.common.plotting import COLOURS, finish
+from experiments.common.paths import save_figure
+from experiments.common.plotting import COLOURS
 from experiments.common.shared_sims import simulate
 from workloads.specs.layouts import layout_preset
 
@@ -51,13 +52,34 @@ def simulate_schedules(schedules: dict = SCHEDULES, global_batch: int = GLOBAL_B
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Per schedule: bubble and exposed EP seconds stacked."""
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    ax.bar(frame.schedule, frame.bubble_s, color=COLOURS[0], label="bubble (fraction x step)")
-    ax.bar(frame.schedule, frame.exposed_ep_s, bottom=frame.bubble_s, color=COLOURS[1], label="exposed EP")
-    title = f"DeepSeek-V3, {GPUS} H800s, batch {GLOBAL_BATCH} x {SEQ_LEN}"
-    ax.tick_params(axis="x", labelsize=7)
-    finish(fig, ax, path, title=title, xlabel="schedule", ylabel="seconds per step", grid_axis="y")
+    """Per schedule, one horizontal bar as long as its step time, split into the bubble, the exposed EP
+    all-to-all and the rest of the step (compute and other exposed communication), so the axis reads as
+    seconds per step. Horizontal: the schedule names are long."""
+    rest_s = frame.step_time_s - frame.bubble_s - frame.exposed_ep_s
+    if (rest_s < 0).any():  # the parts are disjoint shares of the step; a negative rest would be a bad split
+        raise ValueError(f"bubble + exposed EP exceed the step time for {list(frame.schedule[rest_s < 0])}")
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    names = list(frame.schedule)[::-1]  # first schedule on top
+    left = [0.0] * len(names)
+    for values, label, colour in (
+        (frame.bubble_s, "pipeline bubble", COLOURS[0]),
+        (frame.exposed_ep_s, "exposed EP all-to-all", COLOURS[3]),
+        (rest_s, "rest of the step (compute, other exposed comm)", COLOURS[1]),
+    ):
+        widths = list(values)[::-1]
+        ax.barh(names, widths, left=left, color=colour, label=label)
+        left = [a + b for a, b in zip(left, widths)]
+    for y, total in enumerate(left):
+        ax.text(total, y, f" {total:.2f} s", va="center", fontsize=7)
+    ax.set_xlim(0, max(left) * 1.15)  # room for the step-time labels
+    ax.tick_params(axis="y", labelsize=8)
+    title = f"DeepSeek-V3, {GPUS} H800s, batch {GLOBAL_BATCH} x {SEQ_LEN}: step time by part"
+    ax.set(title=title, xlabel="seconds per step")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.13))  # below: clear of the bars
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=120)
+    plt.close(fig)
 
 
 def markdown(frame: pd.DataFrame) -> str:

@@ -64,9 +64,11 @@ def line_comparison(
     ylabel: str,
     series: dict[str, object],
     markers: dict[str, object] | None = None,
+    ax=None,
 ) -> None:
-    """Lines for simulated series; optional paper points as markers."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    """Lines for simulated series; optional paper points as markers (NaN: no paper point there); the y axis
+    from 0. With ``ax`` given, draws into it and leaves titling and saving to the caller."""
+    fig, ax = plt.subplots(figsize=(7, 4.2)) if ax is None else (None, ax)
     for i, (label, values) in enumerate(series.items()):
         ax.plot(x, list(values), marker="o", label=label, color=COLOURS[(2 * i + 1) % len(COLOURS)])
     for i, (label, values) in enumerate((markers or {}).items()):
@@ -79,7 +81,14 @@ def line_comparison(
             label=label,
             color=COLOURS[(2 * i + 1) % len(COLOURS)],
         )
-    finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel)
+    from_zero(ax)
+    if fig is not None:
+        finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel)
+
+
+def from_zero(ax) -> None:
+    """Start the y axis at 0 (a gap reads as a ratio only on a scale from 0); the top stays autoscaled."""
+    ax.set_ylim(bottom=0)
 
 
 def finish(

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.common.paths import write_csv
-from experiments.common.plotting import line_comparison
+from experiments.common.paths import save_figure, write_csv
+from experiments.common.plotting import COLOURS, line_comparison
 from experiments.common.shared_sims import simulate
+from experiments.paper.table3 import PAPER_MEGATRON_SELF_CONSISTENT, PAPER_TOKENS_PER_S
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH
 
 POINTS = ((480, 360), (720, 540), (960, 720), (1200, 900), (1440, 1080))  # (GPUs, global batch)
 PAPER_SPEEDUP_RANGE = (1.74, 1.79)  # MegaScale-MoE / Megatron-LM over the range
@@ -33,6 +35,64 @@ def degradation(frame: pd.DataFrame, layout: str) -> float:
     return 1 - per_gpu.iloc[-1] / per_gpu.iloc[0]
 
 
+def paper_points(frame: pd.DataFrame) -> dict[str, list[float]]:
+    """The paper's tokens/s per GPU where it prints them: Fig. 12 gives per-point values only in the figure
+    (PAPER.md Sec. 3), but its point of 960 GPUs at batch 720 is Table 3's row (the self-consistent Megatron-LM
+    value, experiments/paper/table3.py); NaN elsewhere."""
+
+    def at(gpus: int, batch: int, tokens_per_s: float) -> float:
+        table3 = gpus in PAPER_TOKENS_PER_S and batch == DEFAULT_GLOBAL_BATCH
+        return tokens_per_s / gpus if table3 else float("nan")
+
+    return {
+        "Megatron-LM paper (Table 3)": [
+            at(g, b, PAPER_MEGATRON_SELF_CONSISTENT.get(g, 0.0)) for g, b in zip(frame.gpus, frame.global_batch)
+        ],
+        "MegaScale-MoE paper (Table 3)": [
+            at(g, b, PAPER_TOKENS_PER_S.get(g, (0.0, 0.0))[1]) for g, b in zip(frame.gpus, frame.global_batch)
+        ],
+    }
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Left: tokens/s per GPU, simulated lines and the paper's points; right: the speedup, simulated against
+    the paper's stated range (shaded). Both y axes from 0."""
+    import matplotlib.pyplot as plt  # matplotlib's backend is set by experiments.common.plotting
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    line_comparison(
+        path,
+        title="",
+        x=list(frame.gpus),
+        xlabel="GPUs",
+        ylabel="tokens/s per GPU",
+        series={
+            "Megatron-LM sim": frame["megatron-lm_tokens_per_s_per_gpu"],
+            "MegaScale-MoE sim": frame["megascale-moe_tokens_per_s_per_gpu"],
+        },
+        markers=paper_points(frame),
+        ax=left,
+    )
+    left.set(xlabel="GPUs (global batch = 3/4 x GPUs)", ylabel="tokens/s per GPU", title="throughput per GPU")
+    left.legend(fontsize=7, loc="lower right")
+    low, high = PAPER_SPEEDUP_RANGE
+    right.axhspan(low, high, color="grey", alpha=0.3, label=f"paper, range stated with Fig. 12: {low:.2f}-{high:.2f}x")
+    right.plot(frame.gpus, frame.speedup, marker="o", color=COLOURS[5], label="sim")
+    right.set_ylim(0, max(high, frame.speedup.max()) * 1.15)
+    right.set(xlabel="GPUs", ylabel="MegaScale-MoE / Megatron-LM tokens/s", title="speedup")
+    right.legend(fontsize=7, loc="lower right")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    first, last = frame.global_batch.iloc[0], frame.global_batch.iloc[-1]
+    fig.suptitle(
+        f"Fig. 12: weak scaling, 352B model, batch {first:,}-{last:,} over {frame.gpus.iloc[0]:,}-"
+        f"{frame.gpus.iloc[-1]:,} H800s"
+    )
+    fig.tight_layout()
+    save_figure(fig, path, dpi=120)
+    plt.close(fig)
+
+
 def _range(values) -> str:
     """'1.74-1.79' from (1.74, 1.79)."""
     low, high = min(values), max(values)
@@ -44,17 +104,7 @@ def run(out: Path) -> str:
     (first_gpus, first_batch), (last_gpus, last_batch) = POINTS[0], POINTS[-1]
     paper_speedup = _range(PAPER_SPEEDUP_RANGE)
     write_csv(frame, out / "weak-scaling.csv", float_format="%.6g")
-    line_comparison(
-        out / "weak-scaling.png",
-        title=f"Fig. 12: weak scaling (352B, batch {first_batch:,}-{last_batch:,})",
-        x=list(frame.gpus),
-        xlabel="GPUs",
-        ylabel="tokens/s per GPU",
-        series={
-            "Megatron-LM sim": frame["megatron-lm_tokens_per_s_per_gpu"],
-            "MegaScale-MoE sim": frame["megascale-moe_tokens_per_s_per_gpu"],
-        },
-    )
+    plot(frame, out / "weak-scaling.png")
     lines = [
         (
             f"## Weak scaling (Fig. 12): global batch {first_batch:,} -> {last_batch:,} over "
