@@ -21,7 +21,7 @@ import pandas as pd
 
 from experiments.search.compare import axis, sweep
 from experiments.common.paths import save_figure, write_csv
-from experiments.common.plotting import COLOURS
+from experiments.common.plotting import COLOURS, from_zero
 from experiments.search.space import Job
 from topologies.cluster import cluster_preset
 from workloads.specs.layouts import MEGASCALE_MOE, LayoutSpec
@@ -117,9 +117,10 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         ax.set_xticks(list(part.nic_gbps.unique()), [f"{g:g}" for g in part.nic_gbps.unique()])
         ax.set_xlabel("NIC bandwidth per GPU (GB/s)")
         ax.set_ylabel("tokens/s per GPU")
+        from_zero(ax)
         ax.set_title(f"{label} ({part.model.iloc[0]}), {part.gpus.iloc[0]} H800s")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
     plt.close(fig)
