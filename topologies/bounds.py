@@ -93,9 +93,16 @@ QUANTITIES: dict[str, tuple[str, float, str]] = {
 }
 
 
+# The job sizes a sweep or a compare axis may vary: at least 1, refused at input like the hardware's zeros (their
+# upper ends are the work limits of workloads/specs/limits.py, checked when the run is built).
+AT_LEAST_ONE = ("global_batch", "seq_len", "micro_batch")
+
+
 def check_physical(field: str, key: str, value: object) -> None:
     """Raise ConfigError(field) unless ``value`` is a finite number within the bound of ``key`` (a GpuSpec or
-    ClusterSpec field, or nic_gbps); keys without a bound are left to their own checks."""
+    ClusterSpec field, or nic_gbps), or an integer >= 1 for a job size; other keys are left to their own checks."""
+    if key in AT_LEAST_ONE and not isinstance(value, bool) and isinstance(value, int) and value < 1:
+        raise ConfigError(field, f"must be >= 1, got {value}")
     if key not in QUANTITIES:
         return
     name, factor, unit = QUANTITIES[key]

@@ -99,6 +99,7 @@ def test_run_nic_gbps_is_bounded_in_gb_per_s(capsys: pytest.CaptureFixture[str])
         (["--scaleup", "0,8"], "scaleup: must be a finite number > 0"),
         (["--sweep", "nic_latency_s=0"], "nic_latency_s: must be a finite number > 0"),
         (["--sweep", "nic_efficiency=0.001"], "nic_efficiency: 0.001 is outside the physical bound"),
+        (["--sweep", "seq_len=0,1024"], "seq_len: must be >= 1, got 0"),
     ],
 )
 def test_compare_refuses_zero_negative_and_unphysical_values_before_running(
@@ -116,7 +117,9 @@ def test_compare_refuses_zero_gpus(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "gpus: must be a finite number > 0" in _one_line_error(argv, capsys)
 
 
-@pytest.mark.parametrize("line", ["nic_gbps: [0, 25]", "nic_gbps: -1", "gpus: [0, 16]", "nic_gbps: 1e-300"])
+@pytest.mark.parametrize(
+    "line", ["nic_gbps: [0, 25]", "nic_gbps: -1", "gpus: [0, 16]", "nic_gbps: 1e-300", "global_batch: [0, 16]"]
+)
 def test_a_sweep_refuses_zero_and_unphysical_values_before_running(
     line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
