@@ -1,9 +1,11 @@
 """``moesim compare``: sweep layouts, NIC bandwidths, scale-up domains (or a simulate() keyword, ClusterSpec
 field or LayoutSpec field) over GPU counts; write a CSV and a plot (tokens/s per GPU against the first swept
-variable, one panel per value of a second, errored points marked x).
+variable, one panel per value of a second, errored points marked x). ``--set KEY=VALUE`` and ``--seq-len`` fix
+one value for every point, as a failed point's hint (``try ... --set pp=6``) asks.
 
 Keys and the types of values are checked before anything runs (a one-line ConfigError); a point whose
-values are well typed but cannot run (a layout that does not divide the GPUs, ...) is a row with its error.
+values are well typed but cannot run (a layout that does not divide the GPUs, ...) is a row with its error;
+when every point errs, the command still writes the CSV and plot, then exits 2 with the first error.
 """
 
 from __future__ import annotations
@@ -139,6 +141,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", default="240", help="comma-separated GPU counts (default 240)")
     p.add_argument("--cluster", default="h800", help="cluster preset or .yaml file (default h800)")
     p.add_argument("--global-batch", type=integer(1), default=DEFAULT_GLOBAL_BATCH, help="sequences per step")
+    p.add_argument("--seq-len", type=integer(1), default=None, help="tokens per sequence (default 8192)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one value of a layout field, ClusterSpec field or simulate() keyword for every point (as a failed "
+        "point's hint says), e.g. --set zero_stage=1 --set recompute=full",
+    )
     p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
     p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
@@ -173,6 +184,17 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
             raise ConfigError("sweep", f"expected KEY=V1,V2, got {item!r}")
         key = key.strip()
         axes.append(axis(key, [parse_value(key, v) for v in _csv_list(text)]))
+    # --set and --seq-len: axes of one value, so they are checked as --sweep's are and recorded in the CSV
+    fixed = [("seq_len", str(args.seq_len), "--seq-len")] if args.seq_len is not None else []
+    for item in args.set:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip() or not text:
+            raise ConfigError("--set", f"expected KEY=VALUE, got {item!r}")
+        fixed.append((key.strip(), text, f"--set {key.strip()}"))
+    for key, text, flag in fixed:
+        if key in {a.key for a in axes}:
+            raise ConfigError(flag, f"{key} is swept too (--sweep or a named flag); give one")
+        axes.append(axis(key, [parse_value(key, text, field=flag)]))
     try:
         gpus = [int(g) for g in _csv_list(args.gpus)]
     except ValueError:
@@ -200,4 +222,6 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     formats = {"step_time_s": "{:.3f}".format, "tokens_per_s": "{:,.0f}".format, "mfu": "{:.1%}".format}
     print(frame[shown].fillna({"error": ""}).to_string(index=False, formatters=formats, na_rep="-"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
+    if frame.error.astype(bool).all():  # nothing to compare: a script must not read this as success
+        raise ConfigError("compare", f"every point failed ({len(frame)} of {len(frame)}); first: {frame.error.iloc[0]}")
     return frame

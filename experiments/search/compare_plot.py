@@ -1,5 +1,6 @@
 """The plot of ``moesim compare``: tokens/s per GPU against the swept variable, one panel per value of a
-second swept variable, errored points marked where they would be."""
+second swept variable, y from 0; an errored point has no value, so it is marked by a red x on the panel's top
+edge above its x (never drawn as a value, e.g. at 0)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,16 @@ def panels(frame: pd.DataFrame, axis_columns: list[str]) -> tuple[str, str | Non
 
 def plot(frame: pd.DataFrame, axis_columns: list[str], path: Path, title: str) -> dict[str, Series]:
     """Draw and write the plot; returns what it drew (see ``panels``)."""
+    import matplotlib.pyplot as plt
+
+    fig, data = draw(frame, axis_columns, title)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return data
+
+
+def draw(frame: pd.DataFrame, axis_columns: list[str], title: str):
+    """The figure of ``plot`` and what it drew, not yet written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,23 +72,33 @@ def plot(frame: pd.DataFrame, axis_columns: list[str], path: Path, title: str) -
     fig, axes = plt.subplots(1, len(data), figsize=(4.5 * len(data) + 2, 4.5), sharey=True, squeeze=False)
     errored = False
     for ax, (panel, lines) in zip(axes[0], data.items()):
-        top = max((y for pts in lines.values() for _, y in pts if not math.isnan(y)), default=1.0)
+        marked = False
         for label, points in lines.items():
             xs = [ticks.index(v) for v, _ in points]
-            ax.plot(xs, [y for _, y in points], marker="o", label=label)
-            bad = [i for i, (_, y) in zip(xs, points) if math.isnan(y)]
-            if bad:
-                errored = True
-                ax.plot(bad, [0.02 * top] * len(bad), linestyle="none", marker="x", color="red", markersize=9)
+            ys = [y for _, y in points]
+            if not all(math.isnan(y) for y in ys):
+                ax.plot(xs, ys, marker="o", label=label)  # NaN breaks the line: no value drawn there
+            bad = [i for i, y in zip(xs, ys) if math.isnan(y)]
+            if bad:  # x in data, y in axes fraction: on the top edge whatever the scale, so it reads as no value
+                edge = ax.get_xaxis_transform()
+                style = {"linestyle": "none", "marker": "x", "color": "red", "markersize": 9, "transform": edge}
+                ax.plot(bad, [0.97] * len(bad), label="" if marked else "failed (no value)", **style)
+                errored = marked = True
         ax.set_xticks(range(len(ticks)), [f"{t:g}" if isinstance(t, float) else str(t) for t in ticks])
         ax.set_xlabel(x)
         ax.set_title(panel, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="lower right")
+    values = [y for lines in data.values() for pts in lines.values() for _, y in pts if not math.isnan(y)]
+    # from 0, shared by every panel; headroom keeps the values below the failed points' marks on the top edge
+    axes[0][0].set_ylim(0, max(values) * 1.15 if values else 1.0)
+    if not values:
+        axes[0][0].set_yticks([])  # no scale to read
+        for ax in axes[0]:
+            ax.text(0.5, 0.5, "every point failed:\nsee the CSV's error column", ha="center", transform=ax.transAxes)
     axes[0][0].set_ylabel("tokens/s per GPU")
-    note = " (x: point errored, see the CSV's error column)" if errored else ""
+    note = "\nred x on the top edge: the point failed (no value), see the CSV's error column" if errored else ""
     fig.suptitle(title + note, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return data
+    return fig, data
