@@ -57,7 +57,7 @@ def test_every_compare_and_search_column_is_explained(tmp_path, capsys) -> None:
     reference = (ROOT / "docs" / "yaml-reference.md").read_text()
     small = ["--model", "mixtral-8x7b", "--cluster", "h100", "--global-batch", "16"]
     assert (
-        main(["compare", *small, "--gpus", "16", "--sweep", "pp=4", "--out", str(tmp_path / "c.csv"), "--quiet"]) == 0
+        main(["compare", *small, "--gpus", "16", "--sweep", "pp=2", "--out", str(tmp_path / "c.csv"), "--quiet"]) == 0
     )
     search = ["search", *small, "--gpus", "16", "--seq-len", "1024", "--fix", "pp=4", "--fix", "micro_batch=1"]
     assert main([*search, "--fix", "schedule=1f1b", "--top", "1", "--out", str(tmp_path / "s.csv"), "--quiet"]) == 0
