@@ -70,13 +70,41 @@ def test_compare_takes_the_example_layouts_and_cluster_file(tmp_path) -> None:
     assert frame.error.isna().all() and (frame.tokens_per_s > 0).all()
 
 
-def test_notebook_cells_run(monkeypatch) -> None:
-    """Every cell of the first-prediction notebook runs, in its folder (each cell within nbclient's 60 s)."""
+def _texts(notebook) -> list[list[str]]:
+    """Each code cell's printed text and plain-text results (not images)."""
+    return [
+        [out.get("text", "") or out.get("data", {}).get("text/plain", "") for out in cell.outputs]
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    ]
+
+
+def test_notebook_cells_run_and_the_committed_outputs_are_current(monkeypatch) -> None:
+    """Every cell of the first-prediction notebook runs, in its folder (each cell within nbclient's 60 s), and prints
+    what the committed notebook shows (re-execute it after a change: `cd examples && jupyter execute --inplace
+    first-prediction.ipynb`, then drop the cells' timing metadata)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(EXAMPLES.parent), os.environ.get("PYTHONPATH", "")]))
+    committed = nbformat.read(EXAMPLES / "first-prediction.ipynb", as_version=4)
     notebook = nbformat.read(EXAMPLES / "first-prediction.ipynb", as_version=4)
     nbclient.NotebookClient(notebook, timeout=60, resources={"metadata": {"path": str(EXAMPLES)}}).execute()
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
     assert any("step time" in out.get("text", "") for out in outputs)
+    assert all(_texts(committed)), "a code cell of the committed notebook has no output: execute it before committing"
+    assert _texts(committed) == _texts(notebook)
+
+
+def test_notebook_first_example_is_a_sensible_job_and_its_tables_are_rounded() -> None:
+    """The first prediction is a job people run (a pipeline bubble under 10%, not 29% from 8 micro-batches on 4
+    stages), and no printed table shows raw floats (more than 2 decimals)."""
+    import re
+
+    nbformat = pytest.importorskip("nbformat")
+    committed = nbformat.read(EXAMPLES / "first-prediction.ipynb", as_version=4)
+    texts = _texts(committed)
+    bubble = re.search(r"bubble +([\d.]+)%", texts[0][0])
+    assert bubble and float(bubble.group(1)) < 10
+    raw = [t for cell in texts for t in cell if re.search(r"\d\.\d{3,}", t) and "step time" not in t]
+    assert raw == []
