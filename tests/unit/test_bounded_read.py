@@ -136,3 +136,21 @@ def test_the_commands_refuse_in_one_line_with_status_2(
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("moesim: error: ") and "cannot read" in err[0], err
+
+
+def test_a_model_name_too_long_for_a_file_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 5,000-character --model was an OSError traceback (File name too long) in the shipped-config lookup."""
+    assert main(["run", "--model", "x" * 5000, "--gpus", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("moesim: error: model: "), err
+
+
+def test_a_hub_cache_ref_over_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """refs/main of a cached hub model is read like every input: within a limit, named when it is exceeded."""
+    refs = tmp_path / "models--org--name" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("0" * 100)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("MOESIM_MAX_JSON_BYTES", "64")
+    with pytest.raises(ConfigError, match="^model: .*100 exceeds the limit of 64; set MOESIM_MAX_JSON_BYTES"):
+        load_model("org/name")

@@ -8,6 +8,8 @@ import os
 import re
 from pathlib import Path
 
+from workloads.inputs.bounded_read import read_bounded
+
 SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "models"  # a source checkout (pip install -e .)
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -26,7 +28,8 @@ def cached_config(hub_id: str) -> Path | None:
     repo = hub_cache() / f"models--{hub_id.replace('/', '--')}"
     main = repo / "refs" / "main"
     if main.is_file():
-        candidate = repo / "snapshots" / main.read_text().strip() / "config.json"
+        revision = read_bounded("model", main, "json_bytes").strip()  # a commit hash; bounded like every input
+        candidate = repo / "snapshots" / revision / "config.json"
         if candidate.is_file():
             return candidate
     snapshots = sorted(repo.glob("snapshots/*/config.json"), key=lambda path: path.stat().st_mtime)
@@ -36,8 +39,11 @@ def cached_config(hub_id: str) -> Path | None:
 def find_config(name: str) -> Path | None:
     """A config.json for a model ``name`` that is not a preset: shipped, or cached by its hub id."""
     shipped = SHIPPED / f"{name.lower()}.json"
-    if shipped.is_file():
-        return shipped
+    try:
+        if shipped.is_file():
+            return shipped
+    except (OSError, ValueError):  # a name too long for a file, a NUL byte: no shipped config
+        return None
     return cached_config(name) if _HUB_ID.match(name) else None
 
 
