@@ -29,10 +29,21 @@ def bar_text(value: float, decimals: int) -> str:
 
 
 def bar_comparison(
-    path: Path, *, title: str, categories: list[str], xlabel: str, ylabel: str, series: dict[str, object]
+    path: Path,
+    *,
+    title: str,
+    categories: list[str],
+    xlabel: str,
+    ylabel: str,
+    series: dict[str, object],
+    paper_range: tuple[float, float] | None = None,
+    paper_range_label: str = "",
 ) -> None:
-    """Grouped bars: one group per category, one bar per series."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    """Grouped bars: one group per category, one bar per series; ``paper_range`` (low, high) shades a range the
+    paper states without per-bar values, and moves the legend beside the axes (the band fills their top)."""
+    fig, ax = plt.subplots(figsize=(11, 4.5) if paper_range else (8, 4.5))  # room for the legend beside
+    if paper_range:
+        ax.axhspan(*paper_range, color="grey", alpha=0.2, label=paper_range_label or "paper range")
     drawn: list[str] = []
     decimals = label_decimals([float(v) for values in series.values() for v in values])
     width = 0.8 / len(series)
@@ -51,7 +62,8 @@ def bar_comparison(
         texts = ax.bar_label(bars, labels=[bar_text(v, decimals) for v in values], fontsize=6, padding=1)
         drawn += [t.get_text() for t in texts]
     ax.set_xticks(x, categories)
-    finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel, grid_axis="y")
+    outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if paper_range else {}
+    finish(fig, ax, path, title=title, xlabel=xlabel, ylabel=ylabel, grid_axis="y", legend_at=outside)
     return drawn
 
 
@@ -92,13 +104,23 @@ def from_zero(ax) -> None:
 
 
 def finish(
-    fig, ax, path: Path, *, title: str, xlabel: str, ylabel: str, grid_axis: str = "both", legend_size: int = 8
+    fig,
+    ax,
+    path: Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    grid_axis: str = "both",
+    legend_size: int = 8,
+    legend_at: dict | None = None,
 ) -> None:
-    """Label, legend and grid the axes, then write the figure to ``path`` and close it."""
+    """Label, legend (placed by ``legend_at``'s loc / bbox_to_anchor, else where it covers least data) and grid the
+    axes, then write the figure to ``path`` and close it."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=legend_size)
+    ax.legend(fontsize=legend_size, **(legend_at or {}))
     ax.grid(axis=grid_axis, alpha=0.3)
     fig.tight_layout()
     save_figure(fig, path, dpi=120)

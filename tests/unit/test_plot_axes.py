@@ -116,3 +116,22 @@ def test_r_ratio_names_models_in_the_legend_not_beside_points(figures, tmp_path)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert all(m in labels for m in models)
     _no_text_overlaps(fig, ax.get_legend().get_texts())
+
+
+def test_a_range_the_paper_states_is_shaded_behind_the_bars(figures, tmp_path) -> None:
+    """Fig. 16's paper gives only a range (1.2-4.7x); the bars are drawn against it, from 0."""
+    series = {"pair a": [1.69, 1.44], "pair b": [1.07, 1.56]}
+    plotting.bar_comparison(
+        tmp_path / "b.png",
+        title="t",
+        categories=["m1", "m6"],
+        xlabel="x",
+        ylabel="y",
+        series=series,
+        paper_range=(1.2, 4.7),
+    )
+    ax = figures[0].axes[0]
+    (band,) = [p for p in ax.patches if p.get_label().startswith("paper")]
+    corners = band.get_path().transformed(band.get_patch_transform()).vertices[:, 1]
+    assert (corners.min(), corners.max()) == pytest.approx((1.2, 4.7)) and ax.get_ylim()[0] == 0
+    _no_text_overlaps(figures[0], [*ax.get_xticklabels(), *ax.get_legend().get_texts()])
