@@ -165,8 +165,17 @@ class FoldedPlacement(Placement):
             )
         return self._pp_routes[pair]
 
+    def _dp_ring_in_node(self, stage: int) -> bool:
+        """Whether the stage's DP ring (its replicas; with one replica, its CP ranks: RankMap.dp_successor) stays
+        in the representative's scale-up domain. Its members' GPU numbers grow along the ring, so the first and
+        the last tell (O(1) at any DP degree)."""
+        ranks, gpn = self.ranks, self.cluster.gpus_per_node
+        first = Place(0, stage, 0)
+        last = Place(ranks.dp - 1, stage, 0) if ranks.dp > 1 else Place(0, stage, (ranks.cp - 1) * ranks.n)
+        return ranks.gpu(first) // gpn == ranks.gpu(last) // gpn
+
     def dp_links(self, place: Place) -> tuple:
-        if self.cluster.num_nodes == 1:  # every replica in one scale-up domain
+        if self._dp_ring_in_node(place.stage):  # every hop of the ring on NVLink
             return (("nvl_dp", place.stage),)
         nic = ("nic_out", place.stage), ("nic_in", place.stage)
         spine = ("spine_dp", place.stage)

@@ -13,14 +13,14 @@ from experiments.cli.main import main
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.ranks import CP, EP, ETP, TP, Place, RankMap
-from simulator.report.simulate import build_report
 from simulator.engine.unfolded import UnfoldedPlacement, unfolded_ops
+from simulator.report.simulate import build_report
+from tests.toys import SCENARIO_CALIBRATION
 from topologies.cluster import cluster_preset, gpu_path
 from topologies.errors import ConfigError
+from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
-from workloads.graph.step import StepWorkload
-from tests.toys import SCENARIO_CALIBRATION
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
@@ -174,6 +174,10 @@ FEATURES = [
     # waits only for its own slowest (GPU 3 at 1.179 in one, GPU 4 at 1.177 in the other), where the folded
     # representative runs all at the stage's: an upper bound, 0.02% here.
     ("ep-speed-spread", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(speed_spread=0.2), None, 1e-3),
+    # One replica: the gradients reduce over the CP ranks (RankMap.dp_successor), here the 2 of a node (intra 2 x
+    # cp 2 = 4 GPUs per node, 2 nodes for PP 2): the ring stays on NVLink in both placements (the folded one sent
+    # it over the NIC while the cluster had more than one node: -43% at this 2 GB/s NIC, issue 42).
+    ("cp-one-replica", TINY, 8, 4, 8, {"intra_size": 2, "cp": 2}, None, NIC_SLOW_Bps, None),
     # CP across nodes with intra_size 2 < 4 GPUs per node: ranks 0 and 1 of the ring share a node, so
     # half its hops (and of the CP-rank DP ring's) stay on NVLink, and the others detour over a
     # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. Exact: each
