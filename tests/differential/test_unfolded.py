@@ -192,7 +192,7 @@ FEATURES = [
     # it starts. Folded is the upper bound; the gap is that pre-barrier work on the slowed sends, 2.65% here at a
     # 2 GB/s NIC divided by 4 (the largest over GPUs 1, 5, 9, factors 4 and 16, NICs 2 and 25 GB/s, intra 2 and 4,
     # CP 1 and 2: 2.9%; issue 42's class 3).
-    ("nic-degraded", TINY, 16, 4, 8, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, 0.03),
+    ("nic-degraded", TINY, 16, 4, 16, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, 0.03),
     # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
     # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
     (
