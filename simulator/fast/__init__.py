@@ -1,5 +1,6 @@
 """Speed shortcuts around the engine, exact or bounded and tested against the full run: the steady-state
-step runner (steady.py: it calls the engine; periodic.py: the lock check; ledger.py: a probe of its runs).
+step runner (steady.py: it calls the engine; periodic.py: the lock check; ledger.py: a probe of its runs;
+bounded.py: the line through two full runs, within a stated bound, where no state repeats in budget).
 May import: simulator.engine and everything below it; the engine never imports this package.
 
 The speed switches (module-level, each True by default; False runs the reference path a test compares with). These

@@ -36,6 +36,8 @@ from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.probes import Probe, subscribed, unobserved
 from simulator.engine.result import EngineResult, StageLog
+from simulator.fast.bounded import BOUND_REL, EXACT_BUDGET
+from simulator.fast.bounded import counts as bounded_counts
 from simulator.fast.ledger import Ledger
 from simulator.fast.periodic import (
     BYTES,
@@ -67,10 +69,12 @@ STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s",
 
 @dataclass(frozen=True)
 class Step:
-    """One step's result, and the micro-batch counts simulated to get it (empty: the step ran in full)."""
+    """One step's result, the micro-batch counts simulated to get it (empty: the step ran in full), and the bound
+    on its error against the full run (0: exact; simulator/fast/bounded.py BOUND_REL where it is on that line)."""
 
     result: EngineResult
     runs: tuple[int, ...] = ()
+    bound_rel: float = 0.0
 
 
 def run_step(
@@ -88,7 +92,7 @@ def run_step(
     watching = subscribed(probes)
     if shortcut_applies(placement, memoize, watching):
         with unobserved():
-            result = extrapolated(workload, cluster, calibration, faults=faults)
+            result = shortcut(workload, cluster, calibration, faults=faults)
         if result is not None:
             for probe in watching:
                 probe.on_run(result.result)
@@ -103,6 +107,36 @@ def shortcut_applies(placement: str, memoize: bool, probes: tuple[Probe, ...]) -
     return placement == "folded" and memoize and not any(p.needs_full_run for p in probes)
 
 
+def shortcut(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, *, faults: Faults | None = None
+) -> Step | None:
+    """The step from shorter runs: exact where a state repeats within EXACT_BUDGET times the bounded path's cost
+    (``extrapolated``), else on the line through two full runs within its bound (simulator/fast/bounded.py),
+    reusing a failed exact attempt's run where it fits; None where neither is cheaper than the full step."""
+    wall_start, cpu_start = time.perf_counter(), time.process_time()
+    timings: dict = {}
+    ran: dict[int, EngineResult] = {}
+    plan = bounded_counts(workload.schedule)
+    cap = EXACT_BUDGET * sum(plan) if plan is not None else None
+    exact = extrapolated(workload, cluster, calibration, faults=faults, cap=cap, timings=timings, ran=ran)
+    if exact is not None or plan is None:
+        return exact
+    m_a, m_b = bounded_counts(workload.schedule, ran)
+    if sum(ran) + sum(count for count in {m_a, m_b} if count not in ran) >= workload.micro_batches:
+        return None  # with the exact path's runs, no cheaper than the full step
+    try:
+        for count in (m_a, m_b):
+            if count not in ran:
+                ran[count] = Engine(
+                    resized_workload(workload, count), cluster, calibration, timings=timings, faults=faults
+                ).run()
+    except ConfigError:
+        return None
+    fields = extrapolate(fields_of(ran[m_a]), fields_of(ran[m_b]), m_a, m_b, workload.micro_batches)
+    ops = sum(result.simulated_ops for result in ran.values())
+    return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a, m_b), BOUND_REL)
+
+
 def extrapolated(
     workload: StepWorkload,
     cluster: ClusterSpec,
@@ -110,16 +144,23 @@ def extrapolated(
     *,
     one_run: bool | None = None,
     faults: Faults | None = None,
+    cap: int | None = None,
+    timings: dict | None = None,
+    ran: dict[int, EngineResult] | None = None,
 ) -> Step | None:
     """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
-    found in budget."""
+    found in budget (and within ``cap`` micro-batches simulated, if given). Each run whose state did not repeat
+    goes into ``ran`` by its count; ``timings``: the task timings to share."""
     one_run = ONE_RUN if one_run is None else one_run
     wall_start, cpu_start = time.perf_counter(), time.process_time()
-    timings: dict = {}  # task timings do not depend on the micro-batch count: time each once
-    ops = 0
+    timings = {} if timings is None else timings  # task timings do not depend on the micro-batch count: time each once
+    ops = spent = 0
     longer: dict[int, int] = {}  # per run that did not lock, the count it predicts would (candidates)
     for m_a, q, shift in candidates(workload.schedule, longer):
+        if cap is not None and spent + m_a > cap:
+            return None
+        spent += m_a
         ledger = Ledger()
         try:
             first = Engine(
@@ -128,6 +169,8 @@ def extrapolated(
         except ConfigError:
             return None
         ops += first.simulated_ops
+        if ran is not None:
+            ran[m_a] = first
         records = [log.tasks for log in first.stages]
         gathered = max(log.params_gathered_s for log in first.stages)
         for period, index_shift in state_periods(workload.schedule, m_a, q, shift):

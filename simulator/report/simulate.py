@@ -66,6 +66,7 @@ class Report:
     # The split balance_blocks chose, as Megatron-LM's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL")
     balanced_split: str = ""
     steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/fast/steady.py)
+    steady_bound: float = 0.0  # its error bound against the full run, relative (0: exact; simulator/fast/bounded.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,6 +76,7 @@ class Report:
         row = self.to_dict()
         del row["memory_gib"]  # per stage: in to_dict (JSON) only; the table keeps peak_memory_gib
         del row["steady_runs"]  # how the step was simulated, not what it is: in to_dict (JSON) only
+        del row["steady_bound"]
         for kind, seconds in row.pop("exposed_comm_s").items():
             row[f"exposed_{kind}_s"] = seconds
         return row
@@ -108,7 +110,8 @@ class Report:
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
                 f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s"
                 + (
-                    f" (steady state from {' and '.join(map(str, self.steady_runs))} micro-batches)"
+                    f" (steady state from {' and '.join(map(str, self.steady_runs))} micro-batches"
+                    + (f", extrapolated, within {self.steady_bound:.2%})" if self.steady_bound else ")")
                     if self.steady_runs
                     else ""
                 ),
@@ -182,6 +185,7 @@ def simulate(
             check_unfolded_size(workload)
         step = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
         report = build_report(workload, cluster, step.result, time.perf_counter() - wall_start, step.runs)
+        report = replace(report, steady_bound=step.bound_rel)
     return replace(report, oom=oom, faults=faults.describe() if faults else [])
 
 

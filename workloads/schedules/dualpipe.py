@@ -194,3 +194,8 @@ class DualPipeV(Schedule):
 
     def kind_counts(self, stage: int) -> dict[Task, int]:
         return DualPipe(2 * self.stages, 2 * self.micro_batches).kind_counts(stage)
+
+    def steady_cut(self, stage: int) -> SteadyCut:
+        """DualPipe's of 2 pp ranks over 2 m micro-batches: every micro-batch adds its pass of step 4."""
+        cut = DualPipe(2 * self.stages, 2 * self.micro_batches).steady_cut(stage)
+        return SteadyCut(-(-cut.min_micro_batches // 2), cut.period // 2, cut.per_period)
