@@ -128,8 +128,10 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         ax.set_title(f"{title}: one MoE layer, 1 x H100, BF16 (SonicMoE Fig. 14)")
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("TFLOP/s (6 T K d n forward, 12 T K d n backward)")
-    axes[0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+    axes[0].set_ylim(bottom=0)  # shared: both panels from 0
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=len(labels))  # above: the points fill the axes
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     save_figure(fig, path, dpi=120)
     plt.close(fig)
 
