@@ -38,7 +38,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="a Megatron-LM job (inline flags or a file): search the layouts Megatron-Core can run around it "
         "(TP with SP, EP, ETP, CP, PP, VP, micro-batch, EP overlap, recompute), keeping its other settings, and "
         "print the fastest as Megatron arguments; its batch and sequence unless --global-batch / --seq-len "
-        "(--space does not apply; --fix does)",
+        "(--fix applies; --space is megatron)",
     )
     search.add_argument("--cluster", type=nonempty, default="h800", help="cluster preset (default h800)")
     search.add_argument("--global-batch", type=integer(1), default=None, help="sequences per step (default 720)")
@@ -54,11 +54,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     search.add_argument(
         "--space",
-        choices=("wide", "narrow"),
-        default="wide",
-        help="wide (default): EP in and across nodes (node-limited routing where it spans more than 4), ETP 1 / 2, "
-        "CP, uneven PP, 1F1B / interleaved x2, x4 / ZB1P / DualPipe / DualPipeV / EP overlap, the least recompute "
-        "that fits; narrow: in-node EP, ETP 1, 1F1B / interleaved x2, SAR",
+        choices=("megatron", "megascale", "narrow"),
+        default="megatron",
+        help="megatron (default): what Megatron-Core runs around a Megatron-LM job (--megatron-args, else the "
+        "alltoall dispatcher, grouped GEMMs, distributed optimizer, BF16): TP with SP, EP in and across nodes, ETP, "
+        "CP, PP, VP, 1F1B / interleaved with or without EP overlap, selective or full recompute, printed as Megatron-LM "
+        "arguments; megascale: MegaScale-MoE's too (Ulysses SP, SAR, fused kernels, ZB1P / DualPipe(V), node-limited "
+        "routing), labelled in the table; narrow: in-node EP, ETP 1, 1F1B / interleaved x2, SAR",
     )
     search.add_argument(
         "--fix",
@@ -71,7 +73,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--max-points",
         type=integer(1),
         default=None,
-        help="refuse before simulating if more layouts than this remain after pruning (default 2000)",
+        help="refuse before any work if the space holds more layouts than this, counted by formula (default 2000)",
     )
     search.add_argument("--write-layout", metavar="FILE", default=None, help="write the fastest layout as a YAML file")
     add_quiet(search)
@@ -85,7 +87,7 @@ def dispatch(args: argparse.Namespace) -> None:
 
             main_sweep(args.file, args.jobs, args.scheduler, args.quiet)
         else:
-            from experiments.search.search import main_search
+            from experiments.search.search_main import main_search
 
             if args.out is not None:
                 check_output_file("out", args.out, (".csv",))  # before any simulation

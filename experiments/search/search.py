@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import sys
 import tempfile
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 from experiments.common.parallel import Workers
+from experiments.common.progress import Lines
 from experiments.search.bound import BoundPruner, bounds, by_bound
-from experiments.search.megatron import caveats, megatron_flags, write_base
-from experiments.search.space import SPACES, Job, Pruned, SearchSpace, layouts
+from experiments.search.space import Job, Pruned, SearchSpace, layouts
+from experiments.search.space_size import space_size
 from experiments.search.sweep import Params, read_rows, run_sweep
 from simulator.report.simulate import simulate, split_if_balanced
 from topologies.cluster import cluster_preset
@@ -23,7 +22,9 @@ from workloads.inputs.yaml_files import layout_to_yaml, load_layout, load_model
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
-DEFAULT_MAX_POINTS = 2_000  # each bounded (~0.03 CPU-s), those that can rank simulated (~0.3 CPU-s each)
+# Layouts of the space, by formula: each memory-checked, those that fit bounded (~0.03 CPU-s), those that can rank
+# simulated (~0.3 CPU-s each). The default spaces fit: DeepSeek-V3 on 512 H800s 1,820, Mixtral-8x7B on 64 1,583.
+DEFAULT_MAX_POINTS = 2_000
 BASE_RECOMPUTE = "sar"  # the base layout's, which the narrow space keeps
 
 
@@ -41,12 +42,31 @@ def candidates(
     """The layouts of ``space`` (default: wide) over ``base`` (a layout preset or file) that are valid and fit
     in HBM, as sweep points, and what was pruned before simulation (experiments/search/space.py); the memory
     checks on ``workers`` where given."""
-    spec = load_model(model)
-    cluster_spec = cluster_preset(cluster, gpus)
-    job = Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
+    spec, job = load_model(model), job_of(cluster, gpus, global_batch, seq_len)
     fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide(), workers)
     point = {"model": model, "layout": base, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
     return [{**point, "cluster": cluster, **f} for f in fields], pruned
+
+
+def job_of(cluster: str, gpus: int, global_batch: int, seq_len: int) -> Job:
+    """What a layout must fit on ``gpus`` GPUs of the ``cluster`` preset."""
+    cluster_spec = cluster_preset(cluster, gpus)
+    return Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
+
+
+def check_size(model: str, gpus: int, cluster: str, global_batch: int, seq_len: int, space: SearchSpace, most: int) -> int:
+    """The layouts of ``space`` by formula (experiments/search/space_size.py); more than ``most`` is a ConfigError
+    before any is built."""
+    size = space_size(load_model(model), job_of(cluster, gpus, global_batch, seq_len), space)
+    if size > most:
+        raise ConfigError(
+            "max-points",
+            f"the space holds {size:,} layouts (by formula, before any is built), over --max-points {most:,}; "
+            "pin dimensions with --fix (e.g. --fix micro_batch=1 --fix cp=1), or raise --max-points (each layout "
+            "costs a memory check, about 5 ms, those that fit a bound, about 0.03 s, and those that can rank a "
+            "simulation, about 0.3 s)",
+        )
+    return size
 
 
 def fastest(table: Path, top: int) -> list[dict[str, str]]:
@@ -72,13 +92,17 @@ def _ep_text(row: dict[str, str]) -> str:
     return text
 
 
-def format_rows(rows: list[dict[str, str]]) -> str:
-    """A fixed-width table of search results ("-" in the ffn column of a dense model, which has no experts)."""
+def format_rows(rows: list[dict[str, str]], tied: list[bool] | None = None, needs: list[str] | None = None) -> str:
+    """A fixed-width table of search results ("-" in the ffn column of a dense model, which has no experts), with
+    a tie column ("=": within the error band of the fastest) and, where given, what of MegaScale-MoE each needs."""
     dense = bool(rows) and not load_model(rows[0]["model"]).moe_layers
+    tied = tied or [False] * len(rows)
+    needs_head = f" {'needs':>18}" if needs else ""
     lines = [
         (
             f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>6} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
-            f"{'schedule':>18} {'recompute':>10} {'step s':>8} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
+            f"{'schedule':>18} {'recompute':>10} {'step s':>8} {'tie':>3} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
+            + needs_head
         )
     ]
     for rank, r in enumerate(rows, 1):
@@ -86,8 +110,8 @@ def format_rows(rows: list[dict[str, str]]) -> str:
             f"{rank:>3} {r['attention']:>4} {'-' if dense else r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>6} "
             f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
             f"{r.get('recompute') or BASE_RECOMPUTE:>10} {float(r['step_time_s']):>8.3f} "
-            f"{float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "
-            f"{float(r['peak_memory_gib']):>8.1f}"
+            f"{'=' if tied[rank - 1] else '':>3} {float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "
+            f"{float(r['peak_memory_gib']):>8.1f}" + (f" {needs[rank - 1]:>18}" if needs else "")
         )
     return "\n".join(lines)
 
@@ -119,7 +143,11 @@ LEGEND = (
     "micro-batch (sequences); schedule = pipeline schedule (x chunks per stage, +ovl: EP all-to-all "
     "overlapped with another micro-batch, wgrad delayed); recompute = what backward re-runs (none, sar, "
     "selective modules, full); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention "
-    "FLOPs over peak; mem GiB = peak memory per GPU"
+    "FLOPs over peak; mem GiB = peak memory per GPU; tie = within the error band of the fastest"
+)
+NEEDS_LEGEND = (
+    "; needs = what of MegaScale-MoE the layout uses that Megatron-LM cannot run (ulysses: Ulysses SP attention, "
+    "sar: selective activation rematerialization, fused: GEMMs fused with their all-gather / reduce-scatter)"
 )
 
 
@@ -246,6 +274,9 @@ def search(
     phase (memory checks, bounds, simulations) runs on the same ``jobs`` local processes or dask ``scheduler``."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
+    space = space or SearchSpace.wide()
+    size = check_size(model, gpus, cluster, global_batch, seq_len, space, max_points)
+    say(f"search: {size:,} layouts in the space; checking which are valid and fit in memory")
     with Workers(jobs, scheduler) as workers:
         points, pruned = candidates(
             model,
@@ -260,13 +291,6 @@ def search(
         say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
         if not points:
             raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
-        if len(points) > max_points:
-            raise ConfigError(
-                "max-points",
-                f"{len(points):,} layouts to simulate exceed --max-points {max_points:,} (each is bounded first, "
-                "about 0.03 CPU-s, and those that can rank simulated, about 0.3 s each); pin dimensions with --fix "
-                "(e.g. --fix micro_batch=1 --fix cp=1), search --space narrow, or raise --max-points",
-            )
         return rank(points, workers=workers, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
 
 
@@ -293,72 +317,24 @@ def rank(
         lower_bounds = bounds(points, workers=workers)
         options["prune"] = BoundPruner(points, lower_bounds, top)
         points = by_bound(points, lower_bounds)
+    options["watch"] = _lines(len(points), quiet, progress)  # its clock starts with the simulations
     if out is not None:
         return fastest(run_sweep(points, out, **options), top)
     with tempfile.TemporaryDirectory() as folder:
         return fastest(run_sweep(points, Path(folder) / "search.csv", **options), top)
 
 
-def main_search(args: argparse.Namespace) -> None:
-    """CLI entry: what was assumed, the fastest layouts with their memory, the columns, the winner to run."""
-    if getattr(args, "megatron_args", None):
-        if args.out is not None:  # the job's files beside the CSV, so that the search resumes
-            _main_search(args, Path(args.out).with_suffix(".megatron-job"))
-            return
-        with tempfile.TemporaryDirectory() as folder:
-            _main_search(args, Path(folder))
-        return
-    _main_search(args, None)
+def _lines(total: int, quiet: bool, progress: Callable[[str], None] | None) -> Callable[[dict], None] | None:
+    """Progress lines on stderr where it is a log, not a terminal (experiments/common/progress.py): the points
+    simulated of ``total`` (skipped ones end the search early), the best step time so far, an ETA."""
+    if progress is not None:
+        return None  # the caller gets a line per point
+    lines = Lines(total, "search: simulated", lambda line: print(line, file=sys.stderr, flush=True), quiet=quiet)
+    best_s = [float("inf")]
 
+    def watch(row: dict) -> None:
+        if not row.get("error"):
+            best_s[0] = min(best_s[0], float(row["step_time_s"]))
+        lines.update(f"{best_s[0]:.3f} s per step" if best_s[0] < float("inf") else "")
 
-def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
-    global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
-    model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
-    if job_folder is not None:
-        job = write_base(args.megatron_args, args.model, args.gpus, job_folder, args.global_batch, args.seq_len)
-        model, base, space = (
-            job.model_path,
-            job.layout_path,
-            SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules),
-        )
-        global_batch, seq_len = job.global_batch, job.seq_len
-    space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
-    print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
-    rows = search(
-        model,
-        args.gpus,
-        cluster=args.cluster,
-        global_batch=global_batch,
-        seq_len=seq_len,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-        top=args.top,
-        out=args.out,
-        quiet=args.quiet,
-        space=space,
-        max_points=args.max_points or DEFAULT_MAX_POINTS,
-        prune=not args.exhaustive,
-        base=base,
-    )
-    print(format_rows(rows))
-    legend = (
-        LEGEND if job_folder is None else LEGEND.replace("sp: Ulysses sequence parallel, ", "").replace("sar, ", "")
-    )
-    print(textwrap.fill(legend, width=110, subsequent_indent="  "))
-    if not rows:
-        return
-    if args.write_layout:
-        Path(args.write_layout).write_text(layout_yaml(rows[0]))
-        print(f"wrote the fastest layout to {args.write_layout}")
-    if job_folder is not None:
-        layout = row_layout(rows[0])
-        print(
-            f"fastest, as Megatron-LM arguments (in place of the job's parallel flags): {megatron_flags(layout, rows[0])}"
-        )
-        for line in caveats(layout, cluster_preset(args.cluster, args.gpus).gpus_per_node):
-            print(f"  {line}")
-        return
-    print(f"fastest: {run_command(rows[0], args.write_layout)}")
-    balanced = balanced_line(rows[0])
-    if balanced:
-        print(balanced)
+    return watch

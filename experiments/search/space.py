@@ -210,7 +210,9 @@ class SearchSpace:
         )
 
 
-SPACES = {"wide": SearchSpace.wide, "narrow": SearchSpace.narrow}
+# --space: Megatron-Core's (the default; its base layout comes from a Megatron-LM job), MegaScale-MoE's (the wide
+# space over the megascale-moe preset), and the narrow grid of earlier releases.
+SPACES = {"megatron": SearchSpace.megatron, "megascale": SearchSpace.wide, "narrow": SearchSpace.narrow}
 
 
 @dataclass

@@ -278,13 +278,14 @@ def run_sweep(
     progress: Callable[[str], None] | None = None,
     quiet: bool = False,
     prune: Pruner | None = None,
+    watch: Callable[[dict[str, object]], None] | None = None,
 ) -> Path:
     """Simulate the points not yet in ``output`` (repeats once), appending rows in the points' order; returns the
     output path. The points run on ``workers``, else on ``jobs`` local processes or the dask cluster ``scheduler``
     (started and stopped here). One writer per output (a lock); error rows and rows whose inputs changed run again.
     ``progress`` gets every line, one per point included; without it a bar on stderr (experiments.common.progress)
     stands for the per-point lines, whose results are in the table. With ``prune``, points are sent in the order
-    given, those it skips get no row, and rows are appended as they finish."""
+    given, those it skips get no row, and rows are appended as they finish. ``watch`` sees each row written."""
     output = Path(output)
     table = output if output.suffix == ".csv" else output.with_suffix(".partial.csv")
     points = unique(points)
@@ -293,7 +294,7 @@ def run_sweep(
         def start() -> Workers:
             return workers or stack.enter_context(Workers(jobs, scheduler))
 
-        _run_locked(points, output, table, start, progress, quiet, prune)
+        _run_locked(points, output, table, start, progress, quiet, prune, watch)
     return output
 
 
@@ -305,6 +306,7 @@ def _run_locked(
     progress: Callable[[str], None] | None,
     quiet: bool,
     prune: Pruner | None = None,
+    watch: Callable[[dict[str, object]], None] | None = None,
 ) -> None:
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     header = columns(points)
@@ -343,6 +345,8 @@ def _run_locked(
                     writer.writerow({**row, "inputs_hash": hashes[str(row["point_id"])]})
                     handle.flush()
                     shown.update()
+                    if watch:
+                        watch(row)
                     if progress:
                         progress(f"[{number}/{len(todo)}] {_describe(row)}")
         except KeyboardInterrupt:

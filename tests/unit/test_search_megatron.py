@@ -13,8 +13,8 @@ from experiments.search.megatron import caveats, megatron_flags, write_base
 from experiments.search.space import Job, SearchSpace, layouts
 from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
-from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.yaml_files import load_layout, load_model
 
 QWEN = "examples/models/qwen3-30b-a3b.json"
 LLAMA = "examples/models/llama-3.1-8b.json"
@@ -76,11 +76,12 @@ def test_the_printed_arguments_simulate_the_top_row(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "keeps the Megatron-LM job's own settings" in out
     step_s = float(re.search(r"\s(\d+\.\d{3})\s+[\d,]+\s+[\d.]+%", out.splitlines()[2]).group(1))  # row 1
-    flags = re.search(r"fastest, as Megatron-LM arguments \(.*?\): (.*)", out).group(1)
+    flags = re.search(r"fastest, as Megatron-LM arguments: (.*)", out).group(1)  # the whole job
     assert "--expert-model-parallel-size" not in flags  # a dense model: no expert flags
     assert out.splitlines()[2].split()[1:3] == ["tp", "-"]  # attention TP, no experts
     assert ("drop the job's --tp-comm-overlap" in out) == ("--tensor-model-parallel-size 1 " in flags)
-    run = parse_megatron_args(f"{JOB} --global-batch-size 32 {flags}").resolve(load_model(LLAMA), None, 8)
+    assert "--global-batch-size 32 --seq-length 4096" in flags and flags.count("--tensor-model-parallel-size") == 1
+    run = parse_megatron_args(flags).resolve(load_model(LLAMA), None, 8)
     report = simulate(run.model, run.layout, 8, cluster="h100", global_batch=32, seq_len=4096)
     assert f"{report.step_time_s:.3f}" == f"{step_s:.3f}"
 

@@ -8,6 +8,7 @@ from experiments.cli.main import main
 from experiments.search.compare import parse_value
 from experiments.search.search import BASE_LAYOUT, candidates, layout_fields, layout_yaml, run_command, search
 from experiments.search.space import RECOMPUTE_TIERS, Job, SearchSpace, layouts
+from experiments.search.space_size import space_size
 from simulator.memory.per_gpu import peak_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
@@ -85,8 +86,10 @@ def test_fix_pins_dimensions_and_names_bad_ones() -> None:
 
 
 def test_too_many_points_is_refused_before_any_simulation(wide) -> None:
-    count = len(wide[0])
-    with pytest.raises(ConfigError, match=rf"max-points: {count:,} layouts to simulate exceed --max-points 5"):
+    """The space's size by formula (experiments/search/space_size.py): at least the layouts that fit."""
+    count = space_size(MODEL, job(), SearchSpace.wide())
+    assert count >= len({tuple((k, v) for k, v in p.items() if not k.startswith("recompute")) for p in wide[0]})
+    with pytest.raises(ConfigError, match=rf"max-points: the space holds {count:,} layouts .* over --max-points 5"):
         search("mixtral-8x7b", 16, max_points=5, progress=lambda _: None, **ARGS)
 
 

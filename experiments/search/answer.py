@@ -1,0 +1,141 @@
+"""The fastest layout of ``moesim search`` as a user acts on it (issue 41 item 1): the Megatron-LM arguments, a
+moesim layout file and a ``moesim run`` line that simulates it again; which rows need MegaScale-MoE's features;
+which rows tie the fastest within the error band of their predictions (experiments/common/error_band.py)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import fields
+
+import yaml
+
+from experiments.common.error_band import ErrorBand, band_of
+from workloads.inputs.megatron_args import read_text
+from workloads.inputs.shell_script import command_words
+from workloads.inputs.yaml_files import load_model
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
+
+# The Megatron-LM job the default search varies the parallel layout of: Megatron-Core's MoE layer as its MoE
+# examples run it (examples/mixtral/train_mixtral_8x7b_distributed.sh, examples/deepseek_v3 at d98e8a64dd):
+# the all-to-all token dispatcher, grouped expert GEMMs, sequence parallelism, the distributed optimizer with
+# overlapped gradient reduce-scatter and parameter all-gather, BF16.
+DEFAULT_MEGATRON_JOB = (
+    "--moe-token-dispatcher-type alltoall --moe-grouped-gemm --sequence-parallel --use-distributed-optimizer "
+    "--overlap-grad-reduce --overlap-param-gather --bf16"
+)
+def default_job(model: ModelSpec) -> str:
+    """DEFAULT_MEGATRON_JOB with the flags that make Megatron-LM build ``model`` as moesim simulates it:
+    SwiGLU experts and MLPs, untied embeddings where the model has them, its MTP modules
+    (workloads/inputs/megatron_model.py: without these Megatron builds GeLU, ties the embeddings, trains no MTP)."""
+    flags = [DEFAULT_MEGATRON_JOB, "--swiglu"]
+    if not model.tied_embeddings:
+        flags.append("--untie-embeddings-and-output-weights")
+    if model.mtp_layers:
+        flags.append(f"--mtp-num-layers {model.mtp_layers}")
+    return " ".join(flags)
+
+
+# The flags (by prefix) that megatron_flags (experiments/search/megatron.py) sets from a searched layout.
+SEARCHED_FLAGS = (
+    "--tensor-model-parallel",
+    "--pipeline-model-parallel",
+    "--sequence-parallel",
+    "--expert-model-parallel",
+    "--expert-tensor-parallel",
+    "--context-parallel",
+    "--micro-batch-size",
+    "--num-virtual-stages",
+    "--virtual-pipeline",
+    "--num-layers-per-virtual",
+    "--decoder-first-pipeline",
+    "--decoder-last-pipeline",
+    "--account-for-",
+    "--recompute-",
+    "--overlap-moe-expert-parallel-comm",
+    "--delay-wgrad-compute",
+    "--global-batch-size",
+    "--seq-length",
+)
+
+
+def needs_megascale(layout: LayoutSpec) -> str:
+    """What of MegaScale-MoE a layout uses that Megatron-Core cannot run: Ulysses SP attention, SAR, the fused
+    GEMM + all-gather / reduce-scatter kernels (intra-op overlap); '' for none."""
+    needs = []
+    if layout.attention == "sp":
+        needs.append("ulysses")
+    if layout.recompute == "sar":
+        needs.append("sar")
+    if layout.intra_op_overlap:
+        needs.append("fused")
+    return ",".join(needs)
+
+
+def compact_yaml(layout: LayoutSpec, header: list[str]) -> str:
+    """A layout file of ``layout``: the fields that differ from LayoutSpec's defaults (a file without ``base``
+    takes those), after ``header`` as comments."""
+    default = LayoutSpec(layout.name)
+    changed = {
+        f.name: getattr(layout, f.name) for f in fields(layout) if getattr(layout, f.name) != getattr(default, f.name)
+    }
+    data = {"name": layout.name, **{k: list(v) if isinstance(v, tuple) else v for k, v in changed.items()}}
+    return "".join(f"# {line}\n" for line in header) + yaml.safe_dump(data, sort_keys=False)
+
+
+def job_flags(job_text: str, drop: tuple[str, ...] = ()) -> str:
+    """A Megatron job's own flags (inline or a file) without those the searched layout sets, which
+    ``megatron_flags`` prints (so that the full line sets each once) and those in ``drop``."""
+    words = command_words(read_text(job_text)).words
+    words = words[next((i for i, w in enumerate(words) if w.startswith("--")), len(words)) :]
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip and not word.startswith("--"):
+            continue  # the value of a dropped flag
+        skip = word.split("=")[0].startswith(SEARCHED_FLAGS) or word.split("=")[0] in drop
+        if not skip:
+            kept.append(word)
+    return shlex.join(kept)
+
+
+def run_line(model: str, row: dict[str, str], megatron_line: str) -> str:
+    """``moesim run`` of the fastest row, as Megatron-LM arguments (the model, cluster and GPUs as searched)."""
+    return (
+        f"moesim run --model {shlex.quote(model)} --cluster {row['cluster']} --gpus {row['gpus']} "
+        f"--megatron-args {shlex.quote(megatron_line)}"
+    )
+
+
+def bands(rows: list[dict[str, str]], layouts: list[LayoutSpec], gpu_name: str) -> list[ErrorBand | None]:
+    """The error band of each row's prediction."""
+    model = load_model(rows[0]["model"]) if rows else None
+    return [band_of(model, layout, gpu_name) for layout in layouts]
+
+
+def ties(rows: list[dict[str, str]], row_bands: list[ErrorBand | None]) -> list[bool]:
+    """Whether each row ties the fastest: its likely step times (the band around its prediction) reach below
+    the fastest's likely longest, so the published runs like them cannot tell the two apart. The fastest is not
+    marked; a row without a band ties nothing."""
+    if not rows or row_bands[0] is None:
+        return [False] * len(rows)
+    _, best_high_s = row_bands[0].step_range_s(float(rows[0]["step_time_s"]))
+    marks = [False]
+    for row, band in zip(rows[1:], row_bands[1:]):
+        marks.append(band is not None and band.step_range_s(float(row["step_time_s"]))[0] <= best_high_s)
+    return marks
+
+
+def ties_note(marks: list[bool], row_bands: list[ErrorBand | None]) -> str:
+    """The sentence under the table that says what the tie column means."""
+    if not marks or row_bands[0] is None:
+        return "ties: no validated run is like the fastest (run `moesim validate`), so no row is marked as a tie"
+    tied = [str(rank) for rank, tie in enumerate(marks, 1) if tie]
+    band = row_bands[0]
+    head = (
+        f"ties (=): rows whose likely step time overlaps the fastest's (its band {band.low:+.0%}/{band.high:+.0%}, "
+        f"from {band.basis})"
+    )
+    if not tied:
+        return f"{head}: none, the fastest is ahead beyond its error band"
+    return f"{head}: rows {', '.join(tied)} may be as fast; the simulator cannot rank them apart"
