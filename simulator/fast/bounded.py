@@ -27,9 +27,9 @@ from workloads.schedules.base import Schedule
 
 # The bound (see the module docstring). The worst error measured (experiments/beyond/steady_bound.py, 2-core machine,
 # issue 38): DeepSeek-V3 on 2,048 H800s at 64, 128, 256 micro-batches: DualPipeV 1.13e-2 (stage 4's exposed EP;
-# its step 4.8e-4), DualPipe 8.6e-3 (step 1.1e-3), ZB1P 5.4e-3 (step 2.2e-3), DualPipe + EP overlap 1.5e-3,
+# its step 4.8e-4), DualPipe 8.6e-3 (step 1.1e-3), ZB1P 6.9e-3 at 512 (step 1.0e-3), DualPipe + EP overlap 1.5e-3,
 # DualPipeV + EP overlap 9.1e-4; the 4-layer model at PP 2 and 4, 64 to 256: 1F1B at PP 4 6.6e-3 (the step),
-# DualPipe + EP overlap at PP 4 7.1e-4, ZB1P 5.8e-4, DualPipeV + EP overlap 1.5e-4, interleaved 9e-8. The bound is
+# DualPipe + EP overlap at PP 4 5.5e-4, ZB1P 5.8e-4, DualPipeV + EP overlap 1.5e-4, interleaved 9e-8. The bound is
 # twice the worst: the margin for models and clusters not measured.
 BOUND_MEASURED_REL = 0.0113
 BOUND_REL = 2 * BOUND_MEASURED_REL
@@ -80,9 +80,10 @@ def congruent(schedule: Schedule, at_least: int, step: int) -> int | None:
 
 def counts(schedule: Schedule, ran: Mapping[int, object] = {}) -> tuple[int, int] | None:
     """(m_a, m_b): the two full runs the line goes through, or None where they would cost the full step (m_a + m_b
-    not below m). m_a: the shortest congruent count with a steady period on every stage; m_b: a count already
-    ``ran`` (a failed exact attempt's) at least REUSE_GAP m_a, the longest, else the first congruent one from
-    GAP m_a."""
+    not below m). Two counts already ``ran`` (failed exact attempts), from the shortest below, congruent, the longer
+    at least REUSE_GAP times the shorter: the pair of them with the widest ratio; else m_a: the shortest congruent
+    count with a steady period on every stage (at least MIN_RUN), and m_b: a count already ran at least REUSE_GAP
+    m_a, the longest, else the first congruent one from GAP m_a."""
     step = step_of(schedule)
     if step is None:
         return None
@@ -90,7 +91,11 @@ def counts(schedule: Schedule, ran: Mapping[int, object] = {}) -> tuple[int, int
     if m_a is None:
         return None
     m = schedule.micro_batches
-    reused = [c for c in ran if c >= REUSE_GAP * m_a and (m - c) % step == 0 and c < m]
+    reusable = sorted(c for c in ran if c >= m_a and (m - c) % step == 0 and c < m)
+    pairs = [(a, b) for a in reusable for b in reusable if b >= REUSE_GAP * a]
+    if pairs:  # two runs already made (ZB1P's failed exact attempts at 22 and 44 on DeepSeek-V3): the widest
+        return max(pairs, key=lambda pair: (pair[1] / pair[0], pair[1]))
+    reused = [c for c in reusable if c >= REUSE_GAP * m_a]
     m_b = max(reused) if reused else congruent(schedule, GAP * m_a, step)
     if m_b is None or m_a + m_b >= m or not valid_count(schedule, m_b):
         return None

@@ -14,7 +14,9 @@ schedule bubble's means). Memory and the report's ratios come from these and the
 full run. Where no period of the ledger repeats, the step also runs at m_a + q and every field is taken on
 the line through the two runs, if that run ends exactly one period later (the reference path, ``ONE_RUN``
 False: tests/differential/test_steady.py compares the two). Where no state repeats within the budget (the shorter runs
-together cost less than the step), the full step runs.
+together cost less than the step, and at most simulator/fast/bounded.EXACT_BUDGET times the bounded path's runs),
+the step is taken on the line through two full runs within a stated bound (``shortcut``; simulator/fast/bounded.py),
+and where that would not be cheaper either, the full step runs.
 
 The shortcut applies to the folded placement with ``memoize`` on (memoized tasks, or where tasks use the NIC
 op-level ones: the lock check is what makes that exact), with no probe that needs every task (traces, link
