@@ -7,11 +7,11 @@ from dataclasses import replace
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs.gemm_efficiency import flat_gemm_table
 from topologies.hardware import GpuSpec
-from workloads.inputs.megatron import parse_megatron_args
-from workloads.specs.models import LayerKind, ModelSpec
-from workloads.schedules.pipeline_tasks import Block, TaskKey
-from workloads.schedules.base import PAIRED, Phase, Schedule
 from workloads.graph.step import StepWorkload
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.schedules.base import PAIRED, Phase, Schedule
+from workloads.schedules.pipeline_tasks import Block, TaskKey
+from workloads.specs.models import LayerKind, ModelSpec
 
 TOY_GPU = GpuSpec(
     name="toy",

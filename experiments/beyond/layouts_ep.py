@@ -19,14 +19,14 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments.search.compare import axis, sweep
 from experiments.common.paths import save_figure, write_csv
 from experiments.common.plotting import COLOURS, from_zero
+from experiments.search.compare import axis, sweep
 from experiments.search.space import Job
 from topologies.cluster import cluster_preset
+from workloads.graph.step import DEFAULT_SEQ_LEN
 from workloads.specs.layouts import MEGASCALE_MOE, LayoutSpec
 from workloads.specs.models import model_preset
-from workloads.graph.step import DEFAULT_SEQ_LEN
 
 NIC_GBPS = (50, 100, 200, 400)
 GPUS_PER_NODE = 8

@@ -15,10 +15,10 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.timing import comm_alone_s, time_task
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.hardware import gpu_preset
+from workloads.graph.step import DEFAULT_SEQ_LEN, StepWorkload
+from workloads.schedules.base import BACKWARD, FORWARD, Task
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.schedules.base import BACKWARD, FORWARD, Task
-from workloads.graph.step import DEFAULT_SEQ_LEN, StepWorkload
 
 N = 8  # EP degree: one node
 SEQ_LEN = DEFAULT_SEQ_LEN

@@ -12,13 +12,13 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments.search.compare import axis, sweep
 from experiments.common.paths import save_figure, write_csv
 from experiments.common.plotting import COLOURS
+from experiments.search.compare import axis, sweep
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.specs.layouts import MEGASCALE_MOE
 from workloads.specs.models import model_preset
 from workloads.specs.routing import layout_routing_stats
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 MODEL = "paper-352b"
 GPUS = 240  # Table 3's first column: SP/EP 8, PP 15, DP 2

@@ -129,8 +129,8 @@ def warm_up() -> dict:
     """The warm-up row: what the first in-process row would pay alone (the simulator's and the Qwen3 rows' imports,
     the interpreter's first calls) paid before the rows, on a step no row simulates (its task timings then
     dropped, so no row finds its own made)."""
-    from experiments.validation import validate
     from experiments.validation import corpus as validation_cases
+    from experiments.validation import validate
     from simulator.engine.timer import TIMINGS
 
     start, cpu = time.perf_counter(), _cpu_s()
@@ -148,8 +148,8 @@ def warm_up() -> dict:
 
 def _qwen3(global_batch: int) -> Report:
     """The Megatron-Bridge Qwen3-235B case at ``global_batch`` (it needs more than 80 GB: simulated anyway)."""
-    from experiments.validation.validate import case_job
     from experiments.validation.corpus import CASES_DIR, load_case
+    from experiments.validation.validate import case_job
 
     case = load_case(CASES_DIR / f"{QWEN3_CASE}.yaml")  # its file alone, not the corpus's 20 (~0.1 CPU-s of YAML)
     job = case_job(case)
@@ -231,8 +231,8 @@ def _search(dask_workers: int = 0) -> dict:
 
 
 def _validate() -> dict:
-    from experiments.validation.validate import run_cases
     from experiments.validation.corpus import load_cases
+    from experiments.validation.validate import run_cases
 
     results = run_cases(load_cases(), say=lambda line: None)
     return {"points": len(results), "note": f"{len(results)} cases"}

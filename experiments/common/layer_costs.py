@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from simulator.report.simulate import prepare
 from simulator.engine.timing import time_task
+from simulator.report.simulate import prepare
+from workloads.graph.step import DEFAULT_SEQ_LEN
 from workloads.ops import ATTENTION, COLLECTIVE, GEMM, MEMORY, Group
 from workloads.schedules.base import BACKWARD, FORWARD, Task
-from workloads.graph.step import DEFAULT_SEQ_LEN
 
 
 class Part(str, Enum):

@@ -17,9 +17,9 @@ from simulator.report import simulate as _report
 from simulator.report.simulate import Report, resolve
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
+from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from experiments.common.shared_sims import simulate
 from simulator.memory.per_gpu import peak_memory
 from topologies.cluster import cluster_preset
+from workloads.graph.step import DEFAULT_SEQ_LEN, StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.graph.step import DEFAULT_SEQ_LEN, StepWorkload
 
 MODELS = (  # Table 2's M1-M6
     "paper-352b",

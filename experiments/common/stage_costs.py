@@ -18,9 +18,9 @@ from experiments.common.layer_costs import Part, busy_s, op_part
 from simulator.costs.calibration import Calibration
 from simulator.engine.timing import TaskTime, task_timer
 from topologies.cluster import ClusterSpec
+from workloads.graph.step import StepWorkload
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED, HOST_SYNC, MEMORY, Op
 from workloads.schedules.base import Task
-from workloads.graph.step import StepWorkload
 
 FP8_QUANTIZATION = "FP8 quantization"  # workloads/graph/op_lists.py names an FP8 GEMM's quantization op "<gemm>.quant"
 FUSED_PAIRS = "fused GEMM + collective"  # MegaScale-MoE's intra-operator overlap (Sec. 4.2)

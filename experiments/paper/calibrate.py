@@ -43,8 +43,8 @@ def _bisect(rising: Callable[[float], float], tolerance: float) -> float:
 def implied_residual(case_name: str, base: Calibration = DEFAULT_CALIBRATION, tolerance: float = 2e-3) -> float | None:
     """The compute_residual at which the validation case predicts its measured tokens/s per GPU (None: the case
     does not run; an end of RESIDUAL_RANGE: no residual inside it does)."""
-    from experiments.validation.validate import case_job, case_settings
     from experiments.validation.corpus import load_cases
+    from experiments.validation.validate import case_job, case_settings
     from topologies.errors import ConfigError
 
     (case,) = load_cases(names=[case_name])

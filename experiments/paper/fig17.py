@@ -11,9 +11,9 @@ from experiments.common.plotting import bar_comparison
 from experiments.common.shared_sims import simulate
 from experiments.common.single_node import SEQ_LEN
 from simulator.memory.per_gpu import peak_memory
+from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import MODEL_PRESETS
-from workloads.graph.step import StepWorkload
 
 FIG17_ACTIVATION_SAVING = {"mixtral-8x7b": 0.455, "mixtral-8x22b": 0.572}
 FIG17_TOTAL_SAVING = {"mixtral-8x7b": 0.213, "mixtral-8x22b": 0.35}  # total memory, as measured

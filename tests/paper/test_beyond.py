@@ -6,8 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from experiments.beyond import r_ratio
-from experiments.beyond import scaleup_domain
+from experiments.beyond import r_ratio, scaleup_domain
 from experiments.paper.reproduce import REPRODUCTIONS
 
 

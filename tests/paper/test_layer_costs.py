@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from experiments.common.layer_costs import LayerCosts, Part, TpGap, layer_costs
-from simulator.report.simulate import prepare
 from simulator.engine.timing import time_task
+from simulator.report.simulate import prepare
 from workloads.schedules.base import BACKWARD, FORWARD, Task
 
 BATCH = 720

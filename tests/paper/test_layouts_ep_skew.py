@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from experiments.beyond import layouts_ep
-from experiments.beyond import skew
+from experiments.beyond import layouts_ep, skew
 from experiments.paper.reproduce import REPRODUCTIONS
 
 # M6 on 128 GPUs with 32 sequences: 2 micro-batches per pipeline, fast; EP 64 spans 8 nodes, so M = 4 binds.

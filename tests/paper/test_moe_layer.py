@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.validation import moe_layer
-from experiments.validation.moe_layer_check import POINTS
 from experiments.paper.reproduce import REPRODUCTIONS
 from experiments.paper.targets import TARGETS
+from experiments.validation import moe_layer
+from experiments.validation.moe_layer_check import POINTS
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 
 

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.paper import fig7
-from experiments.paper import fig14
-from experiments.paper import fig16
-from experiments.paper import fig17
-from experiments.paper import table3
-from experiments.paper import table5
-from experiments.paper import weak_scaling
+from experiments.paper import fig7, fig14, fig16, fig17, table3, table5, weak_scaling
 from experiments.paper.calibrate import fit_compute_residual, implied_residual
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 

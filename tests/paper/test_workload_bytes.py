@@ -14,13 +14,13 @@ from __future__ import annotations
 import pytest
 
 from tests.toys import block_task_key
+from workloads.graph.step import StepWorkload
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, REDUCE_SCATTER
 from workloads.recipes.layers import BYTES_BF16, attention_recipe, paper_volumes_bytes
+from workloads.recipes.moe import ffn_recipe
+from workloads.schedules.base import BACKWARD
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.recipes.moe import ffn_recipe
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, REDUCE_SCATTER
-from workloads.schedules.base import BACKWARD
-from workloads.graph.step import StepWorkload
 
 SEQ_LEN = 8192
 MB = 1e6

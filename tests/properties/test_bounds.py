@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 from experiments.search.points import Point, bound_point
 from experiments.search.search import candidates
 from experiments.search.sweep import sweep_row, to_point
-from simulator.report.bounds import ROUNDING, step_lower_bound_s
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.engine import optimizer_s
 from simulator.engine.faults import StageFault
-from simulator.report.simulate import lower_bound_s, prepare, simulate
 from simulator.engine.timer import CostCache, MemoTimer
-from workloads.specs.layouts import layout_preset
-from workloads.schedules.pipeline_tasks import TaskKey
+from simulator.report.bounds import ROUNDING, step_lower_bound_s
+from simulator.report.simulate import lower_bound_s, prepare, simulate
 from workloads.schedules.base import BACKWARD, FORWARD
+from workloads.schedules.pipeline_tasks import TaskKey
+from workloads.specs.layouts import layout_preset
 
 # Two small searches: few micro-batches (full runs, deep bubbles) and more (steady-state shortcut), in node
 # and cross-node EP (op-level tasks on the NIC), every schedule of the wide space.

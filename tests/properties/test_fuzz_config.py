@@ -14,22 +14,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.cli.main import main
-from simulator.report.clusters import cluster_from_dict, load_cluster
 from simulator.engine.faults import Faults
-from simulator.memory.per_gpu import peak_memory
 from simulator.engine.probes import Probe, observing
+from simulator.memory.per_gpu import peak_memory
+from simulator.report.clusters import cluster_from_dict, load_cluster
 from simulator.report.simulate import simulate
 from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
-from workloads.inputs.yaml_files import layout_from_dict, model_from_dict, parse_yaml
+from workloads.graph.step import StepWorkload
 from workloads.inputs.hf_config import load_hf_config, model_from_hf_dict
-from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.megatron_args import FLAGS as MEGATRON_FLAG_TABLE
 from workloads.inputs.megatron_args import Kind
+from workloads.inputs.yaml_files import layout_from_dict, model_from_dict, parse_yaml
+from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.specs.models import MODEL_PRESETS, ModelSpec
-from workloads.graph.step import StepWorkload
 
 MEGATRON_FLAG_NAMES = sorted(MEGATRON_FLAG_TABLE)
 HF_FOLDER = Path(__file__).resolve().parents[2] / "examples" / "models"

@@ -9,16 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator.engine.engine import Engine
-from simulator.streams.network import FluidNetwork
 from simulator.engine.probes import Probe
 from simulator.report.simulate import simulate
+from simulator.streams.network import FluidNetwork
 from topologies.cluster import ClusterSpec, cluster_preset
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
 
 # The paper's layouts (the others, e.g. deepseek-v3, need models with matching experts and domains).
 PAPER_LAYOUTS = ("megascale-moe", "megatron-lm", "tp-tp", "sp-ep", "sp-ep-inter", "sp-ep-inter-intra")
-from workloads.specs.models import ModelSpec
 from workloads.graph.step import StepWorkload
+from workloads.specs.models import ModelSpec
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 REL = 1e-9  # floating-point slack, relative

@@ -10,16 +10,14 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator.streams import op_costs
-from simulator.streams import tasks
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
+from simulator.streams import op_costs, tasks
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.task_summary import summarize
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper, assert_steps_match
-from tests.unit.test_faults import TINY, _unfolded_case
 from tests.scenarios.test_quiet_streams import (
     CAL,
     FUSED_END_MS,
@@ -34,6 +32,7 @@ from tests.scenarios.test_quiet_streams import (
     expected_spans,
 )
 from tests.toys import costs_without_latency, toy_calibration
+from tests.unit.test_faults import TINY, _unfolded_case
 from workloads.ops import ALL_TO_ALL, COMM, COMPUTE, FUSED, Group, Op
 
 

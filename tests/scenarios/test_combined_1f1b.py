@@ -15,11 +15,11 @@ from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.graph import combined_1f1b
 from workloads.graph.combined_1f1b import EP_COMM
-from workloads.specs.layouts import MEGASCALE_MOE
-from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Module, Op, Role
 from workloads.schedules.base import BACKWARD, FORWARD, FORWARD_BACKWARD_DELAYED, Task
-from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import MEGASCALE_MOE
+from workloads.specs.models import model_preset
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 CAL = toy_calibration(all_to_all_efficiency=0.7)

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from simulator.engine.engine import Engine
 from simulator.costs.gemm_efficiency import flat_gemm_table
+from simulator.engine.engine import Engine
 from simulator.memory.per_gpu import in_flight_micro_batches, stage_memory
 from simulator.report.simulate import build_report
 from tests.scenarios.test_pipeline import CAL, GPU, SEQ_LEN, SMALL, TINY
@@ -17,14 +17,13 @@ from tests.toys import block_task_key, replay
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.graph import combined_1f1b
-from workloads.specs.layouts import layout_preset
-from workloads.ops import LayerKind
-from workloads.schedules.pipeline_tasks import Block
-from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, Task
-from workloads.schedules.pipeline_tasks import WEIGHT
-from workloads.schedules.dualpipe import DualPipe
-from workloads.schedules.registry import bubble_dualpipe_s
 from workloads.graph.step import StepWorkload
+from workloads.ops import LayerKind
+from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, Task
+from workloads.schedules.dualpipe import DualPipe
+from workloads.schedules.pipeline_tasks import WEIGHT, Block
+from workloads.schedules.registry import bubble_dualpipe_s
+from workloads.specs.layouts import layout_preset
 
 FREE_NIC = {"nic_bandwidth_Bps": 1e15, "nic_efficiency": 1.0, "nic_latency_s": 1e-12}
 

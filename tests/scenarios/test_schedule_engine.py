@@ -11,14 +11,14 @@ from tests.scenarios.test_dualpipe import FREE_NIC
 from tests.scenarios.test_pipeline import CAL, GPU, SEQ_LEN, TINY
 from tests.toys import SCENARIO_CALIBRATION, block_task_key, replay
 from topologies.cluster import ClusterSpec, cluster_preset
-from workloads.specs.layouts import layout_preset
-from workloads.specs.models import ModelSpec
+from workloads.graph.step import StepWorkload
 from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD
-from workloads.schedules.pipeline_tasks import WEIGHT
 from workloads.schedules.dualpipe import DualPipeV
 from workloads.schedules.one_f_one_b import ZeroBubble1P
+from workloads.schedules.pipeline_tasks import WEIGHT
 from workloads.schedules.registry import bubble_zb1p_s
-from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
 
 
 def _run(schedule: str, pp: int, micro_batches: int, layout: str = "megascale-moe", **changes):

@@ -8,10 +8,17 @@ import pytest
 
 from tests.toys import replay
 from topologies.errors import ConfigError
-from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED, Schedule
-from workloads.schedules.pipeline_tasks import WEIGHT
+from workloads.schedules.base import (
+    BACKWARD,
+    BACKWARD_INPUT,
+    FORWARD,
+    FORWARD_BACKWARD,
+    FORWARD_BACKWARD_DELAYED,
+    Schedule,
+)
 from workloads.schedules.dualpipe import DualPipe, DualPipeV
 from workloads.schedules.one_f_one_b import Interleaved, OneFOneB, ZeroBubble1P
+from workloads.schedules.pipeline_tasks import WEIGHT
 from workloads.schedules.registry import bubble_dualpipe_s, bubble_zb1p_s
 
 

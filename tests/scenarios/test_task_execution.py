@@ -183,10 +183,10 @@ def test_single_stream_fast_path_equals_event_path(layout_name: str) -> None:
     which must give the same op intervals (to rounding) and the same exposed communication."""
     from simulator.costs.calibration import DEFAULT_CALIBRATION
     from topologies.hardware import gpu_preset
+    from workloads.graph.step import StepWorkload
+    from workloads.schedules.base import BACKWARD, FORWARD, Task
     from workloads.specs.layouts import layout_preset
     from workloads.specs.models import model_preset
-    from workloads.schedules.base import BACKWARD, FORWARD, Task
-    from workloads.graph.step import StepWorkload
 
     gpu = gpu_preset("h800")
     workload = StepWorkload(model_preset("mixtral-8x7b"), layout_preset(layout_name).with_(pp=4), 64, 8, 8, 2048)

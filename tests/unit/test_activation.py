@@ -4,13 +4,13 @@ under --no-bias-swiglu-fusion, counted kernel by kernel, in the steps and in the
 from __future__ import annotations
 
 from simulator.memory.activations import layer_saved
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import MEMORY_BACKWARD_FACTOR, Module
 from workloads.recipes.activation import swiglu_step
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron import parse_megatron_args
 from workloads.specs.models import ModelSpec
-from workloads.ops import MEMORY_BACKWARD_FACTOR, Module
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 MOE = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)  # hidden 1024, 8 experts of width 512, top-2
 

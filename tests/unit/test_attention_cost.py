@@ -11,14 +11,14 @@ from simulator.costs.attention_cost import (
     window_key_blocks,
 )
 from simulator.costs.calibration import DEFAULT_CALIBRATION
-from simulator.costs.kernels import attention_time_s, compute_time_s
 from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency
+from simulator.costs.kernels import attention_time_s, compute_time_s
 from tests.toys import megatron_field, toy_calibration, toy_gpu
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.ops import ATTENTION, AttentionShape, attention_pairs
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec, model_preset
-from workloads.ops import ATTENTION, AttentionShape, attention_pairs
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 # The published table, no residual, no launch gap: a time maps straight back to TFLOP/s on the toy GPU.
 CAL = toy_calibration(gemm_efficiency=HOPPER_GEMM_TABLE, attention_fwd_efficiency=None, attention_bwd_efficiency=None)

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, KernelCurve, flat_gemm_table
 from simulator.costs.kernels import (
     attention_time_s,
     collective_latency_s,
@@ -21,7 +22,6 @@ from simulator.costs.kernels import (
     gemm_time_s,
     memory_time_s,
 )
-from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, KernelCurve, flat_gemm_table
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import GpuSpec
 from workloads.ops import (

@@ -19,14 +19,14 @@ from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.graph.step import StepWorkload
 from workloads.inputs.yaml_files import load_layout
+from workloads.ops import FUSED
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec, model_preset
-from workloads.ops import FUSED
 from workloads.specs.precision import FP8_COMM_SCALE
-from workloads.graph.step import StepWorkload
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 TOY = ModelSpec("toy", 2, 1024, 16, 4, 2048, 8, 2, vocab_size=1024)
 SEQ = 4096

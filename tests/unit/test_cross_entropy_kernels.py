@@ -6,10 +6,10 @@ import pytest
 
 from simulator.costs.kernels import compute_time_s
 from tests.toys import megatron_field, toy_calibration, toy_gpu
+from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.recipes.layers import head_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 # A vocabulary of 1,000 over 1,024 tokens: 1,024,000 logits on one GPU.
 MODEL = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 1000)

@@ -9,12 +9,12 @@ from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts, launch_times_s
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import COMPUTE, HOST_SYNC, MEMORY, GraphPart, Op, Role
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron import parse_megatron_args
 from workloads.specs.models import ModelSpec
-from workloads.ops import COMPUTE, HOST_SYNC, MEMORY, GraphPart, Op, Role
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 CAL = toy_calibration(host_launch_s=10e-6)
 MODEL = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)

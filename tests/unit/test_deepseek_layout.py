@@ -7,13 +7,13 @@ import pytest
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.kernels import gemm_time_s
 from topologies.hardware import gpu_preset
+from workloads.graph.step import StepWorkload
+from workloads.ops import Gemm, GemmPrecision
 from workloads.recipes.layers import layer_recipe
+from workloads.schedules.base import FORWARD, Task
+from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import LayerKind, model_preset
-from workloads.ops import Gemm, GemmPrecision
-from workloads.schedules.pipeline_tasks import Block, TaskKey
-from workloads.schedules.base import FORWARD, Task
-from workloads.graph.step import StepWorkload
 
 WORKLOAD = StepWorkload(model_preset("deepseek-v3"), layout_preset("deepseek-v3"), 2048, 8, 15360, 4096)
 

@@ -11,11 +11,11 @@ from simulator.costs.kernels import collective_wire_bytes, comm_kernel_sms, nic_
 from topologies.errors import ConfigError
 from topologies.hardware import gpu_preset
 from workloads.ep.plan import ep_dispatch_bytes, ep_plan, nccl_all_to_all_bytes
-from workloads.specs.layouts import layout_preset
-from workloads.inputs.megatron import parse_megatron_args
-from workloads.specs.models import model_preset
-from workloads.ops import EpDispatcher
 from workloads.graph.step import StepWorkload
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import EpDispatcher
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 
 TOKEN_BYTES = 4096 * 4096 * 2
 CAL = Calibration(all_to_all_efficiency=0.5, comm_sms_nccl=16, comm_sms_deepep=20)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.validation import corpus as validation_cases
 from experiments.cli.main import main
 from experiments.search.sweep import load_sweep
+from experiments.validation import corpus as validation_cases
 from simulator.report.clusters import load_cluster
 from workloads.inputs.yaml_files import load_layout
 

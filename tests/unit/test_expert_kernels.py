@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.toys import toy_calibration, toy_task_s
+from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.inputs.yaml_files import load_model
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 # 8 experts of width 512, hidden 1,024, top-2; one GPU holds all 8 experts and the 1,024 tokens: 2,048 rows

@@ -15,10 +15,10 @@ from simulator.report.simulate import simulate
 from tests.toys import EQUAL_STAGES, SCENARIO_CALIBRATION, block_task_key, toy_calibration, toy_gpu
 from topologies.cluster import ClusterSpec, cluster_preset, gpu_path
 from topologies.errors import ConfigError
+from workloads.graph.step import StepWorkload
+from workloads.schedules.base import BACKWARD, FORWARD
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
-from workloads.schedules.base import BACKWARD, FORWARD
-from workloads.graph.step import StepWorkload
 
 CAL = toy_calibration(attention_bwd_efficiency=0.4, all_to_all_efficiency=0.75)
 EQUAL = EQUAL_STAGES

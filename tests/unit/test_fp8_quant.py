@@ -6,13 +6,13 @@ import pytest
 
 from simulator.costs.kernels import compute_time_s
 from tests.toys import toy_calibration, toy_gpu
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.ops import MEMORY, Gemm, GemmPrecision, Role
 from workloads.recipes.fp8_quant import quantize_input
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.ops import MEMORY, Gemm, GemmPrecision, Role
 from workloads.specs.precision import Fp8Recipe
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 GPU = toy_gpu()  # HBM 1e12 B/s
 CAL = toy_calibration(memory_efficiency=0.8, kernel_overhead_s=4e-6)

@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from simulator.costs.kernels import attention_time_s, gemm_time_s
 from simulator.costs.gemm_efficiency import (
     HOPPER_GEMM_TABLE,
     GemmEfficiencyTable,
@@ -17,12 +16,13 @@ from simulator.costs.gemm_efficiency import (
     wave_fraction,
 )
 from simulator.costs.gemm_points import GEMM_POINTS, GemmKernel
+from simulator.costs.kernels import attention_time_s, gemm_time_s
 from tests.toys import toy_calibration, toy_gpu
 from topologies.hardware import gpu_preset
+from workloads.ops import AttentionShape, Gemm, GemmPrecision
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.ops import AttentionShape, Gemm, GemmPrecision
 
 H800 = gpu_preset("h800")
 # The real table, no residual and no launch gap, so that a time maps straight back to TFLOP/s.

@@ -12,10 +12,10 @@ from experiments.cli.main import main
 from simulator.report.simulate import simulate
 from topologies.errors import ConfigError
 from workloads.inputs.yaml_files import load_model
+from workloads.ops import attention_pairs
 from workloads.recipes.layers import attention_recipe, layer_recipe
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import LayerKind, model_preset
-from workloads.ops import attention_pairs
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 

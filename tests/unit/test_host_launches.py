@@ -11,14 +11,14 @@ import pytest
 from simulator.costs.kernels import compute_time_s
 from simulator.streams.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_gpu
-from workloads.inputs.yaml_files import load_model
-from workloads.recipes.layers import attention_recipe, layer_recipe
-from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron import parse_megatron_args
-from workloads.specs.models import ModelSpec
-from workloads.recipes.moe import ffn_recipe
-from workloads.ops import GEMM, Role
 from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.yaml_files import load_model
+from workloads.ops import GEMM, Role
+from workloads.recipes.layers import attention_recipe, layer_recipe
+from workloads.recipes.moe import ffn_recipe
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 QWEN3 = load_model(MODELS / "qwen3-30b-a3b.json")

@@ -8,12 +8,12 @@ from simulator.engine.engine import Engine
 from tests.engine_diff import assert_steps_match
 from tests.toys import megatron_field
 from topologies.cluster import cluster_preset
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.graph.step import StepWorkload
+from workloads.ops import ALL_GATHER, Group
+from workloads.recipes.moe import ffn_recipe
 from workloads.specs.layouts import LayoutSpec, layout_preset
 from workloads.specs.models import ModelSpec, model_preset
-from workloads.recipes.moe import ffn_recipe
-from workloads.ops import ALL_GATHER, Group
-from workloads.graph.step import StepWorkload
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 # 16 experts, top-2, hidden 1,024; 1,024 tokens per GPU: 16,384 router scores, 2,048 routed copies.
 MODEL = ModelSpec("m", 1, 1024, 8, 8, 512, 16, 2, 64)

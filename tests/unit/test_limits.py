@@ -150,8 +150,8 @@ def test_trace_too_big_is_refused_before_simulating(monkeypatch: pytest.MonkeyPa
     """The event count the workload fixes is checked as the engine starts (simulator/outputs/trace_size.py), the
     counters as they accrue, and the exact count before the JSON is built."""
     from simulator.engine.engine import Engine
-    from simulator.report.simulate import prepare
     from simulator.outputs.trace_size import TraceSizeCheck
+    from simulator.report.simulate import prepare
 
     workload, cluster, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
     monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # the full trace has 40,695 fixed events

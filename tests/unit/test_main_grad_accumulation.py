@@ -3,11 +3,11 @@ wgrad op carries the main gradients' width from the layout, no other GEMM does."
 
 from __future__ import annotations
 
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.ops import Role
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.ops import Role
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 
 def _gemm_ops(main_grads_dtype: str) -> list:

@@ -11,9 +11,9 @@ from simulator.memory.per_gpu import GIB, activation_bytes_per_layer, peak_memor
 from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
+from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import MEGASCALE_MOE, MEGATRON_LM
 from workloads.specs.models import MODEL_PRESETS, ModelSpec
-from workloads.graph.step import StepWorkload
 
 M1 = MODEL_PRESETS["paper-352b"]
 MIB = 2**20

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.memory.per_gpu import activation_bytes_per_layer, selective_freed, stage_memory
 from simulator.engine.timing import time_op_s, time_task
+from simulator.memory.per_gpu import activation_bytes_per_layer, selective_freed, stage_memory
 from tests.toys import TOY_CALIBRATION, TOY_GPU
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
-from workloads.specs.layouts import MEGASCALE_MOE, MEGATRON_LM
-from workloads.specs.models import MODEL_PRESETS, model_preset
+from workloads.graph.step import StepWorkload
 from workloads.ops import Module, Role
 from workloads.schedules.base import BACKWARD, Task
-from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import MEGASCALE_MOE, MEGATRON_LM
+from workloads.specs.models import MODEL_PRESETS, model_preset
 
 M1 = MODEL_PRESETS["paper-352b"]
 MIB = 2**20

@@ -11,9 +11,9 @@ from experiments.search.search import balanced_line
 from simulator.report.balance import SplitCosts, balanced_counts, stage_costs_s
 from simulator.report.simulate import prepare, simulate
 from tests.toys import EQUAL_STAGES
+from workloads.inputs.megatron_pipeline import layout_text, parse_layout
 from workloads.inputs.yaml_files import load_layout
 from workloads.specs.layouts import layout_preset
-from workloads.inputs.megatron_pipeline import layout_text, parse_layout
 
 ONE_F_ONE_B = [[0], [1]]
 INTERLEAVED = [[0, 2], [1, 3]]  # 2 stages x 2 virtual stages: stage s holds blocks s and s + 2

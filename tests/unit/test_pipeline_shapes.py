@@ -7,8 +7,8 @@ import pytest
 from simulator.report.simulate import simulate
 from tests.toys import EQUAL_STAGES
 from topologies.errors import ConfigError
-from workloads.specs.layouts import layout_preset
 from workloads.graph.step import StepWorkload, block_layer_counts
+from workloads.specs.layouts import layout_preset
 
 SEVEN = EQUAL_STAGES.with_(num_layers=7)
 BASE = layout_preset("megascale-moe").with_(pp=2, uneven_pp=True)

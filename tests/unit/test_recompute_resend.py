@@ -12,11 +12,11 @@ import pytest
 
 from simulator.memory.per_gpu import activation_bytes_per_layer
 from topologies.errors import ConfigError
-from workloads.specs.layouts import MEGASCALE_MOE
-from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 from workloads.ops import Group, Role
 from workloads.schedules.base import BACKWARD, FORWARD, Task
-from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import MEGASCALE_MOE
+from workloads.specs.models import model_preset
 
 LAYER = model_preset("mixtral-8x7b").with_(num_layers=1, num_shared_experts=1)
 PLAIN = MEGASCALE_MOE.with_(pp=1, inter_op_overlap=False, intra_op_overlap=False)

@@ -7,12 +7,12 @@ import pytest
 
 from simulator.streams.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_task_s
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import Role
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron import parse_megatron_args
 from workloads.specs.models import ModelSpec
-from workloads.ops import Role
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 # 8 experts, hidden 1,024; one GPU holds all 1,024 tokens of the micro-batch: 1,024 x 8 = 8,192 router scores.
 MODEL = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)

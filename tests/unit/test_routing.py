@@ -9,10 +9,10 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.kernels import gemm_time_s
 from simulator.report.simulate import simulate
 from topologies.hardware import gpu_preset
+from workloads.ops import Gemm
+from workloads.recipes.moe import ep_ffn_recipe
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.recipes.moe import ep_ffn_recipe
-from workloads.ops import Gemm
 from workloads.specs.routing import expert_loads, layout_routing_stats, routing_stats
 
 MODEL = model_preset("paper-352b")  # 32 experts, top-3, h 4096, h_ffn 14336

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments.paper import reproduce
-from experiments.common import shared_sims
-from experiments.common import unit_costs
-from experiments.validation import tables, validate
-from experiments.validation import corpus as validation_cases
-from experiments.paper import weak_scaling
+from experiments.common import shared_sims, unit_costs
 from experiments.common.parallel import in_order
+from experiments.paper import reproduce, weak_scaling
+from experiments.validation import corpus as validation_cases
+from experiments.validation import tables, validate
 from simulator.report import simulate as report
 from tests.unit.test_validate import tiny_case, write
 from topologies.cluster import cluster_preset

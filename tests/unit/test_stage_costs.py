@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from experiments.common.stage_costs import FP8_QUANTIZATION, busiest_stage
-from experiments.validation.validate import case_job
 from experiments.validation.corpus import CASES_DIR, load_case
+from experiments.validation.validate import case_job
 from simulator.costs.calibration import DEFAULT_CALIBRATION
-from simulator.report.simulate import prepare, simulate
 from simulator.engine.timing import time_task
+from simulator.report.simulate import prepare, simulate
 from workloads.inputs.yaml_files import layout_from_dict
 from workloads.schedules.base import BACKWARD, FORWARD, Task
 

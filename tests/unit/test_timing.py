@@ -8,11 +8,11 @@ from experiments.paper.fig16 import pair_speedup
 from simulator.engine.timing import comm_alone_s, time_op_s, time_task
 from tests.toys import TOY_CALIBRATION, TOY_GPU, toy_calibration
 from topologies.cluster import ClusterSpec
-from workloads.specs.layouts import layout_preset
-from workloads.specs.models import model_preset
+from workloads.graph.step import StepWorkload
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, Op
 from workloads.schedules.base import FORWARD, Task
-from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import model_preset
 
 # 8 GPUs, all-to-all: 50 MB egress at efficiency 0.5 is 100 MB on the wire, 1 ms at 100 GB/s; one step of 1 us
 # (every peer at once, no fixed cost in the toy calibration); the host launches its one kernel in 10 us first.

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.memory.activations import megatron_layer_bytes
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.collective_efficiency import nvls_all_reduce_efficiency
 from simulator.costs.kernels import collective_wire_bytes
 from simulator.engine.timing import comm_alone_s
+from simulator.memory.activations import megatron_layer_bytes
 from tests.unit.test_tp_comm_overlap import TE
 from topologies.errors import ConfigError
 from topologies.hardware import gpu_preset
-from workloads.specs.hints import memory_hint
-from workloads.recipes.layers import layer_recipe
-from workloads.specs.layouts import LayoutSpec
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.graph.step import StepWorkload
 from workloads.inputs.megatron import parse_megatron_args
-from workloads.specs.models import ModelSpec, model_preset
 from workloads.ops import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -30,8 +28,10 @@ from workloads.ops import (
     Group,
     Op,
 )
-from workloads.graph.step import StepWorkload
-from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.recipes.layers import layer_recipe
+from workloads.specs.hints import memory_hint
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec, model_preset
 
 TOY = ModelSpec("toy", 2, 1024, 16, 4, 0, 0, 0, vocab_size=1024, dense_ffn_size=2048)  # dense
 SP = TE.with_(name="tp4", tp_comm_overlap=False)  # TP 4 attention and dense MLP, no overlap, no recompute

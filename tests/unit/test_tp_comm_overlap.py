@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from topologies.errors import ConfigError
+from workloads.graph.op_lists import backward_ops, forward_ops
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import ALL_GATHER, COLLECTIVE, COMM, COMPUTE, FUSED, GEMM, REDUCE_SCATTER, Role
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
-from workloads.inputs.megatron import parse_megatron_args
 from workloads.specs.models import ModelSpec, model_preset
-from workloads.ops import ALL_GATHER, COLLECTIVE, COMM, COMPUTE, FUSED, GEMM, REDUCE_SCATTER, Role
-from workloads.graph.op_lists import backward_ops, forward_ops
 
 TOY = ModelSpec("toy", 2, 1024, 16, 4, 2048, 8, 2, vocab_size=1024)
 TE = LayoutSpec(

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.validation import tables, validate
-from experiments.validation import corpus as validation_cases
 from experiments.cli.main import main
 from experiments.paper.reproduce import REPRODUCTIONS
+from experiments.validation import corpus as validation_cases
+from experiments.validation import tables, validate
 from experiments.validation.pairs import pairs
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 from simulator.report.simulate import simulate
