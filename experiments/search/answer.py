@@ -101,9 +101,11 @@ def job_flags(job_text: str, drop: tuple[str, ...] = ()) -> str:
 
 def run_line(model: str, row: dict[str, str], megatron_line: str) -> str:
     """``moesim run`` of the fastest row, as Megatron-LM arguments (the model, cluster and GPUs as searched)."""
+    plain = "'" in megatron_line and not any(c in megatron_line for c in '"$`\\!')
+    quoted = f'"{megatron_line}"' if plain else shlex.quote(megatron_line)  # a pipeline layout's '...' kept readable
     return (
         f"moesim run --model {shlex.quote(model)} --cluster {row['cluster']} --gpus {row['gpus']} "
-        f"--megatron-args {shlex.quote(megatron_line)}"
+        f"--megatron-args {quoted}"
     )
 
 

@@ -3,7 +3,7 @@ dispatcher, precision, overlaps and CUDA graphs kept), and the fastest as the Me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simulator.report.simulate import prepare
@@ -24,13 +24,20 @@ class MegatronBase:
     seq_len: int
     ep_max_nodes: int
     recompute_modules: tuple[str, ...]  # the job's selective recomputation, if any
+    models_by_tp: dict[int, str]  # the model as Megatron builds it at each TP (its vocabulary padded to 128 x TP)
 
 
 def write_base(
-    args_text: str, model: str, gpus: int, folder: Path, global_batch: int | None, seq_len: int | None
+    args_text: str,
+    model: str,
+    gpus: int,
+    folder: Path,
+    global_batch: int | None,
+    seq_len: int | None,
+    tps: tuple[int, ...] = (),
 ) -> MegatronBase:
     """Resolve the job over ``model`` and write it into ``folder``. The searched fields are the job's to
-    start from; sequence parallelism is on (Megatron-Core's MoE layer needs it with TP, and a dense model's
+    start from (the model also at each TP of ``tps``); sequence parallelism is on (Megatron-Core's MoE layer needs it with TP, and a dense model's
     TP saves activations and traffic with it), a pipeline split of the job's own depth is dropped."""
     job = parse_megatron_args(args_text)
     try:
@@ -42,6 +49,14 @@ def write_base(
     model_path, layout_path = folder / "model.yaml", folder / "job-layout.yaml"
     model_path.write_text(model_to_yaml(run.model))
     layout_path.write_text(layout_to_yaml(layout))
+    models_by_tp = {}
+    for tp in tps:  # Megatron pads the vocabulary to a multiple of its divisor x TP (megatron_model.py)
+        try:
+            at_tp = replace(job, args={**job.args, "--tensor-model-parallel-size": tp}).resolve(load_model(model), None, gpus)
+        except ConfigError:
+            continue  # a TP the model cannot take: its points are refused as invalid
+        models_by_tp[tp] = str(folder / f"model-tp{tp}.yaml")
+        Path(models_by_tp[tp]).write_text(model_to_yaml(at_tp.model))
     return MegatronBase(
         str(model_path),
         str(layout_path),
@@ -49,6 +64,7 @@ def write_base(
         seq_len or run.seq_len,
         layout.ep_max_nodes,
         layout.recompute_modules if layout.recompute == "selective" else (),
+        models_by_tp,
     )
 
 

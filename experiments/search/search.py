@@ -267,11 +267,13 @@ def search(
     max_points: int = DEFAULT_MAX_POINTS,
     prune: bool = True,
     base: str = BASE_LAYOUT,
+    models_by_tp: dict[int, str] | None = None,
 ) -> list[dict[str, str]]:
     """Simulate every candidate layout of ``space`` (default: wide) over ``base`` (resumable if ``out`` is given) and
     return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation.
     ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search/bound.py). Every
-    phase (memory checks, bounds, simulations) runs on the same ``jobs`` local processes or dask ``scheduler``."""
+    phase (memory checks, bounds, simulations) runs on the same ``jobs`` local processes or dask ``scheduler``.
+    ``models_by_tp``: the model file each point simulates by its TP (intra_size), as a Megatron job builds it."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
     space = space or SearchSpace.wide()
@@ -288,6 +290,8 @@ def search(
             base=base,
             workers=workers,
         )
+        if models_by_tp:
+            points = [{**p, "model": models_by_tp.get(int(p["intra_size"]), p["model"])} for p in points]
         say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
         if not points:
             raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")

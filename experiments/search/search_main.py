@@ -32,7 +32,7 @@ from experiments.search.search import (
     run_command,
     search,
 )
-from experiments.search.space import SPACES, SearchSpace
+from experiments.search.space import SPACES, SearchSpace, divisors
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
@@ -59,9 +59,12 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
     model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
     job_text = args.megatron_args or default_job(load_model(args.model))
+    models_by_tp: dict[int, str] | None = None
     if job_folder is not None:
         gb, sl = (args.global_batch, args.seq_len) if args.megatron_args else (global_batch, seq_len)
-        job = write_base(job_text, args.model, args.gpus, job_folder, gb, sl)
+        tps = tuple(divisors(cluster_preset(args.cluster, args.gpus).gpus_per_node))  # the searched TP degrees
+        job = write_base(job_text, args.model, args.gpus, job_folder, gb, sl, tps)
+        models_by_tp = job.models_by_tp
         model, base = job.model_path, job.layout_path
         space = SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules)
         global_batch, seq_len = job.global_batch, job.seq_len
@@ -84,6 +87,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         max_points=args.max_points or DEFAULT_MAX_POINTS,
         prune=not args.exhaustive,
         base=base,
+        models_by_tp=models_by_tp,
     )
     layouts = [row_layout(row) for row in rows]
     row_bands = bands(rows, layouts, cluster_preset(args.cluster, args.gpus).gpu.name)

@@ -141,3 +141,14 @@ def test_the_default_search_answers_in_megatron_words(capsys) -> None:
     assert main([*shlex.split(command)[1:], "--json"]) == 0
     step_s = float(re.search(r"\s(\d+\.\d{3})\s", " ".join(ranked[0])).group(1))  # step s: 3 decimals
     assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(step_s, abs=5e-4)
+
+
+def test_each_tp_simulates_the_vocabulary_megatron_pads(tmp_path) -> None:
+    """Megatron pads the vocabulary to a multiple of 128 x TP: DeepSeek-V3's 129,280 stays at TP 1, is 129,536 at
+    TP 4; a search point simulates the model of its TP, so that the printed line runs to the ranked step time."""
+    from experiments.search.answer import default_job
+    from experiments.search.megatron import write_base
+
+    base = write_base(default_job(load_model("deepseek-v3")), "deepseek-v3", 512, tmp_path, 720, 8192, (1, 4))
+    assert load_model(base.models_by_tp[1]).vocab_size == 129_280
+    assert load_model(base.models_by_tp[4]).vocab_size == 129_536
