@@ -3,9 +3,10 @@ dispatcher, precision, overlaps and CUDA graphs kept), and the fastest as the Me
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.search.answer import job_flags
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
 from workloads.inputs.megatron import parse_megatron_args
@@ -24,7 +25,9 @@ class MegatronBase:
     seq_len: int
     ep_max_nodes: int
     recompute_modules: tuple[str, ...]  # the job's selective recomputation, if any
-    models_by_tp: dict[int, str]  # the model as Megatron builds it at each TP (its vocabulary padded to 128 x TP)
+    # (model, layout) files as Megatron builds the job at each (TP, FFN split): the vocabulary padded to 128 x TP,
+    # the settings resolve() derives from TP (tp_async_backward) and from EP (dropless)
+    by_tp: dict[tuple[int, str], tuple[str, str]]
 
 
 def write_base(
@@ -44,19 +47,22 @@ def write_base(
         run = job.resolve(load_model(model), None, gpus)
     except ConfigError as error:  # said in Megatron's flag terms
         raise job.explain(error) from None
-    layout = run.layout.with_(name="megatron-job", sequence_parallel=True, block_layers=(), recompute_kept_layers=0)
+    layout = searchable(run.layout)
     folder.mkdir(parents=True, exist_ok=True)
     model_path, layout_path = folder / "model.yaml", folder / "job-layout.yaml"
     model_path.write_text(model_to_yaml(run.model))
     layout_path.write_text(layout_to_yaml(layout))
-    models_by_tp = {}
-    for tp in tps:  # Megatron pads the vocabulary to a multiple of its divisor x TP (megatron_model.py)
-        try:
-            at_tp = replace(job, args={**job.args, "--tensor-model-parallel-size": tp}).resolve(load_model(model), None, gpus)
-        except ConfigError:
-            continue  # a TP the model cannot take: its points are refused as invalid
-        models_by_tp[tp] = str(folder / f"model-tp{tp}.yaml")
-        Path(models_by_tp[tp]).write_text(model_to_yaml(at_tp.model))
+    by_tp = {}
+    for tp in tps:
+        for ffn, ep_flag in (("tp", ""), ("ep", " --expert-model-parallel-size 2")):  # the FFN's derived fields
+            tp_flags = f" --tensor-model-parallel-size {tp}" + (" --sequence-parallel" if tp > 1 else "") + ep_flag
+            try:
+                at_tp = parse_megatron_args(job_flags(args_text) + tp_flags).resolve(load_model(model), None, gpus)
+            except ConfigError:
+                continue  # a TP the model cannot take: its points are refused as invalid
+            by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))
+            Path(by_tp[tp, ffn][0]).write_text(model_to_yaml(at_tp.model))
+            Path(by_tp[tp, ffn][1]).write_text(layout_to_yaml(searchable(at_tp.layout)))
     return MegatronBase(
         str(model_path),
         str(layout_path),
@@ -64,8 +70,13 @@ def write_base(
         seq_len or run.seq_len,
         layout.ep_max_nodes,
         layout.recompute_modules if layout.recompute == "selective" else (),
-        models_by_tp,
+        by_tp,
     )
+
+
+def searchable(layout: LayoutSpec) -> LayoutSpec:
+    """A job's layout as the base of searched points: sequence parallelism on, its own pipeline split dropped."""
+    return layout.with_(name="megatron-job", sequence_parallel=True, block_layers=(), recompute_kept_layers=0)
 
 
 def megatron_flags(layout: LayoutSpec, row: dict[str, str]) -> str:

@@ -54,7 +54,9 @@ def job_of(cluster: str, gpus: int, global_batch: int, seq_len: int) -> Job:
     return Job(gpus, cluster_spec.gpus_per_node, global_batch, seq_len, cluster_spec.gpu.hbm_bytes)
 
 
-def check_size(model: str, gpus: int, cluster: str, global_batch: int, seq_len: int, space: SearchSpace, most: int) -> int:
+def check_size(
+    model: str, gpus: int, cluster: str, global_batch: int, seq_len: int, space: SearchSpace, most: int
+) -> int:
     """The layouts of ``space`` by formula (experiments/search/space_size.py); more than ``most`` is a ConfigError
     before any is built."""
     size = space_size(load_model(model), job_of(cluster, gpus, global_batch, seq_len), space)
@@ -267,13 +269,14 @@ def search(
     max_points: int = DEFAULT_MAX_POINTS,
     prune: bool = True,
     base: str = BASE_LAYOUT,
-    models_by_tp: dict[int, str] | None = None,
+    by_tp: dict[tuple[int, str], tuple[str, str]] | None = None,
 ) -> list[dict[str, str]]:
     """Simulate every candidate layout of ``space`` (default: wide) over ``base`` (resumable if ``out`` is given) and
     return the fastest ``top``; more than ``max_points`` candidates is a ConfigError before any simulation.
     ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search/bound.py). Every
     phase (memory checks, bounds, simulations) runs on the same ``jobs`` local processes or dask ``scheduler``.
-    ``models_by_tp``: the model file each point simulates by its TP (intra_size), as a Megatron job builds it."""
+    ``by_tp``: the model and base layout files each point simulates by its TP (intra_size) and FFN split, as a
+    Megatron job builds them (the memory checks use ``model`` and ``base``)."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
     space = space or SearchSpace.wide()
@@ -290,8 +293,9 @@ def search(
             base=base,
             workers=workers,
         )
-        if models_by_tp:
-            points = [{**p, "model": models_by_tp.get(int(p["intra_size"]), p["model"])} for p in points]
+        if by_tp:
+            files = {key: {"model": m, "layout": lay} for key, (m, lay) in by_tp.items()}
+            points = [{**p, **files.get((int(p["intra_size"]), str(p["ffn"])), {})} for p in points]
         say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
         if not points:
             raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")

@@ -59,12 +59,12 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
     model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
     job_text = args.megatron_args or default_job(load_model(args.model))
-    models_by_tp: dict[int, str] | None = None
+    by_tp: dict[tuple[int, str], tuple[str, str]] | None = None
     if job_folder is not None:
         gb, sl = (args.global_batch, args.seq_len) if args.megatron_args else (global_batch, seq_len)
         tps = tuple(divisors(cluster_preset(args.cluster, args.gpus).gpus_per_node))  # the searched TP degrees
         job = write_base(job_text, args.model, args.gpus, job_folder, gb, sl, tps)
-        models_by_tp = job.models_by_tp
+        by_tp = job.by_tp
         model, base = job.model_path, job.layout_path
         space = SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules)
         global_batch, seq_len = job.global_batch, job.seq_len
@@ -87,14 +87,16 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         max_points=args.max_points or DEFAULT_MAX_POINTS,
         prune=not args.exhaustive,
         base=base,
-        models_by_tp=models_by_tp,
+        by_tp=by_tp,
     )
     layouts = [row_layout(row) for row in rows]
     row_bands = bands(rows, layouts, cluster_preset(args.cluster, args.gpus).gpu.name)
     marks = ties(rows, row_bands)
     needs = None if job_folder is not None else [needs_megascale(layout) or "-" for layout in layouts]
     print(format_rows(rows, marks, needs))
-    legend = LEGEND if job_folder is None else LEGEND.replace("sp: Ulysses sequence parallel, ", "").replace("sar, ", "")
+    legend = (
+        LEGEND if job_folder is None else LEGEND.replace("sp: Ulysses sequence parallel, ", "").replace("sar, ", "")
+    )
     print(textwrap.fill(legend + (NEEDS_LEGEND if needs else ""), width=110, subsequent_indent="  "))
     if not rows:
         return

@@ -20,7 +20,7 @@ from experiments.search.answer import compact_yaml, job_flags, needs_megascale, 
 from experiments.search.search import DEFAULT_MAX_POINTS, job_of
 from experiments.search.space import SearchSpace, _divides, _grid
 from experiments.search.space_size import space_size
-from workloads.inputs.yaml_files import layout_from_dict, load_model
+from workloads.inputs.yaml_files import layout_from_dict, load_layout, load_model
 from workloads.schedules.registry import block_count
 from workloads.specs.layouts import LayoutSpec, layout_preset
 
@@ -33,7 +33,10 @@ def _enumerated(model: str, gpus: int, space: SearchSpace, batch: int = 720) -> 
         for p in _grid(spec, job, space)
         if space.keeps(p)
         and _divides(p, job)
-        and (space.uneven_pp or spec.num_layers % block_count(str(p["schedule"]), int(p["pp"]), int(p["virtual_stages"])) == 0)
+        and (
+            space.uneven_pp
+            or spec.num_layers % block_count(str(p["schedule"]), int(p["pp"]), int(p["virtual_stages"])) == 0
+        )
     )
 
 
@@ -57,8 +60,12 @@ def test_the_default_searches_fit_their_limit() -> None:
     """Issue 42 item 5: the default (Megatron-Core) search of DeepSeek-V3 on 512 and Mixtral-8x7B on 64 GPUs is
     not refused by its own --max-points; MegaScale-MoE's space for DeepSeek-V3 is, before any work."""
     for model, gpus in (("deepseek-v3", 512), ("mixtral-8x7b", 64)):
-        assert space_size(load_model(model), job_of("h800", gpus, 720, 8192), SearchSpace.megatron()) <= DEFAULT_MAX_POINTS
-    assert space_size(load_model("deepseek-v3"), job_of("h800", 512, 720, 8192), SearchSpace.wide()) > DEFAULT_MAX_POINTS
+        assert (
+            space_size(load_model(model), job_of("h800", gpus, 720, 8192), SearchSpace.megatron()) <= DEFAULT_MAX_POINTS
+        )
+    assert (
+        space_size(load_model("deepseek-v3"), job_of("h800", 512, 720, 8192), SearchSpace.wide()) > DEFAULT_MAX_POINTS
+    )
 
 
 def test_max_points_refuses_before_any_layout_is_built(monkeypatch, capsys) -> None:
@@ -131,7 +138,9 @@ def test_the_default_search_answers_in_megatron_words(capsys) -> None:
     ranked = [line.split() for line in out.splitlines() if line.split() and line.split()[0] in ("1", "2", "3")]
     assert ranked and all(row[1] == "tp" and "sar" not in row for row in ranked)
     line = re.search(r"fastest, as Megatron-LM arguments: (.*)", out).group(1)
-    assert line.startswith("--moe-token-dispatcher-type alltoall") and "--global-batch-size 16 --seq-length 2048" in line
+    assert (
+        line.startswith("--moe-token-dispatcher-type alltoall") and "--global-batch-size 16 --seq-length 2048" in line
+    )
     layout_text = out.split("fastest, as a moesim layout file (--write-layout FILE writes it):\n")[1]
     layout_text = layout_text.split("fastest, simulated again: ")[0]
     layout = layout_from_dict(yaml.safe_load(layout_text.replace("\n  ", "\n")))
@@ -144,11 +153,17 @@ def test_the_default_search_answers_in_megatron_words(capsys) -> None:
 
 
 def test_each_tp_simulates_the_vocabulary_megatron_pads(tmp_path) -> None:
-    """Megatron pads the vocabulary to a multiple of 128 x TP: DeepSeek-V3's 129,280 stays at TP 1, is 129,536 at
-    TP 4; a search point simulates the model of its TP, so that the printed line runs to the ranked step time."""
+    """Megatron pads the vocabulary to a multiple of 128 x TP (DeepSeek-V3's 129,280 stays at TP 1, is 129,536 at
+    TP 4), overlaps TP's backward collectives with TP > 1 and runs EP dropless: a search point simulates the job built at its TP, so
+    that the printed line runs to the ranked step time."""
     from experiments.search.answer import default_job
     from experiments.search.megatron import write_base
 
     base = write_base(default_job(load_model("deepseek-v3")), "deepseek-v3", 512, tmp_path, 720, 8192, (1, 4))
-    assert load_model(base.models_by_tp[1]).vocab_size == 129_280
-    assert load_model(base.models_by_tp[4]).vocab_size == 129_536
+    assert load_model(base.by_tp[1, "ep"][0]).vocab_size == 129_280
+    assert load_model(base.by_tp[4, "ep"][0]).vocab_size == 129_536
+    assert (
+        load_layout(base.by_tp[4, "ep"][1]).tp_async_backward
+        and not load_layout(base.by_tp[1, "ep"][1]).tp_async_backward
+    )
+    assert load_layout(base.by_tp[4, "ep"][1]).dropless and not load_layout(base.by_tp[4, "tp"][1]).dropless
