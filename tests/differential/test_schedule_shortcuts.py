@@ -16,6 +16,7 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.engine import Engine
 from simulator.fast.bounded import BOUND_REL, GAP, MIN_RUN, counts, relative_error, shortest, step_of
 from simulator.fast.steady import fields_of, run_step
+from simulator.report.simulate import simulate
 from tests.engine_diff import assert_same_fields
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
@@ -77,3 +78,15 @@ def test_bounded_runs_are_congruent_whole_periods() -> None:
     assert (256 - m_a) % step == 0 and (256 - m_b) % step == 0 and m_a + m_b < 256
     assert m_a >= max(MIN_RUN, shortest(schedule)) and m_b >= GAP * m_a
     assert counts(schedule.resized(m_a + m_b)) is None  # not below the full step's cost: runs in full
+
+
+def test_the_report_says_when_a_step_is_bounded() -> None:
+    """The report's summary says the step was extrapolated and within what; an exact shortcut says neither."""
+    lines = {}
+    for name in ("zb1p", "1f1b"):
+        workload, cluster = _step(SCHEDULES[name], 96, 2)
+        report = simulate(SMALL, workload.layout, cluster=cluster, global_batch=workload.global_batch, seq_len=4096)
+        lines[name] = next(line for line in report.summary().splitlines() if "simulated" in line)
+        assert report.steady_runs and "steady_bound" not in report.to_row()
+    assert f"extrapolated, within {BOUND_REL:.2%})" in lines["zb1p"]
+    assert "extrapolated" not in lines["1f1b"] and lines["1f1b"].endswith("micro-batches)")
