@@ -97,9 +97,11 @@ def _qwen3_30b_step(extra: str = "") -> float:
 def test_search_around_a_megatron_job_example() -> None:
     """`moesim search --megatron-args` on the BF16 Qwen3-30B-A3B HybridEP job: the job as given and its fastest
     point, the job with the flags the README prints, simulate the step times the README and docs/megatron.md quote."""
-    pick = _after(README, "fastest, as Megatron-LM arguments", r":((?:\s+--[\w-]+(?: \d+)?)+)").group(1)
+    pick = _after(README, "fastest, as Megatron-LM arguments", r": ([\s\S]*?)\n\(then").group(1)  # the whole job
     assert "--overlap-moe-expert-parallel-comm" in pick
-    given, fastest = _qwen3_30b_step(), _qwen3_30b_step(" ".join(pick.split()))
+    run = parse_megatron_args(" ".join(pick.split())).resolve(load_model("examples/models/qwen3-30b-a3b.json"), None, 16)
+    fastest = simulate(run.model, run.layout, 16, cluster="h100", global_batch=1024, seq_len=4096).step_time_s
+    given = _qwen3_30b_step()
     first_row = _after(README, "--megatron-args examples/megatron/qwen3-30b-a3b-h100-16.sh", FIRST_ROW_STEP)
     assert first_row.group(1) == f"{fastest:.3f}"
     assert _after(README, "The job as given", r"simulates ([\d.]+) s a step").group(1) == f"{given:.2f}"
