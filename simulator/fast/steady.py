@@ -119,7 +119,7 @@ def shortcut(
     timings: dict = {}
     ran: dict[int, EngineResult] = {}
     plan = bounded_counts(workload.schedule)
-    cap = EXACT_BUDGET * sum(plan) if plan is not None else None
+    cap = int(EXACT_BUDGET * sum(plan)) if plan is not None else None
     exact = extrapolated(workload, cluster, calibration, faults=faults, cap=cap, timings=timings, ran=ran)
     if exact is not None or plan is None:
         return exact
