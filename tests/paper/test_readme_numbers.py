@@ -87,29 +87,60 @@ def test_from_your_training_job_example() -> None:
     assert memory.group(1) == f"{report.peak_memory_gib:.1f}"
 
 
-def _qwen3_30b_step(extra: str = "") -> float:
-    run = parse_megatron_args(f"{QWEN3_JOB.read_text()}\n{extra}").resolve(
-        load_model("examples/models/qwen3-30b-a3b.json"), None, 16
-    )
+def _qwen3_30b_step(flags: str) -> float:
+    run = parse_megatron_args(flags).resolve(load_model("examples/models/qwen3-30b-a3b.json"), None, 16)
     return simulate(run.model, run.layout, 16, cluster="h100", global_batch=1024, seq_len=4096).step_time_s
 
 
 def test_search_around_a_megatron_job_example() -> None:
-    """`moesim search --megatron-args` on the BF16 Qwen3-30B-A3B HybridEP job: the job as given and its fastest
-    point, the job with the flags the README prints, simulate the step times the README and docs/megatron.md quote."""
-    pick = _after(README, "fastest, as Megatron-LM arguments", r": ([\s\S]*?)\n\(then").group(1)  # the whole job
-    assert "--overlap-moe-expert-parallel-comm" in pick
-    run = parse_megatron_args(" ".join(pick.split())).resolve(
-        load_model("examples/models/qwen3-30b-a3b.json"), None, 16
-    )
-    fastest = simulate(run.model, run.layout, 16, cluster="h100", global_batch=1024, seq_len=4096).step_time_s
-    given = _qwen3_30b_step()
+    """`moesim search --megatron-args` on the BF16 Qwen3-30B-A3B HybridEP job: the job as given, and the Megatron-LM
+    arguments the README prints for the fastest, simulate the step times the README and docs/megatron.md quote."""
+    printed = _after(README, "fastest, as Megatron-LM arguments:", r":([\s\S]*?)\n\.\.\.").group(1)
+    assert "--overlap-moe-expert-parallel-comm" in printed
+    given, fastest = _qwen3_30b_step(QWEN3_JOB.read_text()), _qwen3_30b_step(" ".join(printed.split()))
     first_row = _after(README, "--megatron-args examples/megatron/qwen3-30b-a3b-h100-16.sh", FIRST_ROW_STEP)
     assert first_row.group(1) == f"{fastest:.3f}"
     assert _after(README, "The job as given", r"simulates ([\d.]+) s a step").group(1) == f"{given:.2f}"
     quoted = r"simulates ([\d.]+) s a\s+step[\s\S]*?([\d.]+) s, then"
     shown = _after(_page("megatron.md"), "`moesim search --megatron-args` searches", quoted)
     assert shown.groups() == (f"{given:.2f}", f"{fastest:.2f}")
+
+
+def _known_errors() -> list:
+    """The validated runs as the error band reads them, their mechanisms worked out here from each case's job (not
+    read from the CSV) and their errors from results/validation.csv."""
+    from experiments.common.error_band import KnownError, mechanisms_of
+    from experiments.validation.validate import case_job
+    from simulator.report.clusters import load_cluster
+
+    frame = pd.read_csv(ROOT / "results" / "validation.csv").set_index("case")
+    known = []
+    for case in corpus.load_cases():
+        row = frame.loc[case.name]
+        if not row.fitted and row.error == row.error:
+            job = case_job(case)
+            gpu = load_cluster(case.cluster, case.gpus).gpu.name
+            known.append(KnownError(case.name, mechanisms_of(job.model, job.layout, gpu), float(row.error)))
+    return known
+
+
+def test_error_band_lines() -> None:
+    """The `expected` lines of the README's two reports: the band the validated runs alike give each step."""
+    from experiments.common.error_band import band_for, mechanisms_of
+
+    known = _known_errors()
+    first = simulate("paper-352b", "megascale-moe", 240)
+    mechanisms = mechanisms_of(load_model("paper-352b"), load_layout("megascale-moe"), "h800")
+    run = parse_megatron_args(_qwen3_235b_flags()).resolve(
+        load_model("examples/models/qwen3-235b-a22b.json"), None, 256
+    )
+    second = simulate(run.model, run.layout, 256, cluster="h100", global_batch=2048, seq_len=4096)
+    for marker, report, mech in (
+        ("paper-352b / megascale-moe on 240 GPUs", first, mechanisms),
+        ("qwen3-235b-a22b / megatron-args on 256 GPUs", second, mechanisms_of(run.model, run.layout, "h100")),
+    ):
+        shown = _after(README, marker, r"expected\s+(.+)").group(1)
+        assert shown == band_for(mech, known).describe(report.step_time_s), marker
 
 
 def test_search_pick_for_gpt_oss_example() -> None:
