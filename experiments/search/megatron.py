@@ -47,7 +47,7 @@ def write_base(
         run = job.resolve(load_model(model), None, gpus)
     except ConfigError as error:  # said in Megatron's flag terms
         raise job.explain(error) from None
-    layout = searchable(run.layout)
+    layout = searchable(run.layout, not run.model.moe_layers)
     folder.mkdir(parents=True, exist_ok=True)
     model_path, layout_path = folder / "model.yaml", folder / "job-layout.yaml"
     model_path.write_text(model_to_yaml(run.model))
@@ -62,7 +62,7 @@ def write_base(
                 continue  # a TP the model cannot take: its points are refused as invalid
             by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))
             Path(by_tp[tp, ffn][0]).write_text(model_to_yaml(at_tp.model))
-            Path(by_tp[tp, ffn][1]).write_text(layout_to_yaml(searchable(at_tp.layout)))
+            Path(by_tp[tp, ffn][1]).write_text(layout_to_yaml(searchable(at_tp.layout, not at_tp.model.moe_layers)))
     return MegatronBase(
         str(model_path),
         str(layout_path),
@@ -74,9 +74,11 @@ def write_base(
     )
 
 
-def searchable(layout: LayoutSpec) -> LayoutSpec:
-    """A job's layout as the base of searched points: sequence parallelism on, its own pipeline split dropped."""
-    return layout.with_(name="megatron-job", sequence_parallel=True, block_layers=(), recompute_kept_layers=0)
+def searchable(layout: LayoutSpec, dense: bool) -> LayoutSpec:
+    """A job's layout as the base of searched points: sequence parallelism on, its own pipeline split dropped; a
+    dense model's FFN under TP (Megatron resolves EP 1 as ffn "ep", dropless, which a TP FFN point would break)."""
+    layout = layout.with_(name="megatron-job", sequence_parallel=True, block_layers=(), recompute_kept_layers=0)
+    return layout.with_(ffn="tp", dropless=False, ep=0, etp=1) if dense else layout
 
 
 def megatron_flags(layout: LayoutSpec, row: dict[str, str]) -> str:

@@ -72,23 +72,26 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
     if job_folder is not None and not args.megatron_args:
         print(f"  the Megatron-LM job: {job_text} (--megatron-args for yours; --space megascale adds MegaScale-MoE's)")
-    rows = search(
-        model,
-        args.gpus,
-        cluster=args.cluster,
-        global_batch=global_batch,
-        seq_len=seq_len,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-        top=args.top,
-        out=args.out,
-        quiet=args.quiet,
-        space=space,
-        max_points=args.max_points or DEFAULT_MAX_POINTS,
-        prune=not args.exhaustive,
-        base=base,
-        by_tp=by_tp,
-    )
+    try:
+        rows = search(
+            model,
+            args.gpus,
+            cluster=args.cluster,
+            global_batch=global_batch,
+            seq_len=seq_len,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            top=args.top,
+            out=args.out,
+            quiet=args.quiet,
+            space=space,
+            max_points=args.max_points or DEFAULT_MAX_POINTS,
+            prune=not args.exhaustive,
+            base=base,
+            by_tp=by_tp,
+        )
+    except ConfigError as error:  # the job's model file is a temporary path: say the model as given
+        raise ConfigError(error.field, error.rule.replace(model, args.model)) from None
     layouts = [row_layout(row) for row in rows]
     row_bands = bands(rows, layouts, cluster_preset(args.cluster, args.gpus).gpu.name)
     marks = ties(rows, row_bands)

@@ -167,3 +167,17 @@ def test_each_tp_simulates_the_vocabulary_megatron_pads(tmp_path) -> None:
         and not load_layout(base.by_tp[1, "ep"][1]).tp_async_backward
     )
     assert load_layout(base.by_tp[4, "ep"][1]).dropless and not load_layout(base.by_tp[4, "tp"][1]).dropless
+
+
+def test_a_dense_model_searches_and_runs_back(capsys) -> None:
+    """A dense model's default job has no MoE flags and its points split the FFN with attention (Megatron resolves
+    TP 1 as EP 1, dropless, which a TP-FFN point would break); the printed run line simulates the first row."""
+    argv = ["search", "--model", "examples/models/llama-3.1-8b.json", "--cluster", "h100", "--gpus", "8"]
+    argv += ["--global-batch", "16", "--seq-len", "4096", "--fix", "cp=1", "--fix", "micro_batch=1", "--fix", "pp=1"]
+    assert main([*argv, "--top", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    line = re.search(r"fastest, as Megatron-LM arguments: (.*)", out).group(1)
+    assert "--moe-" not in line
+    step_s = float(re.search(r"\s(\d+\.\d{3})\s", out.splitlines()[3]).group(1))
+    assert main([*shlex.split(out.split("fastest, simulated again: ")[1].strip())[1:], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(step_s, abs=5e-4)
