@@ -125,7 +125,8 @@ def _known_errors() -> list:
 
 
 def test_error_band_lines() -> None:
-    """The `expected` lines of the README's two reports: the band the validated runs alike give each step."""
+    """The `expected` lines of the README's two reports (and the docs' copies of the first): the band the validated
+    runs alike give each step."""
     from experiments.common.error_band import band_for, mechanisms_of
 
     known = _known_errors()
@@ -141,6 +142,9 @@ def test_error_band_lines() -> None:
     ):
         shown = _after(README, marker, r"expected\s+(.+)").group(1)
         assert shown == band_for(mech, known).describe(report.step_time_s), marker
+    for page in ("getting-started.md", "outputs.md"):
+        shown = _after(_page(page), "paper-352b / megascale-moe on 240 GPUs", r"expected\s+(.+)").group(1)
+        assert shown == band_for(mechanisms, known).describe(first.step_time_s), page
 
 
 def test_search_pick_for_gpt_oss_example() -> None:
