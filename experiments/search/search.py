@@ -38,14 +38,20 @@ def candidates(
     space: SearchSpace | None = None,
     base: str = BASE_LAYOUT,
     workers: Workers | None = None,
+    by_tp: dict[tuple[int, str], tuple[str, str]] | None = None,
 ) -> tuple[list[Params], Pruned]:
     """The layouts of ``space`` (default: wide) over ``base`` (a layout preset or file) that are valid and fit
     in HBM, as sweep points, and what was pruned before simulation (experiments/search/space.py); the memory
-    checks on ``workers`` where given."""
+    checks on ``workers`` where given. ``by_tp``: (model, base layout) files by (TP, FFN split) in place of
+    ``model`` and ``base`` (a Megatron job as built at each TP)."""
     spec, job = load_model(model), job_of(cluster, gpus, global_batch, seq_len)
-    fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide(), workers)
+    files = by_tp or {}
+    bases = {key: (load_model(m), load_layout(lay)) for key, (m, lay) in files.items()}
+    fields, pruned = layouts(spec, load_layout(base), job, space or SearchSpace.wide(), workers, bases)
     point = {"model": model, "layout": base, "gpus": gpus, "global_batch": global_batch, "seq_len": seq_len}
-    return [{**point, "cluster": cluster, **f} for f in fields], pruned
+    points = [{**point, "cluster": cluster, **f} for f in fields]
+    by_key = {key: {"model": m, "layout": lay} for key, (m, lay) in files.items()}
+    return [{**p, **by_key.get((int(p["intra_size"]), str(p["ffn"])), {})} for p in points], pruned
 
 
 def job_of(cluster: str, gpus: int, global_batch: int, seq_len: int) -> Job:
@@ -276,7 +282,7 @@ def search(
     ``prune=False`` simulates every candidate (the same top rows, slower: experiments/search/bound.py). Every
     phase (memory checks, bounds, simulations) runs on the same ``jobs`` local processes or dask ``scheduler``.
     ``by_tp``: the model and base layout files each point simulates by its TP (intra_size) and FFN split, as a
-    Megatron job builds them (the memory checks use ``model`` and ``base``)."""
+    Megatron job builds them, for the memory checks and the simulations."""
     say = progress or (lambda line: None if quiet else print(line, file=sys.stderr, flush=True))
     global_batch, seq_len = global_batch or DEFAULT_GLOBAL_BATCH, seq_len or DEFAULT_SEQ_LEN
     space = space or SearchSpace.wide()
@@ -292,10 +298,8 @@ def search(
             space=space,
             base=base,
             workers=workers,
+            by_tp=by_tp,
         )
-        if by_tp:
-            files = {key: {"model": m, "layout": lay} for key, (m, lay) in by_tp.items()}
-            points = [{**p, **files.get((int(p["intra_size"]), str(p["ffn"])), {})} for p in points]
         say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
         if not points:
             raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")

@@ -337,17 +337,25 @@ def _model_tiers(model: ModelSpec, tiers: tuple[tuple[dict, ...], ...]) -> tuple
 
 def _fitting(fields: dict[str, object], context: tuple) -> tuple[list[dict[str, object]], str | None, int]:
     """``_least_recompute`` as a worker's task: what fits, the field named by the error if no choice is valid (an
-    error itself need not pickle), and the tiers tried; ``context`` is (model, base layout, job, tiers)."""
-    model, base, job, tiers = context
+    error itself need not pickle), and the tiers tried; ``context`` is (model, base layout, job, tiers, bases by
+    (intra size, FFN split))."""
+    model, base, job, tiers, bases = context
+    model, base = bases.get((fields["intra_size"], fields["ffn"]), (model, base))
     fit, error, tried = _least_recompute(model, base, job, fields, tiers)
     return fit, None if error is None else error.field, tried
 
 
 def layouts(
-    model: ModelSpec, base: LayoutSpec, job: Job, space: SearchSpace, workers: Workers | None = None
+    model: ModelSpec,
+    base: LayoutSpec,
+    job: Job,
+    space: SearchSpace,
+    workers: Workers | None = None,
+    bases: dict[tuple[int, str], tuple[ModelSpec, LayoutSpec]] | None = None,
 ) -> tuple[list[dict[str, object]], Pruned]:
     """The layout fields of every point worth simulating, and what was pruned. The memory checks, nearly all of the
-    cost, run on ``workers`` (in batches, in order) where given; the arithmetic ones here."""
+    cost, run on ``workers`` (in batches, in order) where given; the arithmetic ones here. ``bases``: the model and
+    base layout by (intra size, FFN split), in place of ``model`` and ``base`` (a Megatron job built at each TP)."""
     pruned = Pruned()
     tiers = _model_tiers(model, space.tiers())
     checked: list[dict[str, object]] = []
@@ -363,7 +371,7 @@ def layouts(
             pruned.divide += 1
             continue
         checked.append({**point, "uneven_pp": uneven} if uneven else point)
-    context = (model, base, job, tiers)
+    context = (model, base, job, tiers, bases or {})
     if workers is None:
         results = (_fitting(fields, context) for fields in checked)
     else:
