@@ -5,9 +5,9 @@ from itertools import islice
 
 import pytest
 
-from simulator.report.bounds import shape_task_counts
-from simulator.memory.per_gpu import held_chunks
 from simulator.fast.periodic import index_step, task_counts
+from simulator.memory.per_gpu import held_chunks
+from simulator.report.bounds import shape_task_counts
 from workloads.schedules.base import Phase, Schedule, Task, shape_order
 from workloads.schedules.pipeline_tasks import kind_of
 from workloads.schedules.dualpipe import DualPipe, DualPipeV

@@ -7,8 +7,8 @@ from functools import cache
 
 import pytest
 
-from experiments.search.search import candidates, rank
 from experiments.search.bound import BoundPruner, bounds, by_bound
+from experiments.search.search import candidates, rank
 from experiments.search.space import SearchSpace
 from experiments.search.sweep import sweep_row
 from simulator.engine.timer import TIMINGS

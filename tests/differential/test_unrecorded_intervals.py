@@ -12,17 +12,16 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from simulator.streams import tasks
 from simulator.engine.engine import Engine
-from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.engine.probes import Probe, TransferLog, reads_tasks
+from simulator.streams import tasks
+from simulator.streams.network import FluidNetwork
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_steps_match
-from tests.toys import costs_without_latency
-from tests.unit.test_bench import _OpsSeen
 from tests.scenarios.test_closed_task import _shared_link, _single_stream
 from tests.scenarios.test_quiet_streams import CAL, GPU, _megascale, _ops
+from tests.toys import costs_without_latency
+from tests.unit.test_bench import _OpsSeen
 from topologies.cluster import cluster_preset
 from workloads.ops import Op
 

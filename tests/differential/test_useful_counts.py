@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.report import useful
 from simulator.fast.periodic import task_counts
+from simulator.report import useful
+from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
-from workloads.graph.step import StepWorkload
 
 
 @pytest.mark.parametrize(

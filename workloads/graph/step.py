@@ -12,8 +12,8 @@ from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
 from workloads.ops import BYTES_BF16, Op
 from workloads.recipes.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD_DELAYED, PAIRED, Schedule, Task
-from workloads.schedules.registry import make_schedule
 from workloads.schedules.pipeline_tasks import Block, TaskKey
+from workloads.schedules.registry import make_schedule
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
 from workloads.specs.validation import check_step, data_parallel
