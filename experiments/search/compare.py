@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from experiments.common.args import integer, nonempty
+from experiments.common.error_band import band_of
 from experiments.common.paths import check_output_file, write_csv
 from experiments.common.progress import add_quiet, bar
 from experiments.search.points import Point, check_setting, kind_of, make_point, run_point, target_of
+from simulator.report.clusters import load_cluster
 from topologies.bounds import check_values
 from topologies.errors import ConfigError, short_repr
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH
@@ -127,6 +129,16 @@ def sweep(
     return pd.DataFrame(rows)
 
 
+def _add_bands(frame: pd.DataFrame, model: str, cluster: str) -> None:
+    """Each row's error band (experiments/common/error_band.py) from its layout as given (before the swept
+    settings), as expected_low / expected_high / expected_cases: how far to trust it (issue 41, item 2)."""
+    gpu = load_cluster(cluster, int(frame.gpus.iloc[0])).gpu.name  # the GPU's name: the count does not matter
+    bands = {name: band_of(load_model(model), load_layout(name), gpu) for name in frame.layout.unique()}
+    frame["expected_low"] = [bands[name].low if bands[name] else math.nan for name in frame.layout]
+    frame["expected_high"] = [bands[name].high if bands[name] else math.nan for name in frame.layout]
+    frame["expected_cases"] = [bands[name].cases if bands[name] else 0 for name in frame.layout]
+
+
 def _csv_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -214,6 +226,7 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for a in axes:  # report the values as given (GB/s, not bytes/s)
         if a.label == "nic_gbps":
             frame[a.column] = frame[a.column] / 1e9
+    _add_bands(frame, args.model, args.cluster)
     write_csv(frame, out, float_format="%.6g")
     from experiments.search.compare_plot import plot
 

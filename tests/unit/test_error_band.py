@@ -102,3 +102,19 @@ def test_run_prints_and_returns_its_band(
     step_s = blob["step_time_s"]
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  expected"))
     assert f"likely {step_s * 0.9:.3g}-{step_s * 1.1:.3g} s per step, from 6 published runs" in line
+
+
+def test_compare_rows_carry_their_band(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.cli.main import main
+
+    table = tmp_path / "validation.csv"
+    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
+    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    monkeypatch.setattr(error_band, "VALIDATION_CSV", table)
+    out = tmp_path / "c.csv"
+    # a point that cannot run (240 GPUs at PP 8): the row is still written, with the band of its layout
+    main(["compare", "--model", "paper-352b", "--layouts", "megascale-moe", "--gpus", "240", "--sweep", "pp=8",
+          "--out", str(out)])  # fmt: skip
+    header, row = out.read_text().splitlines()[:2]
+    assert header.endswith("expected_low,expected_high,expected_cases")
+    assert row.rsplit(",", 3)[-3:] == ["-0.1", "0.1", "6"]
