@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from experiments.search.points import Point, check_setting, kind_of, make_point,
 from simulator.report.clusters import load_cluster
 from topologies.bounds import check_values
 from topologies.errors import ConfigError, short_repr
+from topologies.units import bandwidth_GBps
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.layouts import LayoutSpec
@@ -129,6 +131,13 @@ def sweep(
     return pd.DataFrame(rows)
 
 
+def _bandwidth(flag: str, text: str) -> float:
+    value, warning = bandwidth_GBps(flag, text)
+    if warning:
+        print(f"moesim: warning: {warning}", file=sys.stderr)
+    return value
+
+
 def _add_bands(frame: pd.DataFrame, model: str, cluster: str) -> None:
     """Each row's error band (experiments/common/error_band.py) from its layout as given (before the swept
     settings), as expected_low / expected_high / expected_cases: how far to trust it (issue 41, item 2)."""
@@ -162,7 +171,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="one value of a layout field, ClusterSpec field or simulate() keyword for every point (as a failed "
         "point's hint says), e.g. --set zero_stage=1 --set recompute=full",
     )
-    p.add_argument("--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU, GB/s")
+    p.add_argument(
+        "--nic-gbps", default=None, help="comma-separated NIC bandwidths per GPU: 50GB/s, 400Gb/s or numbers of GB/s"
+    )
     p.add_argument("--scaleup", default=None, help="comma-separated scale-up domain sizes (domain_gpus)")
     p.add_argument("--zipf", default=None, help="comma-separated Zipf exponents of expert load (0 = uniform)")
     p.add_argument(
@@ -187,7 +198,10 @@ def run_args(args: argparse.Namespace) -> pd.DataFrame:
     for flag, (key, factor) in NAMED_AXES.items():
         text = getattr(args, flag)
         if text is not None:
-            values = [parse_value(key, v, field=flag) for v in _csv_list(text)]
+            if flag == "nic_gbps":  # 400Gb/s, 50GB/s or a bare number of GB/s, as run's flag (topologies/units.py)
+                values = [_bandwidth(flag, v) for v in _csv_list(text)]
+            else:
+                values = [parse_value(key, v, field=flag) for v in _csv_list(text)]
             check_values(flag, flag, values)  # the values as given (GB/s), before the unit factor: within bounds
             axes.append(axis(key, [v * factor if factor != 1 else v for v in values], label=flag))
     for item in args.sweep:

@@ -56,3 +56,15 @@ def test_run_reads_gigabits(capsys: pytest.CaptureFixture[str]) -> None:
     assert steps[0] == steps[1] != steps[2]  # 400 Gb/s is 50 GB/s; the NIC rate matters here
     assert main(["run", "--nic-gbps", "4x"]) == 2
     assert "nic_gbps: must be a bandwidth" in capsys.readouterr().err
+
+
+def test_compare_reads_the_same_units(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    from experiments.cli.main import main
+
+    out = tmp_path / "c.csv"
+    argv = ["compare", "--gpus", "240", "--global-batch", "30", "--nic-gbps", "200Gb/s,400", "--out", str(out)]
+    assert main(argv) == 0
+    assert sorted(pd.read_csv(out).nic_gbps) == [25.0, 400.0]  # GB/s in the table, whatever was written
+    assert "nic_gbps 400 is read as 400 GB/s" in capsys.readouterr().err
