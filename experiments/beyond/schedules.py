@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # files only; no display needed
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments.common.paths import save_figure
+from experiments.common.paths import save_figure, write_csv
 from experiments.common.plotting import COLOURS
 from experiments.common.shared_sims import simulate
 from workloads.specs.layouts import layout_preset
@@ -123,6 +123,6 @@ def markdown(frame: pd.DataFrame) -> str:
 def run(out: Path) -> str:
     """Write schedules.csv / .png into ``out`` and return the REPRODUCTION.md section."""
     frame = simulate_schedules()
-    frame.to_csv(out / "schedules.csv", index=False)
+    write_csv(frame, out / "schedules.csv")
     plot(frame, out / "schedules.png")
     return markdown(frame)

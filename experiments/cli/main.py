@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -385,6 +387,8 @@ def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: Cluste
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input is one line on stderr and exit status 2."""
     argv = sys.argv[1:] if argv is None else argv
+    if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over `ulimit -f`: EFBIG, said in one line, not a kill
     command = argv[0] if argv and not argv[0].startswith("-") else None  # the top level's options take no value
     try:
         args = _parser(command).parse_args(argv)
@@ -415,10 +419,42 @@ def main(argv: list[str] | None = None) -> int:
             from experiments.cli import sweep_cli
 
             sweep_cli.dispatch(args)
+        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
     except ConfigError as error:
         print(f"moesim: error: {one_line(str(error))}", file=sys.stderr)  # one line, never a huge value
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what was finished is kept (sweep says how to resume); no traceback
+        _say("moesim: interrupted")
+        return 130
+    except BrokenPipeError:  # stdout closed early (moesim ... | head): quiet, as the Python docs advise
+        _silence_stdout()
+        return 2
+    except OSError as error:  # a full disk, a file size limit, a long name, a read-only folder: one line
+        where = f" ({one_line(str(error.filename)[:120])})" if error.filename else ""
+        _say(f"moesim: error: cannot write or read{where}: {error.strerror or type(error).__name__}")
+        return 2
     return 0
+
+
+def _say(line: str) -> None:
+    """One line on stderr, even if stderr itself is gone."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of a closed pipe raises nothing
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -91,6 +91,8 @@ def dispatch(args: argparse.Namespace) -> None:
 
             if args.out is not None:
                 check_output_file("out", args.out, (".csv",))  # before any simulation
+            if args.write_layout is not None:
+                check_output_file("write_layout", args.write_layout, (".yaml", ".yml"))
 
             main_search(args)
     except KeyboardInterrupt:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -58,6 +61,61 @@ def _context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>: the signal a process gets when the thread that made it exits
+WATCH_PERIOD_S = 0.5  # how often a worker without the parent-death signal looks for its parent (no process left 2 s)
+
+
+def _worker_start(parent: int) -> None:
+    """A pool worker's first act: die with ``parent`` (on Linux the kernel's parent-death signal; elsewhere a
+    thread that looks for it), and leave Ctrl-C to the parent, which says it in one line and stops the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if not _alive(parent):  # it died before the signal was asked for
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass  # no prctl in this libc: watch instead
+    threading.Thread(target=_watch, args=(parent,), daemon=True, name="moesim-parent-watch").start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by another user (the pid was reused): our parent is gone
+        return False
+    return True
+
+
+def _watch(parent: int) -> None:
+    """End this worker once ``parent`` is gone (platforms without the parent-death signal)."""
+    while _alive(parent):
+        time.sleep(WATCH_PERIOD_S)
+    os._exit(1)
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    """Local worker processes that die with this one and ignore Ctrl-C (this process stops them)."""
+    return ProcessPoolExecutor(
+        max_workers=jobs, mp_context=_context(), initializer=_worker_start, initargs=(os.getpid(),)
+    )
+
+
+def _stop(pool: ProcessPoolExecutor, now: bool) -> None:
+    """Shut ``pool`` down, waiting for its workers; ``now`` (Ctrl-C, an error) kills the running ones first
+    rather than waiting for their tasks to finish."""
+    if now:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 def in_order(work: Callable[[Item], Result], items: Iterable[Item], jobs: int) -> Iterator[Result]:
     """``work`` over ``items`` in up to ``jobs`` processes (in this one for 1 job or 1 item), yielded in the
     items' order whatever finishes first. The processes start now (before a progress bar's thread can make
@@ -66,7 +124,7 @@ def in_order(work: Callable[[Item], Result], items: Iterable[Item], jobs: int) -
     jobs = min(jobs, len(items))
     if jobs <= 1:
         return map(work, items)
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+    pool = _pool(jobs)
     futures = [pool.submit(work, item) for item in items]
     return _results(pool, futures)
 
@@ -81,7 +139,10 @@ def _results(pool: ProcessPoolExecutor, futures: list) -> Iterator:
             if i == len(futures) - 1:
                 pool.shutdown(wait=True)
             yield result
-    finally:  # an error or an early close: stop the workers (a second shutdown is a no-op)
+    except BaseException:  # Ctrl-C or an error: kill the workers rather than wait for their tasks
+        _stop(pool, now=True)
+        raise
+    finally:  # an early close: stop the workers (a second shutdown is a no-op)
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -124,7 +185,7 @@ class Workers:
             self._executor = self.client.get_executor(pure=False)
             self.slots = max(1, sum(self.client.nthreads().values()))
         elif jobs > 1:
-            self._executor = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+            self._executor = _pool(jobs)
             self.slots = jobs
         else:
             self.slots = 1
@@ -181,11 +242,12 @@ class Workers:
         """``imap`` as a list."""
         return list(self.imap(work, items, *shared))
 
-    def close(self) -> None:
-        """Stop local processes (waiting, so their CPU time counts as this process's children's); a dask client
-        this object opened is closed, one it was given is left open, its pending tasks cancelled."""
+    def close(self, now: bool = False) -> None:
+        """Stop local processes (waiting, so their CPU time counts as this process's children's; ``now``: killing
+        the running ones first); a dask client this object opened is closed, one it was given is left open, its
+        pending tasks cancelled."""
         if isinstance(self._executor, ProcessPoolExecutor):
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            _stop(self._executor, now)
         elif self._executor is not None:
             self._executor.shutdown(wait=False)
         self._executor = None
@@ -195,5 +257,5 @@ class Workers:
     def __enter__(self) -> Workers:  # noqa: PYI034 - Self needs Python 3.11; this class is not subclassed
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(now=kind is not None)

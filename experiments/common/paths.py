@@ -17,6 +17,10 @@ from topologies.errors import ConfigError
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 DEFAULT_PLOT_SUFFIX = ".png"  # what matplotlib writes for a name without an extension
+NAME_MAX_BYTES = 255  # POSIX NAME_MAX of ext4, xfs, btrfs, APFS: where pathconf cannot tell
+# atomic_path's temporary name: "." + name + "." + mkstemp's 8 random characters + ".tmp" + the suffix (at most
+# ".pftrace.gz"'s 3-character ".gz" or a 4-character ".yaml": 5 bytes with the dot)
+TEMPORARY_NAME_EXTRA = 1 + 1 + 8 + 4 + 5
 
 
 def _short(path: object) -> str:
@@ -52,12 +56,38 @@ def check_output_file(field: str, path: object, suffixes: tuple[str, ...]) -> Pa
     shown = _short(path)
     if out.suffix.lower() not in suffixes:
         raise ConfigError(field, f"{shown}: must end in {' or '.join(suffixes)}")
-    if out.is_dir():
-        raise ConfigError(field, f"{shown} is a directory; give a file name")
-    if out.exists() and not os.access(out, os.W_OK):
-        raise ConfigError(field, f"{shown}: cannot overwrite (permission denied)")
-    _check_folder(field, out.parent, shown)
+    _check_name(field, out, shown)
+    try:
+        if out.is_dir():
+            raise ConfigError(field, f"{shown} is a directory; give a file name")
+        if out.exists() and not os.access(out, os.W_OK):
+            raise ConfigError(field, f"{shown}: cannot overwrite (permission denied)")
+        _check_folder(field, out.parent, shown)
+    except OSError as error:  # a folder's name over the limit, a loop of links: said, not a traceback
+        raise ConfigError(field, f"{shown}: {error.strerror or error}") from None
     return out
+
+
+def _check_name(field: str, out: Path, shown: str) -> None:
+    """The name, and the temporary name written first (``atomic_path``), must fit the file system's limit."""
+    longest = _name_max(out.parent)
+    if len(os.fsencode(out.name)) + TEMPORARY_NAME_EXTRA > longest:
+        raise ConfigError(
+            field,
+            f"{shown}: the file name is too long ({len(os.fsencode(out.name))} bytes; at most "
+            f"{longest - TEMPORARY_NAME_EXTRA} here)",
+        )
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name the file system holding ``folder`` (or its nearest existing ancestor) takes."""
+    probe = folder
+    try:
+        while not probe.is_dir() and probe.parent != probe:
+            probe = probe.parent
+        return os.pathconf(probe, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return NAME_MAX_BYTES
 
 
 def check_output_dir(field: str, path: object) -> Path:
@@ -65,9 +95,12 @@ def check_output_dir(field: str, path: object) -> Path:
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise ConfigError(field, f"must name a folder, got {_short(path)}")
     out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(field, f"{_short(path)} is a file; give a folder")
-    _check_folder(field, out, _short(path))
+    try:
+        if out.exists() and not out.is_dir():
+            raise ConfigError(field, f"{_short(path)} is a file; give a folder")
+        _check_folder(field, out, _short(path))
+    except OSError as error:  # a name over the limit, a loop of links: said, not a traceback
+        raise ConfigError(field, f"{_short(path)}: {error.strerror or error}") from None
     return out
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.common.paths import save_figure
+
 Series = dict[str, list[tuple[object, float]]]  # label -> (x value, tokens/s per GPU; NaN: errored)
 
 
@@ -55,7 +57,7 @@ def plot(frame: pd.DataFrame, axis_columns: list[str], path: Path, title: str) -
     import matplotlib.pyplot as plt
 
     fig, data = draw(frame, axis_columns, title)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return data
 

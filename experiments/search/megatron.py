@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.common.paths import write_text
 from experiments.search.answer import job_flags
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
@@ -50,8 +51,8 @@ def write_base(
     layout = searchable(run.layout, not run.model.moe_layers)
     folder.mkdir(parents=True, exist_ok=True)
     model_path, layout_path = folder / "model.yaml", folder / "job-layout.yaml"
-    model_path.write_text(model_to_yaml(run.model))
-    layout_path.write_text(layout_to_yaml(layout))
+    write_text(model_path, model_to_yaml(run.model))
+    write_text(layout_path, layout_to_yaml(layout))
     by_tp = {}
     for tp in tps:
         for ffn, ep_flag in (("tp", ""), ("ep", " --expert-model-parallel-size 2")):  # the FFN's derived fields
@@ -61,8 +62,8 @@ def write_base(
             except ConfigError:
                 continue  # a TP the model cannot take: its points are refused as invalid
             by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))
-            Path(by_tp[tp, ffn][0]).write_text(model_to_yaml(at_tp.model))
-            Path(by_tp[tp, ffn][1]).write_text(layout_to_yaml(searchable(at_tp.layout, not at_tp.model.moe_layers)))
+            write_text(by_tp[tp, ffn][0], model_to_yaml(at_tp.model))
+            write_text(by_tp[tp, ffn][1], layout_to_yaml(searchable(at_tp.layout, not at_tp.model.moe_layers)))
     return MegatronBase(
         str(model_path),
         str(layout_path),

@@ -8,6 +8,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from experiments.common.paths import write_text
 from experiments.search.answer import (
     bands,
     compact_yaml,
@@ -113,7 +114,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
 def _print_moesim_winner(args: argparse.Namespace, row: dict[str, str]) -> None:
     """The fastest of a moesim space (megascale, narrow): its layout file and ``moesim run`` line."""
     if args.write_layout:
-        Path(args.write_layout).write_text(layout_yaml(row))
+        write_text(args.write_layout, layout_yaml(row))
         print(f"wrote the fastest layout to {args.write_layout}")
     balanced = balanced_line(row)
     if balanced:
@@ -135,7 +136,7 @@ def _print_megatron_winner(
     header = [f"moesim search: the fastest layout of {args.model} on {args.gpus} {args.cluster} GPUs ({searched})"]
     text = compact_yaml(layout.with_(name="searched"), header)
     if args.write_layout:
-        Path(args.write_layout).write_text(text)
+        write_text(args.write_layout, text)
         print(f"fastest, as a moesim layout file (written to {args.write_layout}):")
     else:
         print("fastest, as a moesim layout file (--write-layout FILE writes it):")

@@ -33,6 +33,7 @@ from experiments.common.parallel import Workers
 from experiments.common.paths import atomic_path, check_output_file
 from experiments.common.progress import bar
 from experiments.search.points import Point, kind_of, make_point, run_point
+from experiments.search.sweep_rows import WholeRows
 from experiments.search.sweep_table import Params, inputs_hash, keep_done, locked, point_id, unique
 from simulator.report.clusters import load_cluster
 from simulator.report.simulate import COMM_KINDS, Report
@@ -335,15 +336,13 @@ def _run_locked(
     table.parent.mkdir(parents=True, exist_ok=True)
     start, number = time.perf_counter(), 0
     rows = _rows(todo, workers, prune)
-    with table.open("a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, restval="", extrasaction="ignore")
+    with WholeRows(table, header) as writer:
         if fresh:
-            writer.writeheader()
+            writer.write_header()
         try:
             with bar(len(todo), "sweep", quiet=quiet or progress is not None) as shown:
                 for number, row in enumerate(rows, 1):
-                    writer.writerow({**row, "inputs_hash": hashes[str(row["point_id"])]})
-                    handle.flush()
+                    writer.write({**row, "inputs_hash": hashes[str(row["point_id"])]})
                     shown.update()
                     if watch:
                         watch(row)

@@ -16,11 +16,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from experiments.common.args import integer
 from experiments.common.error_band import mechanisms_of
 from experiments.common.parallel import default_jobs, in_order
+from experiments.common.paths import check_output_dir, write_csv
 from experiments.common.shared_sims import simulate
 from experiments.common.stage_costs import busiest_stage
 from experiments.common.unit_costs import costliest_first
@@ -34,10 +35,6 @@ from simulator.report.simulate import simulate as simulate_at
 from topologies.errors import ConfigError
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-
-if TYPE_CHECKING:  # NOTE: pandas and matplotlib load when a table or plot is written, not at start-up
-    pass
-
 
 
 class Job(NamedTuple):
@@ -56,7 +53,9 @@ def _megatron_job(case: Case) -> Job:
         from workloads.inputs.megatron import parse_megatron_args
         from workloads.inputs.megatron_args import NOT_MODELLED, NOT_SIMULATED, UNKNOWN
     except ImportError:
-        raise ConfigError("megatron_args", "needs the Megatron-LM argument parser (workloads/inputs/megatron.py)") from None
+        raise ConfigError(
+            "megatron_args", "needs the Megatron-LM argument parser (workloads/inputs/megatron.py)"
+        ) from None
     job = parse_megatron_args(case.megatron_args)
     try:
         run = job.resolve(case.model, case.layout)
@@ -158,7 +157,7 @@ def write_outputs(results: list[CaseResult], out: Path) -> str:
     from experiments.common.plotting import parity_plot
 
     out.mkdir(parents=True, exist_ok=True)
-    to_frame(results).to_csv(out / "validation.csv", index=False, float_format="%.6g")
+    write_csv(to_frame(results), out / "validation.csv", float_format="%.6g")
     parity_plot(
         out / "validation.png",
         title="moesim validate: published training runs",
@@ -210,8 +209,8 @@ def main(args: argparse.Namespace) -> None:
     """Run the cases, print the table (or JSON) and write the CSV, the plot and the REPRODUCTION.md section."""
     from experiments.common.results_md import update_section
 
+    out = check_output_dir("out", args.out)  # before any case runs
     results = run_cases(load_cases(args.cases, args.case), jobs=args.jobs)
-    out = Path(args.out)
     update_section(out, "validation", write_outputs(results, out))
     print(json.dumps(to_json(results)) if args.json else table(results))
     if args.breakdown and not args.json:
