@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from experiments.cli import run_outputs
+from experiments.cli.failures import exit_status
 from experiments.common import presets
-from experiments.common.args import OneLineParser, bandwidth, integer, nonempty, number, one_line
+from experiments.common.args import OneLineParser, bandwidth, integer, nonempty, number
 from experiments.common.error_band import band_json, band_of
 from experiments.common.paths import check_output_dir
 from experiments.common.progress import add_quiet
@@ -387,74 +386,39 @@ def _busiest_stage(args: argparse.Namespace, layout: LayoutSpec, cluster: Cluste
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input is one line on stderr and exit status 2."""
     argv = sys.argv[1:] if argv is None else argv
-    if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over `ulimit -f`: EFBIG, said in one line, not a kill
     command = argv[0] if argv and not argv[0].startswith("-") else None  # the top level's options take no value
     try:
         args = _parser(command).parse_args(argv)
     except SystemExit as exit_:  # --help (0), or a bad value already said in one line (2)
         return exit_.code if isinstance(exit_.code, int) else 2
-    try:
-        if args.command == "run":
-            _run(args)
-        elif args.command == "reproduce":
-            from experiments.paper.reproduce import reproduce  # NOTE: the figure modules load only when asked for
-
-            reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet, jobs=args.jobs)
-        elif args.command == "bench":
-            from experiments.cli.bench import main as bench
-
-            bench(args, quiet=args.quiet)
-        elif args.command == "presets":
-            print("\n".join(presets.preset_lines()))
-        elif args.command == "compare":
-            from experiments.search import compare
-
-            compare.run_args(args)
-        elif args.command == "validate":
-            from experiments.validation import validate
-
-            validate.main(args)
-        else:
-            from experiments.cli import sweep_cli
-
-            sweep_cli.dispatch(args)
-        sys.stdout.flush()  # here, not at exit: a closed pipe is then caught below
-    except ConfigError as error:
-        print(f"moesim: error: {one_line(str(error))}", file=sys.stderr)  # one line, never a huge value
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C: what was finished is kept (sweep says how to resume); no traceback
-        _say("moesim: interrupted")
-        return 130
-    except BrokenPipeError:  # stdout closed early (moesim ... | head): quiet, as the Python docs advise
-        _silence_stdout()
-        return 2
-    except OSError as error:  # a full disk, a file size limit, a long name, a read-only folder: one line
-        where = f" ({one_line(str(error.filename)[:120])})" if error.filename else ""
-        _say(f"moesim: error: cannot write or read{where}: {error.strerror or type(error).__name__}")
-        return 2
-    return 0
+    return exit_status(lambda: _dispatch(args))
 
 
-def _say(line: str) -> None:
-    """One line on stderr, even if stderr itself is gone."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:
-        pass
+def _dispatch(args: argparse.Namespace) -> None:
+    if args.command == "run":
+        _run(args)
+    elif args.command == "reproduce":
+        from experiments.paper.reproduce import reproduce  # NOTE: the figure modules load only when asked for
 
+        reproduce(args.name, check_output_dir("out", args.out), quiet=args.quiet, jobs=args.jobs)
+    elif args.command == "bench":
+        from experiments.cli.bench import main as bench
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null, so the interpreter's final flush of a closed pipe raises nothing
-    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
-    import os
+        bench(args, quiet=args.quiet)
+    elif args.command == "presets":
+        print("\n".join(presets.preset_lines()))
+    elif args.command == "compare":
+        from experiments.search import compare
 
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
+        compare.run_args(args)
+    elif args.command == "validate":
+        from experiments.validation import validate
+
+        validate.main(args)
+    else:
+        from experiments.cli import sweep_cli
+
+        sweep_cli.dispatch(args)
 
 
 if __name__ == "__main__":
