@@ -27,8 +27,8 @@ def exit_status(command: Callable[[], None]) -> int:
     except ConfigError as error:
         _say(f"moesim: error: {one_line(str(error))}")  # one line, never a huge value
         return 2
-    except KeyboardInterrupt:  # what was finished is kept (a sweep says how to resume)
-        _say("moesim: interrupted")
+    except KeyboardInterrupt as interrupt:  # what was finished is kept (a sweep says how to resume)
+        _say("moesim: interrupted" + (f"; {one_line(str(interrupt))}" if interrupt.args else ""))
         return INTERRUPTED
     except BrokenPipeError:  # stdout closed early (moesim ... | head): quiet, as the Python docs advise
         _silence_stdout()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from experiments.common.args import integer, nonempty
 from experiments.common.paths import check_output_file
@@ -80,20 +79,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def dispatch(args: argparse.Namespace) -> None:
-    """Run the chosen subcommand; Ctrl-C exits with status 130 after saying how to resume."""
-    try:
-        if args.command == "sweep":
-            from experiments.search.sweep import main_sweep
+    """Run the chosen subcommand (Ctrl-C: experiments/cli/failures.py says it, and how to resume a sweep)."""
+    if args.command == "sweep":
+        from experiments.search.sweep import main_sweep
 
-            main_sweep(args.file, args.jobs, args.scheduler, args.quiet)
-        else:
-            from experiments.search.search_main import main_search
+        main_sweep(args.file, args.jobs, args.scheduler, args.quiet)
+    else:
+        from experiments.search.search_main import main_search
 
-            if args.out is not None:
-                check_output_file("out", args.out, (".csv",))  # before any simulation
-            if args.write_layout is not None:
-                check_output_file("write_layout", args.write_layout, (".yaml", ".yml"))
+        if args.out is not None:
+            check_output_file("out", args.out, (".csv",))  # before any simulation
+        if args.write_layout is not None:
+            check_output_file("write_layout", args.write_layout, (".yaml", ".yml"))
 
-            main_search(args)
-    except KeyboardInterrupt:
-        sys.exit(130)
+        main_search(args)

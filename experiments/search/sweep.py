@@ -348,9 +348,8 @@ def _run_locked(
                         watch(row)
                     if progress:
                         progress(f"[{number}/{len(todo)}] {_describe(row)}")
-        except KeyboardInterrupt:
-            say(f"sweep: interrupted; finished rows are in {table}, rerun to resume")
-            raise
+        except KeyboardInterrupt:  # said in one line by experiments/cli/failures.py
+            raise KeyboardInterrupt(f"finished rows are in {table}, rerun to resume") from None
     if output.suffix == ".parquet":
         import pandas as pd
 

@@ -193,3 +193,18 @@ def test_workers_die_within_2_s_of_their_parent_killed() -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_ctrl_c_in_a_sweep_says_how_to_resume_in_one_line(tmp_path, capsys, monkeypatch) -> None:
+    from experiments.search import sweep
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(sweep, "_rows", interrupted)
+    path = tmp_path / "sweep.yaml"
+    path.write_text("model: paper-352b\ngpus: 240\nglobal_batch: [30, 60]\noutput: o.csv\n")
+    assert main(["sweep", str(path), "--quiet"]) == 130
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"moesim: interrupted; finished rows are in {tmp_path / 'o.csv'}, rerun to resume"
