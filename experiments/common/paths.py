@@ -113,9 +113,22 @@ def plot_path(field: str, path: object) -> Path:
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path`` (same extension); on success it replaces ``path``, else is removed."""
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, else is removed. On Linux the file
+    has no name until then (simulator/outputs/unnamed_files.py: a kill leaves nothing), and the path yielded has
+    no extension: writers that infer a format from it are told the format (save_figure)."""
+    # NOTE: imported here: `moesim run` without --trace or --plot loads no simulator.outputs (test_import_weight)
+    from simulator.outputs.unnamed_files import open_unnamed, reopenable, replace_with
+
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = open_unnamed(final.parent)
+    if descriptor is not None:
+        try:
+            yield reopenable(descriptor)
+            replace_with(descriptor, final)
+        finally:
+            os.close(descriptor)
+        return
     handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{final.suffix}", dir=final.parent)
     os.close(handle)
     temporary = Path(name)
@@ -151,5 +164,6 @@ def save_figure(fig, path: str | Path, **options) -> None:
         # backend_bases.FigureCanvasBase.print_figure); a figure laid out already needs no engine, and the
         # pixels do not change (tests/unit/test_plot_save.py).
         fig.set_layout_engine(None)
-    with atomic_path(path) as temporary:
-        fig.savefig(temporary, **options)
+    suffix = Path(path).suffix.lower()
+    with atomic_path(path) as temporary:  # the format from the final name: the temporary may have no extension
+        fig.savefig(temporary, **{"format": suffix[1:] if suffix else DEFAULT_PLOT_SUFFIX[1:], **options})

@@ -3,7 +3,6 @@ gzipped or not, or Perfetto's protobuf (simulator/outputs/trace_proto.py), atomi
 
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import os
@@ -15,6 +14,7 @@ from simulator.engine.result import EngineResult
 from simulator.outputs.trace import Timeline, chrome_trace, draw_all_ops, trace_events, trace_meta
 from simulator.outputs.trace_proto import is_proto_path, write_proto
 from simulator.outputs.trace_size import TraceSizeCheck, kept_stages
+from simulator.outputs.unnamed_files import open_unnamed, replace_with
 from simulator.report.simulate import Report, simulate
 from topologies.cluster import ClusterSpec
 from workloads.graph.step import StepWorkload
@@ -101,11 +101,11 @@ def _json(value: object) -> bytes:
 def _write_atomically(final: Path, write) -> int:
     """Run ``write`` on a temporary file beside ``final`` (through gzip if it ends in .gz, mtime 0: the same
     trace, the same bytes), then rename it: never a truncated trace under the final name. Where the platform
-    has unnamed files (Linux O_TMPFILE) the file gets a name only once written, so even a kill (SIGKILL) while
-    it is written leaves nothing behind. Returns its size."""
-    temporary = final.with_name(f".{final.name}.tmp")
+    has unnamed files (simulator/outputs/unnamed_files.py) a kill while it is written leaves nothing behind.
+    Returns its size."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = _unnamed(final.parent)
+    descriptor = open_unnamed(final.parent)
+    temporary = final.with_name(f".{final.name}.tmp")
     try:
         if descriptor is None:
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -119,35 +119,12 @@ def _write_atomically(final: Path, write) -> int:
             else:
                 write(raw)
         size = os.fstat(descriptor).st_size
-        if not named:  # a name for the written file, then the final one (link cannot replace a file)
-            temporary.unlink(missing_ok=True)
-            _link(descriptor, temporary)
-        os.replace(temporary, final)
+        if named:
+            os.replace(temporary, final)
+        else:
+            replace_with(descriptor, final)
     finally:
         if descriptor is not None:
             os.close(descriptor)
         temporary.unlink(missing_ok=True)
     return size
-
-
-def _link(descriptor: int, path: Path) -> None:
-    """Give the unnamed file ``descriptor`` the name ``path``: linkat(2) through /proc/self/fd, following the
-    link (with a dir_fd os.link calls linkat with AT_SYMLINK_FOLLOW; a plain link(2) would not follow it)."""
-    proc = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.link(str(descriptor), path, src_dir_fd=proc, follow_symlinks=True)
-    finally:
-        os.close(proc)
-
-
-def _unnamed(folder: Path) -> int | None:
-    """A writable file with no name in ``folder`` (mode 0666 less the umask), or None where that is not had."""
-    flag = getattr(os, "O_TMPFILE", None)
-    if flag is None or not os.path.isdir("/proc/self/fd"):
-        return None
-    try:
-        return os.open(folder, flag | os.O_WRONLY, 0o666)
-    except OSError as error:
-        if error.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
-            return None  # a file system without it: a named temporary file instead
-        raise

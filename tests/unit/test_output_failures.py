@@ -208,3 +208,22 @@ def test_ctrl_c_in_a_sweep_says_how_to_resume_in_one_line(tmp_path, capsys, monk
     assert main(["sweep", str(path), "--quiet"]) == 130
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == f"moesim: interrupted; finished rows are in {tmp_path / 'o.csv'}, rerun to resume"
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="files without a name are a Linux feature")
+def test_a_kill_while_writing_leaves_no_temporary_file(tmp_path) -> None:
+    """SIGKILL (nothing of the process runs after) in the middle of an atomic write: the folder stays empty."""
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from experiments.common.paths import atomic_path
+
+        with atomic_path({str(tmp_path / "out.csv")!r}) as temporary, open(temporary, "w") as handle:
+            handle.write("half a row")
+            handle.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], check=False)
+    assert done.returncode == -signal.SIGKILL
+    assert list(tmp_path.iterdir()) == []
