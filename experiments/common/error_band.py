@@ -108,8 +108,7 @@ def band_for(mechanisms: Mechanisms, known: list[KnownError], exclude: str = "")
 
 
 def load_known(path: Path | None = None) -> list[KnownError]:
-    """The validated runs of ``moesim validate``'s CSV (default VALIDATION_CSV) that ran and were not fitted ([] if
-    there is no file)."""
+    """The validated runs of ``moesim validate``'s CSV that ran and were not fitted ([] if there is no file)."""
     if path is None:  # the source checkout's table, else one `moesim validate` wrote under this folder
         path = next((p for p in (VALIDATION_CSV, Path("results") / "validation.csv") if p.is_file()), VALIDATION_CSV)
     if not path.is_file():
