@@ -36,9 +36,9 @@ def degradation(frame: pd.DataFrame, layout: str) -> float:
 
 
 def paper_points(frame: pd.DataFrame) -> dict[str, list[float]]:
-    """The paper's tokens/s per GPU where it prints them: Fig. 12 gives per-point values only in the figure
-    (PAPER.md Sec. 3), but its point of 960 GPUs at batch 720 is Table 3's row (the self-consistent Megatron-LM
-    value, experiments/paper/table3.py); NaN elsewhere."""
+    """The paper's tokens/s per GPU where it prints them: Fig. 12 (MegaScale-MoE, arXiv 2505.11432 v3) gives
+    per-point values only in the figure, but its point of 960 GPUs at batch 720 is Table 3's row (the
+    self-consistent Megatron-LM value, experiments/paper/table3.py); NaN elsewhere."""
 
     def at(gpus: int, batch: int, tokens_per_s: float) -> float:
         table3 = gpus in PAPER_TOKENS_PER_S and batch == DEFAULT_GLOBAL_BATCH

@@ -1,4 +1,4 @@
-"""How much of the corpus the fit carries, counted honestly (DESIGN.md, calibration policy).
+"""How much of the corpus the fit carries, counted honestly (docs/accuracy.md).
 
 The effective derate is the product of every GPU-wide factor that scales the measured kernel speeds without
 being a measurement of those kernels: the fitted ``compute_residual`` times the ``sustained_clock_fraction``

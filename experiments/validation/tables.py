@@ -30,7 +30,7 @@ def mape(results: Iterable[CaseResult], group: str = CORPUS) -> float:
 
 
 def external(results: Iterable[CaseResult]) -> list[CaseResult]:
-    """The cases not from the fitted paper: the headline (DESIGN.md); the paper's own rows are reported beside it."""
+    """The cases not from the fitted paper: the headline (docs/accuracy.md); the paper's rows are reported beside."""
     return [r for r in results if not r.case.from_fitted_paper]
 
 
@@ -179,7 +179,7 @@ def _derate_text(value: float | None) -> str:
 
 
 def headline(results: list[CaseResult]) -> str:
-    """The accuracy in one sentence, external cases first (DESIGN.md: the fitted paper's rows beside them)."""
+    """The accuracy in one sentence, external cases first, the fitted paper's rows beside them (docs/accuracy.md)."""
     dense, moe = dense_and_moe(results)
     cal = DEFAULT_CALIBRATION
     return (
