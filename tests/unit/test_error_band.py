@@ -19,6 +19,14 @@ def _runs(mechanisms: Mechanisms, errors: list[float], prefix: str) -> list[Know
     return [KnownError(f"{prefix}{i}", mechanisms, e) for i, e in enumerate(errors)]
 
 
+def _six_megascale_runs(folder: Path) -> Path:
+    """A validation table of six MegaScale-MoE-like runs (errors -0.1 to 0.1): a band of its own, no relaxing."""
+    table = folder / "validation.csv"
+    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
+    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    return table
+
+
 def test_the_band_is_the_range_of_the_runs_alike_in_every_mechanism(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(error_band, "MIN_ALIKE", 3)
     known = _runs(ALLTOALL, [0.1, 0.3, 0.2], "a") + _runs(ALLTOALL._replace(precision="fp8"), [-0.5], "f")
@@ -74,9 +82,7 @@ def test_describe_says_the_range_and_its_basis() -> None:
 
 
 def test_band_of_a_prediction_and_its_json(tmp_path: Path) -> None:
-    table = tmp_path / "validation.csv"
-    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
-    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    table = _six_megascale_runs(tmp_path)
     band = error_band.band_of(model_preset("paper-352b"), layout_preset("megascale-moe"), "h800", table)
     assert (band.low, band.high, band.cases) == (-0.1, 0.1, 6) and band.matched == Mechanisms._fields
     assert error_band.band_json(band)["cases"] == 6
@@ -90,9 +96,7 @@ def test_run_prints_and_returns_its_band(
 ) -> None:
     from experiments.cli.main import main
 
-    table = tmp_path / "validation.csv"
-    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
-    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    table = _six_megascale_runs(tmp_path)
     monkeypatch.setattr(error_band, "VALIDATION_CSV", table)
     assert main(["run", "--gpus", "240", "--global-batch", "60", "--json"]) == 0
     blob = json.loads(capsys.readouterr().out)
@@ -107,9 +111,7 @@ def test_run_prints_and_returns_its_band(
 def test_compare_rows_carry_their_band(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from experiments.cli.main import main
 
-    table = tmp_path / "validation.csv"
-    rows = [f"r{i},{e},False,True,fused-a2a,hopper,bf16,1f1b" for i, e in enumerate([0.0, 0.1, -0.1, 0.05, 0.02, 0.03])]
-    table.write_text("case,error,fitted,moe,dispatcher,generation,precision,schedule\n" + "\n".join(rows) + "\n")
+    table = _six_megascale_runs(tmp_path)
     monkeypatch.setattr(error_band, "VALIDATION_CSV", table)
     out = tmp_path / "c.csv"
     # a point that cannot run (240 GPUs at PP 8): the row is still written, with the band of its layout
