@@ -25,25 +25,31 @@ def _round_to(value: float, digits: int) -> float:
     return round(value, digits - 1 - math.floor(math.log10(abs(value))))
 
 
-# (file, published total, published active, significant figures of the published numbers, active counts the
-# input embedding). Published figures with three or more significant figures are matched within 1%;
-# "37B" or "3.3B" only say the count rounds to them, so the test rounds ours the same way.
+# (file, published total, published active, significant figures of the published numbers, embedding matrices the
+# published active count leaves out: 0, the input embedding (1), or it and the output head (2)). Published figures
+# with three or more significant figures are matched within 1%; "37B" or "3.3B" only say the count rounds to them,
+# so the test rounds ours the same way.
 PUBLISHED = [
-    ("deepseek-v3", 671e9, 37e9, (3, 2), True),  # DeepSeek-V3 report Sec. 1
-    ("qwen3-235b-a22b", 235e9, 22e9, (3, 2), True),  # Qwen3 technical report, Table 1
-    ("qwen3-30b-a3b", 30.5e9, 3.3e9, (3, 2), True),  # Qwen3 technical report, Table 1
-    ("gpt-oss-120b", 116.83e9, 5.13e9, (5, 3), False),  # gpt-oss model card, Table 1
-    ("mixtral-8x7b", 46.7e9, 12.9e9, (3, 3), True),  # Jiang et al., Mixtral of Experts, Sec. 2.1
-    ("llama-3.1-405b", 405e9, 405e9, (3, 3), True),  # Llama 3 report (Dubey et al. 2024), Sec. 3.1 (dense)
+    ("deepseek-v3", 671e9, 37e9, (3, 2), 0),  # DeepSeek-V3 report Sec. 1
+    ("qwen3-235b-a22b", 235e9, 22e9, (3, 2), 0),  # Qwen3 technical report, Table 1
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9, (3, 2), 0),  # Qwen3 technical report, Table 1
+    ("gpt-oss-120b", 116.83e9, 5.13e9, (5, 3), 1),  # gpt-oss model card, Table 1
+    ("mixtral-8x7b", 46.7e9, 12.9e9, (3, 3), 0),  # Jiang et al., Mixtral of Experts, Sec. 2.1
+    ("llama-3.1-405b", 405e9, 405e9, (3, 3), 0),  # Llama 3 report (Dubey et al. 2024), Sec. 3.1 (dense)
+    # GLM-4.5 report (arXiv 2508.06471), Table 1: 355B / 32B and 106B / 12B activated, embedding and output layer
+    # not counted as activated; the MTP layer not counted in the total (ours leaves it out: ModelSpec.mtp_params)
+    ("glm-4.5", 355e9, 32e9, (3, 2), 2),
+    ("glm-4.5-air", 106e9, 12e9, (3, 2), 2),
+    ("llama-4-maverick", 400e9, 17e9, (3, 2), 0),  # meta-llama/Llama-4-Maverick-17B-128E model card: 17B active, 400B
 ]
 
 
-@pytest.mark.parametrize("name, total, active, digits, with_input_embedding", PUBLISHED)
+@pytest.mark.parametrize("name, total, active, digits, embeddings_left_out", PUBLISHED)
 def test_parameter_counts_match_the_published_ones(
-    name: str, total: float, active: float, digits: tuple[int, int], with_input_embedding: bool
+    name: str, total: float, active: float, digits: tuple[int, int], embeddings_left_out: int
 ) -> None:
     model = load_model(MODELS / f"{name}.json")
-    counted = model.active_params - (0 if with_input_embedding else model.vocab_size * model.hidden_size)
+    counted = model.active_params - embeddings_left_out * model.vocab_size * model.hidden_size
     for ours, published, figures in ((model.total_params, total, digits[0]), (counted, active, digits[1])):
         if figures >= 3:
             assert ours == pytest.approx(published, rel=0.01)

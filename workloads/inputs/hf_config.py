@@ -185,6 +185,81 @@ def _deepseek(c: _Config, name: str) -> dict[str, Any]:
     return fields
 
 
+def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
+    """GLM-4.5 and GLM-4.5-Air (HF modeling_glm4_moe): DeepSeek-V3's MoE pattern (first_k_dense_replace dense layers,
+    then routed experts of moe_intermediate_size beside n_shared_experts shared ones) on GQA attention of head_dim,
+    with per-head q/k RMSNorms when use_qk_norm is set and MTP modules (num_nextn_predict_layers). The q/k/v biases
+    (attention_bias) and the partial RoPE (partial_rotary_factor 0.5) change a layer's work by well under 0.1%."""
+    fields = _experts(c, name, "n_routed_experts", "moe_intermediate_size")
+    first = c.int("first_k_dense_replace", default=0)
+    fields.update(
+        num_dense_layers=first,
+        num_shared_experts=c.int("n_shared_experts", default=0),
+        qk_layernorm=c.bool("use_qk_norm", False),
+        mtp_layers=c.int("num_nextn_predict_layers", default=0),
+    )
+    if first:
+        fields["dense_ffn_size"] = c.int("intermediate_size")
+    return fields
+
+
+def _ernie4_5_moe(c: _Config, name: str) -> dict[str, Any]:
+    """ERNIE 4.5 MoE (HF modeling_ernie4_5_moe): moe_num_experts experts of moe_intermediate_size, top moe_k, on
+    the layers from moe_layer_start_index to moe_layer_end_index (null or -1: the last) whose (i + 1) is a multiple
+    of moe_layer_interval; the others dense SwiGLUs of intermediate_size. moe_num_shared_experts shared experts
+    run as one MLP of that many times moe_intermediate_size (the same work as that many experts)."""
+    fields = _common(c, name)
+    layers = fields["num_layers"]
+    start, end = c.int("moe_layer_start_index", default=0), c.int("moe_layer_end_index", default=-1)
+    end = layers - 1 if end < 0 else end
+    interval = c.positive("moe_layer_interval", default=1)
+    moe = {i for i in range(start, min(end, layers - 1) + 1) if (i + 1) % interval == 0}
+    dense = tuple(i for i in range(layers) if i not in moe)
+    fields.update(
+        num_experts=c.int("moe_num_experts"),
+        top_k=c.int("moe_k"),
+        expert_ffn_size=c.int("moe_intermediate_size"),
+        num_shared_experts=c.int("moe_num_shared_experts", default=0),
+    )
+    if dense:
+        leading = next((i for i in range(layers) if i in moe), layers)
+        fields.update(
+            num_dense_layers=leading,
+            mlp_only_layers=tuple(i for i in dense if i >= leading),
+            dense_ffn_size=c.int("intermediate_size"),
+        )
+    return fields
+
+
+def _llama4(c: _Config, name: str) -> dict[str, Any]:
+    """Llama 4's text model (HF modeling_llama4, the text_config of a Llama4ForConditionalGeneration config, or a
+    llama4_text config): MoE on the layers of moe_layers (default every interleave_moe_layer_step-th, counting from
+    step - 1), each num_local_experts routed experts of intermediate_size and one shared expert as wide; the other
+    layers dense SwiGLUs of intermediate_size_mlp; q/k normed when use_qk_norm is set (a weightless L2 norm).
+    The chunked local attention of its RoPE layers (attention_chunk_size, 8,192) is simulated as full causal
+    attention: exact for sequences up to one chunk, more attention work than the model does beyond it."""
+    text = c.data.get("text_config")
+    if c.data.get("model_type") == "llama4":
+        if not isinstance(text, dict):
+            raise c._fail("text_config", "a llama4 config.json must hold its text model under text_config")
+        c = _Config(text, c.origin)
+    fields = _common(c, name)
+    layers, step = fields["num_layers"], c.positive("interleave_moe_layer_step", default=1)
+    moe = set(c.int_list("moe_layers")) or set(range(step - 1, layers, step))
+    dense = tuple(i for i in range(layers) if i not in moe)
+    width = c.int("intermediate_size")
+    fields.update(
+        num_experts=c.int("num_local_experts"),
+        top_k=c.int("num_experts_per_tok"),
+        expert_ffn_size=width,
+        num_shared_experts=1,
+        qk_layernorm=c.bool("use_qk_norm", False),
+    )
+    if dense:
+        fields.update(mlp_only_layers=dense, dense_ffn_size=c.int("intermediate_size_mlp"))
+    return fields
+
+
 READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "mixtral": _mixtral,
     "gpt_oss": _gpt_oss,
@@ -196,6 +271,10 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     # Kimi K2 "reuses the DeepSeekV3CausalLM architecture"; model_type kimi_k2 only tells inference engines apart
     # (MoonshotAI/Kimi-K2 docs/deploy_guidance.md, "Others"): DeepSeek-V3's reader, at K2's 384 experts and 64 heads
     "kimi_k2": _deepseek,
+    "glm4_moe": _glm4_moe,
+    "ernie4_5_moe": _ernie4_5_moe,
+    "llama4": _llama4,
+    "llama4_text": _llama4,
     "llama": _dense,
     "qwen2": _dense,
     "qwen3": _dense,
