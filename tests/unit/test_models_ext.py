@@ -82,8 +82,11 @@ def test_dense_and_shared_expert_shapes() -> None:
     g = _gemms(ep_ffn_recipe(DSV3, DS_LAYOUT, 4096, 8))
     assert g["shared_fc13"] == Gemm(4096, 4096, 7168)
     assert g["shared_fc2"] == Gemm(4096, 7168, 2048)
-    # 256 experts over EP 64 = 4 per GPU; 4,096 x 8 copies / 4 x 1.25 = 10,240 rows each
-    assert g["expert_fc13"] == Gemm(10240, 4096, 7168, 4)
+    # 256 experts over EP 64 = 4 per GPU; dropless (DeepSeek-V3 Sec. 2.1.2): 4,096 x 8 copies / 4 = 8,192 rows
+    # each, where a capacity factor of 1.25 pads them to 10,240
+    assert g["expert_fc13"] == Gemm(8192, 4096, 7168, 4)
+    padded = _gemms(ep_ffn_recipe(DSV3, DS_LAYOUT.with_(dropless=False), 4096, 8))
+    assert padded["expert_fc13"] == Gemm(10240, 4096, 7168, 4)
 
 
 def test_shared_experts_run_beside_the_dispatch() -> None:

@@ -387,6 +387,8 @@ DEEPSEEK_V3 = MEGASCALE_MOE.with_(
     gemm_dtype="fp8",
     comm_dtype="fp8",  # Sec. 3.3.3: activations quantized to FP8 before the dispatch; the combine stays BF16
     uneven_pp=True,
+    # Sec. 2.1.2, "No Token-Dropping": "DeepSeek-V3 does not drop any tokens during training" (no capacity padding)
+    dropless=True,
 )
 
 LAYOUT_PRESETS: dict[str, LayoutSpec] = {
