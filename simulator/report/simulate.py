@@ -110,7 +110,8 @@ class Report:
                 ),
                 f"  exposed comm     {comm}",
                 f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else "")
-                + (f"; {self.memory_verdict}" if self.memory_verdict else ""),
+                # the margin, as a warning, where the step may not fit (simulator/memory/verdict.py)
+                + (f"; {self.memory_verdict}" if self.memory_verdict and not self.memory_verdict.startswith("fits") else ""),
                 f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s"
                 + (
                     f" (steady state from {' and '.join(map(str, self.steady_runs))} micro-batches"
