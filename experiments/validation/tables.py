@@ -60,6 +60,8 @@ def to_json(results: list[CaseResult]) -> dict[str, Any]:
         }
         if not result.ran:
             row["message"] = result.message
+        if result.report is not None:
+            row["memory_verdict"] = result.report.memory_verdict.split(":")[0]
         row["implied_derate"] = implied_derate(result)
         rows.append(row)
     value = mape(results)
@@ -261,6 +263,7 @@ def markdown(results: list[CaseResult]) -> str:
         for case, other in disagreeing
     ] or ["- none (each case file lists the other releases it was checked against)"]
     lines += release_pairs_markdown(results)
+    lines += _memory_lines(results)
     misses = [r for r in results if r.ran and abs(r.error) > MISS]
     lines += ["", f"Misses over {MISS:.0%} ({len(misses)}) and their likely causes:", ""]
     lines += [
@@ -268,6 +271,18 @@ def markdown(results: list[CaseResult]) -> str:
         for r in misses
     ] or ["- none"]
     return "\n".join(lines)
+
+
+def _memory_lines(results: list[CaseResult]) -> list[str]:
+    """How many cases fit, and which may not (simulator/memory/verdict.py): a published run is never refused."""
+    verdicts = {r.case.name: r.report.memory_verdict.split(":")[0] for r in results if r.report is not None}
+    tight = [name for name, verdict in verdicts.items() if verdict == "may not fit"]
+    fits = sum(verdict == "fits" for verdict in verdicts.values())
+    return [
+        "",
+        f"Memory (simulator/memory/verdict.py): {fits} of {len(results)} cases fit within 80% of HBM; "
+        + (f"{len(tight)} may not fit (simulated, with a warning): {', '.join(tight)}." if tight else "none may not fit."),
+    ]
 
 
 def table(results: list[CaseResult]) -> str:

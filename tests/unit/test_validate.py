@@ -166,7 +166,8 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     broken, high, low = report["cases"]
     for row in (high, low):
         tokens = {"measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu"}
-        assert set(row) == {"case", "error", "implied_derate"} | tokens
+        assert set(row) == {"case", "error", "implied_derate", "memory_verdict"} | tokens
+        assert row["memory_verdict"] in ("fits", "may not fit")
     assert (high["case"], low["case"]) == ("high", "low")
     assert high["predicted_tokens_per_s_per_gpu"] == pytest.approx(predicted)
     assert high["error"] == pytest.approx(0.25)
