@@ -280,7 +280,7 @@ def _memory_lines(results: list[CaseResult]) -> list[str]:
     fits = sum(verdict == "fits" for verdict in verdicts.values())
     return [
         "",
-        f"Memory (simulator/memory/verdict.py): {fits} of {len(results)} cases fit within 80% of HBM; "
+        f"Memory (simulator/memory/verdict.py): {fits} of the {len(verdicts)} cases simulated fit within 80% of HBM; "
         + (f"{len(tight)} may not fit (simulated, with a warning): {', '.join(tight)}." if tight else "none may not fit."),
     ]
 

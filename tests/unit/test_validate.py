@@ -168,6 +168,8 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
         tokens = {"measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu"}
         assert set(row) == {"case", "error", "implied_derate", "memory_verdict"} | tokens
         assert row["memory_verdict"] in ("fits", "may not fit")
+    section = (out / "REPRODUCTION.md").read_text()
+    assert "Memory (simulator/memory/verdict.py): 2 of the 2 cases simulated fit within 80% of HBM" in section
     assert (high["case"], low["case"]) == ("high", "low")
     assert high["predicted_tokens_per_s_per_gpu"] == pytest.approx(predicted)
     assert high["error"] == pytest.approx(0.25)
