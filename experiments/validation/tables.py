@@ -281,7 +281,11 @@ def _memory_lines(results: list[CaseResult]) -> list[str]:
     return [
         "",
         f"Memory (simulator/memory/verdict.py): {fits} of the {len(verdicts)} cases simulated fit within 80% of HBM; "
-        + (f"{len(tight)} may not fit (simulated, with a warning): {', '.join(tight)}." if tight else "none may not fit."),
+        + (
+            f"{len(tight)} may not fit (simulated, with a warning): {', '.join(tight)}."
+            if tight
+            else "none may not fit."
+        ),
     ]
 
 

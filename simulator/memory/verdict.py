@@ -68,7 +68,7 @@ class MemoryVerdict:
 
 
 def memory_verdict(peak: MemoryBreakdown, hbm_bytes: float) -> MemoryVerdict:
-    """"fits" within FITS_FRACTION of ``hbm_bytes``; "does not fit" when even the activations' lower bound leaves
+    """ "fits" within FITS_FRACTION of ``hbm_bytes``; "does not fit" when even the activations' lower bound leaves
     the step above it; "may not fit" between."""
     if peak.total_bytes <= FITS_FRACTION * hbm_bytes:
         return MemoryVerdict(Verdict.FITS, peak, hbm_bytes)

@@ -51,7 +51,9 @@ class Report:
     mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
     useful_mfu: float  # the same, routed token copies only: no capacity padding, no dropped copies
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
-    model_tflops_per_gpu: float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
+    model_tflops_per_gpu: (
+        float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
+    )
     bubble_fraction: float  # = schedule_bubble + imbalance_idle
     exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
     compute_busy_s: float
@@ -67,7 +69,9 @@ class Report:
     recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
     # The split balance_blocks chose, as Megatron-LM's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL")
     balanced_split: str = ""
-    steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/fast/steady.py)
+    steady_runs: list[int] = field(
+        default_factory=list
+    )  # micro-batch counts extrapolated from (simulator/fast/steady.py)
     steady_bound: float = 0.0  # its error bound against the full run, relative (0: exact; simulator/fast/bounded.py)
 
     def to_dict(self) -> dict:
@@ -109,9 +113,14 @@ class Report:
                     f" stage imbalance {self.imbalance_idle * 100:.1f}%)"
                 ),
                 f"  exposed comm     {comm}",
-                f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else "")
+                f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU"
+                + (" (exceeds HBM)" if self.oom else "")
                 # the margin, as a warning, where the step may not fit (simulator/memory/verdict.py)
-                + (f"; {self.memory_verdict}" if self.memory_verdict and not self.memory_verdict.startswith("fits") else ""),
+                + (
+                    f"; {self.memory_verdict}"
+                    if self.memory_verdict and not self.memory_verdict.startswith("fits")
+                    else ""
+                ),
                 f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s"
                 + (
                     f" (steady state from {' and '.join(map(str, self.steady_runs))} micro-batches"
@@ -182,7 +191,9 @@ def simulate(
     )
     gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
     memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
-    with fewer_collections():  # the step's workload, runs and report allocate much short-lived (simulator/engine/gc_budget.py)
+    with (
+        fewer_collections()
+    ):  # the step's workload, runs and report allocate much short-lived (simulator/engine/gc_budget.py)
         sizes = (global_batch, seq_len, micro_batch)
         workload, cluster, oom = prepare(model, layout, gpus, cluster, *sizes, allow_oom, calibration)
         if engine == "unfolded":
@@ -257,9 +268,7 @@ def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool =
             f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
             f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}, and "
             f"{verdict.low_bytes / GIB:.1f} GiB with the activations {ACTIVATION_UNCERTAINTY:.0%} lower (the memory "
-            "model's margin)"
-            + memory_hint(peak.terms_gib(), workload.layout)
-            + " (allow_oom=True)",
+            "model's margin)" + memory_hint(peak.terms_gib(), workload.layout) + " (allow_oom=True)",
         )
     return peak.total_bytes > hbm
 

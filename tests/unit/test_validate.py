@@ -300,7 +300,11 @@ def test_a_release_pair_names_each_other_and_disagrees_by_more_than_20_percent(t
         {"cases": ["a", "b"], "releases": ["v0", "v0"], "measured_ratio": 1.25, "predicted_ratio": pytest.approx(1.2)}
     ]
     assert "more than 20% apart (both kept as cases):\n\n- a (v0" in tables.markdown(ran)
-    write(folder, tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": 1200}, release_pair={"case": "a", "note": "x"}), "b.yaml")
+    write(
+        folder,
+        tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": 1200}, release_pair={"case": "a", "note": "x"}),
+        "b.yaml",
+    )
     with pytest.raises(ConfigError, match="the two releases are 20% apart, not more than 20%"):
         validation_cases.load_cases(folder)
     write(folder, tiny_case(tmp_path, measured=fast), "b.yaml")
