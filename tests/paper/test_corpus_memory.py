@@ -38,5 +38,14 @@ def test_the_printed_gpt_oss_micro_batch_would_be_refused() -> None:
         )
         verdicts[micro_batch] = memory_verdict(peak_memory(workload), cluster.gpu.hbm_bytes)
     assert verdicts[1].verdict is Verdict.FITS
+    # Stage 0 under 1F1B holds 4 micro-batches (PP 4) of its 9 layers. Per token per layer Megatron-Core with TE keeps
+    # (simulator/memory/activations.py, BF16): the two norm inputs and the QKV input 3 x 5,760, Q/K/V 10,240
+    # ((64 + 2 x 8) x 64 x 2), the attention output 8,192 and its FP32 log-sum-exp 256, the router's FP32 scores
+    # 512, and per routed copy (top-4) the experts' FC1 input 4 x 5,760 and FC1 output 4 x 11,520; the router input
+    # and the FC2 input are recomputed (--recompute-modules layernorm moe_act): 105,600 B.
+    per_token_layer = 3 * 5760 + 10240 + 8192 + 256 + 512 + 4 * 5760 + 4 * 11520
+    assert per_token_layer == 105_600
+    for micro_batch, verdict in verdicts.items():
+        assert verdict.peak.activations_bytes == 4 * 9 * micro_batch * 4096 * per_token_layer
     assert verdicts[4].verdict is Verdict.DOES_NOT_FIT
     assert verdicts[4].peak.total_gib == pytest.approx(96.4, abs=0.05)
