@@ -44,6 +44,7 @@ TOP = {
     "fitted": "bool",
     "group": "str",
     "baseline": "baseline",
+    "release_pair": "release_pair",
     "gaps": "texts",
     "notes": "texts",
 }
@@ -67,6 +68,11 @@ BASELINE = {  # a matched run: the case this one changes, and what it changes (e
     "case": "str",
     "change": "str",
 }
+RELEASE_PAIR = {  # another case: a release that prints the same settings and a tokens/s more than PAIR_GAP apart
+    "case": "str",
+    "note": "str",
+}
+PAIR_GAP = 0.20  # releases this far apart at the same printed settings are both kept, as a marked pair (issue 39)
 FITTED_PAPER = "MegaScale-MoE"  # the first word of the source label of the fitted paper's own rows
 CORPUS = "corpus"  # the group of the issue's corpus, whose MAPE is the headline; others get their own
 RELEASE = {
@@ -107,6 +113,8 @@ class Case:
     group: str = CORPUS
     baseline: str = ""  # the case this run changes (a matched pair), and what it changes
     change: str = ""
+    release_pair: str = ""  # another release's case at the same printed settings, > PAIR_GAP apart; and why
+    release_pair_note: str = ""
     gaps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     derivation: str = ""
@@ -223,6 +231,8 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         for i, r in enumerate(releases)
     )
     baseline = _mapping(f"{origin}:baseline", data["baseline"], BASELINE, tuple(BASELINE)) if "baseline" in data else {}
+    pair = data.get("release_pair")
+    pair = _mapping(f"{origin}:release_pair", pair, RELEASE_PAIR, tuple(RELEASE_PAIR)) if pair is not None else {}
     if "layout" not in data and "megatron_args" not in data:
         raise ConfigError(f"{origin}:layout", "give the job: layout (preset, file or fields) or megatron_args")
     name = plain.get("name", name)
@@ -253,6 +263,8 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         group=plain.get("group", CORPUS),
         baseline=baseline.get("case", ""),
         change=baseline.get("change", ""),
+        release_pair=pair.get("case", ""),
+        release_pair_note=pair.get("note", ""),
         gaps=plain.get("gaps", ()),
         notes=plain.get("notes", ()),
         derivation=measured.get("derivation", ""),
@@ -283,8 +295,28 @@ def load_cases(source: str | Path = CASES_DIR, names: Iterable[str] = ()) -> lis
             raise ConfigError(f"{path.name}:baseline.case", f"{case.baseline!r} is not a case of {str(source)!r}")
         if case.baseline == case.name:
             raise ConfigError(f"{path.name}:baseline.case", "a case cannot be its own baseline")
+    _check_release_pairs(paths, cases)
     wanted = list(names)
     unknown = sorted(set(wanted) - {case.name for case in cases})
     if unknown:
         raise ConfigError("--case", f"unknown case {unknown[0]!r}; choose from {', '.join(c.name for c in cases)}")
     return [case for case in cases if not wanted or case.name in wanted]
+
+
+def _check_release_pairs(paths: list[Path], cases: list[Case]) -> None:
+    """Each release_pair names another case of the folder that names it back, more than PAIR_GAP apart."""
+    by_name = {case.name: case for case in cases}
+    for path, case in zip(paths, cases):
+        if not case.release_pair:
+            continue
+        where = f"{path.name}:release_pair.case"
+        other = by_name.get(case.release_pair)
+        if other is None or other is case:
+            raise ConfigError(where, f"{case.release_pair!r} is not another case of this folder")
+        if other.release_pair != case.name:
+            raise ConfigError(where, f"{other.name!r} must name {case.name!r} back in its own release_pair")
+        gap = max(case.measured_tokens_per_s_per_gpu, other.measured_tokens_per_s_per_gpu) / min(
+            case.measured_tokens_per_s_per_gpu, other.measured_tokens_per_s_per_gpu
+        )
+        if gap - 1 <= PAIR_GAP:
+            raise ConfigError(where, f"the two releases are {gap - 1:.0%} apart, not more than {PAIR_GAP:.0%}")

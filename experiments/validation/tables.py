@@ -11,6 +11,7 @@ from experiments.validation.case_result import MISS, CaseResult
 from experiments.validation.corpus import CORPUS, Case
 from experiments.validation.derates import dense_and_moe, effective_derate, implied_derate
 from experiments.validation.pairs import pairs, pairs_markdown, pairs_table
+from experiments.validation.release_pairs import release_pairs_json, release_pairs_lines, release_pairs_markdown
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.report.simulate import Report
 
@@ -59,6 +60,8 @@ def to_json(results: list[CaseResult]) -> dict[str, Any]:
         }
         if not result.ran:
             row["message"] = result.message
+        if result.report is not None:
+            row["memory_verdict"] = result.report.memory_verdict.split(":")[0]
         row["implied_derate"] = implied_derate(result)
         rows.append(row)
     value = mape(results)
@@ -83,6 +86,7 @@ def to_json(results: list[CaseResult]) -> dict[str, Any]:
             }
             for p in pairs(results)
         ],
+        "release_pairs": release_pairs_json(results),
         "not_run": [r.case.name for r in results if not r.ran],
         "fitted": [r.case.name for r in results if r.case.fitted],
     }
@@ -258,6 +262,8 @@ def markdown(results: list[CaseResult]) -> str:
         f"({other['tokens_per_s_per_gpu'] / case.measured_tokens_per_s_per_gpu - 1:+.0%})"
         for case, other in disagreeing
     ] or ["- none (each case file lists the other releases it was checked against)"]
+    lines += release_pairs_markdown(results)
+    lines += _memory_lines(results)
     misses = [r for r in results if r.ran and abs(r.error) > MISS]
     lines += ["", f"Misses over {MISS:.0%} ({len(misses)}) and their likely causes:", ""]
     lines += [
@@ -265,6 +271,22 @@ def markdown(results: list[CaseResult]) -> str:
         for r in misses
     ] or ["- none"]
     return "\n".join(lines)
+
+
+def _memory_lines(results: list[CaseResult]) -> list[str]:
+    """How many cases fit, and which may not (simulator/memory/verdict.py): a published run is never refused."""
+    verdicts = {r.case.name: r.report.memory_verdict.split(":")[0] for r in results if r.report is not None}
+    tight = [name for name, verdict in verdicts.items() if verdict == "may not fit"]
+    fits = sum(verdict == "fits" for verdict in verdicts.values())
+    return [
+        "",
+        f"Memory (simulator/memory/verdict.py): {fits} of the {len(verdicts)} cases simulated fit within 80% of HBM; "
+        + (
+            f"{len(tight)} may not fit (simulated, with a warning): {', '.join(tight)}."
+            if tight
+            else "none may not fit."
+        ),
+    ]
 
 
 def table(results: list[CaseResult]) -> str:
@@ -293,6 +315,7 @@ def table(results: list[CaseResult]) -> str:
             f"sustained clock alone: "
             f"MAPE {sum(unfitted) / len(unfitted):.1%}"
         )
+    lines += release_pairs_lines(results)
     not_run = [r.case.name for r in results if not r.ran]
     if not_run:
         lines.append(f"not run ({len(not_run)}): {', '.join(not_run)}")

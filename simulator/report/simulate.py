@@ -15,6 +15,7 @@ from simulator.engine.result import EngineResult
 from simulator.engine.unfolded import check_unfolded_size
 from simulator.fast.steady import run_step
 from simulator.memory.per_gpu import GIB, fit_recompute, peak_memory, peak_of, stage_memory
+from simulator.memory.verdict import ACTIVATION_UNCERTAINTY, Verdict, memory_verdict
 from simulator.report.bounds import step_lower_bound_s
 from simulator.report.bubbles import imbalance_idle, phase_means, schedule_bubble
 from simulator.report.checks import check_finite, check_simulate_args
@@ -50,7 +51,9 @@ class Report:
     mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
     useful_mfu: float  # the same, routed token copies only: no capacity padding, no dropped copies
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
-    model_tflops_per_gpu: float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
+    model_tflops_per_gpu: (
+        float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
+    )
     bubble_fraction: float  # = schedule_bubble + imbalance_idle
     exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
     compute_busy_s: float
@@ -59,13 +62,16 @@ class Report:
     sim_wall_s: float
     memory_gib: list[dict[str, float]] = field(default_factory=list)  # per stage: the terms of MemoryBreakdown
     oom: bool = False  # peak memory exceeds the GPU's HBM (simulated anyway with allow_oom)
+    memory_verdict: str = ""  # fits, may not fit (a warning) or does not fit (allow_oom): simulator/memory/verdict.py
     faults: list[str] = field(default_factory=list)  # injected faults, as on the command line
     schedule_bubble: float = 0.0  # the schedule's idle fraction with balanced stages (simulator/report/bubbles.py)
     imbalance_idle: float = 0.0  # bubble_fraction - schedule_bubble: stage imbalance (and PP transfer waits)
     recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
     # The split balance_blocks chose, as Megatron-LM's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL")
     balanced_split: str = ""
-    steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/fast/steady.py)
+    steady_runs: list[int] = field(
+        default_factory=list
+    )  # micro-batch counts extrapolated from (simulator/fast/steady.py)
     steady_bound: float = 0.0  # its error bound against the full run, relative (0: exact; simulator/fast/bounded.py)
 
     def to_dict(self) -> dict:
@@ -107,7 +113,14 @@ class Report:
                     f" stage imbalance {self.imbalance_idle * 100:.1f}%)"
                 ),
                 f"  exposed comm     {comm}",
-                f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU" + (" (exceeds HBM)" if self.oom else ""),
+                f"  peak memory      {self.peak_memory_gib:.1f} GiB per GPU"
+                + (" (exceeds HBM)" if self.oom else "")
+                # the margin, as a warning, where the step may not fit (simulator/memory/verdict.py)
+                + (
+                    f"; {self.memory_verdict}"
+                    if self.memory_verdict and not self.memory_verdict.startswith("fits")
+                    else ""
+                ),
                 f"  simulated        {self.simulated_ops} ops in {self.sim_wall_s:.2f} s"
                 + (
                     f" (steady state from {' and '.join(map(str, self.steady_runs))} micro-batches"
@@ -178,7 +191,9 @@ def simulate(
     )
     gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
     memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
-    with fewer_collections():  # the step's workload, runs and report allocate much short-lived (simulator/engine/gc_budget.py)
+    with (
+        fewer_collections()
+    ):  # the step's workload, runs and report allocate much short-lived (simulator/engine/gc_budget.py)
         sizes = (global_batch, seq_len, micro_batch)
         workload, cluster, oom = prepare(model, layout, gpus, cluster, *sizes, allow_oom, calibration)
         if engine == "unfolded":
@@ -186,7 +201,8 @@ def simulate(
         step = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
         report = build_report(workload, cluster, step.result, time.perf_counter() - wall_start, step.runs)
         report = replace(report, steady_bound=step.bound_rel)
-    return replace(report, oom=oom, faults=faults.describe() if faults else [])
+    verdict = memory_verdict(peak_memory(workload), cluster.gpu.hbm_bytes).phrase()
+    return replace(report, oom=oom, memory_verdict=verdict, faults=faults.describe() if faults else [])
 
 
 # The simulate() keywords lower_bound_s takes beside the model, layout, GPUs, cluster and calibration.
@@ -242,19 +258,19 @@ def prepare(
 
 
 def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool = False) -> bool:
-    """True if peak memory per GPU exceeds HBM; a ConfigError("memory", ...) then unless allow_oom."""
+    """True if peak memory per GPU exceeds HBM; a ConfigError("memory", ...) unless allow_oom when the step does not
+    fit even with the memory model's margin (simulator/memory/verdict.py): one that may not fit is simulated."""
     peak, hbm = peak_memory(workload), cluster.gpu.hbm_bytes
-    if peak.total_bytes <= hbm:
-        return False
-    if not allow_oom:
+    verdict = memory_verdict(peak, hbm)
+    if verdict.verdict is Verdict.DOES_NOT_FIT and not allow_oom:
         raise ConfigError(
             "memory",
             f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
-            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}"
-            + memory_hint(peak.terms_gib(), workload.layout)
-            + " (allow_oom=True)",
+            f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}, and "
+            f"{verdict.low_bytes / GIB:.1f} GiB with the activations {ACTIVATION_UNCERTAINTY:.0%} lower (the memory "
+            "model's margin)" + memory_hint(peak.terms_gib(), workload.layout) + " (allow_oom=True)",
         )
-    return True
+    return peak.total_bytes > hbm
 
 
 def recompute_choice(workload: StepWorkload) -> str:

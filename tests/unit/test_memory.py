@@ -88,7 +88,8 @@ def test_over_hbm_is_config_error_unless_allowed(capsys: pytest.CaptureFixture) 
     layout = MEGASCALE_MOE.with_(name="no-sar", recompute="none")
     with pytest.raises(ConfigError, match=r"^memory: .* GiB per GPU \(stage 0\) exceeds the 74.5 GiB \(80 GB\) HBM"):
         simulate(M1, layout, 240, seq_len=16384)
-    assert main(["run", "--seq-len", "32768", "--global-batch", "240"]) == 2
+    # 32,768 tokens: 82.0 GiB counted, 70.1 GiB with the activations 25% lower: "may not fit", simulated
+    assert main(["run", "--seq-len", "49152", "--global-batch", "240"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("moesim: error: memory: ")
 
@@ -104,7 +105,8 @@ def test_allow_oom_flags_report() -> None:
     report = simulate(tiny, MEGASCALE_MOE.with_(pp=2), cluster=small, global_batch=8, seq_len=512, allow_oom=True)
     assert report.oom and report.to_dict()["oom"] is True
     assert report.peak_memory_gib * GIB > 1e8
-    assert replace(report, oom=False, sim_wall_s=0) == replace(fits, sim_wall_s=0)
+    assert report.memory_verdict.startswith("does not fit: ") and fits.memory_verdict.startswith("fits: ")
+    assert replace(report, oom=False, memory_verdict="", sim_wall_s=0) == replace(fits, memory_verdict="", sim_wall_s=0)
 
 
 def test_megatron_recomputes_as_few_layers_as_fit() -> None:

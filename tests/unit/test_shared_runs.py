@@ -50,7 +50,7 @@ def test_an_error_is_shared_too(simulations) -> None:
     with shared_sims.sharing():
         for _ in range(2):
             with pytest.raises(ConfigError, match="^memory: "):
-                shared_sims.simulate("paper-352b", "megascale-moe", 240, seq_len=32768, global_batch=240)
+                shared_sims.simulate("paper-352b", "megascale-moe", 240, seq_len=49152, global_batch=240)
     assert len(simulations) == 1
 
 

@@ -14,6 +14,7 @@ from experiments.cli.main import main
 from experiments.paper.reproduce import REPRODUCTIONS
 from experiments.validation import corpus as validation_cases
 from experiments.validation import tables, validate
+from experiments.validation.case_result import CaseResult
 from experiments.validation.pairs import pairs
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 from simulator.report.simulate import simulate
@@ -161,11 +162,14 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     report = json.loads(captured.out)
     derates = {"effective_derate", "derate_dense", "derate_moe"}
     mapes = {"mape", "mape_external", "mape_paper", "group_mape"}
-    assert set(report) == {"cases", "not_run", "fitted", "pairs"} | mapes | derates
+    assert set(report) == {"cases", "not_run", "fitted", "pairs", "release_pairs"} | mapes | derates
     broken, high, low = report["cases"]
     for row in (high, low):
         tokens = {"measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu"}
-        assert set(row) == {"case", "error", "implied_derate"} | tokens
+        assert set(row) == {"case", "error", "implied_derate", "memory_verdict"} | tokens
+        assert row["memory_verdict"] in ("fits", "may not fit")
+    section = (out / "REPRODUCTION.md").read_text()
+    assert "Memory (simulator/memory/verdict.py): 2 of the 2 cases simulated fit within 80% of HBM" in section
     assert (high["case"], low["case"]) == ("high", "low")
     assert high["predicted_tokens_per_s_per_gpu"] == pytest.approx(predicted)
     assert high["error"] == pytest.approx(0.25)
@@ -266,15 +270,49 @@ def test_a_baseline_must_be_a_case_of_the_folder(tmp_path: Path) -> None:
 def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     corpus = validation_cases.load_cases()
     names = [case.name for case in corpus]
-    assert len(names) == len(set(names)) == 26
+    assert len(names) == len(set(names)) == 33
     assert sorted(c.name for c in corpus if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
     bridge = [c for c in corpus if c.name.startswith("bridge-")]
-    assert len(bridge) == 11 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
+    assert len(bridge) == 18 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
     assert all(c.source.get("commit") for c in bridge)
     assert sum(c.group == "matched" for c in corpus) == 5
     assert all(c.measured_model_tflops_per_gpu for c in bridge if c.group == validation_cases.CORPUS)
     with pytest.raises(ConfigError, match="unknown case"):
         validation_cases.load_cases(names=["nope"])
+
+
+def test_a_release_pair_names_each_other_and_disagrees_by_more_than_20_percent(tmp_path: Path) -> None:
+    """release_pair: two releases at the same printed settings, kept both; the loader checks the pair, the report
+    gives both and the measured and simulated ratios (experiments/validation/release_pairs.py)."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    slow = {"tokens_per_s_per_gpu": 1000}
+    write(folder, tiny_case(tmp_path, measured=slow, release_pair={"case": "b", "note": "why"}), "a.yaml")
+    fast = {"tokens_per_s_per_gpu": 1250}
+    write(folder, tiny_case(tmp_path, measured=fast, release_pair={"case": "a", "note": "why"}), "b.yaml")
+    a, b = validation_cases.load_cases(folder)
+    assert (a.release_pair, b.release_pair, a.release_pair_note) == ("b", "a", "why")
+    ran = [CaseResult(a, 1050.0, ""), CaseResult(b, 1260.0, "")]
+    assert "release pair: a (v0, 1,000 tokens/s/GPU) and b (v0, 1,250): measured 1.25x, simulated 1.20x" in (
+        tables.table(ran)
+    )
+    assert tables.to_json(ran)["release_pairs"] == [
+        {"cases": ["a", "b"], "releases": ["v0", "v0"], "measured_ratio": 1.25, "predicted_ratio": pytest.approx(1.2)}
+    ]
+    assert "more than 20% apart (both kept as cases):\n\n- a (v0" in tables.markdown(ran)
+    write(
+        folder,
+        tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": 1200}, release_pair={"case": "a", "note": "x"}),
+        "b.yaml",
+    )
+    with pytest.raises(ConfigError, match="the two releases are 20% apart, not more than 20%"):
+        validation_cases.load_cases(folder)
+    write(folder, tiny_case(tmp_path, measured=fast), "b.yaml")
+    with pytest.raises(ConfigError, match="a.yaml:release_pair.case: 'b' must name 'a' back"):
+        validation_cases.load_cases(folder)
+    write(folder, tiny_case(tmp_path, release_pair={"case": "c", "note": "x"}), "b.yaml")
+    with pytest.raises(ConfigError, match="'b' must name 'a' back|'c' is not another case"):
+        validation_cases.load_cases(folder)
 
 
 def test_case_names_are_unique(tmp_path: Path) -> None:

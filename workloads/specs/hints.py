@@ -79,6 +79,7 @@ MEMORY_CUTS = {
     ),
     "buffers": (("capacity_factor", 1.0, "--set capacity_factor=1.0"),),
 }
+SAR_MODULES = {"moe_act", "layernorm"}  # the --recompute-modules that stand for SAR under Megatron (MEGATRON_CUTS)
 _STRONGER = {"recompute": ("none", "selective", "sar", "full"), "zero_stage": (0, 1, 2, 3)}
 
 
@@ -87,6 +88,8 @@ def _cuts(layout: LayoutSpec, field: str, value: object) -> bool:
     current = getattr(layout, field)
     if value is None:
         return True
+    if (field, value, current) == ("recompute", "sar", "selective") and SAR_MODULES <= set(layout.recompute_modules):
+        return False  # its Megatron flags (MEGATRON_CUTS) are already set: the next, stronger cut is the hint
     if field in _STRONGER:
         return _STRONGER[field].index(current) < _STRONGER[field].index(value)
     if isinstance(value, (str, bool)):
