@@ -118,4 +118,6 @@ def blackwell_sums(*kernels: GemmKernel) -> tuple[GemmSum, ...]:
 # B200 GPUs with BF16" (the Together AI post of the same work: up to 1605 TFLOP/s). Forward; no backward figure read.
 FA4_PEAK_TFLOPS = 1613.0
 FA4_OVER_CUDNN = 1.3
-FA4_SOURCE = "arXiv 2603.05451 (FlashAttention-4) abstract: up to 1613 TFLOP/s BF16 forward on B200, up to 1.3x cuDNN 9.13"
+FA4_SOURCE = (
+    "arXiv 2603.05451 (FlashAttention-4) abstract: up to 1613 TFLOP/s BF16 forward on B200, up to 1.3x cuDNN 9.13"
+)

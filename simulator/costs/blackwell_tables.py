@@ -119,7 +119,9 @@ BLACKWELL_ATTENTION_SOURCE = FA4_SOURCE + "; shapes from the FlashAttention-3 pa
 def blackwell_attention_efficiency(family: str, backward: bool, causal: bool, head_dim: float, seq_len: float) -> float:
     """Fraction of B200's BF16 peak an attention kernel reaches at a shape (the same fraction on a GB200)."""
     if family not in BLACKWELL_ATTENTION:
-        raise ValueError(f"attention kernel family on Blackwell must be one of {tuple(BLACKWELL_ATTENTION)}, got {family!r}")
+        raise ValueError(
+            f"attention kernel family on Blackwell must be one of {tuple(BLACKWELL_ATTENTION)}, got {family!r}"
+        )
     hopper_family, ratio = BLACKWELL_ATTENTION[family]
     hopper = attention_efficiency(hopper_family, backward, causal, head_dim, seq_len)
     return hopper * HOPPER_SXM.peak_bf16_tflops * ratio / B200.peak_bf16_tflops

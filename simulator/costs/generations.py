@@ -41,7 +41,9 @@ _HOPPER = KernelTables(HOPPER_GEMM_TABLE, attention_efficiency, "FlashAttention-
 KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
     GpuGeneration.AMPERE: _HOPPER,  # none published per shape for the A100: Hopper's, assumed
     GpuGeneration.HOPPER: _HOPPER,
-    GpuGeneration.BLACKWELL: KernelTables(BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE),
+    GpuGeneration.BLACKWELL: KernelTables(
+        BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE
+    ),
 }
 
 
