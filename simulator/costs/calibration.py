@@ -60,7 +60,10 @@ class Calibration:
     # (H100 SXM, one harness) 10240^3 at 719.7 against 8192^3's 797.5 (0.902, a 3 ms kernel meeting the cap
     # unsoaked); flashinfer PR #2899 (B200: SM clock 1965 -> 1580 MHz sustained, up to -15% TFLOP/s);
     # deepseek-ai/DeepGEMM #120 (Hopper, compute beside communication: 1980 -> 1575 MHz). Multiplies the same
-    # kernels as compute_residual; microbenchmark reproductions set it to 1.
+    # kernels as compute_residual; microbenchmark reproductions set it to 1. Blackwell's own point, the B200's 0.840
+    # above (same protocol, torch 2.13.0+cu130, branch fast-mamf at 082816f9), is within 1% of it, so the one value
+    # serves both generations and Blackwell's GEMM tables (burst MAMF points) are scaled by it too; the GB200's
+    # (1,200 W) is not measured.
     sustained_clock_fraction: float = 0.849
     # Memory-bound kernels of a training step (casts, quantization, norms, activations, permutations) reach 0.8 of
     # HBM bandwidth. Measured: pytorch/ao's Triton BF16 -> FP8 quantization kernels on one H100 SXM run at

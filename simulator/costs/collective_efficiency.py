@@ -205,3 +205,33 @@ def alpha_beta(rows: tuple[tuple[float, float], ...]) -> AlphaBeta:
     sxt = sum((x - mean_x) * (t - mean_t) for x, t in rows)
     slope = sxt / sxx
     return AlphaBeta(mean_t - slope * mean_x, 1.0 / slope)
+
+
+# HybridEP's published kernel-only bandwidths on NVLink 5 ("Only Kernel Time" / "Kernel Only" columns), BF16 dispatch
+# and combine, 4,096 tokens of hidden 7,168, top-8, random-uniform routing, 8 local experts, "algorithm bandwidth":
+# deepseek-ai/DeepEP@94a9f8f6 (branch hybrid-ep) docs/README_Hybrid-EP.md, the B200 table (8 ranks, 16 SMs) and the
+# GB200 NVL table (MNNVL, 8-36 ranks, 32 SMs; at 16 SMs the FP8 dispatch falls to 261 GB/s at 36 ranks). Ranks ->
+# (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these. For the
+# flex dispatcher with the HybridEP backend inside one NVLink 5 domain (issue 40, item 1); an EP all-to-all inside a
+# node is timed at Calibration.all_to_all_efficiency until that dispatcher reads this table.
+HYBRIDEP_NVLINK5_GBPS: dict[str, dict[int, tuple[float, float]]] = {
+    "b200": {8: (734.95, 673.84)},
+    "gb200": {
+        8: (764.03, 737.13),
+        16: (706.95, 666.26),
+        24: (665.97, 639.80),
+        32: (642.23, 605.15),
+        36: (632.31, 596.99),
+    },
+}
+
+
+def hybridep_efficiency(gpu_name: str, ranks: int) -> float | None:
+    """HybridEP's published BF16 kernel rate over NCCL's NVLink 5 rate at the nearest published rank count at or
+    above ``ranks`` (the largest beyond), the harmonic mean of dispatch and combine; None where unpublished."""
+    table = HYBRIDEP_NVLINK5_GBPS.get(gpu_name)
+    if not table:
+        return None
+    published = sorted(table)
+    dispatch, combine = table[next((r for r in published if r >= ranks), published[-1])]
+    return 2 / (_NVLINK5_GBPS / dispatch + _NVLINK5_GBPS / combine)

@@ -17,7 +17,7 @@ from simulator.costs.blackwell_tables import (
     sum_efficiency,
 )
 from simulator.costs.calibration import DEFAULT_CALIBRATION
-from simulator.costs.collective_efficiency import Link, nvls_all_reduce_efficiency
+from simulator.costs.collective_efficiency import Link, hybridep_efficiency, nvls_all_reduce_efficiency
 from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency, point_efficiency
 from simulator.costs.gemm_points import GemmKernel
 from simulator.costs.generations import gemm_table
@@ -153,3 +153,12 @@ def test_a_blackwell_prediction_says_no_blackwell_run_is_validated() -> None:
     )
     assert band.to_json()["note"] == band.note and "generation" not in band.matched
     assert band_for(hopper, known).note == ""
+
+
+def test_hybridep_nvlink5_rates() -> None:
+    """HybridEP's GB200 NVL kernel rates (README_Hybrid-EP.md, 32 SMs): 764.03 / 737.13 GB/s at 8 ranks over NCCL's
+    680; 20 ranks read at the 24-rank row; beyond 36 the 36-rank row; none for a GPU without a table."""
+    assert hybridep_efficiency("gb200", 8) == pytest.approx(2 / (680 / 764.03 + 680 / 737.13))
+    assert hybridep_efficiency("gb200", 20) == pytest.approx(2 / (680 / 665.97 + 680 / 639.80))
+    assert hybridep_efficiency("gb200", 64) == hybridep_efficiency("gb200", 36)
+    assert hybridep_efficiency("h100", 8) is None
