@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from enum import Enum
 
 from topologies.bounds import check_physical
 from topologies.errors import ConfigError, check_positive_int, lookup_preset
+
+
+class GpuGeneration(Enum):
+    """The tensor-core architecture of a GPU, which picks the published kernel tables its kernels are timed by
+    (simulator/costs/generations.py): each generation has its own GEMM and attention measurements."""
+
+    AMPERE = "ampere"  # SM80 (A100): no table of its own, Hopper's (assumed)
+    HOPPER = "hopper"  # SM90 (H100, H800, H200, H20)
+    BLACKWELL = "blackwell"  # SM100 (B200, GB200) and SM103 (B300, GB300)
 
 
 @dataclass(frozen=True)
@@ -21,14 +31,23 @@ class GpuSpec:
     nvlink_bandwidth_Bps: float  # bytes/s achievable per direction per GPU (NCCL-class collectives)
     nvlink_latency_s: float  # seconds per NVLink hop (small-message latency)
     source: str  # where the numbers come from
+    # Whose kernel tables time its kernels; a GPU given as a mapping may name it ("blackwell"). Hopper by default:
+    # the generation every validated run and most published kernel points come from.
+    generation: GpuGeneration = GpuGeneration.HOPPER
 
     def __post_init__(self) -> None:
         """Validate that every number is within its physical bound (topologies/bounds.py); raise ConfigError naming
-        the field."""
+        the field. A generation given by name becomes the GpuGeneration."""
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", f"must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.generation, GpuGeneration):
+            choices = ", ".join(g.value for g in GpuGeneration)
+            try:
+                object.__setattr__(self, "generation", GpuGeneration(str(self.generation).lower()))
+            except ValueError:
+                raise ConfigError("generation", f"must be one of {choices}, got {self.generation!r}") from None
         for f in fields(self):
-            if f.name in ("name", "source"):
+            if f.name in ("name", "source", "generation"):
                 continue
             value = getattr(self, f.name)
             if f.name == "sm_count":
@@ -43,6 +62,12 @@ class GpuSpec:
 # driving 8 GPUs: its 35 us floor makes this an upper bound) against the model's 8.4 + 7 x 3.4 = 32.2 us.
 # Until stop 36: 3 us, assumed.
 _NVLINK_LATENCY_S = 3.4e-6
+# NCCL's bus bandwidth on NVLink 5 without NVLink SHARP: 680 GB/s, all-reduce on a GB200 NVL72 (850 with SHARP),
+# from NVIDIA's GTC 2025 talk S72583 as quoted by stas00/ml-engineering@744d01e network/README.md ("For all-reduce
+# on NVL72 ... a 25% improvement (850/680)"); the same slide's NVLink 4 pair, 370 / 480, is nccl-tests #212's
+# H100 pair (the h100 preset's 360). 680 of 900 is 0.76 of line rate, under P2P's 746 (82.8%, GB200 tray,
+# p2pBandwidthLatencyTest, same README) as NVLink 4's 370 is under its 376. Until issue 40: 0.8 x 900, assumed.
+_NVLINK5_NCCL_BPS = 680e9
 
 GPU_PRESETS: dict[str, GpuSpec] = {
     "h800": GpuSpec(
@@ -82,6 +107,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         nvlink_bandwidth_Bps=240e9,
         nvlink_latency_s=_NVLINK_LATENCY_S,
         source="paper Table 4; NVIDIA A100 datasheet; NVLink efficiency 0.8 assumed",
+        generation=GpuGeneration.AMPERE,
     ),
     "h20": GpuSpec(
         name="h20",
@@ -123,11 +149,12 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         # Juggernaut Rolling", 2025, from device queries).
         sm_count=148,
         # NVLink 5: 14.4 TB/s aggregate per DGX B200 / 8 = 1.8 TB/s bidirectional per GPU = 900 GB/s per
-        # direction (datasheet); 0.8 x 900 achievable assumed, as for the A100, H20 and GB200 presets.
-        nvlink_bandwidth_Bps=720e9,
+        # direction (datasheet); NCCL's rate on it below (_NVLINK5_NCCL_BPS).
+        nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,
         nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA DGX B200 datasheet; NVIDIA Blackwell technical brief; Chips and Cheese B200 (SM count); "
-        "NVLink efficiency 0.8 assumed",
+        "NVLink 5 NCCL bus bandwidth 680 GB/s (GTC25 S72583 via stas00/ml-engineering network/README.md)",
+        generation=GpuGeneration.BLACKWELL,
     ),
     # Blackwell GPU of a GB200 NVL72 rack (1,200 W GB200 configuration). NVIDIA GB200 NVL72 datasheet: rack
     # FP16/BF16 360 PFLOP/s and FP8 720 PFLOP/s are WITH 2:4 sparsity, so dense per GPU = 360/72/2 = 2.5e15
@@ -141,11 +168,13 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         hbm_bytes=186e9,  # 13.4 TB HBM3e / 72 GPUs, GB200 NVL72 datasheet
         hbm_bandwidth_Bps=8.0e12,  # 576 TB/s / 72 GPUs, GB200 NVL72 datasheet
         sm_count=148,  # the B200 die pair (see the b200 preset); assumed the same in a GB200
-        # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet);
-        # 0.8 x 900 achievable assumed, the same fraction as the A100 and H20 presets.
-        nvlink_bandwidth_Bps=720e9,
+        # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet); NCCL's rate
+        # on it below (_NVLINK5_NCCL_BPS, measured on an NVL72).
+        nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,
         nvlink_latency_s=_NVLINK_LATENCY_S,
-        source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; NVLink efficiency 0.8 assumed",
+        source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; NVLink 5 NCCL bus bandwidth "
+        "680 GB/s on NVL72 (GTC25 S72583 via stas00/ml-engineering network/README.md)",
+        generation=GpuGeneration.BLACKWELL,
     ),
 }
 

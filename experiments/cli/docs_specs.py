@@ -14,6 +14,7 @@ import json
 import re
 import typing
 from collections import defaultdict
+from enum import Enum
 
 from topologies.cluster import ClusterSpec, cluster_preset
 from topologies.errors import ConfigError
@@ -87,6 +88,8 @@ def _yaml(value: object) -> str:
         return short if any(mark in short for mark in ".en") else short + ".0"
     if isinstance(value, tuple):
         return "[" + ", ".join(_yaml(item) for item in value) + "]"
+    if isinstance(value, Enum):  # a typed identity is written in a file by its value
+        return json.dumps(value.value)
     return json.dumps(value) if isinstance(value, str) else str(value)
 
 
@@ -102,10 +105,13 @@ def spec_fields(cls: type, example: object, skip: tuple[str, ...] = ()) -> list[
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
-        kind = _type_name(hints[f.name])
+        hint = hints[f.name]
+        kind = "str" if isinstance(hint, type) and issubclass(hint, Enum) else _type_name(hint)
         kind = "GPU preset name or mapping" if kind == "GpuSpec" else kind
         facts = [kind, _default(f)]
-        if kind == "str":
+        if isinstance(hint, type) and issubclass(hint, Enum):
+            facts.append("one of " + ", ".join(f"`{member.value}`" for member in hint))
+        elif kind == "str":
             choices = _choices(example, f.name)
             if choices:
                 facts.append("one of " + ", ".join(f"`{c}`" if c else '`""`' for c in choices))

@@ -329,7 +329,7 @@ def _run(args: argparse.Namespace) -> None:
     if job and job.unknown:  # after the run: a refused run says one line, the error (issue #13)
         print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
     busiest = _busiest_stage(args, layout, cluster) if args.breakdown else None
-    band = band_of(load_model(args.model), layout, cluster.gpu.name)  # how far to trust it (error_band.py)
+    band = band_of(load_model(args.model), layout, cluster.gpu)  # how far to trust it (error_band.py)
     if args.json:
         extra = {}
         if megatron:
@@ -344,6 +344,8 @@ def _run(args: argparse.Namespace) -> None:
     else:
         print(report.summary())
         print(f"  expected         {band.describe(report.step_time_s) if band else band_json(band)['basis']}")
+        if band and band.note:
+            print(f"  note             {band.note}")
         if report.imbalance_idle > BALANCE_HINT_ABOVE and not layout.balance_blocks:
             hint = _balance_hint(args, layout, cluster)
             if hint:

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from topologies.hardware import GPU_PRESETS, GpuSpec
 from workloads.recipes.moe import dispatch_uses_all_gather
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
 MIN_ALIKE = 6
 VALIDATION_CSV = Path(__file__).resolve().parents[2] / "results" / "validation.csv"
-GENERATIONS = {"a": "ampere", "h": "hopper", "b": "blackwell", "g": "blackwell"}  # by the preset name's first letter
 
 
 class Mechanisms(NamedTuple):
@@ -55,10 +55,28 @@ def dispatcher_of(model: ModelSpec, layout: LayoutSpec) -> str:
     return "hybridep" if layout.flex_backend == "hybridep" else "deepep"
 
 
-def mechanisms_of(model: ModelSpec, layout: LayoutSpec, gpu_name: str) -> Mechanisms:
+def generation_of(gpu: GpuSpec | str) -> str:
+    """The GPU's generation (its spec's typed field; a preset's by name), "other" for an unknown name."""
+    if isinstance(gpu, str):
+        gpu = GPU_PRESETS.get(gpu.lower())
+    return gpu.generation.value if gpu is not None else "other"
+
+
+def mechanisms_of(model: ModelSpec, layout: LayoutSpec, gpu: GpuSpec | str) -> Mechanisms:
     schedule = layout.schedule + ("+ep-overlap" if layout.ep_overlap else "")
-    generation = GENERATIONS.get(gpu_name[:1].lower(), "other")
+    generation = generation_of(gpu)
     return Mechanisms(model.num_experts > 0, dispatcher_of(model, layout), generation, layout.gemm_dtype, schedule)
+
+
+def unvalidated_note(generation: str, known: list[KnownError]) -> str:
+    """What to say when no validated run shares the GPU's generation: the prediction rests on that generation's
+    published kernel tables alone (simulator/costs/generations.py; docs/hardware.md lists their sources)."""
+    if any(k.mechanisms.generation == generation for k in known):
+        return ""
+    return (
+        f"no {generation} run is in the validation corpus: this prediction rests on the {generation} kernel tables "
+        "alone (docs/hardware.md), and the band's runs are of other GPU generations"
+    )
 
 
 class KnownError(NamedTuple):
@@ -78,6 +96,7 @@ class ErrorBand:
     high: float
     cases: int
     matched: tuple[str, ...]  # the mechanisms the runs share (empty: every validated run)
+    note: str = ""  # a caveat beside the band (unvalidated_note: no run of the GPU's generation is validated)
 
     @property
     def basis(self) -> str:
@@ -85,7 +104,7 @@ class ErrorBand:
         return f"{self.cases} published runs alike in {alike} (moesim validate)"
 
     def to_json(self) -> dict:
-        return {"low": self.low, "high": self.high, "cases": self.cases, "basis": self.basis}
+        return {"low": self.low, "high": self.high, "cases": self.cases, "basis": self.basis, "note": self.note}
 
     def step_range_s(self, step_time_s: float) -> tuple[float, float]:
         return step_time_s * (1 + self.low), step_time_s * (1 + self.high)
@@ -103,7 +122,8 @@ def band_for(mechanisms: Mechanisms, known: list[KnownError], exclude: str = "")
     for kept in range(len(Mechanisms._fields), -1, -1):
         alike = [k.error for k in others if k.mechanisms[:kept] == mechanisms[:kept]]
         if len(alike) >= MIN_ALIKE or kept == 0:
-            return ErrorBand(min(alike), max(alike), len(alike), Mechanisms._fields[:kept])
+            note = unvalidated_note(mechanisms.generation, others)
+            return ErrorBand(min(alike), max(alike), len(alike), Mechanisms._fields[:kept], note)
     raise AssertionError("unreachable: kept == 0 matches every run")
 
 
@@ -134,9 +154,9 @@ def leave_one_out_coverage(known: list[KnownError]) -> tuple[int, int]:
     return inside, len(known)
 
 
-def band_of(model: ModelSpec, layout: LayoutSpec, gpu_name: str, path: Path | None = None) -> ErrorBand | None:
-    """The band of a prediction for ``model`` under ``layout`` on ``gpu_name`` (None: no validated run known)."""
-    return band_for(mechanisms_of(model, layout, gpu_name), load_known(path))
+def band_of(model: ModelSpec, layout: LayoutSpec, gpu: GpuSpec | str, path: Path | None = None) -> ErrorBand | None:
+    """The band of a prediction for ``model`` under ``layout`` on ``gpu`` (None: no validated run known)."""
+    return band_for(mechanisms_of(model, layout, gpu), load_known(path))
 
 
 def band_json(band: ErrorBand | None) -> dict:

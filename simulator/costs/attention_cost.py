@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 
 from simulator.costs.calibration import Calibration
-from simulator.costs.gemm_efficiency import ATTENTION_SEQ_LENS, attention_efficiency
+from simulator.costs.gemm_efficiency import ATTENTION_SEQ_LENS
+from simulator.costs.generations import AttentionTable, kernel_tables
+from topologies.hardware import GpuGeneration
 from workloads.ops import AttentionShape, attention_pairs
 
 
@@ -51,22 +53,26 @@ def effective_seq_len(shape: AttentionShape, cal: Calibration) -> float:
     return window_key_blocks(shape.seq_len, shape.window, block) / query_blocks * block
 
 
-def _table_efficiency(family: str, backward: bool, causal: bool, head_dim: float, seq_len: float) -> float:
+def _table_efficiency(
+    table: AttentionTable, family: str, backward: bool, causal: bool, head_dim: float, seq_len: float
+) -> float:
     """The table's efficiency, extended below its shortest length (512): the published 512 and 1,024 points
     fitted as a fixed cost per CTA beside a loop linear in the keys, 1 / eff = a + b / s (the table is flat
     beyond its ends, which would overstate a 256-key window). Above 512 the table itself."""
     shortest, next_len = ATTENTION_SEQ_LENS[0], ATTENTION_SEQ_LENS[1]
     if seq_len >= shortest:
-        return attention_efficiency(family, backward, causal, head_dim, seq_len)
-    inv_short = 1.0 / attention_efficiency(family, backward, causal, head_dim, shortest)
-    inv_next = 1.0 / attention_efficiency(family, backward, causal, head_dim, next_len)
+        return table(family, backward, causal, head_dim, seq_len)
+    inv_short = 1.0 / table(family, backward, causal, head_dim, shortest)
+    inv_next = 1.0 / table(family, backward, causal, head_dim, next_len)
     slope = (inv_short - inv_next) / (1.0 / shortest - 1.0 / next_len)
     return 1.0 / (inv_next + slope * (1.0 / seq_len - 1.0 / next_len))
 
 
-def attention_op_efficiency(shape: AttentionShape, backward: bool, cal: Calibration) -> float:
+def attention_op_efficiency(
+    shape: AttentionShape, backward: bool, cal: Calibration, generation: GpuGeneration = GpuGeneration.HOPPER
+) -> float:
     """Fraction of the BF16 peak the op's kernel family (the layout's attention_backend, else the calibration's)
-    reaches on the op's executed FLOPs.
+    reaches on the op's executed FLOPs, in the attention table of the GPU's generation (simulator.costs.generations).
 
     Looked up at the head width with the op's FLOPs per query-key pair, (d_qk + d_v) / 2: the head dim
     itself for GQA / MHA; for MLA (192 / 128) 160, log-interpolated between the published 128 and 256
@@ -79,4 +85,5 @@ def attention_op_efficiency(shape: AttentionShape, backward: bool, cal: Calibrat
     head_dim = (shape.head_dim + shape.head_dim_v) / 2
     causal = shape.causal and not shape.sliding
     family = shape.kernel or cal.attention_kernel
-    return _table_efficiency(family, backward, causal, head_dim, effective_seq_len(shape, cal))
+    table = kernel_tables(generation).attention
+    return _table_efficiency(table, family, backward, causal, head_dim, effective_seq_len(shape, cal))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable
+from simulator.costs.gemm_efficiency import GemmEfficiencyTable
 from topologies.cluster import NCCL_BASE_LATENCY_S, NCCL_NET_STEP_LATENCY_S
 
 
@@ -20,9 +20,10 @@ class Calibration:
     gemm_tile_m: int = 128  # CUTLASS/cuBLAS Hopper bf16 tile (128x128x64), NVIDIA CUTLASS docs
     gemm_tile_n: int = 128
     # Full-wave tile efficiency by precision (BF16; FP8 by scaling recipe) and K, and rows per group for
-    # grouped GEMMs: published Hopper points (cuBLAS BF16, torch grouped BF16 / FP8 rowwise, DeepGEMM FP8),
-    # see simulator/costs/gemm_points.py and simulator/costs/gemm_efficiency.py.
-    gemm_efficiency: GemmEfficiencyTable = HOPPER_GEMM_TABLE
+    # grouped GEMMs. None: the published table of the GPU's generation (simulator/costs/generations.py: Hopper's
+    # points in simulator/costs/gemm_points.py, Blackwell's in simulator/costs/blackwell_points.py); a table
+    # given here times every GPU (toy tests, what-ifs).
+    gemm_efficiency: GemmEfficiencyTable | None = None
     # Attention kernel family ("fa3": FlashAttention-3 paper Figs. 5-6; "fa2" and "cudnn": the FlashAttention-2
     # and cuDNN columns of the same figures), looked up per op at its head dim, per-sequence length, mask and
     # window (simulator/costs/attention_cost.py). A layout that names its kernel (attention_backend: Megatron-Core's
@@ -59,7 +60,10 @@ class Calibration:
     # (H100 SXM, one harness) 10240^3 at 719.7 against 8192^3's 797.5 (0.902, a 3 ms kernel meeting the cap
     # unsoaked); flashinfer PR #2899 (B200: SM clock 1965 -> 1580 MHz sustained, up to -15% TFLOP/s);
     # deepseek-ai/DeepGEMM #120 (Hopper, compute beside communication: 1980 -> 1575 MHz). Multiplies the same
-    # kernels as compute_residual; microbenchmark reproductions set it to 1.
+    # kernels as compute_residual; microbenchmark reproductions set it to 1. Blackwell's own point, the B200's 0.840
+    # above (same protocol, torch 2.13.0+cu130, branch fast-mamf at 082816f9), is within 1% of it, so the one value
+    # serves both generations and Blackwell's GEMM tables (burst MAMF points) are scaled by it too; the GB200's
+    # (1,200 W) is not measured.
     sustained_clock_fraction: float = 0.849
     # Memory-bound kernels of a training step (casts, quantization, norms, activations, permutations) reach 0.8 of
     # HBM bandwidth. Measured: pytorch/ao's Triton BF16 -> FP8 quantization kernels on one H100 SXM run at
@@ -122,6 +126,7 @@ class Calibration:
         for f in fields(self):
             value = getattr(self, f.name)
             shown = "table of published points" if isinstance(value, GemmEfficiencyTable) else value
+            shown = "published tables by GPU generation" if f.name == "gemm_efficiency" and value is None else shown
             rows.append((f.name, shown, SOURCES.get(f.name, "")))
         return rows
 
@@ -130,7 +135,11 @@ class Calibration:
 SOURCES: dict[str, str] = {
     "gemm_tile_m": "CUTLASS / cuBLAS Hopper BF16 tile 128 x 128 x 64 (NVIDIA CUTLASS docs)",
     "gemm_tile_n": "as gemm_tile_m",
-    "gemm_efficiency": HOPPER_GEMM_TABLE.source,
+    "gemm_efficiency": (
+        "by GPU generation (simulator/costs/generations.py). Hopper: DeepGEMM a6d97a1; MAMF 744d01e; "
+        "torch-performance-test-data #79; pytorch/ao #2490, #2756; TransformerEngine #2045. Blackwell: MAMF 744d01e "
+        "(B200, GB200, B300); TransformerEngine d0067d0d gemm_profiling (B300); pytorch/ao #2427; torchao 0b1bb117"
+    ),
     "attention_kernel": "FlashAttention-3 paper Figs. 5-6 (simulator/costs/attention_cost.py)",
     "attention_block_tokens": "flash-attention hopper/tile_size.h tile_size_fwd_sm90 (kBlockM = kBlockN = 128)",
     "attention_fwd_efficiency": "unset: the attention table is used (what-ifs only)",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from topologies.hardware import GpuGeneration
+
 
 class Link(str, Enum):
     """The link a collective's bytes cross."""
@@ -80,6 +82,29 @@ EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
 }
 # NCCL's all-to-all over NVLink has no published bus bandwidth for 8 H800 at these message sizes: it stays the
 # declared assumption Calibration.all_to_all_efficiency (MegaScale-MoE Fig. 7), the one entry not in the table.
+# Nor for NVLink 5 (no nccl-tests alltoall_perf on B200 / GB200 found): Blackwell's NCCL all-to-all uses the same.
+
+# NCCL's bus bandwidth on NVLink 5 (topologies.hardware b200 / gb200 nvlink_bandwidth_Bps): DeepEP's Blackwell
+# numbers below are relative to it.
+_NVLINK5_GBPS = 680.0
+# Where a generation's DeepEP measurements differ from the table above (Hopper's): DeepEP V2 on B200, EP 8 inside
+# one NVLink 5 domain, 8K tokens, hidden 7168, top-8, FP8 dispatch / BF16 combine, at its fewest SMs, 24, the row
+# nearest Megatron-Core's 20-SM default (Calibration.comm_sms_deepep): 643 / 675 GB/s "logical bandwidth" (which
+# counts the tokens a rank keeps; at 64 SMs 726 / 740). deepseek-ai/DeepEP@dd758caf README.md "Performance". Over the
+# NIC DeepEP V2 measures the same on SM100 as on SM90 (EP 8 x 2 over CX7: 90 / 91 against 90 / 81 GB/s, same
+# table), so the NIC entries stay Hopper's.
+GENERATION_EFFICIENCY: dict[GpuGeneration, dict[tuple[Algorithm, Link], Published]] = {
+    GpuGeneration.BLACKWELL: {
+        (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
+            643.0 / _NVLINK5_GBPS,
+            "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs of NCCL's 680",
+        ),
+        (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
+            675.0 / _NVLINK5_GBPS,
+            "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs of NCCL's 680",
+        ),
+    },
+}
 
 
 # NCCL's all-reduce inside an NVSwitch node with NVLink SHARP (NVLS: the switch reduces, the default for
@@ -106,10 +131,22 @@ NVLS_ALL_REDUCE: dict[str, Published] = {
         "(deepseek-ai/DeepSeek-V3#28); published at 8 GPUs only, so smaller groups follow the H100's curve, "
         "scaled to the H800's 8-GPU gain",
     ),
+    "gb200": Published(
+        _NVLINK5_GBPS,
+        "GB200 NVL72 all-reduce busbw 850 GB/s with NVLink SHARP against 680 without (NVIDIA GTC25 S72583, as quoted by "
+        "stas00/ml-engineering@744d01e network/README.md: 'a 25% improvement (850/680)'); smaller groups follow the "
+        "H100's curve, scaled to that gain",
+    ),
+    "b200": Published(
+        _NVLINK5_GBPS,
+        "NVLink 5 and NVSwitch as the GB200's: its 850 / 680 pair; 8 x B200 (one HGX node) all_reduce_perf reaches "
+        "740.6 GB/s busbw at 4 GiB and 845.7 at 16 GiB (stas00/ml-engineering@744d01e network/README.md, NCCL 2.27.7)",
+    ),
 }
-_H800_NVLS_8_GPUS_GBPS = 215.0
-# Not listed (all-reduce at the ring's rate): the A100 (its NVSwitch has no SHARP), the H20 and the Blackwell
-# presets (NVLS-capable, no published NVLS / ring pair on their presets' rates). The gains are peaks, at 2-4 GB
+# NVLS all-reduce bus bandwidth at 8 GPUs where it is published apart from the H100's curve (sources above).
+_NVLS_8_GPUS_GBPS = {"h800": 215.0, "gb200": 850.0, "b200": 850.0}
+# Not listed (all-reduce at the ring's rate): the A100 (its NVSwitch has no SHARP) and the H20 (NVLS-capable, no
+# published NVLS / ring pair on its preset's rate). The gains are peaks, at 2-4 GB
 # messages ("256M is too small to reach peak bandwidth", sjeaugey in nccl-tests#212); a TP activation is ~0.1 GB,
 # where no published NVLS curve says how much of the gain is left: taken whole, an upper bound.
 
@@ -119,16 +156,18 @@ def nvls_all_reduce_efficiency(gpu_name: str, group_size: int) -> float:
     if gpu_name not in NVLS_ALL_REDUCE or group_size < 2:
         return 1.0
     h100_gain = _H100_NVLS_BUSBW_GBPS[min(group_size, 8)] / _H100_RING_BUSBW_GBPS
-    if gpu_name != "h800":
+    if gpu_name not in _NVLS_8_GPUS_GBPS:
         return h100_gain
-    h800_gain_at_8 = _H800_NVLS_8_GPUS_GBPS / NVLS_ALL_REDUCE["h800"].value
+    gain_at_8 = _NVLS_8_GPUS_GBPS[gpu_name] / NVLS_ALL_REDUCE[gpu_name].value
     h100_gain_at_8 = _H100_NVLS_BUSBW_GBPS[8] / _H100_RING_BUSBW_GBPS
-    return 1 + (h100_gain - 1) * (h800_gain_at_8 - 1) / (h100_gain_at_8 - 1)
+    return 1 + (h100_gain - 1) * (gain_at_8 - 1) / (h100_gain_at_8 - 1)
 
 
-def efficiency(algorithm: Algorithm, link: Link) -> float:
-    """Bus bandwidth of ``algorithm`` on ``link`` over the link's capacity (KeyError if not published)."""
-    return EFFICIENCY[(algorithm, link)].value
+def efficiency(algorithm: Algorithm, link: Link, generation: GpuGeneration = GpuGeneration.HOPPER) -> float:
+    """Bus bandwidth of ``algorithm`` on ``link`` over the link's capacity on a GPU of ``generation``: its own
+    measurement where published (GENERATION_EFFICIENCY), else the table's (KeyError if not published)."""
+    own = GENERATION_EFFICIENCY.get(generation, {})
+    return (own.get((algorithm, link)) or EFFICIENCY[(algorithm, link)]).value
 
 
 # nccl-tests all_reduce_perf, 2 nodes with one H100 each over 400 Gb/s NICs (NVIDIA/nccl-tests#232, out of
@@ -166,3 +205,33 @@ def alpha_beta(rows: tuple[tuple[float, float], ...]) -> AlphaBeta:
     sxt = sum((x - mean_x) * (t - mean_t) for x, t in rows)
     slope = sxt / sxx
     return AlphaBeta(mean_t - slope * mean_x, 1.0 / slope)
+
+
+# HybridEP's published kernel-only bandwidths on NVLink 5 ("Only Kernel Time" / "Kernel Only" columns), BF16 dispatch
+# and combine, 4,096 tokens of hidden 7,168, top-8, random-uniform routing, 8 local experts, "algorithm bandwidth":
+# deepseek-ai/DeepEP@94a9f8f6 (branch hybrid-ep) docs/README_Hybrid-EP.md, the B200 table (8 ranks, 16 SMs) and the
+# GB200 NVL table (MNNVL, 8-36 ranks, 32 SMs; at 16 SMs the FP8 dispatch falls to 261 GB/s at 36 ranks). Ranks ->
+# (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these. For the
+# flex dispatcher with the HybridEP backend inside one NVLink 5 domain (issue 40, item 1); an EP all-to-all inside a
+# node is timed at Calibration.all_to_all_efficiency until that dispatcher reads this table.
+HYBRIDEP_NVLINK5_GBPS: dict[str, dict[int, tuple[float, float]]] = {
+    "b200": {8: (734.95, 673.84)},
+    "gb200": {
+        8: (764.03, 737.13),
+        16: (706.95, 666.26),
+        24: (665.97, 639.80),
+        32: (642.23, 605.15),
+        36: (632.31, 596.99),
+    },
+}
+
+
+def hybridep_efficiency(gpu_name: str, ranks: int) -> float | None:
+    """HybridEP's published BF16 kernel rate over NCCL's NVLink 5 rate at the nearest published rank count at or
+    above ``ranks`` (the largest beyond), the harmonic mean of dispatch and combine; None where unpublished."""
+    table = HYBRIDEP_NVLINK5_GBPS.get(gpu_name)
+    if not table:
+        return None
+    published = sorted(table)
+    dispatch, combine = table[next((r for r in published if r >= ranks), published[-1])]
+    return 2 / (_NVLINK5_GBPS / dispatch + _NVLINK5_GBPS / combine)

@@ -6,9 +6,9 @@ family; grouped GEMMs also by rows per group (each group's weights are streamed 
 FlashAttention-3 (default), FlashAttention-2 or cuDNN by head dim, sequence length, causal mask,
 direction.
 
-Every point is a published measurement on Hopper (H800 / H100 SXM, 132 SMs). Other GPU families use the
-same tables (assumed = Hopper's: no comparable per-shape tables are published for them). Sustained clocks
-under the power cap are not modelled separately: they are folded into these measured efficiencies.
+Every point here is a published measurement on Hopper (H800 / H100 SXM, 132 SMs); Blackwell's own tables are
+built from its measurements in simulator.costs.blackwell_tables, and simulator.costs.generations picks a GPU's
+tables by its generation (Ampere uses Hopper's, assumed: no comparable per-shape tables are published for it).
 """
 
 from __future__ import annotations
@@ -42,9 +42,8 @@ def wave_fraction(m: int, n: int, groups: int = 1, sms: int = _HOPPER_SMS, tile:
 
 
 def point_efficiency(point: GemmPoint) -> float:
-    """A measured point as a full-wave tile efficiency: TFLOP/s / peak / wave fraction."""
-    dtype = BF16 if point.kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED) else FP8
-    return point.tflops * 1e12 / _HOPPER_PEAK_FLOPS[dtype] / wave_fraction(point.m, point.n, point.groups)
+    """A measured point as a full-wave tile efficiency: TFLOP/s / its GPU's peak / wave fraction on its GPU's SMs."""
+    return point.tflops / point.peak_tflops / wave_fraction(point.m, point.n, point.groups, point.gpu.sms)
 
 
 def interpolate_log(points: Curve, x: float) -> float:
@@ -86,7 +85,7 @@ def _k_curve(kernel: GemmKernel) -> Curve:
     return monotone_mean([(p.k, point_efficiency(p)) for p in points(kernel)])
 
 
-def _extend_down(curve: Curve, shape: Curve, scale_k: float) -> Curve:
+def extend_down(curve: Curve, shape: Curve, scale_k: float) -> Curve:
     """``curve`` below its smallest K, following ``shape``'s K dependence at ``scale_k`` x K.
 
     Used for BF16 below the smallest published K (2048): the per-tile fixed cost (pipeline fill, epilogue
@@ -161,7 +160,7 @@ def flat_gemm_table(efficiency: float) -> GemmEfficiencyTable:
 def hopper_gemm_table() -> GemmEfficiencyTable:
     """The published-points table.
 
-    BF16: cuBLAS dense points by K (below K = 2048 the FP8 shape at 2K, _extend_down); grouped GEMMs by
+    BF16: cuBLAS dense points by K (below K = 2048 the FP8 shape at 2K, extend_down); grouped GEMMs by
     the CUTLASS grouped points' rows per group (torch._grouped_mm at 512 and 1040 rows, Transformer Engine's
     at 2048 and 4096). FP8 blockwise: DeepGEMM's dense and contiguous points by K, its masked points for rows
     per group. FP8 tensorwise (TE delayed / current scaling, cuBLAS): one published H100 SXM point, the MAMF
@@ -172,7 +171,7 @@ def hopper_gemm_table() -> GemmEfficiencyTable:
     Hopper-comparable points exist: assumed = blockwise.
     """
     fp8 = _k_curve(GemmKernel.FP8_BLOCKWISE_DENSE)
-    bf16 = _extend_down(_k_curve(GemmKernel.BF16_DENSE), fp8, 2.0)
+    bf16 = extend_down(_k_curve(GemmKernel.BF16_DENSE), fp8, 2.0)
     tensorwise = _level_to(fp8, points(GemmKernel.FP8_TENSORWISE_DENSE))
     blockwise = KernelCurve(fp8, _rows_factor(points(GemmKernel.FP8_BLOCKWISE_MASKED), fp8))
     return GemmEfficiencyTable(

@@ -1,4 +1,5 @@
 """Published GEMM measurements on Hopper (H800 / H100 SXM, 132 SMs), as DATA: one row per measured shape.
+(Blackwell's are in simulator.costs.blackwell_points, in the same rows, each naming the GPU it was measured on.)
 
 simulator.costs.gemm_efficiency turns them into full-wave tile efficiencies by K and a rows-per-group factor per
 kernel family. A point's TFLOP/s counts 2 m n k FLOPs per group. Grouped points from benchmarks with
@@ -21,11 +22,27 @@ class GemmKernel(Enum):
     FP8_BLOCKWISE_MASKED = "fp8 1x128/128x128 masked grouped (DeepGEMM)"
     FP8_ROWWISE_GROUPED = "fp8 rowwise grouped (torch._scaled_grouped_mm, CUTLASS)"
     FP8_TENSORWISE_DENSE = "fp8 per-tensor dense (torch._scaled_mm, cuBLAS)"
+    MXFP8_DENSE = "mxfp8 1x32 block-scaled dense (cuBLAS, Blackwell)"
+    MXFP8_GROUPED = "mxfp8 1x32 block-scaled grouped (torch._scaled_grouped_mm, CUTLASS, Blackwell)"
+
+
+@dataclass(frozen=True)
+class BenchGpu:
+    """The GPU a point was measured on: the dense peaks and SM count its efficiency is taken against."""
+
+    name: str
+    peak_bf16_tflops: float
+    peak_fp8_tflops: float
+    sms: int
+
+
+# H800 and H100 SXM: the same GH100 configuration and peaks (NVIDIA datasheets; topologies.hardware).
+HOPPER_SXM = BenchGpu("H100 / H800 SXM", 989.0, 1979.0, 132)
 
 
 @dataclass(frozen=True)
 class GemmPoint:
-    """One published measurement: ``groups`` GEMMs of (m x k) @ (k x n) at ``tflops``."""
+    """One published measurement: ``groups`` GEMMs of (m x k) @ (k x n) at ``tflops`` on ``gpu``."""
 
     kernel: GemmKernel
     groups: int
@@ -34,6 +51,13 @@ class GemmPoint:
     k: int
     tflops: float
     source: str
+    gpu: BenchGpu = HOPPER_SXM
+
+    @property
+    def peak_tflops(self) -> float:
+        """The dense peak of the point's GPU in the point's operand type (BF16, else FP8)."""
+        bf16 = self.kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED)
+        return self.gpu.peak_bf16_tflops if bf16 else self.gpu.peak_fp8_tflops
 
 
 def _tflops(total_rows: int, n: int, k: int, seconds: float) -> float:
@@ -65,7 +89,7 @@ _TE_2045 = "NVIDIA/TransformerEngine PR #2045 (2025-08-08), TE 2.7 CUTLASS group
 # H100/H800; torch.bmm (8, 1024, 1024, 1024) 0.0307 ms, (16, 512, 512, 512) 0.0119 ms); ByteDance-Seed/VeOmni PR
 # #460 and KempnerInstitute/KempnerForge PR #201 (whole MoE layers, not kernels); TransformerEngine PR #3069 (BF16
 # varlen-K wgrad on H100 at hidden 2048, expert 512: its table is not in the stored copy). No published BF16 point
-# on H100/H800 below K = 2048 was found, so the assumed extension below K = 2048 (gemm_efficiency._extend_down) stays.
+# on H100/H800 below K = 2048 was found, so the assumed extension below K = 2048 (gemm_efficiency.extend_down) stays.
 
 # fmt: off
 GEMM_POINTS: tuple[GemmPoint, ...] = (

@@ -7,7 +7,8 @@ import math
 from simulator.costs.attention_cost import attention_op_efficiency, executed_fraction
 from simulator.costs.calibration import Calibration
 from simulator.costs.collective_efficiency import Algorithm, Link, efficiency, nvls_all_reduce_efficiency
-from topologies.hardware import GpuSpec
+from simulator.costs.generations import gemm_table
+from topologies.hardware import GpuGeneration, GpuSpec
 from workloads.ops import (
     ALL_REDUCE,
     ALL_TO_ALL,
@@ -46,7 +47,7 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | 
     # weight's width: DeepGEMM's k-grouped wgrad runs 4 groups of m = 7168 and of m = 2048 at 813 and 814
     # TFLOP/s at K = 4096 (858 and 873 at K = 8192; H200, deepseek-ai/DeepGEMM issue #107).
     by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
-    efficiency = cal.gemm_efficiency.tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
+    efficiency = gemm_table(gpu, cal).tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
     tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * tensor_core_derate(cal))
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
     operand_bytes = 1.0 if gemm.fp8 else 2.0
@@ -100,7 +101,7 @@ def attention_time_s(
         executed, efficiency = flops * cal.attention_causal_fraction, fixed
     else:
         executed = flops * executed_fraction(shape, cal)
-        efficiency = attention_op_efficiency(shape, backward, cal)
+        efficiency = attention_op_efficiency(shape, backward, cal, gpu.generation)
     overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
     return executed / (gpu.peak_bf16_flops * efficiency * tensor_core_derate(cal)) + overhead_s
 
@@ -147,16 +148,17 @@ def collective_wire_bytes(op: Op, cal: Calibration, gpu: GpuSpec) -> float:
     elif op.collective != ALL_TO_ALL:
         efficiency = cal.ring_efficiency
     elif op.nic_bytes and op.dispatcher == EpDispatcher.DEEPEP:
-        efficiency = deepep_efficiency(Link.NVLINK)
+        efficiency = deepep_efficiency(Link.NVLINK, gpu.generation)
     else:
         efficiency = cal.all_to_all_efficiency
     return op.comm_bytes / efficiency
 
 
-def deepep_efficiency(link: Link) -> float:
-    """DeepEP's efficiency on ``link`` per byte of an EP round trip: ops do not say whether they dispatch or
-    combine, and both move the same bytes, so the harmonic mean of the two published rates."""
-    dispatch, combine = efficiency(Algorithm.DEEPEP_DISPATCH, link), efficiency(Algorithm.DEEPEP_COMBINE, link)
+def deepep_efficiency(link: Link, generation: GpuGeneration = GpuGeneration.HOPPER) -> float:
+    """DeepEP's efficiency on ``link`` per byte of an EP round trip on a GPU of ``generation``: ops do not say whether
+    they dispatch or combine, and both move the same bytes, so the harmonic mean of the two published rates."""
+    dispatch = efficiency(Algorithm.DEEPEP_DISPATCH, link, generation)
+    combine = efficiency(Algorithm.DEEPEP_COMBINE, link, generation)
     return 2 / (1 / dispatch + 1 / combine)
 
 

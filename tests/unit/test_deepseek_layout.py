@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.costs.generations import gemm_table
 from simulator.costs.kernels import gemm_time_s
 from topologies.hardware import gpu_preset
 from workloads.graph.step import StepWorkload
@@ -47,7 +48,7 @@ def test_fp8_gemms_and_their_time() -> None:
     half = gemm_time_s(Gemm(4096, 4096, 7168, precision=fp8), gpu, cal) - cal.kernel_overhead_s
     # Compute-bound, 8 waves of tiles either way: FP8 at its peak (1,979 vs 989 TFLOP/s) and at its own
     # published efficiency at K = 7,168 (DeepGEMM), not BF16's (cuBLAS): faster than BF16, but not 2x.
-    table = cal.gemm_efficiency
+    table = gemm_table(gpu, cal)
     ratio = (989 / 1979) * table.tile_efficiency(7168, GemmPrecision.BF16) / table.tile_efficiency(7168, fp8)
     assert half == pytest.approx(bf16 * ratio) and 1.5 < bf16 / half < 2.0
 

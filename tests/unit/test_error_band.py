@@ -33,7 +33,7 @@ def test_the_band_is_the_range_of_the_runs_alike_in_every_mechanism(monkeypatch:
     band = band_for(ALLTOALL, known)
     assert (band.low, band.high, band.cases) == (0.1, 0.3, 3) and band.matched == Mechanisms._fields
     assert band.step_range_s(10.0) == pytest.approx((11.0, 13.0))  # measured step time ~ predicted x (1 + error)
-    assert band.to_json() == {"low": 0.1, "high": 0.3, "cases": 3, "basis": band.basis}
+    assert band.to_json() == {"low": 0.1, "high": 0.3, "cases": 3, "basis": band.basis, "note": ""}
 
 
 def test_too_few_alike_drops_the_least_telling_mechanism_first(monkeypatch: pytest.MonkeyPatch) -> None:

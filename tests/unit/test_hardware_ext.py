@@ -14,7 +14,8 @@ def test_gb200_preset_numbers() -> None:
     assert gpu.peak_bf16_flops == 360e15 / 72 / 2 == 2.5e15
     assert gpu.peak_fp8_flops == 2 * gpu.peak_bf16_flops
     assert (gpu.hbm_bytes, gpu.hbm_bandwidth_Bps) == (186e9, 8e12)
-    assert gpu.nvlink_bandwidth_Bps == 0.8 * 1.8e12 / 2
+    # NCCL's NVLink 5 bus bandwidth without SHARP, 680 GB/s of the 900 per direction (topologies.hardware)
+    assert gpu.nvlink_bandwidth_Bps == 680e9 < 1.8e12 / 2
 
 
 def test_gb200_nvl72_cluster() -> None:

@@ -89,7 +89,8 @@ def test_nvls_gain_by_gpu_and_group_size() -> None:
     # H800 below 8 GPUs: the H100 curve's gain scaled to the H800's at 8 (110/370 of 55/160 at 6 GPUs)
     assert nvls_all_reduce_efficiency("h800", 6) == pytest.approx(1 + (70 / 370) * (55 / 160) / (110 / 370), rel=1e-12)
     assert nvls_all_reduce_efficiency("a100", 8) == 1.0  # its NVSwitch has no SHARP
-    assert nvls_all_reduce_efficiency("b200", 8) == 1.0  # no published NVLS / ring pair
+    assert nvls_all_reduce_efficiency("h20", 8) == 1.0  # no published NVLS / ring pair
+    assert nvls_all_reduce_efficiency("b200", 8) == pytest.approx(850 / 680)  # NVLink 5: GTC25 S72583
 
 
 def test_an_all_reduce_alone_by_hand() -> None:

@@ -1,0 +1,125 @@
+"""Published kernel measurements on Blackwell (B200, GB200, B300), as DATA: one row per measured shape or layer.
+
+simulator.costs.blackwell_tables turns them into the Blackwell kernel tables. A GEMM point counts 2 m n k FLOPs per
+group (as simulator.costs.gemm_points); a ``GemmSum`` is a benchmark that publishes one time for a set of GEMMs (a
+transformer layer's fprop, dgrad and wgrad), kernel time only. Looked for and not found: a per-shape FlashAttention-4
+or cuDNN backward table on B200 (the FA4 paper's figures were not readable here), CUTLASS / cuBLAS grouped GEMM
+tables on B200 below 4,096 rows per group (TransformerEngine has the benchmark scripts, benchmarks/linear/
+benchmark_grouped_linear*.py, but publishes no results), an nccl-tests alltoall_perf size sweep on NVLink 5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.costs.gemm_points import BenchGpu, GemmKernel, GemmPoint
+
+# Dense peaks (no sparsity) per GPU: stas00/ml-engineering@744d01e compute/accelerator/README.md, "TFLOPS comparison
+# table" (B200 and B300 SXM 2,250 BF16 / 4,500 FP8, GB200 2,500 / 5,000, from the DGX B200 / B300 and GB200 NVL72
+# datasheets). SMs: B200 and GB200 148 (topologies.hardware b200); B300 160 ("Inside NVIDIA Blackwell Ultra",
+# NVIDIA technical blog, Hot Chips 2025: 160 SMs).
+B200 = BenchGpu("B200 SXM", 2250.0, 4500.0, 148)
+GB200 = BenchGpu("GB200", 2500.0, 5000.0, 148)
+B300 = BenchGpu("B300 SXM", 2250.0, 4500.0, 160)
+
+# stas00/ml-engineering@744d01e compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table":
+# torch.matmul / torch._scaled_mm (per-tensor FP8, cuBLAS), the best of a brute-force shape search, mean of 100
+# iterations after 50 warm-up; "Best Shape MxNxK".
+_MAMF = "stas00/ml-engineering@744d01e compute/accelerator/README.md MAMF table"
+# NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst, "NVIDIA B300 SXM6 AC", model config
+# hidden 4096, ffn 16384, M = 31 x 512 = 15,872 tokens, CUDA events, 10 warm-up + 100 timed. BF16 runs no quantization,
+# so its autocast fprop rows are kernel times; shapes are printed M x K x N.
+_TE_B300 = "NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst (B300)"
+# pytorch/ao PR #2427 (drisspg, 2025-06-23), benchmarks/float8/bench_matmul.py on "NVIDIA B200", square torch.bfloat16
+# matmuls (time_sec per shape). 1024^3 to 2048^3 (under 16 us) are not entered: the launch and teardown the model
+# charges apart (Calibration.kernel_overhead_s, 2.1 us) is over 10% of them, as the H100 table leaves out 1024^3.
+_AO_2427 = "pytorch/ao PR #2427 (2025-06-23), torch.matmul bf16, B200"
+# pytorch/ao torchao/prototype/moe_training/README.md at 0b1bb117, "MXFP8 Kernel Breakdown by Pass" (NVIDIA B200, torch
+# 2.11.0.dev20251216+cu128): torch._scaled_grouped_mm 2D-3D, (131072, 7168) @ (8, 7168, 2048) and (131072, 2048) @
+# (8, 2048, 7168), 1838.1 us each: 8 groups of 16,384 rows on average (jagged offsets), already quantized. 2,094
+# TFLOP/s, 0.47 of 4.5 PFLOP/s; the README's "74.6% peak TFLOPS" implies a 2.8 PFLOP/s basis it does not state, so
+# the time and the shape are what is taken.
+_AO_MOE = "pytorch/ao@0b1bb117 torchao/prototype/moe_training/README.md, MXFP8 kernel breakdown, B200"
+
+
+def _tflops(rows: int, n: int, k: int, seconds: float) -> float:
+    """TFLOP/s of ``rows`` x ``k`` @ ``k`` x ``n`` in ``seconds``."""
+    return 2.0 * rows * n * k / seconds / 1e12
+
+
+# fmt: off
+BLACKWELL_POINTS: tuple[GemmPoint, ...] = (
+    # BF16 dense: MAMF best shapes (B300 "same as B200, newer torch/cuda")
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 1792, 16128, 3072, 1745.0, _MAMF + " (B200, torch 2.7.1+cu128)", B200),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 4096, 9728, 2048, 1822.0, _MAMF + " (GB200, torch 2.10.0.dev+cu130)", GB200),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 12288, 18432, 1024, 1769.0, _MAMF + " (B300, torch 2.9.1+cu130)", B300),
+    # BF16 dense: TE's B300 fprop rows (QKV, attention out, MLP up, MLP down)
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 15872, 12288, 4096, _tflops(15872, 12288, 4096, 1.071e-3), _TE_B300, B300),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 15872, 4096, 4096, _tflops(15872, 4096, 4096, 0.307e-3), _TE_B300, B300),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 15872, 16384, 4096, _tflops(15872, 16384, 4096, 1.393e-3), _TE_B300, B300),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 15872, 4096, 16384, _tflops(15872, 4096, 16384, 1.426e-3), _TE_B300, B300),
+    # BF16 dense: squares on B200
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 3072, 3072, 3072, _tflops(3072, 3072, 3072, 3.84e-5), _AO_2427, B200),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 4096, 4096, 4096, _tflops(4096, 4096, 4096, 9.74e-5), _AO_2427, B200),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 6144, 6144, 6144, _tflops(6144, 6144, 6144, 3.19e-4), _AO_2427, B200),
+    GemmPoint(GemmKernel.BF16_DENSE, 1, 8192, 8192, 8192, _tflops(8192, 8192, 8192, 7.74e-4), _AO_2427, B200),
+    # FP8 per-tensor dense (torch._scaled_mm, cuBLAS): MAMF best shapes
+    GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 15360, 4096, 3072, 3432.5, _MAMF + " FP8 (B200)", B200),
+    GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 19456, 5120, 1536, 3615.6, _MAMF + " FP8 (GB200)", GB200),
+    GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 3072, 6144, 7168, 3353.3, _MAMF + " FP8 (B300)", B300),
+    # MXFP8 grouped, 16,384 rows per group (past the rows at which grouped runs as dense, gemm_efficiency._DENSE_ROWS)
+    GemmPoint(GemmKernel.MXFP8_GROUPED, 8, 16384, 2048, 7168, _tflops(131072, 2048, 7168, 1838.1e-6), _AO_MOE, B200),
+    GemmPoint(GemmKernel.MXFP8_GROUPED, 8, 16384, 7168, 2048, _tflops(131072, 7168, 2048, 1838.1e-6), _AO_MOE, B200),
+)
+# fmt: on
+
+
+@dataclass(frozen=True)
+class GemmSum:
+    """A benchmark that publishes one kernel time for a set of GEMM shapes (m, n, k), each run once."""
+
+    kernel: GemmKernel
+    shapes: tuple[tuple[int, int, int], ...]
+    seconds: float
+    source: str
+    gpu: BenchGpu
+
+
+def _te_layer(tokens: int, linears: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int, int], ...]:
+    """The 12 GEMMs of TE's per-layer total: per linear (in, out) the fprop (tokens, out, in), the dgrad (tokens,
+    in, out) and the wgrad (out, in, tokens), as m, n, k."""
+    shapes: list[tuple[int, int, int]] = []
+    for k_in, n_out in linears:
+        shapes += [(tokens, n_out, k_in), (tokens, k_in, n_out), (n_out, k_in, tokens)]
+    return tuple(shapes)
+
+
+# TE's B300 "Per-layer total" with --pre-quantize (kernel time only, no quantization): QKV 4096 -> 12288, attention out
+# 4096 -> 4096, MLP up 4096 -> 16384, MLP down 16384 -> 4096 at 15,872 tokens. FP8 current scaling (per-tensor) 6.812 ms,
+# MXFP8 7.161 ms (BF16 13.102 ms, 12.758 in autocast: BF16 is entered by its per-shape fprop rows above). FP8 delayed
+# scaling "always runs in autocast mode, even with --pre-quantize" (same page), so its 8.123 ms is not a kernel time.
+_TE_LAYER = _te_layer(15872, ((4096, 12288), (4096, 4096), (4096, 16384), (16384, 4096)))
+BLACKWELL_SUMS: tuple[GemmSum, ...] = (
+    GemmSum(GemmKernel.FP8_TENSORWISE_DENSE, _TE_LAYER, 6.812e-3, _TE_B300 + ", FP8 current, pre-quantized", B300),
+    GemmSum(GemmKernel.MXFP8_DENSE, _TE_LAYER, 7.161e-3, _TE_B300 + ", MXFP8, pre-quantized", B300),
+)
+
+
+def blackwell_points(*kernels: GemmKernel) -> tuple[GemmPoint, ...]:
+    """The Blackwell points of the given kernel families."""
+    return tuple(p for p in BLACKWELL_POINTS if p.kernel in kernels)
+
+
+def blackwell_sums(*kernels: GemmKernel) -> tuple[GemmSum, ...]:
+    """The Blackwell layer sums of the given kernel families."""
+    return tuple(s for s in BLACKWELL_SUMS if s.kernel in kernels)
+
+
+# Attention on B200, BF16. FlashAttention-4 (Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao, arXiv 2603.05451,
+# abstract): "up to 1613 TFLOPs/s (71% utilization)", "up to 1.3x speedup over cuDNN 9.13 and 2.7x over Triton on
+# B200 GPUs with BF16" (the Together AI post of the same work: up to 1605 TFLOP/s). Forward; no backward figure read.
+FA4_PEAK_TFLOPS = 1613.0
+FA4_OVER_CUDNN = 1.3
+FA4_SOURCE = (
+    "arXiv 2603.05451 (FlashAttention-4) abstract: up to 1613 TFLOP/s BF16 forward on B200, up to 1.3x cuDNN 9.13"
+)

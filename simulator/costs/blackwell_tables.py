@@ -1,0 +1,127 @@
+"""Blackwell's kernel tables, from Blackwell's own measurements (simulator.costs.blackwell_points).
+
+GEMMs. Per precision, the published points and layer sums as full-wave tile efficiencies of the GPU they were
+measured on (its own peak and SM count), made a monotone curve in K as Hopper's are (gemm_efficiency.monotone_mean).
+A layer sum enters once, at the FLOP-weighted geometric mean of its K, with the one efficiency that reproduces its
+total time. From K = 1,024 to 16,384 the Blackwell points do not rise with K (the best-shape MAMF points at 1,024 to
+3,072 sit above the transformer-layer shapes at 4,096 to 16,384), so the monotone fit pools them into one level.
+Below the smallest published K, Hopper's curve of the same kernel family gives the fall, read at the K of equal
+main-loop time: a Blackwell SM runs BF16 and FP8 MMAs at 2.03x a Hopper SM (B200 2,250 TFLOP/s over 148 SMs
+against H100 989 over 132), so a Blackwell tile of depth K is taken to pay its fixed per-tile cost like a Hopper
+tile of depth 0.49 K (assumed, as gemm_efficiency.extend_down does for BF16 against FP8).
+
+Grouped GEMMs: Hopper's rows-per-group factors (assumed: no Blackwell grouped GEMM below 4,096 rows per group was
+found published; the one MXFP8 grouped measurement, 16,384 rows per group, runs at the dense level and enters the K
+curve). FP8 blockwise (1x128 / 128x128) runs as MXFP8 on Blackwell: "On Blackwell (SM100+), FP8 Block is emulated
+via MXFP8" (NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst), so the two share
+the MXFP8 curve. NVFP4 is published (the same page: 3.764 ms per layer pre-quantized on B300, 3.48x BF16) but is not
+a precision moesim runs; docs/hardware.md lists it.
+
+Attention: FlashAttention-4's forward peak and its gain over cuDNN 9.13 on B200 (arXiv 2603.05451) set a level per
+kernel family; the dependence on sequence length, head dim, mask and direction is the Hopper table's of the same
+family (FA3 for FA4), assumed: no per-shape Blackwell table, forward or backward, was found readable. FA3 itself
+does not run on Blackwell (flash-attention's hopper/ kernels are built for SM90), so a layout asking for "fa3" gets
+FlashAttention's Blackwell kernel, FA4.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simulator.costs.blackwell_points import (
+    B200,
+    FA4_OVER_CUDNN,
+    FA4_PEAK_TFLOPS,
+    FA4_SOURCE,
+    GemmSum,
+    blackwell_points,
+    blackwell_sums,
+)
+from simulator.costs.gemm_efficiency import (
+    ATTENTION_TFLOPS,
+    HOPPER_GEMM_TABLE,
+    Curve,
+    GemmEfficiencyTable,
+    KernelCurve,
+    attention_efficiency,
+    extend_down,
+    monotone_mean,
+    point_efficiency,
+    wave_fraction,
+)
+from simulator.costs.gemm_points import HOPPER_SXM, GemmKernel
+
+# Hopper tile depth of equal main-loop time per unit of Blackwell's (module docstring): per-SM rates, B200 / H100.
+K_SCALE = (HOPPER_SXM.peak_bf16_tflops / HOPPER_SXM.sms) / (B200.peak_bf16_tflops / B200.sms)
+
+
+def sum_efficiency(bench: GemmSum) -> float:
+    """The one full-wave tile efficiency at which every GEMM of ``bench`` together takes its published time."""
+    peak = bench.gpu.peak_bf16_tflops if bench.kernel == GemmKernel.BF16_DENSE else bench.gpu.peak_fp8_tflops
+    work = sum(2.0 * m * n * k / wave_fraction(m, n, 1, bench.gpu.sms) for m, n, k in bench.shapes)
+    return work / (peak * 1e12 * bench.seconds)
+
+
+def sum_k(bench: GemmSum) -> float:
+    """The FLOP-weighted geometric mean of the K of ``bench``'s GEMMs: where its efficiency enters the K curve."""
+    flops = [2.0 * m * n * k for m, n, k in bench.shapes]
+    return math.exp(sum(f * math.log(k) for f, (_, _, k) in zip(flops, bench.shapes)) / sum(flops))
+
+
+def k_curve(kernels: tuple[GemmKernel, ...], hopper: Curve) -> Curve:
+    """The Blackwell points and sums of ``kernels`` as a monotone curve in K, Hopper's fall below its smallest K."""
+    rows = [(p.k, point_efficiency(p)) for p in blackwell_points(*kernels)]
+    rows += [(sum_k(s), sum_efficiency(s)) for s in blackwell_sums(*kernels)]
+    return extend_down(monotone_mean(rows), hopper, K_SCALE)
+
+
+def blackwell_gemm_table() -> GemmEfficiencyTable:
+    """BF16, FP8 per-tensor and MXFP8 (= FP8 blockwise) curves from Blackwell's points; Hopper's rows factors."""
+    hopper = HOPPER_GEMM_TABLE
+    bf16 = k_curve((GemmKernel.BF16_DENSE,), hopper.bf16.by_k)
+    tensorwise = k_curve((GemmKernel.FP8_TENSORWISE_DENSE,), hopper.fp8_tensorwise.by_k)
+    mxfp8 = KernelCurve(
+        k_curve((GemmKernel.MXFP8_DENSE, GemmKernel.MXFP8_GROUPED), hopper.fp8_blockwise.by_k),
+        hopper.fp8_blockwise.rows_factor,
+    )
+    return GemmEfficiencyTable(
+        bf16=KernelCurve(bf16, hopper.bf16.rows_factor),
+        fp8_tensorwise=KernelCurve(tensorwise, hopper.fp8_tensorwise.rows_factor),
+        fp8_blockwise=mxfp8,
+        fp8_mxfp8=mxfp8,
+        source="simulator/costs/blackwell_points.py: MAMF 744d01e (B200, GB200, B300; BF16, FP8); TransformerEngine "
+        "d0067d0d gemm_profiling (B300); pytorch/ao #2427 (B200); torchao moe_training README 0b1bb117 (B200 MXFP8 "
+        "grouped); below the smallest K and by rows per group, Hopper's (assumed)",
+    )
+
+
+BLACKWELL_GEMM_TABLE = blackwell_gemm_table()
+
+
+def _hopper_peak(family: str) -> float:
+    """The highest forward TFLOP/s of a Hopper family's head-dim-128 rows: what a Blackwell peak is matched to."""
+    return max(max(v) for (f, d, _, h), v in ATTENTION_TFLOPS.items() if (f, d, h) == (family, "fwd", 128))
+
+
+# Blackwell attention families: (the Hopper family whose shape dependence is used, Blackwell TFLOP/s over Hopper
+# TFLOP/s). FA4: its 1613 TFLOP/s peak matched to FA3's head-dim-128 forward peak (648). cuDNN: 1613 / 1.3, FA4's
+# peak read as its largest gain over cuDNN 9.13 (where the gain is smaller cuDNN is nearer FA4: a lower bound),
+# matched to the Hopper cuDNN head-dim-128 peak (617). FA2: its SM80 kernel does not use Blackwell's tensor-core
+# (tcgen05) instructions; assumed as fast in TFLOP/s as on Hopper.
+BLACKWELL_ATTENTION: dict[str, tuple[str, float]] = {
+    "fa3": ("fa3", FA4_PEAK_TFLOPS / _hopper_peak("fa3")),  # FA3 is SM90-only: FlashAttention's Blackwell kernel, FA4
+    "cudnn": ("cudnn", FA4_PEAK_TFLOPS / FA4_OVER_CUDNN / _hopper_peak("cudnn")),
+    "fa2": ("fa2", 1.0),
+}
+BLACKWELL_ATTENTION_SOURCE = FA4_SOURCE + "; shapes from the FlashAttention-3 paper's Hopper figures (assumed)"
+
+
+def blackwell_attention_efficiency(family: str, backward: bool, causal: bool, head_dim: float, seq_len: float) -> float:
+    """Fraction of B200's BF16 peak an attention kernel reaches at a shape (the same fraction on a GB200)."""
+    if family not in BLACKWELL_ATTENTION:
+        raise ValueError(
+            f"attention kernel family on Blackwell must be one of {tuple(BLACKWELL_ATTENTION)}, got {family!r}"
+        )
+    hopper_family, ratio = BLACKWELL_ATTENTION[family]
+    hopper = attention_efficiency(hopper_family, backward, causal, head_dim, seq_len)
+    return hopper * HOPPER_SXM.peak_bf16_tflops * ratio / B200.peak_bf16_tflops

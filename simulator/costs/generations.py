@@ -1,0 +1,57 @@
+"""The kernel tables of each GPU generation: which published measurements time a GPU's GEMMs and attention.
+
+A registry keyed by the GPU spec's typed ``generation`` (topologies.hardware.GpuGeneration): adding a generation
+adds one entry here. Hopper's tables are its own measurements (simulator.costs.gemm_efficiency); Blackwell's are
+Blackwell's (simulator.costs.blackwell_tables); Ampere has none published per shape and uses Hopper's (assumed, as
+before the registry). A calibration that fixes a GEMM table (Calibration.gemm_efficiency: toy tests, what-ifs)
+overrides the generation's.
+
+No Blackwell run is in the validation corpus (``moesim validate``): on a Blackwell GPU a prediction rests on these
+kernel tables alone, and ``moesim run`` says so (experiments/common/error_band.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simulator.costs.blackwell_tables import (
+    BLACKWELL_ATTENTION_SOURCE,
+    BLACKWELL_GEMM_TABLE,
+    blackwell_attention_efficiency,
+)
+from simulator.costs.calibration import Calibration
+from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, attention_efficiency
+from topologies.hardware import GpuGeneration, GpuSpec
+
+# (family, backward, causal, head dim, per-sequence length) -> fraction of the GPU's BF16 peak
+AttentionTable = Callable[[str, bool, bool, float, float], float]
+
+
+@dataclass(frozen=True)
+class KernelTables:
+    """One generation's published kernel tables."""
+
+    gemm: GemmEfficiencyTable
+    attention: AttentionTable
+    attention_source: str
+
+
+_HOPPER = KernelTables(HOPPER_GEMM_TABLE, attention_efficiency, "FlashAttention-3 paper (arXiv 2407.08608) Figs. 5-6")
+KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
+    GpuGeneration.AMPERE: _HOPPER,  # none published per shape for the A100: Hopper's, assumed
+    GpuGeneration.HOPPER: _HOPPER,
+    GpuGeneration.BLACKWELL: KernelTables(
+        BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE
+    ),
+}
+
+
+def kernel_tables(generation: GpuGeneration) -> KernelTables:
+    """The tables of ``generation``."""
+    return KERNEL_TABLES[generation]
+
+
+def gemm_table(gpu: GpuSpec, cal: Calibration) -> GemmEfficiencyTable:
+    """The GEMM table that times ``gpu``'s GEMMs: the calibration's where it fixes one, else the generation's."""
+    return cal.gemm_efficiency if cal.gemm_efficiency is not None else KERNEL_TABLES[gpu.generation].gemm

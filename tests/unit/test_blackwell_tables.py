@@ -1,0 +1,164 @@
+"""Blackwell's kernel tables (simulator.costs.blackwell_tables, generations): published points come back, worked
+out by hand; Hopper GPUs keep Hopper's tables; the GPU's typed generation picks them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiments.common.error_band import KnownError, Mechanisms, band_for, generation_of
+from simulator.costs.attention_cost import attention_op_efficiency
+from simulator.costs.blackwell_points import B300, BLACKWELL_SUMS, blackwell_points
+from simulator.costs.blackwell_tables import (
+    BLACKWELL_GEMM_TABLE,
+    K_SCALE,
+    blackwell_attention_efficiency,
+    sum_efficiency,
+)
+from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.costs.collective_efficiency import Link, hybridep_efficiency, nvls_all_reduce_efficiency
+from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency, point_efficiency
+from simulator.costs.gemm_points import GemmKernel
+from simulator.costs.generations import gemm_table
+from simulator.costs.kernels import attention_time_s, deepep_efficiency, gemm_time_s, tensor_core_derate
+from topologies.errors import ConfigError
+from topologies.hardware import GpuGeneration, GpuSpec, gpu_preset
+from workloads.ops import AttentionShape, Gemm, GemmPrecision
+
+CAL = DEFAULT_CALIBRATION
+
+
+def test_presets_carry_their_generation() -> None:
+    assert {name: gpu_preset(name).generation for name in ("h800", "h100", "h200", "h20", "a100", "b200", "gb200")} == {
+        "h800": GpuGeneration.HOPPER,
+        "h100": GpuGeneration.HOPPER,
+        "h200": GpuGeneration.HOPPER,
+        "h20": GpuGeneration.HOPPER,
+        "a100": GpuGeneration.AMPERE,
+        "b200": GpuGeneration.BLACKWELL,
+        "gb200": GpuGeneration.BLACKWELL,
+    }
+    assert (
+        generation_of("gb200") == "blackwell" and generation_of("h800") == "hopper" and generation_of("x9") == "other"
+    )
+
+
+def test_a_gpu_mapping_names_its_generation() -> None:
+    fields = dict(gpu_preset("b200").__dict__, name="my-b200")
+    assert GpuSpec(**{**fields, "generation": "Blackwell"}).generation == GpuGeneration.BLACKWELL
+    with pytest.raises(ConfigError, match="generation: must be one of ampere, hopper, blackwell"):
+        GpuSpec(**{**fields, "generation": "rubin"})
+
+
+def test_hopper_gpus_keep_hopper_tables() -> None:
+    """The registry hands a Hopper GPU the table it had before generations existed: the same GEMM and attention
+    times as with the Hopper table fixed in the calibration."""
+    fixed = CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)
+    for name in ("h800", "h100", "a100"):
+        gpu = gpu_preset(name)
+        assert gemm_table(gpu, CAL) is HOPPER_GEMM_TABLE
+        for precision in GemmPrecision:
+            gemm = Gemm(4096, 2048, 7168, groups=8, precision=precision)
+            assert gemm_time_s(gemm, gpu, CAL) == gemm_time_s(gemm, gpu, fixed)
+    shape = AttentionShape(128, 128, 4096)
+    assert attention_op_efficiency(shape, False, CAL, GpuGeneration.HOPPER) == attention_efficiency(
+        "fa3", False, True, 128, 4096
+    )
+
+
+def test_blackwell_gpus_get_blackwell_tables_and_a_fixed_table_overrides() -> None:
+    b200 = gpu_preset("b200")
+    assert gemm_table(b200, CAL) is BLACKWELL_GEMM_TABLE
+    assert gemm_table(b200, CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)) is HOPPER_GEMM_TABLE
+    # a compute-bound BF16 GEMM on the B200 preset by hand: 64 x 64 tiles of 128 x 128 = 4096 tiles, 28 waves of 148
+    # SMs; a tile is 2 x 128 x 128 x 8192 FLOPs at the SM's share of 2.25 PFLOP/s x the table's efficiency x derate
+    efficiency = BLACKWELL_GEMM_TABLE.tile_efficiency(8192, GemmPrecision.BF16)
+    tile_s = 2 * 128 * 128 * 8192 / (2.25e15 / 148 * efficiency * tensor_core_derate(CAL))
+    assert gemm_time_s(Gemm(8192, 8192, 8192), b200, CAL) == pytest.approx(28 * tile_s + CAL.kernel_overhead_s)
+
+
+def test_the_mxfp8_grouped_point_comes_back() -> None:
+    """torchao's B200 MXFP8 grouped GEMM, (131072, 7168) @ (8, 7168, 2048) in 1838.1 us: 8 groups of 16,384 rows,
+    128 x 16 tiles each, 16,384 tiles in 111 waves of 148 SMs; above the smaller-K point, so the curve keeps it."""
+    tflops = 2 * 131072 * 7168 * 2048 / 1838.1e-6 / 1e12
+    expected = tflops / 4500 / (16384 / (111 * 148))
+    assert BLACKWELL_GEMM_TABLE.tile_efficiency(7168, GemmPrecision.FP8_MXFP8) == pytest.approx(expected, rel=1e-12)
+    # FP8 blockwise runs as MXFP8 on Blackwell (TransformerEngine gemm_profiling.rst)
+    assert BLACKWELL_GEMM_TABLE.fp8_blockwise is BLACKWELL_GEMM_TABLE.fp8_mxfp8
+
+
+def test_the_te_layer_sum_comes_back() -> None:
+    """TE's B300 MXFP8 per-layer total, 7.161 ms kernel-only: the 12 GEMMs at the curve's efficiency at the sum's K
+    take that time (the sum is the largest K of the MXFP8 points, kept by the monotone fit)."""
+    mxfp8 = next(s for s in BLACKWELL_SUMS if s.kernel == GemmKernel.MXFP8_DENSE)
+    tflops_per_sm = 4500e12 / B300.sms
+    total_s = 0.0
+    for m, n, k in mxfp8.shapes:
+        tiles = math.ceil(m / 128) * math.ceil(n / 128)
+        efficiency = BLACKWELL_GEMM_TABLE.tile_efficiency(16384, GemmPrecision.FP8_MXFP8)  # flat past the last K
+        total_s += math.ceil(tiles / B300.sms) * 2 * 128 * 128 * k / (tflops_per_sm * efficiency)
+    assert total_s == pytest.approx(7.161e-3, rel=1e-9)
+    # 19.17 TFLOP in 7.161 ms is 2.68 PFLOP/s, 0.595 of 4.5; the partial last waves (each GEMM 97-100% full on 160
+    # SMs) leave the full-wave efficiency a little above that
+    assert 19.1727e12 / 7.161e-3 / 4500e12 < sum_efficiency(mxfp8) < 19.1727e12 / 7.161e-3 / 4500e12 / 0.97
+
+
+def test_blackwell_bf16_sits_among_its_points() -> None:
+    """From K = 1,024 up the published BF16 points do not rise with K: the monotone fit is their pooled level, inside
+    their range (0.63-0.79 of peak), under Hopper's at large K (0.83)."""
+    points = [point_efficiency(p) for p in blackwell_points(GemmKernel.BF16_DENSE)]
+    for k in (1024, 2048, 4096, 16384):
+        assert min(points) < BLACKWELL_GEMM_TABLE.tile_efficiency(k, GemmPrecision.BF16) < max(points)
+    assert BLACKWELL_GEMM_TABLE.tile_efficiency(16384, GemmPrecision.BF16) < HOPPER_GEMM_TABLE.tile_efficiency(
+        16384, GemmPrecision.BF16
+    )
+    # below the smallest published K (1,024) it falls as Hopper's does at the K of equal main-loop time, 0.49 K:
+    # Hopper's K = 256 point lands at 256 / K_SCALE, scaled by Hopper's fall from 0.49 x 1,024 to 256
+    hopper, blackwell = HOPPER_GEMM_TABLE.bf16, BLACKWELL_GEMM_TABLE.bf16
+    ratio = blackwell.efficiency(256 / K_SCALE) / blackwell.efficiency(1024)
+    assert ratio == pytest.approx(hopper.efficiency(256) / hopper.efficiency(K_SCALE * 1024), rel=1e-12)
+    assert K_SCALE == pytest.approx((989 / 132) / (2250 / 148))
+
+
+def test_attention_levels_reproduce_fa4_and_cudnn() -> None:
+    """FA4's 1613 TFLOP/s on B200 at FA3's best head-dim-128 forward shape (16k, no mask); cuDNN 9.13 at 1613 / 1.3
+    at the Hopper cuDNN's best (2k, no mask)."""
+    assert blackwell_attention_efficiency("fa3", False, False, 128, 16384) == pytest.approx(1613 / 2250, rel=1e-12)
+    assert blackwell_attention_efficiency("cudnn", False, False, 128, 2048) == pytest.approx(1613 / 1.3 / 2250)
+    # FA2 (an SM80 kernel) runs at Hopper's TFLOP/s
+    assert blackwell_attention_efficiency("fa2", True, False, 128, 4096) == pytest.approx(310 / 2250)
+    shape = AttentionShape(128, 128, 16384, causal=False)
+    b200 = gpu_preset("b200")
+    expected = 1e15 / (2.25e15 * 1613 / 2250 * tensor_core_derate(CAL)) + CAL.kernel_overhead_s
+    assert attention_time_s(1e15, False, b200, CAL, shape) == pytest.approx(expected)
+
+
+def test_nvlink5_collectives() -> None:
+    assert gpu_preset("b200").nvlink_bandwidth_Bps == gpu_preset("gb200").nvlink_bandwidth_Bps == 680e9
+    assert nvls_all_reduce_efficiency("gb200", 8) == pytest.approx(850 / 680)
+    assert nvls_all_reduce_efficiency("h800", 8) == pytest.approx(215 / 160)  # Hopper's unchanged
+    assert nvls_all_reduce_efficiency("h100", 8) == pytest.approx(480 / 370)
+    assert deepep_efficiency(Link.NVLINK, GpuGeneration.BLACKWELL) == pytest.approx(2 / (680 / 643 + 680 / 675))
+    assert deepep_efficiency(Link.NVLINK) == pytest.approx(2 / (160 / 153 + 160 / 158))
+    assert deepep_efficiency(Link.NIC, GpuGeneration.BLACKWELL) == deepep_efficiency(Link.NIC) == 1.0
+
+
+def test_a_blackwell_prediction_says_no_blackwell_run_is_validated() -> None:
+    hopper = Mechanisms(True, "deepep", "hopper", "bf16", "1f1b")
+    known = [KnownError(f"h{i}", hopper, e) for i, e in enumerate([0.1, 0.2, -0.1, 0.0, 0.05, 0.15])]
+    band = band_for(hopper._replace(generation="blackwell"), known)
+    assert (
+        band.note.startswith("no blackwell run is in the validation corpus") and "blackwell kernel tables" in band.note
+    )
+    assert band.to_json()["note"] == band.note and "generation" not in band.matched
+    assert band_for(hopper, known).note == ""
+
+
+def test_hybridep_nvlink5_rates() -> None:
+    """HybridEP's GB200 NVL kernel rates (README_Hybrid-EP.md, 32 SMs): 764.03 / 737.13 GB/s at 8 ranks over NCCL's
+    680; 20 ranks read at the 24-rank row; beyond 36 the 36-rank row; none for a GPU without a table."""
+    assert hybridep_efficiency("gb200", 8) == pytest.approx(2 / (680 / 764.03 + 680 / 737.13))
+    assert hybridep_efficiency("gb200", 20) == pytest.approx(2 / (680 / 665.97 + 680 / 639.80))
+    assert hybridep_efficiency("gb200", 64) == hybridep_efficiency("gb200", 36)
+    assert hybridep_efficiency("h100", 8) is None
