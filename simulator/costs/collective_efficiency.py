@@ -78,8 +78,8 @@ EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
         "deepseek-ai/DeepEP README, internode combine: 43-58 GB/s RDMA for EP 16-64, the NIC's NCCL rate",
     ),
 }
-# NCCL's all-to-all over NVLink has no published bus bandwidth for 8 H800 at these message sizes: it stays the
-# declared assumption Calibration.all_to_all_efficiency (MegaScale-MoE Fig. 7), the one entry not in the table.
+# NCCL's all-to-all over NVLink: Calibration.all_to_all_efficiency (1.0: "non-allreduce operations" reach the
+# ring's bus bandwidth, NVIDIA/nccl-tests#212), kept there so that what-ifs can vary it.
 
 
 # NCCL's all-reduce inside an NVSwitch node with NVLink SHARP (NVLS: the switch reduces, the default for

@@ -7,9 +7,11 @@ gathered tokens, runs them, unpermutes, and reduce-scatters the outputs back (to
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
 from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, quant_padding, unpermute
-from workloads.ops import ALL_GATHER, BYTES_BF16, REDUCE_SCATTER, Group, Module, Step, Transport, comm_step
+from workloads.ops import ALL_GATHER, BYTES_BF16, REDUCE_SCATTER, Step, Transport
 
 
 class AllgatherDispatcher(TokenDispatcher):
@@ -29,9 +31,13 @@ class AllgatherDispatcher(TokenDispatcher):
         fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
         fuse_combine = "" if ctx.etp > 1 else "prev"
         pad, unpad = quant_padding(ctx)
+        gather = ep_collective(ctx, "ep_ag_dispatch", ALL_GATHER, Transport.NCCL, dispatch=True, fuse=fuse_dispatch)
+        meta = 1 + ctx.num_experts * (1 + BYTES_PROB) / (ctx.hidden * BYTES_BF16)
         return [
-            *self._metadata_gathers(ctx),
-            ep_collective(ctx, "ep_ag_dispatch", ALL_GATHER, Transport.NCCL, dispatch=True, fuse=fuse_dispatch),
+            # the routing map (bool) and the probs (FP32) are gathered in their own NCCL calls before the tokens;
+            # their bytes (1 + 4 per expert per token) are counted in the tokens' all-gather, without their
+            # latency (workloads/dispatchers/steps.py token_count_exchange says why)
+            replace(gather, comm_bytes=gather.comm_bytes * meta, nic_bytes=gather.nic_bytes * meta),
             *host_sync(ctx),
             permute(ctx),
             *experts.shared,
@@ -43,31 +49,3 @@ class AllgatherDispatcher(TokenDispatcher):
             unpermute(ctx),
             ep_collective(ctx, "ep_rs_combine", REDUCE_SCATTER, Transport.NCCL, dispatch=False, fuse=fuse_combine),
         ]
-
-    @staticmethod
-    def _metadata_gathers(ctx: MoeContext) -> list[Step]:
-        """The routing map (bool, no gradient) and the probs (FP32; reduce-scattered back in backward), gathered
-        like the hidden states: the tokens' bytes scaled by a map's or a prob row's width over a token's."""
-        if ctx.degree <= 1:
-            return []
-        row = ctx.hidden * BYTES_BF16
-        out = []
-        for name, width, backward in (
-            ("ep_ag_routing_map", ctx.num_experts, False),
-            ("ep_ag_probs", ctx.num_experts * BYTES_PROB, True),
-        ):
-            scale = width / row
-            out.append(
-                comm_step(
-                    name,
-                    ALL_GATHER,
-                    Group.EP,
-                    comm_bytes=ctx.nvlink_bytes * scale,
-                    nic_bytes=ctx.nic_bytes * scale,
-                    group_size=ctx.degree,
-                    module=Module.MOE,
-                    transport=Transport.NCCL,
-                    **({} if backward else {"bwd_kernels": 0}),
-                )
-            )
-        return out

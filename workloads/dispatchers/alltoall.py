@@ -1,12 +1,13 @@
 """Megatron-Core's alltoall dispatcher (--moe-token-dispatcher-type alltoall; MoEAlltoAllTokenDispatcher,
 megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd, lines 338-866), as issued:
 
-1. preprocess: per-expert counts, their all-gather over the TP x EP group, the splits (token_count_exchange);
+1. preprocess: per-expert counts and the splits (token_count_exchange; their all-gather over the TP x EP group
+   is not emitted yet, workloads/dispatchers/steps.py says why);
 2. the counts copied to the host on a side stream and waited for before the all-to-all, whose NCCL call takes
    the splits as host lists ("before_ep_alltoall"); none under drop-and-pad (layout.host_sync_per_moe_layer);
 3. permutation 1: one row per (token, routed expert), TE's moe_permute when fused;
 4. the EP all-to-all of the rows and a second one of their probs (NCCL: every routed copy to its expert's
-   rank, no deduplication per rank or node);
+   rank, no deduplication per rank or node; the probs' bytes counted inside the rows' call);
 5. permutation 2 with more than one local expert: sort_chunks_by_idxs to expert-major order;
 6. the experts (TEGroupedMLP, FP8 padding around them), sort_chunks back, the combine all-to-all, and the
    unpermutation that sums each token's copies weighted by its probs.
@@ -19,7 +20,6 @@ from workloads.dispatchers.steps import (
     ep_collective,
     host_sync,
     permute,
-    probs_all_to_all,
     quant_padding,
     sort_chunks,
     token_count_exchange,
@@ -52,8 +52,9 @@ class AlltoallDispatcher(TokenDispatcher):
             *(token_count_exchange(ctx) if multi and ctx.host_sync else []),
             *host_sync(ctx),
             permute(ctx),
-            ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch),
-            *([probs_all_to_all(ctx)] if ctx.degree > 1 else []),
+            ep_collective(
+                ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch, probs=True
+            ),
             *sort_chunks(ctx, "sort_chunks"),
             *experts.shared,
             *experts.etp_gather,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from workloads.dispatchers.base import MoeContext
 from workloads.ops import (
-    ALL_GATHER,
-    ALL_TO_ALL,
     BYTES_BF16,
     HOST_SYNC,
     MEMORY,
@@ -45,16 +43,28 @@ def kernels_passes(fused: bool) -> tuple[int, int]:
 
 
 def ep_collective(
-    ctx: MoeContext, name: str, collective: str, transport: Transport, *, dispatch: bool, fuse: str = ""
+    ctx: MoeContext,
+    name: str,
+    collective: str,
+    transport: Transport,
+    *,
+    dispatch: bool,
+    fuse: str = "",
+    probs: bool = False,
 ) -> Step:
-    """The dispatch (``dispatch``) or the combine: the plan's bytes, over every rank of the EP group.
+    """The dispatch (``dispatch``) or the combine: the plan's bytes, over every rank of the EP group. ``probs``:
+    the router's probs of every row go too (MoEAlltoAllTokenDispatcher.token_dispatch's second NCCL all-to-all,
+    one FP32 per row beside h BF16 elements: the rows' bytes times 1 + 4 / 2h, and the same in its backward);
+    counted inside the tokens' all-to-all, without the second call's latency (about 12 us in a node), for the
+    reason token_count_exchange gives.
 
     group_size is every rank of the EP group, wherever it sits: a pairwise exchange takes one step per peer
     (Thakur et al. 2005, Sec. 3.6), and counting only a node's members made one 64-rank exchange cost 7 steps
     over 8 nodes but 63 in one node, so bigger nodes looked slower (issue #13)."""
+    scale = 1 + BYTES_PROB / (ctx.hidden * BYTES_BF16) if probs else 1.0
     common = {
-        "comm_bytes": ctx.nvlink_bytes,
-        "nic_bytes": ctx.nic_bytes,
+        "comm_bytes": ctx.nvlink_bytes * scale,
+        "nic_bytes": ctx.nic_bytes * scale,
         "group_size": ctx.degree,
         "module": M,
         "transport": transport,
@@ -65,23 +75,6 @@ def ep_collective(
             name, collective, Group.EP, sar_recompute=True, routed_copies=True, carries=Carries.INTO_GEMM, **common
         )
     return comm_step(name, collective, Group.EP, carries=Carries.OUT_OF_GEMM, **common)
-
-
-def probs_all_to_all(ctx: MoeContext) -> Step:
-    """MoEAlltoAllTokenDispatcher.token_dispatch's second NCCL all-to-all: the permuted probs (one FP32 per row
-    beside h BF16 elements, so the rows' bytes scaled by 4 / 2h), and its transpose in backward."""
-    scale = BYTES_PROB / (ctx.hidden * BYTES_BF16)
-    return comm_step(
-        "ep_a2a_dispatch_probs",
-        ALL_TO_ALL,
-        Group.EP,
-        comm_bytes=ctx.nvlink_bytes * scale,
-        nic_bytes=ctx.nic_bytes * scale,
-        group_size=ctx.degree,
-        sar_recompute=True,
-        module=M,
-        transport=Transport.NCCL,
-    )
 
 
 def permute(ctx: MoeContext) -> Step:
@@ -124,12 +117,14 @@ def host_sync(ctx: MoeContext) -> list[Step]:
 
 
 def token_count_exchange(ctx: MoeContext) -> list[Step]:
-    """MoEAlltoAllTokenDispatcher.preprocess, dropless: the counts kernels and the all-gather of every rank's
-    per-expert counts over the TP x EP group (gather_from_sequence_parallel_region, NCCL's all-gather of E int64
-    per rank), before the all-to-all's splits can go to the host. No backward (counts carry no gradient)."""
-    n = ctx.degree * ctx.tp
-    egress = (n - 1) * ctx.num_experts * BYTES_COUNT
-    nic = egress * ctx.nodes / n if ctx.nodes > 1 else 0.0
+    """MoEAlltoAllTokenDispatcher.preprocess, dropless: the counts kernels before the all-to-all's splits can go to
+    the host. No backward (counts carry no gradient).
+
+    Not emitted: the all-gather of every rank's per-expert counts over the TP x EP group between them
+    (gather_from_sequence_parallel_region, NCCL's all-gather of E int64 per rank: a few hundred bytes, so its
+    latency, 8.4 + 7 x 3.4 = 32 us in a node of 8 by NCCL's model). Megatron-Core's combined 1F1B
+    (workloads/graph/combined_1f1b.py) cuts a layer at exactly two EP collectives, its dispatch and combine; a
+    third would make the layer one piece and take EP overlap's gain away, so it waits for that cut to learn it."""
     return [
         Step(
             "ep_token_counts",
@@ -138,18 +133,7 @@ def token_count_exchange(ctx: MoeContext) -> list[Step]:
             kernels=COUNT_KERNELS,
             bwd_kernels=0,
             module=M,
-        ),
-        comm_step(
-            "ep_token_counts_ag",
-            ALL_GATHER,
-            Group.EP,
-            comm_bytes=egress - nic,
-            nic_bytes=nic,
-            group_size=n,
-            bwd_kernels=0,
-            module=M,
-            transport=Transport.NCCL,
-        ),
+        )
     ]
 
 
