@@ -88,11 +88,17 @@ def _dispatch(dispatcher: str):
 
 
 def test_layout_dispatch_op_carries_its_dispatcher_and_bytes() -> None:
-    """512 x 2,048 x 2 B = 2,097,152 B of tokens. NCCL: 6 x 1/2 = 3 copies over the NIC = 6,291,456 B;
+    """512 x 2,048 x 2 B = 2,097,152 B of tokens. NCCL: 6 x 1/2 = 3 copies over the NIC = 6,291,456 B (and the
+    probs, 4 B per 4,096 B row);
     DeepEP: D / 2 with D = 2 (1 - C(32,6) / C(64,6)) = 2 (1 - 906,192 / 74,974,368); NVLink 6 x 7/8 both."""
     tokens = 512 * 2048 * 2
     nccl, deepep = _dispatch("alltoall"), _dispatch("megascale")
-    assert (nccl.transport, nccl.nic_bytes, nccl.comm_bytes) == (Transport.NCCL, tokens * 3, tokens * 6 * 7 / 8)
+    probs = 1 + 4 / (2048 * 2)  # the alltoall dispatcher's probs (FP32 per row) ride in its token all-to-all
+    assert (nccl.transport, nccl.nic_bytes, nccl.comm_bytes) == (
+        Transport.NCCL,
+        pytest.approx(tokens * 3 * probs, rel=1e-12),
+        pytest.approx(tokens * 6 * 7 / 8 * probs, rel=1e-12),
+    )
     d = 2 * (1 - 906_192 / 74_974_368)
     assert deepep.transport == Transport.DEEPEP
     assert deepep.nic_bytes == pytest.approx(tokens * d / 2, rel=1e-12) and deepep.comm_bytes == tokens * 6 * 7 / 8
