@@ -32,7 +32,7 @@ from simulator.engine.timing import TaskTime, time_task
 from simulator.report.simulate import prepare
 from workloads.inputs.hf_config import model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
-from workloads.ops import Module
+from workloads.ops import Group, Module
 from workloads.schedules.base import BACKWARD, FORWARD, Task
 
 SOURCE = "NVIDIA/Megatron-LM@cf39a4dd:tests/functional_tests/test_cases/common/moe_perf/baseline.json"
@@ -138,8 +138,9 @@ def megatron_args(case: PerfCase) -> str:
 
 
 def _layer_span_s(task: TaskTime) -> float:
-    """From the first MoE-layer op's start to the last one's end (what the CUDA events around the layer see)."""
-    ops = [timed for timed in task.ops if timed.op.module in _LAYER_MODULES]
+    """From the first MoE-layer op's start to the last one's end (what the CUDA events around the layer see): its
+    compute ops by module, its collectives by group (the ops of collectives carry no module)."""
+    ops = [timed for timed in task.ops if timed.op.module in _LAYER_MODULES or timed.op.group == Group.EP]
     return max(timed.end_s for timed in ops) - min(timed.start_s for timed in ops)
 
 

@@ -108,6 +108,13 @@ def test_the_fitted_case_implies_the_fitted_residual():
     assert implied == pytest.approx(DEFAULT_CALIBRATION.compute_residual, abs=2e-3)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Issue 40: NCCL's all-to-all at its measured rate (Calibration.all_to_all_efficiency 1.0, the ring's "
+    "busBw, nvidia/nccl-tests#212, where 0.75 was assumed to place Fig. 7's crossover) speeds the SP+EP layouts' "
+    "all-to-alls against TP+TP's ring collectives: SP+EP+inter 1.264x (1.263x at the refit residual 0.8432) "
+    "against the paper's 1.22x; SP+EP 1.246x (was 1.221x), SP+EP+inter+intra 1.314x (1.28x).",
+)
 def test_table5_inter_overlap_step(table5_frame):
     frame = table5_frame
     assert frame.sim["sp-ep-inter"] == pytest.approx(frame.paper["sp-ep-inter"], abs=TABLE5_TOLERANCE)
@@ -120,8 +127,9 @@ def test_table5_intra_overlap_step(table5_frame):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="SP+EP alone gains 1.221x (paper 1.13x): per layer TP+TP's 10 exposed collectives of 58.7 MB take "
-    "3.99 ms at the measured 160 GB/s with NCCL's latency (147 GB/s in all) against SP+EP's 1.33 ms of "
+    reason="SP+EP alone gains 1.246x (paper 1.13x; 1.221x with the former all-to-all efficiency 0.75): per layer "
+    "TP+TP's 10 exposed collectives of 58.7 MB take "
+    "3.99 ms at the measured 160 GB/s with NCCL's latency (147 GB/s in all) against SP+EP's 1.33 ms (at 0.75) of "
     "all-to-alls; 1.13 would need them at 243 GB/s, above H800's 200 GB/s NVLink line rate "
     "(experiments/common/layer_costs.py, table5.py).",
 )

@@ -22,7 +22,7 @@ class AllgatherDispatcher(TokenDispatcher):
         return Wire.ALL_GATHER
 
     def cross_node_wire(self) -> Wire:
-        return Wire.PER_RANK  # the plan's cross-node bytes (workloads/ep/plan.py); not separately published
+        return Wire.ALL_GATHER
 
     def transport(self, nodes: int) -> Transport:
         return Transport.NCCL

@@ -4,7 +4,11 @@ megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd
 
 1. setup_metadata: ``torch.topk`` over the probs turns the routing map into per-token expert indices (1 kernel
    reading the FP32 probs, writing k indices and probs per token);
-2. DeepEP's fused dispatch (deepseek-ai/DeepEP: its layout and notify kernels, then the dispatch): one copy of
+2. DeepEP's fused dispatch (megatron/core/transformer/moe/fused_a2a.py FusedDispatch at cf39a4dd:
+   ``buffer.get_dispatch_layout`` then ``buffer.dispatch`` without ``num_worst_tokens``): the layout kernel,
+   the notify kernel that exchanges the counts, and a host wait for them (deepseek-ai/DeepEP csrc/deep_ep.cpp
+   intranode_dispatch / internode_dispatch: "Synchronize total received tokens and tokens per expert", a CPU
+   busy-wait on the mapped counters, skipped only with num_worst_tokens), then the dispatch kernel: one copy of
    a token per destination rank in a node, per destination node across nodes, on DeepEP's SMs;
 3. ``fused_indices_to_multihot`` (1 kernel) and the permutation of the received tokens into expert order,
    whose ``num_out_tokens=tokens_per_expert.sum().item()`` is the dispatcher's host sync (lines 1245-1270);
@@ -16,9 +20,19 @@ from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
 from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, quant_padding, unpermute
-from workloads.ops import ALL_TO_ALL, MEMORY, Module, Step, Transport
+from workloads.ops import ALL_TO_ALL, HOST_SYNC, MEMORY, Module, Step, Transport
 
 BYTES_INDEX = 8  # int64 expert indices (torch.topk)
+
+
+def dispatch_layout(ctx: MoeContext) -> list[Step]:
+    """get_dispatch_layout and notify_dispatch (2 kernels: the k indices per token read, per-rank and per-expert
+    counts and a token-in-rank bool map written) and the host's wait for the received counts before DeepEP can
+    size its receive buffers. Its backward (the combine's) reuses the handle: no layout, no wait."""
+    mem = ctx.routed * BYTES_INDEX + ctx.tokens * ctx.degree
+    layout = Step("deepep_layout_notify", MEMORY, mem_bytes=mem, kernels=2, bwd_kernels=0, module=Module.MOE)
+    wait = [Step("deepep_recv_count_sync", HOST_SYNC, module=Module.MOE)] if ctx.host_sync else []
+    return [layout, *wait]
 
 
 def topk_indices(ctx: MoeContext) -> Step:
@@ -62,6 +76,7 @@ class FlexDeepepDispatcher(TokenDispatcher):
         )
         return [
             topk_indices(ctx),
+            *dispatch_layout(ctx),
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
             *experts.shared,
             multihot,

@@ -158,7 +158,9 @@ def ep_plan(
 
     ``group_tokens``: the tokens of the g members of the group in one node (the all-gather's input).
     With ETP each expert's GEMM sees the etp members' copies: etp x the rows. The dispatcher's wire sets the
-    copies: across nodes one per remote copy (NCCL) or per remote node (DeepEP); inside one node one per copy
+    copies: across nodes one per remote copy (NCCL), per remote node (DeepEP), or every member's tokens (an
+    all-gather over the whole group, each GPU sending n - 1 token blocks of which N / n cross the NIC, as a ring's
+    hops do); inside one node one per copy
     (Eq. 3), the g members' tokens (``all_gather``), or one per destination rank (DeepEP and HybridEP:
     ``rank_copies``).
     """
@@ -172,7 +174,11 @@ def ep_plan(
     if dropless and stats is not None:  # dropless: the busiest GPU's copies, no padding
         rows = math.ceil(stats.busiest_copies * etp / experts_local)
     wire = DISPATCHERS[dispatcher].cross_node_wire()
-    if degree > g and wire == Wire.PER_COPY:  # across nodes, NCCL: NIC once per remote copy
+    if degree > g and wire == Wire.ALL_GATHER:  # across nodes, NCCL's ring all-gather of every member's tokens
+        egress = (degree - 1) * tokens_local * hidden_size * BYTES_BF16
+        nic = egress * nodes / degree  # the ring crosses the node boundary at N of its n hops
+        nvlink, all_gather = egress - nic, True
+    elif degree > g and wire == Wire.PER_COPY:  # across nodes, NCCL: NIC once per remote copy
         cross = nccl_all_to_all_bytes(tokens_local, hidden_size, top_k, degree, ranks_per_node)
         nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
     elif degree > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
