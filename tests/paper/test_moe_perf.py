@@ -77,3 +77,11 @@ def test_the_alltoall_penalty_follows_the_routing(simulated):
             assert ratio == pytest.approx(measured[a2a][d] / measured[hybrid][d], rel=PENALTY_TOLERANCE)
     fp8 = simulated["deepseek_a2a_tp1ep8_fp8"][0] / simulated["deepseek_hybridep_tp1ep8_fp8"][0]
     assert fp8 == pytest.approx(1.323, rel=1e-2)  # measured 7.609 / 5.143 = 1.480
+
+
+def test_it_is_a_reproduction_target():
+    from experiments.paper.reproduce import REPRODUCTIONS
+    from experiments.paper.targets import TARGETS
+    from experiments.validation import moe_perf
+
+    assert REPRODUCTIONS["moe-perf"] is moe_perf.run and "moe-perf" in TARGETS
