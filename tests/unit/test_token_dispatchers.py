@@ -152,3 +152,13 @@ def test_megascale_is_the_papers_dispatch() -> None:
     ]
     steps = DISPATCHERS["megascale"].layer_steps(CTX, EXPERTS)
     assert [(s.collective, s.fuse) for s in steps if s.collective] == [(ALL_TO_ALL, "next"), (ALL_TO_ALL, "prev")]
+
+
+def test_a_former_yaml_key_says_what_replaced_it(tmp_path) -> None:
+    from topologies.errors import ConfigError
+    from workloads.inputs.yaml_files import load_layout
+
+    path = tmp_path / "layout.yaml"
+    path.write_text("name: x\nep_dispatcher: alltoall\n")
+    with pytest.raises(ConfigError, match="^layout.ep_dispatcher: replaced by token_dispatcher"):
+        load_layout(path)
