@@ -91,13 +91,15 @@ class Carries(Label):
     OUT_OF_GEMM = "out_of_gemm"  # a linear layer's output (combine, TP/ETP reduce-scatter): FP8 backward
 
 
-class EpDispatcher(Label):
-    """Who moves a cross-node EP all-to-all's tokens (workloads/ep/plan.py): DeepEP's kernels, one NIC copy per
-    destination node forwarded over NVLink (Megatron's flex dispatcher), or NCCL's all-to-all, one NIC copy
-    per routed expert on another node (Megatron's alltoall dispatcher)."""
+class Transport(Label):
+    """Who moves an EP dispatch's or combine's bytes, which sets the rate and the SMs the simulator charges
+    (simulator/costs/kernels.py): NCCL's collectives (Megatron-Core's alltoall and allgather dispatchers,
+    MegaScale-MoE's own collectives inside a node), or DeepEP-class kernels (Megatron-Core's flex dispatcher,
+    DeepEP and HybridEP; MegaScale-MoE's and DeepSeek-V3's cross-node dispatch). A token dispatcher picks its
+    transport (workloads/dispatchers)."""
 
     DEEPEP = "deepep"
-    ALLTOALL = "alltoall"
+    NCCL = "nccl"
 
 
 class Module(Label):
@@ -234,7 +236,7 @@ class Op:
     tiles: int = 1  # fused ops: chunks the GEMM and collective are pipelined in
     nic_bytes: float = 0.0  # bytes each GPU sends over its NIC (cross-node EP), besides comm_bytes on NVLink
     module: Module = Module.NONE  # compute ops: the Megatron-Core submodule of their step
-    dispatcher: EpDispatcher = EpDispatcher.DEEPEP  # all-to-alls with nic_bytes: whose efficiency they run at
+    transport: Transport = Transport.NCCL  # EP all-to-alls: NCCL's or DeepEP-class kernels (rate and SMs)
 
     @property
     def is_comm(self) -> bool:
@@ -279,7 +281,7 @@ class Step:
     input_shards: int = 1
     grad_shards: int = 1
     module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)
-    dispatcher: EpDispatcher = EpDispatcher.DEEPEP  # cross-node EP all-to-alls: DeepEP's or NCCL's
+    transport: Transport = Transport.NCCL  # EP collectives: NCCL's or DeepEP-class kernels (workloads/dispatchers)
 
 
 def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0, **fields: object) -> Step:

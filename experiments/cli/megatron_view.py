@@ -3,6 +3,7 @@ flags, the memory terms of its peak stage, and the flags it ignored, in one line
 
 from __future__ import annotations
 
+from workloads.dispatchers.registry import DISPATCHERS
 from workloads.inputs.megatron_args import IgnoredArg
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.validation import data_parallel
@@ -18,9 +19,7 @@ _OPTIMIZER = {  # layout.zero_stage as Megatron's flags set it (workloads/inputs
 def _dispatcher(layout: LayoutSpec) -> str:
     if layout.ffn != "ep" or layout.ep_degree <= 1:
         return "no EP dispatcher"
-    if layout.ep_dispatcher == "alltoall":
-        return "--moe-token-dispatcher-type alltoall"
-    return f"--moe-token-dispatcher-type flex ({layout.flex_backend or 'deepep'})"
+    return DISPATCHERS[layout.token_dispatcher].megatron or "MegaScale-MoE's dispatcher (no Megatron-LM flag)"
 
 
 def _recompute(layout: LayoutSpec) -> str:

@@ -50,9 +50,8 @@ def dispatcher_of(model: ModelSpec, layout: LayoutSpec) -> str:
         return "allgather"
     if layout.intra_op_overlap:
         return "fused-a2a"
-    if layout.ep_dispatcher == "alltoall":
-        return "alltoall"
-    return "hybridep" if layout.flex_backend == "hybridep" else "deepep"
+    # MegaScale-MoE's dispatch without its fused GEMMs moves tokens DeepEP's way (workloads/dispatchers/megascale.py)
+    return {"alltoall": "alltoall", "flex-hybridep": "hybridep"}.get(layout.token_dispatcher, "deepep")
 
 
 def generation_of(gpu: GpuSpec | str) -> str:

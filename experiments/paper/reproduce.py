@@ -13,7 +13,7 @@ from experiments.common.results_md import calibration_section, write_section
 from experiments.common.shared_sims import sharing
 from experiments.common.unit_costs import cpu_s
 from experiments.paper import fig7, fig14, fig16, fig17, table3, table5, weak_scaling
-from experiments.validation import moe_layer, validate
+from experiments.validation import moe_layer, moe_perf, validate
 from experiments.validation.corpus import Case, load_cases
 
 REPRODUCTIONS = {
@@ -31,6 +31,7 @@ REPRODUCTIONS = {
     "validation": validate.run,  # published runs of other models, clusters and frameworks (moesim validate)
     "schedules": schedules.run,  # beyond the paper: DeepSeek-V3 under 1F1B, ZB1P, DualPipe, DualPipeV
     "moe-layer": moe_layer.run,  # beyond the paper: one MoE layer against SonicMoE's measured kernels (H100)
+    "moe-perf": moe_perf.run,  # beyond the paper: Megatron-LM's MoE perf test, three dispatchers on 8 H100
 }
 
 

@@ -10,9 +10,11 @@ from experiments.common.paths import write_text
 from experiments.search.answer import job_flags
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
+from workloads.dispatchers.registry import DISPATCHERS
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.megatron_pipeline import layout_text
 from workloads.inputs.yaml_files import layout_to_yaml, load_model, model_to_yaml
+from workloads.ops import Transport
 from workloads.specs.layouts import LayoutSpec
 
 
@@ -117,7 +119,8 @@ def caveats(layout: LayoutSpec, gpus_per_node: int) -> list[str]:
     lines = []
     if layout.tp_comm_overlap and layout.intra_size == 1:  # Megatron-LM refuses it at TP 1
         lines.append("and drop the job's --tp-comm-overlap: Megatron-LM needs TP > 1 with --sequence-parallel for it")
-    if layout.ep_overlap and layout.ep_dispatcher == "alltoall" and layout.ep_degree > gpus_per_node:
+    nccl = DISPATCHERS[layout.token_dispatcher].transport(2) == Transport.NCCL  # its cross-node transport
+    if layout.ep_overlap and nccl and layout.ep_degree > gpus_per_node:
         lines.append(
             "caution: it overlaps NCCL's all-to-all across nodes, which the simulator credits more than measured "
             "(moesim validate: the matched pair bridge-ab-qwen3-30b-a3b-bf16-alltoall-epoverlap); check the "

@@ -95,12 +95,16 @@ class Calibration:
     # 26.1 us on an RTX 3090 (jingyaogong/minimind PR #837), 31-32 us for 4 bytes on an RTX 5090 (kekzl/imp
     # #1654). Until stop 35: 50 us, assumed.
     host_sync_s: float = 16e-6
-    # NCCL all-to-all over NVLink reaches a lower fraction of link bandwidth than ring AG/RS (it talks to
-    # every peer at once). Declared assumption: 0.75, the value at which AG/RS wins from top-k = 7 on in
-    # MegaScale-MoE Fig. 7; Fig. 7's crossover is therefore not an independent prediction. It applies to
-    # in-node NCCL all-to-alls only: over the NIC and for DeepEP each collective has its own published
-    # efficiency (simulator/costs/collective_efficiency.py).
-    all_to_all_efficiency: float = 0.75
+    # NCCL's all-to-all over NVLink, relative to the NVLink capacity of topologies.hardware, which is already NCCL's
+    # effective rate (H100 360 GB/s of the 450 line rate; H800 160): "450GB/s is the line rate. With the protocol
+    # overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s, which you can observe as "BusBw" when
+    # running non-allreduce operations, or when running with NCCL_ALGO=RING" (sjeaugey, NCCL's maintainer,
+    # NVIDIA/nccl-tests#212, 2024-05-06): an all-to-all reaches the ring's bus bandwidth, 0.82 of line rate, i.e.
+    # 1.0 of the capacity here (0.82 again would count the protocol overhead twice). Until issue 40 it was 0.75, a
+    # declared assumption chosen to place MegaScale-MoE Fig. 7's crossover at top-7 (experiments/paper/fig7.py).
+    # It applies to NCCL's all-to-alls in a node (and the NVLink part of one across nodes); over the NIC and for
+    # DeepEP each collective has its own published efficiency (simulator/costs/collective_efficiency.py).
+    all_to_all_efficiency: float = 1.0
     ring_efficiency: float = 1.0  # ring AG/RS at the measured NVLink/NIC rates of topologies.hardware
     # A collective's latency (simulator.costs.kernels.collective_latency_s): NCCL's own model, a fixed cost per
     # collective and per step the link's latency, the network's here and NVLink's the GPU's nvlink_latency_s
@@ -159,7 +163,7 @@ SOURCES: dict[str, str] = {
     "collective_base_latency_s": "NCCL src/graph/tuning.cc baseLat, Ring / Simple: 8.4 us per collective",
     "net_step_latency_s": "NCCL src/graph/tuning.cc hwLat[NET], Ring / Simple: 14 us per step over the network",
     "host_sync_s": "modelscope/ms-swift PR #10164: 16 us per device-to-host sync on 8 x A800-SXM4 (an upper bound)",
-    "all_to_all_efficiency": "declared assumption consistent with MegaScale-MoE Fig. 7's crossover",
+    "all_to_all_efficiency": "NVIDIA/nccl-tests#212 (sjeaugey): non-all-reduce collectives reach NCCL's ring busBw, the NVLink capacity",
     "ring_efficiency": "ring AG/RS at the measured NVLink / NIC rates (topologies/hardware.py)",
     "comm_sms_nccl": "NVIDIA/nccl #892: 16 channels on an 8-GPU H800 node; NCCL docs NCCL_MIN_CTAS",
     "comm_sms_deepep": "DeepSeek-V3 report Sec. 3.2.2 (20 of 132 SMs); Megatron-Core moe_deepep_num_sms",

@@ -80,9 +80,9 @@ EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
         "deepseek-ai/DeepEP README, internode combine: 43-58 GB/s RDMA for EP 16-64, the NIC's NCCL rate",
     ),
 }
-# NCCL's all-to-all over NVLink has no published bus bandwidth for 8 H800 at these message sizes: it stays the
-# declared assumption Calibration.all_to_all_efficiency (MegaScale-MoE Fig. 7), the one entry not in the table.
-# Nor for NVLink 5 (no nccl-tests alltoall_perf on B200 / GB200 found): Blackwell's NCCL all-to-all uses the same.
+# NCCL's all-to-all over NVLink: Calibration.all_to_all_efficiency (1.0: "non-allreduce operations" reach the
+# ring's bus bandwidth, NVIDIA/nccl-tests#212), kept there so that what-ifs can vary it. No nccl-tests alltoall_perf
+# on NVLink 5 (B200 / GB200) was found: Blackwell's NCCL all-to-all uses the same.
 
 # NCCL's bus bandwidth on NVLink 5 (topologies.hardware b200 / gb200 nvlink_bandwidth_Bps): DeepEP's Blackwell
 # numbers below are relative to it.

@@ -20,12 +20,12 @@ from workloads.ops import (
     HOST_SYNC,
     MEMORY,
     AttentionShape,
-    EpDispatcher,
     Gemm,
     GraphPart,
     Group,
     GroupedDim,
     Op,
+    Transport,
 )
 from workloads.specs.precision import DTYPE_BYTES
 
@@ -137,17 +137,17 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
 
 
 def collective_wire_bytes(op: Op, cal: Calibration, gpu: GpuSpec) -> float:
-    """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: NCCL's
-    all-to-all at the declared Calibration.all_to_all_efficiency (also the NVLink part of a cross-node one
-    under the alltoall dispatcher); a cross-node EP all-to-all of DeepEP's (dispatch or combine, workloads.ep.plan)
-    at DeepEP's published intranode rate; ring collectives at Calibration.ring_efficiency (1: the NVLink
-    capacity is their measured rate), an all-reduce faster by NVLink SHARP where the GPU's switch has it
+    """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: an EP
+    all-to-all of DeepEP-class kernels (its transport, workloads.dispatchers) at DeepEP's published intranode
+    rate, inside a node or the NVLink part of a cross-node one; NCCL's all-to-all at
+    Calibration.all_to_all_efficiency; ring collectives at Calibration.ring_efficiency (1: the NVLink capacity
+    is their measured rate), an all-reduce faster by NVLink SHARP where the GPU's switch has it
     (simulator.costs.collective_efficiency.NVLS_ALL_REDUCE)."""
     if op.collective == ALL_REDUCE:
         efficiency = cal.ring_efficiency * nvls_all_reduce_efficiency(gpu.name, op.group_size)
     elif op.collective != ALL_TO_ALL:
         efficiency = cal.ring_efficiency
-    elif op.nic_bytes and op.dispatcher == EpDispatcher.DEEPEP:
+    elif op.transport == Transport.DEEPEP:
         efficiency = deepep_efficiency(Link.NVLINK, gpu.generation)
     else:
         efficiency = cal.all_to_all_efficiency
@@ -185,11 +185,11 @@ def dp_gradient_efficiency(grad_sync: str) -> float:
 
 def nic_wire_bytes(op: Op) -> float:
     """NIC bytes of a cross-node EP collective at DeepEP's internode efficiency (simulator.costs.collective_efficiency:
-    its RDMA bandwidth is the NIC's NCCL rate) or, under the alltoall dispatcher, NCCL's all-to-all's over the
+    its RDMA bandwidth is the NIC's NCCL rate) or, with NCCL as its transport, NCCL's all-to-all's over the
     NIC; other ops' NIC bytes (CP's ring) at the ring's."""
     if not op.nic_bytes:
         return 0.0
-    if op.collective == ALL_TO_ALL and op.dispatcher == EpDispatcher.DEEPEP:
+    if op.collective == ALL_TO_ALL and op.transport == Transport.DEEPEP:
         return op.nic_bytes / deepep_efficiency(Link.NIC)
     if op.collective == ALL_TO_ALL:
         return op.nic_bytes / efficiency(Algorithm.ALL_TO_ALL, Link.NIC)
@@ -197,13 +197,14 @@ def nic_wire_bytes(op: Op) -> float:
 
 
 def comm_kernel_sms(op: Op, cal: Calibration) -> int:
-    """SMs a collective's kernel holds while it runs: DeepEP's for its cross-node EP (its NIC + NVLink
-    dispatch and combine, workloads.ep.plan), NCCL's channels for every other collective (the alltoall
-    dispatcher's cross-node EP and TE's bulk TP overlaps included). A fused GEMM +
-    collective moves its tiles inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
+    """SMs a collective's kernel holds while it runs: DeepEP's for an EP dispatch or combine of DeepEP-class
+    kernels (its transport, in a node or across nodes: DeepEP's intranode and internode kernels both run on
+    Buffer.num_sms SMs, Megatron-Core's moe_deepep_num_sms), NCCL's channels for every other collective (the
+    alltoall dispatcher's EP and TE's bulk TP overlaps included). A fused GEMM + collective moves its tiles
+    inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
     if op.kind != COLLECTIVE:
         return 0
-    deepep = op.group == Group.EP and op.nic_bytes > 0 and op.dispatcher == EpDispatcher.DEEPEP
+    deepep = op.group == Group.EP and op.transport == Transport.DEEPEP
     return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
 
 

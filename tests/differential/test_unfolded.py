@@ -83,7 +83,7 @@ MEGATRON_ROUTER_HYBRIDEP = {
     "router_fusion": True,
     "router_aux_loss": True,
     "router_random_logits": True,
-    "flex_backend": "hybridep",
+    "token_dispatcher": "flex-hybridep",
     "host_sync_per_moe_layer": True,
 }
 FEATURES = [
@@ -98,7 +98,7 @@ FEATURES = [
     ("ep-2-nodes", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, None, None, None),
     ("ep-4-nodes", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, None, None),
     # Cross-node EP with NCCL's all-to-all (the alltoall dispatcher): a NIC copy per remote routed expert.
-    ("ep-2-nodes-nccl", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "ep_dispatcher": "alltoall"}, None, None, None),
+    ("ep-2-nodes-nccl", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "token_dispatcher": "alltoall"}, None, None, None),
     # TE userbuffers: TP collectives fused into their GEMMs, the backward bulk ones on the comm stream.
     (
         "tp-comm-overlap",
@@ -143,7 +143,7 @@ FEATURES = [
     ),
     ("zb1p-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "zb1p"}, None, None, None),
     # Megatron-Core's router kernels (workloads/recipes/router.py) and HybridEP's kernels and routing-map all-gather
-    # (workloads/ep/hybridep.py), EP inside a node. NOTE: across nodes the unfolded ring sends a boundary GPU's whole
+    # (workloads/dispatchers/flex_hybridep.py), EP inside a node. NOTE: across nodes the unfolded ring sends a boundary GPU's whole
     # all-gather egress over its NIC, where the folded op spreads N/n of it over every rail as NCCL's rings do.
     ("router-hybridep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 4, **MEGATRON_ROUTER_HYBRIDEP}, None, None, None),
     ("dualpipev", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipev"}, None, None, None),

@@ -22,7 +22,11 @@ def test_the_layer_runs_transformer_configs_defaults():
     TransformerConfig's defaults: allgather, unfused permutation, router and SwiGLU; 16 sequences of 2,048."""
     fields = parse_megatron_args(megatron_args(POINT)).layout_fields
     assert (fields["fused_permute"], fields["fused_activation"], fields["router_fusion"]) == (False, False, False)
-    assert (fields["a2a_topk_threshold"], fields["micro_batch"], fields["expert_gemm"]) == (0, 16, "multi_stream")
+    assert (fields["token_dispatcher"], fields["micro_batch"], fields["expert_gemm"]) == (
+        "allgather",
+        16,
+        "multi_stream",
+    )
 
 
 def test_forward_flops_count_the_swiglu_up_and_down_projections():

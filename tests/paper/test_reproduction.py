@@ -17,7 +17,7 @@ TABLE3_TOKENS_TOLERANCE = {"megascale-moe": (0.05, 0.10), "megatron-lm": (0.10, 
 TABLE3_SPEEDUP_TOLERANCE = 0.15  # absolute, MegaScale-MoE / Megatron-LM tokens/s at every GPU count (Table 3)
 TABLE3_MFU_TOLERANCE = 0.015  # absolute MFU at the paper's end points: 32.48% at 240 GPUs, 27.89% at 1,440 (Sec. 6)
 TABLE5_TOLERANCE = 0.04  # absolute, throughput normalized to TP+TP without overlap (Table 5: 1.13, 1.22, 1.28)
-FIG7_A2A_TOLERANCE = 0.15  # relative, all-to-all at top-1 and top-8 (~150 and ~1,030 us, read from Fig. 7)
+FIG7_PIN_TOLERANCE = 0.01  # relative: the simulated all-to-all at top-1 and top-8, pinned (the paper's beside them)
 WEAK_SCALING_MEGASCALE_DEGRADATION = 0.01  # per-GPU throughput, 480 -> 1,440 GPUs (Fig. 12: paper 0.2%)
 WEAK_SCALING_SPEEDUP_TOLERANCE = 0.05  # absolute, around the paper's 1.74-1.79x (Fig. 12)
 FIG14_BAND_WIDENING = 0.05  # absolute MFU gain beyond the paper's +14.9% to +32.9% band (Fig. 14)
@@ -108,6 +108,13 @@ def test_the_fitted_case_implies_the_fitted_residual():
     assert implied == pytest.approx(DEFAULT_CALIBRATION.compute_residual, abs=2e-3)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Issue 40: NCCL's all-to-all at its measured rate (Calibration.all_to_all_efficiency 1.0, the ring's "
+    "busBw, nvidia/nccl-tests#212, where 0.75 was assumed to place Fig. 7's crossover) speeds the SP+EP layouts' "
+    "all-to-alls against TP+TP's ring collectives: SP+EP+inter 1.264x (1.263x at the refit residual 0.8432) "
+    "against the paper's 1.22x; SP+EP 1.246x (was 1.221x), SP+EP+inter+intra 1.314x (1.28x).",
+)
 def test_table5_inter_overlap_step(table5_frame):
     frame = table5_frame
     assert frame.sim["sp-ep-inter"] == pytest.approx(frame.paper["sp-ep-inter"], abs=TABLE5_TOLERANCE)
@@ -120,8 +127,9 @@ def test_table5_intra_overlap_step(table5_frame):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="SP+EP alone gains 1.221x (paper 1.13x): per layer TP+TP's 10 exposed collectives of 58.7 MB take "
-    "3.99 ms at the measured 160 GB/s with NCCL's latency (147 GB/s in all) against SP+EP's 1.33 ms of "
+    reason="SP+EP alone gains 1.246x (paper 1.13x; 1.221x with the former all-to-all efficiency 0.75): per layer "
+    "TP+TP's 10 exposed collectives of 58.7 MB take "
+    "3.99 ms at the measured 160 GB/s with NCCL's latency (147 GB/s in all) against SP+EP's 1.33 ms (at 0.75) of "
     "all-to-alls; 1.13 would need them at 243 GB/s, above H800's 200 GB/s NVLink line rate "
     "(experiments/common/layer_costs.py, table5.py).",
 )
@@ -131,12 +139,17 @@ def test_table5_sp_ep_step(table5_frame):
 
 
 def test_fig7_shape_and_crossover():
+    """With NCCL's measured all-to-all rate (Calibration.all_to_all_efficiency 1.0, nccl-tests#212) the crossover
+    is a prediction and it misses: the all-to-all is never slower than AG/RS within top-8 (paper: from top-7 on).
+    Simulated against the paper: top-1 117 us (paper ~150, -22%), top-8 759 us (paper ~1,030, -26%); AG/RS 780
+    (paper 770-790). At the former assumed 0.75 these were 148 and 1,004 us with the crossover at top-7."""
     frame = fig7.simulate_fig7()
     assert frame.all_to_all_us.is_monotonic_increasing
     assert frame.all_gather_us.nunique() == 1
-    assert fig7.crossover(frame) == fig7.PAPER_CROSSOVER[1]
-    assert frame.all_to_all_us.iloc[0] == pytest.approx(fig7.PAPER_A2A_US[1], rel=FIG7_A2A_TOLERANCE)
-    assert frame.all_to_all_us.iloc[-1] == pytest.approx(fig7.PAPER_A2A_US[8], rel=FIG7_A2A_TOLERANCE)
+    assert fig7.crossover(frame) == fig7.PREDICTED_CROSSOVER != fig7.PAPER_CROSSOVER[1]
+    assert frame.all_to_all_us.iloc[0] == pytest.approx(117.03, rel=FIG7_PIN_TOLERANCE)  # paper ~150
+    assert frame.all_to_all_us.iloc[-1] == pytest.approx(759.28, rel=FIG7_PIN_TOLERANCE)  # paper ~1,030
+    assert fig7.PAPER_AG_RS_US[0] <= frame.all_gather_us.iloc[0] <= fig7.PAPER_AG_RS_US[1]
 
 
 def test_weak_scaling_megascale_per_gpu_throughput_holds(weak_frame):

@@ -16,7 +16,7 @@ from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
-from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op
+from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op, Transport
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 NCCL_25 = toy_calibration(all_to_all_efficiency=0.7, comm_sms_nccl=25, comm_sms_deepep=50)
@@ -26,10 +26,16 @@ def _mem(name: str, ms: float, deps: tuple[int, ...] = ()) -> Op:
     return Op(name, MEMORY, COMPUTE, deps, mem_bytes=ms * 1e9)
 
 
-def _a2a(stream: str, deps: tuple[int, ...], nic_bytes: float = 0.0, comm_bytes: float = 1.4e6) -> Op:
+def _a2a(
+    stream: str,
+    deps: tuple[int, ...],
+    nic_bytes: float = 0.0,
+    comm_bytes: float = 1.4e6,
+    transport: Transport = Transport.NCCL,
+) -> Op:
     """By default 1.4 MB at all-to-all efficiency 0.7: 2 MB, 2 ms on the 1 GB/s NVLink (no latency)."""
     return Op("a2a", COLLECTIVE, stream, deps, collective=ALL_TO_ALL, group=Group.EP, group_size=8,
-              comm_bytes=comm_bytes, nic_bytes=nic_bytes)  # fmt: skip
+              comm_bytes=comm_bytes, nic_bytes=nic_bytes, transport=transport)  # fmt: skip
 
 
 def _run(ops: list[Op], cal: Calibration = NCCL_25, lanes: tuple[int, ...] | None = None) -> TaskTiming:
@@ -60,11 +66,11 @@ def test_compute_beside_an_nccl_collective_runs_on_the_other_sms() -> None:
 
 
 def test_deepep_holds_its_own_sm_count() -> None:
-    """A cross-node EP all-to-all (NIC bytes: 1 MB, about 1 ms on the NIC beside 2 ms on NVLink: its NVLink
-    bytes are sized for DeepEP's intranode efficiency) is DeepEP's: 50 SMs here, so wgrad runs at 0.5 from
+    """A cross-node EP all-to-all of DeepEP's (NIC bytes: 1 MB, about 1 ms on the NIC beside 2 ms on NVLink: its
+    NVLink bytes are sized for DeepEP's intranode efficiency): 50 SMs here, so wgrad runs at 0.5 from
     1 to 3 ms (1 ms of work), then 2 ms at full rate: it ends at 5."""
     nvlink_bytes = 2e6 * deepep_efficiency(Link.NVLINK)  # 2 ms at 1 GB/s
-    a2a = _a2a(COMM, (0,), nic_bytes=1e6, comm_bytes=nvlink_bytes)
+    a2a = _a2a(COMM, (0,), nic_bytes=1e6, comm_bytes=nvlink_bytes, transport=Transport.DEEPEP)
     ops = [_mem("pre", 1.0), a2a, _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2))]
     assert _spans(_run(ops)) == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 5.0), (3, 5.0, 6.0)]
 
@@ -73,7 +79,10 @@ def test_which_kernels_hold_sms() -> None:
     gemm = Gemm(128, 128, 128)
     in_node = _a2a(COMM, ())
     assert comm_kernel_sms(in_node, NCCL_25) == 25
-    assert comm_kernel_sms(_a2a(COMM, (), nic_bytes=1.0), NCCL_25) == 50
+    assert comm_kernel_sms(_a2a(COMM, (), nic_bytes=1.0, transport=Transport.DEEPEP), NCCL_25) == 50
+    # DeepEP's intranode kernels hold their SMs too; NCCL's all-to-all across nodes holds NCCL's channels
+    assert comm_kernel_sms(_a2a(COMM, (), transport=Transport.DEEPEP), NCCL_25) == 50
+    assert comm_kernel_sms(_a2a(COMM, (), nic_bytes=1.0), NCCL_25) == 25
     tp = Op(
         "ag", COLLECTIVE, COMM, collective="all_gather", group=Group.TP, group_size=8, comm_bytes=1.0, nic_bytes=1.0
     )

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("topologies", "workloads", "simulator", "experiments")  # lowest first
 # Each package's sub-packages, lowest layer first; a set is one layer whose members do not import each other.
 LAYERS = {
-    "workloads": ["ops", "schedules", "specs", "ep", "recipes", "graph", "inputs"],
+    "workloads": ["ops", "schedules", "dispatchers", "specs", "ep", "recipes", "graph", "inputs"],
     "simulator": [{"costs", "memory"}, "streams", "engine", "fast", "report", "outputs"],
     "experiments": ["common", {"search", "validation"}, "beyond", "paper", "cli"],
 }

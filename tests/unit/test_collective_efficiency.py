@@ -23,7 +23,7 @@ from simulator.costs.kernels import (
 from tests.toys import TOY_CALIBRATION as CAL
 from topologies.cluster import cluster_preset
 from topologies.hardware import gpu_preset
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Op
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Group, Op, Transport
 
 H800 = gpu_preset("h800")
 
@@ -47,12 +47,27 @@ def test_dp_gradients_over_the_nic_are_not_charged_the_nvlink_all_to_all_efficie
     assert CAL.all_to_all_efficiency == 0.5  # the toy NVLink all-to-all efficiency plays no part
 
 
-def test_cross_node_ep_runs_at_deepeps_rates_and_in_node_at_nccls() -> None:
-    # a round trip of dispatch (153 GB/s) and combine (158 GB/s) of equal bytes: 2 / (1/153 + 1/158) GB/s
-    a2a = Op("ep", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=155e6, nic_bytes=5e6, group_size=16)
+def test_deepep_transport_runs_at_deepeps_rates_and_nccl_at_nccls() -> None:
+    # a round trip of dispatch (153 GB/s) and combine (158 GB/s) of equal bytes: 2 / (1/153 + 1/158) GB/s, in a
+    # node or across nodes; NCCL's all-to-all at the (toy) Calibration.all_to_all_efficiency
+    a2a = Op(
+        "ep",
+        COLLECTIVE,
+        COMM,
+        collective=ALL_TO_ALL,
+        comm_bytes=155e6,
+        nic_bytes=5e6,
+        group_size=16,
+        group=Group.EP,
+        transport=Transport.DEEPEP,
+    )
+    deepep_in_node = Op(
+        "d", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=155e6, group_size=8, transport=Transport.DEEPEP
+    )
     in_node = Op("a", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=7e6, group_size=8)
     harmonic_gbps = 2 / (1 / 153 + 1 / 158)
     assert collective_wire_bytes(a2a, CAL, H800) == pytest.approx(155e6 * 160 / harmonic_gbps, rel=1e-12)
+    assert collective_wire_bytes(deepep_in_node, CAL, H800) == collective_wire_bytes(a2a, CAL, H800)
     assert collective_wire_bytes(in_node, CAL, H800) == pytest.approx(14e6, rel=1e-12)  # toy NCCL efficiency 0.5
     assert nic_wire_bytes(a2a) == 5e6 and nic_wire_bytes(in_node) == 0.0
     ag = Op("g", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=7e6, group_size=8)

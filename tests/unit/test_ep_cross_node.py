@@ -83,7 +83,8 @@ def test_a2a_latency_is_one_step_over_the_slowest_link() -> None:
     inside one 16-GPU node. An all-to-all sends to every peer at once: NCCL's fixed 8.4 us and one step, over
     the network (14 us) across nodes, over NVLink (3.4 us) inside one; the NVLink bytes: 6 x 7/8 copies at
     DeepEP's intranode efficiency (the harmonic mean of its 153 and 158 of 160 GB/s, dispatch and combine) vs
-    6 x 15/16 at NCCL's in-node all-to-all efficiency 0.75, at 160 GB/s. The NIC part of the cross-node one runs
+    6 x 15/16 at NCCL's in-node all-to-all efficiency (1.0: the ring's bus bandwidth, nccl-tests#212), at
+    160 GB/s. The NIC part of the cross-node one runs
     beside it."""
     from simulator.engine.timing import comm_alone_s
 
@@ -99,7 +100,7 @@ def test_a2a_latency_is_one_step_over_the_slowest_link() -> None:
     )
     gpu = cluster_preset("h800", 16).gpu
     deepep = 2 / (160 / 153 + 160 / 158)
-    cases = ((cross, 6 * 7 / 8, deepep, 14e-6), (in_node, 6 * 15 / 16, 0.75, 3.4e-6))
+    cases = ((cross, 6 * 7 / 8, deepep, 14e-6), (in_node, 6 * 15 / 16, 1.0, 3.4e-6))
     for workload, copies, efficiency, step_s in cases:
         op = _dispatch(workload)
         assert op.group_size == 16

@@ -1,4 +1,4 @@
-"""HybridEP's own kernels and routing-map all-gather around its dispatch (workloads/ep/hybridep.py), by hand."""
+"""HybridEP's own kernels and routing-map all-gather around its dispatch (workloads/dispatchers/flex_hybridep.py), by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.toys import megatron_field
 from topologies.cluster import cluster_preset
 from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.graph.step import StepWorkload
-from workloads.ops import ALL_GATHER, Group
+from workloads.ops import ALL_GATHER, Group, Transport
 from workloads.recipes.moe import ffn_recipe
 from workloads.specs.layouts import LayoutSpec, layout_preset
 from workloads.specs.models import ModelSpec, model_preset
@@ -21,7 +21,7 @@ SEQ = 1024
 GPUS_PER_NODE = 8
 
 
-def _layout(ep: int, backend: str = "hybridep") -> LayoutSpec:
+def _layout(ep: int, backend: str = "flex-hybridep") -> LayoutSpec:
     return LayoutSpec(
         "t",
         attention="tp",
@@ -32,7 +32,7 @@ def _layout(ep: int, backend: str = "hybridep") -> LayoutSpec:
         inter_op_overlap=False,
         recompute="none",
         host_sync_per_moe_layer=True,
-        flex_backend=backend,
+        token_dispatcher=backend,
     )
 
 
@@ -91,25 +91,34 @@ def test_one_node_gathers_over_nvlink_and_stages_nothing() -> None:
     assert (unpermute.kernels, unpermute.mem_bytes) == (1, 12_582_912)
 
 
-def test_other_backends_unchanged() -> None:
-    """Differential: DeepEP's backend (or none) runs the recipe as before; HybridEP only adds its steps and the
-    unpermute's backward staging."""
-    deepep, hybrid = _recipe(_layout(16, "deepep")), _recipe(_layout(16))
-    assert deepep == _recipe(_layout(16, ""))
+def _work(step):
+    return (step.name, step.kind, step.gemm, step.mem_bytes, step.kernels, step.comm_bytes, step.nic_bytes)
+
+
+def test_hybridep_adds_its_steps_to_the_deepep_style_dispatch() -> None:
+    """Differential: HybridEP's steps are MegaScale-MoE's dispatcher across nodes (DeepEP-style bytes, the same
+    permutations and sync) plus its own steps and the unpermute's backward staging."""
+    megascale, hybrid = _recipe(_layout(16, "megascale")), _recipe(_layout(16))
     added = {"hybridep_probs_fp32", "hybridep_routing_map_ag", "hybridep_preprocess", "hybridep_stage"}
     kept = [s for s in hybrid if s.name not in added]
-    assert [s.name for s in kept] == [s.name for s in deepep]
-    assert [s for s in kept if s.name != "unpermute"] == [s for s in deepep if s.name != "unpermute"]
+    assert [_work(s) for s in kept] == [_work(s) for s in megascale]
+    assert {s.transport for s in kept if s.group == Group.EP} == {Transport.DEEPEP}
 
 
 @pytest.mark.parametrize(
-    "dispatcher, backend",
-    [("flex --moe-flex-dispatcher-backend hybridep", "hybridep"), ("flex", "deepep"), ("alltoall", "")],
+    "dispatcher, name",
+    [
+        ("flex --moe-flex-dispatcher-backend hybridep", "flex-hybridep"),
+        ("flex", "flex-deepep"),
+        ("flex --moe-flex-dispatcher-backend ncclep", "flex-deepep"),
+        ("alltoall", "alltoall"),
+        ("allgather", "allgather"),
+    ],
 )
-def test_megatron_flags(dispatcher: str, backend: str) -> None:
-    """The flex dispatcher's backend is kept (TransformerConfig default deepep); other dispatchers have none."""
+def test_megatron_flags(dispatcher: str, name: str) -> None:
+    """The flex dispatcher's backend picks the dispatcher object (TransformerConfig default deepep)."""
     flags = f"--expert-model-parallel-size 16 --moe-token-dispatcher-type {dispatcher}"
-    assert megatron_field(flags, "flex_backend") == backend
+    assert megatron_field(flags, "token_dispatcher") == name
 
 
 def _cross_node(**changes) -> StepWorkload:
@@ -122,9 +131,9 @@ def test_engine_replay_matches_op_level_and_gathers_over_the_nic() -> None:
     """Memoized (NIC-replayed) against op level with the router's and HybridEP's steps, exact; and against the
     DeepEP backend the NIC carries just the routing-map all-gathers: 28 layers x 2 of 16 ring hops of 15 maps
     of 512 x 64 B = 28 x 61,440 B, forward only."""
-    hybrid = _cross_node(flex_backend="hybridep", router_fusion=True, router_random_logits=True)
+    hybrid = _cross_node(token_dispatcher="flex-hybridep", router_fusion=True, router_random_logits=True)
     replayed = Engine(hybrid, cluster_preset("h800", 16), memoize=True).run()
     assert_steps_match(replayed, Engine(hybrid, cluster_preset("h800", 16), memoize=False).run())
-    deepep = Engine(_cross_node(flex_backend="deepep"), cluster_preset("h800", 16)).run()
+    deepep = Engine(_cross_node(token_dispatcher="flex-deepep"), cluster_preset("h800", 16)).run()
     added = replayed.network_bytes[("nic_out", 0)] - deepep.network_bytes[("nic_out", 0)]
     assert added == pytest.approx(28 * 15 * 512 * 64 * 2 / 16, rel=1e-9)

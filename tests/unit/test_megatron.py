@@ -44,8 +44,8 @@ def test_the_flags_map_onto_layout_fields() -> None:
     assert (spec.attention, spec.intra_size, spec.pp, spec.cp, spec.micro_batch) == ("tp", 2, 4, 1, 1)
     assert (spec.ffn, spec.ep, spec.etp, spec.schedule, spec.virtual_stages) == ("ep", 8, 2, "1f1b", 1)
     # Megatron-Core defaults: allgather dispatcher, SequentialMLP, unfused permutation, dropless, no recompute
-    assert (spec.a2a_topk_threshold, spec.expert_gemm, spec.fused_permute, spec.dropless) == (
-        0,
+    assert (spec.token_dispatcher, spec.expert_gemm, spec.fused_permute, spec.dropless) == (
+        "allgather",
         "sequential",
         False,
         True,
@@ -57,7 +57,7 @@ def test_the_flags_map_onto_layout_fields() -> None:
         True,
     )
     assert (spec.zero_stage, spec.grad_sync, spec.dp_overlap, spec.gemm_dtype) == (1, "fp32-rs", False, "bf16")
-    assert (spec.tp_comm_overlap, spec.ep_dispatcher) == (False, "alltoall")  # no userbuffers; NCCL moves EP tokens
+    assert (spec.tp_comm_overlap, spec.token_dispatcher) == (False, "allgather")  # no userbuffers; the default
     assert (job.global_batch, job.seq_len) == (256, 4096)
     assert [(arg.flag, arg.reason.split(":")[0]) for arg in job.ignored] == [("--lr", "optimizer hyper-parameter")]
 
@@ -287,7 +287,7 @@ def test_dispatcher_capacity_and_routing_flags() -> None:
         "--moe-expert-capacity-factor 1.5 --moe-pad-expert-input-to-capacity --moe-permute-fusion "
         "--moe-router-num-groups 2 --moe-router-group-topk 1 --moe-shared-expert-overlap"
     )
-    assert spec.a2a_topk_threshold > MIXTRAL.num_experts and spec.expert_gemm == "multi_stream" and spec.fused_permute
+    assert spec.token_dispatcher == "alltoall" and spec.expert_gemm == "multi_stream" and spec.fused_permute
     assert (spec.capacity_factor, spec.dropless, spec.host_sync_per_moe_layer) == (1.5, False, False)
     assert (spec.ep_max_nodes, spec.inter_op_overlap) == (1, True)
     # EP 1 with ETP = TP: every expert split over the TP group, moesim's ffn "tp"

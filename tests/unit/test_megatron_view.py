@@ -54,5 +54,5 @@ def test_the_run_report_of_a_megatron_job(capsys: pytest.CaptureFixture[str]) ->
     assert main(["run", *QWEN, "--megatron-args", SCRIPT]) == 0
     lines = {line[:18].strip(): line[19:] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
     assert lines["understood"].startswith("TP 1, EP 16, ETP 1, CP 1, PP 1, VP 1, DP 16;")
-    assert "--moe-token-dispatcher-type flex (hybridep)" in lines["understood"]
+    assert "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep" in lines["understood"]
     assert lines["memory terms"].startswith("params ") and lines["ignored"] == "none"

@@ -28,7 +28,7 @@ def test_the_space_is_what_megatron_core_runs(tmp_path: Path) -> None:
                       64, None)  # fmt: skip
     assert (base.global_batch, base.seq_len) == (64, 4096)
     layout = load_layout(base.layout_path)
-    assert layout.sequence_parallel and layout.ep_dispatcher == "alltoall"
+    assert layout.sequence_parallel and layout.token_dispatcher == "alltoall"
     job = Job(16, 8, 64, 4096, cluster_preset("h100", 16).gpu.hbm_bytes)
     points, _ = layouts(load_model(base.model_path), layout, job, SearchSpace.megatron())
     assert points and {p["attention"] for p in points} == {"tp"}
@@ -94,5 +94,5 @@ def test_caveats(tmp_path: Path) -> None:
     layout = load_layout(base.layout_path).with_(ep_overlap=True, delay_wgrad=True)
     assert [line.split(":")[0] for line in caveats(layout, 8)] == ["caution"]
     assert caveats(layout.with_(ep=8), 8) == []
-    assert caveats(layout.with_(ep_dispatcher="deepep"), 8) == []
+    assert caveats(layout.with_(token_dispatcher="flex-deepep"), 8) == []
     assert caveats(layout.with_(ep_overlap=False, delay_wgrad=False, tp_comm_overlap=True), 8)[0].startswith("and drop")

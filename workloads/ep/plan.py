@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from math import comb
 
+from workloads.dispatchers.base import Wire
+from workloads.dispatchers.registry import DISPATCHERS
 from workloads.ops import BYTES_BF16
 from workloads.specs.routing import RoutingStats
 
@@ -97,6 +99,20 @@ def nccl_all_to_all_bytes(
     return EpBytes(token_bytes * remote, token_bytes * top_k * (g - 1) / g, float(top_k), remote)
 
 
+def rank_copies_bytes(
+    tokens_local: int, hidden_size: int, top_k: int, num_experts: int, ranks: int, max_ranks: int = 0
+) -> float:
+    """Per-GPU NVLink egress of one dispatch inside one node when a token goes once to each rank holding any
+    of its experts (DeepEP's intranode dispatch and HybridEP send a token once per destination rank and expand
+    it to its local experts there; deepseek-ai/DeepEP csrc/kernels/intranode.cu): the expected distinct ranks
+    among its k uniformly routed experts (``expected_nodes`` with ranks for nodes; ``max_ranks``: group-limited
+    routing, Megatron's --moe-router-group-topk, its groups taken as ranks as they are taken as nodes across
+    nodes), of which (g - 1) / g are other ranks. DeepSeek-like routing (E 32 on 8 ranks, top-8 within 4
+    groups) sends 3.85 copies where NCCL's all-to-all sends 8; Mixtral-like (E 8, top-2) sends 2 either way."""
+    d = expected_nodes(num_experts, top_k, ranks, max_ranks)
+    return tokens_local * hidden_size * BYTES_BF16 * d * (ranks - 1) / ranks
+
+
 @dataclass(frozen=True)
 class EpPlan:
     """Where every EP number of one MoE layer comes from: the group, the dispatch and its per-GPU bytes.
@@ -109,7 +125,7 @@ class EpPlan:
     """
 
     degree: int  # EP ranks of the group
-    dispatcher: str  # who moves cross-node tokens: "deepep" or "alltoall" (NCCL); LayoutSpec.ep_dispatcher
+    dispatcher: str  # the token dispatcher (workloads/dispatchers; LayoutSpec.token_dispatcher)
     members_per_node: int  # g: EP ranks of the group inside one node
     nodes: int  # nodes the group spans
     all_gather: bool  # dispatch as all-gather + reduce-scatter instead of all-to-all
@@ -136,12 +152,17 @@ def ep_plan(
     capacity_factor: float,
     dropless: bool = False,
     stats: RoutingStats | None = None,
-    dispatcher: str = "deepep",
+    dispatcher: str = "megascale",
 ) -> EpPlan:
     """The EP plan of one MoE layer for ``tokens_local`` tokens per GPU (``stats``: skewed routing).
 
     ``group_tokens``: the tokens of the g members of the group in one node (the all-gather's input).
-    With ETP each expert's GEMM sees the etp members' copies: etp x the rows.
+    With ETP each expert's GEMM sees the etp members' copies: etp x the rows. The dispatcher's wire sets the
+    copies: across nodes one per remote copy (NCCL), per remote node (DeepEP), or every member's tokens (an
+    all-gather over the whole group, each GPU sending n - 1 token blocks of which N / n cross the NIC, as a ring's
+    hops do); inside one node one per copy
+    (Eq. 3), the g members' tokens (``all_gather``), or one per destination rank (DeepEP and HybridEP:
+    ``rank_copies``).
     """
     g = min(degree, ranks_per_node)
     nodes = max(degree // ranks_per_node, 1)
@@ -152,7 +173,12 @@ def ep_plan(
     rows = math.ceil(routed * etp / experts_local * capacity_factor)
     if dropless and stats is not None:  # dropless: the busiest GPU's copies, no padding
         rows = math.ceil(stats.busiest_copies * etp / experts_local)
-    if degree > g and dispatcher == "alltoall":  # across nodes, NCCL: NIC once per remote copy
+    wire = DISPATCHERS[dispatcher].cross_node_wire()
+    if degree > g and wire == Wire.ALL_GATHER:  # across nodes, NCCL's ring all-gather of every member's tokens
+        egress = (degree - 1) * tokens_local * hidden_size * BYTES_BF16
+        nic = egress * nodes / degree  # the ring crosses the node boundary at N of its n hops
+        nvlink, all_gather = egress - nic, True
+    elif degree > g and wire == Wire.PER_COPY:  # across nodes, NCCL: NIC once per remote copy
         cross = nccl_all_to_all_bytes(tokens_local, hidden_size, top_k, degree, ranks_per_node)
         nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
     elif degree > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
@@ -160,6 +186,8 @@ def ep_plan(
         nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
     elif all_gather:
         nvlink, nic = group_tokens * hidden_size * BYTES_BF16 * (g - 1) / g, 0.0
+    elif DISPATCHERS[dispatcher].in_node_wire(top_k, all_gather_above_top_k=top_k) == Wire.PER_RANK:
+        nvlink, nic = rank_copies_bytes(tokens_local, hidden_size, top_k, num_experts, g, max_nodes) * scale, 0.0
     else:
         nvlink, nic = routed_bytes * (g - 1) / g, 0.0
     dropped = stats.dropped_fraction if stats is not None else 0.0

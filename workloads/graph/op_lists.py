@@ -189,7 +189,7 @@ class _OpList:
                 group_size=step.group_size or self.group_size,
                 comm_bytes=step.comm_bytes * scale,
                 nic_bytes=step.nic_bytes * scale,
-                dispatcher=step.dispatcher,
+                transport=step.transport,
                 graph=self.graph(step),
             )
         )
@@ -250,7 +250,7 @@ class _OpList:
             comm_bytes=comm.comm_bytes * scale,
             tiles=size,
             nic_bytes=comm.nic_bytes * scale,
-            dispatcher=comm.dispatcher,
+            transport=comm.transport,
         )
 
 

@@ -29,7 +29,6 @@ from workloads.specs.hints import in_megatron_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
 
-NEVER_ALL_GATHER = 1 << 30  # a2a_topk_threshold above any top-k: Megatron's all-to-all dispatcher never switches
 FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.intra_size": "--tensor-model-parallel-size",
     "layout.pp": "--pipeline-model-parallel-size",
@@ -204,8 +203,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if args.get("--moe-shared-expert-overlap") and dispatcher == "allgather":
         raise ConfigError("--moe-shared-expert-overlap", "only works with the alltoall or flex token dispatcher")
     backend = args.get("--moe-flex-dispatcher-backend", "deepep")  # TransformerConfig default
-    if dispatcher == "flex" and backend != "deepep":
-        notes.append(f"flex dispatcher with the {backend} backend: simulated with DeepEP's cross-node bytes")
+    if dispatcher == "flex" and backend == "ncclep":
+        notes.append("flex dispatcher with the ncclep backend: simulated as the flex dispatcher with DeepEP")
     if args.get("--moe-shared-expert-overlap"):
         notes.append("--moe-shared-expert-overlap as inter_op_overlap: the other collectives also run beside compute")
     budget = rank_capacity(args, dispatcher, backend, notes)
@@ -230,10 +229,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "ffn": ffn,
         "ep": ep if ffn == "ep" else 0,
         "etp": etp if ffn == "ep" else 1,
-        "a2a_topk_threshold": 0 if dispatcher == "allgather" else NEVER_ALL_GATHER,
-        # across nodes: flex moves tokens with DeepEP (or HybridEP), the others with NCCL (workloads/ep/plan.py)
-        "ep_dispatcher": "deepep" if dispatcher == "flex" else "alltoall",
-        "flex_backend": backend if dispatcher == "flex" and ffn == "ep" else "",
+        # the token dispatcher object (workloads/dispatchers): its copies, transport, kernels and syncs
+        "token_dispatcher": token_dispatcher_name(dispatcher, backend),
         # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/specs/layouts.py)
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
@@ -254,6 +251,13 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if args.get("--moe-router-force-load-balancing"):
         fields["routing"] = "uniform"
     return fields
+
+
+def token_dispatcher_name(dispatcher: str, backend: str) -> str:
+    """The workloads/dispatchers registry name of --moe-token-dispatcher-type (and the flex backend)."""
+    if dispatcher != "flex":
+        return dispatcher
+    return "flex-hybridep" if backend == "hybridep" else "flex-deepep"
 
 
 AUX_LOSS_TYPES = ("aux_loss", "seq_aux_loss", "global_aux_loss")

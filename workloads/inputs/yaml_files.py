@@ -72,12 +72,21 @@ def required_fields(cls: type) -> set[str]:
     return {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
 
 
+# Keys a former release read, and what replaced them (issue 40: the token dispatcher became one object).
+REPLACED_KEYS = {
+    "ep_dispatcher": "replaced by token_dispatcher (megascale, alltoall, allgather, flex-deepep, flex-hybridep)",
+    "flex_backend": "replaced by token_dispatcher (flex-deepep, flex-hybridep)",
+}
+
+
 def checked_fields(what: str, cls: type, data: dict, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """Type-check the keys of data against cls's fields; unknown keys name themselves."""
     kinds = field_types(cls)
     allowed = [*kinds, *extra]
     out: dict[str, Any] = {}
     for key, value in data.items():
+        if isinstance(key, str) and key not in allowed and key in REPLACED_KEYS:
+            raise ConfigError(f"{what}.{key}", REPLACED_KEYS[key])
         if not isinstance(key, str) or key not in allowed:
             raise ConfigError(f"{what}.{str(key)[:60]}", f"unknown key; allowed: {', '.join(allowed)}")
         out[key] = value if key in extra else check_value(f"{what}.{key}", kinds[key], value)

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import math
 
-from workloads.ep.hybridep import hybridep_before_sync, hybridep_grad_staging_bytes, hybridep_staging
+from workloads.dispatchers.base import ExpertSteps, MoeContext, Wire
+from workloads.dispatchers.registry import DISPATCHERS
+from workloads.dispatchers.steps import UNFUSED_KERNELS, UNFUSED_PASSES
 from workloads.ep.plan import EpPlan, ep_plan
 from workloads.ops import (
     ALL_GATHER,
-    ALL_TO_ALL,
     BYTES_BF16,
     GEMM,
     HOST_SYNC,
     MEMORY,
-    MEMORY_BACKWARD_FACTOR,
     REDUCE_SCATTER,
     Carries,
-    EpDispatcher,
     Gemm,
     GraphPart,
     Group,
@@ -37,11 +36,8 @@ from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.routing import layout_routing_stats
 
-# Unfused permutation and routing (Megatron-LM at the paper's commit): index expansion, separate gather,
-# probability multiply and scatter kernels. Assumed: 4 kernels and 2 HBM passes where a fused kernel needs
-# 1 and 1. (The activation's kernels are counted op by op: workloads/recipes/activation.py.)
-UNFUSED_KERNELS = 4
-UNFUSED_PASSES = 2
+# The unfused permutation's and router's kernels and passes (UNFUSED_KERNELS, UNFUSED_PASSES) are the token
+# dispatchers' (workloads/dispatchers/steps.py); the activation's are counted op by op (recipes/activation.py).
 M = Module.MOE  # steps of the MoE layer (router, dispatch, experts, combine): --recompute-modules moe
 SHARED = Module.SHARED_EXPERTS
 ACT = Module.MOE_ACT
@@ -49,8 +45,10 @@ ROUTER = GraphPart.MOE_ROUTER  # the steps a "moe_router" CUDA-graph scope captu
 
 
 def dispatch_uses_all_gather(model: ModelSpec, layout: LayoutSpec) -> bool:
-    """Sec. 3.2: with top-k above the threshold, AG + local scatter beats the all-to-all."""
-    return layout.ffn == "ep" and model.top_k > layout.a2a_topk_threshold
+    """Whether the layout's token dispatcher all-gathers the tokens: Megatron-Core's allgather dispatcher, or
+    MegaScale-MoE's with top-k above the threshold (Sec. 3.2: AG + local scatter beats the all-to-all)."""
+    dispatcher = DISPATCHERS[layout.token_dispatcher]
+    return layout.ffn == "ep" and dispatcher.in_node_wire(model.top_k, layout.a2a_topk_threshold) == Wire.ALL_GATHER
 
 
 def layout_ep_plan(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int) -> EpPlan:
@@ -87,7 +85,7 @@ def layout_ep_plan(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_
         capacity_factor=layout.capacity_factor,
         dropless=layout.dropless,
         stats=stats,
-        dispatcher=layout.ep_dispatcher,
+        dispatcher=layout.token_dispatcher,
     )
 
 
@@ -226,35 +224,12 @@ def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> lis
 
 
 def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int) -> list[Step]:
-    """The MoE FFN with EP (in-node or across nodes), ETP, shared experts and skewed routing."""
-    n, h, k, etp = layout.intra_size, model.hidden_size, model.top_k, layout.etp
+    """The MoE FFN with EP (in-node or across nodes), ETP, shared experts and skewed routing: the router, then
+    the layout's token dispatcher (workloads/dispatchers) around the experts it dispatches to."""
+    n, h, etp = layout.intra_size, model.hidden_size, layout.etp
     local = layout.micro_batch * seq_len // n
     plan = layout_ep_plan(model, layout, seq_len, gpus_per_node)
-    kernels, passes = _kernels_passes(layout)
     shared = shared_expert_steps(model, layout, local)
-    # Shared experts, not a fused GEMM, hide the dispatch; with ETP the ETP all-gather / reduce-scatter
-    # take the fused slots next to the expert GEMMs and dispatch / combine run as plain collectives.
-    fuse_dispatch = "" if shared or etp > 1 else "next"
-    fuse_combine = "" if etp > 1 else "prev"
-    kinds = (ALL_GATHER, REDUCE_SCATTER) if plan.all_gather else (ALL_TO_ALL, ALL_TO_ALL)
-    names = ("ep_ag_dispatch", "ep_rs_combine") if plan.all_gather else ("ep_a2a_dispatch", "ep_a2a_combine")
-    # group_size is every rank of the EP group, wherever it sits: a pairwise exchange takes one step per
-    # peer (Thakur et al. 2005, Sec. 3.6), and counting only a node's members made one 64-rank exchange
-    # cost 7 steps over 8 nodes but 63 in one node, so bigger nodes looked slower (issue #13).
-    common = {"comm_bytes": plan.nvlink_bytes, "nic_bytes": plan.nic_bytes, "group_size": plan.degree}
-    common["module"] = M
-    common["dispatcher"] = EpDispatcher(plan.dispatcher)
-    dispatch = comm_step(
-        names[0],
-        kinds[0],
-        Group.EP,
-        fuse=fuse_dispatch,
-        sar_recompute=True,
-        routed_copies=True,
-        carries=Carries.INTO_GEMM,
-        **common,
-    )
-    combine = comm_step(names[1], kinds[1], Group.EP, fuse=fuse_combine, carries=Carries.OUT_OF_GEMM, **common)
     etp_ag: list[Step] = []
     etp_rs: list[Step] = []
     if etp > 1:  # TP's Eq. 4 on the routed copies: AG + RS of the etp x routed buffer, (etp-1)/etp each
@@ -284,34 +259,36 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
                 module=M,
             )
         ]
-    routed = local * k
-    hybridep = layout.flex_backend == "hybridep"
-    unpermute_bytes = passes * (routed + local) * h * BYTES_BF16
-    # the combine's backward is a HybridEP dispatch: its staging copy runs just before it (workloads/ep/hybridep.py)
-    grad_staging = hybridep_grad_staging_bytes(plan, local, h) if hybridep else 0.0
-    unpermute = Step(
-        "unpermute",
-        MEMORY,
-        mem_bytes=unpermute_bytes,
-        kernels=kernels,
-        bwd_kernels=kernels + 1 if grad_staging else None,
-        bwd_mem_bytes=MEMORY_BACKWARD_FACTOR * unpermute_bytes + grad_staging if grad_staging else None,
-        module=M,
+    experts = _expert_steps(model, layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h)
+    ctx = MoeContext(
+        tokens=local,
+        hidden=h,
+        top_k=model.top_k,
+        num_experts=model.num_experts,
+        experts_local=plan.experts_local,
+        degree=plan.degree,
+        nodes=plan.nodes,
+        tp=n if layout.attention == "tp" else 1,
+        nvlink_bytes=plan.nvlink_bytes,
+        nic_bytes=plan.nic_bytes,
+        all_gather=plan.all_gather,
+        fused_permute=layout.fused_permute,
+        host_sync=layout.host_sync_per_moe_layer,
+        quant_align=quant_alignment(layout),
+        shared=bool(shared),
+        etp=etp,
     )
-    return [
-        *_router_steps(model, layout, local),
-        *(hybridep_before_sync(plan, local, model.num_experts) if hybridep else []),
-        *host_sync_steps(layout),
-        *(hybridep_staging(plan, local, model.num_experts, h) if hybridep else []),
-        _permute_step(layout, routed, local, h),
-        dispatch,
-        *shared,
-        *etp_ag,
-        *_expert_steps(model, layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h),
-        *etp_rs,
-        combine,
-        unpermute,
-    ]
+    parts = ExpertSteps(experts, shared, etp_ag, etp_rs)
+    return [*_router_steps(model, layout, local), *DISPATCHERS[layout.token_dispatcher].layer_steps(ctx, parts)]
+
+
+def quant_alignment(layout: LayoutSpec) -> int:
+    """Rows per expert TEGroupedMLP pads to under Transformer Engine's FP8 (layout.fp8_recipe set): 32 for MXFP8,
+    16 for the others (Megatron-Core get_fp8_align_size, megatron/core/fp8_utils.py at NVIDIA/Megatron-LM@cf39a4dd);
+    0 without TE's FP8 or with capacity-padded (not dropless) expert inputs."""
+    if not layout.fp8_recipe or layout.gemm_dtype != "fp8" or not layout.dropless:
+        return 0
+    return 32 if layout.fp8_recipe == "mxfp8" else 16
 
 
 def ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool) -> list[Step]:

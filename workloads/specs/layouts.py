@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
-from workloads.ops import EpDispatcher, Module
+from workloads.dispatchers.registry import DISPATCHERS
+from workloads.ops import Module
 from workloads.schedules.registry import SCHEDULES
 from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
 from workloads.specs.fieldtypes import check_types
@@ -114,8 +115,7 @@ RECOMPUTE_MODULES = tuple(module.value for module in Module if module != Module.
 EXPERT_GEMMS = ("grouped", "sequential", "multi_stream")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
-EP_DISPATCHERS = tuple(dispatcher.value for dispatcher in EpDispatcher)
-FLEX_BACKENDS = ("", "deepep", "hybridep", "ncclep")
+TOKEN_DISPATCHERS = tuple(DISPATCHERS)  # workloads/dispatchers/registry.py
 CROSS_ENTROPY_IMPLS = ("", "te")
 ATTENTION_BACKENDS = ("", "fa3", "fa2", "cudnn")  # "" = the calibration's family
 
@@ -152,9 +152,6 @@ class LayoutSpec:
     router_fusion: bool = False
     router_aux_loss: bool = False
     router_random_logits: bool = False
-    # The flex dispatcher's backend (Megatron --moe-flex-dispatcher-backend): "hybridep" declares HybridEP's own
-    # kernels and routing-map all-gather (workloads/ep/hybridep.py); its dispatch is timed as DeepEP's either way.
-    flex_backend: str = ""
     # The loss after the LM head (workloads/recipes/cross_entropy.py): "te" TE's Triton kernels (Megatron
     # --cross-entropy-loss-fusion --cross-entropy-fusion-impl te); "" three FP32 passes over the logits (assumed).
     cross_entropy: str = ""
@@ -170,7 +167,7 @@ class LayoutSpec:
     zero_stage: int = 1
     capacity_factor: float = 1.25  # expert GEMMs run on capacity-padded buffers
     dp_overlap: bool = True  # MegaScale (NSDI'24): DP sync overlapped with the first/last micro-batches
-    a2a_topk_threshold: int = 6  # dispatch switches from all-to-all to AG/RS when top-k exceeds this
+    a2a_topk_threshold: int = 6  # MegaScale-MoE's dispatch switches from all-to-all to AG/RS above this top-k
     # Beyond the paper (validated in workloads.specs.validation; defaults = the paper's layouts).
     ep: int = 0  # EP degree; 0 = intra_size (in-node EP); > GPUs per node spans nodes (DeepEP style)
     ep_max_nodes: int = 0  # node-limited routing M: a token reaches at most M nodes; 0 = unlimited
@@ -256,9 +253,11 @@ class LayoutSpec:
     # refuses TP without sequence parallelism in training (megatron/core/transformer/moe/moe_layer.py at
     # d98e8a64dd). Ulysses SP (attention "sp") shards the sequence either way.
     sequence_parallel: bool = True
-    # Who moves cross-node EP tokens (workloads/ep/plan.py): "deepep" (one NIC copy per destination node, then
-    # NVLink; Megatron's flex dispatcher) or "alltoall" (NCCL, one NIC copy per routed expert on another node).
-    ep_dispatcher: str = "deepep"
+    # The MoE layer's token dispatcher (workloads/dispatchers/registry.py): "megascale" MegaScale-MoE's own
+    # (in-node all-to-all or AG/RS above a2a_topk_threshold, DeepEP-style across nodes), or Megatron-Core's
+    # --moe-token-dispatcher-type: "alltoall", "allgather", "flex-deepep", "flex-hybridep". Each issues its own
+    # kernels, collectives and host syncs, and sends its own copies (one per routed expert, or per rank / node).
+    token_dispatcher: str = "megascale"
     # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-modules; workloads/specs/cuda_graphs.py): the
     # scopes captured, "layer" for a whole layer, "iteration" for the whole step (full_iteration); () is eager.
     cuda_graph_scope: tuple[str, ...] = ()
@@ -287,8 +286,7 @@ class LayoutSpec:
             "exp_avg_dtype": MOMENT_DTYPES,
             "exp_avg_sq_dtype": MOMENT_DTYPES,
             "fp8_recipe": FP8_RECIPES,
-            "ep_dispatcher": EP_DISPATCHERS,
-            "flex_backend": FLEX_BACKENDS,
+            "token_dispatcher": TOKEN_DISPATCHERS,
             "cross_entropy": CROSS_ENTROPY_IMPLS,
             "attention_backend": ATTENTION_BACKENDS,
         }

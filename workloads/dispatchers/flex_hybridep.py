@@ -1,7 +1,11 @@
-"""The kernels of Megatron-Core's flex dispatcher with the HybridEP backend around its dispatch and combine.
+"""Megatron-Core's flex dispatcher with the HybridEP backend (--moe-token-dispatcher-type flex
+--moe-flex-dispatcher-backend hybridep): the kernels around its dispatch and combine.
 
-moesim times HybridEP's dispatch / combine as DeepEP's (workloads/ep/plan.py) and its permute / unpermute as the
-MoE recipe's (workloads/recipes/moe.py). Declared here are the kernels and the collective HybridEP runs besides them,
+moesim times HybridEP's dispatch / combine as DeepEP's (one copy per destination rank or node, DeepEP's
+published rates and SMs: HybridEP's own H100 table is for 16-64 ranks over IB) and its permute / unpermute
+as the other dispatchers' (workloads/dispatchers/steps.py; HybridEP issues the permute inside its dispatch
+call, after the tokens arrive, timed the same). Declared here are the kernels and the collective HybridEP runs
+besides them,
 counted from Megatron-Core core_v0.18.0 (commit ba7b5eb) megatron/core/transformer/moe/token_dispatcher.py
 _HybridEPManager and fused_a2a.py HybridEPDispatch / HybridEPCombine, and the DeepEP the Megatron-Bridge
 v0.5.0 image builds (docker/Dockerfile.ci DEEPEP_COMMIT 34152ae, hybrid-ep branch): csrc/hybrid_ep/hybrid_ep.cu
@@ -21,8 +25,9 @@ and executor/executor.cu, with --moe-permute-fusion-into-hybridep off (Transform
 
 from __future__ import annotations
 
-from workloads.ep.plan import EpPlan
-from workloads.ops import ALL_GATHER, BYTES_BF16, MEMORY, EpDispatcher, Group, Module, Step, comm_step
+from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
+from workloads.dispatchers.steps import ep_collective, host_sync, permute, quant_padding, unpermute
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, BYTES_BF16, MEMORY, Group, Module, Step, Transport, comm_step
 
 BYTES_FP32 = 4
 PROBS_CAST_BYTES_PER_SCORE = BYTES_BF16 + BYTES_FP32  # read BF16, write FP32 (and back in backward)
@@ -30,16 +35,16 @@ PREPROCESS_KERNELS = 3  # the preprocess (scan) kernel, permute_preprocessing an
 ROW_ID_MAP_BYTES_PER_SCORE = 1 + 4  # permute_preprocessing: the bool map read, the int32 row-id map written
 
 
-def hybridep_before_sync(plan: EpPlan, local: int, num_experts: int) -> list[Step]:
+def hybridep_before_sync(ctx: MoeContext) -> list[Step]:
     """The probs cast, the routing-map all-gather and the preprocess kernels, before the token-count sync.
 
-    The all-gather moves each rank's ``local`` x ``num_experts`` map (1 B per score) to the ``degree`` - 1
+    The all-gather moves each rank's ``tokens`` x ``num_experts`` map (1 B per score) to the ``degree`` - 1
     others: each GPU sends (n - 1) maps; across N nodes NCCL's rings cross the node boundary at N of every n
     hops, so N/n of that egress leaves over the NIC (inside one node, all of it over NVLink)."""
-    scores = local * num_experts
-    n = plan.degree
+    scores = ctx.tokens * ctx.num_experts
+    n = ctx.degree
     egress = (n - 1) * scores
-    nic = egress * plan.nodes / n if plan.nodes > 1 else 0.0
+    nic = egress * ctx.nodes / n if ctx.nodes > 1 else 0.0
     return [
         Step(
             "hybridep_probs_fp32",
@@ -57,7 +62,7 @@ def hybridep_before_sync(plan: EpPlan, local: int, num_experts: int) -> list[Ste
             group_size=n,
             bwd_kernels=0,
             module=Module.MOE,
-            dispatcher=EpDispatcher.ALLTOALL,  # NCCL's all-gather (its ring rate and channels), not DeepEP's
+            transport=Transport.NCCL,  # NCCL's all-gather (its ring rate and channels), not DeepEP's
         ),
         Step(
             "hybridep_preprocess",
@@ -71,15 +76,48 @@ def hybridep_before_sync(plan: EpPlan, local: int, num_experts: int) -> list[Ste
     ]
 
 
-def hybridep_staging(plan: EpPlan, local: int, num_experts: int, hidden: int) -> list[Step]:
+def hybridep_staging(ctx: MoeContext) -> list[Step]:
     """Across nodes: the tokens (BF16) and FP32 probs copied into HybridEP's RDMA buffers before the dispatch."""
-    if plan.nodes <= 1:
+    if ctx.nodes <= 1:
         return []
-    copied = local * hidden * BYTES_BF16 + local * num_experts * BYTES_FP32
+    copied = ctx.tokens * ctx.hidden * BYTES_BF16 + ctx.tokens * ctx.num_experts * BYTES_FP32
     return [Step("hybridep_stage", MEMORY, mem_bytes=2 * copied, kernels=2, bwd_kernels=0, module=Module.MOE)]
 
 
-def hybridep_grad_staging_bytes(plan: EpPlan, local: int, hidden: int) -> float:
+def hybridep_grad_staging_bytes(ctx: MoeContext) -> float:
     """Bytes the combine's backward (a dispatch) copies into the RDMA buffers: the gradient tokens, read and
     written once (0 inside one node)."""
-    return 2 * local * hidden * BYTES_BF16 if plan.nodes > 1 else 0.0
+    return 2 * ctx.tokens * ctx.hidden * BYTES_BF16 if ctx.nodes > 1 else 0.0
+
+
+class FlexHybridepDispatcher(TokenDispatcher):
+    name = "flex-hybridep"
+    megatron = "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"
+
+    def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
+        return Wire.PER_RANK
+
+    def cross_node_wire(self) -> Wire:
+        return Wire.PER_RANK
+
+    def transport(self, nodes: int) -> Transport:
+        return Transport.DEEPEP
+
+    def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
+        pad, unpad = quant_padding(ctx)
+        return [
+            *hybridep_before_sync(ctx),
+            *host_sync(ctx),
+            *hybridep_staging(ctx),
+            permute(ctx),
+            ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
+            *experts.shared,
+            *experts.etp_gather,
+            *pad,
+            *experts.experts,
+            *unpad,
+            *experts.etp_scatter,
+            ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.DEEPEP, dispatch=False),
+            # the combine's backward is a HybridEP dispatch: its staging copy runs just before it
+            unpermute(ctx, hybridep_grad_staging_bytes(ctx)),
+        ]

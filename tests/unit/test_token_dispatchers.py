@@ -1,0 +1,164 @@
+"""The token dispatchers as objects (workloads/dispatchers): the registry is the layout's choice list, each
+dispatcher's wire and transport, and the steps each issues, by hand on one small context."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from workloads.dispatchers.base import ExpertSteps, MoeContext, Wire
+from workloads.dispatchers.registry import DISPATCHERS
+from workloads.dispatchers.steps import quant_padding, sort_chunks
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, GEMM, HOST_SYNC, REDUCE_SCATTER, Gemm, Step, Transport
+from workloads.specs.layouts import TOKEN_DISPATCHERS
+
+# 1,024 tokens of h 1,024, top-4 of 32 experts on EP 8 in one node (4 local experts)
+CTX = MoeContext(
+    tokens=1024,
+    hidden=1024,
+    top_k=4,
+    num_experts=32,
+    experts_local=4,
+    degree=8,
+    nodes=1,
+    tp=1,
+    nvlink_bytes=7e6,
+    nic_bytes=0.0,
+    all_gather=False,
+    fused_permute=True,
+    host_sync=True,
+    quant_align=0,
+    shared=False,
+    etp=1,
+)
+EXPERTS = ExpertSteps([Step("expert_fc13", GEMM, gemm=Gemm(512, 2048, 1024, 4))])
+
+
+def _names(name: str, ctx: MoeContext = CTX) -> list[str]:
+    return [step.name for step in DISPATCHERS[name].layer_steps(ctx, EXPERTS)]
+
+
+def test_the_registry_is_the_layouts_choice_list() -> None:
+    assert tuple(DISPATCHERS) == TOKEN_DISPATCHERS
+    assert TOKEN_DISPATCHERS == ("megascale", "alltoall", "allgather", "flex-deepep", "flex-hybridep")
+    for name, dispatcher in DISPATCHERS.items():
+        assert dispatcher.name == name
+
+
+def test_wires_and_transports() -> None:
+    """Copies: NCCL's all-to-all one per routed expert, DeepEP / HybridEP one per rank (per node across nodes),
+    the allgather dispatcher everything; MegaScale-MoE's all-to-all switches to AG above its threshold."""
+    wires = {
+        name: (d.in_node_wire(8, 6), d.cross_node_wire(), d.transport(1), d.transport(2))
+        for name, d in DISPATCHERS.items()
+    }
+    assert wires == {
+        "megascale": (Wire.ALL_GATHER, Wire.PER_RANK, Transport.NCCL, Transport.DEEPEP),
+        "alltoall": (Wire.PER_COPY, Wire.PER_COPY, Transport.NCCL, Transport.NCCL),
+        "allgather": (Wire.ALL_GATHER, Wire.ALL_GATHER, Transport.NCCL, Transport.NCCL),
+        "flex-deepep": (Wire.PER_RANK, Wire.PER_RANK, Transport.DEEPEP, Transport.DEEPEP),
+        "flex-hybridep": (Wire.PER_RANK, Wire.PER_RANK, Transport.DEEPEP, Transport.DEEPEP),
+    }
+    assert DISPATCHERS["megascale"].in_node_wire(6, 6) == Wire.PER_COPY
+
+
+def test_alltoall_issues_megatron_cores_order() -> None:
+    """preprocess counts, the host sync before the all-to-all, permutation 1, the all-to-all (probs inside),
+    sort_chunks with 4 local experts, the experts, the reverse sort, the combine, the unpermutation."""
+    assert _names("alltoall") == [
+        "ep_token_counts",
+        "tokens_per_expert_sync",
+        "permute",
+        "ep_a2a_dispatch",
+        "sort_chunks",
+        "expert_fc13",
+        "unsort_chunks",
+        "ep_a2a_combine",
+        "unpermute",
+    ]
+    steps = {s.name: s for s in DISPATCHERS["alltoall"].layer_steps(CTX, EXPERTS)}
+    assert steps["ep_a2a_dispatch"].comm_bytes == pytest.approx(7e6 * (1 + 4 / 2048), rel=1e-12)
+    assert steps["ep_a2a_combine"].comm_bytes == 7e6
+    assert {steps[n].transport for n in ("ep_a2a_dispatch", "ep_a2a_combine")} == {Transport.NCCL}
+    # 4,096 rows of 1,024 x 2 B and a 4 B prob, read and written once: 2 x 4,096 x 2,052 B, both ways
+    assert (steps["sort_chunks"].mem_bytes, steps["sort_chunks"].bwd_mem_bytes) == (16_809_984, 16_809_984)
+
+
+def test_one_local_expert_needs_no_sort_and_drop_and_pad_no_sync() -> None:
+    one = replace(CTX, experts_local=1)
+    assert sort_chunks(one, "sort_chunks") == []
+    no_sync = replace(CTX, host_sync=False)
+    assert "tokens_per_expert_sync" not in _names("alltoall", no_sync)
+    assert "ep_token_counts" not in _names("alltoall", no_sync)  # drop-and-pad: counts are torch.full
+
+
+def test_unfused_sort_chunks_is_two_cats() -> None:
+    unfused = replace(CTX, fused_permute=False)
+    (step,) = sort_chunks(unfused, "sort_chunks")
+    assert (step.kernels, step.bwd_kernels) == (2, 2)
+
+
+def test_fp8_padding_wraps_the_experts() -> None:
+    """TEGroupedMLP's Fp8Padding / Fp8Unpadding under FP8 (align 16): 4,096 rows of 1,024 x 2 B read and written
+    (16,777,216 B) and the probs (32,768 B) before, the output rows after."""
+    fp8 = replace(CTX, quant_align=16)
+    pad, unpad = quant_padding(fp8)
+    assert (pad[0].mem_bytes, pad[0].kernels, unpad[0].mem_bytes) == (16_809_984, 2, 16_777_216)
+    names = _names("alltoall", fp8)
+    assert (
+        names[names.index("quant_pad") + 1] == "expert_fc13" and names[names.index("expert_fc13") + 1] == "quant_unpad"
+    )
+    assert quant_padding(CTX) == ([], [])
+
+
+def test_flex_deepep_waits_twice_and_permutes_after_the_dispatch() -> None:
+    """DeepEP's dispatch waits on the host for the received counts (notify), then Megatron-Core's permute waits
+    for tokens_per_expert.sum().item(): the permute runs on the received tokens."""
+    names = _names("flex-deepep")
+    assert names == [
+        "deepep_topk_indices",
+        "deepep_layout_notify",
+        "deepep_recv_count_sync",
+        "ep_a2a_dispatch",
+        "deepep_indices_to_multihot",
+        "tokens_per_expert_sync",
+        "permute",
+        "expert_fc13",
+        "unpermute",
+        "ep_a2a_combine",
+    ]
+    steps = DISPATCHERS["flex-deepep"].layer_steps(CTX, EXPERTS)
+    assert sum(s.kind == HOST_SYNC for s in steps) == 2
+    assert {s.transport for s in steps if s.collective} == {Transport.DEEPEP}
+
+
+def test_allgather_gathers_and_scatters() -> None:
+    steps = DISPATCHERS["allgather"].layer_steps(CTX, EXPERTS)
+    comm = [(s.name, s.collective) for s in steps if s.collective]
+    assert comm == [("ep_ag_dispatch", ALL_GATHER), ("ep_rs_combine", REDUCE_SCATTER)]
+    # the routing map (1 B) and probs (4 B) of 32 experts per token ride in the tokens' 2,048 B rows
+    assert steps[0].comm_bytes == pytest.approx(7e6 * (1 + 32 * 5 / 2048), rel=1e-12)
+
+
+def test_megascale_is_the_papers_dispatch() -> None:
+    assert _names("megascale") == [
+        "tokens_per_expert_sync",
+        "permute",
+        "ep_a2a_dispatch",
+        "expert_fc13",
+        "ep_a2a_combine",
+        "unpermute",
+    ]
+    steps = DISPATCHERS["megascale"].layer_steps(CTX, EXPERTS)
+    assert [(s.collective, s.fuse) for s in steps if s.collective] == [(ALL_TO_ALL, "next"), (ALL_TO_ALL, "prev")]
+
+
+def test_a_former_yaml_key_says_what_replaced_it(tmp_path) -> None:
+    from topologies.errors import ConfigError
+    from workloads.inputs.yaml_files import load_layout
+
+    path = tmp_path / "layout.yaml"
+    path.write_text("name: x\nep_dispatcher: alltoall\n")
+    with pytest.raises(ConfigError, match="^layout.ep_dispatcher: replaced by token_dispatcher"):
+        load_layout(path)

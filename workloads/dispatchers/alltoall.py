@@ -1,0 +1,68 @@
+"""Megatron-Core's alltoall dispatcher (--moe-token-dispatcher-type alltoall; MoEAlltoAllTokenDispatcher,
+megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd, lines 338-866), as issued:
+
+1. preprocess: per-expert counts and the splits (token_count_exchange; their all-gather over the TP x EP group
+   is not emitted yet, workloads/dispatchers/steps.py says why);
+2. the counts copied to the host on a side stream and waited for before the all-to-all, whose NCCL call takes
+   the splits as host lists ("before_ep_alltoall"); none under drop-and-pad (layout.host_sync_per_moe_layer);
+3. permutation 1: one row per (token, routed expert), TE's moe_permute when fused;
+4. the EP all-to-all of the rows and a second one of their probs (NCCL: every routed copy to its expert's
+   rank, no deduplication per rank or node; the probs' bytes counted inside the rows' call);
+5. permutation 2 with more than one local expert: sort_chunks_by_idxs to expert-major order;
+6. the experts (TEGroupedMLP, FP8 padding around them), sort_chunks back, the combine all-to-all, and the
+   unpermutation that sums each token's copies weighted by its probs.
+"""
+
+from __future__ import annotations
+
+from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
+from workloads.dispatchers.steps import (
+    ep_collective,
+    host_sync,
+    permute,
+    quant_padding,
+    sort_chunks,
+    token_count_exchange,
+    unpermute,
+)
+from workloads.ops import ALL_TO_ALL, Step, Transport
+
+
+class AlltoallDispatcher(TokenDispatcher):
+    name = "alltoall"
+    megatron = "--moe-token-dispatcher-type alltoall"
+
+    def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
+        return Wire.PER_COPY
+
+    def cross_node_wire(self) -> Wire:
+        return Wire.PER_COPY
+
+    def transport(self, nodes: int) -> Transport:
+        return Transport.NCCL
+
+    def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
+        # No fused GEMM + collective in Megatron-Core (intra_op_overlap is off for its layouts); the fuse marks
+        # are MegaScale-MoE's slots, kept so that a what-if with intra-op overlap fuses as the paper's does.
+        fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
+        fuse_combine = "" if ctx.etp > 1 else "prev"
+        pad, unpad = quant_padding(ctx)
+        multi = ctx.degree > 1 or ctx.tp > 1  # preprocess gathers counts only with EP or TP
+        return [
+            *(token_count_exchange(ctx) if multi and ctx.host_sync else []),
+            *host_sync(ctx),
+            permute(ctx),
+            ep_collective(
+                ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch, probs=True
+            ),
+            *sort_chunks(ctx, "sort_chunks"),
+            *experts.shared,
+            *experts.etp_gather,
+            *pad,
+            *experts.experts,
+            *unpad,
+            *experts.etp_scatter,
+            *sort_chunks(ctx, "unsort_chunks"),
+            ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.NCCL, dispatch=False, fuse=fuse_combine),
+            unpermute(ctx),
+        ]
