@@ -375,8 +375,13 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
     if args.get("--fp8-param-gather"):
         if not fp8:
             raise ConfigError("--fp8-param-gather", "needs --fp8-format")
-        if not args.get("--use-distributed-optimizer"):
-            raise ConfigError("--fp8-param-gather", "only supported with --use-distributed-optimizer")
+        sharded = ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2")
+        if not any(args.get(flag) for flag in sharded):  # megatron/training/arguments.py validate_args
+            raise ConfigError(
+                "--fp8-param-gather", "only supported with distributed optimizer, torch fsdp2, megatron fsdp"
+            )
+        if args.get("--use-torch-fsdp2"):  # validate_args: "FSDP2 FP8 param gather is not supported yet in TE 2.0"
+            notes.append("--use-torch-fsdp2: Megatron-LM turns --fp8-param-gather off (FSDP2 gathers BF16 weights)")
     aware = bool(args.get("--use-precision-aware-optimizer"))
     dtypes = {
         "main_grads_dtype": args.get("--main-grads-dtype", "fp32"),
@@ -398,7 +403,7 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         **dtypes,
         "gemm_dtype": "fp8" if fp8 else "bf16",
         "fp8_recipe": recipe if fp8 else "",
-        "fp8_param_gather": bool(args.get("--fp8-param-gather")),
+        "fp8_param_gather": bool(args.get("--fp8-param-gather")) and not args.get("--use-torch-fsdp2"),
         "param_remainders": remainders,
     }
 
