@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import simpy
 
+from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.placement import FoldedPlacement
 from topologies.cluster import cluster_preset
@@ -141,3 +142,15 @@ def test_fsdp2_gathers_bf16() -> None:
     assert any("--fp8-param-gather off" in note for note in torch.notes)
     megatron = parse_megatron_args(flags + " --use-megatron-fsdp")
     assert megatron.layout_fields["fp8_param_gather"] is True and megatron.layout_fields["zero_stage"] == 3
+
+
+def test_zero_0_all_reduces_gradients_and_gathers_nothing() -> None:
+    """Megatron-Core's DDP without the distributed optimizer all-reduces the gradients (a reduce-scatter and an
+    all-gather of them on a ring: twice the reduce-scatter's bytes) and has no weights to gather."""
+    zero0, zero1 = _workload(_layout(zero_stage=0)), _workload(_layout(zero_stage=1))
+    for (grads, params, _), (grads1, params1, _) in zip(zero0.step_sync_groups(0), zero1.step_sync_groups(0)):
+        assert (grads, params) == (2 * grads1, 0.0) and params1 == grads1
+    cluster = cluster_preset("h800", 16, domain_gpus=8)
+    grad0, param0 = Engine(zero0, cluster).dp_wire_bytes(0)
+    grad1, param1 = Engine(zero1, cluster).dp_wire_bytes(0)
+    assert (grad0, param0) == (pytest.approx(2 * grad1), 0.0) and param1 > 0

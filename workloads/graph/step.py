@@ -164,8 +164,13 @@ class StepWorkload:
     def step_sync_groups(self, stage: int) -> list[tuple[float, float, int]]:
         """Per DP group of a stage, (parameters whose gradients the step's one reduce-scatter reduces, parameters
         its one all-gather gathers, the group's size): all of them, less the units' under ZeRO-2 (gradients) and
-        ZeRO-3 (weights), which go unit by unit inside the tasks (workloads/graph/fsdp.py)."""
+        ZeRO-3 (weights), which go unit by unit inside the tasks (workloads/graph/fsdp.py); under ZeRO-0 the
+        gradients' all-reduce, counted as two reduce-scatters' worth, and no gather."""
         groups = self.stage_param_groups(stage)
+        if self.layout.zero_stage == 0:  # DDP all-reduces the gradients (a ring reduce-scatter and all-gather of
+            # them: twice the bytes) and gathers no weights (megatron/core/distributed/param_and_grad_buffer.py
+            # start_grad_sync at NVIDIA/Megatron-LM d98e8a64dd: all_reduce without use_distributed_optimizer)
+            return [(2 * g.synced, 0.0, g.dp) for g in groups]
         if self.unit_comm is None:
             return [(g.synced, g.synced, g.dp) for g in groups]
         units = [0.0, 0.0]
