@@ -225,7 +225,8 @@ def check_unit_schedule(layout: LayoutSpec, dp_groups: int) -> None:
         raise ConfigError(
             "layout.zero_stage",
             f"FSDP / ZeRO-{layout.zero_stage}'s per-layer all-gathers and reduce-scatters are simulated with the "
-            f"1F1B and interleaved schedules, not with {what}; use --set zero_stage=1 (distributed optimizer)",
+            f"1F1B and interleaved schedules, not with {what}; use --set zero_stage=1 (distributed optimizer, "
+            "Megatron's --use-distributed-optimizer)",
         )
 
 

@@ -42,6 +42,7 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.recompute_modules": "--recompute-modules",
     "layout.host_sync_per_moe_layer": "--cuda-graph-impl full_iteration needs static MoE shapes",
     "layout.micro_batch": "--micro-batch-size",
+    "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
     "gpus": "--tensor/pipeline/context-parallel-size",
