@@ -54,7 +54,10 @@ class Report:
         float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
     )
     bubble_fraction: float  # = schedule_bubble + imbalance_idle
-    exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
+    # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step; "fsdp" (ZeRO-2 / 3): the per-layer
+    # all-gathers and reduce-scatters' time beside no compute, summed over them (they run side by side on two
+    # streams, so it can exceed what they add to the step)
+    exposed_comm_s: dict[str, float]
     compute_busy_s: float
     peak_memory_gib: float
     simulated_ops: int
