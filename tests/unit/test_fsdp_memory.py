@@ -87,4 +87,6 @@ def test_megatron_s_fsdp_example_fits() -> None:
     def peak(layout) -> float:
         return stage_memory(StepWorkload(run.model, layout, 8, 8, 128, 8192), 0).total_bytes
 
-    assert peak(run.layout) < 80e9 < peak(run.layout.with_(zero_stage=1))
+    assert run.layout.main_grads_dtype == "bf16"  # Megatron FSDP's "auto": the BF16 weights' dtype
+    # as the distributed optimizer (FSDP ignored) would run it: ZeRO-1 with FP32 main gradients
+    assert peak(run.layout) < 80e9 < peak(run.layout.with_(zero_stage=1, main_grads_dtype="fp32"))

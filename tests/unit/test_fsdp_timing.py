@@ -154,3 +154,14 @@ def test_zero_0_all_reduces_gradients_and_gathers_nothing() -> None:
     grad0, param0 = Engine(zero0, cluster).dp_wire_bytes(0)
     grad1, param1 = Engine(zero1, cluster).dp_wire_bytes(0)
     assert (grad0, param0) == (pytest.approx(2 * grad1), 0.0) and param1 > 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "dtype"),
+    [("--bf16", "bf16"), ("", "fp32"), ("--bf16 --megatron-fsdp-main-grads-dtype fp32", "fp32")],
+)
+def test_megatron_fsdp_main_gradients_follow_the_weights(flags: str, dtype: str) -> None:
+    """Megatron FSDP's --megatron-fsdp-main-grads-dtype "auto" (its default) is the weights' dtype; the reduce-scatter
+    moves that dtype."""
+    job = parse_megatron_args(f"{flags} --use-megatron-fsdp --untie-embeddings-and-output-weights")
+    assert job.layout_fields["main_grads_dtype"] == dtype

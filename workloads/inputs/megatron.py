@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
-from workloads.inputs.megatron_fsdp import fsdp_zero_stage
+from workloads.inputs.megatron_fsdp import fsdp_zero_stage, megatron_fsdp_grads_dtype
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
@@ -396,6 +396,8 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
             raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
     if args.get("--grad-reduce-in-bf16"):  # DDP's gradient buffers (the main grads) in BF16, reduced in BF16
         dtypes["main_grads_dtype"] = "bf16"  # (DistributedDataParallelConfig.grad_reduce_in_fp32 = False)
+    if args.get("--use-megatron-fsdp"):  # Megatron FSDP keeps gradient buffers of its own dtype
+        dtypes["main_grads_dtype"] = megatron_fsdp_grads_dtype(args, notes)
     # TE FusedAdam keeps 16-bit remainders of FP32 master weights (store_param_remainders, default True)
     # when it manages them: BF16 weights, FP32 main params, no FP8 recipe other than delayed.
     remainders = aware and bool(args.get("--bf16")) and dtypes["main_params_dtype"] == "fp32"

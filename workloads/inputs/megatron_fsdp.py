@@ -77,3 +77,15 @@ def fsdp_zero_stage(args: dict[str, Any], given: set[str], notes: list[str]) -> 
     }[zero]
     notes.append(f"{name}: memory sharded as ZeRO-{zero}; timed: {timed}")
     return zero
+
+
+def megatron_fsdp_grads_dtype(args: dict[str, Any], notes: list[str]) -> str:
+    """The main gradients' dtype under Megatron FSDP: --megatron-fsdp-main-grads-dtype, whose default "auto" is the
+    weights' dtype (BF16 under --bf16, and for FP8 weights; megatron_fsdp/param_and_grad_buffer.py
+    _resolve_group_grad_dtype and mixed_precision.py MixedPrecisionPolicy.main_grads_dtype at d98e8a64dd: "If set
+    to None, main gradients will match the dtype of the model compute parameters"). FP16 counts as BF16 (2 bytes)."""
+    chosen = args.get("--megatron-fsdp-main-grads-dtype", "auto")
+    if chosen == "auto":
+        chosen = "bf16" if args.get("--bf16") or args.get("--fp16") else "fp32"
+        notes.append(f"Megatron FSDP: main gradients in {chosen} (--megatron-fsdp-main-grads-dtype auto: the weights')")
+    return "bf16" if chosen == "fp16" else chosen
