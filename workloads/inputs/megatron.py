@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
-from workloads.inputs.megatron_fsdp import fsdp_zero_stage, megatron_fsdp_grads_dtype
+from workloads.inputs.megatron_fsdp import fsdp_fp8_param_gather, fsdp_zero_stage, megatron_fsdp_grads_dtype
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
@@ -376,13 +376,7 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
     if args.get("--fp8-param-gather"):
         if not fp8:
             raise ConfigError("--fp8-param-gather", "needs --fp8-format")
-        sharded = ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2")
-        if not any(args.get(flag) for flag in sharded):  # megatron/training/arguments.py validate_args
-            raise ConfigError(
-                "--fp8-param-gather", "only supported with distributed optimizer, torch fsdp2, megatron fsdp"
-            )
-        if args.get("--use-torch-fsdp2"):  # validate_args: "FSDP2 FP8 param gather is not supported yet in TE 2.0"
-            notes.append("--use-torch-fsdp2: Megatron-LM turns --fp8-param-gather off (FSDP2 gathers BF16 weights)")
+        fsdp_fp8_param_gather(args, notes)  # with the distributed optimizer or FSDP; FSDP2 gathers BF16
     aware = bool(args.get("--use-precision-aware-optimizer"))
     dtypes = {
         "main_grads_dtype": args.get("--main-grads-dtype", "fp32"),

@@ -89,3 +89,14 @@ def megatron_fsdp_grads_dtype(args: dict[str, Any], notes: list[str]) -> str:
         chosen = "bf16" if args.get("--bf16") or args.get("--fp16") else "fp32"
         notes.append(f"Megatron FSDP: main gradients in {chosen} (--megatron-fsdp-main-grads-dtype auto: the weights')")
     return "bf16" if chosen == "fp16" else chosen
+
+
+def fsdp_fp8_param_gather(args: dict[str, Any], notes: list[str]) -> None:
+    """--fp8-param-gather's rule in Megatron-LM's words (megatron/training/arguments.py validate_args at d98e8a64dd):
+    with the distributed optimizer, torch FSDP2 or Megatron FSDP; FSDP2 then turns it off ("FSDP2 FP8 param gather
+    is not supported yet in TE 2.0, will fallback to bf16"), which the caller's fp8_param_gather follows."""
+    sharded = ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2")
+    if not any(args.get(flag) for flag in sharded):
+        raise ConfigError("--fp8-param-gather", "only supported with distributed optimizer, torch fsdp2, megatron fsdp")
+    if args.get("--use-torch-fsdp2"):
+        notes.append("--use-torch-fsdp2: Megatron-LM turns --fp8-param-gather off (FSDP2 gathers BF16 weights)")
