@@ -50,9 +50,7 @@ class Report:
     mfu: float  # paper counting: GEMMs (capacity-padded expert GEMMs) + FlashAttention, fwd + bwd
     useful_mfu: float  # the same, routed token copies only: no capacity padding, no dropped copies
     mfu_6n: float  # 6 x active parameters + attention (12 s h per token per layer, non-causal)
-    model_tflops_per_gpu: (
-        float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
-    )
+    model_tflops_per_gpu: float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
     bubble_fraction: float  # = schedule_bubble + imbalance_idle
     # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step; "fsdp" (ZeRO-2 / 3): the per-layer
     # all-gathers and reduce-scatters' time beside no compute, summed over them (they run side by side on two
@@ -70,9 +68,7 @@ class Report:
     recompute_fit: str = ""  # what recompute_to_fit chose, when it chose (e.g. "recompute_kept_layers=3 of 4")
     # The split balance_blocks chose, as Megatron-LM's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL")
     balanced_split: str = ""
-    steady_runs: list[int] = field(
-        default_factory=list
-    )  # micro-batch counts extrapolated from (simulator/fast/steady.py)
+    steady_runs: list[int] = field(default_factory=list)  # micro-batch counts extrapolated from (simulator/fast/steady.py)
     steady_bound: float = 0.0  # its error bound against the full run, relative (0: exact; simulator/fast/bounded.py)
 
     def to_dict(self) -> dict:
@@ -185,9 +181,7 @@ def simulate(
     )
     gpus, global_batch, seq_len, micro_batch = (checked[k] for k in ("gpus", "global_batch", "seq_len", "micro_batch"))
     memoize, allow_oom, probes = checked["memoize"], checked["allow_oom"], checked["probes"]
-    with (
-        fewer_collections()
-    ):  # the step's workload, runs and report allocate much short-lived (simulator/engine/gc_budget.py)
+    with fewer_collections():  # the step's workload, runs and report allocate much short-lived (simulator/engine/gc_budget.py)
         sizes = (global_batch, seq_len, micro_batch)
         workload, cluster, oom = prepare(model, layout, gpus, cluster, *sizes, allow_oom, calibration)
         if engine == "unfolded":

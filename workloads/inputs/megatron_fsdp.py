@@ -69,9 +69,10 @@ def fsdp_zero_stage(args: dict[str, Any], given: set[str], notes: list[str]) -> 
         strategy = strategy or "optim_grads_params"
         zero, name = STRATEGY_ZERO[strategy], f"Megatron FSDP ({strategy})"
     timed = {
-        0: "gradients reduced once per step",
+        0: "gradients all-reduced once per step",
         1: "gradients reduce-scattered and weights all-gathered once per step",
-        2: "each layer's gradients reduce-scattered after its backward, every micro-batch",
+        2: "each layer's gradients reduce-scattered after its backward, every micro-batch; weights all-gathered once "
+        "per step",
         3: "each layer's weights all-gathered before its forward and its backward and its gradients reduce-scattered "
         "after its backward, every micro-batch",
     }[zero]
