@@ -59,7 +59,8 @@ class Group(Label):
     ETP = "etp"
     CP = "cp"
     PP = "pp"
-    DP = "dp"
+    DP = "dp"  # data parallel (x CP): dense weights' FSDP / ZeRO-3 gathers and gradient reductions
+    EDP = "edp"  # expert data parallel: the replicas of the same experts (workloads/graph/fsdp.py)
 
 
 class Role(Label):

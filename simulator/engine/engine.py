@@ -190,14 +190,17 @@ class Engine:
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
         grad = params = 0.0
-        for _, synced, dp in self.workload.stage_param_groups(stage):  # experts sync over expert_dp
+        # experts sync over expert_dp; under ZeRO-2 / 3 the units' gradients / weights go unit by unit in the tasks
+        for grads_synced, params_synced, dp in self.workload.step_sync_groups(stage):
             if dp == 1:
                 continue
             share = (dp - 1) / dp
             layout = self.workload.layout  # Sec. 5: BF16 all-to-all, FP32 local sum; or a reduce-scatter
             per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
-            grad += synced * per_param * share / dp_gradient_efficiency(layout.grad_sync)
-            params += synced * dp_param_bytes_per_param(layout.fp8_param_gather) * share / self.cal.ring_efficiency
+            grad += grads_synced * per_param * share / dp_gradient_efficiency(layout.grad_sync)
+            params += (
+                params_synced * dp_param_bytes_per_param(layout.fp8_param_gather) * share / self.cal.ring_efficiency
+            )
         return grad, params
 
     def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):

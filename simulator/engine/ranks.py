@@ -36,8 +36,9 @@ class Place:
         return Place(self.replica, stage, self.rank)
 
 
-# The GPU groups collectives run over (TP and Ulysses SP share the intra_size group).
-TP, CP, EP, ETP = Group.TP, Group.CP, Group.EP, Group.ETP
+# The GPU groups collectives run over (TP and Ulysses SP share the intra_size group); DP (x CP) and expert DP run
+# the per-layer FSDP / ZeRO-3 gathers and ZeRO-2 scatters (workloads/graph/fsdp.py).
+TP, CP, EP, ETP, DP, EDP = Group.TP, Group.CP, Group.EP, Group.ETP, Group.DP, Group.EDP
 
 
 @dataclass(frozen=True)
@@ -86,15 +87,20 @@ class RankMap:
         return Place(outer * k + inner, stage, rank)
 
     def members(self, place: Place, kind: str) -> tuple[Place, ...]:
-        """The places of ``place``'s group of ``kind`` (TP/SP, CP, EP or ETP), in ring order."""
+        """The places of ``place``'s group of ``kind`` (TP/SP, CP, EP, ETP, DP or EDP), in ring order."""
         d, s, j = place.replica, place.stage, place.rank
         if kind == TP:
             base = j - j % self.n
             return tuple(Place(d, s, base + r) for r in range(self.n))
         if kind == CP:
             return tuple(Place(d, s, c * self.n + j % self.n) for c in range(self.cp))
+        if kind == DP:  # the replicas and CP ranks of one TP rank: dense weights shard over DP x CP
+            return tuple(Place(r, s, c * self.n + j % self.n) for r in range(self.dp) for c in range(self.cp))
         local = d * self.group + j  # the expert layers' order over the stage's GPUs
         experts = self.ep * self.etp
+        if kind == EDP:  # the same position in every expert group of the stage: the replicas of its experts
+            locals_ = range(local % experts, self.dp * self.group, experts)
+            return tuple(Place(i // self.group, s, i % self.group) for i in locals_)
         if kind == EP:
             first = local - local % experts + local % self.etp
             locals_ = range(first, first + experts, self.etp)

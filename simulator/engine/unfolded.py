@@ -12,7 +12,9 @@ its egress bytes, and the collective ends, for every member, when all its flows 
 - cp (ring attention): the cp GPUs of one TP rank; inside a node when intra_size x cp <= GPUs per node,
   else on consecutive nodes (a hop to another node takes the NIC, over PXN when the rails differ);
 - ep: ep GPUs at stride etp in the stage's expert order, over ep / (GPUs per node / etp) nodes;
-- etp: the etp consecutive GPUs, inside a node, that split the same experts' width.
+- etp: the etp consecutive GPUs, inside a node, that split the same experts' width;
+- dp / edp (per-layer FSDP / ZeRO-2 and 3 collectives, workloads/graph/fsdp.py): the replicas and CP ranks of one
+  TP rank, and the replicas of one expert group position.
 
 Ring collectives (all-gather, reduce-scatter, ring attention) send all of a member's egress to its ring
 successor; an all-to-all splits it evenly over the other members; a cross-node all-to-all (DeepEP,
@@ -40,7 +42,7 @@ import simpy
 
 from simulator.engine.faults import Faults, fault_path
 from simulator.engine.placement import DpBucket, Placement
-from simulator.engine.ranks import CP, EP, ETP, TP, Place
+from simulator.engine.ranks import CP, DP, EDP, EP, ETP, TP, Place
 from simulator.streams.network import FluidNetwork
 from simulator.streams.tasks import run_task
 from topologies.cluster import ClusterSpec, build_cluster
@@ -86,8 +88,8 @@ class _Barrier:
 
 
 def group_kind(op: Op) -> Group:
-    """The GPU group an op's collective runs over: EP, ETP, CP, or the intra_size group of TP and SP."""
-    return op.group if op.group in (EP, ETP, CP) else TP
+    """The GPU group an op's collective runs over: EP, ETP, CP, DP, EDP, or the intra_size group of TP and SP."""
+    return op.group if op.group in (EP, ETP, CP, DP, EDP) else TP
 
 
 class UnfoldedPlacement(Placement):

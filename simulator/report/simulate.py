@@ -55,7 +55,10 @@ class Report:
         float  # Megatron-LM's own FLOP count per step / step time / GPUs (simulator.report.megatron_flops)
     )
     bubble_fraction: float  # = schedule_bubble + imbalance_idle
-    exposed_comm_s: dict[str, float]  # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step
+    # per kind (tp, sp, ep, pp, dp): the most any stage exposes per step; "fsdp" (ZeRO-2 / 3): the per-layer
+    # all-gathers and reduce-scatters' time beside no compute, summed over them (they run side by side on two
+    # streams, so it can exceed what they add to the step)
+    exposed_comm_s: dict[str, float]
     compute_busy_s: float
     peak_memory_gib: float
     simulated_ops: int
@@ -330,6 +333,8 @@ def build_report(
     exposed = {kind: max(log.exposed_comm_s.get(kind, 0.0) for log in stages) for kind in kinds}
     exposed["pp"] = max(log.pp_wait_s for log in stages)
     exposed["dp"] = max(log.dp_exposed_s for log in stages)
+    if workload.unit_comm is not None:  # ZeRO-2 / 3, FSDP: the per-layer gathers and scatters in the tasks
+        exposed["fsdp"] = max(log.exposed_comm_s.get("dp", 0.0) + log.exposed_comm_s.get("edp", 0.0) for log in stages)
     memory = [stage_memory(workload, s) for s in range(workload.pp)]
     report = Report(
         model=workload.model.name,

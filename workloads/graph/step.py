@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from workloads.graph import combined_1f1b
+from workloads.graph import combined_1f1b, fsdp
 from workloads.graph import dualpipe_pairs as dualpipe
 from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
 from workloads.ops import BYTES_BF16, Op
@@ -57,6 +57,7 @@ class StepWorkload:
 
     def __post_init__(self) -> None:
         check_step(self.model, self.layout, self.num_gpus, self.gpus_per_node, self.global_batch, self.seq_len)
+        fsdp.check_unit_schedule(self.layout, max(self.dp * self.layout.cp, self.expert_dp))
 
     # --- sizes -----------------------------------------------------------------------------------
     @property
@@ -160,6 +161,33 @@ class StepWorkload:
             ends = 1
         return ends * (self.model.vocab_size * self.model.hidden_size / self.layout.intra_size)
 
+    def step_sync_groups(self, stage: int) -> list[tuple[float, float, int]]:
+        """Per DP group of a stage, (parameters whose gradients the step's one reduce-scatter reduces, parameters
+        its one all-gather gathers, the group's size): all of them, less the units' under ZeRO-2 (gradients) and
+        ZeRO-3 (weights), which go unit by unit inside the tasks (workloads/graph/fsdp.py); under ZeRO-0 the
+        gradients' all-reduce, counted as two reduce-scatters' worth, and no gather."""
+        groups = self.stage_param_groups(stage)
+        if self.layout.zero_stage == 0:  # DDP all-reduces the gradients (a ring reduce-scatter and all-gather of
+            # them: twice the bytes) and gathers no weights (megatron/core/distributed/param_and_grad_buffer.py
+            # start_grad_sync at NVIDIA/Megatron-LM d98e8a64dd: all_reduce without use_distributed_optimizer)
+            return [(2 * g.synced, 0.0, g.dp) for g in groups]
+        if self.unit_comm is None:
+            return [(g.synced, g.synced, g.dp) for g in groups]
+        units = [0.0, 0.0]
+        for layer in self.stage_layers(stage):
+            for part, count in enumerate(fsdp.unit_params(self.model, self.layout, self.model.layer_kind(layer))):
+                units[part] += count
+        gathered = fsdp.gathers_per_unit(self.layout)
+        return [(g.synced - u, g.synced - u if gathered else g.synced, g.dp) for g, u in zip(groups, units)]
+
+    @cached_property
+    def unit_comm(self) -> fsdp.UnitComm | None:
+        """The per-unit (transformer layer) all-gathers and reduce-scatters of ZeRO-2 / ZeRO-3 / FSDP, or None."""
+        layout = self.layout
+        experts = layout.ep_degree * layout.etp if layout.ffn == "ep" else layout.intra_size
+        in_node = fsdp.dp_group_in_node(self.pp, self.dp, layout.intra_size, layout.cp, experts, self.gpus_per_node)
+        return fsdp.unit_comm(self.model, layout, self.dp * layout.cp, self.expert_dp, not in_node)
+
     def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
         """(parameters held, parameters synced over the NICs) per GPU of a stage, over its groups."""
         groups = self.stage_param_groups(stage)
@@ -191,7 +219,9 @@ class StepWorkload:
 
     @cached_property
     def tasks_use_nic(self) -> bool:
-        """Whether any task op sends over the NIC (cross-node EP, CP across nodes)."""
+        """Whether any task op sends over the NIC (cross-node EP, CP across nodes, ZeRO-2 / 3 per-unit sync)."""
+        if self.unit_comm is not None and self.unit_comm.across_nodes:  # ZeRO-2's only in backward tasks
+            return True
         blocks = {self.block_key(b) for b in range(self.schedule.blocks)}
         return any(op.nic_bytes > 0 for block in blocks for op in self.task_ops(TaskKey(FORWARD, (block,))))
 
@@ -211,10 +241,11 @@ class StepWorkload:
     def _build_ops(self, key: TaskKey) -> tuple[Op, ...]:
         phase, blocks = key.phase, key.blocks
         if phase == FORWARD:
-            return tuple(forward_ops(self._layers(blocks[0]), self.layout))
+            return self._with_units(forward_ops(self._layers(blocks[0]), self.layout), blocks[0], False)
         if phase == BACKWARD:
             recompute_below = max(len(blocks[0].layers) - self.layout.recompute_kept_layers, 0)
-            return tuple(backward_ops(self._layers(blocks[0]), self.layout, recompute_below))
+            ops = backward_ops(self._layers(blocks[0]), self.layout, recompute_below)
+            return self._with_units(ops, blocks[0], True)
         if phase in PAIRED and self.schedule.combined_1f1b:  # Megatron-Core's: one op list, layer by layer
             forward, backward = (
                 self.task_ops(TaskKey(FORWARD, blocks[:1])),
@@ -228,6 +259,13 @@ class StepWorkload:
             return ops
         input_ops, weight_ops = dualpipe.split_backward(self.task_ops(TaskKey(BACKWARD, blocks)))
         return input_ops if phase == BACKWARD_INPUT else weight_ops
+
+    def _with_units(self, ops: list[Op], block: Block, backward: bool) -> tuple[Op, ...]:
+        """A chunk's forward or backward with its units' FSDP all-gathers and reduce-scatters, if any."""
+        if self.unit_comm is None:
+            return tuple(ops)
+        units = {i: fsdp.unit_params(self.model, self.layout, kind) for i, kind in enumerate(block.layers)}
+        return fsdp.with_unit_comm(ops, units, self.unit_comm, backward)
 
     def _recipe(self, kind: LayerKind) -> list:
         """The forward recipe of a layer of ``kind`` (built once per kind)."""

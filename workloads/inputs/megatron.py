@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
-from workloads.inputs.megatron_fsdp import fsdp_zero_stage
+from workloads.inputs.megatron_fsdp import fsdp_fp8_param_gather, fsdp_zero_stage, megatron_fsdp_grads_dtype
 from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
@@ -41,6 +41,7 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.recompute_modules": "--recompute-modules",
     "layout.host_sync_per_moe_layer": "--cuda-graph-impl full_iteration needs static MoE shapes",
     "layout.micro_batch": "--micro-batch-size",
+    "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
     "gpus": "--tensor/pipeline/context-parallel-size",
@@ -379,8 +380,7 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
     if args.get("--fp8-param-gather"):
         if not fp8:
             raise ConfigError("--fp8-param-gather", "needs --fp8-format")
-        if not args.get("--use-distributed-optimizer"):
-            raise ConfigError("--fp8-param-gather", "only supported with --use-distributed-optimizer")
+        fsdp_fp8_param_gather(args, notes)  # with the distributed optimizer or FSDP; FSDP2 gathers BF16
     aware = bool(args.get("--use-precision-aware-optimizer"))
     dtypes = {
         "main_grads_dtype": args.get("--main-grads-dtype", "fp32"),
@@ -394,6 +394,8 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
             raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
     if args.get("--grad-reduce-in-bf16"):  # DDP's gradient buffers (the main grads) in BF16, reduced in BF16
         dtypes["main_grads_dtype"] = "bf16"  # (DistributedDataParallelConfig.grad_reduce_in_fp32 = False)
+    if args.get("--use-megatron-fsdp"):  # Megatron FSDP keeps gradient buffers of its own dtype
+        dtypes["main_grads_dtype"] = megatron_fsdp_grads_dtype(args, notes)
     # TE FusedAdam keeps 16-bit remainders of FP32 master weights (store_param_remainders, default True)
     # when it manages them: BF16 weights, FP32 main params, no FP8 recipe other than delayed.
     remainders = aware and bool(args.get("--bf16")) and dtypes["main_params_dtype"] == "fp32"
@@ -402,7 +404,7 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         **dtypes,
         "gemm_dtype": "fp8" if fp8 else "bf16",
         "fp8_recipe": recipe if fp8 else "",
-        "fp8_param_gather": bool(args.get("--fp8-param-gather")),
+        "fp8_param_gather": bool(args.get("--fp8-param-gather")) and not args.get("--use-torch-fsdp2"),
         "param_remainders": remainders,
     }
 

@@ -137,6 +137,7 @@ FLAGS: dict[str, Flag] = {
     "--use-megatron-fsdp": Flag(S),
     "--use-torch-fsdp2": Flag(S),
     "--data-parallel-sharding-strategy": Flag(T, ("no_shard", "optim", "optim_grads", "optim_grads_params")),
+    "--megatron-fsdp-main-grads-dtype": Flag(T, ("fp32", "bf16", "fp16", "auto")),
     "--overlap-grad-reduce": Flag(S),
     "--overlap-param-gather": Flag(S),
     "--use-precision-aware-optimizer": Flag(S),

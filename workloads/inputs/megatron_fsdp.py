@@ -5,10 +5,13 @@ nothing / the optimizer state / and the gradients / and the weights over data pa
 (docs/user-guide/features/megatron_fsdp.md at NVIDIA/Megatron-LM d98e8a64dd, "Sharded memory profiles for ZeRO-1
 (optimizer state), ZeRO-2 (optimizer state and gradients), and ZeRO-3"; arguments.py default optim_grads_params),
 with the two units its double buffer holds (simulator.memory.per_gpu.sharded_unit_bytes). FSDP2 shards all three.
-Communication is not: FSDP all-gathers each unit's weights before its forward and again before its backward, for
-every micro-batch, and reduce-scatters its gradients on a stream of their own (megatron/core/distributed/fsdp/src/
-docs/runtime_schedule.md); moesim times the distributed optimizer's one reduce-scatter and all-gather per step, so
-a note says the step time leaves those out.
+Communication is timed per unit (workloads/graph/fsdp.py): ZeRO-3 all-gathers each transformer layer's weights
+before its forward and again before its backward, every micro-batch, ZeRO-2 and up reduce-scatter its gradients
+after its backward, on streams of their own, prefetched two units deep (megatron/core/distributed/fsdp/
+mcore_fsdp_adapter.py: "'optim_grads': Additionally, RS communication groups on all microbatches.
+'optim_grads_params': RS & AG communication groups on all microbatches"). FSDP2 all-gathers BF16 weights whatever
+--fp8-param-gather says: Megatron-LM turns it off ("FSDP2 FP8 param gather is not supported yet in TE 2.0, will
+fallback to bf16", megatron/training/arguments.py validate_args at d98e8a64dd).
 """
 
 from __future__ import annotations
@@ -65,8 +68,36 @@ def fsdp_zero_stage(args: dict[str, Any], given: set[str], notes: list[str]) -> 
     else:
         strategy = strategy or "optim_grads_params"
         zero, name = STRATEGY_ZERO[strategy], f"Megatron FSDP ({strategy})"
-    notes.append(
-        f"{name}: memory sharded as ZeRO-{zero}; its per-unit weight all-gathers before every forward and backward "
-        "and its per-unit gradient reduce-scatters are not timed (one reduce-scatter and all-gather per step are)"
-    )
+    timed = {
+        0: "gradients all-reduced once per step",
+        1: "gradients reduce-scattered and weights all-gathered once per step",
+        2: "each layer's gradients reduce-scattered after its backward, every micro-batch; weights all-gathered once "
+        "per step",
+        3: "each layer's weights all-gathered before its forward and its backward and its gradients reduce-scattered "
+        "after its backward, every micro-batch",
+    }[zero]
+    notes.append(f"{name}: memory sharded as ZeRO-{zero}; timed: {timed}")
     return zero
+
+
+def megatron_fsdp_grads_dtype(args: dict[str, Any], notes: list[str]) -> str:
+    """The main gradients' dtype under Megatron FSDP: --megatron-fsdp-main-grads-dtype, whose default "auto" is the
+    weights' dtype (BF16 under --bf16, and for FP8 weights; megatron_fsdp/param_and_grad_buffer.py
+    _resolve_group_grad_dtype and mixed_precision.py MixedPrecisionPolicy.main_grads_dtype at d98e8a64dd: "If set
+    to None, main gradients will match the dtype of the model compute parameters"). FP16 counts as BF16 (2 bytes)."""
+    chosen = args.get("--megatron-fsdp-main-grads-dtype", "auto")
+    if chosen == "auto":
+        chosen = "bf16" if args.get("--bf16") or args.get("--fp16") else "fp32"
+        notes.append(f"Megatron FSDP: main gradients in {chosen} (--megatron-fsdp-main-grads-dtype auto: the weights')")
+    return "bf16" if chosen == "fp16" else chosen
+
+
+def fsdp_fp8_param_gather(args: dict[str, Any], notes: list[str]) -> None:
+    """--fp8-param-gather's rule in Megatron-LM's words (megatron/training/arguments.py validate_args at d98e8a64dd):
+    with the distributed optimizer, torch FSDP2 or Megatron FSDP; FSDP2 then turns it off ("FSDP2 FP8 param gather
+    is not supported yet in TE 2.0, will fallback to bf16"), which the caller's fp8_param_gather follows."""
+    sharded = ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2")
+    if not any(args.get(flag) for flag in sharded):
+        raise ConfigError("--fp8-param-gather", "only supported with distributed optimizer, torch fsdp2, megatron fsdp")
+    if args.get("--use-torch-fsdp2"):
+        notes.append("--use-torch-fsdp2: Megatron-LM turns --fp8-param-gather off (FSDP2 gathers BF16 weights)")

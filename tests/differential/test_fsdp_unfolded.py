@@ -1,0 +1,55 @@
+"""FSDP / ZeRO-2 and 3 per unit (workloads/graph/fsdp.py), folded against unfolded: the folded representative's
+per-layer DP and expert-DP collectives on its NIC (or NVLink) against every GPU's ring flows over the cluster graph
+(simulator/engine/unfolded.py). Equal where every DP hop leaves the node or none does; where replicas share a node,
+the unfolded ring's in-node hops take NVLink where the folded view charges the NIC for all of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.engine.engine import Engine
+from simulator.report.simulate import build_report
+from topologies.cluster import cluster_preset
+from workloads.graph.step import StepWorkload
+from workloads.specs.layouts import layout_preset
+from workloads.specs.models import ModelSpec
+
+TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
+
+# (layout preset, GPUs, GPUs per node, DP, micro-batches, layout changes, bound: None = equal to 1e-9)
+CASES = [
+    ("megatron-lm", 16, 4, 2, 4, {"zero_stage": 3, "pp": 2, "intra_size": 4}, None),
+    ("megatron-lm", 16, 4, 2, 4, {"zero_stage": 2, "pp": 2, "intra_size": 4}, None),
+    ("megatron-lm", 16, 4, 4, 4, {"zero_stage": 3, "pp": 1, "intra_size": 4}, None),
+    ("sp-ep", 16, 4, 2, 4, {"zero_stage": 3, "pp": 2, "intra_size": 4}, None),
+    ("megatron-lm", 8, 8, 4, 4, {"zero_stage": 3, "pp": 1, "intra_size": 2}, None),  # the DP group in the node
+    (
+        "megatron-lm",
+        16,
+        8,
+        2,
+        4,
+        {"zero_stage": 3, "pp": 2, "intra_size": 4, "schedule": "interleaved", "virtual_stages": 2},
+        None,
+    ),
+    ("megatron-lm", 16, 8, 4, 4, {"zero_stage": 3, "pp": 2, "intra_size": 2}, 0.005),  # replicas share nodes
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}gpus-{c[2]}pernode-dp{c[3]}-{c[5]['zero_stage']}")
+def test_fsdp_folded_against_unfolded(case) -> None:
+    name, gpus, per_node, dp, micro_batches, changes, bound = case
+    layout = layout_preset(name).with_(**changes)
+    cluster = cluster_preset("h800", gpus, domain_gpus=per_node)
+    workload = StepWorkload(TINY, layout, gpus, per_node, dp * micro_batches, 512)
+    assert workload.dp == dp and workload.unit_comm is not None
+    folded = Engine(workload, cluster).run()
+    unfolded = Engine(workload, cluster, placement="unfolded").run()
+    a, b = build_report(workload, cluster, folded, 0.0), build_report(workload, cluster, unfolded, 0.0)
+    assert a.exposed_comm_s["fsdp"] > 0  # the per-unit collectives are there and not all hidden
+    if bound is None:
+        assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
+        assert b.exposed_comm_s["fsdp"] == pytest.approx(a.exposed_comm_s["fsdp"], rel=1e-9)
+    else:
+        assert unfolded.step_time_s != pytest.approx(folded.step_time_s, rel=1e-9)
+        assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=bound)
