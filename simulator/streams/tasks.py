@@ -217,13 +217,14 @@ def _stream(
         if kind == COLLECTIVE or kind == FUSED or takes_turn or shares:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
-            turn = gpu.request() if takes_turn else None
+            turn = (gpu.take() if admits else gpu.request()) if takes_turn else None
             if turn is not None:
                 yield turn
             elif admits and kind == COLLECTIVE and (costs.latency_s[index] or costs.wire_bytes[index]):
                 # a communication kernel gets SMs once the compute kernel holding them ends, first come first served
-                yield gpu.request()
-                gpu.release()
+                if gpu.busy or gpu.waiting:
+                    yield gpu.request()
+                    gpu.release()
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
             if kind == COLLECTIVE:
@@ -256,14 +257,14 @@ def _stream(
                     yield comm
                 comm_s = comm_end[0] - begin
                 tail_s = fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]
-                if turn is not None:  # the GPU turn is held through the tail
+                if takes_turn:  # the GPU turn is held through the tail
                     yield env.timeout(tail_s)
                     tail_s = 0.0
             elif sms is not None:
                 yield from sms.compute(op_compute_s[index])
             else:
                 yield env.timeout(op_compute_s[index])
-            if turn is not None:
+            if takes_turn:
                 gpu.release()
             clock = env.now + tail_s
         else:
