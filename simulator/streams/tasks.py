@@ -58,7 +58,10 @@ def run_task(
     _set_num_cuda_device_max_connections, on Hopper); "GEMM might monopolize SMs and prevent a small NCCL kernel
     from starting" (timmoon10, pytorch/pytorch#143890); the combine node's residual add "would compete for SM
     resources with another microbatch's computation" (megatron/core/models/gpt/fine_grained_callables.py,
-    submodule_combine_forward, d98e8a64). Assumed: a kernel holds all SMs from its start to its end (its last
+    submodule_combine_forward, d98e8a64). Where one op's end releases kernels of both streams at once, the
+    stream of the op that ended goes first (its next kernel is already in its queue, the other's waits on an
+    event): assumed, a race on the GPU's front end that no source times. Assumed too: a kernel holds all SMs
+    from its start to its end (its last
     wave's tail, where a CUDA kernel of the other stream can already start, is not modelled), and a pending
     communication kernel does not jump the queue: Megatron-LM's high_priority_a2a_comm_stream (#4694,
     2026-05-17) is off by default; Megatron-Bridge sets it only in its full-iteration-graph MXFP8 HybridEP
