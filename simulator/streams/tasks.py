@@ -61,9 +61,8 @@ def run_task(
     submodule_combine_forward, d98e8a64). Where one op's end releases kernels of both streams at once, the
     stream of the op that ended goes first (its next kernel is already in its queue, the other's waits on an
     event): assumed, a race on the GPU's front end that no source times. Assumed too: a kernel holds all SMs
-    from its start to its end (its last
-    wave's tail, where a CUDA kernel of the other stream can already start, is not modelled), and a pending
-    communication kernel does not jump the queue: Megatron-LM's high_priority_a2a_comm_stream (#4694,
+    from its start to its end (its last wave's tail, where a CUDA kernel of the other stream can already start,
+    is not modelled), and a pending communication kernel does not jump the queue: Megatron-LM's high_priority_a2a_comm_stream (#4694,
     2026-05-17) is off by default; Megatron-Bridge sets it only in its full-iteration-graph MXFP8 HybridEP
     recipes (src/megatron/bridge/perf_recipes/qwen/common.py at 067f987d), none of them a run of the corpus.
 
