@@ -1,10 +1,10 @@
 """A task of several streams on a link of its own, timed at op level without simpy events (simulator/streams/tasks.py).
 
 A task whose streams share nothing with the rest of the step (the folded stage's NVLink, one link that no
-one else's flows use; no NIC bytes, no F&B lanes, no probe watching rates) evolves from its start by its own
-ops alone: its whole timeline is known when it starts. ``solve`` lays it out op by op with the event path's
-rules and arithmetic, so the task costs one simpy timeout instead of an event per kernel start, rate change
-and flow end:
+one else's flows use; no NIC bytes, no F&B lanes or kernels taking turns on a shared GPU (OpCosts.shared_gpu),
+no probe watching rates) evolves from its start by its own ops alone: its whole timeline is known when it
+starts. ``solve`` lays it out op by op with the event path's rules and arithmetic, so the task costs one simpy
+timeout instead of an event per kernel start, rate change and flow end:
 
 - each stream runs its ops in order, an op once its host issue time has come and the ops it waits for are done;
 - a collective holds its SMs (``costs.comm_sms``) from its start, waits its latency, then moves its bytes

@@ -45,6 +45,10 @@ class OpCosts:
     groups: tuple = ()
     model_flops: tuple[float, ...] = ()
     tiles: tuple[int, ...] = ()  # chunks each fused op pipelines its GEMM and collective in (workloads.ops.Op)
+    # Kernels other than collectives on more than one stream (Megatron-Core's combined 1F1B: the combine node's
+    # unpermute and residual add on the communication stream): they take turns on the GPU's SMs and communication
+    # kernels are admitted in the same queue (simulator.streams.tasks.run_task, with its sources)
+    shared_gpu: bool = False
 
     @cached_property
     def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:
@@ -152,6 +156,7 @@ class OpCosts:
             tuple(op.group for op in ops),
             tuple(op.model_flops for op in ops),
             tuple(op.tiles for op in ops),
+            len({op.stream for op in ops if op.kind not in (COLLECTIVE, HOST_SYNC)}) > 1,
         )
 
 

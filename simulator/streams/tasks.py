@@ -46,6 +46,25 @@ def run_task(
     communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
     DeepSeek-V3 Sec. 3.2.2). Whenever more than one stream runs, a collective's kernel holds its SMs
     (``costs.comm_sms``) and the compute beside it runs on the rest (simulator.streams.sm_share).
+    Without lanes, where kernels other than collectives run on more than one stream (``costs.shared_gpu``:
+    Megatron-Core's combined 1F1B, whose combine node runs the unpermute and residual add on the communication
+    stream), those kernels take the same turns, and so does each collective before it starts: launched while a
+    compute kernel holds the SMs, a communication kernel starts when that kernel ends, then holds its own SMs
+    while the compute after it takes turns on the rest. A Hopper GEMM or attention kernel fills every SM and the
+    GPU hands SMs to pending kernels in order, not by preemption; EP overlap needs CUDA_DEVICE_MAX_CONNECTIONS
+    > 1 (megatron/core/transformer/moe/README.md, NVIDIA/Megatron-LM@d98e8a64), so launch order does not fix
+    the start order across streams: "communication kernel will be pushed to the end of the GEMM kernel, failing
+    to overlap the kernels" (NVIDIA-NeMo/Megatron-Bridge@5f02c907 scripts/performance/perf_plugins.py,
+    _set_num_cuda_device_max_connections, on Hopper); "GEMM might monopolize SMs and prevent a small NCCL kernel
+    from starting" (timmoon10, pytorch/pytorch#143890); the combine node's residual add "would compete for SM
+    resources with another microbatch's computation" (megatron/core/models/gpt/fine_grained_callables.py,
+    submodule_combine_forward, d98e8a64). Where one op's end releases kernels of both streams at once, the
+    stream of the op that ended goes first (its next kernel is already in its queue, the other's waits on an
+    event): assumed, a race on the GPU's front end that no source times. Assumed too: a kernel holds all SMs
+    from its start to its end (its last wave's tail, where a CUDA kernel of the other stream can already start,
+    is not modelled), and a pending communication kernel does not jump the queue: Megatron-LM's high_priority_a2a_comm_stream (#4694,
+    2026-05-17) is off by default; Megatron-Bridge sets it only in its full-iteration-graph MXFP8 HybridEP
+    recipes (src/megatron/bridge/perf_recipes/qwen/common.py at 067f987d), none of them a run of the corpus.
 
     NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
     simpy only where time must pass for others: before a collective, before waiting on another stream,
@@ -71,7 +90,8 @@ def run_task(
             ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally
         )
         return ends_at(env, end_s, ops, costs, timing, tally)
-    if CLOSED and transfer is None and not lanes and closed(network, comm_links, costs):
+    # (a task whose kernels take turns, lanes or costs.shared_gpu, takes the event path: the closed layout has none)
+    if CLOSED and transfer is None and not lanes and not costs.shared_gpu and closed(network, comm_links, costs):
         # NOTE: no one else's flows, SMs or turns can reach the task: its whole timeline is laid out now, at
         # its start (simulator/streams/closed_task.py), and it costs one simpy event.
         tally = Tally(costs)
@@ -94,11 +114,14 @@ def run_task(
         timing.intervals = []
     done_at: list[float | None] = [None] * len(ops)
     signals: dict[int, simpy.Event] = {}  # ops another stream waits for now: the event it waits on
-    gpu = Turns(env) if lanes else None
+    admits = costs.shared_gpu and not lanes  # Megatron-Core's combined 1F1B (OpCosts.shared_gpu)
+    gpu = Turns(env) if lanes or admits else None
     sms = SmShare(env, costs.sm_count) if costs.comm_sms and len(streams) > 1 else None
     quiet = Quiet(len(streams), network, comm_links, own_link, costs.nic_bytes if nic_links else ()) if QUIET else None
     procs = [
-        env.process(_stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet))
+        env.process(
+            _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet, admits)
+        )
         for indices in streams
     ]
     finished = env.all_of(procs)
@@ -143,7 +166,9 @@ QUIET = True
 CLOSED = True
 
 
-def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None):
+def _stream(
+    env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None, admits=False
+):
     clock = env.now  # this stream's own time; >= env.now
     # NOTE: the per-op tables as locals: an attribute load per op and table costs more than the lookup
     sync_before, waits, issue_offset_s, op_compute_s = (
@@ -195,9 +220,14 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
         if kind == COLLECTIVE or kind == FUSED or takes_turn or shares:  # time must really pass
             if clock > env.now:
                 yield env.timeout(clock - env.now)
-            turn = gpu.request() if takes_turn else None
+            turn = (gpu.take() if admits else gpu.request()) if takes_turn else None
             if turn is not None:
                 yield turn
+            elif admits and kind == COLLECTIVE and (costs.latency_s[index] or costs.wire_bytes[index]):
+                # a communication kernel gets SMs once the compute kernel holding them ends, first come first served
+                if gpu.busy or gpu.waiting:
+                    yield gpu.request()
+                    gpu.release()
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
             if kind == COLLECTIVE:
@@ -230,14 +260,14 @@ def _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timin
                     yield comm
                 comm_s = comm_end[0] - begin
                 tail_s = fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]
-                if turn is not None:  # the GPU turn is held through the tail
+                if takes_turn:  # the GPU turn is held through the tail
                     yield env.timeout(tail_s)
                     tail_s = 0.0
             elif sms is not None:
                 yield from sms.compute(op_compute_s[index])
             else:
                 yield env.timeout(op_compute_s[index])
-            if turn is not None:
+            if takes_turn:
                 gpu.release()
             clock = env.now + tail_s
         else:

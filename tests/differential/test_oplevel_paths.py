@@ -4,6 +4,8 @@
   against simpy.Resource(capacity=1) and ``first & second``: the same event steps, so the same floats.
 - SM-share re-timing by an urgent event (simulator/streams/sm_share.py) against Process.interrupt, as it was: the
   same floats.
+- A free GPU turn taken at once (Turns.take, the combined 1F1B's shared GPU) against one granted by an event: the
+  same floats, fewer events.
 """
 
 from __future__ import annotations
@@ -113,3 +115,29 @@ def test_sm_retiming_takes_interrupts_event_steps(monkeypatch: pytest.MonkeyPatc
     assert fast.step_time_s == reference.step_time_s
     assert _records(fast) == _records(reference)
     assert [log.exposed_comm_s for log in fast.stages] == [log.exposed_comm_s for log in reference.stages]
+
+
+def _shared_gpu() -> tuple[StepWorkload, int]:
+    """deepseekmoe, PP 2 x VP 2 with Megatron-Core's EP overlap and plain all-to-alls (no fused GEMM + collective),
+    EP 16 over 2 nodes: the combined 1F1B runs the unpermutes on the comm stream, so its kernels take turns."""
+    layout = layout_preset("megascale-moe").with_(
+        pp=2, ep=16, ep_overlap=True, schedule="interleaved", virtual_stages=2, intra_op_overlap=False
+    )
+    return StepWorkload(model_preset("deepseekmoe"), layout, 32, 8, global_batch=16, seq_len=4096), 32
+
+
+class GrantedTurns(tasks.Turns):
+    """Every turn granted through an event, as ``request`` does (no Turns.take shortcut)."""
+
+    def take(self) -> simpy.Event:
+        return self.request()
+
+
+def test_a_free_turn_taken_at_once_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, fast_events = _run(_shared_gpu())
+    monkeypatch.setattr(tasks, "Turns", GrantedTurns)
+    reference, reference_events = _run(_shared_gpu())
+    assert fast.simulated_ops == reference.simulated_ops > 0
+    assert fast.step_time_s == reference.step_time_s
+    assert _records(fast) == _records(reference)
+    assert fast_events < reference_events

@@ -2,7 +2,10 @@
 backward layer issued as TransformerLayerSchedulePlan.run issues them, both all-to-alls of both on one comm stream.
 
 Toy GPU: memory-bound ops of 1e9 B take 1 ms (1e12 B/s); each all-to-all sends 1.4 MB at efficiency 0.7 on a
-1 GB/s link: 2 ms. No SMs are held by communication (toy calibration).
+1 GB/s link: 2 ms. No SMs are held by communication (toy calibration). The unpermutes run on the comm stream, so
+the task's kernels take turns on the GPU and each all-to-all is admitted in the same queue
+(tests/scenarios/test_shared_gpu.py): at an instant where one op's end releases kernels of both streams, the
+stream of the op that ended goes on first.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.graph import combined_1f1b
 from workloads.graph.combined_1f1b import EP_COMM
 from workloads.graph.step import StepWorkload
-from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Module, Op, Role
+from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMPUTE, MEMORY, Group, Module, Op, Role
 from workloads.schedules.base import BACKWARD, FORWARD, FORWARD_BACKWARD_DELAYED, Task
 from workloads.specs.layouts import MEGASCALE_MOE
 from workloads.specs.models import model_preset
@@ -67,26 +70,28 @@ def _run(ops: tuple[Op, ...]) -> tuple[float, list[tuple[str, str, float, float]
 def test_each_all_to_all_hides_behind_the_other_micro_batch_compute() -> None:
     """Issue order: the backward's combine node (unpermute.bwd, combine.bwd) on the comm stream, the forward's
     attention, the experts' dgrad and (delayed) wgrad, dispatch.bwd, the forward's experts and combine node,
-    the attention's dgrad and wgrad. The comm stream runs unpermute.bwd 0-1, combine.bwd 1-3, the forward's
-    dispatch (its attention ended at 1) 3-5, dispatch.bwd (experts.dgrad 3-4) 5-7, combine (experts 5-6) 7-9,
-    unpermute 9-10; the compute stream attn 0-1, experts.dgrad 3-4, experts.wgrad 4-5, experts 5-6, attn.dgrad
-    (after dispatch.bwd) 7-8, attn.wgrad 8-9: 10 ms, where the two run one after the other take 7 + 9."""
+    the attention's dgrad and wgrad. unpermute.bwd (first in program order) takes the GPU 0-1 and attn, waiting
+    since 0, follows 1-2; combine.bwd, ready at 1, is admitted at attn's end: 2-4. Its end releases the forward's
+    dispatch (its stream's next, first) 4-6 and experts.dgrad 4-5; experts.wgrad 5-6; dispatch.bwd 6-8 and the
+    experts it released 6-7; combine (experts ended at 7) 8-10 and attn.dgrad 8-9, attn.wgrad 9-10; unpermute
+    10-11: 11 ms, where the two run one after the other take 7 + 9 (with the unpermutes beside the compute, as
+    if they had SMs of their own, it was 10)."""
     ops = combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=True)
     assert _run(ops) == (
-        10.0,
+        11.0,
         [
             ("unpermute.bwd", EP_COMM, 0.0, 1.0),
-            ("attn", COMPUTE, 0.0, 1.0),
-            ("combine.bwd", EP_COMM, 1.0, 3.0),
-            ("experts.dgrad", COMPUTE, 3.0, 4.0),
-            ("dispatch", EP_COMM, 3.0, 5.0),
-            ("experts.wgrad", COMPUTE, 4.0, 5.0),
-            ("dispatch.bwd", EP_COMM, 5.0, 7.0),
-            ("experts", COMPUTE, 5.0, 6.0),
-            ("combine", EP_COMM, 7.0, 9.0),
-            ("attn.dgrad", COMPUTE, 7.0, 8.0),
-            ("attn.wgrad", COMPUTE, 8.0, 9.0),
-            ("unpermute", EP_COMM, 9.0, 10.0),
+            ("attn", COMPUTE, 1.0, 2.0),
+            ("combine.bwd", EP_COMM, 2.0, 4.0),
+            ("experts.dgrad", COMPUTE, 4.0, 5.0),
+            ("dispatch", EP_COMM, 4.0, 6.0),
+            ("experts.wgrad", COMPUTE, 5.0, 6.0),
+            ("dispatch.bwd", EP_COMM, 6.0, 8.0),
+            ("experts", COMPUTE, 6.0, 7.0),
+            ("combine", EP_COMM, 8.0, 10.0),
+            ("attn.dgrad", COMPUTE, 8.0, 9.0),
+            ("attn.wgrad", COMPUTE, 9.0, 10.0),
+            ("unpermute", EP_COMM, 10.0, 11.0),
         ],
     )
     assert _run(FORWARD_LAYER)[0] == 7.0 and _run(BACKWARD_LAYER)[0] == 9.0
@@ -94,21 +99,22 @@ def test_each_all_to_all_hides_behind_the_other_micro_batch_compute() -> None:
 
 def test_without_delay_the_dispatch_backward_waits_for_the_experts_wgrad() -> None:
     """Without --delay-wgrad-compute mlp.backward runs the experts' wgrad with their dgrad (backward_dw is a no-op)
-    and the dispatch node waits for its event after both: dispatch.bwd 5-7 behind experts.wgrad 4-5 either way
-    here (the forward's dispatch holds the comm stream 3-5), the same 10 ms."""
+    and the dispatch node waits for its event after both: dispatch.bwd 6-8 behind experts.wgrad 5-6 either way
+    here (the forward's dispatch holds the comm stream 4-6), the same 11 ms."""
     ops = combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=False)
-    assert _run(ops)[0] == 10.0
+    assert _run(ops)[0] == 11.0
     dispatch_bwd = next(i for i, op in enumerate(ops) if op.name == "dispatch.bwd")
     assert {ops[d].name for d in ops[dispatch_bwd].deps} == {"experts.dgrad", "experts.wgrad"}
 
 
 def test_a_half_alone_runs_as_it_would_unpaired() -> None:
-    """Differential: a forward with no backward, and (without delay) a backward with no forward, take the time of
-    the plain op list: 7 and 9 ms. With the delay the lone backward's dispatch.bwd (4-6) runs beside
-    experts.wgrad (4-5) on the other stream: 8 ms (Megatron-Core runs unpaired layers through the same plan)."""
+    """Differential: a forward with no backward, and a backward with no forward, take the time of the plain op
+    list: 7 and 9 ms (Megatron-Core runs unpaired layers through the same plan). With the delay the lone
+    backward's dispatch.bwd, released at 4 by experts.dgrad's end, finds experts.wgrad (its stream's next) taking
+    the SMs and starts at its end, 5-7: 9 ms as well."""
     assert _run(combined_1f1b.pair(FORWARD_LAYER, (), delay_wgrad=True))[0] == _run(FORWARD_LAYER)[0] == 7.0
     assert _run(combined_1f1b.pair((), BACKWARD_LAYER, delay_wgrad=False))[0] == _run(BACKWARD_LAYER)[0] == 9.0
-    assert _run(combined_1f1b.pair((), BACKWARD_LAYER, delay_wgrad=True))[0] == 8.0
+    assert _run(combined_1f1b.pair((), BACKWARD_LAYER, delay_wgrad=True))[0] == 9.0
 
 
 def test_the_workload_pairs_layer_by_layer_on_two_streams() -> None:
@@ -130,3 +136,22 @@ def test_the_workload_pairs_layer_by_layer_on_two_streams() -> None:
     # layer 0 of the forward pairs with layer 1 of the backward: its combine.bwd is issued first
     first = next(op for op in ops if op.group == Group.EP and op.role != Role.RECOMPUTE)
     assert (first.name, first.layer, first.role) == ("ep_a2a_combine.bwd", 1, G)
+
+
+def test_a_metadata_collective_of_the_dispatch_preprocess_stays_with_the_attention() -> None:
+    """HybridEP's routing-map all-gather (an EP collective before the dispatch) runs in pre_dispatch_computation,
+    on the compute stream (Megatron-Core's dispatch preprocess); the layer is still cut at its dispatch and
+    combine all-to-alls, which go to the comm stream. Before, a third EP collective left the layer in one piece,
+    on the compute stream, hiding nothing of the forward's exchanges."""
+    forward = (
+        _mem("attn", (), F),
+        Op("routing_map_ag", COLLECTIVE, COMPUTE, (0,), F, 0, collective=ALL_GATHER, group=Group.EP, comm_bytes=1e6),
+        _a2a("dispatch", (1,), F),
+        _mem("experts", (2,), F),
+        _a2a("combine", (3,), F),
+        _mem("unpermute", (4,), F, Module.MOE),
+    )
+    ops = combined_1f1b.pair(forward, BACKWARD_LAYER, delay_wgrad=True)
+    streams = {(op.name, op.role): op.stream for op in ops}
+    assert streams[("routing_map_ag", F)] == COMPUTE
+    assert streams[("dispatch", F)] == streams[("combine", F)] == streams[("unpermute", F)] == EP_COMM

@@ -10,12 +10,16 @@ backward's next layer (``pop_layer``) and ``TransformerLayerSchedulePlan.run`` i
 (megatron/core/models/common/model_chunk_schedule_plan.py, NVIDIA/Megatron-LM d98e8a64). Both micro-batches'
 all-to-alls go on the one ``get_comm_stream()`` (megatron/core/pipeline_parallel/utils.py), so they run one
 after another and each hides behind the other micro-batch's compute; the combine node also runs the
-unpermute and the MLP residual on that stream (fine_grained_callables.py ``submodule_combine_forward``).
+unpermute and the MLP residual on that stream (fine_grained_callables.py ``submodule_combine_forward``), where
+they compete for the SMs with the other micro-batch's compute (simulator.streams.tasks.run_task: the op list's
+kernels then take turns on the GPU).
 Before the layers come the forward's embedding and the backward's head (post_process.backward); after them
 the backward's and then the forward's unpaired layers, the forward's head and the backward's embedding.
 
-Here the forward layer is cut at its EP dispatch and combine into pre-dispatch (A), dispatch (D), experts
-(B) and combine (C: the all-to-all and the unpermute after it); the backward layer, in its own order, into
+Here the forward layer is cut at its EP dispatch and combine all-to-alls into pre-dispatch (A: with the
+dispatch preprocess and its metadata collectives, such as HybridEP's routing-map all-gather, which Megatron-Core
+runs in pre_dispatch_computation), dispatch (D), experts (B) and combine (C: the all-to-all and the unpermute
+after it); the backward layer, in its own order, into
 combine backward (C': the unpermute's backward and the all-to-all), experts' backward (B'), dispatch
 backward (D') and the rest (A'). A layer without exactly one dispatch and one combine (dense, embedding,
 head, a fused or all-gather dispatch) is one piece. With ``delay_wgrad`` (--delay-wgrad-compute) B' and A'
@@ -26,7 +30,7 @@ dispatch backward is issued, ``pre_dispatch_computation.backward_dw`` at the pai
 from __future__ import annotations
 
 from workloads.graph.dualpipe_pairs import merged
-from workloads.ops import ATTENTION, COLLECTIVE, MEMORY, Group, Module, Op, Role
+from workloads.ops import ALL_TO_ALL, ATTENTION, COLLECTIVE, MEMORY, Group, Module, Op, Role
 
 EP_COMM = "ep_comm"  # Megatron-Core's one communication stream of the combined 1F1B
 
@@ -61,7 +65,9 @@ def _is_layer(ops: tuple[Op, ...], unit: list[int]) -> bool:
 
 
 def _is_ep(op: Op) -> bool:
-    return op.group == Group.EP and op.is_comm
+    """An EP token exchange (the dispatch or the combine): not the metadata collectives of the dispatch preprocess
+    (HybridEP's routing-map all-gather), which run in pre_dispatch_computation on the compute stream."""
+    return op.group == Group.EP and op.is_comm and op.collective == ALL_TO_ALL
 
 
 def _grads_then_wgrads(ops: tuple[Op, ...], indices: list[int], delay: bool) -> tuple[list[int], list[int]]:
