@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
-from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, quant_padding, unpermute
+from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, te_grouped_mlp, unpermute
 from workloads.ops import ALL_GATHER, BYTES_BF16, REDUCE_SCATTER, Step, Transport
 
 
@@ -18,19 +18,11 @@ class AllgatherDispatcher(TokenDispatcher):
     name = "allgather"
     megatron = "--moe-token-dispatcher-type allgather"
 
-    def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
-        return Wire.ALL_GATHER
-
-    def cross_node_wire(self) -> Wire:
-        return Wire.ALL_GATHER
-
-    def transport(self, nodes: int) -> Transport:
-        return Transport.NCCL
+    wire = Wire.ALL_GATHER
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
         fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
         fuse_combine = "" if ctx.etp > 1 else "prev"
-        pad, unpad = quant_padding(ctx)
         gather = ep_collective(ctx, "ep_ag_dispatch", ALL_GATHER, Transport.NCCL, dispatch=True, fuse=fuse_dispatch)
         meta = 1 + ctx.num_experts * (1 + BYTES_PROB) / (ctx.hidden * BYTES_BF16)
         return [
@@ -41,11 +33,7 @@ class AllgatherDispatcher(TokenDispatcher):
             *host_sync(ctx),
             permute(ctx),
             *experts.shared,
-            *experts.etp_gather,
-            *pad,
-            *experts.experts,
-            *unpad,
-            *experts.etp_scatter,
+            *te_grouped_mlp(ctx, experts),
             unpermute(ctx),
             ep_collective(ctx, "ep_rs_combine", REDUCE_SCATTER, Transport.NCCL, dispatch=False, fuse=fuse_combine),
         ]

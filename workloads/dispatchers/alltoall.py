@@ -20,8 +20,8 @@ from workloads.dispatchers.steps import (
     ep_collective,
     host_sync,
     permute,
-    quant_padding,
     sort_chunks,
+    te_grouped_mlp,
     token_count_exchange,
     unpermute,
 )
@@ -32,21 +32,13 @@ class AlltoallDispatcher(TokenDispatcher):
     name = "alltoall"
     megatron = "--moe-token-dispatcher-type alltoall"
 
-    def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
-        return Wire.PER_COPY
-
-    def cross_node_wire(self) -> Wire:
-        return Wire.PER_COPY
-
-    def transport(self, nodes: int) -> Transport:
-        return Transport.NCCL
+    wire = Wire.PER_COPY
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
         # No fused GEMM + collective in Megatron-Core (intra_op_overlap is off for its layouts); the fuse marks
         # are MegaScale-MoE's slots, kept so that a what-if with intra-op overlap fuses as the paper's does.
         fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
         fuse_combine = "" if ctx.etp > 1 else "prev"
-        pad, unpad = quant_padding(ctx)
         multi = ctx.degree > 1 or ctx.tp > 1  # preprocess gathers counts only with EP or TP
         return [
             *(token_count_exchange(ctx) if multi and ctx.host_sync else []),
@@ -57,11 +49,7 @@ class AlltoallDispatcher(TokenDispatcher):
             ),
             *sort_chunks(ctx, "sort_chunks"),
             *experts.shared,
-            *experts.etp_gather,
-            *pad,
-            *experts.experts,
-            *unpad,
-            *experts.etp_scatter,
+            *te_grouped_mlp(ctx, experts),
             *sort_chunks(ctx, "unsort_chunks"),
             ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.NCCL, dispatch=False, fuse=fuse_combine),
             unpermute(ctx),

@@ -77,18 +77,20 @@ class TokenDispatcher(ABC):
 
     name: str = ""
     megatron: str = ""  # the Megatron-LM flags that select it ("" for MegaScale-MoE's own)
+    wire: Wire = Wire.PER_COPY  # copies sent, in a node and across nodes, unless the methods below say otherwise
+    moved_by: Transport = Transport.NCCL  # who moves them, unless ``transport`` says otherwise
 
-    @abstractmethod
     def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
         """Copies sent inside one node (``all_gather_above_top_k``: layout.a2a_topk_threshold)."""
+        return self.wire
 
-    @abstractmethod
     def cross_node_wire(self) -> Wire:
         """Copies sent over the NIC when the EP group spans nodes: PER_COPY (NCCL) or PER_RANK (one per node)."""
+        return self.wire
 
-    @abstractmethod
     def transport(self, nodes: int) -> Transport:
         """Who moves the EP group's bytes when it spans ``nodes`` nodes."""
+        return self.moved_by
 
     @abstractmethod
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:

@@ -19,7 +19,7 @@ megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd
 from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
-from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, quant_padding, unpermute
+from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, te_grouped_mlp, unpermute
 from workloads.ops import ALL_TO_ALL, HOST_SYNC, MEMORY, Module, Step, Transport
 
 BYTES_INDEX = 8  # int64 expert indices (torch.topk)
@@ -54,17 +54,10 @@ class FlexDeepepDispatcher(TokenDispatcher):
     name = "flex-deepep"
     megatron = "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep"
 
-    def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
-        return Wire.PER_RANK
-
-    def cross_node_wire(self) -> Wire:
-        return Wire.PER_RANK
-
-    def transport(self, nodes: int) -> Transport:
-        return Transport.DEEPEP
+    wire = Wire.PER_RANK
+    moved_by = Transport.DEEPEP
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
-        pad, unpad = quant_padding(ctx)
         # fused_indices_to_multihot: the received k indices and probs per token read, a bool map and FP32 probs
         # over the local experts written; counted as the routed copies' indices and probs read and written
         multihot = Step(
@@ -82,11 +75,7 @@ class FlexDeepepDispatcher(TokenDispatcher):
             multihot,
             *host_sync(ctx),
             permute(ctx),
-            *experts.etp_gather,
-            *pad,
-            *experts.experts,
-            *unpad,
-            *experts.etp_scatter,
+            *te_grouped_mlp(ctx, experts),
             unpermute(ctx),
             ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.DEEPEP, dispatch=False),
         ]

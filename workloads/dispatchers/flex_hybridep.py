@@ -26,7 +26,7 @@ and executor/executor.cu, with --moe-permute-fusion-into-hybridep off (Transform
 from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
-from workloads.dispatchers.steps import ep_collective, host_sync, permute, quant_padding, unpermute
+from workloads.dispatchers.steps import ep_collective, host_sync, permute, te_grouped_mlp, unpermute
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, BYTES_BF16, MEMORY, Group, Module, Step, Transport, comm_step
 
 BYTES_FP32 = 4
@@ -94,17 +94,10 @@ class FlexHybridepDispatcher(TokenDispatcher):
     name = "flex-hybridep"
     megatron = "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"
 
-    def in_node_wire(self, top_k: int, all_gather_above_top_k: int) -> Wire:
-        return Wire.PER_RANK
-
-    def cross_node_wire(self) -> Wire:
-        return Wire.PER_RANK
-
-    def transport(self, nodes: int) -> Transport:
-        return Transport.DEEPEP
+    wire = Wire.PER_RANK
+    moved_by = Transport.DEEPEP
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
-        pad, unpad = quant_padding(ctx)
         return [
             *hybridep_before_sync(ctx),
             *host_sync(ctx),
@@ -112,11 +105,7 @@ class FlexHybridepDispatcher(TokenDispatcher):
             permute(ctx),
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
             *experts.shared,
-            *experts.etp_gather,
-            *pad,
-            *experts.experts,
-            *unpad,
-            *experts.etp_scatter,
+            *te_grouped_mlp(ctx, experts),
             ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.DEEPEP, dispatch=False),
             # the combine's backward is a HybridEP dispatch: its staging copy runs just before it
             unpermute(ctx, hybridep_grad_staging_bytes(ctx)),

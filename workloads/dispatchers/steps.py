@@ -7,7 +7,7 @@ test's --moe-router-dtype fp32; BF16 probs would halve a term that is h / 2 time
 
 from __future__ import annotations
 
-from workloads.dispatchers.base import MoeContext
+from workloads.dispatchers.base import ExpertSteps, MoeContext
 from workloads.ops import (
     BYTES_BF16,
     HOST_SYNC,
@@ -176,3 +176,10 @@ def quant_padding(ctx: MoeContext) -> tuple[list[Step], list[Step]]:
     )
     unpad = Step("quant_unpad", MEMORY, mem_bytes=row_bytes, kernels=1, bwd_mem_bytes=row_bytes, module=M)
     return [pad], [unpad]
+
+
+def te_grouped_mlp(ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
+    """The experts as Megatron-Core's TEGroupedMLP runs them: the ETP all-gather, the FP8 / FP4 padding
+    (``quant_padding``), the grouped GEMMs and activation, the unpadding and the ETP reduce-scatter."""
+    pad, unpad = quant_padding(ctx)
+    return [*experts.etp_gather, *pad, *experts.experts, *unpad, *experts.etp_scatter]
