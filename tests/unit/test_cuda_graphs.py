@@ -6,7 +6,7 @@ import pytest
 import simpy
 
 from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts, launch_times_s
+from simulator.streams.op_costs import launch_times_s
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.graph.op_lists import backward_ops, forward_ops

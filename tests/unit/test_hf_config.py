@@ -41,6 +41,7 @@ PUBLISHED = [
     ("glm-4.5", 355e9, 32e9, (3, 2), 2),
     ("glm-4.5-air", 106e9, 12e9, (3, 2), 2),
     ("llama-4-maverick", 400e9, 17e9, (3, 2), 0),  # meta-llama/Llama-4-Maverick-17B-128E model card: 17B active, 400B
+    ("minimax-m2", 230e9, 10e9, (3, 2), 1),  # MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active (MTP not counted)
 ]
 
 

@@ -1,5 +1,5 @@
 """Model types read from config.json beside DeepSeek, Qwen, Mixtral and GPT-OSS (workloads/inputs/hf_config.py):
-glm4_moe, ernie4_5_moe and Llama 4's text model, each counted by hand from its config.json keys."""
+glm4_moe, ernie4_5_moe, minimax_m2 and Llama 4's text model, each counted by hand from its config.json keys."""
 
 from __future__ import annotations
 
@@ -61,6 +61,16 @@ def test_llama4_text_config_and_explicit_moe_layers() -> None:
     assert some.mlp_only_layers == tuple(range(1, 47))
 
 
+def test_minimax_m2_mtp_only_with_use_mtp_and_no_shared_expert() -> None:
+    """MiniMax-M2: 3 MTP modules when use_mtp is set, none without; a shared expert width other than 0 is named."""
+    data = json.loads((MODELS / "minimax-m2.json").read_text())
+    assert model_from_hf_dict(data, "m2").mtp_layers == 3
+    assert model_from_hf_dict({**data, "use_mtp": False}, "m2").mtp_layers == 0
+    with pytest.raises(ConfigError) as error:
+        model_from_hf_dict({**data, "shared_intermediate_size": 1536}, "m2")
+    assert error.value.field == "model.shared_intermediate_size"
+
+
 def test_llama4_without_text_config_names_the_key() -> None:
     with pytest.raises(ConfigError) as error:
         model_from_hf_dict({"model_type": "llama4"}, "x")
@@ -76,7 +86,7 @@ def test_glm_4_5_reads_deepseek_s_moe_pattern_on_gqa() -> None:
     assert load_hf_config(MODELS / "glm-4.5-air.json").qk_layernorm is False
 
 
-@pytest.mark.parametrize("name", ["glm-4.5-air", "ernie-4.5-21b-a3b", "llama-4-maverick"])
+@pytest.mark.parametrize("name", ["glm-4.5-air", "ernie-4.5-21b-a3b", "llama-4-maverick", "minimax-m2"])
 def test_each_family_simulates(name: str) -> None:
     """On 16 H800 with the paper's layout at SP/EP 4 and PP 2 (too few GPUs to hold the weights): every op list builds and the step runs."""
     report = simulate(
