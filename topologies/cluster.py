@@ -145,6 +145,10 @@ CLUSTER_PRESETS: dict[str, dict[str, Any]] = {
     # (the same post: segment size 16 for large jobs; Megatron-Bridge GB200 recipes run 64 and 256 GPUs).
     "gb200": {**_NVL72, "domain_gpus_used": 64},
     "gb200-nvl72": dict(_NVL72),  # the same rack with all 72 GPUs in the job
+    # DGX B300 and GB300 NVL72: as the B200 and GB200 systems, with one 800 Gb/s ConnectX-8 SuperNIC per GPU for
+    # the compute fabric (NVIDIA GB300 NVL72 and DGX B300 product pages: "NVIDIA ConnectX-8 SuperNIC", 800 Gb/s).
+    "b300": {"gpu": GPU_PRESETS["b300"], "nic_bandwidth_Bps": 100e9},
+    "gb300": {**_NVL72, "gpu": GPU_PRESETS["gb300"], "nic_bandwidth_Bps": 100e9, "domain_gpus_used": 64},
 }
 
 

@@ -176,6 +176,39 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         "680 GB/s on NVL72 (GTC25 S72583 via stas00/ml-engineering network/README.md)",
         generation=GpuGeneration.BLACKWELL,
     ),
+    # Blackwell Ultra (SM103) of a DGX B300 (1,100 W): dense BF16 2,250 and FP8 4,500 TFLOP/s, 288 GB HBM3e at
+    # 8 TB/s per GPU (stas00/ml-engineering@744d01e compute/accelerator/README.md TFLOPS and memory tables, from the
+    # NVIDIA DGX B300 datasheet, its note 21); BF16 and FP8 as the B200's, the gain is in NVFP4 (12.6 against 9 PF).
+    "b300": GpuSpec(
+        name="b300",
+        peak_bf16_flops=2.25e15,  # dense; DGX B300 datasheet via ml-engineering
+        peak_fp8_flops=4.5e15,  # dense; same
+        hbm_bytes=288e9,  # 288 GB HBM3e; same
+        hbm_bandwidth_Bps=8.0e12,  # 8 TB/s; same
+        sm_count=160,  # "Inside NVIDIA Blackwell Ultra" (NVIDIA technical blog, Hot Chips 2025): 160 SMs
+        nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,  # NVLink 5 as on the B200: 1.8 TB/s bidirectional per GPU
+        nvlink_latency_s=_NVLINK_LATENCY_S,
+        source="NVIDIA DGX B300 datasheet via stas00/ml-engineering compute/accelerator/README.md; NVIDIA technical "
+        "blog 'Inside NVIDIA Blackwell Ultra' (SM count); NVLink 5 NCCL bus bandwidth as the b200's",
+        generation=GpuGeneration.BLACKWELL,
+    ),
+    # Blackwell Ultra of a GB300 NVL72 rack (1,400 W): dense BF16 2,500 and FP8 5,000 TFLOP/s as the GB200's
+    # (ml-engineering's table, its note 24: "GB200 NVL72 and GB300 NVL72 seem to be the same but faster fp4 and
+    # more memory for the latter"); memory assumed the B300's 288 GB at 8 TB/s (rack totals quoted for the GB300
+    # NVL72 put it at 279 GB usable per GPU, which only moves the memory verdict, by 3%).
+    "gb300": GpuSpec(
+        name="gb300",
+        peak_bf16_flops=2.5e15,  # dense; GB300 NVL72 specifications via ml-engineering
+        peak_fp8_flops=5.0e15,  # dense; same
+        hbm_bytes=288e9,  # the Blackwell Ultra GPU's 288 GB HBM3e (assumed as the B300's)
+        hbm_bandwidth_Bps=8.0e12,
+        sm_count=160,  # the B300's (Blackwell Ultra)
+        nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,  # NVLink 5 on an NVL72, as the gb200's
+        nvlink_latency_s=_NVLINK_LATENCY_S,
+        source="NVIDIA GB300 NVL72 specifications via stas00/ml-engineering compute/accelerator/README.md (note 24); "
+        "memory and SMs as the b300's (assumed); NVLink 5 NCCL bus bandwidth as the gb200's",
+        generation=GpuGeneration.BLACKWELL,
+    ),
 }
 
 

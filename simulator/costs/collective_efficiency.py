@@ -143,8 +143,12 @@ NVLS_ALL_REDUCE: dict[str, Published] = {
         "740.6 GB/s busbw at 4 GiB and 845.7 at 16 GiB (stas00/ml-engineering@744d01e network/README.md, NCCL 2.27.7)",
     ),
 }
+# Blackwell Ultra systems keep NVLink 5 and its NVSwitch: the GB300 NVL72 and the DGX B300 take the GB200's and the
+# B200's pair (no NVLS measurement of their own found).
+NVLS_ALL_REDUCE["gb300"] = NVLS_ALL_REDUCE["gb200"]
+NVLS_ALL_REDUCE["b300"] = NVLS_ALL_REDUCE["b200"]
 # NVLS all-reduce bus bandwidth at 8 GPUs where it is published apart from the H100's curve (sources above).
-_NVLS_8_GPUS_GBPS = {"h800": 215.0, "gb200": 850.0, "b200": 850.0}
+_NVLS_8_GPUS_GBPS = {"h800": 215.0, "gb200": 850.0, "b200": 850.0, "gb300": 850.0, "b300": 850.0}
 # Not listed (all-reduce at the ring's rate): the A100 (its NVSwitch has no SHARP) and the H20 (NVLS-capable, no
 # published NVLS / ring pair on its preset's rate). The gains are peaks, at 2-4 GB
 # messages ("256M is too small to reach peak bandwidth", sjeaugey in nccl-tests#212); a TP activation is ~0.1 GB,
