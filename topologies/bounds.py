@@ -75,6 +75,7 @@ BOUNDS: dict[str, Bound] = {
 QUANTITIES: dict[str, tuple[str, float, str]] = {
     "peak_bf16_flops": ("flops", 1.0, "FLOP/s"),
     "peak_fp8_flops": ("flops", 1.0, "FLOP/s"),
+    "peak_fp4_flops": ("flops", 1.0, "FLOP/s"),
     "hbm_bytes": ("memory", 1.0, "B"),
     "hbm_bandwidth_Bps": ("bandwidth", 1.0, "B/s"),
     "sm_count": ("sm_count", 1.0, "SMs"),

@@ -34,6 +34,7 @@ class GpuSpec:
     # Whose kernel tables time its kernels; a GPU given as a mapping may name it ("blackwell"). Hopper by default:
     # the generation every validated run and most published kernel points come from.
     generation: GpuGeneration = GpuGeneration.HOPPER
+    peak_fp4_flops: float = 0.0  # FLOP/s, dense NVFP4; 0 = no FP4 tensor cores (before Blackwell)
 
     def __post_init__(self) -> None:
         """Validate that every number is within its physical bound (topologies/bounds.py); raise ConfigError naming
@@ -47,7 +48,7 @@ class GpuSpec:
             except ValueError:
                 raise ConfigError("generation", f"must be one of {choices}, got {self.generation!r}") from None
         for f in fields(self):
-            if f.name in ("name", "source", "generation"):
+            if f.name in ("name", "source", "generation") or (f.name == "peak_fp4_flops" and self.peak_fp4_flops == 0):
                 continue
             value = getattr(self, f.name)
             if f.name == "sm_count":
@@ -155,6 +156,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         source="NVIDIA DGX B200 datasheet; NVIDIA Blackwell technical brief; Chips and Cheese B200 (SM count); "
         "NVLink 5 NCCL bus bandwidth 680 GB/s (GTC25 S72583 via stas00/ml-engineering network/README.md)",
         generation=GpuGeneration.BLACKWELL,
+        peak_fp4_flops=9.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
     ),
     # Blackwell GPU of a GB200 NVL72 rack (1,200 W GB200 configuration). NVIDIA GB200 NVL72 datasheet: rack
     # FP16/BF16 360 PFLOP/s and FP8 720 PFLOP/s are WITH 2:4 sparsity, so dense per GPU = 360/72/2 = 2.5e15
@@ -175,6 +177,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; NVLink 5 NCCL bus bandwidth "
         "680 GB/s on NVL72 (GTC25 S72583 via stas00/ml-engineering network/README.md)",
         generation=GpuGeneration.BLACKWELL,
+        peak_fp4_flops=10.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
     ),
     # Blackwell Ultra (SM103) of a DGX B300 (1,100 W): dense BF16 2,250 and FP8 4,500 TFLOP/s, 288 GB HBM3e at
     # 8 TB/s per GPU (stas00/ml-engineering@744d01e compute/accelerator/README.md TFLOPS and memory tables, from the
@@ -191,6 +194,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         source="NVIDIA DGX B300 datasheet via stas00/ml-engineering compute/accelerator/README.md; NVIDIA technical "
         "blog 'Inside NVIDIA Blackwell Ultra' (SM count); NVLink 5 NCCL bus bandwidth as the b200's",
         generation=GpuGeneration.BLACKWELL,
+        peak_fp4_flops=12.6e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
     ),
     # Blackwell Ultra of a GB300 NVL72 rack (1,400 W): dense BF16 2,500 and FP8 5,000 TFLOP/s as the GB200's
     # (ml-engineering's table, its note 24: "GB200 NVL72 and GB300 NVL72 seem to be the same but faster fp4 and
@@ -208,6 +212,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         source="NVIDIA GB300 NVL72 specifications via stas00/ml-engineering compute/accelerator/README.md (note 24); "
         "memory and SMs as the b300's (assumed); NVLink 5 NCCL bus bandwidth as the gb200's",
         generation=GpuGeneration.BLACKWELL,
+        peak_fp4_flops=15.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
     ),
 }
 

@@ -140,12 +140,14 @@ class GemmPrecision(Enum):
     """Operand precision of a GEMM and, for FP8, the scaling recipe, which picks the kernel that runs it:
     per-tensor scales (Transformer Engine's delayed and current "tensorwise" recipes) are applied once in
     cuBLAS's epilogue; 1x128 / 128x128 block scales (DeepSeek-V3 Sec. 3.3, DeepGEMM, TE "blockwise") are
-    promoted inside the main loop; MXFP8 (TE "mxfp8") uses Blackwell's block-scaled MMA."""
+    promoted inside the main loop; MXFP8 (TE "mxfp8") uses Blackwell's block-scaled MMA; NVFP4 (TE "nvfp4",
+    Megatron-LM's --fp4-format e2m1) runs E2M1 operands with 1 x 16 E4M3 block scales on Blackwell's FP4 MMA."""
 
     BF16 = "bf16"
     FP8_TENSORWISE = "fp8-tensorwise"
     FP8_BLOCKWISE = "fp8-blockwise"
     FP8_MXFP8 = "fp8-mxfp8"
+    NVFP4 = "nvfp4"
 
 
 class GroupedDim(Enum):
@@ -193,8 +195,13 @@ class Gemm:
 
     @property
     def fp8(self) -> bool:
-        """FP8 operands: the GEMM runs at the GPU's FP8 peak (DeepSeek-V3 Sec. 3.3 FP8 training)."""
+        """Low-precision operands (FP8, or FP4 under NVFP4): not BF16 (DeepSeek-V3 Sec. 3.3 FP8 training)."""
         return self.precision != GemmPrecision.BF16
+
+    @property
+    def fp4(self) -> bool:
+        """FP4 operands: the GEMM runs at the GPU's FP4 peak."""
+        return self.precision == GemmPrecision.NVFP4
 
     @property
     def flops(self) -> float:

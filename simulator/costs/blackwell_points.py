@@ -18,9 +18,10 @@ from simulator.costs.gemm_points import BenchGpu, GemmKernel, GemmPoint
 # table" (B200 and B300 SXM 2,250 BF16 / 4,500 FP8, GB200 2,500 / 5,000, from the DGX B200 / B300 and GB200 NVL72
 # datasheets). SMs: B200 and GB200 148 (topologies.hardware b200); B300 160 ("Inside NVIDIA Blackwell Ultra",
 # NVIDIA technical blog, Hot Chips 2025: 160 SMs).
-B200 = BenchGpu("B200 SXM", 2250.0, 4500.0, 148)
-GB200 = BenchGpu("GB200", 2500.0, 5000.0, 148)
-B300 = BenchGpu("B300 SXM", 2250.0, 4500.0, 160)
+# Dense FP4 peaks: the same table's fp4 column (B200 9,000, GB200 10,000, B300 12,600 TFLOP/s).
+B200 = BenchGpu("B200 SXM", 2250.0, 4500.0, 148, 9000.0)
+GB200 = BenchGpu("GB200", 2500.0, 5000.0, 148, 10000.0)
+B300 = BenchGpu("B300 SXM", 2250.0, 4500.0, 160, 12600.0)
 
 # stas00/ml-engineering@744d01e compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table":
 # torch.matmul / torch._scaled_mm (per-tensor FP8, cuBLAS), the best of a brute-force shape search, mean of 100
@@ -102,6 +103,8 @@ _TE_LAYER = _te_layer(15872, ((4096, 12288), (4096, 4096), (4096, 16384), (16384
 BLACKWELL_SUMS: tuple[GemmSum, ...] = (
     GemmSum(GemmKernel.FP8_TENSORWISE_DENSE, _TE_LAYER, 6.812e-3, _TE_B300 + ", FP8 current, pre-quantized", B300),
     GemmSum(GemmKernel.MXFP8_DENSE, _TE_LAYER, 7.161e-3, _TE_B300 + ", MXFP8, pre-quantized", B300),
+    # NVFP4 pre-quantized 3.764 ms (6.453 in autocast, its quantization included): 0.40 of B300's FP4 peak
+    GemmSum(GemmKernel.NVFP4_DENSE, _TE_LAYER, 3.764e-3, _TE_B300 + ", NVFP4, pre-quantized", B300),
 )
 
 

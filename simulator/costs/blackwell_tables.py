@@ -14,8 +14,9 @@ Grouped GEMMs: Hopper's rows-per-group factors (assumed: no Blackwell grouped GE
 found published; the one MXFP8 grouped measurement, 16,384 rows per group, runs at the dense level and enters the K
 curve). FP8 blockwise (1x128 / 128x128) runs as MXFP8 on Blackwell: "On Blackwell (SM100+), FP8 Block is emulated
 via MXFP8" (NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst), so the two share
-the MXFP8 curve. NVFP4 is published (the same page: 3.764 ms per layer pre-quantized on B300, 3.48x BF16) but is not
-a precision moesim runs; docs/hardware.md lists it.
+the MXFP8 curve. NVFP4 (Megatron-LM's --fp4-format): the same page's 3.764 ms per layer pre-quantized on B300 (3.48x
+BF16) sets one level against B300's dense FP4 peak, 0.40; below its K and by rows per group Hopper's blockwise
+shape (assumed: no other FP4 GEMM measurement found).
 
 Attention: FlashAttention-4's forward peak and its gain over cuDNN 9.13 on B200 (arXiv 2603.05451) set a level per
 kernel family; the dependence on sequence length, head dim, mask and direction is the Hopper table's of the same
@@ -49,7 +50,7 @@ from simulator.costs.gemm_efficiency import (
     point_efficiency,
     wave_fraction,
 )
-from simulator.costs.gemm_points import HOPPER_SXM, GemmKernel
+from simulator.costs.gemm_points import HOPPER_SXM, GemmKernel, kernel_peak_tflops
 
 # Hopper tile depth of equal main-loop time per unit of Blackwell's (module docstring): per-SM rates, B200 / H100.
 K_SCALE = (HOPPER_SXM.peak_bf16_tflops / HOPPER_SXM.sms) / (B200.peak_bf16_tflops / B200.sms)
@@ -57,7 +58,7 @@ K_SCALE = (HOPPER_SXM.peak_bf16_tflops / HOPPER_SXM.sms) / (B200.peak_bf16_tflop
 
 def sum_efficiency(bench: GemmSum) -> float:
     """The one full-wave tile efficiency at which every GEMM of ``bench`` together takes its published time."""
-    peak = bench.gpu.peak_bf16_tflops if bench.kernel == GemmKernel.BF16_DENSE else bench.gpu.peak_fp8_tflops
+    peak = kernel_peak_tflops(bench.kernel, bench.gpu)
     work = sum(2.0 * m * n * k / wave_fraction(m, n, 1, bench.gpu.sms) for m, n, k in bench.shapes)
     return work / (peak * 1e12 * bench.seconds)
 
@@ -84,11 +85,14 @@ def blackwell_gemm_table() -> GemmEfficiencyTable:
         k_curve((GemmKernel.MXFP8_DENSE, GemmKernel.MXFP8_GROUPED), hopper.fp8_blockwise.by_k),
         hopper.fp8_blockwise.rows_factor,
     )
+    # NVFP4: TE's B300 layer sum, one level, Hopper's blockwise shape below it and its rows factor (assumed)
+    nvfp4 = KernelCurve(k_curve((GemmKernel.NVFP4_DENSE,), hopper.fp8_blockwise.by_k), hopper.fp8_blockwise.rows_factor)
     return GemmEfficiencyTable(
         bf16=KernelCurve(bf16, hopper.bf16.rows_factor),
         fp8_tensorwise=KernelCurve(tensorwise, hopper.fp8_tensorwise.rows_factor),
         fp8_blockwise=mxfp8,
         fp8_mxfp8=mxfp8,
+        nvfp4=nvfp4,
         source="simulator/costs/blackwell_points.py: MAMF 744d01e (B200, GB200, B300; BF16, FP8); TransformerEngine "
         "d0067d0d gemm_profiling (B300); pytorch/ao #2427 (B200); torchao moe_training README 0b1bb117 (B200 MXFP8 "
         "grouped); below the smallest K and by rows per group, Hopper's (assumed)",

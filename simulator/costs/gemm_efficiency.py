@@ -137,8 +137,13 @@ class GemmEfficiencyTable:
     fp8_blockwise: KernelCurve
     fp8_mxfp8: KernelCurve
     source: str = ""
+    nvfp4: KernelCurve | None = None  # None: no FP4 tensor cores (before Blackwell)
 
     def curve(self, precision: GemmPrecision) -> KernelCurve:
+        if precision == GemmPrecision.NVFP4:
+            if self.nvfp4 is None:
+                raise ValueError("NVFP4 GEMMs need a table with FP4 points (Blackwell)")
+            return self.nvfp4
         return {
             GemmPrecision.BF16: self.bf16,
             GemmPrecision.FP8_TENSORWISE: self.fp8_tensorwise,
@@ -154,7 +159,7 @@ class GemmEfficiencyTable:
 def flat_gemm_table(efficiency: float) -> GemmEfficiencyTable:
     """One efficiency for every shape and precision (toy tests, what-ifs)."""
     flat = KernelCurve(((1.0, efficiency),))
-    return GemmEfficiencyTable(flat, flat, flat, flat, "flat")
+    return GemmEfficiencyTable(flat, flat, flat, flat, "flat", flat)
 
 
 def hopper_gemm_table() -> GemmEfficiencyTable:

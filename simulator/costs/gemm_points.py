@@ -24,6 +24,7 @@ class GemmKernel(Enum):
     FP8_TENSORWISE_DENSE = "fp8 per-tensor dense (torch._scaled_mm, cuBLAS)"
     MXFP8_DENSE = "mxfp8 1x32 block-scaled dense (cuBLAS, Blackwell)"
     MXFP8_GROUPED = "mxfp8 1x32 block-scaled grouped (torch._scaled_grouped_mm, CUTLASS, Blackwell)"
+    NVFP4_DENSE = "nvfp4 1x16 block-scaled dense (cuBLAS, Blackwell)"
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class BenchGpu:
     peak_bf16_tflops: float
     peak_fp8_tflops: float
     sms: int
+    peak_fp4_tflops: float = 0.0  # dense FP4; 0 before Blackwell
 
 
 # H800 and H100 SXM: the same GH100 configuration and peaks (NVIDIA datasheets; topologies.hardware).
@@ -55,9 +57,15 @@ class GemmPoint:
 
     @property
     def peak_tflops(self) -> float:
-        """The dense peak of the point's GPU in the point's operand type (BF16, else FP8)."""
-        bf16 = self.kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED)
-        return self.gpu.peak_bf16_tflops if bf16 else self.gpu.peak_fp8_tflops
+        """The dense peak of the point's GPU in the point's operand type (BF16, FP4, else FP8)."""
+        return kernel_peak_tflops(self.kernel, self.gpu)
+
+
+def kernel_peak_tflops(kernel: GemmKernel, gpu: BenchGpu) -> float:
+    """The dense peak of ``gpu`` in the operand type of ``kernel``: what a measured time is an efficiency of."""
+    if kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED):
+        return gpu.peak_bf16_tflops
+    return gpu.peak_fp4_tflops if kernel == GemmKernel.NVFP4_DENSE else gpu.peak_fp8_tflops
 
 
 def _tflops(total_rows: int, n: int, k: int, seconds: float) -> float:

@@ -41,7 +41,7 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | 
     overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
     tiles = math.ceil(gemm.m / cal.gemm_tile_m) * math.ceil(gemm.n / cal.gemm_tile_n)
     tile_flop = 2.0 * cal.gemm_tile_m * cal.gemm_tile_n * gemm.k
-    peak_flops = gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
+    peak_flops = gpu.peak_fp4_flops if gemm.fp4 else gpu.peak_fp8_flops if gemm.fp8 else gpu.peak_bf16_flops
     # Rows per group (tokens per expert) set a grouped GEMM's efficiency beside K when the groups split the rows;
     # a weight-gradient GEMM's groups split K (tokens), which the K curve already prices, and its m is the
     # weight's width: DeepGEMM's k-grouped wgrad runs 4 groups of m = 7168 and of m = 2048 at 813 and 814
@@ -49,8 +49,8 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | 
     by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
     efficiency = gemm_table(gpu, cal).tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
     tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * tensor_core_derate(cal))
-    # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3); outputs stay BF16.
-    operand_bytes = 1.0 if gemm.fp8 else 2.0
+    # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3), FP4 ones half a byte; outputs stay BF16.
+    operand_bytes = 0.5 if gemm.fp4 else 1.0 if gemm.fp8 else 2.0
     bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
     memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
     accumulate_s = accumulate_epilogue_s(gemm, gpu, cal)

@@ -64,7 +64,15 @@ class TaskIdentity:
 
     def __post_init__(self) -> None:
         # NOTE: hashing ~200 ops field by field costs about a millisecond: once per identity, not per lookup
-        fields = (self.ops, self.lanes, self.gpu, self.calibration, self.compute_factor, self.nvlink_factor, self.nic_Bps)
+        fields = (
+            self.ops,
+            self.lanes,
+            self.gpu,
+            self.calibration,
+            self.compute_factor,
+            self.nvlink_factor,
+            self.nic_Bps,
+        )
         object.__setattr__(self, "_hash", hash(fields))
 
     def __hash__(self) -> int:

@@ -331,5 +331,3 @@ def _flows(timeline: Timeline, slots: dict, keep: set[int], micro_batches: int |
         events.append({**common, "ph": "s", "pid": sender[0], "tid": sender[1], "ts": sender[2]})
         events.append({**common, "ph": "f", "bp": "e", "pid": receiver[0], "tid": receiver[1], "ts": receiver[2]})
     return events
-
-

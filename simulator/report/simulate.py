@@ -251,6 +251,10 @@ def prepare(
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
+    if layout.fp8_recipe == "nvfp4" and not cluster.gpu.peak_fp4_flops:
+        raise ConfigError(
+            "layout.fp8_recipe", f"NVFP4 (--fp4-format) needs FP4 tensor cores (Blackwell); {cluster.gpu.name} has none"
+        )
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
     if layout.balance_blocks:
         from simulator.report.balance import balance_pipeline  # NOTE: loaded only when balance_blocks asks for it

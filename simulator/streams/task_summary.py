@@ -13,7 +13,9 @@ from bisect import bisect_left, bisect_right
 
 from workloads.ops import COLLECTIVE, COMPUTE, FUSED
 
-BUSY, FUSED_OP, EXPOSED, OVERLAPPED = range(4)  # an op's tally (BUSY is 0: simulator.streams.alone.run_alone tests it so)
+BUSY, FUSED_OP, EXPOSED, OVERLAPPED = range(
+    4
+)  # an op's tally (BUSY is 0: simulator.streams.alone.run_alone tests it so)
 
 
 def tally_of(kind: str, stream: str) -> int:

@@ -86,9 +86,7 @@ def run_task(
         # the whole task is arithmetic, laid out now, and costs one simpy event (same times as the event path).
         alone, tally = Quiet(1, network, comm_links, True), Tally(costs)
         done_at: list[float | None] = [None] * len(ops)
-        _, end_s = run_alone(
-            ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally
-        )
+        _, end_s = run_alone(ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally)
         return ends_at(env, end_s, ops, costs, timing, tally)
     # (a task whose kernels take turns, lanes or costs.shared_gpu, takes the event path: the closed layout has none)
     if CLOSED and transfer is None and not lanes and not costs.shared_gpu and closed(network, comm_links, costs):

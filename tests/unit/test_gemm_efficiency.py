@@ -28,7 +28,7 @@ H800 = gpu_preset("h800")
 # The real table, no residual and no launch gap, so that a time maps straight back to TFLOP/s.
 BARE = toy_calibration(gemm_efficiency=HOPPER_GEMM_TABLE, memory_efficiency=0.8, compute_residual=1.0)
 BF16, TENSORWISE, BLOCKWISE = GemmPrecision.BF16, GemmPrecision.FP8_TENSORWISE, GemmPrecision.FP8_BLOCKWISE
-PRECISIONS = tuple(GemmPrecision)
+PRECISIONS = tuple(p for p in GemmPrecision if p != GemmPrecision.NVFP4)  # Hopper's table: NVFP4 is Blackwell-only
 WAVES_32_33 = 32 / 33  # 2048^2 (256 tiles, 2 waves), 4096^2 (1024, 8), 8192^2 (4096, 32): 33 tiles' room of 32
 
 

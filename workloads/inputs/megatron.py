@@ -381,6 +381,12 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         if not fp8:
             raise ConfigError("--fp8-param-gather", "needs --fp8-format")
         fsdp_fp8_param_gather(args, notes)  # with the distributed optimizer or FSDP; FSDP2 gathers BF16
+    fp4 = args.get("--fp4-format")  # NVFP4, exclusive with FP8 (Megatron-LM d98e8a64 validate_args): one recipe here
+    if fp4 and fp8:
+        raise ConfigError("--fp4-format", "--fp4-format and --fp8-format cannot be used simultaneously")
+    if not fp4 and "--fp4-recipe" in args:
+        ignored.append(IgnoredArg("--fp4-recipe", "no --fp4-format: no FP4 GEMMs"))
+    fp8, recipe = (fp4, "nvfp4") if fp4 else (fp8, recipe)
     aware = bool(args.get("--use-precision-aware-optimizer"))
     dtypes = {
         "main_grads_dtype": args.get("--main-grads-dtype", "fp32"),

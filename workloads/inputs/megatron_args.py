@@ -92,6 +92,8 @@ FLAGS: dict[str, Flag] = {
     "--fp8-format": Flag(T, ("e4m3", "hybrid")),
     "--fp8-recipe": Flag(T, ("tensorwise", "delayed", "mxfp8", "blockwise", "custom")),
     "--fp8-param-gather": Flag(S),
+    "--fp4-format": Flag(T, ("e2m1",)),
+    "--fp4-recipe": Flag(T, ("nvfp4",)),
     # MoE layer
     "--moe-token-dispatcher-type": Flag(T, ("allgather", "alltoall", "flex")),
     "--moe-enable-deepep": Flag(S),

@@ -27,6 +27,11 @@ Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
   (TE quantize_transpose_vector_blockwise).
 - mxfp8 (MXFP8BlockScaling, 1 x 32 tiles, E8M0 scales): 4 + 2 x 1/32 bytes, 1 kernel (TE cast_kernels.cuh
   cast_mxfp8_2D_kernel, ROWWISE_SCALING and COLWISE_SCALING in one kernel).
+- nvfp4 (NVFP4BlockScaling, E2M1 with an E4M3 scale per 1 x 16 block): an amax pass for the per-tensor scale
+  (nvte_compute_amax_with_config, or nvte_hadamard_transform_amax after the random Hadamard transform), then one
+  cast writing both FP4 copies, the column-wise one through the Hadamard transform where TE fuses it
+  (nvte_quantize_with_hadamard_transform): 2 + 2 + 2 x (1/2 + 1/16) bytes, 2 kernels
+  (NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/csrc/quantizer.cpp NVFP4Quantizer::quantize_impl).
 
 A TE linear layer that all-gathers its sequence-parallel input itself (TP attention and dense MLP; the same
 for the output gradient of a row-parallel one in backward) quantizes the local shard and gathers FP8
@@ -44,6 +49,7 @@ from workloads.ops import BYTES_BF16, Gemm
 from workloads.specs.precision import Fp8Recipe
 
 FP8_BYTES = 1
+FP4_BYTES = 0.5  # E2M1: two values per byte
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class QuantKernels:
     kernels: int
     scale_bytes: float = 0.0  # scale bytes per element of each copy (block recipes)
     transposed_copy: bool = True  # the column-wise copy is a transpose of the row-wise one (per-tensor scales)
+    element_bytes: float = FP8_BYTES  # bytes per quantized element of each copy
 
     @property
     def read_bytes(self) -> float:
@@ -61,7 +68,7 @@ class QuantKernels:
 
     def bytes_per_element(self) -> float:
         """HBM bytes per element of an unsharded tensor: reads, both FP8 copies and their scales."""
-        return self.read_bytes + 2 * (FP8_BYTES + self.scale_bytes)
+        return self.read_bytes + 2 * (self.element_bytes + self.scale_bytes)
 
 
 QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
@@ -69,6 +76,9 @@ QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
     Fp8Recipe.DELAYED: QuantKernels(amax_pass=False, kernels=1),
     Fp8Recipe.BLOCKWISE: QuantKernels(amax_pass=False, kernels=1, scale_bytes=4 / 128, transposed_copy=False),
     Fp8Recipe.MXFP8: QuantKernels(amax_pass=False, kernels=1, scale_bytes=1 / 32, transposed_copy=False),
+    Fp8Recipe.NVFP4: QuantKernels(
+        amax_pass=True, kernels=2, scale_bytes=1 / 16, transposed_copy=False, element_bytes=FP4_BYTES
+    ),
 }
 
 

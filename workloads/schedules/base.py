@@ -245,5 +245,3 @@ class Schedule:
             raise ConfigError("layout.delay_wgrad", "needs ep_overlap (Megatron-Core --delay-wgrad-compute)")
         if self.ep_overlap and self.stages > 1 and not self.virtual_stages:
             raise ConfigError("layout.ep_overlap", f"pp > 1 needs the interleaved schedule (not {self.name})")
-
-

@@ -41,6 +41,10 @@ class Fp8Recipe(Label):
     TENSORWISE = "tensorwise"  # current scaling
     BLOCKWISE = "blockwise"  # 1 x 128 activations and gradients, 128 x 128 weights
     MXFP8 = "mxfp8"  # 1 x 32 blocks with E8M0 scales (Blackwell)
+    # FP4 (Megatron-LM's --fp4-format e2m1 --fp4-recipe nvfp4, TE NVFP4BlockScaling): E2M1 values, an E4M3 scale per
+    # 1 x 16 block and an FP32 one per tensor (Blackwell). Megatron-LM keeps FP4 and FP8 exclusive, so it is a recipe
+    # of the same low-precision switch here.
+    NVFP4 = "nvfp4"
 
 
 FP8_RECIPES = tuple(recipe.value for recipe in Fp8Recipe)
@@ -53,6 +57,7 @@ FP8_RECIPE_PRECISION = {
     Fp8Recipe.TENSORWISE: GemmPrecision.FP8_TENSORWISE,
     Fp8Recipe.BLOCKWISE: GemmPrecision.FP8_BLOCKWISE,
     Fp8Recipe.MXFP8: GemmPrecision.FP8_MXFP8,
+    Fp8Recipe.NVFP4: GemmPrecision.NVFP4,
 }
 
 

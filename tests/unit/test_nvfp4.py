@@ -1,0 +1,77 @@
+"""NVFP4 training (Megatron-LM's --fp4-format e2m1, TE's NVFP4BlockScaling) on Blackwell: the flags, the GEMMs at the
+FP4 peak on Blackwell's FP4 curve, the quantization kernels by hand, and the refusal on GPUs without FP4 cores."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiments.cli.main import main
+from simulator.costs.blackwell_points import B300, BLACKWELL_SUMS
+from simulator.costs.blackwell_tables import BLACKWELL_GEMM_TABLE, sum_efficiency
+from simulator.costs.calibration import BENCHMARK_CALIBRATION
+from simulator.costs.gemm_points import GemmKernel
+from simulator.costs.kernels import gemm_time_s
+from topologies.errors import ConfigError
+from topologies.hardware import gpu_preset
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import Gemm, GemmPrecision
+from workloads.recipes.fp8_quant import quantize_input
+from workloads.specs.models import model_preset
+from workloads.specs.precision import Fp8Recipe
+
+MIXTRAL = model_preset("mixtral-8x7b")
+FLAGS = "--expert-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 64 --seq-length 4096 --bf16"
+
+
+def test_the_te_nvfp4_layer_sum_comes_back() -> None:
+    """TE's B300 NVFP4 per-layer total, 3.764 ms pre-quantized: its 12 GEMMs at the curve's level past its K take that
+    time at B300's dense FP4 peak (12.6 PFLOP/s); 19.17 TFLOP in 3.764 ms is 0.40 of it."""
+    nvfp4 = next(s for s in BLACKWELL_SUMS if s.kernel == GemmKernel.NVFP4_DENSE)
+    efficiency = BLACKWELL_GEMM_TABLE.tile_efficiency(16384, GemmPrecision.NVFP4)
+    assert efficiency == pytest.approx(sum_efficiency(nvfp4), rel=1e-12)
+    per_sm = 12600e12 / B300.sms
+    total_s = sum(
+        math.ceil(math.ceil(m / 128) * math.ceil(n / 128) / B300.sms) * 2 * 128 * 128 * k / (per_sm * efficiency)
+        for m, n, k in nvfp4.shapes
+    )
+    assert total_s == pytest.approx(3.764e-3, rel=1e-9)
+
+
+def test_nvfp4_gemms_run_at_the_fp4_peak_with_half_byte_operands() -> None:
+    """On a GB200 a large NVFP4 GEMM takes its FP4 peak (10 PFLOP/s) times the NVFP4 curve; Hopper's table has none."""
+    gpu, cal = gpu_preset("gb200"), BENCHMARK_CALIBRATION.with_(kernel_overhead_s=0.0)
+    gemm = Gemm(16384, 16384, 16384, precision=GemmPrecision.NVFP4)
+    level = BLACKWELL_GEMM_TABLE.tile_efficiency(16384, GemmPrecision.NVFP4)
+    waves = math.ceil(128 * 128 / gpu.sm_count)
+    expected = waves * 2 * 128 * 128 * 16384 / (10e15 / gpu.sm_count * level)
+    assert gemm_time_s(gemm, gpu, cal) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="FP4"):
+        gemm_time_s(gemm, gpu_preset("h100"), cal)
+
+
+def test_nvfp4_quantization_by_hand() -> None:
+    """An amax pass and a cast reading BF16 twice, both FP4 copies (half a byte) with an E4M3 scale per 16: 2 + 2 +
+    2 x (1/2 + 1/16) = 5.125 B per element, 2 kernels (TE NVFP4Quantizer::quantize_impl)."""
+    gemm = Gemm(4096, 1536, 2048, precision=GemmPrecision.NVFP4)
+    assert quantize_input(Fp8Recipe.NVFP4, gemm) == (5.125 * 4096 * 2048, 2)
+
+
+def test_the_megatron_flags() -> None:
+    """--fp4-format e2m1 is the NVFP4 recipe; with --fp8-format it is Megatron-LM's error; --fp4-recipe alone is ignored."""
+    layout = parse_megatron_args(FLAGS + " --fp4-format e2m1 --fp4-recipe nvfp4").resolve(MIXTRAL).layout
+    assert (layout.gemm_dtype, layout.fp8_recipe) == ("fp8", "nvfp4")
+    with pytest.raises(ConfigError) as error:
+        parse_megatron_args(FLAGS + " --fp4-format e2m1 --fp8-format e4m3")
+    assert error.value.field == "--fp4-format"
+    job = parse_megatron_args(FLAGS + " --fp4-recipe nvfp4")
+    assert job.resolve(MIXTRAL).layout.fp8_recipe == "" and "--fp4-recipe" in [i.flag for i in job.ignored]
+
+
+def test_nvfp4_needs_fp4_tensor_cores(capsys) -> None:
+    """On an H100 the job is refused in one line; on a GB200 it runs."""
+    run = ["run", "--model", "mixtral-8x7b", "--gpus", "8", "--megatron-args", FLAGS + " --fp4-format e2m1"]
+    assert main([*run, "--cluster", "h100"]) == 2
+    assert "needs FP4 tensor cores" in capsys.readouterr().err
+    assert main([*run, "--cluster", "gb200", "--allow-oom", "--json"]) == 0
