@@ -13,7 +13,14 @@ builds its gather indices the same way. A masked select's output size is the mas
 masked_select (boolean-mask indexing) calls nonzero, whose count is copied to the host with a
 cudaStreamSynchronize (pytorch/pytorch issue #12461, ngimel 2019-12-23: "nonzero that is called in this conversion
 has a legitimate synchronization"; the cudaStreamSynchronize in nonzero: pytorch/pytorch PR #44259): one host sync
-each, at the point it runs."""
+each, at the point it runs.
+
+Not priced beyond the assumed passes of workloads/dispatchers/steps.py (no published H100 rate found): at
+core_v0.15.0 the unfused permute is ``tokens.index_select(0, sorted_indices)`` (backward: torch.zeros and
+``index_add_``, one BF16 atomic add per routed element) and the unpermute ``torch.zeros`` and
+``scatter_add_`` with the int64 index expanded to [rows, h] (backward: ``gather``). PyTorch runs index_add_ on its
+64-bit generic-dims kernel once the source passes 2**31 elements (aten/src/ATen/native/cuda/Indexing.cu
+index_add_cuda_impl, canUse32BitIndexMath), which top-16 routing of 32,768 tokens at h 4,096 reaches."""
 
 from __future__ import annotations
 
