@@ -269,6 +269,7 @@ class Step:
     # is a scatter-add of the copies' gradients into the rows they came from.
     bwd_kernels: int | None = None
     bwd_mem_bytes: float | None = None
+    wgrad_kernels: int | None = None  # GEMM steps: launches of the weight-gradient GEMM (None: ``kernels``)
     collective: str = ""
     group: Group = Group.NONE
     comm_bytes: float = 0.0  # ATTENTION with comm_bytes / nic_bytes: ring attention (CP), fused

@@ -138,8 +138,9 @@ def simulated_s(point: MoeLayerPoint, calibration: Calibration = DEFAULT_CALIBRA
     batch = point.tokens // SEQ_LEN
     args = megatron_args(point)
     run = parse_megatron_args(args).resolve(model_from_hf_dict(_hf_config(point), f"sonicmoe-{point.label}"))
-    # NVTE_USE_CUTLASS_GROUPED_GEMM=1: one CUTLASS grouped kernel per grouped GEMM, not one cuBLAS GEMM per expert.
-    layout = run.layout.with_(expert_gemm="grouped")
+    # NVTE_USE_CUTLASS_GROUPED_GEMM=1: one CUTLASS grouped kernel per forward and dgrad GEMM, not one cuBLAS GEMM
+    # per expert; the wgrads (K = each expert's tokens) fall back to cuBLAS (LayoutSpec.expert_gemm "cutlass").
+    layout = run.layout.with_(expert_gemm="cutlass")
     workload, cluster, _ = prepare(run.model, layout, 1, "h100", batch, SEQ_LEN, None, True)
     fwd = _moe_span_s(time_task(workload, cluster, 0, Task(FORWARD, 0, 0), calibration))
     bwd = _moe_span_s(time_task(workload, cluster, 0, Task(BACKWARD, 0, 0), calibration))

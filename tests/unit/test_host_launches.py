@@ -140,3 +140,16 @@ def test_multi_stream_costs_the_host_three_more_launches_per_gemm() -> None:
             assert compute_time_s(multi[i], gpu, CAL) == compute_time_s(grouped[i], gpu, CAL)
         roles = {multi[i].role for i in gemms}
         assert roles == ({Role.FORWARD} if direction == 0 else {Role.INPUT_GRAD, Role.WEIGHT_GRAD})
+
+
+def test_te_cutlass_grouped_gemm_falls_back_to_cublas_for_the_dropless_wgrad() -> None:
+    """NVTE_USE_CUTLASS_GROUPED_GEMM=1 (expert_gemm "cutlass"): TE v2.8 takes its CUTLASS kernel only for equal
+    K, a multiple of 128, so forward and dgrad are one launch each and the dropless wgrad (K = each expert's
+    tokens) four, the multi-stream cuBLAS path; with capacity-padded counts the wgrad stays one kernel."""
+    for dropless, wgrad_launches in ((True, 4), (False, 1)):
+        layout = _layout("cutlass").with_(dropless=dropless)
+        backward = backward_ops([(0, layer_recipe(MOE, layout, 1024, 8))], layout)
+        expert = {op.role: op.kernels for op in backward if op.name.startswith("expert_fc13")}
+        assert expert == {Role.INPUT_GRAD: 1, Role.WEIGHT_GRAD: wgrad_launches}
+        forward = forward_ops([(0, layer_recipe(MOE, layout, 1024, 8))], layout)
+        assert [op.kernels for op in forward if op.name.startswith("expert_fc")] == [1, 1]

@@ -162,3 +162,17 @@ def test_a_former_yaml_key_says_what_replaced_it(tmp_path) -> None:
     path.write_text("name: x\nep_dispatcher: alltoall\n")
     with pytest.raises(ConfigError, match="^layout.ep_dispatcher: replaced by token_dispatcher"):
         load_layout(path)
+
+
+def test_allgather_blocks_the_host_at_each_masked_select() -> None:
+    """MoEAllGatherTokenDispatcher.dispatch_postprocess (Megatron-LM core_v0.15.0): the counts' .cpu(), the
+    local probs' masked_select (fused or not) and, unfused, the permute's index masked_select: three syncs,
+    two with TE's fused permutation, none where the layout has no host sync."""
+    unfused = replace(CTX, fused_permute=False)
+    syncs = [s.name for s in DISPATCHERS["allgather"].layer_steps(unfused, EXPERTS) if s.kind == HOST_SYNC]
+    assert syncs == ["tokens_per_expert_sync", "permute_indices_sync", "local_probs_sync"]
+    fused = [s.name for s in DISPATCHERS["allgather"].layer_steps(CTX, EXPERTS) if s.kind == HOST_SYNC]
+    assert fused == ["tokens_per_expert_sync", "local_probs_sync"]
+    assert not [
+        s for s in DISPATCHERS["allgather"].layer_steps(replace(CTX, host_sync=False), EXPERTS) if s.kind == HOST_SYNC
+    ]

@@ -108,6 +108,8 @@ class _OpList:
             mem_bytes = step.bwd_mem_bytes
         if backward and step.bwd_kernels is not None:
             kernels = step.bwd_kernels
+        if role == Role.WEIGHT_GRAD and step.wgrad_kernels is not None:
+            kernels = step.wgrad_kernels
         if kind == GEMM:
             flops = gemm.flops
             if role != Role.WEIGHT_GRAD:  # the wgrad reuses the column-wise copies (workloads/recipes/fp8_quant.py)

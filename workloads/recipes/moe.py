@@ -164,7 +164,12 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
     clamp and FC2 bias kernels of models that have them (workloads/recipes/expert_kernels.py)."""
     sequential = layout.expert_gemm == "sequential"
     # The host launches one GEMM per local expert unless one grouped kernel runs them all (layout.expert_gemm).
-    launches = 1 if layout.expert_gemm == "grouped" else groups
+    launches = 1 if layout.expert_gemm in ("grouped", "cutlass") else groups
+    # TE's CUTLASS grouped GEMM needs every group's K equal and a multiple of 128, else it runs the multi-stream
+    # cuBLAS path, one GEMM per group (NVIDIA/TransformerEngine v2.8 transformer_engine/common/gemm/
+    # cublaslt_gemm.cu nvte_multi_tensor_gemm, all_groups_uniform_k128). GroupedLinear's wgrad (layout "NT",
+    # K = each expert's tokens, grouped_linear.py backward) meets that only with equal capacity-padded counts.
+    wgrad_launches = groups if layout.expert_gemm == "cutlass" and layout.dropless else None
     act = swiglu_step(
         "swiglu",
         rows * groups * width,
@@ -174,10 +179,24 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
         launches=groups if sequential else 1,  # SequentialMLP runs each local expert's MLP on its own
     )
     return [
-        Step("expert_fc13", GEMM, gemm=Gemm(rows, 2 * width, h, groups, sequential), kernels=launches, module=M),
+        Step(
+            "expert_fc13",
+            GEMM,
+            gemm=Gemm(rows, 2 * width, h, groups, sequential),
+            kernels=launches,
+            wgrad_kernels=wgrad_launches,
+            module=M,
+        ),
         *clamp_steps(model, rows * groups, width, ACT),
         act,
-        Step("expert_fc2", GEMM, gemm=Gemm(rows, h, width, groups, sequential), kernels=launches, module=M),
+        Step(
+            "expert_fc2",
+            GEMM,
+            gemm=Gemm(rows, h, width, groups, sequential),
+            kernels=launches,
+            wgrad_kernels=wgrad_launches,
+            module=M,
+        ),
         *fc2_bias_steps(model, rows * groups, groups, h, M),
     ]
 

@@ -112,7 +112,7 @@ ATTENTION_MODES = ("tp", "sp")  # tensor parallel (Megatron-style with sequence 
 FFN_MODES = ("tp", "ep")  # tensor-parallel experts or expert parallel
 RECOMPUTE = ("none", "sar", "full", "selective")  # selective: the Megatron-Core modules in recompute_modules
 RECOMPUTE_MODULES = tuple(module.value for module in Module if module != Module.NONE)
-EXPERT_GEMMS = ("grouped", "sequential", "multi_stream")
+EXPERT_GEMMS = ("grouped", "sequential", "multi_stream", "cutlass")
 GRAD_SYNC = ("bf16-a2a", "fp32-rs")
 COMM_DTYPES = ("bf16", "fp8")
 TOKEN_DISPATCHERS = tuple(DISPATCHERS)  # workloads/dispatchers/registry.py
@@ -139,7 +139,9 @@ class LayoutSpec:
     # TEGroupedMLP under --moe-grouped-gemm): one cuBLAS GEMM per local expert, spread round-robin over TE's
     # compute streams so they run side by side like one grouped GEMM, but the host launches each
     # (TransformerEngine transformer_engine/common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm, commit
-    # 5c62f72; its CUTLASS grouped kernel is BF16-only and opt-in, NVTE_USE_CUTLASS_GROUPED_GEMM).
+    # 5c62f72; its CUTLASS grouped kernel is BF16-only and opt-in, NVTE_USE_CUTLASS_GROUPED_GEMM). "cutlass": that
+    # opt-in, which TE takes only for uniform K, a multiple of 128 (v2.8 cublaslt_gemm.cu nvte_multi_tensor_gemm), so
+    # a dropless wgrad (K = each expert's tokens) falls back to the multi-stream cuBLAS launches.
     expert_gemm: str = "grouped"
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
     fused_permute: bool = True  # permutation and router fused into few kernels
