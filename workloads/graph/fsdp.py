@@ -46,12 +46,11 @@ from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, COMPUTE, REDUCE_SC
 from workloads.schedules.registry import per_unit_comm_runs
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, ModelSpec
-from workloads.specs.precision import DTYPE_BYTES
+from workloads.specs.precision import DTYPE_BYTES, MXFP8_BLOCK
 
 FSDP_AG = "fsdp_ag"  # the all-gather stream (Megatron FSDP and FSDP2 each run one)
 FSDP_RS = "fsdp_rs"  # the reduce-scatter stream
 BUFFERED_UNITS = 2  # units whose weights (and, apart, whose gradients) exist whole at once: the double buffer
-MXFP8_BLOCK = 32  # elements per E8M0 scale of MXFP8 (OCP Microscaling Formats v1.0, Sec. 5.3)
 
 
 def gathers_per_unit(layout: LayoutSpec) -> bool:
