@@ -285,7 +285,9 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16
-    # dispatch/combine send and receive buffers, static ones sized for the per-rank budget
+    # dispatch/combine send and receive buffers, static ones sized for the per-rank budget (HybridEP's permuted
+    # tokens: local tokens x top-k x moe_expert_rank_capacity_factor, _HybridEPManager.setup_metadata "budget",
+    # megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM d98e8a64dd)
     buffers = 4 * routed * max(workload.layout.capacity_factor, workload.layout.expert_rank_capacity)
     buffers += sharded_unit_bytes(workload, stage)
     return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
