@@ -200,8 +200,9 @@ def held_chunks(shape: ScheduleShape, stage: int) -> tuple[int, ...]:
 def held_pair(shape: ScheduleShape, stage: int) -> tuple[int, int] | None:
     """(forward chunk, backward chunk) of the combined F&B task (Megatron-Core's combined 1F1B under EP overlap)
     whose forward half is the last of the ``in_flight`` forwards ``stage`` holds at its peak; None where that
-    forward is a task of its own or no F&B is issued layer by layer (DualPipe's two lanes). Walks the same prefix
-    of the order as ``held_chunks``."""
+    forward is a task of its own: without EP overlap, and under DualPipe(V), whose PP + 1 held forwards (its README's
+    count) all come before its F&B pairs (tests/unit/test_combined_1f1b_memory.py). Walks the same prefix of the
+    order as ``held_chunks``."""
     schedule = shape.build()
     if not (schedule.ep_overlap and schedule.combined_1f1b):
         return None

@@ -14,6 +14,7 @@ from simulator.memory.per_gpu import (
     pair_peak_bytes,
 )
 from workloads.graph.step import StepWorkload
+from workloads.schedules.registry import make_schedule
 from workloads.specs.layouts import MEGATRON_LM
 from workloads.specs.models import MODEL_PRESETS
 
@@ -62,3 +63,12 @@ def test_interleaved_overlap_frees_the_paired_backward_layer_by_layer() -> None:
     plain = workload(pp=4, schedule="interleaved", virtual_stages=2)
     assert held_pair(plain.schedule.shape, 0) is None
     assert in_flight_activation_bytes(plain, 0) == pytest.approx(len(held_chunks(plain.schedule.shape, 0)) * block)
+
+
+@pytest.mark.parametrize("name", ["dualpipe", "dualpipev"])
+@pytest.mark.parametrize("pp", [2, 4, 8, 16])
+def test_dualpipe_keeps_its_pp_plus_one_chunks(name: str, pp: int) -> None:
+    """DualPipe(V) holds PP + 1 chunks (deepseek-ai/DualPipe README), all forwards of its own before its F&B pairs:
+    nothing is paired at its peak, with or without EP overlap."""
+    schedule = make_schedule(name, pp, 64, 1, ep_overlap=True)
+    assert all(held_pair(schedule.shape, stage) is None for stage in range(pp))
