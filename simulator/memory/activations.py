@@ -31,6 +31,7 @@ from workloads.ops import BYTES_BF16, Module
 from workloads.recipes.activation import EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
+from workloads.specs.precision import MXFP8_BLOCK, Fp8Recipe
 
 BYTES_FP8 = 1
 BYTES_E5M6 = 12 / 8  # DeepSeek-V3's 12-bit activation format (1 sign, 5 exponent, 6 mantissa bits; Sec. 3.3.3)
@@ -49,9 +50,14 @@ class Saved(NamedTuple):
     between_tp_blocks: bool = False
 
 
-def gemm_input_bytes(layout: LayoutSpec) -> int:
-    """Bytes per element of a saved GEMM input: FP8 under FP8 training (TE saves the quantized input), else BF16."""
-    return BYTES_FP8 if layout.gemm_dtype == "fp8" else BYTES_BF16
+def gemm_input_bytes(layout: LayoutSpec) -> float:
+    """Bytes per element of a saved GEMM input: FP8 under FP8 training (TE saves the quantized input), else BF16.
+    MXFP8 keeps one E8M0 scale byte per 32 elements beside its data (TE's MXFP8Tensor ``_columnwise_scale_inv``, the
+    copy the wgrad GEMM reads; transformer_engine/pytorch/ops/fused/grouped_mlp.py at NVIDIA/TransformerEngine
+    d0067d0d saves the experts' FC1 and FC2 inputs so, "MXFP8 wgrad only needs columnwise tiles")."""
+    if layout.gemm_dtype != "fp8":
+        return BYTES_BF16
+    return BYTES_FP8 * (1 + 1 / MXFP8_BLOCK) if layout.fp8_recipe == Fp8Recipe.MXFP8 else BYTES_FP8
 
 
 def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
@@ -75,7 +81,7 @@ def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         saved.append(Saved("attn_out", BYTES_BF16 * v_width))  # FlashAttention's O = the output projection's input
     saved.append(Saved("attn_lse", BYTES_FP32 * heads))  # FlashAttention's log-sum-exp, FP32 per head
     if fp8 and not layout.fp8_activation_cache:
-        saved.append(Saved("out_proj_input_fp8", BYTES_FP8 * v_width))  # TE's quantized copy of O
+        saved.append(Saved("out_proj_input_fp8", g * v_width))  # TE's quantized copy of O
     return saved
 
 
@@ -89,7 +95,7 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     latents = model.q_lora_rank + model.kv_lora_rank
     d_qk = model.qk_nope_head_dim + model.qk_rope_head_dim
     if layout.gemm_dtype == "fp8":  # each down projection keeps its own FP8 copy of the norm output
-        inputs = [Saved("down_proj_inputs_fp8", downs * BYTES_FP8 * h)]
+        inputs = [Saved("down_proj_inputs_fp8", downs * g * h)]
     else:  # one BF16 norm output, read by both down projections
         inputs = [Saved("attn_norm_output", BYTES_BF16 * h, Module.LAYERNORM)]
     return [

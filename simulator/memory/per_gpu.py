@@ -10,6 +10,7 @@ from simulator.memory.activations import megatron_layer_bytes
 from workloads.graph.step import StepWorkload
 from workloads.ops import BYTES_BF16, Module
 from workloads.schedules.base import ScheduleShape
+from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.precision import DTYPE_BYTES
@@ -124,17 +125,22 @@ def selective_freed(modules: frozenset[Module], k: int, f: float, q_per_kv: floa
 
 
 def block_activation_bytes(workload: StepWorkload, layers: range) -> float:
-    """Activations of one block of layers per micro-batch; under partial full recomputation the block's
-    last ``recompute_kept_layers`` layers hold everything and the others only their input."""
+    """Activations of one block of layers per micro-batch."""
+    return sum(block_layer_bytes(workload, layers))
+
+
+def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
+    """Activations each layer of a block keeps per micro-batch, in layer order; under partial full recomputation
+    the block's last ``recompute_kept_layers`` layers hold everything and the others only their input."""
     layout, model = workload.layout, workload.model
     kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
     stored = layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False) if kept else layout
-    total = 0.0
-    for position, layer in enumerate(layers):
-        dense = model.layer_kind(layer).dense
-        keeps_all = position >= len(layers) - kept
-        total += layer_activation_bytes(model, stored if keeps_all else layout, workload.seq_len, dense)
-    return total
+    return [
+        layer_activation_bytes(
+            model, stored if position >= len(layers) - kept else layout, workload.seq_len, model.layer_kind(layer).dense
+        )
+        for position, layer in enumerate(layers)
+    ]
 
 
 def chunk_activation_bytes(workload: StepWorkload) -> float:
@@ -146,15 +152,39 @@ def in_flight_activation_bytes(workload: StepWorkload, stage: int) -> float:
     """Activations ``stage`` holds at its peak: the first ``in_flight`` forwards of its order, each with its
     own block's activations (blocks differ when layers do not split evenly, or with the embedding and the
     head accounted for in the split). Under interleaved 1F1B these are the warm-up forwards and the first
-    steady-state one (Megatron-Core's schedules.py: (pp - rank - 1) 2 + (vp - 1) pp warm-up micro-batches)."""
+    steady-state one (Megatron-Core's schedules.py: (pp - rank - 1) 2 + (vp - 1) pp warm-up micro-batches).
+
+    Where the last of them is the forward half of a combined F&B task (EP overlap), its block and the backward
+    half's block are not both held whole: the two hold at most ``pair_peak_bytes``."""
     schedule = workload.schedule
-    by_chunk: dict[int, float] = {}
-    total = 0.0
-    for chunk in held_chunks(schedule.shape, stage):
-        if chunk not in by_chunk:
-            by_chunk[chunk] = block_activation_bytes(workload, workload.block_ranges[schedule.block_of(stage, chunk)])
-        total += by_chunk[chunk]
-    return total
+    chunks = held_chunks(schedule.shape, stage)
+    layers = {
+        chunk: block_layer_bytes(workload, workload.block_ranges[schedule.block_of(stage, chunk)])
+        for chunk in sorted(set(chunks))
+    }
+    total = sum(sum(layers[chunk]) for chunk in chunks)
+    pair = held_pair(schedule.shape, stage)
+    if pair is None:
+        return total
+    forward, backward = layers[pair[0]], layers[pair[1]]
+    return total - sum(forward) - sum(backward) + pair_peak_bytes(forward, backward)
+
+
+def pair_peak_bytes(forward: list[float], backward: list[float]) -> float:
+    """The most a combined F&B task holds of its two micro-batches' activations (each given per layer, in order).
+
+    Megatron-Core's combined 1F1B runs phase i as forward layer i of one micro-batch with backward layer n_b - 1 - i
+    of the other and releases each backward layer's state as its phase ends, then runs the remaining backward
+    layers, then the remaining forward ones (``TransformerModelChunkSchedulePlan.run``: "Phase 1: forward_layer[0] +
+    backward_layer[3]", ``b_layer.release_state()``; megatron/core/models/common/model_chunk_schedule_plan.py at
+    NVIDIA/Megatron-LM d98e8a64dd). Phase i holds forward layers 0..i and backward layers 0..n_b - 1 - i, both
+    counted whole (``TransformerLayerSchedulePlan.run`` in fact runs the backward layer's MLP backward before the
+    forward layer's MLP forward): one micro-batch's block plus one layer, where two whole blocks were counted."""
+    n_f, n_b = len(forward), len(backward)
+    return max(
+        (sum(forward[: min(i, n_f - 1) + 1]) + sum(backward[: max(n_b - i, 0)]) for i in range(max(n_f, n_b))),
+        default=0.0,
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -164,6 +194,24 @@ def held_chunks(shape: ScheduleShape, stage: int) -> tuple[int, ...]:
     search's layouts share a few shapes."""
     schedule = shape.build()
     return schedule.forward_chunks(stage, schedule.in_flight(stage))
+
+
+@lru_cache(maxsize=4096)
+def held_pair(shape: ScheduleShape, stage: int) -> tuple[int, int] | None:
+    """(forward chunk, backward chunk) of the combined F&B task (Megatron-Core's combined 1F1B under EP overlap)
+    whose forward half is the last of the ``in_flight`` forwards ``stage`` holds at its peak; None where that
+    forward is a task of its own: without EP overlap, and under DualPipe(V), whose PP + 1 held forwards (its README's
+    count) all come before its F&B pairs (tests/unit/test_combined_1f1b_memory.py). Walks the same prefix of the
+    order as ``held_chunks``."""
+    schedule = shape.build()
+    if not (schedule.ep_overlap and schedule.combined_1f1b):
+        return None
+    count, seen = schedule.in_flight(stage), 0
+    for task in schedule.lazy_order(stage):
+        seen += sum(1 for phase, _, _ in schedule.halves(task) if phase == FORWARD)
+        if seen >= count:
+            return (task.chunk, task.paired[1]) if task.direction in PAIRED and task.paired else None
+    return None
 
 
 def fit_recompute(workload: StepWorkload, hbm_bytes: float) -> StepWorkload:
@@ -238,7 +286,9 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16
-    # dispatch/combine send and receive buffers, static ones sized for the per-rank budget
+    # dispatch/combine send and receive buffers, static ones sized for the per-rank budget (HybridEP's permuted
+    # tokens: local tokens x top-k x moe_expert_rank_capacity_factor, _HybridEPManager.setup_metadata "budget",
+    # megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM d98e8a64dd)
     buffers = 4 * routed * max(workload.layout.capacity_factor, workload.layout.expert_rank_capacity)
     buffers += sharded_unit_bytes(workload, stage)
     return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)

@@ -16,7 +16,12 @@ fragmentation. Hence the two bounds:
   estimated memory was below 80% of the GPU's, no run ran out of memory. Their estimate counts temporary buffers
   and fragmentation, which this one does not, so "fits" here claims no more than theirs;
 - ACTIVATION_UNCERTAINTY: assumed. The share of the counted activations the inventory may hold too long or
-  count twice (a tensor Megatron-Core frees or shares earlier than simulated). A step whose states plus the
+  count twice (a tensor Megatron-Core frees or shares earlier than simulated). No published error distribution of
+  a formula against Megatron-Core's measured activation memory was found to set it: arXiv 2411.06465 publishes the
+  80% threshold, not per-term errors; Megatron-LM's theoretical_memory_usage.py prices MoE layers as dense ones
+  (NVIDIA/Megatron-LM #1784, #6782: no measured comparison); the public measured points are single runs
+  (NVIDIA/Megatron-LM #1225, one dense run: max_memory_allocated 25.52 -> 24.94 GB with --recompute-activations, where
+  the user expected Korthikanti's 5as/h softmax term to be freed). A step whose states plus the
   activations less this share still exceed the GPU's memory cannot fit: "does not fit". Between the two bounds
   the step may or may not fit, as allocator behaviour decides (PyTorch's caching allocator wastes up to 43% of
   memory under virtual pipelines and recomputation, arXiv 2507.16274): "may not fit".

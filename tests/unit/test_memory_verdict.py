@@ -51,3 +51,22 @@ def test_the_hint_skips_recompute_modules_already_set() -> None:
     selective = LayoutSpec(name="x", recompute="selective", recompute_modules=("layernorm", "moe_act"))
     assert "--set recompute=full" in memory_hint(terms, selective)
     assert "--set recompute=sar" in memory_hint(terms, selective.with_(recompute_modules=("layernorm",)))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"ep_overlap": True}, {"schedule": "dualpipev", "pp": 4}, {"schedule": "zb1p", "pp": 4}],
+    ids=["ep-overlap", "dualpipev", "zb1p"],
+)
+def test_the_hint_offers_no_sharding_the_schedule_refuses(changes: dict[str, object]) -> None:
+    """ZeRO-2/3 (FSDP) per-unit gathers and scatters run with whole-chunk tasks only (workloads.graph.fsdp
+    check_unit_schedule): for an EP-overlap, DualPipe or ZB layout the params and grads hints must not offer them."""
+    params_first = {"params": 30.0, "grads": 10.0, "optimizer": 5.0, "activations": 20.0, "buffers": 0.0}
+    grads_first = {**params_first, "params": 5.0, "grads": 30.0}
+    plain = LayoutSpec(name="x", zero_stage=1)
+    assert "--set zero_stage=3" in memory_hint(params_first, plain)
+    assert "--set zero_stage=2" in memory_hint(grads_first, plain)
+    refused = plain.with_(**changes)
+    assert "zero_stage" not in memory_hint(params_first, refused)
+    assert "a larger --set pp" in memory_hint(params_first, refused)
+    assert "zero_stage" not in memory_hint(grads_first, refused)

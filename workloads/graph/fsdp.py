@@ -43,16 +43,14 @@ from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError
 from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, COMPUTE, REDUCE_SCATTER, Group, Op, Role
+from workloads.schedules.registry import per_unit_comm_runs
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, ModelSpec
-from workloads.specs.precision import DTYPE_BYTES
+from workloads.specs.precision import DTYPE_BYTES, MXFP8_BLOCK
 
 FSDP_AG = "fsdp_ag"  # the all-gather stream (Megatron FSDP and FSDP2 each run one)
 FSDP_RS = "fsdp_rs"  # the reduce-scatter stream
 BUFFERED_UNITS = 2  # units whose weights (and, apart, whose gradients) exist whole at once: the double buffer
-MXFP8_BLOCK = 32  # elements per E8M0 scale of MXFP8 (OCP Microscaling Formats v1.0, Sec. 5.3)
-# Schedules whose tasks are whole forwards and backwards of a chunk (the per-unit ops are inserted there).
-UNIT_SCHEDULES = ("1f1b", "interleaved")
 
 
 def gathers_per_unit(layout: LayoutSpec) -> bool:
@@ -220,7 +218,7 @@ def check_unit_schedule(layout: LayoutSpec, dp_groups: int) -> None:
     whose tasks split or pair them (ZB / DualPipe's W passes, F&B pairs, Megatron-Core's combined 1F1B)."""
     if not scatters_per_unit(layout) or dp_groups <= 1:
         return
-    if layout.schedule not in UNIT_SCHEDULES or layout.ep_overlap:
+    if not per_unit_comm_runs(layout.schedule, layout.ep_overlap):
         what = "--overlap-moe-expert-parallel-comm" if layout.ep_overlap else f"schedule {layout.schedule!r}"
         raise ConfigError(
             "layout.zero_stage",

@@ -76,6 +76,10 @@ class Schedule:
     # (DualPipeV at PP 8 first repeats at 24 micro-batches). Where a start is too early the lock check fails
     # and the next, doubled, count is tried: the start only sets what the shortcut costs, never its result.
     fill_per_stage: ClassVar[int] = 1
+    # Whether every task is a whole forward or a whole backward of one chunk (1F1B, interleaved), where FSDP / ZeRO-2/3
+    # insert their per-unit all-gathers and reduce-scatters (workloads/graph/fsdp.py); not ZB's split backward nor
+    # DualPipe's F&B pairs.
+    whole_chunk_tasks: ClassVar[bool] = False
 
     @property
     def combined_1f1b(self) -> bool:

@@ -23,6 +23,7 @@ class OneFOneB(Schedule):
     """1F1B (PipeDream-flush): warm-up forwards, alternating steady state, cool-down backwards."""
 
     name = "1f1b"
+    whole_chunk_tasks = True
 
     def lazy_order(self, stage: int) -> Iterator[Task]:
         m = self.micro_batches
@@ -94,6 +95,7 @@ class Interleaved(Schedule):
 
     name = "interleaved"
     virtual_stages = True
+    whole_chunk_tasks = True
 
     def _warmup(self, stage: int) -> int:
         return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages

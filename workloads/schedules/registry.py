@@ -26,6 +26,12 @@ def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1, *
     return SCHEDULES[name](stages, micro_batches, chunks, **overlap)
 
 
+def per_unit_comm_runs(name: str, ep_overlap: bool) -> bool:
+    """Whether FSDP / ZeRO-2/3's per-unit all-gathers and reduce-scatters can run with schedule ``name``: its tasks
+    are whole forwards and backwards of a chunk, not paired into Megatron-Core's combined 1F1B (EP overlap)."""
+    return name in SCHEDULES and SCHEDULES[name].whole_chunk_tasks and not ep_overlap
+
+
 def bubble_dualpipe_s(stages: int, f_and_b_s: float, backward_s: float, weight_s: float) -> float:
     """DualPipe's bubble (PP/2 - 1)(F&B + B - 3W) (deepseek-ai/DualPipe README, bubble table)."""
     return (stages / 2 - 1) * (f_and_b_s + backward_s - 3 * weight_s)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workloads.schedules.registry import block_count
+from workloads.schedules.registry import block_count, per_unit_comm_runs
 
 if TYPE_CHECKING:
     from workloads.specs.layouts import LayoutSpec
@@ -90,6 +90,8 @@ def _cuts(layout: LayoutSpec, field: str, value: object) -> bool:
         return True
     if (field, value, current) == ("recompute", "sar", "selective") and SAR_MODULES <= set(layout.recompute_modules):
         return False  # its Megatron flags (MEGATRON_CUTS) are already set: the next, stronger cut is the hint
+    if field == "zero_stage" and value >= 2 and not per_unit_comm_runs(layout.schedule, layout.ep_overlap):
+        return False  # the per-unit gathers and scatters are refused there (workloads.graph.fsdp.check_unit_schedule)
     if field in _STRONGER:
         return _STRONGER[field].index(current) < _STRONGER[field].index(value)
     if isinstance(value, (str, bool)):

@@ -48,6 +48,7 @@ class Fp8Recipe(Label):
 
 
 FP8_RECIPES = tuple(recipe.value for recipe in Fp8Recipe)
+MXFP8_BLOCK = 32  # elements per E8M0 scale of MXFP8 (OCP Microscaling Formats v1.0, Sec. 5.3)
 # The GEMM kernel each recipe runs. Megatron-Core's delayed and tensorwise (current) scaling both scale per
 # tensor (TE recipe.DelayedScaling / Float8CurrentScaling, cuBLAS FP8 GEMMs); NONE is the presets' FP8
 # training, DeepSeek-V3's fine-grained 1x128 / 128x128 scaling (Sec. 3.3.2).
