@@ -180,6 +180,7 @@ def host_json(row: HostBound) -> dict[str, float | None]:
         "host_s_per_micro_batch": row.host_s,
         "host_share": row.host_share,
         "gpu_idle_for_host_s_per_micro_batch": row.gpu_idle_s,
+        "gpu_idle_share": row.idle_share,
         "fill_host_launch_s": row.fill_s,
         "implied_host_launch_s": row.implied_s,
     }
