@@ -60,7 +60,7 @@ def _part_of(op: Op) -> str:
     return HOST_SYNCS if op.kind == HOST_SYNC else op_part(op.kind, op.group).value
 
 
-def _per_micro_batch(workload: StepWorkload, stage: int) -> dict[Task, float]:
+def per_micro_batch(workload: StepWorkload, stage: int) -> dict[Task, float]:
     """Each kind of task ``stage``'s order runs and how many of it per micro-batch: a plain schedule's forward
     and backward of each chunk once; with EP overlap, mostly the steady state's F&B pairs, beside the warm-up's
     lone forwards and the cool-down's lone backwards (Schedule.kind_counts, which costs the same at any m)."""
@@ -70,7 +70,7 @@ def _per_micro_batch(workload: StepWorkload, stage: int) -> dict[Task, float]:
 
 def stage_costs(timer: Callable[[int, Task], TaskTime], stage: int, shares: dict[Task, float]) -> StageCosts:
     """``stage``'s costs from ``timer`` (simulator.engine.timing.task_timer of the step) and its tasks' ``shares``
-    (_per_micro_batch)."""
+    (per_micro_batch)."""
     compute = dict.fromkeys(_COMPUTE_PARTS, 0.0)
     exposed: dict[str, float] = {}
     duration = host_wait = 0.0
@@ -92,7 +92,7 @@ def busiest_stage(workload: StepWorkload, cluster: ClusterSpec, calibration: Cal
     timer = task_timer(workload, cluster, calibration)
     timed: dict[tuple, StageCosts] = {}
     for stage in range(workload.pp):
-        shares = _per_micro_batch(workload, stage)
+        shares = per_micro_batch(workload, stage)
         keys = tuple((workload.task_key(stage, kind), n) for kind, n in shares.items())
         if keys not in timed:
             timed[keys] = stage_costs(timer, stage, shares)

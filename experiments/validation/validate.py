@@ -152,6 +152,24 @@ def run_cases(cases: list[Case], say: Callable[[str], None] | None = None, jobs:
     return results
 
 
+def host_row(case: Case) -> Any:
+    """``--host``'s row of one case (experiments/validation/host_bound.py; None: the case does not run)."""
+    from experiments.validation.host_bound import host_bound
+
+    try:
+        job = case_job(case)
+    except ConfigError:
+        return None
+    return host_bound(case, job, case_settings(case, allow_oom=True))
+
+
+def _host_rows(results: list[CaseResult], jobs: int | None) -> dict[str, Any]:
+    """``--host``: experiments/validation/host_bound.py's diagnostic of every case that ran, by name."""
+    ran = [r.case for r in results if r.ran]
+    rows = in_order(host_row, ran, default_jobs() if jobs is None else jobs)
+    return {case.name: row for case, row in zip(ran, rows, strict=True)}
+
+
 def write_outputs(results: list[CaseResult], out: Path) -> str:
     """Write validation.csv and validation.png into ``out``; return the markdown section."""
     from experiments.common.plotting import parity_plot
@@ -203,6 +221,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="after the table, where one micro-batch of each miss's busiest stage goes (also in REPRODUCTION.md)",
     )
+    parser.add_argument(
+        "--host",
+        action="store_true",
+        help="after the table, each case's host launch time and the per-kernel host cost at which it would be exact "
+        "(experiments/validation/host_bound.py; a diagnostic, slow: it bisects whole simulations)",
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -212,7 +236,22 @@ def main(args: argparse.Namespace) -> None:
     out = check_output_dir("out", args.out)  # before any case runs
     results = run_cases(load_cases(args.cases, args.case), jobs=args.jobs)
     update_section(out, "validation", write_outputs(results, out))
-    print(json.dumps(to_json(results)) if args.json else table(results))
+    hosts = _host_rows(results, args.jobs) if args.host else {}
+    if args.json:
+        summary = to_json(results)
+        if hosts:
+            from experiments.validation.host_bound import host_json
+
+            for row in summary["cases"]:
+                if hosts.get(row["case"]) is not None:
+                    row["host"] = host_json(hosts[row["case"]])
+        print(json.dumps(summary))
+    else:
+        print(table(results))
+    if hosts and not args.json:
+        from experiments.validation.host_bound import host_table
+
+        print("\n" + host_table(list(hosts.values()), {r.case.name: r.error for r in results if r.ran}))
     if args.breakdown and not args.json:
         for result in results:
             if result.stage_costs:

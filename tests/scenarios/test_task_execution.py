@@ -6,6 +6,8 @@ no launch gap, an op of 1e9 B takes exactly 1 ms.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import simpy
 
@@ -14,7 +16,19 @@ from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, HOST_SYNC, MEMORY, Gemm, Op
+from workloads.ops import (
+    ALL_GATHER,
+    ALL_TO_ALL,
+    COLLECTIVE,
+    COMM,
+    COMPUTE,
+    FUSED,
+    HOST_SYNC,
+    MEMORY,
+    Gemm,
+    GraphPart,
+    Op,
+)
 
 GPU = toy_gpu(nvlink_bandwidth_Bps=1e9)
 
@@ -175,6 +189,31 @@ def test_host_sync_drains_the_host_lead() -> None:
     ops = [_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), _mem("b", 1.0, (1,))]
     timing = _run(ops, cal=CAL.with_(host_launch_s=10e-6))
     assert timing.duration_s == pytest.approx(2.070e-3, rel=1e-12)
+
+
+def _after_a_sync(graph: GraphPart) -> list[Op]:
+    """[1 ms op, device-to-host sync (50 us), three 5 us kernels, 1 ms op]; the last four in ``graph``."""
+    small = [replace(_mem(f"k{i}", 0.005, (1 + i,)), graph=graph) for i in range(3)]
+    return [_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), *small, replace(_mem("b", 1.0, (4,)), graph=graph)]
+
+
+def test_the_stall_after_a_sync_grows_with_the_kernels_that_follow_it() -> None:
+    """Eager, 10 us host launch per kernel: the host issues op 0 at 10 us and the sync at 20 us, then waits; the
+    GPU runs op 0 0.010-1.010 ms and the sync 1.010-1.060 ms. The host resumes at 1.060 ms and issues k0, k1, k2
+    and b at 1.070, 1.080, 1.090 and 1.100 ms; each small kernel runs 5 us from its issue (k0 1.070-1.075,
+    k1 1.080-1.085, k2 1.090-1.095), b 1.100-2.100 ms: duration 2.100 ms, 30 us more than with no kernel between
+    the sync and b (2.070 ms, test_host_sync_drains_the_host_lead): each launch after the sync is exposed."""
+    timing = _run(_after_a_sync(GraphPart.NONE), cal=CAL.with_(host_launch_s=10e-6))
+    assert timing.duration_s == pytest.approx(2.100e-3, rel=1e-12)
+
+
+def test_a_cuda_graph_after_the_sync_costs_one_launch() -> None:
+    """The same ops, the four after the sync captured in one CUDA graph (workloads/specs/cuda_graphs.py): the host
+    replays the graph with one launch, at 1.070 ms, and every captured kernel is issued then; the GPU runs them
+    back to back: k0 1.070-1.075, k1 1.075-1.080, k2 1.080-1.085, b 1.085-2.085 ms: duration 2.085 ms, the 15 us
+    of the small kernels themselves and one launch, whatever the kernels in the graph."""
+    timing = _run(_after_a_sync(GraphPart.ATTN), cal=CAL.with_(host_launch_s=10e-6))
+    assert timing.duration_s == pytest.approx(2.085e-3, rel=1e-12)
 
 
 @pytest.mark.parametrize("layout_name", ["megatron-lm", "megascale-moe", "tp-tp"])
