@@ -279,3 +279,24 @@ def test_a_temporary_folder_is_removed_on_leaving(tmp_path, monkeypatch) -> None
         (folder / "x").write_text("x")
         raise KeyboardInterrupt
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line() -> None:
+    """A Ctrl-C in the second the modules take to load (here raised as simulator.report.simulate is imported):
+    `moesim: interrupted`, exit 130, no traceback (was a traceback from wherever the import was)."""
+    script = textwrap.dedent(
+        """
+        import runpy, sys
+
+        class CtrlC:
+            def find_spec(self, name, path=None, target=None):
+                if name == "simulator.report.simulate":
+                    raise KeyboardInterrupt
+
+        sys.meta_path.insert(0, CtrlC())
+        sys.argv = ["moesim", "run"]
+        runpy.run_module("experiments.cli.main", run_name="__main__")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (130, "moesim: interrupted\n")
