@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,21 +41,36 @@ def shell(folder: Path, command: str) -> tuple[int, str, bool]:
     return (done.returncode, *_said(done.stderr))
 
 
-def interrupted(folder: Path, argv: list[str], after_s: float, sig: int) -> tuple[int, str, bool, list[int]]:
-    """Send ``sig`` to moesim ``argv`` after ``after_s``; its exit status, its words and its processes alive 2 s
-    after (each killed then)."""
+def interrupted(
+    folder: Path, argv: list[str], after_s: float, sig: int, ready: Callable[[str], bool] | None = None
+) -> tuple[int, str, bool, list[int]]:
+    """Send ``sig`` to moesim ``argv`` ``after_s`` after it starts, or after ``ready(what it said so far)`` holds
+    (then ``after_s`` is the deadline); its exit status, its words and its processes alive 2 s after (each
+    killed then)."""
     process = subprocess.Popen(
         [*MOESIM, *argv], cwd=folder, env=_env(folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    time.sleep(after_s)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stderr), daemon=True)
+    reader.start()
+    start = time.monotonic()
+    while time.monotonic() - start < after_s and process.poll() is None:
+        if ready is not None and ready("".join(lines)):
+            break
+        time.sleep(0.05)
     family = _descendants(process.pid)
     process.send_signal(sig)
-    _, stderr = process.communicate(timeout=60)
+    process.wait(timeout=60)
+    reader.join(timeout=10)
+    stderr = "".join(lines)
     time.sleep(2.0)
     alive = [pid for pid in family if _running(pid)]
     for pid in alive:
         os.kill(pid, signal.SIGKILL)
-    return (process.returncode, *_said(stderr), alive)
+    said, clean = _said(stderr)
+    if sig == signal.SIGINT:  # progress lines before the Ctrl-C are fine; its own words are the last line
+        clean = said.startswith("moesim: interrupted") and "Traceback" not in stderr
+    return process.returncode, said, clean, alive
 
 
 def _descendants(pid: int) -> set[int]:
@@ -130,9 +147,10 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
     add("sweep nic_gbps: -25", 2, shell(folder, "$M sweep nicneg.yaml"), ["nicneg.csv"])
     add("sweep cluster: NIC of 1e-300 B/s", 2, shell(folder, "$M sweep badc.yaml"), ["badc.csv"])
     add("run --cluster (peak FLOP/s 0)", 2, shell(folder, f"$M run {small} --cluster zero-flops.yaml"))
-    dsv3 = ["--model", "deepseek-v3", "--layout", "deepseek-v3", "--gpus", "2048", "--global-batch", "4096"]
-    for at_s in (0.3, 2.0):  # while the modules load, and during the run
-        run = ["run", *dsv3, "--seq-len", "4096", "--trace", "t.json", "--trace-stages", "0", "--trace-micro-batches", "2"]
+    dsv3 = ["--model", "deepseek-v3", "--layout", "deepseek-v3", "--gpus", "2048", "--global-batch", "15360"]
+    dsv3 += ["--seq-len", "4096", "--set", "schedule=dualpipev"]  # about 7 s
+    for at_s in (0.3, 3.0):  # while the modules load, and during the run
+        run = ["run", *dsv3, "--trace", "t.json", "--trace-stages", "0", "--trace-micro-batches", "2"]
         add(f"Ctrl-C in run --trace (SIGINT at {at_s} s)", 130, interrupted(folder, run, at_s, signal.SIGINT), ["t.json"])
     add(
         "Ctrl-C in reproduce --jobs 2 (SIGINT at 4 s)",
@@ -142,8 +160,12 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
     search = ["search", "--model", "mixtral-8x7b", "--gpus", "64", "--jobs", "2"]
     add("Ctrl-C in search --jobs 2 without --out (at 8 s)", 130, interrupted(folder, search, 8.0, signal.SIGINT))
     add("SIGKILL of search --jobs 2 without --out (at 8 s)", -9, interrupted(folder, search, 8.0, signal.SIGKILL))
+    table_open = lambda _said: any(name.startswith("moesim-search-") for name in _listdir(str(folder / "tmp")))
+    label = "SIGKILL of search --jobs 2 without --out (its table open)"
+    add(label, -9, interrupted(folder, search, 120.0, signal.SIGKILL, table_open))
     sweep = ["sweep", "many.yaml", "--jobs", "2"]
-    add("SIGKILL of sweep --jobs 2 (at 4 s)", -9, interrupted(folder, sweep, 4.0, signal.SIGKILL))
+    running = lambda said: "running 8 on 2 processes" in said
+    add("SIGKILL of sweep --jobs 2 (its workers running)", -9, interrupted(folder, sweep, 60.0, signal.SIGKILL, running))
     return rows
 
 
