@@ -157,6 +157,8 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
         130,
         interrupted(folder, ["reproduce", "all", "--jobs", "2", "--out", "r"], 4.0, signal.SIGINT),
     )
+    reproduce = ["reproduce", "all", "--jobs", "2", "--out", "r2"]
+    add("SIGKILL of reproduce all --jobs 2 (at 4 s)", -9, interrupted(folder, reproduce, 4.0, signal.SIGKILL))
     search = ["search", "--model", "mixtral-8x7b", "--gpus", "64", "--jobs", "2"]
     add("Ctrl-C in search --jobs 2 without --out (at 8 s)", 130, interrupted(folder, search, 8.0, signal.SIGINT))
     add("SIGKILL of search --jobs 2 without --out (at 8 s)", -9, interrupted(folder, search, 8.0, signal.SIGKILL))
