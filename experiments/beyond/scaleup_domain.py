@@ -116,6 +116,14 @@ def markdown(frame: pd.DataFrame) -> str:
             "divide 72, and 24 or 36 do not divide its 32 heads and 32 experts."
         ),
         "",
+        (
+            "An EP all-to-all inside one domain is costed as NCCL's in-node all-to-all (the declared "
+            "all_to_all_efficiency, 0.75), one whose group spans domains as DeepEP's (its published NVLink rate, "
+            "0.97, beside the NIC bytes; simulator/costs/kernels.py collective_wire_bytes). Every row here keeps "
+            "its group inside its domain, so they compare alike; a model whose expert group outgrows the domain "
+            "(DeepSeek-V3's EP 64) steps up where the group first fits one domain: docs/results.md."
+        ),
+        "",
         _verdict(frame),
     ]
     return "\n".join(lines)

@@ -28,8 +28,7 @@ def exit_status(command: Callable[[], None]) -> int:
         _say(f"moesim: error: {one_line(str(error))}")  # one line, never a huge value
         return 2
     except KeyboardInterrupt as interrupt:  # what was finished is kept (a sweep says how to resume)
-        _say("moesim: interrupted" + (f"; {one_line(str(interrupt))}" if interrupt.args else ""))
-        return INTERRUPTED
+        return interrupted(one_line(str(interrupt)) if interrupt.args else "")
     except BrokenPipeError:  # stdout closed early (moesim ... | head): quiet, as the Python docs advise
         _silence_stdout()
         return 2
@@ -38,6 +37,13 @@ def exit_status(command: Callable[[], None]) -> int:
         _say(f"moesim: error: cannot write or read{where}: {error.strerror or type(error).__name__}")
         return 2
     return 0
+
+
+def interrupted(what: str = "") -> int:
+    """Say Ctrl-C in one line (``what``: what was kept, how to resume); the exit status INTERRUPTED. Also for a
+    Ctrl-C while the command line loads its modules or reads its arguments (experiments/cli/main.py)."""
+    _say("moesim: interrupted" + (f"; {what}" if what else ""))
+    return INTERRUPTED
 
 
 def _say(line: str) -> None:

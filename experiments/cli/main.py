@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import json
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from experiments.cli import run_outputs
-from experiments.cli.failures import exit_status
-from experiments.common import presets
-from experiments.common.args import OneLineParser, bandwidth, integer, nonempty, number
-from experiments.common.error_band import band_json, band_of
-from experiments.common.paths import check_output_dir
-from experiments.common.progress import add_quiet
-from experiments.paper.targets import TARGETS, targets_epilog
-from simulator.costs.calibration import DEFAULT_CALIBRATION
-from simulator.engine.faults import Faults
-from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
-from simulator.report.simulate import prepare, simulate, split_if_balanced
-from topologies.bounds import check_physical
-from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
-from topologies.errors import ConfigError
-from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
-from workloads.inputs.yaml_files import load_layout, load_model
-from workloads.specs.layouts import LayoutSpec
+try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is one line and exit 130 too
+    import argparse
+    import dataclasses
+    import json
+    from collections.abc import Callable
+    from typing import TYPE_CHECKING
+
+    from experiments.cli import run_outputs
+    from experiments.cli.failures import exit_status, interrupted
+    from experiments.common import presets
+    from experiments.common.args import OneLineParser, bandwidth, integer, nonempty, number
+    from experiments.common.error_band import band_json, band_of
+    from experiments.common.paths import check_output_dir
+    from experiments.common.progress import add_quiet
+    from experiments.paper.targets import TARGETS, targets_epilog
+    from simulator.costs.calibration import DEFAULT_CALIBRATION
+    from simulator.engine.faults import Faults
+    from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
+    from simulator.report.simulate import prepare, simulate, split_if_balanced
+    from topologies.bounds import check_physical
+    from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
+    from topologies.errors import ConfigError
+    from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
+    from workloads.inputs.yaml_files import load_layout, load_model
+    from workloads.specs.layouts import LayoutSpec
+except KeyboardInterrupt:  # said here: experiments/cli/failures.py may not be loaded yet
+    print("moesim: interrupted", file=sys.stderr)
+    sys.exit(130)  # failures.INTERRUPTED
 
 # NOTE: what only some commands or flags use is imported where it is used (compare, validate, sweep / search,
 # bench, Megatron arguments, --breakdown, --set), so that `moesim run` loads the simulator and little else
@@ -393,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser(command).parse_args(argv)
     except SystemExit as exit_:  # --help (0), or a bad value already said in one line (2)
         return exit_.code if isinstance(exit_.code, int) else 2
+    except KeyboardInterrupt:
+        return interrupted()
     return exit_status(lambda: _dispatch(args))
 
 

@@ -2,12 +2,16 @@
 
 A check refuses, in one line naming the flag, an empty path, a directory where a file is meant (or a file where
 a directory is meant), a wrong extension, and a folder that neither exists nor can be created, or is not
-writable. A write that fails midway leaves no truncated file under the final name.
+writable. A write that fails midway leaves no truncated file under the final name. A temporary folder (``temporary_folder``)
+is removed even when its process is killed.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -167,3 +171,41 @@ def save_figure(fig, path: str | Path, **options) -> None:
     suffix = Path(path).suffix.lower()
     with atomic_path(path) as temporary:  # the format from the final name: the temporary may have no extension
         fig.savefig(temporary, **{"format": suffix[1:] if suffix else DEFAULT_PLOT_SUFFIX[1:], **options})
+
+
+# The reaper of a temporary folder: a process that waits for end-of-file on its stdin, which comes when the process
+# holding the other end closes it or dies (SIGKILL included: the kernel closes a dead process's descriptors), and
+# then removes the folder. It ignores Ctrl-C and runs in a session of its own, so neither a terminal's Ctrl-C nor a
+# kill of the process group ends it before it has cleaned up.
+_REAPER = (
+    "import shutil, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "sys.stdin.buffer.read()\n"
+    "shutil.rmtree(sys.argv[1], ignore_errors=True)\n"
+)
+
+
+@contextmanager
+def temporary_folder(prefix: str = "moesim-") -> Iterator[Path]:
+    """A new folder under the system's temporary folder (TMPDIR), removed on leaving, and by a reaper process
+    (``_REAPER``, python -S: about 20 ms to start) if this process is killed first. Worker processes forked while
+    it is open hold the reaper's pipe too; they die with this process (experiments/common/parallel.py)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        reaper = subprocess.Popen(
+            [sys.executable, "-S", "-c", _REAPER, str(folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        reaper.kill()  # the folder is gone: nothing left for it to do
+        reaper.wait()
+        reaper.stdin.close()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import ast
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from experiments.common.parallel import Workers
+from experiments.common.paths import temporary_folder
 from experiments.common.progress import Lines
 from experiments.search.bound import BoundPruner, bounds, by_bound
 from experiments.search.space import Job, Pruned, SearchSpace, layouts
@@ -332,8 +332,8 @@ def rank(
     options["watch"] = _lines(len(points), quiet, progress)  # its clock starts with the simulations
     if out is not None:
         return fastest(run_sweep(points, out, **options), top)
-    with tempfile.TemporaryDirectory() as folder:
-        return fastest(run_sweep(points, Path(folder) / "search.csv", **options), top)
+    with temporary_folder("moesim-search-") as folder:
+        return fastest(run_sweep(points, folder / "search.csv", **options), top)
 
 
 def _lines(total: int, quiet: bool, progress: Callable[[str], None] | None) -> Callable[[dict], None] | None:

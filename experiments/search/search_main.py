@@ -4,11 +4,10 @@ as the user acts on it (Megatron-LM arguments, a layout file, a ``moesim run`` l
 from __future__ import annotations
 
 import argparse
-import tempfile
 import textwrap
 from pathlib import Path
 
-from experiments.common.paths import write_text
+from experiments.common.paths import temporary_folder, write_text
 from experiments.search.answer import (
     bands,
     compact_yaml,
@@ -50,8 +49,8 @@ def main_search(args: argparse.Namespace) -> None:
         if args.out is not None:  # the job's files beside the CSV, so that the search resumes
             _main_search(args, Path(args.out).with_suffix(".megatron-job"))
             return
-        with tempfile.TemporaryDirectory() as folder:
-            _main_search(args, Path(folder))
+        with temporary_folder("moesim-megatron-job-") as folder:
+            _main_search(args, folder)
         return
     _main_search(args, None)
 

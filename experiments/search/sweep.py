@@ -10,8 +10,10 @@ are rows with an ``error`` column instead of crashes.
 
 Values are type-checked when the file is loaded: a value of the wrong type (``gpus: [240, "x"]``, ``true``
 for an integer, ``4.0`` for an integer) is one ConfigError naming the key (``sweep.gpus``) before any point
-runs. ``model`` and ``layout`` take preset names or .yaml/.yml files; a relative file path, like ``output``,
-is relative to the sweep file's folder.
+runs. ``model``, ``layout`` and ``cluster`` take preset names or .yaml/.yml files; a relative file path, like
+``output``, is relative to the sweep file's folder. A cluster that cannot be built for a reason other than the
+point's GPU count (a missing file, a value outside its physical bound, topologies/bounds.py) is refused in one
+line before any point runs (``check_clusters``): it would fail every point that names it.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ KINDS = {
     "nic_gbps": "float",
     **{k: kind_of(k) for k in ("global_batch", "seq_len", "micro_batch", *LAYOUT_KEYS)},
 }
-PATH_KEYS = ("model", "layout")  # keys that may name a .yaml file
+PATH_KEYS = ("model", "layout", "cluster")  # keys that may name a .yaml file
 OPTIONAL_KEYS = ("global_batch", "seq_len", "micro_batch", "nic_gbps")  # null: the default
 DEFAULTS = {"model": "paper-352b", "layout": "megascale-moe", "cluster": "h800"}
 REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name not in ("exposed_comm_s", "memory_gib")] + [
@@ -95,7 +97,26 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
         spec[key] = values if isinstance(value, list) else values[0]
     sizes = [len(value) for value in spec.values() if isinstance(value, list)]
     check_limit("sweep", "sweep_points", math.prod(sizes), "grid points")  # before the grid is built
-    return grid({**DEFAULTS, **spec}), output
+    points = grid({**DEFAULTS, **spec})
+    check_clusters(points)
+    return points, output
+
+
+def check_clusters(points: list[Params]) -> None:
+    """Raise ConfigError("sweep.cluster", ...) if a cluster the points name cannot be built for a reason of its own
+    (its file, its hardware numbers, its packing fields): every point naming it would be an error row. An error
+    about the job's GPU count (field ``gpus``) stays the row of the points it concerns."""
+    tried: set[tuple[object, object]] = set()
+    for params in points:
+        source, gpus = params.get("cluster", DEFAULTS["cluster"]), params.get("gpus")
+        if (source, gpus) in tried or isinstance(gpus, bool) or not isinstance(gpus, int):
+            continue
+        tried.add((source, gpus))
+        try:
+            load_cluster(source, gpus)
+        except ConfigError as error:
+            if error.field != "gpus":
+                raise ConfigError("sweep.cluster", f"{source}: {error}") from None
 
 
 def check_parquet() -> None:

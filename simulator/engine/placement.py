@@ -10,6 +10,13 @@ bytes over the representative's NVLink, and PP sends and DP buckets share its NI
 with stages x micro-batches, not with the GPU count. The unfolded placement (simulator/engine/unfolded.py)
 simulates every GPU and flow, and checks this one (tests/differential/test_unfolded.py).
 
+Where stages or replicas share a node (a replica's stage smaller than the node), PP sends and DP hops inside
+the node share the representative's NVLink port (``nvl_out`` / ``nvl_in``) with each other and with the PXN
+detours through it, and a hop between nodes on different rails leaves by the NIC of the GPU on the
+receiver's rail (NCCL's PXN, topologies.gpu_path), another stage's. The stage's own collectives keep an
+NVLink of their own (``nvl``), so that a task can be timed once and replayed (simulator/engine/timer.py):
+there the folded step is within a stated bound of the unfolded one (tests/differential/test_shared_nodes.py).
+
 Faults (simulator/engine/faults.py) break symmetry; the folded representative of an affected stage becomes its
 slowest member: a straggler's factor scales the stage's compute kernels, a degraded port divides the
 stage's NVLink or NIC capacity, a failed NIC leaves the stage 1/k of a NIC shared by k GPUs. This assumes
@@ -131,9 +138,10 @@ class FoldedPlacement(Placement):
         for stage in range(workload.pp):
             capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
             capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
-            # PP sends and DP sync between GPUs of one node use NVLink (scale-up domains larger than a stage)
-            capacities[("nvl_pp", stage)] = self._nvlink_Bps(stage)
-            capacities[("nvl_dp", stage)] = self._nvlink_Bps(stage)
+            # PP sends and DP hops between GPUs of one node (scale-up domains larger than a stage, or replicas
+            # sharing one) use the GPU's NVLink port, egress and ingress, as do PXN detours through it
+            capacities[("nvl_out", stage)] = self._nvlink_Bps(stage)
+            capacities[("nvl_in", stage)] = self._nvlink_Bps(stage)
             if (spine := dp_spine_factor(cluster, self.ranks, stage)) > 1:  # an oversubscribed leaf uplink
                 capacities[("spine_dp", stage)] = cluster.nic_effective_Bps / spine
         self.network = FluidNetwork(env, capacities)
@@ -153,33 +161,46 @@ class FoldedPlacement(Placement):
     def compute_factor(self, place: Place) -> float:
         return self.stage_faults[place.stage].compute_factor
 
-    def _node_of(self, stage: int) -> int:
-        return self.ranks.gpu(Place(0, stage, 0)) // self.cluster.gpus_per_node
+    def _gpu_of(self, stage: int) -> int:
+        return self.ranks.gpu(Place(0, stage, 0))
+
+    def _cross_node_links(self, src: int, dst: int, src_stage: int, dst_stage: int) -> tuple:
+        """The folded links of a hop from GPU ``src`` (of ``src_stage``) to GPU ``dst`` (of ``dst_stage``) in
+        another node: its NIC on the same rail, else NCCL's PXN detour (topologies.gpu_path) over NVLink to the
+        GPU of the source node on the destination's rail and out of that GPU's NIC. That proxy belongs to
+        some stage (stages share the node); by symmetry its NVLink ingress and NIC are that stage's
+        representative's: each GPU of the sending stage has its own proxy, on its own destination's rail."""
+        gpn = self.cluster.gpus_per_node
+        if src % gpn == dst % gpn:
+            return ("nic_out", src_stage), ("nic_in", dst_stage)
+        proxy = self.ranks.place(src // gpn * gpn + dst % gpn).stage
+        return ("nvl_out", src_stage), ("nvl_in", proxy), ("nic_out", proxy), ("nic_in", dst_stage)
 
     def pp_links(self, src: Place, dst: Place) -> tuple:
         pair = (src.stage, dst.stage)
         if pair not in self._pp_routes:  # NOTE: once per stage pair, not per send
-            same_node = self._node_of(src.stage) == self._node_of(dst.stage)  # both in one scale-up domain
+            a, b = self._gpu_of(src.stage), self._gpu_of(dst.stage)
+            gpn = self.cluster.gpus_per_node
             self._pp_routes[pair] = (
-                (("nvl_pp", src.stage),) if same_node else (("nic_out", src.stage), ("nic_in", dst.stage))
+                (("nvl_out", src.stage), ("nvl_in", dst.stage))  # both in one scale-up domain
+                if a // gpn == b // gpn
+                else self._cross_node_links(a, b, src.stage, dst.stage)
             )
         return self._pp_routes[pair]
 
-    def _dp_ring_in_node(self, stage: int) -> bool:
-        """Whether the stage's DP ring (its replicas; with one replica, its CP ranks: RankMap.dp_successor) stays
-        in the representative's scale-up domain. Its members' GPU numbers grow along the ring, so the first and
-        the last tell (O(1) at any DP degree)."""
-        ranks, gpn = self.ranks, self.cluster.gpus_per_node
-        first = Place(0, stage, 0)
-        last = Place(ranks.dp - 1, stage, 0) if ranks.dp > 1 else Place(0, stage, (ranks.cp - 1) * ranks.n)
-        return ranks.gpu(first) // gpn == ranks.gpu(last) // gpn
-
     def dp_links(self, place: Place) -> tuple:
-        if self._dp_ring_in_node(place.stage):  # every hop of the ring on NVLink
-            return (("nvl_dp", place.stage),)
-        nic = ("nic_out", place.stage), ("nic_in", place.stage)
-        spine = ("spine_dp", place.stage)
-        return (*nic, spine) if spine in self.network.capacities_Bps else nic
+        """Where the ring stays in the representative's scale-up domain, every hop on NVLink. Else a bucket
+        ends at its slowest hop, a cross-node one: the ring's wrap from its last member back to the first
+        (its members' GPU numbers grow along the ring, RankMap.dp_successor, so that hop crosses nodes;
+        O(1) at any DP degree), its NIC on one rail or over PXN."""
+        stage, ranks, gpn = place.stage, self.ranks, self.cluster.gpus_per_node
+        first = ranks.gpu(Place(0, stage, 0))
+        last = ranks.gpu(Place(ranks.dp - 1, stage, 0) if ranks.dp > 1 else Place(0, stage, (ranks.cp - 1) * ranks.n))
+        if first // gpn == last // gpn:
+            return ("nvl_out", stage), ("nvl_in", stage)
+        links = self._cross_node_links(last, first, stage, stage)
+        spine = ("spine_dp", stage)
+        return (*links, spine) if spine in self.network.capacities_Bps else links
 
     def nic_links(self, stage: int) -> tuple:
         """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""

@@ -325,7 +325,8 @@ def test_two_stages_per_node_send_over_nvlink(layout_name) -> None:
     cluster = cluster_preset("h800", 16, domain_gpus=8)
     workload = StepWorkload(TINY, layout, 16, 8, 2 * 8, 512)
     folded = Engine(workload, cluster).run()
-    assert folded.network_bytes[("nvl_pp", 0)] > 0 and folded.network_bytes[("nic_out", 0)] > 0  # DP: NIC
+    assert folded.network_bytes[("nvl_out", 0)] == folded.network_bytes[("nvl_in", 1)] > 0  # PP: NVLink
+    assert folded.network_bytes[("nic_out", 0)] > 0  # DP: NIC
     unfolded = Engine(workload, cluster, placement="unfolded").run()
     assert unfolded.step_time_s == pytest.approx(folded.step_time_s, rel=1e-9)
 

@@ -130,6 +130,38 @@ def test_a_sweep_refuses_zero_and_unphysical_values_before_running(
     assert not (tmp_path / "s.csv").exists() or not list(csv.DictReader((tmp_path / "s.csv").open()))
 
 
+@pytest.mark.parametrize(
+    "cluster, message",
+    [
+        ("base: h800\nnic_bandwidth_Bps: 1.0e-300\n", "cluster.nic_bandwidth_Bps: 1e-300 is outside the physical bound"),
+        ("base: h800\ngpu: {base: h800, peak_bf16_flops: 0}\n", "cluster.gpu.peak_bf16_flops: must be a finite number > 0"),
+        ("base: h800\ngpu: {base: h800, hbm_bandwidth_Bps: 1.0e-300}\n", "cluster.gpu.hbm_bandwidth_Bps: 1e-300 is outside"),
+        (None, "cannot read"),  # a cluster file that is not there
+    ],
+)
+def test_a_sweep_refuses_an_unphysical_cluster_file_before_running(
+    cluster: str | None, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every point naming the cluster would be an error row (exit 0, issue 42): one line, exit 2, no table.
+    The file is found beside the sweep file, like a model's or a layout's."""
+    if cluster is not None:
+        (tmp_path / "c.yaml").write_text(cluster)
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text("model: mixtral-8x7b\ngpus: [16, 32]\ncluster: [h800, c.yaml]\noutput: s.csv\n")
+    line = _one_line_error(["sweep", str(sweep)], capsys)
+    assert line.startswith(f"moesim: error: sweep.cluster: {tmp_path / 'c.yaml'}: ") and message in line
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_sweep_keeps_a_gpu_count_the_cluster_cannot_pack_as_its_row(tmp_path: Path) -> None:
+    """An error about the point's GPU count (12 GPUs on 8-GPU domains) is that point's row, not a refusal."""
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text("model: mixtral-8x7b\ngpus: [12, 16]\nglobal_batch: 16\nseq_len: 1024\npp: 2\noutput: s.csv\n")
+    assert main(["sweep", str(sweep), "--quiet"]) == 0
+    rows = {row["gpus"]: row["error"] for row in csv.DictReader((tmp_path / "s.csv").open())}
+    assert rows["12"].startswith("gpus: 12 must be a multiple") and rows["16"] == ""
+
+
 def test_imbalance_idle_is_exactly_zero_within_round_off_and_kept_beyond() -> None:
     assert imbalance_idle(0.1111111111111111, 0.11111111111111116) == 0.0  # was -5.6e-17
     assert imbalance_idle(0.3, 0.3 + ROUND_OFF / 2) == 0.0

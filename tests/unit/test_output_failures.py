@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import textwrap
 import time
@@ -227,3 +228,75 @@ def test_a_kill_while_writing_leaves_no_temporary_file(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-c", script], check=False)
     assert done.returncode == -signal.SIGKILL
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_kill_leaves_no_temporary_folder(tmp_path) -> None:
+    """SIGKILL of a process inside temporary_folder (a search without --out, a Megatron job's files), with a pool
+    worker forked while the folder is open: within 2 s the folder and every process are gone (the reaper)."""
+    script = textwrap.dedent(
+        """
+        import time
+        from experiments.common.parallel import Workers
+        from experiments.common.paths import temporary_folder
+
+        with temporary_folder() as folder, Workers(2) as workers:
+            (folder / "search.csv").write_text("a row")
+            futures = [workers.submit(time.sleep, 60) for _ in range(2)]
+            time.sleep(0.5)
+            print(folder, *workers._executor._processes, flush=True)
+            time.sleep(60)
+        """
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        folder, *pids = parent.stdout.readline().split()
+        reaper = next(iter(set(_children(parent.pid)) - {int(pid) for pid in pids}))
+        assert Path(folder).parent == tmp_path and (Path(folder) / "search.csv").exists()
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and (list(tmp_path.iterdir()) or not _gone(reaper)):
+            time.sleep(0.05)
+        assert list(tmp_path.iterdir()) == [] and _gone(reaper)
+        assert all(_gone(int(pid)) for pid in pids)
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_a_temporary_folder_is_removed_on_leaving(tmp_path, monkeypatch) -> None:
+    from experiments.common.paths import temporary_folder
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    with pytest.raises(KeyboardInterrupt), temporary_folder() as folder:
+        (folder / "x").write_text("x")
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line() -> None:
+    """A Ctrl-C in the second the modules take to load (here raised as simulator.report.simulate is imported):
+    `moesim: interrupted`, exit 130, no traceback (was a traceback from wherever the import was)."""
+    script = textwrap.dedent(
+        """
+        import runpy, sys
+
+        class CtrlC:
+            def find_spec(self, name, path=None, target=None):
+                if name == "simulator.report.simulate":
+                    raise KeyboardInterrupt
+
+        sys.meta_path.insert(0, CtrlC())
+        sys.argv = ["moesim", "run"]
+        runpy.run_module("experiments.cli.main", run_name="__main__")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (130, "moesim: interrupted\n")
