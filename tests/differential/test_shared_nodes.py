@@ -67,7 +67,7 @@ def shared_node_cases(draw: st.DrawFn) -> tuple:
         etp = draw(st.sampled_from([1, 2])) if n > 1 else 1
         eps = [e for e in (1, 2, 4, 8, 16) if e * etp <= n * cp * dp and e <= model.num_experts]
         changes.update(ep=draw(st.sampled_from(eps)), etp=etp)
-        changes["ep_dispatcher"] = draw(st.sampled_from(["deepep", "alltoall"]))
+        changes["token_dispatcher"] = draw(st.sampled_from(["megascale", "alltoall"]))
     changes["gemm_dtype"] = draw(st.sampled_from(["bf16", "fp8"]))
     changes["recompute"] = draw(st.sampled_from(["none", "sar", "full"]))
     changes["dp_overlap"] = draw(st.booleans())
@@ -129,7 +129,7 @@ def _short(workload: StepWorkload) -> str:
     return (
         f"{workload.model.name} {layout.name} {layout.schedule} n {ranks.n} cp {ranks.cp} ep {ranks.ep} etp "
         f"{ranks.etp} pp {ranks.pp} dp {ranks.dp} GPUs/node {ranks.gpus_per_node} {layout.gemm_dtype} "
-        f"recompute {layout.recompute} {layout.ep_dispatcher} dp_overlap {layout.dp_overlap}"
+        f"recompute {layout.recompute} {layout.token_dispatcher} dp_overlap {layout.dp_overlap}"
     )
 
 
