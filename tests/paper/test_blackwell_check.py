@@ -1,0 +1,74 @@
+"""experiments.validation.blackwell_check: Megatron-Bridge's 26.08 GB300 / GB200 MXFP8 rows, out of the corpus.
+
+Pinned: the simulated tokens/s/GPU of each row at the fitted calibration (compute_residual 0.8468) and at residual 1.
+A model change that moves a Blackwell prediction moves these pins; update them with the new table in the commit
+that moves them (``python -m experiments.validation.blackwell_check``). The errors are stated, not bounded: no
+Blackwell run is in the corpus and nothing is fitted on these rows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.validation.blackwell_check import ROWS, RowResult, simulate_row, table
+from simulator.costs.calibration import UNFITTED_CALIBRATION
+
+# name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit. Errors against
+# the published rows: DeepSeek-V3 GB300 -39.2% / -30.6%, GB200 -24.0% / -13.4%; GPT-OSS-120B GB300 -22.4% / -15.0%,
+# GB200 -11.5% / -3.3%; Qwen3-30B-A3B GB300 -23.3% / -14.8%, GB200 -15.6% / -6.1%; Qwen3-235B-A22B GB300 -28.1% /
+# -19.4%, GB200 -18.8% / -8.7%.
+PINNED = {
+    "gb300-deepseek-v3-256": (3825, 4362),
+    "gb200-deepseek-v3-256": (3732, 4254),
+    "gb300-gpt-oss-120b-64": (25615, 28061),
+    "gb200-gpt-oss-120b-64": (25368, 27715),
+    "gb300-qwen3-30b-a3b-8": (34151, 37967),
+    "gb200-qwen3-30b-a3b-8": (33726, 37499),
+    "gb300-qwen3-235b-a22b-256": (6335, 7107),
+    "gb200-qwen3-235b-a22b-256": (5908, 6647),
+}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, tuple[RowResult, RowResult]]:
+    return {row.name: (simulate_row(row), simulate_row(row, UNFITTED_CALIBRATION)) for row in ROWS}
+
+
+def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
+    assert {row.name for row in ROWS} == set(PINNED)
+    assert {row.cluster for row in ROWS} == {"gb300", "gb200"}
+
+
+def test_simulated_throughputs_are_the_pinned_ones(results: dict[str, tuple[RowResult, RowResult]]) -> None:
+    for name, (fitted, unfitted) in results.items():
+        assert fitted.tokens_per_s_per_gpu == pytest.approx(PINNED[name][0], rel=2e-3), name
+        assert unfitted.tokens_per_s_per_gpu == pytest.approx(PINNED[name][1], rel=2e-3), name
+
+
+def test_every_row_is_predicted_slow_and_gb300_most(results: dict[str, tuple[RowResult, RowResult]]) -> None:
+    """The finding this check records: every row is simulated slow, at the fitted residual by 11-39%, and the
+    GB300 rows more than the GB200 rows of the same model (measured GB300 / GB200 1.10-1.28x, simulated 1.01-1.07x:
+    the presets give the two the same dense peaks and HBM bandwidth)."""
+    for fitted, _ in results.values():
+        assert fitted.error < 0, fitted.row.name
+    for model in {row.model for row in ROWS}:
+        gb300 = next(results[r.name][0] for r in ROWS if r.model == model and r.cluster == "gb300")
+        gb200 = next(results[r.name][0] for r in ROWS if r.model == model and r.cluster == "gb200")
+        assert gb300.error < gb200.error, model
+        measured = gb300.row.measured_tokens_per_s_per_gpu / gb200.row.measured_tokens_per_s_per_gpu
+        simulated = gb300.tokens_per_s_per_gpu / gb200.tokens_per_s_per_gpu
+        assert measured > 1.09 and simulated < 1.08, model
+
+
+def test_the_fitted_residual_moves_every_row_away_from_the_measurement(
+    results: dict[str, tuple[RowResult, RowResult]],
+) -> None:
+    """Issue 40 item 4, counted: the residual fitted on H800 MegaScale-MoE slows every Blackwell row, and every row
+    is nearer its measurement at residual 1 (still slow: GB200 -3% to -13%, GB300 -15% to -31%)."""
+    for fitted, unfitted in results.values():
+        assert fitted.error < unfitted.error < 0, fitted.row.name
+
+
+def test_the_table_prints_each_row() -> None:
+    printed = table()
+    assert all(row.name in printed for row in ROWS)
