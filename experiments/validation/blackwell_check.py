@@ -11,6 +11,8 @@ Rows: NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, "26.08 N
 DGX-GB300 and DGX-GB200 (tokens / sec / GPU). Recipes: the same commit's src/megatron/bridge/perf_recipes/<family>/
 <system>/*.py, written as Megatron-LM flags in examples/megatron/gb300-*.sh and gb200-*.sh (what Megatron-LM has no
 flag for is named in each file's header: fp8_dot_product_attention, NVTE_CUTEDSL_FUSED_GROUPED_MLP, fp8_output_proj).
+Of those, fp8_dot_product_attention is simulated: a row whose recipe sets it runs with attention_backend "cudnn-fp8"
+(cuDNN's published FP8 attention, simulator/costs/blackwell_tables.py).
 
 Rows whose memory the simulator refuses (peak over HBM) are simulated with allow_oom and marked: the memory model of
 these recipes (paged stash, capacity-factor buffers) is outside this check.
@@ -49,17 +51,19 @@ class BlackwellRow:
     global_batch: int
     seq_len: int
     measured_tokens_per_s_per_gpu: float
+    # the recipe's mixed_precision.fp8_dot_product_attention (no Megatron-LM flag): cuDNN's FP8 attention
+    fp8_attention: bool
 
 
 ROWS: tuple[BlackwellRow, ...] = (
-    BlackwellRow("gb300-deepseek-v3-256", "deepseek-v3", "gb300", 256, 4096, 4096, 6288),
-    BlackwellRow("gb200-deepseek-v3-256", "deepseek-v3", "gb200", 256, 4096, 4096, 4912),
-    BlackwellRow("gb300-gpt-oss-120b-64", "gpt-oss-120b", "gb300", 64, 1280, 4096, 33024),
-    BlackwellRow("gb200-gpt-oss-120b-64", "gpt-oss-120b", "gb200", 64, 1280, 4096, 28672),
-    BlackwellRow("gb300-qwen3-30b-a3b-8", "qwen3-30b-a3b", "gb300", 8, 512, 4096, 44544),
-    BlackwellRow("gb200-qwen3-30b-a3b-8", "qwen3-30b-a3b", "gb200", 8, 512, 4096, 39936),
-    BlackwellRow("gb300-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb300", 256, 8192, 4096, 8816),
-    BlackwellRow("gb200-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb200", 256, 8192, 4096, 7280),
+    BlackwellRow("gb300-deepseek-v3-256", "deepseek-v3", "gb300", 256, 4096, 4096, 6288, True),
+    BlackwellRow("gb200-deepseek-v3-256", "deepseek-v3", "gb200", 256, 4096, 4096, 4912, False),
+    BlackwellRow("gb300-gpt-oss-120b-64", "gpt-oss-120b", "gb300", 64, 1280, 4096, 33024, True),
+    BlackwellRow("gb200-gpt-oss-120b-64", "gpt-oss-120b", "gb200", 64, 1280, 4096, 28672, True),
+    BlackwellRow("gb300-qwen3-30b-a3b-8", "qwen3-30b-a3b", "gb300", 8, 512, 4096, 44544, True),
+    BlackwellRow("gb200-qwen3-30b-a3b-8", "qwen3-30b-a3b", "gb200", 8, 512, 4096, 39936, True),
+    BlackwellRow("gb300-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb300", 256, 8192, 4096, 8816, True),
+    BlackwellRow("gb200-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb200", 256, 8192, 4096, 7280, True),
 )
 
 
@@ -82,11 +86,12 @@ def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATI
     """The row's recipe simulated on its cluster (allow_oom: the memory verdict is reported, not enforced)."""
     job = parse_megatron_args(ROOT / "examples" / "megatron" / f"{row.name}.sh")
     run = job.resolve(load_model(ROOT / "examples" / "models" / f"{row.model}.json"))
+    layout = run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
     sizes = (row.global_batch, row.seq_len)
-    workload, cluster, over_hbm = prepare(run.model, run.layout, row.gpus, row.cluster, *sizes, None, True, calibration)
+    workload, cluster, over_hbm = prepare(run.model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
     report = simulate(
         run.model,
-        run.layout,
+        layout,
         row.gpus,
         cluster=row.cluster,
         global_batch=row.global_batch,
