@@ -12,7 +12,11 @@ DGX-GB300 and DGX-GB200 (tokens / sec / GPU). Recipes: the same commit's src/meg
 <system>/*.py, written as Megatron-LM flags in examples/megatron/gb300-*.sh and gb200-*.sh (what Megatron-LM has no
 flag for is named in each file's header: fp8_dot_product_attention, NVTE_CUTEDSL_FUSED_GROUPED_MLP, fp8_output_proj).
 Of those, fp8_dot_product_attention is simulated: a row whose recipe sets it runs with attention_backend "cudnn-fp8"
-(cuDNN's published FP8 attention, simulator/costs/blackwell_tables.py).
+(cuDNN's published FP8 attention, simulator/costs/blackwell_tables.py). TE runs FP8 attention with a sliding window
+and GPT-OSS's learnable softmax on SM100 with cuDNN >= 9.21 (NVIDIA/TransformerEngine@d0067d0d transformer_engine/
+pytorch/attention/dot_product_attention/utils.py get_attention_backend); cuDNN 9.19's GB200 run of GPT-OSS's shape
+times its FP8 sliding-window backward at 2-20x the simulated (tests/paper/test_blackwell_check.py), so the GPT-OSS
+rows' attention is a lower bound.
 
 Rows whose memory the simulator refuses (peak over HBM) are simulated with allow_oom and marked: the memory model of
 these recipes (paged stash, capacity-factor buffers) is outside this check.

@@ -84,3 +84,27 @@ def test_te_mxfp8_quantization_on_b300_is_simulated_a_third_fast() -> None:
     simulated = te_b300_mxfp8_quantization_s()
     assert simulated == pytest.approx(1.2264e-3, rel=1e-3)
     assert simulated / TE_B300_MXFP8_QUANT_S - 1 == pytest.approx(-0.327, abs=0.005)
+
+
+def test_cudnn_table_transfers_to_gpt_oss_shape_on_gb200() -> None:
+    """Out of the table's own shape (head dim 128, full causal): cuDNN 9.19's GB200 run of GPT-OSS's attention
+    (NVIDIA/cudnn-frontend@afa9f7c0 benchmark/sdpa_benchmark_training/results/gb200_919_only_cudnn/
+    gpt_oss_20260226_175022.csv: batch 2, 64 query / 8 KV heads, head dim 64, sliding window 1,024) at 4,096 to 16,384
+    tokens, BF16: forward 0.209 / 0.423 / 0.853 ms, backward 0.487 / 0.998 / 2.024 ms. Simulated at benchmark clocks
+    (no residual, no sustained clock): forward within 2%, backward 11-16% slow. Its FP8 rows (forward 0.203 / 0.411 /
+    0.831 ms, backward 0.862 / 3.011 / 11.332 ms) are not reproduced: cudnn-fp8 is simulated 14% fast forward and 2-20x
+    fast backward on a sliding window, so the GPT-OSS rows' FP8 attention is a lower bound on its time."""
+    from simulator.costs.calibration import BENCHMARK_CALIBRATION
+    from simulator.costs.kernels import attention_time_s
+    from topologies.hardware import gpu_preset
+    from workloads.ops import AttentionShape, attention_pairs
+
+    gb200 = gpu_preset("gb200")
+    measured = {4096: (0.209, 0.487), 8192: (0.423, 0.998), 16384: (0.853, 2.024)}
+    for seq_len, (fwd_ms, bwd_ms) in measured.items():
+        shape = AttentionShape(64, 64, seq_len, window=1024, kernel="cudnn")
+        flops = 4 * 2 * 64 * 64 * attention_pairs(seq_len, 1024)  # QK^T and PV, batch 2, 64 heads, head dim 64
+        fwd = attention_time_s(flops, False, gb200, BENCHMARK_CALIBRATION, shape) * 1e3
+        bwd = attention_time_s(2.5 * flops, True, gb200, BENCHMARK_CALIBRATION, shape) * 1e3
+        assert fwd == pytest.approx(fwd_ms, rel=0.02), seq_len
+        assert 1.10 < bwd / bwd_ms < 1.17, seq_len
