@@ -19,6 +19,7 @@ import math
 from simulator.costs.calibration import Calibration
 from simulator.costs.gemm_efficiency import ATTENTION_SEQ_LENS
 from simulator.costs.generations import AttentionTable, kernel_tables
+from topologies.errors import ConfigError
 from topologies.hardware import GpuGeneration
 from workloads.ops import AttentionShape, attention_pairs
 
@@ -85,5 +86,10 @@ def attention_op_efficiency(
     head_dim = (shape.head_dim + shape.head_dim_v) / 2
     causal = shape.causal and not shape.sliding
     family = shape.kernel or cal.attention_kernel
+    if family == "cudnn-fp8" and generation != GpuGeneration.BLACKWELL:
+        raise ConfigError(
+            "layout.attention_backend",
+            f"cudnn-fp8 (FP8 attention) is timed from Blackwell measurements only; none published for {generation.value}",
+        )
     table = kernel_tables(generation).attention
     return _table_efficiency(table, family, backward, causal, head_dim, effective_seq_len(shape, cal))

@@ -2,8 +2,9 @@
 
 simulator.costs.blackwell_tables turns them into the Blackwell kernel tables. A GEMM point counts 2 m n k FLOPs per
 group (as simulator.costs.gemm_points); a ``GemmSum`` is a benchmark that publishes one time for a set of GEMMs (a
-transformer layer's fprop, dgrad and wgrad), kernel time only. Looked for and not found: a per-shape FlashAttention-4
-or cuDNN backward table on B200 (the FA4 paper's figures were not readable here), CUTLASS / cuBLAS grouped GEMM
+transformer layer's fprop, dgrad and wgrad), kernel time only. Attention: cuDNN's own SDPA training benchmark on GB200
+(forward and backward, BF16 and FP8, by sequence length). Looked for and not found: a per-shape FlashAttention-4
+backward table on B200 (the FA4 paper's figures were not readable here), CUTLASS / cuBLAS grouped GEMM
 tables on B200 below 4,096 rows per group (TransformerEngine has the benchmark scripts, benchmarks/linear/
 benchmark_grouped_linear*.py, but publishes no results), an nccl-tests alltoall_perf size sweep on NVLink 5.
 """
@@ -118,11 +119,27 @@ def blackwell_sums(*kernels: GemmKernel) -> tuple[GemmSum, ...]:
     return tuple(s for s in BLACKWELL_SUMS if s.kernel in kernels)
 
 
+# cuDNN's SDPA training benchmark on a GB200, BF16 and FP8 in one run: NVIDIA/cudnn-frontend@d48a60eb
+# benchmark/sdpa_benchmark_training/artifacts/sdpa_fp8_benchmark_results_NVIDIA_GB200.csv (benchmark_fp8_sdpa.py: batch 1,
+# 128 query heads, 8 KV heads, head dim 128, causal, forward and backward). Its TFLOP/s count a causal op as half the
+# s^2 pairs and the backward as 2.5 forwards, as moesim does (simulator/costs/attention_cost.py). (dtype, direction)
+# -> TFLOP/s per sequence length. The GB300 run of the same benchmark (sdpa_fp8_benchmark_results_NVIDIA_GB300.csv at
+# 0b1577c8) is within -11% / +10% of it from 4,096 to 16,384 (BF16 1,445 / 942 forward / backward at 4,096 against
+# 1,378 / 1,054 here; FP8 1,675 / 1,156 against 1,663 / 1,088) and far below it under 2,048 (a ~30 us floor per
+# call: 0.049 ms at 512), so the GB200 run stands for the generation.
+CUDNN_SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+CUDNN_GB200_TFLOPS: dict[tuple[str, str], tuple[float, ...]] = {
+    ("bf16", "fwd"): (408.0, 733.0, 1068.0, 1378.0, 1583.0, 1673.0, 1687.0, 1592.0, 1471.0),
+    ("bf16", "bwd"): (328.0, 528.0, 656.0, 1054.0, 1211.0, 1303.0, 1311.0, 1247.0, 1188.0),
+    ("fp8", "fwd"): (470.0, 870.0, 1324.0, 1663.0, 1894.0, 2033.0, 2124.0, 2181.0, 2172.0),
+    ("fp8", "bwd"): (301.0, 547.0, 671.0, 1088.0, 1263.0, 1373.0, 1429.0, 1450.0, 1440.0),
+}
+CUDNN_SOURCE = "NVIDIA/cudnn-frontend@d48a60eb benchmark/sdpa_benchmark_training/artifacts/sdpa_fp8_benchmark_results_NVIDIA_GB200.csv"
+
 # Attention on B200, BF16. FlashAttention-4 (Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao, arXiv 2603.05451,
 # abstract): "up to 1613 TFLOPs/s (71% utilization)", "up to 1.3x speedup over cuDNN 9.13 and 2.7x over Triton on
 # B200 GPUs with BF16" (the Together AI post of the same work: up to 1605 TFLOP/s). Forward; no backward figure read.
 FA4_PEAK_TFLOPS = 1613.0
-FA4_OVER_CUDNN = 1.3
 FA4_SOURCE = (
     "arXiv 2603.05451 (FlashAttention-4) abstract: up to 1613 TFLOP/s BF16 forward on B200, up to 1.3x cuDNN 9.13"
 )

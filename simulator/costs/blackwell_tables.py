@@ -18,9 +18,10 @@ the MXFP8 curve. NVFP4 (Megatron-LM's --fp4-format): the same page's 3.764 ms pe
 BF16) sets one level against B300's dense FP4 peak, 0.40; below its K and by rows per group Hopper's blockwise
 shape (assumed: no other FP4 GEMM measurement found).
 
-Attention: FlashAttention-4's forward peak and its gain over cuDNN 9.13 on B200 (arXiv 2603.05451) set a level per
-kernel family; the dependence on sequence length, head dim, mask and direction is the Hopper table's of the same
-family (FA3 for FA4), assumed: no per-shape Blackwell table, forward or backward, was found readable. FA3 itself
+Attention: cuDNN's own SDPA training benchmark on GB200 (NVIDIA/cudnn-frontend, BF16 and FP8, forward and backward,
+512 to 131,072 tokens, head dim 128, causal) sets cuDNN's level per direction and sequence length; FlashAttention-4's
+forward peak on B200 (arXiv 2603.05451) sets FA4's one level. The dependence on head dim and mask is the Hopper
+table's of the same family (FA3 for FA4), assumed: no Blackwell table by head dim was found. FA3 itself
 does not run on Blackwell (flash-attention's hopper/ kernels are built for SM90), so a layout asking for "fa3" gets
 FlashAttention's Blackwell kernel, FA4.
 """
@@ -28,12 +29,16 @@ FlashAttention's Blackwell kernel, FA4.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from simulator.costs.blackwell_points import (
     B200,
-    FA4_OVER_CUDNN,
+    CUDNN_GB200_TFLOPS,
+    CUDNN_SEQ_LENS,
+    CUDNN_SOURCE,
     FA4_PEAK_TFLOPS,
     FA4_SOURCE,
+    GB200,
     GemmSum,
     blackwell_points,
     blackwell_sums,
@@ -46,6 +51,7 @@ from simulator.costs.gemm_efficiency import (
     KernelCurve,
     attention_efficiency,
     extend_down,
+    interpolate_log,
     monotone_mean,
     point_efficiency,
     wave_fraction,
@@ -107,25 +113,55 @@ def _hopper_peak(family: str) -> float:
     return max(max(v) for (f, d, _, h), v in ATTENTION_TFLOPS.items() if (f, d, h) == (family, "fwd", 128))
 
 
-# Blackwell attention families: (the Hopper family whose shape dependence is used, Blackwell TFLOP/s over Hopper
-# TFLOP/s). FA4: its 1613 TFLOP/s peak matched to FA3's head-dim-128 forward peak (648). cuDNN: 1613 / 1.3, FA4's
-# peak read as its largest gain over cuDNN 9.13 (where the gain is smaller cuDNN is nearer FA4: a lower bound),
-# matched to the Hopper cuDNN head-dim-128 peak (617). FA2: its SM80 kernel does not use Blackwell's tensor-core
-# (tcgen05) instructions; assumed as fast in TFLOP/s as on Hopper.
-BLACKWELL_ATTENTION: dict[str, tuple[str, float]] = {
-    "fa3": ("fa3", FA4_PEAK_TFLOPS / _hopper_peak("fa3")),  # FA3 is SM90-only: FlashAttention's Blackwell kernel, FA4
-    "cudnn": ("cudnn", FA4_PEAK_TFLOPS / FA4_OVER_CUDNN / _hopper_peak("cudnn")),
-    "fa2": ("fa2", 1.0),
+def cudnn_tflops(dtype: str, backward: bool, seq_len: float) -> float:
+    """cuDNN's published GB200 TFLOP/s at head dim 128, causal, log-interpolated over sequence length."""
+    measured = CUDNN_GB200_TFLOPS[(dtype, "bwd" if backward else "fwd")]
+    return interpolate_log(tuple(zip(map(float, CUDNN_SEQ_LENS), measured)), seq_len)
+
+
+def _cudnn_ratio(dtype: str) -> Callable[[bool, float], float]:
+    """Blackwell cuDNN (``dtype`` inputs) over Hopper cuDNN, both at head dim 128 and causal, per direction and
+    sequence length: what scales Hopper's cuDNN shape to Blackwell's measured level."""
+
+    def ratio(backward: bool, seq_len: float) -> float:
+        hopper = attention_efficiency("cudnn", backward, True, 128, seq_len) * HOPPER_SXM.peak_bf16_tflops
+        return cudnn_tflops(dtype, backward, seq_len) / hopper
+
+    return ratio
+
+
+def _fa4_ratio(backward: bool, seq_len: float) -> float:
+    return FA4_PEAK_TFLOPS / _hopper_peak("fa3")
+
+
+# Blackwell attention families: (the Hopper family whose shape dependence is used, Blackwell TFLOP/s over that
+# family's Hopper TFLOP/s by direction and sequence length, the GPU the Blackwell numbers were measured on).
+# FA4: its 1613 TFLOP/s forward peak on B200 matched to FA3's head-dim-128 forward peak (648), one ratio for both
+# directions and every length (no FA4 backward read). cuDNN: its own GB200 benchmark (CUDNN_GB200_TFLOPS) over
+# Hopper cuDNN at the same length and direction, so a causal head-dim-128 op reproduces the benchmark and other
+# head dims and masks keep Hopper's relative shape (assumed). "cudnn-fp8": cuDNN's FP8 attention, which TE runs
+# under fp8_dpa (Megatron-Core TransformerConfig.fp8_dot_product_attention, passed to TE's MXFP8BlockScaling /
+# Float8CurrentScaling recipe as fp8_dpa: NVIDIA/Megatron-LM@d98e8a64 megatron/core/fp8_utils.py), from the FP8 rows
+# of the same run, timed on the same counted FLOPs against the BF16 peak. FA2: its SM80 kernel does not use
+# Blackwell's tensor-core (tcgen05) instructions; assumed as fast in TFLOP/s as on Hopper.
+BLACKWELL_ATTENTION: dict[str, tuple[str, Callable[[bool, float], float], float]] = {
+    "fa3": ("fa3", _fa4_ratio, B200.peak_bf16_tflops),  # FA3 is SM90-only: FlashAttention's Blackwell kernel, FA4
+    "cudnn": ("cudnn", _cudnn_ratio("bf16"), GB200.peak_bf16_tflops),
+    "cudnn-fp8": ("cudnn", _cudnn_ratio("fp8"), GB200.peak_bf16_tflops),
+    "fa2": ("fa2", lambda backward, seq_len: 1.0, B200.peak_bf16_tflops),
 }
-BLACKWELL_ATTENTION_SOURCE = FA4_SOURCE + "; shapes from the FlashAttention-3 paper's Hopper figures (assumed)"
+BLACKWELL_ATTENTION_SOURCE = (
+    FA4_SOURCE + "; " + CUDNN_SOURCE + "; shapes from the FlashAttention-3 paper's Hopper figures (assumed)"
+)
 
 
 def blackwell_attention_efficiency(family: str, backward: bool, causal: bool, head_dim: float, seq_len: float) -> float:
-    """Fraction of B200's BF16 peak an attention kernel reaches at a shape (the same fraction on a GB200)."""
+    """Fraction of the BF16 peak an attention kernel reaches at a shape, on the Blackwell GPU its numbers were
+    measured on (the same fraction on another Blackwell GPU)."""
     if family not in BLACKWELL_ATTENTION:
         raise ValueError(
             f"attention kernel family on Blackwell must be one of {tuple(BLACKWELL_ATTENTION)}, got {family!r}"
         )
-    hopper_family, ratio = BLACKWELL_ATTENTION[family]
+    hopper_family, ratio, measured_peak_tflops = BLACKWELL_ATTENTION[family]
     hopper = attention_efficiency(hopper_family, backward, causal, head_dim, seq_len)
-    return hopper * HOPPER_SXM.peak_bf16_tflops * ratio / B200.peak_bf16_tflops
+    return hopper * HOPPER_SXM.peak_bf16_tflops * ratio(backward, seq_len) / measured_peak_tflops

@@ -9,7 +9,7 @@ import pytest
 
 from experiments.common.error_band import KnownError, Mechanisms, band_for, generation_of
 from simulator.costs.attention_cost import attention_op_efficiency
-from simulator.costs.blackwell_points import B300, BLACKWELL_SUMS, blackwell_points
+from simulator.costs.blackwell_points import B300, BLACKWELL_SUMS, CUDNN_GB200_TFLOPS, CUDNN_SEQ_LENS, blackwell_points
 from simulator.costs.blackwell_tables import (
     BLACKWELL_GEMM_TABLE,
     K_SCALE,
@@ -122,10 +122,22 @@ def test_blackwell_bf16_sits_among_its_points() -> None:
 
 
 def test_attention_levels_reproduce_fa4_and_cudnn() -> None:
-    """FA4's 1613 TFLOP/s on B200 at FA3's best head-dim-128 forward shape (16k, no mask); cuDNN 9.13 at 1613 / 1.3
-    at the Hopper cuDNN's best (2k, no mask)."""
+    """FA4's 1613 TFLOP/s on B200 at FA3's best head-dim-128 forward shape (16k, no mask); cuDNN's GB200 benchmark
+    (cudnn-frontend sdpa_benchmark_training, head dim 128, causal) at each published length, both directions, BF16
+    and FP8; between lengths log-interpolated; Hopper's shape elsewhere (no mask: Hopper's causal-to-full gain)."""
     assert blackwell_attention_efficiency("fa3", False, False, 128, 16384) == pytest.approx(1613 / 2250, rel=1e-12)
-    assert blackwell_attention_efficiency("cudnn", False, False, 128, 2048) == pytest.approx(1613 / 1.3 / 2250)
+    for family, dtype in (("cudnn", "bf16"), ("cudnn-fp8", "fp8")):
+        for backward, direction in ((False, "fwd"), (True, "bwd")):
+            for seq_len, tflops in zip(CUDNN_SEQ_LENS, CUDNN_GB200_TFLOPS[(dtype, direction)]):
+                efficiency = blackwell_attention_efficiency(family, backward, True, 128, seq_len)
+                assert efficiency == pytest.approx(tflops / 2500, rel=1e-9), (family, direction, seq_len)
+    assert blackwell_attention_efficiency("cudnn", True, True, 128, 4096) * 2500 == pytest.approx(1054)
+    assert blackwell_attention_efficiency("cudnn-fp8", False, True, 128, 4096) * 2500 == pytest.approx(1663)
+    hopper_gain = attention_efficiency("cudnn", False, False, 128, 4096) / attention_efficiency(
+        "cudnn", False, True, 128, 4096
+    )
+    no_mask = blackwell_attention_efficiency("cudnn", False, False, 128, 4096)
+    assert no_mask / blackwell_attention_efficiency("cudnn", False, True, 128, 4096) == pytest.approx(hopper_gain)
     # FA2 (an SM80 kernel) runs at Hopper's TFLOP/s
     assert blackwell_attention_efficiency("fa2", True, False, 128, 4096) == pytest.approx(310 / 2250)
     shape = AttentionShape(128, 128, 16384, causal=False)
@@ -162,3 +174,11 @@ def test_hybridep_nvlink5_rates() -> None:
     assert hybridep_efficiency("gb200", 20) == pytest.approx(2 / (680 / 665.97 + 680 / 639.80))
     assert hybridep_efficiency("gb200", 64) == hybridep_efficiency("gb200", 36)
     assert hybridep_efficiency("h100", 8) is None
+
+
+def test_fp8_attention_is_refused_off_blackwell() -> None:
+    """cuDNN's FP8 attention is timed from its Blackwell benchmark only: on Hopper the layout asking for it is told so."""
+    shape = AttentionShape(128, 128, 4096, kernel="cudnn-fp8")
+    assert attention_op_efficiency(shape, False, DEFAULT_CALIBRATION, GpuGeneration.BLACKWELL) > 0
+    with pytest.raises(ConfigError, match="cudnn-fp8"):
+        attention_op_efficiency(shape, False, DEFAULT_CALIBRATION, GpuGeneration.HOPPER)
