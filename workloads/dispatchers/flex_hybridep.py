@@ -105,7 +105,10 @@ class FlexHybridepDispatcher(TokenDispatcher):
             permute(ctx),
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
             *experts.shared,
-            *te_grouped_mlp(ctx, experts),
+            # HybridEP pads each expert's rows to the quantization alignment inside its dispatch, so the experts
+            # skip TEGroupedMLP's padding (NVIDIA/Megatron-LM@d98e8a64 moe_utils.py skip_routed_expert_padding,
+            # since core_v0.18.0, #4636)
+            *te_grouped_mlp(ctx, experts, padded=False),
             ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.DEEPEP, dispatch=False),
             # the combine's backward is a HybridEP dispatch: its staging copy runs just before it
             unpermute(ctx, hybridep_grad_staging_bytes(ctx)),

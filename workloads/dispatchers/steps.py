@@ -178,8 +178,9 @@ def quant_padding(ctx: MoeContext) -> tuple[list[Step], list[Step]]:
     return [pad], [unpad]
 
 
-def te_grouped_mlp(ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
+def te_grouped_mlp(ctx: MoeContext, experts: ExpertSteps, padded: bool = True) -> list[Step]:
     """The experts as Megatron-Core's TEGroupedMLP runs them: the ETP all-gather, the FP8 / FP4 padding
-    (``quant_padding``), the grouped GEMMs and activation, the unpadding and the ETP reduce-scatter."""
-    pad, unpad = quant_padding(ctx)
+    (``quant_padding``; not where the dispatcher pads, ``padded`` False), the grouped GEMMs and activation, the
+    unpadding and the ETP reduce-scatter."""
+    pad, unpad = quant_padding(ctx) if padded else ([], [])
     return [*experts.etp_gather, *pad, *experts.experts, *unpad, *experts.etp_scatter]
