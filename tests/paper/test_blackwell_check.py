@@ -1,6 +1,6 @@
 """experiments.validation.blackwell_check: Megatron-Bridge's 26.08 GB300 / GB200 MXFP8 rows, out of the corpus.
 
-Pinned: the simulated tokens/s/GPU of each row at the fitted calibration (compute_residual 0.8468) and at residual 1.
+Pinned: the simulated tokens/s/GPU of each row at the fitted calibration (compute_residual 0.8432) and at residual 1.
 A model change that moves a Blackwell prediction moves these pins; update them with the new table in the commit
 that moves them (``python -m experiments.validation.blackwell_check``). The errors are stated, not bounded: no
 Blackwell run is in the corpus and nothing is fitted on these rows.
@@ -14,19 +14,20 @@ from experiments.validation.blackwell_check import ROWS, RowResult, simulate_row
 from simulator.costs.calibration import UNFITTED_CALIBRATION
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit. Errors against
-# the published rows: DeepSeek-V3 GB300 -36.1% / -27.3%, GB200 -21.9% / -11.1%; GPT-OSS-120B GB300 -23.1% / -15.7%,
-# GB200 -12.2% / -4.1%; Qwen3-30B-A3B GB300 -19.6% / -10.9%, GB200 -11.5% / -1.9%; Qwen3-235B-A22B GB300 -25.7% /
-# -16.8%, GB200 -16.4% / -6.1%. Before cuDNN's own Blackwell attention table (the level FA4 / 1.3 and Hopper's shape,
-# BF16 attention only): -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
+# the published rows: DeepSeek-V3 GB300 -34.1% / -24.3%, GB200 -19.6% / -7.7%; GPT-OSS-120B GB300 -21.1% / -13.1%,
+# GB200 -10.1% / -1.2%; Qwen3-30B-A3B GB300 -13.8% / -3.3%, GB200 -5.1% / +6.4%; Qwen3-235B-A22B GB300 -22.1% /
+# -11.9%, GB200 -12.7% / -1.1%. Before HybridEP's in-dispatch padding (its experts skip TEGroupedMLP's FP8 padding):
+# -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own Blackwell attention table:
+# -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (4015, 4571),
-    "gb200-deepseek-v3-256": (3836, 4369),
-    "gb300-gpt-oss-120b-64": (25407, 27849),
-    "gb200-gpt-oss-120b-64": (25164, 27508),
-    "gb300-qwen3-30b-a3b-8": (35797, 39685),
-    "gb200-qwen3-30b-a3b-8": (35330, 39174),
-    "gb300-qwen3-235b-a22b-256": (6550, 7336),
-    "gb200-qwen3-235b-a22b-256": (6087, 6839),
+    "gb300-deepseek-v3-256": (4146, 4760),
+    "gb200-deepseek-v3-256": (3947, 4531),
+    "gb300-gpt-oss-120b-64": (26041, 28692),
+    "gb200-gpt-oss-120b-64": (25787, 28330),
+    "gb300-qwen3-30b-a3b-8": (38413, 43067),
+    "gb200-qwen3-30b-a3b-8": (37890, 42486),
+    "gb300-qwen3-235b-a22b-256": (6872, 7769),
+    "gb200-qwen3-235b-a22b-256": (6353, 7203),
 }
 
 
@@ -47,7 +48,7 @@ def test_simulated_throughputs_are_the_pinned_ones(results: dict[str, tuple[RowR
 
 
 def test_every_row_is_predicted_slow_and_gb300_most(results: dict[str, tuple[RowResult, RowResult]]) -> None:
-    """The finding this check records: every row is simulated slow, at the fitted residual by 11-36%, and the
+    """The finding this check records: every row is simulated slow, at the fitted residual by 5-34%, and the
     GB300 rows more than the GB200 rows of the same model (measured GB300 / GB200 1.10-1.28x, simulated 1.01-1.08x:
     the presets give the two the same dense peaks and HBM bandwidth)."""
     for fitted, _ in results.values():
@@ -58,16 +59,19 @@ def test_every_row_is_predicted_slow_and_gb300_most(results: dict[str, tuple[Row
         assert gb300.error < gb200.error, model
         measured = gb300.row.measured_tokens_per_s_per_gpu / gb200.row.measured_tokens_per_s_per_gpu
         simulated = gb300.tokens_per_s_per_gpu / gb200.tokens_per_s_per_gpu
-        assert measured > 1.09 and simulated < 1.08, model
+        assert measured > 1.09 and simulated < measured, model
 
 
 def test_the_fitted_residual_moves_every_row_away_from_the_measurement(
     results: dict[str, tuple[RowResult, RowResult]],
 ) -> None:
-    """Issue 40 item 4, counted: the residual fitted on H800 MegaScale-MoE slows every Blackwell row, and every row
-    is nearer its measurement at residual 1 (still slow: GB200 -2% to -11%, GB300 -11% to -27%)."""
+    """Issue 40 item 4, counted: the residual fitted on H800 MegaScale-MoE slows every Blackwell row, each of them
+    already slow; at residual 1 seven of eight are nearer their measurement (GB200 -8% to +6%, GB300 -24% to -3%)."""
+    nearer = 0
     for fitted, unfitted in results.values():
-        assert fitted.error < unfitted.error < 0, fitted.row.name
+        assert fitted.error < min(unfitted.error, 0), fitted.row.name
+        nearer += abs(unfitted.error) < abs(fitted.error)
+    assert nearer == 7
 
 
 def test_the_table_prints_each_row() -> None:
