@@ -117,11 +117,11 @@ def markdown(frame: pd.DataFrame) -> str:
         ),
         "",
         (
-            "An EP all-to-all inside one domain is costed as NCCL's in-node all-to-all (the declared "
-            "all_to_all_efficiency, 0.75), one whose group spans domains as DeepEP's (its published NVLink rate, "
-            "0.97, beside the NIC bytes; simulator/costs/kernels.py collective_wire_bytes). Every row here keeps "
-            "its group inside its domain, so they compare alike; a model whose expert group outgrows the domain "
-            "(DeepSeek-V3's EP 64) steps up where the group first fits one domain: docs/results.md."
+            "An EP all-to-all inside one domain is costed as NCCL's in-node all-to-all (all_to_all_efficiency 1.0 "
+            "of NCCL's bus bandwidth, nccl-tests#212), one whose group spans domains as DeepEP's (its published "
+            "NVLink rate, 0.97, beside the NIC bytes; simulator/costs/kernels.py collective_wire_bytes). Every row "
+            "here keeps its group inside its domain, so they compare alike; DeepSeek-V3's EP 64 against the domain "
+            "size: docs/results.md."
         ),
         "",
         _verdict(frame),
