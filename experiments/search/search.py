@@ -352,17 +352,20 @@ def _lines(
     total: int, quiet: bool, progress: Callable[[str], None] | None, pruner: BoundPruner | None = None
 ) -> Callable[[dict], None] | None:
     """Progress lines on stderr where it is a log, not a terminal (experiments/common/progress.py): the points
-    simulated of ``total`` less those the ``pruner`` skipped so far (more are skipped as the best rows improve:
-    most token dispatcher variants of a Megatron-Core space), the best step time so far, an ETA."""
+    simulated of ``total`` less those the ``pruner`` will skip (their bound exceeds the best rows' already: most
+    token dispatcher variants of a Megatron-Core space), the best step time so far, an ETA."""
     if progress is not None:
         return None  # the caller gets a line per point
     lines = Lines(total, "search: simulated", lambda line: print(line, file=sys.stderr, flush=True), quiet=quiet)
     best_s = [float("inf")]
+    done: set[str] = set()
 
     def watch(row: dict) -> None:
         if not row.get("error"):
             best_s[0] = min(best_s[0], float(row["step_time_s"]))
-        lines.total = total - (pruner.skipped if pruner is not None else 0)
+        done.add(str(row.get("point_id")))
+        if pruner is not None:  # those not run whose bound exceeds the threshold: skipped, or to be (it only falls)
+            lines.total = total - pruner.cannot_rank(done)
         lines.update(f"{best_s[0]:.3f} s per step" if best_s[0] < float("inf") else "")
 
     return watch

@@ -143,3 +143,17 @@ def test_a_flex_winner_runs_back_to_its_step(capsys: pytest.CaptureFixture[str])
     run = parse_megatron_args(line).resolve(load_model(QWEN), None, 16)
     report = simulate(run.model, run.layout, 16, cluster="h800", global_batch=32, seq_len=4096)
     assert f"{report.step_time_s:.3f}" == f"{step_s:.3f}"
+
+
+def test_progress_counts_out_what_cannot_rank() -> None:
+    """The progress lines' total leaves out the points whose bound already exceeds the best row (most dispatcher
+    variants end there): a point run already is not counted out twice."""
+    from experiments.search.bound import BoundPruner
+    from experiments.search.sweep_table import point_id
+
+    points = [{"gpus": 1, "pp": pp} for pp in (1, 2, 3)]
+    pruner = BoundPruner(points, [1.0, 2.0, 5.0], top=1)
+    assert pruner.cannot_rank(set()) == 0  # no row yet: every point may rank
+    pruner.seen({"step_time_s": 3.0})
+    assert pruner.cannot_rank(set()) == 1
+    assert pruner.cannot_rank({point_id(points[2])}) == 0
