@@ -60,6 +60,11 @@ SEARCHED_FLAGS = (
 )
 
 
+# The flags that select the token dispatcher (workloads/inputs/megatron.py): the search prints its point's
+# (experiments/search/megatron.py megatron_flags) in place of the job's.
+DISPATCHER_FLAGS = ("--moe-token-dispatcher-type", "--moe-flex-dispatcher-backend", "--moe-enable-deepep")
+
+
 def needs_megascale(layout: LayoutSpec) -> str:
     """What of MegaScale-MoE a layout uses that Megatron-Core cannot run: Ulysses SP attention, SAR, the fused
     GEMM + all-gather / reduce-scatter kernels (intra-op overlap); '' for none."""

@@ -54,6 +54,11 @@ class BoundPruner:
         """The step time a point must beat to rank: the top-th best so far (infinite until top have run)."""
         return -self._best[0] if len(self._best) >= self.top else float("inf")
 
+    def cannot_rank(self, done: set[str]) -> int:
+        """Points (by id) not in ``done`` whose bound exceeds the threshold: skipped, or to be, as it only falls."""
+        threshold_s = self.threshold_s
+        return sum(1 for key, b in self.bound_s.items() if b is not None and b > threshold_s and key not in done)
+
     def skip(self, point: Params) -> bool:
         bound = self.bound_s.get(point_id(point))
         return bound is not None and bound > self.threshold_s

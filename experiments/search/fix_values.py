@@ -23,6 +23,7 @@ def space_choices(space: Any) -> dict[str, set[str]]:
         "schedule": {s.name for s in space.schedules},
         "virtual_stages": {s.chunks for s in space.schedules},
         "ep_overlap": {s.ep_overlap for s in space.schedules} | {True for s in space.schedules if s.layerwise_with_ep},
+        "token_dispatcher": set(space.dispatchers),  # none: the space keeps the base layout's
     }
     recompute = [choice.get("recompute") for tier in space.recompute_tiers for choice in tier]
     if None not in recompute:  # else (narrow) some choice keeps the base layout's recompute: any may be fixed
@@ -37,6 +38,5 @@ def check_fixed(key: str, value: str, choices: set[str] | None) -> None:
         if not (value.isdigit() and int(value) >= 1):
             raise ConfigError("fix", f"{key}={value!r}: {key} is a positive integer")
     elif choices is not None and value.lower() not in choices:
-        raise ConfigError(
-            "fix", f"{key}={value!r} is not in the search space; {key} takes {', '.join(sorted(choices))}"
-        )
+        takes = f"{key} takes {', '.join(sorted(choices))}" if choices else f"this space does not search {key}"
+        raise ConfigError("fix", f"{key}={value!r} is not in the search space; {takes}")

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.common.paths import write_text
-from experiments.search.answer import job_flags
+from experiments.search.answer import DISPATCHER_FLAGS, job_flags
+from experiments.search.dispatch_choices import MEGATRON_DISPATCHERS
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
 from workloads.dispatchers.registry import DISPATCHERS
@@ -31,6 +32,7 @@ class MegatronBase:
     # (model, layout) files as Megatron builds the job at each (TP, FFN split): the vocabulary padded to 128 x TP,
     # the settings resolve() derives from TP (tp_async_backward) and from EP (dropless)
     by_tp: dict[tuple[int, str], tuple[str, str]]
+    dispatchers: tuple[str, ...] = ()  # the token dispatchers the job allows, its own first (none: a dense model)
 
 
 def write_base(
@@ -74,7 +76,30 @@ def write_base(
         layout.ep_max_nodes,
         layout.recompute_modules if layout.recompute == "selective" else (),
         by_tp,
+        job_dispatchers(args_text, model, gpus, run.layout.token_dispatcher) if run.model.moe_layers else (),
     )
+
+
+def job_dispatchers(args_text: str, model: str, gpus: int, own: str) -> tuple[str, ...]:
+    """The job's own token dispatcher ``own``, then each other of Megatron-Core's with which Megatron-LM builds the job
+    the same but for the dispatcher (resolved at EP 2): a flag that needs one dispatcher (--moe-shared-expert-overlap:
+    alltoall or flex; --moe-expert-rank-capacity-factor: flex with hybridep) or a setting that follows from one
+    (drop-and-pad skips the host sync under alltoall only) keeps the others out of the search."""
+    at_ep = " --expert-model-parallel-size 2"
+    try:
+        job = parse_megatron_args(job_flags(args_text) + at_ep).resolve(load_model(model), None, gpus)
+    except ConfigError:
+        return (own,)
+    kept = [own]
+    for name in (name for name in MEGATRON_DISPATCHERS if name != own):
+        flags = f"{job_flags(args_text, DISPATCHER_FLAGS)} {DISPATCHERS[name].megatron}{at_ep}"
+        try:
+            other = parse_megatron_args(flags).resolve(load_model(model), None, gpus)
+        except ConfigError:
+            continue
+        if other.model == job.model and other.layout == job.layout.with_(token_dispatcher=name):
+            kept.append(name)
+    return tuple(kept)
 
 
 def searchable(layout: LayoutSpec, dense: bool) -> LayoutSpec:
@@ -101,6 +126,8 @@ def megatron_flags(layout: LayoutSpec, row: dict[str, str]) -> str:
         flags.append(f"--expert-model-parallel-size {layout.ep_degree} --expert-tensor-parallel-size {layout.etp}")
     elif workload.model.moe_layers:  # every expert split over the TP group
         flags.append(f"--expert-model-parallel-size 1 --expert-tensor-parallel-size {tp}")
+    if workload.model.moe_layers and DISPATCHERS[layout.token_dispatcher].megatron:  # the job's own, or searched
+        flags.append(DISPATCHERS[layout.token_dispatcher].megatron)
     flags.append(f"--micro-batch-size {layout.micro_batch}")
     if layout.ep_overlap:
         flags.append("--overlap-moe-expert-parallel-comm" + (" --delay-wgrad-compute" if layout.delay_wgrad else ""))

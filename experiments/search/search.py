@@ -23,8 +23,9 @@ from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
 # Layouts of the space, by formula: each memory-checked, those that fit bounded (~0.03 CPU-s), those that can rank
-# simulated (~0.3 CPU-s each). The default spaces fit: DeepSeek-V3 on 512 H800s 1,820, Mixtral-8x7B on 64 1,583.
-DEFAULT_MAX_POINTS = 2_000
+# simulated (~0.3 CPU-s each). The default spaces fit, each token dispatcher of a layout a point of its own:
+# DeepSeek-V3 on 512 H800s 5,945, Mixtral-8x7B on 64 4,703, Qwen3-235B-A22B on 256 7,841.
+DEFAULT_MAX_POINTS = 8_000
 BASE_RECOMPUTE = "sar"  # the base layout's, which the narrow space keeps
 
 
@@ -106,9 +107,12 @@ def format_rows(rows: list[dict[str, str]], tied: list[bool] | None = None, need
     dense = bool(rows) and not load_model(rows[0]["model"]).moe_layers
     tied = tied or [False] * len(rows)
     needs_head = f" {'needs':>18}" if needs else ""
+    dispatched = any(r.get("token_dispatcher") for r in rows)  # a space that searches the token dispatcher
     lines = [
         (
-            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>6} {'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
+            f"{'#':>3} {'attn':>4} {'ffn':>3} {'n':>2} {'ep':>6} "
+            + (f"{'dispatcher':>13} " if dispatched else "")
+            + f"{'cp':>2} {'pp':>3} {'dp':>4} {'mb':>2} "
             f"{'schedule':>18} {'recompute':>10} {'step s':>8} {'tie':>3} {'tokens/s':>10} {'MFU':>6} {'mem GiB':>8}"
             + needs_head
         )
@@ -116,7 +120,8 @@ def format_rows(rows: list[dict[str, str]], tied: list[bool] | None = None, need
     for rank, r in enumerate(rows, 1):
         lines.append(
             f"{rank:>3} {r['attention']:>4} {'-' if dense else r['ffn']:>3} {r['intra_size']:>2} {_ep_text(r):>6} "
-            f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
+            + (f"{r.get('token_dispatcher') or '-':>13} " if dispatched else "")
+            + f"{r.get('cp') or '1':>2} {r['pp']:>3} {r['dp']:>4} {r['micro_batch']:>2} {_schedule_text(r):>18} "
             f"{r.get('recompute') or BASE_RECOMPUTE:>10} {float(r['step_time_s']):>8.3f} "
             f"{'=' if tied[rank - 1] else '':>3} {float(r['tokens_per_s']):>10,.0f} {float(r['mfu']) * 100:>5.1f}% "
             f"{float(r['peak_memory_gib']):>8.1f}" + (f" {needs[rank - 1]:>18}" if needs else "")
@@ -142,6 +147,7 @@ SEARCHED = (
     "recompute",
     "recompute_modules",
     "recompute_to_fit",
+    "token_dispatcher",
 )
 LEGEND = (
     "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "
@@ -152,6 +158,10 @@ LEGEND = (
     "overlapped with another micro-batch, wgrad delayed); recompute = what backward re-runs (none, sar, "
     "selective modules, full); step s = one step; tokens/s = the whole cluster; MFU = GEMM + FlashAttention "
     "FLOPs over peak; mem GiB = peak memory per GPU; tie = within the error band of the fastest"
+)
+DISPATCHER_LEGEND = (
+    "; dispatcher = Megatron-Core's token dispatcher (alltoall, allgather, flex-deepep and flex-hybridep: the flex "
+    "dispatcher with DeepEP's or HybridEP's kernels), searched where the EP group has more than one rank"
 )
 NEEDS_LEGEND = (
     "; needs = what of MegaScale-MoE the layout uses that Megatron-LM cannot run (ulysses: Ulysses SP attention, "
@@ -300,7 +310,9 @@ def search(
             workers=workers,
             by_tp=by_tp,
         )
-        say(f"search: {len(points)} layouts to simulate; pruned before simulation: {pruned.summary()}")
+        parallel = {tuple((k, v) for k, v in p.items() if k != "token_dispatcher") for p in points}
+        each = f" ({len(parallel)} parallel layouts, each with its token dispatchers)" if space.dispatchers else ""
+        say(f"search: {len(points)} layouts to simulate{each}; pruned before simulation: {pruned.summary()}")
         if not points:
             raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
         return rank(points, workers=workers, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
@@ -329,24 +341,31 @@ def rank(
         lower_bounds = bounds(points, workers=workers)
         options["prune"] = BoundPruner(points, lower_bounds, top)
         points = by_bound(points, lower_bounds)
-    options["watch"] = _lines(len(points), quiet, progress)  # its clock starts with the simulations
+    options["watch"] = _lines(len(points), quiet, progress, options.get("prune"))  # its clock starts here
     if out is not None:
         return fastest(run_sweep(points, out, **options), top)
     with temporary_folder("moesim-search-") as folder:
         return fastest(run_sweep(points, folder / "search.csv", **options), top)
 
 
-def _lines(total: int, quiet: bool, progress: Callable[[str], None] | None) -> Callable[[dict], None] | None:
+def _lines(
+    total: int, quiet: bool, progress: Callable[[str], None] | None, pruner: BoundPruner | None = None
+) -> Callable[[dict], None] | None:
     """Progress lines on stderr where it is a log, not a terminal (experiments/common/progress.py): the points
-    simulated of ``total`` (skipped ones end the search early), the best step time so far, an ETA."""
+    simulated of ``total`` less those the ``pruner`` will skip (their bound exceeds the best rows' already: most
+    token dispatcher variants of a Megatron-Core space), the best step time so far, an ETA."""
     if progress is not None:
         return None  # the caller gets a line per point
     lines = Lines(total, "search: simulated", lambda line: print(line, file=sys.stderr, flush=True), quiet=quiet)
     best_s = [float("inf")]
+    done: set[str] = set()
 
     def watch(row: dict) -> None:
         if not row.get("error"):
             best_s[0] = min(best_s[0], float(row["step_time_s"]))
+        done.add(str(row.get("point_id")))
+        if pruner is not None:  # those not run whose bound exceeds the threshold: skipped, or to be (it only falls)
+            lines.total = total - pruner.cannot_rank(done)
         lines.update(f"{best_s[0]:.3f} s per step" if best_s[0] < float("inf") else "")
 
     return watch

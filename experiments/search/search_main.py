@@ -9,6 +9,7 @@ from pathlib import Path
 
 from experiments.common.paths import temporary_folder, write_text
 from experiments.search.answer import (
+    DISPATCHER_FLAGS,
     bands,
     compact_yaml,
     default_job,
@@ -22,6 +23,7 @@ from experiments.search.megatron import caveats, megatron_flags, write_base
 from experiments.search.search import (
     BASE_LAYOUT,
     DEFAULT_MAX_POINTS,
+    DISPATCHER_LEGEND,
     LEGEND,
     NEEDS_LEGEND,
     assumptions,
@@ -66,7 +68,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         job = write_base(job_text, args.model, args.gpus, job_folder, gb, sl, tps)
         by_tp = job.by_tp
         model, base = job.model_path, job.layout_path
-        space = SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules)
+        space = SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules, job.dispatchers)
         global_batch, seq_len = job.global_batch, job.seq_len
     space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
     print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
@@ -100,6 +102,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     legend = (
         LEGEND if job_folder is None else LEGEND.replace("sp: Ulysses sequence parallel, ", "").replace("sar, ", "")
     )
+    legend += DISPATCHER_LEGEND if any(row.get("token_dispatcher") for row in rows) else ""
     print(textwrap.fill(legend + (NEEDS_LEGEND if needs else ""), width=110, subsequent_indent="  "))
     if not rows:
         return
@@ -128,6 +131,7 @@ def _print_megatron_winner(
     in place of its parallel ones), as a moesim layout file, and as a ``moesim run`` line."""
     searched = megatron_flags(layout, row)
     drop = ("--tp-comm-overlap",) if layout.intra_size == 1 else ()  # Megatron-LM refuses it at TP 1 (caveats)
+    drop += DISPATCHER_FLAGS  # the row's dispatcher is among the searched flags
     line = f"{job_flags(job_text, drop)} {searched} --global-batch-size {global_batch} --seq-length {seq_len}"
     print(f"fastest, as Megatron-LM arguments: {line}")
     for caveat in caveats(layout, cluster_preset(args.cluster, args.gpus).gpus_per_node):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from experiments.common.parallel import Workers
+from experiments.search.dispatch_choices import MEGATRON_DISPATCHERS, point_dispatchers
 from experiments.search.fix_values import check_fixed, space_choices
 from simulator.memory.per_gpu import peak_memory
 from topologies.errors import ConfigError
@@ -106,6 +107,7 @@ DIMENSIONS = (
     "virtual_stages",
     "ep_overlap",
     "recompute",
+    "token_dispatcher",
 )
 MODES = (("sp", "ep"), ("sp", "tp"), ("tp", "ep"), ("tp", "tp"))  # (attention, ffn) over the intra group
 MEGATRON_MODES = (("tp", "ep"), ("tp", "tp"))  # Megatron-Core splits attention by TP (with SP) only
@@ -144,6 +146,9 @@ class SearchSpace:
     max_pp: int = 64
     fixed: tuple[tuple[str, str], ...] = ()  # (dimension, value as text): only points that have it
     modes: tuple[tuple[str, str], ...] = MODES
+    # Token dispatchers (the job's own first) tried where the EP group has more than one rank
+    # (experiments/search/dispatch_choices.py); none: every point keeps the base layout's
+    dispatchers: tuple[str, ...] = ()
 
     def keeps(self, point: dict[str, object]) -> bool:
         """Whether the point has every fixed value (compared as lower-case text: 4 == "4", True == "true")."""
@@ -172,11 +177,16 @@ class SearchSpace:
         return cls()
 
     @classmethod
-    def megatron(cls, ep_max_nodes: int = 0, job_modules: tuple[str, ...] = ()) -> SearchSpace:
+    def megatron(
+        cls,
+        ep_max_nodes: int = 0,
+        job_modules: tuple[str, ...] = (),
+        dispatchers: tuple[str, ...] = MEGATRON_DISPATCHERS,
+    ) -> SearchSpace:
         """What Megatron-Core can run around a user's job (``moesim search --megatron-args``): TP attention with
         sequence parallelism, 1F1B or interleaved schedules with or without its EP overlap (combined 1F1B,
-        delayed wgrads), its recompute (none, selective modules, the job's own among them, full); the job's
-        node-limited routing kept."""
+        delayed wgrads), its recompute (none, selective modules, the job's own among them, full), its token
+        dispatchers that the job allows (its own first); the job's node-limited routing kept."""
         selective = (("core_attn", "layernorm", "moe_act"), ("core_attn", "layernorm"))
         if job_modules and job_modules not in selective:
             selective = (job_modules, *selective)
@@ -195,6 +205,7 @@ class SearchSpace:
                 ({"recompute": "full", "recompute_to_fit": True},),
             ),
             modes=MEGATRON_MODES,
+            dispatchers=dispatchers,
         )
 
     @classmethod
@@ -260,7 +271,7 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
                             for schedule in space.schedules:
                                 if pp == 1 and not _one_stage(schedule, space):
                                     continue  # one stage: every schedule is the first one's step
-                                yield {
+                                point = {
                                     "attention": attention,
                                     "ffn": ffn,
                                     "intra_size": n,
@@ -272,6 +283,9 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
                                     "micro_batch": micro_batch,
                                     **schedule.fields(ffn),
                                 }
+                                dispatchers = point_dispatchers(space.dispatchers, model, job.gpus_per_node, point)
+                                for dispatcher in dispatchers:
+                                    yield {**point, "token_dispatcher": dispatcher} if dispatcher else point
 
 
 def _one_stage(schedule: Schedule, space: SearchSpace) -> bool:

@@ -4,12 +4,14 @@
 a space too large is refused in a fraction of a second, not after a minute of enumeration. The count is the
 points of ``_grid`` that pass ``_divides`` (experiments/search/space.py), each recompute tier counted once:
 a sum over (intra size, attention / FFN split, CP, PP) of the product of the choices that do not interact
-(micro-batches that divide the batch per replica, expert groups, schedules). tests/unit/test_search_size.py
-holds it equal to the enumeration.
+(micro-batches that divide the batch per replica; expert groups, each with its schedules, each of those with
+the token dispatchers it searches: experiments/search/dispatch_choices.py). tests/unit/test_search_answer.py holds it
+equal to the enumeration.
 """
 
 from __future__ import annotations
 
+from experiments.search.dispatch_choices import point_dispatchers
 from experiments.search.space import Job, SearchSpace, _expert_groups, _modes, _one_stage, divisors, ep_degrees
 from workloads.schedules.registry import block_count
 from workloads.specs.models import ModelSpec
@@ -38,24 +40,27 @@ def space_size(model: ModelSpec, job: Job, space: SearchSpace) -> int:
                         if job.global_batch % (dp * mb) == 0 and space.keeps({"micro_batch": mb})
                     )
                     eps = ep_degrees(model, n, job.gpus // pp, space) if ffn == "ep" else [0]
-                    groups = sum(
-                        1
+                    group_points = sum(
+                        _schedules(model, job, space, pp, {"ffn": ffn, "intra_size": n, "ep": ep, "etp": etp})
                         for ep, etp, m in _expert_groups(eps, job.gpus_per_node, space, ffn == "ep")
                         if space.keeps({"ep": ep, "etp": etp, "ep_max_nodes": m})
                     )
-                    total += batches * groups * _schedules(model, space, pp, ffn)
+                    total += batches * group_points
     return total
 
 
-def _schedules(model: ModelSpec, space: SearchSpace, pp: int, ffn: str) -> int:
-    """The schedules searched at ``pp`` stages that the pins keep and whose blocks the space can split."""
+def _schedules(model: ModelSpec, job: Job, space: SearchSpace, pp: int, group: dict[str, object]) -> int:
+    """The (schedule, token dispatcher) pairs of an expert ``group`` searched at ``pp`` stages that the pins keep
+    and whose blocks the space can split."""
     count = 0
     for schedule in space.schedules:
         if pp == 1 and not _one_stage(schedule, space):
             continue
-        if not space.keeps(schedule.fields(ffn)):
+        fields = schedule.fields(str(group["ffn"]))
+        if not space.keeps(fields):
             continue
         if not space.uneven_pp and model.num_layers % block_count(schedule.name, pp, schedule.chunks):
             continue
-        count += 1
+        dispatchers = point_dispatchers(space.dispatchers, model, job.gpus_per_node, {**group, **fields})
+        count += sum(1 for d in dispatchers if not d or space.keeps({"token_dispatcher": d}))
     return count

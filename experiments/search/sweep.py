@@ -41,6 +41,7 @@ from simulator.report.clusters import load_cluster
 from simulator.report.simulate import COMM_KINDS, Report
 from topologies.bounds import check_physical
 from topologies.errors import ConfigError
+from topologies.units import bandwidth_GBps
 from workloads.inputs.yaml_files import is_yaml_path, load_layout, load_model, read_yaml
 from workloads.specs.fieldtypes import check_value
 from workloads.specs.layouts import LayoutSpec
@@ -90,6 +91,8 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
         values = value if isinstance(value, list) else [value]
         if not values:
             raise ConfigError(f"sweep.{key}", "give a value or a non-empty list")
+        if key == "nic_gbps":  # as --nic-gbps takes it: 400Gb/s, 50GB/s (topologies/units.py); a number is GB/s
+            values = [bandwidth_GBps(f"sweep.{key}", v)[0] if isinstance(v, str) else v for v in values]
         for v in values:
             _check(f"sweep.{key}", key, v)
         if key in PATH_KEYS:

@@ -146,9 +146,11 @@ def test_unknown_flags_are_listed_with_one_warning(capsys: pytest.CaptureFixture
 
 
 def test_ep_overlap_flags_are_simulated_with_virtual_stages() -> None:
-    """With EP 8 and virtual stages, --overlap-moe-expert-parallel-comm and --delay-wgrad-compute set the layout's
-    ep_overlap and delay_wgrad and nothing is listed as not simulated; --delay-wgrad-compute alone is dropped."""
-    flags = FLAGS + " --num-virtual-stages-per-pipeline-rank 2 --overlap-moe-expert-parallel-comm --delay-wgrad-compute"
+    """With EP 8, virtual stages and the alltoall dispatcher (Megatron-Core refuses the overlap with its default,
+    allgather), --overlap-moe-expert-parallel-comm and --delay-wgrad-compute set the layout's ep_overlap and
+    delay_wgrad and nothing is listed as not simulated; --delay-wgrad-compute alone is dropped."""
+    flags = FLAGS + " --num-virtual-stages-per-pipeline-rank 2 --moe-token-dispatcher-type alltoall"
+    flags += " --overlap-moe-expert-parallel-comm --delay-wgrad-compute"
     run = parse_megatron_args(flags).resolve(MIXTRAL)
     assert (run.layout.ep_overlap, run.layout.delay_wgrad, run.layout.schedule) == (True, True, "interleaved")
     assert all(arg.reason != NOT_SIMULATED for arg in run.ignored)

@@ -57,14 +57,15 @@ def test_the_formula_counts_what_is_enumerated(model: str, gpus: int, space: Sea
 
 
 def test_the_default_searches_fit_their_limit() -> None:
-    """Issue 42 item 5: the default (Megatron-Core) search of DeepSeek-V3 on 512 and Mixtral-8x7B on 64 GPUs is
-    not refused by its own --max-points; MegaScale-MoE's space for DeepSeek-V3 is, before any work."""
-    for model, gpus in (("deepseek-v3", 512), ("mixtral-8x7b", 64)):
+    """Issue 42 item 5: the default (Megatron-Core) search of DeepSeek-V3 on 512, Mixtral-8x7B on 64 and
+    Qwen3-235B-A22B on 256 GPUs, each token dispatcher a point, is not refused by its own --max-points;
+    MegaScale-MoE's space for the 352B model on 1,440 GPUs is, before any work."""
+    for model, gpus in (("deepseek-v3", 512), ("mixtral-8x7b", 64), ("qwen3-235b-a22b", 256)):
         assert (
             space_size(load_model(model), job_of("h800", gpus, 720, 8192), SearchSpace.megatron()) <= DEFAULT_MAX_POINTS
         )
     assert (
-        space_size(load_model("deepseek-v3"), job_of("h800", 512, 720, 8192), SearchSpace.wide()) > DEFAULT_MAX_POINTS
+        space_size(load_model("paper-352b"), job_of("h800", 1440, 720, 8192), SearchSpace.wide()) > DEFAULT_MAX_POINTS
     )
 
 
@@ -73,12 +74,12 @@ def test_max_points_refuses_before_any_layout_is_built(monkeypatch, capsys) -> N
         raise AssertionError("layouts were built before the refusal")
 
     monkeypatch.setattr(search_module, "layouts", no_work)
-    argv = ["search", "--model", "deepseek-v3", "--gpus", "512", "--space", "megascale", "--quiet"]
+    argv = ["search", "--model", "paper-352b", "--gpus", "1440", "--space", "megascale", "--quiet"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "the space holds 5,677 layouts" in err[0] and "--max-points 2,000" in err[0]
+    assert len(err) == 1 and "the space holds 22,090 layouts" in err[0] and "--max-points 8,000" in err[0]
     assert main(["search", "--model", "mixtral-8x7b", "--gpus", "64", "--max-points", "100", "--quiet"]) == 2
-    assert "holds 1,583 layouts (by formula, before any is built), over --max-points 100" in capsys.readouterr().err
+    assert "holds 4,703 layouts (by formula, before any is built), over --max-points 100" in capsys.readouterr().err
 
 
 def test_progress_lines_say_done_best_and_eta(monkeypatch) -> None:
@@ -138,9 +139,8 @@ def test_the_default_search_answers_in_megatron_words(capsys) -> None:
     ranked = [line.split() for line in out.splitlines() if line.split() and line.split()[0] in ("1", "2", "3")]
     assert ranked and all(row[1] == "tp" and "sar" not in row for row in ranked)
     line = re.search(r"fastest, as Megatron-LM arguments: (.*)", out).group(1)
-    assert (
-        line.startswith("--moe-token-dispatcher-type alltoall") and "--global-batch-size 16 --seq-length 2048" in line
-    )
+    assert line.startswith("--moe-grouped-gemm") and "--global-batch-size 16 --seq-length 2048" in line
+    assert line.count("--moe-token-dispatcher-type") == 1  # the row's, in place of the job's alltoall
     layout_text = out.split("fastest, as a moesim layout file (--write-layout FILE writes it):\n")[1]
     layout_text = layout_text.split("fastest, simulated again: ")[0]
     layout = layout_from_dict(yaml.safe_load(layout_text.replace("\n  ", "\n")))

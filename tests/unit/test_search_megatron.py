@@ -23,7 +23,7 @@ JOB = "--bf16 --swiglu --untie-embeddings-and-output-weights --use-distributed-o
 
 def test_the_space_is_what_megatron_core_runs(tmp_path: Path) -> None:
     """TP attention only, 1F1B (with and without EP overlap at one stage) or interleaved, no SAR, the job's
-    dispatcher kept in every point's base."""
+    dispatcher kept in every point's base (and among those its EP points try)."""
     base = write_base(f"{JOB} --expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall", QWEN, 16, tmp_path,
                       64, None)  # fmt: skip
     assert (base.global_batch, base.seq_len) == (64, 4096)
@@ -62,7 +62,8 @@ def test_flags_by_hand(tmp_path: Path) -> None:
     assert megatron_flags(layout, row) == (
         "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 5 "
         "--pipeline-model-parallel-layout 'Et*9|(t*10|)*3t*9L' --context-parallel-size 1 "
-        "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --micro-batch-size 1 "
+        "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --moe-token-dispatcher-type allgather "
+        "--micro-batch-size 1 "
         "--recompute-granularity selective --recompute-modules core_attn moe_act"
     )
 

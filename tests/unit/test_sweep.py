@@ -238,3 +238,17 @@ def test_bad_scheduler_is_one_line_quickly(tmp_path: Path, address: str, says: s
     with pytest.raises(ConfigError, match=f"^scheduler: .*{says}"):
         run_sweep(points, output, scheduler=address, progress=lambda _: None)
     assert not output.exists()
+
+
+def test_nic_gbps_takes_unit_strings_as_the_cli_does(tmp_path: Path, capsys) -> None:
+    """nic_gbps: 400Gb/s is 50 GB/s (the point is the one of a bare 50), 50GB/s is 50; a bare number stays GB/s;
+    a malformed string is a one-line error naming the key."""
+    for text, gbps in (("400Gb/s", 50.0), ("[50GB/s, 800Gbps]", None), ("50", 50)):
+        points, _ = load_sweep(_write(tmp_path, SWEEP.replace("nic_gbps: 50", f"nic_gbps: {text}")))
+        if gbps is None:
+            assert sorted({p["nic_gbps"] for p in points}) == [50.0, 100.0]
+        else:
+            assert {p["nic_gbps"] for p in points} == {gbps}
+    assert main(["sweep", str(_write(tmp_path, SWEEP.replace("nic_gbps: 50", "nic_gbps: 400 Gbit")))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sweep.nic_gbps" in err[0] and "400Gb/s" in err[0]

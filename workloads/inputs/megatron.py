@@ -215,6 +215,8 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     pad = bool(args.get("--moe-pad-expert-input-to-capacity"))
     if pad and capacity is None:
         raise ConfigError("--moe-pad-expert-input-to-capacity", "needs --moe-expert-capacity-factor")
+    if pad and dispatcher == "flex" and backend == "deepep":  # transformer_config.py __post_init__ at d98e8a64dd
+        raise ConfigError("--moe-pad-expert-input-to-capacity", "the flex dispatcher's deepep backend refuses it")
     if capacity is not None and capacity < 1.0:
         raise ConfigError("--moe-expert-capacity-factor", f"{capacity} < 1 drops tokens: not modelled (use >= 1)")
     if capacity is not None and not pad:
@@ -319,10 +321,15 @@ def _cross_entropy(args: dict[str, Any]) -> str:
 
 
 def _ep_overlap(fields: dict[str, Any], ignored: list[IgnoredArg]) -> None:
-    """--overlap-moe-expert-parallel-comm needs EP > 1 and, with PP > 1, virtual stages; --delay-wgrad-compute
-    needs it (Megatron-LM arguments.py asserts both): a flag whose requirement fails is listed and dropped."""
+    """--overlap-moe-expert-parallel-comm needs EP > 1 and, with PP > 1, virtual stages, and the alltoall or flex
+    dispatcher; --delay-wgrad-compute needs it (Megatron-LM asserts them): a flag whose requirement fails is listed and
+    dropped."""
     if fields["ep_overlap"] and (fields["ep"] <= 1 or (fields["pp"] > 1 and fields["virtual_stages"] == 1)):
         reason = "needs --expert-model-parallel-size > 1 and, with PP > 1, virtual stages (Megatron-Core)"
+        ignored.append(IgnoredArg("--overlap-moe-expert-parallel-comm", reason))
+        fields["ep_overlap"] = False
+    if fields["ep_overlap"] and fields["token_dispatcher"] == "allgather":  # transformer_config.py at d98e8a64dd
+        reason = "needs the alltoall or flex token dispatcher (Megatron-Core)"
         ignored.append(IgnoredArg("--overlap-moe-expert-parallel-comm", reason))
         fields["ep_overlap"] = False
     if fields["delay_wgrad"] and not fields["ep_overlap"]:
