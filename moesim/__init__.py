@@ -40,11 +40,11 @@ _WHERE = {  # public name -> (module, name there)
 }
 __all__ = [
     "CLUSTER_PRESETS",
+    "LAYOUT_PRESETS",
+    "MODEL_PRESETS",
     "ClusterSpec",
     "ConfigError",
-    "LAYOUT_PRESETS",
     "LayoutSpec",
-    "MODEL_PRESETS",
     "ModelSpec",
     "Report",
     "cluster_preset",

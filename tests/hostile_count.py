@@ -205,7 +205,9 @@ def fuzz(tally: Tally) -> None:
     fuzzers.cli_outcome = lambda target, capsys, argv: timed(
         lambda: cli_outcome(target, capsys, argv), "moesim " + " ".join(argv)
     )
-    status = pytest.main([str(ROOT / "tests/properties/test_fuzz_config.py"), "-q", "-p", "no:cacheprovider", "-x", "-n", "0"])
+    status = pytest.main(
+        [str(ROOT / "tests/properties/test_fuzz_config.py"), "-q", "-p", "no:cacheprovider", "-x", "-n", "0"]
+    )
     tried = sum(v for k, v in fuzzers.TRIED.items() if ":" not in k)
     errors = sum(v for k, v in fuzzers.TRIED.items() if k.endswith(":error"))
     tally.tried += tried

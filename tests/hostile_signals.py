@@ -37,7 +37,9 @@ def _said(stderr: str) -> tuple[str, bool]:
 def shell(folder: Path, command: str) -> tuple[int, str, bool]:
     """Run ``command`` in bash in ``folder`` ($M is moesim); the exit status of moesim (the pipeline's first)."""
     script = f"M='{' '.join(MOESIM)}'; {command}; exit ${{PIPESTATUS[0]}}"
-    done = subprocess.run(["bash", "-c", script], cwd=folder, env=_env(folder), capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", "-c", script], check=False, cwd=folder, env=_env(folder), capture_output=True, text=True
+    )
     return (done.returncode, *_said(done.stderr))
 
 
@@ -112,7 +114,9 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
     (folder / "bad-nic.yaml").write_text("base: h800\nnic_bandwidth_Bps: 1.0e-300\n")
     (folder / "zero-flops.yaml").write_text("base: h800\ngpu: {base: h800, peak_bf16_flops: 0}\n")
     for name, line in (("nic0", "nic_gbps: [0, 25]"), ("nicneg", "nic_gbps: -25"), ("badc", "cluster: bad-nic.yaml")):
-        (folder / f"{name}.yaml").write_text(f"model: mixtral-8x7b\ngpus: 16\nglobal_batch: 16\npp: 2\n{line}\noutput: {name}.csv\n")
+        (folder / f"{name}.yaml").write_text(
+            f"model: mixtral-8x7b\ngpus: 16\nglobal_batch: 16\npp: 2\n{line}\noutput: {name}.csv\n"
+        )
     batches = ", ".join(str(4096 + 128 * i) for i in range(8))  # DeepSeek-V3 on 2,048 GPUs: about 2 s a point
     many = f"model: deepseek-v3\nlayout: deepseek-v3\ngpus: 2048\nglobal_batch: [{batches}]\nseq_len: 4096\n"
     (folder / "many.yaml").write_text(many + "output: many.csv\n")
@@ -142,7 +146,11 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
     add("search --fix schedule=nosuch", 2, shell(folder, f"$M search {searched} --fix schedule=nosuch"))
     add("compare --nic-gbps 0", 2, shell(folder, f"$M compare {small} --nic-gbps 0 --out c.csv"), ["c.csv"])
     add("compare --nic-gbps -1", 2, shell(folder, f"$M compare {small} --nic-gbps -1 --out c.csv"), ["c.csv"])
-    add("compare --cluster (NIC of 1e-300 B/s)", 2, shell(folder, f"$M compare {small} --cluster bad-nic.yaml --out c.csv"))
+    add(
+        "compare --cluster (NIC of 1e-300 B/s)",
+        2,
+        shell(folder, f"$M compare {small} --cluster bad-nic.yaml --out c.csv"),
+    )
     add("sweep nic_gbps: [0, 25]", 2, shell(folder, "$M sweep nic0.yaml"), ["nic0.csv"])
     add("sweep nic_gbps: -25", 2, shell(folder, "$M sweep nicneg.yaml"), ["nicneg.csv"])
     add("sweep cluster: NIC of 1e-300 B/s", 2, shell(folder, "$M sweep badc.yaml"), ["badc.csv"])
@@ -151,7 +159,12 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
     dsv3 += ["--seq-len", "4096", "--set", "schedule=dualpipev"]  # about 7 s
     for at_s in (0.3, 3.0):  # while the modules load, and during the run
         run = ["run", *dsv3, "--trace", "t.json", "--trace-stages", "0", "--trace-micro-batches", "2"]
-        add(f"Ctrl-C in run --trace (SIGINT at {at_s} s)", 130, interrupted(folder, run, at_s, signal.SIGINT), ["t.json"])
+        add(
+            f"Ctrl-C in run --trace (SIGINT at {at_s} s)",
+            130,
+            interrupted(folder, run, at_s, signal.SIGINT),
+            ["t.json"],
+        )
     add(
         "Ctrl-C in reproduce --jobs 2 (SIGINT at 4 s)",
         130,
@@ -167,7 +180,9 @@ def checks(folder: Path) -> list[tuple[str, int, int, str, bool]]:
     add(label, -9, interrupted(folder, search, 120.0, signal.SIGKILL, table_open))
     sweep = ["sweep", "many.yaml", "--jobs", "2"]
     running = lambda said: "running 8 on 2 processes" in said
-    add("SIGKILL of sweep --jobs 2 (its workers running)", -9, interrupted(folder, sweep, 60.0, signal.SIGKILL, running))
+    add(
+        "SIGKILL of sweep --jobs 2 (its workers running)", -9, interrupted(folder, sweep, 60.0, signal.SIGKILL, running)
+    )
     return rows
 
 

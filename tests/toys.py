@@ -120,7 +120,6 @@ def toy_task_s(ops: tuple, calibration: Calibration) -> float:
     import simpy
 
     from simulator.streams.network import FluidNetwork
-    from simulator.streams.op_costs import OpCosts
     from simulator.streams.tasks import TaskTiming, run_task
 
     env = simpy.Environment()

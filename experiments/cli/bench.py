@@ -129,8 +129,6 @@ def warm_up() -> dict:
     """The warm-up row: what the first in-process row would pay alone (the simulator's and the Qwen3 rows' imports,
     the interpreter's first calls) paid before the rows, on a step no row simulates (its task timings then
     dropped, so no row finds its own made)."""
-    from experiments.validation import corpus as validation_cases
-    from experiments.validation import validate
     from simulator.engine.timer import TIMINGS
 
     start, cpu = time.perf_counter(), _cpu_s()

@@ -24,12 +24,17 @@ DEFAULT_MEGATRON_JOB = (
     "--moe-token-dispatcher-type alltoall --moe-grouped-gemm --sequence-parallel --use-distributed-optimizer "
     "--overlap-grad-reduce --overlap-param-gather --bf16"
 )
+
+
 def default_job(model: ModelSpec) -> str:
     """DEFAULT_MEGATRON_JOB (without its MoE flags for a dense model) with the flags that make Megatron-LM build
     ``model`` as moesim simulates it:
     SwiGLU experts and MLPs, untied embeddings where the model has them, its MTP modules
     (workloads/inputs/megatron_model.py: without these Megatron builds GeLU, ties the embeddings, trains no MTP)."""
-    flags = [DEFAULT_MEGATRON_JOB if model.moe_layers else DEFAULT_MEGATRON_JOB.split(" --sequence-parallel ")[1], "--swiglu"]
+    flags = [
+        DEFAULT_MEGATRON_JOB if model.moe_layers else DEFAULT_MEGATRON_JOB.split(" --sequence-parallel ")[1],
+        "--swiglu",
+    ]
     if not model.tied_embeddings:
         flags.append("--untie-embeddings-and-output-weights")
     if model.mtp_layers:

@@ -221,11 +221,15 @@ def _stream(
             turn = (gpu.take() if admits else gpu.request()) if takes_turn else None
             if turn is not None:
                 yield turn
-            elif admits and kind == COLLECTIVE and (costs.latency_s[index] or costs.wire_bytes[index]):
+            elif (
+                admits
+                and kind == COLLECTIVE
+                and (costs.latency_s[index] or costs.wire_bytes[index])
+                and (gpu.busy or gpu.waiting)
+            ):
                 # a communication kernel gets SMs once the compute kernel holding them ends, first come first served
-                if gpu.busy or gpu.waiting:
-                    yield gpu.request()
-                    gpu.release()
+                yield gpu.request()
+                gpu.release()
             begin = env.now
             tail_s = 0.0  # time after the op's last event that no one else needs to see pass
             if kind == COLLECTIVE:

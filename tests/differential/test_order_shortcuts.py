@@ -9,9 +9,9 @@ from simulator.fast.periodic import index_step, task_counts
 from simulator.memory.per_gpu import held_chunks
 from simulator.report.bounds import shape_task_counts
 from workloads.schedules.base import Phase, Schedule, Task, shape_order
-from workloads.schedules.pipeline_tasks import kind_of
 from workloads.schedules.dualpipe import DualPipe, DualPipeV
 from workloads.schedules.one_f_one_b import Interleaved, OneFOneB, ZeroBubble1P
+from workloads.schedules.pipeline_tasks import kind_of
 
 FORWARD, BACKWARD, BACKWARD_INPUT, WEIGHT = Phase.FORWARD, Phase.BACKWARD, Phase.BACKWARD_INPUT, Phase.WEIGHT
 

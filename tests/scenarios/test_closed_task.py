@@ -14,7 +14,6 @@ from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.streams import op_costs, tasks
 from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.streams.task_summary import summarize
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.engine_diff import assert_fast_path_exact_and_cheaper, assert_steps_match

@@ -13,7 +13,6 @@ from __future__ import annotations
 import simpy
 
 from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.graph import combined_1f1b

@@ -13,7 +13,6 @@ from simulator.costs.calibration import Calibration
 from simulator.costs.collective_efficiency import Link
 from simulator.costs.kernels import comm_kernel_sms, deepep_efficiency
 from simulator.streams.network import FluidNetwork
-from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from tests.toys import costs_without_latency, toy_calibration, toy_gpu
 from workloads.ops import ALL_TO_ALL, COLLECTIVE, COMM, COMPUTE, FUSED, MEMORY, Gemm, Group, Op, Transport

@@ -133,9 +133,18 @@ def test_a_sweep_refuses_zero_and_unphysical_values_before_running(
 @pytest.mark.parametrize(
     "cluster, message",
     [
-        ("base: h800\nnic_bandwidth_Bps: 1.0e-300\n", "cluster.nic_bandwidth_Bps: 1e-300 is outside the physical bound"),
-        ("base: h800\ngpu: {base: h800, peak_bf16_flops: 0}\n", "cluster.gpu.peak_bf16_flops: must be a finite number > 0"),
-        ("base: h800\ngpu: {base: h800, hbm_bandwidth_Bps: 1.0e-300}\n", "cluster.gpu.hbm_bandwidth_Bps: 1e-300 is outside"),
+        (
+            "base: h800\nnic_bandwidth_Bps: 1.0e-300\n",
+            "cluster.nic_bandwidth_Bps: 1e-300 is outside the physical bound",
+        ),
+        (
+            "base: h800\ngpu: {base: h800, peak_bf16_flops: 0}\n",
+            "cluster.gpu.peak_bf16_flops: must be a finite number > 0",
+        ),
+        (
+            "base: h800\ngpu: {base: h800, hbm_bandwidth_Bps: 1.0e-300}\n",
+            "cluster.gpu.hbm_bandwidth_Bps: 1e-300 is outside",
+        ),
         (None, "cannot read"),  # a cluster file that is not there
     ],
 )

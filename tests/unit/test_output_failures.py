@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path

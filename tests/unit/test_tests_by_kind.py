@@ -10,8 +10,11 @@ KINDS = ("unit", "scenarios", "differential", "properties", "paper")
 
 
 def test_every_test_file_is_in_a_kind_folder() -> None:
-    misplaced = [p.relative_to(TESTS).as_posix() for p in TESTS.rglob("test_*.py") if p.parent.name not in KINDS
-                 or p.parent.parent != TESTS]
+    misplaced = [
+        p.relative_to(TESTS).as_posix()
+        for p in TESTS.rglob("test_*.py")
+        if p.parent.name not in KINDS or p.parent.parent != TESTS
+    ]
     assert not misplaced, f"move these into tests/<kind>/ ({', '.join(KINDS)}): {misplaced}"
 
 
