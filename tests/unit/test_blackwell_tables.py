@@ -58,7 +58,7 @@ def test_hopper_gpus_keep_hopper_tables() -> None:
     for name in ("h800", "h100", "a100"):
         gpu = gpu_preset(name)
         assert gemm_table(gpu, CAL) is HOPPER_GEMM_TABLE
-        for precision in GemmPrecision:
+        for precision in (p for p in GemmPrecision if p != GemmPrecision.NVFP4):  # NVFP4: Blackwell's only
             gemm = Gemm(4096, 2048, 7168, groups=8, precision=precision)
             assert gemm_time_s(gemm, gpu, CAL) == gemm_time_s(gemm, gpu, fixed)
     shape = AttentionShape(128, 128, 4096)

@@ -10,6 +10,7 @@ import simpy
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.placement import FoldedPlacement
+from simulator.engine.ranks import Place
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.graph.fsdp import FSDP_AG, FSDP_RS, MXFP8_BLOCK, dp_group_in_node, param_gather_bytes, unit_params
@@ -115,7 +116,9 @@ def test_dp_group_in_node_is_the_folded_placements(gpus: int, per_node: int, cha
     experts = layout.ep_degree * layout.etp
     ours = dp_group_in_node(workload.pp, workload.dp, layout.intra_size, layout.cp, experts, per_node)
     place = FoldedPlacement(simpy.Environment(), workload, cluster_preset("h800", gpus, domain_gpus=per_node), Faults())
-    assert ours == all(place._dp_ring_in_node(stage) for stage in range(workload.pp)) == in_node
+    links = [place.dp_links(Place(0, stage, 0)) for stage in range(workload.pp)]
+    ring_on_nvlink = not any(link[0] == "nic_out" for stage_links in links for link in stage_links)
+    assert ours == ring_on_nvlink == in_node
 
 
 def test_in_node_groups_move_their_bytes_on_nvlink() -> None:
