@@ -3,7 +3,8 @@ megatron/training/theoretical_memory_usage.py ``compute_weight_and_optimizer_mem
 d98e8a64dd; ported below term for term, BF16 weights, FP32 main gradients, Adam, 18 or 6 + 12/d bytes per
 parameter) on five layouts: dense and MoE, GQA and MLA, with and without the distributed optimizer, PP 1 (embedding
 and output layer on one stage) and PP > 1. moesim's stage 0 equals it but for the final norm's h weights, which
-moesim does not count (under 1e-5)."""
+moesim does not count (under 1e-5). Megatron FSDP (ZeRO-3), which that formula does not cover, against ZeRO's own
+formula on a dense and an MoE layout."""
 
 from __future__ import annotations
 
@@ -148,3 +149,36 @@ def test_weights_and_optimizer_match_megatron_s_formula(name: str, f: dict, gpus
     stage = stage_memory(StepWorkload(run.model, run.layout, gpus, 8, gpus * 8, 4096), 0)
     ours = stage.params_bytes + stage.grads_bytes + stage.optimizer_bytes
     assert ours == pytest.approx(megatron_weight_optimizer(megatron_args_ns(run.model, f, gpus)), rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("name", "f", "gpus"),
+    [("llama-3.1-8b", {"tp": 2, "pp": 1}, 8), ("mixtral-8x7b", {"tp": 2, "pp": 1, "ep": 4, "etp": 1}, 16)],
+)
+def test_fsdp_shards_match_zero_3_s_formula(name: str, f: dict, gpus: int) -> None:
+    """Megatron FSDP's optim_grads_params: every byte of weights, gradients and Adam state sharded over the data-parallel
+    group (experts over the expert-data-parallel one), ZeRO's P_os+g+p = (2 + 2 + K) psi / N_d with K = 12
+    (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC'20, Sec. 5): BF16
+    weights, BF16 gradients (--megatron-fsdp-main-grads-dtype auto under --bf16) and FP32 Adam states. The parameter
+    count per shard is Megatron's own (the formula above at 18 bytes a parameter); the two units FSDP gathers at a time
+    are a term of their own (buffers)."""
+    model = load_model(f"examples/models/{name}.json")
+    flags = (
+        f"--tensor-model-parallel-size {f['tp']} --sequence-parallel --pipeline-model-parallel-size {f['pp']} "
+        f"--expert-model-parallel-size {f.get('ep', 1)} --bf16 --swiglu --untie-embeddings-and-output-weights "
+        f"--micro-batch-size 1 --seq-length 4096 --global-batch-size {gpus * 8} "
+        "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"
+    )
+    if f.get("etp"):
+        flags += f" --expert-tensor-parallel-size {f['etp']}"
+    run = parse_megatron_args(flags).resolve(model, num_gpus=gpus)
+    stage = stage_memory(StepWorkload(run.model, run.layout, gpus, 8, gpus * 8, 4096), 0)
+    ns = megatron_args_ns(run.model, {**f, "dist": False}, gpus)
+    dp, edp = gpus // (f["tp"] * f["pp"]), gpus // (f.get("etp", f["tp"]) * f.get("ep", 1) * f["pp"])
+    zero3 = NS(**{**vars(ns), "use_distributed_optimizer": True})
+    # ZeRO-3: 16 bytes a parameter over the sharding group, from the same per-shard parameter counts
+    expected = (megatron_weight_optimizer(zero3) - megatron_weight_optimizer(ns) * 6 / 18) * 16 / 12
+    if edp == dp:
+        assert expected == pytest.approx(megatron_weight_optimizer(ns) * 16 / 18 / dp, rel=1e-12)
+    ours = stage.params_bytes + stage.grads_bytes + stage.optimizer_bytes
+    assert ours == pytest.approx(expected, rel=1e-5) and stage.buffers_bytes > 0
