@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from experiments.common.roots import bisect_root
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.report.simulate import simulate
 
@@ -30,14 +31,7 @@ def fit_compute_residual(base: Calibration = DEFAULT_CALIBRATION, tolerance: flo
 
 def _bisect(rising: Callable[[float], float], tolerance: float) -> float:
     """The root of ``rising`` (increasing in the residual), an end of RESIDUAL_RANGE when it lies outside."""
-    low, high = RESIDUAL_RANGE
-    while high - low > tolerance:
-        middle = (low + high) / 2
-        if rising(middle) > 0:
-            high = middle
-        else:
-            low = middle
-    return (low + high) / 2
+    return bisect_root(rising, *RESIDUAL_RANGE, tolerance)
 
 
 def implied_residual(case_name: str, base: Calibration = DEFAULT_CALIBRATION, tolerance: float = 2e-3) -> float | None:

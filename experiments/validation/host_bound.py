@@ -22,10 +22,10 @@ that such a launch cost exists.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from experiments.common.roots import bisect_root
 from experiments.common.stage_costs import per_micro_batch, stage_costs
 from experiments.validation.corpus import Case
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
@@ -116,18 +116,7 @@ def implied_host_launch_s(
         return None
     if error(high) >= 0:
         return high
-    return _bisect(error, low, high)
-
-
-def _bisect(falling: Callable[[float], float], low: float, high: float) -> float:
-    """The root of ``falling`` (positive at ``low``, negative at ``high``)."""
-    while high - low > TOLERANCE_S:
-        middle = (low + high) / 2
-        if falling(middle) > 0:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
+    return bisect_root(lambda host_launch_s: -error(host_launch_s), low, high, TOLERANCE_S)
 
 
 def host_bound(case: Case, job: CaseJob, settings: dict[str, Any]) -> HostBound | None:
