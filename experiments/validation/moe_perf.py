@@ -33,6 +33,7 @@ from experiments.common.paths import write_csv
 from simulator.costs.calibration import BENCHMARK_CALIBRATION, FITTED_AT_BENCHMARK_CLOCKS, Calibration
 from simulator.engine.timing import TaskTime, time_task
 from simulator.report.simulate import prepare
+from workloads.dispatchers.registry import DISPATCHERS
 from workloads.inputs.hf_config import model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import Group, Module
@@ -72,15 +73,13 @@ class PerfCase:
 
     key: str  # baseline.json's case name
     proxy: Proxy
-    dispatcher: str  # the --moe-token-dispatcher-type flags
+    dispatcher: str  # layout.token_dispatcher (workloads/dispatchers/registry.py), whose Megatron flags the test sets
     fp8: bool
     fwd_ms: float
     bwd_ms: float
 
 
-_ALLTOALL = "alltoall"
-_DEEPEP = "flex --moe-flex-dispatcher-backend deepep"
-_HYBRIDEP = "flex --moe-flex-dispatcher-backend hybridep"
+_ALLTOALL, _DEEPEP, _HYBRIDEP = "alltoall", "flex-deepep", "flex-hybridep"
 # baseline.json at cf39a4dd, forward_ms / backward_ms rounded to 1 us
 CASES: tuple[PerfCase, ...] = (
     PerfCase("deepseek_a2a_tp1ep8_bf16", DEEPSEEK, _ALLTOALL, False, 7.119, 10.483),
@@ -134,7 +133,7 @@ def megatron_args(case: PerfCase) -> str:
         f"--micro-batch-size 1 --global-batch-size {EP} --seq-length {SEQ_LEN} --bf16 --swiglu --disable-bias-linear "
         "--no-bias-swiglu-fusion --moe-grouped-gemm --moe-permute-fusion --moe-router-fusion "
         "--moe-router-force-load-balancing --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1.0 "
-        f"--moe-token-dispatcher-type {case.dispatcher}"
+        f"{DISPATCHERS[case.dispatcher].megatron}"
     )
     if case.proxy.groups:
         args += f" --moe-router-num-groups {case.proxy.groups} --moe-router-group-topk {case.proxy.group_topk}"

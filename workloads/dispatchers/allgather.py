@@ -27,7 +27,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
-from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, te_grouped_mlp, unpermute
+from workloads.dispatchers.steps import (
+    BYTES_PROB,
+    ep_collective,
+    fuse_slots,
+    host_sync,
+    permute,
+    te_grouped_mlp,
+    unpermute,
+)
 from workloads.ops import ALL_GATHER, BYTES_BF16, HOST_SYNC, REDUCE_SCATTER, Module, Step, Transport
 
 
@@ -46,8 +54,7 @@ class AllgatherDispatcher(TokenDispatcher):
     wire = Wire.ALL_GATHER
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
-        fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
-        fuse_combine = "" if ctx.etp > 1 else "prev"
+        fuse_dispatch, fuse_combine = fuse_slots(ctx, experts)
         gather = ep_collective(ctx, "ep_ag_dispatch", ALL_GATHER, Transport.NCCL, dispatch=True, fuse=fuse_dispatch)
         meta = 1 + ctx.num_experts * (1 + BYTES_PROB) / (ctx.hidden * BYTES_BF16)
         return [

@@ -18,6 +18,7 @@ from __future__ import annotations
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
 from workloads.dispatchers.steps import (
     ep_collective,
+    fuse_slots,
     host_sync,
     permute,
     sort_chunks,
@@ -35,10 +36,7 @@ class AlltoallDispatcher(TokenDispatcher):
     wire = Wire.PER_COPY
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
-        # No fused GEMM + collective in Megatron-Core (intra_op_overlap is off for its layouts); the fuse marks
-        # are MegaScale-MoE's slots, kept so that a what-if with intra-op overlap fuses as the paper's does.
-        fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
-        fuse_combine = "" if ctx.etp > 1 else "prev"
+        fuse_dispatch, fuse_combine = fuse_slots(ctx, experts)
         multi = ctx.degree > 1 or ctx.tp > 1  # preprocess gathers counts only with EP or TP
         return [
             *(token_count_exchange(ctx) if multi and ctx.host_sync else []),

@@ -8,7 +8,7 @@ does (arXiv 2412.19437, Sec. 3.2.2). The paper's layouts copy no token counts to
 from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
-from workloads.dispatchers.steps import ep_collective, host_sync, permute, unpermute
+from workloads.dispatchers.steps import ep_collective, fuse_slots, host_sync, permute, unpermute
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, REDUCE_SCATTER, Step, Transport
 
 
@@ -25,10 +25,7 @@ class MegaScaleDispatcher(TokenDispatcher):
         return Transport.DEEPEP if nodes > 1 else Transport.NCCL
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
-        # Shared experts, not a fused GEMM, hide the dispatch; with ETP the ETP all-gather / reduce-scatter
-        # take the fused slots next to the expert GEMMs and dispatch / combine run as plain collectives.
-        fuse_dispatch = "" if experts.shared or ctx.etp > 1 else "next"
-        fuse_combine = "" if ctx.etp > 1 else "prev"
+        fuse_dispatch, fuse_combine = fuse_slots(ctx, experts)
         gather = ctx.all_gather
         transport = self.transport(ctx.nodes)
         dispatch = ep_collective(

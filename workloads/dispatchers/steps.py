@@ -184,3 +184,11 @@ def te_grouped_mlp(ctx: MoeContext, experts: ExpertSteps, padded: bool = True) -
     unpadding and the ETP reduce-scatter."""
     pad, unpad = quant_padding(ctx) if padded else ([], [])
     return [*experts.etp_gather, *pad, *experts.experts, *unpad, *experts.etp_scatter]
+
+
+def fuse_slots(ctx: MoeContext, experts: ExpertSteps) -> tuple[str, str]:
+    """Where the dispatch and the combine may fuse into the GEMM beside them (MegaScale-MoE's intra-op overlap,
+    arXiv 2505.11432 Sec. 4.2; a no-op where intra-op overlap is off, as in Megatron-Core's layouts): the dispatch
+    into the next GEMM unless shared experts hide it, the combine into the previous one; with ETP, the ETP
+    all-gather and reduce-scatter take those slots."""
+    return ("" if experts.shared or ctx.etp > 1 else "next"), ("" if ctx.etp > 1 else "prev")
