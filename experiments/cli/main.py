@@ -18,7 +18,6 @@ try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is
     from experiments.common.error_band import band_json, band_of
     from experiments.common.paths import check_output_dir
     from experiments.common.progress import add_quiet
-    from experiments.paper.targets import TARGETS, targets_epilog
     from simulator.costs.calibration import DEFAULT_CALIBRATION
     from simulator.engine.faults import Faults
     from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
@@ -82,7 +81,7 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
         "run",
         help="simulate one training step and print a report",
-        epilog=presets.epilog(),
+        epilog=presets.epilog,  # built when --help asks for it (OneLineParser)
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
@@ -180,10 +179,12 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_reproduce(commands: argparse._SubParsersAction) -> None:
+    from experiments.paper.targets import TARGETS, targets_epilog
+
     reproduce = commands.add_parser(
         "reproduce",
         help="reproduce a table or figure of the paper into results/",
-        epilog=targets_epilog(),
+        epilog=targets_epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     reproduce.add_argument("name", choices=[*TARGETS, "all"])

@@ -32,7 +32,20 @@ def one_line(message: str) -> str:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit status 2 (subcommands inherit it)."""
+    """An ArgumentParser whose errors are one line on stderr and exit status 2 (subcommands inherit it). Its
+    ``epilog`` may be a function returning the text: called when --help (or the CLI page) first reads it, so that
+    a command that is only run does not build its help (the presets' epilog of `moesim run` computes every model's
+    parameter count)."""
+
+    @property
+    def epilog(self) -> str | None:
+        if callable(self._epilog):
+            self._epilog = self._epilog()
+        return self._epilog
+
+    @epilog.setter
+    def epilog(self, text: str | Callable[[], str] | None) -> None:
+        self._epilog = text
 
     def error(self, message: str):  # type: ignore[override]
         print(ERROR_PREFIX + one_line(message), file=sys.stderr)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -190,6 +189,8 @@ def temporary_folder(prefix: str = "moesim-") -> Iterator[Path]:
     """A new folder under the system's temporary folder (TMPDIR), removed on leaving, and by a reaper process
     (``_REAPER``, python -S: about 20 ms to start) if this process is killed first. Worker processes forked while
     it is open hold the reaper's pipe too; they die with this process (experiments/common/parallel.py)."""
+    import subprocess  # NOTE: here, not at start-up: only sweeps and searches make a temporary folder
+
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         reaper = subprocess.Popen(

@@ -10,13 +10,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
-import numpy as np
-
 from simulator.costs.calibration import Calibration
 from simulator.engine.faults import Faults
 from simulator.engine.probes import Probe
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError, short_repr
+from workloads.specs.fieldtypes import is_bool
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -35,7 +34,7 @@ def as_int(field: str, value: object, optional: bool = False) -> int | None:
 
 def as_bool(field: str, value: object) -> bool:
     """``value`` if it is a bool (numpy bools too); a string such as "no" is a ConfigError(field)."""
-    if not isinstance(value, (bool, np.bool_)):
+    if not is_bool(value):
         raise ConfigError(field, f"must be True or False, got {short_repr(value)}")
     return bool(value)
 

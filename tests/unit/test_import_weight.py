@@ -7,11 +7,15 @@ import subprocess
 import sys
 
 HEAVY = ("pandas", "matplotlib", "networkx", "dask", "yaml", "tqdm")
-# What `moesim run --json` does not use: the process pools and the modules of the other commands and flags.
+# What `moesim run --json` does not use: numpy (only skewed routing and a GPU speed spread draw numbers), the process
+# pools and subprocesses, and the modules of the other commands and flags.
 NOT_RUN = (
     *HEAVY,
+    "numpy",
     "multiprocessing",
     "concurrent.futures",
+    "subprocess",
+    "experiments.paper.targets",
     "experiments.search",
     "experiments.validation",
     "experiments.paper.reproduce",

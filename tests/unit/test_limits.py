@@ -142,6 +142,20 @@ def test_specs_take_numpy_integers() -> None:
         MEGASCALE_MOE.with_(pp=np.bool_(True))
 
 
+def test_bool_arguments_take_numpy_bools_without_importing_numpy_themselves() -> None:
+    """The checks look numpy up in sys.modules (workloads/specs/fieldtypes.py is_bool): a numpy bool passes as a
+    bool, a numpy bool is no integer, and "yes" is no bool."""
+    from simulator.report.checks import as_bool
+    from workloads.specs.fieldtypes import check_value, is_bool
+
+    assert as_bool("memoize", np.bool_(False)) is False
+    assert (is_bool(np.bool_(True)), is_bool(True), is_bool(1), is_bool(np.int64(1))) == (True, True, False, False)
+    with pytest.raises(ConfigError, match="memoize: must be True or False"):
+        as_bool("memoize", "yes")
+    with pytest.raises(ConfigError, match="gpus: must be an integer"):
+        check_value("gpus", "int", np.bool_(True))
+
+
 def test_faults_take_numpy_numbers() -> None:
     assert Faults(stragglers=[(np.int64(3), np.float64(2.0))]).stragglers == ((3, 2.0),)
 

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import fields
 from typing import Any
-
-import numpy as np
 
 from topologies.errors import ConfigError, short_repr
 
 TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string"}
+
+
+def is_bool(value: Any) -> bool:
+    """Whether ``value`` is a bool or a numpy bool (which is no ``numbers.Integral``, and no ``bool``)."""
+    # NOTE: numpy is looked up, not imported: a numpy bool exists only where numpy is loaded already, and
+    # `moesim run` does not otherwise load numpy (issue #38: start-up loads only what a command uses).
+    numpy = sys.modules.get("numpy")
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
 
 
 def field_types(cls: type) -> dict[str, str]:
@@ -29,8 +36,8 @@ def check_value(field: str, kind: str, value: Any) -> Any:
             )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
     ok = {
-        "int": isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)),
-        "float": isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)),
+        "int": isinstance(value, numbers.Integral) and not is_bool(value),
+        "float": isinstance(value, numbers.Real) and not is_bool(value),
         "bool": isinstance(value, bool),
         "str": isinstance(value, str),
     }.get(kind, True)
