@@ -10,8 +10,11 @@ megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd
    intranode_dispatch / internode_dispatch: "Synchronize total received tokens and tokens per expert", a CPU
    busy-wait on the mapped counters, skipped only with num_worst_tokens), then the dispatch kernel: one copy of
    a token per destination rank in a node, per destination node across nodes, on DeepEP's SMs;
-3. ``fused_indices_to_multihot`` (1 kernel) and the permutation of the received tokens into expert order,
-   whose ``num_out_tokens=tokens_per_expert.sum().item()`` is the dispatcher's host sync (lines 1245-1270);
+3. ``fused_indices_to_multihot`` (1 kernel) and the permutation of the received tokens into expert order. Its
+   ``num_out_tokens=tokens_per_expert.sum().item()`` (lines 1245-1270) waits for nothing: FusedDispatch builds
+   ``tokens_per_expert`` on the host from DeepEP's list (``torch.tensor(num_recv_tokens_per_expert_list)``,
+   fused_a2a.py; the same at 0d8e0714 and b0cc2706, the Megatron-Core of Megatron-Bridge v0.2.0 and v0.3.0), so
+   the wait of step 2 is the layer's one host sync;
 4. the experts, the unpermutation back to received order, and DeepEP's combine (its reduction of a token's
    copies on the way back).
 """
@@ -19,7 +22,7 @@ megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd
 from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
-from workloads.dispatchers.steps import BYTES_PROB, ep_collective, host_sync, permute, te_grouped_mlp, unpermute
+from workloads.dispatchers.steps import BYTES_PROB, ep_collective, permute, te_grouped_mlp, unpermute
 from workloads.ops import ALL_TO_ALL, HOST_SYNC, MEMORY, Module, Step, Transport
 
 BYTES_INDEX = 8  # int64 expert indices (torch.topk)
@@ -73,7 +76,6 @@ class FlexDeepepDispatcher(TokenDispatcher):
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
             *experts.shared,
             multihot,
-            *host_sync(ctx),
             permute(ctx),
             *te_grouped_mlp(ctx, experts),
             unpermute(ctx),
