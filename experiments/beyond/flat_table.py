@@ -52,7 +52,9 @@ def table(names: list[str], counts: list[int], repeats: int) -> list[str]:
         meets = ratio <= TARGET_RATIO and cells[-1] <= TARGET_CPU_S
         how = " ".join(paths[(name, count)] for count in counts)
         lines.append(
-            f"{name:<{width}}  " + "  ".join(f"{c:6.3f}" for c in cells) + f"  {ratio:5.2f}x  {'yes' if meets else 'no':>5}  {how}"
+            f"{name:<{width}}  "
+            + "  ".join(f"{c:6.3f}" for c in cells)
+            + f"  {ratio:5.2f}x  {'yes' if meets else 'no':>5}  {how}"
         )
     return lines
 
