@@ -2,7 +2,8 @@
 
 ``run_step`` simulates a step of m micro-batches as a shorter step of m_a micro-batches (m_a congruent to m
 modulo the schedule's period q, or 2 q for short periods, and doubled until it fits, or first lengthened by the
-periods a run that did not lock says it was short of; simulator/fast/periodic.py).
+periods a run that did not lock says it was short of; simulator/fast/periodic.py); where no bounded pair is cheaper
+than the step (below), also a run of up to half the step's count, for its ledger alone.
 When the run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the
 DP parameter gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
 (m - m_a) / q periods inserted: every additive field of the EngineResult grows by what the run at m_a
