@@ -2,7 +2,7 @@
 64: tasks at op level beside the PP sends), for every registered schedule with and without EP overlap
 (experiments/beyond/steady_bound.py's list): where it extrapolates exactly, every field equals the full run's to 1e-9;
 where it takes the bounded line, every field lies within simulator/fast/bounded.py's BOUND_REL; and it never simulates
-more micro-batches than the step has. Every step is run in full too (about 100 CPU s in all): under ``-m benchmark``.
+more micro-batches than the step has. Every step is run in full too (about 80 CPU s in all): under ``-m benchmark``.
 The default run holds the same schedules on a 4-layer model (tests/differential/test_schedule_shortcuts.py) and the
 lone-run path below on it."""
 
