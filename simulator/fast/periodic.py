@@ -88,10 +88,14 @@ def task_counts(schedule: Schedule) -> dict[tuple[int, Task], int]:
     return {(stage, kind): n for stage in range(schedule.stages) for kind, n in schedule.kind_counts(stage).items()}
 
 
-def candidates(schedule: Schedule, longer: Mapping[int, int] = EMPTY) -> Iterator[tuple[int, int, int]]:
+def candidates(
+    schedule: Schedule, longer: Mapping[int, int] = EMPTY, one_run: bool = False
+) -> Iterator[tuple[int, int, int]]:
     """(m_a, q, index shift) to try in turn: m_a doubling from just past the warm-up, congruent to m modulo q
     (twice q where q <= ALTERNATING_MAX_PERIOD: steady/state_periods then also tries 2 q), while the runs tried
-    so far and the runs at m_a and m_a + q cost less than the full step's m. Where the caller has put in
+    so far and the runs at m_a and m_a + q cost less than the full step's m (``one_run``: the runs so far and the
+    run at m_a at most half of m, for a caller that extrapolates from its ledger alone and whose fallback is the full
+    step: it runs m_a + q only where that too fits). Where the caller has put in
     ``longer`` (read once m_a is done) a count the run at m_a found it was short of (``periods_short``), the
     first congruent count from there comes next if it is below the doubled one and leaves it room in the
     budget (once: the doubling then goes on from m_a, so a wrong guess costs one run shorter than the next)."""
@@ -108,7 +112,10 @@ def candidates(schedule: Schedule, longer: Mapping[int, int] = EMPTY) -> Iterato
     start, spent = schedule.fill_per_stage * schedule.stages + 3 + 2 * q, 0
     while True:
         m_a = _congruent(schedule, start + (m - start) % step, q)
-        if spent + 2 * m_a + q >= m or not (valid_count(schedule, m_a) and valid_count(schedule, m_a + q)):
+        # one_run also admits a run at m_a that leaves the runs so far at most half the step's: one that does not lock
+        # then costs at most half the step again (its fallback is the full step), one that does saves half of it
+        fits = spent + 2 * m_a + q < m or (one_run and 2 * (spent + m_a) <= m)
+        if not (fits and valid_count(schedule, m_a) and valid_count(schedule, m_a + q)):
             return
         if shift is None:
             shift = index_step(schedule, m_a, q)

@@ -2,7 +2,8 @@
 
 ``run_step`` simulates a step of m micro-batches as a shorter step of m_a micro-batches (m_a congruent to m
 modulo the schedule's period q, or 2 q for short periods, and doubled until it fits, or first lengthened by the
-periods a run that did not lock says it was short of; simulator/fast/periodic.py).
+periods a run that did not lock says it was short of; simulator/fast/periodic.py); where no bounded pair is cheaper
+than the step (below), also a run of up to half the step's count, for its ledger alone.
 When the run at m_a's state repeats (every stage's tasks shifted by exactly one period over a window after the
 DP parameter gather), the run at m_a + q is the run at m_a with one period inserted, and the step at m is it with
 (m - m_a) / q periods inserted: every additive field of the EngineResult grows by what the run at m_a
@@ -159,9 +160,15 @@ def extrapolated(
     timings = {} if timings is None else timings  # task timings do not depend on the micro-batch count: time each once
     ops = spent = 0
     longer: dict[int, int] = {}  # per run that did not lock, the count it predicts would (candidates)
-    for m_a, q, shift in candidates(workload.schedule, longer):
+    # With no bounded path to fall back on (``cap`` None: simulator/fast/bounded.counts found no pair cheaper than the
+    # step), the fallback is the full step: a run of at most half the step whose ledger repeats still pays, even
+    # where the run one period longer would not fit beside it (DeepSeek-V3's interleaved 1F1B at 128 micro-batches
+    # locks at 64: 0.9 CPU s against 1.5 for the step in full); that second run is then not made.
+    lone = one_run and cap is None
+    for m_a, q, shift in candidates(workload.schedule, longer, one_run=lone):
         if cap is not None and spent + m_a > cap:
             return None
+        alone = spent + 2 * m_a + q >= workload.micro_batches  # admitted for its lone run only (candidates)
         spent += m_a
         ledger = Ledger()
         try:
@@ -188,6 +195,8 @@ def extrapolated(
             if increment is not None:
                 fields = extended(fields_of(first), increment, periods)
                 return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a,))
+            if alone:
+                continue  # its ledger did not repeat, and its run one period longer would cost the step
             longer_workload = resized_workload(workload, m_a + period)
             second = Engine(longer_workload, cluster, calibration, timings=timings, faults=faults).run()
             ops += second.simulated_ops
