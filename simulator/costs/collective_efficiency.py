@@ -93,17 +93,20 @@ _NVLINK5_GBPS = 680.0
 # counts the tokens a rank keeps; at 64 SMs 726 / 740). deepseek-ai/DeepEP@dd758caf README.md "Performance". Over the
 # NIC DeepEP V2 measures the same on SM100 as on SM90 (EP 8 x 2 over CX7: 90 / 91 against 90 / 81 GB/s, same
 # table), so the NIC entries stay Hopper's.
+_BLACKWELL_EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
+    (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
+        643.0 / _NVLINK5_GBPS,
+        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs of NCCL's 680",
+    ),
+    (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
+        675.0 / _NVLINK5_GBPS,
+        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs of NCCL's 680",
+    ),
+}
+# Blackwell Ultra (B300, GB300): the same NVLink 5; DeepEP publishes SM100 only, taken for SM103 (assumed).
 GENERATION_EFFICIENCY: dict[GpuGeneration, dict[tuple[Algorithm, Link], Published]] = {
-    GpuGeneration.BLACKWELL: {
-        (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
-            643.0 / _NVLINK5_GBPS,
-            "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs of NCCL's 680",
-        ),
-        (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
-            675.0 / _NVLINK5_GBPS,
-            "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs of NCCL's 680",
-        ),
-    },
+    GpuGeneration.BLACKWELL: _BLACKWELL_EFFICIENCY,
+    GpuGeneration.BLACKWELL_ULTRA: _BLACKWELL_EFFICIENCY,
 }
 
 
