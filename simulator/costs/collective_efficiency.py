@@ -218,13 +218,13 @@ def alpha_beta(rows: tuple[tuple[float, float], ...]) -> AlphaBeta:
 # and combine, 4,096 tokens of hidden 7,168, top-8, random-uniform routing, 8 local experts, "algorithm bandwidth":
 # deepseek-ai/DeepEP@94a9f8f6 (branch hybrid-ep) docs/README_Hybrid-EP.md, the B200 table (8 ranks, 16 SMs) and the
 # GB200 NVL table (MNNVL, 8-36 ranks, 32 SMs; at 16 SMs the FP8 dispatch falls to 261 GB/s at 36 ranks). Ranks ->
-# (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these; the kernel
-# rows are taken, as DeepEP's kernel rates are (its Python-side preprocessing is a step of its own,
-# workloads/dispatchers/flex_hybridep.py). 32 SMs: what Megatron-Bridge's perf recipes set for the HybridEP backend
-# (moe_hybridep_num_sms = 32; the SMs the simulator holds for it stay Calibration.comm_sms_deepep). Read by the flex
-# dispatcher with the HybridEP backend (Transport.HYBRIDEP, simulator/costs/kernels.py) on the NVLink part of its
-# dispatch and combine; elsewhere it runs at DeepEP's rate. The B300 and GB300 have no table of their own: the same
-# NVLink 5 switch fabric as the B200 / GB200 (assumed the same rates).
+# (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these; the
+# kernel rows are taken (the preprocessing is a step of its own, workloads/dispatchers/flex_hybridep.py). 32 SMs:
+# what Megatron-Bridge's perf recipes set for the HybridEP backend (NVIDIA-NeMo/Megatron-Bridge@067f987d
+# perf_recipes _common.py _benchmark_common, moe_hybridep_num_sms = 32); the SMs the simulator holds for it stay
+# Calibration.comm_sms_deepep. Read by the flex dispatcher with the HybridEP backend (Transport.HYBRIDEP,
+# simulator/costs/kernels.py) on the NVLink part of its dispatch and combine, at the EP degree; DeepEP's rate
+# elsewhere. The B300 and GB300 have no table of their own: the same NVLink 5 fabric as the B200 / GB200 (assumed).
 _GB200_NVL_HYBRIDEP = {
     8: (764.03, 737.13),
     16: (706.95, 666.26),
