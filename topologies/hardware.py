@@ -15,7 +15,11 @@ class GpuGeneration(Enum):
 
     AMPERE = "ampere"  # SM80 (A100): no table of its own, Hopper's (assumed)
     HOPPER = "hopper"  # SM90 (H100, H800, H200, H20)
-    BLACKWELL = "blackwell"  # SM100 (B200, GB200) and SM103 (B300, GB300)
+    BLACKWELL = "blackwell"  # SM100 (B200, GB200)
+    # SM103 (B300, GB300): Blackwell's tensor cores and peaks at BF16 / FP8, twice the SFU exponential throughput
+    # (MUFU.EX2: NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra", 2026), so attention
+    # measured on it (simulator/costs/blackwell_points.py CUDNN_GB300_OVER_GB200)
+    BLACKWELL_ULTRA = "blackwell-ultra"
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA DGX B300 datasheet via stas00/ml-engineering compute/accelerator/README.md; NVIDIA technical "
         "blog 'Inside NVIDIA Blackwell Ultra' (SM count); NVLink 5 NCCL bus bandwidth as the b200's",
-        generation=GpuGeneration.BLACKWELL,
+        generation=GpuGeneration.BLACKWELL_ULTRA,
         peak_fp4_flops=12.6e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
     ),
     # Blackwell Ultra of a GB300 NVL72 rack (1,400 W): dense BF16 2,500 and FP8 5,000 TFLOP/s as the GB200's
@@ -211,7 +215,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA GB300 NVL72 specifications via stas00/ml-engineering compute/accelerator/README.md (note 24); "
         "memory and SMs as the b300's (assumed); NVLink 5 NCCL bus bandwidth as the gb200's",
-        generation=GpuGeneration.BLACKWELL,
+        generation=GpuGeneration.BLACKWELL_ULTRA,
         peak_fp4_flops=15.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
     ),
 }

@@ -96,11 +96,17 @@ class Transport(Label):
     """Who moves an EP dispatch's or combine's bytes, which sets the rate and the SMs the simulator charges
     (simulator/costs/kernels.py): NCCL's collectives (Megatron-Core's alltoall and allgather dispatchers,
     MegaScale-MoE's own collectives inside a node), or DeepEP-class kernels (Megatron-Core's flex dispatcher,
-    DeepEP and HybridEP; MegaScale-MoE's and DeepSeek-V3's cross-node dispatch). A token dispatcher picks its
+    DeepEP and HybridEP; MegaScale-MoE's and DeepSeek-V3's cross-node dispatch), HybridEP's apart for its rates. A token dispatcher picks its
     transport (workloads/dispatchers)."""
 
     DEEPEP = "deepep"
+    HYBRIDEP = "hybridep"  # DeepEP's hybrid-ep kernels: DeepEP-class, with their own published NVLink 5 rates
     NCCL = "nccl"
+
+    @property
+    def deepep_class(self) -> bool:
+        """Whether DeepEP-class kernels move the bytes (DeepEP's SMs, DeepEP's rate over the NIC)."""
+        return self in (Transport.DEEPEP, Transport.HYBRIDEP)
 
 
 class Module(Label):

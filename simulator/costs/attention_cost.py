@@ -86,7 +86,7 @@ def attention_op_efficiency(
     head_dim = (shape.head_dim + shape.head_dim_v) / 2
     causal = shape.causal and not shape.sliding
     family = shape.kernel or cal.attention_kernel
-    if family == "cudnn-fp8" and generation != GpuGeneration.BLACKWELL:
+    if family == "cudnn-fp8" and generation not in (GpuGeneration.BLACKWELL, GpuGeneration.BLACKWELL_ULTRA):
         raise ConfigError(
             "layout.attention_backend",
             f"cudnn-fp8 (FP8 attention) is timed from Blackwell measurements only; none published for {generation.value}",

@@ -126,7 +126,8 @@ def blackwell_sums(*kernels: GemmKernel) -> tuple[GemmSum, ...]:
 # -> TFLOP/s per sequence length. The GB300 run of the same benchmark (sdpa_fp8_benchmark_results_NVIDIA_GB300.csv at
 # 0b1577c8) is within -11% / +10% of it from 4,096 to 16,384 (BF16 1,445 / 942 forward / backward at 4,096 against
 # 1,378 / 1,054 here; FP8 1,675 / 1,156 against 1,663 / 1,088) and far below it under 2,048 (a ~30 us floor per
-# call: 0.049 ms at 512), so the GB200 run stands for the generation.
+# call: 0.049 ms at 512). That older pair is not one protocol (the two CSVs come from different commits); the paired
+# run below is, and it sets Blackwell Ultra's own attention (CUDNN_GB300_OVER_GB200).
 CUDNN_SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 CUDNN_GB200_TFLOPS: dict[tuple[str, str], tuple[float, ...]] = {
     ("bf16", "fwd"): (408.0, 733.0, 1068.0, 1378.0, 1583.0, 1673.0, 1687.0, 1592.0, 1471.0),
@@ -142,4 +143,26 @@ CUDNN_SOURCE = "NVIDIA/cudnn-frontend@d48a60eb benchmark/sdpa_benchmark_training
 FA4_PEAK_TFLOPS = 1613.0
 FA4_SOURCE = (
     "arXiv 2603.05451 (FlashAttention-4) abstract: up to 1613 TFLOP/s BF16 forward on B200, up to 1.3x cuDNN 9.13"
+)
+
+# Blackwell Ultra (SM103: B300, GB300) against Blackwell (SM100) on one protocol: cuDNN's SDPA training benchmark run
+# on a GB200 and a GB300 the same day with the same cuDNN (frontend 1.21.1, backend 9.22.0): NVIDIA/cudnn-frontend@3929da2e
+# benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv and .../gb300/
+# llama3.1_20260424_100757.csv (batch 2, 64 query / 8 KV heads, head dim 128, causal "top_left", non-deterministic
+# backward). (dtype, direction) -> (GB200 ms, GB300 ms) per sequence length. The GB300 is faster at the same BF16
+# peak (2.5 PF dense, both): forward 1.12-1.25x BF16, 1.39-1.42x FP8; backward 1.08-1.22x / 1.14-1.26x. The mechanism:
+# "Blackwell Ultra ... doubling SFU throughput over the standard NVIDIA Blackwell architecture" for the softmax's
+# MUFU.EX2, measured there as "~35%" higher FP8 forward throughput on DeepSeek-V3's attention (NVIDIA technical blog,
+# "Making Softmax More Efficient with NVIDIA Blackwell Ultra", 2026); the FA4 paper (arXiv 2603.05451) finds B200's
+# forward bound by the exponential, its backward by shared memory, which is why the forward gains most.
+CUDNN_ULTRA_SEQ_LENS = (2048, 4096, 8192, 16384, 32768)
+CUDNN_GB300_OVER_GB200: dict[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {
+    ("bf16", "fwd"): ((0.125, 0.391, 1.397, 5.150, 21.692), (0.100, 0.323, 1.185, 4.593, 18.014)),
+    ("bf16", "bwd"): ((0.389, 1.198, 4.127, 16.554, 71.756), (0.356, 1.101, 3.832, 14.593, 59.024)),
+    ("fp8", "fwd"): ((0.097, 0.305, 1.074, 4.084, 16.012), (0.070, 0.217, 0.759, 2.880, 11.319)),
+    ("fp8", "bwd"): ((0.414, 1.167, 3.781, 13.476, 52.155), (0.364, 0.985, 3.087, 10.805, 41.328)),
+}
+CUDNN_ULTRA_SOURCE = (
+    "NVIDIA/cudnn-frontend@3929da2e sdpa_benchmark_training results/llama3.1 gb200 / gb300 20260424 (cuDNN 9.22); "
+    "NVIDIA technical blog 'Making Softmax More Efficient with NVIDIA Blackwell Ultra' (2x MUFU.EX2)"
 )

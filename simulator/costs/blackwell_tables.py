@@ -24,6 +24,11 @@ forward peak on B200 (arXiv 2603.05451) sets FA4's one level. The dependence on 
 table's of the same family (FA3 for FA4), assumed: no Blackwell table by head dim was found. FA3 itself
 does not run on Blackwell (flash-attention's hopper/ kernels are built for SM90), so a layout asking for "fa3" gets
 FlashAttention's Blackwell kernel, FA4.
+
+Blackwell Ultra (B300, GB300): the same GEMM table (its B300 points are pooled in it) and Blackwell's attention sped up
+by cuDNN's own GB300 / GB200 time ratio, same day, same cuDNN, per precision, direction and sequence length
+(blackwell_points.CUDNN_GB300_OVER_GB200): the two GPUs have the same dense peaks, and Blackwell Ultra's doubled SFU
+exponential throughput is what the ratio measures.
 """
 
 from __future__ import annotations
@@ -34,8 +39,11 @@ from collections.abc import Callable
 from simulator.costs.blackwell_points import (
     B200,
     CUDNN_GB200_TFLOPS,
+    CUDNN_GB300_OVER_GB200,
     CUDNN_SEQ_LENS,
     CUDNN_SOURCE,
+    CUDNN_ULTRA_SEQ_LENS,
+    CUDNN_ULTRA_SOURCE,
     FA4_PEAK_TFLOPS,
     FA4_SOURCE,
     GB200,
@@ -165,3 +173,31 @@ def blackwell_attention_efficiency(family: str, backward: bool, causal: bool, he
     hopper_family, ratio, measured_peak_tflops = BLACKWELL_ATTENTION[family]
     hopper = attention_efficiency(hopper_family, backward, causal, head_dim, seq_len)
     return hopper * HOPPER_SXM.peak_bf16_tflops * ratio(backward, seq_len) / measured_peak_tflops
+
+
+# Which of cuDNN's GB300 / GB200 ratios speeds up a family on Blackwell Ultra: cuDNN's own per precision; FA4 the BF16
+# one (assumed: no FA4 run on a B300 / GB300 was found published; its forward is bound by the same MUFU.EX2 on B200,
+# arXiv 2603.05451); FA2 none (assumed, as its Blackwell level is Hopper's).
+_ULTRA_DTYPE: dict[str, str | None] = {"fa3": "bf16", "cudnn": "bf16", "cudnn-fp8": "fp8", "fa2": None}
+
+
+def blackwell_ultra_speedup(family: str, backward: bool, seq_len: float) -> float:
+    """cuDNN's GB200 time over its GB300 time at head dim 128, causal, log-interpolated over sequence length (flat
+    beyond 2,048 and 32,768), for the family's precision; 1 for a family no ratio applies to."""
+    dtype = _ULTRA_DTYPE.get(family)
+    if dtype is None:
+        return 1.0
+    gb200, gb300 = CUDNN_GB300_OVER_GB200[(dtype, "bwd" if backward else "fwd")]
+    ratios = tuple((float(s), a / b) for s, a, b in zip(CUDNN_ULTRA_SEQ_LENS, gb200, gb300))
+    return interpolate_log(ratios, seq_len)
+
+
+def blackwell_ultra_attention_efficiency(
+    family: str, backward: bool, causal: bool, head_dim: float, seq_len: float
+) -> float:
+    """Blackwell's efficiency of the family at the shape times Blackwell Ultra's measured speedup over Blackwell."""
+    base = blackwell_attention_efficiency(family, backward, causal, head_dim, seq_len)
+    return base * blackwell_ultra_speedup(family, backward, seq_len)
+
+
+BLACKWELL_ULTRA_ATTENTION_SOURCE = BLACKWELL_ATTENTION_SOURCE + "; Blackwell Ultra: " + CUDNN_ULTRA_SOURCE

@@ -93,17 +93,20 @@ _NVLINK5_GBPS = 680.0
 # counts the tokens a rank keeps; at 64 SMs 726 / 740). deepseek-ai/DeepEP@dd758caf README.md "Performance". Over the
 # NIC DeepEP V2 measures the same on SM100 as on SM90 (EP 8 x 2 over CX7: 90 / 91 against 90 / 81 GB/s, same
 # table), so the NIC entries stay Hopper's.
+_BLACKWELL_EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
+    (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
+        643.0 / _NVLINK5_GBPS,
+        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs of NCCL's 680",
+    ),
+    (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
+        675.0 / _NVLINK5_GBPS,
+        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs of NCCL's 680",
+    ),
+}
+# Blackwell Ultra (B300, GB300): the same NVLink 5; DeepEP publishes SM100 only, taken for SM103 (assumed).
 GENERATION_EFFICIENCY: dict[GpuGeneration, dict[tuple[Algorithm, Link], Published]] = {
-    GpuGeneration.BLACKWELL: {
-        (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
-            643.0 / _NVLINK5_GBPS,
-            "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs of NCCL's 680",
-        ),
-        (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
-            675.0 / _NVLINK5_GBPS,
-            "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs of NCCL's 680",
-        ),
-    },
+    GpuGeneration.BLACKWELL: _BLACKWELL_EFFICIENCY,
+    GpuGeneration.BLACKWELL_ULTRA: _BLACKWELL_EFFICIENCY,
 }
 
 
@@ -215,18 +218,25 @@ def alpha_beta(rows: tuple[tuple[float, float], ...]) -> AlphaBeta:
 # and combine, 4,096 tokens of hidden 7,168, top-8, random-uniform routing, 8 local experts, "algorithm bandwidth":
 # deepseek-ai/DeepEP@94a9f8f6 (branch hybrid-ep) docs/README_Hybrid-EP.md, the B200 table (8 ranks, 16 SMs) and the
 # GB200 NVL table (MNNVL, 8-36 ranks, 32 SMs; at 16 SMs the FP8 dispatch falls to 261 GB/s at 36 ranks). Ranks ->
-# (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these. For the
-# flex dispatcher with the HybridEP backend inside one NVLink 5 domain (issue 40, item 1); an EP all-to-all inside a
-# node is timed at Calibration.all_to_all_efficiency until that dispatcher reads this table.
+# (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these; the
+# kernel rows are taken (the preprocessing is a step of its own, workloads/dispatchers/flex_hybridep.py). 32 SMs:
+# what Megatron-Bridge's perf recipes set for the HybridEP backend (NVIDIA-NeMo/Megatron-Bridge@067f987d
+# perf_recipes _common.py _benchmark_common, moe_hybridep_num_sms = 32); the SMs the simulator holds for it stay
+# Calibration.comm_sms_deepep. Read by the flex dispatcher with the HybridEP backend (Transport.HYBRIDEP,
+# simulator/costs/kernels.py) on the NVLink part of its dispatch and combine, at the EP degree; DeepEP's rate
+# elsewhere. The B300 and GB300 have no table of their own: the same NVLink 5 fabric as the B200 / GB200 (assumed).
+_GB200_NVL_HYBRIDEP = {
+    8: (764.03, 737.13),
+    16: (706.95, 666.26),
+    24: (665.97, 639.80),
+    32: (642.23, 605.15),
+    36: (632.31, 596.99),
+}
 HYBRIDEP_NVLINK5_GBPS: dict[str, dict[int, tuple[float, float]]] = {
     "b200": {8: (734.95, 673.84)},
-    "gb200": {
-        8: (764.03, 737.13),
-        16: (706.95, 666.26),
-        24: (665.97, 639.80),
-        32: (642.23, 605.15),
-        36: (632.31, 596.99),
-    },
+    "b300": {8: (734.95, 673.84)},  # the B200's (assumed)
+    "gb200": _GB200_NVL_HYBRIDEP,
+    "gb300": _GB200_NVL_HYBRIDEP,  # the GB200 NVL's (assumed)
 }
 
 

@@ -1,8 +1,8 @@
 """The kernel tables of each GPU generation: which published measurements time a GPU's GEMMs and attention.
 
 A registry keyed by the GPU spec's typed ``generation`` (topologies.hardware.GpuGeneration): adding a generation
-adds one entry here. Hopper's tables are its own measurements (simulator.costs.gemm_efficiency); Blackwell's are
-Blackwell's (simulator.costs.blackwell_tables); Ampere has none published per shape and uses Hopper's (assumed, as
+adds one entry here. Hopper's tables are its own measurements (simulator.costs.gemm_efficiency); Blackwell's and
+Blackwell Ultra's are Blackwell's (simulator.costs.blackwell_tables); Ampere has none published per shape and uses Hopper's (assumed, as
 before the registry). A calibration that fixes a GEMM table (Calibration.gemm_efficiency: toy tests, what-ifs)
 overrides the generation's.
 
@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from simulator.costs.blackwell_tables import (
     BLACKWELL_ATTENTION_SOURCE,
     BLACKWELL_GEMM_TABLE,
+    BLACKWELL_ULTRA_ATTENTION_SOURCE,
     blackwell_attention_efficiency,
+    blackwell_ultra_attention_efficiency,
 )
 from simulator.costs.calibration import Calibration
 from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, attention_efficiency
@@ -43,6 +45,10 @@ KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
     GpuGeneration.HOPPER: _HOPPER,
     GpuGeneration.BLACKWELL: KernelTables(
         BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE
+    ),
+    # Blackwell Ultra: Blackwell's GEMM table (B300's own points are in it), its attention from cuDNN's GB300 run
+    GpuGeneration.BLACKWELL_ULTRA: KernelTables(
+        BLACKWELL_GEMM_TABLE, blackwell_ultra_attention_efficiency, BLACKWELL_ULTRA_ATTENTION_SOURCE
     ),
 }
 

@@ -6,7 +6,13 @@ import math
 
 from simulator.costs.attention_cost import attention_op_efficiency, executed_fraction
 from simulator.costs.calibration import Calibration
-from simulator.costs.collective_efficiency import Algorithm, Link, efficiency, nvls_all_reduce_efficiency
+from simulator.costs.collective_efficiency import (
+    Algorithm,
+    Link,
+    efficiency,
+    hybridep_efficiency,
+    nvls_all_reduce_efficiency,
+)
 from simulator.costs.generations import gemm_table
 from topologies.hardware import GpuGeneration, GpuSpec
 from workloads.ops import (
@@ -139,7 +145,9 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
 def collective_wire_bytes(op: Op, cal: Calibration, gpu: GpuSpec) -> float:
     """Bytes the collective costs on each member's NVLink, after its algorithm's efficiency there: an EP
     all-to-all of DeepEP-class kernels (its transport, workloads.dispatchers) at DeepEP's published intranode
-    rate, inside a node or the NVLink part of a cross-node one; NCCL's all-to-all at
+    rate, inside a node or the NVLink part of a cross-node one, HybridEP's at its own published NVLink 5 rate for
+    the EP degree where its README has one (simulator.costs.collective_efficiency.HYBRIDEP_NVLINK5_GBPS: B200,
+    GB200 NVL), DeepEP's elsewhere; NCCL's all-to-all at
     Calibration.all_to_all_efficiency; ring collectives at Calibration.ring_efficiency (1: the NVLink capacity
     is their measured rate), an all-reduce faster by NVLink SHARP where the GPU's switch has it
     (simulator.costs.collective_efficiency.NVLS_ALL_REDUCE)."""
@@ -147,6 +155,9 @@ def collective_wire_bytes(op: Op, cal: Calibration, gpu: GpuSpec) -> float:
         efficiency = cal.ring_efficiency * nvls_all_reduce_efficiency(gpu.name, op.group_size)
     elif op.collective != ALL_TO_ALL:
         efficiency = cal.ring_efficiency
+    elif op.transport == Transport.HYBRIDEP:
+        hybrid = hybridep_efficiency(gpu.name, op.group_size)
+        efficiency = hybrid if hybrid is not None else deepep_efficiency(Link.NVLINK, gpu.generation)
     elif op.transport == Transport.DEEPEP:
         efficiency = deepep_efficiency(Link.NVLINK, gpu.generation)
     else:
@@ -189,7 +200,7 @@ def nic_wire_bytes(op: Op) -> float:
     NIC; other ops' NIC bytes (CP's ring) at the ring's."""
     if not op.nic_bytes:
         return 0.0
-    if op.collective == ALL_TO_ALL and op.transport == Transport.DEEPEP:
+    if op.collective == ALL_TO_ALL and op.transport.deepep_class:
         return op.nic_bytes / deepep_efficiency(Link.NIC)
     if op.collective == ALL_TO_ALL:
         return op.nic_bytes / efficiency(Algorithm.ALL_TO_ALL, Link.NIC)
@@ -204,7 +215,7 @@ def comm_kernel_sms(op: Op, cal: Calibration) -> int:
     inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
     if op.kind != COLLECTIVE:
         return 0
-    deepep = op.group == Group.EP and op.transport == Transport.DEEPEP
+    deepep = op.group == Group.EP and op.transport.deepep_class
     return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
 
 

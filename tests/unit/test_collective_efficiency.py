@@ -15,6 +15,7 @@ from simulator.costs.collective_efficiency import (
 )
 from simulator.costs.kernels import (
     collective_wire_bytes,
+    comm_kernel_sms,
     dp_gradient_bytes_per_param,
     dp_gradient_efficiency,
     dp_param_bytes_per_param,
@@ -95,3 +96,31 @@ def test_dp_bytes_follow_the_gradient_and_weight_dtypes() -> None:
     assert dp_gradient_bytes_per_param("fp32-rs", "fp32") == 4
     assert dp_gradient_bytes_per_param("fp32-rs", "bf16") == 2  # --grad-reduce-in-bf16
     assert dp_param_bytes_per_param(False) == 2 and dp_param_bytes_per_param(True) == 1  # --fp8-param-gather
+
+
+def test_hybridep_transport_reads_its_own_nvlink5_rates() -> None:
+    """HybridEP on a GB200 NVL (README_Hybrid-EP.md kernel rows, 32 SMs): EP 8 at 764.03 / 737.13 GB/s, EP 64 at the
+    36-rank row, 632.31 / 596.99, over NCCL's 680; on a GB300 the GB200's (assumed); on a GPU without a table
+    (H800) DeepEP's rate, as before HybridEP had its own; its NIC bytes and SMs are DeepEP's."""
+
+    def op(group_size: int, transport: Transport) -> Op:
+        return Op(
+            "h",
+            COLLECTIVE,
+            COMM,
+            collective=ALL_TO_ALL,
+            comm_bytes=100e6,
+            nic_bytes=5e6,
+            group_size=group_size,
+            group=Group.EP,
+            transport=transport,
+        )
+
+    gb200, gb300 = gpu_preset("gb200"), gpu_preset("gb300")
+    ep8, ep64 = op(8, Transport.HYBRIDEP), op(64, Transport.HYBRIDEP)
+    assert collective_wire_bytes(ep8, CAL, gb200) == pytest.approx(100e6 * (680 / 764.03 + 680 / 737.13) / 2)
+    assert collective_wire_bytes(ep64, CAL, gb200) == pytest.approx(100e6 * (680 / 632.31 + 680 / 596.99) / 2)
+    assert collective_wire_bytes(ep64, CAL, gb300) == collective_wire_bytes(ep64, CAL, gb200)
+    assert collective_wire_bytes(ep8, CAL, H800) == collective_wire_bytes(op(8, Transport.DEEPEP), CAL, H800)
+    assert nic_wire_bytes(ep8) == nic_wire_bytes(op(8, Transport.DEEPEP))
+    assert comm_kernel_sms(ep8, CAL) == comm_kernel_sms(op(8, Transport.DEEPEP), CAL) == CAL.comm_sms_deepep

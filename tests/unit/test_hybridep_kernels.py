@@ -102,7 +102,7 @@ def test_hybridep_adds_its_steps_to_the_deepep_style_dispatch() -> None:
     added = {"hybridep_probs_fp32", "hybridep_routing_map_ag", "hybridep_preprocess", "hybridep_stage"}
     kept = [s for s in hybrid if s.name not in added]
     assert [_work(s) for s in kept] == [_work(s) for s in megascale]
-    assert {s.transport for s in kept if s.group == Group.EP} == {Transport.DEEPEP}
+    assert {s.transport for s in kept if s.group == Group.EP} == {Transport.HYBRIDEP}
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def test_wires_and_transports() -> None:
         "alltoall": (Wire.PER_COPY, Wire.PER_COPY, Transport.NCCL, Transport.NCCL),
         "allgather": (Wire.ALL_GATHER, Wire.ALL_GATHER, Transport.NCCL, Transport.NCCL),
         "flex-deepep": (Wire.PER_RANK, Wire.PER_RANK, Transport.DEEPEP, Transport.DEEPEP),
-        "flex-hybridep": (Wire.PER_RANK, Wire.PER_RANK, Transport.DEEPEP, Transport.DEEPEP),
+        "flex-hybridep": (Wire.PER_RANK, Wire.PER_RANK, Transport.HYBRIDEP, Transport.HYBRIDEP),
     }
     assert DISPATCHERS["megascale"].in_node_wire(6, 6) == Wire.PER_COPY
 

@@ -1,8 +1,10 @@
 """Megatron-Core's flex dispatcher with the HybridEP backend (--moe-token-dispatcher-type flex
 --moe-flex-dispatcher-backend hybridep): the kernels around its dispatch and combine.
 
-moesim times HybridEP's dispatch / combine as DeepEP's (one copy per destination rank or node, DeepEP's
-published rates and SMs: HybridEP's own H100 table is for 16-64 ranks over IB) and its permute / unpermute
+moesim times HybridEP's dispatch / combine as DeepEP's (one copy per destination rank or node, DeepEP's SMs and
+NIC rate; Transport.HYBRIDEP) at HybridEP's own published NVLink 5 rates on a B200 / GB200 NVL (simulator/costs/
+collective_efficiency.py HYBRIDEP_NVLINK5_GBPS), DeepEP's elsewhere (HybridEP's H100 table is for 16-64 ranks
+over IB), and its permute / unpermute
 as the other dispatchers' (workloads/dispatchers/steps.py; HybridEP issues the permute inside its dispatch
 call, after the tokens arrive, timed the same). Declared here are the kernels and the collective HybridEP runs
 besides them,
@@ -95,7 +97,7 @@ class FlexHybridepDispatcher(TokenDispatcher):
     megatron = "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep"
 
     wire = Wire.PER_RANK
-    moved_by = Transport.DEEPEP
+    moved_by = Transport.HYBRIDEP
 
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
         return [
@@ -103,13 +105,13 @@ class FlexHybridepDispatcher(TokenDispatcher):
             *host_sync(ctx),
             *hybridep_staging(ctx),
             permute(ctx),
-            ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
+            ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.HYBRIDEP, dispatch=True),
             *experts.shared,
             # HybridEP pads each expert's rows to the quantization alignment inside its dispatch, so the experts
             # skip TEGroupedMLP's padding (NVIDIA/Megatron-LM@d98e8a64 moe_utils.py skip_routed_expert_padding,
             # since core_v0.18.0, #4636)
             *te_grouped_mlp(ctx, experts, padded=False),
-            ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.DEEPEP, dispatch=False),
+            ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.HYBRIDEP, dispatch=False),
             # the combine's backward is a HybridEP dispatch: its staging copy runs just before it
             unpermute(ctx, hybridep_grad_staging_bytes(ctx)),
         ]
