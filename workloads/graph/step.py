@@ -10,7 +10,8 @@ from workloads.graph import combined_1f1b, fsdp
 from workloads.graph import dualpipe_pairs as dualpipe
 from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
 from workloads.ops import BYTES_BF16, Op
-from workloads.recipes.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
+from workloads.recipes.embedding import embedding_recipe
+from workloads.recipes.layers import head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD_DELAYED, PAIRED, Schedule, Task
 from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
