@@ -23,12 +23,8 @@ from collections.abc import Iterable
 import simpy
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs.kernels import (
-    dp_gradient_bytes_per_param,
-    dp_gradient_efficiency,
-    dp_param_bytes_per_param,
-    memory_time_s,
-)
+from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency, dp_param_bytes_per_param
+from simulator.costs.optimizer_step import optimizer_step_s
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
@@ -43,8 +39,6 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
 from workloads.graph.step import StepWorkload
-
-ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
 
 
 class Engine:
@@ -290,10 +284,12 @@ class Engine:
 
 
 def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibration) -> float:
-    """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound Adam)."""
+    """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound: the passes of
+    simulator/costs/optimizer_step.py)."""
     zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
-    held = sum(h / (dp if zero else 1) for h, _, dp in workload.stage_param_groups(stage))
-    return memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, gpu, cal)
+    groups = workload.stage_param_groups(stage)
+    shard = sum(h / (dp if zero else 1) for h, _, dp in groups)
+    return optimizer_step_s(workload.layout, shard, sum(h for h, _, _ in groups), gpu, cal)
 
 
 PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}

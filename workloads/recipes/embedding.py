@@ -18,6 +18,8 @@ is written, read, and the main gradient read and written once each.
 
 Under moesim's own SP attention (MegaScale-MoE's Ulysses layout) the forward keeps the sequence shard's lookup
 and no exchange; the weight gradient is PyTorch's and Megatron-LM's alike (MegaScale-MoE is built on Megatron-LM).
+Other frameworks (DeepSeek-V3's HAI-LLM, not public): assumed the same, F.embedding's dense gradient added into a
+main gradient of the layout's main_grads_dtype.
 """
 
 from __future__ import annotations
