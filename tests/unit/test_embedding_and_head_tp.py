@@ -4,6 +4,8 @@ embedding gradient and the DDP hook's add into the main gradient."""
 
 from __future__ import annotations
 
+import pytest
+
 from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.ops import ALL_GATHER, ALL_REDUCE, COLLECTIVE, COMM, COMPUTE, GEMM, REDUCE_SCATTER
 from workloads.recipes.embedding import embedding_recipe
@@ -28,7 +30,9 @@ def test_tp_embedding_by_hand() -> None:
     masked rows' gradient zeroed (2 x 1 MiB), the dense gradient's token passes (1,024 x 512 x (2 + 4 + 4 + 2)
     B) and the table: 250 x 512 rows zeroed and read (2 + 2 B) and the BF16 main gradient read and written
     (2 x 2 B), in 1 + 10 + 1 launches."""
-    layout = LayoutSpec("t", attention="tp", intra_size=4, sequence_parallel=True, main_grads_dtype="bf16")
+    layout = LayoutSpec(
+        "t", attention="tp", intra_size=4, sequence_parallel=True, main_grads_dtype="bf16", tp_async_backward=True
+    )
     fwd, bwd = _ops(embedding_recipe(MODEL, layout, SEQ), layout)
     rows = 1024 * 512 * 2
     assert [(op.kind, op.collective) for op in fwd] == [("memory", ""), (COLLECTIVE, REDUCE_SCATTER)]
@@ -41,7 +45,9 @@ def test_tp_embedding_by_hand() -> None:
 
 def test_tp_embedding_without_sequence_parallelism_all_reduces() -> None:
     """Without SP the looked-up rows are all-reduced (the ring's 2 x 3/4 of them) and nothing runs back."""
-    layout = LayoutSpec("t", attention="tp", intra_size=4, sequence_parallel=False, recompute="none")
+    layout = LayoutSpec(
+        "t", attention="tp", intra_size=4, sequence_parallel=False, recompute="none", tp_async_backward=True
+    )
     fwd, bwd = _ops(embedding_recipe(MODEL, layout, SEQ), layout)
     assert (fwd[1].collective, fwd[1].comm_bytes) == (ALL_REDUCE, 2 * 1024 * 512 * 2 * 3 / 4)
     assert [op.kind for op in bwd] == ["memory"]
@@ -59,13 +65,16 @@ def test_one_gpu_embedding_table_term() -> None:
     assert bwd[0].mem_bytes - short[0].mem_bytes == 512 * 512 * 12  # the token passes only
 
 
-def test_sp_attention_keeps_the_shard_lookup() -> None:
-    """Ulysses SP (MegaScale-MoE's layout): the sequence shard's lookup, no exchange, the table's gradient."""
-    layout = LayoutSpec("t", attention="sp", intra_size=4)
+@pytest.mark.parametrize("attention", ["sp", "tp"])
+def test_megascale_layers_keep_the_shard_lookup(attention: str) -> None:
+    """Ulysses SP and MegaScale-MoE's own TP (neither Megatron-Core's TP layers): the sequence shard's lookup, no
+    exchange, the table's gradient (FP32 main gradients); the head without an exchange either."""
+    layout = LayoutSpec("t", attention=attention, intra_size=4)
     fwd, bwd = _ops(embedding_recipe(MODEL, layout, SEQ), layout)
     assert [op.kind for op in fwd] == ["memory"]
     assert fwd[0].mem_bytes == 2 * 256 * 512 * 2
     assert bwd[0].mem_bytes == 256 * 512 * 12 + 250 * 512 * 12
+    assert [s.name for s in head_recipe(MODEL, layout, SEQ)] == ["final_norm", "lm_head", "cross_entropy"]
 
 
 def test_head_gathers_before_its_gemm_even_under_userbuffers() -> None:

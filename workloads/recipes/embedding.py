@@ -16,8 +16,9 @@ that whole table into the parameter's main gradient (``param.main_grad.add_(para
 megatron/core/distributed/distributed_data_parallel.py _make_backward_post_hook): every micro-batch, the table
 is written, read, and the main gradient read and written once each.
 
-Under moesim's own SP attention (MegaScale-MoE's Ulysses layout) the forward keeps the sequence shard's lookup
-and no exchange; the weight gradient is PyTorch's and Megatron-LM's alike (MegaScale-MoE is built on Megatron-LM).
+Elsewhere (MegaScale-MoE's Ulysses SP and its own TP, whose embedding exchange is not published; one GPU) the
+forward keeps the sequence shard's lookup and no exchange; the weight gradient is PyTorch's and Megatron-LM's
+alike (MegaScale-MoE is built on Megatron-LM).
 Other frameworks (DeepSeek-V3's HAI-LLM, not public): assumed the same, F.embedding's dense gradient added into a
 main gradient of the layout's main_grads_dtype.
 """
@@ -27,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workloads.ops import BYTES_BF16, MEMORY, Carries, Step
-from workloads.recipes.comm_pairs import tp_pair
+from workloads.recipes.comm_pairs import megatron_tp, tp_pair
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.precision import DTYPE_BYTES
@@ -47,7 +48,7 @@ MAIN_GRAD_ADD_KERNELS = 1
 def embedding_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
     """The token embedding on the first stage, one GPU, one micro-batch of ``seq_len`` tokens per sequence."""
     n = layout.intra_size
-    vocab_parallel = layout.attention != "sp" and n > 1  # Megatron's VocabParallelEmbedding over the TP group
+    vocab_parallel = megatron_tp(layout)  # Megatron-Core's VocabParallelEmbedding over the TP group
     tokens = layout.micro_batch * seq_len if vocab_parallel else layout.micro_batch * seq_len // layout.sequence_shards
     row_bytes = tokens * model.hidden_size * BYTES_BF16
     # forward: F.embedding reads and writes each token's row; under TP the masked rows are zeroed (another read

@@ -22,7 +22,7 @@ from workloads.ops import (
     Step,
     attention_pairs,
 )
-from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
+from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
 from workloads.recipes.mla import mla_recipe
@@ -154,7 +154,7 @@ def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
         cross_entropy_step(layout.cross_entropy, local * model.vocab_size, layout.micro_batch),
     ]
-    if layout.attention == "sp" or layout.intra_size == 1:
+    if not megatron_tp(layout):  # (MegaScale-MoE's own TP does not publish its head's exchange)
         return [norm, *head]
     full_bytes = layout.micro_batch * seq_len * model.hidden_size * BYTES_BF16
     gather, _ = tp_pair("head", layout.intra_size, full_bytes, sequence_parallel=layout.sequence_parallel)
