@@ -291,6 +291,9 @@ class Step:
     backward_only: bool = False
     carries: Carries = Carries.OTHER  # collectives: what they move (FP8 communication keys on it)
     bf16_only: bool = False  # GEMMs kept in BF16 under FP8 training (router, LM head: DeepSeek-V3 Sec. 3.3.1)
+    # TP collectives: around one of TE's linear layers, which TE's userbuffers can overlap (False: Megatron-Core's
+    # own ColumnParallelLinear, the output layer, whose all-gather runs before its GEMM)
+    te_linear: bool = True
     # FP8 GEMMs whose input (forward) or output gradient (backward) is all-gathered over this many sequence
     # shards (TP with SP): TE quantizes the local shard and gathers FP8 (workloads/recipes/fp8_quant.py)
     input_shards: int = 1

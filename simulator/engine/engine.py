@@ -23,14 +23,11 @@ from collections.abc import Iterable
 import simpy
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs.kernels import (
-    dp_gradient_bytes_per_param,
-    dp_gradient_efficiency,
-    dp_param_bytes_per_param,
-    memory_time_s,
-)
+from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency, dp_param_bytes_per_param
+from simulator.costs.optimizer_step import optimizer_step_s
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
+from simulator.engine.grad_sync import ChunkSyncs, chunk_syncs, per_chunk_sync
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
 from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
 from simulator.engine.ranks import Place
@@ -43,8 +40,6 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
 from workloads.graph.step import StepWorkload
-
-ADAM_BYTES_PER_PARAM = 32  # read + write FP32 master, m and v (12 B -> 24 B) and BF16 param, grad (8 B)
 
 
 class Engine:
@@ -93,6 +88,7 @@ class Engine:
         self._sent_at: dict[tuple, float] = {}
         self._numbers = {place: number for number, place in enumerate(placement.places)}  # PP arrivals' keys
         self._pp_bytes = workload.pp_bytes_per_gpu
+        self._per_chunk = per_chunk_sync(workload)  # the interleaved schedule's per-chunk grad sync
 
     @property
     def simulated_ops(self) -> int:
@@ -137,7 +133,9 @@ class Engine:
 
         env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
 
-    def _stage(self, place: Place, dp_gate: simpy.Event | None):
+    def _stage(self, place: Place, dp_gate: simpy.Event | None, syncs: ChunkSyncs | None = None):
+        """Run ``place``'s tasks in order; ``syncs``: the model chunks whose gradient reduction starts after a task
+        (the interleaved schedule's per-chunk grad sync, ``chunk_syncs``)."""
         env, log, probes, run = self.env, self._logs[place], self.probes, self.timer.run
         stage, schedule, sent_at = place.stage, self.workload.schedule, self._sent_at
         number = self._numbers[place]
@@ -176,6 +174,9 @@ class Engine:
                 exposed[group] = exposed.get(group, 0.0) + seconds
             for probe in probes:
                 probe.on_task(place, stage, task, begin, end, timing)
+            if syncs is not None and task in syncs.after:
+                for chunk in syncs.after[task]:
+                    self._reduce_chunk(place, chunk, syncs.transfers)
             for flow in schedule.outputs(stage, task):
                 peer, peer_number = peers[flow.stage]
                 key = (flow[0], flow[1], flow[2], peer_number)
@@ -189,19 +190,33 @@ class Engine:
     # --- data parallelism ----------------------------------------------------------------------------
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
-        grad = params = 0.0
         # experts sync over expert_dp; under ZeRO-2 / 3 the units' gradients / weights go unit by unit in the tasks
-        for grads_synced, params_synced, dp in self.workload.step_sync_groups(stage):
-            if dp == 1:
-                continue
-            share = (dp - 1) / dp
-            layout = self.workload.layout  # Sec. 5: BF16 all-to-all, FP32 local sum; or a reduce-scatter
-            per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
-            grad += grads_synced * per_param * share / dp_gradient_efficiency(layout.grad_sync)
-            params += (
-                params_synced * dp_param_bytes_per_param(layout.fp8_param_gather) * share / self.cal.ring_efficiency
-            )
-        return grad, params
+        groups = self.workload.step_sync_groups(stage)
+        param_bytes = dp_param_bytes_per_param(self.workload.layout.fp8_param_gather)
+        params = 0.0
+        for _, params_synced, dp in groups:
+            if dp > 1:
+                params += params_synced * param_bytes * ((dp - 1) / dp) / self.cal.ring_efficiency
+        return self._grad_wire_bytes([(grads, dp) for grads, _, dp in groups]), params
+
+    def dp_grad_transfers(self, stage: int) -> int:
+        """How many DP gradient transfers a GPU of ``stage`` makes per step: one per model chunk with gradients to
+        reduce under the interleaved schedule's per-chunk sync, else one per bucket (none without DP bytes)."""
+        if self.workload.dp > 1 and self._per_chunk:
+            chunks = range(self.workload.chunks)
+            return sum(self._grad_wire_bytes(self.workload.chunk_grad_groups(stage, c)) > 0 for c in chunks)
+        buckets = self.workload.layers_per_chunk * self.workload.chunks
+        return buckets if self.dp_wire_bytes(stage)[0] > 0 else 0
+
+    def _grad_wire_bytes(self, groups: list[tuple[float, int]]) -> float:
+        """Gradient wire bytes per GPU of (parameters reduced, DP group size) pairs."""
+        layout = self.workload.layout  # Sec. 5: BF16 all-to-all, FP32 local sum; or a reduce-scatter
+        per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
+        grad = 0.0
+        for grads, dp in groups:
+            if dp > 1:
+                grad += grads * per_param * ((dp - 1) / dp) / dp_gradient_efficiency(layout.grad_sync)
+        return grad
 
     def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):
         """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
@@ -220,12 +235,32 @@ class Engine:
             gate.succeed()
         self._logs[place].params_gathered_s = self.env.now
 
-    def _grad_sync(self, place: Place, buckets: int):
-        """Reduce gradients bucket by bucket as the last backward frees them, then the optimizer step."""
+    def _reduce_chunk(self, place: Place, chunk: int, transfers: list[simpy.Event]) -> None:
+        """Start the DP reduction of one model chunk's gradients (simulator/engine/grad_sync.py), all its buckets
+        at once as Megatron-Core's start_grad_sync issues them."""
+        grad = self._grad_wire_bytes(self.workload.chunk_grad_groups(place.stage, chunk))
+        if grad <= 0:
+            return
+        links = self.placement.dp_links(place)
+        transfers.append(self.placement.dp_transfer(place, DpBucket("dp-grads", chunk), links, grad))
+        if self.probes:
+            transfers[-1].callbacks.append(self._logger("dp-grads", place.stage, self.env.now, grad, chunk))
+
+    def _grad_sync(self, place: Place, buckets: int, syncs: ChunkSyncs | None = None):
+        """Reduce gradients bucket by bucket as the last backward frees them (or, chunk by chunk, those left for
+        the step's end: ``syncs``), then the optimizer step."""
         log, stage = self._logs[place], place.stage
+        _, begin, end = log.tasks[-1]
+        if syncs is not None:
+            for chunk in syncs.at_end:
+                self._reduce_chunk(place, chunk, syncs.transfers)
+            yield self.env.all_of(syncs.transfers)
+            log.dp_exposed_s += self.env.now - end
+            yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
+            log.end_s = self.env.now
+            return
         grad, _ = self.dp_wire_bytes(stage)
         links = self.placement.dp_links(place)
-        _, begin, end = log.tasks[-1]
         transfers = []
         for bucket in range(buckets if grad > 0 else 0):
             ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
@@ -254,8 +289,9 @@ class Engine:
         if self.workload.dp > 1:
             gate = self.env.event()
             self.env.process(self._param_gather(place, gate, buckets))
-        yield from self._stage(place, gate)
-        yield from self._grad_sync(place, buckets)
+        syncs = chunk_syncs(self.workload, place.stage) if self.workload.dp > 1 and self._per_chunk else None
+        yield from self._stage(place, gate, syncs)
+        yield from self._grad_sync(place, buckets, syncs)
 
     def run(self) -> EngineResult:
         """Run the step."""
@@ -290,10 +326,12 @@ class Engine:
 
 
 def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibration) -> float:
-    """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound Adam)."""
+    """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound: the passes of
+    simulator/costs/optimizer_step.py)."""
     zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
-    held = sum(h / (dp if zero else 1) for h, _, dp in workload.stage_param_groups(stage))
-    return memory_time_s(held * ADAM_BYTES_PER_PARAM, 1, gpu, cal)
+    groups = workload.stage_param_groups(stage)
+    shard = sum(h / (dp if zero else 1) for h, _, dp in groups)
+    return optimizer_step_s(workload.layout, shard, sum(h for h, _, _ in groups), gpu, cal)
 
 
 PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}

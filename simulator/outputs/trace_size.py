@@ -123,7 +123,7 @@ def trace_size(engine: Engine, stages: Iterable[int] | None = None, micro_batche
                 if flow.stage in drawn and (flow.direction, flow.micro_batch, flow.chunk) in drawn[flow.stage]:
                     exact += 2  # the arrow's start on the send and finish on the receiving task
         params = buckets if workload.dp > 1 else 0
-        grads = buckets if engine.dp_wire_bytes(stage)[0] > 0 else 0
+        grads = engine.dp_grad_transfers(stage)
         exact += EVENTS_PER_PROCESS + tasks + sum(slices.values()) + sends + params + grads
         lanes += min(tasks, 1) + sends + min(params, 1) + grads
         lanes += sum(min(slices[thread], len(chains[thread])) for thread in OP_THREADS)

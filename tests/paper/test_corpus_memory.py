@@ -27,8 +27,10 @@ def test_no_published_run_is_refused_for_memory(case) -> None:
 
 def test_the_printed_gpt_oss_micro_batch_would_be_refused() -> None:
     """The 25.11 GPT-OSS-120B row prints MBS 4 with GA 2, which cannot both hold at PP 4 (the case's
-    measured.derivation); at MBS 4 the step needs 96.4 GiB per GPU as counted, 81.9 GiB with its activations 25%
-    lower, over an H100's 74.5 GiB: the verdict refuses it, where the preset's MBS 1 fits."""
+    measured.derivation); at MBS 4 the step needs 93.0 GiB per GPU as counted, 78.5 GiB with its activations 25%
+    lower, over an H100's 74.5 GiB: the verdict refuses it, where the preset's MBS 1 fits. (Under the precision-aware
+    optimizer that BF16 performance runs use, scripts/performance/utils/helpers.py at 7af9601: the master weights
+    are 16-bit remainders beside the BF16 weights, 3.4 GiB less than FP32 master weights.)"""
     case = next(c for c in CASES if c.name == "bridge-gpt-oss-120b-h100-0064-r2511")
     job = case_job(case)
     verdicts = {}
@@ -48,4 +50,4 @@ def test_the_printed_gpt_oss_micro_batch_would_be_refused() -> None:
     for micro_batch, verdict in verdicts.items():
         assert verdict.peak.activations_bytes == 4 * 9 * micro_batch * 4096 * per_token_layer
     assert verdicts[4].verdict is Verdict.DOES_NOT_FIT
-    assert verdicts[4].peak.total_gib == pytest.approx(96.4, abs=0.05)
+    assert verdicts[4].peak.total_gib == pytest.approx(93.0, abs=0.05)

@@ -300,11 +300,21 @@ def _emit_forward(ops: _OpList, layers: list[LayerSteps], deps: tuple[int, ...],
     return last
 
 
+def tp_linear(step: Step) -> bool:
+    """Whether this collective is the TP all-gather / reduce-scatter around a column- or row-parallel linear layer
+    (attention, dense MLP, the output layer), not the TP collectives of the MoE layer's token dispatcher and
+    GroupedLinear experts (module "moe"). Megatron-Core runs such a layer's backward collectives beside its
+    GEMMs (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward, TE's bulk
+    overlaps)."""
+    return step.group == Group.TP and step.module != Module.MOE
+
+
 def userbuffers(step: Step) -> bool:
     """Whether TE's userbuffers overlap this collective: the TP all-gather / reduce-scatter around TE's
     column- and row-parallel linear layers (attention, dense MLP), not the TP collectives of the MoE layer's
-    token dispatcher and GroupedLinear experts (module "moe"), which TransformerLayerTPOverlapCfg does not name."""
-    return step.group == Group.TP and step.module != Module.MOE
+    token dispatcher and GroupedLinear experts (module "moe"), which TransformerLayerTPOverlapCfg does not name,
+    nor Megatron-Core's own output layer (``te_linear`` False)."""
+    return tp_linear(step) and step.te_linear
 
 
 def _next_compute_is_gemm(steps: list[Step], position: int) -> bool:
@@ -394,7 +404,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
                 # Megatron-Core's async all-reduce of the dgrad, issued before the wgrad GEMM it runs beside
                 # (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward at d98e8a64dd)
                 grad = ops.collective(step, layer, deps, Role.INPUT_GRAD, name=f"{step.name}.bwd", stream=COMM)
-            elif ops.tp_bulk and userbuffers(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
+            elif ops.tp_bulk and tp_linear(step) and step.fuse == "next" and dgrad_before and not ops.fuse:
                 regather, grad = ops.bulk_backward(step, layer, grad)
                 deferred_wgrads[:] = [(wgrad, deps + (regather,)) for wgrad, deps in deferred_wgrads]
             elif ops.fuses(step) and step.fuse == "next" and dgrad_before:

@@ -10,7 +10,8 @@ from workloads.graph import combined_1f1b, fsdp
 from workloads.graph import dualpipe_pairs as dualpipe
 from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
 from workloads.ops import BYTES_BF16, Op
-from workloads.recipes.layers import embedding_recipe, head_recipe, layer_recipe, mtp_projection_recipe
+from workloads.recipes.embedding import embedding_recipe
+from workloads.recipes.layers import head_recipe, layer_recipe, mtp_projection_recipe
 from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD_DELAYED, PAIRED, Schedule, Task
 from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
@@ -126,15 +127,19 @@ class StepWorkload:
         """The weights of a dense (True) and an MoE (False) layer, computed once per workload."""
         return {dense: self.model.layer_parts(dense) for dense in (True, False)}
 
-    def stage_param_groups(self, stage: int) -> list[ParamGroup]:
-        """Parameters per GPU of a stage: dense weights sync over DP x CP, expert weights over expert_dp.
+    def stage_param_groups(self, stage: int, chunks: tuple[int, ...] | None = None) -> list[ParamGroup]:
+        """Parameters per GPU of a stage (of its ``chunks`` only, if given): dense weights sync over DP x CP,
+        expert weights over expert_dp.
 
         SP replicates attention (and dense FFN) weights inside the node; their gradients are reduced
         hierarchically (MegaScale-MoE App. A.1), so the inter-node bytes equal TP's: 1/n of them per GPU.
         """
         m, n, layout = self.model, self.layout.intra_size, self.layout
-        blocks = self.schedule.stage_blocks(stage)
-        parts = [self._layer_parts[m.layer_kind(i).dense] for i in self.stage_layers(stage)]
+        if chunks is None:
+            blocks = self.schedule.stage_blocks(stage)
+        else:
+            blocks = tuple(self.schedule.block_of(stage, chunk) for chunk in chunks)
+        parts = [self._layer_parts[m.layer_kind(i).dense] for block in blocks for i in self.block_ranges[block]]
         mtp = m.mtp_layers if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
         parts += [self._layer_parts[m.num_experts == 0]] * mtp
         # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
@@ -144,8 +149,8 @@ class StepWorkload:
         sp = layout.attention == "sp"
         held_dense = small + (split if sp else split / n)
         synced_dense = small + split / n
-        held_dense += self.embedding_params(stage)
-        synced_dense += self.embedding_params(stage)
+        held_dense += self._embedding_params(blocks)
+        synced_dense += self._embedding_params(blocks)
         # CP ranks hold the same weights: the dense gradients reduce over DP x CP (Megatron-Core)
         return [
             ParamGroup(held_dense, synced_dense, self.dp * self.layout.cp),
@@ -155,7 +160,9 @@ class StepWorkload:
     def embedding_params(self, stage: int) -> float:
         """Input embedding and output head weights per GPU of a stage (vocab-parallel over n): on block 0 and
         on the last block, one matrix if they are tied and on the same stage."""
-        blocks = self.schedule.stage_blocks(stage)
+        return self._embedding_params(self.schedule.stage_blocks(stage))
+
+    def _embedding_params(self, blocks: tuple[int, ...]) -> float:
         ends = (0 in blocks) + (self.schedule.blocks - 1 in blocks)
         if self.model.tied_embeddings and ends == 2:
             ends = 1
@@ -179,6 +186,13 @@ class StepWorkload:
                 units[part] += count
         gathered = fsdp.gathers_per_unit(self.layout)
         return [(g.synced - u, g.synced - u if gathered else g.synced, g.dp) for g, u in zip(groups, units)]
+
+    def chunk_grad_groups(self, stage: int, chunk: int) -> list[tuple[float, int]]:
+        """Per DP group, (parameters whose gradients one model chunk of ``stage`` reduces on its own, the group's
+        size): Megatron-Core's per-chunk grad sync of the interleaved schedule (ZeRO-0 and ZeRO-1: under ZeRO-0
+        the all-reduce, counted as two reduce-scatters' worth, as in step_sync_groups)."""
+        factor = 2 if self.layout.zero_stage == 0 else 1
+        return [(factor * g.synced, g.dp) for g in self.stage_param_groups(stage, (chunk,))]
 
     @cached_property
     def unit_comm(self) -> fsdp.UnitComm | None:

@@ -4,6 +4,15 @@ all-to-alls. The attention, MLA and FFN recipes all wrap their blocks in them.""
 from __future__ import annotations
 
 from workloads.ops import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, REDUCE_SCATTER, Carries, Group, Module, Step, comm_step
+from workloads.specs.layouts import LayoutSpec
+
+
+def megatron_tp(layout: LayoutSpec) -> bool:
+    """Whether the layout's TP layers are Megatron-Core's (with or without TE's userbuffers: tp_comm_overlap,
+    tp_async_backward), whose vocabulary-parallel embedding and output layer exchange the micro-batch over the TP
+    group (workloads/recipes/embedding.py, layers.head_recipe). MegaScale-MoE's own TP (the Table 5 baseline)
+    does not publish its embedding's or head's exchange: none is charged there."""
+    return layout.attention == "tp" and layout.intra_size > 1 and (layout.tp_comm_overlap or layout.tp_async_backward)
 
 
 def tp_pair(

@@ -8,8 +8,21 @@ per GPU, BF16 (2 bytes per element).
 
 from __future__ import annotations
 
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
-from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
+from dataclasses import replace
+
+from workloads.ops import (
+    ATTENTION,
+    BYTES_BF16,
+    GEMM,
+    MEMORY,
+    AttentionShape,
+    Carries,
+    Gemm,
+    Module,
+    Step,
+    attention_pairs,
+)
+from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
 from workloads.recipes.mla import mla_recipe
@@ -123,23 +136,29 @@ def layer_recipe(
     return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
 
 
-def embedding_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
-    """Token embedding lookup on the first stage (sequence-sharded, or whole on every TP rank without SP)."""
-    local = layout.micro_batch * seq_len // layout.sequence_shards
-    return [Step("embedding", MEMORY, mem_bytes=2 * local * model.hidden_size * BYTES_BF16)]
-
-
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
     """Final norm, output projection over the vocabulary and cross-entropy on the last stage. The projection
     and the loss are counted per local token over the whole vocabulary: under TP the same FLOPs and bytes as
-    Megatron's vocabulary-parallel head (every token, 1/t of the vocabulary)."""
+    Megatron's vocabulary-parallel head (every token, 1/t of the vocabulary).
+
+    Under Megatron's TP the head is a ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py output_layer at
+    NVIDIA/Megatron-LM 2edffadb): its input comes in through tp_pair's entry, an all-gather of the sequence shards
+    with SP (a reduce-scatter of the gradient back), else an all-reduce of the gradient in backward. Megatron's
+    own linear layer, not one of TE's userbuffers layers: the forward all-gather runs before the GEMM, the
+    backward's re-gather and reduce-scatter beside the dgrad and wgrad GEMMs as in the other TP layers
+    (workloads/graph/op_lists.py tp_linear)."""
     local = layout.micro_batch * seq_len // layout.intra_size
     norm_tokens = layout.micro_batch * seq_len // layout.sequence_shards
-    return [
-        Step("final_norm", MEMORY, mem_bytes=2 * norm_tokens * model.hidden_size * BYTES_BF16),
+    norm = Step("final_norm", MEMORY, mem_bytes=2 * norm_tokens * model.hidden_size * BYTES_BF16)
+    head = [
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
         cross_entropy_step(layout.cross_entropy, local * model.vocab_size, layout.micro_batch),
     ]
+    if not megatron_tp(layout):  # (MegaScale-MoE's own TP does not publish its head's exchange)
+        return [norm, *head]
+    full_bytes = layout.micro_batch * seq_len * model.hidden_size * BYTES_BF16
+    gather, _ = tp_pair("head", layout.intra_size, full_bytes, sequence_parallel=layout.sequence_parallel)
+    return [norm, replace(gather, te_linear=False, carries=Carries.OTHER), *head]
 
 
 def mtp_projection_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:

@@ -1,0 +1,72 @@
+"""When each model chunk's gradients start their DP reduction under Megatron-Core's interleaved schedule.
+
+With --overlap-grad-reduce Megatron-Core (and Megatron-Bridge, whose setup passes align_grad_reduce, default True)
+sets ``config.grad_sync_func`` to each chunk's ``start_grad_sync``
+(megatron/core/distributed/distributed_data_parallel.py; Megatron-Bridge src/megatron/bridge/training/setup.py
+_update_model_config_funcs). In forward_backward_pipelining_with_interleaving
+(megatron/core/pipeline_parallel/schedules.py at NVIDIA/Megatron-LM 2edffadb, the Megatron-LM that Megatron-Bridge
+v0.4.2 pins) the chunk's backward hooks do not start the reduction (grad sync stays disabled during its backwards);
+backward_step_helper_postprocess calls the chunk's grad_sync_func, every bucket of it at once, after the backward
+``pipeline_parallel_rank`` backwards after the chunk's last one ("we launch asynchronous communication at the same
+time across the pipeline-parallel group": grad_sync_virtual_microbatch_id = virtual_microbatch_id -
+pipeline_parallel_rank), and the chunks whose turn would fall past the stage's last backward right after it
+("Launch any remaining grad reductions"). Every chunk but the last one to finish reduces beside the cooldown's
+backwards instead of after them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import simpy
+
+from workloads.graph.step import StepWorkload
+from workloads.schedules.pipeline_tasks import BACKWARD, FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED, WEIGHT, Task
+
+INTERLEAVED = "interleaved"  # Megatron-Core's interleaved 1F1B (workloads/schedules/registry.py SCHEDULES)
+
+
+@dataclass
+class ChunkSyncs:
+    """A stage's per-chunk gradient reductions: the chunks to start after a task, the ones left for the end,
+    and the transfers started so far (the step's end waits for them all)."""
+
+    after: dict[Task, tuple[int, ...]]
+    at_end: tuple[int, ...]
+    transfers: list[simpy.Event] = field(default_factory=list)
+
+
+def weight_gradients_of(task: Task) -> int | None:
+    """The chunk whose weight gradients ``task`` computes: a full backward's, a weight-gradient half's, or the
+    backward half of a paired forward-and-backward (None: a forward, or an input-gradient half)."""
+    if task.direction in (BACKWARD, WEIGHT):
+        return task.chunk
+    if task.direction in (FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED) and task.paired is not None:
+        return task.paired[1]
+    return None
+
+
+def per_chunk_sync(workload: StepWorkload) -> bool:
+    """Whether the step reduces gradients chunk by chunk: the interleaved schedule with DP overlap, over a
+    data-parallel group, under the distributed optimizer or DDP (ZeRO-2 / 3 reduce layer by layer instead)."""
+    layout = workload.layout
+    return layout.schedule == INTERLEAVED and workload.chunks > 1 and layout.dp_overlap and layout.zero_stage < 2
+
+
+def chunk_syncs(workload: StepWorkload, stage: int) -> ChunkSyncs:
+    """Where ``stage``'s chunks start their reduction (see the module docstring); ``stage`` is the PP rank."""
+    backwards = [
+        (task, chunk) for task in workload.stage_order(stage) if (chunk := weight_gradients_of(task)) is not None
+    ]
+    last: dict[int, int] = {}
+    for index, (_, chunk) in enumerate(backwards):
+        last[chunk] = index
+    after: dict[Task, list[int]] = {}
+    at_end = []
+    for chunk in sorted(last):
+        turn = last[chunk] + stage
+        if turn < len(backwards):
+            after.setdefault(backwards[turn][0], []).append(chunk)
+        else:
+            at_end.append(chunk)
+    return ChunkSyncs({task: tuple(chunks) for task, chunks in after.items()}, tuple(at_end))
