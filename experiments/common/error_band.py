@@ -5,8 +5,9 @@ dispatcher, the GPU generation, the GEMM precision and the pipeline schedule (wi
 range of the errors of the validated runs that share them; where fewer than ``MIN_ALIKE`` runs share all of them,
 the least telling mechanism is dropped first (schedule, precision, generation, dispatcher, then dense / MoE), down
 to every validated run. With n exchangeable runs, a new one falls inside their range with probability
-(n - 1) / (n + 1), 71% at n = 6; ``MIN_ALIKE`` = 6 is the smallest n whose leave-one-out coverage over the
-corpus reaches the 80% the issue asks (tests/paper/test_error_band_coverage.py measures it; 5 gives 79%).
+(n - 1) / (n + 1) (the order statistics of n + 1 exchangeable draws); ``MIN_ALIKE`` = 9 is the smallest n for
+which that is at least the 80% the issue asks, so the rule follows from the target, not from the corpus.
+tests/paper/test_error_band_coverage.py measures the leave-one-out coverage it gives on the corpus.
 
 The errors come from ``moesim validate``'s table (results/validation.csv, regenerated with results/), so a band
 costs a file read, not a simulation; it lives here, below experiments.validation, so that ``run``, ``compare`` and
@@ -25,7 +26,7 @@ from workloads.recipes.moe import dispatch_uses_all_gather
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
-MIN_ALIKE = 6
+MIN_ALIKE = 9  # (n - 1) / (n + 1) >= 0.8
 VALIDATION_CSV = Path(__file__).resolve().parents[2] / "results" / "validation.csv"
 
 
