@@ -71,6 +71,9 @@ class StageFault:
     compute_factor: float = 1.0  # compute kernels take this many times longer
     nvlink_factor: float = 1.0  # NVLink bandwidth divided by this
     nic_factor: float = 1.0  # NIC bandwidth available to the stage's GPU divided by this
+    # Whether that NIC is one GPU's degraded port (not a failed NIC's share, which its proxy's ring neighbours
+    # share too): the GPUs it exchanges DP hops with keep healthy NICs (FoldedPlacement.dp_transfer)
+    nic_degraded_port: bool = False
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,7 @@ class Faults:
     def stage_faults(self, cluster: ClusterSpec, ranks: RankMap) -> list[StageFault]:
         """The folded view: per stage, its slowest member over all DP replicas and local ranks."""
         pp = ranks.pp
-        compute, nvlink, nic = [1.0] * pp, [1.0] * pp, [1.0] * pp
+        compute, nvlink, nic, shared = [1.0] * pp, [1.0] * pp, [1.0] * pp, [1.0] * pp
         slowed = range(cluster.num_gpus) if self.speed_spread else {gpu for gpu, _ in self.stragglers}
         for gpu in slowed:
             stage = ranks.place(gpu).stage
@@ -233,8 +236,8 @@ class Faults:
             share = sharers[proxy] * self.link_factor("nic", proxy)
             for member in (gpu, proxy):
                 stage = ranks.place(member).stage
-                nic[stage] = max(nic[stage], share)
-        return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
+                shared[stage] = max(shared[stage], share)
+        return [StageFault(c, v, max(x, k), x > k) for c, v, x, k in zip(compute, nvlink, nic, shared)]
 
 
 @functools.lru_cache(maxsize=1 << 16)

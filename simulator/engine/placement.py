@@ -34,13 +34,13 @@ from typing import NamedTuple
 import simpy
 
 from simulator.engine.faults import Faults, StageFault
-from simulator.engine.ranks import Place, RankMap
+from simulator.engine.ranks import Place, RankMap, group_kind
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads.graph.step import StepWorkload
-from workloads.ops import Op
+from workloads.ops import ALL_TO_ALL, Op
 from workloads.schedules.base import Task
 
 
@@ -142,8 +142,13 @@ class FoldedPlacement(Placement):
             # sharing one) use the GPU's NVLink port, egress and ingress, as do PXN detours through it
             capacities[("nvl_out", stage)] = self._nvlink_Bps(stage)
             capacities[("nvl_in", stage)] = self._nvlink_Bps(stage)
-            if (spine := dp_spine_factor(cluster, self.ranks, stage)) > 1:  # an oversubscribed leaf uplink
+            spine = dp_spine_factor(cluster, self.ranks, stage)
+            if spine > 1:  # an oversubscribed leaf uplink
                 capacities[("spine_dp", stage)] = cluster.nic_effective_Bps / spine
+            if self.stage_faults[stage].nic_degraded_port:  # the DP ring neighbours' healthy NICs (dp_transfer)
+                capacities[("nic_peer_out", stage)] = capacities[("nic_peer_in", stage)] = cluster.nic_effective_Bps
+                if spine > 1:
+                    capacities[("spine_dp_peer", stage)] = cluster.nic_effective_Bps / spine
         self.network = FluidNetwork(env, capacities)
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
         # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. Tasks that
@@ -154,6 +159,7 @@ class FoldedPlacement(Placement):
         ]
         self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
         self._pp_routes: dict[tuple[int, int], tuple] = {}
+        self._nic_flow_counts: dict[tuple[int, int], tuple] = {}  # (stage, id of a task's ops): (ops, flows)
 
     def _nvlink_Bps(self, stage: int) -> float:
         return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
@@ -202,6 +208,22 @@ class FoldedPlacement(Placement):
         spine = ("spine_dp", stage)
         return (*links, spine) if spine in self.network.capacities_Bps else links
 
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """One flow over the stage's NIC egress and ingress stands for the hop each replica sends and the one it
+        receives: alike where every replica's NIC is. A degraded port (StageFault.nic_degraded_port) is one GPU's:
+        the hop it sends leaves by its slow NIC into its ring successor's healthy one, the hop it receives leaves
+        its predecessor's healthy NIC into its slow one, two flows (as UnfoldedPlacement.dp_transfer moves them),
+        each slowed at one end only. One flow over both slow ends would run at the lesser of the two ends' shares
+        where PP sends load them unevenly (+2.7% on the step at a 2 GB/s NIC degraded by 4, issue 42)."""
+        stage = place.stage
+        out, into = ("nic_out", stage), ("nic_in", stage)
+        if not self.stage_faults[stage].nic_degraded_port or links[:2] != (out, into):
+            return self.transfer(links, nbytes)
+        spine = (("spine_dp_peer", stage),) if len(links) > 2 else ()
+        sent = self.network.transfer((out, ("nic_peer_in", stage), *links[2:]), nbytes)
+        received = self.network.transfer((("nic_peer_out", stage), into, *spine), nbytes)
+        return self.env.all_of((sent, received))
+
     def nic_links(self, stage: int) -> tuple:
         """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
         return ("nic_out", stage), ("nic_in", stage)
@@ -219,7 +241,30 @@ class FoldedPlacement(Placement):
             lanes=lanes,
             nic_links=self.nic_links(stage),
             nic_network=self.network,
+            nic_flows=self._nic_flows(stage, ops, costs),
         )
+
+    def _nic_flows(self, stage: int, ops: tuple[Op, ...], costs: OpCosts) -> tuple[int, ...]:
+        """Per op, the flows its NIC bytes leave the representative in (run_task): an all-to-all's, one to its
+        same-rail peer in each other node of its group, as UnfoldedPlacement._plan moves them (DeepEP's and NCCL's
+        cross-node all-to-all alike); a ring's (CP across nodes), one to its successor. Max-min fairness shares a
+        NIC per flow: one flow standing for k would get 1/2 of a NIC beside a PP send where the k get k/(k+1)
+        (3% on the step at a 2 GB/s NIC, EP 16 over 4 nodes, issue 42)."""
+        if not costs.nic_bytes:
+            return ()
+        cached = self._nic_flow_counts.get((stage, id(ops)))
+        if cached is not None and cached[0] is ops:
+            return cached[1]
+        gpn, rep = self.cluster.gpus_per_node, Place(0, stage, 0)
+        flows = []
+        for op, nbytes in zip(ops, costs.nic_bytes):
+            count = 1
+            if nbytes and op.collective == ALL_TO_ALL:
+                nodes = {self.ranks.gpu(member) // gpn for member in self.ranks.members(rep, group_kind(op))}
+                count = max(1, len(nodes) - 1)
+            flows.append(count)
+        self._nic_flow_counts[(stage, id(ops))] = (ops, tuple(flows))
+        return tuple(flows)
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

@@ -183,16 +183,16 @@ FEATURES = [
     # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. Exact: each
     # ring (CP in a task, DP per bucket) ends for all at its slowest hop, a NIC one.
     ("cp-nic-pxn", TINY, 16, 4, 8, {"intra_size": 2, "cp": 4}, None, None, None),
-    # DeepEP over 4 nodes while PP sends share the NIC: max-min fairness is per flow, so the unfolded
-    # GPU's 3 EP flows (one per remote node) take 3/4 of its NIC beside one PP flow, the folded
-    # representative's single EP flow 1/2. 3%.
-    ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, 0.03),
-    # A degraded NIC slows only its own GPU's PP arrivals: the other ranks of the unfolded stage start their task and
-    # run until its first intra-stage collective, while the folded stage waits for the slowest arrival before any of
-    # it starts. Folded is the upper bound; the gap is that pre-barrier work on the slowed sends, 2.65% here at a
-    # 2 GB/s NIC divided by 4 (the largest over GPUs 1, 5, 9, factors 4 and 16, NICs 2 and 25 GB/s, intra 2 and 4,
-    # CP 1 and 2: 2.9%; issue 42's class 3).
-    ("nic-degraded", TINY, 16, 4, 16, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, 0.03),
+    # DeepEP over 4 nodes while PP sends share the NIC: max-min fairness is per flow, and each GPU sends its NIC
+    # bytes as 3 EP flows (one per remote node), 3/4 of its NIC beside one PP flow; the folded representative
+    # moves them as 3 flows too (FoldedPlacement._nic_flows; as one flow it got 1/2 of the NIC: 3%, issue 42).
+    ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, None),
+    # A degraded NIC is one GPU's: its DP hops run slow at its own end and healthy at its ring neighbour's, two
+    # flows the folded representative moves apart (FoldedPlacement.dp_transfer); as one flow over both slow ends
+    # the bucket ran at the lesser of the two ends' shares where PP sends load them unevenly: +2.65% here at a
+    # 2 GB/s NIC divided by 4 (issue 42's class 3). The other ranks of the stage start a task on their own PP
+    # arrival, but wait for the slow one at its first collective, so the pipeline was and is exact.
+    ("nic-degraded", TINY, 16, 4, 16, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, None),
     # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
     # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
     (
