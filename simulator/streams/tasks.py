@@ -44,7 +44,8 @@ def run_task(
     ``joined(op index)`` is the event that fires once every member has reached that op's collective (a barrier).
     Ops with NIC bytes (cross-node EP) also load ``nic_links`` (on ``nic_network``, default ``network``),
     concurrently with their NVLink bytes, as ``nic_flows[index]`` equal flows (one per peer its NIC bytes go to,
-    as the unfolded placement moves them: max-min fairness shares a link per flow; default one).
+    as the unfolded placement moves them: max-min fairness shares a link per flow; default one; a weighted flow
+    of the FluidNetwork).
     With ``lanes`` (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take
     turns on the GPU (one at a time, first come first served), so one lane computes while the other
     communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
@@ -116,11 +117,7 @@ def run_task(
             event = network.transfer(comm_links, nbytes)
             if nic_bytes and nic_bytes[index]:
                 flows = nic_flows[index] if nic_flows else 1
-                if flows == 1:
-                    event = both(env, event, nic_net.transfer(nic_links, nic_bytes[index]))
-                else:
-                    share = nic_bytes[index] / flows
-                    event = both(env, event, env.all_of([nic_net.transfer(nic_links, share) for _ in range(flows)]))
+                event = both(env, event, nic_net.transfer(nic_links, nic_bytes[index], flows))
             return event
 
     if timing.intervals is None:  # the event path sums the intervals at the task's end (summarize)

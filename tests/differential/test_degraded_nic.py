@@ -7,11 +7,17 @@ port is one GPU's: its DP ring hops are slow at its own end only, and FoldedPlac
 flows, each with a healthy ring neighbour's NIC at the other end; before, one flow over two slow ends gave up to
 2.9% (tests/differential/test_unfolded.py, nic-degraded).
 
-What is left is ``DEGRADED_NIC_BOUND``: the ring neighbour's NIC also carries its own replica's PP sends, which run
-at other times than the representative's, and the folded view leaves that end to the DP hop alone. The hop is slow
-at the degraded end; the neighbour's end binds only where the degradation is mild (a factor under about 2: one PP
-flow beside the hop leaves it half a NIC). Where stages or replicas share a node, the ``SHARED_NODE_BOUND`` of
-tests/differential/test_shared_nodes.py adds to it.
+Where stages or replicas share a node, one folded NIC per stage stands for GPUs' NICs that carry different
+traffic (a PP send leaves by its own rail, a DP ring's wrap by a neighbour's, over PXN): a degraded NIC that carries
+only some of it, or none, slows only those folded routes (faults.carried_nics; before, a NIC degraded 16 times that
+carried nothing made the folded step 15 times the unfolded one, and one that carried only PP sends twice).
+
+What is left is ``DEGRADED_NIC_BOUND`` (tests/differential/bounds.py): the ring neighbour's NIC also carries its own
+replica's PP sends, which run at other times than the representative's, and the folded view leaves that end to the
+DP hop alone (it binds where the degradation is mild, a factor under about 2); where nodes are shared, the folded
+NIC of a stage still stands for several GPUs' NICs. Measured: the long draw (250 configurations, ``-m benchmark``,
+140 s on 2 shared cores) passes with the largest gap +2.84e-3 (a dense model, megatron-lm, DualPipe, n 2 cp 2 PP 4
+DP 2 on 4-GPU nodes, a 2 GB/s NIC degraded 1.5 times), +2.56e-3 where nodes are shared. The default run draws 40.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from hypothesis import strategies as st
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.ranks import RankMap
-from tests.differential.bounds import DEGRADED_NIC_BOUND, SHARED_NODE_BOUND
+from tests.differential.bounds import DEGRADED_NIC_BOUND
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
@@ -73,12 +79,6 @@ def degraded_nic_cases(draw: st.DrawFn) -> tuple:
     return workload, cluster, faults
 
 
-def bound_of(workload: StepWorkload, cluster) -> float:
-    """The bound of the class a configuration falls in: a degraded NIC, plus shared nodes' where they are."""
-    shared = RankMap.of(workload).group < cluster.gpus_per_node
-    return DEGRADED_NIC_BOUND + (SHARED_NODE_BOUND if shared else 0.0)
-
-
 def gap(workload: StepWorkload, cluster, faults: Faults) -> float:
     """unfolded / folded - 1 of the step time."""
     folded = Engine(workload, cluster, faults=faults).run().step_time_s
@@ -87,14 +87,14 @@ def gap(workload: StepWorkload, cluster, faults: Faults) -> float:
 
 
 DRAW = {"deadline": None, "derandomize": True, "suppress_health_check": list(HealthCheck), "database": None}
-LARGEST: dict[float, float] = {}  # the long draw's largest gap of each class, by its bound
+LARGEST: dict[bool, float] = {}  # the long draw's largest gap, apart where nodes are shared
 
 
 @settings(max_examples=40, **DRAW)
 @given(degraded_nic_cases())
 def test_degraded_nic_folded_against_unfolded(case) -> None:
     workload, cluster, faults = case
-    assert abs(gap(workload, cluster, faults)) < bound_of(workload, cluster)
+    assert abs(gap(workload, cluster, faults)) < DEGRADED_NIC_BOUND
 
 
 @pytest.mark.benchmark
@@ -103,12 +103,13 @@ def test_degraded_nic_folded_against_unfolded(case) -> None:
 def test_degraded_nic_long_draw(case) -> None:
     """The long draw; with -s each new largest gap of a class is printed."""
     workload, cluster, faults = case
-    measured, bound = gap(workload, cluster, faults), bound_of(workload, cluster)
-    if abs(measured) > LARGEST.get(bound, 0.0):
-        LARGEST[bound] = abs(measured)
+    measured, bound = gap(workload, cluster, faults), DEGRADED_NIC_BOUND
+    shared = RankMap.of(workload).group < cluster.gpus_per_node
+    if abs(measured) > LARGEST.get(shared, 0.0):
+        LARGEST[shared] = abs(measured)
         layout, ranks = workload.layout, RankMap.of(workload)
         print(
-            f"largest gap, class bound {bound:g}: {measured:+.3e} ({workload.model.name} {layout.name} "
+            f"largest gap{' (shared nodes)' if shared else ''}: {measured:+.3e} ({workload.model.name} {layout.name} "
             f"{layout.schedule} n {ranks.n} cp {ranks.cp} ep {ranks.ep} etp {ranks.etp} pp {ranks.pp} dp {ranks.dp} "
             f"GPUs/node {ranks.gpus_per_node}, {cluster.num_gpus} GPUs, NIC {cluster.nic_bandwidth_Bps:g}, "
             f"{', '.join(faults.describe())})"

@@ -15,6 +15,7 @@ from simulator.engine.faults import Faults
 from simulator.engine.ranks import CP, EP, ETP, TP, Place, RankMap
 from simulator.engine.unfolded import UnfoldedPlacement, unfolded_ops
 from simulator.report.simulate import build_report
+from tests.differential.bounds import DEGRADED_NVLINK_BOUND, SPEED_SPREAD_BOUND
 from tests.toys import SCENARIO_CALIBRATION
 from topologies.cluster import cluster_preset, gpu_path
 from topologies.errors import ConfigError
@@ -173,7 +174,7 @@ FEATURES = [
     # so every member waits for the stage's slowest at each EP barrier, but between them each SP group of 4
     # waits only for its own slowest (GPU 3 at 1.179 in one, GPU 4 at 1.177 in the other), where the folded
     # representative runs all at the stage's: an upper bound, 0.02% here.
-    ("ep-speed-spread", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(speed_spread=0.2), None, 1e-3),
+    ("ep-speed-spread", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(speed_spread=0.2), None, SPEED_SPREAD_BOUND),
     # One replica: the gradients reduce over the CP ranks (RankMap.dp_successor), here the 2 of a node (intra 2 x
     # cp 2 = 4 GPUs per node, 2 nodes for PP 2): the ring stays on NVLink in both placements (the folded one sent
     # it over the NIC while the cluster had more than one node: -43% at this 2 GB/s NIC, issue 42).
@@ -194,7 +195,7 @@ FEATURES = [
     # arrival, but wait for the slow one at its first collective, so the pipeline was and is exact.
     ("nic-degraded", TINY, 16, 4, 16, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, None),
     # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
-    # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
+    # NVLink (every member waits for the slowest only where one group spans the stage). 0.44%.
     (
         "cp-nvlink-faults",
         TINY,
@@ -204,7 +205,7 @@ FEATURES = [
         {"intra_size": 2, "cp": 2},
         Faults(stragglers=[(5, 1.5)], degraded=[("nvlink", 6, 2.0)]),
         None,
-        0.02,
+        DEGRADED_NVLINK_BOUND,
     ),
 ]
 
