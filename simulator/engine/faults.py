@@ -74,9 +74,9 @@ class StageFault:
     # Whether that NIC is one GPU's degraded port (not a failed NIC's share, which its proxy's ring neighbours
     # share too): the GPUs it exchanges DP hops with keep healthy NICs (FoldedPlacement.dp_transfer)
     nic_degraded_port: bool = False
-    # Where stages or replicas share a node and a degraded NIC carries only PP sends or only DP hops, or one
-    # direction (carried_nics): ("pp_out" | "pp_in" | "dp_out" | "dp_in", divisor) of the folded links it slows
-    # in place of nic_factor (FoldedPlacement adds a link of that capacity to those routes)
+    # Where stages or replicas share a node and a degraded NIC carries only some kinds of traffic (carried_nics):
+    # ("pp_out" | "pp_in" | "dp_out" | "dp_in" | "ep_out" | "ep_in", divisor) of the folded links it slows in place
+    # of nic_factor (FoldedPlacement adds a link of that capacity to those routes)
     nic_traffic: tuple[tuple[str, float], ...] = ()
 
 
@@ -224,7 +224,8 @@ class Faults:
         PP send or DP hop crosses (``carried_nics``; ``wraps``: the last stage sends to the first, interleaved)
         slows nothing, degraded or failed."""
         pp = ranks.pp
-        carried = carried_nics(cluster, ranks, wraps)
+        nic_faults = self.failed or any(kind == "nic" for kind, _, _ in self.degraded)
+        carried = carried_nics(cluster, ranks, wraps) if nic_faults else None
         traffic: list[dict[str, float]] = [{} for _ in range(pp)]
         kinds = {tag[:2] for tags in carried.values() for tag in tags} if carried is not None else set()
         compute, nvlink, nic, shared = [1.0] * pp, [1.0] * pp, [1.0] * pp, [1.0] * pp

@@ -69,7 +69,9 @@ class Placement:
         faults.validate(cluster)
         self.env, self.workload, self.cluster, self.faults = env, workload, cluster, faults
         self.ranks = RankMap.of(workload)
-        self.stage_faults: list[StageFault] = faults.stage_faults(cluster, self.ranks, _wraps(workload))
+        self.stage_faults: list[StageFault] = faults.stage_faults(
+            cluster, self.ranks, bool(faults) and _wraps(workload)
+        )
         self.places: tuple[Place, ...] = ()
         self.network: FluidNetwork
         self.networks: list[FluidNetwork] = []  # every network of the step (probes watch each)
