@@ -71,6 +71,13 @@ class StageFault:
     compute_factor: float = 1.0  # compute kernels take this many times longer
     nvlink_factor: float = 1.0  # NVLink bandwidth divided by this
     nic_factor: float = 1.0  # NIC bandwidth available to the stage's GPU divided by this
+    # Whether that NIC is one GPU's degraded port (not a failed NIC's share, which its proxy's ring neighbours
+    # share too): the GPUs it exchanges DP hops with keep healthy NICs (FoldedPlacement.dp_transfer)
+    nic_degraded_port: bool = False
+    # Where stages or replicas share a node and a degraded NIC carries only some kinds of traffic (carried_nics):
+    # ("pp_out" | "pp_in" | "dp_out" | "dp_in" | "ep_out" | "ep_in", divisor) of the folded links it slows in place
+    # of nic_factor (FoldedPlacement adds a link of that capacity to those routes)
+    nic_traffic: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -212,29 +219,74 @@ class Faults:
             sharers[proxy] = sharers.get(proxy, 1) + 1
         return sharers
 
-    def stage_faults(self, cluster: ClusterSpec, ranks: RankMap) -> list[StageFault]:
-        """The folded view: per stage, its slowest member over all DP replicas and local ranks."""
+    def stage_faults(self, cluster: ClusterSpec, ranks: RankMap, wraps: bool = False) -> list[StageFault]:
+        """The folded view: per stage, its slowest member over all DP replicas and local ranks. A NIC that no
+        PP send or DP hop crosses (``carried_nics``; ``wraps``: the last stage sends to the first, interleaved)
+        slows nothing, degraded or failed."""
         pp = ranks.pp
-        compute, nvlink, nic = [1.0] * pp, [1.0] * pp, [1.0] * pp
+        nic_faults = self.failed or any(kind == "nic" for kind, _, _ in self.degraded)
+        carried = carried_nics(cluster, ranks, wraps) if nic_faults else None
+        traffic: list[dict[str, float]] = [{} for _ in range(pp)]
+        kinds = {tag[:2] for tags in carried.values() for tag in tags} if carried is not None else set()
+        compute, nvlink, nic, shared = [1.0] * pp, [1.0] * pp, [1.0] * pp, [1.0] * pp
         slowed = range(cluster.num_gpus) if self.speed_spread else {gpu for gpu, _ in self.stragglers}
         for gpu in slowed:
             stage = ranks.place(gpu).stage
             compute[stage] = max(compute[stage], self.compute_factor(gpu))
         for kind, gpu, _ in self.degraded:
             stage = ranks.place(gpu).stage
-            if kind == "nvlink":
+            tags = carried.get(gpu, set()) if carried is not None and kind == "nic" else None
+            if tags is not None and {tag[:2] for tag in tags} != kinds:
+                for tag in tags:  # some of the kinds of traffic cross it: slow those kinds' folded routes only
+                    traffic[stage][tag] = max(traffic[stage].get(tag, 1.0), self.link_factor(kind, gpu))
+            elif kind == "nvlink":
                 nvlink[stage] = max(nvlink[stage], self.link_factor(kind, gpu))
             else:
                 nic[stage] = max(nic[stage], self.link_factor(kind, gpu))
         # A failed NIC's GPU and its proxy both get 1/k of the proxy's NIC (k GPUs share it).
         sharers = self.nic_sharers(cluster)
         for gpu in sorted(self.failed_nics()):
+            if carried is not None and gpu not in carried:  # a failed NIC that carries nothing moves nothing
+                continue
             proxy = self.proxy(cluster, gpu)
             share = sharers[proxy] * self.link_factor("nic", proxy)
             for member in (gpu, proxy):
                 stage = ranks.place(member).stage
-                nic[stage] = max(nic[stage], share)
-        return [StageFault(c, v, x) for c, v, x in zip(compute, nvlink, nic)]
+                shared[stage] = max(shared[stage], share)
+        return [
+            StageFault(c, v, max(x, k), x > k, tuple(sorted(t.items())))
+            for c, v, x, k, t in zip(compute, nvlink, nic, shared, traffic)
+        ]
+
+
+def carried_nics(cluster: ClusterSpec, ranks: RankMap, wraps: bool = False) -> dict[int, set[str]] | None:
+    """Per GPU, what its NIC carries of the step's PP sends, DP ring hops and cross-node EP ("pp_out", "pp_in",
+    "dp_out", "dp_in", "ep_out", "ep_in"; GPUs whose NIC carries none are left out), where a replica's stage is
+    smaller than a node; None elsewhere, where every GPU's cross-node traffic leaves by its own NIC. A hop
+    between nodes leaves by the NIC of the source node's GPU on the destination's rail (NCCL's PXN,
+    topologies.gpu_path) and lands on the destination's: in a node shared by stages or replicas some GPUs' NICs
+    carry a stage's PP sends, others its DP ring's wrap, others nothing, where the folded view has one NIC per
+    stage (tests/differential/test_degraded_nic.py: a NIC degraded 16 times that carried nothing made the folded
+    step 15 times the unfolded one; one that carried only PP sends, twice)."""
+    gpn = cluster.gpus_per_node
+    if ranks.group >= gpn:
+        return None
+    # an expert group wider than a node: each GPU's all-to-all goes to its own rail's peers (UnfoldedPlacement._plan)
+    carried: dict[int, set[str]] = (
+        {gpu: {"ep_out", "ep_in"} for gpu in range(cluster.num_gpus)} if ranks.ep * ranks.etp > gpn else {}
+    )
+    for gpu in range(cluster.num_gpus):
+        place = ranks.place(gpu)
+        peers = [("pp", place.at_stage(s)) for s in (place.stage - 1, place.stage + 1) if 0 <= s < ranks.pp]
+        if wraps and place.stage == ranks.pp - 1:
+            peers.append(("pp", place.at_stage(0)))
+        peers.append(("dp", ranks.dp_successor(place)))
+        for kind, peer in peers:
+            dst = ranks.gpu(peer)
+            if dst // gpn != gpu // gpn:
+                carried.setdefault(gpu // gpn * gpn + dst % gpn, set()).add(f"{kind}_out")
+                carried.setdefault(dst, set()).add(f"{kind}_in")
+    return carried
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -34,14 +34,22 @@ from typing import NamedTuple
 import simpy
 
 from simulator.engine.faults import Faults, StageFault
-from simulator.engine.ranks import Place, RankMap
+from simulator.engine.ranks import Place, RankMap, group_kind
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads.graph.step import StepWorkload
-from workloads.ops import Op
+from workloads.ops import ALL_TO_ALL, Op
 from workloads.schedules.base import Task
+
+
+def _wraps(workload: StepWorkload) -> bool:
+    """Whether the last stage sends to the first (interleaved chunks), which a fault's folded view needs."""
+    last = workload.pp - 1
+    if last == 0 or workload.chunks == 1:
+        return False
+    return any(flow.stage == 0 for task in workload.stage_order(last) for flow in workload.schedule.outputs(last, task))
 
 
 class DpBucket(NamedTuple):
@@ -61,7 +69,9 @@ class Placement:
         faults.validate(cluster)
         self.env, self.workload, self.cluster, self.faults = env, workload, cluster, faults
         self.ranks = RankMap.of(workload)
-        self.stage_faults: list[StageFault] = faults.stage_faults(cluster, self.ranks)
+        self.stage_faults: list[StageFault] = faults.stage_faults(
+            cluster, self.ranks, bool(faults) and _wraps(workload)
+        )
         self.places: tuple[Place, ...] = ()
         self.network: FluidNetwork
         self.networks: list[FluidNetwork] = []  # every network of the step (probes watch each)
@@ -142,9 +152,17 @@ class FoldedPlacement(Placement):
             # sharing one) use the GPU's NVLink port, egress and ingress, as do PXN detours through it
             capacities[("nvl_out", stage)] = self._nvlink_Bps(stage)
             capacities[("nvl_in", stage)] = self._nvlink_Bps(stage)
-            if (spine := dp_spine_factor(cluster, self.ranks, stage)) > 1:  # an oversubscribed leaf uplink
+            spine = dp_spine_factor(cluster, self.ranks, stage)
+            if spine > 1:  # an oversubscribed leaf uplink
                 capacities[("spine_dp", stage)] = cluster.nic_effective_Bps / spine
+            for tag, factor in self.stage_faults[stage].nic_traffic:  # a slow NIC that carries one kind of traffic
+                capacities[(tag, stage)] = cluster.nic_effective_Bps / factor
+            if self.stage_faults[stage].nic_degraded_port:  # the DP ring neighbours' healthy NICs (dp_transfer)
+                capacities[("nic_peer_out", stage)] = capacities[("nic_peer_in", stage)] = cluster.nic_effective_Bps
+                if spine > 1:
+                    capacities[("spine_dp_peer", stage)] = cluster.nic_effective_Bps / spine
         self.network = FluidNetwork(env, capacities)
+        self._capacities = self.network.capacities_Bps
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
         # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. Tasks that
         # also use the NIC (cross-node EP) move their NIC bytes as flows of their own on the NIC network, so
@@ -154,6 +172,7 @@ class FoldedPlacement(Placement):
         ]
         self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
         self._pp_routes: dict[tuple[int, int], tuple] = {}
+        self._nic_flow_counts: dict[tuple[int, int], tuple] = {}  # (stage, id of a task's ops): (ops, flows)
 
     def _nvlink_Bps(self, stage: int) -> float:
         return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
@@ -164,17 +183,23 @@ class FoldedPlacement(Placement):
     def _gpu_of(self, stage: int) -> int:
         return self.ranks.gpu(Place(0, stage, 0))
 
-    def _cross_node_links(self, src: int, dst: int, src_stage: int, dst_stage: int) -> tuple:
+    def _cross_node_links(self, src: int, dst: int, src_stage: int, dst_stage: int, kind: str) -> tuple:
         """The folded links of a hop from GPU ``src`` (of ``src_stage``) to GPU ``dst`` (of ``dst_stage``) in
         another node: its NIC on the same rail, else NCCL's PXN detour (topologies.gpu_path) over NVLink to the
         GPU of the source node on the destination's rail and out of that GPU's NIC. That proxy belongs to
         some stage (stages share the node); by symmetry its NVLink ingress and NIC are that stage's
-        representative's: each GPU of the sending stage has its own proxy, on its own destination's rail."""
+        representative's: each GPU of the sending stage has its own proxy, on its own destination's rail. ``kind``
+        ("pp" | "dp"): a degraded NIC that carries only that kind of traffic one way adds its link
+        (StageFault.nic_traffic)."""
         gpn = self.cluster.gpus_per_node
         if src % gpn == dst % gpn:
-            return ("nic_out", src_stage), ("nic_in", dst_stage)
-        proxy = self.ranks.place(src // gpn * gpn + dst % gpn).stage
-        return ("nvl_out", src_stage), ("nvl_in", proxy), ("nic_out", proxy), ("nic_in", dst_stage)
+            links: tuple = (("nic_out", src_stage), ("nic_in", dst_stage))
+            out = src_stage
+        else:
+            out = self.ranks.place(src // gpn * gpn + dst % gpn).stage
+            links = (("nvl_out", src_stage), ("nvl_in", out), ("nic_out", out), ("nic_in", dst_stage))
+        slowed = tuple(link for link in ((f"{kind}_out", out), (f"{kind}_in", dst_stage)) if link in self._capacities)
+        return links + slowed
 
     def pp_links(self, src: Place, dst: Place) -> tuple:
         pair = (src.stage, dst.stage)
@@ -184,7 +209,7 @@ class FoldedPlacement(Placement):
             self._pp_routes[pair] = (
                 (("nvl_out", src.stage), ("nvl_in", dst.stage))  # both in one scale-up domain
                 if a // gpn == b // gpn
-                else self._cross_node_links(a, b, src.stage, dst.stage)
+                else self._cross_node_links(a, b, src.stage, dst.stage, "pp")
             )
         return self._pp_routes[pair]
 
@@ -198,13 +223,30 @@ class FoldedPlacement(Placement):
         last = ranks.gpu(Place(ranks.dp - 1, stage, 0) if ranks.dp > 1 else Place(0, stage, (ranks.cp - 1) * ranks.n))
         if first // gpn == last // gpn:
             return ("nvl_out", stage), ("nvl_in", stage)
-        links = self._cross_node_links(last, first, stage, stage)
+        links = self._cross_node_links(last, first, stage, stage, "dp")
         spine = ("spine_dp", stage)
         return (*links, spine) if spine in self.network.capacities_Bps else links
 
+    def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """One flow over the stage's NIC egress and ingress stands for the hop each replica sends and the one it
+        receives: alike where every replica's NIC is. A degraded port (StageFault.nic_degraded_port) is one GPU's:
+        the hop it sends leaves by its slow NIC into its ring successor's healthy one, the hop it receives leaves
+        its predecessor's healthy NIC into its slow one, two flows (as UnfoldedPlacement.dp_transfer moves them),
+        each slowed at one end only. One flow over both slow ends would run at the lesser of the two ends' shares
+        where PP sends load them unevenly (+2.7% on the step at a 2 GB/s NIC degraded by 4, issue 42)."""
+        stage = place.stage
+        out, into = ("nic_out", stage), ("nic_in", stage)
+        if not self.stage_faults[stage].nic_degraded_port or links[:2] != (out, into):
+            return self.transfer(links, nbytes)
+        spine = (("spine_dp_peer", stage),) if ("spine_dp", stage) in links else ()
+        sent = self.network.transfer((out, ("nic_peer_in", stage), *links[2:]), nbytes)
+        received = self.network.transfer((("nic_peer_out", stage), into, *spine), nbytes)
+        return self.env.all_of((sent, received))
+
     def nic_links(self, stage: int) -> tuple:
         """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
-        return ("nic_out", stage), ("nic_in", stage)
+        slowed = tuple(link for link in (("ep_out", stage), ("ep_in", stage)) if link in self._capacities)
+        return ("nic_out", stage), ("nic_in", stage), *slowed
 
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         stage = place.stage
@@ -219,7 +261,30 @@ class FoldedPlacement(Placement):
             lanes=lanes,
             nic_links=self.nic_links(stage),
             nic_network=self.network,
+            nic_flows=self._nic_flows(stage, ops, costs),
         )
+
+    def _nic_flows(self, stage: int, ops: tuple[Op, ...], costs: OpCosts) -> tuple[int, ...]:
+        """Per op, the flows its NIC bytes leave the representative in (run_task): an all-to-all's, one to its
+        same-rail peer in each other node of its group, as UnfoldedPlacement._plan moves them (DeepEP's and NCCL's
+        cross-node all-to-all alike); a ring's (CP across nodes), one to its successor. Max-min fairness shares a
+        NIC per flow: one flow standing for k would get 1/2 of a NIC beside a PP send where the k get k/(k+1)
+        (3% on the step at a 2 GB/s NIC, EP 16 over 4 nodes, issue 42)."""
+        if not costs.nic_bytes:
+            return ()
+        cached = self._nic_flow_counts.get((stage, id(ops)))
+        if cached is not None and cached[0] is ops:
+            return cached[1]
+        gpn, rep = self.cluster.gpus_per_node, Place(0, stage, 0)
+        flows = []
+        for op, nbytes in zip(ops, costs.nic_bytes):
+            count = 1
+            if nbytes and op.collective == ALL_TO_ALL:
+                nodes = {self.ranks.gpu(member) // gpn for member in self.ranks.members(rep, group_kind(op))}
+                count = max(1, len(nodes) - 1)
+            flows.append(count)
+        self._nic_flow_counts[(stage, id(ops))] = (ops, tuple(flows))
+        return tuple(flows)
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

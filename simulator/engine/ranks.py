@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from workloads.graph.step import StepWorkload
-from workloads.ops import Group
+from workloads.ops import Group, Op
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,11 @@ class Place:
 # The GPU groups collectives run over (TP and Ulysses SP share the intra_size group); DP (x CP) and expert DP run
 # the per-layer FSDP / ZeRO-3 gathers and ZeRO-2 scatters (workloads/graph/fsdp.py).
 TP, CP, EP, ETP, DP, EDP = Group.TP, Group.CP, Group.EP, Group.ETP, Group.DP, Group.EDP
+
+
+def group_kind(op: Op) -> Group:
+    """The GPU group an op's collective runs over: EP, ETP, CP, DP, EDP, or the intra_size group of TP and SP."""
+    return op.group if op.group in (EP, ETP, CP, DP, EDP) else TP
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,13 @@ import simpy
 
 from simulator.engine.faults import Faults, fault_path
 from simulator.engine.placement import DpBucket, Placement
-from simulator.engine.ranks import CP, DP, EDP, EP, ETP, TP, Place
+from simulator.engine.ranks import Place, group_kind
 from simulator.streams.network import FluidNetwork
 from simulator.streams.tasks import run_task
 from topologies.cluster import ClusterSpec, build_cluster
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
-from workloads.ops import ALL_TO_ALL, Group, Op
+from workloads.ops import ALL_TO_ALL, Op
 from workloads.schedules.base import Task
 
 # Unfolded speed on the development machine (2 shared cores): 3,400-5,900 ops/s for layouts with NVLink
@@ -85,11 +85,7 @@ class _Barrier:
 
     arrived: int
     done: simpy.Event
-
-
-def group_kind(op: Op) -> Group:
-    """The GPU group an op's collective runs over: EP, ETP, CP, DP, EDP, or the intra_size group of TP and SP."""
-    return op.group if op.group in (EP, ETP, CP, DP, EDP) else TP
+    joined: simpy.Event  # fires when the last member arrives
 
 
 class UnfoldedPlacement(Placement):
@@ -208,11 +204,16 @@ class UnfoldedPlacement(Placement):
 
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         nic = costs.nic_bytes
+        joined: dict[int, simpy.Event] = {}  # op index: the barrier's all-joined event (run_task's fused ops read it)
 
         def transfer(index: int, nbytes: float) -> simpy.Event:
-            return self._collective(place, task, ops[index], index, nbytes, nic[index] if nic else 0.0)
+            barrier = self._collective(place, task, ops[index], index, nbytes, nic[index] if nic else 0.0)
+            joined[index] = barrier.joined
+            return barrier.done
 
-        return run_task(self.env, ops, costs, self.network, (), timing, transfer, lanes=lanes)
+        return run_task(
+            self.env, ops, costs, self.network, (), timing, transfer, lanes=lanes, joined=joined.__getitem__
+        )
 
     # --- collectives --------------------------------------------------------------------------------
     def _group(self, place: Place, op: Op) -> tuple[int, ...]:
@@ -234,11 +235,12 @@ class UnfoldedPlacement(Placement):
         """Count one member in at barrier ``key`` of ``size`` members; (the barrier, whether it was the last)."""
         barrier = self._barriers.get(key)
         if barrier is None:
-            barrier = self._barriers[key] = _Barrier(0, self.env.event())
+            barrier = self._barriers[key] = _Barrier(0, self.env.event(), self.env.event())
         barrier.arrived += 1
         if barrier.arrived < size:
             return barrier, False
         del self._barriers[key]
+        barrier.joined.succeed()
         return barrier, True
 
     def _end_when_landed(self, barrier: _Barrier, flows: list[simpy.Event]) -> simpy.Event:
@@ -249,13 +251,13 @@ class UnfoldedPlacement(Placement):
             barrier.done.succeed()
         return barrier.done
 
-    def _collective(self, place: Place, task: Task, op: Op, index: int, nbytes: float, nic_bytes: float):
+    def _collective(self, place: Place, task: Task, op: Op, index: int, nbytes: float, nic_bytes: float) -> _Barrier:
         """Join the group's instance of this collective; the last member to arrive starts every flow."""
         kind = group_kind(op)
         members = self._members[(place, kind)]
         barrier, last = self._join((members[0], task, index), len(members))
         if not last:
-            return barrier.done
+            return barrier
         flows = []
         if nbytes > 0 or nic_bytes > 0:
             signature = _signature(op)
@@ -264,7 +266,8 @@ class UnfoldedPlacement(Placement):
                     amount = nvl_share * nbytes + nic_share * nic_bytes
                     if amount > 0:
                         flows.append(self._network_of[route[0]].transfer(route, amount))
-        return self._end_when_landed(barrier, flows)
+        self._end_when_landed(barrier, flows)
+        return barrier
 
     def _dp_ring(self, place: Place) -> tuple[Place, ...]:
         """``place``'s DP ring (the cycle of RankMap.dp_successor through it), in GPU order."""

@@ -11,14 +11,17 @@ _DONE_BYTES = 1e-3
 
 
 class _Flow:
-    __slots__ = ("done", "links", "rate", "remaining", "seq")
+    __slots__ = ("done", "links", "rate", "remaining", "seq", "weight")
 
-    def __init__(self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event, seq: int) -> None:
+    def __init__(
+        self, remaining: float, links: tuple[Hashable, ...], done: simpy.Event, seq: int, weight: int = 1
+    ) -> None:
         self.remaining = remaining
         self.links = links
         self.rate = 0.0
         self.done = done
         self.seq = seq  # start order
+        self.weight = weight  # the equal flows it stands for (transfer)
 
 
 class FluidNetwork:
@@ -26,6 +29,9 @@ class FluidNetwork:
 
     Rates are recomputed (progressive filling) whenever a flow starts or ends; between those instants
     every flow drains at a constant rate, so the simulation is exact for the fluid model.
+
+    A transfer of ``weight`` k stands for k equal flows over the same links, started and ended together: it gets k
+    max-min shares (weighted max-min fairness), at the cost of one flow.
 
     NOTE: only the flows linked (through shared links, transitively) to the one that started or ended are
     re-rated: max-min rates decompose over such components and progressive filling picks a component's
@@ -45,6 +51,7 @@ class FluidNetwork:
         self.bytes_sent: dict[Hashable, float] = {link: 0.0 for link in capacities_Bps}
         # Called with this network after every rate change (the last flow's end too); they must not change it.
         self.observers: list[Callable[[FluidNetwork], None]] = []
+        self._weighted = False  # whether a flow of weight > 1 ever ran (the one-link shortcuts count flows then)
 
     def account(self, links: Iterable[Hashable], nbytes: float) -> None:
         """Count ``nbytes`` as sent over ``links`` (also for transfers timed outside the network)."""
@@ -53,8 +60,9 @@ class FluidNetwork:
                 raise KeyError(f"unknown link {link!r}")
             self.bytes_sent[link] += nbytes
 
-    def transfer(self, links: Iterable[Hashable], nbytes: float) -> simpy.Event:
-        """Start moving ``nbytes`` over ``links``; the returned event fires when the last byte lands."""
+    def transfer(self, links: Iterable[Hashable], nbytes: float, weight: int = 1) -> simpy.Event:
+        """Start moving ``nbytes`` over ``links`` (as ``weight`` equal flows of nbytes / weight each); the returned
+        event fires when the last byte lands."""
         links = tuple(links)
         self.account(links, nbytes)
         done = self.env.event()
@@ -62,7 +70,9 @@ class FluidNetwork:
             done.succeed()
             return done
         self._advance()
-        flow = _Flow(float(nbytes), links, done, self._started)
+        flow = _Flow(float(nbytes), links, done, self._started, weight)
+        if weight != 1:
+            self._weighted = True
         self._started += 1
         self._flows.append(flow)
         on_link = self._on_link
@@ -145,7 +155,7 @@ class FluidNetwork:
                     rate = capacities[link]
             flow.rate = rate
             return
-        if len(self._on_link) == 1:  # fast path: one link (a stage's NVLink): progressive filling's one share
+        if len(self._on_link) == 1 and not self._weighted:  # fast path: one link: progressive filling's one share
             ((_link, capacity_Bps),) = self.capacities_Bps.items()
             share = capacity_Bps / len(flows)
             for flow in flows:
@@ -162,6 +172,9 @@ class FluidNetwork:
                 else:
                     left[link] = self.capacities_Bps[link]
                     on_link[link] = [flow]
+        if self._weighted:
+            self._fill_weighted(left, on_link)
+            return
         count = {link: len(members) for link, members in on_link.items()}
         fixed: set[int] = set()
         while count:
@@ -182,11 +195,32 @@ class FluidNetwork:
                     if not count[other]:
                         del count[other]
 
+    def _fill_weighted(self, left: dict[Hashable, float], on_link: dict[Hashable, list[_Flow]]) -> None:
+        """Progressive filling where a flow of weight k counts k times on each link and gets k shares."""
+        count = {link: sum(flow.weight for flow in members) for link, members in on_link.items()}
+        fixed: set[int] = set()
+        while count:
+            link, share = None, 0.0
+            for candidate, flows_left in count.items():
+                candidate_share = left[candidate] / flows_left
+                if link is None or candidate_share < share:
+                    link, share = candidate, candidate_share
+            for flow in on_link[link]:
+                if id(flow) in fixed:
+                    continue
+                flow.rate = rate = share * flow.weight
+                fixed.add(id(flow))
+                for other in flow.links:
+                    left[other] -= rate
+                    count[other] -= flow.weight
+                    if not count[other]:
+                        del count[other]
+
     def _reschedule(self, changed: Iterable[Hashable]) -> None:
         """Re-rate the flows linked to the ``changed`` links, then wake at the next flow's end."""
         flows = self._flows
         delay = None  # until the next flow ends (None: no flow left)
-        if flows and self._one_capacity_Bps is not None:
+        if flows and self._one_capacity_Bps is not None and not self._weighted:
             # NOTE: one link (a stage's NVLink): every flow gets _assign_rates's one share (a lone flow's share is
             # the capacity itself), and the least remaining over that share is the least of the quotients
             # (rounding is monotonic), so the wake is the same float as the loop below finds

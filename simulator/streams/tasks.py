@@ -30,6 +30,8 @@ def run_task(
     lanes: tuple[int, ...] | None = None,
     nic_links: tuple = (),
     nic_network: FluidNetwork | None = None,
+    nic_flows: tuple[int, ...] = (),
+    joined: Callable[[int], simpy.Event] | None = None,
 ) -> simpy.Event:
     """Start the task's streams; the returned event fires when every op is done.
 
@@ -38,9 +40,12 @@ def run_task(
     each costing its launch time, and at a device-to-host sync waits for the GPU to reach it, so the GPU
     then idles until the host catches up. Collectives of a folded group move each member's egress bytes
     over the representative GPU's links: every member does the same at the same time. ``transfer(op
-    index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows).
+    index, wire bytes)``, if given, replaces that (the unfolded engine moves real per-member flows), and then
+    ``joined(op index)`` is the event that fires once every member has reached that op's collective (a barrier).
     Ops with NIC bytes (cross-node EP) also load ``nic_links`` (on ``nic_network``, default ``network``),
-    concurrently with their NVLink bytes.
+    concurrently with their NVLink bytes, as ``nic_flows[index]`` equal flows (one per peer its NIC bytes go to,
+    as the unfolded placement moves them: max-min fairness shares a link per flow; default one; a weighted flow
+    of the FluidNetwork).
     With ``lanes`` (DualPipe's F&B) each lane has its own streams and the lanes' compute-stream ops take
     turns on the GPU (one at a time, first come first served), so one lane computes while the other
     communicates; collectives and host syncs take no turn (NCCL kernels run beside compute, as
@@ -65,6 +70,12 @@ def run_task(
     is not modelled), and a pending communication kernel does not jump the queue: Megatron-LM's high_priority_a2a_comm_stream (#4694,
     2026-05-17) is off by default; Megatron-Bridge sets it only in its full-iteration-graph MXFP8 HybridEP
     recipes (src/megatron/bridge/perf_recipes/qwen/common.py at 067f987d), none of them a run of the corpus.
+    A fused GEMM + collective whose compute is done while its collective still waits for a member to join (the
+    unfolded engine's barrier, ``joined``; the folded group's members join together) gives its turn back until its
+    bytes have landed, and takes a turn again for its tail: holding it, two lanes on GPUs of one group that reach
+    their fused ops in different orders would each wait for a turn the other holds (a deadlock the unfolded
+    engine met with DualPipe over replicas that differ, issue 42). Assumed: a fused kernel that waits for its
+    peers spins on a flag without holding up the other stream's kernels; no source times that wait.
 
     NOTE: for speed, a stream advances its own clock arithmetically through compute ops and yields to
     simpy only where time must pass for others: before a collective, before waiting on another stream,
@@ -105,7 +116,8 @@ def run_task(
         def transfer(index: int, nbytes: float) -> simpy.Event | tuple[simpy.Event, simpy.Event]:
             event = network.transfer(comm_links, nbytes)
             if nic_bytes and nic_bytes[index]:
-                event = both(env, event, nic_net.transfer(nic_links, nic_bytes[index]))
+                flows = nic_flows[index] if nic_flows else 1
+                event = both(env, event, nic_net.transfer(nic_links, nic_bytes[index], flows))
             return event
 
     if timing.intervals is None:  # the event path sums the intervals at the task's end (summarize)
@@ -118,7 +130,9 @@ def run_task(
     quiet = Quiet(len(streams), network, comm_links, own_link, costs.nic_bytes if nic_links else ()) if QUIET else None
     procs = [
         env.process(
-            _stream(env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet, admits)
+            _stream(
+                env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu, sms, quiet, admits, joined
+            )
         )
         for indices in streams
     ]
@@ -165,7 +179,20 @@ CLOSED = True
 
 
 def _stream(
-    env, ops, indices, costs, transfer, done_at, signals, start_s, timing, gpu=None, sms=None, quiet=None, admits=False
+    env,
+    ops,
+    indices,
+    costs,
+    transfer,
+    done_at,
+    signals,
+    start_s,
+    timing,
+    gpu=None,
+    sms=None,
+    quiet=None,
+    admits=False,
+    joined=None,
 ):
     clock = env.now  # this stream's own time; >= env.now
     # NOTE: the per-op tables as locals: an attribute load per op and table costs more than the lookup
@@ -258,7 +285,13 @@ def _stream(
                     compute_s = timing.slowed_gemm_s[index] = env.now - begin  # on the SMs it had
                 else:
                     yield env.timeout(compute_s)
-                if not comm_end:  # NOTE: two plain yields instead of an AllOf condition: same times, cheaper
+                if not comm_end and takes_turn and joined is not None and not joined(index).triggered:
+                    gpu.release()  # its peers have not all joined: the turn goes back while it waits (docstring)
+                    yield comm
+                    turn = gpu.take() if admits else gpu.request()
+                    if turn is not None:
+                        yield turn
+                elif not comm_end:  # NOTE: two plain yields instead of an AllOf condition: same times, cheaper
                     yield comm
                 comm_s = comm_end[0] - begin
                 tail_s = fused_tail_s(compute_s, comm_s, op.tiles) + costs.latency_s[index]

@@ -4,6 +4,7 @@ and on a dask LocalCluster of two worker processes."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,29 @@ def test_a_search_on_dask_ranks_the_rows_found_here(client) -> None:
     assert [{k: v for k, v in row.items() if k != WALL} for row in remote] == [
         {k: v for k, v in row.items() if k != WALL} for row in here
     ]
+
+
+def _slow(item: int, seconds: float) -> int:
+    time.sleep(seconds)
+    return item
+
+
+def _ours_left(dask_scheduler) -> int:
+    """Tasks of ``_slow`` the scheduler still holds (run on the scheduler)."""
+    return sum(1 for key in dask_scheduler.tasks if "_slow" in str(key))
+
+
+def test_an_interrupted_client_cancels_its_futures(client) -> None:
+    """Ctrl-C in a run on a dask cluster (issue 42: "a Dask client cancels its futures"): leaving the ``Workers`` block
+    cancels every task it sent that has not run, on the cluster as well as here (ClientExecutor.shutdown(wait=False)
+    cancels the dask futures), so the cluster does not go on computing for a client that is gone, while the caller
+    still holds the futures. 20 tasks of 0.3 s on 2 single-thread workers: about 2 have run at the Ctrl-C."""
+    with pytest.raises(KeyboardInterrupt), Workers(scheduler=client) as workers:
+        futures = [workers.submit(_slow, item, 0.3) for item in range(20)]
+        futures[0].result()
+        raise KeyboardInterrupt
+    deadline = time.monotonic() + 10
+    while client.run_on_scheduler(_ours_left) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.run_on_scheduler(_ours_left) == 0
+    assert sum(future.cancelled() for future in futures) >= 15

@@ -15,6 +15,7 @@ from simulator.engine.faults import Faults
 from simulator.engine.ranks import CP, EP, ETP, TP, Place, RankMap
 from simulator.engine.unfolded import UnfoldedPlacement, unfolded_ops
 from simulator.report.simulate import build_report
+from tests.differential.bounds import DEGRADED_NVLINK_BOUND, SPEED_SPREAD_BOUND
 from tests.toys import SCENARIO_CALIBRATION
 from topologies.cluster import cluster_preset, gpu_path
 from topologies.errors import ConfigError
@@ -173,7 +174,7 @@ FEATURES = [
     # so every member waits for the stage's slowest at each EP barrier, but between them each SP group of 4
     # waits only for its own slowest (GPU 3 at 1.179 in one, GPU 4 at 1.177 in the other), where the folded
     # representative runs all at the stage's: an upper bound, 0.02% here.
-    ("ep-speed-spread", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(speed_spread=0.2), None, 1e-3),
+    ("ep-speed-spread", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8}, Faults(speed_spread=0.2), None, SPEED_SPREAD_BOUND),
     # One replica: the gradients reduce over the CP ranks (RankMap.dp_successor), here the 2 of a node (intra 2 x
     # cp 2 = 4 GPUs per node, 2 nodes for PP 2): the ring stays on NVLink in both placements (the folded one sent
     # it over the NIC while the cluster had more than one node: -43% at this 2 GB/s NIC, issue 42).
@@ -183,18 +184,18 @@ FEATURES = [
     # neighbour's rail (PXN); the folded representative sends every hop over its own NIC. Exact: each
     # ring (CP in a task, DP per bucket) ends for all at its slowest hop, a NIC one.
     ("cp-nic-pxn", TINY, 16, 4, 8, {"intra_size": 2, "cp": 4}, None, None, None),
-    # DeepEP over 4 nodes while PP sends share the NIC: max-min fairness is per flow, so the unfolded
-    # GPU's 3 EP flows (one per remote node) take 3/4 of its NIC beside one PP flow, the folded
-    # representative's single EP flow 1/2. 3%.
-    ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, 0.03),
-    # A degraded NIC slows only its own GPU's PP arrivals: the other ranks of the unfolded stage start their task and
-    # run until its first intra-stage collective, while the folded stage waits for the slowest arrival before any of
-    # it starts. Folded is the upper bound; the gap is that pre-barrier work on the slowed sends, 2.65% here at a
-    # 2 GB/s NIC divided by 4 (the largest over GPUs 1, 5, 9, factors 4 and 16, NICs 2 and 25 GB/s, intra 2 and 4,
-    # CP 1 and 2: 2.9%; issue 42's class 3).
-    ("nic-degraded", TINY, 16, 4, 16, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, 0.03),
+    # DeepEP over 4 nodes while PP sends share the NIC: max-min fairness is per flow, and each GPU sends its NIC
+    # bytes as 3 EP flows (one per remote node), 3/4 of its NIC beside one PP flow; the folded representative
+    # moves them as 3 flows too (FoldedPlacement._nic_flows; as one flow it got 1/2 of the NIC: 3%, issue 42).
+    ("ep-4-nodes-slow-nic", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16}, None, NIC_SLOW_Bps, None),
+    # A degraded NIC is one GPU's: its DP hops run slow at its own end and healthy at its ring neighbour's, two
+    # flows the folded representative moves apart (FoldedPlacement.dp_transfer); as one flow over both slow ends
+    # the bucket ran at the lesser of the two ends' shares where PP sends load them unevenly: +2.65% here at a
+    # 2 GB/s NIC divided by 4 (issue 42's class 3). The other ranks of the stage start a task on their own PP
+    # arrival, but wait for the slow one at its first collective, so the pipeline was and is exact.
+    ("nic-degraded", TINY, 16, 4, 16, {"intra_size": 4}, Faults(degraded=[("nic", 5, 4.0)]), NIC_SLOW_Bps, None),
     # A degraded NVLink port slows only its own TP and CP groups; the folded view slows the whole stage's
-    # NVLink (every member waits for the slowest only where one group spans the stage). 2%.
+    # NVLink (every member waits for the slowest only where one group spans the stage). 0.44%.
     (
         "cp-nvlink-faults",
         TINY,
@@ -204,7 +205,7 @@ FEATURES = [
         {"intra_size": 2, "cp": 2},
         Faults(stragglers=[(5, 1.5)], degraded=[("nvlink", 6, 2.0)]),
         None,
-        0.02,
+        DEGRADED_NVLINK_BOUND,
     ),
 ]
 

@@ -164,3 +164,31 @@ def test_a_component_of_one_flow_or_none() -> None:
     assert network._component(("b", "d")) == [x, z]
     assert network._component({"a"}) == [x, z]
     assert network._component(("d",)) == [x, z]
+
+
+def test_a_weighted_flow_gets_its_weights_shares() -> None:
+    """A transfer of weight 3 stands for 3 equal flows (the folded representative's EP bytes to 3 remote nodes): on
+    one 4 GB/s link beside a flow of weight 1 it gets 3/4 of the link. Weighted 3 GB at 3 GB/s and 1 GB at 1 GB/s
+    both land at 1 s, as three 1 GB flows and the fourth would. On two links, out 4 GB/s (weight 3 and a weight-1
+    flow) and in 2 GB/s (the weighted flow alone): progressive filling fixes the weighted flow on in at 2 GB/s
+    (in's share 2 / 3 per unit is below out's 4 / 4), the other takes out's 2 GB/s left: 2 GB each, 1 s each."""
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"link": 4 * GB})
+    finished = {}
+
+    def flow(name, links, nbytes, weight):
+        yield net.transfer(links, nbytes, weight)
+        finished[name] = env.now
+
+    env.process(flow("weighted", ["link"], 3 * GB, 3))
+    env.process(flow("one", ["link"], 1 * GB, 1))
+    env.run()
+    assert finished == pytest.approx({"weighted": 1.0, "one": 1.0}, rel=1e-12)
+
+    env = simpy.Environment()
+    net = FluidNetwork(env, {"out": 4 * GB, "in": 2 * GB})
+    finished = {}
+    env.process(flow("weighted", ["out", "in"], 2 * GB, 3))
+    env.process(flow("one", ["out"], 2 * GB, 1))
+    env.run()
+    assert finished == pytest.approx({"weighted": 1.0, "one": 1.0}, rel=1e-12)
