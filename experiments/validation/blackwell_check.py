@@ -1,4 +1,4 @@
-"""Out-of-corpus check on Blackwell: Megatron-Bridge's newest published GB300 / GB200 rows against the simulator.
+"""Out-of-corpus check on Blackwell: the published GB300 / GB200 MoE training rows against the simulator.
 
 No Blackwell run is in the validation corpus (``moesim validate``): these rows are not cases, they are not in any
 MAPE and nothing is fitted on them. They are the only published end-to-end Blackwell training throughputs of the
@@ -21,7 +21,15 @@ rows' attention is a lower bound.
 Rows whose memory the simulator refuses (peak over HBM) are simulated with allow_oom and marked: the memory model of
 these recipes (paged stash, capacity-factor buffers) is outside this check.
 
-``python -m experiments.validation.blackwell_check`` prints the table.
+Rows of a second source: NVIDIA/Megatron-LM PR #5728 ("docs: refresh Qwen3 MoE recipe performance", 2026-07-09, open
+at the time of writing), the median model TFLOP/s/GPU of iterations 30-45 of Megatron-LM's own Qwen3 MoE recipes,
+NVIDIA/Megatron-LM@71464846 (dev) examples/moe_recipes/qwen3_{235b,30b}/{gb200,gb300}/*.yaml, written as flags in
+examples/megatron/mlm-*.sh. Model TFLOP/s/GPU is converted to tokens/s/GPU with Megatron's own FLOP count
+(simulator/report/megatron_flops.py; 148.03 GFLOP per token for Qwen3-235B-A22B, 23.006 for Qwen3-30B-A3B at 4,096
+tokens). Every flag of these recipes is a flag of the Megatron-LM commit the parser is pinned to (d98e8a64); those
+moesim does not model are named in each file's header. None sets TE's FP8 attention (no Megatron-LM flag for it).
+
+``python -m experiments.validation.blackwell_check`` prints the table, one block per source.
 """
 
 from __future__ import annotations
@@ -32,16 +40,19 @@ from pathlib import Path
 from experiments.common.stage_costs import StageCosts, busiest_stage
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
 from simulator.costs.kernels import memory_time_s
+from simulator.report.megatron_flops import megatron_args, megatron_flops
 from simulator.report.simulate import prepare, simulate
 from topologies.cluster import cluster_preset
-from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.megatron import MegatronRun, parse_megatron_args
 from workloads.inputs.yaml_files import load_model
 from workloads.ops import BYTES_BF16
 from workloads.recipes.fp8_quant import FP8_BYTES, QUANT_KERNELS
 from workloads.specs.precision import Fp8Recipe
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8"
+BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8"
+MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_recipes@71464846, model TFLOP/s/GPU"
+SOURCES = (BRIDGE_26_08, MLM_PR_5728)
 
 
 @dataclass(frozen=True)
@@ -54,9 +65,22 @@ class BlackwellRow:
     gpus: int
     global_batch: int
     seq_len: int
-    measured_tokens_per_s_per_gpu: float
+    measured: float  # in the source's unit: tokens/s/GPU (BRIDGE_26_08) or Megatron's model TFLOP/s/GPU (MLM_PR_5728)
     # the recipe's mixed_precision.fp8_dot_product_attention (no Megatron-LM flag): cuDNN's FP8 attention
     fp8_attention: bool
+    source: str = BRIDGE_26_08
+
+    def job(self) -> MegatronRun:
+        """The flag file's Megatron job resolved on the model preset."""
+        job = parse_megatron_args(ROOT / "examples" / "megatron" / f"{self.name}.sh")
+        return job.resolve(load_model(ROOT / "examples" / "models" / f"{self.model}.json"))
+
+    @property
+    def measured_tokens_per_s_per_gpu(self) -> float:
+        """The measurement in tokens/s/GPU: model TFLOP/s/GPU over Megatron's FLOPs per token of the recipe."""
+        if self.source == BRIDGE_26_08:
+            return self.measured
+        return self.measured * 1e12 / megatron_flops_per_token(self)
 
 
 ROWS: tuple[BlackwellRow, ...] = (
@@ -68,7 +92,30 @@ ROWS: tuple[BlackwellRow, ...] = (
     BlackwellRow("gb200-qwen3-30b-a3b-8", "qwen3-30b-a3b", "gb200", 8, 512, 4096, 39936, True),
     BlackwellRow("gb300-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb300", 256, 8192, 4096, 8816, True),
     BlackwellRow("gb200-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb200", 256, 8192, 4096, 7280, True),
+    # MLM_PR_5728: Qwen3-235B-A22B on 128 GPUs (EP 64, 8,192 x 4,096 tokens), Qwen3-30B-A3B on 16 (EP 16, 512 x 4,096)
+    *(
+        BlackwellRow(name, "qwen3-235b-a22b", cluster, 128, 8192, 4096, tflops, False, MLM_PR_5728)
+        for name, cluster, tflops in (
+            ("mlm-gb200-qwen3-235b-a22b-128-full-cg", "gb200", 1208.3),
+            ("mlm-gb200-qwen3-235b-a22b-128-partial-cg", "gb200", 876.2),
+            ("mlm-gb300-qwen3-235b-a22b-128-full-cg", "gb300", 1396.1),
+        )
+    ),
+    *(
+        BlackwellRow(name, "qwen3-30b-a3b", "gb200", 16, 512, 4096, tflops, False, MLM_PR_5728)
+        for name, tflops in (
+            ("mlm-gb200-qwen3-30b-a3b-16-bf16", 504.2),
+            ("mlm-gb200-qwen3-30b-a3b-16-partial-cg", 480.3),
+            ("mlm-gb200-qwen3-30b-a3b-16-paged-stash", 598.1),
+        )
+    ),
 )
+
+
+def megatron_flops_per_token(row: BlackwellRow) -> float:
+    """Megatron-LM's model FLOPs per token of the row's recipe (the count behind its TFLOP/s/GPU log line)."""
+    run = row.job()
+    return megatron_flops(megatron_args(run.model, run.layout), 1, row.seq_len) / row.seq_len
 
 
 @dataclass(frozen=True)
@@ -88,8 +135,7 @@ class RowResult:
 
 def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATION) -> RowResult:
     """The row's recipe simulated on its cluster (allow_oom: the memory verdict is reported, not enforced)."""
-    job = parse_megatron_args(ROOT / "examples" / "megatron" / f"{row.name}.sh")
-    run = job.resolve(load_model(ROOT / "examples" / "models" / f"{row.model}.json"))
+    run = row.job()
     layout = run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
     sizes = (row.global_batch, row.seq_len)
     workload, cluster, over_hbm = prepare(run.model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
@@ -130,20 +176,24 @@ def te_b300_mxfp8_quantization_s(calibration: Calibration = DEFAULT_CALIBRATION)
     return memory_time_s(per_element * 2 * (x + w + dy), cost.kernels * tensors, gpu, calibration)
 
 
+def _row_lines(row: BlackwellRow) -> str:
+    """One row: measured, simulated and the error at the fitted residual and at 1, then its busiest stage's costs."""
+    fitted, unfitted = simulate_row(row), simulate_row(row, UNFITTED_CALIBRATION)
+    oom = "  (over HBM: allow_oom)" if fitted.over_hbm else ""
+    return (
+        f"{row.name:40} {row.measured_tokens_per_s_per_gpu:9,.0f} {fitted.tokens_per_s_per_gpu:9,.0f} "
+        f"{fitted.error:+7.1%} {unfitted.tokens_per_s_per_gpu:9,.0f} {unfitted.error:+7.1%}{oom}\n"
+        f"  stage {fitted.costs.stage}, one micro-batch: {fitted.costs.phrase()}"
+    )
+
+
 def table() -> str:
     """Measured against simulated per row, at the fitted residual and at 1, with the busiest stage's costs."""
-    lines = [
-        f"{SOURCE}: tokens/s/GPU (out of the corpus: no Blackwell run is in `moesim validate`)",
-        f"{'row':28} {'measured':>9} {'simulated':>9} {'error':>7} {'resid. 1':>9} {'error':>7}",
-    ]
-    for row in ROWS:
-        fitted, unfitted = simulate_row(row), simulate_row(row, UNFITTED_CALIBRATION)
-        oom = "  (over HBM: allow_oom)" if fitted.over_hbm else ""
-        lines.append(
-            f"{row.name:28} {row.measured_tokens_per_s_per_gpu:9,.0f} {fitted.tokens_per_s_per_gpu:9,.0f} "
-            f"{fitted.error:+7.1%} {unfitted.tokens_per_s_per_gpu:9,.0f} {unfitted.error:+7.1%}{oom}"
-        )
-        lines.append(f"  stage {fitted.costs.stage}, one micro-batch: {fitted.costs.phrase()}")
+    lines = ["tokens/s/GPU, out of the corpus: no Blackwell run is in `moesim validate`"]
+    for source in SOURCES:
+        lines.append(source)
+        lines.append(f"{'row':40} {'measured':>9} {'simulated':>9} {'error':>7} {'resid. 1':>9} {'error':>7}")
+        lines.extend(_row_lines(row) for row in ROWS if row.source == source)
     quant_s = te_b300_mxfp8_quantization_s()
     lines.append(
         f"TE's MXFP8 quantization on B300 (gemm_profiling, one layer): measured {TE_B300_MXFP8_QUANT_S * 1e3:.3f} ms, "

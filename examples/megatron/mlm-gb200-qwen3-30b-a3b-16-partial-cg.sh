@@ -1,0 +1,66 @@
+# Megatron-LM's own Qwen3 MoE recipe, GB200 MXFP8 partial CG, 16 GPUs, its ARGS as flags: NVIDIA/Megatron-LM@71464846 (dev)
+# examples/moe_recipes/qwen3_30b/gb200/mxfp8_16GPU_TP1PP1EP16_partial_cg.yaml.
+# Published: NVIDIA/Megatron-LM PR #5728 (2026-07-09), 480.3 model TFLOP/s/GPU (median of iterations 30-45).
+#   python -m experiments.validation.blackwell_check
+# Every ARGS entry is here except the run's paths, tokenizer, logging, optimizer hyper-parameters and schedule
+# (lr*, adam*, weight_decay, clip_grad, train_samples / train_iters, eval_*, save / load, log_*, wandb_*, mock_data):
+# each is a flag of NVIDIA/Megatron-LM@d98e8a64 (workloads/inputs/megatron_flags_d98e8a64dd.tsv) that does not
+# change step time or memory. Every flag below is a flag at d98e8a64 too (none is unknown to the parser).
+# Not modelled (moesim simulates without them): --enable-experimental.
+--num-layers 48
+--hidden-size 2048
+--ffn-hidden-size 6144
+--num-attention-heads 32
+--kv-channels 128
+--max-position-embeddings 40960
+--group-query-attention
+--num-query-groups 4
+--qk-layernorm
+--normalization RMSNorm
+--norm-epsilon 1e-6
+--swiglu
+--disable-bias-linear
+--untie-embeddings-and-output-weights
+--position-embedding-type rope
+--rotary-percent 1.0
+--rotary-base 1000000
+--make-vocab-size-divisible-by 1187
+--num-experts 128
+--moe-ffn-hidden-size 768
+--moe-router-load-balancing-type aux_loss
+--moe-router-topk 8
+--moe-aux-loss-coeff 1e-3
+--attention-dropout 0.0
+--hidden-dropout 0.0
+--seq-length 4096
+--moe-router-force-load-balancing
+--tensor-model-parallel-size 1
+--pipeline-model-parallel-size 1
+--expert-model-parallel-size 16
+--context-parallel-size 1
+--expert-tensor-parallel-size 1
+--use-distributed-optimizer
+--sequence-parallel
+--moe-token-dispatcher-type flex
+--moe-flex-dispatcher-backend hybridep
+--moe-grouped-gemm
+--moe-permute-fusion
+--moe-router-fusion
+--moe-router-dtype fp32
+--external-cuda-graph
+--cuda-graph-scope attn moe_router moe_preprocess
+--te-rng-tracker
+--use-mcore-models
+--use-flash-attn
+--transformer-impl transformer_engine
+--micro-batch-size 4
+--global-batch-size 512
+--no-create-attention-mask-in-dataloader
+--cross-entropy-loss-fusion
+--cross-entropy-fusion-impl te
+--manual-gc
+--manual-gc-interval 5
+--bf16
+--fp8-format e4m3
+--fp8-recipe mxfp8
+--enable-experimental
