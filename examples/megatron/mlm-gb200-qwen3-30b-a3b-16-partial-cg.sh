@@ -1,6 +1,7 @@
 # Megatron-LM's own Qwen3 MoE recipe, GB200 MXFP8 partial CG, 16 GPUs, its ARGS as flags: NVIDIA/Megatron-LM@71464846 (dev)
 # examples/moe_recipes/qwen3_30b/gb200/mxfp8_16GPU_TP1PP1EP16_partial_cg.yaml.
-# Published: NVIDIA/Megatron-LM PR #5728 (2026-07-09), 480.3 model TFLOP/s/GPU (median of iterations 30-45).
+# Published: NVIDIA/Megatron-LM PR #5728 (2026-07-09), 480.3 model TFLOP/s/GPU (median of iterations 30-45),
+# measured with the matching Megatron-Bridge recipe (NVIDIA-NeMo/Megatron-Bridge #4469) at this file's settings.
 #   python -m experiments.validation.blackwell_check
 # Every ARGS entry is here except the run's paths, tokenizer, logging, optimizer hyper-parameters and schedule
 # (lr*, adam*, weight_decay, clip_grad, train_samples / train_iters, eval_*, save / load, log_*, wandb_*, mock_data):

@@ -22,9 +22,10 @@ Rows whose memory the simulator refuses (peak over HBM) are simulated with allow
 these recipes (paged stash, capacity-factor buffers) is outside this check.
 
 Rows of a second source: NVIDIA/Megatron-LM PR #5728 ("docs: refresh Qwen3 MoE recipe performance", 2026-07-09, open
-at the time of writing), the median model TFLOP/s/GPU of iterations 30-45 of Megatron-LM's own Qwen3 MoE recipes,
+at the time of writing), the median model TFLOP/s/GPU of iterations 30-45 of Megatron-LM's Qwen3 MoE recipes,
 NVIDIA/Megatron-LM@71464846 (dev) examples/moe_recipes/qwen3_{235b,30b}/{gb200,gb300}/*.yaml, written as flags in
-examples/megatron/mlm-*.sh. Model TFLOP/s/GPU is converted to tokens/s/GPU with Megatron's own FLOP count
+examples/megatron/mlm-*.sh (the PR measured them with the matching Megatron-Bridge recipes, NVIDIA-NeMo/Megatron-Bridge
+#4469, at the YAMLs' GPU count, parallelism, batch, sequence, precision and CUDA graph mode). Model TFLOP/s/GPU is converted to tokens/s/GPU with Megatron's own FLOP count
 (simulator/report/megatron_flops.py; 148.03 GFLOP per token for Qwen3-235B-A22B, 23.006 for Qwen3-30B-A3B at 4,096
 tokens). Every flag of these recipes is a flag of the Megatron-LM commit the parser is pinned to (d98e8a64); those
 moesim does not model are named in each file's header. None sets TE's FP8 attention (no Megatron-LM flag for it).
