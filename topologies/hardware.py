@@ -22,6 +22,15 @@ class GpuGeneration(Enum):
     BLACKWELL_ULTRA = "blackwell-ultra"
 
 
+class HostCpu(Enum):
+    """The CPU that issues a GPU's kernels, whose speed sets the host's time per eager kernel
+    (simulator/costs/calibration.py host_launch_s_by_cpu): one torch.nn.Linear forward's CPU time differs 2.75x
+    between a DGX-H100's Xeon and a GB200's Grace (NVIDIA/TransformerEngine issue #2053)."""
+
+    X86 = "x86"  # DGX / HGX hosts (DGX H100: Intel Xeon Platinum 8480C; DGX B200 / B300: Xeon, assumed alike)
+    GRACE = "grace"  # NVIDIA Grace (Arm Neoverse V2) of the GH200, GB200 and GB300 superchips
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     """One GPU model: peak compute, memory, and its NVLink port, in SI units."""
@@ -39,6 +48,7 @@ class GpuSpec:
     # the generation every validated run and most published kernel points come from.
     generation: GpuGeneration = GpuGeneration.HOPPER
     peak_fp4_flops: float = 0.0  # FLOP/s, dense NVFP4; 0 = no FP4 tensor cores (before Blackwell)
+    host_cpu: HostCpu = HostCpu.X86  # the CPU beside the GPU (a Grace superchip's or a DGX's x86)
 
     def __post_init__(self) -> None:
         """Validate that every number is within its physical bound (topologies/bounds.py); raise ConfigError naming
@@ -51,8 +61,16 @@ class GpuSpec:
                 object.__setattr__(self, "generation", GpuGeneration(str(self.generation).lower()))
             except ValueError:
                 raise ConfigError("generation", f"must be one of {choices}, got {self.generation!r}") from None
+        if not isinstance(self.host_cpu, HostCpu):
+            choices = ", ".join(c.value for c in HostCpu)
+            try:
+                object.__setattr__(self, "host_cpu", HostCpu(str(self.host_cpu).lower()))
+            except ValueError:
+                raise ConfigError("host_cpu", f"must be one of {choices}, got {self.host_cpu!r}") from None
         for f in fields(self):
-            if f.name in ("name", "source", "generation") or (f.name == "peak_fp4_flops" and self.peak_fp4_flops == 0):
+            if f.name in ("name", "source", "generation", "host_cpu") or (
+                f.name == "peak_fp4_flops" and self.peak_fp4_flops == 0
+            ):
                 continue
             value = getattr(self, f.name)
             if f.name == "sm_count":
@@ -182,6 +200,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         "680 GB/s on NVL72 (GTC25 S72583 via stas00/ml-engineering network/README.md)",
         generation=GpuGeneration.BLACKWELL,
         peak_fp4_flops=10.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
+        host_cpu=HostCpu.GRACE,  # the Grace CPU of its superchip
     ),
     # Blackwell Ultra (SM103) of a DGX B300 (1,100 W): dense BF16 2,250 and FP8 4,500 TFLOP/s, 288 GB HBM3e at
     # 8 TB/s per GPU (stas00/ml-engineering@744d01e compute/accelerator/README.md TFLOPS and memory tables, from the
@@ -217,6 +236,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         "memory and SMs as the b300's (assumed); NVLink 5 NCCL bus bandwidth as the gb200's",
         generation=GpuGeneration.BLACKWELL_ULTRA,
         peak_fp4_flops=15.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
+        host_cpu=HostCpu.GRACE,  # the Grace CPU of its superchip
     ),
 }
 

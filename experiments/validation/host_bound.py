@@ -32,7 +32,7 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.engine.timing import task_timer
 from simulator.report.simulate import prepare
 from simulator.report.simulate import simulate as simulate_at
-from simulator.streams.op_costs import launch_times_s
+from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from topologies.errors import ConfigError
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -85,11 +85,12 @@ def busiest_stage_host(
         shares = per_micro_batch(workload, stage)
         costs = stage_costs(timer, stage, shares)
         host_s = sum(
-            share * sum(launch_times_s(tuple(t.op for t in timer(stage, kind).ops), calibration))
+            share * sum(launch_times_s(tuple(t.op for t in timer(stage, kind).ops), calibration, cluster.gpu))
             for kind, share in shares.items()
         )
         if best is None or costs.duration_s > best[2]:
-            launches = host_s / calibration.host_launch_s if calibration.host_launch_s else 0.0
+            per_kernel_s = host_launch_per_kernel_s(calibration, cluster.gpu)
+            launches = host_s / per_kernel_s if per_kernel_s else 0.0
             best = (launches, host_s, costs.duration_s, costs.host_wait_s)
     return (*best, workload.schedule.micro_batches)
 

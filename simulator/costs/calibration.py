@@ -88,6 +88,9 @@ class Calibration:
     # to every kernel, also to those a TE call issues from a C++ loop (over), and TE modules' Python
     # bookkeeping beyond a launch is not counted (under); docs/host_cost_sources.md.
     host_launch_s: float = 13.48e-6
+    # The same op's CPU time on a GB200's Grace host, same issue and protocol: 37.08 us (GH200 33.17 us). Charged
+    # per eager kernel on a GPU whose spec says host_cpu "grace" (the gb200 and gb300 presets).
+    grace_host_launch_s: float = 37.08e-6
     # A device-to-host copy the host waits for (token counts to the host): the copy and the host's wake-up, on
     # an otherwise empty queue; the kernels the host issues after it pay host_launch_s each. Measured on 8 x
     # A800-SXM4 (no Hopper figure found): 33 such syncs cost (1.098 - 0.578) ms, 16 us each, an upper bound
@@ -160,6 +163,7 @@ SOURCES: dict[str, str] = {
     "kernel_overhead_s": "Hazy Research 'Look Ma, No Bubbles!' (2025-05-27): an empty kernel takes 2.1 us on H100",
     "graph_kernel_overhead_s": "the same: 1.3 us replayed from a CUDA graph; pytorch #161104: 1.1 us per graphed add",
     "host_launch_s": "TransformerEngine #2053: torch.nn.Linear forward CPU time on a DGX-H100 host",
+    "grace_host_launch_s": "TransformerEngine #2053: torch.nn.Linear forward CPU time on a GB200 (Grace) host",
     "collective_base_latency_s": "NCCL src/graph/tuning.cc baseLat, Ring / Simple: 8.4 us per collective",
     "net_step_latency_s": "NCCL src/graph/tuning.cc hwLat[NET], Ring / Simple: 14 us per step over the network",
     "host_sync_s": "modelscope/ms-swift PR #10164: 16 us per device-to-host sync on 8 x A800-SXM4 (an upper bound)",

@@ -17,7 +17,7 @@ from simulator.costs.kernels import (
     nic_wire_bytes,
 )
 from simulator.streams.task_summary import OVERLAPPED, tally_of
-from topologies.hardware import GpuSpec
+from topologies.hardware import GpuSpec, HostCpu
 from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
 
 BACKWARD_ROLES = (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
@@ -123,7 +123,7 @@ class OpCosts:
 
     @staticmethod
     def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration) -> OpCosts:
-        launch = launch_times_s(ops, cal)
+        launch = launch_times_s(ops, cal, gpu)
         sync_before, offsets = [], []
         sync, offset = -1, 0.0
         for index, op in enumerate(ops):
@@ -164,16 +164,23 @@ _PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how run_alone lays an op out (OpCos
 _ISSUED = -2  # OpCosts.alone_steps' sync of an op the host has issued before its stream can reach it
 
 
-def launch_times_s(ops: tuple[Op, ...], cal: Calibration) -> tuple[float, ...]:
-    """Host time to issue each op: ``host_launch_s`` per kernel when launched eagerly; a run of consecutive ops
-    of one CUDA graph (same layer, part and direction: Megatron-Core captures forward and backward graphs per
-    layer part) costs one launch, charged to its first op (workloads/specs/cuda_graphs.py)."""
+def host_launch_per_kernel_s(cal: Calibration, gpu: GpuSpec) -> float:
+    """The host's CPU time to issue one eager kernel beside ``gpu``: a Grace superchip's or an x86 DGX host's."""
+    return cal.grace_host_launch_s if gpu.host_cpu is HostCpu.GRACE else cal.host_launch_s
+
+
+def launch_times_s(ops: tuple[Op, ...], cal: Calibration, gpu: GpuSpec) -> tuple[float, ...]:
+    """Host time to issue each op: the host's time per kernel (``host_launch_s``, or ``grace_host_launch_s`` on a
+    Grace host) when launched eagerly; a run of consecutive ops of one CUDA graph (same layer, part and
+    direction: Megatron-Core captures forward and backward graphs per layer part) costs one launch, charged to
+    its first op (workloads/specs/cuda_graphs.py)."""
+    per_kernel_s = host_launch_per_kernel_s(cal, gpu)
     launch, previous = [], None
     for op in ops:
         graph = (op.layer, op.graph, op.role in BACKWARD_ROLES) if op.graph != GraphPart.NONE else None
         if graph is None:
-            launch.append(op.kernels * cal.host_launch_s)
+            launch.append(op.kernels * per_kernel_s)
         else:
-            launch.append(0.0 if graph == previous else cal.host_launch_s)
+            launch.append(0.0 if graph == previous else per_kernel_s)
         previous = graph
     return tuple(launch)

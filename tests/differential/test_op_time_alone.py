@@ -43,6 +43,6 @@ def test_one_op_alone_is_its_closed_form_after_its_launch(model: str, layout: st
     assert {COLLECTIVE, FUSED} & {op.kind for op in ops}  # each case reaches the comm paths
     for op in ops:
         alone = replace(op, deps=())
-        launch_s = launch_times_s((alone,), DEFAULT_CALIBRATION)[0]
+        launch_s = launch_times_s((alone,), DEFAULT_CALIBRATION, gpu)[0]
         event_s = time_op_s(alone, gpu)
         assert event_s == pytest.approx(launch_s + op_time_alone_s(alone, gpu), rel=1e-9, abs=1e-12), op.name

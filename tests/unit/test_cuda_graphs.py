@@ -51,7 +51,7 @@ def test_one_launch_per_captured_run_by_hand() -> None:
         _op("a.bwd", 4, attn, role=Role.INPUT_GRAD),
         _op("eager", 2),
     )
-    assert launch_times_s(ops, CAL) == pytest.approx((30e-6, 10e-6, 0.0, 0.0, 10e-6, 10e-6, 20e-6))
+    assert launch_times_s(ops, CAL, toy_gpu()) == pytest.approx((30e-6, 10e-6, 0.0, 0.0, 10e-6, 10e-6, 20e-6))
 
 
 def test_layer_ops_carry_the_captured_parts() -> None:

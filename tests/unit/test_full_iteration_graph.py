@@ -11,7 +11,7 @@ import pytest
 from experiments.cli.main import main
 from simulator.costs.kernels import kernel_overhead_s
 from simulator.streams.op_costs import launch_times_s
-from tests.toys import toy_calibration
+from tests.toys import toy_calibration, toy_gpu
 from topologies.errors import ConfigError
 from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.inputs.megatron import parse_megatron_args
@@ -80,7 +80,7 @@ def test_every_op_of_the_step_is_captured() -> None:
     keys = [(op.layer, op.role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)) for op in ops]
     runs = 1 + sum(key != previous for previous, key in pairwise(keys))  # forward 0, 1; backward 1, 0 (+ SAR)
     assert 4 <= runs <= 5
-    assert sum(launch_times_s(tuple(ops), CAL)) == pytest.approx(runs * 10e-6)
+    assert sum(launch_times_s(tuple(ops), CAL, toy_gpu())) == pytest.approx(runs * 10e-6)
 
 
 def test_scope_stands_alone() -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.kernels import compute_time_s
 from simulator.streams.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_gpu
+from topologies.hardware import GPU_PRESETS, HostCpu
 from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.yaml_files import load_model
@@ -130,8 +132,8 @@ def test_multi_stream_costs_the_host_three_more_launches_per_gemm() -> None:
     for direction, extra_s in ((0, 60e-6), (1, 120e-6)):
         grouped, multi = _ops("grouped")[direction], _ops("multi_stream")[direction]
         assert [op.name for op in grouped] == [op.name for op in multi]
-        launches = launch_times_s(multi, CAL)
-        assert sum(launches) - sum(launch_times_s(grouped, CAL)) == pytest.approx(extra_s, abs=1e-12)
+        launches = launch_times_s(multi, CAL, toy_gpu())
+        assert sum(launches) - sum(launch_times_s(grouped, CAL, toy_gpu())) == pytest.approx(extra_s, abs=1e-12)
         gemms = [i for i, op in enumerate(multi) if op.kind == GEMM and op.name.startswith("expert_")]
         assert len(gemms) == (2 if direction == 0 else 4)
         assert all(launches[i] == pytest.approx(40e-6) for i in gemms)
@@ -153,3 +155,15 @@ def test_te_cutlass_grouped_gemm_falls_back_to_cublas_for_the_dropless_wgrad() -
         assert expert == {Role.INPUT_GRAD: 1, Role.WEIGHT_GRAD: wgrad_launches}
         forward = forward_ops([(0, layer_recipe(MOE, layout, 1024, 8))], layout)
         assert [op.kernels for op in forward if op.name.startswith("expert_fc")] == [1, 1]
+
+
+def test_a_grace_host_issues_each_kernel_at_its_own_measured_cost() -> None:
+    """TransformerEngine #2053 times one torch.nn.Linear forward's CPU at 13.48 us on a DGX-H100 host and 37.08 us
+    on a GB200's Grace: an eager kernel costs the host that much beside a GPU whose spec names the CPU."""
+    ops = _ops("multi_stream")[0]
+    kernels = sum(op.kernels for op in ops)
+    assert GPU_PRESETS["gb200"].host_cpu is GPU_PRESETS["gb300"].host_cpu is HostCpu.GRACE
+    assert GPU_PRESETS["h100"].host_cpu is GPU_PRESETS["b200"].host_cpu is HostCpu.X86
+    x86 = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["h100"]))
+    grace = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["gb200"]))
+    assert x86 == pytest.approx(kernels * 13.48e-6) and grace == pytest.approx(kernels * 37.08e-6)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.streams.op_costs import launch_times_s
-from tests.toys import toy_calibration, toy_task_s
+from tests.toys import toy_calibration, toy_gpu, toy_task_s
 from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import Role
@@ -87,7 +87,7 @@ def test_host_launches_added_per_layer() -> None:
     for build, extra_s in ((forward_ops, 90e-6), (backward_ops, 50e-6)):
         plain = build([(0, _steps(PLAIN))], PLAIN)
         megatron = build([(0, _steps(MEGATRON))], MEGATRON)
-        added = sum(launch_times_s(tuple(megatron), cal)) - sum(launch_times_s(tuple(plain), cal))
+        added = sum(launch_times_s(tuple(megatron), cal, toy_gpu())) - sum(launch_times_s(tuple(plain), cal, toy_gpu()))
         assert added == pytest.approx(extra_s, abs=1e-12)
 
 
