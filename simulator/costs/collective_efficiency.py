@@ -60,7 +60,10 @@ EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
         1.0,
         "'Alltoall cannot aggregate the bandwidth of multiple NICs, so the performance you should see is the "
         "performance of a single NIC' (sjeaugey), 'CX-7 NICs at NDR rate (400Gbps) should achieve up to "
-        "48-49GB/s per NIC' (AddyLaddy), NVIDIA/nccl-tests#267: one NIC's ring rate",
+        "48-49GB/s per NIC' (AddyLaddy), NVIDIA/nccl-tests#267: one NIC's ring rate; 2 DGX-H100 over 400 Gb/s NICs, "
+        "nccl-tests alltoall with NVLink disabled (every byte on the NIC): 46 GB/s busbw (deepseek-ai/DeepEP#3). No "
+        "multi-node H100 measurement found puts it lower at MoE dispatch sizes (bridge-ab-qwen3-30b-a3b-bf16-alltoall-"
+        "epoverlap's gaps list what was searched)",
     ),
     (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
         153.0 / _H800_NVLINK_GBPS,

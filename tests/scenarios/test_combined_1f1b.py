@@ -10,6 +10,8 @@ stream of the op that ended goes on first.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import simpy
 
 from simulator.streams.network import FluidNetwork
@@ -154,3 +156,47 @@ def test_a_metadata_collective_of_the_dispatch_preprocess_stays_with_the_attenti
     streams = {(op.name, op.role): op.stream for op in ops}
     assert streams[("routing_map_ag", F)] == COMPUTE
     assert streams[("dispatch", F)] == streams[("combine", F)] == streams[("unpermute", F)] == EP_COMM
+
+
+def test_the_probs_all_to_all_goes_with_the_dispatch_node() -> None:
+    """The alltoall dispatcher's token_dispatch sends the rows and then their probs in two NCCL calls, both in the
+    moe_dispatch node; backward sends the probs' gradients first (NVIDIA/Megatron-LM@2a75ac12 token_dispatcher.py,
+    "Backward launch order: probs A2A -> tokens A2A"). The layer is still cut at its dispatch and combine: both
+    calls on the comm stream, issued back to back where the one dispatch was, and the backward's dispatch node
+    (probs.bwd first) waits for the experts' wgrad without --delay-wgrad-compute. Each probs call (0.7 MB, 1 ms)
+    adds its time where the comm stream is the pair's critical path: probs 6-7 after the dispatch, probs.bwd 7-8
+    (the experts start at 7, on the probs), dispatch.bwd 8-10, combine 10-12, unpermute 12-13: 11 -> 13 ms."""
+    forward = (
+        _mem("attn", (), F),
+        _a2a("dispatch", (0,), F),
+        replace(_a2a("probs", (1,), F), comm_bytes=0.7e6),
+        _mem("experts", (2,), F),
+        _a2a("combine", (3,), F),
+        _mem("unpermute", (4,), F, Module.MOE),
+    )
+    backward = (
+        *BACKWARD_LAYER[:4],
+        replace(_a2a("probs.bwd", (2,), G), comm_bytes=0.7e6),
+        _a2a("dispatch.bwd", (4,), G),
+        _mem("attn.dgrad", (5,), G),
+        _mem("attn.wgrad", (5,), W),
+    )
+    assert [op.name for op in backward] == [
+        "unpermute.bwd",
+        "combine.bwd",
+        "experts.dgrad",
+        "experts.wgrad",
+        "probs.bwd",
+        "dispatch.bwd",
+        "attn.dgrad",
+        "attn.wgrad",
+    ]
+    ops = combined_1f1b.pair(forward, backward, delay_wgrad=False)
+    names = [op.name for op in ops]
+    assert names.index("probs") == names.index("dispatch") + 1
+    assert names.index("dispatch.bwd") == names.index("probs.bwd") + 1
+    assert {op.stream for op in ops if op.kind == COLLECTIVE} == {EP_COMM}
+    probs_bwd = ops[names.index("probs.bwd")]
+    assert {ops[d].name for d in probs_bwd.deps} == {"experts.dgrad", "experts.wgrad"}
+    assert _run(ops)[0] == 13.0
+    assert _run(combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=False))[0] == 11.0

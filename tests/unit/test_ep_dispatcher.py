@@ -13,7 +13,7 @@ from topologies.hardware import gpu_preset
 from workloads.ep.plan import ep_dispatch_bytes, ep_plan, nccl_all_to_all_bytes
 from workloads.graph.step import StepWorkload
 from workloads.inputs.megatron import parse_megatron_args
-from workloads.ops import Transport
+from workloads.ops import COLLECTIVE, Transport
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
 
@@ -78,26 +78,28 @@ def test_deepep_sends_one_copy_per_destination_rank_in_a_node() -> None:
     assert d == pytest.approx(5.4326, abs=1e-4)
 
 
-def _dispatch(dispatcher: str):
+def _dispatch(dispatcher: str, name: str = "ep_a2a_dispatch"):
     """deepseekmoe (h 2,048, top-6, 64 experts), SP 8, EP 16 over 2 nodes: 512 tokens of 2,048 x 2 B per GPU;
     no intra-op overlap, so the dispatch is a collective of its own."""
     layout = layout_preset("megascale-moe").with_(pp=1, ep=16, token_dispatcher=dispatcher, intra_op_overlap=False)
     workload = StepWorkload(model_preset("deepseekmoe"), layout, 16, 8, global_batch=2, seq_len=4096)
     ops = workload.task_ops(workload.task_key(0, workload.stage_order(0)[0]))
-    return next(op for op in ops if op.name.endswith("ep_a2a_dispatch"))
+    return next(op for op in ops if op.name.endswith(name))
 
 
 def test_layout_dispatch_op_carries_its_dispatcher_and_bytes() -> None:
-    """512 x 2,048 x 2 B = 2,097,152 B of tokens. NCCL: 6 x 1/2 = 3 copies over the NIC = 6,291,456 B (and the
-    probs, 4 B per 4,096 B row);
+    """512 x 2,048 x 2 B = 2,097,152 B of tokens. NCCL: 6 x 1/2 = 3 copies over the NIC = 6,291,456 B, and the
+    probs (4 B per 4,096 B row) in an all-to-all of their own, a second NCCL call;
     DeepEP: D / 2 with D = 2 (1 - C(32,6) / C(64,6)) = 2 (1 - 906,192 / 74,974,368); NVLink 6 x 7/8 both."""
     tokens = 512 * 2048 * 2
     nccl, deepep = _dispatch("alltoall"), _dispatch("megascale")
-    probs = 1 + 4 / (2048 * 2)  # the alltoall dispatcher's probs (FP32 per row) ride in its token all-to-all
-    assert (nccl.transport, nccl.nic_bytes, nccl.comm_bytes) == (
-        Transport.NCCL,
-        pytest.approx(tokens * 3 * probs, rel=1e-12),
-        pytest.approx(tokens * 6 * 7 / 8 * probs, rel=1e-12),
+    assert (nccl.transport, nccl.nic_bytes, nccl.comm_bytes) == (Transport.NCCL, tokens * 3, tokens * 6 * 7 / 8)
+    probs = _dispatch("alltoall", "ep_a2a_probs")
+    per_row = 4 / (2048 * 2)  # one FP32 prob per row of 2,048 BF16
+    assert (probs.kind, probs.transport, probs.layer) == (COLLECTIVE, Transport.NCCL, nccl.layer)
+    assert (probs.nic_bytes, probs.comm_bytes) == (
+        pytest.approx(tokens * 3 * per_row, rel=1e-12),
+        pytest.approx(tokens * 6 * 7 / 8 * per_row, rel=1e-12),
     )
     d = 2 * (1 - 906_192 / 74_974_368)
     assert deepep.transport == Transport.DEEPEP

@@ -10,7 +10,18 @@ import pytest
 from workloads.dispatchers.base import ExpertSteps, MoeContext, Wire
 from workloads.dispatchers.registry import DISPATCHERS
 from workloads.dispatchers.steps import quant_padding, sort_chunks
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, GEMM, HOST_SYNC, REDUCE_SCATTER, Gemm, Step, Transport
+from workloads.ops import (
+    ALL_GATHER,
+    ALL_TO_ALL,
+    GEMM,
+    HOST_SYNC,
+    REDUCE_SCATTER,
+    Carries,
+    Gemm,
+    Group,
+    Step,
+    Transport,
+)
 from workloads.specs.layouts import TOKEN_DISPATCHERS
 
 # 1,024 tokens of h 1,024, top-4 of 32 experts on EP 8 in one node (4 local experts)
@@ -64,13 +75,14 @@ def test_wires_and_transports() -> None:
 
 
 def test_alltoall_issues_megatron_cores_order() -> None:
-    """preprocess counts, the host sync before the all-to-all, permutation 1, the all-to-all (probs inside),
-    sort_chunks with 4 local experts, the experts, the reverse sort, the combine, the unpermutation."""
+    """preprocess counts, the host sync before the all-to-all, permutation 1, the rows' all-to-all and then the
+    probs' own (token_dispatch's two NCCL calls), sort_chunks with 4 local experts, the experts, the reverse sort, the combine, the unpermutation."""
     assert _names("alltoall") == [
         "ep_token_counts",
         "tokens_per_expert_sync",
         "permute",
         "ep_a2a_dispatch",
+        "ep_a2a_probs",
         "sort_chunks",
         "expert_fc13",
         "unsort_chunks",
@@ -78,9 +90,20 @@ def test_alltoall_issues_megatron_cores_order() -> None:
         "unpermute",
     ]
     steps = {s.name: s for s in DISPATCHERS["alltoall"].layer_steps(CTX, EXPERTS)}
-    assert steps["ep_a2a_dispatch"].comm_bytes == pytest.approx(7e6 * (1 + 4 / 2048), rel=1e-12)
+    assert steps["ep_a2a_dispatch"].comm_bytes == 7e6
+    # one FP32 prob per row of 1,024 BF16 elements, on each link, and sent back in backward
+    probs = steps["ep_a2a_probs"]
+    assert probs.comm_bytes == pytest.approx(7e6 * 4 / 2048, rel=1e-12)
+    assert probs.nic_bytes == pytest.approx(steps["ep_a2a_dispatch"].nic_bytes * 4 / 2048, rel=1e-12)
+    assert (probs.collective, probs.group, probs.bwd_scale, probs.carries) == (
+        ALL_TO_ALL,
+        Group.EP,
+        1.0,
+        Carries.OTHER,
+    )
     assert steps["ep_a2a_combine"].comm_bytes == 7e6
-    assert {steps[n].transport for n in ("ep_a2a_dispatch", "ep_a2a_combine")} == {Transport.NCCL}
+    names = ("ep_a2a_dispatch", "ep_a2a_probs", "ep_a2a_combine")
+    assert {steps[n].transport for n in names} == {Transport.NCCL}
     # 4,096 rows of 1,024 x 2 B and a 4 B prob, read and written once: 2 x 4,096 x 2,052 B, both ways
     assert (steps["sort_chunks"].mem_bytes, steps["sort_chunks"].bwd_mem_bytes) == (16_809_984, 16_809_984)
 

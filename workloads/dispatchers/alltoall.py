@@ -7,7 +7,7 @@ megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd
    the splits as host lists ("before_ep_alltoall"); none under drop-and-pad (layout.host_sync_per_moe_layer);
 3. permutation 1: one row per (token, routed expert), TE's moe_permute when fused;
 4. the EP all-to-all of the rows and a second one of their probs (NCCL: every routed copy to its expert's
-   rank, no deduplication per rank or node; the probs' bytes counted inside the rows' call);
+   rank, no deduplication per rank or node), two NCCL calls (steps.probs_all_to_all), and two in backward;
 5. permutation 2 with more than one local expert: sort_chunks_by_idxs to expert-major order;
 6. the experts (TEGroupedMLP, FP8 padding around them), sort_chunks back, the combine all-to-all, and the
    unpermutation that sums each token's copies weighted by its probs.
@@ -21,6 +21,7 @@ from workloads.dispatchers.steps import (
     fuse_slots,
     host_sync,
     permute,
+    probs_all_to_all,
     sort_chunks,
     te_grouped_mlp,
     token_count_exchange,
@@ -42,9 +43,8 @@ class AlltoallDispatcher(TokenDispatcher):
             *(token_count_exchange(ctx) if multi and ctx.host_sync else []),
             *host_sync(ctx),
             permute(ctx),
-            ep_collective(
-                ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch, probs=True
-            ),
+            ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch),
+            probs_all_to_all(ctx),
             *sort_chunks(ctx, "sort_chunks"),
             *experts.shared,
             *te_grouped_mlp(ctx, experts),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext
 from workloads.ops import (
+    ALL_TO_ALL,
     BYTES_BF16,
     HOST_SYNC,
     MEMORY,
@@ -50,21 +51,15 @@ def ep_collective(
     *,
     dispatch: bool,
     fuse: str = "",
-    probs: bool = False,
 ) -> Step:
-    """The dispatch (``dispatch``) or the combine: the plan's bytes, over every rank of the EP group. ``probs``:
-    the router's probs of every row go too (MoEAlltoAllTokenDispatcher.token_dispatch's second NCCL all-to-all,
-    one FP32 per row beside h BF16 elements: the rows' bytes times 1 + 4 / 2h, and the same in its backward);
-    counted inside the tokens' all-to-all, without the second call's latency (about 12 us in a node), for the
-    reason token_count_exchange gives.
+    """The dispatch (``dispatch``) or the combine: the plan's bytes, over every rank of the EP group.
 
     group_size is every rank of the EP group, wherever it sits: a pairwise exchange takes one step per peer
     (Thakur et al. 2005, Sec. 3.6), and counting only a node's members made one 64-rank exchange cost 7 steps
     over 8 nodes but 63 in one node, so bigger nodes looked slower (issue #13)."""
-    scale = 1 + BYTES_PROB / (ctx.hidden * BYTES_BF16) if probs else 1.0
     common = {
-        "comm_bytes": ctx.nvlink_bytes * scale,
-        "nic_bytes": ctx.nic_bytes * scale,
+        "comm_bytes": ctx.nvlink_bytes,
+        "nic_bytes": ctx.nic_bytes,
         "group_size": ctx.degree,
         "module": M,
         "transport": transport,
@@ -75,6 +70,29 @@ def ep_collective(
             name, collective, Group.EP, sar_recompute=True, routed_copies=True, carries=Carries.INTO_GEMM, **common
         )
     return comm_step(name, collective, Group.EP, carries=Carries.OUT_OF_GEMM, **common)
+
+
+def probs_all_to_all(ctx: MoeContext, name: str = "ep_a2a_probs") -> Step:
+    """MoEAlltoAllTokenDispatcher.token_dispatch's second NCCL all-to-all: the router's probs of every routed row,
+    one FP32 per row, sent with the rows' splits right after the rows' own all-to-all (token_dispatcher.py at
+    NVIDIA/Megatron-LM@2a75ac12, the Megatron-Core Megatron-Bridge@067f987d pins, lines 704-723: "Forward launch
+    order: tokens A2A -> ... -> probs A2A", "Backward launch order: probs A2A -> tokens A2A"). Its own NCCL call,
+    so its own latency and launch; its backward (_AllToAll.backward) sends the probs' gradients back, FP32 too,
+    just before the rows' gradients, which the op list's reversed order gives. The rows' bytes times
+    4 / 2h on each link; FP8 communication leaves it FP32 (Carries.OTHER). Re-sent with the rows under SAR."""
+    scale = BYTES_PROB / (ctx.hidden * BYTES_BF16)
+    return comm_step(
+        name,
+        ALL_TO_ALL,
+        Group.EP,
+        comm_bytes=ctx.nvlink_bytes * scale,
+        nic_bytes=ctx.nic_bytes * scale,
+        group_size=ctx.degree,
+        module=M,
+        transport=Transport.NCCL,
+        sar_recompute=True,
+        routed_copies=True,
+    )
 
 
 def permute(ctx: MoeContext) -> Step:

@@ -18,8 +18,9 @@ the backward's and then the forward's unpaired layers, the forward's head and th
 
 Here the forward layer is cut at its EP dispatch and combine all-to-alls into pre-dispatch (A: with the
 dispatch preprocess and its metadata collectives, such as HybridEP's routing-map all-gather, which Megatron-Core
-runs in pre_dispatch_computation), dispatch (D), experts (B) and combine (C: the all-to-all and the unpermute
-after it); the backward layer, in its own order, into
+runs in pre_dispatch_computation), dispatch (D: its all-to-alls, the alltoall dispatcher's rows' and then
+probs'), experts (B) and combine (C: the all-to-all and the unpermute after it); the backward layer, in its own
+order, into
 combine backward (C': the unpermute's backward and the all-to-all), experts' backward (B'), dispatch
 backward (D') and the rest (A'). A layer without exactly one dispatch and one combine (dense, embedding,
 head, a fused or all-gather dispatch) is one piece. With ``delay_wgrad`` (--delay-wgrad-compute) B' and A'
@@ -46,17 +47,22 @@ def _units(ops: tuple[Op, ...]) -> list[list[int]]:
     return units
 
 
-def _ep_collectives(ops: tuple[Op, ...], unit: list[int], role: Role) -> list[int]:
-    return [i for i in unit if _is_ep(ops[i]) and ops[i].role == role]
-
-
 def _split(ops: tuple[Op, ...], unit: list[int], role: Role) -> tuple[list[int], ...] | None:
-    """(before the first EP all-to-all, it, between, the second and after) or None if the unit is one piece."""
-    ep = _ep_collectives(ops, unit, role)
-    if len(ep) != 2 or any(ops[i].kind != COLLECTIVE for i in ep):
+    """(before the first EP exchange, it, between, the second, after) or None if the unit is one piece. An exchange
+    is a run of adjacent EP all-to-alls: the alltoall dispatcher's dispatch node sends the rows and then their probs
+    in two NCCL calls (token_dispatch, NVIDIA/Megatron-LM@2a75ac12 token_dispatcher.py), both in moe_dispatch."""
+    runs: list[list[int]] = []
+    for position, i in enumerate(unit):
+        if _is_ep(ops[i]) and ops[i].role == role:
+            if runs and unit[position - 1] == runs[-1][-1]:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    if len(runs) != 2 or any(ops[i].kind != COLLECTIVE for run in runs for i in run):
         return None
-    first, second = unit.index(ep[0]), unit.index(ep[1])
-    return unit[:first], unit[first : first + 1], unit[first + 1 : second], unit[second:]
+    first, second = unit.index(runs[0][0]), unit.index(runs[1][0])
+    first_end, second_end = first + len(runs[0]), second + len(runs[1])
+    return unit[:first], unit[first:first_end], unit[first_end:second], unit[second:second_end], unit[second_end:]
 
 
 def _is_layer(ops: tuple[Op, ...], unit: list[int]) -> bool:
@@ -87,7 +93,7 @@ def _pair_layer(f_ops, f_unit, b_ops, b_unit, delay: bool, deps: dict) -> tuple[
     F = lambda indices: [(0, i) for i in indices]
     B = lambda indices: [(1, i) for i in indices]
     if f is not None:
-        f_pre, f_dispatch, f_mlp, f_combine = f
+        f_pre, f_dispatch, f_mlp, f_combine = f[0], f[1], f[2], f[3] + f[4]
         # the shared experts run in pre_dispatch_computation (shared_experts_compute, no shared-expert overlap):
         # they take the dispatch's inputs, and what waited for them waits for the dispatch too
         shared = [i for i in f_mlp if f_ops[i].module == Module.SHARED_EXPERTS]
@@ -99,7 +105,7 @@ def _pair_layer(f_ops, f_unit, b_ops, b_unit, delay: bool, deps: dict) -> tuple[
                     deps[(0, i)] = (*f_ops[i].deps, f_dispatch[0])
         on_comm |= {(0, i) for i in f_dispatch + f_combine if _comm_stream_op(f_ops[i])}
     if b is not None:
-        b_combine, b_mlp, b_dispatch, b_pre = b[0] + b[1], b[2], b[3][:1], b[3][1:]
+        b_combine, b_mlp, b_dispatch, b_pre = b[0] + b[1], b[2], b[3], b[4]
         on_comm |= {(1, i) for i in b_combine + b_dispatch if _comm_stream_op(b_ops[i])}
         mlp_dgrad, mlp_dw = _grads_then_wgrads(b_ops, b_mlp, delay)
         if not delay:  # mlp.backward runs the experts' wgrads too: the dispatch node waits for its event after them
