@@ -137,21 +137,29 @@ def shortcut_margin(schedule: Schedule) -> float:
     return EXACT_REL if next(candidates(schedule), None) is not None else 0.0
 
 
-def step_lower_bound_s(
+def replayed_step_s(
     workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, timer: MemoTimer | None = None
 ) -> float:
-    """A proven lower bound on the step time of ``workload`` on ``cluster`` (see the module docstring);
-    ``timer``: a MemoTimer of this workload whose task timings to reuse (and fill)."""
+    """The step replayed with every task timed alone and every input arriving as it is sent, each stage's optimizer
+    step after its last task: at most the engine's full run (see the module docstring); ``timer``: a MemoTimer of
+    this workload whose task timings to reuse (and fill)."""
     if timer is None:
         timer = MemoTimer(environment(), CostCache(workload, cluster.gpu, calibration), [StageFault()] * workload.pp)
     nic_Bps = cluster.nic_effective_Bps if workload.tasks_use_nic else 0.0  # as Engine.task_timing times them
-    schedule = workload.schedule
-    graph = replay(schedule.shape)
+    graph = replay(workload.schedule.shape)
     durations_s = [
         timer.task_timing(workload.task_key(stage, task), stage, nic_Bps).duration_s for stage, task in graph.kinds
     ]
     end = relaxed_ends(graph, durations_s)
-    bound_s = max(
+    return max(
         end[last] + optimizer_s(workload, stage, cluster.gpu, calibration) for stage, last in enumerate(graph.last)
     )
-    return bound_s * (1 - ROUNDING) * (1 - shortcut_margin(schedule))
+
+
+def step_lower_bound_s(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, timer: MemoTimer | None = None
+) -> float:
+    """A proven lower bound on the step time ``simulate`` reports for ``workload`` on ``cluster``: the replayed
+    step less float rounding and what the steady shortcut may lie under the full run (see the module docstring)."""
+    replayed_s = replayed_step_s(workload, cluster, calibration, timer)
+    return replayed_s * (1 - ROUNDING) * (1 - shortcut_margin(workload.schedule))
