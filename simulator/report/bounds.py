@@ -15,6 +15,9 @@ follows its last task (``_grad_sync``), so
 
     step_time_s >= max over stages (its pipeline end, replayed + its optimizer step).
 
+Where a stage's order is long (``REPLAYED_PER_STAGE``), only its first tasks are replayed and the rest count back
+to back after them: they run after the last replayed one, each no faster than alone, so that is a bound too.
+
 The reported step of a long step comes from the steady-state shortcut (simulator/fast/steady.py): exact to 1e-9 of
 the full run where a state repeats (simulator/fast/periodic.py), within ``BOUND_REL`` of it on the bounded line
 (simulator/fast/bounded.py), which only a schedule with a bounded plan may take; the bound gives up that much
@@ -28,6 +31,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 from simulator.costs.calibration import Calibration
 from simulator.engine.engine import optimizer_s
@@ -39,7 +43,7 @@ from simulator.fast.bounded import counts as bounded_counts
 from simulator.fast.periodic import candidates, task_counts
 from topologies.cluster import ClusterSpec
 from workloads.graph.step import StepWorkload
-from workloads.schedules.base import Schedule, ScheduleShape, Task, shape_order
+from workloads.schedules.base import Schedule, ScheduleShape, Task
 from workloads.schedules.pipeline_tasks import kind_of
 
 # The replay adds durations in another order than the engine's clock, which adds them one event at a time: a step
@@ -61,31 +65,42 @@ def shape_task_counts(shape: ScheduleShape) -> dict[tuple[int, Task], int]:
 class Replay:
     """A schedule's dependency graph in an order that respects it (``replay``): per task, the index of the task
     before it on its stage (``len(after)`` for none: a 0 there), of those whose outputs it takes as inputs, and of
-    its kind in ``kinds``; per stage, the index of its last task."""
+    its kind in ``kinds``, every kind of the schedule's (stage, task with micro-batch indices 0); per stage, the
+    index of its last task replayed (-1: none); per kind, the tasks of it left after the replayed ones."""
 
     after: tuple[int, ...]
     inputs: tuple[tuple[int, ...], ...]
     kind: tuple[int, ...]
-    kinds: tuple[tuple[int, Task], ...]  # (stage, task with micro-batch indices 0)
+    kinds: tuple[tuple[int, Task], ...]
     last: tuple[int, ...]
+    left: tuple[int, ...]
 
 
-# A search's points come a shape's neighbours at a time (token dispatchers, recompute choices). A replay holds ~200
-# bytes a task with its orders (measured: interleaved, 16 stages x 4 chunks, 180 micro-batches, 23,040 tasks:
-# 4.5 MB), so 32 stay under ~150 MB.
+# A search's points come a shape's neighbours at a time (token dispatchers, recompute choices). A replay holds ~100
+# bytes a task, at most REPLAYED_PER_STAGE a stage (16 stages: under 1 MB), so 32 stay under ~30 MB.
 REPLAYS_KEPT = 32
+# Tasks a stage replays at most: its warm-up and more (1F1B's is pp - 1 forwards, interleaved's about 2 pp + (v - 1)
+# pp, DualPipe's 2 pp); past them its order counts as its tasks' durations back to back, which leaves out the drain.
+# Whole orders cost O(micro-batches) a point: DeepSeek-V3's default search (16 stages, 180 tasks a stage at most)
+# replays them whole; cut at 128 a stage it simulated 28 layouts, not 14. Mixtral-8x7B on 128 H100 (moesim bench
+# search-1000: 720 sequences over as few as one replica) runs longer orders: cut at 512 its 1,000 bounds cost 15.8
+# CPU-s, at 128 11.3 (summing each stage's tasks, the bound before the replay: 9.6), and it simulates 47 layouts, not 77.
+REPLAYED_PER_STAGE = 512
 
 
 @lru_cache(maxsize=REPLAYS_KEPT)
 def replay(shape: ScheduleShape) -> Replay:
-    """The dependency graph of ``shape``'s orders (``shape_order``), found once per shape: each stage runs its order
-    as far as its inputs have been sent, then waits for the one it lacks (the engine's ``_stage`` with no clock)."""
+    """The dependency graph of the first REPLAYED_PER_STAGE tasks of each stage's order, found once per shape: each
+    stage runs its order as far as its inputs have been sent, then waits for the one it lacks (the engine's
+    ``_stage`` with no clock); a stage whose next input would come from past another's cut stops there."""
     schedule: Schedule = shape.build()
-    orders = [shape_order(shape, stage) for stage in range(shape.stages)]
+    counts = shape_task_counts(shape)
+    index_of = {key: number for number, key in enumerate(counts)}
+    left = list(counts.values())
+    orders = [tuple(islice(schedule.lazy_order(stage), REPLAYED_PER_STAGE)) for stage in range(shape.stages)]
     after: list[int] = []
     inputs: list[tuple[int, ...]] = []
     kind: list[int] = []
-    kinds: dict[tuple[int, Task], int] = {}
     sender: dict[object, int] = {}  # an input, by its Flow: the index of the task that sends it
     waiting: dict[object, list[int]] = {}
     position, last = [0] * shape.stages, [-1] * shape.stages
@@ -103,17 +118,24 @@ def replay(shape: ScheduleShape) -> Replay:
             index = len(after)
             after.append(last[stage])
             inputs.append(tuple(sender[flow] for flow in needed))
-            kind.append(kinds.setdefault((stage, kind_of(task)), len(kinds)))
+            number = index_of[(stage, kind_of(task))]
+            kind.append(number)
+            left[number] -= 1
             last[stage] = index
             for flow in schedule.outputs(stage, task):
                 sender[flow] = index
                 ready.extend(waiting.pop(flow, ()))
             at += 1
         position[stage] = at
-    if any(at < len(order) for at, order in zip(position, orders)):
+    cut = any(at < len(order) for at, order in zip(position, orders)) or any(left)
+    if cut and all(
+        sum(counts[key] for key in counts if key[0] == stage) <= REPLAYED_PER_STAGE for stage in range(shape.stages)
+    ):
         raise RuntimeError(f"bounds: {schedule.name} never sends an input one of its stages waits for")
     none = len(after)
-    return Replay(tuple(none if a < 0 else a for a in after), tuple(inputs), tuple(kind), tuple(kinds), tuple(last))
+    return Replay(
+        tuple(none if a < 0 else a for a in after), tuple(inputs), tuple(kind), tuple(counts), tuple(last), tuple(left)
+    )
 
 
 def relaxed_ends(graph: Replay, durations_s: list[float]) -> list[float]:
@@ -151,8 +173,12 @@ def replayed_step_s(
         timer.task_timing(workload.task_key(stage, task), stage, nic_Bps).duration_s for stage, task in graph.kinds
     ]
     end = relaxed_ends(graph, durations_s)
+    rest_s = [0.0] * workload.pp  # each stage's tasks past its replayed ones, back to back
+    for (stage, _), count, duration_s in zip(graph.kinds, graph.left, durations_s):
+        rest_s[stage] += count * duration_s
     return max(
-        end[last] + optimizer_s(workload, stage, cluster.gpu, calibration) for stage, last in enumerate(graph.last)
+        end[last] + rest_s[stage] + optimizer_s(workload, stage, cluster.gpu, calibration)
+        for stage, last in enumerate(graph.last)
     )
 
 

@@ -16,6 +16,7 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.engine import Engine, optimizer_s
 from simulator.engine.faults import StageFault
 from simulator.engine.timer import CostCache, MemoTimer
+from simulator.report import bounds
 from simulator.report.bounds import ROUNDING, replayed_step_s, step_lower_bound_s
 from simulator.report.simulate import lower_bound_s, prepare, simulate
 from topologies.errors import ConfigError
@@ -151,3 +152,18 @@ def test_bound_holds_for_every_token_dispatcher() -> None:
             ran.add((dispatcher, workload.tasks_use_nic))
     assert {name for name, _ in ran} == set(MEGATRON_DISPATCHERS), ran
     assert {nic for _, nic in ran} == {False, True}, ran
+
+
+def test_a_cut_replay_is_a_weaker_bound(monkeypatch) -> None:
+    """Orders cut after a few tasks a stage (REPLAYED_PER_STAGE; long steps of many stages): the rest of each stage's
+    tasks count back to back, so the bound is at most the whole replay's, and still positive, for a point of each
+    schedule class."""
+    whole = {key: replayed_step_s(*_workload(group[0]), DEFAULT_CALIBRATION) for key, group in classes().items()}
+    monkeypatch.setattr(bounds, "REPLAYED_PER_STAGE", 6)
+    bounds.replay.cache_clear()
+    try:
+        for key, group in classes().items():
+            cut_s = replayed_step_s(*_workload(group[0]), DEFAULT_CALIBRATION)
+            assert 0 < cut_s <= whole[key] * (1 + ROUNDING), key
+    finally:
+        bounds.replay.cache_clear()
