@@ -77,15 +77,16 @@ class Replay:
 
 
 # A search's points come a shape's neighbours at a time (token dispatchers, recompute choices). A replay holds ~100
-# bytes a task, at most REPLAYED_PER_STAGE a stage (16 stages: under 1 MB), so 32 stay under ~30 MB.
+# bytes a task, at most REPLAYED_PER_STAGE a stage (16 stages: under 2 MB), so 32 stay under ~50 MB.
 REPLAYS_KEPT = 32
 # Tasks a stage replays at most: its warm-up and more (1F1B's is pp - 1 forwards, interleaved's about 2 pp + (v - 1)
 # pp, DualPipe's 2 pp); past them its order counts as its tasks' durations back to back, which leaves out the drain.
-# Whole orders cost O(micro-batches) a point: DeepSeek-V3's default search (16 stages, 180 tasks a stage at most)
-# replays them whole; cut at 128 a stage it simulated 28 layouts, not 14. Mixtral-8x7B on 128 H100 (moesim bench
-# search-1000: 720 sequences over as few as one replica) runs longer orders: cut at 512 its 1,000 bounds cost 15.8
-# CPU-s, at 128 11.3 (summing each stage's tasks, the bound before the replay: 9.6), and it simulates 47 layouts, not 77.
-REPLAYED_PER_STAGE = 512
+# Whole orders cost O(micro-batches) a point. Measured (one process, CPU-s): DeepSeek-V3's default search on 512
+# H800s simulates 14 layouts with orders cut at 1,024 tasks a stage (as with none cut), 16 at 512, 28 at 128; Mixtral-
+# 8x7B's on 128 H100s (moesim bench search-1000: 720 sequences over as few as one replica) bounds its 1,000 layouts in
+# 17.0 CPU-s at 1,024, 15.8 at 512, 11.3 at 128 (summing each stage's tasks, the bound before the replay: 9.6) and
+# simulates 47, not 77.
+REPLAYED_PER_STAGE = 1024
 
 
 @lru_cache(maxsize=REPLAYS_KEPT)
