@@ -315,6 +315,8 @@ def search(
         say(f"search: {len(points)} layouts to simulate{each}; pruned before simulation: {pruned.summary()}")
         if not points:
             raise ConfigError("gpus", f"no layout of {model} on {gpus} GPUs fits in memory ({pruned.summary()})")
+        if prune:
+            say("search: bounding each layout's step time from below (its pipeline replayed, tasks timed alone)")
         return rank(points, workers=workers, top=top, out=out, progress=progress, quiet=quiet, prune=prune)
 
 

@@ -134,13 +134,24 @@ def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
     the block's last ``recompute_kept_layers`` layers hold everything and the others only their input."""
     layout, model = workload.layout, workload.model
     kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
-    stored = layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False) if kept else layout
-    return [
-        layer_activation_bytes(
-            model, stored if position >= len(layers) - kept else layout, workload.seq_len, model.layer_kind(layer).dense
-        )
-        for position, layer in enumerate(layers)
-    ]
+    stored = _stored_whole(layout) if kept else layout
+    # NOTE: a layer's bytes depend only on whether it is kept whole and dense: each pair computed once per block
+    by_kind: dict[tuple[bool, bool], float] = {}
+    sizes = []
+    for position, layer in enumerate(layers):
+        key = (position >= len(layers) - kept, model.layer_kind(layer).dense)
+        size = by_kind.get(key)
+        if size is None:
+            size = by_kind[key] = layer_activation_bytes(model, stored if key[0] else layout, workload.seq_len, key[1])
+        sizes.append(size)
+    return sizes
+
+
+@lru_cache(maxsize=256)
+def _stored_whole(layout: LayoutSpec) -> LayoutSpec:
+    """The layout with nothing recomputed: what a layer kept whole under partial full recomputation stores (once
+    per layout: building a LayoutSpec checks every field)."""
+    return layout.with_(recompute="none", recompute_kept_layers=0, recompute_to_fit=False)
 
 
 def chunk_activation_bytes(workload: StepWorkload) -> float:

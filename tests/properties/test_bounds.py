@@ -8,15 +8,19 @@ import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.search.points import Point, bound_point
+from experiments.search.dispatch_choices import MEGATRON_DISPATCHERS, point_dispatchers
+from experiments.search.points import Point, _resolved, bound_point
 from experiments.search.search import candidates
 from experiments.search.sweep import sweep_row, to_point
 from simulator.costs.calibration import DEFAULT_CALIBRATION
-from simulator.engine.engine import optimizer_s
+from simulator.engine.engine import Engine, optimizer_s
 from simulator.engine.faults import StageFault
 from simulator.engine.timer import CostCache, MemoTimer
-from simulator.report.bounds import ROUNDING, step_lower_bound_s
+from simulator.report import bounds
+from simulator.report.bounds import ROUNDING, replayed_step_s, step_lower_bound_s
 from simulator.report.simulate import lower_bound_s, prepare, simulate
+from topologies.errors import ConfigError
+from workloads.inputs.yaml_files import load_model
 from workloads.schedules.base import BACKWARD, FORWARD
 from workloads.schedules.pipeline_tasks import TaskKey
 from workloads.specs.layouts import layout_preset
@@ -74,3 +78,92 @@ def test_no_bound_for_what_it_does_not_take() -> None:
     assert bound_point(Point("mixtral-8x7b", "megascale-moe", 16, "h800", kwargs, two)) is not None
     assert bound_point(Point("mixtral-8x7b", "megascale-moe", 16, "h800", {**kwargs, "memoize": False}, two)) is None
     assert bound_point(Point("mixtral-8x7b", "megascale-moe", 16, "h800", kwargs, {"pp": 3})) is None
+
+
+def _workload(params: dict):
+    """The prepared workload and cluster of a search point (as ``simulate`` builds them)."""
+    point = to_point(params)
+    layout, cluster = _resolved(point)
+    kwargs = point.simulate_kwargs
+    workload, cluster, _ = prepare(
+        point.model, layout, None, cluster, kwargs["global_batch"], kwargs["seq_len"], kwargs.get("micro_batch"), False
+    )
+    return workload, cluster
+
+
+@cache
+def classes() -> dict[tuple, list[dict]]:
+    """The second search's points by what the replay's validity turns on: the schedule, EP overlap, tasks on the
+    NIC (op level in the step), and a step long enough for the steady shortcut (more than 32 micro-batches)."""
+    grouped: dict[tuple, list[dict]] = {}
+    for params in points(1)[::3]:
+        workload, _ = _workload(params)
+        key = (params["schedule"], params["ep_overlap"], workload.tasks_use_nic, workload.micro_batches > 32)
+        grouped.setdefault(key, []).append(params)
+    return grouped
+
+
+def test_replay_never_exceeds_the_full_run_of_any_schedule() -> None:
+    """The replayed step (every task alone, every PP input arriving as it is sent) is at most the engine's full run
+    (no steady shortcut), for a point of each schedule (1F1B, interleaved, ZB1P, DualPipe, DualPipeV), with and
+    without EP overlap, with tasks on the NIC and off it, short steps and long."""
+    seen = classes()
+    assert {key[0] for key in seen} >= {"1f1b", "interleaved", "zb1p", "dualpipe", "dualpipev"}
+    assert any(key[1] for key in seen) and any(key[2] for key in seen)
+    for key, group in sorted(seen.items(), key=str):
+        params = group[len(group) // 2]
+        workload, cluster = _workload(params)
+        full_s = Engine(workload, cluster, DEFAULT_CALIBRATION).run().step_time_s
+        replayed_s = replayed_step_s(workload, cluster, DEFAULT_CALIBRATION)
+        assert 0 < replayed_s * (1 - ROUNDING) <= full_s, (key, params, replayed_s, full_s)
+
+
+def test_bound_never_exceeds_the_reported_step_of_any_schedule() -> None:
+    """The bound is at most the step ``simulate`` reports (the steady shortcut's, on its bounded line where it
+    takes it) for another point of each class."""
+    for key, group in sorted(classes().items(), key=str):
+        params = group[-1]
+        row = sweep_row(params)
+        bound = bound_point(to_point(params))
+        assert not row["error"] and bound is not None
+        assert 0 < bound <= float(row["step_time_s"]), (key, params)
+
+
+def test_bound_holds_for_every_token_dispatcher() -> None:
+    """Megatron-Core's token dispatchers (all-to-all, all-gather, DeepEP, HybridEP) on points whose EP group takes
+    them, in node and across nodes: the bound is at most the reported step, the replay at most the full run."""
+    model = load_model(JOBS[1]["model"])
+    ran: set[tuple[str, bool]] = set()
+    for params in points(1)[::67]:
+        for dispatcher in point_dispatchers(MEGATRON_DISPATCHERS, model, 8, params):
+            varied = {**params, "token_dispatcher": dispatcher}
+            try:
+                workload, cluster = _workload(varied)
+            except ConfigError:
+                continue  # e.g. a dispatcher the base layout's other settings refuse
+            row = sweep_row(varied)
+            if row["error"]:
+                continue
+            bound = bound_point(to_point(varied))
+            assert bound is not None and 0 < bound <= float(row["step_time_s"]), varied
+            if workload.micro_batches <= 16:  # short enough to run in full
+                full_s = Engine(workload, cluster, DEFAULT_CALIBRATION).run().step_time_s
+                assert replayed_step_s(workload, cluster, DEFAULT_CALIBRATION) * (1 - ROUNDING) <= full_s, varied
+            ran.add((dispatcher, workload.tasks_use_nic))
+    assert {name for name, _ in ran} == set(MEGATRON_DISPATCHERS), ran
+    assert {nic for _, nic in ran} == {False, True}, ran
+
+
+def test_a_cut_replay_is_a_weaker_bound(monkeypatch) -> None:
+    """Orders cut after a few tasks a stage (REPLAYED_PER_STAGE; long steps of many stages): the rest of each stage's
+    tasks count back to back, so the bound is at most the whole replay's, and still positive, for a point of each
+    schedule class."""
+    whole = {key: replayed_step_s(*_workload(group[0]), DEFAULT_CALIBRATION) for key, group in classes().items()}
+    monkeypatch.setattr(bounds, "REPLAYED_PER_STAGE", 6)
+    bounds.replay.cache_clear()
+    try:
+        for key, group in classes().items():
+            cut_s = replayed_step_s(*_workload(group[0]), DEFAULT_CALIBRATION)
+            assert 0 < cut_s <= whole[key] * (1 + ROUNDING), key
+    finally:
+        bounds.replay.cache_clear()

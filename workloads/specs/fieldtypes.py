@@ -6,6 +6,7 @@ import math
 import numbers
 import sys
 from dataclasses import fields
+from functools import lru_cache
 from typing import Any
 
 from topologies.errors import ConfigError, short_repr
@@ -23,7 +24,19 @@ def is_bool(value: Any) -> bool:
 
 def field_types(cls: type) -> dict[str, str]:
     """Map each dataclass field of ``cls`` to its annotation string (int, float, bool or str)."""
-    return {f.name: str(f.type) for f in fields(cls)}
+    return dict(_field_kinds(cls))
+
+
+@lru_cache(maxsize=64)
+def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
+    """``field_types`` as pairs, once per class: every spec built checks each of its fields (a search builds tens of
+    thousands of layouts)."""
+    return tuple((f.name, str(f.type)) for f in fields(cls))
+
+
+# NOTE: the exact types of the plain values most fields hold, accepted without the ABC checks below (an isinstance
+# against numbers.Integral costs more than the rest of a field's check); what they accept, those accept too
+_PLAIN = {"int": (int,), "float": (float, int), "bool": (bool,), "str": (str,)}
 
 
 def check_value(field: str, kind: str, value: Any) -> Any:
@@ -35,6 +48,13 @@ def check_value(field: str, kind: str, value: Any) -> Any:
                 field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {short_repr(value)}"
             )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
+    plain = _PLAIN.get(kind)
+    if plain is not None and type(value) in plain:
+        if kind == "float":
+            value = float(value)
+            if not math.isfinite(value):
+                raise ConfigError(field, f"must be a finite number, got {short_repr(value)}")
+        return value
     ok = {
         "int": isinstance(value, numbers.Integral) and not is_bool(value),
         "float": isinstance(value, numbers.Real) and not is_bool(value),
@@ -54,7 +74,7 @@ def check_value(field: str, kind: str, value: Any) -> Any:
 
 def check_types(prefix: str, spec: Any) -> None:
     """Raise ConfigError unless every field of the dataclass instance ``spec`` has its declared type."""
-    for name, kind in field_types(type(spec)).items():
+    for name, kind in _field_kinds(type(spec)):
         value = getattr(spec, name)
         checked = check_value(f"{prefix}.{name}", kind, value)
         if type(checked) is not type(value) and kind in ("int", "tuple[int, ...]"):  # a numpy integer: store the int
