@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Generator
 
 import simpy
-from simpy.core import URGENT
-from simpy.events import Event
 
 
 class _Run:
@@ -102,16 +100,16 @@ class SmShare:
         self._computing.pop(env.active_process, None)
 
     def _notify(self) -> None:
-        for process, run in self._computing.items():
+        # NOTE: re-timed at once, not in an urgent event step of their own as an Interruption would be: nothing
+        # runs between the two at this instant that reads or moves the compute (its timeout lies ahead, or is
+        # still to be processed after the urgent step), so the new ends are the same floats, one event fewer
+        computing, self._computing = self._computing, {}
+        for process, run in computing.items():
             if type(run) is tuple:  # one kernel of compute(): the _Run it would have had from its start
                 start_s, work_s, rate, timeout = run
                 run = _Run([(start_s, work_s)], start_s, rate)
                 run.timeout = timeout
-            retime = Event(self.env)
-            retime._ok, retime._value = True, None  # triggered now, urgently: an Interruption's event step
-            retime.callbacks.append(lambda _e, process=process, run=run: self._retime(process, run))
-            self.env.schedule(retime, URGENT)
-        self._computing.clear()
+            self._retime(process, run)
 
     def _retime(self, process: simpy.Process, run: _Run) -> None:
         """Re-plan ``run`` at the current rate and move ``process`` to a timeout at its new end."""
