@@ -129,7 +129,9 @@ def case_settings(case: Case, allow_oom: bool = False) -> dict[str, Any]:
 def _simulate(case: Case, job: Job, allow_oom: bool = False, calibration: Calibration | None = None) -> Report:
     if calibration is not None:  # not a shared point: the reproductions simulate at the fitted calibration only
         settings = case_settings(case, allow_oom)
-        return simulate_at(job.model, job.layout, case.gpus, calibration=calibration, short_runs=short_runs(), **settings)
+        return simulate_at(
+            job.model, job.layout, case.gpus, calibration=calibration, short_runs=short_runs(), **settings
+        )
     return simulate(job.model, job.layout, case.gpus, **case_settings(case, allow_oom))
 
 
@@ -162,8 +164,8 @@ def run_cases(cases: list[Case], say: Callable[[str], None] | None = None, jobs:
     jobs = default_jobs() if jobs is None else jobs
     groups = same_step(cases)
     # Several processes take the costliest groups first (experiments/common/unit_costs.py); one runs them in order.
-    names = lambda group: [cases[i].name for i in group]  # noqa: E731
-    order = costliest_first(groups, names) if jobs > 1 else list(range(len(groups)))
+    names = [[case.name for case in (cases[i] for i in group)] for group in groups]
+    order = costliest_first(names, lambda group: group) if jobs > 1 else list(range(len(groups)))
     outcomes = in_order(run_together, [[cases[i] for i in groups[g]] for g in order], jobs)
     results: list[CaseResult | None] = [None] * len(cases)
     for g in order:
