@@ -3,16 +3,19 @@
 Table 3, Table 5, weak scaling, the scale-up baseline and the validation corpus simulate some of the same
 points (e.g. the 352B model under MegaScale-MoE on 240 H800s is a Table 3 row, Table 5's last step and the
 calibration case); ``moesim reproduce all`` simulates each once. The key is the resolved specs, so a preset
-name and the spec it names are one point. Outside ``sharing()`` every call simulates (no state kept).
+name and the spec it names are one point. Points that differ only in their global batch (a validation case at
+two batch sizes) share the steady shortcut's short runs (``short_runs``; simulator/fast/steady.ShortRuns), at
+any calibration. Outside ``sharing()`` every call simulates (no state kept).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from simulator.fast.steady import ShortRuns
 from simulator.report import simulate as _report
 from simulator.report.simulate import Report, resolve
 from topologies.cluster import ClusterSpec
@@ -42,7 +45,15 @@ class SimKey:
     settings: Settings
 
 
-_shared: dict[SimKey, Report | ConfigError] | None = None  # None: not sharing
+@dataclass
+class Shared:
+    """What a ``sharing()`` block keeps: each point's Report (or ConfigError), and the steady shortcut's short runs."""
+
+    reports: dict[SimKey, Report | ConfigError] = field(default_factory=dict)
+    runs: ShortRuns = field(default_factory=ShortRuns)
+
+
+_shared: Shared | None = None  # None: not sharing
 
 
 @contextmanager
@@ -50,11 +61,16 @@ def sharing() -> Iterator[None]:
     """Share simulations inside this block (nested blocks share the outer one's); forgotten after it."""
     global _shared
     outer = _shared
-    _shared = {} if outer is None else outer
+    _shared = Shared() if outer is None else outer
     try:
         yield
     finally:
         _shared = outer
+
+
+def short_runs() -> ShortRuns | None:
+    """The steady shortcut's short runs shared inside ``sharing()`` (for simulate()'s ``short_runs``); None outside."""
+    return None if _shared is None else _shared.runs
 
 
 def simulate(
@@ -72,12 +88,15 @@ def simulate(
     if _shared is None:
         return _report.simulate(model, layout, gpus, cluster=cluster, **asdict(given))
     key = SimKey(*resolve(model, layout, cluster, gpus), given)
-    if key not in _shared:
+    reports = _shared.reports
+    if key not in reports:
         try:
-            _shared[key] = _report.simulate(key.model, key.layout, cluster=key.cluster, **asdict(given))
+            reports[key] = _report.simulate(
+                key.model, key.layout, cluster=key.cluster, short_runs=_shared.runs, **asdict(given)
+            )
         except ConfigError as error:
-            _shared[key] = error
-    found = _shared[key]
+            reports[key] = error
+    found = reports[key]
     if isinstance(found, ConfigError):
         raise found
     return found

@@ -70,15 +70,17 @@ def run_unit(unit: Unit) -> tuple[dict[str, str], list[validate.CaseResult]]:
 
 def units(names: list[str], out: Path, cases: list[Case]) -> list[Unit]:
     """``names`` as independent units and the validation corpus (``cases``) split into its cases, the cases of
-    the paper's tables beside the targets that reproduce those tables; costliest first, a unit of cases with the
+    the paper's tables beside the targets that reproduce those tables, cases that differ only in their global
+    batch together (validate.same_step: they share short runs); costliest first, a unit of cases with the
     validation write it gates (VALIDATION_WRITE_CPU_S; a stable sort: the targets' order, then the corpus's, among
     equals)."""
     paper = tuple(c for c in cases if c.from_fitted_paper)
     grouped = tuple(n for n in PAPER_TARGETS if n in names)
+    others = [c for c in cases if c not in paper]
     work = [
         *([Unit(out, grouped, paper)] if grouped or paper else []),
         *(Unit(out, (n,)) for n in names if n != "validation" and n not in grouped),
-        *(Unit(out, cases=(c,)) for c in cases if c not in paper),
+        *(Unit(out, cases=tuple(others[i] for i in group)) for group in validate.same_step(others)),
     ]
     return sorted(work, key=lambda unit: -(unit.cpu_s + (VALIDATION_WRITE_CPU_S if unit.cases else 0.0)))
 

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -22,7 +22,7 @@ from experiments.common.args import integer
 from experiments.common.error_band import mechanisms_of
 from experiments.common.parallel import default_jobs, in_order
 from experiments.common.paths import check_output_dir, write_csv
-from experiments.common.shared_sims import simulate
+from experiments.common.shared_sims import sharing, short_runs, simulate
 from experiments.common.stage_costs import busiest_stage
 from experiments.common.unit_costs import costliest_first
 from experiments.validation.case_result import MISS, CaseResult
@@ -128,27 +128,53 @@ def case_settings(case: Case, allow_oom: bool = False) -> dict[str, Any]:
 
 def _simulate(case: Case, job: Job, allow_oom: bool = False, calibration: Calibration | None = None) -> Report:
     if calibration is not None:  # not a shared point: the reproductions simulate at the fitted calibration only
-        return simulate_at(job.model, job.layout, case.gpus, calibration=calibration, **case_settings(case, allow_oom))
+        settings = case_settings(case, allow_oom)
+        return simulate_at(
+            job.model, job.layout, case.gpus, calibration=calibration, short_runs=short_runs(), **settings
+        )
     return simulate(job.model, job.layout, case.gpus, **case_settings(case, allow_oom))
 
 
+def same_step(cases: Sequence[Case]) -> list[tuple[int, ...]]:
+    """The indices of ``cases`` in groups that differ only in their global batch (the same model, layout,
+    cluster, GPUs and sequence length: the steady shortcut's short runs are the same, shared inside one
+    ``sharing()``, simulator/fast/steady.ShortRuns), in the order of each group's first case."""
+    groups: dict[Any, list[int]] = {}
+    for i, case in enumerate(cases):
+        try:
+            job = case_job(case)
+            key: Any = (job.model, job.layout, case.cluster, case.gpus, case.seq_len)
+        except ConfigError:  # bad flags: a group of its own (run_case names the error)
+            key = ("case", i)
+        groups.setdefault(key, []).append(i)
+    return [tuple(group) for group in groups.values()]
+
+
+def run_together(cases: Sequence[Case]) -> list[CaseResult]:
+    """Simulate ``cases`` in order in one ``sharing()`` block (a group of ``same_step``)."""
+    with sharing():
+        return [run_case(case) for case in cases]
+
+
 def run_cases(cases: list[Case], say: Callable[[str], None] | None = None, jobs: int | None = None) -> list[CaseResult]:
-    """Run every case in ``jobs`` processes (default: one per CPU; the cases are independent), reporting
-    progress through ``say`` (stderr by default; with several jobs in the order the cases are taken) and
-    returning the results in the cases' order."""
+    """Run every case in ``jobs`` processes (default: one per CPU; the groups of ``same_step`` are independent),
+    reporting progress through ``say`` (stderr by default; with several jobs in the order the groups are taken)
+    and returning the results in the cases' order."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     jobs = default_jobs() if jobs is None else jobs
-    # Several processes take the costliest cases first (experiments/common/unit_costs.py); one runs them in order.
-    order = costliest_first(cases, lambda case: (case.name,)) if jobs > 1 else list(range(len(cases)))
-    outcomes = in_order(run_case, [cases[i] for i in order], jobs)
+    groups = same_step(cases)
+    # Several processes take the costliest groups first (experiments/common/unit_costs.py); one runs them in order.
+    names = [[case.name for case in (cases[i] for i in group)] for group in groups]
+    order = costliest_first(names, lambda group: group) if jobs > 1 else list(range(len(groups)))
+    outcomes = in_order(run_together, [[cases[i] for i in groups[g]] for g in order], jobs)
     results: list[CaseResult | None] = [None] * len(cases)
-    for i in order:
-        case = cases[i]
-        say(f"validate: [{i + 1}/{len(cases)}] {case.name} ({case.gpus} GPUs) ...")
-        result = next(outcomes)
-        outcome = f"{result.error:+.1%}" if result.ran else f"not run: {result.message}"
-        say(f"validate: [{i + 1}/{len(cases)}] {case.name}: {outcome} ({result.wall_s:.1f} s)")
-        results[i] = result
+    for g in order:
+        for i in groups[g]:
+            say(f"validate: [{i + 1}/{len(cases)}] {cases[i].name} ({cases[i].gpus} GPUs) ...")
+        for i, result in zip(groups[g], next(outcomes)):
+            outcome = f"{result.error:+.1%}" if result.ran else f"not run: {result.message}"
+            say(f"validate: [{i + 1}/{len(cases)}] {cases[i].name}: {outcome} ({result.wall_s:.1f} s)")
+            results[i] = result
     return results
 
 

@@ -70,6 +70,42 @@ ONE_RUN = True
 STAGE_TIMES = ("busy_s", "pipeline_end_s", "end_s", "pp_wait_s", "dp_exposed_s", "compute_busy_s")
 
 
+class ShortRuns:
+    """The shortcut's short runs with their ledgers, by what they simulate (the resized workload, cluster,
+    calibration and faults), for steps that differ only in their number of micro-batches: two global batches of
+    one job try the same short counts (simulator/fast/periodic.candidates depends on the count modulo the period),
+    and the run at a count is the same engine run whichever step tries it. Kept by the caller for as long as it
+    shares (experiments/common/shared_sims.sharing); a fresh one shares nothing."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple, tuple[EngineResult, Ledger]] = {}
+
+    def run(
+        self,
+        workload: StepWorkload,
+        cluster: ClusterSpec,
+        calibration: Calibration,
+        timings: dict,
+        faults: Faults | None,
+    ) -> tuple[EngineResult, Ledger]:
+        """The run of ``workload`` told to a ledger, made once per key (a ConfigError is raised, not kept)."""
+        key = (workload, cluster, calibration, faults)
+        if key not in self._runs:
+            self._runs[key] = ledgered_run(workload, cluster, calibration, timings, faults)
+        return self._runs[key]
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+
+def ledgered_run(
+    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, timings: dict, faults: Faults | None
+) -> tuple[EngineResult, Ledger]:
+    """One engine run of ``workload`` told to a ledger probe (simulator/fast/ledger.py)."""
+    ledger = Ledger()
+    return Engine(workload, cluster, calibration, timings=timings, faults=faults, probes=[ledger]).run(), ledger
+
+
 @dataclass(frozen=True)
 class Step:
     """One step's result, the micro-batch counts simulated to get it (empty: the step ran in full), and the bound
@@ -89,13 +125,15 @@ def run_step(
     memoize: bool = True,
     faults: Faults | None = None,
     probes: Iterable[Probe] = (),
+    short_runs: ShortRuns | None = None,
 ) -> Step:
-    """One step: extrapolated from shorter steps where their state repeats, else run."""
+    """One step: extrapolated from shorter steps where their state repeats, else run; ``short_runs``: the
+    shortcut's short runs to share with other steps (``ShortRuns``)."""
     probes = tuple(probes)
     watching = subscribed(probes)
     if shortcut_applies(placement, memoize, watching):
         with unobserved():
-            result = shortcut(workload, cluster, calibration, faults=faults)
+            result = shortcut(workload, cluster, calibration, faults=faults, short_runs=short_runs)
         if result is not None:
             for probe in watching:
                 probe.on_run(result.result)
@@ -111,7 +149,12 @@ def shortcut_applies(placement: str, memoize: bool, probes: tuple[Probe, ...]) -
 
 
 def shortcut(
-    workload: StepWorkload, cluster: ClusterSpec, calibration: Calibration, *, faults: Faults | None = None
+    workload: StepWorkload,
+    cluster: ClusterSpec,
+    calibration: Calibration,
+    *,
+    faults: Faults | None = None,
+    short_runs: ShortRuns | None = None,
 ) -> Step | None:
     """The step from shorter runs: exact where a state repeats within EXACT_BUDGET times the bounded path's cost
     (``extrapolated``), else on the line through two full runs within its bound (simulator/fast/bounded.py),
@@ -121,7 +164,9 @@ def shortcut(
     ran: dict[int, EngineResult] = {}
     plan = bounded_counts(workload.schedule)
     cap = int(EXACT_BUDGET * sum(plan)) if plan is not None else None
-    exact = extrapolated(workload, cluster, calibration, faults=faults, cap=cap, timings=timings, ran=ran)
+    exact = extrapolated(
+        workload, cluster, calibration, faults=faults, cap=cap, timings=timings, ran=ran, short_runs=short_runs
+    )
     if exact is not None or plan is None:
         return exact
     m_a, m_b = bounded_counts(workload.schedule, ran)
@@ -150,11 +195,13 @@ def extrapolated(
     cap: int | None = None,
     timings: dict | None = None,
     ran: dict[int, EngineResult] | None = None,
+    short_runs: ShortRuns | None = None,
 ) -> Step | None:
     """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
     found in budget (and within ``cap`` micro-batches simulated, if given). Each run whose state did not repeat
-    goes into ``ran`` by its count; ``timings``: the task timings to share."""
+    goes into ``ran`` by its count; ``timings``: the task timings to share; ``short_runs``: short runs made
+    before for another step of the same job (``ShortRuns``; a run taken from it counts as made here)."""
     one_run = ONE_RUN if one_run is None else one_run
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     timings = {} if timings is None else timings  # task timings do not depend on the micro-batch count: time each once
@@ -170,11 +217,9 @@ def extrapolated(
             return None
         alone = spent + 2 * m_a + q >= workload.micro_batches  # admitted for its lone run only (candidates)
         spent += m_a
-        ledger = Ledger()
+        short = (resized_workload(workload, m_a), cluster, calibration, timings, faults)
         try:
-            first = Engine(
-                resized_workload(workload, m_a), cluster, calibration, timings=timings, faults=faults, probes=[ledger]
-            ).run()
+            first, ledger = ledgered_run(*short) if short_runs is None else short_runs.run(*short)
         except ConfigError:
             return None
         ops += first.simulated_ops

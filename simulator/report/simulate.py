@@ -13,7 +13,7 @@ from simulator.engine.gc_budget import fewer_collections
 from simulator.engine.probes import Probe
 from simulator.engine.result import EngineResult
 from simulator.engine.unfolded import check_unfolded_size
-from simulator.fast.steady import run_step
+from simulator.fast.steady import ShortRuns, run_step
 from simulator.memory.per_gpu import GIB, fit_recompute, peak_memory, peak_of, stage_memory
 from simulator.memory.verdict import ACTIVATION_UNCERTAINTY, Verdict, memory_verdict
 from simulator.report.bounds import step_lower_bound_s
@@ -172,10 +172,12 @@ def simulate(
     faults: Faults | None = None,
     probes: Iterable[Probe] = (),
     engine: str = "folded",
+    short_runs: ShortRuns | None = None,
 ) -> Report:
     """Simulate one training step and report it. Presets may be given by name; over-HBM layouts need allow_oom;
     ``probes`` observe the engine (simulator/engine/probes.py); ``engine="unfolded"`` simulates every GPU (small
-    clusters only; simulator/engine/unfolded.py)."""
+    clusters only; simulator/engine/unfolded.py); ``short_runs``: the steady shortcut's short runs shared with
+    other steps (simulator/fast/steady.ShortRuns; the report is the same with or without)."""
     wall_start = time.perf_counter()
     checked = check_simulate_args(
         model,
@@ -201,7 +203,16 @@ def simulate(
         workload, cluster, oom = prepare(model, layout, gpus, cluster, *sizes, allow_oom, calibration)
         if engine == "unfolded":
             check_unfolded_size(workload)
-        step = run_step(workload, cluster, calibration, placement=engine, memoize=memoize, faults=faults, probes=probes)
+        step = run_step(
+            workload,
+            cluster,
+            calibration,
+            placement=engine,
+            memoize=memoize,
+            faults=faults,
+            probes=probes,
+            short_runs=short_runs,
+        )
         report = build_report(workload, cluster, step.result, time.perf_counter() - wall_start, step.runs)
         report = replace(report, steady_bound=step.bound_rel)
     verdict = memory_verdict(peak_memory(workload), cluster.gpu.hbm_bytes).phrase()
