@@ -12,12 +12,17 @@ traffic (a PP send leaves by its own rail, a DP ring's wrap by a neighbour's, ov
 only some of it, or none, slows only those folded routes (faults.carried_nics; before, a NIC degraded 16 times that
 carried nothing made the folded step 15 times the unfolded one, and one that carried only PP sends twice).
 
-What is left is ``DEGRADED_NIC_BOUND`` (tests/differential/bounds.py): the ring neighbour's NIC also carries its own
-replica's PP sends, which run at other times than the representative's, and the folded view leaves that end to the
-DP hop alone (it binds where the degradation is mild, a factor under about 2); where nodes are shared, the folded
-NIC of a stage still stands for several GPUs' NICs. Measured: the long draw (250 configurations, ``-m benchmark``,
-140 s on 2 shared cores) passes with the largest gap +2.84e-3 (a dense model, megatron-lm, DualPipe, n 2 cp 2 PP 4
-DP 2 on 4-GPU nodes, a 2 GB/s NIC degraded 1.5 times), +2.56e-3 where nodes are shared. The default run draws 40.
+What is left is ``DEGRADED_NIC_BOUND`` (tests/differential/bounds.py, 3%; issue 42's 1% missed): the ring
+neighbour's NIC also carries its own replica's PP sends, which run at other times than the representative's, and the
+folded view leaves that end to the DP hop alone; where nodes are shared, the folded NIC of a stage still stands for
+several GPUs' NICs; under the interleaved schedule the chunks' gradient reduce-scatters meet the PP sends on the
+degraded NIC. Measured: 2.09% by hand (a dense model, interleaved, n 2 PP 4 DP 2 on 4-GPU nodes, a 2 GB/s NIC
+degraded 1.25 times); one 250-draw run's largest 0.65%, another's first failure at 0.5% was that class. The default
+run draws 40.
+
+Where expert groups join replicas that share a node, the gap reaches 4.6% (``DEGRADED_NIC_EP_SHARED_BOUND``, issue
+42's 1% missed): the folded representative slows every replica of the faulty stage, where the in-node all-to-alls
+couple only the replicas of the faulty GPU's node.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from hypothesis import strategies as st
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.ranks import RankMap
-from tests.differential.bounds import DEGRADED_NIC_BOUND
+from tests.differential.bounds import DEGRADED_NIC_BOUND, DEGRADED_NIC_EP_SHARED_BOUND
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
@@ -86,6 +91,13 @@ def gap(workload: StepWorkload, cluster, faults: Faults) -> float:
     return unfolded / folded - 1
 
 
+def bound_of(workload: StepWorkload, cluster) -> float:
+    """The class's bound: wider where expert groups join replicas that share a node (tests/differential/bounds.py)."""
+    ranks = RankMap.of(workload)
+    joined = workload.model.num_experts > 0 and ranks.ep * ranks.etp > ranks.group < cluster.gpus_per_node
+    return DEGRADED_NIC_EP_SHARED_BOUND if joined else DEGRADED_NIC_BOUND
+
+
 DRAW = {"deadline": None, "derandomize": True, "suppress_health_check": list(HealthCheck), "database": None}
 LARGEST: dict[bool, float] = {}  # the long draw's largest gap, apart where nodes are shared
 
@@ -94,7 +106,7 @@ LARGEST: dict[bool, float] = {}  # the long draw's largest gap, apart where node
 @given(degraded_nic_cases())
 def test_degraded_nic_folded_against_unfolded(case) -> None:
     workload, cluster, faults = case
-    assert abs(gap(workload, cluster, faults)) < DEGRADED_NIC_BOUND
+    assert abs(gap(workload, cluster, faults)) < bound_of(workload, cluster)
 
 
 @pytest.mark.benchmark
@@ -103,7 +115,7 @@ def test_degraded_nic_folded_against_unfolded(case) -> None:
 def test_degraded_nic_long_draw(case) -> None:
     """The long draw; with -s each new largest gap of a class is printed."""
     workload, cluster, faults = case
-    measured, bound = gap(workload, cluster, faults), DEGRADED_NIC_BOUND
+    measured, bound = gap(workload, cluster, faults), bound_of(workload, cluster)
     shared = RankMap.of(workload).group < cluster.gpus_per_node
     if abs(measured) > LARGEST.get(shared, 0.0):
         LARGEST[shared] = abs(measured)
@@ -115,3 +127,19 @@ def test_degraded_nic_long_draw(case) -> None:
             f"{', '.join(faults.describe())})"
         )
     assert abs(measured) < bound
+
+
+def test_the_largest_known_gaps_hold_their_bounds() -> None:
+    """The worst cases found (by hand; draws may miss them) stay inside their class's stated bound."""
+    dense = layout_preset("megascale-moe").with_(pp=4, intra_size=2, schedule="interleaved", virtual_stages=2)
+    workload = StepWorkload(DENSE, dense, 16, 4, 8, 512)
+    cluster = cluster_preset("h800", 16, domain_gpus=4, nic_bandwidth_Bps=2e9)
+    measured = gap(workload, cluster, Faults(degraded=[("nic", 0, 1.25)]))
+    assert 0.015 < abs(measured) < bound_of(workload, cluster) == DEGRADED_NIC_BOUND  # 2.09%
+    joined = layout_preset("megascale-moe").with_(
+        pp=4, intra_size=1, cp=1, ep=4, etp=1, schedule="interleaved", virtual_stages=2, token_dispatcher="megascale"
+    )
+    workload = StepWorkload(TINY, joined, 32, 4, 64, 512)
+    cluster = cluster_preset("h800", 32, domain_gpus=4, nic_bandwidth_Bps=2e9)
+    measured = gap(workload, cluster, Faults(degraded=[("nic", 0, 2)]))
+    assert 0.03 < abs(measured) < bound_of(workload, cluster) == DEGRADED_NIC_EP_SHARED_BOUND  # 4.6%
