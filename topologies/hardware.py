@@ -52,21 +52,17 @@ class GpuSpec:
 
     def __post_init__(self) -> None:
         """Validate that every number is within its physical bound (topologies/bounds.py); raise ConfigError naming
-        the field. A generation given by name becomes the GpuGeneration."""
+        the field. A generation or host CPU given by name becomes its enum member."""
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError("name", f"must be a non-empty string, got {self.name!r}")
-        if not isinstance(self.generation, GpuGeneration):
-            choices = ", ".join(g.value for g in GpuGeneration)
-            try:
-                object.__setattr__(self, "generation", GpuGeneration(str(self.generation).lower()))
-            except ValueError:
-                raise ConfigError("generation", f"must be one of {choices}, got {self.generation!r}") from None
-        if not isinstance(self.host_cpu, HostCpu):
-            choices = ", ".join(c.value for c in HostCpu)
-            try:
-                object.__setattr__(self, "host_cpu", HostCpu(str(self.host_cpu).lower()))
-            except ValueError:
-                raise ConfigError("host_cpu", f"must be one of {choices}, got {self.host_cpu!r}") from None
+        for name, kind in (("generation", GpuGeneration), ("host_cpu", HostCpu)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                try:
+                    object.__setattr__(self, name, kind(str(value).lower()))
+                except ValueError:
+                    choices = ", ".join(member.value for member in kind)
+                    raise ConfigError(name, f"must be one of {choices}, got {value!r}") from None
         for f in fields(self):
             if f.name in ("name", "source", "generation", "host_cpu") or (
                 f.name == "peak_fp4_flops" and self.peak_fp4_flops == 0
