@@ -27,8 +27,6 @@ couple only the replicas of the faulty GPU's node.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -37,16 +35,11 @@ from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.ranks import RankMap
 from tests.differential.bounds import DEGRADED_NIC_BOUND, DEGRADED_NIC_EP_SHARED_BOUND
+from tests.differential.drawn_steps import DENSE, TINY, draw_step
 from topologies.cluster import cluster_preset
-from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
-from workloads.specs.models import ModelSpec
 
-TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
-TINY16 = replace(TINY, name="tiny16", num_experts=16)
-DENSE = replace(TINY, name="tiny-dense", num_experts=0, top_k=0, expert_ffn_size=0, dense_ffn_size=1024)
-SCHEDULES = ("1f1b", "interleaved", "zb1p", "dualpipe", "dualpipev")
 MAX_GPUS = 32  # the unfolded engine simulates every GPU
 
 
@@ -59,29 +52,12 @@ def degraded_nic_cases(draw: st.DrawFn) -> tuple:
     pp, dp = draw(st.sampled_from([2, 4])), draw(st.sampled_from([1, 2, 4]))
     gpus = n * cp * pp * dp
     assume(gpus % gpn == 0 and gpn < gpus <= MAX_GPUS)
-    model = draw(st.sampled_from([TINY, TINY16, DENSE]))
-    schedule = draw(st.sampled_from(SCHEDULES))
-    changes: dict[str, object] = {"pp": pp, "intra_size": n, "cp": cp, "schedule": schedule}
-    changes["virtual_stages"] = 2 if schedule == "interleaved" else 1
-    if model.num_experts:
-        etp = draw(st.sampled_from([1, 2])) if n > 1 else 1
-        eps = [e for e in (1, 2, 4, 8, 16) if e * etp <= n * cp * dp and e <= model.num_experts]
-        changes.update(ep=draw(st.sampled_from(eps)), etp=etp)
-        changes["token_dispatcher"] = draw(st.sampled_from(["megascale", "alltoall"]))
-    changes["gemm_dtype"] = draw(st.sampled_from(["bf16", "fp8"]))
-    changes["recompute"] = draw(st.sampled_from(["none", "sar", "full"]))
-    changes["dp_overlap"] = draw(st.booleans())
-    base = draw(st.sampled_from(["megascale-moe", "megatron-lm", "sp-ep"]))
-    micro_batches = pp * draw(st.sampled_from([1, 2])) * (2 if schedule.startswith("dualpipe") else 1)
-    nic_Bps = draw(st.sampled_from([2e9, 25e9, 50e9]))
-    faults = Faults(degraded=[("nic", draw(st.integers(0, gpus - 1)), draw(st.sampled_from([1.25, 1.5, 2, 4, 16])))])
-    try:
-        layout = layout_preset(base).with_(**changes)
-        workload = StepWorkload(model, layout, gpus, gpn, dp * micro_batches, 512)
-        cluster = cluster_preset("h800", gpus, domain_gpus=gpn, nic_bandwidth_Bps=nic_Bps)
-    except ConfigError:
-        assume(False)
-    return workload, cluster, faults
+    return draw_step(draw, gpn, n, cp, pp, dp, after=_one_degraded_nic)
+
+
+def _one_degraded_nic(draw: st.DrawFn, gpus: int) -> Faults:
+    """Any GPU's NIC, slowed 1.25 to 16 times."""
+    return Faults(degraded=[("nic", draw(st.integers(0, gpus - 1)), draw(st.sampled_from([1.25, 1.5, 2, 4, 16])))])
 
 
 def gap(workload: StepWorkload, cluster, faults: Faults) -> float:

@@ -27,8 +27,6 @@ the shared-node bound.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -36,16 +34,10 @@ from hypothesis import strategies as st
 from simulator.engine.engine import Engine
 from simulator.engine.ranks import RankMap
 from tests.differential.bounds import SHARED_NODE_BOUND
+from tests.differential.drawn_steps import TINY, draw_step
 from topologies.cluster import cluster_preset
-from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
-from workloads.specs.models import ModelSpec
-
-TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
-TINY16 = replace(TINY, name="tiny16", num_experts=16)
-DENSE = replace(TINY, name="tiny-dense", num_experts=0, top_k=0, expert_ffn_size=0, dense_ffn_size=1024)
-SCHEDULES = ("1f1b", "interleaved", "zb1p", "dualpipe", "dualpipev")
 
 MAX_GPUS = 64  # the unfolded engine simulates every GPU: small clusters keep a draw near 0.3 s
 
@@ -59,27 +51,7 @@ def shared_node_cases(draw: st.DrawFn) -> tuple:
     pp, dp = draw(st.sampled_from([2, 4])), draw(st.sampled_from([2, 4, 8]))
     gpus = n * cp * pp * dp
     assume(gpus % gpn == 0 and gpus <= MAX_GPUS)
-    model = draw(st.sampled_from([TINY, TINY16, DENSE]))
-    schedule = draw(st.sampled_from(SCHEDULES))
-    changes: dict[str, object] = {"pp": pp, "intra_size": n, "cp": cp, "schedule": schedule}
-    changes["virtual_stages"] = 2 if schedule == "interleaved" else 1
-    if model.num_experts:
-        etp = draw(st.sampled_from([1, 2])) if n > 1 else 1
-        eps = [e for e in (1, 2, 4, 8, 16) if e * etp <= n * cp * dp and e <= model.num_experts]
-        changes.update(ep=draw(st.sampled_from(eps)), etp=etp)
-        changes["token_dispatcher"] = draw(st.sampled_from(["megascale", "alltoall"]))
-    changes["gemm_dtype"] = draw(st.sampled_from(["bf16", "fp8"]))
-    changes["recompute"] = draw(st.sampled_from(["none", "sar", "full"]))
-    changes["dp_overlap"] = draw(st.booleans())
-    base = draw(st.sampled_from(["megascale-moe", "megatron-lm", "sp-ep"]))
-    micro_batches = pp * draw(st.sampled_from([1, 2])) * (2 if schedule.startswith("dualpipe") else 1)
-    nic_Bps = draw(st.sampled_from([2e9, 25e9, 50e9]))
-    try:
-        layout = layout_preset(base).with_(**changes)
-        workload = StepWorkload(model, layout, gpus, gpn, dp * micro_batches, 512)
-        cluster = cluster_preset("h800", gpus, domain_gpus=gpn, nic_bandwidth_Bps=nic_Bps)
-    except ConfigError:
-        assume(False)
+    workload, cluster, _ = draw_step(draw, gpn, n, cp, pp, dp)
     assume(RankMap.of(workload).group < gpn)
     return workload, cluster
 
