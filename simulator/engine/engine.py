@@ -223,12 +223,7 @@ class Engine:
         _, params = self.dp_wire_bytes(place.stage)
         links = self.placement.dp_links(place)
         for bucket in range(buckets):
-            transfer = self.placement.dp_transfer(place, DpBucket("dp-params", bucket), links, params / buckets)
-            if self.probes:
-                transfer.callbacks.append(
-                    self._logger("dp-params", place.stage, self.env.now, params / buckets, bucket)
-                )
-            yield transfer
+            yield self._dp_send(place, "dp-params", bucket, links, params / buckets)
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
         if not gate.triggered:
@@ -241,10 +236,7 @@ class Engine:
         grad = self._grad_wire_bytes(self.workload.chunk_grad_groups(place.stage, chunk))
         if grad <= 0:
             return
-        links = self.placement.dp_links(place)
-        transfers.append(self.placement.dp_transfer(place, DpBucket("dp-grads", chunk), links, grad))
-        if self.probes:
-            transfers[-1].callbacks.append(self._logger("dp-grads", place.stage, self.env.now, grad, chunk))
+        transfers.append(self._dp_send(place, "dp-grads", chunk, self.placement.dp_links(place), grad))
 
     def _grad_sync(self, place: Place, buckets: int, syncs: ChunkSyncs | None = None):
         """Reduce gradients bucket by bucket as the last backward frees them (or, chunk by chunk, those left for
@@ -254,34 +246,34 @@ class Engine:
         if syncs is not None:
             for chunk in syncs.at_end:
                 self._reduce_chunk(place, chunk, syncs.transfers)
-            yield self.env.all_of(syncs.transfers)
-            log.dp_exposed_s += self.env.now - end
-            yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
-            log.end_s = self.env.now
-            return
-        grad, _ = self.dp_wire_bytes(stage)
-        links = self.placement.dp_links(place)
-        transfers = []
-        for bucket in range(buckets if grad > 0 else 0):
-            ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
-            if ready > self.env.now:
-                yield self.env.timeout(ready - self.env.now)
-            transfers.append(self.placement.dp_transfer(place, DpBucket("dp-grads", bucket), links, grad / buckets))
-            if self.probes:
-                transfers[-1].callbacks.append(self._logger("dp-grads", stage, self.env.now, grad / buckets, bucket))
+            transfers = syncs.transfers
+        else:
+            grad, _ = self.dp_wire_bytes(stage)
+            links = self.placement.dp_links(place)
+            transfers = []
+            for bucket in range(buckets if grad > 0 else 0):
+                ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
+                if ready > self.env.now:
+                    yield self.env.timeout(ready - self.env.now)
+                transfers.append(self._dp_send(place, "dp-grads", bucket, links, grad / buckets))
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
         yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
         log.end_s = self.env.now
 
-    def _logger(self, kind: str, stage: int, start: float, nbytes: float, bucket: int):
-        """A callback that tells the probes of a finished DP transfer."""
+    def _dp_send(self, place: Place, kind: str, index: int, links: tuple, nbytes: float) -> simpy.Event:
+        """One DP transfer (``kind`` "dp-params" or "dp-grads", bucket or chunk ``index``), told to the probes when
+        it ends."""
+        transfer = self.placement.dp_transfer(place, DpBucket(kind, index), links, nbytes)
+        if self.probes:
+            stage, start = place.stage, self.env.now
 
-        def log(_event: simpy.Event) -> None:
-            for probe in self.probes:
-                probe.on_transfer(Transfer(kind, stage, stage, start, self.env.now, nbytes, (bucket,)))
+            def log(_event: simpy.Event) -> None:
+                for probe in self.probes:
+                    probe.on_transfer(Transfer(kind, stage, stage, start, self.env.now, nbytes, (index,)))
 
-        return log
+            transfer.callbacks.append(log)
+        return transfer
 
     def _stage_with_sync(self, place: Place):
         buckets = self.workload.layers_per_chunk * self.workload.chunks
