@@ -30,6 +30,14 @@ examples/megatron/mlm-*.sh (the PR measured them with the matching Megatron-Brid
 tokens). Every flag of these recipes is a flag of the Megatron-LM commit the parser is pinned to (d98e8a64); those
 moesim does not model are named in each file's header. None sets TE's FP8 attention (no Megatron-LM flag for it).
 
+Rows of a third source: NVIDIA's Megatron-Core MoE report (arXiv 2603.07685v1, 2026-03-08), Table 11 (tokens/s/GPU,
+Megatron-Core v0.16, force-balanced routing) with each row's recipe from Table 20 and Appendix B.2 (dispatcher,
+recompute, 1F1B overlap, CUDA-graph scopes), written as flags in examples/megatron/mcore-*.sh; what the report names
+but no flag expresses (activation and optimizer-state offloading, CPU/NUMA binding) is named in each file's header
+(docs/mcore-report-anchors.md). With them the report's one measured CUDA-graph gain on a stated recipe: partial
+graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with about 7 GB extra memory on DeepSeek-V3
+GB200 training" (Sec. 4.3.6), the GB200 row's recipe simulated with and without its graphs (``partial_graph_gain``).
+
 ``python -m experiments.validation.blackwell_check`` prints the table, one block per source.
 """
 
@@ -38,11 +46,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.common.stage_costs import StageCosts, busiest_stage
+from experiments.common.stage_costs import StageCosts, busiest_stage, per_micro_batch
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
 from simulator.costs.kernels import memory_time_s
+from simulator.engine.timing import task_timer
 from simulator.report.megatron_flops import megatron_args, megatron_flops
 from simulator.report.simulate import prepare, simulate
+from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from topologies.cluster import cluster_preset
 from workloads.inputs.megatron import MegatronRun, parse_megatron_args
 from workloads.inputs.yaml_files import load_model
@@ -53,7 +63,8 @@ from workloads.specs.precision import Fp8Recipe
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8"
 MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_recipes@71464846, model TFLOP/s/GPU"
-SOURCES = (BRIDGE_26_08, MLM_PR_5728)
+MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (recipes Table 20, App. B.2), tokens/s/GPU"
+SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT)
 
 
 @dataclass(frozen=True)
@@ -66,7 +77,7 @@ class BlackwellRow:
     gpus: int
     global_batch: int
     seq_len: int
-    measured: float  # in the source's unit: tokens/s/GPU (BRIDGE_26_08) or Megatron's model TFLOP/s/GPU (MLM_PR_5728)
+    measured: float  # in the source's unit: Megatron's model TFLOP/s/GPU (MLM_PR_5728), else tokens/s/GPU
     # the recipe's mixed_precision.fp8_dot_product_attention (no Megatron-LM flag): cuDNN's FP8 attention
     fp8_attention: bool
     source: str = BRIDGE_26_08
@@ -79,7 +90,7 @@ class BlackwellRow:
     @property
     def measured_tokens_per_s_per_gpu(self) -> float:
         """The measurement in tokens/s/GPU: model TFLOP/s/GPU over Megatron's FLOPs per token of the recipe."""
-        if self.source == BRIDGE_26_08:
+        if self.source != MLM_PR_5728:
             return self.measured
         return self.measured * 1e12 / megatron_flops_per_token(self)
 
@@ -109,6 +120,24 @@ ROWS: tuple[BlackwellRow, ...] = (
             ("mlm-gb200-qwen3-30b-a3b-16-partial-cg", 480.3),
             ("mlm-gb200-qwen3-30b-a3b-16-paged-stash", 598.1),
         )
+    ),
+    # MCORE_REPORT: Table 11's Blackwell rows (the H100 rows are other recipes of corpus cases' models, not added)
+    BlackwellRow("mcore-gb300-deepseek-v3-256", "deepseek-v3", "gb300", 256, 8192, 4096, 4730, False, MCORE_REPORT),
+    BlackwellRow("mcore-gb200-deepseek-v3-256", "deepseek-v3", "gb200", 256, 8192, 4096, 4020, False, MCORE_REPORT),
+    BlackwellRow(
+        "mcore-gb200-deepseek-v3-256-bf16", "deepseek-v3", "gb200", 256, 4096, 4096, 3298, False, MCORE_REPORT
+    ),
+    BlackwellRow(
+        "mcore-gb300-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb300", 256, 3072, 4096, 6583, False, MCORE_REPORT
+    ),
+    BlackwellRow(
+        "mcore-gb200-qwen3-235b-a22b-256", "qwen3-235b-a22b", "gb200", 256, 3072, 4096, 6212, False, MCORE_REPORT
+    ),
+    BlackwellRow(
+        "mcore-gb200-qwen3-235b-a22b-256-bf16", "qwen3-235b-a22b", "gb200", 256, 8192, 4096, 5100, False, MCORE_REPORT
+    ),
+    BlackwellRow(
+        "mcore-gb300-qwen3-235b-a22b-128-128k", "qwen3-235b-a22b", "gb300", 128, 1024, 131072, 1556, False, MCORE_REPORT
     ),
 )
 
@@ -177,6 +206,67 @@ def te_b300_mxfp8_quantization_s(calibration: Calibration = DEFAULT_CALIBRATION)
     return memory_time_s(per_element * 2 * (x + w + dy), cost.kernels * tensors, gpu, calibration)
 
 
+# Sec. 4.3.6 of the report: partial CUDA graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with
+# about 7 GB extra memory on DeepSeek-V3 GB200 training"; Table 17 / Appendix B.2 give that run's recipe (the
+# mcore-gb200-deepseek-v3-256 row). The gain is read as eager step / graphed step.
+REPORT_PARTIAL_GRAPH_GAIN = 1.10
+PARTIAL_GRAPH_ROW = "mcore-gb200-deepseek-v3-256"
+
+
+@dataclass(frozen=True)
+class GraphGain:
+    """A row simulated with its CUDA graphs and eagerly: the gain, and the eager host of its busiest stage."""
+
+    graphed: float  # tokens/s/GPU
+    eager: float
+    eager_launches: float  # host launches per micro-batch of the eager busiest stage
+    eager_host_s: float  # their host time per micro-batch
+    measured_micro_batch_s: float  # the measured step over the micro-batches each stage runs
+
+    @property
+    def simulated(self) -> float:
+        return self.graphed / self.eager
+
+    @property
+    def bound_per_kernel_s(self) -> float:
+        """The host time per eager launch at which the eager stage's launches alone take the measured micro-batch
+        time times the measured gain: the least per-kernel cost at which the host could make that gain."""
+        return REPORT_PARTIAL_GRAPH_GAIN * self.measured_micro_batch_s / self.eager_launches
+
+
+def partial_graph_gain(calibration: Calibration = DEFAULT_CALIBRATION) -> GraphGain:
+    """The report's DeepSeek-V3 GB200 row simulated with its partial CUDA graphs and without any (eager), with the
+    eager host launches of the stage that issues the most (the first the host would bind)."""
+    row = next(row for row in ROWS if row.name == PARTIAL_GRAPH_ROW)
+    run = row.job()
+    rates = []
+    for layout in (run.layout, run.layout.with_(cuda_graph_scope=())):
+        report = simulate(
+            run.model,
+            layout,
+            row.gpus,
+            cluster=row.cluster,
+            global_batch=row.global_batch,
+            seq_len=row.seq_len,
+            calibration=calibration,
+            allow_oom=True,
+        )
+        rates.append(report.tokens_per_s_per_gpu)
+    sizes = (row.global_batch, row.seq_len)
+    workload, cluster, _ = prepare(run.model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
+    timer = task_timer(workload, cluster, calibration)
+    host_s = max(
+        sum(
+            share * sum(launch_times_s(tuple(t.op for t in timer(stage, kind).ops), calibration, cluster.gpu))
+            for kind, share in per_micro_batch(workload, stage).items()
+        )
+        for stage in range(workload.pp)
+    )
+    launches = host_s / host_launch_per_kernel_s(calibration, cluster.gpu)
+    step_s = row.global_batch * row.seq_len / (row.measured_tokens_per_s_per_gpu * row.gpus)
+    return GraphGain(rates[0], rates[1], launches, host_s, step_s / workload.schedule.micro_batches)
+
+
 def _row_lines(row: BlackwellRow) -> str:
     """One row: measured, simulated and the error at the fitted residual and at 1, then its busiest stage's costs."""
     fitted, unfitted = simulate_row(row), simulate_row(row, UNFITTED_CALIBRATION)
@@ -195,6 +285,13 @@ def table() -> str:
         lines.append(source)
         lines.append(f"{'row':40} {'measured':>9} {'simulated':>9} {'error':>7} {'resid. 1':>9} {'error':>7}")
         lines.extend(_row_lines(row) for row in ROWS if row.source == source)
+    gain = partial_graph_gain()
+    lines.append(
+        f"partial CUDA graphs on {PARTIAL_GRAPH_ROW} (report Sec. 4.3.6): measured {REPORT_PARTIAL_GRAPH_GAIN:.2f}x, "
+        f"simulated {gain.simulated:.3f}x; eager, the stage issuing the most launches {gain.eager_launches:,.0f} kernels "
+        f"in {gain.eager_host_s * 1e3:.1f} ms per micro-batch (measured micro-batch {gain.measured_micro_batch_s * 1e3:.0f}"
+        f" ms): the host makes the gain only at >= {gain.bound_per_kernel_s * 1e6:.0f} us per kernel"
+    )
     quant_s = te_b300_mxfp8_quantization_s()
     lines.append(
         f"TE's MXFP8 quantization on B300 (gemm_profiling, one layer): measured {TE_B300_MXFP8_QUANT_S * 1e3:.3f} ms, "

@@ -103,3 +103,44 @@ def test_graph_on_off_difference_is_the_launches_saved() -> None:
     saved = sum(op.kernels for op in captured) * 10e-6 - runs * 10e-6
     assert runs >= 4 and saved > 0
     assert _host_bound_duration(eager) - _host_bound_duration(graphed) == pytest.approx(saved, rel=1e-12)
+
+
+SHARED = ModelSpec("s", 1, 1024, 8, 8, 512, 8, 2, 64, num_shared_experts=1)
+_SHARED_STEPS = ("shared_fc13", "shared_swiglu", "shared_fc2")
+
+
+def _ffn_order(layout: LayoutSpec) -> list[str]:
+    return [step.name for step in layer_recipe(SHARED, layout, 1024, 8)]
+
+
+def test_megatron_shared_experts_run_before_the_router_and_in_its_graph() -> None:
+    """Megatron-Core's MoELayer runs shared_experts_compute before route() and preprocess() unless
+    --moe-shared-expert-overlap (inter_op_overlap) hands them to the dispatcher, so a "moe_router" graph captures
+    them (arXiv 2603.07685v1 Sec. 4.3.6: "A shared expert, if present, is also captured in this graph"): between the
+    pre-MLP norm and the router GEMM, queued before the token-count sync, in the router's captured run; with the
+    overlap flag, or MegaScale-MoE's own dispatcher, they stay beside the dispatch, eager."""
+    graphed = LayoutSpec(
+        "t",
+        intra_size=1,
+        ffn="ep",
+        token_dispatcher="alltoall",
+        host_sync_per_moe_layer=True,
+        inter_op_overlap=False,
+        intra_op_overlap=False,
+        cuda_graph_scope=("moe_router",),
+    )
+    order = _ffn_order(graphed)
+    norm, router = order.index("ffn_norm"), order.index("router")
+    assert [order.index(name) for name in _SHARED_STEPS] == [norm + 1, norm + 2, norm + 3] and router == norm + 4
+    ops = forward_ops([(0, layer_recipe(SHARED, graphed, 1024, 8))], graphed)
+    assert {op.graph for op in ops if op.name in _SHARED_STEPS} == {GraphPart.MOE_ROUTER}
+    sync = next(i for i, op in enumerate(ops) if op.kind == HOST_SYNC)
+    captured = [i for i, op in enumerate(ops) if op.graph == GraphPart.MOE_ROUTER]
+    assert captured == list(range(captured[0], captured[-1] + 1)) and captured[-1] < sync  # one run, one launch
+    assert sum(launch > 0 for launch in launch_times_s(tuple(ops[i] for i in captured), CAL, toy_gpu())) == 1
+    beside = (graphed.with_(inter_op_overlap=True), graphed.with_(token_dispatcher="megascale"))
+    for layout in beside:
+        order = _ffn_order(layout)
+        assert order.index("shared_fc13") > order.index("router"), layout.token_dispatcher
+        ops = forward_ops([(0, layer_recipe(SHARED, layout, 1024, 8))], layout)
+        assert all(op.graph == GraphPart.NONE for op in ops if op.name in _SHARED_STEPS)

@@ -8,6 +8,7 @@ are per GPU, BF16 (2 bytes per element).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, Wire
 from workloads.dispatchers.registry import DISPATCHERS
@@ -248,7 +249,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     n, h, etp = layout.intra_size, model.hidden_size, layout.etp
     local = layout.micro_batch * seq_len // n
     plan = layout_ep_plan(model, layout, seq_len, gpus_per_node)
-    shared = shared_expert_steps(model, layout, local)
+    first, shared = shared_experts_first(layout, shared_expert_steps(model, layout, local))
     etp_ag: list[Step] = []
     etp_rs: list[Step] = []
     if etp > 1:  # TP's Eq. 4 on the routed copies: AG + RS of the etp x routed buffer, (etp-1)/etp each
@@ -298,7 +299,24 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         etp=etp,
     )
     parts = ExpertSteps(experts, shared, etp_ag, etp_rs)
-    return [*_router_steps(model, layout, local), *DISPATCHERS[layout.token_dispatcher].layer_steps(ctx, parts)]
+    norm, *router = _router_steps(model, layout, local)  # the shared experts take the pre-MLP norm's output
+    return [norm, *first, *router, *DISPATCHERS[layout.token_dispatcher].layer_steps(ctx, parts)]
+
+
+def shared_experts_first(layout: LayoutSpec, shared: list[Step]) -> tuple[list[Step], list[Step]]:
+    """(steps before the router, steps beside the dispatch): where a Megatron-Core MoE layer runs its shared experts.
+
+    Without --moe-shared-expert-overlap (layout.inter_op_overlap off) MoELayer.forward calls shared_experts_compute
+    before route() and preprocess() (NVIDIA/Megatron-LM megatron/core/transformer/moe/moe_layer.py, custom_forward;
+    under EP overlap the same three calls open the layer's pre-dispatch node, models/gpt/fine_grained_callables.py),
+    so its kernels are queued before the token-count sync, and a "moe_router" / "moe_preprocess" CUDA graph, which
+    returns early after route() / preprocess(), captures them: "A shared expert, if present, is also captured in this
+    graph" (NVIDIA, "Scalable Training of Mixture-of-Experts Models with Megatron Core", arXiv 2603.07685v1,
+    Sec. 4.3.6, Fig. 24). With the overlap flag the dispatcher runs them beside its all-to-all, eagerly (as before).
+    MegaScale-MoE's own dispatcher keeps them beside the dispatch."""
+    if not shared or layout.inter_op_overlap or not DISPATCHERS[layout.token_dispatcher].megatron:
+        return [], shared
+    return [replace(step, overlap_comm=False, graph=ROUTER) for step in shared], []
 
 
 def quant_alignment(layout: LayoutSpec) -> int:

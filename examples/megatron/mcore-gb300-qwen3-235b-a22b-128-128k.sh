@@ -1,0 +1,21 @@
+# Megatron-LM arguments of the Qwen3-235B, 128 GB300, 131,072-token MXFP8 row of NVIDIA's Megatron-Core MoE report (arXiv 2603.07685v1, 2026-03-08),
+# Table 11 (1,556 tokens/s/GPU, 1,150 TFLOPS/GPU) with its recipe from Table 20 (TP4 PP4 CP4 EP32 VPP12 MBS1 GBS1024) and Appendix B.2 / Sec. 8.1
+# (HybridEP, 1F1B overlap off, CUDA graphs attn moe_router moe_preprocess; B.2 names recompute only for GB200 and
+# H100). Megatron-Core v0.16 (dev branch), force-balanced routing.
+#   python -m experiments.validation.blackwell_check
+# 94 layers in 48 virtual stages: the embedding and the loss counted as layers (2 per stage).
+# Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
+# activation and optimizer-state offloading (Sec. 8.1), HybridEP's SM count.
+--tensor-model-parallel-size 4 --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 12 --sequence-parallel
+--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
+--context-parallel-size 4 --expert-model-parallel-size 32 --expert-tensor-parallel-size 1
+--micro-batch-size 1 --global-batch-size 1024 --seq-length 131072
+--swiglu --untie-embeddings-and-output-weights
+--moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3
+--bf16 --fp8-format e4m3 --fp8-recipe mxfp8 --fp8-param-gather
+--moe-grouped-gemm --moe-permute-fusion --moe-router-fusion --moe-router-force-load-balancing
+--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep
+--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess
+--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather
+--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16
+--cross-entropy-loss-fusion --cross-entropy-fusion-impl te
