@@ -27,7 +27,13 @@ from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_eff
 from simulator.costs.optimizer_step import optimizer_step_s
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
-from simulator.engine.grad_sync import ChunkSyncs, chunk_syncs, per_chunk_sync
+from simulator.engine.grad_sync import (
+    ChunkSyncs,
+    EarlyBuckets,
+    buckets_during_last_backward,
+    chunk_syncs,
+    per_chunk_sync,
+)
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
 from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
 from simulator.engine.ranks import Place
@@ -40,6 +46,7 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
 from workloads.graph.step import StepWorkload
+from workloads.schedules.pipeline_tasks import Task
 
 
 class Engine:
@@ -133,9 +140,16 @@ class Engine:
 
         env.timeout(self.cluster.nic_latency_s).callbacks.append(leave)
 
-    def _stage(self, place: Place, dp_gate: simpy.Event | None, syncs: ChunkSyncs | None = None):
+    def _stage(
+        self,
+        place: Place,
+        dp_gate: simpy.Event | None,
+        syncs: ChunkSyncs | None = None,
+        early: EarlyBuckets | None = None,
+    ):
         """Run ``place``'s tasks in order; ``syncs``: the model chunks whose gradient reduction starts after a task
-        (the interleaved schedule's per-chunk grad sync, ``chunk_syncs``)."""
+        (the interleaved schedule's per-chunk grad sync, ``chunk_syncs``); ``early``: the task during which the
+        gradient buckets start as they fill (``buckets_during_last_backward``)."""
         env, log, probes, run = self.env, self._logs[place], self.probes, self.timer.run
         stage, schedule, sent_at = place.stage, self.workload.schedule, self._sent_at
         number = self._numbers[place]
@@ -164,8 +178,12 @@ class Engine:
             for probe in probes:
                 probe.on_inputs(place, stage, task, pp_wait_s, dp_wait_s)
             begin = env.now
+            if early is not None and task == early.task:
+                early.process = env.process(self._buckets(place, early.transfers, early))
             timing = yield from run(place, task)
             end = env.now
+            if early is not None and task == early.task:
+                early.done.succeed()
             tasks.append((task, begin, end))
             log.busy_s += end - begin
             log.compute_busy_s += timing.compute_busy_s
@@ -238,24 +256,48 @@ class Engine:
             return
         transfers.append(self._dp_send(place, "dp-grads", chunk, self.placement.dp_links(place), grad))
 
-    def _grad_sync(self, place: Place, buckets: int, syncs: ChunkSyncs | None = None):
-        """Reduce gradients bucket by bucket as the last backward frees them (or, chunk by chunk, those left for
-        the step's end: ``syncs``), then the optimizer step."""
+    def _buckets(self, place: Place, transfers: list[simpy.Event], early: EarlyBuckets | None = None):
+        """Reduce gradients bucket by bucket (one per layer): all at once now, or (``early``: its task has just
+        begun) each as that task's share of layers before it is done, the task's time taken alone (exact where
+        tasks are memoized; the buckets left when the task ends start then)."""
+        grad, _ = self.dp_wire_bytes(place.stage)
+        buckets = self.workload.layers_per_chunk * self.workload.chunks
+        if grad <= 0:
+            return
+        links, env, duration_s = self.placement.dp_links(place), self.env, 0.0
+        if early is not None:
+            duration_s = self._expected_s(place, early.task)
+        begin = env.now
+        for bucket in range(buckets):
+            ready = begin + (bucket + 1) * duration_s / buckets
+            if early is not None and ready > env.now and not early.done.triggered:
+                yield env.timeout(ready - env.now) | early.done
+            transfers.append(self._dp_send(place, "dp-grads", bucket, links, grad / buckets))
+
+    def _expected_s(self, place: Place, task: Task) -> float:
+        """How long ``task`` will take: the last task of its kind on this place took (the same ops: exact where
+        tasks are memoized), else its time alone (the same in both placements: an idle NIC where tasks use it)."""
+        for done, begin, end in reversed(self._logs[place].tasks):
+            if done.direction == task.direction and done.chunk == task.chunk and done.paired == task.paired:
+                return end - begin
+        nic_Bps = self.cluster.nic_effective_Bps if self.workload.tasks_use_nic else 0.0
+        return self._memo.task_timing(self.workload.task_key(place.stage, task), place.stage, nic_Bps).duration_s
+
+    def _grad_sync(self, place: Place, syncs: ChunkSyncs | None = None, early: EarlyBuckets | None = None):
+        """Reduce gradients (chunk by chunk, those left for the step's end: ``syncs``; bucket by bucket, those
+        started during the last backward: ``early``, or all now), then the optimizer step."""
         log, stage = self._logs[place], place.stage
-        _, begin, end = log.tasks[-1]
+        end = log.tasks[-1][2]
         if syncs is not None:
             for chunk in syncs.at_end:
                 self._reduce_chunk(place, chunk, syncs.transfers)
             transfers = syncs.transfers
+        elif early is not None:
+            yield early.process
+            transfers = early.transfers
         else:
-            grad, _ = self.dp_wire_bytes(stage)
-            links = self.placement.dp_links(place)
             transfers = []
-            for bucket in range(buckets if grad > 0 else 0):
-                ready = begin + (bucket + 1) * (end - begin) / buckets if self.workload.layout.dp_overlap else end
-                if ready > self.env.now:
-                    yield self.env.timeout(ready - self.env.now)
-                transfers.append(self._dp_send(place, "dp-grads", bucket, links, grad / buckets))
+            yield from self._buckets(place, transfers)
         yield self.env.all_of(transfers)
         log.dp_exposed_s += self.env.now - end
         yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
@@ -282,8 +324,10 @@ class Engine:
             gate = self.env.event()
             self.env.process(self._param_gather(place, gate, buckets))
         syncs = chunk_syncs(self.workload, place.stage) if self.workload.dp > 1 and self._per_chunk else None
-        yield from self._stage(place, gate, syncs)
-        yield from self._grad_sync(place, buckets, syncs)
+        during = buckets_during_last_backward(self.workload, place.stage) if syncs is None else None
+        early = EarlyBuckets(during, self.env.event()) if during is not None else None
+        yield from self._stage(place, gate, syncs, early)
+        yield from self._grad_sync(place, syncs, early)
 
     def run(self) -> EngineResult:
         """Run the step."""

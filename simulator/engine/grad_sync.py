@@ -12,6 +12,15 @@ time across the pipeline-parallel group": grad_sync_virtual_microbatch_id = virt
 pipeline_parallel_rank), and the chunks whose turn would fall past the stage's last backward right after it
 ("Launch any remaining grad reductions"). Every chunk but the last one to finish reduces beside the cooldown's
 backwards instead of after them.
+
+Under the plain 1F1B schedule (forward_backward_pipelining_without_interleaving) and without pipelining
+(forward_backward_no_pipelining, and combined_1f1b_schedule_for_no_pipelining under EP overlap), the first stage
+leaves no_sync before its last backward ("only enable async grad reduction in first pipeline stage. Other pipeline
+stages do grad reduction during pipeline bubble"), so its DDP backward hooks start each bucket's reduction as the
+bucket's gradients are ready (megatron/core/distributed/param_and_grad_buffer.py register_grad_ready, under
+overlap_grad_reduce), while that backward still runs; the other stages call grad_sync_func after their cooldown,
+every bucket at once. MegaScale (NSDI'24 Sec. 3.2) overlaps the reduce-scatter with the last micro-batch's backward
+as well.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from workloads.graph.step import StepWorkload
 from workloads.schedules.pipeline_tasks import BACKWARD, FORWARD_BACKWARD, FORWARD_BACKWARD_DELAYED, WEIGHT, Task
 
 INTERLEAVED = "interleaved"  # Megatron-Core's interleaved 1F1B (workloads/schedules/registry.py SCHEDULES)
+ONE_F_ONE_B = "1f1b"  # its plain 1F1B (one model chunk; PP 1 too)
 
 
 @dataclass
@@ -34,6 +44,17 @@ class ChunkSyncs:
     after: dict[Task, tuple[int, ...]]
     at_end: tuple[int, ...]
     transfers: list[simpy.Event] = field(default_factory=list)
+
+
+@dataclass
+class EarlyBuckets:
+    """A stage's gradient buckets started during its last backward (``buckets_during_last_backward``): that task,
+    the event its end fires, the transfers started, and the process starting them (made as the task begins)."""
+
+    task: Task
+    done: simpy.Event
+    transfers: list[simpy.Event] = field(default_factory=list)
+    process: simpy.Process | None = None
 
 
 def weight_gradients_of(task: Task) -> int | None:
@@ -70,3 +91,20 @@ def chunk_syncs(workload: StepWorkload, stage: int) -> ChunkSyncs:
         else:
             at_end.append(chunk)
     return ChunkSyncs({task: tuple(chunks) for task, chunks in after.items()}, tuple(at_end))
+
+
+def buckets_during_last_backward(workload: StepWorkload, stage: int) -> Task | None:
+    """The task during which ``stage`` starts its gradient buckets as they fill (see the module docstring): the
+    first stage's last task with weight gradients under the plain 1F1B schedule with DP overlap, under the
+    distributed optimizer or DDP (None elsewhere: the buckets start at the stage's end; ZeRO-2 / 3 reduce layer by
+    layer in the tasks)."""
+    layout = workload.layout
+    if layout.schedule != ONE_F_ONE_B or stage != 0 or not layout.dp_overlap or workload.dp <= 1:
+        return None
+    if layout.zero_stage >= 2:
+        return None
+    last = None
+    for task in workload.stage_order(stage):
+        if weight_gradients_of(task) is not None:
+            last = task
+    return last
