@@ -75,12 +75,13 @@ def test_wires_and_transports() -> None:
 
 
 def test_alltoall_issues_megatron_cores_order() -> None:
-    """preprocess counts, the host sync before the all-to-all, permutation 1, the rows' all-to-all and then the
-    probs' own (token_dispatch's two NCCL calls), sort_chunks with 4 local experts, the experts, the reverse sort, the combine, the unpermutation."""
+    """preprocess counts, permutation 1, the host's wait for the counts before the all-to-all (dropless:
+    "before_ep_alltoall", after the permutation), the rows' all-to-all and then the probs' own (token_dispatch's two
+    NCCL calls), sort_chunks with 4 local experts, the experts, the reverse sort, the combine, the unpermutation."""
     assert _names("alltoall") == [
         "ep_token_counts",
-        "tokens_per_expert_sync",
         "permute",
+        "tokens_per_expert_sync",
         "ep_a2a_dispatch",
         "ep_a2a_probs",
         "sort_chunks",
