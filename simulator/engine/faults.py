@@ -76,7 +76,7 @@ class StageFault:
     nic_degraded_port: bool = False
     # Where stages or replicas share a node and a degraded NIC carries only some kinds of traffic (carried_nics):
     # ("pp_out" | "pp_in" | "dp_out" | "dp_in" | "ep_out" | "ep_in", divisor) of the folded links it slows in place
-    # of nic_factor (FoldedPlacement adds a link of that capacity to those routes)
+    # of nic_factor (FoldedPlacement adds one link each way of that capacity, shared by those routes)
     nic_traffic: tuple[tuple[str, float], ...] = ()
 
 
