@@ -16,7 +16,9 @@ waits for its slowest member, so the more GPUs a job spans the slower its slowes
 
 The folded placement sees a fault through ``stage_faults``: the representative of an affected stage
 becomes its slowest member (largest compute factor, smallest NVLink and NIC capacity, a NIC shared by
-k GPUs counting as 1/k of one). See ``simulator/engine/placement.py`` for what that view assumes.
+k GPUs counting as 1/k of one). See ``simulator/engine/placement.py`` for what that view assumes. Where
+degraded NICs slow only some DP replicas, those take the stage's faults and the others run healthy beside them
+(``simulator/engine/replica_classes.py``).
 """
 
 from __future__ import annotations

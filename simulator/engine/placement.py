@@ -24,7 +24,9 @@ every member of a stage waits for the slowest (each intra-node collective is a b
 runs at the straggler's pace), that DP rings and PP transfers run at their slowest member's pace (every
 replica's stage is charged the fault: a DP bucket is a ring collective, so a fault-free replica's buckets
 wait for the slow one's, as UnfoldedPlacement.dp_transfer makes them), and that a failed NIC's detour over
-NVLink costs NVLink nothing.
+NVLink costs NVLink nothing. A degraded NIC that slows only some replicas is the exception: those replicas fold
+into one class and the others into a healthy class with links of their own, two representatives per stage joined
+at every DP bucket (simulator/engine/replica_classes.py).
 """
 
 from __future__ import annotations
