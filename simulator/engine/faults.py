@@ -16,7 +16,9 @@ waits for its slowest member, so the more GPUs a job spans the slower its slowes
 
 The folded placement sees a fault through ``stage_faults``: the representative of an affected stage
 becomes its slowest member (largest compute factor, smallest NVLink and NIC capacity, a NIC shared by
-k GPUs counting as 1/k of one). See ``simulator/engine/placement.py`` for what that view assumes.
+k GPUs counting as 1/k of one). See ``simulator/engine/placement.py`` for what that view assumes. Where
+degraded NICs slow only some DP replicas, those take the stage's faults and the others run healthy beside them
+(``simulator/engine/replica_classes.py``).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class StageFault:
     nic_degraded_port: bool = False
     # Where stages or replicas share a node and a degraded NIC carries only some kinds of traffic (carried_nics):
     # ("pp_out" | "pp_in" | "dp_out" | "dp_in" | "ep_out" | "ep_in", divisor) of the folded links it slows in place
-    # of nic_factor (FoldedPlacement adds a link of that capacity to those routes)
+    # of nic_factor (FoldedPlacement adds one link each way of that capacity, shared by those routes)
     nic_traffic: tuple[tuple[str, float], ...] = ()
 
 

@@ -24,7 +24,9 @@ every member of a stage waits for the slowest (each intra-node collective is a b
 runs at the straggler's pace), that DP rings and PP transfers run at their slowest member's pace (every
 replica's stage is charged the fault: a DP bucket is a ring collective, so a fault-free replica's buckets
 wait for the slow one's, as UnfoldedPlacement.dp_transfer makes them), and that a failed NIC's detour over
-NVLink costs NVLink nothing.
+NVLink costs NVLink nothing. A degraded NIC that slows only some replicas is the exception: those replicas fold
+into one class and the others into a healthy class with links of their own, two representatives per stage joined
+at every DP bucket (simulator/engine/replica_classes.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import simpy
 
 from simulator.engine.faults import Faults, StageFault
 from simulator.engine.ranks import Place, RankMap, group_kind
+from simulator.engine.replica_classes import HEALTHY, SLOW, slow_replicas
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
@@ -50,6 +53,15 @@ def _wraps(workload: StepWorkload) -> bool:
     if last == 0 or workload.chunks == 1:
         return False
     return any(flow.stage == 0 for task in workload.stage_order(last) for flow in workload.schedule.outputs(last, task))
+
+
+HEALTHY_STAGE = StageFault()  # what the healthy class's representatives are charged: nothing
+
+
+def _at(link: str, stage: int, cls: int) -> tuple:
+    """The folded link ``link`` of ``stage``'s representative in replica class ``cls``: the slow (or only) class's
+    keep their names, the healthy class's are named apart."""
+    return (link, stage) if cls == SLOW else (link, stage, cls)
 
 
 class DpBucket(NamedTuple):
@@ -143,89 +155,121 @@ class FoldedPlacement(Placement):
         # Memoization is exact only while tasks stay off the NIC; cross-node EP (and CP across nodes) put
         # task traffic on the NIC beside PP sends and DP buckets, so such tasks run at op level.
         self.memoizable = not workload.tasks_use_nic
-        self.places = tuple(Place(0, stage, 0) for stage in range(workload.pp))
+        # Where a degraded NIC slows some replicas only, a second representative per stage for the healthy ones
+        # (simulator/engine/replica_classes.py): places (class, stage, 0), the healthy class's links named apart
+        slow = slow_replicas(faults, cluster, self.ranks, workload.model.num_experts > 0, bool(faults) and _wraps(workload))
+        self.classes = (SLOW,) if slow is None else (SLOW, HEALTHY)
+        self.places = tuple(Place(cls, stage, 0) for cls in self.classes for stage in range(workload.pp))
         capacities = {}
-        for stage in range(workload.pp):
-            capacities[("nic_out", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
-            capacities[("nic_in", stage)] = cluster.nic_effective_Bps / self.stage_faults[stage].nic_factor
-            # PP sends and DP hops between GPUs of one node (scale-up domains larger than a stage, or replicas
-            # sharing one) use the GPU's NVLink port, egress and ingress, as do PXN detours through it
-            capacities[("nvl_out", stage)] = self._nvlink_Bps(stage)
-            capacities[("nvl_in", stage)] = self._nvlink_Bps(stage)
-            spine = dp_spine_factor(cluster, self.ranks, stage)
-            if spine > 1:  # an oversubscribed leaf uplink
-                capacities[("spine_dp", stage)] = cluster.nic_effective_Bps / spine
-            for tag, factor in self.stage_faults[stage].nic_traffic:  # a slow NIC that carries one kind of traffic
-                capacities[(tag, stage)] = cluster.nic_effective_Bps / factor
-            if self.stage_faults[stage].nic_degraded_port:  # the DP ring neighbours' healthy NICs (dp_transfer)
-                capacities[("nic_peer_out", stage)] = capacities[("nic_peer_in", stage)] = cluster.nic_effective_Bps
-                if spine > 1:
-                    capacities[("spine_dp_peer", stage)] = cluster.nic_effective_Bps / spine
+        self._slowed: dict[tuple, tuple] = {}  # (kind of traffic, stage[, class]): the slow port link it adds
+        for cls in self.classes:
+            for stage in range(workload.pp):
+                capacities.update(self._stage_capacities(stage, cls))
         self.network = FluidNetwork(env, capacities)
         self._capacities = self.network.capacities_Bps
         # NOTE: each stage's NVLink carries only that stage's collectives, so it gets a network of its own:
         # max-min rates decompose over disjoint links, and small networks keep rate updates cheap. Tasks that
         # also use the NIC (cross-node EP) move their NIC bytes as flows of their own on the NIC network, so
         # no flow spans both.
-        self.nvlink_networks = [
-            FluidNetwork(env, {("nvl", stage): self._nvlink_Bps(stage)}) for stage in range(workload.pp)
+        self._nvlink_networks = [
+            [FluidNetwork(env, {_at("nvl", stage, cls): self._nvlink_Bps(stage, cls)}) for stage in range(workload.pp)]
+            for cls in self.classes
         ]
-        self.networks = list(dict.fromkeys([self.network, *self.nvlink_networks]))
-        self._pp_routes: dict[tuple[int, int], tuple] = {}
+        self.nvlink_networks = self._nvlink_networks[SLOW]
+        self.networks = list(dict.fromkeys([self.network, *(n for nets in self._nvlink_networks for n in nets)]))
+        self._pp_routes: dict[tuple[int, int, int], tuple] = {}
         self._nic_flow_counts: dict[tuple[int, int], tuple] = {}  # (stage, id of a task's ops): (ops, flows)
+        self._dp_joined: dict[tuple[int, DpBucket], tuple[simpy.Event, tuple]] = {}  # the first class's, per bucket
 
-    def _nvlink_Bps(self, stage: int) -> float:
-        return self.cluster.gpu.nvlink_bandwidth_Bps / self.stage_faults[stage].nvlink_factor
+    def _fault(self, stage: int, cls: int) -> StageFault:
+        """What the representative of ``stage`` in class ``cls`` is charged: the stage's folded faults, none for
+        the healthy class."""
+        return self.stage_faults[stage] if cls == SLOW else HEALTHY_STAGE
+
+    def _stage_capacities(self, stage: int, cls: int) -> dict:
+        """The NIC-network links of ``stage``'s representative in class ``cls`` and their capacities."""
+        cluster, fault, nic_Bps = self.cluster, self._fault(stage, cls), self.cluster.nic_effective_Bps
+        capacities = {_at("nic_out", stage, cls): nic_Bps / fault.nic_factor}
+        capacities[_at("nic_in", stage, cls)] = nic_Bps / fault.nic_factor
+        # PP sends and DP hops between GPUs of one node (scale-up domains larger than a stage, or replicas
+        # sharing one) use the GPU's NVLink port, egress and ingress, as do PXN detours through it
+        capacities[_at("nvl_out", stage, cls)] = capacities[_at("nvl_in", stage, cls)] = self._nvlink_Bps(stage, cls)
+        spine = dp_spine_factor(cluster, self.ranks, stage)
+        if spine > 1:  # an oversubscribed leaf uplink
+            capacities[_at("spine_dp", stage, cls)] = nic_Bps / spine
+        for tag, factor in fault.nic_traffic:  # a slow NIC that carries some kinds of traffic only
+            # NOTE: one link per direction for every kind it carries: they share the one port (a link per kind gave
+            # each kind the whole slow port, 27% fast with EP and PP sends on a NIC degraded 16 times, issue 42)
+            end = self._slowed[_at(tag, stage, cls)] = _at("nic_slow_" + tag.rsplit("_", 1)[1], stage, cls)
+            capacities[end] = min(capacities.get(end, nic_Bps), nic_Bps / factor)
+        if fault.nic_degraded_port and len(self.classes) == 1:  # the ring neighbours' healthy NICs (dp_transfer)
+            capacities[("nic_peer_out", stage)] = capacities[("nic_peer_in", stage)] = nic_Bps
+            if spine > 1:
+                capacities[("spine_dp_peer", stage)] = nic_Bps / spine
+        return capacities
+
+    def _nvlink_Bps(self, stage: int, cls: int = SLOW) -> float:
+        return self.cluster.gpu.nvlink_bandwidth_Bps / self._fault(stage, cls).nvlink_factor
 
     def compute_factor(self, place: Place) -> float:
-        return self.stage_faults[place.stage].compute_factor
+        return self._fault(place.stage, place.replica).compute_factor
 
     def _gpu_of(self, stage: int) -> int:
         return self.ranks.gpu(Place(0, stage, 0))
 
-    def _cross_node_links(self, src: int, dst: int, src_stage: int, dst_stage: int, kind: str) -> tuple:
+    def _cross_node_links(
+        self, src: int, dst: int, src_stage: int, dst_stage: int, kind: str, src_cls: int = SLOW, dst_cls: int = SLOW
+    ) -> tuple:
         """The folded links of a hop from GPU ``src`` (of ``src_stage``) to GPU ``dst`` (of ``dst_stage``) in
         another node: its NIC on the same rail, else NCCL's PXN detour (topologies.gpu_path) over NVLink to the
         GPU of the source node on the destination's rail and out of that GPU's NIC. That proxy belongs to
         some stage (stages share the node); by symmetry its NVLink ingress and NIC are that stage's
         representative's: each GPU of the sending stage has its own proxy, on its own destination's rail. ``kind``
-        ("pp" | "dp"): a degraded NIC that carries only that kind of traffic one way adds its link
-        (StageFault.nic_traffic)."""
+        ("pp" | "dp"): a degraded NIC that carries only some kinds of traffic adds its port, one link each way
+        (StageFault.nic_traffic). ``src_cls`` / ``dst_cls``: the replica classes of the two ends."""
         gpn = self.cluster.gpus_per_node
         if src % gpn == dst % gpn:
-            links: tuple = (("nic_out", src_stage), ("nic_in", dst_stage))
+            links: tuple = (_at("nic_out", src_stage, src_cls), _at("nic_in", dst_stage, dst_cls))
             out = src_stage
         else:
             out = self.ranks.place(src // gpn * gpn + dst % gpn).stage
-            links = (("nvl_out", src_stage), ("nvl_in", out), ("nic_out", out), ("nic_in", dst_stage))
-        slowed = tuple(link for link in ((f"{kind}_out", out), (f"{kind}_in", dst_stage)) if link in self._capacities)
-        return links + slowed
+            links = (
+                _at("nvl_out", src_stage, src_cls),
+                _at("nvl_in", out, src_cls),
+                _at("nic_out", out, src_cls),
+                _at("nic_in", dst_stage, dst_cls),
+            )
+        ends = (_at(f"{kind}_out", out, src_cls), _at(f"{kind}_in", dst_stage, dst_cls))
+        return links + tuple(self._slowed[end] for end in ends if end in self._slowed)
 
     def pp_links(self, src: Place, dst: Place) -> tuple:
-        pair = (src.stage, dst.stage)
-        if pair not in self._pp_routes:  # NOTE: once per stage pair, not per send
-            a, b = self._gpu_of(src.stage), self._gpu_of(dst.stage)
+        route = (src.stage, dst.stage, src.replica)
+        if route not in self._pp_routes:  # NOTE: once per stage pair and class, not per send
+            a, b, cls = self._gpu_of(src.stage), self._gpu_of(dst.stage), src.replica
             gpn = self.cluster.gpus_per_node
-            self._pp_routes[pair] = (
-                (("nvl_out", src.stage), ("nvl_in", dst.stage))  # both in one scale-up domain
+            self._pp_routes[route] = (
+                (_at("nvl_out", src.stage, cls), _at("nvl_in", dst.stage, cls))  # both in one scale-up domain
                 if a // gpn == b // gpn
-                else self._cross_node_links(a, b, src.stage, dst.stage, "pp")
+                else self._cross_node_links(a, b, src.stage, dst.stage, "pp", cls, cls)
             )
-        return self._pp_routes[pair]
+        return self._pp_routes[route]
 
     def dp_links(self, place: Place) -> tuple:
         """Where the ring stays in the representative's scale-up domain, every hop on NVLink. Else a bucket
         ends at its slowest hop, a cross-node one: the ring's wrap from its last member back to the first
         (its members' GPU numbers grow along the ring, RankMap.dp_successor, so that hop crosses nodes;
-        O(1) at any DP degree), its NIC on one rail or over PXN."""
+        O(1) at any DP degree), its NIC on one rail or over PXN. With two replica classes, the hop from
+        ``place``'s class into the other's."""
         stage, ranks, gpn = place.stage, self.ranks, self.cluster.gpus_per_node
+        cls = place.replica
+        into = self.classes[-1 - cls]  # the other class, or this one where there is one
         first = ranks.gpu(Place(0, stage, 0))
         last = ranks.gpu(Place(ranks.dp - 1, stage, 0) if ranks.dp > 1 else Place(0, stage, (ranks.cp - 1) * ranks.n))
         if first // gpn == last // gpn:
-            return ("nvl_out", stage), ("nvl_in", stage)
-        links = self._cross_node_links(last, first, stage, stage, "dp")
-        spine = ("spine_dp", stage)
-        return (*links, spine) if spine in self.network.capacities_Bps else links
+            return _at("nvl_out", stage, cls), _at("nvl_in", stage, into)
+        links = self._cross_node_links(last, first, stage, stage, "dp", cls, into)
+        spine = _at("spine_dp", stage, cls)
+        return (*links, spine) if spine in self._capacities else links
 
     def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
         """One flow over the stage's NIC egress and ingress stands for the hop each replica sends and the one it
@@ -233,7 +277,13 @@ class FoldedPlacement(Placement):
         the hop it sends leaves by its slow NIC into its ring successor's healthy one, the hop it receives leaves
         its predecessor's healthy NIC into its slow one, two flows (as UnfoldedPlacement.dp_transfer moves them),
         each slowed at one end only. One flow over both slow ends would run at the lesser of the two ends' shares
-        where PP sends load them unevenly (+2.7% on the step at a 2 GB/s NIC degraded by 4, issue 42)."""
+        where PP sends load them unevenly (+2.7% on the step at a 2 GB/s NIC degraded by 4, issue 42).
+
+        With two replica classes (simulator/engine/replica_classes.py) those ends are the classes' own NICs, which
+        carry each class's PP sends at its own times: the bucket, a ring collective, starts when the second
+        class issues it, as the first flow from each class into the other, and ends for both when both land."""
+        if len(self.classes) > 1:
+            return self._dp_between_classes(place, bucket, links, nbytes)
         stage = place.stage
         out, into = ("nic_out", stage), ("nic_in", stage)
         if not self.stage_faults[stage].nic_degraded_port or links[:2] != (out, into):
@@ -243,23 +293,36 @@ class FoldedPlacement(Placement):
         received = self.network.transfer((("nic_peer_out", stage), into, *spine), nbytes)
         return self.env.all_of((sent, received))
 
-    def nic_links(self, stage: int) -> tuple:
-        """The links a task of ``stage`` moves its NIC bytes over (cross-node EP, CP across nodes)."""
-        slowed = tuple(link for link in (("ep_out", stage), ("ep_in", stage)) if link in self._capacities)
-        return ("nic_out", stage), ("nic_in", stage), *slowed
+    def _dp_between_classes(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """The two classes' bucket: the first class to issue it waits; the second starts both hops."""
+        key = (place.stage, bucket)
+        joined = self._dp_joined.pop(key, None)
+        if joined is None:
+            done = self.env.event()
+            self._dp_joined[key] = (done, links)
+            return done
+        done, first_links = joined
+        hops = self.env.all_of((self.transfer(first_links, nbytes), self.transfer(links, nbytes)))
+        hops.callbacks.append(lambda _event: done.succeed())
+        return done
+
+    def nic_links(self, stage: int, cls: int = SLOW) -> tuple:
+        """The links a task of ``stage`` (in class ``cls``) moves its NIC bytes over (cross-node EP, CP across
+        nodes)."""
+        ends = (_at("ep_out", stage, cls), _at("ep_in", stage, cls))
+        return _at("nic_out", stage, cls), _at("nic_in", stage, cls), *(self._slowed[end] for end in ends if end in self._slowed)
 
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
-        stage = place.stage
-        network = self.nvlink_networks[stage]
+        stage, cls = place.stage, place.replica
         return run_task(
             self.env,
             ops,
             costs,
-            network,
-            (("nvl", stage),),
+            self._nvlink_networks[cls][stage],
+            (_at("nvl", stage, cls),),
             timing,
             lanes=lanes,
-            nic_links=self.nic_links(stage),
+            nic_links=self.nic_links(stage, cls),
             nic_network=self.network,
             nic_flows=self._nic_flows(stage, ops, costs),
         )
@@ -288,7 +351,7 @@ class FoldedPlacement(Placement):
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)
-        for network in self.nvlink_networks:
+        for network in self.networks:
             if network is not self.network:
                 sent.update(network.bytes_sent)
         return sent

@@ -59,10 +59,15 @@ class Ledger(Probe):
         self._bytes_sent, self._latency_s = engine.placement.bytes_sent, engine.cluster.nic_latency_s
 
     def on_inputs(self, place: Any, stage: int, task: Task, pp_wait_s: float, dp_wait_s: float) -> None:
-        self._waits[place] = (pp_wait_s, dp_wait_s)
+        if getattr(place, "replica", 0) == 0:
+            self._waits[place] = (pp_wait_s, dp_wait_s)
 
     def on_task(self, place: Any, stage: int, task: Task, begin_s: float, end_s: float, timing: TaskTiming) -> None:
-        """Record a task's increments as it ends (with a mark if it is stage 0's)."""
+        """Record a task's increments as it ends (with a mark if it is stage 0's). Only the stages' representatives
+        (replica 0, which EngineResult.stages holds) count: where a degraded NIC folds the replicas into two classes
+        (simulator/engine/replica_classes.py), the healthy class's tasks are not in the result's stage logs."""
+        if getattr(place, "replica", 0) != 0:
+            return
         pp_wait_s, dp_wait_s = self._waits.pop(place)
         self.entries.append(Entry(stage, task, begin_s, end_s, timing, pp_wait_s, dp_wait_s))
         if stage == 0:

@@ -89,7 +89,8 @@ class Timeline(Probe):
         self._nic = [
             (link, f"{link[0]} {link[1]}")
             for link in engine.network.capacities_Bps
-            if isinstance(link, tuple) and link[0] in ("nic_out", "nic_in")
+            # the stages' representatives' NICs (a healthy replica class's, simulator/engine/replica_classes.py, not)
+            if isinstance(link, tuple) and len(link) == 2 and link[0] in ("nic_out", "nic_in")
         ]
         self.links = {name: [(0.0, 0.0)] for _, name in self._nic}
 
