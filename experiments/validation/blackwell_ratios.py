@@ -13,7 +13,10 @@ that say where the difference is and is not:
   GB200's speed (the same dense peaks, 2.5 / 5 PFLOP/s, and the same Blackwell GEMM table) and its GB200 GEMMs at
   1.11x its B200's (the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16), where the measured pairs put
   GB200 at B200's speed and GB300 1.16x (FP8-CS) / 1.18x (MXFP8) above what the simulator gives it, which already
-  includes cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention).
+  includes cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it with GEMMs
+  alone would take GB300's GEMMs 1.30x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power
+  limits (1,400 against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is
+  not the GEMM rate, or is in the GB200 rows.
 - HBM-bound kernels: cuDNN's RMSNorm / LayerNorm benchmark on GB200 and GB300, same cuDNN (backend 9.19.01), same day
   (NVIDIA/cudnn-frontend@3929da2e benchmark/norms/results/{gb200,gb300}/all_models_20260226_*.csv, BF16, forward and
   backward, 15 shapes of 11 models): GB300 moves 0.97-1.04x GB200's bytes per second forward (median 1.01x),
@@ -41,6 +44,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from experiments.common.layer_costs import Part
 from experiments.validation.blackwell_check import (
     ROWS,
     BlackwellRow,
@@ -130,6 +134,16 @@ class PairResult:
         """The factor of the measured ratio the simulator does not give (> 1: the first GPU is under-predicted)."""
         return self.measured / self.simulated
 
+    @property
+    def gemm_speedup_to_close(self) -> float:
+        """How much faster the first row's GEMMs alone would have to run for the simulated ratio to be the measured
+        one, read off its busiest stage's micro-batch with everything else held (meaningful where one stage is the
+        step: the one-recipe pairs, PP 1)."""
+        costs = self.faster.costs
+        excess_s = costs.duration_s * (1 - self.simulated / self.measured)
+        gemm_s = costs.compute_s[Part.GEMM.value]
+        return gemm_s / (gemm_s - excess_s)
+
 
 def pair_results() -> tuple[PairResult, ...]:
     """Every pair simulated at the fitted calibration (each row once)."""
@@ -187,10 +201,15 @@ def table() -> str:
         lines.append(f"{row.name:40} {row.measured:9,.0f} {fitted.tokens_per_s_per_gpu:9,.0f} {fitted.error:+7.1%}")
         lines.append(f"  stage {fitted.costs.stage}, one micro-batch: {fitted.costs.phrase()}")
     lines.append("tokens/s/GPU ratios, measured against simulated (recipes as published: per GPU unless 'one recipe')")
-    lines.append(f"{'pair':68} {'measured':>8} {'simulated':>9} {'unexplained':>11}")
+    lines.append(f"{'pair':68} {'measured':>8} {'simulated':>9} {'unexplained':>11} {'GEMMs alone':>11}")
     for r in results:
         recipe = ", one recipe" if r.pair.same_recipe else ""
-        lines.append(f"{r.pair.label + recipe:68} {r.measured:7.3f}x {r.simulated:8.3f}x {r.unexplained:10.3f}x")
+        alone = f" {r.gemm_speedup_to_close:10.3f}x" if r.pair.same_recipe else ""
+        lines.append(f"{r.pair.label + recipe:68} {r.measured:7.3f}x {r.simulated:8.3f}x {r.unexplained:10.3f}x{alone}")
+    lines.append(
+        "  GEMMs alone: how much faster the first GPU's GEMMs would have to run, all else as simulated, for the "
+        "simulated ratio to be the measured one"
+    )
     for backward in (False, True):
         ratios = norm_ratios(backward)
         lines.append(
