@@ -8,8 +8,8 @@ that say where the difference is and is not:
   (docs/performance-summary.md at NVIDIA-NeMo/Megatron-Bridge v0.2.1, "25.11 NeMo Container"; flag files
   examples/megatron/bridge-{gb300,gb200,b200}-llama3-8b-8-{fp8cs,mxfp8}.sh, one recipe but for GB300's micro-batch
   of 4). Dense, TP 1, PP 1, CUDA graph over the whole iteration: no expert or pipeline communication, no
-  host-bound launches; GEMMs are ~60% of the simulated step and attention ~25%. Measured GB300 / GB200 1.19x (FP8-CS)
-  and 1.21x (MXFP8), GB200 / B200 1.03x and 1.01x. moesim gives 1.02x and 1.09-1.10x: its GB300 GEMMs run at its
+  host-bound launches; GEMMs are 59-68% of the simulated micro-batch and attention 20-26%. Measured GB300 / GB200
+  1.19x (FP8-CS) and 1.21x (MXFP8), GB200 / B200 1.03x and 1.01x. moesim gives 1.02x and 1.09-1.10x: its GB300 GEMMs run at its
   GB200's speed (the same dense peaks, 2.5 / 5 PFLOP/s, and the same Blackwell GEMM table) and its GB200 GEMMs at
   1.11x its B200's (the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16), where the measured pairs put
   GB200 at B200's speed and GB300 1.16x (FP8-CS) / 1.18x (MXFP8) above what the simulator gives it, which already
