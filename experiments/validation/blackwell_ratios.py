@@ -6,19 +6,19 @@ that say where the difference is and is not:
 
 - One recipe on three GPUs: Megatron-Bridge's Llama 3 8B pre-training on 8 GPUs, FP8 current scaling and MXFP8
   (docs/performance-summary.md at NVIDIA-NeMo/Megatron-Bridge v0.2.1, "25.11 NeMo Container"; flag files
-  examples/megatron/bridge-{gb300,gb200,b200}-llama3-8b-8-{fp8cs,mxfp8}.sh, one recipe but for GB300's micro-batch
-  of 4). Dense, TP 1, PP 1, CUDA graph over the whole iteration: no expert or pipeline communication, no
-  host-bound launches; GEMMs are 59-68% of the simulated micro-batch and attention 20-26%. Measured GB300 / GB200
-  1.19x (FP8-CS) and 1.21x (MXFP8), GB200 / B200 1.03x and 1.01x. moesim gives 1.02x and 1.09-1.10x: its GB300 GEMMs run at its
+  examples/megatron/bridge-{gb300,gb200,b200}-llama3-8b-8-{fp8cs,mxfp8}.sh, one recipe but for GB300's micro-batch of
+  4). Dense, TP 1, PP 1, CUDA graph over the whole iteration: no expert or pipeline communication, no host-bound
+  launches; GEMMs are 59-68% of the simulated micro-batch and attention 20-26%. Measured GB300 / GB200 1.19x (FP8-CS)
+  and 1.21x (MXFP8), GB200 / B200 1.03x and 1.01x. moesim gives 1.02x and 1.09-1.10x: its GB300 GEMMs run at its
   GB200's speed (the same dense peaks, 2.5 / 5 PFLOP/s, and the same Blackwell GEMM table) and its GB200 GEMMs at
-  1.11x its B200's (the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16), where the measured pairs put
-  GB200 at B200's speed and GB300 1.16x (FP8-CS) / 1.18x (MXFP8) above what the simulator gives it, which already
-  includes cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it with GEMMs
-  alone would take GB300's GEMMs 1.30x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power
-  limits (1,400 against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is
-  not the GEMM rate, or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x,
-  simulated 0.86x (Blackwell's MXFP8 GEMM curve sits at torchao's grouped 0.47 of peak from K 2,048 to 7,168, where
-  TE's B300 layer sums put MXFP8 5% behind FP8-CS: simulator/costs/blackwell_points.py).
+  1.11x its B200's (the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16), where the measured pairs put GB200
+  at B200's speed and GB300 1.16x (FP8-CS) / 1.18x (MXFP8) above what the simulator gives it, which already includes
+  cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it with GEMMs alone would take
+  GB300's GEMMs 1.30x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
+  against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is not the GEMM rate,
+  or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.86x
+  (Blackwell's MXFP8 GEMM curve sits at torchao's grouped 0.47 of peak from K 2,048 to 7,168, where TE's B300 layer
+  sums put MXFP8 5% behind FP8-CS: simulator/costs/blackwell_points.py).
 - HBM-bound kernels: cuDNN's RMSNorm / LayerNorm benchmark on GB200 and GB300, same cuDNN (backend 9.19.01), same day
   (NVIDIA/cudnn-frontend@3929da2e benchmark/norms/results/{gb200,gb300}/all_models_20260226_*.csv, BF16, forward and
   backward, 15 shapes of 11 models): GB300 moves 0.97-1.04x GB200's bytes per second forward (median 1.01x),
