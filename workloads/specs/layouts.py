@@ -263,10 +263,10 @@ class LayoutSpec:
     # --moe-token-dispatcher-type: "alltoall", "allgather", "flex-deepep", "flex-hybridep". Each issues its own
     # kernels, collectives and host syncs, and sends its own copies (one per routed expert, or per rank / node).
     token_dispatcher: str = "megascale"
-    # SMs each DeepEP-class dispatch / combine kernel runs on, taken from compute beside it (simulator.streams.
-    # sm_share): Megatron --moe-flex-dispatcher-num-sms (or the deprecated --moe-deepep-num-sms /
-    # --moe-hybridep-num-sms, TransformerConfig.__post_init__). 0: the backend's own default
-    # (simulator/costs/calibration.py comm_sms_deepep 20, HybridEP's 24 in one NVLink domain, 8 across).
+    # SMs each DeepEP-class dispatch / combine kernel runs on, taken from the compute beside it
+    # (simulator/streams/sm_share.py): Megatron --moe-flex-dispatcher-num-sms (or the deprecated --moe-deepep-num-sms
+    # / --moe-hybridep-num-sms, TransformerConfig.__post_init__). 0: the backend's own default
+    # (simulator/costs/calibration.py: DeepEP's 20, HybridEP's 24 in one NVLink domain, 8 across).
     dispatcher_sms: int = 0
     # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-modules; workloads/specs/cuda_graphs.py): the
     # scopes captured, "layer" for a whole layer, "iteration" for the whole step (full_iteration); () is eager.
