@@ -50,6 +50,8 @@ TOY_CALIBRATION = Calibration(
     net_step_latency_s=1e-6,
     comm_sms_nccl=0,  # communication kernels take no SMs from compute (tests/scenarios/test_sm_share.py sets them)
     comm_sms_deepep=0,
+    comm_sms_hybridep=0,
+    comm_sms_hybridep_internode=0,
     fitted_on=(),
 )
 

@@ -251,6 +251,7 @@ class Op:
     nic_bytes: float = 0.0  # bytes each GPU sends over its NIC (cross-node EP), besides comm_bytes on NVLink
     module: Module = Module.NONE  # compute ops: the Megatron-Core submodule of their step
     transport: Transport = Transport.NCCL  # EP all-to-alls: NCCL's or DeepEP-class kernels (rate and SMs)
+    sms: int = 0  # DeepEP-class kernels: the SMs the job launches them on (layout.dispatcher_sms; 0: the default)
 
     @property
     def is_comm(self) -> bool:
@@ -300,6 +301,7 @@ class Step:
     grad_shards: int = 1
     module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)
     transport: Transport = Transport.NCCL  # EP collectives: NCCL's or DeepEP-class kernels (workloads/dispatchers)
+    sms: int = 0  # DeepEP-class EP collectives: the SMs the job gives their kernels (0: the backend's default)
 
 
 def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0, **fields: object) -> Step:

@@ -5,7 +5,7 @@
 #   python -m experiments.validation.blackwell_check
 # Not expressible as Megatron-LM flags (Bridge sets them on the config): fp8_dot_product_attention (TE fp8_dpa; no CLI
 # flag at NVIDIA/Megatron-LM@d98e8a64 arguments.py), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, moe_mlp_glu_interleave_size 32,
-# high_priority_a2a_comm_stream, moe_hybridep_num_sms 32.
+# high_priority_a2a_comm_stream.
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 --num-virtual-stages-per-pipeline-rank 3
 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
 --context-parallel-size 1 --expert-model-parallel-size 32 --expert-tensor-parallel-size 1
@@ -15,7 +15,8 @@
 --moe-grouped-gemm --moe-permute-fusion --moe-router-fusion --moe-router-force-load-balancing
 --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3
 --overlap-moe-expert-parallel-comm --delay-wgrad-compute
---moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep
+# moe_hybridep_num_sms = 32: perf_recipes/_common.py _benchmark_common at 067f987d (HybridEP's SMs)
+--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-hybridep-num-sms 32
 --moe-expert-rank-capacity-factor 1.5 --moe-paged-stash --use-transformer-engine-op-fuser
 --cuda-graph-impl full_iteration --no-check-for-nan-in-loss-and-grad
 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16

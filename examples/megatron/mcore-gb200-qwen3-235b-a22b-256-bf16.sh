@@ -4,7 +4,8 @@
 #   python -m experiments.validation.blackwell_check
 # 94 layers in 48 virtual stages: the embedding and the loss counted as layers (2 per stage).
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
-# activation and optimizer-state offloading (Sec. 8.1), HybridEP's SM count.
+# activation and optimizer-state offloading (Sec. 8.1), HybridEP's SM count (not stated: HybridEP's own default
+# simulated, 24 SMs in one NVLink domain, 8 across; simulator/costs/calibration.py).
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 12
 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split
 --context-parallel-size 1 --expert-model-parallel-size 32 --expert-tensor-parallel-size 1

@@ -5,7 +5,8 @@
 # The layout is the one Sec. 9.2.2 gives for the GB200 row (PP 4 x VPP 4 = 16 virtual stages); taken for GB300.
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
 # optimizer-state offloading (Table 18, GB200), fine-grained activation offloading (Sec. 8.1), CPU/NUMA
-# binding (Sec. 9.2.2), MLA RoPE fusion, HybridEP's SM count.
+# binding (Sec. 9.2.2), MLA RoPE fusion, HybridEP's SM count (not stated: HybridEP's own default
+# simulated, 24 SMs in one NVLink domain, 8 across; simulator/costs/calibration.py).
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 4
 --pipeline-model-parallel-layout "Et*4|(t*4|)*14tmL"
 --context-parallel-size 1 --expert-model-parallel-size 64 --expert-tensor-parallel-size 1

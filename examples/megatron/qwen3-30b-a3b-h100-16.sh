@@ -11,4 +11,6 @@
 --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3
 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16
 --cross-entropy-loss-fusion --cross-entropy-fusion-impl te
+# moe_hybridep_num_sms = 32: Megatron-Bridge@067f987d perf_recipes/_common.py _benchmark_common
 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-permute-fusion
+--moe-hybridep-num-sms 32

@@ -117,11 +117,20 @@ class Calibration:
     net_step_latency_s: float = NCCL_NET_STEP_LATENCY_S
     # SMs a communication kernel occupies while it runs; compute overlapping it gets the rest
     # (simulator.streams.sm_share). NCCL runs one CTA per channel (NCCL docs, NCCL_MIN_CTAS: "CTAs (channels)"); an
-    # 8-GPU H800 node logs "16 coll channels ... 16 p2p channels" (NVIDIA/nccl issue #892). DeepEP's
-    # dispatch / combine: 20 SMs (DeepSeek-V3 report Sec. 3.2.2, 20 of 132; Megatron-Core's DeepEP default,
-    # TransformerConfig.moe_deepep_num_sms "historical default 20"; DeepEP's README example sets 24).
+    # 8-GPU H800 node logs "16 coll channels ... 16 p2p channels" (NVIDIA/nccl issue #892). The flex dispatcher's
+    # dispatch / combine run on the job's --moe-flex-dispatcher-num-sms (layout.dispatcher_sms, carried by each op:
+    # simulator.costs.kernels.comm_kernel_sms); these are the defaults where the job sets none. DeepEP: 20 SMs
+    # (Megatron-Core's own when moe_flex_dispatcher_num_sms is None: _DeepepManager.__init__ calls
+    # set_deepep_num_sms(... else 20), NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/token_dispatcher.py;
+    # DeepEP's Buffer.num_sms = 20, deepseek-ai/DeepEP deep_ep/buffer.py; DeepSeek-V3 report Sec. 3.2.2, 20 of 132).
+    # HybridEP: Megatron-Core passes None through (init_hybrid_ep_buffer sets no num_sms_dispatch_api), and
+    # HybridEP's Configurer takes 24 SMs for dispatch and for combine in one NVLink domain, 8 across domains
+    # (deepseek-ai/DeepEP@94a9f8f6 branch hybrid-ep csrc/hybrid_ep/config.cuh, ``value_or((num_of_nodes == 1) ? 24
+    # : 8)``, since a0d27f1 #588, 2026-03-31; 32 / 16 from #494, 2025-11-18, 32 / 8 from #504, 2025-12-03).
     comm_sms_nccl: int = 16
     comm_sms_deepep: int = 20
+    comm_sms_hybridep: int = 24
+    comm_sms_hybridep_internode: int = 8
     fitted_on: tuple[str, ...] = ("compute_residual: Table 3, MegaScale-MoE, 240 GPUs (21.61 s/step)",)
 
     def with_(self, **changes: object) -> Calibration:
@@ -170,7 +179,9 @@ SOURCES: dict[str, str] = {
     "all_to_all_efficiency": "NVIDIA/nccl-tests#212 (sjeaugey): non-all-reduce collectives reach NCCL's ring busBw, the NVLink capacity",
     "ring_efficiency": "ring AG/RS at the measured NVLink / NIC rates (topologies/hardware.py)",
     "comm_sms_nccl": "NVIDIA/nccl #892: 16 channels on an 8-GPU H800 node; NCCL docs NCCL_MIN_CTAS",
-    "comm_sms_deepep": "DeepSeek-V3 report Sec. 3.2.2 (20 of 132 SMs); Megatron-Core moe_deepep_num_sms",
+    "comm_sms_deepep": "Megatron-Core token_dispatcher.py _DeepepManager: 20 when moe_flex_dispatcher_num_sms is None",
+    "comm_sms_hybridep": "DeepEP hybrid-ep csrc/hybrid_ep/config.cuh Configurer: 24 SMs in one NVLink domain",
+    "comm_sms_hybridep_internode": "DeepEP hybrid-ep csrc/hybrid_ep/config.cuh Configurer: 8 SMs across domains",
     "fitted_on": "the one fit",
 }
 

@@ -224,8 +224,8 @@ def alpha_beta(rows: tuple[tuple[float, float], ...]) -> AlphaBeta:
 # (dispatch, combine) GB/s. The Torch API path (Python preprocessing included) reaches 0.64-0.83 of these; the
 # kernel rows are taken (the preprocessing is a step of its own, workloads/dispatchers/flex_hybridep.py). 32 SMs:
 # what Megatron-Bridge's perf recipes set for the HybridEP backend (NVIDIA-NeMo/Megatron-Bridge@067f987d
-# perf_recipes _common.py _benchmark_common, moe_hybridep_num_sms = 32); the SMs the simulator holds for it stay
-# Calibration.comm_sms_deepep. Read by the flex dispatcher with the HybridEP backend (Transport.HYBRIDEP,
+# perf_recipes _common.py _benchmark_common, moe_hybridep_num_sms = 32), which the simulator holds for it when the job
+# says so (layout.dispatcher_sms; HybridEP's own default otherwise, Calibration.comm_sms_hybridep). Read by the flex dispatcher with the HybridEP backend (Transport.HYBRIDEP,
 # simulator/costs/kernels.py) on the NVLink part of its dispatch and combine, at the EP degree; DeepEP's rate
 # elsewhere. The B300 and GB300 have no table of their own: the same NVLink 5 fabric as the B200 / GB200 (assumed).
 _GB200_NVL_HYBRIDEP = {

@@ -208,15 +208,23 @@ def nic_wire_bytes(op: Op) -> float:
 
 
 def comm_kernel_sms(op: Op, cal: Calibration) -> int:
-    """SMs a collective's kernel holds while it runs: DeepEP's for an EP dispatch or combine of DeepEP-class
-    kernels (its transport, in a node or across nodes: DeepEP's intranode and internode kernels both run on
-    Buffer.num_sms SMs, Megatron-Core's moe_deepep_num_sms), NCCL's channels for every other collective (the
-    alltoall dispatcher's EP and TE's bulk TP overlaps included). A fused GEMM + collective moves its tiles
-    inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
+    """SMs a collective's kernel holds while it runs. An EP dispatch or combine of DeepEP-class kernels (its
+    transport, in a node or across nodes: DeepEP's intranode and internode kernels both run on Buffer.num_sms SMs,
+    HybridEP's on num_sms_dispatch_api / num_sms_combine_api) holds what the job gives them (``op.sms``: Megatron's
+    moe_flex_dispatcher_num_sms, passed to both backends by token_dispatcher.py at NVIDIA/Megatron-LM@d98e8a64),
+    else its backend's default: DeepEP's 20 (Calibration.comm_sms_deepep), HybridEP's 24 when the group stays in
+    one NVLink domain, 8 when it spans domains (its ops carry NIC bytes; Calibration.comm_sms_hybridep*). Every
+    other collective holds NCCL's channels (the alltoall dispatcher's EP and TE's bulk TP overlaps included). A
+    fused GEMM + collective moves its tiles inside the GEMM (MegaScale-MoE Sec. 4.2) and holds none of its own."""
     if op.kind != COLLECTIVE:
         return 0
-    deepep = op.group == Group.EP and op.transport.deepep_class
-    return cal.comm_sms_deepep if deepep else cal.comm_sms_nccl
+    if op.group != Group.EP or not op.transport.deepep_class:
+        return cal.comm_sms_nccl
+    if op.sms:
+        return op.sms
+    if op.transport == Transport.HYBRIDEP:
+        return cal.comm_sms_hybridep_internode if op.nic_bytes else cal.comm_sms_hybridep
+    return cal.comm_sms_deepep
 
 
 def collective_latency_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:

@@ -6,6 +6,8 @@ A communication kernel holding 25 SMs leaves 75: compute beside it progresses at
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import simpy
 
@@ -72,6 +74,21 @@ def test_deepep_holds_its_own_sm_count() -> None:
     a2a = _a2a(COMM, (0,), nic_bytes=1e6, comm_bytes=nvlink_bytes, transport=Transport.DEEPEP)
     ops = [_mem("pre", 1.0), a2a, _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2))]
     assert _spans(_run(ops)) == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 5.0), (3, 5.0, 6.0)]
+
+
+def test_the_jobs_sm_count_replaces_the_default() -> None:
+    """The same cross-node DeepEP all-to-all (1-3 ms) launched on the SMs the job gives it (op.sms, Megatron's
+    --moe-flex-dispatcher-num-sms): 75 of the 100 leave the wgrad beside it 0.25 of its rate, 0.5 ms of work by 3 ms,
+    so it ends at 5.5 and post at 6.5, where the default 50 ends it at 5; 10 SMs leave 0.9: 1.8 ms by 3, end 4.2."""
+    nvlink_bytes = 2e6 * deepep_efficiency(Link.NVLINK)
+
+    def step(sms: int) -> list[tuple[int, float, float]]:
+        a2a = replace(_a2a(COMM, (0,), nic_bytes=1e6, comm_bytes=nvlink_bytes, transport=Transport.DEEPEP), sms=sms)
+        return _spans(_run([_mem("pre", 1.0), a2a, _mem("wgrad", 3.0, (0,)), _mem("post", 1.0, (1, 2))]))
+
+    assert step(0) == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 5.0), (3, 5.0, 6.0)]
+    assert step(75) == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 5.5), (3, 5.5, 6.5)]
+    assert step(10) == [(0, 0.0, 1.0), (1, 1.0, 3.0), (2, 1.0, 4.2), (3, 4.2, 5.2)]
 
 
 def test_which_kernels_hold_sms() -> None:

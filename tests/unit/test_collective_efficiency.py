@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.collective_efficiency import (
     EFFICIENCY,
     RING_NIC_ROWS,
@@ -123,4 +124,6 @@ def test_hybridep_transport_reads_its_own_nvlink5_rates() -> None:
     assert collective_wire_bytes(ep64, CAL, gb300) == collective_wire_bytes(ep64, CAL, gb200)
     assert collective_wire_bytes(ep8, CAL, H800) == collective_wire_bytes(op(8, Transport.DEEPEP), CAL, H800)
     assert nic_wire_bytes(ep8) == nic_wire_bytes(op(8, Transport.DEEPEP))
-    assert comm_kernel_sms(ep8, CAL) == comm_kernel_sms(op(8, Transport.DEEPEP), CAL) == CAL.comm_sms_deepep
+    # the SMs held: HybridEP's own default across NVLink domains (the op has NIC bytes), 8, where DeepEP's is 20
+    assert comm_kernel_sms(ep8, DEFAULT_CALIBRATION) == 8
+    assert comm_kernel_sms(op(8, Transport.DEEPEP), DEFAULT_CALIBRATION) == 20

@@ -53,6 +53,7 @@ class MoeContext:
     quant_align: int  # FP8 / FP4 training: rows per expert padded to this multiple in TEGroupedMLP (0: none)
     shared: bool  # shared experts run beside the dispatch
     etp: int
+    comm_sms: int = 0  # SMs of its DeepEP-class dispatch / combine kernels (layout.dispatcher_sms; 0: the default)
 
     @property
     def routed(self) -> int:

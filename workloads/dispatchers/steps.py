@@ -63,6 +63,7 @@ def ep_collective(
         "group_size": ctx.degree,
         "module": M,
         "transport": transport,
+        "sms": ctx.comm_sms if transport.deepep_class else 0,  # NCCL's channels are its own (comm_kernel_sms)
         "fuse": fuse,
     }
     if dispatch:

@@ -192,6 +192,7 @@ class _OpList:
                 comm_bytes=step.comm_bytes * scale,
                 nic_bytes=step.nic_bytes * scale,
                 transport=step.transport,
+                sms=step.sms,
                 graph=self.graph(step),
             )
         )

@@ -1,13 +1,12 @@
 """Megatron-LM / Megatron-Core training arguments as a moesim job (``parse_megatron_args``): the layout,
 the batch, the sequence length, the precision and model overrides, plus the flags it ignores and why.
 
-Every layout field a Megatron flag maps to takes the flag's value or Megatron-Core's default for it (a
-Megatron run without ``--moe-grouped-gemm`` runs SequentialMLP, without ``--use-distributed-optimizer``
-keeps the optimizer unsharded, ...); the fields Megatron has no flag for (routing skew, FP8 communication,
-recompute_to_fit, ...) come from the base layout, megascale-moe's LayoutSpec defaults unless ``--layout``
-names another. Model flags override the base model only where present. Rules Megatron-Core asserts
-between flags are ConfigErrors naming the flag. Sources: NVIDIA/Megatron-LM commit
-d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron/training/arguments.py ``validate_args``,
+Every layout field a Megatron flag maps to takes the flag's value or Megatron-Core's default for it (a Megatron run
+without ``--moe-grouped-gemm`` runs SequentialMLP, without ``--use-distributed-optimizer`` keeps the optimizer
+unsharded, ...); the fields Megatron has no flag for (routing skew, FP8 communication, recompute_to_fit, ...) come
+from the base layout, megascale-moe's LayoutSpec defaults unless ``--layout`` names another. Model flags override the
+base model only where present. Rules Megatron-Core asserts between flags are ConfigErrors naming the flag. Sources:
+NVIDIA/Megatron-LM commit d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron/training/arguments.py ``validate_args``,
 megatron/core/transformer/transformer_config.py, megatron/core/model_parallel_config.py,
 megatron/core/optimizer/optimizer_config.py); the README's "Megatron-LM arguments" table lists each flag.
 """
@@ -22,7 +21,7 @@ from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
 from workloads.inputs.megatron_fsdp import fsdp_fp8_param_gather, fsdp_zero_stage, megatron_fsdp_grads_dtype
-from workloads.inputs.megatron_graphs import cuda_graphs, granularity, rank_capacity
+from workloads.inputs.megatron_graphs import cuda_graphs, flex_dispatcher_sms, granularity, rank_capacity
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
 from workloads.specs.hints import in_megatron_words
@@ -234,6 +233,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "etp": etp if ffn == "ep" else 1,
         # the token dispatcher object (workloads/dispatchers): its copies, transport, kernels and syncs
         "token_dispatcher": token_dispatcher_name(dispatcher, backend),
+        "dispatcher_sms": flex_dispatcher_sms(args, dispatcher, backend, notes),
         # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/specs/layouts.py)
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),

@@ -102,6 +102,11 @@ FLAGS: dict[str, Flag] = {
     # moe_expert_rank_capacity_factor): no host sync; hybridep needs the TE op fuser or grouped tensors
     "--moe-expert-rank-capacity-factor": Flag(F),
     "--use-transformer-engine-op-fuser": Flag(S),
+    # SMs of the flex dispatcher's dispatch / combine kernels, and the deprecated per-backend names routed into it
+    # (TransformerConfig.moe_flex_dispatcher_num_sms, __post_init__; workloads/inputs/megatron_graphs.py)
+    "--moe-flex-dispatcher-num-sms": Flag(I),
+    "--moe-deepep-num-sms": Flag(I),
+    "--moe-hybridep-num-sms": Flag(I),
     "--moe-use-grouped-tensor": Flag(S),
     "--moe-paged-stash": Flag(S),
     "--moe-paged-stash-buffer-size-factor-cuda": Flag(F),

@@ -1,6 +1,7 @@
-"""Megatron-LM's CUDA graphs as a moesim layout (``cuda_graphs``), and the static MoE shapes a graph needs
-(``rank_capacity``): flags, Megatron's rules between them in Megatron's words, and the scopes moesim captures
-(workloads/specs/cuda_graphs.py). Source: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553.
+"""Megatron-LM's CUDA graphs as a moesim layout (``cuda_graphs``), and the flex dispatcher's static settings: the
+MoE shapes a graph needs (``rank_capacity``) and the SMs its kernels hold (``flex_dispatcher_sms``). Flags,
+Megatron's rules between them in Megatron's words, and the scopes moesim captures (workloads/specs/cuda_graphs.py).
+Source: NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553.
 """
 
 from __future__ import annotations
@@ -128,3 +129,35 @@ def rank_capacity(args: dict[str, Any], dispatcher: str, backend: str, notes: li
         stash = stash if stash > 0 else factor
         notes.append("--moe-paged-stash: its stash and reload copy kernels (pack / unpack streams) are not timed")
     return {"expert_rank_capacity": factor, "paged_stash_factor": stash}
+
+
+_DEPRECATED_SMS = ("--moe-deepep-num-sms", "--moe-hybridep-num-sms")
+
+
+def flex_dispatcher_sms(args: dict[str, Any], dispatcher: str, backend: str, notes: list[str]) -> int:
+    """The SMs of the flex dispatcher's dispatch and combine kernels (layout.dispatcher_sms; 0: the backend's own
+    default, simulator/costs/calibration.py). TransformerConfig.__post_init__ at d98e8a64dd: an explicit
+    --moe-flex-dispatcher-num-sms wins; else the deprecated --moe-deepep-num-sms / --moe-hybridep-num-sms is routed
+    into it, and the two must agree. token_dispatcher.py then hands the value to DeepEP (Buffer.set_num_sms, which
+    asserts an even count: deepseek-ai/DeepEP deep_ep/buffer.py) or HybridEP (num_sms_dispatch_api and
+    num_sms_combine_api alike)."""
+    flex = args.get("--moe-flex-dispatcher-num-sms")
+    given = {name: args[name] for name in _DEPRECATED_SMS if args.get(name) is not None}
+    if flex is None and len(set(given.values())) > 1:
+        knobs = {name[2:].replace("-", "_"): value for name, value in given.items()}
+        raise ConfigError(
+            _DEPRECATED_SMS[1],
+            f"Conflicting deprecated SM-count knobs {knobs}; set a single moe_flex_dispatcher_num_sms instead.",
+        )
+    flag = "--moe-flex-dispatcher-num-sms" if flex is not None else next(iter(given), "")
+    sms = flex if flex is not None else next(iter(given.values()), None)
+    if sms is None:
+        return 0
+    if sms < 1:
+        raise ConfigError(flag, f"must be a positive integer, got {sms}")
+    if dispatcher != "flex":
+        notes.append(f"{flag} without --moe-token-dispatcher-type flex: no effect")
+        return 0
+    if backend == "deepep" and sms % 2:
+        raise ConfigError(flag, f"The SM count must be even (DeepEP's Buffer.set_num_sms), got {sms}")
+    return sms

@@ -297,6 +297,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         quant_align=quant_alignment(layout),
         shared=bool(shared),
         etp=etp,
+        comm_sms=layout.dispatcher_sms,
     )
     parts = ExpertSteps(experts, shared, etp_ag, etp_rs)
     norm, *router = _router_steps(model, layout, local)  # the shared experts take the pre-MLP norm's output

@@ -33,7 +33,7 @@ def check_layout(layout: LayoutSpec) -> None:
         raise ConfigError("layout.routing", f"must be one of {', '.join(ROUTINGS)}")
     if layout.gemm_dtype not in GEMM_DTYPES:
         raise ConfigError("layout.gemm_dtype", f"must be one of {', '.join(GEMM_DTYPES)}")
-    for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers"):
+    for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers", "dispatcher_sms"):
         if getattr(layout, field) < 0:
             raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
     if any(count < 0 for count in layout.block_layers):
@@ -263,6 +263,11 @@ class LayoutSpec:
     # --moe-token-dispatcher-type: "alltoall", "allgather", "flex-deepep", "flex-hybridep". Each issues its own
     # kernels, collectives and host syncs, and sends its own copies (one per routed expert, or per rank / node).
     token_dispatcher: str = "megascale"
+    # SMs each DeepEP-class dispatch / combine kernel runs on, taken from the compute beside it
+    # (simulator/streams/sm_share.py): Megatron --moe-flex-dispatcher-num-sms (or the deprecated --moe-deepep-num-sms
+    # / --moe-hybridep-num-sms, TransformerConfig.__post_init__). 0: the backend's own default
+    # (simulator/costs/calibration.py: DeepEP's 20, HybridEP's 24 in one NVLink domain, 8 across).
+    dispatcher_sms: int = 0
     # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-modules; workloads/specs/cuda_graphs.py): the
     # scopes captured, "layer" for a whole layer, "iteration" for the whole step (full_iteration); () is eager.
     cuda_graph_scope: tuple[str, ...] = ()
