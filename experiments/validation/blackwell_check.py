@@ -47,16 +47,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.common.stage_costs import StageCosts, busiest_stage, per_micro_batch
-from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION, Calibration
-from simulator.costs.kernels import memory_time_s
+from simulator.costs.calibration import (
+    BENCHMARK_CALIBRATION,
+    DEFAULT_CALIBRATION,
+    UNFITTED_CALIBRATION,
+    Calibration,
+)
+from simulator.costs.kernels import gemm_time_s, memory_time_s
 from simulator.engine.timing import task_timer
 from simulator.report.megatron_flops import megatron_args, megatron_flops
 from simulator.report.simulate import prepare, simulate
 from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from topologies.cluster import cluster_preset
+from topologies.hardware import gpu_preset
 from workloads.inputs.megatron import MegatronRun, parse_megatron_args
 from workloads.inputs.yaml_files import load_model
-from workloads.ops import BYTES_BF16
+from workloads.ops import BYTES_BF16, Gemm, GemmPrecision
 from workloads.recipes.fp8_quant import FP8_BYTES, QUANT_KERNELS
 from workloads.specs.precision import Fp8Recipe
 
@@ -184,26 +190,51 @@ def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATI
 
 # TE's MXFP8 quantization on Blackwell: NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst,
 # "NVIDIA B300 SXM6 AC", one layer's 12 GEMMs (hidden 4,096, FFN 16,384, 15,872 tokens), MXFP8 in autocast 8.984 ms
-# against pre-quantized 7.161 ms: 1.823 ms of TE's cast kernels, each of the 12 ops quantizing its two BF16 operands
-# into the one MXFP8 copy it needs (2 B read, 1 B written, an E8M0 scale per 32). That is 4.25 TB/s, 0.53 of the
-# B300's 8 TB/s; pytorch/ao@0b1bb117 torchao/prototype/moe_training/README.md "MXFP8 Kernel Breakdown by Pass" (B200,
-# 8 TB/s) agrees: its MXFP8 casts move the same bytes at 4.25 TB/s (column-wise, 670.7 us for 131,072 x 7,168) to
-# 4.90 TB/s (row-wise, 580.6 us), 0.53-0.61. Calibration.memory_efficiency (0.8, from H100 / H200 kernels) is above
-# both; the simulator's cost model is not changed here (this check states the gap).
+# against pre-quantized 7.161 ms: 1.823 ms of TE's cast kernels. Autocast runs each op as a te.Linear forward
+# (benchmarks/gemm/benchmark_gemm.py benchmark_fp8) with grad enabled and a weight that needs a gradient, so
+# (transformer_engine/pytorch/module/linear.py) its input is quantized row- and column-wise in one kernel
+# (backward_needs_input) and its weight row-wise only (the input needs no gradient), afresh each call
+# (is_first_microbatch None): 2 B read per element, 1 B and an E8M0 scale per 32 written per copy. The page's BF16 rows
+# bound how well one difference of two totals is known: BF16 quantizes nothing in either mode, yet runs 12.758 ms in
+# autocast against 13.102 pre-quantized, 0.344 ms apart (19% of 1.823). torchao's MXFP8 casts on B200 (pytorch/ao@
+# 98e81e01 torchao/prototype/moe_training/README.md "MXFP8 Kernel Breakdown by Pass": 580.6 us row-wise, 670.7 us
+# column-wise for 131,072 x 7,168, 0.53-0.61 of 8 TB/s) are torchao's own kernels, not TE's, so they are not used to
+# price TE's. Calibration.memory_efficiency (0.8, from H100 / H200 kernels) is what the simulator uses; the check states
+# the gap and the cost model is not changed.
 TE_B300_MXFP8_QUANT_S = 8.984e-3 - 7.161e-3
 _TE_TOKENS, _TE_SHAPES = 15872, ((4096, 12288), (4096, 4096), (4096, 16384), (16384, 4096))
 
 
 def te_b300_mxfp8_quantization_s(calibration: Calibration = DEFAULT_CALIBRATION) -> float:
-    """TE's B300 benchmark's MXFP8 quantization (autocast - pre-quantized) as the simulator times it on a b300."""
+    """TE's B300 benchmark's MXFP8 quantization (autocast - pre-quantized) as the simulator times it on a b300: per op
+    (fprop tokens x in @ in x out, dgrad tokens x out @ out x in, wgrad in x tokens @ tokens x out) the input's two
+    MXFP8 copies and the weight's one, a kernel each."""
     cost = QUANT_KERNELS[Fp8Recipe.MXFP8]
-    x = sum(_TE_TOKENS * k for k, _ in _TE_SHAPES)
-    w = sum(k * n for k, n in _TE_SHAPES)
-    dy = sum(_TE_TOKENS * n for _, n in _TE_SHAPES)
-    per_element = BYTES_BF16 + FP8_BYTES + cost.scale_bytes
-    tensors = 3 * 2 * len(_TE_SHAPES)
+    inputs = sum(_TE_TOKENS * k + _TE_TOKENS * n + k * _TE_TOKENS for k, n in _TE_SHAPES)
+    weights = sum(k * n + n * k + _TE_TOKENS * n for k, n in _TE_SHAPES)
+    copy_bytes = FP8_BYTES + cost.scale_bytes
+    total_bytes = inputs * (BYTES_BF16 + 2 * copy_bytes) + weights * (BYTES_BF16 + copy_bytes)
     gpu = cluster_preset("b300", 8).gpu
-    return memory_time_s(per_element * 2 * (x + w + dy), cost.kernels * tensors, gpu, calibration)
+    return memory_time_s(total_bytes, cost.kernels * 2 * 3 * len(_TE_SHAPES), gpu, calibration)
+
+
+# torchao's MXFP8 grouped GEMM on B200, printed beside what moesim gives the same shape: pytorch/ao@98e81e01
+# torchao/prototype/moe_training/README.md "MXFP8 Kernel Breakdown by Pass" (torch 2.11.0.dev20251216+cu128):
+# torch._scaled_grouped_mm 2D-3D, (131072, 7168) @ (8, 7168, 2048) and (131072, 2048) @ (8, 2048, 7168), 1838.1 us
+# each. That is PyTorch's CUTLASS grouped kernel, not the cuBLAS GEMMs TE's GroupedLinear runs under Megatron-Core
+# (simulator/costs/blackwell_tables.py), so it is not in moesim's MXFP8 curve: the line compares two kernels of one
+# shape, it does not test the model. Simulated at benchmark clocks without the residual (BENCHMARK_CALIBRATION).
+TORCHAO_GROUPED_S = 1838.1e-6
+TORCHAO_GROUPED = ((16384, 2048, 7168), (16384, 7168, 2048))  # rows per group, n, k; 8 groups
+
+
+def torchao_grouped_simulated_s() -> float:
+    """moesim's mean time of torchao's two 2D-3D MXFP8 grouped GEMM shapes on the b200 preset, TE's kernels assumed."""
+    gpu = gpu_preset("b200")
+    return sum(
+        gemm_time_s(Gemm(m, n, k, groups=8, precision=GemmPrecision.FP8_MXFP8), gpu, BENCHMARK_CALIBRATION)
+        for m, n, k in TORCHAO_GROUPED
+    ) / len(TORCHAO_GROUPED)
 
 
 # Sec. 4.3.6 of the report: partial CUDA graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with
@@ -296,6 +327,12 @@ def table() -> str:
     lines.append(
         f"TE's MXFP8 quantization on B300 (gemm_profiling, one layer): measured {TE_B300_MXFP8_QUANT_S * 1e3:.3f} ms, "
         f"simulated {quant_s * 1e3:.3f} ms ({quant_s / TE_B300_MXFP8_QUANT_S - 1:+.1%})"
+    )
+    grouped_s = torchao_grouped_simulated_s()
+    lines.append(
+        f"torchao's MXFP8 grouped GEMM on B200 (torch._scaled_grouped_mm, 8 x 16,384 rows, not TE's kernel): measured "
+        f"{TORCHAO_GROUPED_S * 1e6:.1f} us, moesim's TE MXFP8 curve {grouped_s * 1e6:.1f} us "
+        f"({grouped_s / TORCHAO_GROUPED_S - 1:+.1%})"
     )
     return "\n".join(lines)
 

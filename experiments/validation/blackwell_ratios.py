@@ -16,9 +16,10 @@ that say where the difference is and is not:
   cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it with GEMMs alone would take
   GB300's GEMMs 1.30x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
   against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is not the GEMM rate,
-  or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.86x
-  (Blackwell's MXFP8 GEMM curve sits at torchao's grouped 0.47 of peak from K 2,048 to 7,168, where TE's B300 layer
-  sums put MXFP8 5% behind FP8-CS: simulator/costs/blackwell_points.py).
+  or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.99-1.00x
+  (Blackwell's MXFP8 GEMM curve is the FP8 per-tensor one at TE's same-run B300 ratio, MXFP8 GEMMs 5% behind FP8-CS's,
+  simulator/costs/blackwell_tables.py; the simulated MXFP8 quantization, one pass, is a third cheaper than FP8-CS's
+  amax pass and cast, which more than makes up for it; 0.86x while torchao's grouped kernel was pooled into the curve).
 - HBM-bound kernels: cuDNN's RMSNorm / LayerNorm benchmark on GB200 and GB300, same cuDNN (backend 9.19.01), same day
   (NVIDIA/cudnn-frontend@3929da2e benchmark/norms/results/{gb200,gb300}/all_models_20260226_*.csv, BF16, forward and
   backward, 15 shapes of 11 models): GB300 moves 0.97-1.04x GB200's bytes per second forward (median 1.01x),

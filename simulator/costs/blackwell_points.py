@@ -36,12 +36,18 @@ _TE_B300 = "NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_
 # matmuls (time_sec per shape). 1024^3 to 2048^3 (under 16 us) are not entered: the launch and teardown the model
 # charges apart (Calibration.kernel_overhead_s, 2.1 us) is over 10% of them, as the H100 table leaves out 1024^3.
 _AO_2427 = "pytorch/ao PR #2427 (2025-06-23), torch.matmul bf16, B200"
-# pytorch/ao torchao/prototype/moe_training/README.md at 0b1bb117, "MXFP8 Kernel Breakdown by Pass" (NVIDIA B200, torch
-# 2.11.0.dev20251216+cu128): torch._scaled_grouped_mm 2D-3D, (131072, 7168) @ (8, 7168, 2048) and (131072, 2048) @
-# (8, 2048, 7168), 1838.1 us each: 8 groups of 16,384 rows on average (jagged offsets), already quantized. 2,094
-# TFLOP/s, 0.47 of 4.5 PFLOP/s; the README's "74.6% peak TFLOPS" implies a 2.8 PFLOP/s basis it does not state, so
-# the time and the shape are what is taken.
-_AO_MOE = "pytorch/ao@0b1bb117 torchao/prototype/moe_training/README.md, MXFP8 kernel breakdown, B200"
+# pytorch/ao torchao/prototype/moe_training/README.md at 98e81e01 (2025-12-21; the same table was cited at 0b1bb117),
+# "MXFP8 Kernel Breakdown by Pass" (NVIDIA B200, torch 2.11.0.dev20251216+cu128): torch._scaled_grouped_mm 2D-3D,
+# (131072, 7168) @ (8, 7168, 2048) and (131072, 2048) @ (8, 2048, 7168), 1838.1 us each: 8 groups of 16,384 rows on
+# average (jagged offsets), already quantized. 2,094 TFLOP/s, 0.47 of 4.5 PFLOP/s; the README's "74.6% peak TFLOPS"
+# implies a 2.8 PFLOP/s basis it does not state, so the time and the shape are what is taken. (The README at 5e79e5ed,
+# torchao 0.16 at a 1,000 W limit, times the same shapes at 1671.2 and 1683.4 us.) torch._scaled_grouped_mm is
+# PyTorch's CUTLASS grouped kernel, which torchao's MoE training calls; Megatron-Core's TEGroupedMLP runs TE's
+# GroupedLinear, whose GEMMs on Blackwell are cuBLAS (NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/gemm/
+# cublaslt_gemm.cu nvte_multi_tensor_gemm, "Currently only support cutlass group gemm on Hopper Arch"), so these points
+# are not in moesim's MXFP8 curve (simulator/costs/blackwell_tables.py); experiments/validation/blackwell_check.py
+# prints them beside moesim's time for the shape.
+_AO_MOE = "pytorch/ao@98e81e01 torchao/prototype/moe_training/README.md, MXFP8 kernel breakdown, B200"
 
 
 def _tflops(rows: int, n: int, k: int, seconds: float) -> float:
@@ -69,7 +75,7 @@ BLACKWELL_POINTS: tuple[GemmPoint, ...] = (
     GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 15360, 4096, 3072, 3432.5, _MAMF + " FP8 (B200)", B200),
     GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 19456, 5120, 1536, 3615.6, _MAMF + " FP8 (GB200)", GB200),
     GemmPoint(GemmKernel.FP8_TENSORWISE_DENSE, 1, 3072, 6144, 7168, 3353.3, _MAMF + " FP8 (B300)", B300),
-    # MXFP8 grouped, 16,384 rows per group (past the rows at which grouped runs as dense, gemm_efficiency._DENSE_ROWS)
+    # MXFP8 grouped, torchao's kernel (not TE's: kept as data for the printed check, out of the MXFP8 curve)
     GemmPoint(GemmKernel.MXFP8_GROUPED, 8, 16384, 2048, 7168, _tflops(131072, 2048, 7168, 1838.1e-6), _AO_MOE, B200),
     GemmPoint(GemmKernel.MXFP8_GROUPED, 8, 16384, 7168, 2048, _tflops(131072, 7168, 2048, 1838.1e-6), _AO_MOE, B200),
 )

@@ -10,11 +10,23 @@ main-loop time: a Blackwell SM runs BF16 and FP8 MMAs at 2.03x a Hopper SM (B200
 against H100 989 over 132), so a Blackwell tile of depth K is taken to pay its fixed per-tile cost like a Hopper
 tile of depth 0.49 K (assumed, as gemm_efficiency.extend_down does for BF16 against FP8).
 
+MXFP8 (and FP8 blockwise, which TE runs as MXFP8 on SM100: "On Blackwell (SM100+), FP8 Block is emulated via MXFP8",
+NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst, so the two share one curve): TE's
+own measurement of the cuBLAS GEMMs Megatron-Core runs. The same page times the same 12 GEMMs of one layer on the same
+B300 pre-quantized in both recipes, MXFP8 7.161 ms against FP8 current scaling 6.812 ms, so the MXFP8 curve is the FP8
+per-tensor curve (cuBLAS, the same tensor cores at the same FP8 rate) at that measured ratio, 0.951, at every K
+(``te_pair_ratio``). MXFP8's absolute layer sum is not entered on its own: the per-tensor curve is pooled with the
+MAMF best shapes (0.74 of peak) above TE's own per-tensor layer (0.63), and leveling MXFP8 alone at its layer (0.60)
+would put it 0.81x per-tensor where TE measures 0.95x. torchao's MXFP8 grouped GEMM on B200 (0.47 of peak) is not in
+the curve: it times torch._scaled_grouped_mm, PyTorch's CUTLASS kernel that torchao's MoE training calls, not the
+cuBLAS GEMMs of TE's GroupedLinear (NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/gemm/cublaslt_gemm.cu
+nvte_multi_tensor_gemm: "Currently only support cutlass group gemm on Hopper Arch", else multi-stream cuBLAS; its
+grouped-tensor path is cuBLASLt's grouped GEMM, cublaslt_grouped_gemm.cu). It is printed beside moesim's time for
+the same shape (experiments/validation/blackwell_check.py), not fitted. Pooling the two, as before, put MXFP8 at
+0.47 of peak from K 2,048 to 7,168 and Llama 3 8B's MXFP8 / FP8-CS at 0.86x against 0.95-0.96x measured.
+
 Grouped GEMMs: Hopper's rows-per-group factors (assumed: no Blackwell grouped GEMM below 4,096 rows per group was
-found published; the one MXFP8 grouped measurement, 16,384 rows per group, runs at the dense level and enters the K
-curve). FP8 blockwise (1x128 / 128x128) runs as MXFP8 on Blackwell: "On Blackwell (SM100+), FP8 Block is emulated
-via MXFP8" (NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst), so the two share
-the MXFP8 curve. NVFP4 (Megatron-LM's --fp4-format): the same page's 3.764 ms per layer pre-quantized on B300 (3.48x
+found published). NVFP4 (Megatron-LM's --fp4-format): the same page's 3.764 ms per layer pre-quantized on B300 (3.48x
 BF16) sets one level against B300's dense FP4 peak, 0.40; below its K and by rows per group Hopper's blockwise
 shape (assumed: no other FP4 GEMM measurement found).
 
@@ -83,24 +95,34 @@ def sum_k(bench: GemmSum) -> float:
     return math.exp(sum(f * math.log(k) for f, (_, _, k) in zip(flops, bench.shapes)) / sum(flops))
 
 
-def k_curve(kernels: tuple[GemmKernel, ...], hopper: Curve) -> Curve:
-    """The Blackwell points and sums of ``kernels`` as a monotone curve in K, Hopper's fall below its smallest K."""
-    rows = [(p.k, point_efficiency(p)) for p in blackwell_points(*kernels)]
-    rows += [(sum_k(s), sum_efficiency(s)) for s in blackwell_sums(*kernels)]
+def k_curve(kernel: GemmKernel, hopper: Curve) -> Curve:
+    """The Blackwell points and sums of one kernel family as a monotone curve in K, Hopper's fall below its smallest
+    K. One family per curve: points of different kernel implementations are never pooled into one level."""
+    rows = [(p.k, point_efficiency(p)) for p in blackwell_points(kernel)]
+    rows += [(sum_k(s), sum_efficiency(s)) for s in blackwell_sums(kernel)]
     return extend_down(monotone_mean(rows), hopper, K_SCALE)
+
+
+def te_pair_ratio(kernel: GemmKernel, reference: GemmKernel) -> float:
+    """``kernel``'s layer-sum efficiency over ``reference``'s where one benchmark timed both on the same GEMMs of the
+    same GPU (TE's gemm_profiling, B300): a measured ratio of two kernel families, free of either's absolute level."""
+    (bench,), (ref,) = blackwell_sums(kernel), blackwell_sums(reference)
+    if bench.shapes != ref.shapes or bench.gpu != ref.gpu:
+        raise ValueError(f"{kernel.value} and {reference.value} were not timed on the same GEMMs and GPU")
+    return sum_efficiency(bench) / sum_efficiency(ref)
 
 
 def blackwell_gemm_table() -> GemmEfficiencyTable:
     """BF16, FP8 per-tensor and MXFP8 (= FP8 blockwise) curves from Blackwell's points; Hopper's rows factors."""
     hopper = HOPPER_GEMM_TABLE
-    bf16 = k_curve((GemmKernel.BF16_DENSE,), hopper.bf16.by_k)
-    tensorwise = k_curve((GemmKernel.FP8_TENSORWISE_DENSE,), hopper.fp8_tensorwise.by_k)
-    mxfp8 = KernelCurve(
-        k_curve((GemmKernel.MXFP8_DENSE, GemmKernel.MXFP8_GROUPED), hopper.fp8_blockwise.by_k),
-        hopper.fp8_blockwise.rows_factor,
-    )
+    bf16 = k_curve(GemmKernel.BF16_DENSE, hopper.bf16.by_k)
+    tensorwise = k_curve(GemmKernel.FP8_TENSORWISE_DENSE, hopper.fp8_tensorwise.by_k)
+    # MXFP8: the per-tensor curve at TE's same-run MXFP8 / FP8-current ratio (7.161 against 6.812 ms, module docstring);
+    # torchao's grouped MXFP8 point (GemmKernel.MXFP8_GROUPED, another kernel) stays out of it
+    ratio = te_pair_ratio(GemmKernel.MXFP8_DENSE, GemmKernel.FP8_TENSORWISE_DENSE)
+    mxfp8 = KernelCurve(tuple((k, y * ratio) for k, y in tensorwise), hopper.fp8_blockwise.rows_factor)
     # NVFP4: TE's B300 layer sum, one level, Hopper's blockwise shape below it and its rows factor (assumed)
-    nvfp4 = KernelCurve(k_curve((GemmKernel.NVFP4_DENSE,), hopper.fp8_blockwise.by_k), hopper.fp8_blockwise.rows_factor)
+    nvfp4 = KernelCurve(k_curve(GemmKernel.NVFP4_DENSE, hopper.fp8_blockwise.by_k), hopper.fp8_blockwise.rows_factor)
     return GemmEfficiencyTable(
         bf16=KernelCurve(bf16, hopper.bf16.rows_factor),
         fp8_tensorwise=KernelCurve(tensorwise, hopper.fp8_tensorwise.rows_factor),
@@ -108,8 +130,8 @@ def blackwell_gemm_table() -> GemmEfficiencyTable:
         fp8_mxfp8=mxfp8,
         nvfp4=nvfp4,
         source="simulator/costs/blackwell_points.py: MAMF 744d01e (B200, GB200, B300; BF16, FP8); TransformerEngine "
-        "d0067d0d gemm_profiling (B300); pytorch/ao #2427 (B200); torchao moe_training README 0b1bb117 (B200 MXFP8 "
-        "grouped); below the smallest K and by rows per group, Hopper's (assumed)",
+        "d0067d0d gemm_profiling (B300; MXFP8 as its MXFP8 / FP8-current ratio on the FP8 curve); pytorch/ao #2427 "
+        "(B200); below the smallest K and by rows per group, Hopper's (assumed)",
     )
 
 

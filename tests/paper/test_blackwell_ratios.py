@@ -53,10 +53,14 @@ def test_one_recipe_gb300_over_gb200_is_measured_far_above_the_simulated(results
 
 
 def test_gemms_alone_would_have_to_run_more_than_the_power_ratio_faster(results: dict[str, PairResult]) -> None:
-    """To close the one-recipe GB300 / GB200 gap with GEMMs alone they would have to run 1.30x faster, above the
-    1,400 / 1,200 W power ratio (1.17x, vendor specs) that bounds a power-bound kernel at equal energy per op."""
-    for r in _dense("(GB300/GB200)", results):
-        assert r.gemm_speedup_to_close == pytest.approx(1.30, abs=0.02)
+    """To close the one-recipe GB300 / GB200 gap with GEMMs alone they would have to run 1.30x (FP8-CS) / 1.32x
+    (MXFP8) faster, above the 1,400 / 1,200 W power ratio (1.17x, vendor specs) that bounds a power-bound kernel at
+    equal energy per op. (MXFP8 was 1.30x while its GEMM curve pooled torchao's grouped kernel.)"""
+    pairs = _dense("(GB300/GB200)", results)
+    assert len(pairs) == 2
+    for r in pairs:
+        expected = 1.295 if "FP8-CS" in r.pair.label else 1.321
+        assert r.gemm_speedup_to_close == pytest.approx(expected, abs=0.003), r.pair.label
         assert r.gemm_speedup_to_close > 1400 / 1200
 
 
@@ -88,14 +92,25 @@ def test_every_gb300_pair_is_measured_faster_than_simulated(results: dict[str, P
     assert all(r.unexplained > 1.04 for r in gb300_pairs)
 
 
-def test_mxfp8_over_fp8_current_scaling_is_simulated_slow_on_every_gpu(results: dict[str, PairResult]) -> None:
-    """Not a GB300 question: one recipe per GPU, MXFP8 measured 0.95-0.96x FP8-CS's throughput, simulated 0.86x on
-    all three (Blackwell's MXFP8 GEMM curve is at torchao's grouped 0.47 of peak where FP8-CS's is at 0.74)."""
+def test_mxfp8_over_fp8_current_scaling_gemms_are_tes_ratio_and_the_rest_is_fast(
+    results: dict[str, PairResult],
+) -> None:
+    """Not a GB300 question: one recipe per GPU, MXFP8 measured 0.95-0.96x FP8-CS's throughput. moesim's MXFP8 GEMMs
+    take 1.044x FP8-CS's time on all three GPUs (TE's same-run B300 layer: 7.161 / 6.812 = 1.051x, kernels only; the
+    per-kernel launch cost is common to both), and its MXFP8 quantization is cheaper (one pass against FP8-CS's amax
+    pass and cast): the pair is simulated 0.994-0.997x, 3-5% above the measured. Closing it with GEMMs alone would
+    take MXFP8's GEMMs 0.92-0.95x their speed here, against TE's own ratio. (Before, with torchao's grouped kernel
+    pooled into the MXFP8 curve at 0.47 of peak, the pair was simulated 0.855-0.859x.)"""
     pairs = _dense("MXFP8 over FP8-CS", results)
     assert len(pairs) == 3
     for r in pairs:
         assert 0.94 < r.measured < 0.97
-        assert r.simulated == pytest.approx(0.857, abs=0.01)
+        assert 0.99 < r.simulated < 1.0
+        assert 0.03 < r.simulated - r.measured < 0.055
+        assert 0.91 < r.gemm_speedup_to_close < 0.96
+        mxfp8, fp8cs = r.faster.costs.compute_s, r.slower.costs.compute_s
+        assert mxfp8["GEMMs"] / fp8cs["GEMMs"] == pytest.approx(1.044, abs=0.003)
+        assert mxfp8["FP8 quantization"] < 0.7 * fp8cs["FP8 quantization"]
 
 
 def test_hbm_bound_kernels_run_alike_on_gb300_and_gb200() -> None:

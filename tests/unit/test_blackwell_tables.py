@@ -3,6 +3,7 @@ out by hand; Hopper GPUs keep Hopper's tables; the GPU's typed generation picks 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -14,7 +15,9 @@ from simulator.costs.blackwell_tables import (
     BLACKWELL_GEMM_TABLE,
     K_SCALE,
     blackwell_attention_efficiency,
+    blackwell_gemm_table,
     sum_efficiency,
+    te_pair_ratio,
 )
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.collective_efficiency import Link, hybridep_efficiency, nvls_all_reduce_efficiency
@@ -78,30 +81,51 @@ def test_blackwell_gpus_get_blackwell_tables_and_a_fixed_table_overrides() -> No
     assert gemm_time_s(Gemm(8192, 8192, 8192), b200, CAL) == pytest.approx(28 * tile_s + CAL.kernel_overhead_s)
 
 
-def test_the_mxfp8_grouped_point_comes_back() -> None:
-    """torchao's B200 MXFP8 grouped GEMM, (131072, 7168) @ (8, 7168, 2048) in 1838.1 us: 8 groups of 16,384 rows,
-    128 x 16 tiles each, 16,384 tiles in 111 waves of 148 SMs; above the smaller-K point, so the curve keeps it."""
-    tflops = 2 * 131072 * 7168 * 2048 / 1838.1e-6 / 1e12
-    expected = tflops / 4500 / (16384 / (111 * 148))
-    assert BLACKWELL_GEMM_TABLE.tile_efficiency(7168, GemmPrecision.FP8_MXFP8) == pytest.approx(expected, rel=1e-12)
-    # FP8 blockwise runs as MXFP8 on Blackwell (TransformerEngine gemm_profiling.rst)
-    assert BLACKWELL_GEMM_TABLE.fp8_blockwise is BLACKWELL_GEMM_TABLE.fp8_mxfp8
+def test_mxfp8_is_the_fp8_curve_at_tes_same_run_ratio() -> None:
+    """TE's B300 gemm_profiling times the same 12 GEMMs pre-quantized in both recipes: MXFP8 7.161 ms, FP8 current
+    scaling 6.812 ms. The MXFP8 curve is the FP8 per-tensor curve times 6.812 / 7.161 = 0.951 at every K, so the 12
+    GEMMs timed on the two curves by hand (full waves of 128 x 128 tiles on B300's 160 SMs) keep TE's ratio."""
+    table = BLACKWELL_GEMM_TABLE
+    assert te_pair_ratio(GemmKernel.MXFP8_DENSE, GemmKernel.FP8_TENSORWISE_DENSE) == pytest.approx(6.812 / 7.161)
+    for k in (256, 1024, 2048, 4096, 7168, 14336, 65536):
+        mxfp8 = table.tile_efficiency(k, GemmPrecision.FP8_MXFP8)
+        assert mxfp8 == pytest.approx(table.tile_efficiency(k, GemmPrecision.FP8_TENSORWISE) * 6.812 / 7.161), k
+    mxfp8_sum = next(s for s in BLACKWELL_SUMS if s.kernel == GemmKernel.MXFP8_DENSE)
 
+    def layer_s(precision: GemmPrecision) -> float:
+        tflops_per_sm = 4500e12 / B300.sms
+        return sum(
+            math.ceil(math.ceil(m / 128) * math.ceil(n / 128) / B300.sms)
+            * 2 * 128 * 128 * k / (tflops_per_sm * table.tile_efficiency(k, precision))
+            for m, n, k in mxfp8_sum.shapes
+        )
 
-def test_the_te_layer_sum_comes_back() -> None:
-    """TE's B300 MXFP8 per-layer total, 7.161 ms kernel-only: the 12 GEMMs at the curve's efficiency at the sum's K
-    take that time (the sum is the largest K of the MXFP8 points, kept by the monotone fit)."""
-    mxfp8 = next(s for s in BLACKWELL_SUMS if s.kernel == GemmKernel.MXFP8_DENSE)
-    tflops_per_sm = 4500e12 / B300.sms
-    total_s = 0.0
-    for m, n, k in mxfp8.shapes:
-        tiles = math.ceil(m / 128) * math.ceil(n / 128)
-        efficiency = BLACKWELL_GEMM_TABLE.tile_efficiency(16384, GemmPrecision.FP8_MXFP8)  # flat past the last K
-        total_s += math.ceil(tiles / B300.sms) * 2 * 128 * 128 * k / (tflops_per_sm * efficiency)
-    assert total_s == pytest.approx(7.161e-3, rel=1e-9)
+    assert layer_s(GemmPrecision.FP8_MXFP8) / layer_s(GemmPrecision.FP8_TENSORWISE) == pytest.approx(7.161 / 6.812)
     # 19.17 TFLOP in 7.161 ms is 2.68 PFLOP/s, 0.595 of 4.5; the partial last waves (each GEMM 97-100% full on 160
     # SMs) leave the full-wave efficiency a little above that
-    assert 19.1727e12 / 7.161e-3 / 4500e12 < sum_efficiency(mxfp8) < 19.1727e12 / 7.161e-3 / 4500e12 / 0.97
+    assert 19.1727e12 / 7.161e-3 / 4500e12 < sum_efficiency(mxfp8_sum) < 19.1727e12 / 7.161e-3 / 4500e12 / 0.97
+    # FP8 blockwise runs as MXFP8 on Blackwell (TransformerEngine gemm_profiling.rst)
+    assert table.fp8_blockwise is table.fp8_mxfp8
+
+
+def test_mxfp8_curve_does_not_pool_torchaos_grouped_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchao's B200 MXFP8 grouped GEMM (torch._scaled_grouped_mm, 1838.1 us for (131072, 7168) @ (8, 7168, 2048):
+    0.47 of peak) is another kernel than the cuBLAS GEMMs TE runs: the curves are the same without it and with it
+    twice as slow, and the MXFP8 curve stays above it where its K lies (it used to be pooled in, at 0.47)."""
+    import simulator.costs.blackwell_points as points_module
+
+    torchao = blackwell_points(GemmKernel.MXFP8_GROUPED)
+    assert len(torchao) == 2 and all(p.gpu.name == "B200 SXM" for p in torchao)
+    for p in torchao:
+        assert point_efficiency(p) == pytest.approx(0.466, abs=0.001)
+        assert BLACKWELL_GEMM_TABLE.tile_efficiency(p.k, GemmPrecision.FP8_MXFP8) > point_efficiency(p) * 1.4
+    others = tuple(p for p in points_module.BLACKWELL_POINTS if p.kernel != GemmKernel.MXFP8_GROUPED)
+    slower = tuple(dataclasses.replace(p, tflops=p.tflops / 2) for p in torchao)
+    for points in (others, others + slower):
+        monkeypatch.setattr(points_module, "BLACKWELL_POINTS", points)
+        rebuilt = blackwell_gemm_table()
+        for precision in GemmPrecision:
+            assert rebuilt.curve(precision) == BLACKWELL_GEMM_TABLE.curve(precision), precision
 
 
 def test_blackwell_bf16_sits_among_its_points() -> None:
