@@ -2,7 +2,7 @@
 MoE recipes' GB200 / GB300 rows (NVIDIA/Megatron-LM PR #5728) and the Megatron-Core MoE report's Blackwell rows (arXiv
 2603.07685v1 Table 11), out of the corpus.
 
-Pinned: the simulated tokens/s/GPU of each row at the fitted calibration (compute_residual 0.8438) and at residual 1.
+Pinned: the simulated tokens/s/GPU of each row at the fitted calibration (compute_residual 0.8425) and at residual 1.
 A model change that moves a Blackwell prediction moves these pins; update them with the new table in the commit
 that moves them (``python -m experiments.validation.blackwell_check``). The errors are stated, not bounded: no
 Blackwell run is in the corpus and nothing is fitted on these rows.
@@ -25,7 +25,8 @@ from experiments.validation.blackwell_check import (
 from simulator.costs.calibration import UNFITTED_CALIBRATION
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit, the errors against
-# the published rows beside each. Re-pinned when Blackwell's MXFP8 GEMM curve became TE's own (the FP8 per-tensor
+# the published rows beside each. Re-pinned at the refit residual 0.8425 with the dispatchers' SM counts read from
+# the recipes (HybridEP's 32): the Qwen3 rows 0.1 to 2.7 points slower, the others within 0.7. Re-pinned before when Blackwell's MXFP8 GEMM curve became TE's own (the FP8 per-tensor
 # curve at TE's same-run MXFP8 / FP8-current ratio, simulator/costs/blackwell_tables.py) instead of pooling torchao's
 # grouped GEMM point into it: every MXFP8 row sped up, by 3% (the attention-bound 128k row) to 23%. Before it (fitted / at 1): DeepSeek-V3 GB300 -29.9% /
 # -19.5%, GB200 -19.7% / -7.9%; GPT-OSS-120B GB300 -19.8% / -11.7%, GB200 -11.2% / -2.6%; Qwen3-30B-A3B GB300 -9.2% /
@@ -43,31 +44,31 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5401, 6161),  # measured 6,288: -14.1% / -2.0%
-    "gb200-deepseek-v3-256": (4604, 5253),  # measured 4,912: -6.3% / +6.9%
-    "gb300-gpt-oss-120b-64": (30690, 33427),  # measured 33,024: -7.1% / +1.2%
-    "gb200-gpt-oss-120b-64": (28760, 31254),  # measured 28,672: +0.3% / +9.0%
-    "gb300-qwen3-30b-a3b-8": (46021, 51065),  # measured 44,544: +3.3% / +14.6%
-    "gb200-qwen3-30b-a3b-8": (43336, 48215),  # measured 39,936: +8.5% / +20.7%
-    "gb300-qwen3-235b-a22b-256": (8272, 9258),  # measured 8,816: -6.2% / +5.0%
-    "gb200-qwen3-235b-a22b-256": (7368, 8284),  # measured 7,280: +1.2% / +13.8%
+    "gb300-deepseek-v3-256": (5353, 6107),  # measured 6,288: -14.9% / -2.9%
+    "gb200-deepseek-v3-256": (4567, 5210),  # measured 4,912: -7.0% / +6.1%
+    "gb300-gpt-oss-120b-64": (30666, 33427),  # measured 33,024: -7.1% / +1.2%
+    "gb200-gpt-oss-120b-64": (28737, 31254),  # measured 28,672: +0.2% / +9.0%
+    "gb300-qwen3-30b-a3b-8": (45298, 50229),  # measured 44,544: +1.7% / +12.8%
+    "gb200-qwen3-30b-a3b-8": (42587, 47341),  # measured 39,936: +6.6% / +18.5%
+    "gb300-qwen3-235b-a22b-256": (8100, 9053),  # measured 8,816: -8.1% / +2.7%
+    "gb200-qwen3-235b-a22b-256": (7218, 8105),  # measured 7,280: -0.8% / +11.3%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (8045, 8959),  # measured 8,162: -1.4% / +9.8%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (7937, 8826),  # measured 5,919: +34.1% / +49.1%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8344, 9298),  # measured 9,431: -11.5% / -1.4%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (28347, 31477),  # measured 21,916: +29.3% / +43.6%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (32911, 35758),  # measured 20,877: +57.6% / +71.3%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (33213, 36115),  # measured 25,997: +27.8% / +38.9%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7838, 8713),  # measured 8,162: -4.0% / +6.8%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (7736, 8587),  # measured 5,919: +30.7% / +45.1%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8138, 9053),  # measured 9,431: -13.7% / -4.0%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (28319, 31477),  # measured 21,916: +29.2% / +43.6%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (32885, 35758),  # measured 20,877: +57.5% / +71.3%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (33187, 36115),  # measured 25,997: +27.7% / +38.9%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4914, 5587),  # measured 4,730: +3.9% / +18.1%
-    "mcore-gb200-deepseek-v3-256": (4520, 5099),  # measured 4,020: +12.4% / +26.8%
-    "mcore-gb200-deepseek-v3-256-bf16": (2946, 3393),  # measured 3,298: -10.7% / +2.9%
-    "mcore-gb300-qwen3-235b-a22b-256": (6308, 6901),  # measured 6,583: -4.2% / +4.8%
-    "mcore-gb200-qwen3-235b-a22b-256": (6953, 7715),  # measured 6,212: +11.9% / +24.2% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5411, 6137),  # measured 5,100: +6.1% / +20.3%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1379, 1599),  # measured 1,556: -11.4% / +2.8%
+    "mcore-gb300-deepseek-v3-256": (4897, 5572),  # measured 4,730: +3.5% / +17.8%
+    "mcore-gb200-deepseek-v3-256": (4515, 5099),  # measured 4,020: +12.3% / +26.8%
+    "mcore-gb200-deepseek-v3-256-bf16": (2942, 3393),  # measured 3,298: -10.8% / +2.9%
+    "mcore-gb300-qwen3-235b-a22b-256": (6302, 6901),  # measured 6,583: -4.3% / +4.8%
+    "mcore-gb200-qwen3-235b-a22b-256": (6908, 7669),  # measured 6,212: +11.2% / +23.5% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5378, 6102),  # measured 5,100: +5.5% / +19.6%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1377, 1599),  # measured 1,556: -11.5% / +2.8%
 }
 BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)
@@ -121,31 +122,39 @@ def test_simulated_throughputs_are_the_pinned_ones(results: dict[str, tuple[RowR
 def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
     results: dict[str, tuple[RowResult, RowResult]],
 ) -> None:
-    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -14% to +9% of the measurement, and
-    each GB300 row 5-8 points below the GB200 row of the same model (measured GB300 / GB200 1.12-1.28x, simulated
+    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -15% to +7% of the measurement, and
+    each GB300 row 4.9-7.9 points below the GB200 row of the same model (measured GB300 / GB200 1.12-1.28x, simulated
     1.06-1.17x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the simulator is
-    Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run). Slow: DeepSeek-V3 on both GPUs, GPT-OSS-120B and
-    Qwen3-235B-A22B on GB300. (Before the MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%.)"""
+    Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run). Slow: DeepSeek-V3 and Qwen3-235B-A22B on both
+    GPUs (Qwen3-235B-A22B GB200 by 0.8%, since HybridEP holds the recipe's 32 SMs), GPT-OSS-120B on GB300. (Before the
+    MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%.)"""
     errors = {row.name: results[row.name][0].error for row in BRIDGE_ROWS}
-    assert all(-0.15 < error < 0.09 for error in errors.values()), errors
+    assert all(-0.155 < error < 0.07 for error in errors.values()), errors
     slow = {name for name, error in errors.items() if error < 0}
-    assert slow == {"gb300-deepseek-v3-256", "gb200-deepseek-v3-256", "gb300-gpt-oss-120b-64", "gb300-qwen3-235b-a22b-256"}
+    assert slow == {
+        "gb300-deepseek-v3-256",
+        "gb200-deepseek-v3-256",
+        "gb300-gpt-oss-120b-64",
+        "gb300-qwen3-235b-a22b-256",
+        "gb200-qwen3-235b-a22b-256",
+    }
     for model in {row.model for row in BRIDGE_ROWS}:
         gb300 = next(results[r.name][0] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb300")
         gb200 = next(results[r.name][0] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb200")
-        assert 0.05 < gb200.error - gb300.error < 0.08, model
+        assert 0.045 < gb200.error - gb300.error < 0.08, model
         measured = gb300.row.measured_tokens_per_s_per_gpu / gb200.row.measured_tokens_per_s_per_gpu
         simulated = gb300.tokens_per_s_per_gpu / gb200.tokens_per_s_per_gpu
         assert measured > 1.09 and simulated < measured, model
 
 
-def test_the_fitted_residual_is_nearer_on_five_bridge_rows(
+def test_the_fitted_residual_is_nearer_on_four_bridge_rows(
     results: dict[str, tuple[RowResult, RowResult]],
 ) -> None:
     """Issue 40 item 4, counted on the Bridge rows: the residual fitted on H800 MegaScale-MoE slows every one; at
-    residual 1 the three slow GB300 rows (DeepSeek-V3, GPT-OSS-120B, Qwen3-235B-A22B) are nearer their measurement,
-    the other five nearer at the fitted residual (before the MXFP8 GEMM curve was TE's own, seven of eight were
-    nearer at 1: the residual was then compensating the slow MXFP8 GEMMs). On Megatron-LM's six only the GB300 full-CG
+    residual 1 the three slow GB300 rows (DeepSeek-V3, GPT-OSS-120B, Qwen3-235B-A22B) and DeepSeek-V3 on GB200 are
+    nearer their measurement, the other four nearer at the fitted residual (three GB300 rows before the refit 0.8425
+    and HybridEP's 32 SMs; before the MXFP8 GEMM curve was TE's own, seven of eight were nearer at 1: the residual was
+    then compensating the slow MXFP8 GEMMs). On Megatron-LM's six only the GB300 full-CG
     Qwen3-235B-A22B row is nearer at residual 1; the fast rows are nearer at the fitted residual, which is not
     evidence for it (see test_megatron_lm_rows_split_by_recipe_not_by_gpu)."""
     nearer_at_1 = set()
@@ -154,14 +163,19 @@ def test_the_fitted_residual_is_nearer_on_five_bridge_rows(
         assert fitted.error < unfitted.error, row.name
         if abs(unfitted.error) < abs(fitted.error):
             nearer_at_1.add(row.name)
-    assert nearer_at_1 == {"gb300-deepseek-v3-256", "gb300-gpt-oss-120b-64", "gb300-qwen3-235b-a22b-256"}
+    assert nearer_at_1 == {
+        "gb300-deepseek-v3-256",
+        "gb200-deepseek-v3-256",
+        "gb300-gpt-oss-120b-64",
+        "gb300-qwen3-235b-a22b-256",
+    }
     mlm_nearer_at_1 = {r.name for r in MLM_ROWS if abs(results[r.name][1].error) < abs(results[r.name][0].error)}
     assert mlm_nearer_at_1 == {"mlm-gb300-qwen3-235b-a22b-128-full-cg"}
 
 
 def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, tuple[RowResult, RowResult]]) -> None:
     """The finding of Megatron-LM's rows (PR #5728): unlike Bridge's, they split by recipe. The full-iteration CUDA
-    graph rows of Qwen3-235B-A22B are slow (GB200 -1.4%, GB300 -11.5%, GB300 again more than GB200: measured
+    graph rows of Qwen3-235B-A22B are slow (GB200 -4.0%, GB300 -13.7%, GB300 again more than GB200: measured
     GB300 / GB200 1.16x, simulated 1.04x); the partial-CG 235B row and all three Qwen3-30B-A3B rows (16 GPUs, EP 16)
     are fast, +28% to +58%. What the simulator misses is the gap between recipes of one model on one GPU:
     - full-iteration CUDA graph (with paged stash, TE's op fuser, the CuTe DSL fused grouped MLP) over partial CG
@@ -171,7 +185,7 @@ def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, tuple[Ro
       0.95x (BF16 is faster), simulated 1.16x (MXFP8's GEMM gain outweighs its quantization in the simulator;
       the same PR's H100 FP8 / BF16 pair, a matched pair of `moesim validate`, is 1.010x measured, 1.071x simulated);
     - the 30B rows, EP 16 on 16 GPUs, simulate EP communication exposed for 123.5 ms of a 490-575 ms micro-batch;
-      Bridge's 30B row (EP 8 on 8 GPUs, +8.5%) is measured 1.54x the paged-stash row, simulated 1.30x."""
+      Bridge's 30B row (EP 8 on 8 GPUs, +6.6%) is measured 1.54x the paged-stash row, simulated 1.28x."""
     fitted = {row.name: results[row.name][0] for row in MLM_ROWS}
     slow = {name for name, result in fitted.items() if result.error < 0}
     assert slow == {"mlm-gb200-qwen3-235b-a22b-128-full-cg", "mlm-gb300-qwen3-235b-a22b-128-full-cg"}
