@@ -157,7 +157,9 @@ class FoldedPlacement(Placement):
         self.memoizable = not workload.tasks_use_nic
         # Where a degraded NIC slows some replicas only, a second representative per stage for the healthy ones
         # (simulator/engine/replica_classes.py): places (class, stage, 0), the healthy class's links named apart
-        slow = slow_replicas(faults, cluster, self.ranks, workload.model.num_experts > 0, bool(faults) and _wraps(workload))
+        slow = slow_replicas(
+            faults, cluster, self.ranks, workload.model.num_experts > 0, bool(faults) and _wraps(workload)
+        )
         self.classes = (SLOW,) if slow is None else (SLOW, HEALTHY)
         self.places = tuple(Place(cls, stage, 0) for cls in self.classes for stage in range(workload.pp))
         capacities = {}
@@ -310,7 +312,11 @@ class FoldedPlacement(Placement):
         """The links a task of ``stage`` (in class ``cls``) moves its NIC bytes over (cross-node EP, CP across
         nodes)."""
         ends = (_at("ep_out", stage, cls), _at("ep_in", stage, cls))
-        return _at("nic_out", stage, cls), _at("nic_in", stage, cls), *(self._slowed[end] for end in ends if end in self._slowed)
+        return (
+            _at("nic_out", stage, cls),
+            _at("nic_in", stage, cls),
+            *(self._slowed[end] for end in ends if end in self._slowed),
+        )
 
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         stage, cls = place.stage, place.replica

@@ -148,21 +148,22 @@ def test_error_band_lines() -> None:
 
 
 def test_search_pick_for_gpt_oss_example() -> None:
-    """The GPT-OSS-120B pick docs/megatron.md quotes (EP 32 at PP 1 with EP overlap and the flex dispatcher's DeepEP
+    """The GPT-OSS-120B pick docs/megatron.md quotes (EP 32 at PP 1 with EP overlap and the flex dispatcher's HybridEP
     backend), simulated from its printed flags with the recipe's other flags."""
     common = (
         "--micro-batch-size 1 --global-batch-size 1280 --seq-length 4096 --bf16 --swiglu "
         "--untie-embeddings-and-output-weights --moe-grouped-gemm "
         "--moe-permute-fusion --moe-router-fusion --moe-router-force-load-balancing "
-        "--moe-router-load-balancing-type none --use-distributed-optimizer --overlap-grad-reduce "
+        "--moe-router-load-balancing-type none --use-distributed-optimizer --use-precision-aware-optimizer "
+        "--overlap-grad-reduce "
         "--overlap-param-gather --grad-reduce-in-bf16 --cross-entropy-loss-fusion --cross-entropy-fusion-impl te"
     )
     pick = (
         "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 32 "
-        "--expert-tensor-parallel-size 1 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep "
+        "--expert-tensor-parallel-size 1 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
         "--overlap-moe-expert-parallel-comm --delay-wgrad-compute"
     )
-    shown = _after(_page("megatron.md"), "GPT-OSS-120B job (64 H100", r"DeepEP backend, ([\d.]+) s")
+    shown = _after(_page("megatron.md"), "GPT-OSS-120B job (64 H100", r"HybridEP backend, ([\d.]+) s")
     run = parse_megatron_args(f"{common} {pick}").resolve(load_model("examples/models/gpt-oss-120b.json"), None, 64)
     report = simulate(run.model, run.layout, 64, cluster="h100", global_batch=1280, seq_len=4096)
     assert f"{report.step_time_s:.2f}" == shown.group(1)

@@ -96,7 +96,11 @@ def test_mxfp8_is_the_fp8_curve_at_tes_same_run_ratio() -> None:
         tflops_per_sm = 4500e12 / B300.sms
         return sum(
             math.ceil(math.ceil(m / 128) * math.ceil(n / 128) / B300.sms)
-            * 2 * 128 * 128 * k / (tflops_per_sm * table.tile_efficiency(k, precision))
+            * 2
+            * 128
+            * 128
+            * k
+            / (tflops_per_sm * table.tile_efficiency(k, precision))
             for m, n, k in mxfp8_sum.shapes
         )
 
