@@ -175,8 +175,14 @@ def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATI
     layout = run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
     sizes = (row.global_batch, row.seq_len)
     workload, cluster, over_hbm = prepare(run.model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
+    rate = _tokens_per_s_per_gpu(row, run.model, layout, calibration)
+    return RowResult(row, rate, over_hbm, busiest_stage(workload, cluster, calibration))
+
+
+def _tokens_per_s_per_gpu(row: BlackwellRow, model, layout, calibration: Calibration) -> float:
+    """The row's step with ``layout`` on its cluster, tokens/s/GPU (allow_oom: the memory verdict is not enforced)."""
     report = simulate(
-        run.model,
+        model,
         layout,
         row.gpus,
         cluster=row.cluster,
@@ -185,7 +191,7 @@ def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATI
         calibration=calibration,
         allow_oom=True,
     )
-    return RowResult(row, report.tokens_per_s_per_gpu, over_hbm, busiest_stage(workload, cluster, calibration))
+    return report.tokens_per_s_per_gpu
 
 
 # TE's MXFP8 quantization on Blackwell: NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst,
@@ -270,21 +276,10 @@ def partial_graph_gain(calibration: Calibration = DEFAULT_CALIBRATION) -> GraphG
     eager host launches of the stage that issues the most (the first the host would bind)."""
     row = next(row for row in ROWS if row.name == PARTIAL_GRAPH_ROW)
     run = row.job()
-    rates = []
-    for layout in (run.layout, run.layout.with_(cuda_graph_scope=())):
-        report = simulate(
-            run.model,
-            layout,
-            row.gpus,
-            cluster=row.cluster,
-            global_batch=row.global_batch,
-            seq_len=row.seq_len,
-            calibration=calibration,
-            allow_oom=True,
-        )
-        rates.append(report.tokens_per_s_per_gpu)
+    eager = run.layout.with_(cuda_graph_scope=())
+    rates = [_tokens_per_s_per_gpu(row, run.model, layout, calibration) for layout in (run.layout, eager)]
     sizes = (row.global_batch, row.seq_len)
-    workload, cluster, _ = prepare(run.model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
+    workload, cluster, _ = prepare(run.model, eager, row.gpus, row.cluster, *sizes, None, True, calibration)
     timer = task_timer(workload, cluster, calibration)
     host_s = max(
         sum(
