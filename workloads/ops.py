@@ -243,6 +243,11 @@ class Op:
     graph: GraphPart = GraphPart.NONE  # the CUDA graph that captures the op's kernels (NONE: launched eagerly)
     mem_bytes: float = 0.0  # HBM traffic of memory-bound kernels
     kernels: int = 1
+    # FP8 quantizations under a per-tensor recipe: the part of ``mem_bytes`` and ``kernels`` that makes the
+    # column-wise copy as a transpose, which TE makes only where FP8 GEMMs take the TN layout alone (Hopper);
+    # the cost layer drops it on GPUs that run every layout (workloads/recipes/fp8_quant.py)
+    transpose_bytes: float = 0.0
+    transpose_kernels: int = 0
     collective: str = ""
     group: Group = Group.NONE
     group_size: int = 1

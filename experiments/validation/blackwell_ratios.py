@@ -14,12 +14,14 @@ that say where the difference is and is not:
   1.11x its B200's (the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16), where the measured pairs put GB200
   at B200's speed and GB300 1.16x (FP8-CS) / 1.18x (MXFP8) above what the simulator gives it, which already includes
   cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it with GEMMs alone would take
-  GB300's GEMMs 1.30x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
+  GB300's GEMMs 1.29-1.32x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
   against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is not the GEMM rate,
-  or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.99-1.00x
+  or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.98-0.99x
   (Blackwell's MXFP8 GEMM curve is the FP8 per-tensor one at TE's same-run B300 ratio, MXFP8 GEMMs 5% behind FP8-CS's,
-  simulator/costs/blackwell_tables.py; the simulated MXFP8 quantization, one pass, is a third cheaper than FP8-CS's
-  amax pass and cast, which more than makes up for it; 0.86x while torchao's grouped kernel was pooled into the curve).
+  simulator/costs/blackwell_tables.py; the simulated MXFP8 quantization, one pass, is a fifth cheaper than FP8-CS's
+  amax pass and cast, with no transpose on Blackwell (workloads/recipes/fp8_quant.py), which more than makes up for
+  it; 0.86x while torchao's grouped kernel was pooled into the curve, 0.99-1.00x while FP8-CS was charged Hopper's
+  transpose).
 - HBM-bound kernels: cuDNN's RMSNorm / LayerNorm benchmark on GB200 and GB300, same cuDNN (backend 9.19.01), same day
   (NVIDIA/cudnn-frontend@3929da2e benchmark/norms/results/{gb200,gb300}/all_models_20260226_*.csv, BF16, forward and
   backward, 15 shapes of 11 models): GB300 moves 0.97-1.04x GB200's bytes per second forward (median 1.01x),

@@ -53,6 +53,20 @@ KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
 }
 
 
+# Generations whose FP8 GEMMs take every layout, not only TN: where TE quantizes per tensor it then makes no
+# transpose for the column-wise usage (the wgrad GEMM reads the row-wise FP8 with the transpose flag flipped).
+# NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/transformer_engine.cpp
+# nvte_is_non_tn_fp8_gemm_supported: compute capability 10.x-11.x or >= 13.0 (SM100 B200 / GB200, SM103 B300 /
+# GB300), not SM90 (Hopper), SM80 (no FP8 GEMM) or SM120; pytorch/csrc/quantizer.cpp Float8Quantizer and
+# Float8CurrentScalingQuantizer::create_tensor (``with_transpose = columnwise_usage && !is_non_tn...``).
+NON_TN_FP8_GEMM: frozenset[GpuGeneration] = frozenset({GpuGeneration.BLACKWELL, GpuGeneration.BLACKWELL_ULTRA})
+
+
+def runs_non_tn_fp8_gemm(generation: GpuGeneration) -> bool:
+    """Whether ``generation``'s FP8 GEMMs take every layout, so a per-tensor FP8 quantization writes no transpose."""
+    return generation in NON_TN_FP8_GEMM
+
+
 def kernel_tables(generation: GpuGeneration) -> KernelTables:
     """The tables of ``generation``."""
     return KERNEL_TABLES[generation]

@@ -13,7 +13,7 @@ from simulator.costs.collective_efficiency import (
     hybridep_efficiency,
     nvls_all_reduce_efficiency,
 )
-from simulator.costs.generations import gemm_table
+from simulator.costs.generations import gemm_table, runs_non_tn_fp8_gemm
 from topologies.hardware import GpuGeneration, GpuSpec
 from workloads.ops import (
     ALL_REDUCE,
@@ -120,6 +120,15 @@ def memory_time_s(
     return mem_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency) + kernels * overhead_s
 
 
+def executed_work(op: Op, gpu: GpuSpec) -> tuple[float, int]:
+    """(HBM bytes, kernels) ``op`` runs on ``gpu``: an FP8 quantization's transpose (``op.transpose_bytes``,
+    ``op.transpose_kernels``) only where FP8 GEMMs take the TN layout alone (simulator.costs.generations
+    NON_TN_FP8_GEMM: TE makes none on Blackwell)."""
+    if (op.transpose_bytes or op.transpose_kernels) and runs_non_tn_fp8_gemm(gpu.generation):
+        return op.mem_bytes - op.transpose_bytes, op.kernels - op.transpose_kernels
+    return op.mem_bytes, op.kernels
+
+
 def kernel_overhead_s(op: Op, cal: Calibration) -> float:
     """The GPU's fixed time per kernel of ``op``: launched from a stream, or replayed from a CUDA graph
     (workloads/specs/cuda_graphs.py)."""
@@ -134,7 +143,7 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
     if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
         return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention, overhead_s)
     if op.kind == MEMORY:
-        return memory_time_s(op.mem_bytes, op.kernels, gpu, cal, overhead_s)
+        return memory_time_s(*executed_work(op, gpu), gpu, cal, overhead_s)
     if op.kind == HOST_SYNC:
         return cal.host_sync_s
     if op.kind == GEMM:

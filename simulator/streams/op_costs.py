@@ -13,6 +13,7 @@ from simulator.costs.kernels import (
     collective_wire_bytes,
     comm_kernel_sms,
     compute_time_s,
+    executed_work,
     fused_tail_s,
     nic_wire_bytes,
 )
@@ -179,7 +180,7 @@ def launch_times_s(ops: tuple[Op, ...], cal: Calibration, gpu: GpuSpec) -> tuple
     for op in ops:
         graph = (op.layer, op.graph, op.role in BACKWARD_ROLES) if op.graph != GraphPart.NONE else None
         if graph is None:
-            launch.append(op.kernels * per_kernel_s)
+            launch.append(executed_work(op, gpu)[1] * per_kernel_s)
         else:
             launch.append(0.0 if graph == previous else per_kernel_s)
         previous = graph

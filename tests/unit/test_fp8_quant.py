@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.costs.generations import runs_non_tn_fp8_gemm
 from simulator.costs.kernels import compute_time_s
+from simulator.streams.op_costs import launch_times_s
 from tests.toys import toy_calibration, toy_gpu
+from topologies.hardware import GpuGeneration
 from workloads.graph.op_lists import backward_ops, forward_ops
-from workloads.ops import MEMORY, Gemm, GemmPrecision, Role
+from workloads.ops import MEMORY, Gemm, GemmPrecision, Op, Role
 from workloads.recipes.fp8_quant import quantize_input
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
@@ -21,18 +24,20 @@ CAL = toy_calibration(memory_efficiency=0.8, kernel_overhead_s=4e-6)
 def test_bytes_and_kernels_per_recipe_by_hand() -> None:
     """A 4,096 x 2,048 BF16 input: tensorwise reads it twice (amax, cast) and writes FP8 row- and column-wise,
     6 B per element in 3 kernels; delayed 4 B in 1; blockwise 4 + 2 x 4/128; mxfp8 4 + 2 x 1/32. A grouped
-    GEMM of 8 experts x 256 rows quantizes each expert apart: 8x the kernels."""
+    GEMM of 8 experts x 256 rows quantizes each expert apart: 8x the kernels. The per-tensor recipes' column-wise
+    copy is a transpose, 1 B per element of those bytes, written in the cast's own kernel; the block recipes
+    have none."""
     gemm = Gemm(4096, 1536, 2048, precision=GemmPrecision.FP8_TENSORWISE)
     elements = 4096 * 2048
-    assert quantize_input(Fp8Recipe.TENSORWISE, gemm) == (6 * elements, 3)
-    assert quantize_input(Fp8Recipe.DELAYED, gemm) == (4 * elements, 1)
-    assert quantize_input(Fp8Recipe.BLOCKWISE, gemm) == (4.0625 * elements, 1)
-    assert quantize_input(Fp8Recipe.MXFP8, gemm) == (4.0625 * elements, 1)
+    assert quantize_input(Fp8Recipe.TENSORWISE, gemm) == (6 * elements, 3, elements, 0)
+    assert quantize_input(Fp8Recipe.DELAYED, gemm) == (4 * elements, 1, elements, 0)
+    assert quantize_input(Fp8Recipe.BLOCKWISE, gemm) == (4.0625 * elements, 1, 0.0, 0)
+    assert quantize_input(Fp8Recipe.MXFP8, gemm) == (4.0625 * elements, 1, 0.0, 0)
     assert quantize_input(
         Fp8Recipe.TENSORWISE, Gemm(256, 1536, 2048, groups=8, precision=GemmPrecision.FP8_TENSORWISE)
-    ) == (6 * 256 * 2048 * 8, 24)
-    assert quantize_input(Fp8Recipe.NONE, gemm) == (0.0, 0)
-    assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(4096, 1536, 2048)) == (0.0, 0)  # BF16 GEMM
+    ) == (6 * 256 * 2048 * 8, 24, 256 * 2048 * 8, 0)
+    assert quantize_input(Fp8Recipe.NONE, gemm) == (0.0, 0, 0.0, 0)
+    assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(4096, 1536, 2048)) == (0.0, 0, 0.0, 0)  # BF16 GEMM
 
 
 def test_quant_op_time_by_hand() -> None:
@@ -106,7 +111,7 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
     blockwise = quantize_input(
         Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, precision=GemmPrecision.FP8_TENSORWISE), shards=4
     )
-    assert blockwise == (1024 * 2048 * 4.0625, 1)  # both copies of the shard, gathered as FP8 (assumed)
+    assert blockwise == (1024 * 2048 * 4.0625, 1, 0.0, 0)  # both copies of the shard, gathered as FP8 (assumed)
 
 
 def test_the_megatron_recipe_reaches_the_ops() -> None:
@@ -124,3 +129,43 @@ def test_the_megatron_recipe_reaches_the_ops() -> None:
     assert kernels("--bf16 --fp8-format hybrid --fp8-recipe tensorwise") == {3}
     assert kernels("--bf16 --fp8-format hybrid") == {1}
     assert kernels("--bf16") == set()
+
+
+def _tp_quant_ops(recipe: str) -> dict[str, Op]:
+    """qkv_proj's input gathered over TP 4 (SP), o_proj's forward input not (the TP test above)."""
+    model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
+    layout = LayoutSpec("t", intra_size=4, attention="tp", ffn="ep", gemm_dtype="fp8", fp8_recipe=recipe)
+    steps = layer_recipe(model, layout, 4096, 8)
+    return {op.name: op for op in forward_ops([(0, steps)], layout) if op.name.endswith(".quant")}
+
+
+@pytest.mark.parametrize("generation", [GpuGeneration.BLACKWELL, GpuGeneration.BLACKWELL_ULTRA])
+def test_blackwell_writes_no_per_tensor_transpose_hopper_does(generation: GpuGeneration) -> None:
+    """TE makes the per-tensor recipes' column-wise copy as a transpose only where FP8 GEMMs take the TN layout
+    alone (NVIDIA/TransformerEngine@d0067d0d quantizer.cpp, distributed.py _all_gather_fp8). Tensorwise on o_proj's
+    4,096 x 512 input: Hopper 6 B per element in 3 kernels, Blackwell 5 B in 3; delayed 4 B against 3 B, 1 kernel;
+    qkv_proj's SP-gathered 4,096 x 2,048 input: Hopper 5 B on the 1,024-row shard + 1 + 1 B on the gathered FP8 in
+    4 kernels (and 4 host launches), Blackwell the shard's 5 B in 3. MXFP8 (no transpose) is the same on both."""
+    hopper, blackwell = toy_gpu(generation=GpuGeneration.HOPPER), toy_gpu(generation=generation)
+    launch_cal = toy_calibration(host_launch_s=5e-6, grace_host_launch_s=5e-6)
+
+    def time_s(mem_bytes: float, kernels: int) -> float:
+        return mem_bytes / 0.8e12 + kernels * 4e-6
+
+    tensorwise, delayed, mxfp8 = (_tp_quant_ops(r) for r in ("tensorwise", "delayed", "mxfp8"))
+    local, gathered = 4096 * 512, 4096 * 2048
+    cases = [
+        (tensorwise["o_proj.quant"], (6 * local, 3), (5 * local, 3)),
+        (delayed["o_proj.quant"], (4 * local, 1), (3 * local, 1)),
+        (tensorwise["qkv_proj.quant"], (5 * gathered / 4 + 2 * gathered, 4), (5 * gathered / 4, 3)),
+        (delayed["qkv_proj.quant"], (3 * gathered / 4 + 2 * gathered, 2), (3 * gathered / 4, 1)),
+        (mxfp8["o_proj.quant"], (4.0625 * local, 1), (4.0625 * local, 1)),
+    ]
+    for op, on_hopper, on_blackwell in cases:
+        assert compute_time_s(op, hopper, CAL) == pytest.approx(time_s(*on_hopper), rel=1e-12), op.name
+        assert compute_time_s(op, blackwell, CAL) == pytest.approx(time_s(*on_blackwell), rel=1e-12), op.name
+        for gpu, (_, kernels) in ((hopper, on_hopper), (blackwell, on_blackwell)):
+            (launch_s,) = launch_times_s((op,), launch_cal, gpu)
+            assert launch_s == pytest.approx(kernels * 5e-6, rel=1e-12), op.name
+    assert runs_non_tn_fp8_gemm(generation)
+    assert not runs_non_tn_fp8_gemm(GpuGeneration.HOPPER) and not runs_non_tn_fp8_gemm(GpuGeneration.AMPERE)

@@ -55,7 +55,7 @@ def test_nvfp4_quantization_by_hand() -> None:
     """An amax pass and a cast reading BF16 twice, both FP4 copies (half a byte) with an E4M3 scale per 16: 2 + 2 +
     2 x (1/2 + 1/16) = 5.125 B per element, 2 kernels (TE NVFP4Quantizer::quantize_impl)."""
     gemm = Gemm(4096, 1536, 2048, precision=GemmPrecision.NVFP4)
-    assert quantize_input(Fp8Recipe.NVFP4, gemm) == (5.125 * 4096 * 2048, 2)
+    assert quantize_input(Fp8Recipe.NVFP4, gemm) == (5.125 * 4096 * 2048, 2, 0.0, 0)  # no transpose: two casts
 
 
 def test_the_megatron_flags() -> None:

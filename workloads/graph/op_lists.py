@@ -155,8 +155,8 @@ class _OpList:
     ) -> tuple[int, ...]:
         """The FP8 quantization of a GEMM's input under the layout's recipe, before it; returns the GEMM's deps."""
         shards = step.grad_shards if role == Role.INPUT_GRAD else step.input_shards
-        mem_bytes, kernels = quantize_input(self.fp8_recipe, gemm, shards)
-        if not kernels:
+        work = quantize_input(self.fp8_recipe, gemm, shards)
+        if not work.kernels:
             return deps
         op = Op(
             f"{name}.quant",
@@ -165,8 +165,10 @@ class _OpList:
             deps,
             role,
             layer,
-            mem_bytes=mem_bytes,
-            kernels=kernels,
+            mem_bytes=work.mem_bytes,
+            kernels=work.kernels,
+            transpose_bytes=work.transpose_bytes,
+            transpose_kernels=work.transpose_kernels,
             module=step.module,
             graph=self.graph(step),
         )

@@ -5,7 +5,15 @@ backward the output gradient dY of the dgrad GEMM dY W^T; the weight-gradient GE
 column-wise copies both quantizations made (transformer_engine/pytorch/module/linear.py and
 grouped_linear.py: the input quantizer is set to row- and column-wise usage when the weight needs a
 gradient, the grad-output quantizer likewise), so every quantization writes a row-wise FP8 copy and a
-column-wise one (on Hopper a transpose: its FP8 GEMMs take only the TN layout). Weights are not
+column-wise one. Under the per-tensor recipes (tensorwise, delayed) the column-wise copy is a transpose, made
+only where FP8 GEMMs take the TN layout alone (Hopper); where they take every layout (SM100 and SM103:
+Blackwell, Blackwell Ultra) the wgrad GEMM reads the row-wise copy with the transpose flag flipped, and TE
+makes no transpose: NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/csrc/quantizer.cpp
+Float8Quantizer / Float8CurrentScalingQuantizer::create_tensor (``with_transpose = columnwise_usage &&
+!is_non_tn_fp8_gemm_supported``), transformer_engine/common/transformer_engine.cpp
+nvte_is_non_tn_fp8_gemm_supported (SM 10.x, 11.x and >= 13.0), transformer_engine/common/gemm/cublaslt_gemm.cu
+CanonicalizeGemmInput. The ops carry those transpose bytes (and kernels) apart, ``QuantWork``; the cost layer
+knows the GPU and drops them there (simulator/costs/generations.py). Weights are not
 quantized per micro-batch: Megatron-Core passes ``is_first_microbatch`` to TE, which casts them on the
 first micro-batch of a step and reuses the FP8 copy (megatron/core/extensions/transformer_engine.py
 TELinear / TEGroupedLinear.forward; megatron/core/pipeline_parallel/schedules.py forward_step), and
@@ -17,11 +25,12 @@ one set of kernels per group.
 Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
 
 - tensorwise (Float8CurrentScaling): an amax pass reads it, a one-thread scale kernel, then the cast reads
-  it again and writes 1 + 1 FP8 bytes: 6 bytes, 3 kernels (TE transformer_engine/pytorch/csrc/quantizer.cpp,
+  it again and writes 1 + 1 FP8 bytes: 6 bytes (5 without the transpose), 3 kernels (TE transformer_engine/pytorch/csrc/quantizer.cpp,
   Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax_with_config, the amax all-reduce when an
   amax group is set, nvte_compute_scale_from_amax, nvte_quantize_v2).
 - delayed (DelayedScaling): the scale comes from the amax history, the cast-transpose records the amax
-  as it goes: one pass, 2 + 1 + 1 = 4 bytes, 1 kernel (the per-step amax-history update is left out).
+  as it goes: one pass, 2 + 1 + 1 = 4 bytes (3 without the transpose), 1 kernel (the per-step amax-history
+  update is left out).
 - blockwise (Float8BlockScaling, 1 x 128 tiles): one kernel computes each tile's amax and casts, row- and
   column-wise, with an FP32 scale per 128 elements for each copy: 4 + 2 x 4/128 bytes, 1 kernel
   (TE quantize_transpose_vector_blockwise).
@@ -37,13 +46,16 @@ A TE linear layer that all-gathers its sequence-parallel input itself (TP attent
 for the output gradient of a row-parallel one in backward) quantizes the local shard and gathers FP8
 (transformer_engine/pytorch/module/linear.py, ``with_input_all_gather_nccl``): under the per-tensor recipes
 only row-wise ("all-gather is not supported with FP8 column-wise data"), the column-wise transpose then
-made from the gathered FP8 (1 + 1 bytes per gathered element, one more kernel); the block recipes are
-assumed to quantize both copies of the shard and gather them.
+made from the gathered FP8 (1 + 1 bytes per gathered element, one more kernel), again only where FP8 GEMMs
+take the TN layout alone (transformer_engine/pytorch/distributed.py _all_gather_fp8: ``needs_transpose =
+... quantizer.columnwise_usage and not is_non_tn_fp8_gemm_supported()``); the block recipes are assumed to
+quantize both copies of the shard and gather them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from workloads.ops import BYTES_BF16, Gemm
 from workloads.specs.precision import Fp8Recipe
@@ -82,16 +94,29 @@ QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
 }
 
 
-def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1) -> tuple[float, int]:
-    """(HBM bytes, kernels) of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``,
-    gathered from ``shards`` sequence shards by the layer itself; (0, 0) without a recipe or for BF16."""
+class QuantWork(NamedTuple):
+    """HBM bytes and kernels of one quantization, and the part of each that makes a transpose (per-tensor
+    recipes): the whole where FP8 GEMMs take only the TN layout, the rest without it elsewhere."""
+
+    mem_bytes: float
+    kernels: int
+    transpose_bytes: float = 0.0
+    transpose_kernels: int = 0
+
+
+def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1) -> QuantWork:
+    """The work of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``, gathered from
+    ``shards`` sequence shards by the layer itself; none without a recipe or for BF16."""
     if not gemm.fp8 or recipe == Fp8Recipe.NONE:
-        return 0.0, 0
+        return QuantWork(0.0, 0)
     cost = QUANT_KERNELS[recipe]
     elements = gemm.m * gemm.k * gemm.groups
     if shards > 1 and cost.transposed_copy:  # row-wise on the shard, the transpose on the gathered FP8
         local = elements / shards * (cost.read_bytes + FP8_BYTES)
-        return local + 2 * FP8_BYTES * elements, (cost.kernels + 1) * gemm.groups
+        transpose = 2 * FP8_BYTES * elements  # reads the gathered FP8, writes its transpose: one more kernel
+        return QuantWork(local + transpose, (cost.kernels + 1) * gemm.groups, transpose, gemm.groups)
     if shards > 1:
-        return elements / shards * cost.bytes_per_element(), cost.kernels * gemm.groups
-    return cost.bytes_per_element() * elements, cost.kernels * gemm.groups
+        return QuantWork(elements / shards * cost.bytes_per_element(), cost.kernels * gemm.groups)
+    # the fused cast-transpose writes the transpose beside the row-wise copy: bytes, not a kernel of its own
+    transpose = cost.element_bytes * elements if cost.transposed_copy else 0.0
+    return QuantWork(cost.bytes_per_element() * elements, cost.kernels * gemm.groups, transpose)
