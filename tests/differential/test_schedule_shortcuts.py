@@ -4,7 +4,8 @@ the shortcut did run (shorter runs than the step), and its step equals the full 
 shorter run's state repeats (the exact path), or lies within simulator/fast/bounded.py's stated bound where none
 does within budget (the bounded path: ZB1P and DualPipeV with EP overlap at PP 2; 1F1B, ZB1P and DualPipe with EP
 overlap at PP 4). The exact path is kept where it locks: 1F1B, DualPipe and DualPipeV at PP 2, interleaved 1F1B
-from 96 micro-batches on."""
+from 96 micro-batches on. Where an exact attempt fails and no bounded pair fits beside it (``FULL``), the step runs
+in full: the same floats as the engine's own run."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ SCHEDULES = {
 MICRO_BATCHES = {2: (64, 96, 128), 4: (96, 128, 192)}
 # Where the exact path locks (the rest take the bounded one); at PP 4 the two-chunk schedules do not fit 4 layers
 EXACT = {2: {"1f1b", "dualpipe", "dualpipe+ep_overlap", "dualpipev", "interleaved+ep_overlap"}, 4: {"dualpipe"}}
+# Where the failed exact attempts' runs are shorter than simulator/fast/bounded.GAP times the bounded path's m_a (12 and
+# 24 beside 16 for DualPipeV with EP overlap and interleaved 1F1B at PP 2, 20 and 28 for DualPipe with EP overlap at PP
+# 4), so that the pair 16 and 32 would run beside them: more than the step, which then runs in full
+FULL = {2: {("dualpipev+ep_overlap", 64), ("interleaved", 64)}, 4: {("dualpipe+ep_overlap", 96)}}
 CASES = [(name, pp, m) for pp in (2, 4) for name in SCHEDULES for m in MICRO_BATCHES[pp]]
 CASES = [case for case in CASES if case[1] == 2 or not case[0].startswith(("dualpipev", "interleaved"))]
 
@@ -57,8 +62,11 @@ def test_each_schedule_extrapolates_to_its_full_run(name: str, pp: int, micro_ba
     workload, cluster = _step(SCHEDULES[name], micro_batches, pp)
     assert workload.tasks_use_nic and workload.micro_batches == micro_batches
     step = run_step(workload, cluster, DEFAULT_CALIBRATION)
-    assert step.runs and sum(step.runs) < micro_batches  # the shortcut ran
     full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    if (name, micro_batches) in FULL[pp]:
+        assert step.runs == () and fields_of(step.result) == fields_of(full)
+        return
+    assert step.runs and sum(step.runs) < micro_batches  # the shortcut ran
     if name in EXACT[pp] or (name == "interleaved" and micro_batches >= 96):
         assert step.bound_rel == 0.0
         assert_same_fields(step.result, full)
