@@ -172,31 +172,11 @@ class FluidNetwork:
                 else:
                     left[link] = self.capacities_Bps[link]
                     on_link[link] = [flow]
-        if self._weighted:
-            self._fill_weighted(left, on_link)
-            return
-        count = {link: len(members) for link, members in on_link.items()}
-        fixed: set[int] = set()
-        while count:
-            # NOTE: min(count, key=left / count) as a loop: the first link of least share, no call per link
-            link, share = None, 0.0
-            for candidate, flows_left in count.items():
-                candidate_share = left[candidate] / flows_left
-                if link is None or candidate_share < share:
-                    link, share = candidate, candidate_share
-            for flow in on_link[link]:
-                if id(flow) in fixed:
-                    continue
-                flow.rate = share
-                fixed.add(id(flow))
-                for other in flow.links:
-                    left[other] -= share
-                    count[other] -= 1
-                    if not count[other]:
-                        del count[other]
+        self._fill(left, on_link)
 
-    def _fill_weighted(self, left: dict[Hashable, float], on_link: dict[Hashable, list[_Flow]]) -> None:
-        """Progressive filling where a flow of weight k counts k times on each link and gets k shares."""
+    def _fill(self, left: dict[Hashable, float], on_link: dict[Hashable, list[_Flow]]) -> None:
+        """Progressive filling where a flow of weight k counts k times on each link and gets k shares (weight 1: the
+        same floats as plain filling, a share times 1 and a count of ones being exact)."""
         count = {link: sum(flow.weight for flow in members) for link, members in on_link.items()}
         fixed: set[int] = set()
         while count:
