@@ -96,6 +96,7 @@ class Engine:
         self._numbers = {place: number for number, place in enumerate(placement.places)}  # PP arrivals' keys
         self._pp_bytes = workload.pp_bytes_per_gpu
         self._per_chunk = per_chunk_sync(workload)  # the interleaved schedule's per-chunk grad sync
+        self._buckets_per_step = workload.layers_per_chunk * workload.chunks  # DP buckets: one per layer
 
     @property
     def simulated_ops(self) -> int:
@@ -223,8 +224,7 @@ class Engine:
         if self.workload.dp > 1 and self._per_chunk:
             chunks = range(self.workload.chunks)
             return sum(self._grad_wire_bytes(self.workload.chunk_grad_groups(stage, c)) > 0 for c in chunks)
-        buckets = self.workload.layers_per_chunk * self.workload.chunks
-        return buckets if self.dp_wire_bytes(stage)[0] > 0 else 0
+        return self._buckets_per_step if self.dp_wire_bytes(stage)[0] > 0 else 0
 
     def _grad_wire_bytes(self, groups: list[tuple[float, int]]) -> float:
         """Gradient wire bytes per GPU of (parameters reduced, DP group size) pairs."""
@@ -261,7 +261,7 @@ class Engine:
         begun) each as that task's share of layers before it is done, the task's time taken alone (exact where
         tasks are memoized; the buckets left when the task ends start then)."""
         grad, _ = self.dp_wire_bytes(place.stage)
-        buckets = self.workload.layers_per_chunk * self.workload.chunks
+        buckets = self._buckets_per_step
         if grad <= 0:
             return
         links, env, duration_s = self.placement.dp_links(place), self.env, 0.0
@@ -318,11 +318,10 @@ class Engine:
         return transfer
 
     def _stage_with_sync(self, place: Place):
-        buckets = self.workload.layers_per_chunk * self.workload.chunks
         gate = None
         if self.workload.dp > 1:
             gate = self.env.event()
-            self.env.process(self._param_gather(place, gate, buckets))
+            self.env.process(self._param_gather(place, gate, self._buckets_per_step))
         syncs = chunk_syncs(self.workload, place.stage) if self.workload.dp > 1 and self._per_chunk else None
         during = buckets_during_last_backward(self.workload, place.stage) if syncs is None else None
         early = EarlyBuckets(during, self.env.event()) if during is not None else None
