@@ -29,7 +29,7 @@ import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from simulator.engine.ranks import RankMap
+from simulator.engine.ranks import Place, RankMap
 from simulator.streams.op_costs import OpCosts
 from topologies.cluster import ClusterSpec, Edge, gpu_path, rail_path
 from topologies.errors import ConfigError, short_repr
@@ -223,7 +223,8 @@ class Faults:
 
     def stage_faults(self, cluster: ClusterSpec, ranks: RankMap, wraps: bool = False) -> list[StageFault]:
         """The folded view: per stage, its slowest member over all DP replicas and local ranks. A NIC that no
-        PP send or DP hop crosses (``carried_nics``; ``wraps``: the last stage sends to the first, interleaved)
+        PP send or DP hop crosses (``carried_nics``; ``wraps``: the last stage and the first send to each other,
+        interleaved)
         slows nothing, degraded or failed."""
         pp = ranks.pp
         nic_faults = self.failed or any(kind == "nic" for kind, _, _ in self.degraded)
@@ -278,17 +279,22 @@ def carried_nics(cluster: ClusterSpec, ranks: RankMap, wraps: bool = False) -> d
         {gpu: {"ep_out", "ep_in"} for gpu in range(cluster.num_gpus)} if ranks.ep * ranks.etp > gpn else {}
     )
     for gpu in range(cluster.num_gpus):
-        place = ranks.place(gpu)
-        peers = [("pp", place.at_stage(s)) for s in (place.stage - 1, place.stage + 1) if 0 <= s < ranks.pp]
-        if wraps and place.stage == ranks.pp - 1:
-            peers.append(("pp", place.at_stage(0)))
-        peers.append(("dp", ranks.dp_successor(place)))
-        for kind, peer in peers:
+        for kind, peer in hop_peers(ranks, ranks.place(gpu), wraps):
             dst = ranks.gpu(peer)
             if dst // gpn != gpu // gpn:
                 carried.setdefault(gpu // gpn * gpn + dst % gpn, set()).add(f"{kind}_out")
                 carried.setdefault(dst, set()).add(f"{kind}_in")
     return carried
+
+
+def hop_peers(ranks: RankMap, place: Place, wraps: bool = False) -> list[tuple[str, Place]]:
+    """Where ``place`` sends PP activations and gradients ("pp": the neighbouring stages; ``wraps``: the last stage
+    and the first also send to each other, forward and backward, as the interleaved schedule's chunks do) and its
+    DP ring hop ("dp": its ring successor)."""
+    stages = [s for s in (place.stage - 1, place.stage + 1) if 0 <= s < ranks.pp]
+    if wraps and place.stage in (0, ranks.pp - 1):
+        stages.append(ranks.pp - 1 - place.stage)
+    return [("pp", place.at_stage(stage)) for stage in stages] + [("dp", ranks.dp_successor(place))]
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -20,7 +20,7 @@ node or the micro-batches.
 
 from __future__ import annotations
 
-from simulator.engine.faults import Faults
+from simulator.engine.faults import Faults, hop_peers
 from simulator.engine.ranks import EP, ETP, Place, RankMap
 from topologies.cluster import ClusterSpec
 
@@ -33,7 +33,7 @@ def slow_replicas(
     """The replicas that run at a degraded NIC's pace (see the module docstring), or None where folding keeps
     one class: other kinds of fault (their folded views have their own bounds, tests/differential/bounds.py),
     one replica, or every replica slowed. ``experts``: the model has expert layers (EP / ETP groups couple
-    replicas); ``wraps``: the last stage sends to the first (interleaved)."""
+    replicas); ``wraps``: the last stage and the first send to each other (interleaved)."""
     if ranks.dp == 1 or not faults.degraded or faults.stragglers or faults.failed or faults.speed_spread:
         return None
     if any(kind != "nic" for kind, _, _ in faults.degraded):
@@ -45,7 +45,8 @@ def slow_replicas(
         node, rail = divmod(gpu, gpn)
         for sender in range(node * gpn, (node + 1) * gpn):  # hops that leave by this NIC come from its node
             place = ranks.place(sender)
-            if any(peer // gpn != node and peer % gpn == rail for peer in _hop_targets(ranks, place, wraps)):
+            targets = (ranks.gpu(peer) for _, peer in hop_peers(ranks, place, wraps))
+            if any(peer // gpn != node and peer % gpn == rail for peer in targets):
                 todo.append(place.replica)
     slow: set[int] = set()
     while todo:  # close over the expert groups: every replica an all-to-all of a slow one waits for
@@ -58,12 +59,3 @@ def slow_replicas(
                 for kind in (EP, ETP):
                     todo.extend(member.replica for member in ranks.members(Place(replica, 0, rank), kind))
     return frozenset(slow) if len(slow) < ranks.dp else None
-
-
-def _hop_targets(ranks: RankMap, place: Place, wraps: bool) -> list[int]:
-    """The GPUs ``place`` sends PP activations or gradients and DP ring hops to."""
-    stages = [s for s in (place.stage - 1, place.stage + 1) if 0 <= s < ranks.pp]
-    if wraps and place.stage in (0, ranks.pp - 1):  # interleaved chunks: the last stage and the first, both ways
-        stages.append(ranks.pp - 1 - place.stage)
-    peers = [place.at_stage(stage) for stage in stages] + [ranks.dp_successor(place)]
-    return [ranks.gpu(peer) for peer in peers]
