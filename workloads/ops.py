@@ -198,6 +198,7 @@ class Gemm:
     precision: GemmPrecision = GemmPrecision.BF16
     grouped: GroupedDim = GroupedDim.ROWS
     accumulate_bytes: int = 0
+    multi_stream: bool = False  # one GEMM per group on several streams (TE GroupedLinear), not one grouped kernel
 
     @property
     def fp8(self) -> bool:
@@ -215,13 +216,21 @@ class Gemm:
 
     def dgrad(self) -> Gemm:
         """Input gradient: (m x n) @ (n x k)."""
-        return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision)
+        return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision, multi_stream=self.multi_stream)
 
     def wgrad(self, accumulate_bytes: int = 0) -> Gemm:
         """Weight gradient: (k x m) @ (m x n), each group reducing over its m tokens, added into a main
         gradient of ``accumulate_bytes`` per element (0: written out)."""
         return Gemm(
-            self.k, self.n, self.m, self.groups, self.sequential, self.precision, GroupedDim.REDUCTION, accumulate_bytes
+            self.k,
+            self.n,
+            self.m,
+            self.groups,
+            self.sequential,
+            self.precision,
+            GroupedDim.REDUCTION,
+            accumulate_bytes,
+            self.multi_stream,
         )
 
 

@@ -138,6 +138,9 @@ class GemmEfficiencyTable:
     fp8_mxfp8: KernelCurve
     source: str = ""
     nvfp4: KernelCurve | None = None  # None: no FP4 tensor cores (before Blackwell)
+    # A grouped GEMM run as one GEMM per group on several streams (Transformer Engine's GroupedLinear), against one
+    # grouped kernel, by rows per group (``multi_stream_factor``); None: not measured for this table's GPUs.
+    multi_stream: Curve | None = None
 
     def curve(self, precision: GemmPrecision) -> KernelCurve:
         if precision == GemmPrecision.NVFP4:
@@ -151,15 +154,33 @@ class GemmEfficiencyTable:
             GemmPrecision.FP8_MXFP8: self.fp8_mxfp8,
         }[precision]
 
-    def tile_efficiency(self, k: int, precision: GemmPrecision, rows_per_group: int | None = None) -> float:
-        """Efficiency of a full wave of tiles of depth ``k``; grouped GEMMs pass their rows per group."""
-        return self.curve(precision).efficiency(k, rows_per_group)
+    def tile_efficiency(
+        self, k: int, precision: GemmPrecision, rows_per_group: int | None = None, multi_stream: bool = False
+    ) -> float:
+        """Efficiency of a full wave of tiles of depth ``k``; grouped GEMMs pass their rows per group, and
+        ``multi_stream`` where they run as one GEMM per group on several streams (``multi_stream``)."""
+        efficiency = self.curve(precision).efficiency(k, rows_per_group)
+        if multi_stream and rows_per_group is not None and self.multi_stream is not None:
+            efficiency *= interpolate_log(self.multi_stream, rows_per_group)
+        return efficiency
 
 
 def flat_gemm_table(efficiency: float) -> GemmEfficiencyTable:
     """One efficiency for every shape and precision (toy tests, what-ifs)."""
     flat = KernelCurve(((1.0, efficiency),))
     return GemmEfficiencyTable(flat, flat, flat, flat, "flat", flat)
+
+
+def multi_stream_factor() -> Curve:
+    """What Transformer Engine's multi-stream grouped GEMM (GroupedLinear's default path: one cuBLAS GEMM per
+    group, round-robin over its compute streams) runs at against a grouped CUTLASS kernel of the same shape, by
+    rows per group: each multi-stream point over the BF16 grouped point measured beside it (TransformerEngine PR
+    #2045, TE 2.7, H100: 0.965 at 4,096 rows, 0.870 at 2,048), flat beyond the two. Measured in BF16; FP8
+    GroupedLinear always takes this path (the CUTLASS one is BF16-only) and is priced with the same factor over
+    its own grouped curve (assumed: the per-group launches and tails, not the dtype, make the difference)."""
+    grouped = {(p.groups, p.m, p.n, p.k, p.source): p.tflops for p in points(GemmKernel.BF16_GROUPED)}
+    pairs = [(p.m, p.tflops / grouped[(p.groups, p.m, p.n, p.k, p.source)]) for p in points(GemmKernel.BF16_MULTI_STREAM)]
+    return tuple(sorted(pairs))
 
 
 def hopper_gemm_table() -> GemmEfficiencyTable:
@@ -186,6 +207,7 @@ def hopper_gemm_table() -> GemmEfficiencyTable:
         fp8_mxfp8=blockwise,
         source="simulator/costs/gemm_points.py: DeepGEMM a6d97a1; MAMF 744d01e (BF16, FP8); torch-performance-test-data "
         "#79; pytorch/ao #2490, #2756; TransformerEngine #2045",
+        multi_stream=multi_stream_factor(),
     )
 
 

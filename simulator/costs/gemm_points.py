@@ -18,6 +18,7 @@ class GemmKernel(Enum):
 
     BF16_DENSE = "bf16 dense (cuBLAS)"
     BF16_GROUPED = "bf16 grouped (torch._grouped_mm, CUTLASS)"
+    BF16_MULTI_STREAM = "bf16 grouped as one cuBLAS GEMM per group on TE's streams (TE GroupedLinear's default)"
     FP8_BLOCKWISE_DENSE = "fp8 1x128/128x128 dense and contiguous grouped (DeepGEMM)"
     FP8_BLOCKWISE_MASKED = "fp8 1x128/128x128 masked grouped (DeepGEMM)"
     FP8_ROWWISE_GROUPED = "fp8 rowwise grouped (torch._scaled_grouped_mm, CUTLASS)"
@@ -63,7 +64,7 @@ class GemmPoint:
 
 def kernel_peak_tflops(kernel: GemmKernel, gpu: BenchGpu) -> float:
     """The dense peak of ``gpu`` in the operand type of ``kernel``: what a measured time is an efficiency of."""
-    if kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED):
+    if kernel in (GemmKernel.BF16_DENSE, GemmKernel.BF16_GROUPED, GemmKernel.BF16_MULTI_STREAM):
         return gpu.peak_bf16_tflops
     return gpu.peak_fp4_tflops if kernel == GemmKernel.NVFP4_DENSE else gpu.peak_fp8_tflops
 
@@ -88,8 +89,9 @@ _AO_2756 = "pytorch/ao PR #2756 (2025-08-13), Llama 4 16e shapes, H100"
 # test_group_gemm.py (commit 4ac7be8): shape (g, m, n, k) = g equal groups of m rows (its m_splits), n outputs,
 # reduction k, TFLOP/s = 2 m n k g / time. The CUTLASS column is TE's grouped kernel (NVTE_USE_CUTLASS_GROUPED_GEMM=1,
 # what SonicMoE's Megatron benchmark runs): 650.574 at (8, 4096, 768, 2048), 636.927 at (16, 2048, 768, 2048). Its
-# multi-stream cuBLAS column (GroupedLinear's default; 627.903 and 553.945) is not entered: the table has one BF16
-# grouped family, and the CUTLASS one is the kernel whose small-shape speed issue #11 asks about.
+# "TE V2.7" column, measured beside it, is the multi-stream cuBLAS path (GroupedLinear's default, what
+# --moe-grouped-gemm runs unless NVTE_USE_CUTLASS_GROUPED_GEMM=1, and the only path for FP8): 627.903 and 553.945,
+# entered as BF16_MULTI_STREAM (simulator/costs/gemm_efficiency.py multi_stream_factor).
 _TE_2045 = "NVIDIA/TransformerEngine PR #2045 (2025-08-08), TE 2.7 CUTLASS grouped GEMM, CUDA 12.9, H100"
 # Looked for and not entered (issue #11, small MoE shapes): tgale96/grouped_gemm PR #37 (2026-03-03, H100, Qwen3-30B
 # up_proj, 128 experts, K 2048, N 1536, 65,536 tokens: CUTLASS SM90 cooperative 160.5 TFLOP/s, 4x under TE #2045's
@@ -137,6 +139,8 @@ GEMM_POINTS: tuple[GemmPoint, ...] = (
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 1040, 5120, 8192, _tflops(16640, 5120, 8192, 2.424e-3), _AO_2756),
     GemmPoint(GemmKernel.BF16_GROUPED, 8, 4096, 768, 2048, 650.574, _TE_2045),
     GemmPoint(GemmKernel.BF16_GROUPED, 16, 2048, 768, 2048, 636.927, _TE_2045),
+    GemmPoint(GemmKernel.BF16_MULTI_STREAM, 8, 4096, 768, 2048, 627.903, _TE_2045),
+    GemmPoint(GemmKernel.BF16_MULTI_STREAM, 16, 2048, 768, 2048, 553.945, _TE_2045),
     # FP8 per-tensor dense, torch._scaled_mm (cuBLAS): the MAMF finder's best FP8 shape on H100 SXM, torch 2.7.0
     # cu126 (stas00/ml-engineering compute/accelerator/README.md at 744d01e, the FP8 MAMF table: 1402.6 of 1979,
     # 70.9%; H200 SXM 1453.4 at 1280 x 4096 x 12032, not entered: its tile fit is not this table's 128 x 128)

@@ -266,6 +266,12 @@ def prepare(
         raise ConfigError(
             "layout.fp8_recipe", f"NVFP4 (--fp4-format) needs FP4 tensor cores (Blackwell); {cluster.gpu.name} has none"
         )
+    if layout.dispatcher_sms >= cluster.gpu.sm_count:  # DeepEP / HybridEP kernels leave SMs to the experts' GEMMs
+        raise ConfigError(
+            "layout.dispatcher_sms",
+            f"{layout.dispatcher_sms} SMs for the dispatch and combine kernels, but {cluster.gpu.name} has "
+            f"{cluster.gpu.sm_count}: give them fewer (DeepEP's default is 20, HybridEP's 8 to 24)",
+        )
     workload = StepWorkload(model, layout, cluster.num_gpus, cluster.gpus_per_node, global_batch, seq_len)
     if layout.balance_blocks:
         from simulator.report.balance import balance_pipeline  # NOTE: loaded only when balance_blocks asks for it

@@ -87,3 +87,18 @@ def test_the_layout_field_reaches_the_dispatch_and_combine_ops() -> None:
     assert all(op.sms == 0 for op in ops if op not in ep)  # the routing map's NCCL all-gather among them
     with pytest.raises(ConfigError, match="dispatcher_sms"):
         LayoutSpec("flex", dispatcher_sms=-1)
+
+
+def test_more_sms_than_the_gpu_has_are_refused_in_megatrons_words() -> None:
+    """An H100 has 132 SMs: the dispatch and combine kernels cannot hold them all (simulator/report/simulate.prepare),
+    and the error names the Megatron flag that set them."""
+    from simulator.report.simulate import simulate
+
+    job = parse_megatron_args(FLEX + "hybridep --moe-flex-dispatcher-num-sms 132 --moe-grouped-gemm")
+    run = job.resolve(model_preset("mixtral-8x7b"), None)
+    with pytest.raises(ConfigError, match="132 SMs .* h100 has 132") as refused:
+        simulate(run.model, run.layout, 8, cluster="h100", global_batch=8, seq_len=4096)
+    assert "--moe-flex-dispatcher-num-sms" in str(job.explain(refused.value))
+    fits = parse_megatron_args(FLEX + "hybridep --moe-flex-dispatcher-num-sms 130 --moe-grouped-gemm --use-distributed-optimizer")
+    run = fits.resolve(model_preset("mixtral-8x7b"), None)
+    assert simulate(run.model, run.layout, 8, cluster="h100", global_batch=8, seq_len=4096, allow_oom=True).step_time_s > 0

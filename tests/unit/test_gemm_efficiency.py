@@ -117,6 +117,31 @@ def test_te_cutlass_grouped_points_return_their_tflops() -> None:
     assert tflops(Gemm(3000, 768, 2048, groups=8)) == pytest.approx(expected, rel=1e-9)
 
 
+def test_te_multi_stream_grouped_gemm_runs_at_its_measured_share_of_the_cutlass_kernel() -> None:
+    """TransformerEngine PR #2045's TE 2.7 column, measured beside its CUTLASS one (H100): GroupedLinear's multi-stream
+    cuBLAS path at 627.903 TFLOP/s (8 x 4,096 rows) and 553.945 (16 x 2,048), so a multi-stream grouped GEMM runs at
+    627.903 / 650.574 and 553.945 / 636.927 of the grouped kernel's speed (flat beyond), in every precision of
+    Hopper's table; its weight gradient (groups split K) and Blackwell's tables, which have no such measurement, are
+    priced as before."""
+    assert HOPPER_GEMM_TABLE.multi_stream == (
+        (2048, pytest.approx(553.945 / 636.927, rel=1e-12)),
+        (4096, pytest.approx(627.903 / 650.574, rel=1e-12)),
+    )
+    assert tflops(Gemm(2048, 768, 2048, groups=16, multi_stream=True)) == pytest.approx(553.945, rel=1e-9)
+    assert tflops(Gemm(4096, 768, 2048, groups=8, multi_stream=True)) == pytest.approx(627.903, rel=1e-9)
+    for precision in PRECISIONS:
+        for rows, factor in ((1024, 553.945 / 636.927), (8192, 627.903 / 650.574)):
+            grouped = Gemm(rows, 7168, 2048, groups=8, precision=precision)
+            multi = Gemm(rows, 7168, 2048, groups=8, precision=precision, multi_stream=True)
+            assert tflops(multi) == pytest.approx(tflops(grouped) * factor, rel=1e-9)
+            assert multi.dgrad().multi_stream and multi.wgrad().multi_stream
+            assert tflops(multi.wgrad()) == tflops(grouped.wgrad())
+    blackwell = toy_calibration(gemm_efficiency=None, memory_efficiency=0.8, compute_residual=1.0)
+    b200 = gpu_preset("b200")
+    grouped, multi = Gemm(2048, 7168, 2048, groups=8), Gemm(2048, 7168, 2048, groups=8, multi_stream=True)
+    assert gemm_time_s(multi, b200, blackwell) == gemm_time_s(grouped, b200, blackwell)
+
+
 def test_rows_factor_reaches_one_only_where_no_point_reaches_dense_rows() -> None:
     """The assumed 1.0 at 4,096 rows per group is appended only when every measured point has fewer rows."""
     from simulator.costs.gemm_efficiency import _rows_factor

@@ -40,6 +40,7 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.recompute_modules": "--recompute-modules",
     "layout.host_sync_per_moe_layer": "--cuda-graph-impl full_iteration needs static MoE shapes",
     "layout.micro_batch": "--micro-batch-size",
+    "layout.dispatcher_sms": "--moe-flex-dispatcher-num-sms (or --moe-deepep-num-sms / --moe-hybridep-num-sms)",
     "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
@@ -84,8 +85,7 @@ class MegatronJob:
     ) -> MegatronRun:
         """The model (base with the overrides and Megatron's derived fields) and the layout (base with the
         fields, the pipeline split and the recomputed layers, which need the model's layer count)."""
-        notes = list(self.notes)
-        ignored = list(self.ignored)
+        notes, ignored = list(self.notes), list(self.ignored)
         model = megatron_model.apply(self.args, self.model_overrides, base_model, notes, ignored)
         megatron_model.check_divisible(self.args, model)
         fields = {**self.layout_fields, **pipeline_fields(self.args, model, self.layout_fields, notes)}

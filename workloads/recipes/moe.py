@@ -164,6 +164,7 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
     """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts, with the
     clamp and FC2 bias kernels of models that have them (workloads/recipes/expert_kernels.py)."""
     sequential = layout.expert_gemm == "sequential"
+    multi_stream = layout.expert_gemm == "multi_stream"  # its speed: simulator/costs/gemm_efficiency.multi_stream_factor
     # The host launches one GEMM per local expert unless one grouped kernel runs them all (layout.expert_gemm).
     launches = 1 if layout.expert_gemm in ("grouped", "cutlass") else groups
     # TE's CUTLASS grouped GEMM needs every group's K equal and a multiple of 128, else it runs the multi-stream
@@ -183,7 +184,7 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
         Step(
             "expert_fc13",
             GEMM,
-            gemm=Gemm(rows, 2 * width, h, groups, sequential),
+            gemm=Gemm(rows, 2 * width, h, groups, sequential, multi_stream=multi_stream),
             kernels=launches,
             wgrad_kernels=wgrad_launches,
             module=M,
@@ -193,7 +194,7 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
         Step(
             "expert_fc2",
             GEMM,
-            gemm=Gemm(rows, h, width, groups, sequential),
+            gemm=Gemm(rows, h, width, groups, sequential, multi_stream=multi_stream),
             kernels=launches,
             wgrad_kernels=wgrad_launches,
             module=M,
