@@ -139,7 +139,7 @@ class GemmEfficiencyTable:
     source: str = ""
     nvfp4: KernelCurve | None = None  # None: no FP4 tensor cores (before Blackwell)
     # A grouped GEMM run as one GEMM per group on several streams (Transformer Engine's GroupedLinear), against one
-    # grouped kernel, by rows per group (``multi_stream_factor``); None: not measured for this table's GPUs.
+    # grouped kernel, by FLOPs per group (``multi_stream_factor``); None: not measured for this table's GPUs.
     multi_stream: Curve | None = None
 
     def curve(self, precision: GemmPrecision) -> KernelCurve:
@@ -154,15 +154,14 @@ class GemmEfficiencyTable:
             GemmPrecision.FP8_MXFP8: self.fp8_mxfp8,
         }[precision]
 
-    def tile_efficiency(
-        self, k: int, precision: GemmPrecision, rows_per_group: int | None = None, multi_stream: bool = False
-    ) -> float:
-        """Efficiency of a full wave of tiles of depth ``k``; grouped GEMMs pass their rows per group, and
-        ``multi_stream`` where they run as one GEMM per group on several streams (``multi_stream``)."""
-        efficiency = self.curve(precision).efficiency(k, rows_per_group)
-        if multi_stream and rows_per_group is not None and self.multi_stream is not None:
-            efficiency *= interpolate_log(self.multi_stream, rows_per_group)
-        return efficiency
+    def tile_efficiency(self, k: int, precision: GemmPrecision, rows_per_group: int | None = None) -> float:
+        """Efficiency of a full wave of tiles of depth ``k``; grouped GEMMs pass their rows per group."""
+        return self.curve(precision).efficiency(k, rows_per_group)
+
+    def multi_stream_share(self, flops_per_group: float) -> float:
+        """The speed of a grouped GEMM run as one GEMM per group on several streams, as a share of one grouped
+        kernel's, by its FLOPs per group (``multi_stream_factor``; 1 where the table has no measurement)."""
+        return 1.0 if self.multi_stream is None else interpolate_log(self.multi_stream, flops_per_group)
 
 
 def flat_gemm_table(efficiency: float) -> GemmEfficiencyTable:
@@ -173,14 +172,20 @@ def flat_gemm_table(efficiency: float) -> GemmEfficiencyTable:
 
 def multi_stream_factor() -> Curve:
     """What Transformer Engine's multi-stream grouped GEMM (GroupedLinear's default path: one cuBLAS GEMM per
-    group, round-robin over its compute streams) runs at against a grouped CUTLASS kernel of the same shape, by
-    rows per group: each multi-stream point over the BF16 grouped point measured beside it (TransformerEngine PR
-    #2045, TE 2.7, H100: 0.965 at 4,096 rows, 0.870 at 2,048), flat beyond the two. Measured in BF16; FP8
-    GroupedLinear always takes this path (the CUTLASS one is BF16-only) and is priced with the same factor over
-    its own grouped curve (assumed: the per-group launches and tails, not the dtype, make the difference)."""
+    group, round-robin over its compute streams, each with its own launch and last wave) runs at against a grouped
+    CUTLASS kernel of the same shape, by FLOPs per group: each multi-stream point over the BF16 grouped point
+    measured beside it (TransformerEngine PR #2045, TE 2.7, H100: 0.965 at 8 x 4,096 x 768 x 2,048, 12.9 GFLOP per
+    group, 0.870 at 16 x 2,048 x 768 x 2,048, 6.4 GFLOP), flat beyond the two. Keyed by each GEMM's work, not its
+    rows, so that the same path's weight gradients (groups split K; nvte_multi_tensor_gemm runs them alike) and
+    input gradients of an expert, which do the forward's FLOPs per group, take the forward's share. Measured in
+    BF16; FP8 GroupedLinear always takes this path (the CUTLASS one is BF16-only) and is priced with the same share
+    of its own grouped curve (assumed: the per-GEMM launches and tails, not the dtype, make the difference)."""
     grouped = {(p.groups, p.m, p.n, p.k, p.source): p.tflops for p in points(GemmKernel.BF16_GROUPED)}
-    pairs = [(p.m, p.tflops / grouped[(p.groups, p.m, p.n, p.k, p.source)]) for p in points(GemmKernel.BF16_MULTI_STREAM)]
-    return tuple(sorted(pairs))
+    shares = [
+        (2.0 * p.m * p.n * p.k, p.tflops / grouped[(p.groups, p.m, p.n, p.k, p.source)])
+        for p in points(GemmKernel.BF16_MULTI_STREAM)
+    ]
+    return tuple(sorted(shares))
 
 
 def hopper_gemm_table() -> GemmEfficiencyTable:

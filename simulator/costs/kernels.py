@@ -53,9 +53,10 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | 
     # weight's width: DeepGEMM's k-grouped wgrad runs 4 groups of m = 7168 and of m = 2048 at 813 and 814
     # TFLOP/s at K = 4096 (858 and 873 at K = 8192; H200, deepseek-ai/DeepGEMM issue #107).
     by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
-    efficiency = gemm_table(gpu, cal).tile_efficiency(
-        gemm.k, gemm.precision, gemm.m if by_rows else None, gemm.multi_stream
-    )
+    table = gemm_table(gpu, cal)
+    efficiency = table.tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
+    if gemm.multi_stream and gemm.groups > 1 and not gemm.sequential:  # TE GroupedLinear: one GEMM per group
+        efficiency *= table.multi_stream_share(gemm.flops / gemm.groups)
     tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * tensor_core_derate(cal))
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3), FP4 ones half a byte; outputs stay BF16.
     operand_bytes = 0.5 if gemm.fp4 else 1.0 if gemm.fp8 else 2.0
