@@ -391,6 +391,8 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
     def flush() -> None:
         for step, deps in deferred_wgrads:
             wgrad = step.gemm.wgrad(ops.main_grad_bytes)
+            if (step.wgrad_kernels or 0) > 1:  # launched per group: TE's multi-stream path (workloads/recipes/moe.py)
+                wgrad = replace(wgrad, multi_stream=True)
             ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=wgrad, name=f"{step.name}.wgrad")
         deferred_wgrads.clear()
 

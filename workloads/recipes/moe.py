@@ -170,7 +170,8 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
     # TE's CUTLASS grouped GEMM needs every group's K equal and a multiple of 128, else it runs the multi-stream
     # cuBLAS path, one GEMM per group (NVIDIA/TransformerEngine v2.8 transformer_engine/common/gemm/
     # cublaslt_gemm.cu nvte_multi_tensor_gemm, all_groups_uniform_k128). GroupedLinear's wgrad (layout "NT",
-    # K = each expert's tokens, grouped_linear.py backward) meets that only with equal capacity-padded counts.
+    # K = each expert's tokens, grouped_linear.py backward) meets that only with equal capacity-padded counts; its
+    # per-group launches are the multi-stream path's, priced as such (workloads/graph/op_lists.py).
     wgrad_launches = groups if layout.expert_gemm == "cutlass" and layout.dropless else None
     act = swiglu_step(
         "swiglu",
