@@ -216,7 +216,9 @@ class Gemm:
 
     def dgrad(self) -> Gemm:
         """Input gradient: (m x n) @ (n x k)."""
-        return Gemm(self.m, self.k, self.n, self.groups, self.sequential, self.precision, multi_stream=self.multi_stream)
+        return Gemm(
+            self.m, self.k, self.n, self.groups, self.sequential, self.precision, multi_stream=self.multi_stream
+        )
 
     def wgrad(self, accumulate_bytes: int = 0) -> Gemm:
         """Weight gradient: (k x m) @ (m x n), each group reducing over its m tokens, added into a main

@@ -6,20 +6,20 @@ and the residual-1 column.
 
 | case | fwd meas / sim (err) | bwd meas / sim (err) |
 |---|---|---|
-| deepseek alltoall BF16 | 7.119 / 7.681 (+7.9%) | 10.483 / 11.603 (+10.7%) |
-| deepseek flex+DeepEP BF16 | 5.682 / 5.806 (+2.2%) | 9.055 / 9.739 (+7.6%) |
-| deepseek flex+HybridEP BF16 | 5.391 / 5.841 (+8.4%) | 8.795 / 9.734 (+10.7%) |
-| deepseek alltoall FP8 | 7.609 / 7.509 (-1.3%) | 10.126 / 10.284 (+1.6%) |
-| deepseek flex+DeepEP FP8 | 6.035 / 5.634 (-6.6%) | 8.602 / 8.420 (-2.1%) |
-| deepseek flex+HybridEP FP8 | 5.143 / 4.961 (-3.5%) | 7.687 / 7.708 (+0.3%) |
-| mixtral alltoall BF16 | 4.327 / 3.925 (-9.3%) | 7.684 / 7.664 (-0.3%) |
-| mixtral flex+DeepEP BF16 | 4.636 / 3.918 (-15.5%) | 7.854 / 7.668 (-2.4%) |
-| mixtral flex+HybridEP BF16 | 4.343 / 3.951 (-9.0%) | 7.741 / 7.664 (-1.0%) |
-| mixtral alltoall FP8 | 3.788 / 3.205 (-15.4%) | 6.618 / 5.851 (-11.6%) |
-| mixtral flex+DeepEP FP8 | 4.101 / 3.199 (-22.0%) | 6.827 / 5.855 (-14.2%) |
-| mixtral flex+HybridEP FP8 | 3.701 / 3.125 (-15.6%) | 6.572 / 5.744 (-12.6%) |
+| deepseek alltoall BF16 | 7.119 / 7.801 (+9.6%) | 10.483 / 11.828 (+12.8%) |
+| deepseek flex+DeepEP BF16 | 5.682 / 5.926 (+4.3%) | 9.055 / 9.964 (+10.0%) |
+| deepseek flex+HybridEP BF16 | 5.391 / 5.961 (+10.6%) | 8.795 / 9.959 (+13.2%) |
+| deepseek alltoall FP8 | 7.609 / 7.583 (-0.3%) | 10.126 / 10.423 (+2.9%) |
+| deepseek flex+DeepEP FP8 | 6.035 / 5.708 (-5.4%) | 8.602 / 8.559 (-0.5%) |
+| deepseek flex+HybridEP FP8 | 5.143 / 5.035 (-2.1%) | 7.687 / 7.847 (+2.1%) |
+| mixtral alltoall BF16 | 4.327 / 3.927 (-9.2%) | 7.684 / 7.669 (-0.2%) |
+| mixtral flex+DeepEP BF16 | 4.636 / 3.921 (-15.4%) | 7.854 / 7.673 (-2.3%) |
+| mixtral flex+HybridEP BF16 | 4.343 / 3.954 (-9.0%) | 7.741 / 7.669 (-0.9%) |
+| mixtral alltoall FP8 | 3.788 / 3.207 (-15.3%) | 6.618 / 5.853 (-11.6%) |
+| mixtral flex+DeepEP FP8 | 4.101 / 3.200 (-22.0%) | 6.827 / 5.858 (-14.2%) |
+| mixtral flex+HybridEP FP8 | 3.701 / 3.127 (-15.5%) | 6.572 / 5.747 (-12.6%) |
 
-MAPE 9.7% forward, 6.2% backward (at residual 1: 15.0%, 11.0%); the alltoall rows include the probs' own NCCL
+MAPE 9.9% forward, 6.9% backward (at residual 1: 14.5%, 10.5%); the alltoall rows include the probs' own NCCL
 all-to-all (workloads/dispatchers/steps.py probs_all_to_all, +12 us a layer each way in a node). The alltoall dispatcher's penalty over HybridEP is the per-copy wire
 (one copy per routed expert against one per destination rank) and the sort-chunks passes: DeepSeek-like
 routing 1.31x forward / 1.19x backward simulated against 1.32x / 1.19x measured, Mixtral-like 0.99x / 1.00x

@@ -99,6 +99,10 @@ def test_more_sms_than_the_gpu_has_are_refused_in_megatrons_words() -> None:
     with pytest.raises(ConfigError, match="132 SMs .* h100 has 132") as refused:
         simulate(run.model, run.layout, 8, cluster="h100", global_batch=8, seq_len=4096)
     assert "--moe-flex-dispatcher-num-sms" in str(job.explain(refused.value))
-    fits = parse_megatron_args(FLEX + "hybridep --moe-flex-dispatcher-num-sms 130 --moe-grouped-gemm --use-distributed-optimizer")
+    fits = parse_megatron_args(
+        FLEX + "hybridep --moe-flex-dispatcher-num-sms 130 --moe-grouped-gemm --use-distributed-optimizer"
+    )
     run = fits.resolve(model_preset("mixtral-8x7b"), None)
-    assert simulate(run.model, run.layout, 8, cluster="h100", global_batch=8, seq_len=4096, allow_oom=True).step_time_s > 0
+    assert (
+        simulate(run.model, run.layout, 8, cluster="h100", global_batch=8, seq_len=4096, allow_oom=True).step_time_s > 0
+    )
