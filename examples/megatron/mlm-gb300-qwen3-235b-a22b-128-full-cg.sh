@@ -7,7 +7,7 @@
 # (lr*, adam*, weight_decay, clip_grad, train_samples / train_iters, eval_*, save / load, log_*, wandb_*, mock_data):
 # each is a flag of NVIDIA/Megatron-LM@d98e8a64 (workloads/inputs/megatron_flags_d98e8a64dd.tsv) that does not
 # change step time or memory. Every flag below is a flag at d98e8a64 too (none is unknown to the parser).
-# Not modelled (moesim simulates without them): --moe-router-padding-for-quantization
+# Not modelled (moesim simulates without them):
 #   --moe-paged-stash-page-size --moe-mlp-glu-interleave-size --reuse-grad-buf-for-mxfp8-param-ag
 #   --enable-experimental.
 # Environment the recipe sets that no flag expresses (not simulated):

@@ -136,6 +136,42 @@ def test_fp8_padding_wraps_the_experts() -> None:
     assert quant_padding(CTX) == ([], [])
 
 
+def test_router_padding_moves_the_alltoall_wait_and_drops_the_expert_padding() -> None:
+    """--moe-router-padding-for-quantization (NVIDIA/Megatron-LM@d98e8a64dd token_dispatcher.py preprocess,
+    dispatch_preprocess; moe_utils.py skip_routed_expert_padding): the padded counts make permutation 1's output size
+    dynamic, so the host waits for them before it ("before_permutation_1"), and the experts skip TEGroupedMLP's
+    Fp8Padding / Fp8Unpadding, under every dispatcher."""
+    padded = replace(CTX, quant_align=16, router_padded=True)
+    assert _names("alltoall", padded)[:3] == ["ep_token_counts", "tokens_per_expert_sync", "permute"]
+    assert quant_padding(padded) == ([], [])
+    for name in ("alltoall", "flex-deepep", "flex-hybridep"):
+        assert "quant_pad" not in _names(name, padded) and "quant_unpad" not in _names(name, padded)
+    assert _names("flex-deepep", padded) == _names("flex-deepep", replace(padded, quant_align=0))
+
+
+def test_router_padding_from_megatron_flags_and_its_refusals() -> None:
+    """Megatron's flag and its deprecated alias set the layout field; TransformerConfig refuses it without FP8 / FP4
+    and with the allgather dispatcher, and so does moesim, naming the flag."""
+    from topologies.errors import ConfigError
+    from workloads.inputs.megatron import parse_megatron_args
+    from workloads.specs.models import model_preset
+
+    base = "--expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --moe-grouped-gemm "
+    fp8 = "--fp8-format hybrid --fp8-recipe tensorwise "
+    for flag in ("--moe-router-padding-for-quantization", "--moe-router-padding-for-fp8"):
+        job = parse_megatron_args(base + fp8 + flag)
+        assert job.resolve(model_preset("mixtral-8x7b")).layout.router_quant_padding
+    assert not parse_megatron_args(base + fp8).resolve(model_preset("mixtral-8x7b")).layout.router_quant_padding
+    for flags, words in (
+        (base + "--moe-router-padding-for-quantization", "fp8/fp4 must be specified"),
+        (fp8 + "--expert-model-parallel-size 8 --moe-router-padding-for-quantization", "alltoall or flex"),
+    ):
+        job = parse_megatron_args(flags)
+        with pytest.raises(ConfigError, match=words) as refused:
+            job.resolve(model_preset("mixtral-8x7b"))
+        assert "--moe-router-padding-for-quantization" in str(job.explain(refused.value))
+
+
 def test_flex_deepep_waits_once_and_permutes_after_the_dispatch() -> None:
     """DeepEP's dispatch waits on the host for the received counts (notify); the permute's
     tokens_per_expert.sum().item() reads the host tensor FusedDispatch built from DeepEP's list

@@ -7,9 +7,10 @@ megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM@cf39a4dd
 3. permutation 1: one row per (token, routed expert), TE's moe_permute when fused, issued before the host waits
    for the counts: dropless, the output size is static (tokens x top-k), so the wait comes before the all-to-all,
    whose NCCL call takes the splits as host lists (cuda_sync_point "before_ep_alltoall"; "before_finish" without
-   EP or TP, later still); none under drop-and-pad (layout.host_sync_per_moe_layer). Not modelled: a capacity
-   factor without padding, or --moe-router-padding-for-quantization, makes the output size dynamic and moves the
-   wait before permutation 1 (preprocess at NVIDIA/Megatron-LM@d98e8a64dd);
+   EP or TP, later still); none under drop-and-pad (layout.host_sync_per_moe_layer). With
+   --moe-router-padding-for-quantization (layout.router_quant_padding) the output size is dynamic and the wait moves
+   before permutation 1 (preprocess and dispatch_preprocess at NVIDIA/Megatron-LM@d98e8a64dd); not modelled: a
+   capacity factor without padding, which moves it there too;
 4. the EP all-to-all of the rows and a second one of their probs (NCCL: every routed copy to its expert's
    rank, no deduplication per rank or node), two NCCL calls (steps.probs_all_to_all), and two in backward;
 5. permutation 2 with more than one local expert: sort_chunks_by_idxs to expert-major order;
@@ -43,10 +44,12 @@ class AlltoallDispatcher(TokenDispatcher):
     def layer_steps(self, ctx: MoeContext, experts: ExpertSteps) -> list[Step]:
         fuse_dispatch, fuse_combine = fuse_slots(ctx, experts)
         multi = ctx.degree > 1 or ctx.tp > 1  # preprocess gathers counts only with EP or TP
+        early = ctx.router_padded  # num_out_tokens from the padded counts: the host needs them to permute
         return [
             *(token_count_exchange(ctx) if multi and ctx.host_sync else []),
+            *(host_sync(ctx) if early else []),
             permute(ctx),
-            *host_sync(ctx),
+            *(host_sync(ctx) if not early else []),
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch),
             probs_all_to_all(ctx),
             *sort_chunks(ctx, "sort_chunks"),

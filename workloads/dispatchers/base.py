@@ -54,6 +54,7 @@ class MoeContext:
     shared: bool  # shared experts run beside the dispatch
     etp: int
     comm_sms: int = 0  # SMs of its DeepEP-class dispatch / combine kernels (layout.dispatcher_sms; 0: the default)
+    router_padded: bool = False  # the router pads each expert's tokens to quant_align (layout.router_quant_padding)
 
     @property
     def routed(self) -> int:

@@ -179,8 +179,11 @@ def quant_padding(ctx: MoeContext) -> tuple[list[Step], list[Step]]:
     already aligned (NVIDIA/TransformerEngine@001b2b1e transformer_engine/pytorch/module/fp8_padding.py, "no
     padding needed"), which dropless routing's data-dependent counts are not, so they are charged whenever
     ``quant_align`` is set. The pad rows' extra GEMM work (at most align - 1 rows per expert) is not counted.
+    None where the router pads the counts already (--moe-router-padding-for-quantization: moe_utils.py
+    skip_routed_expert_padding at NVIDIA/Megatron-LM@d98e8a64dd; its pad rows are not counted either: balanced
+    counts of the usual shapes, tokens x top-k / experts, are multiples of the alignment already).
     Returns (before the experts, after them); each one's backward is the other's copy."""
-    if not ctx.quant_align:
+    if not ctx.quant_align or ctx.router_padded:
         return [], []
     rows = ctx.routed * ctx.etp
     row_bytes = 2 * rows * ctx.hidden * BYTES_BF16

@@ -19,37 +19,20 @@ from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
-from workloads.inputs.megatron_args import UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
+from workloads.inputs.megatron_args import FIELD_FLAGS, UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
 from workloads.inputs.megatron_fsdp import fsdp_fp8_param_gather, fsdp_zero_stage, megatron_fsdp_grads_dtype
-from workloads.inputs.megatron_graphs import cuda_graphs, flex_dispatcher_sms, granularity, rank_capacity
+from workloads.inputs.megatron_graphs import (
+    cuda_graphs,
+    flex_dispatcher_sms,
+    granularity,
+    rank_capacity,
+    router_padding,
+)
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
 from workloads.specs.hints import in_megatron_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
 from workloads.specs.models import ModelSpec
-
-FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
-    "layout.intra_size": "--tensor-model-parallel-size",
-    "layout.pp": "--pipeline-model-parallel-size",
-    "layout.cp": "--context-parallel-size",
-    "layout.ep": "--expert-model-parallel-size x --expert-tensor-parallel-size",
-    "layout.etp": "--expert-tensor-parallel-size, default --tensor-model-parallel-size",
-    "layout.virtual_stages": "--num-virtual-stages-per-pipeline-rank",
-    "layout.block_layers": "--pipeline-model-parallel-layout / --decoder-first/last-pipeline-num-layers",
-    "layout.ep_max_nodes": "--moe-router-group-topk",
-    "layout.recompute_modules": "--recompute-modules",
-    "layout.host_sync_per_moe_layer": "--cuda-graph-impl full_iteration needs static MoE shapes",
-    "layout.micro_batch": "--micro-batch-size",
-    "layout.dispatcher_sms": "--moe-flex-dispatcher-num-sms (or --moe-deepep-num-sms / --moe-hybridep-num-sms)",
-    "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
-    "global_batch": "--global-batch-size",
-    "seq_len": "--seq-length",
-    "gpus": "--tensor/pipeline/context-parallel-size",
-    "model.num_heads": "--num-attention-heads",
-    "model.num_kv_heads": "--num-query-groups",
-    "model.num_experts": "--num-experts",
-    "model.expert_ffn_size": "--moe-ffn-hidden-size",
-}
 
 
 class MegatronRun(NamedTuple):
@@ -237,6 +220,7 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         # Megatron-Core with TE runs --moe-grouped-gemm as TEGroupedMLP, TE's GroupedLinear (workloads/specs/layouts.py)
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
+        "router_quant_padding": router_padding(args, notes),
         # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
         # and the flex dispatcher's static per-rank budget (--moe-expert-rank-capacity-factor) skips it too
         "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall") and not budget,

@@ -125,6 +125,10 @@ FLAGS: dict[str, Flag] = {
     "--moe-expert-capacity-factor": Flag(F),
     "--moe-pad-expert-input-to-capacity": Flag(S),
     "--moe-grouped-gemm": Flag(S),
+    # the router pads each expert's tokens to the FP8 / FP4 alignment (TransformerConfig
+    # moe_router_padding_for_quantization; --moe-router-padding-for-fp8 its deprecated alias, __post_init__)
+    "--moe-router-padding-for-quantization": Flag(S),
+    "--moe-router-padding-for-fp8": Flag(S),
     "--moe-permute-fusion": Flag(S),
     "--no-bias-swiglu-fusion": Flag(S),
     "--no-rope-fusion": Flag(S),
@@ -305,3 +309,28 @@ def typed(name: str, flag: Flag, raw: list[str]) -> Any:
 def _check_choice(name: str, flag: Flag, text: str) -> None:
     if flag.choices and text not in flag.choices:
         raise ConfigError(name, f"must be one of {', '.join(flag.choices)}, got {text!r}")
+
+
+FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
+    "layout.intra_size": "--tensor-model-parallel-size",
+    "layout.pp": "--pipeline-model-parallel-size",
+    "layout.cp": "--context-parallel-size",
+    "layout.ep": "--expert-model-parallel-size x --expert-tensor-parallel-size",
+    "layout.etp": "--expert-tensor-parallel-size, default --tensor-model-parallel-size",
+    "layout.virtual_stages": "--num-virtual-stages-per-pipeline-rank",
+    "layout.block_layers": "--pipeline-model-parallel-layout / --decoder-first/last-pipeline-num-layers",
+    "layout.ep_max_nodes": "--moe-router-group-topk",
+    "layout.recompute_modules": "--recompute-modules",
+    "layout.host_sync_per_moe_layer": "--cuda-graph-impl full_iteration needs static MoE shapes",
+    "layout.micro_batch": "--micro-batch-size",
+    "layout.dispatcher_sms": "--moe-flex-dispatcher-num-sms (or --moe-deepep-num-sms / --moe-hybridep-num-sms)",
+    "layout.router_quant_padding": "--moe-router-padding-for-quantization (or --moe-router-padding-for-fp8)",
+    "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
+    "global_batch": "--global-batch-size",
+    "seq_len": "--seq-length",
+    "gpus": "--tensor/pipeline/context-parallel-size",
+    "model.num_heads": "--num-attention-heads",
+    "model.num_kv_heads": "--num-query-groups",
+    "model.num_experts": "--num-experts",
+    "model.expert_ffn_size": "--moe-ffn-hidden-size",
+}

@@ -91,7 +91,6 @@ IGNORED: dict[str, str] = {
     **dict.fromkeys(
         (
             "--distribute-saved-activations",
-            "--moe-router-padding-for-quantization",
             "--hierarchical-context-parallel-sizes",
             "--rampup-batch-size",
         ),

@@ -161,3 +161,12 @@ def flex_dispatcher_sms(args: dict[str, Any], dispatcher: str, backend: str, not
     if backend == "deepep" and sms % 2:
         raise ConfigError(flag, f"The SM count must be even (DeepEP's Buffer.set_num_sms), got {sms}")
     return sms
+
+
+def router_padding(args: dict[str, Any], notes: list[str]) -> bool:
+    """--moe-router-padding-for-quantization, or its deprecated alias --moe-router-padding-for-fp8, which
+    TransformerConfig.__post_init__ routes into it (layout.router_quant_padding checks the rest: an FP8 / FP4
+    recipe, a dispatcher that pads)."""
+    if args.get("--moe-router-padding-for-fp8"):
+        notes.append("--moe-router-padding-for-fp8 is deprecated: read as --moe-router-padding-for-quantization")
+    return bool(args.get("--moe-router-padding-for-quantization") or args.get("--moe-router-padding-for-fp8"))

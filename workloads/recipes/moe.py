@@ -302,6 +302,7 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
         shared=bool(shared),
         etp=etp,
         comm_sms=layout.dispatcher_sms,
+        router_padded=layout.router_quant_padding,
     )
     parts = ExpertSteps(experts, shared, etp_ag, etp_rs)
     norm, *router = _router_steps(model, layout, local)  # the shared experts take the pre-MLP norm's output

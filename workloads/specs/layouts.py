@@ -54,6 +54,11 @@ def check_layout(layout: LayoutSpec) -> None:
             f'"{ITERATION}" (--cuda-graph-impl full_iteration) stands alone: --cuda-graph-modules must be empty '
             "when --cuda-graph-impl=full_iteration (Megatron-LM)",
         )
+    if layout.router_quant_padding and not (layout.fp8_recipe and layout.gemm_dtype == "fp8"):
+        # transformer_config.py __post_init__ at NVIDIA/Megatron-LM@d98e8a64dd
+        raise ConfigError("layout.router_quant_padding", "fp8/fp4 must be specified (an FP8 or FP4 recipe)")
+    if layout.router_quant_padding and layout.token_dispatcher in ("allgather", "megascale"):
+        raise ConfigError("layout.router_quant_padding", "needs Megatron-Core's alltoall or flex token dispatcher")
     _check_sequence_parallel(layout)
     _check_memory_options(layout)
 
@@ -268,6 +273,9 @@ class LayoutSpec:
     # / --moe-hybridep-num-sms, TransformerConfig.__post_init__). 0: the backend's own default
     # (simulator/costs/calibration.py: DeepEP's 20, HybridEP's 24 in one NVLink domain, 8 across).
     dispatcher_sms: int = 0
+    # --moe-router-padding-for-quantization: the router pads each expert's tokens to the FP8 / FP4 alignment, so the
+    # experts skip TEGroupedMLP's padding and the alltoall dispatcher's output size is dynamic (its host waits earlier)
+    router_quant_padding: bool = False
     # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-modules; workloads/specs/cuda_graphs.py): the
     # scopes captured, "layer" for a whole layer, "iteration" for the whole step (full_iteration); () is eager.
     cuda_graph_scope: tuple[str, ...] = ()
