@@ -164,9 +164,8 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
     """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts, with the
     clamp and FC2 bias kernels of models that have them (workloads/recipes/expert_kernels.py)."""
     sequential = layout.expert_gemm == "sequential"
-    multi_stream = (
-        layout.expert_gemm == "multi_stream"
-    )  # its speed: simulator/costs/gemm_efficiency.multi_stream_factor
+    # TE's GroupedLinear runs one GEMM per group (its speed: simulator/costs/gemm_efficiency.multi_stream_factor)
+    multi_stream = layout.expert_gemm == "multi_stream"
     # The host launches one GEMM per local expert unless one grouped kernel runs them all (layout.expert_gemm).
     launches = 1 if layout.expert_gemm in ("grouped", "cutlass") else groups
     # TE's CUTLASS grouped GEMM needs every group's K equal and a multiple of 128, else it runs the multi-stream
