@@ -42,8 +42,13 @@ def test_both_residual_adds_read_two_and_write_one_activation() -> None:
     for name in ("attn_residual", "mlp_residual"):
         assert forward[name].mem_bytes == 3 * ACT == 12_582_912
         assert forward[name].kernels == 1
-        # backward: the sum where the residual's input also fed the branch's norm, read 2 write 1
-        assert backward[f"{name}.bwd"].mem_bytes == 3 * ACT
+    # backward: the sums where each residual's input also fed its branch's norm, read 2 write 1: the layer
+    # input's charged at the attention's residual, the MLP input's after the pre-MLP norm's backward
+    assert backward["attn_residual.bwd"].mem_bytes == 3 * ACT
+    assert "mlp_residual.bwd" not in backward and "ffn_input_grad_sum" not in forward
+    assert (backward["ffn_input_grad_sum.bwd"].mem_bytes, backward["ffn_input_grad_sum.bwd"].kernels) == (3 * ACT, 1)
+    names = list(backward)
+    assert names.index("ffn_norm.bwd") < names.index("ffn_input_grad_sum.bwd") < names.index("attn_residual.bwd")
     dense_forward, _ = _ops(_layout(), dense=True)
     assert dense_forward["mlp_residual"].mem_bytes == 3 * ACT  # a dense layer's MLP has its residual too
 

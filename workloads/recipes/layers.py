@@ -19,6 +19,7 @@ from workloads.ops import (
     AttentionShape,
     Carries,
     Gemm,
+    GraphPart,
     Module,
     Step,
     attention_pairs,
@@ -28,7 +29,7 @@ from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
-from workloads.recipes.residual import megatron_qkv_copies, residual_step
+from workloads.recipes.residual import input_grad_sums, megatron_qkv_copies, residual_step
 from workloads.specs.cuda_graphs import tag_layer
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -143,7 +144,10 @@ def layer_recipe(
     attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
     ffn = ffn_recipe(model, layout, local_seq, gpus_per_node, dense)
     act_local = layout.micro_batch * local_seq // layout.sequence_shards * model.hidden_size * BYTES_BF16
-    steps = tag_layer(attention, [*ffn, residual_step("mlp_residual", act_local)], dense)
+    # the MLP's input feeds its norm and its residual: their gradients are summed after the norm's backward
+    branch_sum = input_grad_sums("ffn_input_grad_sum", act_local, 2, Module.NONE, GraphPart.NONE)
+    residual = residual_step("mlp_residual", act_local, backward=False)
+    steps = tag_layer(attention, [*branch_sum, *ffn, residual], dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
 

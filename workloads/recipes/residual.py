@@ -13,21 +13,24 @@ from workloads.specs.models import ModelSpec
 ADD_PASSES = 3  # an add or a gradient sum: two operands read, the result written
 
 
-def residual_step(name: str, act_bytes: float) -> Step:
+def residual_step(name: str, act_bytes: float, backward: bool = True) -> Step:
     """A residual add, out = residual + branch output (Megatron-Core's bias-dropout-add without bias or dropout:
     ``out = residual + out``, megatron/core/fusions/fused_bias_dropout.py lines 11-58 and 69-73 (jit_fuser) at
     NVIDIA/Megatron-LM@d98e8a64, one fused kernel; transformer_layer.py lines 754 and 1105 apply it after
     the attention and after the MLP), on ``act_bytes`` of activation.
 
-    Its backward hands the output gradient to both operands unchanged (dropout off: the recipes model none), so
-    the kernel charged in backward is the sum autograd runs where the residual's input also fed the branch (the
-    layer's input into the input norm, the attention output into the pre-MLP norm): read 2, write 1."""
+    Its backward hands the output gradient to both operands unchanged (dropout off: the recipes model none).
+    With ``backward`` the kernel charged in backward is the sum autograd runs where the residual's input also
+    fed the branch (read 2, write 1); without, the caller charges that sum where it runs (``input_grad_sums``)."""
+    if not backward:
+        return Step(name, MEMORY, mem_bytes=ADD_PASSES * act_bytes, bwd_kernels=0)
     return Step(name, MEMORY, mem_bytes=ADD_PASSES * act_bytes, bwd_mem_bytes=ADD_PASSES * act_bytes)
 
 
 def input_grad_sums(name: str, act_bytes: float, consumers: int, module: Module, graph: GraphPart) -> list[Step]:
     """Backward only: the gradient sums of a tensor of ``act_bytes`` that ``consumers`` branches read, one
-    kernel per branch after the first, none in forward. The MoE layer's input (the pre-MLP norm's output) feeds
+    kernel per branch after the first, none in forward. The MLP's input (the attention block's output) feeds the
+    pre-MLP norm and the MLP's residual add (transformer_layer.py lines 885-893 and 1105). The MoE layer's input (the pre-MLP norm's output) feeds
     the router's gate GEMM and the token dispatcher, and the shared experts where the model has them
     (megatron/core/transformer/moe/moe_layer.py lines 444-452 route, 454-505 preprocess and dispatch, 507-533
     shared_experts_compute at d98e8a64; RouterGatingLinearFunction.backward returns its own grad_input,
