@@ -200,3 +200,19 @@ def test_the_probs_all_to_all_goes_with_the_dispatch_node() -> None:
     assert {ops[d].name for d in probs_bwd.deps} == {"experts.dgrad", "experts.wgrad"}
     assert _run(ops)[0] == 13.0
     assert _run(combined_1f1b.pair(FORWARD_LAYER, BACKWARD_LAYER, delay_wgrad=False))[0] == 11.0
+
+
+def test_the_mlp_residual_add_runs_in_the_combine_node() -> None:
+    """Megatron-Core's combine node runs the combine, the unpermute and the MLP's bias-dropout-add (residual add)
+    on the comm stream (fine_grained_callables.py submodule_combine_forward at NVIDIA/Megatron-LM@d98e8a64): the
+    residual add after the unpermute goes with them, so the backward's attention (issued after the forward's
+    combine node) does not wait behind it on the compute stream."""
+    forward = (*FORWARD_LAYER, _mem("mlp_residual", (4,), F))
+    ops = combined_1f1b.pair(forward, BACKWARD_LAYER, delay_wgrad=True)
+    streams = {(op.name, op.role): op.stream for op in ops}
+    assert streams[("unpermute", F)] == streams[("mlp_residual", F)] == EP_COMM
+    assert streams[("attn", F)] == streams[("attn.dgrad", G)] == COMPUTE
+    # on the comm stream it adds its 1 ms where the comm stream ends the pair: 11 -> 12 ms
+    duration, spans = _run(ops)
+    assert duration == 12.0
+    assert ("mlp_residual", EP_COMM, 11.0, 12.0) in spans

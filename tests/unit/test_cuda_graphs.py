@@ -110,7 +110,8 @@ _SHARED_STEPS = ("shared_fc13", "shared_swiglu", "shared_fc2")
 
 
 def _ffn_order(layout: LayoutSpec) -> list[str]:
-    return [step.name for step in layer_recipe(SHARED, layout, 1024, 8)]
+    """The names of the layer's steps that launch kernels in forward (not the backward-only gradient sums)."""
+    return [step.name for step in layer_recipe(SHARED, layout, 1024, 8) if not step.backward_only]
 
 
 def test_megatron_shared_experts_run_before_the_router_and_in_its_graph() -> None:

@@ -169,7 +169,7 @@ def test_trace_too_big_is_refused_before_simulating(monkeypatch: pytest.MonkeyPa
 
     workload, cluster, _ = prepare("paper-352b", "megascale-moe", 240, None, 30, 8192, None, False)
     monkeypatch.setenv("MOESIM_MAX_TRACE_EVENTS", "10000")  # the full trace has 40,695 fixed events
-    with pytest.raises(ConfigError, match=r"trace: trace events .* 41,835 exceeds the limit of 10,000"):
+    with pytest.raises(ConfigError, match=r"trace: trace events .* 44,535 exceeds the limit of 10,000"):
         TraceSizeCheck(None, None).on_start(Engine(workload, cluster))
     TraceSizeCheck([0], 2).on_start(Engine(workload, cluster))  # stage 0, 2 micro-batches: 726 + lanes
     path = tmp_path / "t.json"

@@ -104,6 +104,9 @@ def _pair_layer(f_ops, f_unit, b_ops, b_unit, delay: bool, deps: dict) -> tuple[
                 if shared[-1] in f_ops[i].deps:
                     deps[(0, i)] = (*f_ops[i].deps, f_dispatch[0])
         on_comm |= {(0, i) for i in f_dispatch + f_combine if _comm_stream_op(f_ops[i])}
+        # the combine node runs the MLP's residual add after the unpermute, on the comm stream too
+        # (fine_grained_callables.py submodule_combine_forward, lines 205-225 at d98e8a64)
+        on_comm |= {(0, i) for i in f[4] if f_ops[i].kind == MEMORY and f_ops[i].role != Role.RECOMPUTE}
     if b is not None:
         b_combine, b_mlp, b_dispatch, b_pre = b[0] + b[1], b[2], b[3], b[4]
         on_comm |= {(1, i) for i in b_combine + b_dispatch if _comm_stream_op(b_ops[i])}

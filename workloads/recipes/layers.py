@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from workloads.dispatchers.registry import DISPATCHERS
 from workloads.ops import (
     ATTENTION,
     BYTES_BF16,
@@ -18,6 +19,7 @@ from workloads.ops import (
     AttentionShape,
     Carries,
     Gemm,
+    GraphPart,
     Module,
     Step,
     attention_pairs,
@@ -27,6 +29,7 @@ from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
+from workloads.recipes.residual import input_grad_sums, megatron_qkv_copies, residual_step
 from workloads.specs.cuda_graphs import tag_layer
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -86,6 +89,13 @@ def unfused_rope_step(elements: float, angles: int) -> Step:
     )
 
 
+def megatron_attention(layout: LayoutSpec) -> bool:
+    """Whether the layout's attention is Megatron-Core's SelfAttention with TP (a Megatron token dispatcher), whose
+    Q/K/V split copies the query (workloads/recipes/residual.py megatron_qkv_copies); MegaScale-MoE's own
+    attention does not publish its kernels."""
+    return layout.attention == "tp" and bool(DISPATCHERS[layout.token_dispatcher].megatron)
+
+
 def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
     """Norm, QKV projection, FlashAttention, output projection, residual: TP or Ulysses SP."""
     n, h, q = layout.intra_size, model.hidden_size, model.q_width
@@ -93,7 +103,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     local = tokens // layout.sequence_shards  # tokens per GPU outside the TP block: s/n, or s without SP
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
     norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
-    residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
+    residual = residual_step("attn_residual", act_local)
     flops = attention_flops(model, layout, seq_len, window)
     shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
@@ -115,6 +125,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
         norm,
         gather,
         Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
+        *(megatron_qkv_copies(model, tokens, n) if megatron_attention(layout) else []),
         *qk_steps(model, tokens, n),
         flash,
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, q // n)),
@@ -131,7 +142,12 @@ def layer_recipe(
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
     recipe = mla_recipe if model.attention == "mla" else attention_recipe
     attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
-    steps = tag_layer(attention, ffn_recipe(model, layout, local_seq, gpus_per_node, dense), dense)
+    ffn = ffn_recipe(model, layout, local_seq, gpus_per_node, dense)
+    act_local = layout.micro_batch * local_seq // layout.sequence_shards * model.hidden_size * BYTES_BF16
+    # the MLP's input feeds its norm and its residual: their gradients are summed after the norm's backward
+    branch_sum = input_grad_sums("ffn_input_grad_sum", act_local, 2, Module.NONE, GraphPart.NONE)
+    residual = residual_step("mlp_residual", act_local, backward=False)
+    steps = tag_layer(attention, [*branch_sum, *ffn, residual], dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
+from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec, qk_head_dim
 
@@ -52,7 +53,7 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
     flops = mla_attention_flops(model, layout, seq_len, window)
     shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
-    residual = Step("attn_residual", MEMORY, mem_bytes=3 * act_local)
+    residual = residual_step("attn_residual", act_local)
     if tp:
         return steps + [
             flash,

@@ -32,6 +32,7 @@ from workloads.ops import (
 from workloads.recipes.activation import swiglu_step
 from workloads.recipes.comm_pairs import tp_pair
 from workloads.recipes.expert_kernels import clamp_steps, fc2_bias_steps
+from workloads.recipes.residual import input_grad_sums
 from workloads.recipes.router import aux_loss_steps, fused_topk_step, random_logits_step
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -153,6 +154,8 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
             module=Module.LAYERNORM,
             graph=ROUTER,
         ),
+        # the norm's output feeds the router, the dispatcher (and the shared experts): autograd sums their gradients
+        *input_grad_sums("moe_input_grad_sum", local * h * BYTES_BF16, 2 + bool(model.shared_ffn_size), M, ROUTER),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M, graph=ROUTER),
         *(random_logits_step(scores) if layout.router_random_logits else []),
         fused_topk_step(scores) if layout.router_fusion else topk,

@@ -1,0 +1,74 @@
+"""The elementwise kernels around a transformer layer's branches: the residual adds and the gradient sums that
+autograd runs where one tensor feeds two branches, and Megatron-Core's query copy and Q/K/V gradient concat.
+
+Each is one memory-bound kernel over a BF16 activation. Read 2, write 1 for an add or a sum (a PyTorch
+autograd InputBuffer sums the second gradient that reaches a tensor into the first); read 1, write 1 for a copy.
+"""
+
+from __future__ import annotations
+
+from workloads.ops import BYTES_BF16, MEMORY, GraphPart, Module, Step
+from workloads.specs.models import ModelSpec
+
+ADD_PASSES = 3  # an add or a gradient sum: two operands read, the result written
+
+
+def residual_step(name: str, act_bytes: float, backward: bool = True) -> Step:
+    """A residual add, out = residual + branch output (Megatron-Core's bias-dropout-add without bias or dropout:
+    ``out = residual + out``, megatron/core/fusions/fused_bias_dropout.py lines 11-58 and 69-73 (jit_fuser) at
+    NVIDIA/Megatron-LM@d98e8a64, one fused kernel; transformer_layer.py lines 754 and 1105 apply it after
+    the attention and after the MLP), on ``act_bytes`` of activation.
+
+    Its backward hands the output gradient to both operands unchanged (dropout off: the recipes model none).
+    With ``backward`` the kernel charged in backward is the sum autograd runs where the residual's input also
+    fed the branch (read 2, write 1); without, the caller charges that sum where it runs (``input_grad_sums``)."""
+    if not backward:
+        return Step(name, MEMORY, mem_bytes=ADD_PASSES * act_bytes, bwd_kernels=0)
+    return Step(name, MEMORY, mem_bytes=ADD_PASSES * act_bytes, bwd_mem_bytes=ADD_PASSES * act_bytes)
+
+
+def input_grad_sums(name: str, act_bytes: float, consumers: int, module: Module, graph: GraphPart) -> list[Step]:
+    """Backward only: the gradient sums of a tensor of ``act_bytes`` that ``consumers`` branches read, one
+    kernel per branch after the first, none in forward. The MLP's input (the attention block's output) feeds the
+    pre-MLP norm and the MLP's residual add (transformer_layer.py lines 885-893 and 1105). The MoE layer's input (the pre-MLP norm's output) feeds
+    the router's gate GEMM and the token dispatcher, and the shared experts where the model has them
+    (megatron/core/transformer/moe/moe_layer.py lines 444-452 route, 454-505 preprocess and dispatch, 507-533
+    shared_experts_compute at d98e8a64; RouterGatingLinearFunction.backward returns its own grad_input,
+    moe_utils.py lines 1406-1440)."""
+    sums = consumers - 1
+    if sums <= 0:
+        return []
+    return [
+        Step(
+            name,
+            MEMORY,
+            backward_only=True,
+            bwd_mem_bytes=sums * ADD_PASSES * act_bytes,
+            bwd_kernels=sums,
+            module=module,
+            graph=graph,
+        )
+    ]
+
+
+def megatron_qkv_copies(model: ModelSpec, tokens: int, shards: int) -> list[Step]:
+    """Megatron-Core's SelfAttention.get_query_key_value_tensors on ``tokens`` positions of 1/``shards`` of the
+    heads, with grouped queries (more query heads than key-value heads): the fused QKV output is viewed as
+    [s, b, groups, (q per group + 2) x head dim] and split along the last dim (TE's SplitAlongDim: views), then
+    the query reshaped to [s, b, heads, head dim] (megatron/core/transformer/attention.py lines 1873-1918 at
+    d98e8a64). The query view's group stride is (q per group + 2) x head dim, not q per group x head dim, so
+    the reshape cannot be a view: one copy of the query (read and written once). Its backward is a view.
+
+    In backward, the query, key and value gradients come from different kernels (the q / k norms' and the
+    attention's), so TE's SplitAlongDim.backward finds them in separate storage and concatenates them into
+    the QKV gradient (torch.cat: every Q/K/V element read and written once; NVIDIA/TransformerEngine@d0067d0d
+    transformer_engine/pytorch/utils.py lines 444-533, its no-op only when the gradients already sit side
+    by side in one buffer). Charged as one backward-only step. None without grouped queries (the reshape is then
+    a view; the concat is still charged)."""
+    q_elements = tokens * model.q_width / shards
+    qkv_elements = tokens * model.qkv_width / shards
+    steps = []
+    if model.q_per_kv > 1:
+        steps.append(Step("q_reshape_copy", MEMORY, mem_bytes=2 * q_elements * BYTES_BF16, bwd_kernels=0))
+    steps.append(Step("qkv_grad_cat", MEMORY, backward_only=True, bwd_mem_bytes=2 * qkv_elements * BYTES_BF16))
+    return steps
