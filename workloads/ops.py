@@ -315,6 +315,9 @@ class Step:
     # shards (TP with SP): TE quantizes the local shard and gathers FP8 (workloads/recipes/fp8_quant.py)
     input_shards: int = 1
     grad_shards: int = 1
+    # GEMMs whose input TE's own norm computes in the same module (Megatron-Core's TELayerNormColumnParallelLinear):
+    # under current scaling the norm kernel yields the amax, so the quantization makes no amax pass (fp8_quant.py)
+    norm_input: bool = False
     module: Module = Module.NONE  # re-run in backward when selective recomputation names it (Module.rerun_by)
     transport: Transport = Transport.NCCL  # EP collectives: NCCL's or DeepEP-class kernels (workloads/dispatchers)
     sms: int = 0  # DeepEP-class EP collectives: the SMs the job gives their kernels (0: the backend's default)

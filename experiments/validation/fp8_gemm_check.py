@@ -7,8 +7,9 @@ M = 31 x 512 = 15,872 tokens on an H200 NVL, in BF16 and FP8 current scaling, bo
 its two BF16 operands ("autocast") and with operands quantized beforehand ("pre-quantized"). The difference
 of the two FP8 rows is what the quantization kernels cost; the ratio of BF16 to pre-quantized FP8 is the FP8
 kernels' speed-up. Here each GEMM is timed as the simulator times it (simulator.costs.kernels.gemm_time_s) and the
-benchmark's quantization as its kernels (workloads/recipes/fp8_quant.py current scaling: an amax pass, the scale, a cast
-writing the one FP8 copy the op needs: 5 bytes per element, 3 kernels per tensor; simulator.costs.kernels.memory_time_s).
+benchmark's quantization as its kernels (workloads/recipes/fp8_quant.py current scaling: the amax reset, an amax pass,
+the scale, a cast writing the one FP8 copy the op needs: 5 bytes per element, 4 kernels per tensor;
+simulator.costs.kernels.memory_time_s).
 Simulated on the h200 preset (the SXM part at 700 W; the NVL card is capped at 600 W).
 
 ``python -m experiments.validation.fp8_gemm_check`` prints the comparison.

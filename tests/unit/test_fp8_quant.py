@@ -23,31 +23,42 @@ CAL = toy_calibration(memory_efficiency=0.8, kernel_overhead_s=4e-6)
 
 def test_bytes_and_kernels_per_recipe_by_hand() -> None:
     """A 4,096 x 2,048 BF16 input: tensorwise reads it twice (amax, cast) and writes FP8 row- and column-wise,
-    6 B per element in 3 kernels; delayed 4 B in 1; blockwise 4 + 2 x 4/128; mxfp8 4 + 2 x 1/32. A grouped
+    6 B per element in 4 kernels (zero the amax, amax, scale, cast); from TE's own norm (``norm_amax``), which
+    computed the amax, it reads it once: 4 B in 3 kernels (the amax buffer's fill, scale, cast); delayed 4 B in 1;
+    blockwise 4 + 2 x 4/128; mxfp8 4 + 2 x 1/32. A grouped
     GEMM of 8 experts x 256 rows quantizes each expert apart: 8x the kernels. The per-tensor recipes' column-wise
     copy is a transpose, 1 B per element of those bytes, written in the cast's own kernel; the block recipes
     have none."""
     gemm = Gemm(4096, 1536, 2048, precision=GemmPrecision.FP8_TENSORWISE)
     elements = 4096 * 2048
-    assert quantize_input(Fp8Recipe.TENSORWISE, gemm) == (6 * elements, 3, elements, 0)
+    assert quantize_input(Fp8Recipe.TENSORWISE, gemm) == (6 * elements, 4, elements, 0)
+    assert quantize_input(Fp8Recipe.TENSORWISE, gemm, norm_amax=True) == (4 * elements, 3, elements, 0)
     assert quantize_input(Fp8Recipe.DELAYED, gemm) == (4 * elements, 1, elements, 0)
+    assert quantize_input(Fp8Recipe.DELAYED, gemm, norm_amax=True) == (4 * elements, 1, elements, 0)
     assert quantize_input(Fp8Recipe.BLOCKWISE, gemm) == (4.0625 * elements, 1, 0.0, 0)
     assert quantize_input(Fp8Recipe.MXFP8, gemm) == (4.0625 * elements, 1, 0.0, 0)
     assert quantize_input(
         Fp8Recipe.TENSORWISE, Gemm(256, 1536, 2048, groups=8, precision=GemmPrecision.FP8_TENSORWISE)
-    ) == (6 * 256 * 2048 * 8, 24, 256 * 2048 * 8, 0)
+    ) == (6 * 256 * 2048 * 8, 32, 256 * 2048 * 8, 0)
     assert quantize_input(Fp8Recipe.NONE, gemm) == (0.0, 0, 0.0, 0)
     assert quantize_input(Fp8Recipe.TENSORWISE, Gemm(4096, 1536, 2048)) == (0.0, 0, 0.0, 0)  # BF16 GEMM
 
 
 def test_quant_op_time_by_hand() -> None:
-    """Tensorwise, 4,096 x 2,048: 50,331,648 B at 1e12 x 0.8 B/s = 62.9146 us, plus 3 x 4 us of launch gaps."""
+    """Tensorwise, 4,096 x 2,048: 50,331,648 B at 1e12 x 0.8 B/s = 62.9146 us, plus 4 x 4 us of launch gaps.
+    Megatron-Core's TP attention takes qkv_proj's input from TE's own norm (TELayerNormColumnParallelLinear):
+    33,554,432 B = 41.9430 us, plus 3 x 4 us; o_proj's input (4,096 x 2,048, the attention output) is not."""
     model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
     layout = LayoutSpec("t", intra_size=1, ffn="ep", gemm_dtype="fp8", fp8_recipe="tensorwise")
     ops = forward_ops([(0, layer_recipe(model, layout, 4096, 8))], layout)
     (quant,) = [op for op in ops if op.name == "qkv_proj.quant"]
-    assert (quant.kind, quant.mem_bytes, quant.kernels) == (MEMORY, 6 * 4096 * 2048, 3)
-    assert compute_time_s(quant, GPU, CAL) == pytest.approx(50331648 / 0.8e12 + 12e-6, rel=1e-12)
+    assert (quant.kind, quant.mem_bytes, quant.kernels) == (MEMORY, 6 * 4096 * 2048, 4)
+    assert compute_time_s(quant, GPU, CAL) == pytest.approx(50331648 / 0.8e12 + 16e-6, rel=1e-12)
+    megatron = LayoutSpec("t", intra_size=1, attention="tp", ffn="ep", gemm_dtype="fp8", fp8_recipe="tensorwise")
+    quants = {op.name: op for op in forward_ops([(0, layer_recipe(model, megatron, 4096, 8))], megatron)}
+    assert (quants["qkv_proj.quant"].mem_bytes, quants["qkv_proj.quant"].kernels) == (4 * 4096 * 2048, 3)
+    assert compute_time_s(quants["qkv_proj.quant"], GPU, CAL) == pytest.approx(33554432 / 0.8e12 + 12e-6, rel=1e-12)
+    assert (quants["o_proj.quant"].mem_bytes, quants["o_proj.quant"].kernels) == (6 * 4096 * 2048, 4)
 
 
 def _layer_ops(recipe: str) -> tuple[list, list]:
@@ -80,11 +91,11 @@ def test_every_fp8_gemm_input_but_the_wgrads_is_quantized_first() -> None:
 def test_recipe_on_off_difference_is_the_sum_of_the_quant_ops() -> None:
     """Differential: the same layer with and without the tensorwise recipe. Every other op is the same, so
     the compute time differs by the quantizations' bytes / (HBM x 0.8) + 4 us per kernel, summed from the
-    FP8 GEMMs' shapes by hand (forward and dgrad inputs: 6 B per element, 3 kernels per group)."""
+    FP8 GEMMs' shapes by hand (forward and dgrad inputs: 6 B per element, 4 kernels per group)."""
     with_recipe = [op for ops in _layer_ops("tensorwise") for op in ops]
     without = [op for ops in _layer_ops("") for op in ops]
     gemms = [op.gemm for op in without if op.gemm is not None and op.gemm.fp8 and op.role != Role.WEIGHT_GRAD]
-    expected = sum(6 * g.m * g.k * g.groups / 0.8e12 + 3 * g.groups * 4e-6 for g in gemms)
+    expected = sum(6 * g.m * g.k * g.groups / 0.8e12 + 4 * g.groups * 4e-6 for g in gemms)
     assert len(with_recipe) - len(without) == len(gemms) > 0
 
     def total(ops: list) -> float:
@@ -94,19 +105,20 @@ def test_recipe_on_off_difference_is_the_sum_of_the_quant_ops() -> None:
 
 
 def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() -> None:
-    """TP 4 with SP: qkv_proj gathers 4,096 rows from 1,024-row shards; TE quantizes the shard row-wise
-    (amax read 2 + cast read 2 + write 1 = 5 B per element on 1,024 x 2,048) and transposes the gathered
-    FP8 (1 + 1 B on 4,096 x 2,048): 4 kernels. o_proj's dY is gathered the same way (its reduce-scatter's
-    backward); o_proj's forward input (the local heads' attention output) is not: 6 B in 3 kernels. The MoE
+    """TP 4 with SP: qkv_proj gathers 4,096 rows from 1,024-row shards; TE's norm gives the amax, TE quantizes
+    the shard row-wise (cast read 2 + write 1 = 3 B per element on 1,024 x 2,048) and transposes the gathered
+    FP8 (1 + 1 B on 4,096 x 2,048): 3 + 1 kernels. o_proj's dY is gathered the same way (its reduce-scatter's
+    backward) but has no norm before it: amax read 2 + cast read 2 + write 1 = 5 B on the shard, 4 + 1 kernels;
+    o_proj's forward input (the local heads' attention output) is not gathered: 6 B in 4 kernels. The MoE
     layer's GEMMs are fed by its dispatcher, never sharded."""
     model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
     layout = LayoutSpec("t", intra_size=4, attention="tp", ffn="ep", gemm_dtype="fp8", fp8_recipe="tensorwise")
     steps = layer_recipe(model, layout, 4096, 8)
     ops = {op.name: op for op in forward_ops([(0, steps)], layout) + backward_ops([(0, steps)], layout)}
-    gathered = 1024 * 2048 * 5 + 4096 * 2048 * 2
-    assert (ops["qkv_proj.quant"].mem_bytes, ops["qkv_proj.quant"].kernels) == (gathered, 4)
-    assert (ops["o_proj.dgrad.quant"].mem_bytes, ops["o_proj.dgrad.quant"].kernels) == (gathered, 4)
-    assert (ops["o_proj.quant"].mem_bytes, ops["o_proj.quant"].kernels) == (6 * 4096 * 512, 3)
+    transpose = 4096 * 2048 * 2
+    assert (ops["qkv_proj.quant"].mem_bytes, ops["qkv_proj.quant"].kernels) == (1024 * 2048 * 3 + transpose, 4)
+    assert (ops["o_proj.dgrad.quant"].mem_bytes, ops["o_proj.dgrad.quant"].kernels) == (1024 * 2048 * 5 + transpose, 5)
+    assert (ops["o_proj.quant"].mem_bytes, ops["o_proj.quant"].kernels) == (6 * 4096 * 512, 4)
     assert {s.input_shards for s in steps if s.name.startswith("expert")} == {1}
     blockwise = quantize_input(
         Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, precision=GemmPrecision.FP8_TENSORWISE), shards=4
@@ -115,18 +127,19 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
 
 
 def test_the_megatron_recipe_reaches_the_ops() -> None:
-    """--fp8-recipe tensorwise: 3 kernels per quantization; --fp8-format alone: Megatron's default, delayed
+    """--fp8-recipe tensorwise: 4 kernels per quantization (3 for qkv_proj's, from TE's norm); --fp8-format alone: Megatron's default, delayed
     scaling, 1 kernel; no --fp8-format: BF16 GEMMs, no quantization."""
     from workloads.inputs.megatron import parse_megatron_args
 
     model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
 
-    def kernels(flags: str) -> set[int]:
+    def kernels(flags: str, name: str = "o_proj.quant") -> set[int]:
         layout = parse_megatron_args(flags).resolve(model).layout
         ops = forward_ops([(0, layer_recipe(model, layout, 4096, 8))], layout)
-        return {op.kernels for op in ops if op.name == "qkv_proj.quant"}
+        return {op.kernels for op in ops if op.name == name}
 
-    assert kernels("--bf16 --fp8-format hybrid --fp8-recipe tensorwise") == {3}
+    assert kernels("--bf16 --fp8-format hybrid --fp8-recipe tensorwise") == {4}
+    assert kernels("--bf16 --fp8-format hybrid --fp8-recipe tensorwise", "qkv_proj.quant") == {3}
     assert kernels("--bf16 --fp8-format hybrid") == {1}
     assert kernels("--bf16") == set()
 
@@ -143,9 +156,10 @@ def _tp_quant_ops(recipe: str) -> dict[str, Op]:
 def test_blackwell_writes_no_per_tensor_transpose_hopper_does(generation: GpuGeneration) -> None:
     """TE makes the per-tensor recipes' column-wise copy as a transpose only where FP8 GEMMs take the TN layout
     alone (NVIDIA/TransformerEngine@d0067d0d quantizer.cpp, distributed.py _all_gather_fp8). Tensorwise on o_proj's
-    4,096 x 512 input: Hopper 6 B per element in 3 kernels, Blackwell 5 B in 3; delayed 4 B against 3 B, 1 kernel;
-    qkv_proj's SP-gathered 4,096 x 2,048 input: Hopper 5 B on the 1,024-row shard + 1 + 1 B on the gathered FP8 in
-    4 kernels (and 4 host launches), Blackwell the shard's 5 B in 3. MXFP8 (no transpose) is the same on both."""
+    4,096 x 512 input: Hopper 6 B per element in 4 kernels, Blackwell 5 B in 4; delayed 4 B against 3 B, 1 kernel;
+    qkv_proj's SP-gathered 4,096 x 2,048 input (amax from TE's norm): Hopper 3 B on the 1,024-row shard + 1 + 1 B on
+    the gathered FP8 in 4 kernels (and 4 host launches), Blackwell the shard's 3 B in 3. MXFP8 (no transpose) is
+    the same on both."""
     hopper, blackwell = toy_gpu(generation=GpuGeneration.HOPPER), toy_gpu(generation=generation)
     launch_cal = toy_calibration(host_launch_s=5e-6, grace_host_launch_s=5e-6)
 
@@ -155,9 +169,9 @@ def test_blackwell_writes_no_per_tensor_transpose_hopper_does(generation: GpuGen
     tensorwise, delayed, mxfp8 = (_tp_quant_ops(r) for r in ("tensorwise", "delayed", "mxfp8"))
     local, gathered = 4096 * 512, 4096 * 2048
     cases = [
-        (tensorwise["o_proj.quant"], (6 * local, 3), (5 * local, 3)),
+        (tensorwise["o_proj.quant"], (6 * local, 4), (5 * local, 4)),
         (delayed["o_proj.quant"], (4 * local, 1), (3 * local, 1)),
-        (tensorwise["qkv_proj.quant"], (5 * gathered / 4 + 2 * gathered, 4), (5 * gathered / 4, 3)),
+        (tensorwise["qkv_proj.quant"], (3 * gathered / 4 + 2 * gathered, 4), (3 * gathered / 4, 3)),
         (delayed["qkv_proj.quant"], (3 * gathered / 4 + 2 * gathered, 2), (3 * gathered / 4, 1)),
         (mxfp8["o_proj.quant"], (4.0625 * local, 1), (4.0625 * local, 1)),
     ]

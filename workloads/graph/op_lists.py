@@ -155,7 +155,7 @@ class _OpList:
     ) -> tuple[int, ...]:
         """The FP8 quantization of a GEMM's input under the layout's recipe, before it; returns the GEMM's deps."""
         shards = step.grad_shards if role == Role.INPUT_GRAD else step.input_shards
-        work = quantize_input(self.fp8_recipe, gemm, shards)
+        work = quantize_input(self.fp8_recipe, gemm, shards, step.norm_input and role != Role.INPUT_GRAD)
         if not work.kernels:
             return deps
         op = Op(

@@ -24,10 +24,18 @@ one set of kernels per group.
 
 Per BF16 element (2 bytes read per pass) and per tensor, by recipe:
 
-- tensorwise (Float8CurrentScaling): an amax pass reads it, a one-thread scale kernel, then the cast reads
-  it again and writes 1 + 1 FP8 bytes: 6 bytes (5 without the transpose), 3 kernels (TE transformer_engine/pytorch/csrc/quantizer.cpp,
-  Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax_with_config, the amax all-reduce when an
-  amax group is set, nvte_compute_scale_from_amax, nvte_quantize_v2).
+- tensorwise (Float8CurrentScaling): a one-thread kernel zeroes the amax, an amax pass reads it, a one-thread
+  scale kernel, then the cast reads it again and writes 1 + 1 FP8 bytes: 6 bytes (5 without the transpose),
+  4 kernels (TE transformer_engine/pytorch/csrc/quantizer.cpp, Float8CurrentScalingQuantizer::quantize_impl:
+  nvte_compute_amax_with_config, the amax all-reduce when an amax group is set, nvte_compute_scale_from_amax,
+  nvte_quantize_v2; transformer_engine/common/recipe/current_scaling.cu launch_amax_kernel launches
+  zero_amax_kernel before amax_kernel, since NVIDIA/TransformerEngine@3f5b4754, #2177, v2.8). The amax
+  all-reduce runs only for a sequence-parallel TE linear's TP group (module/linear.py and layernorm_linear.py
+  set_quantizer_amax_reduction_group) and is not simulated. Where TE's own norm produces the input
+  (LayerNormLinear, LayerNormMLP: ``with_quantized_norm``), the norm kernel computes the amax as it writes
+  its BF16 output into a zeroed amax buffer (pytorch/csrc/extensions/normalization.cpp FUSED_NORM_AMAX_FP8,
+  Float8CurrentScalingQuantizer::create_unquantized_tensor_with_amax and quantize_with_amax): no amax pass,
+  the fill, the scale and the cast, 4 bytes (3 without the transpose), 3 kernels (``norm_amax``).
 - delayed (DelayedScaling): the scale comes from the amax history, the cast-transpose records the amax
   as it goes: one pass, 2 + 1 + 1 = 4 bytes (3 without the transpose), 1 kernel (the per-step amax-history
   update is left out).
@@ -54,7 +62,7 @@ quantize both copies of the shard and gather them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from workloads.ops import BYTES_BF16, Gemm
@@ -84,7 +92,7 @@ class QuantKernels:
 
 
 QUANT_KERNELS: dict[Fp8Recipe, QuantKernels] = {
-    Fp8Recipe.TENSORWISE: QuantKernels(amax_pass=True, kernels=3),
+    Fp8Recipe.TENSORWISE: QuantKernels(amax_pass=True, kernels=4),
     Fp8Recipe.DELAYED: QuantKernels(amax_pass=False, kernels=1),
     Fp8Recipe.BLOCKWISE: QuantKernels(amax_pass=False, kernels=1, scale_bytes=4 / 128, transposed_copy=False),
     Fp8Recipe.MXFP8: QuantKernels(amax_pass=False, kernels=1, scale_bytes=1 / 32, transposed_copy=False),
@@ -104,12 +112,21 @@ class QuantWork(NamedTuple):
     transpose_kernels: int = 0
 
 
-def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1) -> QuantWork:
+# Recipes whose quantizer takes the amax from TE's norm kernel when the norm feeds the GEMM in one TE module
+# (normalization.cpp FUSED_NORM_AMAX_FP8; NVFP4's FUSED_NORM_AMAX_NVFP4 is not audited here, delayed scaling's
+# FULLY_FUSED norm writes FP8 itself and is not modelled either).
+NORM_AMAX_RECIPES = frozenset({Fp8Recipe.TENSORWISE})
+
+
+def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bool = False) -> QuantWork:
     """The work of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``, gathered from
-    ``shards`` sequence shards by the layer itself; none without a recipe or for BF16."""
+    ``shards`` sequence shards by the layer itself; none without a recipe or for BF16. ``norm_amax``: the input
+    is TE's own norm output (LayerNormLinear), whose kernel computed the amax already."""
     if not gemm.fp8 or recipe == Fp8Recipe.NONE:
         return QuantWork(0.0, 0)
     cost = QUANT_KERNELS[recipe]
+    if norm_amax and recipe in NORM_AMAX_RECIPES:  # the amax buffer's fill replaces the zeroing and amax kernels
+        cost = replace(cost, amax_pass=False, kernels=cost.kernels - 1)
     elements = gemm.m * gemm.k * gemm.groups
     if shards > 1 and cost.transposed_copy:  # row-wise on the shard, the transpose on the gathered FP8
         local = elements / shards * (cost.read_bytes + FP8_BYTES)

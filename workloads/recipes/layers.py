@@ -124,7 +124,9 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     return [
         norm,
         gather,
-        Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h)),
+        # TELayerNormColumnParallelLinear: the norm inside TE's module (NVIDIA/Megatron-LM@d98e8a64
+        # megatron/core/models/gpt/gpt_layer_specs.py, linear_qkv=backend.column_parallel_layer_norm_linear())
+        Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h), norm_input=True),
         *(megatron_qkv_copies(model, tokens, n) if megatron_attention(layout) else []),
         *qk_steps(model, tokens, n),
         flash,

@@ -111,7 +111,9 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     return [
         Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
         *([gather] if tp else []),
-        Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h), module=Module.MLP),
+        # linear_fc1 is TELayerNormColumnParallelLinear where TE fuses the norm (NVIDIA/Megatron-LM@d98e8a64
+        # megatron/core/models/gpt/gpt_layer_specs.py get_mlp_module_spec_for_backend, fuse_layernorm_and_linear)
+        Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h), module=Module.MLP, norm_input=True),
         swiglu_step("swiglu", rows * width, fused=layout.fused_activation, probs=False, module=Module.MLP),
         Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width), module=Module.MLP),
         *([scatter] if tp else []),
