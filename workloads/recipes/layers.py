@@ -27,13 +27,14 @@ from workloads.ops import (
 from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
+from workloads.recipes.fp8_quant import te_fp8_gathers
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
 from workloads.recipes.residual import input_grad_sums, megatron_qkv_copies, residual_step
 from workloads.specs.cuda_graphs import tag_layer
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.specs.precision import to_fp8_comm, to_fp8_gemms
+from workloads.specs.precision import Fp8Recipe, to_fp8_comm, to_fp8_gemms
 
 
 def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
@@ -151,7 +152,10 @@ def layer_recipe(
     residual = residual_step("mlp_residual", act_local, backward=False)
     steps = tag_layer(attention, [*branch_sum, *ffn, residual], dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
-    return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
+    if layout.comm_dtype == "fp8":
+        return to_fp8_comm(steps)
+    # TE's SP linear layers gather their FP8 input (and dY) themselves, whatever the job's communication precision
+    return te_fp8_gathers(steps, Fp8Recipe(layout.fp8_recipe)) if layout.gemm_dtype == "fp8" else steps
 
 
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
