@@ -183,3 +183,35 @@ def test_blackwell_writes_no_per_tensor_transpose_hopper_does(generation: GpuGen
             assert launch_s == pytest.approx(kernels * 5e-6, rel=1e-12), op.name
     assert runs_non_tn_fp8_gemm(generation)
     assert not runs_non_tn_fp8_gemm(GpuGeneration.HOPPER) and not runs_non_tn_fp8_gemm(GpuGeneration.AMPERE)
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "delayed", "blockwise"])
+def test_te_sp_linear_layers_gather_fp8_under_per_tensor_recipes(recipe: str) -> None:
+    """TP 4 with SP, 4,096 tokens x 2,048: each all-gather sends 3 of 4 shards, 4,096 x 2,048 x 3/4 elements.
+    Under the per-tensor recipes TE gathers FP8 (1 B per element, 6,291,456 B): qkv_proj's forward all-gather, its
+    backward re-gather of the saved FP8 shard and o_proj's output-gradient all-gather (its reduce-scatter's
+    backward); the reduce-scatters stay BF16 (12,582,912 B): o_proj's output and qkv_proj's dgrad. The block
+    recipes are left at BF16 bytes (not audited). Megatron-Core's TP layers with TE's userbuffers
+    (--tp-comm-overlap) and without (async NCCL bulk overlaps) alike."""
+    model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
+    bf16 = 4096 * 2048 * 3 // 4 * 2
+    fp8 = bf16 // 2 if recipe != "blockwise" else bf16
+    for overlap in (True, False):
+        layout = LayoutSpec(
+            "t",
+            intra_size=4,
+            attention="tp",
+            ffn="ep",
+            gemm_dtype="fp8",
+            fp8_recipe=recipe,
+            tp_comm_overlap=overlap,
+            tp_async_backward=True,
+            intra_op_overlap=False,
+        )
+        steps = layer_recipe(model, layout, 4096, 8)
+        ops = forward_ops([(0, steps)], layout) + backward_ops([(0, steps)], layout)
+        comm = {op.name: op.comm_bytes for op in ops if op.is_comm and op.name.startswith(("qkv", "o_proj", "tp_"))}
+        gather, scatter = ("qkv_proj+tp_ag_attn", "o_proj+tp_rs_attn") if overlap else ("tp_ag_attn", "tp_rs_attn")
+        dgrad_gather = "o_proj.dgrad+tp_rs_attn" if overlap else "tp_rs_attn.bwd"
+        assert comm[gather] == fp8 and comm["tp_ag_attn.regather"] == fp8 and comm[dgrad_gather] == fp8
+        assert comm[scatter] == bf16 and comm["tp_ag_attn.bwd"] == bf16

@@ -83,3 +83,29 @@ def test_megatron_copies_the_grouped_query_and_concatenates_the_qkv_gradient() -
     # MegaScale-MoE's own attention publishes no such kernels
     forward, backward = _ops(_layout("megascale"))
     assert "q_reshape_copy" not in forward and "qkv_grad_cat.bwd" not in backward
+
+
+def test_te_norms_read_x_and_dy_and_write_dx_in_two_kernels() -> None:
+    """TE's RMSNorm: forward reads x and writes y (2 ACT, 1 kernel); backward reads dy and x and writes dx
+    (3 ACT = 12,582,912 B) in two kernels, the gradient kernel and the gains' finalize kernel (rmsnorm_bwd_kernels.cuh);
+    the q / k norms of a qk-norm model the same per tensor (2 + 2 kernels backward)."""
+    forward, backward = _ops(_layout())
+    for name in ("attn_norm", "ffn_norm"):
+        assert (forward[name].mem_bytes, forward[name].kernels) == (2 * ACT, 1)
+        assert (backward[f"{name}.bwd"].mem_bytes, backward[f"{name}.bwd"].kernels) == (3 * ACT, 2) == (12_582_912, 2)
+    qk = ModelSpec("m", 1, 1024, 16, 4, 512, 16, 2, 64, qk_layernorm=True)
+    forward, backward = _ops(_layout(), qk)
+    elements = SEQ * (16 + 4) * 64  # q and k of every head (TP 1)
+    assert (forward["qk_norm"].mem_bytes, forward["qk_norm"].kernels) == (2 * 2 * elements, 2)
+    assert (backward["qk_norm.bwd"].mem_bytes, backward["qk_norm.bwd"].kernels) == (3 * 2 * elements, 4)
+
+
+def test_fused_rope_backward_moves_the_forward_bytes() -> None:
+    """TE's fused_rope_backward reads dq (dk) and the FP32 angles and writes the input gradient, one kernel per
+    tensor: q and k of 2,048 positions x (16 + 4) heads x 64 read and written (BF16), the angle table
+    (2,048 x 64 x 4 B) read once per tensor: 10,485,760 + 1,048,576 = 11,534,336 B both ways."""
+    forward, backward = _ops(_layout(), ModelSpec("m", 1, 1024, 16, 4, 512, 16, 2, 64, rope=True))
+    rope = 2 * SEQ * (16 + 4) * 64 * 2 + 2 * SEQ * 64 * 4
+    assert rope == 11_534_336
+    assert (forward["rope"].mem_bytes, forward["rope"].kernels) == (rope, 2)
+    assert (backward["rope.bwd"].mem_bytes, backward["rope.bwd"].kernels) == (rope, 2)

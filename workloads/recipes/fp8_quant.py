@@ -65,7 +65,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from workloads.ops import BYTES_BF16, Gemm
+from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, GEMM, REDUCE_SCATTER, Gemm, Step
 from workloads.specs.precision import Fp8Recipe
 
 FP8_BYTES = 1
@@ -137,3 +137,48 @@ def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bo
     # the fused cast-transpose writes the transpose beside the row-wise copy: bytes, not a kernel of its own
     transpose = cost.element_bytes * elements if cost.transposed_copy else 0.0
     return QuantWork(cost.bytes_per_element() * elements, cost.kernels * gemm.groups, transpose)
+
+
+# The per-tensor recipes gather the row-wise FP8 copy alone: 1 byte per element, one scale for the whole tensor.
+PER_TENSOR_RECIPES = frozenset(recipe for recipe, cost in QUANT_KERNELS.items() if cost.transposed_copy)
+FP8_GATHER_SCALE = FP8_BYTES / BYTES_BF16
+
+
+def te_fp8_gathers(steps: list[Step], recipe: Fp8Recipe) -> list[Step]:
+    """The TP all-gathers around TE's sequence-parallel linear layers at the FP8 bytes TE moves under a per-tensor
+    recipe (``input_shards`` / ``grad_shards`` > 1, set by workloads.specs.precision.to_fp8_gemms), BF16 under
+    the others: the all-gather into a column-parallel layer (QKV, FC1) moves its quantized input, and so does its
+    backward re-gather of the saved shard (TE saves the FP8 shard, ``ln_out``, and gathers it with the input
+    quantizer: set_quantizer_usage_for_wgrad_all_gather); the backward all-gather of a row-parallel layer's
+    (proj, FC2) output gradient moves the quantized gradient. NVIDIA/TransformerEngine@d0067d0d
+    transformer_engine/pytorch/module/layernorm_linear.py and linear.py forward (``with_input_all_gather``: the
+    input quantizer set row-wise only, then fill_userbuffers_buffer_for_all_gather or gather_along_first_dim
+    with the quantizer) and backward; module/base.py grad_output_preprocess (``gather_grad_output``: quantized,
+    then gathered) and fill_userbuffers_buffer_for_all_gather (Float8Quantizer / Float8CurrentScalingQuantizer:
+    the FP8 data copied into an FP8 buffer; TE's userbuffers make every all-gather overlap's buffer FP8 under
+    FP8, module/base.py initialize_ub). The reduce-scatters (the proj / FC2 output, the QKV / FC1 dgrad) stay
+    BF16. The block recipes are left at BF16 bytes (they would gather both copies with their scales, fp8_quant's
+    assumption above; not audited)."""
+    if recipe not in PER_TENSOR_RECIPES:
+        return steps
+    out = list(steps)
+    for index, step in enumerate(steps):
+        if step.kind != GEMM:
+            continue
+        before = index - 1
+        if step.input_shards > 1 and before >= 0 and _tp_collective(steps[before], ALL_GATHER):
+            gather = steps[before]  # FP8 in, and re-gathered FP8 in backward; its backward reduce-scatter BF16
+            out[before] = replace(
+                gather,
+                comm_bytes=gather.comm_bytes * FP8_GATHER_SCALE,
+                nic_bytes=gather.nic_bytes * FP8_GATHER_SCALE,
+                bwd_scale=gather.bwd_scale / FP8_GATHER_SCALE,
+            )
+        after = index + 1
+        if step.grad_shards > 1 and after < len(steps) and _tp_collective(steps[after], REDUCE_SCATTER):
+            out[after] = replace(steps[after], bwd_scale=steps[after].bwd_scale * FP8_GATHER_SCALE)
+    return out
+
+
+def _tp_collective(step: Step, collective: str) -> bool:
+    return step.kind == COLLECTIVE and step.collective == collective

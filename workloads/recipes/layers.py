@@ -27,13 +27,15 @@ from workloads.ops import (
 from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
+from workloads.recipes.fp8_quant import te_fp8_gathers
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
+from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import input_grad_sums, megatron_qkv_copies, residual_step
 from workloads.specs.cuda_graphs import tag_layer
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.specs.precision import to_fp8_comm, to_fp8_gemms
+from workloads.specs.precision import Fp8Recipe, to_fp8_comm, to_fp8_gemms
 
 
 def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
@@ -57,13 +59,17 @@ def qk_steps(model: ModelSpec, positions: int, shards: int) -> list[Step]:
     elements = positions * (model.q_width + model.num_kv_heads * model.head_dim) / shards
     steps = []
     if model.qk_layernorm:
-        steps.append(Step("qk_norm", MEMORY, mem_bytes=2 * elements * BYTES_BF16, kernels=2))
+        steps.append(norm_step("qk_norm", elements * BYTES_BF16, tensors=2))
     if model.rope:
         freqs = 2 * positions * model.head_dim * ROPE_FREQS_BYTES
         if model.rope_unfused:
             steps.append(unfused_rope_step(elements, positions * model.head_dim))
         else:
-            steps.append(Step("rope", MEMORY, mem_bytes=2 * elements * BYTES_BF16 + freqs, kernels=2))
+            # backward: TE's fused_rope_backward reads the gradient and the angles and writes the input gradient,
+            # one kernel per tensor, the forward's bytes (NVIDIA/TransformerEngine@d0067d0d
+            # transformer_engine/pytorch/attention/rope.py FusedRoPEFunc.backward, common/fused_rope/fused_rope.cu)
+            rope_bytes = 2 * elements * BYTES_BF16 + freqs
+            steps.append(Step("rope", MEMORY, mem_bytes=rope_bytes, kernels=2, bwd_mem_bytes=rope_bytes))
     return steps
 
 
@@ -102,7 +108,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     tokens = layout.micro_batch * seq_len
     local = tokens // layout.sequence_shards  # tokens per GPU outside the TP block: s/n, or s without SP
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
-    norm = Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)
+    norm = norm_step("attn_norm", act_local, sar_recompute=True, module=Module.LAYERNORM)
     residual = residual_step("attn_residual", act_local)
     flops = attention_flops(model, layout, seq_len, window)
     shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
@@ -151,7 +157,10 @@ def layer_recipe(
     residual = residual_step("mlp_residual", act_local, backward=False)
     steps = tag_layer(attention, [*branch_sum, *ffn, residual], dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
-    return to_fp8_comm(steps) if layout.comm_dtype == "fp8" else steps
+    if layout.comm_dtype == "fp8":
+        return to_fp8_comm(steps)
+    # TE's SP linear layers gather their FP8 input (and dY) themselves, whatever the job's communication precision
+    return te_fp8_gathers(steps, Fp8Recipe(layout.fp8_recipe)) if layout.gemm_dtype == "fp8" else steps
 
 
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
@@ -167,7 +176,7 @@ def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step
     (workloads/graph/op_lists.py tp_linear)."""
     local = layout.micro_batch * seq_len // layout.intra_size
     norm_tokens = layout.micro_batch * seq_len // layout.sequence_shards
-    norm = Step("final_norm", MEMORY, mem_bytes=2 * norm_tokens * model.hidden_size * BYTES_BF16)
+    norm = norm_step("final_norm", norm_tokens * model.hidden_size * BYTES_BF16)
     head = [
         Step("lm_head", GEMM, gemm=Gemm(local, model.vocab_size, model.hidden_size), bf16_only=True),
         cross_entropy_step(layout.cross_entropy, local * model.vocab_size, layout.micro_batch),

@@ -7,8 +7,9 @@ the output projection maps H d_v back to h. Down/up projections are GEMMs; RMSNo
 
 from __future__ import annotations
 
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
+from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec, qk_head_dim
@@ -33,21 +34,21 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
     rows = tokens if tp else tokens // n  # TP computes on the gathered sequence
     local_heads = heads // n if tp else heads
     act_local = tokens // n * h * BYTES_BF16
-    steps = [Step("attn_norm", MEMORY, mem_bytes=2 * act_local, sar_recompute=True, module=Module.LAYERNORM)]
+    steps = [norm_step("attn_norm", act_local, sar_recompute=True, module=Module.LAYERNORM)]
     gather, scatter = tp_pair("attn", n, tokens * h * BYTES_BF16)
     if tp:  # the latents are replicated over the TP group; up projections are split by heads
         steps.append(gather)
     if q_rank:
         steps += [
             Step("q_down", GEMM, gemm=Gemm(rows, q_rank, h)),
-            Step("q_norm", MEMORY, mem_bytes=2 * rows * q_rank * BYTES_BF16, module=UP),
+            norm_step("q_norm", rows * q_rank * BYTES_BF16, module=UP),
             Step("q_up", GEMM, gemm=Gemm(rows, local_heads * d_qk, q_rank), module=UP),
         ]
     else:
         steps.append(Step("q_proj", GEMM, gemm=Gemm(rows, local_heads * d_qk, h)))
     steps += [
         Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)),
-        Step("kv_norm", MEMORY, mem_bytes=2 * rows * kv_rank * BYTES_BF16, module=UP),
+        norm_step("kv_norm", rows * kv_rank * BYTES_BF16, module=UP),
         Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank), module=UP),
     ]
     flops = mla_attention_flops(model, layout, seq_len, window)

@@ -32,6 +32,7 @@ from workloads.ops import (
 from workloads.recipes.activation import swiglu_step
 from workloads.recipes.comm_pairs import tp_pair
 from workloads.recipes.expert_kernels import clamp_steps, fc2_bias_steps
+from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import input_grad_sums
 from workloads.recipes.router import aux_loss_steps, fused_topk_step, random_logits_step
 from workloads.specs.layouts import LayoutSpec
@@ -109,7 +110,7 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
     rows, width = (tokens, f // n) if tp else (local, f)
     gather, scatter = tp_pair("ffn", n, tokens * h * BYTES_BF16, Module.MLP, layout.sequence_parallel)
     return [
-        Step("ffn_norm", MEMORY, mem_bytes=2 * local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
+        norm_step("ffn_norm", local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM),
         *([gather] if tp else []),
         # linear_fc1 is TELayerNormColumnParallelLinear where TE fuses the norm (NVIDIA/Megatron-LM@d98e8a64
         # megatron/core/models/gpt/gpt_layer_specs.py get_mlp_module_spec_for_backend, fuse_layernorm_and_linear)
@@ -148,14 +149,7 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
         graph=ROUTER,
     )
     return [
-        Step(
-            "ffn_norm",
-            MEMORY,
-            mem_bytes=2 * local * h * BYTES_BF16,
-            sar_recompute=True,
-            module=Module.LAYERNORM,
-            graph=ROUTER,
-        ),
+        norm_step("ffn_norm", local * h * BYTES_BF16, sar_recompute=True, module=Module.LAYERNORM, graph=ROUTER),
         # the norm's output feeds the router, the dispatcher (and the shared experts): autograd sums their gradients
         *input_grad_sums("moe_input_grad_sum", local * h * BYTES_BF16, 2 + bool(model.shared_ffn_size), M, ROUTER),
         Step("router", GEMM, gemm=Gemm(local, model.num_experts, h), bf16_only=True, module=M, graph=ROUTER),
