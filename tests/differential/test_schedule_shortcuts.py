@@ -42,7 +42,10 @@ SCHEDULES = {
 # and 64 the exact path's failed runs at 10 and 20 and the bounded runs at 16 and 32 cost more than the step)
 MICRO_BATCHES = {2: (64, 96, 128), 4: (96, 128, 192)}
 # Where the exact path locks (the rest take the bounded one); at PP 4 the two-chunk schedules do not fit 4 layers
-EXACT = {2: {"1f1b", "dualpipe", "dualpipe+ep_overlap", "dualpipev", "interleaved", "interleaved+ep_overlap"}, 4: {"dualpipe"}}
+EXACT = {
+    2: {"1f1b", "dualpipe", "dualpipe+ep_overlap", "dualpipev", "interleaved", "interleaved+ep_overlap"},
+    4: {"dualpipe"},
+}
 # Where the failed exact attempts' runs are shorter than simulator/fast/bounded.GAP times the bounded path's m_a (12 and
 # 24 beside 16 for DualPipeV with EP overlap at PP 2, 20 and 28 for DualPipe with EP overlap at PP 4), so that the pair
 # 16 and 32 would run beside them: more than the step, which then runs in full (interleaved 1F1B at PP 2 and 64 was
