@@ -166,9 +166,9 @@ def test_qwen3_bench_step_from_one_run_equals_the_full_run() -> None:
     """The bench's Qwen3-235B step (256 H100, interleaved PP 8 x VP 4, cross-node EP, 128 micro-batches): by the
     one-run path, by the run one period (8) longer beside it, and in full (tasks on the NIC at op level), every
     field to 1e-9 (seen: 1e-11). The one-run path extrapolates from its shorter run's ledger alone where two
-    periods add the same; here (since the layer's residual adds and gradient sums) the F&Bdw phase sum and a
-    stage's PP wait of two periods differ by 7.8e-12 s, above the lock's tolerance (LOCK_REL of the 32-micro-batch
-    step), so it takes the run one period longer too, as the reference does."""
+    periods add the same (one run of 40 here); where they differ by more than the lock's tolerance (LOCK_REL of the
+    shorter step: 7.8e-12 s in an F&Bdw phase sum at 32 micro-batches, between the layer's residual adds and TE's
+    norm backward bytes) it takes the run one period longer too, as the reference does."""
     from experiments.cli.bench import QWEN3_CASE
     from experiments.validation.corpus import CASES_DIR, load_case
     from experiments.validation.validate import case_job
