@@ -192,7 +192,8 @@ def test_te_sp_linear_layers_gather_fp8_under_per_tensor_recipes(recipe: str) ->
     backward re-gather of the saved FP8 shard and o_proj's output-gradient all-gather (its reduce-scatter's
     backward); the reduce-scatters stay BF16 (12,582,912 B): o_proj's output and qkv_proj's dgrad. The block
     recipes are left at BF16 bytes (not audited). Megatron-Core's TP layers with TE's userbuffers
-    (--tp-comm-overlap) and without (async NCCL bulk overlaps) alike."""
+    (--tp-comm-overlap) and without (async NCCL bulk overlaps) alike; MegaScale-MoE's own stack (its dispatcher)
+    gathers BF16 unless its communication is FP8 (comm_dtype)."""
     model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
     bf16 = 4096 * 2048 * 3 // 4 * 2
     fp8 = bf16 // 2 if recipe != "blockwise" else bf16
@@ -207,6 +208,7 @@ def test_te_sp_linear_layers_gather_fp8_under_per_tensor_recipes(recipe: str) ->
             tp_comm_overlap=overlap,
             tp_async_backward=True,
             intra_op_overlap=False,
+            token_dispatcher="alltoall",
         )
         steps = layer_recipe(model, layout, 4096, 8)
         ops = forward_ops([(0, steps)], layout) + backward_ops([(0, steps)], layout)
@@ -215,3 +217,7 @@ def test_te_sp_linear_layers_gather_fp8_under_per_tensor_recipes(recipe: str) ->
         dgrad_gather = "o_proj.dgrad+tp_rs_attn" if overlap else "tp_rs_attn.bwd"
         assert comm[gather] == fp8 and comm["tp_ag_attn.regather"] == fp8 and comm[dgrad_gather] == fp8
         assert comm[scatter] == bf16 and comm["tp_ag_attn.bwd"] == bf16
+        megascale = layout.with_(token_dispatcher="megascale")
+        steps = layer_recipe(model, megascale, 4096, 8)
+        ops = forward_ops([(0, steps)], megascale) + backward_ops([(0, steps)], megascale)
+        assert {op.comm_bytes for op in ops if op.name in (gather, "tp_ag_attn.regather", dgrad_gather)} == {bf16}

@@ -95,11 +95,11 @@ def unfused_rope_step(elements: float, angles: int) -> Step:
     )
 
 
-def megatron_attention(layout: LayoutSpec) -> bool:
-    """Whether the layout's attention is Megatron-Core's SelfAttention with TP (a Megatron token dispatcher), whose
-    Q/K/V split copies the query (workloads/recipes/residual.py megatron_qkv_copies); MegaScale-MoE's own
-    attention does not publish its kernels."""
-    return layout.attention == "tp" and bool(DISPATCHERS[layout.token_dispatcher].megatron)
+def te_layers(layout: LayoutSpec) -> bool:
+    """Whether the layout's layers are Megatron-Core's with Transformer Engine modules (a Megatron token dispatcher),
+    whose kernels workloads/recipes/residual.py megatron_qkv_copies and fp8_quant.te_fp8_gathers follow;
+    MegaScale-MoE's own stack does not publish its kernels."""
+    return bool(DISPATCHERS[layout.token_dispatcher].megatron)
 
 
 def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
@@ -133,7 +133,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
         # TELayerNormColumnParallelLinear: the norm inside TE's module (NVIDIA/Megatron-LM@d98e8a64
         # megatron/core/models/gpt/gpt_layer_specs.py, linear_qkv=backend.column_parallel_layer_norm_linear())
         Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h), norm_input=True),
-        *(megatron_qkv_copies(model, tokens, n) if megatron_attention(layout) else []),
+        *(megatron_qkv_copies(model, tokens, n) if te_layers(layout) else []),
         *qk_steps(model, tokens, n),
         flash,
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, q // n)),
@@ -160,7 +160,11 @@ def layer_recipe(
     if layout.comm_dtype == "fp8":
         return to_fp8_comm(steps)
     # TE's SP linear layers gather their FP8 input (and dY) themselves, whatever the job's communication precision
-    return te_fp8_gathers(steps, Fp8Recipe(layout.fp8_recipe)) if layout.gemm_dtype == "fp8" else steps
+    return (
+        te_fp8_gathers(steps, Fp8Recipe(layout.fp8_recipe))
+        if layout.gemm_dtype == "fp8" and te_layers(layout)
+        else steps
+    )
 
 
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
