@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.costs.calibration import DEFAULT_CALIBRATION, GRACE_TORCH_OP_HOST_S, TORCH_OP_HOST_S, Calibration
 from simulator.costs.gemm_efficiency import flat_gemm_table
 from topologies.hardware import GpuSpec
 from workloads.graph.step import StepWorkload
@@ -55,12 +55,24 @@ TOY_CALIBRATION = Calibration(
     fitted_on=(),
 )
 
+# A bare torch op's host time per eager kernel (torch.nn.Linear's 13.48 us on a DGX-H100, 37.08 us on a GB200;
+# TransformerEngine #2053), stop 47's calibration: at a TE module's (36.5 / 99.66 us since) the toy layers' short
+# kernels leave the host on the critical path, where engine tests built on them look at the GPU, the NIC and the
+# pipeline (a fault that slows the step, a transient the steady shortcut must catch, the path it takes).
+TORCH_HOST = {"host_launch_s": TORCH_OP_HOST_S, "grace_host_launch_s": GRACE_TORCH_OP_HOST_S}
+GPU_BOUND_CALIBRATION = DEFAULT_CALIBRATION.with_(**TORCH_HOST)
+
 # Stop 34's per-kernel, sync and residual constants (kernel_overhead_s 4 us and host_sync_s 50 us, assumed then;
-# measured values since stop 35, simulator/costs/calibration.py). Engine scenarios whose property (a fault on the
-# critical path, a slow transient, a send forecast needed once, an overlap that pays) was built on their timings
-# pin them, so that they test the engine rather than the calibration of the day.
+# measured values since stop 35, simulator/costs/calibration.py) and a bare torch op's host time (TORCH_HOST). Engine
+# scenarios whose property (a fault on the critical path, a slow transient, a send forecast needed once, an overlap
+# that pays, a path the steady shortcut takes) was built on their timings pin them, so that they test the engine
+# rather than the calibration of the day.
 SCENARIO_CALIBRATION = DEFAULT_CALIBRATION.with_(
-    kernel_overhead_s=4e-6, graph_kernel_overhead_s=4e-6, host_sync_s=50e-6, compute_residual=0.8576
+    kernel_overhead_s=4e-6,
+    graph_kernel_overhead_s=4e-6,
+    host_sync_s=50e-6,
+    compute_residual=0.8576,
+    **TORCH_HOST,
 )
 
 

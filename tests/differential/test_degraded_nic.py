@@ -40,6 +40,7 @@ from tests.differential.drawn_steps import DENSE, TINY, draw_step
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
+from tests.toys import GPU_BOUND_CALIBRATION
 
 MAX_GPUS = 32  # the unfolded engine simulates every GPU
 
@@ -63,8 +64,8 @@ def _one_degraded_nic(draw: st.DrawFn, gpus: int) -> Faults:
 
 def gap(workload: StepWorkload, cluster, faults: Faults) -> float:
     """unfolded / folded - 1 of the step time."""
-    folded = Engine(workload, cluster, faults=faults).run().step_time_s
-    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s
+    folded = Engine(workload, cluster, GPU_BOUND_CALIBRATION, faults=faults).run().step_time_s
+    unfolded = Engine(workload, cluster, GPU_BOUND_CALIBRATION, placement="unfolded", faults=faults).run().step_time_s
     return unfolded / folded - 1
 
 

@@ -1,7 +1,7 @@
 """Megatron-LM's MoE performance test (one MoELayer on 8 H100, EP 8; NVIDIA/Megatron-LM@cf39a4dd
 tests/functional_tests/test_cases/common/moe_perf/baseline.json), simulated kernel by kernel
 (experiments/validation/moe_perf.py): the simulated milliseconds pinned, the error against each measured row
-stated. Fitted residual (0.8441) at benchmark clocks; `python -m experiments.validation.moe_perf` prints these
+stated. Fitted residual (0.8454) at benchmark clocks; `python -m experiments.validation.moe_perf` prints these
 and the residual-1 column.
 
 | case | fwd meas / sim (err) | bwd meas / sim (err) |

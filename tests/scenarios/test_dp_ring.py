@@ -15,6 +15,7 @@ from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
+from tests.toys import GPU_BOUND_CALIBRATION
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
@@ -65,7 +66,9 @@ def test_every_replica_ends_with_the_straggler() -> None:
     cluster = cluster_preset("h800", 32, domain_gpus=8)
     workload = StepWorkload(SMALL, layout, 32, 8, 4, 512)
     assert workload.micro_batches == 2
-    engine = Engine(workload, cluster, placement="unfolded", faults=Faults(stragglers=[(5, 1.5)]))
+    engine = Engine(
+        workload, cluster, GPU_BOUND_CALIBRATION, placement="unfolded", faults=Faults(stragglers=[(5, 1.5)])
+    )
     engine.run()
     for stage in range(2):
         slow, ahead = engine._logs[Place(0, stage, 0)], engine._logs[Place(1, stage, 0)]

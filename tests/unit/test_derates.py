@@ -8,15 +8,15 @@ import pytest
 
 from experiments.validation.case_result import CaseResult
 from experiments.validation.corpus import Case
-from experiments.validation.derates import dense_and_moe, effective_derate, implied_derate
+from experiments.validation.derates import MIN_SCALED_SHARE, dense_and_moe, effective_derate, implied_derate
 from simulator.costs.calibration import DEFAULT_CALIBRATION, UNFITTED_CALIBRATION
 
 REST_S, SCALED_S = 2e-4, 5e-4  # seconds per token per GPU: A, and B at derate 1 (T(d) = A + B / d)
 
 
-def _case(measured_at_derate: float, dense: bool = False) -> CaseResult:
+def _case(measured_at_derate: float, dense: bool = False, rest_s: float = REST_S) -> CaseResult:
     def throughput(derate: float) -> float:
-        return 1 / (REST_S + SCALED_S / derate)
+        return 1 / (rest_s + SCALED_S / derate)
 
     case = Case(
         name="x",
@@ -53,6 +53,15 @@ def test_no_derate_where_the_unscaled_part_alone_is_slower_than_measured() -> No
         unfitted_tokens_per_s_per_gpu=result.unfitted_tokens_per_s_per_gpu,
     )
     assert implied_derate(fast) is None
+
+
+def test_no_derate_where_the_derate_scales_too_little_of_the_step() -> None:
+    """A host-bound step: at the fitted derate B / d is 6.97e-4 s, so with A at 7e-4 the derate scales 49.9% of it
+    (below MIN_SCALED_SHARE) and the case implies nothing; with A at 6.9e-4, 50.3%, it implies its own derate."""
+    scaled_s = SCALED_S / effective_derate(DEFAULT_CALIBRATION)
+    assert scaled_s / (scaled_s + 7e-4) < MIN_SCALED_SHARE < scaled_s / (scaled_s + 6.9e-4)
+    assert implied_derate(_case(0.6, rest_s=7e-4)) is None
+    assert implied_derate(_case(0.6, rest_s=6.9e-4)) == pytest.approx(0.6, rel=1e-9)
 
 
 def test_dense_and_moe_derates_are_geometric_means_of_their_cases() -> None:

@@ -14,7 +14,7 @@ from experiments.cli.main import main
 from experiments.validation.corpus import load_cases
 from experiments.validation.host_bound import TOLERANCE_S, busiest_stage_host, implied_host_launch_s
 from experiments.validation.validate import case_job, case_settings, host_row
-from simulator.costs.calibration import DEFAULT_CALIBRATION
+from simulator.costs.calibration import DEFAULT_CALIBRATION, TORCH_OP_HOST_S
 from simulator.report.simulate import simulate
 
 # PP 2 / VP 12 / EP 8 with EP overlap (26.02): predicted about 2x fast, with the GPU idle for the host after the
@@ -43,10 +43,11 @@ def _error(case, host_launch_s: float) -> float:
 
 def test_the_implied_cost_brackets_the_measurement() -> None:
     """Just below the implied per-kernel cost the case is still predicted fast, just above it slow: the bisection
-    found where the prediction crosses the measurement (and it lies above the published 13.48 us)."""
+    found where the prediction crosses the measurement (above a bare torch op's 13.48 us, below a TE module's 36.5 us:
+    the case is predicted slow at the calibration's)."""
     case = _case(HOST_BOUND)
     implied = implied_host_launch_s(case, case_job(case), case_settings(case, allow_oom=True))
-    assert implied is not None and implied > DEFAULT_CALIBRATION.host_launch_s
+    assert implied is not None and TORCH_OP_HOST_S < implied < DEFAULT_CALIBRATION.host_launch_s
     assert _error(case, implied - TOLERANCE_S) > 0 > _error(case, implied + TOLERANCE_S)
 
 
@@ -84,8 +85,9 @@ def test_fill_is_the_measured_step_over_the_stage_launches_of_a_step() -> None:
     launches, _, _, _, micro_batches = busiest_stage_host(case, case_job(case))
     step_s = 1024 * 4096 / (case.measured_tokens_per_s_per_gpu * 16)
     assert row is not None and row.fill_s == pytest.approx(step_s / (launches * micro_batches))
-    # the eager all-to-all case: the host runs ahead (small share, little idle), so the implied cost is near fill
-    assert row.host_share < 0.2 and row.implied_s is not None and row.implied_s > 5 * DEFAULT_CALIBRATION.host_launch_s
+    # the eager all-to-all case: the host runs ahead (under half the stage's time, little idle), so the implied cost is
+    # near fill (the cost at which the launches alone take the measured step)
+    assert row.host_share < 0.5 and row.implied_s is not None and 0.9 * row.fill_s < row.implied_s < row.fill_s
 
 
 def test_cuda_graphs_remove_the_launches_they_capture() -> None:

@@ -158,12 +158,13 @@ def test_te_cutlass_grouped_gemm_falls_back_to_cublas_for_the_dropless_wgrad() -
 
 
 def test_a_grace_host_issues_each_kernel_at_its_own_measured_cost() -> None:
-    """TransformerEngine #2053 times one torch.nn.Linear forward's CPU at 13.48 us on a DGX-H100 host and 37.08 us
-    on a GB200's Grace: an eager kernel costs the host that much beside a GPU whose spec names the CPU."""
+    """TransformerEngine #2053 times one te.Linear forward's CPU at 99.66 us on a GB200's Grace (torch.nn.Linear's
+    2.7 times, as on a GH200) and torch.nn.Linear's at 13.48 us on a DGX-H100 host: an eager kernel costs the host a
+    TE module's time beside a GPU whose spec names the CPU, 13.48 x 2.709 = 36.5 us on x86."""
     ops = _ops("multi_stream")[0]
     kernels = sum(op.kernels for op in ops)
     assert GPU_PRESETS["gb200"].host_cpu is GPU_PRESETS["gb300"].host_cpu is HostCpu.GRACE
     assert GPU_PRESETS["h100"].host_cpu is GPU_PRESETS["b200"].host_cpu is HostCpu.X86
     x86 = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["h100"]))
     grace = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["gb200"]))
-    assert x86 == pytest.approx(kernels * 13.48e-6) and grace == pytest.approx(kernels * 37.08e-6)
+    assert x86 == pytest.approx(kernels * 36.51e-6, rel=1e-3) and grace == pytest.approx(kernels * 99.66e-6)

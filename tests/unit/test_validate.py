@@ -25,7 +25,8 @@ TINY_MODEL = {key: value for key, value in TINY.items() if key != "name"}  # the
 
 
 def tiny_case(tmp_path: Path, **changes: object) -> dict:
-    """A case on a 4-layer model (16 GPUs, PP 2, batch 16 x 1024); ``changes`` replace top-level keys."""
+    """A case on a 4-layer model (16 GPUs, PP 2, batch 16 x 32,768: sequences long enough that the derate scales
+    most of its step, not the host's launches); ``changes`` replace top-level keys."""
     model = tmp_path / "tiny-model.yaml"
     model.write_text(yaml.safe_dump(TINY_MODEL))
     case = {
@@ -34,7 +35,7 @@ def tiny_case(tmp_path: Path, **changes: object) -> dict:
         "cluster": "h800",
         "gpus": 16,
         "global_batch": 16,
-        "seq_len": 1024,
+        "seq_len": 32768,
         "measured": {"tokens_per_s_per_gpu": 1000, "model_tflops_per_gpu": 100},
         "source": {"document": "a test", "release": "v0"},
     }
@@ -56,7 +57,7 @@ def test_the_loader_reads_a_tiny_case(tmp_path: Path) -> None:
         "h800",
         16,
         16,
-        1024,
+        32768,
     )
     assert (case.layout.pp, case.layout.attention, case.layout.name) == (2, "sp", "tiny")
     assert (case.measured_tokens_per_s_per_gpu, case.measured_model_tflops_per_gpu) == (1000.0, 100.0)
