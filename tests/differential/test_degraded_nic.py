@@ -37,10 +37,10 @@ from simulator.engine.faults import Faults
 from simulator.engine.ranks import RankMap
 from tests.differential.bounds import DEGRADED_NIC_BOUND
 from tests.differential.drawn_steps import DENSE, TINY, draw_step
+from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
-from tests.toys import GPU_BOUND_CALIBRATION
 
 MAX_GPUS = 32  # the unfolded engine simulates every GPU
 

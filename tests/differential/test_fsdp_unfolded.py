@@ -9,11 +9,11 @@ import pytest
 
 from simulator.engine.engine import Engine
 from simulator.report.simulate import build_report
+from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
-from tests.toys import GPU_BOUND_CALIBRATION
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 

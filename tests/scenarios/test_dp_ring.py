@@ -11,11 +11,11 @@ from simulator.engine.faults import Faults
 from simulator.engine.placement import DpBucket
 from simulator.engine.ranks import Place
 from simulator.engine.unfolded import UnfoldedPlacement
+from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import ModelSpec
-from tests.toys import GPU_BOUND_CALIBRATION
 
 TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
