@@ -2,7 +2,7 @@
 MoE recipes' GB200 / GB300 rows (NVIDIA/Megatron-LM PR #5728) and the Megatron-Core MoE report's Blackwell rows (arXiv
 2603.07685v1 Table 11), out of the corpus.
 
-Pinned: the simulated tokens/s/GPU of each row at the fitted calibration (compute_residual 0.8425) and at residual 1.
+Pinned: the simulated tokens/s/GPU of each row at the fitted calibration and at residual 1.
 A model change that moves a Blackwell prediction moves these pins; update them with the new table in the commit
 that moves them (``python -m experiments.validation.blackwell_check``). The errors are stated, not bounded: no
 Blackwell run is in the corpus and nothing is fitted on these rows.
@@ -25,7 +25,11 @@ from experiments.validation.blackwell_check import (
 from simulator.costs.calibration import UNFITTED_CALIBRATION
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit, the errors against
-# the published rows beside each. Re-pinned at the refit residual 0.8425 with the dispatchers' SM counts read from
+# the published rows beside each. Re-pinned at stop 48, eager kernels at a TE module's host time (99.66 us on Grace,
+# 37.08 us before): Megatron-LM's partial-CG rows +29.8% -> +12.8% (235B) and +56.5% -> +31.7% (30B), its 30B BF16
+# row +28.5% -> +18.7%; the report's GB300 DeepSeek-V3 +3.2% -> -2.4%, GB200 +12.0% -> +9.2%, its BF16 rows -10.9% ->
+# -13.3% and +5.0% -> -1.0%, the other rows within 0.6 points (full CUDA graphs launch little). Before, re-pinned at
+# the refit residual 0.8425 with the dispatchers' SM counts read from
 # the recipes (HybridEP's 32): the Qwen3 rows 0.1 to 2.7 points slower, the others within 0.7. Re-pinned before when Blackwell's MXFP8 GEMM curve became TE's own (the FP8 per-tensor
 # curve at TE's same-run MXFP8 / FP8-current ratio, simulator/costs/blackwell_tables.py) instead of pooling torchao's
 # grouped GEMM point into it: every MXFP8 row sped up, by 3% (the attention-bound 128k row) to 23%. Before it (fitted / at 1): DeepSeek-V3 GB300 -29.9% /
@@ -44,31 +48,31 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5331, 6068),  # measured 6,288: -15.2% / -3.5%
-    "gb200-deepseek-v3-256": (4553, 5184),  # measured 4,912: -7.3% / +5.5%
-    "gb300-gpt-oss-120b-64": (30364, 33033),  # measured 33,024: -8.1% / +0.0%
-    "gb200-gpt-oss-120b-64": (28473, 30910),  # measured 28,672: -0.7% / +7.8%
-    "gb300-qwen3-30b-a3b-8": (44942, 49727),  # measured 44,544: +0.9% / +11.6%
-    "gb200-qwen3-30b-a3b-8": (42246, 46857),  # measured 39,936: +5.8% / +17.3%
-    "gb300-qwen3-235b-a22b-256": (8055, 8985),  # measured 8,816: -8.6% / +1.9%
-    "gb200-qwen3-235b-a22b-256": (7180, 8045),  # measured 7,280: -1.4% / +10.5%
+    "gb300-deepseek-v3-256": (5330, 6058),  # measured 6,288: -15.2% / -3.7%
+    "gb200-deepseek-v3-256": (4553, 5177),  # measured 4,912: -7.3% / +5.4%
+    "gb300-gpt-oss-120b-64": (30378, 33021),  # measured 33,024: -8.0% / -0.0%
+    "gb200-gpt-oss-120b-64": (28486, 30899),  # measured 28,672: -0.6% / +7.8%
+    "gb300-qwen3-30b-a3b-8": (44977, 49717),  # measured 44,544: +1.0% / +11.6%
+    "gb200-qwen3-30b-a3b-8": (42273, 46840),  # measured 39,936: +5.9% / +17.3%
+    "gb300-qwen3-235b-a22b-256": (8038, 8954),  # measured 8,816: -8.8% / +1.6%
+    "gb200-qwen3-235b-a22b-256": (7167, 8020),  # measured 7,280: -1.6% / +10.2%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7787, 8639),  # measured 8,162: -4.6% / +5.8%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (7684, 8512),  # measured 5,919: +29.8% / +43.8%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8083, 8973),  # measured 9,431: -14.3% / -4.9%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (28163, 31242),  # measured 21,916: +28.5% / +42.6%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (32678, 35475),  # measured 20,877: +56.5% / +69.9%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32980, 35833),  # measured 25,997: +26.9% / +37.8%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7793, 8637),  # measured 8,162: -4.5% / +5.8%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6678, 7075),  # measured 5,919: +12.8% / +19.5%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8089, 8970),  # measured 9,431: -14.2% / -4.9%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (26024, 27841),  # measured 21,916: +18.7% / +27.0%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27501, 29306),  # measured 20,877: +31.7% / +40.4%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32994, 35818),  # measured 25,997: +26.9% / +37.8%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4880, 5541),  # measured 4,730: +3.2% / +17.2%
-    "mcore-gb200-deepseek-v3-256": (4501, 5074),  # measured 4,020: +12.0% / +26.2%
-    "mcore-gb200-deepseek-v3-256-bf16": (2938, 3382),  # measured 3,298: -10.9% / +2.5%
-    "mcore-gb300-qwen3-235b-a22b-256": (6274, 6860),  # measured 6,583: -4.7% / +4.2%
-    "mcore-gb200-qwen3-235b-a22b-256": (6877, 7621),  # measured 6,212: +10.7% / +22.7% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5357, 6065),  # measured 5,100: +5.0% / +18.9%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1377, 1597),  # measured 1,556: -11.5% / +2.6%
+    "mcore-gb300-deepseek-v3-256": (4616, 5067),  # measured 4,730: -2.4% / +7.1%
+    "mcore-gb200-deepseek-v3-256": (4390, 4880),  # measured 4,020: +9.2% / +21.4%
+    "mcore-gb200-deepseek-v3-256-bf16": (2860, 3266),  # measured 3,298: -13.3% / -1.0%
+    "mcore-gb300-qwen3-235b-a22b-256": (6235, 6806),  # measured 6,583: -5.3% / +3.4%
+    "mcore-gb200-qwen3-235b-a22b-256": (6842, 7569),  # measured 6,212: +10.1% / +21.8% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5047, 5506),  # measured 5,100: -1.0% / +8.0%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1376, 1591),  # measured 1,556: -11.5% / +2.3%
 }
 BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)
@@ -172,17 +176,18 @@ def test_the_fitted_residual_is_nearer_on_four_bridge_rows(
 
 def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, tuple[RowResult, RowResult]]) -> None:
     """The finding of Megatron-LM's rows (PR #5728): unlike Bridge's, they split by recipe. The full-iteration CUDA
-    graph rows of Qwen3-235B-A22B are slow (GB200 -4.6%, GB300 -14.3%, GB300 again more than GB200: measured
+    graph rows of Qwen3-235B-A22B are slow (GB200 -4.5%, GB300 -14.2%, GB300 again more than GB200: measured
     GB300 / GB200 1.16x, simulated 1.04x); the partial-CG 235B row and all three Qwen3-30B-A3B rows (16 GPUs, EP 16)
-    are fast, +27% to +57%. What the simulator misses is the gap between recipes of one model on one GPU:
+    are fast, +13% to +32%. What the simulator misses is part of the gap between recipes of one model on one GPU:
     - full-iteration CUDA graph (with paged stash, TE's op fuser, the CuTe DSL fused grouped MLP) over partial CG
-      (attention and router graphed): measured 1.38x on Qwen3-235B-A22B, 1.25x on Qwen3-30B-A3B; simulated 1.01x
-      (the partial-CG rows' host launches and syncs are a few ms of a 490-510 ms micro-batch in the simulator);
+      (attention and router graphed): measured 1.38x on Qwen3-235B-A22B, 1.25x on Qwen3-30B-A3B; simulated 1.17x and
+      1.20x, the partial-CG rows' eager MoE kernels at a TE module's host time on Grace (99.66 us, TE #2053; at a
+      torch op's 37.08 us, until stop 48, 1.01x: their host launches were a few ms of a 490-510 ms micro-batch);
     - MXFP8 (partial CG) over BF16 (no CUDA graph) on Qwen3-30B-A3B (hidden 2,048, expert FFN 768): measured
-      0.95x (BF16 is faster), simulated 1.16x (MXFP8's GEMM gain outweighs its quantization in the simulator;
-      the same PR's H100 FP8 / BF16 pair, a matched pair of `moesim validate`, is 1.010x measured, 1.071x simulated);
+      0.95x (BF16 is faster), simulated 1.06x (MXFP8's GEMM gain outweighs its quantization in the simulator;
+      the same PR's H100 FP8 / BF16 pair, a matched pair of `moesim validate`, is 1.010x measured, 0.931x simulated);
     - the 30B rows, EP 16 on 16 GPUs, simulate EP communication exposed for 123.5 ms of a 490-575 ms micro-batch;
-      Bridge's 30B row (EP 8 on 8 GPUs, +6.6%) is measured 1.54x the paged-stash row, simulated 1.28x."""
+      Bridge's 30B row (EP 8 on 8 GPUs, +5.9%) is measured 1.54x the paged-stash row, simulated 1.28x."""
     fitted = {row.name: results[row.name][0] for row in MLM_ROWS}
     slow = {name for name, result in fitted.items() if result.error < 0}
     assert slow == {"mlm-gb200-qwen3-235b-a22b-128-full-cg", "mlm-gb300-qwen3-235b-a22b-128-full-cg"}
@@ -198,24 +203,23 @@ def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, tuple[Ro
         full, partial = fitted[full_cg], fitted[partial_cg]
         measured = full.row.measured_tokens_per_s_per_gpu / partial.row.measured_tokens_per_s_per_gpu
         simulated = full.tokens_per_s_per_gpu / partial.tokens_per_s_per_gpu
-        assert measured > 1.2 and 1 < simulated < 1.05, full_cg
+        assert measured > 1.2 and 1.1 < simulated < measured, full_cg
     bf16, mxfp8 = fitted["mlm-gb200-qwen3-30b-a3b-16-bf16"], fitted["mlm-gb200-qwen3-30b-a3b-16-partial-cg"]
     assert mxfp8.row.measured < bf16.row.measured and mxfp8.tokens_per_s_per_gpu > bf16.tokens_per_s_per_gpu
 
 
 def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> None:
     """The report's one measured CUDA-graph gain on a stated recipe: partial graphs (attn, moe_router, moe_preprocess)
-    give DeepSeek-V3 on 256 GB200 10% end to end (Sec. 4.3.6). Simulated, the eager recipe's host (37.08 us per
-    kernel on Grace, TE #2053) stays ahead of the GPU: the gain is 1.005x. For the host to make the measured gain the
-    stage issuing the most launches (1,936 per micro-batch, 255 ms measured per micro-batch) would need >= 145 us per
-    kernel, 3.9x the published one: the Qwen3-30B-A3B H100 rows' 42-45 us against 13.48 us is 3.2x
-    (docs/host_cost_sources.md). A second, independent sign that the eager host costs more per launch than a
-    torch.nn.Linear forward, not a measurement of how much."""
+    give DeepSeek-V3 on 256 GB200 10% end to end (Sec. 4.3.6). Simulated, the eager recipe's host (99.66 us per kernel
+    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.033x (1.005x at a torch op's
+    37.08 us until stop 48). For the host to make the measured gain the stage issuing the most launches (1,936 per
+    micro-batch, 255 ms measured per micro-batch) would need >= 145 us per kernel, 1.45x a te.Linear forward's on
+    Grace: the rest of the gain is not in a per-kernel host cost of that size (docs/host_cost_sources.md)."""
     from experiments.validation.blackwell_check import REPORT_PARTIAL_GRAPH_GAIN, partial_graph_gain
 
     gain = partial_graph_gain()
     assert REPORT_PARTIAL_GRAPH_GAIN == 1.10
-    assert gain.simulated == pytest.approx(1.0047, abs=0.001)
+    assert gain.simulated == pytest.approx(1.0326, abs=0.001)
     assert gain.eager_launches == pytest.approx(1936, abs=2)
     assert gain.measured_micro_batch_s == pytest.approx(0.2547, rel=1e-3)
     assert gain.bound_per_kernel_s == pytest.approx(145e-6, rel=0.01)
