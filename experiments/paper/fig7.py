@@ -1,13 +1,14 @@
 """MegaScale-MoE Fig. 7: dispatch collectives of Mixtral-8x7B in one 8-GPU node versus top-k.
 
-The token count behind the figure is not given; we assume 16,384 tokens per node (2,048 per GPU), which
-puts all-gather at ~780 us as measured. Each collective is timed from its host launch as a bare torch.distributed
-call in a loop, at a torch op's host time (simulator/costs/calibration.py TORCH_OP_HOST_S), not a TE module's. The all-to-all runs at NCCL's measured all-to-all rate, the ring's bus
-bandwidth (Calibration.all_to_all_efficiency 1.0, NVIDIA/nccl-tests#212), so the crossover is a prediction:
-with equal bytes at top-8 the all-to-all never loses to AG/RS over top-1..8 (759 against 780 us at top-8),
-where the paper measures it slower from top-7 and 1,030 us at top-8. Until issue 40 the efficiency was 0.75,
-chosen to place this crossover; the figure's all-to-all (MegaScale-MoE's own, on H800) runs at about 0.75 of
-what NCCL's maintainer gives for a non-all-reduce collective on H100.
+The token count behind the figure is not given; we assume 16,384 tokens per node (2,048 per GPU), which puts
+all-gather at ~780 us as measured. Each collective is timed from its host launch as a bare torch.distributed call
+in a loop, at a torch op's host time (simulator/costs/calibration.py TORCH_OP_HOST_S), not a TE module's. The
+all-to-all runs at NCCL's measured all-to-all rate, the ring's bus bandwidth (Calibration.all_to_all_efficiency
+1.0, NVIDIA/nccl-tests#212), so the crossover is a prediction: with equal bytes at top-8 the all-to-all never loses
+to AG/RS over top-1..8 (759 against 780 us at top-8), where the paper measures it slower from top-7 and 1,030 us at
+top-8. Until issue 40 the efficiency was 0.75, chosen to place this crossover; the figure's all-to-all
+(MegaScale-MoE's own, on H800) runs at about 0.75 of what NCCL's maintainer gives for a non-all-reduce collective
+on H100.
 """
 
 from __future__ import annotations
