@@ -1,11 +1,11 @@
 """``moesim validate --host``: how far each case leans on the host, and the per-kernel host cost at which it would
 be exact. A diagnostic, never a fit (as ``experiments/paper/calibrate.py --implied`` is for the residual).
 
-moesim charges the host ``Calibration.host_launch_s`` per eager kernel (13.48 us: one torch.nn.Linear forward's
-CPU time on a DGX-H100 host, TransformerEngine#2053) and one launch per CUDA-graphed run of kernels
-(simulator/streams/op_costs.py ``launch_times_s``); after a token-count sync the GPU idles until the host has
-launched the next kernels. No published measurement gives the eager host cost of Megatron-Core / Transformer
-Engine modules on an x86 H100 host (docs/host_cost_sources.md), so the constant stays; this says, per case:
+moesim charges the host ``Calibration.host_launch_s`` per eager kernel (36.5 us on x86: a TE module's per kernel,
+torch.nn.Linear's 13.48 us on a DGX-H100 host times TE's overhead ratio measured on Grace, TransformerEngine#2053)
+and one launch per CUDA-graphed run of kernels (simulator/streams/op_costs.py ``launch_times_s``); after a token-count
+sync the GPU idles until the host has launched the next kernels. No published measurement gives that cost on an
+x86 H100 host directly (docs/host_cost_sources.md); this says, per case:
 
 - the host's launch time per micro-batch of the busiest stage (its share of the stage's simulated time: near 1,
   the host is the bottleneck) and the GPU's idle time waiting for it (experiments/common/stage_costs.py);
@@ -16,8 +16,8 @@ Engine modules on an x86 H100 host (docs/host_cost_sources.md), so the constant 
   does not slow it enough).
 
 A per-kernel cost is the model the evidence allows; the real host cost is per module call and per Python
-statement, so an implied cost far above the published 13.48 us says how much host time the case would need, not
-that such a launch cost exists.
+statement, so an implied cost far above the calibration's says how much host time the case would need, not that
+such a launch cost exists.
 """
 
 from __future__ import annotations
