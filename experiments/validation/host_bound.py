@@ -34,6 +34,7 @@ from simulator.report.simulate import prepare
 from simulator.report.simulate import simulate as simulate_at
 from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from topologies.errors import ConfigError
+from workloads.recipes.layers import te_layers
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -80,16 +81,17 @@ def busiest_stage_host(
         job.model, job.layout, case.gpus, case.cluster, case.global_batch, case.seq_len, None, True, calibration
     )
     timer = task_timer(workload, cluster, calibration)
+    te = te_layers(workload.layout)  # a TE module's host time per kernel, or a bare torch op's
     best = None
     for stage in range(workload.pp):
         shares = per_micro_batch(workload, stage)
         costs = stage_costs(timer, stage, shares)
         host_s = sum(
-            share * sum(launch_times_s(tuple(t.op for t in timer(stage, kind).ops), calibration, cluster.gpu))
+            share * sum(launch_times_s(tuple(t.op for t in timer(stage, kind).ops), calibration, cluster.gpu, te))
             for kind, share in shares.items()
         )
         if best is None or costs.duration_s > best[2]:
-            per_kernel_s = host_launch_per_kernel_s(calibration, cluster.gpu)
+            per_kernel_s = host_launch_per_kernel_s(calibration, cluster.gpu, te)
             launches = host_s / per_kernel_s if per_kernel_s else 0.0
             best = (launches, host_s, costs.duration_s, costs.host_wait_s)
     return (*best, workload.schedule.micro_batches)

@@ -29,6 +29,7 @@ from simulator.streams.tasks import TaskTiming, run_task
 from topologies.hardware import GpuSpec
 from workloads.graph.step import StepWorkload
 from workloads.ops import Op
+from workloads.recipes.layers import te_layers
 from workloads.schedules.base import Task
 
 
@@ -42,7 +43,7 @@ class CostCache:
     def get(self, key: tuple, compute_factor: float = 1.0) -> OpCosts:
         if (key, compute_factor) not in self._costs:
             ops = self.workload.task_ops(key)
-            costs = OpCosts.of(ops, self.gpu, self.cal)
+            costs = OpCosts.of(ops, self.gpu, self.cal, te_layers(self.workload.layout))
             self._costs[(key, compute_factor)] = scale_compute(costs, ops, compute_factor)
         return self._costs[(key, compute_factor)]
 

@@ -26,6 +26,7 @@ from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming
 from workloads.graph.step import StepWorkload
 from workloads.ops import COLLECTIVE, FUSED, Op
+from workloads.recipes.layers import te_layers
 from workloads.schedules.base import FORWARD, Task
 
 TASKS, COMPUTE_T, NVLINK_T, FUSED_T = "pipeline tasks", "compute", "NVLink comm", "NVLink (fused)"
@@ -133,7 +134,7 @@ def stage_intervals(
         key = workload.task_key(stage, task)
         ops = workload.task_ops(key)
         if key not in costs:  # the fused GEMMs' compute time, as the engine charged it (stragglers scale it)
-            plain = OpCosts.of(ops, gpu, timeline.calibration)
+            plain = OpCosts.of(ops, gpu, timeline.calibration, te_layers(workload.layout))
             costs[key] = scale_compute(plain, ops, timeline.compute_factors[stage])
         label = f"{task.direction}{task.micro_batch}" + (f".{task.chunk}" if workload.chunks > 1 else "")
         args = {"micro_batch": task.micro_batch, "chunk": task.chunk, "direction": task.direction, "ops": len(ops)}

@@ -123,8 +123,9 @@ class OpCosts:
         return frozenset(early)
 
     @staticmethod
-    def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration) -> OpCosts:
-        launch = launch_times_s(ops, cal, gpu)
+    def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, te_modules: bool = True) -> OpCosts:
+        """``te_modules``: the ops are Megatron-Core's with Transformer Engine modules (their host time per kernel)."""
+        launch = launch_times_s(ops, cal, gpu, te_modules)
         sync_before, offsets = [], []
         sync, offset = -1, 0.0
         for index, op in enumerate(ops):
@@ -165,17 +166,22 @@ _PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how run_alone lays an op out (OpCos
 _ISSUED = -2  # OpCosts.alone_steps' sync of an op the host has issued before its stream can reach it
 
 
-def host_launch_per_kernel_s(cal: Calibration, gpu: GpuSpec) -> float:
-    """The host's CPU time to issue one eager kernel beside ``gpu``: a Grace superchip's or an x86 DGX host's."""
-    return cal.grace_host_launch_s if gpu.host_cpu is HostCpu.GRACE else cal.host_launch_s
+def host_launch_per_kernel_s(cal: Calibration, gpu: GpuSpec, te_modules: bool = True) -> float:
+    """The host's CPU time to issue one eager kernel beside ``gpu``, a Grace superchip's or an x86 DGX host's: a
+    Transformer Engine module's (``te_modules``: Megatron-Core's layers with TE) or a bare torch op's."""
+    grace = gpu.host_cpu is HostCpu.GRACE
+    bare = cal.grace_torch_host_launch_s if grace else cal.torch_host_launch_s
+    if te_modules or bare is None:
+        return cal.grace_host_launch_s if grace else cal.host_launch_s
+    return bare
 
 
-def launch_times_s(ops: tuple[Op, ...], cal: Calibration, gpu: GpuSpec) -> tuple[float, ...]:
+def launch_times_s(ops: tuple[Op, ...], cal: Calibration, gpu: GpuSpec, te_modules: bool = True) -> tuple[float, ...]:
     """Host time to issue each op: the host's time per kernel (``host_launch_s``, or ``grace_host_launch_s`` on a
     Grace host) when launched eagerly; a run of consecutive ops of one CUDA graph (same layer, part and
     direction: Megatron-Core captures forward and backward graphs per layer part) costs one launch, charged to
     its first op (workloads/specs/cuda_graphs.py)."""
-    per_kernel_s = host_launch_per_kernel_s(cal, gpu)
+    per_kernel_s = host_launch_per_kernel_s(cal, gpu, te_modules)
     launch, previous = [], None
     for op in ops:
         graph = (op.layer, op.graph, op.role in BACKWARD_ROLES) if op.graph != GraphPart.NONE else None

@@ -48,31 +48,31 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5330, 6058),  # measured 6,288: -15.2% / -3.7%
-    "gb200-deepseek-v3-256": (4553, 5177),  # measured 4,912: -7.3% / +5.4%
-    "gb300-gpt-oss-120b-64": (30378, 33021),  # measured 33,024: -8.0% / -0.0%
-    "gb200-gpt-oss-120b-64": (28486, 30899),  # measured 28,672: -0.6% / +7.8%
-    "gb300-qwen3-30b-a3b-8": (44977, 49717),  # measured 44,544: +1.0% / +11.6%
-    "gb200-qwen3-30b-a3b-8": (42273, 46840),  # measured 39,936: +5.9% / +17.3%
-    "gb300-qwen3-235b-a22b-256": (8038, 8954),  # measured 8,816: -8.8% / +1.6%
-    "gb200-qwen3-235b-a22b-256": (7167, 8020),  # measured 7,280: -1.6% / +10.2%
+    "gb300-deepseek-v3-256": (5323, 6058),  # measured 6,288: -15.3% / -3.7%
+    "gb200-deepseek-v3-256": (4547, 5177),  # measured 4,912: -7.4% / +5.4%
+    "gb300-gpt-oss-120b-64": (30354, 33021),  # measured 33,024: -8.1% / -0.0%
+    "gb200-gpt-oss-120b-64": (28464, 30899),  # measured 28,672: -0.7% / +7.8%
+    "gb300-qwen3-30b-a3b-8": (44934, 49717),  # measured 44,544: +0.9% / +11.6%
+    "gb200-qwen3-30b-a3b-8": (42232, 46840),  # measured 39,936: +5.7% / +17.3%
+    "gb300-qwen3-235b-a22b-256": (8030, 8954),  # measured 8,816: -8.9% / +1.6%
+    "gb200-qwen3-235b-a22b-256": (7159, 8020),  # measured 7,280: -1.7% / +10.2%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7793, 8637),  # measured 8,162: -4.5% / +5.8%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6678, 7075),  # measured 5,919: +12.8% / +19.5%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8089, 8970),  # measured 9,431: -14.2% / -4.9%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (26024, 27841),  # measured 21,916: +18.7% / +27.0%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27501, 29306),  # measured 20,877: +31.7% / +40.4%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32994, 35818),  # measured 25,997: +26.9% / +37.8%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7785, 8637),  # measured 8,162: -4.6% / +5.8%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6674, 7075),  # measured 5,919: +12.8% / +19.5%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8081, 8970),  # measured 9,431: -14.3% / -4.9%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (26007, 27841),  # measured 21,916: +18.7% / +27.0%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27484, 29306),  # measured 20,877: +31.6% / +40.4%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32968, 35818),  # measured 25,997: +26.8% / +37.8%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4616, 5067),  # measured 4,730: -2.4% / +7.1%
-    "mcore-gb200-deepseek-v3-256": (4390, 4880),  # measured 4,020: +9.2% / +21.4%
-    "mcore-gb200-deepseek-v3-256-bf16": (2860, 3266),  # measured 3,298: -13.3% / -1.0%
-    "mcore-gb300-qwen3-235b-a22b-256": (6235, 6806),  # measured 6,583: -5.3% / +3.4%
-    "mcore-gb200-qwen3-235b-a22b-256": (6842, 7569),  # measured 6,212: +10.1% / +21.8% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5047, 5506),  # measured 5,100: -1.0% / +8.0%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1376, 1591),  # measured 1,556: -11.5% / +2.3%
+    "mcore-gb300-deepseek-v3-256": (4612, 5067),  # measured 4,730: -2.5% / +7.1%
+    "mcore-gb200-deepseek-v3-256": (4386, 4880),  # measured 4,020: +9.1% / +21.4%
+    "mcore-gb200-deepseek-v3-256-bf16": (2856, 3266),  # measured 3,298: -13.4% / -1.0%
+    "mcore-gb300-qwen3-235b-a22b-256": (6229, 6806),  # measured 6,583: -5.4% / +3.4%
+    "mcore-gb200-qwen3-235b-a22b-256": (6835, 7569),  # measured 6,212: +10.0% / +21.8% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5041, 5506),  # measured 5,100: -1.1% / +8.0%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1375, 1591),  # measured 1,556: -11.7% / +2.3%
 }
 BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)
