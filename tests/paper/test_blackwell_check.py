@@ -26,7 +26,7 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit, the errors against
 # the published rows beside each. Re-pinned at stop 48, eager kernels at a TE module's host time (99.66 us on Grace,
-# 37.08 us before): Megatron-LM's partial-CG rows +29.8% -> +12.8% (235B) and +56.5% -> +31.7% (30B), its 30B BF16
+# 37.08 us before): Megatron-LM's partial-CG rows +29.8% -> +12.8% (235B) and +56.5% -> +31.6% (30B), its 30B BF16
 # row +28.5% -> +18.7%; the report's GB300 DeepSeek-V3 +3.2% -> -2.4%, GB200 +12.0% -> +9.2%, its BF16 rows -10.9% ->
 # -13.3% and +5.0% -> -1.0%, the other rows within 0.6 points (full CUDA graphs launch little). Before, re-pinned at
 # the refit residual 0.8425 with the dispatchers' SM counts read from
