@@ -102,14 +102,16 @@ def implied_host_launch_s(
 ) -> float | None:
     """The per-kernel host cost at which the case's ``job`` (simulated with ``settings``: the cluster, batch,
     sequence) predicts its measured tokens/s per GPU (None: predicted slow even with a free host; HOST_RANGE_S's
-    upper end: still fast there)."""
+    upper end: still fast there). It varies the cost the case's layers pay: a TE module's (``host_launch_s``) or,
+    for MegaScale-MoE's own stack, a bare torch op's (``torch_host_launch_s``)."""
+    field = "host_launch_s" if te_layers(job.layout) else "torch_host_launch_s"
 
     def error(host_launch_s: float) -> float:
         report = simulate_at(
             job.model,
             job.layout,
             case.gpus,
-            calibration=base.with_(host_launch_s=host_launch_s),
+            calibration=base.with_(**{field: host_launch_s}),
             **settings,
         )
         return report.tokens_per_s_per_gpu / case.measured_tokens_per_s_per_gpu - 1
