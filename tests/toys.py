@@ -57,12 +57,11 @@ TOY_CALIBRATION = Calibration(
     fitted_on=(),
 )
 
-# A bare torch op's host time per eager kernel (torch.nn.Linear's 13.48 us on a DGX-H100, 37.08 us on a GB200;
-# TransformerEngine #2053), stop 47's calibration: at a TE module's (36.5 / 99.66 us since) the toy layers' short
-# kernels leave the host on the critical path, where engine tests built on them look at the GPU, the NIC and the
-# pipeline (a fault that slows the step, a transient the steady shortcut must catch, the path it takes).
+# A bare torch op's host time per eager kernel (torch.nn.Linear's on a DGX-H100 and on a GB200, TransformerEngine
+# #2053), stop 47's calibration for every stack: at a TE module's (36.5 / 99.66 us since, where the layers are
+# Megatron-Core's with TE) the toy layers' short kernels leave the host on the critical path, where the engine
+# scenarios built on them look at the GPU, the NIC and the pipeline.
 TORCH_HOST = {"host_launch_s": TORCH_OP_HOST_S, "grace_host_launch_s": GRACE_TORCH_OP_HOST_S}
-GPU_BOUND_CALIBRATION = DEFAULT_CALIBRATION.with_(**TORCH_HOST)
 
 # Stop 34's per-kernel, sync and residual constants (kernel_overhead_s 4 us and host_sync_s 50 us, assumed then;
 # measured values since stop 35, simulator/costs/calibration.py) and a bare torch op's host time (TORCH_HOST). Engine

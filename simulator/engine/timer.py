@@ -61,6 +61,7 @@ class TaskIdentity:
     compute_factor: float
     nvlink_factor: float
     nic_Bps: float = 0.0  # the idle NIC beside its NVLink, each way (0: its NIC bytes, if any, are not moved)
+    te_modules: bool = True  # the layers are Megatron-Core's with TE (their host time per kernel: OpCosts.of)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +74,7 @@ class TaskIdentity:
             self.compute_factor,
             self.nvlink_factor,
             self.nic_Bps,
+            self.te_modules,
         )
         object.__setattr__(self, "_hash", hash(fields))
 
@@ -150,7 +152,8 @@ class MemoTimer:
             memo_key = ("nic", memo_key, nic_Bps)
         if memo_key not in self.memo:
             ops, lanes = self.workload.task_ops(key), self.workload.task_lanes(key)
-            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps)
+            te = te_layers(self.workload.layout)
+            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps, te)
             timing = self.shared.get(identity) if self.shared is not None else None
             if timing is None:
                 env = environment()

@@ -20,7 +20,6 @@ from simulator.fast.bounded import BOUND_REL, relative_error
 from simulator.fast.periodic import candidates
 from simulator.fast.steady import fields_of, run_step
 from tests.engine_diff import assert_same_fields
-from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
@@ -53,7 +52,7 @@ def _small(micro_batches: int, **changes: object) -> tuple[StepWorkload, object]
     """The 4-layer model at PP 2 with cross-node EP 16 (DP 2), as tests/differential/test_schedule_shortcuts.py."""
     layout = layout_preset("megascale-moe").with_(pp=2, ep=16, micro_batch=1, **changes)
     workload = StepWorkload(SMALL, layout, 32, 8, micro_batches * 2, 4096)
-    return workload, replace(cluster_preset("h100", 32), nic_bandwidth_Bps=10e9)  # run at GPU_BOUND_CALIBRATION
+    return workload, replace(cluster_preset("h100", 32), nic_bandwidth_Bps=10e9)
 
 
 INTERLEAVED_EP = {"schedule": "interleaved", "virtual_stages": 2, "ep_overlap": True}
@@ -65,11 +64,11 @@ def test_a_lone_run_of_half_the_step_extrapolates_exactly(monkeypatch: pytest.Mo
     step) locks and its ledger repeats, and the step from it equals the full run field by field."""
     workload, cluster = _small(24, **INTERLEAVED_EP)
     assert not list(candidates(workload.schedule))
-    step = run_step(workload, cluster, GPU_BOUND_CALIBRATION)
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
     assert step.runs == (12,) and step.bound_rel == 0.0
-    assert_same_fields(step.result, Engine(workload, cluster, GPU_BOUND_CALIBRATION).run())
+    assert_same_fields(step.result, Engine(workload, cluster, DEFAULT_CALIBRATION).run())
     monkeypatch.setattr(steady, "ONE_RUN", False)  # two runs needed: 12 and 14 cost more than the step
-    assert run_step(workload, cluster, GPU_BOUND_CALIBRATION).runs == ()
+    assert run_step(workload, cluster, DEFAULT_CALIBRATION).runs == ()
 
 
 @pytest.mark.parametrize(
@@ -81,7 +80,7 @@ def test_a_lone_run_that_does_not_lock_leaves_the_full_run(micro_batches: int, c
     workload, cluster = _small(micro_batches, **changes)
     assert [count for count, _, _ in candidates(workload.schedule, one_run=True)] == [micro_batches // 2]
     assert not list(candidates(workload.schedule))
-    step = run_step(workload, cluster, GPU_BOUND_CALIBRATION)
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
     assert step.runs == ()
-    full = Engine(workload, cluster, GPU_BOUND_CALIBRATION).run()
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
     assert fields_of(step.result) == fields_of(full)

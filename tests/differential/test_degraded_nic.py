@@ -37,7 +37,6 @@ from simulator.engine.faults import Faults
 from simulator.engine.ranks import RankMap
 from tests.differential.bounds import DEGRADED_NIC_BOUND
 from tests.differential.drawn_steps import DENSE, TINY, draw_step
-from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
@@ -64,8 +63,8 @@ def _one_degraded_nic(draw: st.DrawFn, gpus: int) -> Faults:
 
 def gap(workload: StepWorkload, cluster, faults: Faults) -> float:
     """unfolded / folded - 1 of the step time."""
-    folded = Engine(workload, cluster, GPU_BOUND_CALIBRATION, faults=faults).run().step_time_s
-    unfolded = Engine(workload, cluster, GPU_BOUND_CALIBRATION, placement="unfolded", faults=faults).run().step_time_s
+    folded = Engine(workload, cluster, faults=faults).run().step_time_s
+    unfolded = Engine(workload, cluster, placement="unfolded", faults=faults).run().step_time_s
     return unfolded / folded - 1
 
 

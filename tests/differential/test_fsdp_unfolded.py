@@ -9,7 +9,6 @@ import pytest
 
 from simulator.engine.engine import Engine
 from simulator.report.simulate import build_report
-from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
@@ -44,8 +43,8 @@ def test_fsdp_folded_against_unfolded(case) -> None:
     cluster = cluster_preset("h800", gpus, domain_gpus=per_node)
     workload = StepWorkload(TINY, layout, gpus, per_node, dp * micro_batches, 512)
     assert workload.dp == dp and workload.unit_comm is not None
-    folded = Engine(workload, cluster, GPU_BOUND_CALIBRATION).run()
-    unfolded = Engine(workload, cluster, GPU_BOUND_CALIBRATION, placement="unfolded").run()
+    folded = Engine(workload, cluster).run()
+    unfolded = Engine(workload, cluster, placement="unfolded").run()
     a, b = build_report(workload, cluster, folded, 0.0), build_report(workload, cluster, unfolded, 0.0)
     assert a.exposed_comm_s["fsdp"] > 0  # the per-unit collectives are there and not all hidden
     if bound is None:

@@ -5,8 +5,7 @@ shorter run's state repeats (the exact path), or lies within simulator/fast/boun
 does within budget (the bounded path: ZB1P and DualPipeV with EP overlap at PP 2; 1F1B, ZB1P and DualPipe with EP
 overlap at PP 4). The exact path is kept where it locks: 1F1B, DualPipe and DualPipeV at PP 2, interleaved 1F1B
 from 96 micro-batches on. Where an exact attempt fails and no bounded pair fits beside it (``FULL``), the step runs
-in full: the same floats as the engine's own run. The steps run at a bare torch op's host time per kernel
-(tests/toys.py GPU_BOUND_CALIBRATION): at a TE module's the host bounds these short layers and every path locks."""
+in full: the same floats as the engine's own run."""
 
 from __future__ import annotations
 
@@ -14,12 +13,12 @@ from dataclasses import replace
 
 import pytest
 
+from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.engine import Engine
 from simulator.fast.bounded import BOUND_REL, GAP, MIN_RUN, counts, relative_error, shortest, step_of
 from simulator.fast.steady import fields_of, run_step
 from simulator.report.simulate import simulate
 from tests.engine_diff import assert_same_fields
-from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
@@ -66,8 +65,8 @@ def _step(changes: dict, micro_batches: int, pp: int) -> tuple[StepWorkload, obj
 def test_each_schedule_extrapolates_to_its_full_run(name: str, pp: int, micro_batches: int) -> None:
     workload, cluster = _step(SCHEDULES[name], micro_batches, pp)
     assert workload.tasks_use_nic and workload.micro_batches == micro_batches
-    step = run_step(workload, cluster, GPU_BOUND_CALIBRATION)
-    full = Engine(workload, cluster, GPU_BOUND_CALIBRATION).run()
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
     if (name, micro_batches) in FULL[pp]:
         assert step.runs == () and fields_of(step.result) == fields_of(full)
         return
@@ -98,14 +97,7 @@ def test_the_report_says_when_a_step_is_bounded() -> None:
     lines = {}
     for name in ("zb1p", "1f1b"):
         workload, cluster = _step(SCHEDULES[name], 96, 2)
-        report = simulate(
-            SMALL,
-            workload.layout,
-            cluster=cluster,
-            global_batch=workload.global_batch,
-            seq_len=4096,
-            calibration=GPU_BOUND_CALIBRATION,
-        )
+        report = simulate(SMALL, workload.layout, cluster=cluster, global_batch=workload.global_batch, seq_len=4096)
         lines[name] = next(line for line in report.summary().splitlines() if "simulated" in line)
         assert report.steady_runs and "steady_bound" not in report.to_row()
     assert f"extrapolated, within {BOUND_REL:.2%})" in lines["zb1p"]

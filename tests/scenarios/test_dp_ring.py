@@ -11,7 +11,6 @@ from simulator.engine.faults import Faults
 from simulator.engine.placement import DpBucket
 from simulator.engine.ranks import Place
 from simulator.engine.unfolded import UnfoldedPlacement
-from tests.toys import GPU_BOUND_CALIBRATION
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import layout_preset
@@ -66,9 +65,7 @@ def test_every_replica_ends_with_the_straggler() -> None:
     cluster = cluster_preset("h800", 32, domain_gpus=8)
     workload = StepWorkload(SMALL, layout, 32, 8, 4, 512)
     assert workload.micro_batches == 2
-    engine = Engine(
-        workload, cluster, GPU_BOUND_CALIBRATION, placement="unfolded", faults=Faults(stragglers=[(5, 1.5)])
-    )
+    engine = Engine(workload, cluster, placement="unfolded", faults=Faults(stragglers=[(5, 1.5)]))
     engine.run()
     for stage in range(2):
         slow, ahead = engine._logs[Place(0, stage, 0)], engine._logs[Place(1, stage, 0)]

@@ -17,9 +17,9 @@ from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.yaml_files import load_model
 from workloads.ops import GEMM, Role
-from workloads.recipes.layers import attention_recipe, layer_recipe
+from workloads.recipes.layers import attention_recipe, layer_recipe, te_layers
 from workloads.recipes.moe import ffn_recipe
-from workloads.specs.layouts import LayoutSpec
+from workloads.specs.layouts import LayoutSpec, layout_preset
 from workloads.specs.models import ModelSpec
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
@@ -168,3 +168,36 @@ def test_a_grace_host_issues_each_kernel_at_its_own_measured_cost() -> None:
     x86 = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["h100"]))
     grace = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["gb200"]))
     assert x86 == pytest.approx(kernels * 36.51e-6, rel=1e-3) and grace == pytest.approx(kernels * 99.66e-6)
+
+
+def test_a_stack_without_te_modules_launches_at_a_bare_torch_ops_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MegaScale-MoE's own stack (no Megatron token dispatcher: workloads/recipes/layers.py te_layers) pays a bare
+    torch op's host time per kernel, 13.48 us on x86, where Megatron-Core's layers pay a TE module's; and the
+    process-wide timing cache keeps the two apart, so an op list that both build is timed for each (the identity
+    carries the flag)."""
+    ops = _ops("multi_stream")[0]
+    kernels = sum(op.kernels for op in ops)
+    bare = sum(launch_times_s(ops, DEFAULT_CALIBRATION, GPU_PRESETS["h100"], te_modules=False))
+    assert bare == pytest.approx(kernels * 13.48e-6)
+    assert te_layers(layout_preset("megatron-lm").with_(token_dispatcher="alltoall"))
+    assert not te_layers(layout_preset("megascale-moe"))
+
+    from simulator.engine import timer as timer_module
+    from simulator.engine.faults import StageFault
+    from simulator.engine.sim_env import environment
+    from simulator.report.simulate import prepare
+    from workloads.schedules.base import FORWARD, Task
+
+    layout = layout_preset("megascale-moe").with_(pp=1, intra_size=8)
+    workload, cluster, _ = prepare("mixtral-8x7b", layout, 8, "h800", 8, 1024, 1, True)
+    key = workload.task_key(0, Task(FORWARD, 0, 0))
+    shared = timer_module.TimingCache(max_entries=8)
+
+    def duration_s() -> float:
+        costs = timer_module.CostCache(workload, cluster.gpu, DEFAULT_CALIBRATION)
+        return timer_module.MemoTimer(environment(), costs, [StageFault()], shared).task_timing(key).duration_s
+
+    bare_s = duration_s()
+    monkeypatch.setattr(timer_module, "te_layers", lambda _layout: True)
+    te_s = duration_s()
+    assert len(shared) == 2 and te_s > bare_s
