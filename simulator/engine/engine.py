@@ -34,6 +34,7 @@ from simulator.engine.grad_sync import (
     chunk_syncs,
     per_chunk_sync,
 )
+from simulator.engine.host_lead import host_end_s, lead_s
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
 from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
 from simulator.engine.ranks import Place
@@ -158,6 +159,7 @@ class Engine:
         peers = [(peer, self._numbers[peer]) for peer in map(place.at_stage, range(self.workload.pp))]
         tasks, exposed = log.tasks, log.exposed_comm_s
         first_forward = True
+        runs_ahead, host_end, lead = self.workload.host_runs_ahead, None, 0.0  # the host's lead (host_lead.py)
         for task in self.workload.stage_order(stage):
             pp_wait_s = dp_wait_s = 0.0  # this task's waits (told to the probes)
             for flow in schedule.inputs(stage, task):
@@ -181,7 +183,11 @@ class Engine:
             begin = env.now
             if early is not None and task == early.task:
                 early.process = env.process(self._buckets(place, early.transfers, early))
-            timing = yield from run(place, task)
+            if runs_ahead:
+                costs = self._costs.get(self.workload.task_key(stage, task))
+                lead = lead_s(begin, host_end, costs)
+                host_end = host_end_s(begin, lead, costs)
+            timing = yield from run(place, task, lead)
             end = env.now
             if early is not None and task == early.task:
                 early.done.succeed()

@@ -40,12 +40,17 @@ class CostCache:
         self.workload, self.gpu, self.cal = workload, gpu, calibration
         self._costs: dict[tuple, OpCosts] = {}
 
-    def get(self, key: tuple, compute_factor: float = 1.0) -> OpCosts:
-        if (key, compute_factor) not in self._costs:
-            ops = self.workload.task_ops(key)
-            costs = OpCosts.of(ops, self.gpu, self.cal, te_layers(self.workload.layout))
-            self._costs[(key, compute_factor)] = scale_compute(costs, ops, compute_factor)
-        return self._costs[(key, compute_factor)]
+    def get(self, key: tuple, compute_factor: float = 1.0, lead_s: float = 0.0) -> OpCosts:
+        """``lead_s``: how long before the task's start the host began issuing it (OpCosts.ahead)."""
+        if (key, compute_factor, lead_s) not in self._costs:
+            if lead_s:
+                costs = self.get(key, compute_factor).ahead(lead_s)
+            else:
+                ops = self.workload.task_ops(key)
+                costs = OpCosts.of(ops, self.gpu, self.cal, te_layers(self.workload.layout))
+                costs = scale_compute(costs, ops, compute_factor)
+            self._costs[(key, compute_factor, lead_s)] = costs
+        return self._costs[(key, compute_factor, lead_s)]
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class TaskIdentity:
     nvlink_factor: float
     nic_Bps: float = 0.0  # the idle NIC beside its NVLink, each way (0: its NIC bytes, if any, are not moved)
     te_modules: bool = True  # the layers are Megatron-Core's with TE (their host time per kernel: OpCosts.of)
+    lead_s: float = 0.0  # how long before its start the host began issuing it (OpCosts.ahead)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -75,6 +81,7 @@ class TaskIdentity:
             self.nvlink_factor,
             self.nic_Bps,
             self.te_modules,
+            self.lead_s,
         )
         object.__setattr__(self, "_hash", hash(fields))
 
@@ -140,7 +147,9 @@ class MemoTimer:
         # (id of a task key, stage) -> (the key, its timing): run()'s lookups by identity (OpTimer's NOTE)
         self._timed: dict[tuple[int, int], tuple[tuple, TaskTiming]] = {}
 
-    def task_timing(self, key: tuple, stage: int | None = None, nic_Bps: float = 0.0) -> TaskTiming:
+    def task_timing(
+        self, key: tuple, stage: int | None = None, nic_Bps: float = 0.0, lead_s: float = 0.0
+    ) -> TaskTiming:
         """Time a task alone, at op level, on ``stage``'s representative (healthy if None); with ``nic_Bps``, its NIC
         bytes (cross-node EP) on an idle NIC of that capacity each way (a stage's faults divide it), as
         ``FoldedPlacement.start_task`` wires them."""
@@ -150,16 +159,18 @@ class MemoTimer:
         memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
         if nic_Bps:
             memo_key = ("nic", memo_key, nic_Bps)
+        if lead_s:
+            memo_key = ("lead", memo_key, lead_s)
         if memo_key not in self.memo:
             ops, lanes = self.workload.task_ops(key), self.workload.task_lanes(key)
             te = te_layers(self.workload.layout)
-            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps, te)
+            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps, te, lead_s)
             timing = self.shared.get(identity) if self.shared is not None else None
             if timing is None:
                 env = environment()
                 network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
                 timing = TaskTiming()
-                costs = self.costs.get(key, fault.compute_factor)
+                costs = self.costs.get(key, fault.compute_factor, lead_s)
                 if nic_Bps:  # the order of FoldedPlacement.nic_links
                     nic = FluidNetwork(env, {"out": nic_Bps, "in": nic_Bps})
                     run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes, nic_links=("out", "in"),
@@ -173,9 +184,13 @@ class MemoTimer:
             self.memo[memo_key] = timing
         return self.memo[memo_key]
 
-    def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
+    def run(self, place: Place, task: Task, lead_s: float = 0.0) -> Generator[simpy.Event, object, TaskTiming]:
         stage = place.stage
         key = self.workload.task_key(stage, task)
+        if lead_s:  # a host ahead of (or behind) the task: its timing apart (OpCosts.ahead)
+            timing = self.task_timing(key, stage, 0.0, lead_s)
+            yield self.env.timeout(timing.duration_s)
+            return timing
         # NOTE: a key's hash and equality are Python code (frozen dataclasses of blocks): looked up by identity, as
         # the workload hands out one key object per (stage, phase, chunks); a timing once made never changes
         timed = self._timed.get((id(key), stage))
@@ -198,7 +213,7 @@ class OpTimer:
         # (id of a task key, compute slowdown) -> (the key, its ops, their costs, its lanes)
         self._tasks: dict[tuple[int, float], tuple] = {}
 
-    def run(self, place: Place, task: Task) -> Generator[simpy.Event, object, TaskTiming]:
+    def run(self, place: Place, task: Task, lead_s: float = 0.0) -> Generator[simpy.Event, object, TaskTiming]:
         key = self.workload.task_key(place.stage, task)
         factor = self.placement.compute_factor(place)
         # NOTE: the workload hands out one key object per (stage, phase, chunks): looked up by identity, a task
@@ -209,6 +224,8 @@ class OpTimer:
             entry = (key, ops, self.costs.get(key, factor), self.workload.task_lanes(key))
             self._tasks[(id(key), factor)] = entry
         _, ops, costs, lanes = entry
+        if lead_s:
+            costs = self.costs.get(key, factor, lead_s)
         timing = TaskTiming() if self.intervals else TaskTiming(intervals=None)
         yield self.placement.start_task(place, task, ops, costs, lanes, timing)
         self.simulated_ops += len(ops)

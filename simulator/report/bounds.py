@@ -7,7 +7,8 @@ takes a NIC latency and its transfer (``_send``: both at least 0; a turn that st
 as it is sent). The first forward may also wait for the DP parameter gather, which only delays it. A task never runs
 faster in the step than alone (``MemoTimer.task_timing``: what a memoized step replays, exactly; an op-level task,
 cross-node EP, shares its NIC with PP sends and DP buckets, which only delays it, on a NIC of the same capacity,
-simulator/engine/placement.py ``FoldedPlacement``). So replaying the orders with every task at its time alone and
+simulator/engine/placement.py ``FoldedPlacement``; where the host runs ahead of the tasks, alone with every kernel it
+issues before its first sync issued before it starts: simulator/engine/host_lead.py). So replaying the orders with every task at its time alone and
 every input arriving as it is sent (``relaxed_ends``: the longest path through the schedule's dependency graph,
 whatever the schedule: 1F1B, interleaved, zero-bubble, DualPipe(V), with or without EP overlap) gives each stage a
 pipeline end no later than the engine's. Each stage's optimizer step follows its gradient reduction, which
@@ -170,8 +171,14 @@ def replayed_step_s(
         timer = MemoTimer(environment(), CostCache(workload, cluster.gpu, calibration), [StageFault()] * workload.pp)
     nic_Bps = cluster.nic_effective_Bps if workload.tasks_use_nic else 0.0  # as Engine.task_timing times them
     graph = replay(workload.schedule.shape)
+    keys = [workload.task_key(stage, task) for stage, task in graph.kinds]
+    # Where the host runs ahead into a stage's next task (after a task without a host sync), a task is never faster
+    # than with all it issues before its first sync issued before it starts (simulator/engine/host_lead.py)
+    ahead = {stage for (stage, _), key in zip(graph.kinds, keys) if not timer.costs.get(key).has_host_sync}
+    ahead = ahead if workload.host_runs_ahead else set()
     durations_s = [
-        timer.task_timing(workload.task_key(stage, task), stage, nic_Bps).duration_s for stage, task in graph.kinds
+        timer.task_timing(key, stage, nic_Bps, timer.costs.get(key).host_ahead_s if stage in ahead else 0.0).duration_s
+        for (stage, _), key in zip(graph.kinds, keys)
     ]
     end = relaxed_ends(graph, durations_s)
     rest_s = [0.0] * workload.pp  # each stage's tasks past its replayed ones, back to back

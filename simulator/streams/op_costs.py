@@ -4,7 +4,7 @@ latency and host launch time, and the dependency structure the op-level engine a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from simulator.costs.calibration import Calibration
@@ -50,6 +50,24 @@ class OpCosts:
     # unpermute and residual add on the communication stream): they take turns on the GPU's SMs and communication
     # kernels are admitted in the same queue (simulator.streams.tasks.run_task, with its sources)
     shared_gpu: bool = False
+
+    @cached_property
+    def host_ahead_s(self) -> float:
+        """The host's issue time of the ops before the task's first host sync (all of them, in a task without one):
+        how far ahead of the task's start the host can have issued them (``ahead``)."""
+        return max((o for o, sync in zip(self.issue_offset_s, self.sync_before) if sync < 0), default=0.0)
+
+    @cached_property
+    def has_host_sync(self) -> bool:
+        return HOST_SYNC in self.kinds
+
+    def ahead(self, lead_s: float) -> OpCosts:
+        """These costs for a task the host began issuing ``lead_s`` before the task starts (< 0: after): the ops
+        before the first host sync are issued that much earlier (simulator/engine/host_lead.py)."""
+        if lead_s == 0.0:
+            return self
+        offsets = tuple(o - lead_s if sync < 0 else o for o, sync in zip(self.issue_offset_s, self.sync_before))
+        return replace(self, issue_offset_s=offsets)
 
     @cached_property
     def tallies(self) -> tuple[tuple[int, ...], tuple, tuple[float, ...]]:

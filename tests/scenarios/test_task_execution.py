@@ -191,6 +191,53 @@ def test_host_sync_drains_the_host_lead() -> None:
     assert timing.duration_s == pytest.approx(2.070e-3, rel=1e-12)
 
 
+def _run_ahead(ops: list[Op], lead_s: float) -> TaskTiming:
+    """``ops`` alone on one link with a 10 us host launch per kernel, the host ``lead_s`` ahead of the task's start."""
+    env = simpy.Environment()
+    timing = TaskTiming()
+    costs = costs_without_latency(tuple(ops), GPU, CAL.with_(host_launch_s=10e-6)).ahead(lead_s)
+    run_task(env, tuple(ops), costs, FluidNetwork(env, {"nvl": LINK_BPS}), ("nvl",), timing)
+    env.run()
+    return timing
+
+
+def test_a_host_ahead_of_the_task_hides_its_launches_until_the_first_sync() -> None:
+    """[1 ms op, device-to-host sync (50 us), 1 ms op], 10 us host launch per kernel (simulator/engine/host_lead.py).
+
+    The op and the sync before the sync are issued 10 and 20 us after the host began the task. Begun 15 us before
+    the task starts (lead 15 us), the host has issued op 0 already: op 0 runs 0-1.000 ms, the sync (issued at 5 us)
+    1.000-1.050 ms; the host resumes at 1.050, issues op 2 at 1.060, which runs 1.060-2.060: 2.060 ms (2.070 with no
+    lead, test_host_sync_drains_the_host_lead). Begun 30 us before, no launch before the sync is exposed either:
+    2.060 ms. Begun 20 us after the task starts (lead -20 us): op 0 issued at 30 us, 0.030-1.030, the sync 1.030-1.080,
+    op 2 1.090-2.090: 2.090 ms. What the sync is followed by is issued from its end whatever the lead."""
+    ops = [_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), _mem("b", 1.0, (1,))]
+    costs = costs_without_latency(tuple(ops), GPU, CAL.with_(host_launch_s=10e-6))
+    assert costs.host_ahead_s == pytest.approx(20e-6) and costs.has_host_sync
+    assert costs.ahead(15e-6).issue_offset_s == pytest.approx((-5e-6, 5e-6, 10e-6))
+    for lead_s, duration_s in ((15e-6, 2.060e-3), (30e-6, 2.060e-3), (-20e-6, 2.090e-3)):
+        assert _run_ahead(ops, lead_s).duration_s == pytest.approx(duration_s, rel=1e-12), lead_s
+
+
+def test_the_lead_carries_only_where_the_host_does_not_wait() -> None:
+    """host_lead.lead_s and host_end_s by hand: a task beginning at 1.000 ms after a task whose issuing ended at
+    0.990 ms starts 10 us led (capped at its 20 us of launches before its first sync); a task with a host sync ends the
+    lead (None: the next starts with lead 0); one without ends its issuing at begin - lead + its launches."""
+    from simulator.engine.host_lead import host_end_s, lead_s
+
+    with_sync = costs_without_latency(
+        (_mem("a", 1.0), Op("sync", HOST_SYNC, COMPUTE, (0,)), _mem("b", 1.0, (1,))),
+        GPU,
+        CAL.with_(host_launch_s=10e-6),
+    )
+    plain = costs_without_latency((_mem("a", 1.0), _mem("b", 1.0, (0,))), GPU, CAL.with_(host_launch_s=10e-6))
+    assert lead_s(1.000e-3, None, plain) == 0.0
+    assert lead_s(1.000e-3, 0.990e-3, plain) == pytest.approx(10e-6)
+    assert lead_s(1.000e-3, 0.500e-3, plain) == pytest.approx(20e-6)  # capped: more changes nothing
+    assert lead_s(1.000e-3, 1.015e-3, plain) == pytest.approx(-15e-6)  # the host is behind
+    assert host_end_s(1.000e-3, 10e-6, plain) == pytest.approx(1.010e-3)
+    assert host_end_s(1.000e-3, 10e-6, with_sync) is None
+
+
 def _after_a_sync(graph: GraphPart) -> list[Op]:
     """[1 ms op, device-to-host sync (50 us), three 5 us kernels, 1 ms op]; the last four in ``graph``."""
     small = [replace(_mem(f"k{i}", 0.005, (1 + i,)), graph=graph) for i in range(3)]

@@ -201,3 +201,25 @@ def test_a_stack_without_te_modules_launches_at_a_bare_torch_ops_cost(monkeypatc
     monkeypatch.setattr(timer_module, "te_layers", lambda _layout: True)
     te_s = duration_s()
     assert len(shared) == 2 and te_s > bare_s
+
+
+def test_the_host_runs_ahead_where_megatron_cores_schedule_lets_it() -> None:
+    """Megatron-Core's plain 1F1B at PP > 1 synchronizes the host at each batched P2P exchange (batch_p2p_sync), the
+    interleaved schedule's overlapped P2P does not, and without a pipeline nothing is exchanged: the host runs ahead
+    into the next task there (simulator/engine/host_lead.py); MegaScale-MoE's own stack never (not published)."""
+    from workloads.graph.step import StepWorkload
+
+    megatron = layout_preset("megatron-lm").with_(token_dispatcher="alltoall", intra_size=1, ffn="ep", ep=8)
+    cases = {
+        "1f1b pp 2": (megatron.with_(pp=2), False),
+        "interleaved pp 2": (megatron.with_(pp=2, schedule="interleaved", virtual_stages=2), True),
+        "1f1b pp 1": (megatron.with_(pp=1), True),
+        "megascale interleaved": (
+            layout_preset("megascale-moe").with_(pp=2, schedule="interleaved", virtual_stages=2),
+            False,
+        ),
+    }
+    model = load_model("mixtral-8x7b")
+    for name, (layout, ahead) in cases.items():
+        workload = StepWorkload(model, layout, 16 * layout.pp, 8, 64, 1024)
+        assert workload.host_runs_ahead is ahead, name

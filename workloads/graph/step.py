@@ -11,7 +11,7 @@ from workloads.graph import dualpipe_pairs as dualpipe
 from workloads.graph.op_lists import LayerSteps, backward_ops, forward_ops
 from workloads.ops import BYTES_BF16, Op
 from workloads.recipes.embedding import embedding_recipe
-from workloads.recipes.layers import head_recipe, layer_recipe, mtp_projection_recipe
+from workloads.recipes.layers import head_recipe, layer_recipe, mtp_projection_recipe, te_layers
 from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD_DELAYED, PAIRED, Schedule, Task
 from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
@@ -230,6 +230,13 @@ class StepWorkload:
             blocks = tuple(self._block_keys[self.schedule.block_of(stage, c)] for c in chunks)
             key = self._task_keys[memo] = TaskKey(task.direction, blocks)
         return key
+
+    @property
+    def host_runs_ahead(self) -> bool:
+        """Whether the host issues a stage's next task before the GPU reaches it: Megatron-Core's layers (a Megatron
+        token dispatcher, workloads/recipes/layers.py te_layers) without a host wait at each pipeline exchange
+        (Schedule.host_waits_at_exchange; none without pipeline stages, which exchange nothing)."""
+        return te_layers(self.layout) and (self.pp == 1 or not self.schedule.host_waits_at_exchange)
 
     @cached_property
     def tasks_use_nic(self) -> bool:

@@ -80,6 +80,14 @@ class Schedule:
     # insert their per-unit all-gathers and reduce-scatters (workloads/graph/fsdp.py); not ZB's split backward nor
     # DualPipe's F&B pairs.
     whole_chunk_tasks: ClassVar[bool] = False
+    # Whether Megatron-Core's host waits for the GPU at every pipeline exchange, so that it begins issuing a task only
+    # as the task starts: its schedules without virtual stages exchange activations with batch_isend_irecv and then
+    # torch.cuda.synchronize() (ModelParallelConfig batch_p2p_comm and batch_p2p_sync, both True; Megatron-LM's
+    # arguments set batch_p2p_comm = not overlap_p2p_comm, and overlap_p2p_comm only with virtual stages). The
+    # interleaved schedule's overlapped P2P does not: the host issues the next task as soon as it has issued this
+    # one, until a host sync (simulator/engine/host_lead.py). Schedules Megatron-Core does not run keep True: their
+    # host is not published, and it begins each task with the task, as it did before this was modelled.
+    host_waits_at_exchange: ClassVar[bool] = True
 
     @property
     def combined_1f1b(self) -> bool:

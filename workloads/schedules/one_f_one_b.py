@@ -94,6 +94,7 @@ class Interleaved(Schedule):
     """Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21): micro-batches in groups of ``stages``."""
 
     name = "interleaved"
+    host_waits_at_exchange = False  # --overlap-p2p-communication, Megatron-LM's default with virtual stages
     virtual_stages = True
     whole_chunk_tasks = True
 
