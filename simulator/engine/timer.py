@@ -38,6 +38,7 @@ class CostCache:
 
     def __init__(self, workload: StepWorkload, gpu: GpuSpec, calibration: Calibration) -> None:
         self.workload, self.gpu, self.cal = workload, gpu, calibration
+        self.te_modules = te_layers(workload.layout)  # a TE module's host time per kernel (OpCosts.of)
         self._costs: dict[tuple, OpCosts] = {}
 
     def get(self, key: tuple, compute_factor: float = 1.0, lead_s: float = 0.0) -> OpCosts:
@@ -47,7 +48,7 @@ class CostCache:
                 costs = self.get(key, compute_factor).ahead(lead_s)
             else:
                 ops = self.workload.task_ops(key)
-                costs = OpCosts.of(ops, self.gpu, self.cal, te_layers(self.workload.layout))
+                costs = OpCosts.of(ops, self.gpu, self.cal, self.te_modules)
                 costs = scale_compute(costs, ops, compute_factor)
             self._costs[(key, compute_factor, lead_s)] = costs
         return self._costs[(key, compute_factor, lead_s)]
@@ -163,7 +164,7 @@ class MemoTimer:
             memo_key = ("lead", memo_key, lead_s)
         if memo_key not in self.memo:
             ops, lanes = self.workload.task_ops(key), self.workload.task_lanes(key)
-            te = te_layers(self.workload.layout)
+            te = self.costs.te_modules
             identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps, te, lead_s)
             timing = self.shared.get(identity) if self.shared is not None else None
             if timing is None:
