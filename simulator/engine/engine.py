@@ -189,6 +189,8 @@ class Engine:
                 host_end = host_end_s(begin, lead, costs)
             timing = yield from run(place, task, lead)
             end = env.now
+            if runs_ahead and host_end is None:  # a task with a host sync: the host is free after its last one
+                host_end = begin + timing.host_free_s
             if early is not None and task == early.task:
                 early.done.succeed()
             tasks.append((task, begin, end))

@@ -4,10 +4,14 @@ One CPU thread per GPU issues a stage's tasks in program order. Where it does no
 (``StepWorkload.host_runs_ahead``: Megatron-Core's interleaved schedule, or no pipeline), it begins issuing a task as
 soon as it has issued the one before, so the task's kernels before its first host sync are issued ``lead`` before
 the task starts (OpCosts.ahead: the GPU need not wait for them), or after it when the host is behind (lead < 0: the
-GPU waits). A task with a host sync ends the lead: after the sync the host issues from the sync's completion, inside
-the task, and where it ends the next task's issuing is not tracked, so the next task starts with lead 0, as without
-the lead. The lead is at most the issue time of the next task's ops before its first sync (more is the same
-timing), so the host is never more than one task's kernels ahead, well within CUDA's launch queue.
+GPU waits). In a task with a host sync the host waits at each sync for the GPU and issues the ops after it from the
+sync's completion, so it is free for the next task once it has issued the ops after the task's last sync
+(``TaskTiming.host_free_s``: the last sync's end plus their issue time, OpCosts.host_free_s), which may come before
+the task ends (the GPU still runs them: Megatron-Core's alltoall dispatcher syncs on the tokens per expert in each
+MoE layer's dispatch, and the host then issues the layer's expert part and the next task's first layers while the
+GPU runs that expert part) or after it (a lead < 0). The lead is at most the issue time of the next task's ops before
+its first sync (more is the same timing), so the host is never more than one task's kernels ahead, well within
+CUDA's launch queue.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ def lead_s(begin_s: float, host_end_s: float | None, costs: OpCosts) -> float:
 
 
 def host_end_s(begin_s: float, lead: float, costs: OpCosts) -> float | None:
-    """When the host finished issuing a task that began at ``begin_s`` with ``lead`` (None: it has a host sync)."""
+    """When the host finished issuing a task that began at ``begin_s`` with ``lead`` (None: it has a host sync, and
+    its run says: ``TaskTiming.host_free_s``)."""
     if costs.has_host_sync:
         return None
     return begin_s - lead + costs.host_ahead_s

@@ -172,13 +172,11 @@ def replayed_step_s(
     nic_Bps = cluster.nic_effective_Bps if workload.tasks_use_nic else 0.0  # as Engine.task_timing times them
     graph = replay(workload.schedule.shape)
     keys = [workload.task_key(stage, task) for stage, task in graph.kinds]
-    # Where the host runs ahead into a stage's next task (after a task without a host sync), a task is never faster
-    # than with all it issues before its first sync issued before it starts (simulator/engine/host_lead.py)
-    ahead = set()
-    if workload.host_runs_ahead:
-        ahead = {stage for (stage, _), key in zip(graph.kinds, keys) if not timer.costs.get(key).has_host_sync}
+    # Where the host runs ahead into a stage's next task, a task is never faster than with all it issues before its
+    # first sync issued before it starts (simulator/engine/host_lead.py)
+    ahead = workload.host_runs_ahead
     durations_s = [
-        timer.task_timing(key, stage, nic_Bps, timer.costs.get(key).host_ahead_s if stage in ahead else 0.0).duration_s
+        timer.task_timing(key, stage, nic_Bps, timer.costs.get(key).host_ahead_s if ahead else 0.0).duration_s
         for (stage, _), key in zip(graph.kinds, keys)
     ]
     end = relaxed_ends(graph, durations_s)

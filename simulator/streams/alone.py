@@ -30,6 +30,9 @@ class TaskTiming:
     # the same, as it sums them at the task's end)
     intervals: list[tuple[int, float, float]] | None = field(default_factory=list)
     slowed_gemm_s: dict[int, float] = field(default_factory=dict)  # fused ops: GEMM time on the SMs left to it
+    # when the host had issued the task's last op, from the task's start, in a task with a host sync (0.0 without
+    # one: OpCosts.host_free_s; simulator/engine/host_lead.py)
+    host_free_s: float = 0.0
 
 
 def ends_at(env: simpy.Environment, end_s: float, ops, costs: OpCosts, timing: TaskTiming, tally: Tally):

@@ -295,6 +295,8 @@ def solve(
             if any(stream.state != _DONE for stream in streams):
                 waiting = [stream.indices[stream.position] for stream in streams if stream.state != _DONE]
                 raise RuntimeError(f"closed task: ops {waiting} wait for ops that never end")
+            if costs.has_host_sync:
+                timing.host_free_s = costs.host_free_s(done_at, start_s)
             return now
         now = next_s
         if wake == now:  # the network wakes: finish the flows that are done (simulator/streams/network.py)

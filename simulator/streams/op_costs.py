@@ -61,6 +61,21 @@ class OpCosts:
     def has_host_sync(self) -> bool:
         return HOST_SYNC in self.kinds
 
+    @cached_property
+    def last_host_sync(self) -> tuple[int, float]:
+        """(the task's last host sync, the host's issue time of the ops after it, from the sync's completion): the
+        host is free for the next task that long after the sync completes (-1 and 0.0 in a task without one)."""
+        if not self.has_host_sync:
+            return -1, 0.0
+        last = len(self.kinds) - 1 - self.kinds[::-1].index(HOST_SYNC)
+        return last, self.issue_offset_s[-1] if last < len(self.kinds) - 1 else 0.0
+
+    def host_free_s(self, done_at, start_s: float) -> float:
+        """When the host had issued the task's last op, from the task's start ``start_s`` (``done_at``: each op's end;
+        0.0 in a task without a host sync, whose issuing simulator/engine/host_lead.py times from its costs)."""
+        last, after_s = self.last_host_sync
+        return done_at[last] - start_s + after_s if last >= 0 else 0.0
+
     def ahead(self, lead_s: float) -> OpCosts:
         """These costs for a task the host began issuing ``lead_s`` before the task starts (< 0: after): the ops
         before the first host sync are issued that much earlier (simulator/engine/host_lead.py)."""

@@ -98,6 +98,8 @@ def run_task(
         alone, tally = Quiet(1, network, comm_links, True), Tally(costs)
         done_at: list[float | None] = [None] * len(ops)
         _, end_s = run_alone(ops, range(len(ops)), 0, start_s, costs, done_at, {}, start_s, timing, alone, False, tally)
+        if costs.has_host_sync:
+            timing.host_free_s = costs.host_free_s(done_at, start_s)
         return ends_at(env, end_s, ops, costs, timing, tally)
     # (a task whose kernels take turns, lanes or costs.shared_gpu, takes the event path: the closed layout has none)
     if CLOSED and transfer is None and not lanes and not costs.shared_gpu and closed(network, comm_links, costs):
@@ -138,6 +140,8 @@ def run_task(
     ]
     finished = env.all_of(procs)
     finished.callbacks.append(lambda _e: summarize(ops, costs, timing, start_s, env.now, bool(lanes)))
+    if costs.has_host_sync:
+        finished.callbacks.append(lambda _e: setattr(timing, "host_free_s", costs.host_free_s(done_at, start_s)))
     return finished
 
 

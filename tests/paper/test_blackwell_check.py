@@ -60,20 +60,20 @@ PINNED = {
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
     "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7788, 8640),  # measured 8,162: -4.6% / +5.9%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6674, 7075),  # measured 5,919: +12.8% / +19.5%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6677, 7079),  # measured 5,919: +12.8% / +19.6%
     "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8084, 8974),  # measured 9,431: -14.3% / -4.8%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (26065, 27915),  # measured 21,916: +18.9% / +27.4%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27491, 29314),  # measured 20,877: +31.7% / +40.4%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (26078, 27929),  # measured 21,916: +19.0% / +27.4%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27505, 29330),  # measured 20,877: +31.7% / +40.5%
     "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32985, 35838),  # measured 25,997: +26.9% / +37.9%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4614, 5068),  # measured 4,730: -2.5% / +7.2%
-    "mcore-gb200-deepseek-v3-256": (4394, 4891),  # measured 4,020: +9.3% / +21.7%
-    "mcore-gb200-deepseek-v3-256-bf16": (2865, 3278),  # measured 3,298: -13.1% / -0.6%
-    "mcore-gb300-qwen3-235b-a22b-256": (6241, 6820),  # measured 6,583: -5.2% / +3.6%
-    "mcore-gb200-qwen3-235b-a22b-256": (6840, 7575),  # measured 6,212: +10.1% / +21.9% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5045, 5511),  # measured 5,100: -1.1% / +8.1%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1376, 1593),  # measured 1,556: -11.6% / +2.4%
+    "mcore-gb300-deepseek-v3-256": (4626, 5083),  # measured 4,730: -2.2% / +7.5%
+    "mcore-gb200-deepseek-v3-256": (4428, 4931),  # measured 4,020: +10.1% / +22.7%
+    "mcore-gb200-deepseek-v3-256-bf16": (2891, 3319),  # measured 3,298: -12.4% / +0.6%
+    "mcore-gb300-qwen3-235b-a22b-256": (6256, 6838),  # measured 6,583: -5.0% / +3.9%
+    "mcore-gb200-qwen3-235b-a22b-256": (6860, 7600),  # measured 6,212: +10.4% / +22.3% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5163, 5652),  # measured 5,100: +1.2% / +10.8%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1377, 1596),  # measured 1,556: -11.5% / +2.6%
 }
 BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)

@@ -218,10 +218,53 @@ def test_a_host_ahead_of_the_task_hides_its_launches_until_the_first_sync() -> N
         assert _run_ahead(ops, lead_s).duration_s == pytest.approx(duration_s, rel=1e-12), lead_s
 
 
+def test_the_host_is_free_once_it_has_issued_what_follows_the_last_sync() -> None:
+    """[1 ms op a, sync (50 us), 1 ms op b, sync (50 us), 1 ms ops c and d], 10 us host launch per kernel:
+    the host issues a at 10 us and the first sync at 20 us, waits: a 0.010-1.010, sync 1.010-1.060; it issues b at
+    1.070 and the second sync at 1.080, waits: b 1.070-2.070, sync 2.070-2.120; it issues c at 2.130 and d at 2.140,
+    and is free for the next task at 2.140 ms (TaskTiming.host_free_s), while the GPU runs c 2.130-3.130 and d
+    3.130-4.130: duration 4.130 ms. A task without a sync leaves host_free_s 0 (host_lead.host_end_s times it)."""
+    ops = [
+        _mem("a", 1.0),
+        Op("sync", HOST_SYNC, COMPUTE, (0,)),
+        _mem("b", 1.0, (1,)),
+        Op("sync2", HOST_SYNC, COMPUTE, (2,)),
+        _mem("c", 1.0, (3,)),
+        _mem("d", 1.0, (4,)),
+    ]
+    cal = CAL.with_(host_launch_s=10e-6)
+    costs = costs_without_latency(tuple(ops), GPU, cal)
+    assert costs.last_host_sync == (3, pytest.approx(20e-6))
+    timing = _run(ops, cal=cal)
+    assert timing.duration_s == pytest.approx(4.130e-3, rel=1e-12)
+    assert timing.host_free_s == pytest.approx(2.140e-3, rel=1e-12)
+    assert _run([_mem("a", 1.0), _mem("b", 1.0, (0,))], cal=cal).host_free_s == 0.0
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_the_host_is_free_after_the_last_sync_on_every_path(monkeypatch: pytest.MonkeyPatch, closed: bool) -> None:
+    """Two streams (so the task is laid out as a closed task, or with CLOSED off on the event path): [1 ms op a,
+    sync (50 us), 1 ms op b] on the compute stream and an all-to-all of 1 MB after b on the comm stream, 10 us host
+    launch per kernel: a 0.010-1.010, sync 1.010-1.060, b issued at 1.070 (1.070-2.070), the all-to-all issued at
+    1.080: the host is free at 1.080 ms on both paths."""
+    from simulator.streams import tasks
+
+    monkeypatch.setattr(tasks, "CLOSED", closed)
+    ops = [
+        _mem("a", 1.0),
+        Op("sync", HOST_SYNC, COMPUTE, (0,)),
+        _mem("b", 1.0, (1,)),
+        Op("a2a", COLLECTIVE, COMM, (2,), collective=ALL_TO_ALL, group="ep", group_size=2, comm_bytes=1e6),
+    ]
+    timing = _run(ops, cal=CAL.with_(host_launch_s=10e-6))
+    assert timing.host_free_s == pytest.approx(1.080e-3, rel=1e-12)
+
+
 def test_the_lead_carries_only_where_the_host_does_not_wait() -> None:
     """host_lead.lead_s and host_end_s by hand: a task beginning at 1.000 ms after a task whose issuing ended at
     0.990 ms starts 10 us led (capped at its 20 us of launches before its first sync); a task with a host sync ends the
-    lead (None: the next starts with lead 0); one without ends its issuing at begin - lead + its launches."""
+    lead's arithmetic (None: its run says when the host is free, TaskTiming.host_free_s); one without ends its
+    issuing at begin - lead + its launches."""
     from simulator.engine.host_lead import host_end_s, lead_s
 
     with_sync = costs_without_latency(
