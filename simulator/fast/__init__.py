@@ -1,6 +1,7 @@
 """Speed shortcuts around the engine, exact or bounded and tested against the full run: the steady-state
-step runner (steady.py: it calls the engine; periodic.py: the lock check; ledger.py: a probe of its runs;
-bounded.py: the line through two full runs, within a stated bound, where no state repeats in budget).
+step runner (steady.py: it calls the engine; periodic.py: the lock check; ledger.py: a probe of its runs; where no
+state repeats in budget, within a stated bound, run_line.py: the line along a failed attempt's steady periods where
+its stages keep one pace, else bounded.py: the line through two full runs).
 May import: simulator.engine and everything below it; the engine never imports this package.
 
 The speed switches (module-level, each True by default; False runs the reference path a test compares with). These

@@ -6,7 +6,9 @@ over one period (simulator/fast/steady.py). The ledger makes that sum possible: 
 stage's busy, PP-wait, DP-wait and compute-busy time, model FLOPs, exposed communication per group and its
 phase's span and count, in the order tasks end (the instant each is attributed to), and at each end of a
 stage-0 task a mark: how many entries precede it and the bytes sent over every link by then (bytes are
-counted where flows start, memoized or op level, so a snapshot catches every path that moves them). The sum
+counted where flows start, memoized or op level, so a snapshot catches every path that moves them); and at every
+stage's task ends the bytes over that stage's own links, for a line along one run's steady periods
+(simulator/fast/run_line.py). The sum
 between two marks is then every field's increment between those instants. It is a probe of the engine
 (simulator/engine/probes.py) on the folded placement, which the shortcut passes to its runs; it also keeps the
 longest PP send (the lock window's reach).
@@ -50,6 +52,11 @@ class Ledger(Probe):
     def __init__(self) -> None:
         self.entries: list[Entry] = []
         self.marks: dict[Task, Mark] = {}
+        # per stage, the bytes sent over its own links (a folded link names its stage second) at each of its tasks'
+        # ends, in their order (simulator/fast/run_line.py): the links, and one tuple of their bytes per task
+        self.stage_links: dict[int, tuple] = {}
+        self.stage_bytes: dict[int, list[tuple[float, ...]]] = {}
+        self._counters: dict[int, tuple] = {}
         self.longest_send_s = 0.0  # from the sender's end (one NIC latency before it leaves) to its landing
         self._bytes_sent: Callable[[], dict] = dict
         self._latency_s = 0.0
@@ -57,6 +64,13 @@ class Ledger(Probe):
 
     def on_start(self, engine: Any) -> None:
         self._bytes_sent, self._latency_s = engine.placement.bytes_sent, engine.cluster.nic_latency_s
+        own: dict[int, list] = {}
+        for network in getattr(engine.placement, "networks", ()):
+            for link in network.bytes_sent:
+                if isinstance(link, tuple) and len(link) > 1 and isinstance(link[1], int):
+                    own.setdefault(link[1], []).append((network.bytes_sent, link))
+        self.stage_links = {stage: tuple(link for _, link in pairs) for stage, pairs in own.items()}
+        self._counters = {stage: tuple(pairs) for stage, pairs in own.items()}
 
     def on_inputs(self, place: Any, stage: int, task: Task, pp_wait_s: float, dp_wait_s: float) -> None:
         if getattr(place, "replica", 0) == 0:
@@ -70,6 +84,8 @@ class Ledger(Probe):
             return
         pp_wait_s, dp_wait_s = self._waits.pop(place)
         self.entries.append(Entry(stage, task, begin_s, end_s, timing, pp_wait_s, dp_wait_s))
+        counters = self._counters.get(stage, ())
+        self.stage_bytes.setdefault(stage, []).append(tuple(sent[link] for sent, link in counters))
         if stage == 0:
             self.marks[task] = Mark(len(self.entries), self._bytes_sent())
 

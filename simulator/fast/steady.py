@@ -58,6 +58,8 @@ from simulator.fast.periodic import (
     shifted,
     valid_count,
 )
+from simulator.fast.run_line import BOUND_REL as LINE_BOUND_REL
+from simulator.fast.run_line import line_fields
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
@@ -157,18 +159,35 @@ def shortcut(
     short_runs: ShortRuns | None = None,
 ) -> Step | None:
     """The step from shorter runs: exact where a state repeats within EXACT_BUDGET times the bounded path's cost
-    (``extrapolated``), else on the line through two full runs within its bound (simulator/fast/bounded.py),
-    reusing a failed exact attempt's run where it fits; None where neither is cheaper than the full step."""
+    (``extrapolated``); else, where a bounded plan is cheaper than the step, along the steady periods of a failed
+    exact attempt's run whose stages keep one pace (simulator/fast/run_line.py), or on the line through two full runs
+    (simulator/fast/bounded.py), reusing a failed exact attempt's run where it fits, each within its bound; None where
+    none is cheaper than the full step."""
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     timings: dict = {}
     ran: dict[int, EngineResult] = {}
+    ledgers: dict[int, Ledger] = {}
     plan = bounded_counts(workload.schedule)
     cap = int(EXACT_BUDGET * sum(plan)) if plan is not None else None
     exact = extrapolated(
-        workload, cluster, calibration, faults=faults, cap=cap, timings=timings, ran=ran, short_runs=short_runs
+        workload,
+        cluster,
+        calibration,
+        faults=faults,
+        cap=cap,
+        timings=timings,
+        ran=ran,
+        ledgers=ledgers,
+        short_runs=short_runs,
     )
     if exact is not None or plan is None:
         return exact
+    for m_a in sorted(ledgers, reverse=True):  # the line along a failed attempt's steady periods (run_line.py)
+        gathered_s = max(log.params_gathered_s for log in ran[m_a].stages)
+        fields = line_fields(workload, fields_of(ran[m_a]), ledgers[m_a], m_a, gathered_s)
+        if fields is not None:
+            ops = sum(result.simulated_ops for result in ran.values())
+            return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a,), LINE_BOUND_REL)
     m_a, m_b = bounded_counts(workload.schedule, ran)
     if sum(ran) + sum(count for count in {m_a, m_b} if count not in ran) >= workload.micro_batches:
         return None  # with the exact path's runs, no cheaper than the full step
@@ -195,12 +214,13 @@ def extrapolated(
     cap: int | None = None,
     timings: dict | None = None,
     ran: dict[int, EngineResult] | None = None,
+    ledgers: dict[int, Ledger] | None = None,
     short_runs: ShortRuns | None = None,
 ) -> Step | None:
     """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
     found in budget (and within ``cap`` micro-batches simulated, if given). Each run whose state did not repeat
-    goes into ``ran`` by its count; ``timings``: the task timings to share; ``short_runs``: short runs made
+    goes into ``ran`` by its count, its ledger into ``ledgers``; ``timings``: the task timings to share; ``short_runs``: short runs made
     before for another step of the same job (``ShortRuns``; a run taken from it counts as made here)."""
     one_run = ONE_RUN if one_run is None else one_run
     wall_start, cpu_start = time.perf_counter(), time.process_time()
@@ -225,6 +245,8 @@ def extrapolated(
         ops += first.simulated_ops
         if ran is not None:
             ran[m_a] = first
+        if ledgers is not None:
+            ledgers[m_a] = ledger
         records = [log.tasks for log in first.stages]
         gathered = max(log.params_gathered_s for log in first.stages)
         for period, index_shift in state_periods(workload.schedule, m_a, q, shift):

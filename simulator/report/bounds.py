@@ -20,9 +20,9 @@ Where a stage's order is long (``REPLAYED_PER_STAGE``), only its first tasks are
 to back after them: they run after the last replayed one, each no faster than alone, so that is a bound too.
 
 The reported step of a long step comes from the steady-state shortcut (simulator/fast/steady.py): exact to 1e-9 of
-the full run where a state repeats (simulator/fast/periodic.py), within ``BOUND_REL`` of it on the bounded line
-(simulator/fast/bounded.py), which only a schedule with a bounded plan may take; the bound gives up that much
-(``shortcut_margin``). ``moesim search`` (experiments/search/search.py) skips a point whose bound already exceeds
+the full run where a state repeats (simulator/fast/periodic.py), within its bound on a bounded line (one run's steady
+periods, simulator/fast/run_line.py, or two runs, simulator/fast/bounded.py), which only a schedule with a bounded
+plan may take; the bound gives up as much as the step may be off (``shortcut_margin``). ``moesim search`` (experiments/search/search.py) skips a point whose bound already exceeds
 the time it must beat; tests/properties/test_bounds.py checks that the bound never exceeds the simulated step,
 nor the replay the full run, over many points of every schedule.
 """
@@ -42,6 +42,7 @@ from simulator.engine.timer import CostCache, MemoTimer
 from simulator.fast.bounded import BOUND_REL
 from simulator.fast.bounded import counts as bounded_counts
 from simulator.fast.periodic import candidates, task_counts
+from simulator.fast.run_line import STEP_BOUND_REL as LINE_STEP_BOUND_REL
 from topologies.cluster import ClusterSpec
 from workloads.graph.step import StepWorkload
 from workloads.schedules.base import Schedule, ScheduleShape, Task
@@ -153,11 +154,11 @@ def relaxed_ends(graph: Replay, durations_s: list[float]) -> list[float]:
 
 
 def shortcut_margin(schedule: Schedule) -> float:
-    """How far under its full run the reported step may lie: BOUND_REL where the shortcut has a bounded plan
-    (simulator/fast/steady.py ``shortcut`` takes the bounded line only then), EXACT_REL where it may extrapolate
-    exactly, 0 where the step runs in full."""
+    """How far under its full run the reported step may lie: the larger of the two bounded lines' bounds on the step
+    where the shortcut has a bounded plan (simulator/fast/steady.py ``shortcut`` takes a bounded line only then),
+    EXACT_REL where it may extrapolate exactly, 0 where the step runs in full."""
     if bounded_counts(schedule) is not None:
-        return BOUND_REL
+        return max(BOUND_REL, LINE_STEP_BOUND_REL)
     return EXACT_REL if next(candidates(schedule), None) is not None else 0.0
 
 
