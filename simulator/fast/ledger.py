@@ -67,8 +67,8 @@ class Ledger(Probe):
         own: dict[int, list] = {}
         for network in getattr(engine.placement, "networks", ()):
             for link in network.bytes_sent:
-                if isinstance(link, tuple) and len(link) > 1 and isinstance(link[1], int):
-                    own.setdefault(link[1], []).append((network.bytes_sent, link))
+                if stage_of(link) is not None:
+                    own.setdefault(stage_of(link), []).append((network.bytes_sent, link))
         self.stage_links = {stage: tuple(link for _, link in pairs) for stage, pairs in own.items()}
         self._counters = {stage: tuple(pairs) for stage, pairs in own.items()}
 
@@ -116,3 +116,10 @@ class Ledger(Probe):
         for link, nbytes in stop.bytes_sent.items():
             out[(BYTES, link)] = nbytes - start.bytes_sent.get(link, 0.0)
         return out
+
+
+def stage_of(link: object) -> int | None:
+    """The stage whose link ``link`` is, where it names one (a folded link names its stage second), else None."""
+    if isinstance(link, tuple) and len(link) > 1 and isinstance(link[1], int):
+        return link[1]
+    return None

@@ -7,12 +7,12 @@ just before the point where the order one period longer inserts the next (``Sche
 the first task where the two differ), less those begun before the DP parameter gather ended and the warm-up
 transient's, as the Marginal Standard Error Rule finds them in each stage's period lengths (``mser_truncation``: a
 stage's first periods after the gather can still run slower, as interleaved 1F1B's do beside the gather's tail).
-Each stage's tasks over those k periods, read from the run's ledger
-(simulator/fast/ledger.py), give that stage's increments per period (busy, PP-wait, DP-exposed and compute-busy time,
-FLOPs, exposed communication per group, each phase's summed span and count, the bytes over its own links) and its
-pace: the time its k periods took, over k. The step at m is the run with (m - m_a) / q more periods: every additive field grows by its increment per period, and every last instant (the step, each stage's
-pipeline end and end) by the slowest stage's pace, as a pipeline's stages end up in one rhythm; a faster stage's PP-wait
-takes the difference.
+Each stage's tasks over those k periods, read from the run's ledger (simulator/fast/ledger.py), give that stage's
+increments per period (busy, PP-wait, DP-exposed and compute-busy time, FLOPs, exposed communication per group, each
+phase's summed span and count, the bytes over its own links) and its pace: the time its k periods took, over k. The
+step at m is the run with (m - m_a) / q more periods: every additive field grows by its increment per period, and
+every last instant (the step, each stage's pipeline end and end) by the slowest stage's pace, as a pipeline's stages
+end up in one rhythm; a faster stage's PP-wait takes the difference.
 
 The line holds only where the stages already keep one pace: a stage that runs faster than another is still spending
 a slack that will run out (ZB1P on DeepSeek-V3's 2,048 H800s: at stage-0 micro-batch 146), which no run shorter than
@@ -28,16 +28,16 @@ from __future__ import annotations
 from itertools import pairwise
 
 from simulator.fast.bounded import shortest
-from simulator.fast.ledger import Ledger
+from simulator.fast.ledger import Ledger, stage_of
 from simulator.fast.periodic import BYTES, COUNT, FLOPS, TIME, Fields, period
 from workloads.graph.step import StepWorkload
 
 # The bound (see the module docstring): twice the worst error measured against full runs (experiments/beyond/
 # steady_bound.py, issue 38), DeepSeek-V3 on 2,048 H800s at 128 to 1,024 micro-batches, each from its exact attempt's
-# run: DualPipeV 1.77e-2 at 1,024 (stage 14's exposed EP; its step 9.5e-3; from 54), DualPipe 1.68e-2 (stage 5's; step 2.3e-3;
-# from 56), DualPipeV + EP overlap 6.1e-3, DualPipe + EP overlap 4.3e-3 (ZB1P's stages do not keep one pace: two
-# runs); the 4-layer model with cross-node EP at PP 2 and 4, 64 to 256: 8.2e-3 at most (DualPipe + EP overlap at PP 4
-# from 28; ZB1P 5.9e-3, DualPipeV + EP overlap 4.6e-3).
+# run: DualPipeV 1.77e-2 at 1,024 (stage 14's exposed EP; its step 9.5e-3; from 54), DualPipe 1.68e-2 (stage 5's;
+# step 2.3e-3; from 56), DualPipeV + EP overlap 6.1e-3, DualPipe + EP overlap 4.3e-3 (ZB1P's stages do not keep one
+# pace: two runs); the 4-layer model with cross-node EP at PP 2 and 4, 64 to 256: 8.2e-3 at most (DualPipe + EP
+# overlap at PP 4 from 28; ZB1P 5.9e-3, DualPipeV + EP overlap 4.6e-3).
 BOUND_MEASURED_REL = 0.0177
 BOUND_REL = 2 * BOUND_MEASURED_REL
 # The step time's own bound, which is all a lower bound on the step needs (simulator/report/bounds.py): twice the
@@ -110,7 +110,7 @@ def line_fields(
         if stage == 0:  # links of no stage, over stage 0's periods
             begin, end = ledger.marks[entries[first].task].bytes_sent, ledger.marks[entries[last].task].bytes_sent
             for link, nbytes in end.items():
-                if not (isinstance(link, tuple) and len(link) > 1 and isinstance(link[1], int)):
+                if stage_of(link) is None:
                     add((BYTES, link), nbytes - begin.get(link, 0.0))
     pace_s = max(paces_s)
     if pace_s - min(paces_s) > PACE_REL * pace_s:

@@ -220,8 +220,9 @@ def extrapolated(
     """The step's result from a shorter run whose state repeats (``one_run``, default ONE_RUN: from its ledger
     alone where it repeats field by field, else from it and a run one period longer), or None if none was
     found in budget (and within ``cap`` micro-batches simulated, if given). Each run whose state did not repeat
-    goes into ``ran`` by its count, its ledger into ``ledgers``; ``timings``: the task timings to share; ``short_runs``: short runs made
-    before for another step of the same job (``ShortRuns``; a run taken from it counts as made here)."""
+    goes into ``ran`` by its count, its ledger into ``ledgers``; ``timings``: the task timings to share;
+    ``short_runs``: short runs made before for another step of the same job (``ShortRuns``; a run taken from it counts
+    as made here)."""
     one_run = ONE_RUN if one_run is None else one_run
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     timings = {} if timings is None else timings  # task timings do not depend on the micro-batch count: time each once

@@ -22,9 +22,10 @@ to back after them: they run after the last replayed one, each no faster than al
 The reported step of a long step comes from the steady-state shortcut (simulator/fast/steady.py): exact to 1e-9 of
 the full run where a state repeats (simulator/fast/periodic.py), within its bound on a bounded line (one run's steady
 periods, simulator/fast/run_line.py, or two runs, simulator/fast/bounded.py), which only a schedule with a bounded
-plan may take; the bound gives up as much as the step may be off (``shortcut_margin``). ``moesim search`` (experiments/search/search.py) skips a point whose bound already exceeds
-the time it must beat; tests/properties/test_bounds.py checks that the bound never exceeds the simulated step,
-nor the replay the full run, over many points of every schedule.
+plan may take; the bound gives up as much as the step may be off (``shortcut_margin``). ``moesim search``
+(experiments/search/search.py) skips a point whose bound already exceeds the time it must beat;
+tests/properties/test_bounds.py checks that the bound never exceeds the simulated step, nor the replay the full run,
+over many points of every schedule.
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ def _step(memoize: bool = True):
 
 def test_each_task_is_issued_from_when_the_host_was_free_after_the_last_sync() -> None:
     """Replayed by hand from the tasks' timings alone: task i begins when task i - 1 ends (no pipeline) and its ops
-    before its first sync are issued lead_i = min(begin_i - host_end_(i-1), their issue time) early, where host_end_(i-1)
-    = begin_(i-1) + host_free_s of task i - 1 timed at its own lead; the first task has no lead. Every task's span is
-    its timing at that lead, and the host is ahead of every task but the first."""
+    before its first sync are issued lead_i = min(begin_i - host_end_(i-1), their issue time) early, where
+    host_end_(i-1) = begin_(i-1) + host_free_s of task i - 1 timed at its own lead; the first task has no lead. Every
+    task's span is its timing at that lead, and the host is ahead of every task but the first."""
     TIMINGS.clear()
     workload, engine, result = _step()
     assert workload.host_runs_ahead
