@@ -77,9 +77,12 @@ def line_fields(
         pairs = zip((entry.task for entry in entries), longer)
         inserted = next((i for i, (a, b) in enumerate(pairs) if a != b), len(entries))
         n = sum(cut.per_period.values())
-        while k and entries[inserted - k * n].begin_s < gathered_s:  # a period begun before the gather ended
+        k = min(k, (inserted - 1) // n)  # whole periods before the insertion point, none before the run's start
+        while k > 0 and entries[inserted - k * n].begin_s < gathered_s:  # a period begun before the gather ended
             k -= 1
         windows.append((entries, inserted - 1, n))
+    if k < MIN_PERIODS:
+        return None
     # the warm-up transient's periods (each stage's, the most of any) left out: MSER
     k -= max((mser_truncation(period_spans_s(entries, last, n, k)) for entries, last, n in windows), default=0)
     if k < MIN_PERIODS:
