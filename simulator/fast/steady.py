@@ -182,26 +182,48 @@ def shortcut(
     )
     if exact is not None or plan is None:
         return exact
-    for m_a in sorted(ledgers, reverse=True):  # the line along a failed attempt's steady periods (run_line.py)
-        gathered_s = max(log.params_gathered_s for log in ran[m_a].stages)
-        fields = line_fields(workload, fields_of(ran[m_a]), ledgers[m_a], m_a, gathered_s)
-        if fields is not None:
-            ops = sum(result.simulated_ops for result in ran.values())
-            return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a,), LINE_BOUND_REL)
+    line = along_one_run(workload, ran, ledgers, ledgers, wall_start, cpu_start)
+    if line is not None:
+        return line
     m_a, m_b = bounded_counts(workload.schedule, ran)
     if sum(ran) + sum(count for count in {m_a, m_b} if count not in ran) >= workload.micro_batches:
         return None  # with the exact path's runs, no cheaper than the full step
     try:
-        for count in (m_a, m_b):
-            if count not in ran:
-                ran[count] = Engine(
-                    resized_workload(workload, count), cluster, calibration, timings=timings, faults=faults
-                ).run()
+        if m_b not in ran:  # the longer run first, told to a ledger: the line along its periods saves the shorter
+            ran[m_b], ledgers[m_b] = ledgered_run(
+                resized_workload(workload, m_b), cluster, calibration, timings, faults
+            )
+            line = along_one_run(workload, ran, ledgers, (m_b,), wall_start, cpu_start)
+            if line is not None:
+                return line
+        if m_a not in ran:
+            ran[m_a] = Engine(
+                resized_workload(workload, m_a), cluster, calibration, timings=timings, faults=faults
+            ).run()
     except ConfigError:
         return None
     fields = extrapolate(fields_of(ran[m_a]), fields_of(ran[m_b]), m_a, m_b, workload.micro_batches)
     ops = sum(result.simulated_ops for result in ran.values())
     return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a, m_b), BOUND_REL)
+
+
+def along_one_run(
+    workload: StepWorkload,
+    ran: dict[int, EngineResult],
+    ledgers: dict[int, Ledger],
+    counts: Iterable[int],
+    wall_start: float,
+    cpu_start: float,
+) -> Step | None:
+    """The step along the steady periods of the longest run of ``counts`` (each in ``ran``, told to ``ledgers``) whose
+    stages keep one pace (simulator/fast/run_line.py), or None."""
+    for m_a in sorted(counts, reverse=True):
+        gathered_s = max(log.params_gathered_s for log in ran[m_a].stages)
+        fields = line_fields(workload, fields_of(ran[m_a]), ledgers[m_a], m_a, gathered_s)
+        if fields is not None:
+            ops = sum(result.simulated_ops for result in ran.values())
+            return Step(result_of(fields, workload, ops, wall_start, cpu_start), (m_a,), LINE_BOUND_REL)
+    return None
 
 
 def extrapolated(

@@ -4,7 +4,8 @@ the shortcut did run (shorter runs than the step), and its step equals the full 
 shorter run's state repeats (the exact path), or lies within the stated bound of the bounded line it took where none
 does within budget: along the steady periods of the failed exact attempt's run where its stages keep one pace
 (simulator/fast/run_line.py: ZB1P and DualPipeV with EP overlap at PP 2; 1F1B, ZB1P and DualPipe with EP overlap at
-PP 4), else through two full runs (simulator/fast/bounded.py: ``ONE_RUN_LINE`` says which). The exact path is
+PP 4, from the failed attempt's run or the two-run line's longer one), else through two full runs
+(simulator/fast/bounded.py; held with the one-run line declined). The exact path is
 kept where it locks: 1F1B, DualPipe and DualPipeV at PP 2, interleaved 1F1B from 96 micro-batches on."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.engine import Engine
+from simulator.fast import run_line
 from simulator.fast.bounded import BOUND_REL, GAP, MIN_RUN, counts, relative_error, shortest, step_of
 from simulator.fast.run_line import BOUND_REL as LINE_BOUND_REL
 from simulator.fast.run_line import STEP_BOUND_REL as LINE_STEP_BOUND_REL
@@ -48,13 +50,13 @@ EXACT = {
     2: {"1f1b", "dualpipe", "dualpipe+ep_overlap", "dualpipev", "interleaved", "interleaved+ep_overlap"},
     4: {"dualpipe"},
 }
-# Where the bounded line is the one along one run's steady periods; the rest take the line through two runs (1F1B and
-# ZB1P at PP 4 and 96 micro-batches, whose failed attempts at 16 and 20 keep too few steady periods)
+# Where the bounded line is the one along one run's steady periods (all the bounded cases here; the two-run line is
+# held below with the one-run line declined)
 ONE_RUN_LINE = {
     (2, "zb1p"): (64, 96, 128),
     (2, "dualpipev+ep_overlap"): (64, 96, 128),
-    (4, "1f1b"): (128, 192),
-    (4, "zb1p"): (128, 192),
+    (4, "1f1b"): (96, 128, 192),
+    (4, "zb1p"): (96, 128, 192),
     (4, "dualpipe+ep_overlap"): (96, 128, 192),
 }
 CASES = [(name, pp, m) for pp in (2, 4) for name in SCHEDULES for m in MICRO_BATCHES[pp]]
@@ -84,6 +86,21 @@ def test_each_schedule_extrapolates_to_its_full_run(name: str, pp: int, micro_ba
     assert error <= step.bound_rel, field
     if one_run:  # the step itself within the line's step bound (what the search's lower bound gives up)
         assert abs(step.result.step_time_s / full.step_time_s - 1) <= LINE_STEP_BOUND_REL
+
+
+@pytest.mark.parametrize("name, pp, micro_batches", [("zb1p", 2, 96), ("1f1b", 4, 96), ("dualpipe+ep_overlap", 4, 128)])
+def test_the_two_run_line_where_one_run_does_not_hold(
+    monkeypatch: pytest.MonkeyPatch, name: str, pp: int, micro_batches: int
+) -> None:
+    """With the one-run line declined everywhere (stages never keep one pace), the step is on the line through two
+    full runs, within its own bound."""
+    monkeypatch.setattr(run_line, "PACE_REL", -1.0)
+    workload, cluster = _step(SCHEDULES[name], micro_batches, pp)
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    assert (step.bound_rel, len(step.runs)) == (BOUND_REL, 2) and sum(step.runs) < micro_batches
+    error, field = relative_error(fields_of(step.result), fields_of(full))
+    assert error <= BOUND_REL, field
 
 
 def test_bounded_runs_are_congruent_whole_periods() -> None:
