@@ -50,9 +50,11 @@ STEP_BOUND_REL = 2 * STEP_MEASURED_REL
 # that drifts), 6.0e-2 and 1.1e-1 in its ZB1P runs of 44 and 22 micro-batches (a slack still being spent), whose
 # line from one run was 3.7e-2 to 5.5e-2 off (stage 0's PP-wait) at 128 to 512.
 PACE_REL = 0.02
-# The fewest steady periods the run must hold for its per-period increments (DeepSeek-V3's DualPipe run of 56 keeps 10
-# after MSER, its DualPipeV run of 54 11; the drift averages over them).
-MIN_PERIODS = 8
+# The fewest steady periods the run must hold for its per-period increments, the drift averaging over them: measured
+# from 6 on (DeepSeek-V3's own DualPipe layout at 120 micro-batches from 56, 6 left after MSER: 9.2e-4; the DualPipe
+# family at PP 8 from 30-32, 6-7 periods: 9.1e-3 at most at 128 to 1,024, its step 5.2e-3; at PP 16 from 54-56, 10-11
+# periods: the bound above).
+MIN_PERIODS = 6
 
 
 def line_fields(
