@@ -50,6 +50,35 @@ def test_deepseek_v3_shortcut_against_the_full_run(name: str, micro_batches: int
         assert abs(step.result.step_time_s / full.step_time_s - 1) <= step_bound
 
 
+@pytest.mark.benchmark
+def test_the_reports_own_dualpipe_layout_on_the_line_from_six_periods() -> None:
+    """`moesim validate`'s DeepSeek-V3 report row (its DualPipe layout, F&B pairs in the report's order, 120
+    micro-batches): the failed exact attempt at 56 keeps 6 steady periods after MSER, and the line along them lies
+    within its bounds of the full run (9.2e-4 measured; simulator/fast/run_line.py MIN_PERIODS)."""
+    from experiments.validation.corpus import load_cases
+    from experiments.validation.validate import case_job
+    from simulator.report.simulate import prepare
+
+    case = next(case for case in load_cases() if case.name == "deepseek-v3-report-h800-2048")
+    job = case_job(case)
+    workload, cluster, _ = prepare(
+        job.model,
+        job.layout,
+        case.gpus,
+        case.cluster,
+        case.global_batch,
+        case.seq_len,
+        None,
+        False,
+        DEFAULT_CALIBRATION,
+    )
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    assert (step.runs, step.bound_rel) == ((56,), LINE_BOUND_REL)
+    assert relative_error(fields_of(step.result), fields_of(full))[0] <= LINE_BOUND_REL
+    assert abs(step.result.step_time_s / full.step_time_s - 1) <= LINE_STEP_BOUND_REL
+
+
 # 4 MoE layers, 16 experts: EP 16 over two 8-GPU nodes per stage (as tests/differential/test_schedule_shortcuts.py)
 SMALL = ModelSpec("small", 4, 1024, 8, 2, 2048, 16, 4, 1024)
 
