@@ -159,10 +159,10 @@ def shortcut(
     short_runs: ShortRuns | None = None,
 ) -> Step | None:
     """The step from shorter runs: exact where a state repeats within EXACT_BUDGET times the bounded path's cost
-    (``extrapolated``); else, where a bounded plan is cheaper than the step, along the steady periods of a failed
-    exact attempt's run whose stages keep one pace (simulator/fast/run_line.py), or on the line through two full runs
-    (simulator/fast/bounded.py), reusing a failed exact attempt's run where it fits, each within its bound; None where
-    none is cheaper than the full step."""
+    (``extrapolated``); else, where a bounded plan is cheaper than the step, along the steady periods of a run whose
+    stages keep one pace (simulator/fast/run_line.py: a failed exact attempt's, else the two-run line's longer run,
+    made first), or on the line through two full runs (simulator/fast/bounded.py), reusing a failed exact attempt's
+    run where it fits, each within its bound; None where none is cheaper than the full step."""
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     timings: dict = {}
     ran: dict[int, EngineResult] = {}
