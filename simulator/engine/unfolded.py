@@ -287,8 +287,8 @@ class UnfoldedPlacement(Placement):
         NOTE: free-running flows instead let a fault-free replica's gradient buckets land on a straggler
         replica's NIC ingress while that replica still sends its last forward's PP activations (the 5.6 us
         of tests/unit/test_faults.py::test_folded_equals_unfolded_with_faults, SMALL, straggler 5, host_launch_s
-        13.48 us: tests/toys.py SCENARIO_CALIBRATION), which no NCCL reduce-scatter does and the folded placement, whose replicas run in step,
-        cannot show."""
+        13.48 us: tests/toys.py SCENARIO_CALIBRATION), which no NCCL reduce-scatter does and the folded placement,
+        whose replicas run in step, cannot show."""
         ring = self._dp_ring(place)
         barrier, last = self._join((ring[0], bucket), len(ring))
         if not last:

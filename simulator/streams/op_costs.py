@@ -71,10 +71,10 @@ class OpCosts:
         return last, self.issue_offset_s[-1] if last < len(self.kinds) - 1 else 0.0
 
     def host_free_s(self, done_at, start_s: float) -> float:
-        """When the host had issued the task's last op, from the task's start ``start_s`` (``done_at``: each op's end;
-        0.0 in a task without a host sync, whose issuing simulator/engine/host_lead.py times from its costs)."""
+        """When the host had issued the task's last op, from the task's start ``start_s`` (``done_at``: each op's end),
+        in a task with a host sync (one without: simulator/engine/host_lead.py times its issuing from its costs)."""
         last, after_s = self.last_host_sync
-        return done_at[last] - start_s + after_s if last >= 0 else 0.0
+        return done_at[last] - start_s + after_s
 
     def ahead(self, lead_s: float) -> OpCosts:
         """These costs for a task the host began issuing ``lead_s`` before the task starts (< 0: after): the ops
