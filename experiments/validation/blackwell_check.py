@@ -37,6 +37,10 @@ but no flag expresses (activation and optimizer-state offloading, CPU/NUMA bindi
 (docs/mcore-report-anchors.md). With them the report's one measured CUDA-graph gain on a stated recipe: partial
 graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with about 7 GB extra memory on DeepSeek-V3
 GB200 training" (Sec. 4.3.6), the GB200 row's recipe simulated with and without its graphs (``partial_graph_gain``).
+Rows of a fourth source, dense: Megatron-Bridge's Llama 3 70B pre-training on 64 DGX-GB300 / DGX-GB200 GPUs, MXFP8
+and NVFP4 ("26.04.01 NeMo Container" in docs/performance-summary-archive.md; recipes at the release's tag v0.4.2,
+written as flags in examples/megatron/bridge-{gb300,gb200}-llama3-70b-64-*.sh): no expert, dispatcher or routing, so
+they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8 pair on one GPU tests the FP4 curve.
 
 ``python -m experiments.validation.blackwell_check`` prints the table, one block per source.
 """
@@ -70,7 +74,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8"
 MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_recipes@71464846, model TFLOP/s/GPU"
 MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (recipes Table 20, App. B.2), tokens/s/GPU"
-SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT)
+BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge@4ab94dfa docs/performance-summary-archive.md, 26.04.01 container, dense"
+SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE)
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,20 @@ ROWS: tuple[BlackwellRow, ...] = (
     ),
     BlackwellRow(
         "mcore-gb300-qwen3-235b-a22b-128-128k", "qwen3-235b-a22b", "gb300", 128, 1024, 131072, 1556, False, MCORE_REPORT
+    ),
+    # BRIDGE_DENSE: Llama 3 70B on 64 GPUs, MXFP8 and NVFP4 (PP 4, VP 5; TP 1 on GB300, 2 on GB200): no expert or
+    # dispatcher in the way, the Blackwell GEMM tables and the FP4 curve alone (the FP8 rows of the same table run
+    # Megatron FSDP with CPU offloading, not modelled)
+    *(
+        BlackwellRow(
+            f"bridge-{gpu}-llama3-70b-64-{precision}", "llama-3.1-70b", gpu, 64, 256, 8192, tokens, False, BRIDGE_DENSE
+        )
+        for gpu, precision, tokens in (
+            ("gb300", "mxfp8", 4864),
+            ("gb300", "nvfp4", 7296),
+            ("gb200", "mxfp8", 3712),
+            ("gb200", "nvfp4", 4864),
+        )
     ),
 )
 
@@ -243,6 +262,24 @@ def torchao_grouped_simulated_s() -> float:
     ) / len(TORCHAO_GROUPED)
 
 
+# cuBLASLt's block-scaled FP4 GEMM on B200, printed beside moesim's NVFP4 curve: deepseek-ai/DeepGEMM PR #348
+# (2026-06-01) description, "Dense GEMM perf (B200, CUDA 12.9, vs cublasTest 13.3 direct binary)", its cBLT column.
+# Those are MXFP4 operands (32-element UE8M0 scales) on the tensor-core instruction NVFP4 runs too (16-element E4M3
+# scales), so the line checks the NVFP4 curve's level (TE's NVFP4 / MXFP8 ratio on the MXFP8 curve,
+# simulator/costs/blackwell_tables.py), it is not in it. (m, n, k) -> TFLOP/s, the two compute-bound shapes.
+CUBLASLT_FP4_TFLOPS = {(8192, 8192, 8192): 5239.0, (4096, 4096, 7168): 3939.0}
+
+
+def cublaslt_fp4_simulated_tflops() -> dict[tuple[int, int, int], float]:
+    """moesim's NVFP4 TFLOP/s of CUBLASLT_FP4_TFLOPS's shapes on the b200 preset, at benchmark clocks."""
+    gpu = gpu_preset("b200")
+    rates = {}
+    for m, n, k in CUBLASLT_FP4_TFLOPS:
+        seconds = gemm_time_s(Gemm(m, n, k, precision=GemmPrecision.NVFP4), gpu, BENCHMARK_CALIBRATION)
+        rates[(m, n, k)] = 2.0 * m * n * k / seconds / 1e12
+    return rates
+
+
 # Sec. 4.3.6 of the report: partial CUDA graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with
 # about 7 GB extra memory on DeepSeek-V3 GB200 training"; Table 17 / Appendix B.2 give that run's recipe (the
 # mcore-gb200-deepseek-v3-256 row). The gain is read as eager step / graphed step.
@@ -328,6 +365,13 @@ def table() -> str:
         f"torchao's MXFP8 grouped GEMM on B200 (torch._scaled_grouped_mm, 8 x 16,384 rows, not TE's kernel): measured "
         f"{TORCHAO_GROUPED_S * 1e6:.1f} us, moesim's TE MXFP8 curve {grouped_s * 1e6:.1f} us "
         f"({grouped_s / TORCHAO_GROUPED_S - 1:+.1%})"
+    )
+    fp4 = cublaslt_fp4_simulated_tflops()
+    lines.append(
+        "cuBLASLt's FP4 GEMM on B200 (DeepGEMM #348, MXFP4 scales), TFLOP/s measured / moesim's NVFP4 curve: "
+        + ", ".join(
+            f"{m}x{n}x{k} {tflops:,.0f} / {fp4[(m, n, k)]:,.0f}" for (m, n, k), tflops in CUBLASLT_FP4_TFLOPS.items()
+        )
     )
     return "\n".join(lines)
 

@@ -26,9 +26,14 @@ the same shape (experiments/validation/blackwell_check.py), not fitted. Pooling 
 0.47 of peak from K 2,048 to 7,168 and Llama 3 8B's MXFP8 / FP8-CS at 0.86x against 0.95-0.96x measured.
 
 Grouped GEMMs: Hopper's rows-per-group factors (assumed: no Blackwell grouped GEMM below 4,096 rows per group was
-found published). NVFP4 (Megatron-LM's --fp4-format): the same page's 3.764 ms per layer pre-quantized on B300 (3.48x
-BF16) sets one level against B300's dense FP4 peak, 0.40; below its K and by rows per group Hopper's blockwise
-shape (assumed: no other FP4 GEMM measurement found).
+found published). NVFP4 (Megatron-LM's --fp4-format) as MXFP8 is made: the same page times the same 12 GEMMs of the same
+B300 pre-quantized as NVFP4 in 3.764 ms, so the NVFP4 curve is the MXFP8 curve at that measured ratio (each over its
+own dense peak, FP4 12.6 and FP8 4.5 PFLOP/s: 0.714) at every K, and the layer's 12 GEMMs keep TE's 1.90x. Leveled at
+its own layer alone (0.41 of the FP4 peak, until issue 40's stop 50) it ran 1.63x MXFP8 there, and Megatron-Bridge's
+Llama 3 70B NVFP4 / MXFP8 pairs (26.04.01, experiments/validation/blackwell_check.py) came out 1.37x on GB300 (1.50x
+measured) and 1.05x on GB200 (1.31x); now 1.50x and 1.16x. A check, not in the curve: cuBLASLt's block-scaled FP4
+GEMM with MXFP4 scales on B200 (deepseek-ai/DeepGEMM PR #348, cublasTest 13.3) runs 8192^3 at 5,239 TFLOP/s and
+4,096 x 4,096 x 7,168 at 3,939, where this curve gives 4,234 and 4,115 (blackwell_check prints them).
 
 Attention: cuDNN's own SDPA training benchmark on GB200 (NVIDIA/cudnn-frontend, BF16 and FP8, forward and backward,
 512 to 131,072 tokens, head dim 128, causal) sets cuDNN's level per direction and sequence length; FlashAttention-4's
@@ -121,8 +126,10 @@ def blackwell_gemm_table() -> GemmEfficiencyTable:
     # torchao's grouped MXFP8 point (GemmKernel.MXFP8_GROUPED, another kernel) stays out of it
     ratio = te_pair_ratio(GemmKernel.MXFP8_DENSE, GemmKernel.FP8_TENSORWISE_DENSE)
     mxfp8 = KernelCurve(tuple((k, y * ratio) for k, y in tensorwise), hopper.fp8_blockwise.rows_factor)
-    # NVFP4: TE's B300 layer sum, one level, Hopper's blockwise shape below it and its rows factor (assumed)
-    nvfp4 = KernelCurve(k_curve(GemmKernel.NVFP4_DENSE, hopper.fp8_blockwise.by_k), hopper.fp8_blockwise.rows_factor)
+    # NVFP4: the MXFP8 curve at TE's same-run NVFP4 / MXFP8 ratio (3.764 against 7.161 ms on the same GEMMs, each over
+    # its own peak: module docstring), MXFP8's rows factor
+    fp4_ratio = te_pair_ratio(GemmKernel.NVFP4_DENSE, GemmKernel.MXFP8_DENSE)
+    nvfp4 = KernelCurve(tuple((k, y * fp4_ratio) for k, y in mxfp8.by_k), mxfp8.rows_factor)
     return GemmEfficiencyTable(
         bf16=KernelCurve(bf16, hopper.bf16.rows_factor),
         fp8_tensorwise=KernelCurve(tensorwise, hopper.fp8_tensorwise.rows_factor),
@@ -130,7 +137,8 @@ def blackwell_gemm_table() -> GemmEfficiencyTable:
         fp8_mxfp8=mxfp8,
         nvfp4=nvfp4,
         source="simulator/costs/blackwell_points.py: MAMF 744d01e (B200, GB200, B300; BF16, FP8); TransformerEngine "
-        "d0067d0d gemm_profiling (B300; MXFP8 as its MXFP8 / FP8-current ratio on the FP8 curve); pytorch/ao #2427 "
+        "d0067d0d gemm_profiling (B300; MXFP8 as its MXFP8 / FP8-current ratio on the FP8 curve, NVFP4 as its NVFP4 / "
+        "MXFP8 ratio on the MXFP8 curve); pytorch/ao #2427 "
         "(B200); below the smallest K and by rows per group, Hopper's (assumed)",
     )
 

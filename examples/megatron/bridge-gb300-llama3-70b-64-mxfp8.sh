@@ -1,0 +1,18 @@
+# Megatron-LM arguments of Megatron-Bridge's Llama 3 70B pre-training job on 64 GB300, MXFP8 (NVIDIA-NeMo/Megatron-
+# Bridge v0.4.2 (c8101293) scripts/performance/configs/llama/llama3_workload_base_configs.py
+# LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: TP 1, PP 4, VP 5, CP 1, MBS 1, GBS 256; llama3_llm_pretrain.py
+# llama3_70b_pretrain_config_gb300 and set_llama3_common_configs: seq 8192, grad_reduce_in_fp32 off, TP 1: no TP
+# communication; utils/precision.py get_precision_config: bf16_with_mxfp8_mixed; no CUDA graphs (llama3.py
+# llama3_70b_pretrain_config: cuda_graph_impl none)).
+# Published: docs/performance-summary-archive.md (4ab94dfa), "26.04.01 NeMo Container", DGX-GB300, LLAMA3_70B,
+# MXFP8: 4864 tokens/s/GPU, 2186 model TFLOP/s/GPU. Out of the corpus: python -m
+# experiments.validation.blackwell_check.
+# Model: examples/models/llama-3.1-70b.json (Llama 3 70B's shapes; 3.1 differs in RoPE scaling and context length
+# only).
+--tensor-model-parallel-size 1
+--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 5
+--context-parallel-size 1 --micro-batch-size 1 --global-batch-size 256 --seq-length 8192
+--bf16 --fp8-format e4m3 --fp8-recipe mxfp8 --fp8-param-gather --reuse-grad-buf-for-mxfp8-param-ag
+--swiglu --untie-embeddings-and-output-weights
+--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16
+--cross-entropy-loss-fusion --cross-entropy-fusion-impl te --manual-gc --manual-gc-interval 100
