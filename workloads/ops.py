@@ -259,6 +259,7 @@ class Op:
     # the cost layer drops it on GPUs that run every layout (workloads/recipes/fp8_quant.py)
     transpose_bytes: float = 0.0
     transpose_kernels: int = 0
+    index_add_elements: float = 0.0  # memory-bound ops: elements scattered by index_add_ (Step.bwd_index_add_elements)
     collective: str = ""
     group: Group = Group.NONE
     group_size: int = 1
@@ -292,6 +293,9 @@ class Step:
     # is a scatter-add of the copies' gradients into the rows they came from.
     bwd_kernels: int | None = None
     bwd_mem_bytes: float | None = None
+    # elements the backward scatters with PyTorch's index_add_, timed at its measured element rate besides
+    # ``bwd_mem_bytes`` (Calibration.index_add_elements_per_s_per_sm: the backward of an index_select)
+    bwd_index_add_elements: float = 0.0
     wgrad_kernels: int | None = None  # GEMM steps: launches of the weight-gradient GEMM (None: ``kernels``)
     collective: str = ""
     group: Group = Group.NONE

@@ -163,30 +163,30 @@ def markdown(frame: pd.DataFrame) -> str:
     lines += [
         "",
         (
-            f"Finding: at the published kernel speeds, with nothing fitted, the simulated layer matches DeepGEMM-pt "
-            f"(DeepGEMM's BF16 grouped GEMMs with a plain PyTorch router, gather and aggregation) to "
-            f"{s['fwd_unfitted_vs_deepgemm_pt_mape']:.1%} MAPE forward and "
-            f"{s['bwd_unfitted_vs_deepgemm_pt_mape']:.1%} backward (whose path differs: SonicMoE's), and SonicMoE's "
-            f"IO-aware layer runs at least {s['fwd_sonicmoe_over_unfitted_min']:.2f}x / "
-            f"{s['bwd_sonicmoe_over_unfitted_min']:.2f}x faster still: the GEMM table's speeds are reachable inside "
-            "an MoE layer. Megatron-Core's own layer reaches "
+            f"Finding: fitted, the simulated Megatron-Core layer is off Megatron's bars by "
+            f"{s['fwd_fitted_vs_megatron_mape']:.1%} forward and {s['bwd_fitted_vs_megatron_mape']:.1%} backward (MAPE"
+            + ("; faster on every bar" if faster else "")
+            + f"; the backward most at {worst.config}: {worst.sim_bwd_tflops:.0f} against "
+            f"{worst.megatron_bwd_tflops:.0f}). Its backward holds the unfused permutation's as Megatron-Core runs it: "
+            "the backward of index_select is PyTorch's index_add_, bound by its per-element index arithmetic at "
+            "114 G elements/s on an H100 (pytorch/pytorch PR #175760), not by HBM; timed at HBM bandwidth until "
+            "issue 40's stop 50, the simulated backward ran 1.07-1.75x Megatron's. The forward stays fast on every "
+            f"bar ({s['fwd_fitted_over_megatron_min']:.2f}x at least): its unpermutation's scatter_add_ runs at HBM "
+            "bandwidth here, and no measurement of that kernel's rate was found. At the published kernel speeds, "
+            "with nothing fitted, the forward matches DeepGEMM-pt (DeepGEMM's BF16 grouped GEMMs with a plain "
+            f"PyTorch router, gather and aggregation) to {s['fwd_unfitted_vs_deepgemm_pt_mape']:.1%} MAPE, and "
+            f"SonicMoE's IO-aware layer runs at least {s['fwd_sonicmoe_over_unfitted_min']:.2f}x / "
+            f"{s['bwd_sonicmoe_over_unfitted_min']:.2f}x faster than the unfitted layer: the GEMM table's speeds are "
+            "reachable inside an MoE layer. Megatron-Core's own layer reaches "
             f"{s['fwd_megatron_share_min']:.2f}-{s['fwd_megatron_share_max']:.2f} (median "
             f"{s['fwd_megatron_share_median']:.2f}) of the unfitted layer's speed forward and "
             f"{s['bwd_megatron_share_min']:.2f}-{s['bwd_megatron_share_max']:.2f} (median "
-            f"{s['bwd_megatron_share_median']:.2f}) backward, nearly shape-independent forward; over forward and "
-            f"backward together {s['both_megatron_share_min']:.2f}-{s['both_megatron_share_max']:.2f} (median "
+            f"{s['bwd_megatron_share_median']:.2f}) backward; over forward and backward together "
+            f"{s['both_megatron_share_min']:.2f}-{s['both_megatron_share_max']:.2f} (median "
             f"{s['both_megatron_share_median']:.2f}, mean {s['both_megatron_share_mean']:.2f}), where the residual "
             f"fitted on MegaScale-MoE's 240-GPU run (another stack, another model, 240 H800s) is {residual:.4f} "
             f"beside its step's sustained clock ({clock:.3f}; both moesim columns here run at a benchmark's clocks, "
-            "as the bars do); "
-            f"fitted, the layer is off Megatron's bars by {s['fwd_fitted_vs_megatron_mape']:.1%} "
-            f"forward and {s['bwd_fitted_vs_megatron_mape']:.1%} backward (MAPE"
-            + ("; faster on every bar" if faster else "")
-            + f"; most at {worst.config}: {worst.sim_bwd_tflops:.0f} against {worst.megatron_bwd_tflops:.0f} "
-            "backward). So what the residual stands for is most likely not GPU physics the kernel tables miss (a "
-            "whole MoE layer reaches and passes their speeds) but how far a production stack's kernels "
-            "(Megatron-Core with Transformer Engine here) run below the best published ones at the same shapes; "
-            "which of Megatron-Core's kernels lose the time the figure does not say (issue #11)."
+            "as the bars do)."
         ),
     ]
     return "\n".join(lines)

@@ -52,9 +52,10 @@ class Calibration:
     # corpus, H800 or H100, needed 0.46-0.66 on its own, the dense Llama runs 0.86-0.94 (docs/accuracy.md, "The one
     # fitted constant"); the MegaScale-MoE paper blames small GroupedGEMMs, dynamic shapes and CPU jitter. SMs held by
     # communication kernels are modelled (comm_sms_*). A cross-check on one H100 (`moesim reproduce moe-layer`,
-    # SonicMoE Fig. 14): unfitted, the simulated MoE layer matches DeepGEMM's grouped GEMMs with PyTorch glue to
-    # 7% (forward), while Megatron-Core's own layer runs at 0.70 (median; mean 0.72) of that speed: the residual
-    # reads as a production stack's kernels against the best published ones.
+    # SonicMoE Fig. 14): unfitted, the simulated MoE layer's forward matches DeepGEMM's grouped GEMMs with PyTorch
+    # glue to 10%, while Megatron-Core's own layer runs at 0.80 (median) of the unfitted layer's speed forward and,
+    # with its permutation's backward index_add_ at that kernel's measured rate (index_add_elements_per_s_per_sm),
+    # 0.91 backward: the residual reads as a production stack's kernels against the best published ones.
     compute_residual: float = 0.8441
     # Tensor-core kernels of a training step run at the power-capped sustained clock, below the clocks of the
     # short benchmark runs the GEMM and attention tables come from (issue #11). mamf-finder's two headlines on
@@ -80,6 +81,13 @@ class Calibration:
     # ND_H100_v5_results.md at f350e7e6); quack's CuTe-DSL RMSNorm and softmax about 3 TB/s, 0.90
     # (Dao-AILab/quack media/2025-07-10-membound-sol.md at ca5369be), where torch.compile's softmax reaches 0.56.
     memory_efficiency: float = 0.8
+    # PyTorch's index_add_ (the backward of index_select, which Megatron-Core's unfused permute runs since
+    # ADLR/megatron-lm!1915, 2024-10-29: moe_utils.permute's tokens.index_select(0, sorted_indices)) is bound by its
+    # per-element index arithmetic, not by HBM: one H100 scatters a BF16 [4M, 128] source along dim 0 in 4,719 us and an
+    # FP32 one in 4,400 (pytorch/pytorch PR #175760, 2026-02-25, the unvectorized indexFuncLargeIndex that PR made
+    # 2.1x faster for BF16): 2^22 x 128 elements in 4,719 us, 113.8 G elements/s, over 6 B per element (0.68 TB/s).
+    # Per SM (132 on an H100 SXM), so other GPUs scale with their SMs (assumed: no other GPU measured).
+    index_add_elements_per_s_per_sm: float = 2**22 * 128 / 4719e-6 / 132
     # The GPU's fixed time per kernel beside its work, with the host already ahead (the launch and teardown no
     # useful work fills): an empty kernel takes 2.1 us on an H100 launched from a stream and 1.3 us replayed
     # from a CUDA graph (Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for Llama-1B",
@@ -171,7 +179,8 @@ SOURCES: dict[str, str] = {
     "gemm_efficiency": (
         "by GPU generation (simulator/costs/generations.py). Hopper: DeepGEMM a6d97a1; MAMF 744d01e; "
         "torch-performance-test-data #79; pytorch/ao #2490, #2756; TransformerEngine #2045. Blackwell: MAMF 744d01e "
-        "(B200, GB200, B300); TransformerEngine d0067d0d gemm_profiling (B300; MXFP8 at its MXFP8 / FP8-current ratio); "
+        "(B200, GB200, B300); TransformerEngine d0067d0d gemm_profiling (B300; MXFP8 at its MXFP8 / FP8-current ratio, NVFP4 at its NVFP4 / "
+        "MXFP8 ratio); "
         "pytorch/ao #2427"
     ),
     "attention_kernel": "FlashAttention-3 paper Figs. 5-6 (simulator/costs/attention_cost.py)",
@@ -186,6 +195,9 @@ SOURCES: dict[str, str] = {
         " current-scaling quantization kernels in its H200 NVL GEMM benchmark (docs/examples/gemm_profiling at"
         " 1609c890, autocast - pre-quantized) take 3.50 ms per layer, 3.38 simulated with it"
         " (experiments/validation/fp8_gemm_check.py); BabelStream Copy 0.87 on H100 SXM is a streaming kernel's ceiling"
+    ),
+    "index_add_elements_per_s_per_sm": (
+        "pytorch/pytorch PR #175760: index_add_ BF16 [4M, 128] dim 0 in 4,719 us on an H100 (unvectorized kernel)"
     ),
     "kernel_overhead_s": "Hazy Research 'Look Ma, No Bubbles!' (2025-05-27): an empty kernel takes 2.1 us on H100",
     "graph_kernel_overhead_s": "the same: 1.3 us replayed from a CUDA graph; pytorch #161104: 1.1 us per graphed add",

@@ -146,7 +146,8 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
     if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
         return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention, overhead_s)
     if op.kind == MEMORY:
-        return memory_time_s(*executed_work(op, gpu), gpu, cal, overhead_s)
+        index_add_s = op.index_add_elements / (cal.index_add_elements_per_s_per_sm * gpu.sm_count)
+        return memory_time_s(*executed_work(op, gpu), gpu, cal, overhead_s) + index_add_s
     if op.kind == HOST_SYNC:
         return cal.host_sync_s
     if op.kind == GEMM:

@@ -36,15 +36,26 @@ def test_every_series_of_every_point(frame: pd.DataFrame) -> None:
         assert (frame[f"sim_residual_1_{d}_tflops"] > frame[f"sim_{d}_tflops"]).all()
 
 
-def test_unfitted_layer_predicts_deepgemm_pt(frame: pd.DataFrame) -> None:
-    """The accuracy the section reports, held: at published kernel speeds the simulated layer is within 10% MAPE
-    of DeepGEMM-pt forward (7.0% when written) and 15% backward (10.6%), and below SonicMoE's on every bar."""
+def test_unfitted_forward_predicts_deepgemm_pt(frame: pd.DataFrame) -> None:
+    """The accuracy the section reports, held: at published kernel speeds the simulated forward is within 10% MAPE
+    of DeepGEMM-pt's (9.5% when written), and the unfitted layer below SonicMoE's on every bar."""
     s = moe_layer.summary(frame)
     assert s["fwd_unfitted_vs_deepgemm_pt_mape"] < 0.10
-    assert s["bwd_unfitted_vs_deepgemm_pt_mape"] < 0.15
     assert s["fwd_sonicmoe_over_unfitted_min"] > 1 and s["bwd_sonicmoe_over_unfitted_min"] > 1
     assert s["fwd_megatron_share_min"] <= s["fwd_megatron_share_median"] <= s["fwd_megatron_share_max"] < 1
-    assert s["both_megatron_share_min"] <= s["both_megatron_share_mean"] <= s["both_megatron_share_max"] < 1
+    assert s["both_megatron_share_min"] <= s["both_megatron_share_mean"] <= s["both_megatron_share_max"] < 1.05
+
+
+def test_fitted_backward_meets_megatrons_bars(frame: pd.DataFrame) -> None:
+    """Issue 40's SonicMoE target, backward: with the unfused permutation's backward as Megatron-Core runs it
+    (index_add_ at its measured element rate) the fitted layer is within 15% of Megatron's backward bar on 11 of 12
+    configurations (7.6% MAPE when written; the 1.4B E=128 K=8 bar, -16.3%, is the one beyond), where at HBM bandwidth
+    it was 1.07-1.75x faster on every bar. The forward is not: faster on every bar, 7-26%."""
+    s = moe_layer.summary(frame)
+    assert s["bwd_fitted_vs_megatron_mape"] < 0.10
+    errors = frame.sim_bwd_tflops / frame.megatron_bwd_tflops - 1
+    assert (errors.abs() <= 0.15).sum() >= 11 and errors.abs().max() < 0.20
+    assert s["fwd_fitted_over_megatron_min"] > 1 and s["fwd_fitted_vs_megatron_mape"] > 0.10
 
 
 def test_forward_and_backward_together_by_hand() -> None:
@@ -63,7 +74,7 @@ def test_reproduction_writes_csv_plot_and_section(tmp_path: Path) -> None:
     section = moe_layer.run(tmp_path)
     assert section.startswith("## Beyond the paper: one MoE layer")
     assert section.count("\n| ") == 12 + 1  # header + one row per configuration
-    assert "MAPE forward" in section and f"{DEFAULT_CALIBRATION.compute_residual:.4f}" in section
+    assert "backward (MAPE" in section and f"{DEFAULT_CALIBRATION.compute_residual:.4f}" in section
     written = pd.read_csv(tmp_path / "moe-layer.csv")
     assert list(written.config) == [moe_layer.config_label(p) for p in POINTS]
     assert (tmp_path / "moe-layer.png").stat().st_size > 10_000

@@ -86,8 +86,9 @@ def test_fill_is_the_measured_step_over_the_stage_launches_of_a_step() -> None:
     step_s = 1024 * 4096 / (case.measured_tokens_per_s_per_gpu * 16)
     assert row is not None and row.fill_s == pytest.approx(step_s / (launches * micro_batches))
     # the eager all-to-all case: the host runs ahead (under half the stage's time, little idle), so the implied cost is
-    # near fill (the cost at which the launches alone take the measured step)
-    assert row.host_share < 0.5 and row.implied_s is not None and 0.9 * row.fill_s < row.implied_s < row.fill_s
+    # near fill (the cost at which the launches alone take the measured step; 0.89 of it since the unfused permute's
+    # backward is index_add_ at its measured rate, 0.9-1 before)
+    assert row.host_share < 0.5 and row.implied_s is not None and 0.85 * row.fill_s < row.implied_s < row.fill_s
 
 
 def test_cuda_graphs_remove_the_launches_they_capture() -> None:

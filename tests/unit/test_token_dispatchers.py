@@ -237,3 +237,29 @@ def test_allgather_blocks_the_host_at_each_masked_select() -> None:
     assert not [
         s for s in DISPATCHERS["allgather"].layer_steps(replace(CTX, host_sync=False), EXPERTS) if s.kind == HOST_SYNC
     ]
+
+
+def test_megatron_cores_unfused_permute_backward_is_index_add() -> None:
+    """Without --moe-permute-fusion Megatron-Core's alltoall, allgather and DeepEP dispatchers permute with
+    index_select, whose backward zeroes the token rows and index_add_s the copies' gradients into them: the memset's
+    bytes (tokens x hidden x 2 B) over 2 kernels, and routed x hidden elements at index_add_'s measured rate. On an H100
+    (132 SMs) that is 2^22 x 128 elements per 4,719 us (pytorch/pytorch PR #175760), so CTX's 4,096 copies of 1,024
+    wide take 4.19 M / 113.8 G/s = 36.9 us, by hand. HybridEP (its own kernel), MegaScale-MoE's stack and the fused
+    permute keep the passes at HBM bandwidth."""
+    from simulator.costs.calibration import DEFAULT_CALIBRATION
+    from simulator.costs.kernels import compute_time_s
+    from topologies.hardware import gpu_preset
+    from workloads.ops import BYTES_BF16, MEMORY, Op
+
+    unfused = replace(CTX, fused_permute=False)
+    for name in ("alltoall", "allgather", "flex-deepep"):
+        permute = next(s for s in DISPATCHERS[name].layer_steps(unfused, EXPERTS) if s.name == "permute")
+        assert permute.bwd_index_add_elements == unfused.routed * unfused.hidden, name
+        assert (permute.bwd_mem_bytes, permute.bwd_kernels) == (unfused.tokens * unfused.hidden * BYTES_BF16, 2)
+    for name, ctx in (("flex-hybridep", unfused), ("megascale", unfused), ("alltoall", CTX)):
+        permute = next(s for s in DISPATCHERS[name].layer_steps(ctx, EXPERTS) if s.name == "permute")
+        assert permute.bwd_index_add_elements == 0.0, name
+    h100, cal = gpu_preset("h100"), DEFAULT_CALIBRATION
+    elements = unfused.routed * unfused.hidden
+    op = Op("permute", MEMORY, "compute", mem_bytes=0.0, kernels=0, index_add_elements=elements)
+    assert compute_time_s(op, h100, cal) == pytest.approx(elements * 4719e-6 / (2**22 * 128), rel=1e-12)

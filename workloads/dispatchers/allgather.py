@@ -64,7 +64,7 @@ class AllgatherDispatcher(TokenDispatcher):
             replace(gather, comm_bytes=gather.comm_bytes * meta, nic_bytes=gather.nic_bytes * meta),
             *host_sync(ctx),
             *_masked_select_sync(ctx, "permute_indices_sync", unfused_only=True),
-            permute(ctx),
+            permute(ctx, index_select=True),
             *_masked_select_sync(ctx, "local_probs_sync", unfused_only=False),
             *experts.shared,
             *te_grouped_mlp(ctx, experts),

@@ -48,7 +48,7 @@ class AlltoallDispatcher(TokenDispatcher):
         return [
             *(token_count_exchange(ctx) if multi and ctx.host_sync else []),
             *(host_sync(ctx) if early else []),
-            permute(ctx),
+            permute(ctx, index_select=True),
             *(host_sync(ctx) if not early else []),
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.NCCL, dispatch=True, fuse=fuse_dispatch),
             probs_all_to_all(ctx),

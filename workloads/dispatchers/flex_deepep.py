@@ -76,7 +76,7 @@ class FlexDeepepDispatcher(TokenDispatcher):
             ep_collective(ctx, "ep_a2a_dispatch", ALL_TO_ALL, Transport.DEEPEP, dispatch=True),
             *experts.shared,
             multihot,
-            permute(ctx),
+            permute(ctx, index_select=True),
             *te_grouped_mlp(ctx, experts),
             unpermute(ctx),
             ep_collective(ctx, "ep_a2a_combine", ALL_TO_ALL, Transport.DEEPEP, dispatch=False),

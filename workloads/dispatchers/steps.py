@@ -96,12 +96,27 @@ def probs_all_to_all(ctx: MoeContext, name: str = "ep_a2a_probs") -> Step:
     )
 
 
-def permute(ctx: MoeContext) -> Step:
+def permute(ctx: MoeContext, index_select: bool = False) -> Step:
     """Token copies gathered into expert order (read and written once per pass). Its backward is the gather's
     transpose, a scatter-add: each copy's gradient read once and each token's gradient written once per pass
     (Megatron-Core moe_gather.backward, torch.zeros + scatter_add_, megatron/core/transformer/moe/moe_utils.py at
-    f1f03922), not twice the forward's copies."""
+    f1f03922), not twice the forward's copies.
+
+    ``index_select``: Megatron-Core's own unfused permute since ADLR/megatron-lm!1915 (2024-10-29; moe_utils.py
+    permute at core_v0.13.0-0.16.0: ``tokens.index_select(0, sorted_indices)``), which its alltoall, allgather and
+    DeepEP dispatchers run without --moe-permute-fusion: autograd's backward of index_select zeroes the token rows
+    and scatters the copies' gradients into them with index_add_, a kernel bound by its per-element index
+    arithmetic (Calibration.index_add_elements_per_s_per_sm), so the backward is that memset and the scatter, timed
+    by its elements, instead of the passes above."""
     kernels, passes = kernels_passes(ctx.fused_permute)
+    if index_select and not ctx.fused_permute:
+        backward = {
+            "bwd_mem_bytes": ctx.tokens * ctx.hidden * BYTES_BF16,  # torch.zeros of the token rows
+            "bwd_kernels": 2,
+            "bwd_index_add_elements": ctx.routed * ctx.hidden,
+        }
+    else:
+        backward = {"bwd_mem_bytes": passes * (ctx.routed + ctx.tokens) * ctx.hidden * BYTES_BF16}
     return Step(
         "permute",
         MEMORY,
@@ -110,7 +125,7 @@ def permute(ctx: MoeContext) -> Step:
         sar_recompute=True,
         routed_copies=True,
         module=M,
-        bwd_mem_bytes=passes * (ctx.routed + ctx.tokens) * ctx.hidden * BYTES_BF16,
+        **backward,
     )
 
 

@@ -133,6 +133,7 @@ class _OpList:
             graph=self.graph(step),
             mem_bytes=mem_bytes,
             kernels=kernels,
+            index_add_elements=step.bwd_index_add_elements if backward else 0.0,
             module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
