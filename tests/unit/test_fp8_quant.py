@@ -123,7 +123,7 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
     blockwise = quantize_input(
         Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, precision=GemmPrecision.FP8_TENSORWISE), shards=4
     )
-    assert blockwise == (1024 * 2048 * 4.0625, 1, 0.0, 0)  # both copies of the shard, gathered as FP8 (assumed)
+    assert blockwise == (1024 * 2048 * 4.0625, 1, 0.0, 0)  # both copies of the shard; one at a time gathered
 
 
 def test_the_megatron_recipe_reaches_the_ops() -> None:
@@ -185,18 +185,22 @@ def test_blackwell_writes_no_per_tensor_transpose_hopper_does(generation: GpuGen
     assert not runs_non_tn_fp8_gemm(GpuGeneration.HOPPER) and not runs_non_tn_fp8_gemm(GpuGeneration.AMPERE)
 
 
-@pytest.mark.parametrize("recipe", ["tensorwise", "delayed", "blockwise"])
-def test_te_sp_linear_layers_gather_fp8_under_per_tensor_recipes(recipe: str) -> None:
+@pytest.mark.parametrize(
+    ("recipe", "bytes_per_element"),
+    [("tensorwise", 1), ("delayed", 1), ("blockwise", 1 + 4 / 128), ("mxfp8", 1 + 1 / 32), ("nvfp4", 1 / 2 + 1 / 16)],
+)
+def test_te_sp_linear_layers_gather_quantized_copies(recipe: str, bytes_per_element: float) -> None:
     """TP 4 with SP, 4,096 tokens x 2,048: each all-gather sends 3 of 4 shards, 4,096 x 2,048 x 3/4 elements.
-    Under the per-tensor recipes TE gathers FP8 (1 B per element, 6,291,456 B): qkv_proj's forward all-gather, its
-    backward re-gather of the saved FP8 shard and o_proj's output-gradient all-gather (its reduce-scatter's
-    backward); the reduce-scatters stay BF16 (12,582,912 B): o_proj's output and qkv_proj's dgrad. The block
-    recipes are left at BF16 bytes (not audited). Megatron-Core's TP layers with TE's userbuffers
-    (--tp-comm-overlap) and without (async NCCL bulk overlaps) alike; MegaScale-MoE's own stack (its dispatcher)
-    gathers BF16 unless its communication is FP8 (comm_dtype)."""
+    TE gathers one quantized copy with its scales (per-tensor FP8 1 B per element, 6,291,456 B; FP8 blockwise and
+    MXFP8 1 + 1/32; NVFP4 1/2 + 1/16): qkv_proj's forward all-gather (the row-wise copy), its backward re-gather of
+    the saved shard (the row-wise copy again under the per-tensor recipes, the column-wise one under the block
+    recipes: TE's set_quantizer_usage_for_wgrad_all_gather) and o_proj's output-gradient all-gather (its
+    reduce-scatter's backward); the reduce-scatters stay BF16 (12,582,912 B): o_proj's output and qkv_proj's dgrad.
+    Megatron-Core's TP layers with TE's userbuffers (--tp-comm-overlap) and without (async NCCL bulk overlaps) alike;
+    MegaScale-MoE's own stack (its dispatcher) gathers BF16 unless its communication is FP8 (comm_dtype)."""
     model = ModelSpec("m", 1, 2048, 16, 16, 1536, 8, 2, 64)
     bf16 = 4096 * 2048 * 3 // 4 * 2
-    fp8 = bf16 // 2 if recipe != "blockwise" else bf16
+    fp8 = pytest.approx(4096 * 2048 * 3 / 4 * bytes_per_element, rel=1e-12)
     for overlap in (True, False):
         layout = LayoutSpec(
             "t",

@@ -56,8 +56,9 @@ for the output gradient of a row-parallel one in backward) quantizes the local s
 only row-wise ("all-gather is not supported with FP8 column-wise data"), the column-wise transpose then
 made from the gathered FP8 (1 + 1 bytes per gathered element, one more kernel), again only where FP8 GEMMs
 take the TN layout alone (transformer_engine/pytorch/distributed.py _all_gather_fp8: ``needs_transpose =
-... quantizer.columnwise_usage and not is_non_tn_fp8_gemm_supported()``); the block recipes are assumed to
-quantize both copies of the shard and gather them.
+... quantizer.columnwise_usage and not is_non_tn_fp8_gemm_supported()``). The block recipes quantize both copies of
+the shard and gather one at a time: the row-wise copy for the forward GEMM, the column-wise one for the wgrad's
+re-gather, each with its scales (``te_fp8_gathers``).
 """
 
 from __future__ import annotations
@@ -141,26 +142,34 @@ def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bo
 
 # The per-tensor recipes gather the row-wise FP8 copy alone: 1 byte per element, one scale for the whole tensor.
 PER_TENSOR_RECIPES = frozenset(recipe for recipe, cost in QUANT_KERNELS.items() if cost.transposed_copy)
-FP8_GATHER_SCALE = FP8_BYTES / BYTES_BF16
+
+
+def gather_scale(recipe: Fp8Recipe) -> float:
+    """Bytes TE's TP all-gather moves per element under ``recipe``, over BF16's: one quantized copy with its scales
+    (per-tensor FP8 1 B; MXFP8 and FP8 blockwise 1 + 1/32; NVFP4 1/2 + 1/16)."""
+    cost = QUANT_KERNELS[recipe]
+    return (cost.element_bytes + cost.scale_bytes) / BYTES_BF16
 
 
 def te_fp8_gathers(steps: list[Step], recipe: Fp8Recipe) -> list[Step]:
-    """The TP all-gathers around TE's sequence-parallel linear layers at the FP8 bytes TE moves under a per-tensor
-    recipe (``input_shards`` / ``grad_shards`` > 1, set by workloads.specs.precision.to_fp8_gemms), BF16 under
-    the others: the all-gather into a column-parallel layer (QKV, FC1) moves its quantized input, and so does its
-    backward re-gather of the saved shard (TE saves the FP8 shard, ``ln_out``, and gathers it with the input
-    quantizer: set_quantizer_usage_for_wgrad_all_gather); the backward all-gather of a row-parallel layer's
-    (proj, FC2) output gradient moves the quantized gradient. NVIDIA/TransformerEngine@d0067d0d
+    """The TP all-gathers around TE's sequence-parallel linear layers at the quantized bytes TE moves
+    (``input_shards`` / ``grad_shards`` > 1, set by workloads.specs.precision.to_fp8_gemms): the all-gather into a
+    column-parallel layer (QKV, FC1) moves its quantized input, and so does its backward re-gather of the saved
+    shard (TE saves the quantized shard, ``ln_out``, and gathers it with the input quantizer:
+    set_quantizer_usage_for_wgrad_all_gather); the backward all-gather of a row-parallel layer's (proj, FC2) output
+    gradient moves the quantized gradient. NVIDIA/TransformerEngine@d0067d0d
     transformer_engine/pytorch/module/layernorm_linear.py and linear.py forward (``with_input_all_gather``: the
     input quantizer set row-wise only, then fill_userbuffers_buffer_for_all_gather or gather_along_first_dim
     with the quantizer) and backward; module/base.py grad_output_preprocess (``gather_grad_output``: quantized,
-    then gathered) and fill_userbuffers_buffer_for_all_gather (Float8Quantizer / Float8CurrentScalingQuantizer:
-    the FP8 data copied into an FP8 buffer; TE's userbuffers make every all-gather overlap's buffer FP8 under
-    FP8, module/base.py initialize_ub). The reduce-scatters (the proj / FC2 output, the QKV / FC1 dgrad) stay
-    BF16. The block recipes are left at BF16 bytes (they would gather both copies with their scales, fp8_quant's
-    assumption above; not audited)."""
-    if recipe not in PER_TENSOR_RECIPES:
+    then gathered) and fill_userbuffers_buffer_for_all_gather (one quantized buffer at a time: Float8, MXFP8);
+    module/_common.py set_quantizer_usage_for_wgrad_all_gather (the wgrad's re-gather: the row-wise copy under the
+    per-tensor recipes, which build its transpose after it, the column-wise one under the block recipes);
+    distributed.py _all_gather_mxfp8 / _all_gather_nvfp4 (the data and its scale-inverses of each usage asked
+    for). So every gather moves one copy with its scales (``gather_scale``). The reduce-scatters (the proj / FC2
+    output, the QKV / FC1 dgrad) stay BF16."""
+    if recipe == Fp8Recipe.NONE:
         return steps
+    scale = gather_scale(recipe)
     out = list(steps)
     for index, step in enumerate(steps):
         if step.kind != GEMM:
@@ -170,13 +179,13 @@ def te_fp8_gathers(steps: list[Step], recipe: Fp8Recipe) -> list[Step]:
             gather = steps[before]  # FP8 in, and re-gathered FP8 in backward; its backward reduce-scatter BF16
             out[before] = replace(
                 gather,
-                comm_bytes=gather.comm_bytes * FP8_GATHER_SCALE,
-                nic_bytes=gather.nic_bytes * FP8_GATHER_SCALE,
-                bwd_scale=gather.bwd_scale / FP8_GATHER_SCALE,
+                comm_bytes=gather.comm_bytes * scale,
+                nic_bytes=gather.nic_bytes * scale,
+                bwd_scale=gather.bwd_scale / scale,
             )
         after = index + 1
         if step.grad_shards > 1 and after < len(steps) and _tp_collective(steps[after], REDUCE_SCATTER):
-            out[after] = replace(steps[after], bwd_scale=steps[after].bwd_scale * FP8_GATHER_SCALE)
+            out[after] = replace(steps[after], bwd_scale=steps[after].bwd_scale * scale)
     return out
 
 
