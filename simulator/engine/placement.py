@@ -43,7 +43,7 @@ from simulator.streams.op_costs import OpCosts
 from simulator.streams.tasks import TaskTiming, run_task
 from topologies.cluster import ClusterSpec
 from workloads.graph.step import StepWorkload
-from workloads.ops import ALL_TO_ALL, Op
+from workloads.ops import ALL_TO_ALL, Group, Op
 from workloads.schedules.base import Task
 
 
@@ -121,6 +121,15 @@ class Placement:
         ``place``. Folded: one flow, which stands for every replica's (they run in step)."""
         return self.transfer(links, nbytes)
 
+    def _peer_node_count(self, stage: int, kind: Group) -> int:
+        """The other nodes the representative's group of ``kind`` at ``stage`` spans (at least 1), once per pair."""
+        key = (stage, kind)
+        if key not in self._peer_nodes:
+            gpn, rep = self.cluster.gpus_per_node, Place(0, stage, 0)
+            nodes = {self.ranks.gpu(member) // gpn for member in self.ranks.members(rep, kind)}
+            self._peer_nodes[key] = max(1, len(nodes) - 1)
+        return self._peer_nodes[key]
+
     def bytes_sent(self) -> dict:
         """Bytes sent over each link so far."""
         return dict(self.network.bytes_sent)
@@ -181,6 +190,7 @@ class FoldedPlacement(Placement):
         self.networks = list(dict.fromkeys([self.network, *(n for nets in self._nvlink_networks for n in nets)]))
         self._pp_routes: dict[tuple[int, int, int], tuple] = {}
         self._nic_flow_counts: dict[tuple[int, int], tuple] = {}  # (stage, id of a task's ops): (ops, flows)
+        self._peer_nodes: dict[tuple[int, Group], int] = {}  # (stage, group kind): other nodes of its group
         self._dp_joined: dict[tuple[int, DpBucket], tuple[simpy.Event, tuple]] = {}  # the first class's, per bucket
 
     def _fault(self, stage: int, cls: int) -> StageFault:
@@ -344,16 +354,20 @@ class FoldedPlacement(Placement):
         cached = self._nic_flow_counts.get((stage, id(ops)))
         if cached is not None and cached[0] is ops:
             return cached[1]
-        gpn, rep = self.cluster.gpus_per_node, Place(0, stage, 0)
         flows = []
         for op, nbytes in zip(ops, costs.nic_bytes):
-            count = 1
-            if nbytes and op.collective == ALL_TO_ALL:
-                nodes = {self.ranks.gpu(member) // gpn for member in self.ranks.members(rep, group_kind(op))}
-                count = max(1, len(nodes) - 1)
-            flows.append(count)
+            flows.append(self._peer_node_count(stage, group_kind(op)) if nbytes and op.collective == ALL_TO_ALL else 1)
         self._nic_flow_counts[(stage, id(ops))] = (ops, tuple(flows))
         return tuple(flows)
+
+    def _peer_node_count(self, stage: int, kind: Group) -> int:
+        """The other nodes the representative's group of ``kind`` at ``stage`` spans (at least 1), once per pair."""
+        key = (stage, kind)
+        if key not in self._peer_nodes:
+            gpn, rep = self.cluster.gpus_per_node, Place(0, stage, 0)
+            nodes = {self.ranks.gpu(member) // gpn for member in self.ranks.members(rep, kind)}
+            self._peer_nodes[key] = max(1, len(nodes) - 1)
+        return self._peer_nodes[key]
 
     def bytes_sent(self) -> dict:
         sent = dict(self.network.bytes_sent)

@@ -34,6 +34,9 @@ from workloads.specs.models import MODEL_PRESETS, ModelSpec
 MEGATRON_FLAG_NAMES = sorted(MEGATRON_FLAG_TABLE)
 HF_FOLDER = Path(__file__).resolve().parents[2] / "examples" / "models"
 TRIED: Counter = Counter()  # examples tried per target, printed by the last test
+# One xdist worker runs the whole module (--dist loadgroup), so test_zz_report_counts counts every fuzzer's draws,
+# not the share its worker happened to get (it failed where the fuzzers were split 1 to 999 examples).
+pytestmark = pytest.mark.xdist_group("fuzz_config")
 # The dict fuzzers draw 300 examples: every single-field change of every preset is tried exhaustively
 # (test_every_single_field_change), so they spend their draws on the combinations and the junk.
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
