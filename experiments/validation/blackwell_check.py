@@ -38,9 +38,12 @@ but no flag expresses (activation and optimizer-state offloading, CPU/NUMA bindi
 graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with about 7 GB extra memory on DeepSeek-V3
 GB200 training" (Sec. 4.3.6), the GB200 row's recipe simulated with and without its graphs (``partial_graph_gain``).
 Rows of a fourth source, dense: Megatron-Bridge's Llama 3 70B pre-training on 64 DGX-GB300 / DGX-GB200 GPUs, MXFP8
-and NVFP4 ("26.04.01 NeMo Container" in docs/performance-summary-archive.md; recipes at the release's tag v0.4.2,
-written as flags in examples/megatron/bridge-{gb300,gb200}-llama3-70b-64-*.sh): no expert, dispatcher or routing, so
-they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8 pair on one GPU tests the FP4 curve.
+and NVFP4 ("26.04.01 NeMo Container" in docs/performance-summary-archive.md at 4ab94dfa; recipes at the release's tag
+v0.4.2, written as flags in examples/megatron/bridge-{gb300,gb200}-llama3-70b-64-*.sh; the FP8 rows of that table run
+Megatron FSDP with CPU offloading, not modelled), and its Llama 3.1 405B on 256, FP8 current scaling, MXFP8 and
+NVFP4 ("26.06 NeMo Container" in docs/performance-summary.md at v0.5.0, its recipes; bridge-*-llama3.1-405b-256-*.sh):
+no expert, dispatcher or routing, so they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8
+pairs test the FP4 curve.
 
 ``python -m experiments.validation.blackwell_check`` prints the table, one block per source.
 """
@@ -74,7 +77,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8"
 MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_recipes@71464846, model TFLOP/s/GPU"
 MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (recipes Table 20, App. B.2), tokens/s/GPU"
-BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge@4ab94dfa docs/performance-summary-archive.md, 26.04.01 container, dense"
+BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 (70B) and 26.06 (405B), dense"
 SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE)
 
 
@@ -162,6 +165,20 @@ ROWS: tuple[BlackwellRow, ...] = (
             ("gb300", "nvfp4", 7296),
             ("gb200", "mxfp8", 3712),
             ("gb200", "nvfp4", 4864),
+        )
+    ),
+    # and Llama 3.1 405B on 256 GPUs (26.06), FP8 current scaling, MXFP8 and NVFP4 (PP 8 on GB300, 16 on GB200)
+    *(
+        BlackwellRow(
+            f"bridge-{gpu}-llama3.1-405b-256-{p}", "llama-3.1-405b", gpu, 256, 1536, 8192, tokens, False, BRIDGE_DENSE
+        )
+        for gpu, p, tokens in (
+            ("gb300", "fp8", 1048),
+            ("gb300", "mxfp8", 952),
+            ("gb300", "nvfp4", 1413),
+            ("gb200", "fp8", 843),
+            ("gb200", "mxfp8", 783),
+            ("gb200", "nvfp4", 1166),
         )
     ),
 )
