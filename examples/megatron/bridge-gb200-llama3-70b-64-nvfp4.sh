@@ -6,7 +6,7 @@
 # bf16_with_nvfp4_mixed; no CUDA graphs (the preset's cuda_graph_impl none)).
 # Published: docs/performance-summary-archive.md (4ab94dfa), "26.04.01 NeMo Container", DGX-GB200, LLAMA3_70B,
 # NVFP4: 4864 tokens/s/GPU, 2202 model TFLOP/s/GPU. Out of the corpus: python -m
-# experiments.validation.blackwell_check.
+# experiments.validation.blackwell.check.
 # Model: examples/models/llama-3.1-70b.json (Llama 3 70B's shapes; 3.1 differs in RoPE scaling and context length
 # only).
 --tensor-model-parallel-size 2 --sequence-parallel

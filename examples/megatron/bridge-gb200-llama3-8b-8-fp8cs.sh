@@ -3,7 +3,7 @@
 # TP 1, PP 1, CP 1, GBS 128, CUDA graph "local" with scope full_iteration; llama3_llm_pretrain.py
 # set_llama3_common_configs: seq 8192, grad_reduce_in_fp32 off; utils/helpers.py get_precision_config: bf16_with_fp8_current_scaling_mixed, first_last_layers_bf16 off).
 # Published: docs/performance-summary.md at v0.2.1, "25.11 NeMo Container", DGX-GB200, LLAMA3_8B, 31508 tokens/s/GPU.
-# The same recipe on GB300, GB200 and B200 but for the micro-batch: experiments/validation/blackwell_ratios.py.
+# The same recipe on GB300, GB200 and B200 but for the micro-batch: experiments/validation/blackwell/ratios.py.
 # Model: examples/models/llama-3.1-8b.json (Llama 3 8B's shapes; 3.1 differs in RoPE scaling and context length only).
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --context-parallel-size 1
 --micro-batch-size 2 --global-batch-size 128 --seq-length 8192

@@ -6,7 +6,7 @@
 # bf16_with_mxfp8_mixed; no CUDA graphs; the pipeline split accounts for the embedding and the loss as in the H100
 # case, experiments/validation/cases/bridge-llama-3.1-405b-h100-1024.yaml).
 # Published: docs/performance-summary.md at v0.5.0, "26.06 NeMo Container", DGX-GB200, LLAMA3.1_405B, MXFP8: 783
-# tokens/s/GPU, 1976 model TFLOP/s/GPU. Out of the corpus: python -m experiments.validation.blackwell_check.
+# tokens/s/GPU, 1976 model TFLOP/s/GPU. Out of the corpus: python -m experiments.validation.blackwell.check.
 # Model: examples/models/llama-3.1-405b.json.
 --tensor-model-parallel-size 4 --sequence-parallel --tp-comm-overlap
 --pipeline-model-parallel-size 16 --num-virtual-stages-per-pipeline-rank 8

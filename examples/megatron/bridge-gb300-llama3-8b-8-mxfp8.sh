@@ -3,7 +3,7 @@
 # TP 1, PP 1, CP 1, GBS 128, CUDA graph "local" with scope full_iteration; llama3_llm_pretrain.py
 # set_llama3_common_configs: seq 8192, grad_reduce_in_fp32 off; utils/helpers.py get_precision_config: bf16_with_mxfp8_mixed).
 # Published: docs/performance-summary.md at v0.2.1, "25.11 NeMo Container", DGX-GB300, LLAMA3_8B, 36108 tokens/s/GPU.
-# The same recipe on GB300, GB200 and B200 but for the micro-batch: experiments/validation/blackwell_ratios.py.
+# The same recipe on GB300, GB200 and B200 but for the micro-batch: experiments/validation/blackwell/ratios.py.
 # The published row prints MBS 2; the recipe at that commit sets 4 (LLAMA3_8B_GB300_FP8_CS_BASE_CONFIG, which FP8_MX
 # reuses), taken here. The simulator's throughput moves 0.5% between the two.
 # Model: examples/models/llama-3.1-8b.json (Llama 3 8B's shapes; 3.1 differs in RoPE scaling and context length only).

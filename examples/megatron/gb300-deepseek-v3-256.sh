@@ -3,7 +3,7 @@
 # deepseek/common.py _deepseek_v3_common (selective recompute, Megatron's default module core_attn) and
 # _enable_deepseek_full_iteration_mxfp8; the layout of recipes/deepseek/h100/deepseek_v3.py for 16 virtual stages).
 # Published: docs/performance-summary.md, 26.08, DGX-GB300, 6,288 tokens/s/GPU.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # Not expressible as Megatron-LM flags (Bridge sets them on the config): fp8_dot_product_attention (TE fp8_dpa; no CLI
 # flag at NVIDIA/Megatron-LM@d98e8a64 arguments.py), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, moe_mlp_glu_interleave_size 32,
 # high_priority_a2a_comm_stream, fp8_output_proj.

@@ -2,7 +2,7 @@
 # src/megatron/bridge/perf_recipes/gpt_oss/gb300/gpt_oss.py gpt_oss_120b_pretrain_64gpu_gb300_fp8mx_config, with
 # gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs: no EP overlap). Published: docs/performance-summary.md,
 # 26.08, DGX-GB300, 33,024 tokens/s/GPU.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # Not expressible as Megatron-LM flags (Bridge sets them on the config): fp8_dot_product_attention (TE fp8_dpa; no CLI
 # flag at NVIDIA/Megatron-LM@d98e8a64 arguments.py), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, moe_mlp_glu_interleave_size 32,
 # high_priority_a2a_comm_stream, fp8_output_proj.

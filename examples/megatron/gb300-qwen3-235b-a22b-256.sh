@@ -2,7 +2,7 @@
 # src/megatron/bridge/perf_recipes/qwen/gb300/qwen3_moe.py qwen3_235b_a22b_pretrain_256gpu_gb300_fp8mx_config over
 # recipes/qwen/h100/qwen3_moe.py qwen3_235b_a22b_pretrain_256gpu_h100_bf16_config, with qwen/common.py
 # _enable_hybridep_full_iteration_mxfp8). Published: docs/performance-summary.md, 26.08, DGX-GB300, 8,816 tokens/s/GPU.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # Not expressible as Megatron-LM flags (Bridge sets them on the config): fp8_dot_product_attention (TE fp8_dpa; no CLI
 # flag at NVIDIA/Megatron-LM@d98e8a64 arguments.py), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, moe_mlp_glu_interleave_size 32,
 # high_priority_a2a_comm_stream.

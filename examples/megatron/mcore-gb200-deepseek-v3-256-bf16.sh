@@ -1,7 +1,7 @@
 # Megatron-LM arguments of the DeepSeek-V3, 256 GB200, BF16 row of NVIDIA's Megatron-Core MoE report (arXiv 2603.07685v1, 2026-03-08),
 # Table 11 (3,298 tokens/s/GPU, 857 TFLOPS/GPU) with its recipe from Table 20 (TP1 PP8 CP1 EP32 VPP4 MBS1 GBS4096) and Appendix B.2 / Sec. 8.1
 # (HybridEP, recompute mlp, 1F1B overlap off, CUDA graphs attn moe_router moe_preprocess). Megatron-Core v0.16 (dev branch), force-balanced routing.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # The report gives no layout for PP 8 x VPP 4 on GB200; the one Sec. 9.2.2 gives for the H100 row (PP 8 x VPP 4 = 32
 # virtual stages) is taken.
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):

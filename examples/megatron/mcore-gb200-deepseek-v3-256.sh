@@ -2,7 +2,7 @@
 # Table 11 (4,020 tokens/s/GPU, 1048 TFLOPS/GPU) with its recipe from Table 20 (TP1 PP4 CP1 EP64 VPP4 MBS1 GBS8192) and Appendix B.2 / Sec. 8.1
 # (HybridEP, recompute mlp, 1F1B overlap off, CUDA graphs attn moe_router moe_preprocess; the pipeline layout of
 # Sec. 9.2.2; Table 17 says the same). Megatron-Core v0.16 (dev branch), force-balanced routing.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
 # optimizer-state offloading (Table 18, GB200), fine-grained activation offloading (Sec. 8.1), CPU/NUMA
 # binding (Sec. 9.2.2), MLA RoPE fusion, HybridEP's SM count (not stated: HybridEP's own default

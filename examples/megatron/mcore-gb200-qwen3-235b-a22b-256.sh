@@ -1,7 +1,7 @@
 # Megatron-LM arguments of the Qwen3-235B, 256 GB200, MXFP8 row of NVIDIA's Megatron-Core MoE report (arXiv 2603.07685v1, 2026-03-08),
 # Table 11 (6,212 tokens/s/GPU, 919 TFLOPS/GPU) with its recipe from Table 20 (TP1 PP4 CP1 EP64 VPP6 MBS3 GBS3072) and Appendix B.2 / Sec. 8.1
 # (HybridEP, recompute moe_act and layernorm, 1F1B overlap on, CUDA graphs attn moe_router moe_preprocess). Megatron-Core v0.16 (dev branch), force-balanced routing.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # 94 layers in 24 virtual stages: the embedding and the loss counted as layers (4 per stage).
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
 # activation and optimizer-state offloading (Sec. 8.1), HybridEP's SM count (not stated: HybridEP's own default

@@ -1,7 +1,7 @@
 # Megatron-LM arguments of the DeepSeek-V3, 256 GB300, MXFP8 row of NVIDIA's Megatron-Core MoE report (arXiv 2603.07685v1, 2026-03-08),
 # Table 11 (4,730 tokens/s/GPU, 1233 TFLOPS/GPU) with its recipe from Table 20 (TP1 PP4 CP1 EP64 VPP4 MBS1 GBS8192) and Appendix B.2 / Sec. 8.1
 # (HybridEP, no recompute, 1F1B overlap on, CUDA graphs attn moe_router moe_preprocess). Megatron-Core v0.16 (dev branch), force-balanced routing.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # The layout is the one Sec. 9.2.2 gives for the GB200 row (PP 4 x VPP 4 = 16 virtual stages); taken for GB300.
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
 # optimizer-state offloading (Table 18, GB200), fine-grained activation offloading (Sec. 8.1), CPU/NUMA

@@ -2,7 +2,7 @@
 # Table 11 (1,556 tokens/s/GPU, 1,150 TFLOPS/GPU) with its recipe from Table 20 (TP4 PP4 CP4 EP32 VPP12 MBS1 GBS1024) and Appendix B.2 / Sec. 8.1
 # (HybridEP, 1F1B overlap off, CUDA graphs attn moe_router moe_preprocess; B.2 names recompute only for GB200 and
 # H100). Megatron-Core v0.16 (dev branch), force-balanced routing.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # 94 layers in 48 virtual stages: the embedding and the loss counted as layers (2 per stage).
 # Not expressible as flags here (the report names them, no Megatron-LM flag at d98e8a64 or none moesim models):
 # activation and optimizer-state offloading (Sec. 8.1), HybridEP's SM count (not stated: HybridEP's own default

@@ -2,7 +2,7 @@
 # examples/moe_recipes/qwen3_235b/gb200/mxfp8_128GPU_TP1PP1EP64_paged_stash_fullcg_overlap.yaml.
 # Published: NVIDIA/Megatron-LM PR #5728 (2026-07-09), 1208.3 model TFLOP/s/GPU (median of iterations 30-45),
 # measured with the matching Megatron-Bridge recipe (NVIDIA-NeMo/Megatron-Bridge #4469) at this file's settings.
-#   python -m experiments.validation.blackwell_check
+#   python -m experiments.validation.blackwell.check
 # Every ARGS entry is here except the run's paths, tokenizer, logging, optimizer hyper-parameters and schedule
 # (lr*, adam*, weight_decay, clip_grad, train_samples / train_iters, eval_*, save / load, log_*, wandb_*, mock_data):
 # each is a flag of NVIDIA/Megatron-LM@d98e8a64 (workloads/inputs/megatron_flags_d98e8a64dd.tsv) that does not

@@ -11,7 +11,11 @@ tests/paper/test_error_band_coverage.py measures the leave-one-out coverage it g
 
 The errors come from ``moesim validate``'s table (results/validation.csv, regenerated with results/), so a band
 costs a file read, not a simulation; it lives here, below experiments.validation, so that ``run``, ``compare`` and
-``search`` load it without the validation machinery.
+``search`` load it without the validation machinery. No Blackwell run is in the corpus: a prediction on a Blackwell
+GPU also counts the published rows of its own generation that ``moesim reproduce blackwell`` simulates out of the
+corpus (results/blackwell-check.csv, experiments/validation/blackwell/results.py); a prediction on another
+generation does not (its corpus runs are the evidence for it, and the out-of-corpus rows carry their own
+generation's misses, e.g. every GB300 row slow).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
 MIN_ALIKE = 9  # (n - 1) / (n + 1) >= 0.8
-VALIDATION_CSV = Path(__file__).resolve().parents[2] / "results" / "validation.csv"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+VALIDATION_CSV = RESULTS / "validation.csv"
+BLACKWELL_CSV = RESULTS / "blackwell-check.csv"  # experiments/validation/blackwell/results.py CSV_NAME
 
 
 class Mechanisms(NamedTuple):
@@ -70,21 +76,30 @@ def mechanisms_of(model: ModelSpec, layout: LayoutSpec, gpu: GpuSpec | str) -> M
 
 def unvalidated_note(generation: str, known: list[KnownError]) -> str:
     """What to say when no validated run shares the GPU's generation: the prediction rests on that generation's
-    published kernel tables alone (simulator/costs/generations.py; docs/hardware.md lists their sources)."""
-    if any(k.mechanisms.generation == generation for k in known):
+    published kernel tables alone (simulator/costs/generations.py; docs/hardware.md lists their sources), and its
+    band on the corpus's runs and those of the out-of-corpus Blackwell check of its generation, if any."""
+    if any(k.in_corpus and k.mechanisms.generation == generation for k in known):
         return ""
+    outside = sum(not k.in_corpus and k.mechanisms.generation == generation for k in known)
+    band = (
+        f"the band counts {outside} published {generation} runs simulated out of the corpus (moesim reproduce blackwell)"
+        if outside
+        else "the band's runs are of other GPU generations"
+    )
     return (
         f"no {generation} run is in the validation corpus: this prediction rests on the {generation} kernel tables "
-        "alone (docs/hardware.md), and the band's runs are of other GPU generations"
+        f"alone (docs/hardware.md), and {band}"
     )
 
 
 class KnownError(NamedTuple):
-    """A validated run: its name, mechanisms and error (predicted / measured tokens/s - 1)."""
+    """A validated run: its name, mechanisms and error (predicted / measured tokens/s - 1); ``in_corpus`` False
+    for an out-of-corpus Blackwell row, which counts only for its own generation."""
 
     case: str
     mechanisms: Mechanisms
     error: float
+    in_corpus: bool = True
 
 
 @dataclass(frozen=True)
@@ -97,14 +112,23 @@ class ErrorBand:
     cases: int
     matched: tuple[str, ...]  # the mechanisms the runs share (empty: every validated run)
     note: str = ""  # a caveat beside the band (unvalidated_note: no run of the GPU's generation is validated)
+    outside: int = 0  # of the cases, out-of-corpus Blackwell rows (moesim reproduce blackwell)
 
     @property
     def basis(self) -> str:
         alike = ", ".join(self.matched) if self.matched else "any mechanism"
-        return f"{self.cases} published runs alike in {alike} (moesim validate)"
+        where = f"moesim validate; {self.outside} out of the corpus" if self.outside else "moesim validate"
+        return f"{self.cases} published runs alike in {alike} ({where})"
 
     def to_json(self) -> dict:
-        return {"low": self.low, "high": self.high, "cases": self.cases, "basis": self.basis, "note": self.note}
+        return {
+            "low": self.low,
+            "high": self.high,
+            "cases": self.cases,
+            "out_of_corpus": self.outside,
+            "basis": self.basis,
+            "note": self.note,
+        }
 
     def step_range_s(self, step_time_s: float) -> tuple[float, float]:
         return step_time_s * (1 + self.low), step_time_s * (1 + self.high)
@@ -116,21 +140,35 @@ class ErrorBand:
 
 def band_for(mechanisms: Mechanisms, known: list[KnownError], exclude: str = "") -> ErrorBand | None:
     """The band of the runs in ``known`` (but ``exclude``) most alike ``mechanisms``; None if none is known."""
-    others = [k for k in known if k.case != exclude]
+    others = [
+        k for k in known if k.case != exclude and (k.in_corpus or k.mechanisms.generation == mechanisms.generation)
+    ]
     if not others:
         return None
     for kept in range(len(Mechanisms._fields), -1, -1):
-        alike = [k.error for k in others if k.mechanisms[:kept] == mechanisms[:kept]]
+        alike = [k for k in others if k.mechanisms[:kept] == mechanisms[:kept]]
         if len(alike) >= MIN_ALIKE or kept == 0:
             note = unvalidated_note(mechanisms.generation, others)
-            return ErrorBand(min(alike), max(alike), len(alike), Mechanisms._fields[:kept], note)
+            errors = [k.error for k in alike]
+            outside = sum(not k.in_corpus for k in alike)
+            return ErrorBand(min(errors), max(errors), len(alike), Mechanisms._fields[:kept], note, outside)
     raise AssertionError("unreachable: kept == 0 matches every run")
 
 
-def load_known(path: Path | None = None) -> list[KnownError]:
-    """The validated runs of ``moesim validate``'s CSV that ran and were not fitted ([] if there is no file)."""
-    if path is None:  # the source checkout's table, else one `moesim validate` wrote under this folder
-        path = next((p for p in (VALIDATION_CSV, Path("results") / "validation.csv") if p.is_file()), VALIDATION_CSV)
+def load_known(path: Path | None = None, blackwell: Path | None = None) -> list[KnownError]:
+    """The validated runs of ``moesim validate``'s CSV that ran and were not fitted, then the out-of-corpus Blackwell
+    rows of ``moesim reproduce blackwell``'s ([] for a file that is not there)."""
+    if path is None:  # the source checkout's tables, else ones written under this folder
+        path = _first(VALIDATION_CSV, Path("results") / VALIDATION_CSV.name)
+        blackwell = _first(BLACKWELL_CSV, Path("results") / BLACKWELL_CSV.name) if blackwell is None else blackwell
+    return _read(path, in_corpus=True) + (_read(blackwell, in_corpus=False) if blackwell is not None else [])
+
+
+def _first(*paths: Path) -> Path:
+    return next((p for p in paths if p.is_file()), paths[0])
+
+
+def _read(path: Path, in_corpus: bool) -> list[KnownError]:
     if not path.is_file():
         return []
     known = []
@@ -141,7 +179,7 @@ def load_known(path: Path | None = None) -> list[KnownError]:
             mechanisms = Mechanisms(
                 row["moe"] == "True", row["dispatcher"], row["generation"], row["precision"], row["schedule"]
             )
-            known.append(KnownError(row["case"], mechanisms, float(row["error"])))
+            known.append(KnownError(row["case"], mechanisms, float(row["error"]), in_corpus))
     return known
 
 
@@ -162,5 +200,11 @@ def band_of(model: ModelSpec, layout: LayoutSpec, gpu: GpuSpec | str, path: Path
 def band_json(band: ErrorBand | None) -> dict:
     """``"expected_error"`` of a JSON result: the band, or why there is none."""
     if band is None:
-        return {"low": None, "high": None, "cases": 0, "basis": "no validated run known: run `moesim validate`"}
+        return {
+            "low": None,
+            "high": None,
+            "cases": 0,
+            "out_of_corpus": 0,
+            "basis": "no validated run known: run `moesim validate`",
+        }
     return band.to_json()

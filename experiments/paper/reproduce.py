@@ -14,6 +14,7 @@ from experiments.common.shared_sims import sharing
 from experiments.common.unit_costs import cpu_s
 from experiments.paper import fig7, fig14, fig16, fig17, table3, table5, weak_scaling
 from experiments.validation import moe_layer, moe_perf, validate
+from experiments.validation.blackwell import results as blackwell_results
 from experiments.validation.corpus import Case, load_cases
 
 REPRODUCTIONS = {
@@ -32,6 +33,7 @@ REPRODUCTIONS = {
     "schedules": schedules.run,  # beyond the paper: DeepSeek-V3 under 1F1B, ZB1P, DualPipe, DualPipeV
     "moe-layer": moe_layer.run,  # beyond the paper: one MoE layer against SonicMoE's measured kernels (H100)
     "moe-perf": moe_perf.run,  # beyond the paper: Megatron-LM's MoE perf test, three dispatchers on 8 H100
+    "blackwell": blackwell_results.run,  # out of the corpus: published GB200 / GB300 runs (the error band reads them)
 }
 
 

@@ -45,7 +45,7 @@ _AO_2427 = "pytorch/ao PR #2427 (2025-06-23), torch.matmul bf16, B200"
 # PyTorch's CUTLASS grouped kernel, which torchao's MoE training calls; Megatron-Core's TEGroupedMLP runs TE's
 # GroupedLinear, whose GEMMs on Blackwell are cuBLAS (NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/gemm/
 # cublaslt_gemm.cu nvte_multi_tensor_gemm, "Currently only support cutlass group gemm on Hopper Arch"), so these points
-# are not in moesim's MXFP8 curve (simulator/costs/blackwell_tables.py); experiments/validation/blackwell_check.py
+# are not in moesim's MXFP8 curve (simulator/costs/blackwell_tables.py); experiments/validation/blackwell/check.py
 # prints them beside moesim's time for the shape.
 _AO_MOE = "pytorch/ao@98e81e01 torchao/prototype/moe_training/README.md, MXFP8 kernel breakdown, B200"
 

@@ -22,7 +22,7 @@ the curve: it times torch._scaled_grouped_mm, PyTorch's CUTLASS kernel that torc
 cuBLAS GEMMs of TE's GroupedLinear (NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/gemm/cublaslt_gemm.cu
 nvte_multi_tensor_gemm: "Currently only support cutlass group gemm on Hopper Arch", else multi-stream cuBLAS; its
 grouped-tensor path is cuBLASLt's grouped GEMM, cublaslt_grouped_gemm.cu). It is printed beside moesim's time for
-the same shape (experiments/validation/blackwell_check.py), not fitted. Pooling the two, as before, put MXFP8 at
+the same shape (experiments/validation/blackwell/check.py), not fitted. Pooling the two, as before, put MXFP8 at
 0.47 of peak from K 2,048 to 7,168 and Llama 3 8B's MXFP8 / FP8-CS at 0.86x against 0.95-0.96x measured.
 
 Grouped GEMMs: Hopper's rows-per-group factors (assumed: no Blackwell grouped GEMM below 4,096 rows per group was
@@ -30,10 +30,10 @@ found published). NVFP4 (Megatron-LM's --fp4-format) as MXFP8 is made: the same 
 B300 pre-quantized as NVFP4 in 3.764 ms, so the NVFP4 curve is the MXFP8 curve at that measured ratio (each over its
 own dense peak, FP4 12.6 and FP8 4.5 PFLOP/s: 0.714) at every K, and the layer's 12 GEMMs keep TE's 1.90x. Leveled at
 its own layer alone (0.41 of the FP4 peak, until issue 40's stop 50) it ran 1.63x MXFP8 there, and Megatron-Bridge's
-Llama 3 70B NVFP4 / MXFP8 pairs (26.04.01, experiments/validation/blackwell_check.py) came out 1.37x on GB300 (1.50x
+Llama 3 70B NVFP4 / MXFP8 pairs (26.04.01, experiments/validation/blackwell/check.py) came out 1.37x on GB300 (1.50x
 measured) and 1.05x on GB200 (1.31x); now 1.50x and 1.16x. A check, not in the curve: cuBLASLt's block-scaled FP4
 GEMM with MXFP4 scales on B200 (deepseek-ai/DeepGEMM PR #348, cublasTest 13.3) runs 8192^3 at 5,239 TFLOP/s and
-4,096 x 4,096 x 7,168 at 3,939, where this curve gives 4,234 and 4,115 (blackwell_check prints them).
+4,096 x 4,096 x 7,168 at 3,939, where this curve gives 4,234 and 4,115 (experiments/validation/blackwell/check.py prints them).
 
 Attention: cuDNN's own SDPA training benchmark on GB200 (NVIDIA/cudnn-frontend, BF16 and FP8, forward and backward,
 512 to 131,072 tokens, head dim 128, causal) sets cuDNN's level per direction and sequence length; FlashAttention-4's

@@ -1,10 +1,10 @@
-"""experiments.validation.blackwell_check: Megatron-Bridge's 26.08 GB300 / GB200 MXFP8 rows, Megatron-LM's own Qwen3
+"""experiments.validation.blackwell.check: Megatron-Bridge's 26.08 GB300 / GB200 MXFP8 rows, Megatron-LM's own Qwen3
 MoE recipes' GB200 / GB300 rows (NVIDIA/Megatron-LM PR #5728) and the Megatron-Core MoE report's Blackwell rows (arXiv
 2603.07685v1 Table 11), out of the corpus.
 
 Pinned: the simulated tokens/s/GPU of each row at the fitted calibration and at residual 1.
 A model change that moves a Blackwell prediction moves these pins; update them with the new table in the commit
-that moves them (``python -m experiments.validation.blackwell_check``). The errors are stated, not bounded: no
+that moves them (``python -m experiments.validation.blackwell.check``). The errors are stated, not bounded: no
 Blackwell run is in the corpus and nothing is fitted on these rows.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.validation.blackwell_check import (
+from experiments.validation.blackwell.check import (
     BRIDGE_26_08,
     BRIDGE_DENSE,
     MCORE_REPORT,
@@ -110,7 +110,7 @@ def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
 def test_megatron_lm_rows_are_converted_with_megatrons_flop_count() -> None:
     """PR #5728 publishes model TFLOP/s/GPU; Megatron counts 148.03 GFLOP per token of Qwen3-235B-A22B and 23.006 of
     Qwen3-30B-A3B at 4,096 tokens (simulator/report/megatron_flops.py), so 1,208.3 TFLOP/s/GPU is 8,162 tokens/s/GPU."""
-    from experiments.validation.blackwell_check import megatron_flops_per_token
+    from experiments.validation.blackwell.check import megatron_flops_per_token
 
     per_token = {"qwen3-235b-a22b": 148.03e9, "qwen3-30b-a3b": 23.006e9}
     for row in MLM_ROWS:
@@ -231,7 +231,7 @@ def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> No
     37.08 us until stop 48). For the host to make the measured gain the stage issuing the most launches (1,936 per
     micro-batch, 255 ms measured per micro-batch) would need >= 145 us per kernel, 1.45x a te.Linear forward's on
     Grace: the rest of the gain is not in a per-kernel host cost of that size (docs/host_cost_sources.md)."""
-    from experiments.validation.blackwell_check import REPORT_PARTIAL_GRAPH_GAIN, partial_graph_gain
+    from experiments.validation.blackwell.check import REPORT_PARTIAL_GRAPH_GAIN, partial_graph_gain
 
     gain = partial_graph_gain()
     assert REPORT_PARTIAL_GRAPH_GAIN == 1.10
@@ -253,7 +253,7 @@ def test_te_mxfp8_quantization_on_b300_is_simulated_a_fifth_fast() -> None:
     is the size of the page's own spread between the two modes: its BF16 rows, with nothing to quantize, differ by
     0.344 ms (12.758 autocast, 13.102 pre-quantized). Counting each input once (one MXFP8 copy) gave 1.226 ms, -32.7%.
     The quantization cost is not under-counted by more than one layer's noise, so it is not moved on this one page."""
-    from experiments.validation.blackwell_check import TE_B300_MXFP8_QUANT_S, te_b300_mxfp8_quantization_s
+    from experiments.validation.blackwell.kernels import TE_B300_MXFP8_QUANT_S, te_b300_mxfp8_quantization_s
 
     simulated = te_b300_mxfp8_quantization_s()
     assert simulated == pytest.approx(1.4674e-3, rel=1e-3)
@@ -265,7 +265,7 @@ def test_torchaos_grouped_gemm_is_another_kernel_than_the_curve() -> None:
     """torchao's B200 MXFP8 grouped GEMM, 1838.1 us for 8 x 16,384 rows (torch._scaled_grouped_mm): moesim's MXFP8
     curve (TE's cuBLAS kernels) gives the same shape 1217 us at benchmark clocks, so torchao's kernel runs at 0.66x
     what TE's measured MXFP8 / FP8-current ratio puts TE's at. Printed, not fitted: moesim runs Megatron-Core."""
-    from experiments.validation.blackwell_check import TORCHAO_GROUPED_S, torchao_grouped_simulated_s
+    from experiments.validation.blackwell.kernels import TORCHAO_GROUPED_S, torchao_grouped_simulated_s
 
     simulated = torchao_grouped_simulated_s()
     assert simulated == pytest.approx(1217.0e-6, rel=1e-3)
@@ -319,3 +319,27 @@ def test_dense_rows_split_by_gpu(results: dict[str, tuple[RowResult, RowResult]]
         nvfp4, mxfp8 = fitted[f"bridge-{gpu}-llama3-70b-64-nvfp4"], fitted[f"bridge-{gpu}-llama3-70b-64-mxfp8"]
         simulated = nvfp4.tokens_per_s_per_gpu / mxfp8.tokens_per_s_per_gpu
         assert low < simulated < high and simulated < measured + 0.01, gpu
+
+
+def test_the_results_table_is_the_current_simulation(results: dict[str, tuple[RowResult, RowResult]]) -> None:
+    """results/blackwell-check.csv (``moesim reproduce blackwell``), which the error band reads for Blackwell
+    predictions, holds every row as simulated now, with the mechanisms the band matches on: a model change that moves
+    a row fails here until results/ is regenerated."""
+    import csv
+
+    from experiments.common.error_band import BLACKWELL_CSV, mechanisms_of
+    from experiments.validation.blackwell.results import CSV_NAME
+
+    assert BLACKWELL_CSV.name == CSV_NAME
+    with BLACKWELL_CSV.open(newline="") as handle:
+        table = {row["case"]: row for row in csv.DictReader(handle)}
+    assert list(table) == [row.name for row in ROWS]
+    for row in ROWS:
+        fitted = results[row.name][0]
+        assert float(table[row.name]["error"]) == pytest.approx(fitted.error, abs=2e-6), row.name
+        run = row.job()
+        expected = mechanisms_of(run.model, run.layout, row.cluster)
+        assert (table[row.name]["dispatcher"], table[row.name]["generation"]) == (
+            expected.dispatcher,
+            expected.generation,
+        )

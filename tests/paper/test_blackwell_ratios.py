@@ -1,4 +1,4 @@
-"""GB300 over GB200 (experiments/validation/blackwell_ratios.py): the published pairs against the simulator, one
+"""GB300 over GB200 (experiments/validation/blackwell/ratios.py): the published pairs against the simulator, one
 recipe on three GPUs (Megatron-Bridge 25.11's Llama 3 8B), and cuDNN's HBM-bound norms on both GPUs. Out of the
 corpus: these pin what the check states (the gap), not a fit."""
 
@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from experiments.validation.blackwell_ratios import (
+from experiments.validation.blackwell.ratios import (
     DENSE_ROWS,
     PAIRS,
     PairResult,

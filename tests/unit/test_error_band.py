@@ -37,7 +37,35 @@ def test_the_band_is_the_range_of_the_runs_alike_in_every_mechanism(monkeypatch:
     band = band_for(ALLTOALL, known)
     assert (band.low, band.high, band.cases) == (0.1, 0.3, 3) and band.matched == Mechanisms._fields
     assert band.step_range_s(10.0) == pytest.approx((11.0, 13.0))  # measured step time ~ predicted x (1 + error)
-    assert band.to_json() == {"low": 0.1, "high": 0.3, "cases": 3, "basis": band.basis, "note": ""}
+    assert band.to_json() == {
+        "low": 0.1,
+        "high": 0.3,
+        "cases": 3,
+        "out_of_corpus": 0,
+        "basis": band.basis,
+        "note": "",
+    }
+
+
+def test_out_of_corpus_runs_count_for_their_own_generation_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blackwell rows simulated out of the corpus (moesim reproduce blackwell) join the band of a prediction on their
+    generation, beside the corpus's runs, and no other's: a Hopper prediction keeps the corpus's band."""
+    monkeypatch.setattr(error_band, "MIN_ALIKE", 3)
+    gb300 = ALLTOALL._replace(generation="blackwell-ultra")
+    corpus = _runs(ALLTOALL, [0.1, 0.2, 0.3], "h")
+    outside = [KnownError(f"g{i}", gb300, e, in_corpus=False) for i, e in enumerate([-0.2, -0.15, -0.1])]
+    band = band_for(gb300, corpus + outside)
+    assert (band.low, band.high, band.cases, band.outside) == (-0.2, -0.1, 3, 3) and band.matched == Mechanisms._fields
+    assert (
+        band.basis
+        == "3 published runs alike in " + ", ".join(Mechanisms._fields) + " (moesim validate; 3 out of the corpus)"
+    )
+    assert "the band counts 3 published blackwell-ultra runs simulated out of the corpus" in band.note
+    hopper = band_for(ALLTOALL, corpus + outside)
+    assert (hopper.low, hopper.high, hopper.outside, hopper.note) == (0.1, 0.3, 0, "")
+    blackwell = band_for(ALLTOALL._replace(generation="blackwell"), corpus + outside)  # GB300's rows are not GB200's
+    assert (blackwell.low, blackwell.high, blackwell.outside) == (0.1, 0.3, 0)
+    assert "the band's runs are of other GPU generations" in blackwell.note
 
 
 def test_too_few_alike_drops_the_least_telling_mechanism_first(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,6 +105,10 @@ def test_known_errors_come_from_the_validation_table(tmp_path: Path) -> None:
     table.write_text(header + "\n".join(rows) + "\n")
     assert load_known(table) == [KnownError("x", ALLTOALL, 0.1)]  # the fitted and the not-run rows left out
     assert load_known(tmp_path / "none.csv") == []
+    blackwell = tmp_path / "blackwell-check.csv"
+    blackwell.write_text(header + "b,-0.2,,True,alltoall,blackwell,bf16,1f1b\n")
+    gb200 = ALLTOALL._replace(generation="blackwell")
+    assert load_known(table, blackwell) == [KnownError("x", ALLTOALL, 0.1), KnownError("b", gb200, -0.2, False)]
 
 
 def test_describe_says_the_range_and_its_basis() -> None:

@@ -1,6 +1,6 @@
 """GB300 over GB200 from Blackwell's own measurements: what the published pairs measure against what moesim gives.
 
-The GB300 rows of the Blackwell check (experiments/validation/blackwell_check.py) run 1.12-1.28x their GB200 rows
+The GB300 rows of the Blackwell check (experiments/validation/blackwell/check.py) run 1.12-1.28x their GB200 rows
 measured and 1.04-1.12x simulated. This module sets the pairs side by side and adds the two published measurements
 that say where the difference is and is not:
 
@@ -41,7 +41,7 @@ and 1,339 MHz, against 1,965 MHz in burst); no GB200, B300 or GB300 sustained cl
 any GB300 GEMM speed-up would be fitted on these rows, so the cost model is not changed here: this check states the
 gap.
 
-``python -m experiments.validation.blackwell_ratios`` prints the table.
+``python -m experiments.validation.blackwell.ratios`` prints the table.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import statistics
 from dataclasses import dataclass
 
 from experiments.common.layer_costs import Part
-from experiments.validation.blackwell_check import (
+from experiments.validation.blackwell.check import (
     ROWS,
     BlackwellRow,
     RowResult,
