@@ -33,7 +33,8 @@ its own layer alone (0.41 of the FP4 peak, until issue 40's stop 50) it ran 1.63
 Llama 3 70B NVFP4 / MXFP8 pairs (26.04.01, experiments/validation/blackwell/check.py) came out 1.37x on GB300 (1.50x
 measured) and 1.05x on GB200 (1.31x); now 1.50x and 1.16x. A check, not in the curve: cuBLASLt's block-scaled FP4
 GEMM with MXFP4 scales on B200 (deepseek-ai/DeepGEMM PR #348, cublasTest 13.3) runs 8192^3 at 5,239 TFLOP/s and
-4,096 x 4,096 x 7,168 at 3,939, where this curve gives 4,234 and 4,115 (experiments/validation/blackwell/check.py prints them).
+4,096 x 4,096 x 7,168 at 3,939, where this curve gives 4,234 and 4,115 (experiments/validation/blackwell/check.py
+prints them).
 
 Attention: cuDNN's own SDPA training benchmark on GB200 (NVIDIA/cudnn-frontend, BF16 and FP8, forward and backward,
 512 to 131,072 tokens, head dim 128, causal) sets cuDNN's level per direction and sequence length; FlashAttention-4's

@@ -121,15 +121,6 @@ class Placement:
         ``place``. Folded: one flow, which stands for every replica's (they run in step)."""
         return self.transfer(links, nbytes)
 
-    def _peer_node_count(self, stage: int, kind: Group) -> int:
-        """The other nodes the representative's group of ``kind`` at ``stage`` spans (at least 1), once per pair."""
-        key = (stage, kind)
-        if key not in self._peer_nodes:
-            gpn, rep = self.cluster.gpus_per_node, Place(0, stage, 0)
-            nodes = {self.ranks.gpu(member) // gpn for member in self.ranks.members(rep, kind)}
-            self._peer_nodes[key] = max(1, len(nodes) - 1)
-        return self._peer_nodes[key]
-
     def bytes_sent(self) -> dict:
         """Bytes sent over each link so far."""
         return dict(self.network.bytes_sent)
