@@ -15,6 +15,7 @@ import pytest
 from experiments.validation.blackwell.check import (
     BRIDGE_26_08,
     BRIDGE_DENSE,
+    BRIDGE_DGX,
     MCORE_REPORT,
     MLM_PR_5728,
     ROWS,
@@ -87,6 +88,9 @@ PINNED = {
     "bridge-gb200-llama3.1-405b-256-fp8": (824, 958),  # measured 843: -2.3% / +13.7% (over HBM)
     "bridge-gb200-llama3.1-405b-256-mxfp8": (803, 936),  # measured 783: +2.6% / +19.5%
     "bridge-gb200-llama3.1-405b-256-nvfp4": (945, 1091),  # measured 1,166: -18.9% / -6.5%
+    # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
+    "bridge-b200-gpt-oss-120b-64-bf16": (19456, 21273),  # measured 13,568: +43.4% / +56.8%
+    "bridge-b300-gpt-oss-120b-64-bf16": (21625, 24243),  # measured 15,232: +42.0% / +59.2%
 }
 BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)
@@ -101,7 +105,7 @@ def results() -> dict[str, tuple[RowResult, RowResult]]:
 
 def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert {row.name for row in ROWS} == set(PINNED)
-    assert {row.cluster for row in ROWS} == {"gb300", "gb200"}
+    assert {row.cluster for row in ROWS} == {"gb300", "gb200", "b300", "b200"}
     assert {row.source for row in ROWS} == set(SOURCES) and len(BRIDGE_ROWS) == 8 and len(MLM_ROWS) == 6
     assert len(REPORT_ROWS) == 7 and all(row.name.startswith("mcore-") for row in REPORT_ROWS)
     assert len(DENSE_ROWS) == 10 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)
@@ -116,7 +120,7 @@ def test_megatron_lm_rows_are_converted_with_megatrons_flop_count() -> None:
     for row in MLM_ROWS:
         assert megatron_flops_per_token(row) == pytest.approx(per_token[row.model], rel=1e-4), row.name
         assert row.measured_tokens_per_s_per_gpu == pytest.approx(row.measured * 1e12 / per_token[row.model], rel=1e-4)
-    assert all(row.measured_tokens_per_s_per_gpu == row.measured for row in BRIDGE_ROWS + REPORT_ROWS + DENSE_ROWS)
+    assert all(row.measured_tokens_per_s_per_gpu == row.measured for row in ROWS if row.source != MLM_PR_5728)
 
 
 def test_report_rows_carry_table_20s_recipes() -> None:
@@ -343,3 +347,17 @@ def test_the_results_table_is_the_current_simulation(results: dict[str, tuple[Ro
             expected.dispatcher,
             expected.generation,
         )
+
+
+def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
+    results: dict[str, tuple[RowResult, RowResult]],
+) -> None:
+    """The DGX-B200 / DGX-B300 rows' finding: GPT-OSS-120B in BF16 (the H100 corpus case's recipe function, at PP 1 and
+    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 42-43% fast on both, where the H100 case is +13.6%: measured,
+    B200 reaches H100's model FLOP utilization (369 against 158 TFLOP/s/GPU, 0.164 and 0.160 of the dense BF16 peaks),
+    simulated 1.3x it. moesim gives the B200 layout 2.1x the throughput of the H100 layout on the same B200 (no bubble,
+    4x the rows per expert GEMM) and Blackwell's BF16 tables run its expert GEMMs at a higher share of peak than
+    Hopper's; which of the two the measurement does not bear out it does not say (issue 40)."""
+    dgx = {row.name: results[row.name][0] for row in ROWS if row.source == BRIDGE_DGX}
+    assert set(dgx) == {"bridge-b200-gpt-oss-120b-64-bf16", "bridge-b300-gpt-oss-120b-64-bf16"}
+    assert all(0.35 < result.error < 0.50 for result in dgx.values()), {n: r.error for n, r in dgx.items()}

@@ -43,7 +43,8 @@ v0.4.2, written as flags in examples/megatron/bridge-{gb300,gb200}-llama3-70b-64
 Megatron FSDP with CPU offloading, not modelled), and its Llama 3.1 405B on 256, FP8 current scaling, MXFP8 and
 NVFP4 ("26.06 NeMo Container" in docs/performance-summary.md at v0.5.0, its recipes; bridge-*-llama3.1-405b-256-*.sh):
 no expert, dispatcher or routing, so they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8
-pairs test the FP4 curve.
+pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 nodes over InfiniBand: Megatron-Bridge's
+GPT-OSS-120B in BF16 on 64 ("26.04.01 NeMo Container", recipes at v0.4.2; bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh).
 
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
@@ -79,7 +80,8 @@ BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md
 MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_recipes@71464846, model TFLOP/s/GPU"
 MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (recipes Table 20, App. B.2), tokens/s/GPU"
 BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 (70B) and 26.06 (405B), dense"
-SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE)
+BRIDGE_DGX = "NVIDIA-NeMo/Megatron-Bridge@4ab94dfa docs/performance-summary-archive.md, 26.04.01, DGX-B200 / DGX-B300"
+SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE, BRIDGE_DGX)
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,10 @@ ROWS: tuple[BlackwellRow, ...] = (
             ("gb200", "nvfp4", 1166),
         ),
     ),
+    # BRIDGE_DGX: 8-GPU DGX nodes over InfiniBand, not NVL72 (26.04.01's recipes at v0.4.2): GPT-OSS-120B in BF16 on 64,
+    # EP 8 inside a node, PP 1, MBS 4 (the same recipe function as the H100 corpus case's, PP 4 and MBS 1 there)
+    BlackwellRow("bridge-b200-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b200", 64, 1280, 4096, 13568, False, BRIDGE_DGX),
+    BlackwellRow("bridge-b300-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b300", 64, 1280, 4096, 15232, False, BRIDGE_DGX),
 )
 
 

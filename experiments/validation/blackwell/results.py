@@ -44,7 +44,7 @@ def run(out: Path) -> str:
     frame = pd.DataFrame([row_record(row) for row in ROWS])
     write_csv(frame, out / CSV_NAME, float_format="%.6g")
     lines = [
-        "## Out of the corpus: published Blackwell training runs (GB200, GB300)",
+        "## Out of the corpus: published Blackwell training runs (B200, B300, GB200, GB300)",
         "",
         (
             "Not validation cases: nothing is fitted on them and they are in no MAPE (`python -m "
