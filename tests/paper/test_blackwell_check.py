@@ -92,6 +92,8 @@ PINNED = {
     "bridge-b200-gpt-oss-120b-64-bf16": (19456, 21273),  # measured 13,568: +43.4% / +56.8%
     "bridge-b300-gpt-oss-120b-64-bf16": (21625, 24243),  # measured 15,232: +42.0% / +59.2%
 }
+# One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
+pytestmark = pytest.mark.xdist_group("blackwell_check")
 BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)
 REPORT_ROWS = tuple(row for row in ROWS if row.source == MCORE_REPORT)

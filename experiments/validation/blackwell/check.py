@@ -52,6 +52,7 @@ GPT-OSS-120B in BF16 on 64 ("26.04.01 NeMo Container", recipes at v0.4.2; bridge
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from experiments.common.stage_costs import StageCosts, busiest_stage, per_micro_batch
@@ -217,8 +218,10 @@ class RowResult:
         return self.tokens_per_s_per_gpu / self.row.measured_tokens_per_s_per_gpu - 1
 
 
+@cache
 def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATION) -> RowResult:
-    """The row's recipe simulated on its cluster (allow_oom: the memory verdict is reported, not enforced)."""
+    """The row's recipe simulated on its cluster (allow_oom: the memory verdict is reported, not enforced); once per
+    row and calibration in a process (the table, the ratios and the tests ask again)."""
     run = row.job()
     layout = run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
     sizes = (row.global_batch, row.seq_len)
