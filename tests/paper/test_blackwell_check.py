@@ -91,6 +91,8 @@ PINNED = {
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
     "bridge-b200-gpt-oss-120b-64-bf16": (19456, 21273),  # measured 13,568: +43.4% / +56.8%
     "bridge-b300-gpt-oss-120b-64-bf16": (21625, 24243),  # measured 15,232: +42.0% / +59.2%
+    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (30143, 32597),  # measured 27,136: +11.1% / +20.1%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (34699, 38052),  # measured 30,720: +13.0% / +23.9%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -360,6 +362,9 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     simulated 1.3x it. moesim gives the B200 layout 2.1x the throughput of the H100 layout on the same B200 (no bubble,
     4x the rows per expert GEMM) and Blackwell's BF16 tables run its expert GEMMs at a higher share of peak than
     Hopper's; which of the two the measurement does not bear out it does not say (issue 40)."""
-    dgx = {row.name: results[row.name][0] for row in ROWS if row.source == BRIDGE_DGX}
+    dgx = {row.name: results[row.name][0] for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" in row.name}
     assert set(dgx) == {"bridge-b200-gpt-oss-120b-64-bf16", "bridge-b300-gpt-oss-120b-64-bf16"}
     assert all(0.35 < result.error < 0.50 for result in dgx.values()), {n: r.error for n, r in dgx.items()}
+    # Qwen3-30B-A3B in MXFP8 on one DGX node (HybridEP, TE graphs): +11% / +13%, as fast as the H100 Qwen3 rows' spread
+    qwen = [results[row.name][0].error for row in ROWS if row.source == BRIDGE_DGX and "qwen3" in row.name]
+    assert len(qwen) == 2 and all(0.05 < error < 0.20 for error in qwen)

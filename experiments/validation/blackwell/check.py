@@ -44,7 +44,8 @@ Megatron FSDP with CPU offloading, not modelled), and its Llama 3.1 405B on 256,
 NVFP4 ("26.06 NeMo Container" in docs/performance-summary.md at v0.5.0, its recipes; bridge-*-llama3.1-405b-256-*.sh):
 no expert, dispatcher or routing, so they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8
 pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 nodes over InfiniBand: Megatron-Bridge's
-GPT-OSS-120B in BF16 on 64 ("26.04.01 NeMo Container", recipes at v0.4.2; bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh).
+GPT-OSS-120B in BF16 on 64 and Qwen3-30B-A3B in MXFP8 on 8 ("26.04.01 NeMo Container", recipes at v0.4.2;
+bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh).
 
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
@@ -191,9 +192,12 @@ ROWS: tuple[BlackwellRow, ...] = (
         ),
     ),
     # BRIDGE_DGX: 8-GPU DGX nodes over InfiniBand, not NVL72 (26.04.01's recipes at v0.4.2): GPT-OSS-120B in BF16 on 64,
-    # EP 8 inside a node, PP 1, MBS 4 (the same recipe function as the H100 corpus case's, PP 4 and MBS 1 there)
+    # EP 8 inside a node, PP 1, MBS 4 (the same recipe function as the H100 corpus case's, PP 4 and MBS 1 there), and
+    # Qwen3-30B-A3B in MXFP8 on one node, EP 8, HybridEP
     BlackwellRow("bridge-b200-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b200", 64, 1280, 4096, 13568, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b300", 64, 1280, 4096, 15232, False, BRIDGE_DGX),
+    BlackwellRow("bridge-b200-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b200", 8, 512, 4096, 27136, False, BRIDGE_DGX),
+    BlackwellRow("bridge-b300-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b300", 8, 512, 4096, 30720, False, BRIDGE_DGX),
 )
 
 
