@@ -140,10 +140,6 @@ def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bo
     return QuantWork(cost.bytes_per_element() * elements, cost.kernels * gemm.groups, transpose)
 
 
-# The per-tensor recipes gather the row-wise FP8 copy alone: 1 byte per element, one scale for the whole tensor.
-PER_TENSOR_RECIPES = frozenset(recipe for recipe, cost in QUANT_KERNELS.items() if cost.transposed_copy)
-
-
 def gather_scale(recipe: Fp8Recipe) -> float:
     """Bytes TE's TP all-gather moves per element under ``recipe``, over BF16's: one quantized copy with its scales
     (per-tensor FP8 1 B; MXFP8 and FP8 blockwise 1 + 1/32; NVFP4 1/2 + 1/16)."""
