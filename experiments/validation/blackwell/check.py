@@ -45,7 +45,8 @@ NVFP4 ("26.06 NeMo Container" in docs/performance-summary.md at v0.5.0, its reci
 no expert, dispatcher or routing, so they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8
 pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 nodes over InfiniBand: Megatron-Bridge's
 GPT-OSS-120B in BF16 on 64 and Qwen3-30B-A3B in MXFP8 on 8 ("26.04.01 NeMo Container", recipes at v0.4.2;
-bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh).
+bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh), and DeepSeek-V3 in MXFP8 on
+256 DGX-B300 ("26.06 NeMo Container", recipes at v0.5.0; bridge-b300-deepseek-v3-256-mxfp8.sh).
 
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
@@ -82,7 +83,7 @@ BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md
 MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_recipes@71464846, model TFLOP/s/GPU"
 MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (recipes Table 20, App. B.2), tokens/s/GPU"
 BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 (70B) and 26.06 (405B), dense"
-BRIDGE_DGX = "NVIDIA-NeMo/Megatron-Bridge@4ab94dfa docs/performance-summary-archive.md, 26.04.01, DGX-B200 / DGX-B300"
+BRIDGE_DGX = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 and 26.06, DGX-B200 / DGX-B300"
 SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE, BRIDGE_DGX)
 
 
@@ -198,6 +199,8 @@ ROWS: tuple[BlackwellRow, ...] = (
     BlackwellRow("bridge-b300-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b300", 64, 1280, 4096, 15232, False, BRIDGE_DGX),
     BlackwellRow("bridge-b200-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b200", 8, 512, 4096, 27136, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b300", 8, 512, 4096, 30720, False, BRIDGE_DGX),
+    # and 26.06's DeepSeek-V3 in MXFP8 on 256 DGX-B300 (recipes at v0.5.0): PP 8, EP 8 inside a node, HybridEP, TE graphs
+    BlackwellRow("bridge-b300-deepseek-v3-256-mxfp8", "deepseek-v3", "b300", 256, 4096, 4096, 3541, False, BRIDGE_DGX),
 )
 
 
