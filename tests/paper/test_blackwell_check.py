@@ -93,6 +93,7 @@ PINNED = {
     "bridge-b300-gpt-oss-120b-64-bf16": (21625, 24243),  # measured 15,232: +42.0% / +59.2%
     "bridge-b200-qwen3-30b-a3b-8-mxfp8": (30143, 32597),  # measured 27,136: +11.1% / +20.1%
     "bridge-b300-qwen3-30b-a3b-8-mxfp8": (34699, 38052),  # measured 30,720: +13.0% / +23.9%
+    "bridge-b200-deepseek-v3-256-mxfp8": (3137, 3433),  # measured 3,328: -5.7% / +3.2%
     "bridge-b300-deepseek-v3-256-mxfp8": (3662, 4126),  # measured 3,541: +3.4% / +16.5%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.

@@ -46,7 +46,7 @@ no expert, dispatcher or routing, so they test the Blackwell GEMM and attention 
 pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 nodes over InfiniBand: Megatron-Bridge's
 GPT-OSS-120B in BF16 on 64 and Qwen3-30B-A3B in MXFP8 on 8 ("26.04.01 NeMo Container", recipes at v0.4.2;
 bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh), and DeepSeek-V3 in MXFP8 on
-256 DGX-B300 ("26.06 NeMo Container", recipes at v0.5.0; bridge-b300-deepseek-v3-256-mxfp8.sh).
+256 (DGX-B200: 26.04.01, v0.4.2; DGX-B300: "26.06 NeMo Container", v0.5.0; bridge-{b200,b300}-deepseek-v3-256-mxfp8.sh).
 
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
@@ -199,7 +199,9 @@ ROWS: tuple[BlackwellRow, ...] = (
     BlackwellRow("bridge-b300-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b300", 64, 1280, 4096, 15232, False, BRIDGE_DGX),
     BlackwellRow("bridge-b200-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b200", 8, 512, 4096, 27136, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b300", 8, 512, 4096, 30720, False, BRIDGE_DGX),
-    # and 26.06's DeepSeek-V3 in MXFP8 on 256 DGX-B300 (recipes at v0.5.0): PP 8, EP 8 inside a node, HybridEP, TE graphs
+    # DeepSeek-V3 in MXFP8 on 256: DGX-B200 (26.04.01, v0.4.2: PP 8, VP 2, EP 32 over 4 nodes, DeepEP, EP overlap) and
+    # DGX-B300 (26.06, v0.5.0: PP 8, EP 8 inside a node, HybridEP); TE graphs on both
+    BlackwellRow("bridge-b200-deepseek-v3-256-mxfp8", "deepseek-v3", "b200", 256, 4096, 4096, 3328, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-deepseek-v3-256-mxfp8", "deepseek-v3", "b300", 256, 4096, 4096, 3541, False, BRIDGE_DGX),
 )
 
