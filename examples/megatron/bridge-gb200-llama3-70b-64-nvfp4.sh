@@ -1,5 +1,5 @@
-# Megatron-LM arguments of Megatron-Bridge's Llama 3 70B pre-training job on 64 GB200, NVFP4 (NVIDIA-NeMo/Megatron-
-# Bridge v0.4.2 (c8101293) scripts/performance/configs/llama/llama3_workload_base_configs.py
+# Megatron-LM arguments of Megatron-Bridge's Llama 3 70B pre-training job on 64 GB200, NVFP4
+# (NVIDIA-NeMo/Megatron-Bridge v0.4.2 (c8101293) scripts/performance/configs/llama/llama3_workload_base_configs.py
 # LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2: TP 2, PP 4, VP 5, CP 1, MBS 1, GBS 256; llama3_llm_pretrain.py
 # llama3_70b_pretrain_config_gb200 and set_llama3_common_configs: seq 8192, grad_reduce_in_fp32 off, TP overlap off
 # (llama3_70b_pretrain_config_gb200: tp_comm_overlap False for nvfp4); utils/precision.py get_precision_config:

@@ -1,11 +1,11 @@
-# Megatron-LM arguments of Megatron-Bridge's Llama 3.1 405B pre-training job on 256 GB200, FP8 (NVIDIA-
-# NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama31_workload_base_configs.py
+# Megatron-LM arguments of Megatron-Bridge's Llama 3.1 405B pre-training job on 256 GB200, FP8
+# (NVIDIA-NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama31_workload_base_configs.py
 # LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2: TP 4, PP 16, CP 1, VP 4, MBS 1, GBS 1536; llama31_llm_pretrain.py
 # llama31_405b_pretrain_config_gb200 and set_llama31_common_configs, TP overlap on
 # (userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192); utils/precision.py get_precision_config:
 # bf16_with_fp8_current_scaling_mixed, first_last_layers_bf16 False; no CUDA graphs; the pipeline split accounts for
-# the embedding and the loss as in the H100 case, experiments/validation/cases/bridge-
-# llama-3.1-405b-h100-1024.yaml).
+# the embedding and the loss as in the H100 case,
+# experiments/validation/cases/bridge-llama-3.1-405b-h100-1024.yaml).
 # Published: docs/performance-summary.md at v0.5.0, "26.06 NeMo Container", DGX-GB200, LLAMA3.1_405B, FP8: 843
 # tokens/s/GPU, 2129 model TFLOP/s/GPU. Out of the corpus: python -m experiments.validation.blackwell.check.
 # Model: examples/models/llama-3.1-405b.json.

@@ -1,5 +1,5 @@
-# Megatron-LM arguments of Megatron-Bridge's Llama 3.1 405B pre-training job on 256 GB200, NVFP4 (NVIDIA-
-# NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama31_workload_base_configs.py
+# Megatron-LM arguments of Megatron-Bridge's Llama 3.1 405B pre-training job on 256 GB200, NVFP4
+# (NVIDIA-NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama31_workload_base_configs.py
 # LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2: TP 4, PP 16, CP 1, VP 8, MBS 1, GBS 1536; llama31_llm_pretrain.py
 # llama31_405b_pretrain_config_gb200 and set_llama31_common_configs, TP overlap off
 # (llama31_405b_pretrain_config_gb200: tp_comm_overlap False for nvfp4); utils/precision.py get_precision_config:

@@ -1,5 +1,5 @@
-# Megatron-LM arguments of Megatron-Bridge's Llama 3 70B pre-training job on 64 GB300, MXFP8 (NVIDIA-NeMo/Megatron-
-# Bridge v0.4.2 (c8101293) scripts/performance/configs/llama/llama3_workload_base_configs.py
+# Megatron-LM arguments of Megatron-Bridge's Llama 3 70B pre-training job on 64 GB300, MXFP8
+# (NVIDIA-NeMo/Megatron-Bridge v0.4.2 (c8101293) scripts/performance/configs/llama/llama3_workload_base_configs.py
 # LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: TP 1, PP 4, VP 5, CP 1, MBS 1, GBS 256; llama3_llm_pretrain.py
 # llama3_70b_pretrain_config_gb300 and set_llama3_common_configs: seq 8192, grad_reduce_in_fp32 off, TP 1: no TP
 # communication; utils/precision.py get_precision_config: bf16_with_mxfp8_mixed; no CUDA graphs (llama3.py

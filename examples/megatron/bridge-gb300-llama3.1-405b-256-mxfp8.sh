@@ -1,5 +1,5 @@
-# Megatron-LM arguments of Megatron-Bridge's Llama 3.1 405B pre-training job on 256 GB300, MXFP8 (NVIDIA-
-# NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama31_workload_base_configs.py
+# Megatron-LM arguments of Megatron-Bridge's Llama 3.1 405B pre-training job on 256 GB300, MXFP8
+# (NVIDIA-NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama31_workload_base_configs.py
 # LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_MX_V2: TP 2, PP 8, CP 2, VP 4, MBS 1, GBS 1536; llama31_llm_pretrain.py
 # llama31_405b_pretrain_config_gb300 and set_llama31_common_configs, TP overlap on
 # (userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192); utils/precision.py get_precision_config:

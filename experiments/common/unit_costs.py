@@ -32,7 +32,7 @@ UNIT_CPU_S = {
     "fig16": 1.0,
     "moe-layer": 2.0,  # twelve one-GPU layers, forward and backward, at two calibrations
     "moe-perf": 2.0,  # twelve 8-GPU layers, forward and backward, at two calibrations (assumed like moe-layer)
-    "blackwell": 5.0,  # 37 Blackwell steps at the fitted calibration (stop 50, one run)
+    "blackwell": 5.3,  # 39 Blackwell steps at the fitted calibration (stop 50, one run)
     "r-ratio": 0.6,
     "bridge-llama-3.1-70b-h100-0064": 0.4,
     "fig17": 0.4,

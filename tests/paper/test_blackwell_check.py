@@ -95,6 +95,8 @@ PINNED = {
     "bridge-b300-qwen3-30b-a3b-8-mxfp8": (34699, 38052),  # measured 30,720: +13.0% / +23.9%
     "bridge-b200-deepseek-v3-256-mxfp8": (3137, 3433),  # measured 3,328: -5.7% / +3.2%
     "bridge-b300-deepseek-v3-256-mxfp8": (3662, 4126),  # measured 3,541: +3.4% / +16.5%
+    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4330, 4393),  # measured 3,776: +14.7% / +16.4%
+    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5890, 6489),  # measured 5,936: -0.8% / +9.3%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -367,6 +369,7 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     dgx = {row.name: results[row.name][0] for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" in row.name}
     assert set(dgx) == {"bridge-b200-gpt-oss-120b-64-bf16", "bridge-b300-gpt-oss-120b-64-bf16"}
     assert all(0.35 < result.error < 0.50 for result in dgx.values()), {n: r.error for n, r in dgx.items()}
-    # Qwen3-30B-A3B in MXFP8 on one DGX node (HybridEP, TE graphs): +11% / +13%, as fast as the H100 Qwen3 rows' spread
-    qwen = [results[row.name][0].error for row in ROWS if row.source == BRIDGE_DGX and "qwen3" in row.name]
-    assert len(qwen) == 2 and all(0.05 < error < 0.20 for error in qwen)
+    # the other DGX rows, in MXFP8 (Qwen3-30B-A3B on one node, Qwen3-235B-A22B and DeepSeek-V3 on 256): -6% to +15%,
+    # the H100 MoE rows' spread, so the GPT-OSS rows' miss is not the platform's
+    others = [results[row.name][0].error for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" not in row.name]
+    assert len(others) == 6 and all(-0.07 < error < 0.16 for error in others), others

@@ -46,7 +46,8 @@ no expert, dispatcher or routing, so they test the Blackwell GEMM and attention 
 pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 nodes over InfiniBand: Megatron-Bridge's
 GPT-OSS-120B in BF16 on 64 and Qwen3-30B-A3B in MXFP8 on 8 ("26.04.01 NeMo Container", recipes at v0.4.2;
 bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh), and DeepSeek-V3 in MXFP8 on
-256 (DGX-B200: 26.04.01, v0.4.2; DGX-B300: "26.06 NeMo Container", v0.5.0; bridge-{b200,b300}-deepseek-v3-256-mxfp8.sh).
+256 (DGX-B200: 26.04.01, v0.4.2; DGX-B300: "26.06 NeMo Container", v0.5.0; bridge-{b200,b300}-deepseek-v3-256-mxfp8.sh)
+and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22b-256-mxfp8.sh).
 
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
@@ -203,6 +204,13 @@ ROWS: tuple[BlackwellRow, ...] = (
     # DGX-B300 (26.06, v0.5.0: PP 8, EP 8 inside a node, HybridEP); TE graphs on both
     BlackwellRow("bridge-b200-deepseek-v3-256-mxfp8", "deepseek-v3", "b200", 256, 4096, 4096, 3328, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-deepseek-v3-256-mxfp8", "deepseek-v3", "b300", 256, 4096, 4096, 3541, False, BRIDGE_DGX),
+    # Qwen3-235B-A22B in MXFP8 on 256 (26.04.01): PP 8, EP 8 inside a node, no graphs; alltoall on B200, HybridEP on B300
+    BlackwellRow(
+        "bridge-b200-qwen3-235b-a22b-256-mxfp8", "qwen3-235b-a22b", "b200", 256, 8192, 4096, 3776, False, BRIDGE_DGX
+    ),
+    BlackwellRow(
+        "bridge-b300-qwen3-235b-a22b-256-mxfp8", "qwen3-235b-a22b", "b300", 256, 8192, 4096, 5936, False, BRIDGE_DGX
+    ),
 )
 
 
