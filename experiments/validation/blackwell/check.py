@@ -235,29 +235,28 @@ class RowResult:
         return self.tokens_per_s_per_gpu / self.row.measured_tokens_per_s_per_gpu - 1
 
 
+def row_recipe(row: BlackwellRow):
+    """The row's model and layout as simulated: its flag file's, with cuDNN's FP8 attention where the recipe sets it."""
+    run = row.job()
+    return run.model, run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
+
+
 @cache
 def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATION) -> RowResult:
     """The row's recipe simulated on its cluster (allow_oom: the memory verdict is reported, not enforced); once per
     row and calibration in a process (the table, the ratios and the tests ask again)."""
-    run = row.job()
-    layout = run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
+    model, layout = row_recipe(row)
     sizes = (row.global_batch, row.seq_len)
-    workload, cluster, over_hbm = prepare(run.model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
-    rate = _tokens_per_s_per_gpu(row, run.model, layout, calibration)
+    workload, cluster, over_hbm = prepare(model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
+    rate = row_report(row, calibration, model, layout).tokens_per_s_per_gpu
     return RowResult(row, rate, over_hbm, busiest_stage(workload, cluster, calibration))
-
-
-def _tokens_per_s_per_gpu(row: BlackwellRow, model, layout, calibration: Calibration) -> float:
-    """The row's step with ``layout`` on its cluster, tokens/s/GPU (allow_oom: the memory verdict is not enforced)."""
-    return row_report(row, calibration, model, layout).tokens_per_s_per_gpu
 
 
 def row_report(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATION, model=None, layout=None):
     """The row's simulated report (its own recipe unless ``model`` and ``layout`` are given; allow_oom: ``oom`` says
     whether the peak exceeds HBM, the step is simulated either way)."""
     if model is None:
-        run = row.job()
-        model, layout = run.model, run.layout.with_(attention_backend="cudnn-fp8") if row.fp8_attention else run.layout
+        model, layout = row_recipe(row)
     return simulate(
         model,
         layout,
@@ -304,7 +303,7 @@ def partial_graph_gain(calibration: Calibration = DEFAULT_CALIBRATION) -> GraphG
     row = next(row for row in ROWS if row.name == PARTIAL_GRAPH_ROW)
     run = row.job()
     eager = run.layout.with_(cuda_graph_scope=())
-    rates = [_tokens_per_s_per_gpu(row, run.model, layout, calibration) for layout in (run.layout, eager)]
+    rates = [row_report(row, calibration, run.model, layout).tokens_per_s_per_gpu for layout in (run.layout, eager)]
     sizes = (row.global_batch, row.seq_len)
     workload, cluster, _ = prepare(run.model, eager, row.gpus, row.cluster, *sizes, None, True, calibration)
     timer = task_timer(workload, cluster, calibration)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from experiments.common.error_band import mechanisms_of
 from experiments.common.paths import write_csv
-from experiments.validation.blackwell.check import ROWS, SOURCES, BlackwellRow, row_report
+from experiments.validation.blackwell.check import ROWS, SOURCES, BlackwellRow, row_recipe, row_report
 from topologies.cluster import cluster_preset
 
 CSV_NAME = "blackwell-check.csv"
@@ -21,9 +21,9 @@ CSV_NAME = "blackwell-check.csv"
 
 def row_record(row: BlackwellRow) -> dict[str, object]:
     """One row's measurement, prediction, error and mechanisms (the columns results/validation.csv gives a case)."""
-    report = row_report(row)
-    run = row.job()
-    mechanisms = mechanisms_of(run.model, run.layout, cluster_preset(row.cluster, row.gpus).gpu)
+    model, layout = row_recipe(row)
+    report = row_report(row, model=model, layout=layout)
+    mechanisms = mechanisms_of(model, layout, cluster_preset(row.cluster, row.gpus).gpu)
     return {
         "case": row.name,
         "source": row.source,
