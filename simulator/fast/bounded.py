@@ -5,10 +5,10 @@ the schedule: ZB1P's slowest stage falls behind the others by a little each micr
 (DeepSeek-V3 on 2,048 H800s: at stage-0 micro-batch 146), and in the DualPipe family the EP all-to-alls meet the PP
 sends at a phase that drifts. Where none repeats within the budget and the line along the failed attempt's own steady
 periods does not hold either (simulator/fast/run_line.py: its stages do not yet keep one pace, as ZB1P's, or it ran
-too few periods), the step is taken on the line
-through two full runs at counts m_a < m_b that keep one whole steady period on every stage
-(``Schedule.steady_cut``) and are congruent to the step's count modulo the schedule's period (the same warm-up and
-cool-down, whole periods between): every additive field (simulator/fast/periodic.extrapolate).
+too few periods), the step is taken on the line through two full runs at counts m_a < m_b that keep one whole
+steady period on every stage (``Schedule.steady_cut``) and are congruent to the step's count modulo the schedule's
+period (the same warm-up and cool-down, whole periods between): every additive field
+(simulator/fast/periodic.extrapolate).
 
 The line is not exact, and ``BOUND_REL`` states how far it is from the full run: each time (the step, each stage's
 end, busy, PP-wait, DP-exposed and compute-busy time, exposed communication per group) within BOUND_REL of the

@@ -8,8 +8,7 @@ phase's span and count, in the order tasks end (the instant each is attributed t
 stage-0 task a mark: how many entries precede it and the bytes sent over every link by then (bytes are
 counted where flows start, memoized or op level, so a snapshot catches every path that moves them); and at every
 stage's task ends the bytes over that stage's own links, for a line along one run's steady periods
-(simulator/fast/run_line.py). The sum
-between two marks is then every field's increment between those instants. It is a probe of the engine
+(simulator/fast/run_line.py). The sum between two marks is then every field's increment between those instants. It is a probe of the engine
 (simulator/engine/probes.py) on the folded placement, which the shortcut passes to its runs; it also keeps the
 longest PP send (the lock window's reach).
 """
@@ -53,10 +52,9 @@ class Ledger(Probe):
         self.entries: list[Entry] = []
         self.marks: dict[Task, Mark] = {}
         # per stage, the bytes sent over its own links (a folded link names its stage second) at each of its tasks'
-        # ends, in their order (simulator/fast/run_line.py): the links, and one tuple of their bytes per task
-        self.stage_links: dict[int, tuple] = {}
+        # ends, in their order (simulator/fast/run_line.py): one tuple of their bytes per task, in stage_links' order
         self.stage_bytes: dict[int, list[tuple[float, ...]]] = {}
-        self._counters: dict[int, tuple] = {}
+        self._counters: dict[int, tuple] = {}  # per stage, (a network's bytes_sent, one of the stage's links on it)
         self.longest_send_s = 0.0  # from the sender's end (one NIC latency before it leaves) to its landing
         self._bytes_sent: Callable[[], dict] = dict
         self._latency_s = 0.0
@@ -67,10 +65,14 @@ class Ledger(Probe):
         own: dict[int, list] = {}
         for network in getattr(engine.placement, "networks", ()):
             for link in network.bytes_sent:
-                if stage_of(link) is not None:
-                    own.setdefault(stage_of(link), []).append((network.bytes_sent, link))
-        self.stage_links = {stage: tuple(link for _, link in pairs) for stage, pairs in own.items()}
+                stage = stage_of(link)
+                if stage is not None:
+                    own.setdefault(stage, []).append((network.bytes_sent, link))
         self._counters = {stage: tuple(pairs) for stage, pairs in own.items()}
+
+    def stage_links(self, stage: int) -> tuple:
+        """``stage``'s own links, in the order of its ``stage_bytes`` tuples."""
+        return tuple(link for _, link in self._counters.get(stage, ()))
 
     def on_inputs(self, place: Any, stage: int, task: Task, pp_wait_s: float, dp_wait_s: float) -> None:
         if getattr(place, "replica", 0) == 0:

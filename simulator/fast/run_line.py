@@ -2,11 +2,12 @@
 repeat exactly, within a stated bound.
 
 Where the steady shortcut's exact attempt fails (simulator/fast/steady.py), the run it made still holds whole steady
-periods (and where it does not, the two-run line's longer run is made first, with a ledger, for the same line): its order is the order at the schedule's shortest count (``bounded.shortest``) with k whole periods inserted
-just before the point where the order one period longer inserts the next (``Schedule.lazy_order`` at m_a and m_a + q:
-the first task where the two differ), less those begun before the DP parameter gather ended and the warm-up
-transient's, as the Marginal Standard Error Rule finds them in each stage's period lengths (``mser_truncation``: a
-stage's first periods after the gather can still run slower, as interleaved 1F1B's do beside the gather's tail).
+periods (and where it does not, the two-run line's longer run is made first, with a ledger, for the same line): its
+order is the order at the schedule's shortest count (``bounded.shortest``) with k whole periods inserted just before
+the point where the order one period longer inserts the next (``Schedule.lazy_order`` at m_a and m_a + q: the first
+task where the two differ), less those begun before the DP parameter gather ended and the warm-up transient's, as the
+Marginal Standard Error Rule finds them in each stage's period lengths (``mser_truncation``: a stage's first periods
+after the gather can still run slower, as interleaved 1F1B's do beside the gather's tail).
 Each stage's tasks over those k periods, read from the run's ledger (simulator/fast/ledger.py), give that stage's
 increments per period (busy, PP-wait, DP-exposed and compute-busy time, FLOPs, exposed communication per group, each
 phase's summed span and count, the bytes over its own links) and its pace: the time its k periods took, over k. The
@@ -110,7 +111,7 @@ def line_fields(
             add((TIME, "phase", entry.task.direction), span_s)
             add((COUNT, entry.task.direction), 1)
         paces_s.append((entries[last].end_s - entries[first].end_s) / k)
-        links, sent = ledger.stage_links.get(stage, ()), ledger.stage_bytes[stage]
+        links, sent = ledger.stage_links(stage), ledger.stage_bytes[stage]
         for link, begin, end in zip(links, sent[first], sent[last]):  # the stage's own links over its own periods
             add((BYTES, link), end - begin)
         if stage == 0:  # links of no stage, over stage 0's periods

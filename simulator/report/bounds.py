@@ -11,8 +11,8 @@ simulator/engine/placement.py ``FoldedPlacement``; where the host runs ahead of 
 issues before its first sync issued before it starts: simulator/engine/host_lead.py). So replaying the orders with
 every task at its time alone and every input arriving as it is sent (``relaxed_ends``: the longest path through the
 schedule's dependency graph, whatever the schedule: 1F1B, interleaved, zero-bubble, DualPipe(V), with or without EP
-overlap) gives each stage a pipeline end no later than the engine's. Each stage's optimizer step follows its gradient reduction, which
-follows its last task (``_grad_sync``), so
+overlap) gives each stage a pipeline end no later than the engine's. Each stage's optimizer step follows its
+gradient reduction, which follows its last task (``_grad_sync``), so
 
     step_time_s >= max over stages (its pipeline end, replayed + its optimizer step).
 
