@@ -11,7 +11,8 @@ the paper's 34 s b h / t, and why:
   keeps Q, K, V, the output O and the FP32 log-sum-exp per head and query).
 - No dropout masks (their 2 s b h): the Megatron-Bridge recipes train with hidden and attention dropout 0,
   and PyTorch's dropout at p = 0 returns its input without a mask (aten/src/ATen/native/Dropout.cpp).
-- SwiGLU: fc1 is 2F wide and its output is the activation's input; fc2's input is F wide.
+- SwiGLU: fc1 is 2F wide and its output is the activation's input; fc2's input is F wide. A plain MLP (GeLU,
+  squared ReLU): fc1 is F wide.
 - FP8 (TE ``_Linear.forward``, "Cache state for backward pass": ``saved_inputmat`` is the quantized input,
   ``update_usage`` keeps only the copy the wgrad GEMM needs, and under sequence parallelism the local shard,
   re-gathered in backward): every TE GEMM input is saved at one byte. The router stays BF16.
@@ -28,7 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from workloads.ops import BYTES_BF16, Module
-from workloads.recipes.activation import EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED
+from workloads.recipes.activation import eager_saved
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.precision import MXFP8_BLOCK, Fp8Recipe
@@ -107,16 +108,19 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
 
 
 def dense_mlp_saved(width: int, model: ModelSpec, layout: LayoutSpec, module: Module, name: str) -> list[Saved]:
-    """A SwiGLU MLP of ``width`` (split over TP): fc1's input, fc1's output (the activation's input), fc2's input
+    """An MLP of ``width`` (split over TP): fc1's input, fc1's output (the activation's input), fc2's input
     (Korthikanti Sec. 4.1's "first linear", "GeLU input" and "second linear" tensors)."""
     g = gemm_input_bytes(layout)
     saved = [
         Saved(f"{name}_fc1_input", g * model.hidden_size, module, between_tp_blocks=True),
-        Saved(f"{name}_fc1_output", BYTES_BF16 * 2 * width, module),
+        Saved(f"{name}_fc1_output", BYTES_BF16 * model.fc1_widths * width, module),
         Saved(f"{name}_fc2_input", g * width, module),
     ]
-    if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/recipes/activation.py)
-        saved.append(Saved(f"{name}_act_eager", EAGER_DENSE_SAVED * BYTES_BF16 * width, module))
+    extra = eager_saved(model.gated_ffn, probs=False)
+    if (
+        not layout.fused_activation and extra
+    ):  # the eager activation's own saved tensors (workloads/recipes/activation.py)
+        saved.append(Saved(f"{name}_act_eager", extra * BYTES_BF16 * width, module))
     return saved
 
 
@@ -140,16 +144,17 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         Saved("router_input", BYTES_BF16 * h, Module.LAYERNORM, True),  # pre_mlp_layernorm's output (own module)
         Saved("router_scores", BYTES_FP32 * model.num_experts, moe),
         Saved("expert_fc1_input", copies * g * h, moe),
-        # the SwiGLU's input: FP8 under DeepSeek-V3's activation cache (Sec. 3.3.3), else BF16
+        # the activation's input: FP8 under DeepSeek-V3's activation cache (Sec. 3.3.3), else BF16
         Saved(
             "expert_fc1_output",
-            copies * (BYTES_FP8 if layout.fp8_activation_cache else BYTES_BF16) * 2 * width / split,
+            copies * (BYTES_FP8 if layout.fp8_activation_cache else BYTES_BF16) * model.fc1_widths * width / split,
             moe,
         ),
         Saved("expert_fc2_input", copies * g * width / split, act),
     ]
-    if not layout.fused_activation:  # the eager SwiGLU's own saved tensors (workloads/recipes/activation.py)
-        saved.append(Saved("expert_act_eager", copies * EAGER_EXPERT_SAVED * BYTES_BF16 * width / split, act))
+    extra = eager_saved(model.gated_ffn, probs=True)
+    if not layout.fused_activation:  # the eager activation's own saved tensors (workloads/recipes/activation.py)
+        saved.append(Saved("expert_act_eager", copies * extra * BYTES_BF16 * width / split, act))
     if layout.ffn == "tp" and not layout.fused_permute:
         # Megatron-Core's all-gather dispatcher (unfused permutation) keeps the int64 index expanded to
         # [b s k, h] for its gather / scatter backward

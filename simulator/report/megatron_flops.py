@@ -65,7 +65,8 @@ def padded_vocab_size(vocab_size: int, tensor_parallel: int) -> int:
 
 
 def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
-    """The Megatron-LM arguments of a moesim model (every moesim FFN is a SwiGLU; leading layers are the dense ones)."""
+    """The Megatron-LM arguments of a moesim model (--swiglu where its FFNs are gated; leading layers are the dense
+    ones)."""
     tensor_parallel = layout.intra_size if layout.attention == "tp" else 1  # Ulysses SP keeps the whole vocabulary
     return MegatronArgs(
         num_layers=model.num_layers,
@@ -80,6 +81,7 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         num_moe_layers=model.moe_layers,
         last_layer_is_moe=not model.layer_kind(model.num_layers - 1).dense,
         padded_vocab_size=padded_vocab_size(model.vocab_size, tensor_parallel),
+        swiglu=model.gated_ffn,
         multi_latent_attention=model.attention == "mla",
         mtp_num_layers=model.mtp_layers,
         qk_head_dim=model.qk_nope_head_dim,

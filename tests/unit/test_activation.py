@@ -7,7 +7,7 @@ from simulator.memory.activations import layer_saved
 from workloads.graph.op_lists import backward_ops, forward_ops
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import MEMORY_BACKWARD_FACTOR, Module
-from workloads.recipes.activation import swiglu_step
+from workloads.recipes.activation import activation_step
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -18,7 +18,7 @@ MOE = ModelSpec("m", 1, 1024, 8, 8, 512, 8, 2, 64)  # hidden 1024, 8 experts of 
 def test_fused_swiglu_reads_two_halves_and_writes_one() -> None:
     """1,000 outputs of BF16: the gate and linear halves read (4 kB), the product written (2 kB), one kernel;
     its backward keeps the generic factor."""
-    step = swiglu_step("s", 1000, fused=True, probs=True, module=Module.MOE_ACT)
+    step = activation_step("s", 1000, gated=True, fused=True, probs=True, module=Module.MOE_ACT)
     assert (step.mem_bytes, step.kernels, step.bwd_mem_bytes, step.bwd_kernels) == (6000, 1, None, None)
 
 
@@ -27,9 +27,9 @@ def test_eager_swiglu_counts_megatron_cores_kernels() -> None:
     3 kernels; backward the product's two gradients 3 + 3, silu's 3, the cat 4 = 13 in 4. Experts add the probs
     product: 1 + 1 forward (9 in 4); backward its input gradient 2, the probs gradient's product 3 and row sum 1
     (19 in 7). Each local expert's MLP on its own (SequentialMLP, 4 experts) launches them 4 times."""
-    dense = swiglu_step("s", 1000, fused=False, probs=False, module=Module.MLP)
+    dense = activation_step("s", 1000, gated=True, fused=False, probs=False, module=Module.MLP)
     assert (dense.mem_bytes, dense.kernels, dense.bwd_mem_bytes, dense.bwd_kernels) == (14000, 3, 26000, 4)
-    expert = swiglu_step("s", 1000, fused=False, probs=True, module=Module.MOE_ACT, launches=4)
+    expert = activation_step("s", 1000, gated=True, fused=False, probs=True, module=Module.MOE_ACT, launches=4)
     assert (expert.mem_bytes, expert.kernels, expert.bwd_mem_bytes, expert.bwd_kernels) == (18000, 16, 38000, 28)
 
 

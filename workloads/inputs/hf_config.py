@@ -119,6 +119,14 @@ def _dense(c: _Config, name: str) -> dict[str, Any]:
     }
 
 
+def _nemotron(c: _Config, name: str) -> dict[str, Any]:
+    """Nemotron-4 and Minitron (HF modeling_nemotron: NemotronMLP is up_proj, the activation, down_proj, no gate):
+    every layer a plain MLP of intermediate_size with squared ReLU [hidden_act relu2]."""
+    if c.data.get("hidden_act", "relu2") != "relu2":
+        raise c._fail("hidden_act", f"a nemotron MLP runs relu2, got {short_repr(c.data.get('hidden_act'))}")
+    return {**_dense(c, name), "ffn_activation": "squared_relu"}
+
+
 def _experts(c: _Config, name: str, experts_key: str, width_key: str) -> dict[str, Any]:
     return {
         **_common(c, name),
@@ -294,6 +302,7 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "llama": _dense,
     "qwen2": _dense,
     "qwen3": _dense,
+    "nemotron": _nemotron,
 }
 
 

@@ -124,8 +124,9 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_experts(args, notes),
         **_router(args, notes),
         "cross_entropy": _cross_entropy(args),
-        # bias_activation_fusion: on unless --no-bias-swiglu-fusion (arguments.py), dense MLPs and experts alike
-        "fused_activation": not args.get("--no-bias-swiglu-fusion"),
+        # bias_activation_fusion: on unless --no-bias-swiglu-fusion (SwiGLU) or --no-bias-gelu-fusion (otherwise; off
+        # without biases: arguments.py validate_args), dense MLPs and experts alike (argument_utils.py)
+        "fused_activation": _fused_activation(args),
         "attention_backend": _attention_backend(args, notes),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
@@ -135,8 +136,6 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
     overrides = megatron_model.overrides(args, extra)
     if args.get("--quick-geglu"):  # GPT-OSS: a gated linear unit like SwiGLU (3 matrices), quick-GeLU gate
         notes.append("--quick-geglu: its elementwise kernels timed as SwiGLU's")
-    elif not args.get("--swiglu"):
-        notes.append("no --swiglu: Megatron's MLP is GeLU (2 matrices); moesim simulates SwiGLU (3)")
     return MegatronJob(
         fields,
         overrides,
@@ -276,6 +275,15 @@ def _router(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "router_aux_loss": "aux_loss" in on,
         "router_random_logits": bool(args.get("--moe-router-force-load-balancing")),
     }
+
+
+def _fused_activation(args: dict[str, Any]) -> bool:
+    """Megatron's bias_activation_fusion: --bias-swiglu-fusion under --swiglu, else --bias-gelu-fusion, which
+    --disable-bias-linear turns off (argument_utils.py core_transformer_config_from_args, arguments.py validate_args
+    at d98e8a64dd). Flags that leave the model's FFN as it is (megatron_model.ffn_activation) take the SwiGLU's."""
+    if megatron_model.ffn_activation(args) in ("swiglu", ""):
+        return not args.get("--no-bias-swiglu-fusion")
+    return not (args.get("--no-bias-gelu-fusion") or args.get("--disable-bias-linear"))
 
 
 def _attention_backend(args: dict[str, Any], notes: list[str]) -> str:

@@ -131,6 +131,8 @@ FLAGS: dict[str, Flag] = {
     "--moe-router-padding-for-fp8": Flag(S),
     "--moe-permute-fusion": Flag(S),
     "--no-bias-swiglu-fusion": Flag(S),
+    "--no-bias-gelu-fusion": Flag(S),
+    "--disable-bias-linear": Flag(S),  # no biases: no bias-GeLU fusion (megatron.py _fused_activation)
     "--no-rope-fusion": Flag(S),
     "--moe-shared-expert-overlap": Flag(S),
     "--overlap-moe-expert-parallel-comm": Flag(S),
@@ -166,6 +168,7 @@ FLAGS: dict[str, Flag] = {
     "--num-query-groups": Flag(I),
     "--kv-channels": Flag(I),
     "--swiglu": Flag(S),
+    "--squared-relu": Flag(S),
     "--num-experts": Flag(I),
     "--moe-router-topk": Flag(I),
     "--moe-ffn-hidden-size": Flag(I),

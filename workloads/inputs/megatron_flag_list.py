@@ -64,7 +64,6 @@ IGNORED: dict[str, str] = {
             "--norm-epsilon",
             "--position-embedding-type",
             "--max-position-embeddings",
-            "--disable-bias-linear",
             "--attention-softmax-in-fp32",
             "--accumulate-allreduce-grads-in-fp32",
             "--no-masked-softmax-fusion",

@@ -78,7 +78,22 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
         out.update(num_shared_experts=1 if shared else 0, shared_expert_ffn_size=shared)
     if args.get("--multi-latent-attention"):
         out["attention"] = "mla"
+    activation = ffn_activation(args)
+    if activation:
+        out["ffn_activation"] = activation
     return out
+
+
+def ffn_activation(args: dict[str, Any]) -> str:
+    """The FFN activation the flags give (argument_utils.py core_transformer_config_from_args at d98e8a64dd:
+    --swiglu, or --quick-geglu, a gated unit; --squared-relu; else GeLU), or "" where they leave the model's own:
+    Megatron's GeLU default is taken only from flags that give the model (--hidden-size), so that a job's parallel
+    flags over a model file do not turn its SwiGLU into a GeLU."""
+    if args.get("--squared-relu"):
+        return "squared_relu"
+    if args.get("--swiglu") or args.get("--quick-geglu"):
+        return "swiglu"
+    return "gelu" if "--hidden-size" in args else ""
 
 
 def apply(
@@ -93,6 +108,11 @@ def apply(
         elif flag in args or (fields.get("attention") == "mla" and base.attention != "mla"):
             fields[name] = args.get(flag, default)
     fields.update(_windows(args, fields.get("num_layers", base.num_layers), base, notes, ignored))
+    if "ffn_activation" not in fields and base.gated_ffn:
+        notes.append(
+            "no --swiglu nor --squared-relu: Megatron's MLP would be GeLU (2 matrices); the model's SwiGLU is kept, as "
+            "the flags do not give the model (no --hidden-size)"
+        )
     clamp = args.get("--activation-func-clamp-value")
     if clamp is not None:  # GPT-OSS's clamped GLU (TransformerConfig activation_func_clamp_value)
         if clamp <= 0:

@@ -1,4 +1,5 @@
-"""The SwiGLU between an FFN's two GEMMs: one fused kernel, or Megatron-Core's eager PyTorch ops.
+"""The activation between an FFN's two GEMMs: SwiGLU as one fused kernel or Megatron-Core's eager PyTorch ops, or a
+plain MLP's GeLU or squared ReLU (``plain_activation_step``, at the end).
 
 Megatron-Core fuses it when ``bias_activation_fusion`` is set: Megatron-LM's command line sets it by default
 (``--bias-swiglu-fusion``, off with ``--no-bias-swiglu-fusion``; megatron/training/arguments.py), a
@@ -48,39 +49,69 @@ EAGER_DENSE = (EAGER_DENSE_FWD_PASSES, EAGER_DENSE_FWD_KERNELS, EAGER_DENSE_BWD_
 EAGER_EXPERT = (EAGER_EXPERT_FWD_PASSES, EAGER_EXPERT_FWD_KERNELS, EAGER_EXPERT_BWD_PASSES, EAGER_EXPERT_BWD_KERNELS)
 # tensors of the output's size that the eager ops keep for backward (dense, experts)
 EAGER_DENSE_SAVED, EAGER_EXPERT_SAVED = 2, 3
+# A plain MLP's activation (FC1 as wide as FC2's input): one kernel that reads its input and writes its output,
+# whichever path runs it: Megatron-Core's fused bias_gelu_impl (megatron/core/fusions/fused_bias_gelu.py, under
+# bias_activation_fusion), eager F.gelu, or squared_relu, itself a jit_fuser function (megatron/core/activations.py);
+# backward one kernel reading the gradient and the input and writing the input's gradient (bias_gelu_back, or the
+# fused function's autograd).
+PLAIN_FWD_PASSES, PLAIN_BWD_PASSES = 2, 3
+# Experts multiply the router's probs in; eager (no weighted fused kernel), as the gated experts' eager product above:
+# forward (1 + 1), backward the input gradient (1 + 1), the probs gradient's product (2 + 1) and row sum (1)
+PROBS_FWD_PASSES, PROBS_FWD_KERNELS, PROBS_BWD_PASSES, PROBS_BWD_KERNELS = 2, 1, 6, 3
+# the eager probs product keeps its input (the activation's output) for backward
+PLAIN_EXPERT_SAVED = 1
 
 
-def swiglu_step(
+def activation_passes(gated: bool, fused: bool, probs: bool) -> tuple[int, int, int | None, int | None]:
+    """(forward element passes, forward kernels, backward passes, backward kernels) of one FFN activation: SwiGLU
+    (``gated``) fused, whose backward stays at ops.MEMORY_BACKWARD_FACTOR x its forward (None, None), or as
+    Megatron-Core's eager ops; a plain MLP's (GeLU, squared ReLU), an expert's (``probs``) with the router's probs
+    multiplied in by an eager product unless ``fused`` (Megatron-Core's weighted_squared_relu_impl,
+    megatron/core/fusions/fused_weighted_squared_relu.py, applies them inside)."""
+    if gated:
+        if fused:
+            return FUSED_FWD_PASSES, FUSED_KERNELS, None, None
+        return EAGER_EXPERT if probs else EAGER_DENSE
+    if probs and not fused:
+        return (
+            PLAIN_FWD_PASSES + PROBS_FWD_PASSES,
+            1 + PROBS_FWD_KERNELS,
+            PLAIN_BWD_PASSES + PROBS_BWD_PASSES,
+            1 + PROBS_BWD_KERNELS,
+        )
+    return PLAIN_FWD_PASSES, 1, PLAIN_BWD_PASSES, 1
+
+
+def activation_step(
     name: str,
     elements: int,
     *,
+    gated: bool,
     fused: bool,
     probs: bool,
     module: Module,
     launches: int = 1,
     overlap_comm: bool = False,
 ) -> Step:
-    """The SwiGLU of ``elements`` output elements: fused, or Megatron-Core's eager ops (``probs``: an
-    expert MLP's, with the router's probs multiplied in). ``launches``: how many times the ops run (each
-    local expert's MLP on its own, SequentialMLP)."""
+    """The FFN activation on ``elements`` output elements (``activation_passes``). ``launches``: how many times
+    the ops run (each local expert's MLP on its own, SequentialMLP)."""
+    fwd, fwd_kernels, bwd, bwd_kernels = activation_passes(gated, fused, probs)
     element = elements * BYTES_BF16
-    if fused:  # its backward: the forward's kernels at ops.MEMORY_BACKWARD_FACTOR x its bytes (None, None)
-        return Step(
-            name,
-            MEMORY,
-            mem_bytes=FUSED_FWD_PASSES * element,
-            kernels=FUSED_KERNELS * launches,
-            overlap_comm=overlap_comm,
-            module=module,
-        )
-    fwd, fwd_kernels, bwd, bwd_kernels = EAGER_EXPERT if probs else EAGER_DENSE
     return Step(
         name,
         MEMORY,
         mem_bytes=fwd * element,
         kernels=fwd_kernels * launches,
-        bwd_mem_bytes=bwd * element,
-        bwd_kernels=bwd_kernels * launches,
+        bwd_mem_bytes=None if bwd is None else bwd * element,
+        bwd_kernels=None if bwd_kernels is None else bwd_kernels * launches,
         overlap_comm=overlap_comm,
         module=module,
     )
+
+
+def eager_saved(gated: bool, probs: bool) -> int:
+    """Tensors of the activation's output size that its unfused ops keep for backward beyond FC1's output and FC2's
+    input (simulator/memory/activations.py)."""
+    if gated:
+        return EAGER_EXPERT_SAVED if probs else EAGER_DENSE_SAVED
+    return PLAIN_EXPERT_SAVED if probs else 0

@@ -1,4 +1,4 @@
-"""Forward recipes of the FFN of one layer per GPU: dense SwiGLU, or the MoE (EP or TP experts, shared experts).
+"""Forward recipes of the FFN of one layer per GPU: a dense FFN (SwiGLU, or a plain MLP), or the MoE (EP or TP experts, shared experts).
 
 EP bytes and expert GEMM rows come from one ``EpPlan`` (workloads/ep/plan.py): MegaScale-MoE Eq. 3 and its
 all-gather switch inside a node, DeepEP's node-limited bytes across nodes, and skewed routing. All sizes
@@ -29,7 +29,7 @@ from workloads.ops import (
     Step,
     comm_step,
 )
-from workloads.recipes.activation import swiglu_step
+from workloads.recipes.activation import activation_step
 from workloads.recipes.comm_pairs import tp_pair
 from workloads.recipes.expert_kernels import clamp_steps, fc2_bias_steps
 from workloads.recipes.norms import norm_step
@@ -102,7 +102,7 @@ def _kernels_passes(layout: LayoutSpec) -> tuple[int, int]:
 
 
 def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
-    """A dense SwiGLU FFN of width dense_ffn_size: TP-split with AG/RS under TP attention, else replicated."""
+    """A dense FFN of width dense_ffn_size: TP-split with AG/RS under TP attention, else replicated."""
     n, h, f = layout.intra_size, model.hidden_size, model.dense_ffn_size
     tokens = layout.micro_batch * seq_len
     local = tokens // layout.sequence_shards
@@ -114,8 +114,15 @@ def dense_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list
         *([gather] if tp else []),
         # linear_fc1 is TELayerNormColumnParallelLinear where TE fuses the norm (NVIDIA/Megatron-LM@d98e8a64
         # megatron/core/models/gpt/gpt_layer_specs.py get_mlp_module_spec_for_backend, fuse_layernorm_and_linear)
-        Step("dense_fc13", GEMM, gemm=Gemm(rows, 2 * width, h), module=Module.MLP, norm_input=True),
-        swiglu_step("swiglu", rows * width, fused=layout.fused_activation, probs=False, module=Module.MLP),
+        Step("dense_fc13", GEMM, gemm=Gemm(rows, model.fc1_widths * width, h), module=Module.MLP, norm_input=True),
+        activation_step(
+            model.ffn_activation,
+            rows * width,
+            gated=model.gated_ffn,
+            fused=layout.fused_activation,
+            probs=False,
+            module=Module.MLP,
+        ),
         Step("dense_fc2", GEMM, gemm=Gemm(rows, h, width), module=Module.MLP),
         *([scatter] if tp else []),
     ]
@@ -127,9 +134,15 @@ def shared_expert_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> lis
         return []
     h, f = model.hidden_size, model.shared_ffn_size
     return [
-        Step("shared_fc13", GEMM, gemm=Gemm(local, 2 * f, h), overlap_comm=True, module=SHARED),
-        swiglu_step(
-            "shared_swiglu", local * f, fused=layout.fused_activation, probs=False, module=SHARED, overlap_comm=True
+        Step("shared_fc13", GEMM, gemm=Gemm(local, model.fc1_widths * f, h), overlap_comm=True, module=SHARED),
+        activation_step(
+            f"shared_{model.ffn_activation}",
+            local * f,
+            gated=model.gated_ffn,
+            fused=layout.fused_activation,
+            probs=False,
+            module=SHARED,
+            overlap_comm=True,
         ),
         Step("shared_fc2", GEMM, gemm=Gemm(local, h, f), overlap_comm=True, module=SHARED),
     ]
@@ -160,7 +173,7 @@ def _router_steps(model: ModelSpec, layout: LayoutSpec, local: int) -> list[Step
 
 
 def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, width: int, h: int) -> list[Step]:
-    """The grouped (or per-expert) SwiGLU GEMMs on ``rows`` rows of each of ``groups`` experts, with the
+    """The grouped (or per-expert) FFN GEMMs on ``rows`` rows of each of ``groups`` experts, with the
     clamp and FC2 bias kernels of models that have them (workloads/recipes/expert_kernels.py)."""
     sequential = layout.expert_gemm == "sequential"
     # TE's GroupedLinear runs one GEMM per group (its speed: simulator/costs/gemm_efficiency.multi_stream_factor)
@@ -173,9 +186,10 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
     # K = each expert's tokens, grouped_linear.py backward) meets that only with equal capacity-padded counts; its
     # per-group launches are the multi-stream path's, priced as such (workloads/graph/op_lists.py).
     wgrad_launches = groups if layout.expert_gemm == "cutlass" and layout.dropless else None
-    act = swiglu_step(
-        "swiglu",
+    act = activation_step(
+        model.ffn_activation,
         rows * groups * width,
+        gated=model.gated_ffn,
         fused=layout.fused_activation,
         probs=True,
         module=ACT,
@@ -185,7 +199,7 @@ def _expert_steps(model: ModelSpec, layout: LayoutSpec, rows: int, groups: int, 
         Step(
             "expert_fc13",
             GEMM,
-            gemm=Gemm(rows, 2 * width, h, groups, sequential, multi_stream=multi_stream),
+            gemm=Gemm(rows, model.fc1_widths * width, h, groups, sequential, multi_stream=multi_stream),
             kernels=launches,
             wgrad_kernels=wgrad_launches,
             module=M,

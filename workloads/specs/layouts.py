@@ -153,7 +153,8 @@ class LayoutSpec:
     host_sync_per_moe_layer: bool = False  # token counts copied to the host before the expert GEMMs
     fused_permute: bool = True  # permutation and router fused into few kernels
     # the SwiGLU as one kernel (Megatron's --bias-swiglu-fusion, its command line's default) or as
-    # Megatron-Core's eager ops (--no-bias-swiglu-fusion; workloads/recipes/activation.py)
+    # Megatron-Core's eager ops (--no-bias-swiglu-fusion; workloads/recipes/activation.py); a plain MLP's experts
+    # with the router's probs applied inside their activation kernel or by an eager product after it
     fused_activation: bool = True
     # Megatron-Core's TopKRouter kernels after the gating GEMM (workloads/recipes/router.py): TE's fused router
     # (--moe-router-fusion), the load-balancing loss (--moe-router-load-balancing-type aux_loss with

@@ -31,7 +31,8 @@ class LayerParams(NamedTuple):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A decoder-only MoE transformer: every layer is attention (GQA) + a SwiGLU MoE FFN."""
+    """A decoder-only MoE transformer: every layer is attention (GQA or MLA) + an FFN (MoE or dense; SwiGLU unless
+    ffn_activation says otherwise)."""
 
     name: str
     num_layers: int
@@ -78,6 +79,14 @@ class ModelSpec:
     # no mscale) when YaRN's concentration factor is not 1: GPT-OSS, whose Megatron-Bridge config sets
     # yarn_rotary_scaling_factor 32 with yarn_mscale None, so 0.1 ln 32 + 1 = 1.35 (gpt_oss_bridge.py, v0.4.2).
     rope_unfused: bool = False
+    # The activation of every FFN (dense layers, shared and routed experts): "swiglu", a gated linear unit whose FC1
+    # computes the gate and the linear halves (2F wide: three h x F matrices; Megatron --swiglu, HF hidden_act silu);
+    # "gelu" or "squared_relu", a plain MLP whose FC1 is F wide (two matrices): Megatron's GeLU default without
+    # --swiglu (GPT-3), relu(x)^2 under --squared-relu (Nemotron-4, HF hidden_act relu2). Megatron-Core's MLP sizes
+    # FC1's output ffn_hidden_size * 2 if gated_linear_unit, else ffn_hidden_size (megatron/core/transformer/mlp.py
+    # MLP.__init__); its FLOPs count 3 FFN GEMMs with SwiGLU, 2 without (megatron/training/training.py
+    # num_floating_point_operations, gated_linear_multiplier).
+    ffn_activation: str = "swiglu"
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
@@ -108,6 +117,21 @@ class ModelSpec:
         return LayerKind(dense, self.sliding_window if layer in self.window_layers else 0)
 
     @property
+    def gated_ffn(self) -> bool:
+        """Whether the FFNs are gated linear units (FC1 2F wide, three matrices), as SwiGLU is."""
+        return self.ffn_activation == "swiglu"
+
+    @property
+    def fc1_widths(self) -> int:
+        """FC1's output width in FFN widths: a gated unit's gate and linear halves, a plain MLP's one."""
+        return 2 if self.gated_ffn else 1
+
+    @property
+    def ffn_matrices(self) -> int:
+        """h x F matrices per FFN: three for a gated linear unit, two for a plain MLP."""
+        return 3 if self.gated_ffn else 2
+
+    @property
     def head_dim(self) -> int:
         return self.kv_channels or self.hidden_size // self.num_heads
 
@@ -135,8 +159,8 @@ class ModelSpec:
 
     @property
     def expert_params(self) -> int:
-        """One SwiGLU expert: three h x h_ffn matrices."""
-        return 3 * self.hidden_size * self.expert_ffn_size
+        """One expert: three h x h_ffn matrices (SwiGLU), two for a plain MLP."""
+        return self.ffn_matrices * self.hidden_size * self.expert_ffn_size
 
     @property
     def embedding_params(self) -> int:
@@ -154,15 +178,15 @@ class ModelSpec:
 
     @property
     def shared_params(self) -> int:
-        """Shared experts of one MoE layer: a SwiGLU of width shared_ffn_size."""
-        return 3 * self.hidden_size * self.shared_ffn_size
+        """Shared experts of one MoE layer: an FFN of width shared_ffn_size."""
+        return self.ffn_matrices * self.hidden_size * self.shared_ffn_size
 
     def layer_parts(self, dense: bool) -> LayerParams:
         """The weights of one (dense or MoE) layer by part: the one parameter model that the parameter
         counts, the 6N FLOPs, memory and DP sync (workloads.graph.step.stage_param_groups) all use."""
         h = self.hidden_size
         if dense:
-            return LayerParams(self.attention_params, 3 * h * self.dense_ffn_size, 0, 0, 0, 0, 2 * h)
+            return LayerParams(self.attention_params, self.ffn_matrices * h * self.dense_ffn_size, 0, 0, 0, 0, 2 * h)
         return LayerParams(
             self.attention_params,
             0,
@@ -224,12 +248,15 @@ _OPTIONAL_FIELDS = frozenset(
         "rope_unfused",
     }
 )
+FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")
 
 
 def _check_extensions(model: ModelSpec) -> None:
     """Validate the beyond-the-paper fields: MLA ranks, dense layers."""
     if model.attention not in ("gqa", "mla"):
         raise ConfigError("model.attention", "must be gqa or mla")
+    if model.ffn_activation not in FFN_ACTIVATIONS:
+        raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
     if model.attention == "mla":
         for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             if getattr(model, name) <= 0:
