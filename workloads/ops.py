@@ -21,6 +21,9 @@ GEMM = "gemm"
 ATTENTION = "attention"
 MEMORY = "memory"  # memory-bound elementwise kernels (norms, activations, permutations)
 MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
+# A Mamba-2 scan's backward: its matmuls' gradients, two per forward matmul, as a GEMM's (assumed; the scan kernels'
+# backward is not benchmarked in public: workloads/recipes/mamba.py)
+SCAN_BACKWARD_FACTOR = 2.0
 HOST_SYNC = "host_sync"  # a device-to-host copy the host waits for (e.g. tokens per expert)
 COLLECTIVE = "collective"
 FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE Sec. 4.2)
@@ -81,6 +84,7 @@ class GraphPart(Label):
     MLP = "mlp"  # a dense layer's _forward_mlp
     MOE_ROUTER = "moe_router"  # the MoE layer's _forward_mlp up to MoELayer.router()
     MOE = "moe"  # the rest of the MoE layer up to its first host sync
+    MAMBA = "mamba"  # a hybrid model's MambaLayer (--cuda-graph-modules mamba)
     ITERATION = "iteration"  # --cuda-graph-impl full_iteration: every kernel of the forward-backward step
 
 
@@ -260,6 +264,7 @@ class Op:
     transpose_bytes: float = 0.0
     transpose_kernels: int = 0
     index_add_elements: float = 0.0  # memory-bound ops: elements scattered by index_add_ (Step.bwd_index_add_elements)
+    scan_flops: float = 0.0  # memory-bound ops: a Mamba-2 state-space scan's FLOPs (Step.scan_flops)
     collective: str = ""
     group: Group = Group.NONE
     group_size: int = 1
@@ -296,6 +301,9 @@ class Step:
     # elements the backward scatters with PyTorch's index_add_, timed at its measured element rate besides
     # ``bwd_mem_bytes`` (Calibration.index_add_elements_per_s_per_sm: the backward of an index_select)
     bwd_index_add_elements: float = 0.0
+    # Mamba-2's chunked state-space scan (workloads/recipes/mamba.py): the forward's matmul FLOPs, timed at the scan
+    # kernels' measured rate (Calibration.scan_peak_fraction) besides ``mem_bytes``; backward SCAN_BACKWARD_FACTOR x
+    scan_flops: float = 0.0
     wgrad_kernels: int | None = None  # GEMM steps: launches of the weight-gradient GEMM (None: ``kernels``)
     collective: str = ""
     group: Group = Group.NONE
@@ -335,5 +343,8 @@ def comm_step(name: str, collective: str, group: Group, comm_bytes: float = 0.0,
 class LayerKind(NamedTuple):
     """What distinguishes one layer's recipe from another's."""
 
-    dense: bool  # a dense SwiGLU FFN instead of the MoE
+    dense: bool  # a dense FFN instead of the MoE
     window: int  # sliding-window attention over this many keys; 0 = full causal attention
+    # A hybrid model's layer holds one block (ModelSpec.hybrid_pattern): "mamba" (a Mamba-2 mixer), "attention",
+    # "mlp" (a dense FFN) or "moe"; "" is a transformer layer, attention and an FFN
+    block: str = ""

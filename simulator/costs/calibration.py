@@ -88,6 +88,13 @@ class Calibration:
     # 2.1x faster for BF16): 2^22 x 128 elements in 4,719 us, 113.8 G elements/s, over 6 B per element (0.68 TB/s).
     # Per SM (132 on an H100 SXM), so other GPUs scale with their SMs (assumed: no other GPU measured).
     index_add_elements_per_s_per_sm: float = 2**22 * 128 / 4719e-6 / 132
+    # Mamba-2's chunked state-space scan (the SSD kernels of mamba_ssm, which Megatron-Core's MambaMixer calls) runs its
+    # matmuls on tensor cores far below a GEMM's rate: TileLang's chunk_scan_fwd reaches 135.7 TFLOP/s on an H800 (batch
+    # 8, 80 heads of 64, state 128, chunk 256, sequence 16,384; tile-ai/tilelang benchmark/mamba2/README.md, PR #1109,
+    # which its figure shows ahead of mamba_ssm's Triton kernel), 0.137 of the BF16 peak. No benchmark of the Triton
+    # kernels Megatron-Core runs, nor of the scan's backward, is published: every scan FLOP (workloads/recipes/mamba.py)
+    # is timed at this fraction of the GPU's BF16 peak, times the tensor-core derate as a GEMM is (assumed).
+    scan_peak_fraction: float = 135.711e12 / 989.4e12
     # The GPU's fixed time per kernel beside its work, with the host already ahead (the launch and teardown no
     # useful work fills): an empty kernel takes 2.1 us on an H100 launched from a stream and 1.3 us replayed
     # from a CUDA graph (Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for Llama-1B",
@@ -197,6 +204,10 @@ SOURCES: dict[str, str] = {
     ),
     "index_add_elements_per_s_per_sm": (
         "pytorch/pytorch PR #175760: index_add_ BF16 [4M, 128] dim 0 in 4,719 us on an H100 (unvectorized kernel)"
+    ),
+    "scan_peak_fraction": (
+        "tile-ai/tilelang benchmark/mamba2/README.md (PR #1109): Mamba-2 chunk_scan_fwd at 135.7 TFLOP/s on an H800;"
+        " Megatron-Core's mamba_ssm Triton kernels and the backward assumed at that rate"
     ),
     "kernel_overhead_s": "Hazy Research 'Look Ma, No Bubbles!' (2025-05-27): an empty kernel takes 2.1 us on H100",
     "graph_kernel_overhead_s": "the same: 1.3 us replayed from a CUDA graph; pytorch #161104: 1.1 us per graphed add",

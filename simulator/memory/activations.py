@@ -167,14 +167,36 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     return saved
 
 
-def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool) -> list[Saved]:
-    """Every tensor one layer keeps for backward, per local token."""
+def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = "") -> list[Saved]:
+    """Every tensor one layer (a hybrid model's ``block`` alone) keeps for backward, per local token."""
+    if block == "mamba":
+        return mamba_saved(model, layout)
+    attention = attention_saved(model, layout) if block in ("", "attention") else []
+    if block == "attention":
+        return attention
     ffn_norm = Saved("ffn_norm_input", BYTES_BF16 * model.hidden_size, between_tp_blocks=True)
     if dense:
         ffn = dense_mlp_saved(model.dense_ffn_size, model, layout, Module.MLP, "mlp")
     else:
         ffn = moe_saved(model, layout)
-    return [*attention_saved(model, layout), ffn_norm, *ffn]
+    return [*attention, ffn_norm, *ffn]
+
+
+def mamba_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
+    """A Mamba-2 layer's saved tensors per local token (workloads/recipes/mamba.py): its norm's input and in_proj's
+    (TE's LayerNorm linear), in_proj's output z x B C dt (mamba_ssm's mamba_split_conv1d_scan_combined keeps it and
+    recomputes the conv in backward), the scan's output y and the gated norm's FP32 rstd per group, and out_proj's
+    input."""
+    h, g = model.hidden_size, gemm_input_bytes(layout)
+    inner = model.mamba_inner
+    return [
+        Saved("mamba_norm_input", BYTES_BF16 * h, between_tp_blocks=True),
+        Saved("mamba_in_proj_input", g * h, between_tp_blocks=True),
+        Saved("mamba_in_proj_output", BYTES_BF16 * model.mamba_in_proj_width),
+        Saved("mamba_scan_output", BYTES_BF16 * inner),
+        Saved("mamba_norm_rstd", BYTES_FP32 * model.mamba_groups),
+        Saved("mamba_out_proj_input", g * inner),
+    ]
 
 
 def local_tokens(layout: LayoutSpec, seq_len: int) -> float:
@@ -182,7 +204,7 @@ def local_tokens(layout: LayoutSpec, seq_len: int) -> float:
     return layout.micro_batch * seq_len / (_tp(layout) * layout.cp)
 
 
-def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool) -> float:
+def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool, block: str = "") -> float:
     """Bytes one layer keeps per GPU per micro-batch under the layout's recomputation.
 
     Full recomputation keeps the layer's input (Korthikanti Sec. 4.2: 2 s b h / t per layer); selective
@@ -194,7 +216,7 @@ def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, den
     if layout.recompute == "full":
         return tokens * whole * BYTES_BF16 * model.hidden_size
     modules = frozenset(Module(name) for name in layout.recompute_modules)
-    kept = [s for s in layer_saved(model, layout, dense) if not s.module.rerun_by(modules)]
+    kept = [s for s in layer_saved(model, layout, dense, block) if not s.module.rerun_by(modules)]
     return tokens * sum(s.bytes_per_token * (whole if s.between_tp_blocks else 1) for s in kept)
 
 

@@ -57,10 +57,11 @@ def activation_bytes_per_layer(workload: StepWorkload, dense: bool = False) -> f
     return layer_activation_bytes(workload.model, workload.layout, workload.seq_len, dense)
 
 
-def layer_activation_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool) -> float:
-    """MegaScale-MoE's formula for its own layouts, else simulator.memory.activations' Megatron-Core inventory."""
-    if not megascale_formula(layout):
-        return megatron_layer_bytes(model, layout, seq_len, dense)
+def layer_activation_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, dense: bool, block: str = "") -> float:
+    """MegaScale-MoE's formula for its own layouts, else simulator.memory.activations' Megatron-Core inventory (a
+    hybrid model's ``block`` alone)."""
+    if not megascale_formula(layout) or block:
+        return megatron_layer_bytes(model, layout, seq_len, dense, block)
     return megascale_layer_bytes(model, layout, seq_len)
 
 
@@ -135,14 +136,16 @@ def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
     layout, model = workload.layout, workload.model
     kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
     stored = _stored_whole(layout) if kept else layout
-    # NOTE: a layer's bytes depend only on whether it is kept whole and dense: each pair computed once per block
-    by_kind: dict[tuple[bool, bool], float] = {}
+    # NOTE: a layer's bytes depend only on whether it is kept whole and on its kind: each computed once per block
+    by_kind: dict[tuple[bool, bool, str], float] = {}
     sizes = []
     for position, layer in enumerate(layers):
-        key = (position >= len(layers) - kept, model.layer_kind(layer).dense)
+        kind = model.layer_kind(layer)
+        key = (position >= len(layers) - kept, kind.dense, kind.block)
         size = by_kind.get(key)
         if size is None:
-            size = by_kind[key] = layer_activation_bytes(model, stored if key[0] else layout, workload.seq_len, key[1])
+            whole = stored if key[0] else layout
+            size = by_kind[key] = layer_activation_bytes(model, whole, workload.seq_len, kind.dense, kind.block)
         sizes.append(size)
     return sizes
 
@@ -320,7 +323,8 @@ def sharded_unit_bytes(workload: StepWorkload, stage: int) -> float:
     split = 1 if layout.attention == "sp" else n
 
     def unit(layer: int) -> float:
-        p = m.layer_parts(m.layer_kind(layer).dense)
+        kind = m.layer_kind(layer)
+        p = m.layer_parts(kind.dense, kind.block)
         return (p.attention + p.dense_ffn + p.shared) / split + p.router + p.norms + p.experts / experts
 
     largest = max((unit(layer) for layer in workload.stage_layers(stage)), default=0.0)

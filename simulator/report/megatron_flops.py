@@ -16,8 +16,12 @@ every sequence is seq_len tokens, so sum(L) = b s and sum(L^2) = b s^2. What it 
   norms (3h) and h x 2h projection, and one more logit GEMM;
 - the logits over the padded vocabulary (a multiple of 128 x TP, megatron/training/vocab_utils.py).
 
-Not modelled because moesim's models do not have them: linear-attention and Mamba / hybrid layers, MoE
-latent projections (moe_latent_size) and the attention output gate.
+A hybrid model (``hybrid_flops`` of the same file, ``is_hybrid_model``) is counted per block: attention (its
+projections and 2 s^2 h p core FLOPs), plain or gated MLPs, MoE layers, Mamba layers as Megatron writes them (in_proj
+and out_proj at d_in = 2 h whatever the heads, and 7 d_in N scan FLOPs per token), and the logits.
+
+Not modelled because moesim's models do not have them: linear-attention layers, MoE latent projections
+(moe_latent_size) and the attention output gate.
 """
 
 from __future__ import annotations
@@ -56,6 +60,14 @@ class MegatronArgs:
     qk_head_dim: int = 0
     qk_pos_emb_head_dim: int = 0
     v_head_dim: int = 0
+    # a hybrid model's blocks (--hybrid-override-pattern; 0 attention layers and a plain transformer otherwise)
+    hybrid: bool = False
+    num_attention_layers: int = 0
+    num_mamba_layers: int = 0
+    num_mlp_layers: int = 0
+    mamba_state_dim: int = 0
+    mamba_num_groups: int = 0
+    mamba_num_heads: int = 0
 
 
 def padded_vocab_size(vocab_size: int, tensor_parallel: int) -> int:
@@ -87,7 +99,21 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         qk_head_dim=model.qk_nope_head_dim,
         qk_pos_emb_head_dim=model.qk_rope_head_dim,
         **{name: getattr(model, name) for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim")},  # same names
+        **(_hybrid_args(model) if model.hybrid_pattern else {}),
     )
+
+
+def _hybrid_args(model: ModelSpec) -> dict:
+    """A hybrid model's block counts and Mamba sizes (MegatronArgs fields)."""
+    return {
+        "hybrid": True,
+        "num_attention_layers": model.blocks("attention"),
+        "num_mamba_layers": model.blocks("mamba"),
+        "num_mlp_layers": model.blocks("mlp"),
+        "mamba_state_dim": model.mamba_state_dim,
+        "mamba_num_groups": model.mamba_groups,
+        "mamba_num_heads": model.mamba_heads,
+    }
 
 
 def _attention_terms(args: MegatronArgs) -> tuple[float, float]:
@@ -112,6 +138,8 @@ def _attention_terms(args: MegatronArgs) -> tuple[float, float]:
 
 def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float:
     """FLOPs of one global batch of batch_size sequences of seq_length tokens, as Megatron-LM counts them."""
+    if args.hybrid:
+        return _hybrid_flops(args, batch_size, seq_length)
     passes = GEMM_PASSES * FMA_FLOPS
     ffn_gemms = 3 if args.swiglu else 2
     h, mtp = args.hidden_size, args.mtp_num_layers
@@ -134,3 +162,27 @@ def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> floa
     tokens = batch_size * seq_length
     per_token = ffn + projections * attention_layers + mtp_extra + logits
     return tokens * per_token + batch_size * seq_length**2 * core * attention_layers
+
+
+def _hybrid_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float:
+    """Megatron-LM's ``hybrid_flops``: forward FLOPs per block kind, times 3 (forward and the two backward GEMMs)."""
+    tokens, h = batch_size * seq_length, args.hidden_size
+    ffn_scale = 1.5 if args.swiglu else 1.0
+    p = args.kv_channels * args.num_attention_heads / h
+    attention = 4 * tokens * h * p * (h + h * args.num_query_groups / args.num_attention_heads)
+    attention += 2 * batch_size * seq_length**2 * h * p
+    mlp = 4 * ffn_scale * tokens * h * args.ffn_hidden_size
+    routed = args.moe_ffn_hidden_size * args.moe_router_topk + args.moe_shared_expert_intermediate_size
+    moe = 4 * ffn_scale * tokens * h * routed
+    d_in = 2 * h  # Megatron's count, whatever the heads (mamba_layer_flops)
+    in_proj = 2 * d_in + 2 * args.mamba_num_groups * args.mamba_state_dim + args.mamba_num_heads
+    mamba = 2 * tokens * h * in_proj + 7 * tokens * d_in * args.mamba_state_dim + 2 * tokens * d_in * h
+    logits = 2 * tokens * h * args.padded_vocab_size * (1 + args.mtp_num_layers)
+    forward = (
+        args.num_attention_layers * attention
+        + args.num_mlp_layers * mlp
+        + args.num_moe_layers * moe
+        + args.num_mamba_layers * mamba
+        + logits
+    )
+    return GEMM_PASSES * forward

@@ -150,11 +150,13 @@ def resolve(
 
 
 def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
-    """6 x active parameters (no embeddings lookup) + 12 s h per layer for attention."""
+    """6 x active parameters (no embeddings lookup) + 12 s h per layer with attention (a hybrid model's attention
+    layers only)."""
     # The input lookup does no FLOPs; with tied embeddings the one matrix is the (computing) output head.
     lookup = 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
     dense = model.active_params - lookup
-    return 6.0 * dense + 12.0 * seq_len * model.hidden_size * model.num_layers
+    attention_layers = model.blocks("attention") if model.hybrid_pattern else model.num_layers
+    return 6.0 * dense + 12.0 * seq_len * model.hidden_size * attention_layers
 
 
 def simulate(

@@ -27,6 +27,10 @@ TINY = ModelSpec("tiny", 8, 512, 8, 2, 1024, 8, 2, 1024)
 SMALL = ModelSpec("small", 4, 1024, 8, 4, 2048, 8, 2, 2048)
 TINY16 = replace(TINY, name="tiny16", num_experts=16)  # EP 16
 TINY_DENSE = replace(TINY, name="tiny-dense", num_experts=0, top_k=0, expert_ffn_size=0, dense_ffn_size=1024)
+# a hybrid (Nemotron-H's blocks): Mamba-2, attention, MoE and MLP layers, 8 Mamba heads in 4 groups
+TINY_HYBRID = replace(
+    TINY, name="tiny-hybrid", hybrid_pattern="M*EMM-EM", dense_ffn_size=1024, mamba_heads=8, mamba_groups=4
+)
 
 # (layout, model, gpus, gpus_per_node = intra size, pp, dp, micro-batches, extra layout changes)
 CASES = [
@@ -88,6 +92,8 @@ MEGATRON_ROUTER_HYBRIDEP = {
     "host_sync_per_moe_layer": True,
 }
 FEATURES = [
+    # A hybrid model under Megatron's TP 4 with cross-node EP: Mamba layers' TP collectives beside the MoE layers' EP.
+    ("hybrid", TINY_HYBRID, 16, 4, 8, {**TE_TP, "attention": "tp", "intra_size": 4, "ep": 8}, None, None, None),
     # CP on NVLink: intra_size x cp = 4 GPUs of one node; ring hops on NVLink, DP over the replicas' NICs.
     ("cp-nvlink", TINY, 16, 4, 8, {"intra_size": 2, "cp": 2}, None, None, None),
     # CP across nodes on the same rails (intra_size = GPUs per node): each ring hop crosses one NIC, as

@@ -47,7 +47,7 @@ def test_the_names_moesim_reads_or_explains_are_megatron_s() -> None:
         ("--fsdp-double-buffer", "not modelled"),
         ("--moe-paged-stash", "modelled"),
         ("--moe-paged-stash-page-size", "not modelled"),
-        ("--mamba-state-dim", "not modelled"),
+        ("--disable-mamba-mem-eff-path", "not modelled"),
     ],
 )
 def test_classes(flag: str, cls: str) -> None:

@@ -80,7 +80,7 @@ def unit_params(model: ModelSpec, layout: LayoutSpec, kind: LayerKind) -> tuple[
     """(dense, expert) parameters per GPU of one unit whose gradients cross the DP group, counted as
     StepWorkload.stage_param_groups counts them: TP / SP-split weights 1/n, router and norms whole, routed experts
     over EP x ETP (or n under TP experts)."""
-    p = model.layer_parts(kind.dense)
+    p = model.layer_parts(kind.dense, kind.block)
     n = layout.intra_size
     experts = p.experts / (layout.ep_degree * layout.etp if layout.ffn == "ep" else n)
     return (p.attention + p.dense_ffn + p.shared) / n + p.router + p.norms, experts

@@ -37,6 +37,7 @@ from workloads.ops import (
     HOST_SYNC,
     MEMORY,
     MEMORY_BACKWARD_FACTOR,
+    SCAN_BACKWARD_FACTOR,
     TRANSPOSE,
     Gemm,
     GraphPart,
@@ -116,8 +117,9 @@ class _OpList:
                 deps = self.quantize(step, layer, deps, role, gemm, name or step.name)
         elif kind == ATTENTION:
             flops = step.flops * (ATTENTION_BACKWARD_FACTOR if backward else 1.0)
+        scan_flops = step.scan_flops * (SCAN_BACKWARD_FACTOR if backward else 1.0)
         if role != Role.RECOMPUTE:
-            counted = flops
+            counted = flops + scan_flops
         op = Op(
             name or step.name,
             kind,
@@ -134,6 +136,7 @@ class _OpList:
             mem_bytes=mem_bytes,
             kernels=kernels,
             index_add_elements=step.bwd_index_add_elements if backward else 0.0,
+            scan_flops=scan_flops,
             module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap

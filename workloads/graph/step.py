@@ -123,9 +123,11 @@ class StepWorkload:
 
     # --- parameters per GPU ------------------------------------------------------------------------
     @cached_property
-    def _layer_parts(self) -> dict[bool, LayerParams]:
-        """The weights of a dense (True) and an MoE (False) layer, computed once per workload."""
-        return {dense: self.model.layer_parts(dense) for dense in (True, False)}
+    def _layer_parts(self) -> dict[tuple[bool, str], LayerParams]:
+        """The weights of each kind of layer (dense or MoE; a hybrid model's blocks), computed once per workload."""
+        kinds = {(kind.dense, kind.block) for kind in map(self.model.layer_kind, range(self.model.num_layers))}
+        kinds |= {(True, ""), (False, "")}
+        return {kind: self.model.layer_parts(*kind) for kind in kinds}
 
     def stage_param_groups(self, stage: int, chunks: tuple[int, ...] | None = None) -> list[ParamGroup]:
         """Parameters per GPU of a stage (of its ``chunks`` only, if given): dense weights sync over DP x CP,
@@ -139,9 +141,10 @@ class StepWorkload:
             blocks = self.schedule.stage_blocks(stage)
         else:
             blocks = tuple(self.schedule.block_of(stage, chunk) for chunk in chunks)
-        parts = [self._layer_parts[m.layer_kind(i).dense] for block in blocks for i in self.block_ranges[block]]
+        kinds = [m.layer_kind(i) for block in blocks for i in self.block_ranges[block]]
+        parts = [self._layer_parts[kind.dense, kind.block] for kind in kinds]
         mtp = m.mtp_layers if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
-        parts += [self._layer_parts[m.num_experts == 0]] * mtp
+        parts += [self._layer_parts[m.num_experts == 0, ""]] * mtp
         # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
         split = sum(p.attention + p.dense_ffn + p.shared for p in parts) + mtp * 2 * m.hidden_size**2
         small = sum(p.router + p.norms for p in parts) + mtp * 2 * m.hidden_size  # replicated everywhere
@@ -292,7 +295,7 @@ class StepWorkload:
         """The forward recipe of a layer of ``kind`` (built once per kind)."""
         if kind not in self._cache:
             self._cache[kind] = layer_recipe(
-                self.model, self.layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window
+                self.model, self.layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block
             )
         return self._cache[kind]
 

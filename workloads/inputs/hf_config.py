@@ -127,6 +127,57 @@ def _nemotron(c: _Config, name: str) -> dict[str, Any]:
     return {**_dense(c, name), "ffn_activation": "squared_relu"}
 
 
+# NemotronH's layers_block_type names (transformers' NemotronHConfig turns hybrid_override_pattern into them)
+_BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
+    """Nemotron-H and Nemotron 3 (HF modeling_nemotron_h, NVIDIA's NemotronHForCausalLM): one block per layer as
+    hybrid_override_pattern (or layers_block_type) lists them: Mamba-2 mixers (mamba_num_heads of mamba_head_dim,
+    ssm_state_size, n_groups, conv_kernel, chunk_size), attention without rotary embedding, plain MLPs of
+    intermediate_size and MoE layers of n_routed_experts (moe_intermediate_size; the shared expert of
+    moe_shared_expert_intermediate_size), every MLP with squared ReLU [mlp_hidden_act relu2]."""
+    pattern = c.data.get("hybrid_override_pattern")
+    if pattern is None and isinstance(c.data.get("layers_block_type"), list):
+        types = c.data["layers_block_type"]
+        unknown = sorted({t for t in types if t not in _BLOCK_SYMBOLS}, key=str)
+        if unknown:
+            raise c._fail("layers_block_type", f"{short_repr(unknown[0])} is not a block moesim simulates")
+        pattern = "".join(_BLOCK_SYMBOLS[t] for t in types)
+    if not isinstance(pattern, str) or not pattern:
+        raise c._fail("hybrid_override_pattern", "a nemotron_h config.json must give its layers' pattern")
+    act = c.data.get("mlp_hidden_act", c.data.get("hidden_act", "relu2"))
+    if act != "relu2":
+        raise c._fail("mlp_hidden_act", f"a nemotron_h MLP runs relu2, got {short_repr(act)}")
+    fields = {
+        **_common(c, name),
+        "rope": False,  # NemotronHAttention applies no rotary embedding
+        "hybrid_pattern": pattern,
+        "ffn_activation": "squared_relu",
+        "mamba_heads": c.int("mamba_num_heads"),
+        "mamba_head_dim": c.int("mamba_head_dim"),
+        "mamba_state_dim": c.int("ssm_state_size"),
+        "mamba_groups": c.int("n_groups"),
+        "mamba_conv_kernel": c.int("conv_kernel", default=4),
+        "mamba_chunk": c.int("chunk_size", default=128),
+        "num_experts": 0,
+        "top_k": 0,
+        "expert_ffn_size": 0,
+    }
+    if "-" in pattern:
+        fields["dense_ffn_size"] = c.int("intermediate_size")
+    if "E" in pattern:
+        shared = c.int("moe_shared_expert_intermediate_size", default=0) * c.int("n_shared_experts", default=1)
+        fields.update(
+            num_experts=c.int("n_routed_experts"),
+            top_k=c.int("num_experts_per_tok"),
+            expert_ffn_size=c.int("moe_intermediate_size"),
+            num_shared_experts=1 if shared else 0,
+            shared_expert_ffn_size=shared,
+        )
+    return fields
+
+
 def _experts(c: _Config, name: str, experts_key: str, width_key: str) -> dict[str, Any]:
     return {
         **_common(c, name),
@@ -303,12 +354,12 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "qwen2": _dense,
     "qwen3": _dense,
     "nemotron": _nemotron,
+    "nemotron_h": _nemotron_h,
 }
 
 
 # Model types whose layers moesim cannot express: a refusal that says which layers, not "not supported".
 NOT_EXPRESSED = {
-    "nemotron_h": "a hybrid Mamba-Transformer (hybrid_override_pattern: M = Mamba-2 layer): Mamba layers are not modelled",
     "jamba": "a hybrid Mamba-Transformer (attn_layer_period): Mamba layers are not modelled",
     "falcon_h1": "a hybrid with Mamba-2 heads beside attention in every layer: Mamba layers are not modelled",
     "qwen3_next": "Gated DeltaNet linear-attention layers (layer_types linear_attention) are not modelled",

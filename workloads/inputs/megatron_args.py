@@ -190,6 +190,13 @@ FLAGS: dict[str, Flag] = {
     "--window-size": Flag(T),
     "--window-attn-skip-freq": Flag(T),
     "--quick-geglu": Flag(S),
+    # hybrid models' layers (arguments.py _add_network_size_args, _add_experimental_args; workloads/specs/models.py)
+    "--hybrid-override-pattern": Flag(T),
+    "--is-hybrid-model": Flag(S),
+    "--mamba-num-heads": Flag(I),
+    "--mamba-head-dim": Flag(I),
+    "--mamba-state-dim": Flag(I),
+    "--mamba-num-groups": Flag(I),
     "--activation-func-clamp-value": Flag(F),
 }
 

@@ -69,7 +69,7 @@ def cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
                 "--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-impl=full_iteration for training.",
             )
         return {"cuda_graph_scope": (ITERATION,)}
-    kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes if s != "mamba")) or ("layer",)
+    kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes)) or ("layer",)
     for scope in kept:
         if scope not in GRAPH_SCOPES or scope == ITERATION:
             raise ConfigError("--cuda-graph-modules", f"{scope!r} is not one of {', '.join(MODULE_SCOPES)}")

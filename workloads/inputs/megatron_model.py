@@ -29,6 +29,11 @@ DIRECT = {  # flag -> the ModelSpec fields it may set, the first that exists
     "--moe-ffn-hidden-size": ("expert_ffn_size",),
     "--ffn-hidden-size": ("dense_ffn_size",),
     "--mtp-num-layers": ("mtp_layers",),
+    "--hybrid-override-pattern": ("hybrid_pattern",),
+    "--mamba-num-heads": ("mamba_heads",),
+    "--mamba-head-dim": ("mamba_head_dim",),
+    "--mamba-state-dim": ("mamba_state_dim",),
+    "--mamba-num-groups": ("mamba_groups",),
 }
 # --multi-latent-attention: flag -> (field, Megatron's default) (arguments.py _add_mla_args)
 MLA = {
@@ -56,6 +61,8 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
             name = _target(flag, names, ignored)
             if name is not None:
                 out[name] = args[flag]
+    if "hybrid_pattern" in out and "--num-layers" not in args:  # Megatron counts the pattern's layers
+        out["num_layers"] = len(out["hybrid_pattern"])
     if "--ffn-hidden-size" in args and "--moe-ffn-hidden-size" not in args:
         out["expert_ffn_size"] = args["--ffn-hidden-size"]  # Megatron: moe_ffn_hidden_size = ffn_hidden_size
     if args.get("--group-query-attention"):

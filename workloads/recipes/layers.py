@@ -28,6 +28,7 @@ from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
 from workloads.recipes.fp8_quant import te_fp8_gathers
+from workloads.recipes.mamba import mamba_recipe
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
 from workloads.recipes.norms import norm_step
@@ -143,19 +144,29 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
 
 
 def layer_recipe(
-    model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int, dense: bool = False, window: int = 0
+    model: ModelSpec,
+    layout: LayoutSpec,
+    seq_len: int,
+    gpus_per_node: int,
+    dense: bool = False,
+    window: int = 0,
+    block: str = "",
 ) -> list[Step]:
     """The forward steps of one layer on one GPU (dense or MoE FFN, attention over a ``window`` of keys or
-    all of them), with CP and the GEMM / comm precision."""
+    all of them; a hybrid model's ``block`` alone: workloads.ops.LayerKind), with CP and the GEMM / comm precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
-    recipe = mla_recipe if model.attention == "mla" else attention_recipe
-    attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
-    ffn = ffn_recipe(model, layout, local_seq, gpus_per_node, dense)
-    act_local = layout.micro_batch * local_seq // layout.sequence_shards * model.hidden_size * BYTES_BF16
-    # the MLP's input feeds its norm and its residual: their gradients are summed after the norm's backward
-    branch_sum = input_grad_sums("ffn_input_grad_sum", act_local, 2, Module.NONE, GraphPart.NONE)
-    residual = residual_step("mlp_residual", act_local, backward=False)
-    steps = tag_layer(attention, [*branch_sum, *ffn, residual], dense)
+    attention: list[Step] = []
+    if block in ("", "attention"):
+        recipe = mla_recipe if model.attention == "mla" else attention_recipe
+        attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
+    ffn: list[Step] = []
+    if block in ("", "mlp", "moe"):
+        act_local = layout.micro_batch * local_seq // layout.sequence_shards * model.hidden_size * BYTES_BF16
+        # the MLP's input feeds its norm and its residual: their gradients are summed after the norm's backward
+        branch_sum = input_grad_sums("ffn_input_grad_sum", act_local, 2, Module.NONE, GraphPart.NONE)
+        residual = residual_step("mlp_residual", act_local, backward=False)
+        ffn = [*branch_sum, *ffn_recipe(model, layout, local_seq, gpus_per_node, dense), residual]
+    steps = mamba_recipe(model, layout, local_seq) if block == "mamba" else tag_layer(attention, ffn, dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     if layout.comm_dtype == "fp8":
         return to_fp8_comm(steps)

@@ -6,7 +6,7 @@ kernel (simulator.streams.op_costs.launch_times_s), and each kernel the GPU's sh
 Per-layer scopes (local, transformer_engine), as megatron/training/arguments.py describes them: "attn" captures
 TransformerLayer._forward_attention, "mlp" a dense layer's _forward_mlp, "moe" a MoE layer's _forward_mlp,
 "moe_router" it up to MoELayer.router(), "moe_preprocess" up to the dispatcher's preprocess (here: the router part
-too, the preprocess is not a step of its own); no scope with a graph implementation captures the whole layer
+too, the preprocess is not a step of its own), "mamba" a hybrid model's Mamba layer; no scope with a graph implementation captures the whole layer
 ("layer"). A graph cannot hold a device-to-host copy the host waits for, so the MoE part after the dispatcher's
 token-count sync (dropless routing) stays eager.
 
@@ -28,7 +28,7 @@ from dataclasses import replace
 from workloads.ops import HOST_SYNC, GraphPart, Step
 
 ITERATION = "iteration"  # --cuda-graph-impl full_iteration: the whole forward-backward, one graph
-ALL_PARTS = frozenset({GraphPart.ATTN, GraphPart.MLP, GraphPart.MOE_ROUTER, GraphPart.MOE})
+ALL_PARTS = frozenset({GraphPart.ATTN, GraphPart.MLP, GraphPart.MOE_ROUTER, GraphPart.MOE, GraphPart.MAMBA})
 SCOPE_PARTS: dict[str, frozenset[GraphPart]] = {
     "layer": ALL_PARTS,
     "attn": frozenset({GraphPart.ATTN}),
@@ -36,6 +36,7 @@ SCOPE_PARTS: dict[str, frozenset[GraphPart]] = {
     "moe": frozenset({GraphPart.MOE_ROUTER, GraphPart.MOE}),
     "moe_router": frozenset({GraphPart.MOE_ROUTER}),
     "moe_preprocess": frozenset({GraphPart.MOE_ROUTER}),
+    "mamba": frozenset({GraphPart.MAMBA}),  # a hybrid model's MambaLayer (workloads/recipes/mamba.py)
     ITERATION: ALL_PARTS | {GraphPart.NONE},
 }
 GRAPH_SCOPES = tuple(SCOPE_PARTS)

@@ -87,6 +87,20 @@ class ModelSpec:
     # MLP.__init__); its FLOPs count 3 FFN GEMMs with SwiGLU, 2 without (megatron/training/training.py
     # num_floating_point_operations, gated_linear_multiplier).
     ffn_activation: str = "swiglu"
+    # A hybrid model (Nemotron-H, Nemotron 3) has one block per layer, written as Megatron-LM's
+    # --hybrid-override-pattern and HF's hybrid_override_pattern write it: "M" a Mamba-2 mixer, "*" attention, "-" a
+    # dense MLP, "E" an MoE FFN (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols); "" every layer
+    # attention and an FFN.
+    hybrid_pattern: str = ""
+    # The Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; HF NemotronH mamba_* keys): heads of
+    # mamba_head_dim channels (d_inner = heads x head dim), its state size, the B / C groups, the causal conv's width
+    # and the scan's chunk length.
+    mamba_heads: int = 0
+    mamba_head_dim: int = 64
+    mamba_state_dim: int = 128
+    mamba_groups: int = 8
+    mamba_conv_kernel: int = 4
+    mamba_chunk: int = 128
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
@@ -112,9 +126,40 @@ class ModelSpec:
         _check_extensions(self)
 
     def layer_kind(self, layer: int) -> LayerKind:
-        """What sets layer ``layer``'s recipe: a dense or MoE FFN, and its attention window."""
+        """What sets layer ``layer``'s recipe: a dense or MoE FFN, its attention window, a hybrid model's block."""
+        if self.hybrid_pattern:
+            symbol = self.hybrid_pattern[layer]
+            return LayerKind(symbol != "E", 0, HYBRID_BLOCKS[symbol])
         dense = layer < self.num_dense_layers or layer in self.mlp_only_layers or self.num_experts == 0
         return LayerKind(dense, self.sliding_window if layer in self.window_layers else 0)
+
+    @property
+    def mamba_inner(self) -> int:
+        """The Mamba-2 mixer's inner width d_inner: heads x head dim."""
+        return self.mamba_heads * self.mamba_head_dim
+
+    @property
+    def mamba_in_proj_width(self) -> int:
+        """in_proj's output: z and x (d_inner each), B and C (groups x state each), dt (one per head)."""
+        return 2 * self.mamba_inner + 2 * self.mamba_groups * self.mamba_state_dim + self.mamba_heads
+
+    @property
+    def mamba_conv_channels(self) -> int:
+        """The causal conv's channels: x, B and C."""
+        return self.mamba_inner + 2 * self.mamba_groups * self.mamba_state_dim
+
+    @property
+    def mamba_params(self) -> int:
+        """One Mamba-2 mixer: in_proj, the conv's weights and bias, A, D and dt's bias per head, the gated norm's
+        weight, out_proj (MambaMixer.__init__)."""
+        conv = self.mamba_conv_channels * (self.mamba_conv_kernel + 1)
+        return (
+            self.hidden_size * self.mamba_in_proj_width
+            + conv
+            + 3 * self.mamba_heads
+            + self.mamba_inner
+            + self.mamba_inner * self.hidden_size
+        )
 
     @property
     def gated_ffn(self) -> bool:
@@ -171,6 +216,10 @@ class ModelSpec:
     def moe_layers(self) -> int:
         return sum(not self.layer_kind(i).dense for i in range(self.num_layers))
 
+    def blocks(self, block: str) -> int:
+        """Layers of a hybrid model holding ``block`` ("mamba", "attention", "mlp", "moe")."""
+        return sum(self.layer_kind(i).block == block for i in range(self.num_layers))
+
     @property
     def shared_ffn_size(self) -> int:
         """Total width of the shared experts (DeepSeekMoE: each as wide as a routed expert)."""
@@ -181,10 +230,17 @@ class ModelSpec:
         """Shared experts of one MoE layer: an FFN of width shared_ffn_size."""
         return self.ffn_matrices * self.hidden_size * self.shared_ffn_size
 
-    def layer_parts(self, dense: bool) -> LayerParams:
+    def layer_parts(self, dense: bool, block: str = "") -> LayerParams:
         """The weights of one (dense or MoE) layer by part: the one parameter model that the parameter
-        counts, the 6N FLOPs, memory and DP sync (workloads.graph.step.stage_param_groups) all use."""
+        counts, the 6N FLOPs, memory and DP sync (workloads.graph.step.stage_param_groups) all use. A hybrid
+        model's layer (``block``) holds one of the parts and one norm; a Mamba-2 mixer counts as its attention."""
         h = self.hidden_size
+        if block == "mamba":
+            return LayerParams(self.mamba_params, 0, 0, 0, 0, 0, h)
+        if block == "attention":
+            return LayerParams(self.attention_params, 0, 0, 0, 0, 0, h)
+        if block:  # "mlp" or "moe": the FFN's weights, one norm
+            return self.layer_parts(block == "mlp")._replace(attention=0, norms=h)
         if dense:
             return LayerParams(self.attention_params, self.ffn_matrices * h * self.dense_ffn_size, 0, 0, 0, 0, 2 * h)
         return LayerParams(
@@ -198,8 +254,8 @@ class ModelSpec:
         )
 
     def _over_layers(self, part) -> int:
-        kinds = [self.layer_kind(i).dense for i in range(self.num_layers)]
-        return sum(part(self.layer_parts(dense)) for dense in kinds)
+        kinds = [self.layer_kind(i) for i in range(self.num_layers)]
+        return sum(part(self.layer_parts(kind.dense, kind.block)) for kind in kinds)
 
     @property
     def mtp_params(self) -> int:
@@ -246,9 +302,12 @@ _OPTIONAL_FIELDS = frozenset(
         "expert_act_clamp",
         "expert_bias",
         "rope_unfused",
+        "mamba_heads",
     }
 )
 FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")
+# --hybrid-override-pattern's symbols moesim simulates, and the block each names (LayerKind.block)
+HYBRID_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def _check_extensions(model: ModelSpec) -> None:
@@ -257,6 +316,8 @@ def _check_extensions(model: ModelSpec) -> None:
         raise ConfigError("model.attention", "must be gqa or mla")
     if model.ffn_activation not in FFN_ACTIVATIONS:
         raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
+    if model.hybrid_pattern:
+        _check_hybrid(model)
     if model.attention == "mla":
         for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             if getattr(model, name) <= 0:
@@ -277,6 +338,29 @@ def _check_extensions(model: ModelSpec) -> None:
             raise ConfigError(f"model.{name}", f"layer {outside[0]} is beyond num_layers={model.num_layers}")
     if model.window_layers and model.sliding_window <= 0:
         raise ConfigError("model.sliding_window", "must be positive when window_layers are given")
+
+
+def _check_hybrid(model: ModelSpec) -> None:
+    """A hybrid pattern: one known symbol per layer, each block's sizes given, no per-layer lists beside it."""
+    pattern = model.hybrid_pattern
+    unknown = sorted(set(pattern) - set(HYBRID_BLOCKS))
+    if unknown:
+        raise ConfigError(
+            "model.hybrid_pattern",
+            f"{unknown[0]!r} is not a block moesim simulates (M Mamba-2, * attention, - MLP, E MoE; Megatron's G, D "
+            "and + layers and pipeline separators | are not)",
+        )
+    if len(pattern) != model.num_layers:
+        raise ConfigError("model.hybrid_pattern", f"has {len(pattern)} layers, num_layers is {model.num_layers}")
+    if "M" in pattern and model.mamba_heads <= 0:
+        raise ConfigError("model.mamba_heads", "must be positive for a pattern with Mamba layers (M)")
+    if "E" in pattern and model.num_experts <= 0:
+        raise ConfigError("model.num_experts", "must be positive for a pattern with MoE layers (E)")
+    if "-" in pattern and model.dense_ffn_size <= 0:
+        raise ConfigError("model.dense_ffn_size", "must be positive for a pattern with MLP layers (-)")
+    for name in ("num_dense_layers", "mlp_only_layers", "window_layers", "mtp_layers"):
+        if getattr(model, name):
+            raise ConfigError(f"model.{name}", "is not simulated beside hybrid_pattern (the pattern places each layer)")
 
 
 _T2 = "MegaScale-MoE Table 2"

@@ -51,6 +51,26 @@ def check_step(
         )
     if not layout.sequence_parallel and layout.intra_size > 1 and model.attention == "mla":
         raise ConfigError("layout.sequence_parallel", "MLA under TP without sequence parallelism is not simulated")
+    if model.hybrid_pattern:
+        _check_hybrid(model, layout)
+
+
+def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:
+    """A hybrid model's Mamba layers run as Megatron-Core's MambaMixer under tensor parallelism (workloads/recipes/
+    mamba.py): its heads and groups split over TP; context parallelism (its own exchange of the conv and scan states,
+    megatron/core/ssm/mamba_context_parallel.py) and Ulysses attention are not simulated."""
+    n = layout.intra_size
+    if layout.cp > 1:
+        raise ConfigError("layout.cp", "a hybrid model runs without context parallelism in moesim (cp 1)")
+    if n > 1 and layout.attention != "tp":
+        raise ConfigError(
+            "layout.attention", "a hybrid model's layers are simulated under Megatron's TP (attention tp)"
+        )
+    if "M" in model.hybrid_pattern and (model.mamba_heads % n or model.mamba_groups % n):
+        raise ConfigError(
+            "layout.intra_size",
+            f"TP {n} must divide the Mamba heads ({model.mamba_heads}) and groups ({model.mamba_groups})",
+        )
 
 
 def _check_graphs(model: ModelSpec, layout: LayoutSpec) -> None:
