@@ -280,9 +280,13 @@ def _router(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
 def _fused_activation(args: dict[str, Any]) -> bool:
     """Megatron's bias_activation_fusion: --bias-swiglu-fusion under --swiglu, else --bias-gelu-fusion, which
     --disable-bias-linear turns off (argument_utils.py core_transformer_config_from_args, arguments.py validate_args
-    at d98e8a64dd). Flags that leave the model's FFN as it is (megatron_model.ffn_activation) take the SwiGLU's."""
-    if megatron_model.ffn_activation(args) in ("swiglu", ""):
+    at d98e8a64dd); under --squared-relu, --use-fused-weighted-squared-relu. Flags that leave the model's FFN as it is
+    (megatron_model.ffn_activation) take the SwiGLU's."""
+    activation = megatron_model.ffn_activation(args)
+    if activation in ("swiglu", ""):
         return not args.get("--no-bias-swiglu-fusion")
+    if activation == "squared_relu":  # the experts' weighted kernel (experts.py); a dense MLP's is one jit kernel
+        return bool(args.get("--use-fused-weighted-squared-relu"))
     return not (args.get("--no-bias-gelu-fusion") or args.get("--disable-bias-linear"))
 
 

@@ -169,6 +169,7 @@ FLAGS: dict[str, Flag] = {
     "--kv-channels": Flag(I),
     "--swiglu": Flag(S),
     "--squared-relu": Flag(S),
+    "--use-fused-weighted-squared-relu": Flag(S),
     "--num-experts": Flag(I),
     "--moe-router-topk": Flag(I),
     "--moe-ffn-hidden-size": Flag(I),
