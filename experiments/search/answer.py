@@ -29,11 +29,13 @@ DEFAULT_MEGATRON_JOB = (
 def default_job(model: ModelSpec) -> str:
     """DEFAULT_MEGATRON_JOB (without its MoE flags for a dense model) with the flags that make Megatron-LM build
     ``model`` as moesim simulates it:
-    SwiGLU experts and MLPs, untied embeddings where the model has them, its MTP modules
+    its FFN activation (SwiGLU, squared ReLU, else Megatron's GeLU), untied embeddings where the model has them, its MTP
+    modules
     (workloads/inputs/megatron_model.py: without these Megatron builds GeLU, ties the embeddings, trains no MTP)."""
+    activation = {"swiglu": "--swiglu", "squared_relu": "--squared-relu"}.get(model.ffn_activation)  # else GeLU
     flags = [
         DEFAULT_MEGATRON_JOB if model.moe_layers else DEFAULT_MEGATRON_JOB.split(" --sequence-parallel ")[1],
-        "--swiglu",
+        *([activation] if activation else []),
     ]
     if not model.tied_embeddings:
         flags.append("--untie-embeddings-and-output-weights")
