@@ -178,10 +178,12 @@ def _hybrid_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float
     in_proj = 2 * d_in + 2 * args.mamba_num_groups * args.mamba_state_dim + args.mamba_num_heads
     mamba = 2 * tokens * h * in_proj + 7 * tokens * d_in * args.mamba_state_dim + 2 * tokens * d_in * h
     logits = 2 * tokens * h * args.padded_vocab_size * (1 + args.mtp_num_layers)
+    # Megatron counts each MTP depth's "*E" layers too (hybrid_layer_allocation.get_hybrid_layer_counts)
+    mtp = args.mtp_num_layers
     forward = (
-        args.num_attention_layers * attention
+        (args.num_attention_layers + mtp) * attention
         + args.num_mlp_layers * mlp
-        + args.num_moe_layers * moe
+        + (args.num_moe_layers + mtp) * moe
         + args.num_mamba_layers * mamba
         + logits
     )

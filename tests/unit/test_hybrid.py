@@ -113,3 +113,22 @@ def test_megatron_flags_give_the_pattern() -> None:
 def test_a_hybrid_step_simulates() -> None:
     report = simulate(TOY, TP2, 8, cluster="h100", global_batch=16, seq_len=1024)
     assert report.tokens_per_s_per_gpu > 0
+
+
+def test_a_hybrid_mtp_module_is_attention_and_moe() -> None:
+    """Megatron's --mtp-hybrid-override-pattern "*E": each MTP depth one attention and one MoE layer, which Megatron's
+    hybrid FLOP count adds per depth (get_hybrid_layer_counts) beside one more logit GEMM."""
+    one = TOY.with_(mtp_layers=1)
+    layout = TP2.with_(intra_size=1)
+    assert one.mtp_params == one.layer_parts(False).total() + 2 * 512 + 2 * 512 * 512
+    added = (
+        megatron_flops(megatron_args(one, layout), 1, 1024) - megatron_flops(megatron_args(TOY, layout), 1, 1024)
+    ) / 1024
+    attention = 4 * 512 * 1 * (512 + 512 * 2 / 8) + 2 * 1024 * 512  # projections, core (per token at s 1,024)
+    moe = 4 * 512 * (256 * 2) * 1.5  # top-2 experts of 256, SwiGLU
+    assert added == pytest.approx(3 * (attention + moe + 2 * 512 * 1024))
+    assert simulate(one, TP2, 8, cluster="h100", global_batch=16, seq_len=1024).tokens_per_s_per_gpu > 0
+    job = parse_megatron_args("--mtp-num-layers 1 --mtp-hybrid-override-pattern *E")
+    assert job.model_overrides == {"mtp_layers": 1}
+    with pytest.raises(ConfigError, match="one attention and one MoE layer"):
+        parse_megatron_args("--mtp-num-layers 1 --mtp-hybrid-override-pattern M")

@@ -166,6 +166,10 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     }
     if "-" in pattern:
         fields["dense_ffn_size"] = c.int("intermediate_size")
+    mtp = c.data.get("mtp_layers_block_type") or []
+    if mtp and mtp != ["attention", "moe"]:
+        raise c._fail("mtp_layers_block_type", f"{short_repr(mtp)}: moesim's MTP module is attention, then MoE")
+    fields["mtp_layers"] = c.int("num_nextn_predict_layers", default=1 if mtp else 0)
     if "E" in pattern:
         shared = c.int("moe_shared_expert_intermediate_size", default=0) * c.int("n_shared_experts", default=1)
         fields.update(

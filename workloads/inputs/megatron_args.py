@@ -198,6 +198,7 @@ FLAGS: dict[str, Flag] = {
     "--mamba-head-dim": Flag(I),
     "--mamba-state-dim": Flag(I),
     "--mamba-num-groups": Flag(I),
+    "--mtp-hybrid-override-pattern": Flag(T),
     "--activation-func-clamp-value": Flag(F),
 }
 

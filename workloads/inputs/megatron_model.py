@@ -44,6 +44,9 @@ MLA = {
     "--v-head-dim": ("v_head_dim", 128),
 }
 VOCAB_DIVISOR = 128  # --make-vocab-size-divisible-by default
+MTP_PATTERN = (
+    "*E"  # a hybrid model's MTP module as moesim runs it: attention, then an MoE FFN (workloads/graph/step.py)
+)
 
 
 def _target(flag: str, names: tuple[str, ...], ignored: list[IgnoredArg]) -> str | None:
@@ -85,6 +88,12 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
         out.update(num_shared_experts=1 if shared else 0, shared_expert_ffn_size=shared)
     if args.get("--multi-latent-attention"):
         out["attention"] = "mla"
+    mtp_pattern = args.get("--mtp-hybrid-override-pattern")
+    if mtp_pattern is not None and mtp_pattern != MTP_PATTERN:
+        raise ConfigError(
+            "--mtp-hybrid-override-pattern",
+            f"{mtp_pattern!r}: moesim's MTP module is one attention and one MoE layer ({MTP_PATTERN!r})",
+        )
     activation = ffn_activation(args)
     if activation:
         out["ffn_activation"] = activation

@@ -90,7 +90,8 @@ class ModelSpec:
     # A hybrid model (Nemotron-H, Nemotron 3) has one block per layer, written as Megatron-LM's
     # --hybrid-override-pattern and HF's hybrid_override_pattern write it: "M" a Mamba-2 mixer, "*" attention, "-" a
     # dense MLP, "E" an MoE FFN (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols); "" every layer
-    # attention and an FFN.
+    # attention and an FFN. Its MTP modules (mtp_layers) are attention and an MoE FFN each: Megatron's
+    # --mtp-hybrid-override-pattern "*E", one transformer layer.
     hybrid_pattern: str = ""
     # The Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; HF NemotronH mamba_* keys): heads of
     # mamba_head_dim channels (d_inner = heads x head dim), its state size, the B / C groups, the causal conv's width
@@ -358,7 +359,7 @@ def _check_hybrid(model: ModelSpec) -> None:
         raise ConfigError("model.num_experts", "must be positive for a pattern with MoE layers (E)")
     if "-" in pattern and model.dense_ffn_size <= 0:
         raise ConfigError("model.dense_ffn_size", "must be positive for a pattern with MLP layers (-)")
-    for name in ("num_dense_layers", "mlp_only_layers", "window_layers", "mtp_layers"):
+    for name in ("num_dense_layers", "mlp_only_layers", "window_layers"):
         if getattr(model, name):
             raise ConfigError(f"model.{name}", "is not simulated beside hybrid_pattern (the pattern places each layer)")
 
