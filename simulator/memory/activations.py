@@ -143,7 +143,7 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     saved = [
         Saved("router_input", BYTES_BF16 * h, Module.LAYERNORM, True),  # pre_mlp_layernorm's output (own module)
         Saved("router_scores", BYTES_FP32 * model.num_experts, moe),
-        Saved("expert_fc1_input", copies * g * h, moe),
+        Saved("expert_fc1_input", copies * g * model.routed_width, moe),
         # the activation's input: FP8 under DeepSeek-V3's activation cache (Sec. 3.3.3), else BF16
         Saved(
             "expert_fc1_output",
@@ -159,6 +159,8 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         # Megatron-Core's all-gather dispatcher (unfused permutation) keeps the int64 index expanded to
         # [b s k, h] for its gather / scatter backward
         saved.append(Saved("permute_index", k * split * BYTES_INDEX * h, moe))
+    if model.moe_latent_size:  # fc2_latent_proj keeps its input, the combine's output (fc1's input is the router's)
+        saved.append(Saved("latent_up_input", g * model.moe_latent_size, moe))
     if model.shared_ffn_size:
         shared = dense_mlp_saved(model.shared_ffn_size, model, layout, Module.SHARED_EXPERTS, "shared")
         if layout.gemm_dtype != "fp8":  # in BF16 fc1 reads the router's input, already counted

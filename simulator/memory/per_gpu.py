@@ -325,7 +325,7 @@ def sharded_unit_bytes(workload: StepWorkload, stage: int) -> float:
     def unit(layer: int) -> float:
         kind = m.layer_kind(layer)
         p = m.layer_parts(kind.dense, kind.block)
-        return (p.attention + p.dense_ffn + p.shared) / split + p.router + p.norms + p.experts / experts
+        return (p.attention + p.dense_ffn + p.shared) / split + p.replicated + p.experts / experts
 
     largest = max((unit(layer) for layer in workload.stage_layers(stage)), default=0.0)
     per_param = DTYPE_BYTES[layout.main_grads_dtype] + (BYTES_BF16 if layout.zero_stage >= 3 else 0)

@@ -20,8 +20,9 @@ A hybrid model (``hybrid_flops`` of the same file, ``is_hybrid_model``) is count
 projections and 2 s^2 h p core FLOPs), plain or gated MLPs, MoE layers, Mamba layers as Megatron writes them (in_proj
 and out_proj at d_in = 2 h whatever the heads, and 7 d_in N scan FLOPs per token), and the logits.
 
-Not modelled because moesim's models do not have them: linear-attention layers, MoE latent projections
-(moe_latent_size) and the attention output gate.
+A latent MoE (moe_latent_size) counts its routed experts at the latent width and its up and down projections.
+
+Not modelled because moesim's models do not have them: linear-attention layers and the attention output gate.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class MegatronArgs:
     qk_head_dim: int = 0
     qk_pos_emb_head_dim: int = 0
     v_head_dim: int = 0
+    moe_latent_size: int = 0  # --moe-latent-size: routed experts at this width, with an up and a down projection
     # a hybrid model's blocks (--hybrid-override-pattern; 0 attention layers and a plain transformer otherwise)
     hybrid: bool = False
     num_attention_layers: int = 0
@@ -98,7 +100,7 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         mtp_num_layers=model.mtp_layers,
         qk_head_dim=model.qk_nope_head_dim,
         qk_pos_emb_head_dim=model.qk_rope_head_dim,
-        **{name: getattr(model, name) for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim")},  # same names
+        **{name: getattr(model, name) for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim", "moe_latent_size")},
         **(_hybrid_args(model) if model.hybrid_pattern else {}),
     )
 
@@ -146,16 +148,13 @@ def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> floa
     moe_layers = args.num_moe_layers + (mtp if args.last_layer_is_moe else 0)
     dense_layers = args.num_layers - args.num_moe_layers + (0 if args.last_layer_is_moe else mtp)
     attention_layers = args.num_layers + mtp
-    ffn = (
-        passes
-        * h
-        * ffn_gemms
-        * (
-            args.ffn_hidden_size * dense_layers
-            + args.moe_ffn_hidden_size * args.moe_router_topk * moe_layers
-            + args.moe_shared_expert_intermediate_size * moe_layers
-        )
+    routed = ffn_gemms * args.moe_ffn_hidden_size * args.moe_router_topk
+    if args.moe_latent_size:  # the routed experts at the latent width, and its up and down projections
+        routed = routed * args.moe_latent_size / h + 2 * args.moe_latent_size
+    dense_and_shared = ffn_gemms * (
+        args.ffn_hidden_size * dense_layers + args.moe_shared_expert_intermediate_size * moe_layers
     )
+    ffn = passes * h * (dense_and_shared + routed * moe_layers)
     projections, core = _attention_terms(args)
     mtp_extra = passes * mtp * (3 * h + 2 * h * h)
     logits = passes * h * args.padded_vocab_size * (mtp + 1)
@@ -172,8 +171,9 @@ def _hybrid_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float
     attention = 4 * tokens * h * p * (h + h * args.num_query_groups / args.num_attention_heads)
     attention += 2 * batch_size * seq_length**2 * h * p
     mlp = 4 * ffn_scale * tokens * h * args.ffn_hidden_size
-    routed = args.moe_ffn_hidden_size * args.moe_router_topk + args.moe_shared_expert_intermediate_size
-    moe = 4 * ffn_scale * tokens * h * routed
+    latent = args.moe_latent_size
+    routed = args.moe_ffn_hidden_size * args.moe_router_topk * (latent or h)  # routed experts at the latent width
+    moe = 4 * ffn_scale * tokens * (routed + h * args.moe_shared_expert_intermediate_size) + 4 * tokens * h * latent
     d_in = 2 * h  # Megatron's count, whatever the heads (mamba_layer_flops)
     in_proj = 2 * d_in + 2 * args.mamba_num_groups * args.mamba_state_dim + args.mamba_num_heads
     mamba = 2 * tokens * h * in_proj + 7 * tokens * d_in * args.mamba_state_dim + 2 * tokens * d_in * h

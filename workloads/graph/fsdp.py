@@ -83,7 +83,7 @@ def unit_params(model: ModelSpec, layout: LayoutSpec, kind: LayerKind) -> tuple[
     p = model.layer_parts(kind.dense, kind.block)
     n = layout.intra_size
     experts = p.experts / (layout.ep_degree * layout.etp if layout.ffn == "ep" else n)
-    return (p.attention + p.dense_ffn + p.shared) / n + p.router + p.norms, experts
+    return (p.attention + p.dense_ffn + p.shared) / n + p.replicated, experts
 
 
 @dataclass(frozen=True)

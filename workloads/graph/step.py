@@ -147,7 +147,7 @@ class StepWorkload:
         parts += [self._layer_parts[m.num_experts == 0, ""]] * mtp
         # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
         split = sum(p.attention + p.dense_ffn + p.shared for p in parts) + mtp * 2 * m.hidden_size**2
-        small = sum(p.router + p.norms for p in parts) + mtp * 2 * m.hidden_size  # replicated everywhere
+        small = sum(p.replicated for p in parts) + mtp * 2 * m.hidden_size  # replicated everywhere
         experts = sum(p.experts for p in parts) / (layout.ep_degree * layout.etp if layout.ffn == "ep" else n)
         sp = layout.attention == "sp"
         held_dense = small + (split if sp else split / n)

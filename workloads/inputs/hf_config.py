@@ -136,7 +136,8 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     hybrid_override_pattern (or layers_block_type) lists them: Mamba-2 mixers (mamba_num_heads of mamba_head_dim,
     ssm_state_size, n_groups, conv_kernel, chunk_size), attention without rotary embedding, plain MLPs of
     intermediate_size and MoE layers of n_routed_experts (moe_intermediate_size; the shared expert of
-    moe_shared_expert_intermediate_size), every MLP with squared ReLU [mlp_hidden_act relu2]."""
+    moe_shared_expert_intermediate_size; a latent MoE's moe_latent_size), every MLP with squared ReLU [mlp_hidden_act
+    relu2]; MTP modules of attention and MoE [num_nextn_predict_layers, mtp_layers_block_type]."""
     pattern = c.data.get("hybrid_override_pattern")
     if pattern is None and isinstance(c.data.get("layers_block_type"), list):
         types = c.data["layers_block_type"]
@@ -178,6 +179,7 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
             expert_ffn_size=c.int("moe_intermediate_size"),
             num_shared_experts=1 if shared else 0,
             shared_expert_ffn_size=shared,
+            moe_latent_size=c.int("moe_latent_size", default=0),
         )
     return fields
 

@@ -174,6 +174,7 @@ FLAGS: dict[str, Flag] = {
     "--moe-router-topk": Flag(I),
     "--moe-ffn-hidden-size": Flag(I),
     "--moe-shared-expert-intermediate-size": Flag(I),
+    "--moe-latent-size": Flag(I),
     "--moe-layer-freq": Flag(T),
     "--vocab-size": Flag(I),
     "--padded-vocab-size": Flag(I),

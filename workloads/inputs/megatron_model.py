@@ -34,6 +34,7 @@ DIRECT = {  # flag -> the ModelSpec fields it may set, the first that exists
     "--mamba-head-dim": ("mamba_head_dim",),
     "--mamba-state-dim": ("mamba_state_dim",),
     "--mamba-num-groups": ("mamba_groups",),
+    "--moe-latent-size": ("moe_latent_size",),
 }
 # --multi-latent-attention: flag -> (field, Megatron's default) (arguments.py _add_mla_args)
 MLA = {

@@ -77,7 +77,7 @@ def layout_ep_plan(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_
     return ep_plan(
         num_experts=model.num_experts,
         top_k=model.top_k,
-        hidden_size=model.hidden_size,
+        hidden_size=model.routed_width,
         tokens_local=local,
         group_tokens=local * min(degree, ranks_per_node),
         degree=degree,
@@ -262,7 +262,7 @@ def tp_experts_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> lis
 def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_node: int) -> list[Step]:
     """The MoE FFN with EP (in-node or across nodes), ETP, shared experts and skewed routing: the router, then
     the layout's token dispatcher (workloads/dispatchers) around the experts it dispatches to."""
-    n, h, etp = layout.intra_size, model.hidden_size, layout.etp
+    n, etp = layout.intra_size, layout.etp
     local = layout.micro_batch * seq_len // n
     plan = layout_ep_plan(model, layout, seq_len, gpus_per_node)
     first, shared = shared_experts_first(layout, shared_expert_steps(model, layout, local))
@@ -295,10 +295,13 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
                 module=M,
             )
         ]
-    experts = _expert_steps(model, layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, h)
+    routed = model.routed_width  # a latent MoE's tokens cross the dispatch and the experts at its latent width
+    experts = _expert_steps(
+        model, layout, plan.rows_per_expert, plan.experts_local, model.expert_ffn_size // etp, routed
+    )
     ctx = MoeContext(
         tokens=local,
-        hidden=h,
+        hidden=routed,
         top_k=model.top_k,
         num_experts=model.num_experts,
         experts_local=plan.experts_local,
@@ -318,7 +321,18 @@ def ep_ffn_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_n
     )
     parts = ExpertSteps(experts, shared, etp_ag, etp_rs)
     norm, *router = _router_steps(model, layout, local)  # the shared experts take the pre-MLP norm's output
-    return [norm, *first, *router, *DISPATCHERS[layout.token_dispatcher].layer_steps(ctx, parts)]
+    down, up = latent_steps(model, local)
+    return [norm, *first, *router, *down, *DISPATCHERS[layout.token_dispatcher].layer_steps(ctx, parts), *up]
+
+
+def latent_steps(model: ModelSpec, local: int) -> tuple[list[Step], list[Step]]:
+    """A latent MoE's projections on the GPU's own tokens (MoELayer.preprocess fc1_latent_proj before the dispatch,
+    postprocess fc2_latent_proj after the combine: TE linears duplicated over TP); none without a latent width."""
+    latent, h = model.moe_latent_size, model.hidden_size
+    if not latent:
+        return [], []
+    down = Step("moe_latent_down", GEMM, gemm=Gemm(local, latent, h), module=M, graph=ROUTER)
+    return [down], [Step("moe_latent_up", GEMM, gemm=Gemm(local, h, latent), module=M)]
 
 
 def shared_experts_first(layout: LayoutSpec, shared: list[Step]) -> tuple[list[Step], list[Step]]:

@@ -14,19 +14,25 @@ from workloads.specs.limits import check_limit
 class LayerParams(NamedTuple):
     """Weights of one layer by how they are sharded and synchronised."""
 
-    attention: int  # projections (MLA: with its latent norms)
-    dense_ffn: int  # a dense layer's SwiGLU
+    attention: int  # projections (MLA: with its latent norms; a hybrid's Mamba-2 mixer)
+    dense_ffn: int  # a dense layer's FFN
     shared: int  # shared experts
     experts: int  # all routed experts
     active_experts: int  # the top-k routed experts one token uses
     router: int
     norms: int
+    latent: int = 0  # a latent MoE's projections to and from the experts' width, duplicated over TP
+
+    @property
+    def replicated(self) -> int:
+        """Weights every TP rank holds whole: the router, the norms, a latent MoE's projections."""
+        return self.router + self.norms + self.latent
 
     def total(self) -> int:
-        return self.attention + self.dense_ffn + self.shared + self.experts + self.router + self.norms
+        return self.attention + self.dense_ffn + self.shared + self.experts + self.replicated
 
     def active(self) -> int:
-        return self.attention + self.dense_ffn + self.shared + self.active_experts
+        return self.attention + self.dense_ffn + self.shared + self.active_experts + self.latent
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,11 @@ class ModelSpec:
     # attention and an FFN. Its MTP modules (mtp_layers) are attention and an MoE FFN each: Megatron's
     # --mtp-hybrid-override-pattern "*E", one transformer layer.
     hybrid_pattern: str = ""
+    # A latent MoE (Nemotron 3 Super and Ultra; Megatron-LM --moe-latent-size, HF moe_latent_size): the MoE layer
+    # projects its tokens from the hidden width down to this one before the dispatch and back up after the combine, so
+    # the routed experts and the all-to-alls run at it (megatron/core/transformer/moe/moe_layer.py fc1_latent_proj,
+    # fc2_latent_proj, duplicated over TP; the shared experts stay at the hidden width); 0 = none.
+    moe_latent_size: int = 0
     # The Mamba-2 mixer (megatron/core/ssm/mamba_mixer.py MambaMixer; HF NemotronH mamba_* keys): heads of
     # mamba_head_dim channels (d_inner = heads x head dim), its state size, the B / C groups, the causal conv's width
     # and the scan's chunk length.
@@ -153,14 +164,13 @@ class ModelSpec:
     def mamba_params(self) -> int:
         """One Mamba-2 mixer: in_proj, the conv's weights and bias, A, D and dt's bias per head, the gated norm's
         weight, out_proj (MambaMixer.__init__)."""
-        conv = self.mamba_conv_channels * (self.mamba_conv_kernel + 1)
-        return (
-            self.hidden_size * self.mamba_in_proj_width
-            + conv
-            + 3 * self.mamba_heads
-            + self.mamba_inner
-            + self.mamba_inner * self.hidden_size
-        )
+        h, inner, conv = self.hidden_size, self.mamba_inner, self.mamba_conv_channels * (self.mamba_conv_kernel + 1)
+        return h * self.mamba_in_proj_width + conv + 3 * self.mamba_heads + inner + inner * h
+
+    @property
+    def routed_width(self) -> int:
+        """The width the routed experts and the dispatch run at: a latent MoE's, else the hidden size."""
+        return self.moe_latent_size or self.hidden_size
 
     @property
     def gated_ffn(self) -> bool:
@@ -205,8 +215,8 @@ class ModelSpec:
 
     @property
     def expert_params(self) -> int:
-        """One expert: three h x h_ffn matrices (SwiGLU), two for a plain MLP."""
-        return self.ffn_matrices * self.hidden_size * self.expert_ffn_size
+        """One expert: three routed-width x h_ffn matrices (SwiGLU), two for a plain MLP."""
+        return self.ffn_matrices * self.routed_width * self.expert_ffn_size
 
     @property
     def embedding_params(self) -> int:
@@ -252,6 +262,7 @@ class ModelSpec:
             self.top_k * self.expert_params,
             h * self.num_experts,
             2 * h,
+            2 * h * self.moe_latent_size,
         )
 
     def _over_layers(self, part) -> int:
@@ -304,6 +315,7 @@ _OPTIONAL_FIELDS = frozenset(
         "expert_bias",
         "rope_unfused",
         "mamba_heads",
+        "moe_latent_size",
     }
 )
 FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")

@@ -53,6 +53,8 @@ def check_step(
         raise ConfigError("layout.sequence_parallel", "MLA under TP without sequence parallelism is not simulated")
     if model.hybrid_pattern:
         _check_hybrid(model, layout)
+    if model.moe_latent_size and layout.ffn != "ep":
+        raise ConfigError("layout.ffn", "a latent MoE (moe_latent_size) is simulated with expert parallelism (ffn ep)")
 
 
 def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:
