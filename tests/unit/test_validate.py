@@ -271,7 +271,7 @@ def test_a_baseline_must_be_a_case_of_the_folder(tmp_path: Path) -> None:
 def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     corpus = validation_cases.load_cases()
     names = [case.name for case in corpus]
-    assert len(names) == len(set(names)) == 37
+    assert len(names) == len(set(names)) == 38
     assert sorted(c.name for c in corpus if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
     bridge = [c for c in corpus if c.name.startswith("bridge-")]
     assert len(bridge) == 19 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
