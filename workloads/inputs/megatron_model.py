@@ -45,9 +45,8 @@ MLA = {
     "--v-head-dim": ("v_head_dim", 128),
 }
 VOCAB_DIVISOR = 128  # --make-vocab-size-divisible-by default
-MTP_PATTERN = (
-    "*E"  # a hybrid model's MTP module as moesim runs it: attention, then an MoE FFN (workloads/graph/step.py)
-)
+# a hybrid model's MTP module as moesim runs it: attention, then an MoE FFN (workloads/graph/step.py)
+MTP_PATTERN = "*E"
 
 
 def _target(flag: str, names: tuple[str, ...], ignored: list[IgnoredArg]) -> str | None:

@@ -1,4 +1,5 @@
-"""Forward recipes of the FFN of one layer per GPU: a dense FFN (SwiGLU, or a plain MLP), or the MoE (EP or TP experts, shared experts).
+"""Forward recipes of the FFN of one layer per GPU: a dense FFN (SwiGLU, or a plain MLP), or the MoE (EP or TP
+experts, shared experts; a latent MoE's projections).
 
 EP bytes and expert GEMM rows come from one ``EpPlan`` (workloads/ep/plan.py): MegaScale-MoE Eq. 3 and its
 all-gather switch inside a node, DeepEP's node-limited bytes across nodes, and skewed routing. All sizes
