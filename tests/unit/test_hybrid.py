@@ -132,3 +132,16 @@ def test_a_hybrid_mtp_module_is_attention_and_moe() -> None:
     assert job.model_overrides == {"mtp_layers": 1}
     with pytest.raises(ConfigError, match="one attention and one MoE layer"):
         parse_megatron_args("--mtp-num-layers 1 --mtp-hybrid-override-pattern M")
+
+
+def test_repeated_mtp_layers_share_their_weights() -> None:
+    """--mtp-use-repeated-layer: two MTP depths run, one module's weights are held and synced."""
+    two = TOY.with_(mtp_layers=2)
+    shared = two.with_(mtp_repeated_layer=True)
+    assert shared.mtp_params == TOY.with_(mtp_layers=1).mtp_params == two.mtp_params / 2
+    assert parse_megatron_args("--mtp-num-layers 2 --mtp-use-repeated-layer").model_overrides == {
+        "mtp_layers": 2,
+        "mtp_repeated_layer": True,
+    }
+    a, b = (simulate(m, TP2, 8, cluster="h100", global_batch=16, seq_len=1024) for m in (two, shared))
+    assert a.step_time_s == pytest.approx(b.step_time_s, rel=0.05) and b.peak_memory_gib < a.peak_memory_gib

@@ -143,7 +143,7 @@ class StepWorkload:
             blocks = tuple(self.schedule.block_of(stage, chunk) for chunk in chunks)
         kinds = [m.layer_kind(i) for block in blocks for i in self.block_ranges[block]]
         parts = [self._layer_parts[kind.dense, kind.block] for kind in kinds]
-        mtp = m.mtp_layers if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
+        mtp = m.mtp_weight_sets if self.schedule.blocks - 1 in blocks else 0  # MTP modules sit with the head
         parts += [self._layer_parts[m.num_experts == 0, ""]] * mtp
         # TP shards these n ways; SP replicates them. MTP: its 2h -> h projection is column-parallel.
         split = sum(p.attention + p.dense_ffn + p.shared for p in parts) + mtp * 2 * m.hidden_size**2

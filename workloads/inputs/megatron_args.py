@@ -200,6 +200,7 @@ FLAGS: dict[str, Flag] = {
     "--mamba-state-dim": Flag(I),
     "--mamba-num-groups": Flag(I),
     "--mtp-hybrid-override-pattern": Flag(T),
+    "--mtp-use-repeated-layer": Flag(S),
     "--activation-func-clamp-value": Flag(F),
 }
 

@@ -94,6 +94,8 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
             "--mtp-hybrid-override-pattern",
             f"{mtp_pattern!r}: moesim's MTP module is one attention and one MoE layer ({MTP_PATTERN!r})",
         )
+    if args.get("--mtp-use-repeated-layer"):
+        out["mtp_repeated_layer"] = True
     activation = ffn_activation(args)
     if activation:
         out["ffn_activation"] = activation

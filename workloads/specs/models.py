@@ -68,6 +68,8 @@ class ModelSpec:
     mlp_only_layers: tuple[int, ...] = ()  # dense layers beside the leading ones [mlp_only_layers, moe freq]
     shared_expert_ffn_size: int = 0  # total width of the shared experts; 0 = num_shared x expert_ffn_size
     mtp_layers: int = 0  # multi-token prediction modules after the last layer [num_nextn_predict_layers]
+    # the MTP depths run one module's weights again (Megatron-LM --mtp-use-repeated-layer: Nemotron 3's recipes)
+    mtp_repeated_layer: bool = False
     # Per-head RMSNorm of the queries and keys after the QKV projection (Qwen3: HF modeling_qwen3_moe
     # Qwen3MoeAttention q_norm / k_norm; Megatron --qk-layernorm) [model_type qwen3, qwen3_moe].
     qk_layernorm: bool = False
@@ -274,7 +276,12 @@ class ModelSpec:
         """Multi-token prediction modules (DeepSeek-V3 Sec. 2.2): 2 norms, the 2h -> h projection and one
         MoE layer each; the embedding and output head are shared. Published totals leave them out."""
         h = self.hidden_size
-        return self.mtp_layers * (2 * h + 2 * h * h + self.layer_parts(self.num_experts == 0).total())
+        return self.mtp_weight_sets * (2 * h + 2 * h * h + self.layer_parts(self.num_experts == 0).total())
+
+    @property
+    def mtp_weight_sets(self) -> int:
+        """MTP modules with weights of their own: one for every depth, or one shared by all (mtp_repeated_layer)."""
+        return min(self.mtp_layers, 1) if self.mtp_repeated_layer else self.mtp_layers
 
     @property
     def total_params(self) -> int:
@@ -309,6 +316,7 @@ _OPTIONAL_FIELDS = frozenset(
         "mlp_only_layers",
         "shared_expert_ffn_size",
         "mtp_layers",
+        "mtp_repeated_layer",
         "qk_layernorm",
         "rope",
         "expert_act_clamp",
