@@ -164,8 +164,7 @@ class ModelSpec:
 
     @property
     def mamba_params(self) -> int:
-        """One Mamba-2 mixer: in_proj, the conv's weights and bias, A, D and dt's bias per head, the gated norm's
-        weight, out_proj (MambaMixer.__init__)."""
+        """One Mamba-2 mixer: in_proj, conv weights and bias, A, D, dt bias per head, gated norm, out_proj."""
         h, inner, conv = self.hidden_size, self.mamba_inner, self.mamba_conv_channels * (self.mamba_conv_kernel + 1)
         return h * self.mamba_in_proj_width + conv + 3 * self.mamba_heads + inner + inner * h
 
@@ -373,12 +372,9 @@ def _check_hybrid(model: ModelSpec) -> None:
         )
     if len(pattern) != model.num_layers:
         raise ConfigError("model.hybrid_pattern", f"has {len(pattern)} layers, num_layers is {model.num_layers}")
-    if "M" in pattern and model.mamba_heads <= 0:
-        raise ConfigError("model.mamba_heads", "must be positive for a pattern with Mamba layers (M)")
-    if "E" in pattern and model.num_experts <= 0:
-        raise ConfigError("model.num_experts", "must be positive for a pattern with MoE layers (E)")
-    if "-" in pattern and model.dense_ffn_size <= 0:
-        raise ConfigError("model.dense_ffn_size", "must be positive for a pattern with MLP layers (-)")
+    for symbol, name in (("M", "mamba_heads"), ("E", "num_experts"), ("-", "dense_ffn_size")):
+        if symbol in pattern and getattr(model, name) <= 0:
+            raise ConfigError(f"model.{name}", f"must be positive for a pattern with {HYBRID_BLOCKS[symbol]} layers")
     for name in ("num_dense_layers", "mlp_only_layers", "window_layers"):
         if getattr(model, name):
             raise ConfigError(f"model.{name}", "is not simulated beside hybrid_pattern (the pattern places each layer)")
