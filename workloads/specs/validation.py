@@ -63,10 +63,12 @@ def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:
     megatron/core/ssm/mamba_context_parallel.py) and Ulysses attention are not simulated."""
     n = layout.intra_size
     if layout.cp > 1:
-        raise ConfigError("layout.cp", "a hybrid model runs without context parallelism in moesim (cp 1)")
+        raise ConfigError("layout.cp", "a hybrid model runs without context parallelism in moesim: --set cp=1")
     if n > 1 and layout.attention != "tp":
         raise ConfigError(
-            "layout.attention", "a hybrid model's layers are simulated under Megatron's TP (attention tp)"
+            "layout.attention",
+            "a hybrid model's layers are simulated under Megatron's TP: give the job as Megatron-LM flags "
+            "(--megatron-args), or --set attention=tp",
         )
     if "M" in model.hybrid_pattern and (model.mamba_heads % n or model.mamba_groups % n):
         raise ConfigError(
