@@ -145,3 +145,15 @@ def test_repeated_mtp_layers_share_their_weights() -> None:
     }
     a, b = (simulate(m, TP2, 8, cluster="h100", global_batch=16, seq_len=1024) for m in (two, shared))
     assert a.step_time_s == pytest.approx(b.step_time_s, rel=0.05) and b.peak_memory_gib < a.peak_memory_gib
+
+
+def test_the_unified_pattern_gives_the_mtp_depths() -> None:
+    """--hybrid-layer-pattern "<main>/<mtp>/<mtp>" (parse_hybrid_pattern at d98e8a64dd): main layers, then one MTP
+    depth per "/"; its "|" pipeline boundaries are listed as not followed."""
+    job = parse_megatron_args("--hybrid-layer-pattern ME|ME/*E/*E")
+    assert job.model_overrides == {"hybrid_pattern": "MEME", "num_layers": 4, "mtp_layers": 2}
+    assert [arg.flag for arg in job.ignored] == ["--hybrid-layer-pattern"]
+    with pytest.raises(ConfigError, match="attention then MoE"):
+        parse_megatron_args("--hybrid-layer-pattern MEME/MM")
+    with pytest.raises(ConfigError, match="must equal the 1 MTP depths"):
+        parse_megatron_args("--hybrid-layer-pattern MEME/*E --mtp-num-layers 2")

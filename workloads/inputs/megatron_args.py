@@ -194,6 +194,7 @@ FLAGS: dict[str, Flag] = {
     "--quick-geglu": Flag(S),
     # hybrid models' layers (arguments.py _add_network_size_args, _add_experimental_args; workloads/specs/models.py)
     "--hybrid-override-pattern": Flag(T),
+    "--hybrid-layer-pattern": Flag(T),
     "--is-hybrid-model": Flag(S),
     "--mamba-num-heads": Flag(I),
     "--mamba-head-dim": Flag(I),

@@ -29,7 +29,6 @@ DIRECT = {  # flag -> the ModelSpec fields it may set, the first that exists
     "--moe-ffn-hidden-size": ("expert_ffn_size",),
     "--ffn-hidden-size": ("dense_ffn_size",),
     "--mtp-num-layers": ("mtp_layers",),
-    "--hybrid-override-pattern": ("hybrid_pattern",),
     "--mamba-num-heads": ("mamba_heads",),
     "--mamba-head-dim": ("mamba_head_dim",),
     "--mamba-state-dim": ("mamba_state_dim",),
@@ -64,8 +63,7 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
             name = _target(flag, names, ignored)
             if name is not None:
                 out[name] = args[flag]
-    if "hybrid_pattern" in out and "--num-layers" not in args:  # Megatron counts the pattern's layers
-        out["num_layers"] = len(out["hybrid_pattern"])
+    out.update(_hybrid_pattern(args, ignored))
     if "--ffn-hidden-size" in args and "--moe-ffn-hidden-size" not in args:
         out["expert_ffn_size"] = args["--ffn-hidden-size"]  # Megatron: moe_ffn_hidden_size = ffn_hidden_size
     if args.get("--group-query-attention"):
@@ -99,6 +97,34 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
     activation = ffn_activation(args)
     if activation:
         out["ffn_activation"] = activation
+    return out
+
+
+def _hybrid_pattern(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """--hybrid-layer-pattern (or the deprecated --hybrid-override-pattern) as Megatron parses it
+    (megatron/core/models/hybrid/hybrid_layer_allocation.py parse_hybrid_pattern at d98e8a64dd): the main pattern, its
+    "|" pipeline boundaries (not followed: moesim splits the layers as the pipeline flags say), and after each "/" one
+    MTP depth's pattern. The layer count is the main pattern's unless --num-layers gives it."""
+    given = [flag for flag in ("--hybrid-layer-pattern", "--hybrid-override-pattern") if flag in args]
+    if not given:
+        return {}
+    if len(given) > 1:
+        raise ConfigError("--hybrid-override-pattern", "and --hybrid-layer-pattern cannot both be given (Megatron-LM)")
+    main, *mtp = args[given[0]].split("/")
+    if "|" in main:
+        ignored.append(IgnoredArg(given[0], f"{NOT_MODELLED}: its pipeline boundaries '|' (the pipeline flags split)"))
+        main = main.replace("|", "")
+    out: dict[str, Any] = {"hybrid_pattern": main}
+    if "--num-layers" not in args:
+        out["num_layers"] = len(main)
+    if mtp:
+        if any(depth != MTP_PATTERN for depth in mtp):
+            raise ConfigError(
+                given[0], f"MTP depths {mtp}: moesim's MTP module is attention then MoE ({MTP_PATTERN!r})"
+            )
+        if args.get("--mtp-num-layers", len(mtp)) != len(mtp):
+            raise ConfigError("--mtp-num-layers", f"must equal the {len(mtp)} MTP depths of {given[0]}")
+        out["mtp_layers"] = len(mtp)
     return out
 
 
@@ -149,7 +175,7 @@ def apply(
         if vocab != original:
             notes.append(f"vocabulary padded from {original} to {vocab} (a multiple of {multiple}, as Megatron pads)")
     fields["vocab_size"] = vocab
-    if "--mtp-num-layers" not in args and base.mtp_layers:
+    if "mtp_layers" not in fields and base.mtp_layers:
         # Megatron builds MTP modules only when --mtp-num-layers says so (TransformerConfig.mtp_num_layers, default
         # None; gpt_builders.py ``if args.mtp_num_layers is not None`` at d98e8a64dd); config.json's
         # num_nextn_predict_layers describes the released checkpoint, not the job
