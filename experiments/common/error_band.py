@@ -1,10 +1,10 @@
 """How far to trust a prediction: the errors of the published runs most like it (issue 41, item 2).
 
-A prediction's mechanisms are what the validation corpus shows errors depend on: dense or MoE, the token
-dispatcher, the GPU generation, the GEMM precision and the pipeline schedule (with EP overlap). The band is the
-range of the errors of the validated runs that share them; where fewer than ``MIN_ALIKE`` runs share all of them,
-the least telling mechanism is dropped first (schedule, precision, generation, dispatcher, then dense / MoE), down
-to every validated run. With n exchangeable runs, a new one falls inside their range with probability
+A prediction's mechanisms are what the validation corpus shows errors depend on: dense or MoE, a hybrid model's
+Mamba-2 blocks, the token dispatcher, the GPU generation, the GEMM precision and the pipeline schedule (with EP
+overlap). The band is the range of the errors of the validated runs that share them; where fewer than ``MIN_ALIKE``
+runs share all of them, the least telling mechanism is dropped first (schedule, precision, generation, dispatcher,
+hybrid, then dense / MoE), down to every validated run. With n exchangeable runs, a new one falls inside their range with probability
 (n - 1) / (n + 1) (the order statistics of n + 1 exchangeable draws); ``MIN_ALIKE`` = 9 is the smallest n for
 which that is at least the 80% the issue asks, so the rule follows from the target, not from the corpus.
 tests/paper/test_error_band_coverage.py measures the leave-one-out coverage it gives on the corpus.
@@ -40,6 +40,9 @@ class Mechanisms(NamedTuple):
     """What a prediction's error depends on, most telling first (the order the band relaxes them in reverse)."""
 
     moe: bool
+    hybrid: (
+        bool  # Mamba-2 (or other non-attention) blocks beside attention: a hybrid model's (ModelSpec.hybrid_pattern)
+    )
     dispatcher: str
     generation: str
     precision: str
@@ -71,7 +74,10 @@ def generation_of(gpu: GpuSpec | str) -> str:
 def mechanisms_of(model: ModelSpec, layout: LayoutSpec, gpu: GpuSpec | str) -> Mechanisms:
     schedule = layout.schedule + ("+ep-overlap" if layout.ep_overlap else "")
     generation = generation_of(gpu)
-    return Mechanisms(model.num_experts > 0, dispatcher_of(model, layout), generation, layout.gemm_dtype, schedule)
+    hybrid = bool(model.hybrid_pattern)
+    return Mechanisms(
+        model.num_experts > 0, hybrid, dispatcher_of(model, layout), generation, layout.gemm_dtype, schedule
+    )
 
 
 def unvalidated_note(generation: str, known: list[KnownError]) -> str:
@@ -177,7 +183,12 @@ def _read(path: Path, in_corpus: bool) -> list[KnownError]:
             if row.get("fitted") == "True" or not row.get("error") or not row.get("dispatcher"):
                 continue
             mechanisms = Mechanisms(
-                row["moe"] == "True", row["dispatcher"], row["generation"], row["precision"], row["schedule"]
+                row["moe"] == "True",
+                row.get("hybrid") == "True",
+                row["dispatcher"],
+                row["generation"],
+                row["precision"],
+                row["schedule"],
             )
             known.append(KnownError(row["case"], mechanisms, float(row["error"]), in_corpus))
     return known

@@ -185,7 +185,7 @@ def test_nvlink5_collectives() -> None:
 
 
 def test_a_blackwell_prediction_says_no_blackwell_run_is_validated() -> None:
-    hopper = Mechanisms(True, "deepep", "hopper", "bf16", "1f1b")
+    hopper = Mechanisms(True, False, "deepep", "hopper", "bf16", "1f1b")
     known = [KnownError(f"h{i}", hopper, e) for i, e in enumerate([0.1, 0.2, -0.1, 0.0, 0.05, 0.15])]
     band = band_for(hopper._replace(generation="blackwell"), known)
     assert (

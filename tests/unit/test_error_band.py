@@ -12,7 +12,7 @@ from experiments.common.error_band import ErrorBand, KnownError, Mechanisms, ban
 from workloads.specs.layouts import layout_preset
 from workloads.specs.models import model_preset
 
-ALLTOALL = Mechanisms(True, "alltoall", "hopper", "bf16", "1f1b")
+ALLTOALL = Mechanisms(True, False, "alltoall", "hopper", "bf16", "1f1b")
 
 
 def _runs(mechanisms: Mechanisms, errors: list[float], prefix: str) -> list[KnownError]:
@@ -78,8 +78,8 @@ def test_too_few_alike_drops_the_least_telling_mechanism_first(monkeypatch: pyte
     )
     band = band_for(ALLTOALL, known)  # schedule dropped: 2 runs; precision too: 3
     assert (band.low, band.high, band.cases) == (0.1, 0.4, 3)
-    assert band.matched == ("moe", "dispatcher", "generation")
-    everyone = band_for(Mechanisms(False, "dense", "ampere", "bf16", "1f1b"), known)
+    assert band.matched == ("moe", "hybrid", "dispatcher", "generation")
+    everyone = band_for(Mechanisms(False, False, "dense", "ampere", "bf16", "1f1b"), known)
     assert (everyone.cases, everyone.matched) == (6, ())  # nothing alike: every validated run
     assert band_for(ALLTOALL, known[:1], exclude="a0") is None
 
@@ -92,7 +92,7 @@ def test_a_run_is_left_out_of_its_own_band(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_mechanisms_of_presets() -> None:
     megascale = error_band.mechanisms_of(model_preset("paper-352b"), layout_preset("megascale-moe"), "h800")
-    assert megascale == Mechanisms(True, "fused-a2a", "hopper", "bf16", "1f1b")
+    assert megascale == Mechanisms(True, False, "fused-a2a", "hopper", "bf16", "1f1b")
     megatron = error_band.mechanisms_of(model_preset("paper-352b"), layout_preset("megatron-lm"), "a100")
     assert (megatron.dispatcher, megatron.generation) == ("tp-ffn", "ampere")
 
@@ -137,7 +137,9 @@ def test_run_prints_and_returns_its_band(
     assert main(["run", "--gpus", "240", "--global-batch", "60", "--json"]) == 0
     blob = json.loads(capsys.readouterr().out)
     band = blob["expected_error"]
-    assert (band["low"], band["high"], band["cases"]) == (-0.1, 0.1, 9) and "alike in moe, dispatcher" in band["basis"]
+    assert (band["low"], band["high"], band["cases"]) == (-0.1, 0.1, 9) and "alike in moe, hybrid, dispatcher" in band[
+        "basis"
+    ]
     assert main(["run", "--gpus", "240", "--global-batch", "60"]) == 0
     step_s = blob["step_time_s"]
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  expected"))
