@@ -49,8 +49,9 @@ bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-m
 256 (DGX-B200: 26.04.01, v0.4.2; DGX-B300: "26.06 NeMo Container", v0.5.0; bridge-{b200,b300}-deepseek-v3-256-mxfp8.sh)
 and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22b-256-mxfp8.sh).
 
-Rows of a sixth source: the 26.08 table's hybrid model, Nemotron 3 Nano on 8 DGX-GB300 in MXFP8 (its recipe at 067f987d,
-examples/megatron/gb300-nemotron-3-nano-8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes.
+Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's DGX-GB300 row (its recipe at 067f987d,
+examples/megatron/gb300-nemotron-3-nano-8.sh) and 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
+bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes.
 
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
@@ -88,7 +89,9 @@ MLM_PR_5728 = "NVIDIA/Megatron-LM PR #5728 (2026-07-09), recipes examples/moe_re
 MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (recipes Table 20, App. B.2), tokens/s/GPU"
 BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 (70B) and 26.06 (405B), dense"
 BRIDGE_DGX = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 and 26.06, DGX-B200 / DGX-B300"
-BRIDGE_HYBRID = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8, hybrid"
+BRIDGE_HYBRID = (
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.06 and 26.08, MXFP8, hybrid (Nemotron 3 Nano)"
+)
 SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE, BRIDGE_DGX, BRIDGE_HYBRID)
 
 
@@ -215,10 +218,32 @@ ROWS: tuple[BlackwellRow, ...] = (
     BlackwellRow(
         "bridge-b300-qwen3-235b-a22b-256-mxfp8", "qwen3-235b-a22b", "b300", 256, 8192, 4096, 5936, False, BRIDGE_DGX
     ),
-    # BRIDGE_HYBRID: the 26.08 table's hybrid Mamba-2 / attention / MoE model (workloads/recipes/mamba.py), GB300 only;
-    # its recipe sets fp8_dot_product_attention
+    # BRIDGE_HYBRID: the hybrid Mamba-2 / attention / MoE model (workloads/recipes/mamba.py): 26.08's GB300 row (its
+    # recipe sets fp8_dot_product_attention) and 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0)
     BlackwellRow(
         "gb300-nemotron-3-nano-8", "nemotron-3-nano-30b-a3b", "gb300", 8, 512, 8192, 39936, True, BRIDGE_HYBRID
+    ),
+    BlackwellRow(
+        "bridge-gb200-nemotron-3-nano-8-mxfp8",
+        "nemotron-3-nano-30b-a3b",
+        "gb200",
+        8,
+        512,
+        8192,
+        33522,
+        False,
+        BRIDGE_HYBRID,
+    ),
+    BlackwellRow(
+        "bridge-b300-nemotron-3-nano-8-mxfp8",
+        "nemotron-3-nano-30b-a3b",
+        "b300",
+        8,
+        512,
+        8192,
+        37316,
+        False,
+        BRIDGE_HYBRID,
     ),
 )
 
