@@ -26,7 +26,16 @@ FP8_QUANTIZATION = "FP8 quantization"  # workloads/graph/op_lists.py names an FP
 FUSED_PAIRS = "fused GEMM + collective"  # MegaScale-MoE's intra-operator overlap (Sec. 4.2)
 HOST_SYNCS = "host syncs"
 OTHER_MEMORY = "other memory-bound"
-_COMPUTE_PARTS = (Part.GEMM.value, Part.ATTENTION.value, FP8_QUANTIZATION, OTHER_MEMORY, FUSED_PAIRS, HOST_SYNCS)
+MAMBA_SCAN = "Mamba-2 scan"  # a hybrid model's chunked state-space scan (workloads/recipes/mamba.py)
+_COMPUTE_PARTS = (
+    Part.GEMM.value,
+    Part.ATTENTION.value,
+    MAMBA_SCAN,
+    FP8_QUANTIZATION,
+    OTHER_MEMORY,
+    FUSED_PAIRS,
+    HOST_SYNCS,
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,8 @@ class StageCosts:
 
 def _part_of(op: Op) -> str:
     """What a compute-stream op that is not a plain collective is spent on."""
+    if op.kind == MEMORY and op.scan_flops:
+        return MAMBA_SCAN
     if op.kind == MEMORY:
         return FP8_QUANTIZATION if op.name.endswith(".quant") else OTHER_MEMORY
     if op.kind == FUSED:  # a GEMM with its collective, or ring attention (CP) with its key-value exchange
