@@ -84,9 +84,8 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         epilog=presets.epilog,  # built when --help asks for it (OneLineParser)
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument(
-        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
-    )
+    model_help = f"model preset or .yaml file (default {presets.DEFAULT_MODEL}, or the one --megatron-args' flags give)"
+    run.add_argument("--model", type=nonempty, default=None, help=model_help)
     run.add_argument(
         "--layout", type=nonempty, default=None, help="layout preset or .yaml file (default megascale-moe)"
     )
@@ -289,8 +288,9 @@ def _cluster(args: argparse.Namespace) -> ClusterSpec:
 
 def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[argparse.Namespace, MegatronRun]:
     """Resolve --megatron-args over --model and --layout; explicit --global-batch / --seq-len still win."""
+    job, base = presets.megatron_base(job, args.model)
     try:
-        run = job.resolve(load_model(args.model), load_layout(args.layout) if args.layout else None, gpus)
+        run = job.resolve(base, load_layout(args.layout) if args.layout else None, gpus)
     except ConfigError as error:
         raise job.explain(error) from None
     batch = args.global_batch if args.global_batch is not None else job.global_batch_for(gpus)
@@ -300,6 +300,8 @@ def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[ar
 
 def _run(args: argparse.Namespace) -> None:
     run_outputs.check_paths(args)  # before any simulation
+    if not args.megatron_args:
+        args.model = args.model or presets.DEFAULT_MODEL
     cluster = _cluster(args)
     job = None
     megatron = None

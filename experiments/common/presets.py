@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING
+
 from topologies.cluster import CLUSTER_PRESETS, cluster_preset
+from workloads.inputs.yaml_files import load_model
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
-from workloads.specs.models import MODEL_PRESETS
+from workloads.specs.models import MODEL_PRESETS, ModelSpec
+
+if TYPE_CHECKING:
+    from workloads.inputs.megatron import MegatronJob
+
+DEFAULT_MODEL = "paper-352b"  # what `moesim run` simulates without --model (the paper's M1)
+
+
+def megatron_base(job: MegatronJob, model: str | None) -> tuple[MegatronJob, ModelSpec]:
+    """The model a Megatron job's flags are laid over: --model's; without it, the one the flags alone define
+    (workloads/inputs/megatron_model.py flags_model); where they do not, DEFAULT_MODEL's, and the job says so."""
+    from workloads.inputs import megatron_model  # only for a Megatron job (start-up, issue 38)
+
+    if model is not None:
+        return job, load_model(model)
+    if megatron_model.defines_model(job.args):
+        return job, megatron_model.flags_model(job.args)
+    note = (
+        "no --model, and the flags do not give one (--num-layers, --hidden-size, --num-attention-heads): "
+        f"simulated {DEFAULT_MODEL}, moesim's default model, with the model flags given laid over it"
+    )
+    return dataclasses.replace(job, notes=(*job.notes, note)), load_model(DEFAULT_MODEL)
 
 
 def _layout_line(layout: LayoutSpec) -> str:

@@ -180,6 +180,7 @@ FLAGS: dict[str, Flag] = {
     "--padded-vocab-size": Flag(I),
     "--make-vocab-size-divisible-by": Flag(I),
     "--untie-embeddings-and-output-weights": Flag(S),
+    "--position-embedding-type": Flag(T),
     "--qk-layernorm": Flag(S),
     "--multi-latent-attention": Flag(S),
     "--q-lora-rank": Flag(I),

@@ -62,7 +62,6 @@ IGNORED: dict[str, str] = {
             "--attention-dropout",
             "--normalization",
             "--norm-epsilon",
-            "--position-embedding-type",
             "--max-position-embeddings",
             "--attention-softmax-in-fp32",
             "--accumulate-allreduce-grads-in-fp32",

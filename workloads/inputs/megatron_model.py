@@ -46,6 +46,14 @@ MLA = {
 VOCAB_DIVISOR = 128  # --make-vocab-size-divisible-by default
 # a hybrid model's MTP module as moesim runs it: attention, then an MoE FFN (workloads/graph/step.py)
 MTP_PATTERN = "*E"
+# The flags Megatron-LM builds a model from (arguments.py validate_args requires --num-layers, --hidden-size and
+# --num-attention-heads; a hybrid model's pattern may give its layer count): with all of them and no --model, the
+# flags alone define the model (``flags_model``)
+DEFINING = ("--hidden-size", "--num-attention-heads")
+HYBRID_PATTERNS = ("--hybrid-layer-pattern", "--hybrid-override-pattern")
+ROPE_TYPES = frozenset({"rope", "mrope", "yarn"})  # --position-embedding-type values that rotate queries and keys
+MOE_TOPK_DEFAULT = 2  # --moe-router-topk (arguments.py _add_moe_args)
+MAMBA_EXPAND = 2  # MambaMixer's d_inner = expand x hidden; heads = d_inner / head dim without --mamba-num-heads
 
 
 def _target(flag: str, names: tuple[str, ...], ignored: list[IgnoredArg]) -> str | None:
@@ -76,6 +84,8 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
         ignored.append(IgnoredArg("--num-query-groups", "no --group-query-attention: multi-head attention"))
     if args.get("--untie-embeddings-and-output-weights"):
         out["tied_embeddings"] = False
+    if "--position-embedding-type" in args:
+        out["rope"] = args["--position-embedding-type"] in ROPE_TYPES
     if args.get("--no-rope-fusion"):
         # apply_rope_fusion off: rope_utils._apply_rotary_pos_emb_bshd's eager ops (workloads/recipes/layers.py unfused_rope_step)
         out["rope_unfused"] = True
@@ -138,6 +148,53 @@ def ffn_activation(args: dict[str, Any]) -> str:
     if args.get("--swiglu") or args.get("--quick-geglu"):
         return "swiglu"
     return "gelu" if "--hidden-size" in args else ""
+
+
+def defines_model(args: dict[str, Any]) -> bool:
+    """Whether the flags give a whole model, as Megatron-LM needs them to build one (DEFINING, and --num-layers or a
+    hybrid pattern)."""
+    layers = "--num-layers" in args or any(flag in args for flag in HYBRID_PATTERNS)
+    return layers and all(flag in args for flag in DEFINING)
+
+
+def flags_model(args: dict[str, Any]) -> ModelSpec:
+    """The model Megatron-LM builds from the flags alone (``defines_model``), at its defaults where a flag is absent
+    (arguments.py validate_args and _add_*_args at d98e8a64dd): no --num-experts, a dense model; --ffn-hidden-size
+    4 h, or int(4 h x 2/3 / 64) x 64 for a gated unit; --moe-router-topk 2; learned absolute positions; multi-head
+    attention; the embedding and output layer tied. ``apply`` then lays the flags' overrides over it, as over a --model. The vocabulary Megatron reads from
+    the tokenizer: without --vocab-size (or --padded-vocab-size) the flags do not give it, and that is an error."""
+    hidden = args["--hidden-size"]
+    gated = ffn_activation(args) == "swiglu"
+    ffn = args.get("--ffn-hidden-size") or (int(4 * hidden * 2 / 3 / 64) * 64 if gated else 4 * hidden)
+    experts = args.get("--num-experts") or 0
+    vocab = args.get("--padded-vocab-size", args.get("--vocab-size"))
+    if vocab is None:
+        raise ConfigError(
+            "--vocab-size",
+            "the flags give the model (--num-layers, --hidden-size, --num-attention-heads) but not its vocabulary, "
+            "which Megatron reads from the tokenizer: add --vocab-size N, or give --model (a config.json or preset)",
+        )
+    pattern = next((args[flag] for flag in HYBRID_PATTERNS if flag in args), "")
+    heads = args["--num-attention-heads"]
+    fields: dict[str, Any] = {
+        "name": "megatron-flags",
+        "num_layers": args.get("--num-layers") or len(pattern.split("/")[0].replace("|", "")),
+        "hidden_size": hidden,
+        "num_heads": heads,
+        "num_kv_heads": heads,
+        "num_experts": experts,
+        "top_k": args.get("--moe-router-topk", MOE_TOPK_DEFAULT) if experts else 0,
+        "expert_ffn_size": args.get("--moe-ffn-hidden-size", ffn) if experts else 0,
+        "dense_ffn_size": ffn,
+        "ffn_activation": ffn_activation(args),
+        "vocab_size": vocab,
+        "rope": False,
+        "tied_embeddings": True,  # unless --untie-embeddings-and-output-weights (apply)
+        "source": "Megatron-LM flags (--megatron-args), Megatron's defaults where a flag is absent",
+    }
+    if "M" in pattern and "--mamba-num-heads" not in args:
+        fields["mamba_heads"] = MAMBA_EXPAND * hidden // args.get("--mamba-head-dim", ModelSpec.mamba_head_dim)
+    return ModelSpec(**fields)
 
 
 def apply(
