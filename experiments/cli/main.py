@@ -363,7 +363,9 @@ def _run(args: argparse.Namespace) -> None:
         if megatron:
             from experiments.cli.megatron_view import ignored_line, memory_terms, understood
 
-            print(f"  understood       {understood(layout, cluster.num_gpus, cluster.gpu.name)}")
+            print(
+                f"  understood       {understood(layout, cluster.num_gpus, cluster.gpu.name, args.model.num_experts > 0)}"
+            )
             print(f"  memory terms     {memory_terms(report.memory_gib)} (peak stage)")
             print(f"  ignored          {ignored_line(megatron.ignored)}")
             print("\n".join(f"  note             {note}" for note in megatron.notes))

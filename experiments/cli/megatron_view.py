@@ -28,11 +28,13 @@ def _recompute(layout: LayoutSpec) -> str:
     return f"recompute {layout.recompute}"
 
 
-def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str) -> str:
-    """The parallel layout and options as Megatron names them, as moesim read them."""
+def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool = True) -> str:
+    """The parallel layout and options as Megatron names them, as moesim read them (``experts``: the model has any;
+    a dense model's EP and ETP mean nothing)."""
     tp = layout.intra_size if layout.attention == "tp" else 1
     degrees = [f"TP {tp}" + (" (SP)" if layout.sequence_parallel and tp > 1 else "")]
-    degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}", f"CP {layout.cp}", f"PP {layout.pp}"]
+    degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}"] if experts else ["no experts"]
+    degrees += [f"CP {layout.cp}", f"PP {layout.pp}"]
     degrees += [f"VP {layout.virtual_stages}", f"DP {data_parallel(layout, num_gpus)}"]
     precision = layout.gemm_dtype.upper() + (f" ({layout.fp8_recipe})" if layout.gemm_dtype == "fp8" else "")
     return "; ".join(

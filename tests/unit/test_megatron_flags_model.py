@@ -42,8 +42,13 @@ def test_flags_that_do_not_give_the_model_define_none() -> None:
 
 
 def test_the_flags_model_needs_the_vocabulary() -> None:
-    with pytest.raises(ConfigError, match="--vocab-size.*tokenizer"):
-        flags_model(parse_megatron_args("--num-layers 4 --hidden-size 1024 --num-attention-heads 8").args)
+    flags = "--num-layers 4 --hidden-size 1024 --num-attention-heads 8"
+    with pytest.raises(ConfigError, match="--vocab-size.*tokenizer.*GPT2BPETokenizer"):
+        flags_model(parse_megatron_args(flags).args)
+    with pytest.raises(ConfigError, match="--vocab-size"):  # a SentencePiece model's size is in its file
+        flags_model(parse_megatron_args(flags + " --tokenizer-type Llama2Tokenizer").args)
+    # GPT-2's BPE files, as Megatron-LM's GPT-3 example reads them: 50,257 tokens
+    assert flags_model(parse_megatron_args(flags + " --tokenizer-type GPT2BPETokenizer").args).vocab_size == 50257
 
 
 def test_position_embedding_type_sets_rope_over_a_model_too() -> None:

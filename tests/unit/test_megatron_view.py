@@ -21,6 +21,8 @@ def test_understood_names_megatron_s_degrees_and_options() -> None:
     line = understood(layout, 240, "h800")
     assert line.startswith("TP 8 (SP), EP 8, ETP 1, CP 1, PP 15, VP 1, DP 2;") and line.endswith("; 240 x h800")
     assert "recompute full" in line and "--use-distributed-optimizer" in line
+    # a dense model: no EP or ETP degree to name
+    assert understood(layout, 240, "h800", experts=False).startswith("TP 8 (SP), no experts, CP 1, PP 15,")
 
 
 def test_memory_terms_of_the_peak_stage_and_ignored_in_one_line() -> None:

@@ -178,6 +178,7 @@ FLAGS: dict[str, Flag] = {
     "--moe-layer-freq": Flag(T),
     "--vocab-size": Flag(I),
     "--padded-vocab-size": Flag(I),
+    "--tokenizer-type": Flag(T),  # GPT2BPETokenizer's vocabulary is GPT-2's (megatron_model.flags_model)
     "--make-vocab-size-divisible-by": Flag(I),
     "--untie-embeddings-and-output-weights": Flag(S),
     "--position-embedding-type": Flag(T),

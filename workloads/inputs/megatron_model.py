@@ -53,6 +53,8 @@ DEFINING = ("--hidden-size", "--num-attention-heads")
 HYBRID_PATTERNS = ("--hybrid-layer-pattern", "--hybrid-override-pattern")
 ROPE_TYPES = frozenset({"rope", "mrope", "yarn"})  # --position-embedding-type values that rotate queries and keys
 MOE_TOPK_DEFAULT = 2  # --moe-router-topk (arguments.py _add_moe_args)
+# GPT-2's byte-level BPE vocabulary (its encoder.json, Radford et al. 2019), which Megatron's GPT2BPETokenizer reads
+GPT2_BPE_VOCAB = 50257
 MAMBA_EXPAND = 2  # MambaMixer's d_inner = expand x hidden; heads = d_inner / head dim without --mamba-num-heads
 
 
@@ -162,17 +164,21 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     (arguments.py validate_args and _add_*_args at d98e8a64dd): no --num-experts, a dense model; --ffn-hidden-size
     4 h, or int(4 h x 2/3 / 64) x 64 for a gated unit; --moe-router-topk 2; learned absolute positions; multi-head
     attention; the embedding and output layer tied. ``apply`` then lays the flags' overrides over it, as over a --model. The vocabulary Megatron reads from
-    the tokenizer: without --vocab-size (or --padded-vocab-size) the flags do not give it, and that is an error."""
+    the tokenizer: without --vocab-size (or --padded-vocab-size, or GPT-2's BPE tokenizer) the flags do not
+    give it, and that is an error."""
     hidden = args["--hidden-size"]
     gated = ffn_activation(args) == "swiglu"
     ffn = args.get("--ffn-hidden-size") or (int(4 * hidden * 2 / 3 / 64) * 64 if gated else 4 * hidden)
     experts = args.get("--num-experts") or 0
     vocab = args.get("--padded-vocab-size", args.get("--vocab-size"))
+    if vocab is None and args.get("--tokenizer-type") == "GPT2BPETokenizer":
+        vocab = GPT2_BPE_VOCAB
     if vocab is None:
         raise ConfigError(
             "--vocab-size",
             "the flags give the model (--num-layers, --hidden-size, --num-attention-heads) but not its vocabulary, "
-            "which Megatron reads from the tokenizer: add --vocab-size N, or give --model (a config.json or preset)",
+            "which Megatron reads from the tokenizer: add --vocab-size N (GPT-2's BPE files: --tokenizer-type "
+            f"GPT2BPETokenizer, {GPT2_BPE_VOCAB:,} tokens), or give --model (a config.json or preset)",
         )
     pattern = next((args[flag] for flag in HYBRID_PATTERNS if flag in args), "")
     heads = args["--num-attention-heads"]
