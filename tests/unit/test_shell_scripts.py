@@ -111,6 +111,7 @@ def test_an_unset_variable_in_a_modelled_flag_is_named() -> None:
     with pytest.raises(ConfigError) as error:
         parse_megatron_args("python pretrain_gpt.py --num-layers $NUM_LAYERS")
     assert error.value.field == "--num-layers" and "$NUM_LAYERS" in error.value.rule
+    assert "a shell variable the script does not set" in error.value.rule  # and what to do about it
 
 
 def test_no_command_and_no_flags_is_one_error() -> None:

@@ -307,7 +307,7 @@ def typed(name: str, flag: Flag, raw: list[str]) -> Any:
         try:
             value = int(text)
         except ValueError:
-            raise ConfigError(name, f"must be an integer, got {text!r}") from None
+            raise ConfigError(name, f"must be an integer, got {text!r}{_unset(text)}") from None
         if abs(value) > INT_MAX:
             raise ConfigError(name, f"{text} is beyond the 32-bit integers Megatron's sizes are")
         return value
@@ -315,12 +315,17 @@ def typed(name: str, flag: Flag, raw: list[str]) -> Any:
         try:
             value = float(text)
         except ValueError:
-            raise ConfigError(name, f"must be a number, got {text!r}") from None
+            raise ConfigError(name, f"must be a number, got {text!r}{_unset(text)}") from None
         if not math.isfinite(value):
             raise ConfigError(name, f"must be a finite number, got {text!r}")
         return value
     _check_choice(name, flag, text)
     return text
+
+
+def _unset(text: str) -> str:
+    """A hint where a value is a shell variable the script left unset (workloads/inputs/shell_script.py)."""
+    return ": a shell variable the script does not set; set it in the script or write the value" if "$" in text else ""
 
 
 def _check_choice(name: str, flag: Flag, text: str) -> None:
