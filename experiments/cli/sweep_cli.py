@@ -26,7 +26,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
     search.add_argument(
-        "--model", type=nonempty, default="paper-352b", help="model preset or .yaml file (default paper-352b)"
+        "--model",
+        type=nonempty,
+        default=None,
+        help="model preset or .yaml file (default paper-352b, or the one --megatron-args' flags give)",
     )
     search.add_argument("--gpus", type=integer(1), required=True, help="number of GPUs")
     search.add_argument(

@@ -112,14 +112,13 @@ def job_flags(job_text: str, drop: tuple[str, ...] = ()) -> str:
     return shlex.join(kept)
 
 
-def run_line(model: str, row: dict[str, str], megatron_line: str) -> str:
-    """``moesim run`` of the fastest row, as Megatron-LM arguments (the model, cluster and GPUs as searched)."""
+def run_line(model: str | None, row: dict[str, str], megatron_line: str) -> str:
+    """``moesim run`` of the fastest row, as Megatron-LM arguments (the model, cluster and GPUs as searched; no
+    --model where the job's flags give the model)."""
     plain = "'" in megatron_line and not any(c in megatron_line for c in '"$`\\!')
     quoted = f'"{megatron_line}"' if plain else shlex.quote(megatron_line)  # a pipeline layout's '...' kept readable
-    return (
-        f"moesim run --model {shlex.quote(model)} --cluster {row['cluster']} --gpus {row['gpus']} "
-        f"--megatron-args {quoted}"
-    )
+    given = f"--model {shlex.quote(model)} " if model else ""
+    return f"moesim run {given}--cluster {row['cluster']} --gpus {row['gpus']} --megatron-args {quoted}"
 
 
 def bands(rows: list[dict[str, str]], layouts: list[LayoutSpec], gpu_name: str) -> list[ErrorBand | None]:

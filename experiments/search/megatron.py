@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.common.paths import write_text
+from experiments.common.presets import megatron_base
 from experiments.search.answer import DISPATCHER_FLAGS, job_flags
 from experiments.search.dispatch_choices import MEGATRON_DISPATCHERS
 from simulator.report.simulate import prepare
@@ -14,9 +15,10 @@ from topologies.errors import ConfigError
 from workloads.dispatchers.registry import DISPATCHERS
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.megatron_pipeline import layout_text
-from workloads.inputs.yaml_files import layout_to_yaml, load_model, model_to_yaml
+from workloads.inputs.yaml_files import layout_to_yaml, model_to_yaml
 from workloads.ops import Transport
 from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -33,23 +35,25 @@ class MegatronBase:
     # the settings resolve() derives from TP (tp_async_backward) and from EP (dropless)
     by_tp: dict[tuple[int, str], tuple[str, str]]
     dispatchers: tuple[str, ...] = ()  # the token dispatchers the job allows, its own first (none: a dense model)
+    model_name: str = ""  # the job's model as the report names it
 
 
 def write_base(
     args_text: str,
-    model: str,
+    model: str | None,
     gpus: int,
     folder: Path,
     global_batch: int | None,
     seq_len: int | None,
     tps: tuple[int, ...] = (),
 ) -> MegatronBase:
-    """Resolve the job over ``model`` and write it into ``folder``. The searched fields are the job's to
+    """Resolve the job over ``model`` (None: the model its flags give, else moesim's default: presets.megatron_base)
+    and write it into ``folder``. The searched fields are the job's to
     start from (the model also at each TP of ``tps``); sequence parallelism is on (Megatron-Core's MoE layer needs it with TP, and a dense model's
     TP saves activations and traffic with it), a pipeline split of the job's own depth is dropped."""
-    job = parse_megatron_args(args_text)
+    job, model_spec = megatron_base(parse_megatron_args(args_text), model)
     try:
-        run = job.resolve(load_model(model), None, gpus)
+        run = job.resolve(model_spec, None, gpus)
     except ConfigError as error:  # said in Megatron's flag terms
         raise job.explain(error) from None
     layout = searchable(run.layout, not run.model.moe_layers)
@@ -62,7 +66,7 @@ def write_base(
         for ffn, ep_flag in (("tp", ""), ("ep", " --expert-model-parallel-size 2")):  # the FFN's derived fields
             tp_flags = f" --tensor-model-parallel-size {tp}" + (" --sequence-parallel" if tp > 1 else "") + ep_flag
             try:
-                at_tp = parse_megatron_args(job_flags(args_text) + tp_flags).resolve(load_model(model), None, gpus)
+                at_tp = parse_megatron_args(job_flags(args_text) + tp_flags).resolve(model_spec, None, gpus)
             except ConfigError:
                 continue  # a TP the model cannot take: its points are refused as invalid
             by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))
@@ -76,25 +80,26 @@ def write_base(
         layout.ep_max_nodes,
         layout.recompute_modules if layout.recompute == "selective" else (),
         by_tp,
-        job_dispatchers(args_text, model, gpus, run.layout.token_dispatcher) if run.model.moe_layers else (),
+        job_dispatchers(args_text, model_spec, gpus, run.layout.token_dispatcher) if run.model.moe_layers else (),
+        model_spec.name,
     )
 
 
-def job_dispatchers(args_text: str, model: str, gpus: int, own: str) -> tuple[str, ...]:
+def job_dispatchers(args_text: str, model: ModelSpec, gpus: int, own: str) -> tuple[str, ...]:
     """The job's own token dispatcher ``own``, then each other of Megatron-Core's with which Megatron-LM builds the job
     the same but for the dispatcher (resolved at EP 2): a flag that needs one dispatcher (--moe-shared-expert-overlap:
     alltoall or flex; --moe-expert-rank-capacity-factor: flex with hybridep) or a setting that follows from one
     (drop-and-pad skips the host sync under alltoall only) keeps the others out of the search."""
     at_ep = " --expert-model-parallel-size 2"
     try:
-        job = parse_megatron_args(job_flags(args_text) + at_ep).resolve(load_model(model), None, gpus)
+        job = parse_megatron_args(job_flags(args_text) + at_ep).resolve(model, None, gpus)
     except ConfigError:
         return (own,)
     kept = [own]
     for name in (name for name in MEGATRON_DISPATCHERS if name != own):
         flags = f"{job_flags(args_text, DISPATCHER_FLAGS)} {DISPATCHERS[name].megatron}{at_ep}"
         try:
-            other = parse_megatron_args(flags).resolve(load_model(model), None, gpus)
+            other = parse_megatron_args(flags).resolve(model, None, gpus)
         except ConfigError:
             continue
         if other.model == job.model and other.layout == job.layout.with_(token_dispatcher=name):

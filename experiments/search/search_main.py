@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from experiments.common.paths import temporary_folder, write_text
+from experiments.common.presets import DEFAULT_MODEL
 from experiments.search.answer import (
     DISPATCHER_FLAGS,
     bands,
@@ -59,19 +60,20 @@ def main_search(args: argparse.Namespace) -> None:
 
 def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     global_batch, seq_len = args.global_batch or DEFAULT_GLOBAL_BATCH, args.seq_len or DEFAULT_SEQ_LEN
-    model, base, space = args.model, BASE_LAYOUT, SPACES[args.space]()
-    job_text = args.megatron_args or default_job(load_model(args.model))
+    name = args.model or DEFAULT_MODEL
+    model, base, space = name, BASE_LAYOUT, SPACES[args.space]()
+    job_text = args.megatron_args or default_job(load_model(name))
     by_tp: dict[tuple[int, str], tuple[str, str]] | None = None
     if job_folder is not None:
         gb, sl = (args.global_batch, args.seq_len) if args.megatron_args else (global_batch, seq_len)
         tps = tuple(divisors(cluster_preset(args.cluster, args.gpus).gpus_per_node))  # the searched TP degrees
-        job = write_base(job_text, args.model, args.gpus, job_folder, gb, sl, tps)
-        by_tp = job.by_tp
+        job = write_base(job_text, args.model if args.megatron_args else name, args.gpus, job_folder, gb, sl, tps)
+        by_tp, name = job.by_tp, job.model_name
         model, base = job.model_path, job.layout_path
         space = SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules, job.dispatchers)
         global_batch, seq_len = job.global_batch, job.seq_len
     space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
-    print(assumptions(args.model, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
+    print(assumptions(name, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
     if job_folder is not None and not args.megatron_args:
         print(f"  the Megatron-LM job: {job_text} (--megatron-args for yours; --space megascale adds MegaScale-MoE's)")
     try:
@@ -93,7 +95,7 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
             by_tp=by_tp,
         )
     except ConfigError as error:  # the job's model file is a temporary path: say the model as given
-        raise ConfigError(error.field, error.rule.replace(model, args.model)) from None
+        raise ConfigError(error.field, error.rule.replace(model, name)) from None
     layouts = [row_layout(row) for row in rows]
     row_bands = bands(rows, layouts, cluster_preset(args.cluster, args.gpus).gpu.name)
     marks = ties(rows, row_bands)
@@ -136,7 +138,8 @@ def _print_megatron_winner(
     print(f"fastest, as Megatron-LM arguments: {line}")
     for caveat in caveats(layout, cluster_preset(args.cluster, args.gpus).gpus_per_node):
         print(f"  {caveat}")
-    header = [f"moesim search: the fastest layout of {args.model} on {args.gpus} {args.cluster} GPUs ({searched})"]
+    name = args.model or "the job's model"
+    header = [f"moesim search: the fastest layout of {name} on {args.gpus} {args.cluster} GPUs ({searched})"]
     text = compact_yaml(layout.with_(name="searched"), header)
     if args.write_layout:
         write_text(args.write_layout, text)

@@ -75,3 +75,13 @@ def test_moesim_run_says_when_it_takes_the_default_model(capsys: pytest.CaptureF
     assert main(["run", "--gpus", "240", "--json", "--megatron-args", job, "--allow-oom"]) == 0
     notes = json.loads(capsys.readouterr().out)["megatron_notes"]
     assert any("no --model" in note and "paper-352b" in note for note in notes)
+
+
+def test_search_takes_the_flags_model_and_answers_without_model(tmp_path) -> None:
+    from experiments.search.answer import run_line
+    from experiments.search.megatron import write_base
+
+    base = write_base(f"{LLAMA2_7B} --micro-batch-size 1 --bf16", None, 8, tmp_path, 16, 1024)
+    assert base.model_name == "megatron-flags" and base.dispatchers == ()  # dense: no token dispatcher to search
+    line = run_line(None, {"cluster": "h100", "gpus": "8"}, "--num-layers 32")
+    assert line == "moesim run --cluster h100 --gpus 8 --megatron-args '--num-layers 32'"
