@@ -13,7 +13,7 @@ class GpuGeneration(Enum):
     """The tensor-core architecture of a GPU, which picks the published kernel tables its kernels are timed by
     (simulator/costs/generations.py): each generation has its own GEMM and attention measurements."""
 
-    AMPERE = "ampere"  # SM80 (A100): no table of its own, Hopper's (assumed)
+    AMPERE = "ampere"  # SM80 (A100): Hopper's tables, BF16 GEMMs at the A100's measured level
     HOPPER = "hopper"  # SM90 (H100, H800, H200, H20)
     BLACKWELL = "blackwell"  # SM100 (B200, GB200)
     # SM103 (B300, GB300): Blackwell's tensor cores and peaks at BF16 / FP8, twice the SFU exponential throughput

@@ -8,16 +8,16 @@ direction.
 
 Every point here is a published measurement on Hopper (H800 / H100 SXM, 132 SMs); Blackwell's own tables are
 built from its measurements in simulator.costs.blackwell_tables, and simulator.costs.generations picks a GPU's
-tables by its generation (Ampere uses Hopper's, assumed: no comparable per-shape tables are published for it).
+tables by its generation (Ampere: Hopper's at the level of the A100's one published point, ampere_gemm_table).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from simulator.costs.gemm_points import GemmKernel, GemmPoint, points
+from simulator.costs.gemm_points import A100_MAMF, GemmKernel, GemmPoint, points
 from workloads.ops import GemmPrecision
 
 BF16 = "bf16"
@@ -217,6 +217,19 @@ def hopper_gemm_table() -> GemmEfficiencyTable:
 
 
 HOPPER_GEMM_TABLE = hopper_gemm_table()
+
+
+def ampere_gemm_table() -> GemmEfficiencyTable:
+    """Ampere (A100): Hopper's table with its BF16 curve at the level of the A100's one published point, the MAMF
+    finder's best shape (gemm_points.A100_MAMF: 0.88 of the GA100's peak on a full wave, where Hopper's curve gives
+    0.82 at its K, as the same table's H100 point, 0.80 of peak, sits below it); the K and rows-per-group dependence
+    stay Hopper's (assumed: no per-shape A100 table is published). Until issue 40's stop 52 Ampere took Hopper's
+    table as it is. The A100 has no FP8 tensor cores (its FP8 peak is its BF16 one, topologies.hardware a100)."""
+    bf16 = replace(HOPPER_GEMM_TABLE.bf16, by_k=_level_to(HOPPER_GEMM_TABLE.bf16.by_k, (A100_MAMF,)))
+    return replace(HOPPER_GEMM_TABLE, bf16=bf16, source=HOPPER_GEMM_TABLE.source + "; BF16 level: MAMF A100 SXM")
+
+
+AMPERE_GEMM_TABLE = ampere_gemm_table()
 
 # ---------------------------------------------------------------------------------------------------
 # Attention. FlashAttention-3 paper (Shah et al. 2024, arXiv 2407.08608), Figs. 5 and 6, H100 80GB SXM5,

@@ -152,6 +152,16 @@ GEMM_POINTS: tuple[GemmPoint, ...] = (
 # fmt: on
 
 
+# A100 SXM 80 GB: the GA100's dense BF16 peak (no FP8 tensor cores) and SMs (NVIDIA A100 datasheet; topologies.hardware).
+A100_SXM = BenchGpu("A100 SXM", 312.0, 312.0, 108)
+# The MAMF finder's best BF16 shape on an A100 SXM: 271.2 TFLOP/s at 1024 x 10240 x 5120, torch 2.6.0+cu126, 86.9% of
+# 312 (stas00/ml-engineering compute/accelerator/README.md at 744d01e, the BF16 MAMF table, whose H100 SXM point is in
+# GEMM_POINTS). Apart from them: it levels Ampere's table (gemm_efficiency.ampere_gemm_table), not Hopper's curve.
+A100_MAMF = GemmPoint(
+    GemmKernel.BF16_DENSE, 1, 1024, 10240, 5120, 271.2, "ml-engineering MAMF A100 SXM 744d01e", A100_SXM
+)
+
+
 def points(kernel: GemmKernel) -> tuple[GemmPoint, ...]:
     """The published points of one kernel family."""
     return tuple(p for p in GEMM_POINTS if p.kernel == kernel)

@@ -2,9 +2,10 @@
 
 A registry keyed by the GPU spec's typed ``generation`` (topologies.hardware.GpuGeneration): adding a generation
 adds one entry here. Hopper's tables are its own measurements (simulator.costs.gemm_efficiency); Blackwell's and
-Blackwell Ultra's are Blackwell's (simulator.costs.blackwell_tables); Ampere has none published per shape and uses Hopper's (assumed, as
-before the registry). A calibration that fixes a GEMM table (Calibration.gemm_efficiency: toy tests, what-ifs)
-overrides the generation's.
+Blackwell Ultra's are Blackwell's (simulator.costs.blackwell_tables); Ampere has none published per shape and uses
+Hopper's, its BF16 GEMMs at the A100's one published level (gemm_efficiency.ampere_gemm_table) and its attention at
+Hopper's fractions (assumed). A calibration that fixes a GEMM table (Calibration.gemm_efficiency: toy tests,
+what-ifs) overrides the generation's.
 
 No Blackwell run is in the validation corpus (``moesim validate``): on a Blackwell GPU a prediction rests on these
 kernel tables alone, and ``moesim run`` says so (experiments/common/error_band.py).
@@ -23,7 +24,12 @@ from simulator.costs.blackwell_tables import (
     blackwell_ultra_attention_efficiency,
 )
 from simulator.costs.calibration import Calibration
-from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, GemmEfficiencyTable, attention_efficiency
+from simulator.costs.gemm_efficiency import (
+    AMPERE_GEMM_TABLE,
+    HOPPER_GEMM_TABLE,
+    GemmEfficiencyTable,
+    attention_efficiency,
+)
 from topologies.hardware import GpuGeneration, GpuSpec
 
 # (family, backward, causal, head dim, per-sequence length) -> fraction of the GPU's BF16 peak
@@ -41,7 +47,8 @@ class KernelTables:
 
 _HOPPER = KernelTables(HOPPER_GEMM_TABLE, attention_efficiency, "FlashAttention-3 paper (arXiv 2407.08608) Figs. 5-6")
 KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
-    GpuGeneration.AMPERE: _HOPPER,  # none published per shape for the A100: Hopper's, assumed
+    # the A100: Hopper's BF16 curve at its MAMF point's level; Hopper's attention fractions, assumed
+    GpuGeneration.AMPERE: KernelTables(AMPERE_GEMM_TABLE, attention_efficiency, _HOPPER.attention_source),
     GpuGeneration.HOPPER: _HOPPER,
     GpuGeneration.BLACKWELL: KernelTables(
         BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE

@@ -58,7 +58,7 @@ def test_hopper_gpus_keep_hopper_tables() -> None:
     """The registry hands a Hopper GPU the table it had before generations existed: the same GEMM and attention
     times as with the Hopper table fixed in the calibration."""
     fixed = CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)
-    for name in ("h800", "h100", "a100"):
+    for name in ("h800", "h100"):
         gpu = gpu_preset(name)
         assert gemm_table(gpu, CAL) is HOPPER_GEMM_TABLE
         for precision in (p for p in GemmPrecision if p != GemmPrecision.NVFP4):  # NVFP4: Blackwell's only
@@ -210,3 +210,20 @@ def test_fp8_attention_is_refused_off_blackwell() -> None:
     assert attention_op_efficiency(shape, False, DEFAULT_CALIBRATION, GpuGeneration.BLACKWELL) > 0
     with pytest.raises(ConfigError, match="cudnn-fp8"):
         attention_op_efficiency(shape, False, DEFAULT_CALIBRATION, GpuGeneration.HOPPER)
+
+
+def test_ampere_is_hopper_at_the_a100s_measured_bf16_level() -> None:
+    """The A100 takes Hopper's curves, its BF16 one scaled so that the MAMF finder's best A100 shape (271.2 TFLOP/s at
+    1024 x 10240 x 5120, 86.9% of 312; gemm_points.A100_MAMF) comes out at its measured speed on a full wave."""
+    from simulator.costs.gemm_efficiency import AMPERE_GEMM_TABLE, point_efficiency
+    from simulator.costs.gemm_points import A100_MAMF
+
+    table = gemm_table(gpu_preset("a100"), CAL)
+    assert table is AMPERE_GEMM_TABLE
+    assert table.tile_efficiency(5120, GemmPrecision.BF16) == pytest.approx(point_efficiency(A100_MAMF), rel=1e-12)
+    hopper = HOPPER_GEMM_TABLE.tile_efficiency(5120, GemmPrecision.BF16)
+    for k in (512, 2048, 16384):  # Hopper's K dependence, at 1.07 x its level
+        assert table.tile_efficiency(k, GemmPrecision.BF16) / HOPPER_GEMM_TABLE.tile_efficiency(
+            k, GemmPrecision.BF16
+        ) == pytest.approx(point_efficiency(A100_MAMF) / hopper)
+    assert table.fp8_tensorwise == HOPPER_GEMM_TABLE.fp8_tensorwise  # no FP8 tensor cores: never faster than BF16
