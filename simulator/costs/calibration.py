@@ -187,7 +187,8 @@ SOURCES: dict[str, str] = {
         "by GPU generation (simulator/costs/generations.py). Hopper: DeepGEMM a6d97a1; MAMF 744d01e; "
         "torch-performance-test-data #79; pytorch/ao #2490, #2756; TransformerEngine #2045. Blackwell: MAMF 744d01e "
         "(B200, GB200, B300); TransformerEngine d0067d0d gemm_profiling (B300; MXFP8 at its MXFP8 / FP8-current "
-        "ratio, NVFP4 at its NVFP4 / MXFP8 ratio); pytorch/ao #2427"
+        "ratio, NVFP4 at its NVFP4 / MXFP8 ratio); pytorch/ao #2427. Ampere: Hopper's, BF16 at MAMF 744d01e's A100 "
+        "SXM level"
     ),
     "attention_kernel": "FlashAttention-3 paper Figs. 5-6 (simulator/costs/attention_cost.py)",
     "attention_block_tokens": "flash-attention hopper/tile_size.h tile_size_fwd_sm90 (kBlockM = kBlockN = 128)",
