@@ -372,9 +372,9 @@ def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibrati
     """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound: the passes of
     simulator/costs/optimizer_step.py)."""
     zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
-    groups = workload.stage_param_groups(stage)
-    shard = sum(h / (dp if zero else 1) for h, _, dp in groups)
-    return optimizer_step_s(workload.layout, shard, sum(h for h, _, _ in groups), gpu, cal)
+    groups = workload.stage_param_groups(stage)  # the trained parameters only (a frozen base has no step)
+    shard = sum(g.trained / (g.dp if zero else 1) for g in groups)
+    return optimizer_step_s(workload.layout, shard, sum(g.trained for g in groups), gpu, cal)
 
 
 PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}

@@ -286,14 +286,17 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     zero = layout.zero_stage
     groups = workload.stage_param_groups(stage)  # each group shards over its own DP size (experts: expert_dp)
 
-    def sharded(bytes_per_param: float, from_stage: int) -> float:
-        return sum(held * bytes_per_param / (dp if zero >= from_stage else 1) for held, _, dp in groups)
+    def sharded(bytes_per_param: float, from_stage: int, trained: bool = True) -> float:
+        """Bytes per GPU of the groups' trained parameters (or of all held, ``trained`` False), ZeRO-sharded."""
+        return sum(
+            (g.trained if trained else g.held) * bytes_per_param / (g.dp if zero >= from_stage else 1) for g in groups
+        )
 
     # FP8 weights (--fp8-param-gather) cost as much as BF16 ones: each keeps its FP8 data and an FP8
     # column-wise copy for the dgrad GEMM (Transformer Engine transformer_engine/pytorch/tensor/utils.py
     # post_all_gather_processing: tensorwise "if backend does not support non-transposed FP8 GEMM [Hopper],
     # pre-create the transpose"; blockwise "create column-wise storage"). What they save is all-gather bytes.
-    params = sharded(BYTES_BF16, 3)
+    params = sharded(BYTES_BF16, 3, trained=False)  # frozen weights (LoRA's base) are held all the same
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
     optimizer = sharded(optimizer_bytes_per_param(layout), 1)
     activations = in_flight_activation_bytes(workload, stage)

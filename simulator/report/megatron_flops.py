@@ -34,6 +34,7 @@ from workloads.specs.models import ModelSpec
 
 GEMM_PASSES = 3  # forward, backward data gradient, backward weight gradient
 FMA_FLOPS = 2  # one multiply-add of an m x n by n x k GEMM: 2 m n k FLOPs
+FROZEN_PASSES = 2 / GEMM_PASSES  # a frozen weight's GEMMs: forward and data gradient only (LoRA)
 VOCAB_DIVISOR = 128  # Megatron-LM --make-vocab-size-divisible-by default (megatron/training/arguments.py)
 
 
@@ -138,8 +139,11 @@ def _attention_terms(args: MegatronArgs) -> tuple[float, float]:
     return passes * projections, passes * query / 2 * 2  # causal half of QK^T, and (QK^T)V
 
 
-def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float:
-    """FLOPs of one global batch of batch_size sequences of seq_length tokens, as Megatron-LM counts them."""
+def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int, frozen: bool = False) -> float:
+    """FLOPs of one global batch of batch_size sequences of seq_length tokens, as Megatron-LM counts them; ``frozen``
+    (LoRA: workloads/specs/peft.py): as Megatron-Bridge counts a LoRA step, the weights' GEMMs at two passes of three
+    (forward and input gradient, no weight gradient) and attention's core whole (src/megatron/bridge/training/utils/
+    flop_utils.py at 067f987d: model_flops_frozen x 2/3 + model_flops_unfrozen)."""
     if args.hybrid:
         return _hybrid_flops(args, batch_size, seq_length)
     passes = GEMM_PASSES * FMA_FLOPS
@@ -159,7 +163,7 @@ def megatron_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> floa
     mtp_extra = passes * mtp * (3 * h + 2 * h * h)
     logits = passes * h * args.padded_vocab_size * (mtp + 1)
     tokens = batch_size * seq_length
-    per_token = ffn + projections * attention_layers + mtp_extra + logits
+    per_token = (ffn + projections * attention_layers + mtp_extra + logits) * (FROZEN_PASSES if frozen else 1.0)
     return tokens * per_token + batch_size * seq_length**2 * core * attention_layers
 
 

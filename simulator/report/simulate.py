@@ -20,7 +20,7 @@ from simulator.report.bounds import step_lower_bound_s
 from simulator.report.bubbles import imbalance_idle, phase_means, schedule_bubble
 from simulator.report.checks import check_finite, check_simulate_args
 from simulator.report.clusters import load_cluster
-from simulator.report.megatron_flops import megatron_args, megatron_flops
+from simulator.report.megatron_flops import FROZEN_PASSES, megatron_args, megatron_flops
 from simulator.report.useful import useful_fraction
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
@@ -149,14 +149,15 @@ def resolve(
     return load_model(model), load_layout(layout), load_cluster(cluster, gpus)
 
 
-def six_n_flops_per_token(model: ModelSpec, seq_len: int) -> float:
+def six_n_flops_per_token(model: ModelSpec, seq_len: int, frozen: bool = False) -> float:
     """6 x active parameters (no embeddings lookup) + 12 s h per layer with attention (a hybrid model's attention
-    layers only)."""
+    layers only); ``frozen`` (LoRA): 4 x active parameters, no weight gradients (megatron_flops' FROZEN_PASSES)."""
     # The input lookup does no FLOPs; with tied embeddings the one matrix is the (computing) output head.
     lookup = 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
     dense = model.active_params - lookup
     attention_layers = model.blocks("attention") if model.hybrid_pattern else model.num_layers
-    return 6.0 * dense + 12.0 * seq_len * model.hidden_size * attention_layers
+    weights = 6.0 * (FROZEN_PASSES if frozen else 1.0)
+    return weights * dense + 12.0 * seq_len * model.hidden_size * attention_layers
 
 
 def simulate(
@@ -347,8 +348,10 @@ def build_report(
     dp = workload.dp
     model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
-    six_n = six_n_flops_per_token(workload.model, workload.seq_len) * workload.tokens_per_step
-    megatron = megatron_flops(megatron_args(workload.model, workload.layout), workload.global_batch, workload.seq_len)
+    frozen = workload.layout.peft != "none"  # LoRA: the frozen weights take no gradient (workloads/specs/peft.py)
+    six_n = six_n_flops_per_token(workload.model, workload.seq_len, frozen) * workload.tokens_per_step
+    args = megatron_args(workload.model, workload.layout)
+    megatron = megatron_flops(args, workload.global_batch, workload.seq_len, frozen)
     critical = max(stages, key=lambda log: log.end_s)
     # Per kind, the stage that exposes the most of it (stages differ: e.g. dense-only or LM-head stages).
     # CP's ring and ETP's all-gather / reduce-scatter: "cp" and "etp" entries when used

@@ -132,6 +132,18 @@ FEATURES = [
         None,
     ),
     ("ep-node-limited", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16, "ep_max_nodes": 2}, None, None, None),
+    # LoRA on a dense model under TP 4: no weight-gradient GEMMs, the adapters' gradients alone reduced over DP 2
+    (
+        "lora",
+        TINY_DENSE,
+        16,
+        4,
+        8,
+        {"attention": "tp", "ffn": "tp", "intra_size": 4, "recompute": "none", **TE_TP, "peft": "lora"},
+        None,
+        None,
+        None,
+    ),
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
     ("zb1p", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "zb1p"}, None, None, None),

@@ -81,3 +81,5 @@ def test_set_overrides_layout_fields(capsys) -> None:
     assert report["pp"] == 10 and report["dp"] == 3
     assert main(["run", "--set", "pp=x"]) == 2
     assert capsys.readouterr().err.strip() == "moesim: error: --set pp: must be an integer, got 'x'"
+    assert main(["run", "--set", "lora_rnk=8"]) == 2  # a misspelt field: the nearest names, not all eighty
+    assert capsys.readouterr().err.strip().endswith("a layout field (lora_rank), got 'lora_rnk=8'")

@@ -56,5 +56,6 @@ def test_fp8_gemms_and_their_time() -> None:
 def test_expert_params_shard_over_ep_and_sync_over_expert_dp() -> None:
     """Stage 1: 4 MoE layers x 256 experts x 3 x 7168 x 2048 / 64 per GPU, synced over 2 replicas."""
     groups = WORKLOAD.stage_param_groups(1)
-    assert groups[1] == (4 * 256 * 3 * 7168 * 2048 / 64,) * 2 + (2,)
+    experts = 4 * 256 * 3 * 7168 * 2048 / 64
+    assert groups[1] == (experts, experts, 2, experts)  # held, synced, expert DP, trained
     assert groups[0][2] == 128

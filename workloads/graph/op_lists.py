@@ -71,10 +71,10 @@ class _OpList:
         self.capture = capture(layout.cuda_graph_scope)
         # Weight gradients are added into the main gradients inside the wgrad GEMM's epilogue: Megatron-LM's
         # --gradient-accumulation-fusion is on by default (--no-gradient-accumulation-fusion turns it off),
-        # Megatron-Bridge's GPTModelProvider enables it where the fused kernel exists
-        # (gradient_accumulation_fusion = fusions.can_enable_gradient_accumulation_fusion), and TE's linear
-        # and grouped linear layers take it as fuse_wgrad_accumulation.
+        # Megatron-Bridge's GPTModelProvider enables it where the fused kernel exists (gradient_accumulation_fusion
+        # = fusions.can_enable_gradient_accumulation_fusion), and TE's linear layers take it as fuse_wgrad_accumulation.
         self.main_grad_bytes = DTYPE_BYTES[layout.main_grads_dtype]
+        self.frozen = layout.peft != "none"  # LoRA: the base weights take no gradient (workloads/specs/peft.py)
 
     def graph(self, step: Step) -> GraphPart:
         """The CUDA graph that captures ``step``'s kernels under the layout's scopes (NONE: eager)."""
@@ -393,7 +393,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
     pending_comm: Step | None = None
 
     def flush() -> None:
-        for step, deps in deferred_wgrads:
+        for step, deps in deferred_wgrads if not ops.frozen else ():
             wgrad = step.gemm.wgrad(ops.main_grad_bytes)
             if (step.wgrad_kernels or 0) > 1:  # launched per group: TE's multi-stream path (workloads/recipes/moe.py)
                 wgrad = replace(wgrad, multi_stream=True)

@@ -17,6 +17,7 @@ from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
+from workloads.specs.peft import lora_params_per_layer
 from workloads.specs.validation import check_step, data_parallel
 
 DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
@@ -29,6 +30,7 @@ class ParamGroup(NamedTuple):
     held: float  # parameters the GPU holds
     synced: float  # of them, parameters whose gradients cross the NICs (SP's replicas reduce in-node first)
     dp: int  # GPUs the group's gradients are reduced over (and its ZeRO shards spread over)
+    trained: float  # of them, parameters with gradients and optimizer states (a frozen base's none: LoRA's adapters)
 
 
 def block_layer_counts(num_layers: int, blocks: int) -> list[int]:
@@ -154,10 +156,16 @@ class StepWorkload:
         synced_dense = small + split / n
         held_dense += self._embedding_params(blocks)
         synced_dense += self._embedding_params(blocks)
-        # CP ranks hold the same weights: the dense gradients reduce over DP x CP (Megatron-Core)
+        dp = self.dp * self.layout.cp  # CP ranks hold the same weights: the dense gradients reduce over DP x CP
+        if layout.peft == "lora":  # the base frozen: only the adapters (TP-split as their linears) train and sync
+            adapters = len(kinds) * lora_params_per_layer(m, layout.lora_rank, layout.lora_modules) / n
+            return [
+                ParamGroup(held_dense + adapters, adapters, dp, adapters),
+                ParamGroup(experts, 0.0, self.expert_dp, 0.0),
+            ]
         return [
-            ParamGroup(held_dense, synced_dense, self.dp * self.layout.cp),
-            ParamGroup(experts, experts, self.expert_dp),
+            ParamGroup(held_dense, synced_dense, dp, held_dense),
+            ParamGroup(experts, experts, self.expert_dp, experts),
         ]
 
     def embedding_params(self, stage: int) -> float:

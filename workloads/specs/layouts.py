@@ -15,6 +15,7 @@ from workloads.schedules.registry import SCHEDULES
 from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
+from workloads.specs.peft import LORA_MODULES, LORA_RANK, PEFT_MODES
 from workloads.specs.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.specs.routing import ROUTINGS
 
@@ -280,6 +281,11 @@ class LayoutSpec:
     # CUDA graphs (Megatron-Core --cuda-graph-impl with --cuda-graph-modules; workloads/specs/cuda_graphs.py): the
     # scopes captured, "layer" for a whole layer, "iteration" for the whole step (full_iteration); () is eager.
     cuda_graph_scope: tuple[str, ...] = ()
+    # Parameter-efficient fine-tuning (Megatron-Bridge's peft; Megatron-LM has no flag): "lora" freezes the base weights
+    # and trains rank-``lora_rank`` adapters beside the attention and MLP linears (workloads/specs/peft.py).
+    peft: str = "none"
+    lora_rank: int = LORA_RANK
+    lora_modules: tuple[str, ...] = LORA_MODULES
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
@@ -288,6 +294,7 @@ class LayoutSpec:
             "block_layers",
             "recompute_modules",
             "cuda_graph_scope",
+            "lora_modules",
         ):  # YAML gives lists; keep it hashable
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
@@ -308,14 +315,17 @@ class LayoutSpec:
             "token_dispatcher": TOKEN_DISPATCHERS,
             "cross_entropy": CROSS_ENTROPY_IMPLS,
             "attention_backend": ATTENTION_BACKENDS,
+            "peft": PEFT_MODES,
         }
+        if not self.lora_modules or any(module not in LORA_MODULES for module in self.lora_modules):
+            raise ConfigError("layout.lora_modules", f"must be among {', '.join(LORA_MODULES)}")
         for scope in self.cuda_graph_scope:
             if scope not in GRAPH_SCOPES:
                 raise ConfigError("layout.cuda_graph_scope", f"must be among {', '.join(GRAPH_SCOPES)}")
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")
-        for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp"):
+        for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp", "lora_rank"):
             if getattr(self, field) < 1:
                 raise ConfigError(f"layout.{field}", "must be a positive integer")
         if self.zero_stage not in (0, 1, 2, 3):

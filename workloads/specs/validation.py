@@ -12,6 +12,7 @@ from topologies.errors import ConfigError, check_positive_int
 from workloads.schedules.registry import SCHEDULES, block_count
 from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
+from workloads.specs.peft import SPLIT_W_SCHEDULES
 
 if TYPE_CHECKING:  # the specs import this module
     from workloads.specs.layouts import LayoutSpec
@@ -55,6 +56,20 @@ def check_step(
         _check_hybrid(model, layout)
     if model.moe_latent_size and layout.ffn != "ep":
         raise ConfigError("layout.ffn", "a latent MoE (moe_latent_size) is simulated with expert parallelism (ffn ep)")
+    if layout.peft != "none":
+        _check_peft(model, layout)
+
+
+def _check_peft(model: ModelSpec, layout: LayoutSpec) -> None:
+    """What the LoRA simulation covers (workloads/specs/peft.py)."""
+    if model.moe_layers or model.hybrid_pattern or model.attention != "gqa":
+        raise ConfigError("layout.peft", "LoRA is simulated for dense attention + MLP models (no MoE, Mamba or MLA)")
+    if layout.schedule in SPLIT_W_SCHEDULES:
+        raise ConfigError(
+            "layout.peft", f"LoRA runs no weight gradients to split off: use 1f1b or interleaved, not {layout.schedule}"
+        )
+    if layout.zero_stage > 1:
+        raise ConfigError("layout.peft", "LoRA is simulated with ZeRO 0 or 1 (the distributed optimizer), not FSDP")
 
 
 def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:
