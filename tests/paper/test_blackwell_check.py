@@ -16,6 +16,7 @@ from experiments.validation.blackwell.check import (
     BRIDGE_26_08,
     BRIDGE_DENSE,
     BRIDGE_DGX,
+    BRIDGE_FINETUNE,
     MCORE_REPORT,
     MLM_PR_5728,
     ROWS,
@@ -100,6 +101,15 @@ PINNED = {
     "bridge-b300-deepseek-v3-256-mxfp8": (3662, 4126),  # measured 3,541: +3.4% / +16.5%
     "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4330, 4393),  # measured 3,776: +14.7% / +16.4%
     "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5890, 6489),  # measured 5,936: -0.8% / +9.3%
+    # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
+    "bridge-gb300-llama3-70b-sft-32-fp8": (4253, 4868),  # measured 4,819: -11.7% / +1.0%
+    "bridge-gb300-llama3-70b-sft-32-mxfp8": (4148, 4760),  # measured 4,312: -3.8% / +10.4%
+    "bridge-gb200-llama3-70b-sft-32-fp8": (3472, 3972),  # measured 3,864: -10.2% / +2.8%
+    "bridge-gb200-llama3-70b-sft-32-mxfp8": (3404, 3907),  # measured 3,593: -5.3% / +8.7%
+    "bridge-gb300-llama3-70b-lora-8-fp8": (6340, 7293),  # measured 7,481: -15.3% / -2.5%
+    "bridge-gb300-llama3-70b-lora-8-mxfp8": (6208, 7161),  # measured 7,447: -16.6% / -3.8%
+    "bridge-gb200-llama3-70b-lora-8-fp8": (6246, 7188),  # measured 6,206: +0.6% / +15.8%
+    "bridge-gb200-llama3-70b-lora-8-mxfp8": (5783, 6667),  # measured 5,958: -2.9% / +11.9%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -107,6 +117,7 @@ BRIDGE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_26_08)
 MLM_ROWS = tuple(row for row in ROWS if row.source == MLM_PR_5728)
 REPORT_ROWS = tuple(row for row in ROWS if row.source == MCORE_REPORT)
 DENSE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_DENSE)
+FINETUNE_ROWS = tuple(row for row in ROWS if row.source == BRIDGE_FINETUNE)
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +132,18 @@ def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert {row.source for row in ROWS} == set(SOURCES) and len(BRIDGE_ROWS) == 8 and len(MLM_ROWS) == 6
     assert len(REPORT_ROWS) == 7 and all(row.name.startswith("mcore-") for row in REPORT_ROWS)
     assert len(DENSE_ROWS) == 10 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)
+    lora = [row.name for row in FINETUNE_ROWS if row.job().layout.peft == "lora"]
+    assert len(FINETUNE_ROWS) == 8 and lora == [row.name for row in FINETUNE_ROWS if "-lora-" in row.name]
+
+
+def test_lora_runs_faster_per_gpu_than_sft_as_measured(results: dict[str, tuple[RowResult, RowResult]]) -> None:
+    """Per GPU, each LoRA row (8 GPUs, no weight gradients) outruns the SFT row of its GPU and precision (32 GPUs),
+    measured 1.55-1.72x; simulated likewise."""
+    for row in (r for r in FINETUNE_ROWS if "-lora-" in r.name):
+        sft = next(r for r in FINETUNE_ROWS if r.name == row.name.replace("-lora-8-", "-sft-32-"))
+        measured = row.measured / sft.measured
+        simulated = results[row.name][0].tokens_per_s_per_gpu / results[sft.name][0].tokens_per_s_per_gpu
+        assert 1.5 < measured < 1.75 and 1.4 < simulated < 1.9, (row.name, measured, simulated)
 
 
 def test_megatron_lm_rows_are_converted_with_megatrons_flop_count() -> None:

@@ -53,6 +53,11 @@ Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's D
 examples/megatron/gb300-nemotron-3-nano-8.sh) and 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
 bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes.
 
+Rows of a seventh source: Megatron-Bridge 26.06's Llama 3 70B fine-tuning on DGX-GB300 / DGX-GB200 (archive at 4ab94dfa,
+recipes at v0.5.0; bridge-{gb300,gb200}-llama3-70b-{sft-32,lora-8}-{fp8,mxfp8}.sh): SFT on 32 GPUs and LoRA on 8
+(``layout``: peft lora, rank 32 on linear_qkv as the recipes set; workloads/specs/peft.py), packed SQuAD sequences
+timed as whole causal ones.
+
 ``python -m experiments.validation.blackwell.check`` prints the table, one block per source.
 """
 
@@ -82,6 +87,7 @@ from simulator.report.simulate import prepare, simulate
 from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from workloads.inputs.megatron import MegatronRun, parse_megatron_args
 from workloads.inputs.yaml_files import load_model
+from workloads.specs.layouts import LayoutSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 BRIDGE_26_08 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, MXFP8"
@@ -92,7 +98,10 @@ BRIDGE_DGX = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01
 BRIDGE_HYBRID = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.06 and 26.08, MXFP8, hybrid (Nemotron 3 Nano)"
 )
-SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE, BRIDGE_DGX, BRIDGE_HYBRID)
+BRIDGE_FINETUNE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 26.06, Llama 3 70B SFT and LoRA"
+SOURCES = (BRIDGE_26_08, MLM_PR_5728, MCORE_REPORT, BRIDGE_DENSE, BRIDGE_DGX, BRIDGE_HYBRID, BRIDGE_FINETUNE)
+# LoRA as Megatron-Bridge's fine-tuning recipes run it (no Megatron-LM flag: layout fields; workloads/specs/peft.py)
+LORA_QKV = LayoutSpec("megatron-args", peft="lora", lora_modules=("linear_qkv",))
 
 
 @dataclass(frozen=True)
@@ -109,11 +118,12 @@ class BlackwellRow:
     # the recipe's mixed_precision.fp8_dot_product_attention (no Megatron-LM flag): cuDNN's FP8 attention
     fp8_attention: bool
     source: str = BRIDGE_26_08
+    layout: LayoutSpec | None = None  # the fields Megatron-LM has no flag for (LoRA), None: Megatron's defaults
 
     def job(self) -> MegatronRun:
-        """The flag file's Megatron job resolved on the model preset."""
+        """The flag file's Megatron job resolved on the model preset (and the row's layout fields)."""
         job = parse_megatron_args(ROOT / "examples" / "megatron" / f"{self.name}.sh")
-        return job.resolve(load_model(ROOT / "examples" / "models" / f"{self.model}.json"))
+        return job.resolve(load_model(ROOT / "examples" / "models" / f"{self.model}.json"), self.layout)
 
     @property
     def measured_tokens_per_s_per_gpu(self) -> float:
@@ -244,6 +254,32 @@ ROWS: tuple[BlackwellRow, ...] = (
         37316,
         False,
         BRIDGE_HYBRID,
+    ),
+    # BRIDGE_FINETUNE: Llama 3 70B fine-tuned on packed 4,096-token SQuAD sequences (timed as whole causal ones),
+    # FP8 current scaling and MXFP8, TE graphs on the MLPs: SFT on 32 GPUs, LoRA (rank 32, linear_qkv) on 8
+    *(
+        BlackwellRow(
+            f"bridge-{gpu}-llama3-70b-{task}-{gpus}-{precision}",
+            "llama-3.1-70b",
+            gpu,
+            gpus,
+            32,
+            4096,
+            tokens,
+            False,
+            BRIDGE_FINETUNE,
+            LORA_QKV if task == "lora" else None,
+        )
+        for gpu, task, gpus, precision, tokens in (
+            ("gb300", "sft", 32, "fp8", 4819),
+            ("gb300", "sft", 32, "mxfp8", 4312),
+            ("gb200", "sft", 32, "fp8", 3864),
+            ("gb200", "sft", 32, "mxfp8", 3593),
+            ("gb300", "lora", 8, "fp8", 7481),
+            ("gb300", "lora", 8, "mxfp8", 7447),
+            ("gb200", "lora", 8, "fp8", 6206),
+            ("gb200", "lora", 8, "mxfp8", 5958),
+        )
     ),
 )
 

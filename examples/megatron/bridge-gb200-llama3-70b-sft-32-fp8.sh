@@ -1,0 +1,15 @@
+# Megatron-LM arguments of Megatron-Bridge's Llama 3 70B supervised fine-tuning (all weights trained) on 32 GB200, FP8
+# (NVIDIA-NeMo/Megatron-Bridge v0.5.0 (fcbb6031) scripts/performance/configs/llama/llama3_workload_base_configs.py
+# LLAMA3_70B_SFT_CONFIG_GB200_FP8_CS_V1: TP 1, PP 8, VP 10, MBS 1, GBS 32, CUDA graphs transformer_engine scope mlp;
+# llama3_llm_finetune.py llama3_70b_sft_config_gb200 and set_llama3_common_peft_configs: sequence 4,096 (packed
+# SQuAD), gradients reduced in BF16, the distributed optimizer; utils/precision.py get_precision_config:
+# bf16_with_fp8_current_scaling_mixed). Published: docs/performance-summary-archive.md (4ab94dfa), "26.06 NeMo
+# Container", SFT, DGX-GB200, LLAMA3_70B, FP8: 3,864 tokens/s/GPU. Out of the corpus: python -m
+# experiments.validation.blackwell.check. Model: examples/models/llama-3.1-70b.json.
+--tensor-model-parallel-size 1
+--pipeline-model-parallel-size 8 --num-virtual-stages-per-pipeline-rank 10
+--context-parallel-size 1 --micro-batch-size 1 --global-batch-size 32 --seq-length 4096
+--bf16 --fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather
+--swiglu --untie-embeddings-and-output-weights --disable-bias-linear
+--cuda-graph-impl transformer_engine --cuda-graph-modules mlp
+--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16
