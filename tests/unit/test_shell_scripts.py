@@ -117,3 +117,18 @@ def test_an_unset_variable_in_a_modelled_flag_is_named() -> None:
 def test_no_command_and_no_flags_is_one_error() -> None:
     with pytest.raises(ConfigError, match="expected --flags or a command line running a .py script"):
         command_words("X=1\nmkdir -p out\n")
+
+
+def test_a_command_kept_in_a_variable_is_found() -> None:
+    """An sbatch launcher that stores the training command and runs it as ``bash -c "${TRAINING_CMD}"`` (Megatron-LM's
+    examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh): its flags, the arrays expanded."""
+    script = """
+ARGS=(--num-layers 4 --hidden-size 1024)
+ARGS=("${ARGS[@]}" --micro-batch-size 2)
+TRAINING_CMD="
+cd /workspace;
+python pretrain_gpt.py ${ARGS[@]}"
+mkdir -p logs
+srun bash -c "${TRAINING_CMD}" 2>&1 | tee log.txt
+"""
+    assert command_words(script).words == ["--num-layers", "4", "--hidden-size", "1024", "--micro-batch-size", "2"]

@@ -5,7 +5,8 @@ use: continuation lines, comments, quotes; ``NAME=value`` and ``export NAME=valu
 and ``NAME+=( ... )`` over several lines; ``$NAME``, ``${NAME}``, ``${NAME:-default}``, ``${NAME-default}``,
 ``${NAME:=default}``, ``${ARR[@]}`` / ``"${ARR[@]}"`` / ``${ARR[*]}``; ``$(( ... ))`` integer arithmetic; ``--flag=value``.
 The command is the first line that runs a ``.py`` script (``torchrun ... pretrain_gpt.py``, ``python -m
-torch.distributed.run ... ${SCRIPT}``); without one, every line's words are taken as flags (a file of flags).
+torch.distributed.run ... ${SCRIPT}``), else one a variable holds (a launcher that runs ``bash -c "${CMD}"``); without
+one, every line's words are taken as flags (a file of flags).
 
 Conditions are not evaluated: the first branch of each ``if`` is taken, other branches and loop / ``case`` bodies
 are skipped. A variable the script does not set (the environment's, ``$1``, ``$(command)``) is left as written and
@@ -51,8 +52,27 @@ def command_words(text: str) -> Command:
         flag_lines.append(words)
     if flag_lines and flag_lines[0][0].startswith("--"):
         return Command(_until_operator([w for words in flag_lines for w in words]), tuple(shell.unresolved))
+    stored = _stored_command(shell)
+    if stored is not None:
+        return Command(stored, tuple(shell.unresolved))
     first = flag_lines[0][0] if flag_lines else ""
     raise ConfigError(SOURCE, f"expected --flags or a command line running a .py script, got {first!r}")
+
+
+def _stored_command(shell: _Shell) -> list[str] | None:
+    """The words after the training script of a command a launcher keeps in a variable and runs elsewhere
+    (``TRAINING_CMD="... python pretrain_gpt.py ${ARGS[@]}"`` then ``srun bash -c "${TRAINING_CMD}"``, as Megatron-LM's
+    examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh), the last such variable set; None if none holds one."""
+    for value in reversed(shell.scalars.values()):
+        for line in re.split(r"[;\n]", value):
+            try:
+                words = shlex.split(line)
+            except ValueError:
+                continue
+            script = next((i for i, word in enumerate(words) if word.endswith(".py")), None)
+            if script is not None:
+                return _until_operator(words[script + 1 :])
+    return None
 
 
 def _spaced(word: str) -> bool:
