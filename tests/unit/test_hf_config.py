@@ -169,3 +169,20 @@ def test_a_config_json_simulates() -> None:
         seq_len=4096,
     )
     assert report.step_time_s > 0 and report.model == "qwen3-30b-a3b"
+
+
+def test_mistral_is_llama_with_its_window_on_every_layer() -> None:
+    """Mistral 7B v0.1's config.json (mistralai/Mistral-7B-v0.1: 32 layers, hidden 4,096, 32 heads in 8 KV groups,
+    SwiGLU 14,336, vocabulary 32,000, sliding_window 4,096); v0.2's null window is full attention."""
+    from workloads.inputs.hf_config import model_from_hf_dict
+
+    data = {
+        "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": 4096,
+        "rope_theta": 10000.0, "tie_word_embeddings": False, "hidden_act": "silu",
+    }  # fmt: skip
+    v01 = model_from_hf_dict(data, "mistral-7b")
+    assert (v01.num_experts, v01.dense_ffn_size, v01.num_kv_heads, v01.rope) == (0, 14336, 8, True)
+    assert v01.sliding_window == 4096 and v01.window_layers == tuple(range(32))
+    assert round(v01.total_params / 1e9, 2) == 7.24  # Mistral 7B's 7.24 B parameters (Jiang et al. 2023)
+    assert model_from_hf_dict({**data, "sliding_window": None}, "mistral-7b-v0.2").window_layers == ()

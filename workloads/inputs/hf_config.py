@@ -107,7 +107,7 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
 
 
 def _dense(c: _Config, name: str) -> dict[str, Any]:
-    """llama, qwen2, qwen3: every layer a SwiGLU of intermediate_size; Qwen3 norms q and k per head
+    """llama, mistral, qwen2, qwen3: every layer a SwiGLU of intermediate_size; Qwen3 norms q and k per head
     (HF modeling_qwen3 Qwen3Attention q_norm, k_norm)."""
     return {
         **_common(c, name),
@@ -357,6 +357,7 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "minimax_m2": _minimax_m2,
     "llama4_text": _llama4,
     "llama": _dense,
+    "mistral": _dense,  # Llama's layers; v0.1's sliding_window on every layer (_common)
     "qwen2": _dense,
     "qwen3": _dense,
     "nemotron": _nemotron,
