@@ -7,7 +7,6 @@ import sys
 try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is one line and exit 130 too
     import argparse
     import dataclasses
-    import difflib
     import json
     from collections.abc import Callable
     from typing import TYPE_CHECKING
@@ -261,14 +260,9 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
         changes["micro_batch"] = args.micro_batch
     given: dict[str, str] = {}
     if args.set:
-        from experiments.search.compare import parse_value
-    fields = {f.name for f in dataclasses.fields(LayoutSpec)} - {"name"}
+        from experiments.search.compare import parse_setting
     for item in args.set:
-        key, sep, text = item.partition("=")
-        if not sep or key not in fields:  # the nearest names, not all of them (docs/yaml-reference.md lists them)
-            near = ", ".join(difflib.get_close_matches(key, sorted(fields), n=3)) or "see docs/yaml-reference.md"
-            raise ConfigError("--set", f"expected FIELD=VALUE with a layout field ({near}), got {item!r}")
-        value = parse_value(key, text, f"--set {key}")
+        key, text, value = parse_setting(item)
         if key in changes and changes[key] != value:
             flag_value = "" if changes[key] is True else f" {changes[key]}"
             other = given.get(key) or f"{flags.get(key, key)}{flag_value}"

@@ -65,6 +65,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "routing), labelled in the table; narrow: in-node EP, ETP 1, 1F1B / interleaved x2, SAR",
     )
     search.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="with --space megatron: a layout field Megatron-LM has no flag for, the same at every point, e.g. --set "
+        "peft=lora (repeatable; docs/yaml-reference.md lists the fields)",
+    )
+    search.add_argument(
         "--fix",
         action="append",
         default=[],

@@ -112,12 +112,13 @@ def job_flags(job_text: str, drop: tuple[str, ...] = ()) -> str:
     return shlex.join(kept)
 
 
-def run_line(model: str | None, row: dict[str, str], megatron_line: str) -> str:
+def run_line(model: str | None, row: dict[str, str], megatron_line: str, settings: tuple[str, ...] = ()) -> str:
     """``moesim run`` of the fastest row, as Megatron-LM arguments (the model, cluster and GPUs as searched; no
-    --model where the job's flags give the model)."""
+    --model where the job's flags give the model; ``settings``: the search's --set items, which no flag carries)."""
     plain = "'" in megatron_line and not any(c in megatron_line for c in '"$`\\!')
     quoted = f'"{megatron_line}"' if plain else shlex.quote(megatron_line)  # a pipeline layout's '...' kept readable
     given = f"--model {shlex.quote(model)} " if model else ""
+    given += "".join(f"--set {shlex.quote(item)} " for item in settings)
     return f"moesim run {given}--cluster {row['cluster']} --gpus {row['gpus']} --megatron-args {quoted}"
 
 

@@ -11,6 +11,8 @@ when every point errs, the command still writes the CSV and plot, then exits 2 w
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import itertools
 import math
 import sys
@@ -63,6 +65,17 @@ def axis(key: str, values: list[Any], label: str = "") -> Axis:
         raise ConfigError(label or key, "give at least one value")
     check_values(label or key, key, values)  # hardware values within physical bounds (topologies/bounds.py)
     return Axis(key, target, tuple(check_setting(key, v) for v in values), label)
+
+
+def parse_setting(item: str) -> tuple[str, str, Any]:
+    """``--set FIELD=VALUE``: the layout field, the text of its value and the value (a bad one names the nearest
+    fields, not all of them: docs/yaml-reference.md lists them)."""
+    fields = sorted(f.name for f in dataclasses.fields(LayoutSpec) if f.name != "name")
+    key, sep, text = item.partition("=")
+    if not sep or key not in fields:
+        near = ", ".join(difflib.get_close_matches(key, fields, n=3)) or "see docs/yaml-reference.md"
+        raise ConfigError("--set", f"expected FIELD=VALUE with a layout field ({near}), got {item!r}")
+    return key, text, parse_value(key, text, f"--set {key}")
 
 
 def parse_value(key: str, text: str, field: str = "") -> Any:

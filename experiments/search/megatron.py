@@ -46,14 +46,16 @@ def write_base(
     global_batch: int | None,
     seq_len: int | None,
     tps: tuple[int, ...] = (),
+    settings: LayoutSpec | None = None,
 ) -> MegatronBase:
     """Resolve the job over ``model`` (None: the model its flags give, else moesim's default: presets.megatron_base)
     and write it into ``folder``. The searched fields are the job's to
-    start from (the model also at each TP of ``tps``); sequence parallelism is on (Megatron-Core's MoE layer needs it with TP, and a dense model's
+    start from (the model also at each TP of ``tps``; ``settings``: the fields Megatron-LM has no flag for, from
+    ``--set``, as the job's base layout); sequence parallelism is on (Megatron-Core's MoE layer needs it with TP, and a dense model's
     TP saves activations and traffic with it), a pipeline split of the job's own depth is dropped."""
     job, model_spec = megatron_base(parse_megatron_args(args_text), model)
     try:
-        run = job.resolve(model_spec, None, gpus)
+        run = job.resolve(model_spec, settings, gpus)
     except ConfigError as error:  # said in Megatron's flag terms
         raise job.explain(error) from None
     layout = searchable(run.layout, not run.model.moe_layers)
@@ -66,7 +68,7 @@ def write_base(
         for ffn, ep_flag in (("tp", ""), ("ep", " --expert-model-parallel-size 2")):  # the FFN's derived fields
             tp_flags = f" --tensor-model-parallel-size {tp}" + (" --sequence-parallel" if tp > 1 else "") + ep_flag
             try:
-                at_tp = parse_megatron_args(job_flags(args_text) + tp_flags).resolve(model_spec, None, gpus)
+                at_tp = parse_megatron_args(job_flags(args_text) + tp_flags).resolve(model_spec, settings, gpus)
             except ConfigError:
                 continue  # a TP the model cannot take: its points are refused as invalid
             by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))

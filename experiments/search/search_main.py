@@ -20,6 +20,7 @@ from experiments.search.answer import (
     ties,
     ties_note,
 )
+from experiments.search.compare import parse_setting
 from experiments.search.megatron import caveats, megatron_flags, write_base
 from experiments.search.search import (
     BASE_LAYOUT,
@@ -67,11 +68,16 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
     if job_folder is not None:
         gb, sl = (args.global_batch, args.seq_len) if args.megatron_args else (global_batch, seq_len)
         tps = tuple(divisors(cluster_preset(args.cluster, args.gpus).gpus_per_node))  # the searched TP degrees
-        job = write_base(job_text, args.model if args.megatron_args else name, args.gpus, job_folder, gb, sl, tps)
+        settings = _settings(args.set)
+        job = write_base(
+            job_text, args.model if args.megatron_args else name, args.gpus, job_folder, gb, sl, tps, settings
+        )
         by_tp, name = job.by_tp, job.model_name
         model, base = job.model_path, job.layout_path
         space = SearchSpace.megatron(job.ep_max_nodes, job.recompute_modules, job.dispatchers)
         global_batch, seq_len = job.global_batch, job.seq_len
+    elif args.set:
+        raise ConfigError("--set", "fixes a field of a Megatron-LM job's search (--space megatron); here use --fix")
     space = space.fix(args.fix)  # a bad --fix is refused before anything is printed
     print(assumptions(name, args.gpus, args.cluster, global_batch, seq_len, megatron=job_folder is not None))
     if job_folder is not None and not args.megatron_args:
@@ -115,6 +121,14 @@ def _main_search(args: argparse.Namespace, job_folder: Path | None) -> None:
         _print_megatron_winner(args, rows[0], layouts[0], job_text, global_batch, seq_len)
 
 
+def _settings(items: list[str]) -> LayoutSpec | None:
+    """--set FIELD=VALUE items as the Megatron job's base layout (the fields Megatron-LM has no flag for), or None."""
+    if not items:
+        return None
+    changes = dict(parse_setting(item)[::2] for item in items)
+    return LayoutSpec("megatron-args").with_(**changes)
+
+
 def _print_moesim_winner(args: argparse.Namespace, row: dict[str, str]) -> None:
     """The fastest of a moesim space (megascale, narrow): its layout file and ``moesim run`` line."""
     if args.write_layout:
@@ -147,4 +161,4 @@ def _print_megatron_winner(
     else:
         print("fastest, as a moesim layout file (--write-layout FILE writes it):")
     print(textwrap.indent(text, "  "), end="")
-    print(f"fastest, simulated again: {run_line(args.model, row, line)}")
+    print(f"fastest, simulated again: {run_line(args.model, row, line, tuple(args.set))}")

@@ -93,3 +93,21 @@ def test_megatron_bridge_counts_the_frozen_weights_at_two_passes_of_three() -> N
 def test_what_lora_does_not_cover_is_refused(model: ModelSpec, layout: LayoutSpec, rule: str) -> None:
     with pytest.raises(ConfigError, match=rule):
         simulate(model, layout, 8, cluster="h100", global_batch=8, seq_len=1024)
+
+
+def test_search_keeps_a_set_field_at_every_point_and_in_its_answer(tmp_path, capsys) -> None:
+    """``moesim search --megatron-args ... --set peft=lora``: the job's base layout carries the field Megatron-LM has no
+    flag for, and the answer's ``moesim run`` line sets it again (else it would run full fine-tuning)."""
+    from experiments.cli.main import main
+    from experiments.search.answer import run_line
+    from experiments.search.megatron import write_base
+    from workloads.inputs.yaml_files import load_layout
+
+    flags = "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --vocab-size 1024 --swiglu --bf16"
+    base = write_base(flags, None, 8, tmp_path, 16, 1024, (1, 2), LORA.with_(name="megatron-args"))
+    assert load_layout(base.layout_path).peft == "lora"
+    assert all(load_layout(layout).peft == "lora" for _, layout in base.by_tp.values())
+    row = {"cluster": "h100", "gpus": "8"}
+    assert run_line(None, row, "--bf16", ("peft=lora",)).startswith("moesim run --set peft=lora --cluster h100")
+    assert main(["search", "--gpus", "8", "--space", "narrow", "--set", "peft=lora"]) == 2
+    assert "--space megatron" in capsys.readouterr().err
