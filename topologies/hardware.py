@@ -117,7 +117,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
     "a100": GpuSpec(
         name="a100",
         peak_bf16_flops=312e12,  # paper Table 4; NVIDIA A100 datasheet (dense)
-        # A100 has no FP8 units: set to the BF16 peak so FP8 runs gain nothing on it.
+        # A100 has no FP8 units: the BF16 peak (an FP8 layout on it is refused, simulator/report/simulate.py).
         peak_fp8_flops=312e12,
         hbm_bytes=80e9,  # A100 80 GB SXM
         hbm_bandwidth_Bps=2.0e12,  # paper Table 4 (NVIDIA datasheet: 2,039 GB/s)

@@ -24,6 +24,7 @@ from simulator.report.megatron_flops import FROZEN_PASSES, megatron_args, megatr
 from simulator.report.useful import useful_fraction
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
+from topologies.hardware import GpuGeneration
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN, StepWorkload
 from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.hints import memory_hint
@@ -268,6 +269,12 @@ def prepare(
     if layout.fp8_recipe == "nvfp4" and not cluster.gpu.peak_fp4_flops:
         raise ConfigError(
             "layout.fp8_recipe", f"NVFP4 (--fp4-format) needs FP4 tensor cores (Blackwell); {cluster.gpu.name} has none"
+        )
+    if layout.gemm_dtype == "fp8" and cluster.gpu.generation is GpuGeneration.AMPERE:
+        raise ConfigError(  # TE quantization.py check_fp8_support at d0067d0d: "Device compute capability 8.9 or higher"
+            "layout.gemm_dtype",
+            f"FP8 GEMMs need FP8 tensor cores (compute capability 8.9 and up); {cluster.gpu.name} has none: "
+            "train in BF16 (drop --fp8-format, or gemm_dtype bf16)",
         )
     if layout.dispatcher_sms >= cluster.gpu.sm_count:  # DeepEP / HybridEP kernels leave SMs to the experts' GEMMs
         raise ConfigError(

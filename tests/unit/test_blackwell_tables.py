@@ -227,3 +227,14 @@ def test_ampere_is_hopper_at_the_a100s_measured_bf16_level() -> None:
             k, GemmPrecision.BF16
         ) == pytest.approx(point_efficiency(A100_MAMF) / hopper)
     assert table.fp8_tensorwise == HOPPER_GEMM_TABLE.fp8_tensorwise  # no FP8 tensor cores: never faster than BF16
+
+
+def test_fp8_on_an_a100_is_refused_as_transformer_engine_refuses_it() -> None:
+    """The A100 has no FP8 tensor cores; TE refuses FP8 below compute capability 8.9, and so does moesim, saying so."""
+    from simulator.report.simulate import simulate
+    from topologies.errors import ConfigError
+    from workloads.specs.layouts import layout_preset
+
+    layout = layout_preset("megascale-moe").with_(gemm_dtype="fp8")
+    with pytest.raises(ConfigError, match="a100 has none: train in BF16"):
+        simulate("mixtral-8x7b", layout, 64, cluster="a100", global_batch=16, seq_len=1024)
