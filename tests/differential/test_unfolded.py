@@ -132,6 +132,8 @@ FEATURES = [
         None,
     ),
     ("ep-node-limited", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16, "ep_max_nodes": 2}, None, None, None),
+    # LoRA on a MoE model with cross-node EP: the routed experts' shared adapters reduced over expert DP
+    ("lora-moe", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "peft": "lora"}, None, None, None),
     # LoRA on a dense model under TP 4: no weight-gradient GEMMs, the adapters' gradients alone reduced over DP 2
     (
         "lora",

@@ -60,6 +60,24 @@ def test_only_the_adapters_train_and_sync() -> None:
     )
 
 
+def test_a_moe_layers_routed_experts_share_one_adapter_per_grouped_linear_on_each_ep_rank() -> None:
+    """Megatron-Bridge's share_expert_adapters (True by default): the routed experts' grouped linear_fc1 / linear_fc2
+    take one adapter each per EP rank, in the expert group (reduced over expert DP); the shared expert's MLP and the
+    attention take theirs in the dense group, TP-split."""
+    moe = ModelSpec("m", 4, 1024, 8, 2, 512, 8, 2, 1024, num_shared_experts=1, rope=True)
+    layout = LORA.with_(ffn="ep", ep=4)
+    work = StepWorkload(moe, layout, 8, 8, 8, 1024)
+    dense, routed = work.stage_param_groups(0)
+    attention = 32 * ((1024 + 1536) + (1024 + 1024))
+    shared = 32 * ((1024 + 2 * 512) + (512 + 1024))  # the shared expert: SwiGLU 512 wide
+    assert dense.trained == pytest.approx(2 * (attention + shared) / 2)  # two layers a stage, TP 2
+    assert routed.trained == routed.synced == 2 * 32 * ((1024 + 2 * 512) + (512 + 1024))  # per EP rank, ETP 1
+    base = StepWorkload(moe, layout.with_(peft="none"), 8, 8, 8, 1024).stage_param_groups(0)[1]
+    assert routed.dp == work.expert_dp and routed.held == base.held + routed.trained  # the frozen experts held too
+    roles = {op.role for task in work.stage_order(0) for op in work.task_ops(work.task_key(0, task))}
+    assert Role.WEIGHT_GRAD not in roles
+
+
 def test_no_weight_gradient_runs_and_the_step_is_shorter() -> None:
     full, lora = StepWorkload(DENSE, LAYOUT, 8, 8, 8, 1024), StepWorkload(DENSE, LORA, 8, 8, 8, 1024)
     for workload, wgrads in ((full, True), (lora, False)):
@@ -85,7 +103,7 @@ def test_megatron_bridge_counts_the_frozen_weights_at_two_passes_of_three() -> N
 @pytest.mark.parametrize(
     ("model", "layout", "rule"),
     [
-        (ModelSpec("m", 2, 1024, 8, 8, 512, 8, 2, 64), LORA.with_(ffn="ep"), "dense attention"),
+        (ModelSpec("m", 2, 1024, 8, 8, 512, 8, 2, 64, moe_latent_size=256), LORA.with_(ffn="ep"), "latent MoE"),
         (DENSE, LORA.with_(schedule="zb1p"), "1f1b or interleaved"),
         (DENSE, LORA.with_(zero_stage=3), "ZeRO 0 or 1"),
     ],

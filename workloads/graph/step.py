@@ -17,7 +17,7 @@ from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
-from workloads.specs.peft import lora_params_per_layer
+from workloads.specs.peft import lora_expert_params, lora_params_per_layer
 from workloads.specs.validation import check_step, data_parallel
 
 DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
@@ -157,11 +157,14 @@ class StepWorkload:
         held_dense += self._embedding_params(blocks)
         synced_dense += self._embedding_params(blocks)
         dp = self.dp * self.layout.cp  # CP ranks hold the same weights: the dense gradients reduce over DP x CP
-        if layout.peft == "lora":  # the base frozen: only the adapters (TP-split as their linears) train and sync
-            adapters = len(kinds) * lora_params_per_layer(m, layout.lora_rank, layout.lora_modules) / n
+        if layout.peft == "lora":  # the base frozen: only the adapters (split as their linears) train and sync
+            rank, modules = layout.lora_rank, layout.lora_modules
+            adapters = sum(lora_params_per_layer(m, rank, modules, kind.dense) for kind in kinds) / n
+            routed = sum(lora_expert_params(m, rank, modules) for kind in kinds if not kind.dense)
+            routed /= layout.etp if layout.ffn == "ep" else n  # one set per EP rank, split as its experts' weights
             return [
                 ParamGroup(held_dense + adapters, adapters, dp, adapters),
-                ParamGroup(experts, 0.0, self.expert_dp, 0.0),
+                ParamGroup(experts + routed, routed, self.expert_dp, routed),
             ]
         return [
             ParamGroup(held_dense, synced_dense, dp, held_dense),

@@ -15,8 +15,9 @@ performance recipe adapts linear_qkv alone, scripts/performance/configs/llama/ll
   1% of a dense layer's for r 32 at the widths of Llama 3 (e.g. (8,192 + 28,672) x 32 / (8,192 x 28,672) = 0.5%);
   their host launches are not counted either.
 
-Simulated for dense GQA models (every layer attention and a dense MLP) under schedules whose tasks do not split the
-weight gradients off (not ZB1P, DualPipe, DualPipeV) and with ZeRO 0 or 1; anything else is refused by name
+Simulated for GQA transformers, dense or MoE (a MoE layer's routed experts share one adapter per grouped linear on
+each EP rank, Bridge's share_expert_adapters; not latent MoE, MLA or hybrid Mamba models), under schedules whose tasks
+do not split the weight gradients off (not ZB1P, DualPipe, DualPipeV) and with ZeRO 0 or 1; anything else is refused by name
 (workloads/specs/validation.py).
 """
 
@@ -33,18 +34,29 @@ LORA_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")  # LoRA
 SPLIT_W_SCHEDULES = ("zb1p", "dualpipe", "dualpipev")  # their W tasks are the weight gradients LoRA does not run
 
 
-def lora_linears(model: ModelSpec) -> dict[str, tuple[int, int]]:
-    """(in, out) features of each linear LoRA may adapt in one dense layer, by Megatron-Core's module name (a gated
-    unit's two FC1 halves are one linear_fc1)."""
-    h, f = model.hidden_size, model.dense_ffn_size
-    return {
-        "linear_qkv": (h, model.qkv_width),
-        "linear_proj": (model.q_width, h),
-        "linear_fc1": (h, model.fc1_widths * f),
-        "linear_fc2": (f, h),
-    }
+def lora_linears(model: ModelSpec, dense: bool = True) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each linear LoRA may adapt beside a layer's attention and its dense MLP (a MoE layer's
+    shared experts: ``dense`` False), by Megatron-Core's module name (a gated unit's two FC1 halves are one
+    linear_fc1)."""
+    h = model.hidden_size
+    width = model.dense_ffn_size if dense else model.shared_ffn_size
+    linears = {"linear_qkv": (h, model.qkv_width), "linear_proj": (model.q_width, h)}
+    if width:
+        linears |= {"linear_fc1": (h, model.fc1_widths * width), "linear_fc2": (width, h)}
+    return linears
 
 
-def lora_params_per_layer(model: ModelSpec, rank: int, modules: tuple[str, ...] = LORA_MODULES) -> int:
-    """Adapter parameters of one layer: r (in + out) per adapted linear."""
-    return rank * sum(sum(lora_linears(model)[module]) for module in modules)
+def lora_params_per_layer(
+    model: ModelSpec, rank: int, modules: tuple[str, ...] = LORA_MODULES, dense: bool = True
+) -> int:
+    """Adapter parameters beside one layer's attention and dense (or shared-expert) MLP: r (in + out) per adapted
+    linear."""
+    return rank * sum(sum(shape) for name, shape in lora_linears(model, dense).items() if name in modules)
+
+
+def lora_expert_params(model: ModelSpec, rank: int, modules: tuple[str, ...] = LORA_MODULES) -> int:
+    """Adapter parameters beside one MoE layer's routed experts: one per grouped linear_fc1 / linear_fc2 on each EP rank,
+    shared by its local experts (Megatron-Bridge LoRA's share_expert_adapters, True by default)."""
+    h, width = model.hidden_size, model.expert_ffn_size
+    linears = {"linear_fc1": (h, model.fc1_widths * width), "linear_fc2": (width, h)}
+    return rank * sum(sum(shape) for name, shape in linears.items() if name in modules)

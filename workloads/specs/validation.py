@@ -62,8 +62,10 @@ def check_step(
 
 def _check_peft(model: ModelSpec, layout: LayoutSpec) -> None:
     """What the LoRA simulation covers (workloads/specs/peft.py)."""
-    if model.moe_layers or model.hybrid_pattern or model.attention != "gqa":
-        raise ConfigError("layout.peft", "LoRA is simulated for dense attention + MLP models (no MoE, Mamba or MLA)")
+    if model.hybrid_pattern or model.attention != "gqa" or model.moe_latent_size:
+        raise ConfigError(
+            "layout.peft", "LoRA is simulated for GQA transformers, dense or MoE (not Mamba, MLA or latent MoE)"
+        )
     if layout.schedule in SPLIT_W_SCHEDULES:
         raise ConfigError(
             "layout.peft", f"LoRA runs no weight gradients to split off: use 1f1b or interleaved, not {layout.schedule}"
