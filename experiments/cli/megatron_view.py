@@ -28,6 +28,14 @@ def _recompute(layout: LayoutSpec) -> str:
     return f"recompute {layout.recompute}"
 
 
+def _optimizer(layout: LayoutSpec) -> str:
+    """The optimizer and its sharding as Megatron's flags set them."""
+    if layout.optimizer == "muon":
+        sharding = "layer-wise distributed" if layout.zero_stage else "replicated"
+        return f"--optimizer muon ({sharding}, {layout.muon_ns_steps} Newton-Schulz steps, {layout.muon_tp_mode})"
+    return _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}")
+
+
 def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool = True) -> str:
     """The parallel layout and options as Megatron names them, as moesim read them (``experts``: the model has any;
     a dense model's EP and ETP mean nothing)."""
@@ -42,7 +50,7 @@ def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool =
             ", ".join(degrees),
             _dispatcher(layout),
             _recompute(layout),
-            _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}"),
+            _optimizer(layout),
             precision,
             f"{num_gpus} x {gpu_name}",
         ]

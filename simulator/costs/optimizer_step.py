@@ -24,6 +24,13 @@ Per parameter of the GPU's optimizer shard, after the gradients' reduce-scatter:
 Per parameter the GPU holds (not sharded): the gradient buffer zeroed for the next step (zero_grad_buffer, at the
 start of Megatron-Bridge's train_step: the same HBM time at the end of the previous step).
 
+Under Muon (workloads/specs/muon.py; NVIDIA-NeMo/Emerging-Optimizers OrthogonalizedOptimizer.step and
+newton_schulz), per parameter of the matrices it updates: the gradient into FP32, its norm and clip as above; the
+momentum (gradient read, buffer read and written); the Newton-Schulz input normalized (FP32 read and written), cast
+to BF16 and the result back to FP32, then scaled (read and written); the decoupled weight decay and the update of the
+master weight (read and written, the update read); the weight back into the model's buffer. The Newton-Schulz GEMMs
+themselves are timed as GEMMs (``newton_schulz_s``).
+
 Frameworks other than Megatron-Core (MegaScale-MoE is built on Megatron-LM; DeepSeek-V3's HAI-LLM is not public):
 assumed the same passes.
 """
@@ -31,9 +38,11 @@ assumed the same passes.
 from __future__ import annotations
 
 from simulator.costs.calibration import Calibration
-from simulator.costs.kernels import memory_time_s
+from simulator.costs.kernels import gemm_time_s, memory_time_s
 from topologies.hardware import GpuSpec
+from workloads.ops import Gemm
 from workloads.specs.layouts import LayoutSpec
+from workloads.specs.muon import MUON_STATE_BYTES
 from workloads.specs.precision import DTYPE_BYTES
 
 FP32_BYTES = 4
@@ -68,11 +77,37 @@ def shard_bytes_per_param(layout: LayoutSpec) -> tuple[float, int]:
     return to_main + norm_and_clip + adam + back, int(to_main > 0) + 3 + back_passes
 
 
+def muon_bytes_per_param(layout: LayoutSpec) -> tuple[float, int]:
+    """(HBM bytes, kernel passes) of Muon's step per parameter of the matrices it updates (module docstring)."""
+    grad = DTYPE_BYTES[layout.main_grads_dtype]
+    to_main = 0 if grad == FP32_BYTES else grad + FP32_BYTES
+    momentum = FP32_BYTES + 2 * MUON_STATE_BYTES
+    conversions = 2 * FP32_BYTES + (FP32_BYTES + BF16_BYTES) * 2 + 2 * FP32_BYTES  # normalize, BF16 and back, scale
+    update = 3 * FP32_BYTES
+    back = FP32_BYTES + BF16_BYTES
+    return to_main + 3 * FP32_BYTES + momentum + conversions + update + back, int(to_main > 0) + 8
+
+
 def optimizer_step_s(
-    layout: LayoutSpec, shard_params: float, held_params: float, gpu: GpuSpec, cal: Calibration
+    layout: LayoutSpec,
+    shard_params: float,
+    held_params: float,
+    gpu: GpuSpec,
+    cal: Calibration,
+    adam_params: float | None = None,
 ) -> float:
     """The optimizer step of one GPU holding ``held_params`` parameters, ``shard_params`` of them in its optimizer
-    shard: every pass above at the HBM rate, plus the zeroing of the gradient buffer."""
+    shard, ``adam_params`` of those updated by Adam (all, if None; the rest by Muon): every pass above at the HBM
+    rate, plus the zeroing of the gradient buffer."""
+    adam = shard_params if adam_params is None else adam_params
     per_param, passes = shard_bytes_per_param(layout)
+    muon_per_param, muon_passes = muon_bytes_per_param(layout) if adam < shard_params else (0.0, 0)
     zeroed = held_params * DTYPE_BYTES[layout.main_grads_dtype]
-    return memory_time_s(shard_params * per_param + zeroed, passes + 1, gpu, cal)
+    moved = adam * per_param + (shard_params - adam) * muon_per_param + zeroed
+    return memory_time_s(moved, passes + muon_passes + 1, gpu, cal)
+
+
+def newton_schulz_s(runs: list[tuple[Gemm, float]], gpu: GpuSpec, cal: Calibration) -> float:
+    """Muon's Newton-Schulz GEMMs of one GPU's step (workloads/graph/optimizer_work.py): each GEMM's time (its
+    groups the steps, one kernel each) times how many of it the GPU runs."""
+    return sum(count * gemm_time_s(gemm, gpu, cal) for gemm, count in runs)

@@ -24,7 +24,7 @@ import simpy
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
 from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency, dp_param_bytes_per_param
-from simulator.costs.optimizer_step import optimizer_step_s
+from simulator.costs.optimizer_step import newton_schulz_s, optimizer_step_s
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
 from simulator.engine.grad_sync import (
@@ -46,6 +46,7 @@ from simulator.streams.tasks import TaskTiming
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
+from workloads.graph.optimizer_work import adam_shard_params, stage_newton_schulz
 from workloads.graph.step import StepWorkload
 from workloads.schedules.pipeline_tasks import Task
 
@@ -374,7 +375,9 @@ def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibrati
     zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
     groups = workload.stage_param_groups(stage)  # the trained parameters only (a frozen base has no step)
     shard = sum(g.trained / (g.dp if zero else 1) for g in groups)
-    return optimizer_step_s(workload.layout, shard, sum(g.trained for g in groups), gpu, cal)
+    adam = adam_shard_params(workload, stage)  # under Muon, the embedding's and output layer's
+    step_s = optimizer_step_s(workload.layout, shard, sum(g.trained for g in groups), gpu, cal, adam)
+    return step_s + newton_schulz_s(stage_newton_schulz(workload, stage), gpu, cal)
 
 
 PLACEMENTS: dict[str, type[Placement]] = {"folded": FoldedPlacement, "unfolded": UnfoldedPlacement}

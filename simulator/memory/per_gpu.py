@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from simulator.memory.activations import megatron_layer_bytes
+from workloads.graph.optimizer_work import adam_shard_params
 from workloads.graph.step import StepWorkload
 from workloads.ops import BYTES_BF16, Module
 from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
+from workloads.specs.muon import MUON_STATE_BYTES
 from workloads.specs.precision import DTYPE_BYTES
 
 GIB = 2**30
@@ -279,6 +281,21 @@ def optimizer_bytes_per_param(layout: LayoutSpec) -> int:
     return master + DTYPE_BYTES[layout.exp_avg_dtype] + DTYPE_BYTES[layout.exp_avg_sq_dtype]
 
 
+def optimizer_state_bytes(workload: StepWorkload, stage: int) -> float:
+    """Optimizer states per GPU of a stage: Adam's (optimizer_bytes_per_param) for every trained parameter of its
+    shard, or under Muon the FP32 master weight and one momentum buffer for the matrices, Adam's for the embedding
+    and output layer (workloads/specs/muon.py)."""
+    layout = workload.layout
+    zero = layout.zero_stage >= 1
+    groups = workload.stage_param_groups(stage)
+    if layout.optimizer != "muon":
+        return sum(g.trained * optimizer_bytes_per_param(layout) / (g.dp if zero else 1) for g in groups)
+    shard = sum(g.trained / (g.dp if zero else 1) for g in groups)
+    adam = adam_shard_params(workload, stage)
+    muon = DTYPE_BYTES[layout.main_params_dtype] + MUON_STATE_BYTES
+    return adam * optimizer_bytes_per_param(layout) + (shard - adam) * muon
+
+
 def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     """Memory of one GPU of ``stage``: BF16 params, FP32 grads, Adam (FP32 master, m, v) / ZeRO, or the
     precisions the layout gives (main_grads_dtype, optimizer_bytes_per_param, fp8_param_gather)."""
@@ -298,7 +315,7 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     # pre-create the transpose"; blockwise "create column-wise storage"). What they save is all-gather bytes.
     params = sharded(BYTES_BF16, 3, trained=False)  # frozen weights (LoRA's base) are held all the same
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
-    optimizer = sharded(optimizer_bytes_per_param(layout), 1)
+    optimizer = optimizer_state_bytes(workload, stage)
     activations = in_flight_activation_bytes(workload, stage)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model

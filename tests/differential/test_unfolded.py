@@ -146,6 +146,8 @@ FEATURES = [
         None,
         None,
     ),
+    # Muon's layer-wise distributed optimizer: each GPU's share of the Newton-Schulz GEMMs after the DP sync
+    ("muon", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "optimizer": "muon", "zero_stage": 1}, None, None, None),
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
     ("zb1p", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "zb1p"}, None, None, None),

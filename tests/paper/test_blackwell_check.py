@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.validation.blackwell.check import (
+from experiments.validation.blackwell.check import RowResult, row_report, simulate_row, table
+from experiments.validation.blackwell.rows import (
     BRIDGE_26_08,
     BRIDGE_DENSE,
     BRIDGE_DGX,
     BRIDGE_FINETUNE,
+    BRIDGE_MUON,
     MCORE_REPORT,
     MLM_PR_5728,
     ROWS,
     SOURCES,
-    RowResult,
-    simulate_row,
-    table,
 )
 from simulator.costs.calibration import UNFITTED_CALIBRATION
 
@@ -110,6 +109,8 @@ PINNED = {
     "bridge-gb300-llama3-70b-lora-8-mxfp8": (6208, 7161),  # measured 7,447: -16.6% / -3.8%
     "bridge-gb200-llama3-70b-lora-8-fp8": (6246, 7188),  # measured 6,206: +0.6% / +15.8%
     "bridge-gb200-llama3-70b-lora-8-mxfp8": (5783, 6667),  # measured 5,958: -2.9% / +11.9%
+    # Megatron-Bridge 26.06's Kimi K2 trained with Muon (BRIDGE_MUON), added at stop 53 with Muon
+    "bridge-gb300-kimi-k2-256-mxfp8": (5423, 5946),  # measured 5,367: +1.0% / +10.8%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -136,6 +137,19 @@ def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert len(FINETUNE_ROWS) == 8 and lora == [row.name for row in FINETUNE_ROWS if "-lora-" in row.name]
 
 
+def test_the_kimi_k2_row_runs_muon_s_newton_schulz() -> None:
+    """The recipe's dist_muon is Muon's layer-wise distributed optimizer: the same job with Adam's distributed optimizer
+    is faster by the Newton-Schulz GEMMs (Kimi K2's 90 local experts a stage, expert DP 1: each GPU orthogonalizes
+    its own), and holds more optimizer state (two moments where Muon keeps one momentum)."""
+    row = next(row for row in ROWS if row.source == BRIDGE_MUON)
+    run = row.job()
+    assert (run.layout.optimizer, run.layout.zero_stage, run.layout.muon_tp_mode) == ("muon", 1, "blockwise")
+    muon = row_report(row, model=run.model, layout=run.layout)
+    adam = row_report(row, model=run.model, layout=run.layout.with_(optimizer="adam"))
+    assert 0.01 < muon.step_time_s / adam.step_time_s - 1 < 0.05
+    assert muon.peak_memory_gib < adam.peak_memory_gib
+
+
 def test_lora_runs_faster_per_gpu_than_sft_as_measured(results: dict[str, tuple[RowResult, RowResult]]) -> None:
     """Per GPU, each LoRA row (8 GPUs, no weight gradients) outruns the SFT row of its GPU and precision (32 GPUs),
     measured 1.55-1.72x; simulated likewise."""
@@ -149,7 +163,7 @@ def test_lora_runs_faster_per_gpu_than_sft_as_measured(results: dict[str, tuple[
 def test_megatron_lm_rows_are_converted_with_megatrons_flop_count() -> None:
     """PR #5728 publishes model TFLOP/s/GPU; Megatron counts 148.03 GFLOP per token of Qwen3-235B-A22B and 23.006 of
     Qwen3-30B-A3B at 4,096 tokens (simulator/report/megatron_flops.py), so 1,208.3 TFLOP/s/GPU is 8,162 tokens/s/GPU."""
-    from experiments.validation.blackwell.check import megatron_flops_per_token
+    from experiments.validation.blackwell.rows import megatron_flops_per_token
 
     per_token = {"qwen3-235b-a22b": 148.03e9, "qwen3-30b-a3b": 23.006e9}
     for row in MLM_ROWS:

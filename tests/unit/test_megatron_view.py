@@ -23,6 +23,8 @@ def test_understood_names_megatron_s_degrees_and_options() -> None:
     assert "recompute full" in line and "--use-distributed-optimizer" in line
     # a dense model: no EP or ETP degree to name
     assert understood(layout, 240, "h800", experts=False).startswith("TP 8 (SP), no experts, CP 1, PP 15,")
+    muon = understood(layout.with_(optimizer="muon", muon_tp_mode="blockwise"), 240, "h800")
+    assert "--optimizer muon (layer-wise distributed, 5 Newton-Schulz steps, blockwise)" in muon
 
 
 def test_memory_terms_of_the_peak_stage_and_ignored_in_one_line() -> None:

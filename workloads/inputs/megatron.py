@@ -28,6 +28,7 @@ from workloads.inputs.megatron_graphs import (
     rank_capacity,
     router_padding,
 )
+from workloads.inputs.megatron_optimizer import optimizer_fields, sharded_optimizer
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
 from workloads.specs.hints import in_megatron_words
@@ -130,6 +131,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         "attention_backend": _attention_backend(args, notes),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
+        **optimizer_fields(args, notes),
         **_data_parallel(args, {arg.flag for arg in ignored}, notes),
         **cuda_graphs(args, notes),
     }
@@ -372,8 +374,6 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         raise ConfigError("--fp16", "--bf16 and --fp16 exclude each other")
     if not (args.get("--bf16") or args.get("--fp16")):
         notes.append("no --bf16 or --fp16: Megatron would keep FP32 weights; moesim simulates BF16 training")
-    if args.get("--optimizer", "adam") != "adam":
-        raise ConfigError("--optimizer", f"{args['--optimizer']!r} not modelled: moesim counts Adam's states")
     fp8 = args.get("--fp8-format")
     recipe = args.get("--fp8-recipe", "delayed")  # TransformerConfig default
     if fp8 and recipe == "custom":
@@ -422,7 +422,7 @@ def _data_parallel(args: dict[str, Any], given: set[str], notes: list[str]) -> d
     """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding (megatron_fsdp.py) and DP
     communication overlap."""
     fsdp = fsdp_zero_stage(args, given, notes)
-    distributed = bool(args.get("--use-distributed-optimizer")) or bool(args.get("--use-megatron-fsdp"))
+    distributed = sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
     grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
     if params and not distributed:
         raise ConfigError(

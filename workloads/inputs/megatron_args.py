@@ -24,8 +24,10 @@ from workloads.inputs.megatron_flag_list import (  # noqa: F401 (re-exported: th
     ignored_reason,
     reason_class,
 )
+from workloads.inputs.megatron_optimizer import OPTIMIZER_CHOICES
 from workloads.inputs.shell_script import command_words
 from workloads.specs.limits import check_limit
+from workloads.specs.muon import MUON_TP_MODES
 
 SOURCE = "--megatron-args"
 INT_MAX = 2**31 - 1
@@ -144,7 +146,10 @@ FLAGS: dict[str, Flag] = {
     "--recompute-modules": Flag(TS),
     "--recompute-activations": Flag(S),
     # optimizer and data parallelism
-    "--optimizer": Flag(T),
+    "--optimizer": Flag(T, OPTIMIZER_CHOICES),
+    "--muon-num-ns-steps": Flag(I),
+    "--muon-tp-mode": Flag(T, MUON_TP_MODES),
+    "--muon-fp32-matmul-prec": Flag(T, ("highest", "high", "medium")),
     "--use-distributed-optimizer": Flag(S),
     # FSDP (workloads/inputs/megatron_fsdp.py): its sharding as a ZeRO stage
     "--use-megatron-fsdp": Flag(S),
@@ -348,6 +353,8 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.dispatcher_sms": "--moe-flex-dispatcher-num-sms (or --moe-deepep-num-sms / --moe-hybridep-num-sms)",
     "layout.router_quant_padding": "--moe-router-padding-for-quantization (or --moe-router-padding-for-fp8)",
     "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
+    "layout.optimizer": "--optimizer",
+    "layout.muon_ns_steps": "--muon-num-ns-steps",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
     "gpus": "--tensor/pipeline/context-parallel-size",

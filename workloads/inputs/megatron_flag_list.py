@@ -48,7 +48,19 @@ IGNORED: dict[str, str] = {
     # attention, the kernel moesim times under --attention-backend auto (workloads/inputs/megatron.py)
     "--softmax-type": NUMERICS,
     **dict.fromkeys(
-        ("--lr", "--min-lr", "--weight-decay", "--clip-grad", "--adam-eps", "--sgd-momentum"),
+        (
+            "--lr",
+            "--min-lr",
+            "--weight-decay",
+            "--clip-grad",
+            "--adam-eps",
+            "--sgd-momentum",
+            "--muon-momentum",
+            "--muon-nesterov",
+            "--muon-scale-mode",
+            "--muon-extra-scale-factor",
+            "--muon-coefficient-type",
+        ),
         OPTIMIZER,
     ),
     **dict.fromkeys(("--train-iters", "--train-samples", "--exit-interval", "--exit-duration-in-mins"), SCHEDULE),

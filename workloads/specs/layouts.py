@@ -15,6 +15,7 @@ from workloads.schedules.registry import SCHEDULES
 from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
+from workloads.specs.muon import MUON_NS_STEPS, MUON_TP_MODES, OPTIMIZERS
 from workloads.specs.peft import LORA_MODULES, LORA_RANK, PEFT_MODES
 from workloads.specs.precision import FP8_RECIPES, MAIN_GRADS_DTYPES, MAIN_PARAMS_DTYPES, MOMENT_DTYPES
 from workloads.specs.routing import ROUTINGS
@@ -286,6 +287,11 @@ class LayoutSpec:
     peft: str = "none"
     lora_rank: int = LORA_RANK
     lora_modules: tuple[str, ...] = LORA_MODULES
+    # The optimizer (Megatron --optimizer): "adam", or "muon" for the 2-D weights (workloads/specs/muon.py), its
+    # Newton-Schulz steps and TP mode (--muon-num-ns-steps, --muon-tp-mode); zero_stage 1 is its layer-wise form.
+    optimizer: str = "adam"
+    muon_ns_steps: int = MUON_NS_STEPS
+    muon_tp_mode: str = "duplicated"
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
@@ -316,6 +322,8 @@ class LayoutSpec:
             "cross_entropy": CROSS_ENTROPY_IMPLS,
             "attention_backend": ATTENTION_BACKENDS,
             "peft": PEFT_MODES,
+            "optimizer": OPTIMIZERS,
+            "muon_tp_mode": MUON_TP_MODES,
         }
         if not self.lora_modules or any(module not in LORA_MODULES for module in self.lora_modules):
             raise ConfigError("layout.lora_modules", f"must be among {', '.join(LORA_MODULES)}")
@@ -325,7 +333,7 @@ class LayoutSpec:
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")
-        for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp", "lora_rank"):
+        for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp", "lora_rank", "muon_ns_steps"):
             if getattr(self, field) < 1:
                 raise ConfigError(f"layout.{field}", "must be a positive integer")
         if self.zero_stage not in (0, 1, 2, 3):

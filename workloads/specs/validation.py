@@ -58,6 +58,8 @@ def check_step(
         raise ConfigError("layout.ffn", "a latent MoE (moe_latent_size) is simulated with expert parallelism (ffn ep)")
     if layout.peft != "none":
         _check_peft(model, layout)
+    if layout.optimizer == "muon":
+        _check_muon(layout)
 
 
 def _check_peft(model: ModelSpec, layout: LayoutSpec) -> None:
@@ -72,6 +74,16 @@ def _check_peft(model: ModelSpec, layout: LayoutSpec) -> None:
         )
     if layout.zero_stage > 1:
         raise ConfigError("layout.peft", "LoRA is simulated with ZeRO 0 or 1 (the distributed optimizer), not FSDP")
+
+
+def _check_muon(layout: LayoutSpec) -> None:
+    """What Megatron-Core's Muon runs with (workloads/specs/muon.py)."""
+    if layout.zero_stage > 1:  # megatron/training/arguments.py validate_args at d98e8a64dd
+        raise ConfigError(
+            "layout.optimizer", "Muon runs with ZeRO 0 or 1 (its layer-wise distributed optimizer), not FSDP"
+        )
+    if layout.peft != "none":
+        raise ConfigError("layout.optimizer", "LoRA is simulated with Adam only")
 
 
 def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:

@@ -50,12 +50,8 @@ import statistics
 from dataclasses import dataclass
 
 from experiments.common.layer_costs import Part
-from experiments.validation.blackwell.check import (
-    ROWS,
-    BlackwellRow,
-    RowResult,
-    simulate_row,
-)
+from experiments.validation.blackwell.check import RowResult, simulate_row
+from experiments.validation.blackwell.rows import ROWS, BlackwellRow
 from topologies.cluster import cluster_preset
 
 BRIDGE_25_11 = "NVIDIA-NeMo/Megatron-Bridge v0.2.1 docs/performance-summary.md, 25.11 container, Llama 3 8B, 8 GPUs"
