@@ -53,6 +53,12 @@ Rows of an eighth source: Megatron-Bridge 26.06's Kimi K2 pre-training on 256 DG
 used for pre-training Kimi-K2"; recipe at v0.5.0, bridge-gb300-kimi-k2-256-mxfp8.sh): the Newton-Schulz GEMMs and
 Muon's states (workloads/specs/muon.py) beside DeepSeek-V3's architecture at 384 experts: 5,367 tokens/s/GPU at v0.5.0
 (5,372 in the archive's 26.06 table at 067f987d; 5,072 in 26.02.01, 5,332 in 26.04, 5,328 in 26.04.01).
+
+Rows of a ninth source: 26.08's Nemotron 3 Super 120B-A12B on 64 DGX-GB300 / DGX-GB200, MXFP8 and NVFP4 (recipes at
+067f987d, bridge-{gb300,gb200}-nemotron-3-super-64-{mxfp8,nvfp4}.sh; the model from Megatron-LM's own flags,
+examples/models/nemotron-3-super-120b-a12b.yaml): the latent MoE (workloads/specs/models.py moe_latent_size) and the
+hybrid model at 512 experts. The NVFP4 recipes keep the attention, the latent projections, the MTP modules and the last
+14 layers in BF16 (perf_recipes/nemotronh/te_quant.cfg, --first-last-layers-bf16): simulated in NVFP4 throughout.
 """
 
 from __future__ import annotations
@@ -76,6 +82,9 @@ BRIDGE_HYBRID = (
 )
 BRIDGE_FINETUNE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 26.06, Llama 3 70B SFT and LoRA"
 BRIDGE_MUON = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md at v0.5.0, 26.06, Kimi K2 trained with Muon"
+BRIDGE_LATENT = (
+    "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08 container, Nemotron 3 Super (latent MoE)"
+)
 SOURCES = (
     BRIDGE_26_08,
     MLM_PR_5728,
@@ -85,6 +94,7 @@ SOURCES = (
     BRIDGE_HYBRID,
     BRIDGE_FINETUNE,
     BRIDGE_MUON,
+    BRIDGE_LATENT,
 )
 # LoRA as Megatron-Bridge's fine-tuning recipes run it (no Megatron-LM flag: layout fields; workloads/specs/peft.py)
 LORA_QKV = LayoutSpec("megatron-args", peft="lora", lora_modules=("linear_qkv",))
@@ -95,7 +105,7 @@ class BlackwellRow:
     """One published row: the flag file that rebuilds its recipe, the model preset, the cluster and the measurement."""
 
     name: str  # examples/megatron/<name>.sh
-    model: str  # examples/models/<model>.json
+    model: str  # examples/models/<model>.json (a config.json), or <model>.yaml (a moesim model file)
     cluster: str
     gpus: int
     global_batch: int
@@ -109,7 +119,9 @@ class BlackwellRow:
     def job(self) -> MegatronRun:
         """The flag file's Megatron job resolved on the model preset (and the row's layout fields)."""
         job = parse_megatron_args(ROOT / "examples" / "megatron" / f"{self.name}.sh")
-        return job.resolve(load_model(ROOT / "examples" / "models" / f"{self.model}.json"), self.layout)
+        models = ROOT / "examples" / "models"
+        model = models / f"{self.model}.json"
+        return job.resolve(load_model(model if model.exists() else models / f"{self.model}.yaml"), self.layout)
 
     @property
     def measured_tokens_per_s_per_gpu(self) -> float:
@@ -270,6 +282,27 @@ ROWS: tuple[BlackwellRow, ...] = (
     # BRIDGE_MUON: Kimi K2 (1.04 T parameters, DeepSeek-V3's architecture with 384 experts) in MXFP8 on 256 GB300,
     # Muon's layer-wise distributed optimizer (workloads/specs/muon.py)
     BlackwellRow("bridge-gb300-kimi-k2-256-mxfp8", "kimi-k2", "gb300", 256, 4096, 4096, 5367, False, BRIDGE_MUON),
+    # BRIDGE_LATENT: Nemotron 3 Super 120B-A12B (hybrid Mamba-2 / attention, latent MoE, 512 experts, top-22, 2 MTP
+    # depths) on 64 GPUs, EP 64 in one NVLink domain, MXFP8 (cuDNN's FP8 attention) and NVFP4; TP 1 on GB300, 2 on GB200
+    *(
+        BlackwellRow(
+            f"bridge-{gpu}-nemotron-3-super-64-{precision}",
+            "nemotron-3-super-120b-a12b",
+            gpu,
+            64,
+            512,
+            8192,
+            tokens,
+            precision == "mxfp8",
+            BRIDGE_LATENT,
+        )
+        for gpu, precision, tokens in (
+            ("gb300", "mxfp8", 9856),
+            ("gb300", "nvfp4", 10240),
+            ("gb200", "mxfp8", 7040),
+            ("gb200", "nvfp4", 7168),
+        )
+    ),
 )
 
 
