@@ -60,6 +60,7 @@ PINNED = {
     "gb300-nemotron-3-nano-8": (49037, 53148),  # measured 39,936: +22.8% / +33.1%
     "bridge-gb200-nemotron-3-nano-8-mxfp8": (35159, 35648),  # measured 33,522: +4.9% / +6.3%
     "bridge-b300-nemotron-3-nano-8-mxfp8": (50074, 55324),  # measured 37,316: +34.2% / +48.3%
+    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (30824, 31401),  # measured 28,672: +7.5% / +9.5% (stop 53)
     "gb300-qwen3-235b-a22b-256": (8070, 9004),  # measured 8,816: -8.5% / +2.1%
     "gb200-qwen3-235b-a22b-256": (7191, 8059),  # measured 7,280: -1.2% / +10.7%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
@@ -134,7 +135,7 @@ def results() -> dict[str, tuple[RowResult, RowResult]]:
 def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert {row.name for row in ROWS} == set(PINNED)
     assert {row.cluster for row in ROWS} == {"gb300", "gb200", "b300", "b200"}
-    assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 7
+    assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 8
     assert {row.source for row in ROWS} == set(SOURCES) and len(BRIDGE_ROWS) == 8 and len(MLM_ROWS) == 6
     assert len(REPORT_ROWS) == 7 and all(row.name.startswith("mcore-") for row in REPORT_ROWS)
     assert len(DENSE_ROWS) == 10 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)

@@ -42,7 +42,9 @@ and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22
 
 Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's DGX-GB300 row (its recipe at 067f987d,
 examples/megatron/gb300-nemotron-3-nano-8.sh) and 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
-bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes.
+bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes. With
+them 26.08's Nemotron 3.5 Lightning on 8 DGX-GB200 ("the same architecture as Nemotron 3 Nano", trained with two MTP
+depths: bridge-gb200-nemotron-3.5-lightning-8-mxfp8.sh on Nano's model file).
 
 Rows of a seventh source: Megatron-Bridge 26.06's Llama 3 70B fine-tuning on DGX-GB300 / DGX-GB200 (archive at 4ab94dfa,
 recipes at v0.5.0; bridge-{gb300,gb200}-llama3-70b-{sft-32,lora-8}-{fp8,mxfp8}.sh): SFT on 32 GPUs and LoRA on 8
@@ -251,6 +253,18 @@ ROWS: tuple[BlackwellRow, ...] = (
         8192,
         37316,
         False,
+        BRIDGE_HYBRID,
+    ),
+    # 26.08's Nemotron 3.5 Lightning on 8 GB200: Nano's architecture with two MTP depths (one shared module)
+    BlackwellRow(
+        "bridge-gb200-nemotron-3.5-lightning-8-mxfp8",
+        "nemotron-3-nano-30b-a3b",
+        "gb200",
+        8,
+        512,
+        8192,
+        28672,
+        True,
         BRIDGE_HYBRID,
     ),
     # BRIDGE_FINETUNE: Llama 3 70B fine-tuned on packed 4,096-token SQuAD sequences (timed as whole causal ones),
