@@ -348,3 +348,5 @@ class LayerKind(NamedTuple):
     # A hybrid model's layer holds one block (ModelSpec.hybrid_pattern): "mamba" (a Mamba-2 mixer), "attention",
     # "mlp" (a dense FFN) or "moe"; "" is a transformer layer, attention and an FFN
     block: str = ""
+    # BF16 GEMMs in an FP8 / FP4 run (LayoutSpec.bf16_first_layers / bf16_last_layers: Megatron's first / last layers)
+    bf16: bool = False

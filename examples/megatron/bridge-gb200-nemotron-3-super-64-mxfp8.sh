@@ -6,10 +6,10 @@
 # HybridEP's 32 SMs); the model recipe recipes/nemotronh/h100/nemotron_3_super.py (two MTP depths sharing one module,
 # fused attention, squared ReLU with use_fused_weighted_squared_relu, sigmoid router with expert bias, no recompute)).
 # Model: examples/models/nemotron-3-super-120b-a12b.yaml. Published: docs/performance-summary.md, 26.08 container,
-# DGX-GB200, Nemotron_3_Super, MXFP8: 7,040 tokens/s/GPU. Out of the validation corpus:
-#   python -m experiments.validation.blackwell.check
-# Not expressible as Megatron-LM flags (Bridge sets them on the config) or not modelled: fp8_dot_product_attention (TE
-# fp8_dpa), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (GB300), moe_mlp_glu_interleave_size 32.
+# DGX-GB200, Nemotron_3_Super, MXFP8: 7,040 tokens/s/GPU. Out of the validation corpus (python -m
+# experiments.validation.blackwell.check). Not expressible as Megatron-LM flags (Bridge sets them on the config) or
+# not modelled: fp8_dot_product_attention (TE fp8_dpa), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (GB300),
+# moe_mlp_glu_interleave_size 32.
 --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 1 --context-parallel-size 1
 --expert-model-parallel-size 64 --expert-tensor-parallel-size 1
 --micro-batch-size 1 --global-batch-size 512 --seq-length 8192

@@ -1,16 +1,15 @@
 # Megatron-LM arguments of Megatron-Bridge's MXFP8 Nemotron 3 Super 120B-A12B pre-training job on 64 GB300
 # (NVIDIA-NeMo/Megatron-Bridge@067f987d src/megatron/bridge/perf_recipes/nemotronh/gb300/nemotronh.py
 # nemotron_3_super_pretrain_64gpu_gb300_fp8mx_config with _build_nemotron_3_super_gb300_mxfp8;
-# perf_recipes/nemotronh/common.py
-# _apply_nemotron_3_super_perf_defaults (overlapped gradient reduce and parameter gather, FP32 optimizer states,
-# force-balanced routing) and perf_recipes/_common.py _benchmark_common (TE cross-entropy, BF16 gradient reduce,
-# HybridEP's 32 SMs); the model recipe recipes/nemotronh/h100/nemotron_3_super.py (two MTP depths sharing one module,
-# fused attention, squared ReLU with use_fused_weighted_squared_relu, sigmoid router with expert bias, no recompute)).
-# Model: examples/models/nemotron-3-super-120b-a12b.yaml. Published: docs/performance-summary.md, 26.08 container,
-# DGX-GB300, Nemotron_3_Super, MXFP8: 9,856 tokens/s/GPU. Out of the validation corpus:
-#   python -m experiments.validation.blackwell.check
-# Not expressible as Megatron-LM flags (Bridge sets them on the config) or not modelled: fp8_dot_product_attention (TE
-# fp8_dpa), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (GB300), moe_mlp_glu_interleave_size 32.
+# perf_recipes/nemotronh/common.py _apply_nemotron_3_super_perf_defaults (overlapped gradient reduce and parameter
+# gather, FP32 optimizer states, force-balanced routing) and perf_recipes/_common.py _benchmark_common (TE
+# cross-entropy, BF16 gradient reduce, HybridEP's 32 SMs); the model recipe recipes/nemotronh/h100/nemotron_3_super.py
+# (two MTP depths sharing one module, fused attention, squared ReLU with use_fused_weighted_squared_relu, sigmoid
+# router with expert bias, no recompute)). Model: examples/models/nemotron-3-super-120b-a12b.yaml. Published:
+# docs/performance-summary.md, 26.08 container, DGX-GB300, Nemotron_3_Super, MXFP8: 9,856 tokens/s/GPU. Out of the
+# validation corpus (python -m experiments.validation.blackwell.check). Not expressible as Megatron-LM flags (Bridge
+# sets them on the config) or not modelled: fp8_dot_product_attention (TE fp8_dpa), NVTE_CUTEDSL_FUSED_GROUPED_MLP=1
+# (GB300), moe_mlp_glu_interleave_size 32.
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --context-parallel-size 1
 --expert-model-parallel-size 64 --expert-tensor-parallel-size 1
 --micro-batch-size 1 --global-batch-size 512 --seq-length 8192

@@ -148,6 +148,18 @@ FEATURES = [
     ),
     # Muon's layer-wise distributed optimizer: each GPU's share of the Newton-Schulz GEMMs after the DP sync
     ("muon", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "optimizer": "muon", "zero_stage": 1}, None, None, None),
+    # Megatron's --first-last-layers-bf16: the last layer of an FP8 run with BF16 GEMMs and no quantization kernels
+    (
+        "bf16-layers",
+        TINY,
+        16,
+        4,
+        8,
+        {"intra_size": 4, "ep": 8, "gemm_dtype": "fp8", "fp8_recipe": "tensorwise", "bf16_last_layers": 1},
+        None,
+        None,
+        None,
+    ),
     ("dualpipe", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "dualpipe"}, None, None, None),
     ("dualpipe-ep", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "schedule": "dualpipe"}, None, None, None),
     ("zb1p", TINY, 16, 4, 8, {"intra_size": 4, "schedule": "zb1p"}, None, None, None),

@@ -87,3 +87,20 @@ def test_nvfp4_needs_fp4_tensor_cores(capsys) -> None:
     assert main([*run, "--cluster", "h100"]) == 2
     assert "needs FP4 tensor cores" in capsys.readouterr().err
     assert main([*run, "--cluster", "gb200", "--allow-oom", "--json"]) == 0
+
+
+def test_grouped_nvfp4_quantization_runs_tes_group_kernels_once_for_all_experts() -> None:
+    """TE GroupedLinear quantizes its experts' inputs in one tex.split_quantize call: under NVFP4, with an inner dimension
+    a multiple of 128, TE's fused group kernels (the RHT amax, then the cast) run once for every expert's rows; an inner
+    dimension off 128 falls back to one set per expert, as the MXFP8 path always does (multi_tensor_quantize_impl)."""
+    nvfp4, mxfp8 = Fp8Recipe.NVFP4, Fp8Recipe.MXFP8
+    experts = Gemm(4096, 2688, 1024, 8, precision=GemmPrecision.NVFP4)  # 8 local experts, latent width 1,024
+    assert quantize_input(nvfp4, experts).kernels == 2
+    assert quantize_input(nvfp4, Gemm(4096, 1024, 1856, 8, precision=GemmPrecision.NVFP4)).kernels == 2 * 8
+    assert quantize_input(mxfp8, Gemm(4096, 2688, 1024, 8, precision=GemmPrecision.FP8_MXFP8)).kernels == 8
+    sequential = Gemm(
+        4096, 2688, 1024, 8, sequential=True, precision=GemmPrecision.NVFP4
+    )  # SequentialMLP: te.Linear each
+    assert quantize_input(nvfp4, sequential).kernels == 2 * 8
+    # the bytes are every expert's either way: 2 B read, 2 + 2 x (1/2 + 1/16) written per element
+    assert quantize_input(nvfp4, experts).mem_bytes == pytest.approx(4096 * 1024 * 8 * (2 + 2 + 2 * (1 / 2 + 1 / 16)))

@@ -33,6 +33,13 @@ class ParamGroup(NamedTuple):
     trained: float  # of them, parameters with gradients and optimizer states (a frozen base's none: LoRA's adapters)
 
 
+def bf16_layout(layout: LayoutSpec) -> LayoutSpec:
+    """The layout a BF16 layer of an FP8 / FP4 run is built under: BF16 GEMMs, so no quantization kernels, weights
+    gathered in BF16; the router pads for nothing (Megatron's get_fp8_context / get_fp4_context return a null
+    context for it)."""
+    return layout.with_(gemm_dtype="bf16", fp8_recipe="", fp8_param_gather=False, router_quant_padding=False)
+
+
 def block_layer_counts(num_layers: int, blocks: int) -> list[int]:
     """Layers per pipeline block; a remainder leaves one layer fewer on the last, first, second-to-last,
     second, ... blocks (where the LM head and the embedding sit)."""
@@ -226,9 +233,16 @@ class StepWorkload:
     def _block_keys(self) -> tuple[Block, ...]:
         last = self.schedule.blocks - 1
         return tuple(
-            Block(b == 0, b == last, tuple(self.model.layer_kind(i) for i in layers))
+            Block(b == 0, b == last, tuple(self.layer_kind(i) for i in layers))
             for b, layers in enumerate(self.block_ranges)
         )
+
+    def layer_kind(self, layer: int) -> LayerKind:
+        """The model's kind of layer ``layer``, marked BF16 where the layout keeps it out of FP8 / FP4
+        (megatron/core/fp8_utils.py is_first_last_bf16_layer: global layer indices)."""
+        kind, layout = self.model.layer_kind(layer), self.layout
+        bf16 = layer < layout.bf16_first_layers or layer >= self.model.num_layers - layout.bf16_last_layers
+        return kind._replace(bf16=True) if bf16 and layout.gemm_dtype == "fp8" else kind
 
     def block_key(self, block: int) -> Block:
         """What sets block ``block``'s op list."""
@@ -305,8 +319,9 @@ class StepWorkload:
     def _recipe(self, kind: LayerKind) -> list:
         """The forward recipe of a layer of ``kind`` (built once per kind)."""
         if kind not in self._cache:
+            layout = bf16_layout(self.layout) if kind.bf16 else self.layout
             self._cache[kind] = layer_recipe(
-                self.model, self.layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block
+                self.model, layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block
             )
         return self._cache[kind]
 

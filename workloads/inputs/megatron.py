@@ -28,8 +28,8 @@ from workloads.inputs.megatron_graphs import (
     rank_capacity,
     router_padding,
 )
-from workloads.inputs.megatron_optimizer import optimizer_fields, sharded_optimizer
 from workloads.inputs.megatron_pipeline import pipeline_fields
+from workloads.inputs.megatron_precision import bf16_layer_fields, optimizer_fields, sharded_optimizer
 from workloads.inputs.shell_script import command_words
 from workloads.specs.hints import in_megatron_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
@@ -132,6 +132,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **optimizer_fields(args, notes),
+        **bf16_layer_fields(args, notes),
         **_data_parallel(args, {arg.flag for arg in ignored}, notes),
         **cuda_graphs(args, notes),
     }

@@ -24,7 +24,7 @@ from workloads.inputs.megatron_flag_list import (  # noqa: F401 (re-exported: th
     ignored_reason,
     reason_class,
 )
-from workloads.inputs.megatron_optimizer import OPTIMIZER_CHOICES
+from workloads.inputs.megatron_precision import OPTIMIZER_CHOICES
 from workloads.inputs.shell_script import command_words
 from workloads.specs.limits import check_limit
 from workloads.specs.muon import MUON_TP_MODES
@@ -150,6 +150,9 @@ FLAGS: dict[str, Flag] = {
     "--muon-num-ns-steps": Flag(I),
     "--muon-tp-mode": Flag(T, MUON_TP_MODES),
     "--muon-fp32-matmul-prec": Flag(T, ("highest", "high", "medium")),
+    "--first-last-layers-bf16": Flag(S),
+    "--num-layers-at-start-in-bf16": Flag(I),
+    "--num-layers-at-end-in-bf16": Flag(I),
     "--use-distributed-optimizer": Flag(S),
     # FSDP (workloads/inputs/megatron_fsdp.py): its sharding as a ZeRO stage
     "--use-megatron-fsdp": Flag(S),
@@ -355,6 +358,8 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
     "layout.optimizer": "--optimizer",
     "layout.muon_ns_steps": "--muon-num-ns-steps",
+    "layout.bf16_first_layers": "--num-layers-at-start-in-bf16",
+    "layout.bf16_last_layers": "--num-layers-at-end-in-bf16",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
     "gpus": "--tensor/pipeline/context-parallel-size",

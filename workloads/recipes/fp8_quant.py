@@ -119,6 +119,24 @@ class QuantWork(NamedTuple):
 NORM_AMAX_RECIPES = frozenset({Fp8Recipe.TENSORWISE})
 
 
+# TE GroupedLinear quantizes its input (and its output gradient) for all experts in one tex.split_quantize call;
+# under NVFP4 that runs TE's group kernels once over every expert's rows (FUSED_NVFP4: nvte_group_hadamard_transform_
+# amax, then nvte_group_hadamard_transform_cast_fusion, or its row-wise and column-wise halves where the splits are
+# not aligned) when the inner dimension is a multiple of 128 ("Unfused NVFP4 quantization fallback is triggered
+# because the input tensor inner dimension is not a multiple of 128"); else, and under the other block recipes
+# (multi_tensor_quantize_impl: quantizer->quantize per tensor), one set of kernels per expert
+# (NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/csrc/extensions/cast.cpp split_quantize).
+GROUP_FUSED_RECIPES = frozenset({Fp8Recipe.NVFP4})
+GROUP_FUSED_ALIGN = 128
+
+
+def launches_per_quantization(recipe: Fp8Recipe, gemm: Gemm, kernels: int) -> int:
+    """Kernels of one quantization of a GEMM's input that takes ``kernels`` per tensor: per group, or once for all
+    groups of a grouped GEMM whose recipe TE fuses over the groups (above)."""
+    fused = recipe in GROUP_FUSED_RECIPES and gemm.k % GROUP_FUSED_ALIGN == 0
+    return kernels if fused and gemm.groups > 1 and not gemm.sequential else kernels * gemm.groups
+
+
 def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bool = False) -> QuantWork:
     """The work of quantizing the BF16 input (m x k per group) of an FP8 GEMM under ``recipe``, gathered from
     ``shards`` sequence shards by the layer itself; none without a recipe or for BF16. ``norm_amax``: the input
@@ -133,11 +151,12 @@ def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bo
         local = elements / shards * (cost.read_bytes + FP8_BYTES)
         transpose = 2 * FP8_BYTES * elements  # reads the gathered FP8, writes its transpose: one more kernel
         return QuantWork(local + transpose, (cost.kernels + 1) * gemm.groups, transpose, gemm.groups)
+    kernels = launches_per_quantization(recipe, gemm, cost.kernels)
     if shards > 1:
-        return QuantWork(elements / shards * cost.bytes_per_element(), cost.kernels * gemm.groups)
+        return QuantWork(elements / shards * cost.bytes_per_element(), kernels)
     # the fused cast-transpose writes the transpose beside the row-wise copy: bytes, not a kernel of its own
     transpose = cost.element_bytes * elements if cost.transposed_copy else 0.0
-    return QuantWork(cost.bytes_per_element() * elements, cost.kernels * gemm.groups, transpose)
+    return QuantWork(cost.bytes_per_element() * elements, kernels, transpose)
 
 
 def gather_scale(recipe: Fp8Recipe) -> float:

@@ -287,11 +287,13 @@ class LayoutSpec:
     peft: str = "none"
     lora_rank: int = LORA_RANK
     lora_modules: tuple[str, ...] = LORA_MODULES
-    # The optimizer (Megatron --optimizer): "adam", or "muon" for the 2-D weights (workloads/specs/muon.py), its
-    # Newton-Schulz steps and TP mode (--muon-num-ns-steps, --muon-tp-mode); zero_stage 1 is its layer-wise form.
+    # Megatron --optimizer (workloads/specs/muon.py; --muon-num-ns-steps, --muon-tp-mode), "adam" or "muon"
     optimizer: str = "adam"
     muon_ns_steps: int = MUON_NS_STEPS
     muon_tp_mode: str = "duplicated"
+    # Megatron's --first-last-layers-bf16: the first / last layers (global indices) run BF16 GEMMs in an FP8 / FP4 run
+    bf16_first_layers: int = 0
+    bf16_last_layers: int = 0
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""

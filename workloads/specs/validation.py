@@ -60,6 +60,12 @@ def check_step(
         _check_peft(model, layout)
     if layout.optimizer == "muon":
         _check_muon(layout)
+    for field in ("bf16_first_layers", "bf16_last_layers"):  # megatron/core/transformer/transformer_config.py
+        if not 0 <= getattr(layout, field) <= model.num_layers // layout.pp:
+            raise ConfigError(
+                f"layout.{field}",
+                f"must be between 0 and the layers per pipeline stage ({model.num_layers // layout.pp})",
+            )
 
 
 def _check_peft(model: ModelSpec, layout: LayoutSpec) -> None:

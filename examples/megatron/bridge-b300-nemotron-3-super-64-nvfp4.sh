@@ -1,0 +1,31 @@
+# Megatron-LM arguments of Megatron-Bridge's NVFP4 Nemotron 3 Super 120B-A12B pre-training job on 64 DGX-B300 GPUs (8
+# nodes over InfiniBand), the 26.06 NeMo container's recipe (NVIDIA-NeMo/Megatron-Bridge v0.5.0 (fcbb6031)
+# scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py
+# NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B300_NVFP4_V1: TP 1, EP 8 inside a node, MBS 1, GBS 512, HybridEP
+# (utils/overrides.py: 32 SMs), TE graphs on attn, mamba, moe_router and moe_preprocess, selective recompute of
+# moe_act and layernorm; nemotron_3_llm_pretrain.py set_nemotron_3_super_common_configs: BF16 gradient reduce, forced
+# balance, router padding for quantization, nemotron_3_super_bf16_with_nvfp4_mixed without FP4 parameter gather and
+# te_quant.cfg; the model recipe src/megatron/bridge/recipes/nemotronh/nemotron_3_super.py: two MTP depths sharing one
+# module, fused attention, squared ReLU with use_fused_weighted_squared_relu, TE cross-entropy, distributed optimizer
+# with overlapped reduce and gather). Model: examples/models/nemotron-3-super-120b-a12b.yaml. Published:
+# docs/performance-summary.md at v0.5.0, "26.06 NeMo Container", DGX-B300, Nemotron_3_Super, NVFP4: 8,131
+# tokens/s/GPU. Out of the validation corpus (python -m experiments.validation.blackwell.check). Not expressible as
+# Megatron-LM flags or not modelled: te_quant.cfg's per-module recipe (the attention's linear_qkv / linear_proj, the
+# latent projections and the MTP modules in BF16, Mamba's out_proj in MXFP8: simulated in NVFP4). The last 14 layers
+# run BF16 GEMMs (--first-last-layers-bf16). The last 14 layers run BF16 GEMMs (--first-last-layers-bf16: Bridge's
+# nemotron_3_super_bf16_with_nvfp4_mixed, its start count 0).
+--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --context-parallel-size 1
+--expert-model-parallel-size 8 --expert-tensor-parallel-size 1
+--micro-batch-size 1 --global-batch-size 512 --seq-length 8192
+--bf16 --fp4-format e2m1 --fp4-recipe nvfp4 --first-last-layers-bf16 --num-layers-at-start-in-bf16 0 --num-layers-at-end-in-bf16 14
+--squared-relu --use-fused-weighted-squared-relu --disable-bias-linear --untie-embeddings-and-output-weights
+--position-embedding-type none --attention-backend fused
+--mtp-num-layers 2 --mtp-use-repeated-layer --mtp-hybrid-override-pattern "*E"
+--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-hybridep-num-sms 32
+--moe-grouped-gemm --moe-permute-fusion --moe-router-force-load-balancing --moe-router-padding-for-quantization
+--moe-router-score-function sigmoid --moe-router-enable-expert-bias --moe-router-dtype fp32
+--moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 1e-4
+--recompute-granularity selective --recompute-modules moe_act layernorm
+--cuda-graph-impl transformer_engine --cuda-graph-modules attn mamba moe_router moe_preprocess
+--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16
+--cross-entropy-loss-fusion --cross-entropy-fusion-impl te

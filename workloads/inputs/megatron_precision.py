@@ -1,0 +1,66 @@
+"""Megatron-LM's optimizer and mixed-precision choices beyond the GEMM recipe, in its own words (NVIDIA/Megatron-LM
+d98e8a64dd): ``--optimizer`` and ``--first-last-layers-bf16``.
+
+``--optimizer``: Adam, or Muon for the 2-D weights (workloads/specs/muon.py; megatron/training/arguments.py
+validate_args, "emerging optimizer check"). ``dist_muon`` (deprecated there: "Use --optimizer muon
+--use-distributed-optimizer instead") and ``muon`` with ``--use-distributed-optimizer`` run the layer-wise distributed
+optimizer (ZeRO-1's traffic and state sharding); ``muon`` alone keeps every state on every rank and all-reduces the
+gradients. The other emerging optimizers (``lion``, ``soap``, ``adaptive_muon``) and ``sgd`` are refused.
+
+``--first-last-layers-bf16``: the first and last layers of an FP8 / FP4 run in BF16
+(megatron/core/transformer/transformer_config.py first_last_layers_bf16, num_layers_at_start_in_bf16 and
+num_layers_at_end_in_bf16, 1 each by default; megatron/core/fp8_utils.py and fp4_utils.py: a null quantization
+context for those global layer indices).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topologies.errors import ConfigError
+from workloads.specs.muon import MUON_NS_STEPS
+
+OPTIMIZER_CHOICES = ("adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon")  # arguments.py at d98e8a64dd
+
+
+def optimizer_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The layout's optimizer fields from ``--optimizer`` and ``--muon-*``."""
+    name = args.get("--optimizer", "adam")
+    if name == "adam":
+        return {"optimizer": "adam"}
+    if name not in ("muon", "dist_muon"):
+        raise ConfigError("--optimizer", f"{name!r} not modelled: moesim simulates adam and muon (dist_muon)")
+    for flag in ("--use-megatron-fsdp", "--use-torch-fsdp2"):
+        if args.get(flag):
+            raise ConfigError(flag, f"Emerging optimizer does not support {flag[6:]} for now (Megatron-LM)")
+    if args.get("--fp16"):
+        raise ConfigError("--fp16", "emerging optimizer with fp16 is not supported (Megatron-Core)")
+    if args.get("--muon-fp32-matmul-prec", "medium") != "medium":
+        notes.append("--muon-fp32-matmul-prec: the Newton-Schulz GEMMs timed in BF16, as at medium")
+    return {
+        "optimizer": "muon",
+        "muon_ns_steps": args.get("--muon-num-ns-steps", MUON_NS_STEPS),
+        "muon_tp_mode": args.get("--muon-tp-mode", "duplicated"),
+    }
+
+
+def sharded_optimizer(args: dict[str, Any]) -> bool:
+    """Whether the optimizer's states are sharded over data parallelism: the distributed optimizer, or Muon's
+    layer-wise one (``dist_muon``, or ``muon`` with ``--use-distributed-optimizer``)."""
+    return bool(args.get("--use-distributed-optimizer")) or args.get("--optimizer") == "dist_muon"
+
+
+def bf16_layer_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The layout's BF16 layer counts (workloads/graph/step.py layer_kind), or none."""
+    if not args.get("--first-last-layers-bf16"):
+        return {}
+    fp8, fp4 = args.get("--fp8-format"), args.get("--fp4-format")
+    if not (fp8 or fp4):
+        notes.append("--first-last-layers-bf16 without --fp8-format or --fp4-format: every layer is BF16 already")
+        return {}
+    if fp8 and args.get("--fp8-recipe", "delayed") == "delayed":
+        raise ConfigError("--first-last-layers-bf16", "Delayed scaling does not support first / last layer in BF16.")
+    return {
+        "bf16_first_layers": args.get("--num-layers-at-start-in-bf16", 1),
+        "bf16_last_layers": args.get("--num-layers-at-end-in-bf16", 1),
+    }
