@@ -69,3 +69,21 @@ def test_flags_and_checks() -> None:
     assert simulate(LATENT, EP, 8, cluster="h100", global_batch=8, seq_len=1024).tokens_per_s_per_gpu > 0
     with pytest.raises(ConfigError, match="expert parallelism"):
         simulate(LATENT, EP.with_(ffn="tp", ep=0), 8, cluster="h100", global_batch=8, seq_len=1024)
+
+
+def test_nemotron_3_super_and_ultra_count_their_published_parameters() -> None:
+    """The model files written from Megatron-LM's flags (examples/models/README.md): 120B-A12B with 40 Mamba-2, 40 MoE
+    and 8 attention layers; 550B-A55B with 48, 48 and 12."""
+    from pathlib import Path
+
+    from workloads.inputs.yaml_files import load_model
+
+    models = Path(__file__).resolve().parents[2] / "examples" / "models"
+    for name, blocks, total, active in (
+        ("nemotron-3-super-120b-a12b", (40, 40, 8), 120.7e9, 12.7e9),
+        ("nemotron-3-ultra-550b-a55b", (48, 48, 12), 549.3e9, 55.9e9),
+    ):
+        model = load_model(models / f"{name}.yaml")
+        assert tuple(model.hybrid_pattern.count(symbol) for symbol in "ME*") == blocks
+        assert model.total_params == pytest.approx(total, rel=1e-3)
+        assert model.active_params == pytest.approx(active, rel=1e-2)
