@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from simulator.memory.activations import megatron_layer_bytes
 from workloads.graph.optimizer_work import adam_shard_params
-from workloads.graph.step import StepWorkload
+from workloads.graph.step import StepWorkload, bf16_layout
 from workloads.ops import BYTES_BF16, Module
 from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
@@ -139,14 +139,15 @@ def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
     kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
     stored = _stored_whole(layout) if kept else layout
     # NOTE: a layer's bytes depend only on whether it is kept whole and on its kind: each computed once per block
-    by_kind: dict[tuple[bool, bool, str], float] = {}
+    by_kind: dict[tuple[bool, bool, str, bool], float] = {}
     sizes = []
     for position, layer in enumerate(layers):
-        kind = model.layer_kind(layer)
-        key = (position >= len(layers) - kept, kind.dense, kind.block)
+        kind = workload.layer_kind(layer)  # a BF16 layer of an FP8 run saves BF16 GEMM inputs
+        key = (position >= len(layers) - kept, kind.dense, kind.block, kind.bf16)
         size = by_kind.get(key)
         if size is None:
             whole = stored if key[0] else layout
+            whole = bf16_layout(whole) if kind.bf16 else whole
             size = by_kind[key] = layer_activation_bytes(model, whole, workload.seq_len, kind.dense, kind.block)
         sizes.append(size)
     return sizes

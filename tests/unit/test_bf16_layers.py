@@ -69,3 +69,16 @@ def test_megatron_flags_and_their_rules() -> None:
         parse_megatron_args(FLAGS.replace("mxfp8", "delayed") + "--first-last-layers-bf16").resolve(DENSE)
     with pytest.raises(ConfigError, match="bf16_last_layers"):
         StepWorkload(DENSE, MXFP8.with_(bf16_last_layers=5), 8, 8, 8, 1024)
+
+
+def test_a_bf16_layer_saves_bf16_gemm_inputs() -> None:
+    """Activations: the BF16 layers keep their GEMM inputs in BF16, the FP8 layers (MXFP8: 1 byte and a scale per
+    32) as before, so the stage holds more, and each BF16 layer exactly what the layer of a BF16 run holds."""
+    from simulator.memory.per_gpu import block_layer_bytes
+
+    mixed = StepWorkload(DENSE, MXFP8.with_(bf16_first_layers=1, bf16_last_layers=1), 8, 8, 8, 1024)
+    fp8 = StepWorkload(DENSE, MXFP8, 8, 8, 8, 1024)
+    bf16 = StepWorkload(DENSE, MXFP8.with_(gemm_dtype="bf16", fp8_recipe=""), 8, 8, 8, 1024)
+    sizes = [block_layer_bytes(w, range(4)) for w in (mixed, fp8, bf16)]
+    assert sizes[0] == [sizes[2][0], sizes[1][1], sizes[1][2], sizes[2][3]]
+    assert sizes[2][0] > sizes[1][0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from workloads.graph import combined_1f1b, fsdp
@@ -33,6 +33,7 @@ class ParamGroup(NamedTuple):
     trained: float  # of them, parameters with gradients and optimizer states (a frozen base's none: LoRA's adapters)
 
 
+@lru_cache(maxsize=64)
 def bf16_layout(layout: LayoutSpec) -> LayoutSpec:
     """The layout a BF16 layer of an FP8 / FP4 run is built under: BF16 GEMMs, so no quantization kernels, weights
     gathered in BF16; the router pads for nothing (Megatron's get_fp8_context / get_fp4_context return a null
