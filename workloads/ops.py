@@ -350,3 +350,6 @@ class LayerKind(NamedTuple):
     block: str = ""
     # BF16 GEMMs in an FP8 / FP4 run (LayoutSpec.bf16_first_layers / bf16_last_layers: Megatron's first / last layers)
     bf16: bool = False
+    # (recipe step, recipe) of the layer's linear layers a --te-precision-config-file rule overrides
+    # (workloads/specs/module_precision.py)
+    precisions: tuple[tuple[str, str], ...] = ()

@@ -7,15 +7,16 @@
 # fused attention, squared ReLU with use_fused_weighted_squared_relu, sigmoid router with expert bias, no recompute)).
 # Model: examples/models/nemotron-3-super-120b-a12b.yaml. Published: docs/performance-summary.md, 26.08 container,
 # DGX-GB200, Nemotron_3_Super, NVFP4: 7,168 tokens/s/GPU. Out of the validation corpus (python -m
-# experiments.validation.blackwell.check). Not expressible as Megatron-LM flags (Bridge sets them on the config) or
-# not modelled: perf_recipes/nemotronh/te_quant.cfg's per-module recipe (the attention's linear_qkv / linear_proj, the
-# latent projections and the MTP modules in BF16, Mamba's out_proj in MXFP8: simulated in NVFP4); fp4_param_gather off
-# until MCore PR 4358. The last 14 layers run BF16 GEMMs (--first-last-layers-bf16: Bridge's
-# nemotron_3_super_bf16_with_nvfp4_mixed, its start count 0).
+# experiments.validation.blackwell.check). The per-module recipe (te_quant.cfg: the attention, the latent projections
+# and the MTP modules in BF16, Mamba's out_proj in MXFP8) is te-precision-nemotron-3-super-nvfp4.yaml, given to
+# --te-precision-config-file; the last 14 layers run BF16 GEMMs (--first-last-layers-bf16: Bridge's
+# nemotron_3_super_bf16_with_nvfp4_mixed, its start count 0); fp4_param_gather is off until MCore PR 4358.
 --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 1 --context-parallel-size 1
 --expert-model-parallel-size 64 --expert-tensor-parallel-size 1
 --micro-batch-size 1 --global-batch-size 512 --seq-length 8192
---bf16 --fp4-format e2m1 --fp4-recipe nvfp4 --first-last-layers-bf16 --num-layers-at-start-in-bf16 0 --num-layers-at-end-in-bf16 14
+--bf16 --fp4-format e2m1 --fp4-recipe nvfp4
+--first-last-layers-bf16 --num-layers-at-start-in-bf16 0 --num-layers-at-end-in-bf16 14
+--te-precision-config-file te-precision-nemotron-3-super-nvfp4.yaml
 --squared-relu --use-fused-weighted-squared-relu --disable-bias-linear --untie-embeddings-and-output-weights
 --position-embedding-type none --attention-backend fused
 --mtp-num-layers 2 --mtp-use-repeated-layer --mtp-hybrid-override-pattern "*E"

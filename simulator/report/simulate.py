@@ -266,7 +266,8 @@ def prepare(
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
-    if layout.fp8_recipe == "nvfp4" and not cluster.gpu.peak_fp4_flops:
+    nvfp4 = layout.fp8_recipe == "nvfp4" or any(rule.endswith("=nvfp4") for rule in layout.module_precisions)
+    if nvfp4 and layout.gemm_dtype == "fp8" and not cluster.gpu.peak_fp4_flops:
         raise ConfigError(
             "layout.fp8_recipe", f"NVFP4 (--fp4-format) needs FP4 tensor cores (Blackwell); {cluster.gpu.name} has none"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.costs.generations import runs_non_tn_fp8_gemm
@@ -15,7 +17,7 @@ from workloads.recipes.fp8_quant import quantize_input
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.specs.precision import Fp8Recipe
+from workloads.specs.precision import FP8_RECIPE_PRECISION, Fp8Recipe
 
 GPU = toy_gpu()  # HBM 1e12 B/s
 CAL = toy_calibration(memory_efficiency=0.8, kernel_overhead_s=4e-6)
@@ -35,8 +37,12 @@ def test_bytes_and_kernels_per_recipe_by_hand() -> None:
     assert quantize_input(Fp8Recipe.TENSORWISE, gemm, norm_amax=True) == (4 * elements, 3, elements, 0)
     assert quantize_input(Fp8Recipe.DELAYED, gemm) == (4 * elements, 1, elements, 0)
     assert quantize_input(Fp8Recipe.DELAYED, gemm, norm_amax=True) == (4 * elements, 1, elements, 0)
-    assert quantize_input(Fp8Recipe.BLOCKWISE, gemm) == (4.0625 * elements, 1, 0.0, 0)
-    assert quantize_input(Fp8Recipe.MXFP8, gemm) == (4.0625 * elements, 1, 0.0, 0)
+    for recipe in (
+        Fp8Recipe.BLOCKWISE,
+        Fp8Recipe.MXFP8,
+    ):  # each GEMM at its recipe's precision, as the op lists give it
+        block = replace(gemm, precision=FP8_RECIPE_PRECISION[recipe])
+        assert quantize_input(recipe, block) == (4.0625 * elements, 1, 0.0, 0)
     assert quantize_input(
         Fp8Recipe.TENSORWISE, Gemm(256, 1536, 2048, groups=8, precision=GemmPrecision.FP8_TENSORWISE)
     ) == (6 * 256 * 2048 * 8, 32, 256 * 2048 * 8, 0)
@@ -121,7 +127,7 @@ def test_tp_linear_layers_quantize_their_shard_and_transpose_the_gathered_fp8() 
     assert (ops["o_proj.quant"].mem_bytes, ops["o_proj.quant"].kernels) == (6 * 4096 * 512, 4)
     assert {s.input_shards for s in steps if s.name.startswith("expert")} == {1}
     blockwise = quantize_input(
-        Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, precision=GemmPrecision.FP8_TENSORWISE), shards=4
+        Fp8Recipe.BLOCKWISE, Gemm(4096, 768, 2048, precision=GemmPrecision.FP8_BLOCKWISE), shards=4
     )
     assert blockwise == (1024 * 2048 * 4.0625, 1, 0.0, 0)  # both copies of the shard; one at a time gathered
 

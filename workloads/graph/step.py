@@ -17,6 +17,7 @@ from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
+from workloads.specs.module_precision import DECODER_PREFIX, MTP_PREFIX, module_overrides, with_module_precisions
 from workloads.specs.peft import lora_expert_params, lora_params_per_layer
 from workloads.specs.validation import check_step, data_parallel
 
@@ -242,8 +243,19 @@ class StepWorkload:
         """The model's kind of layer ``layer``, marked BF16 where the layout keeps it out of FP8 / FP4
         (megatron/core/fp8_utils.py is_first_last_bf16_layer: global layer indices)."""
         kind, layout = self.model.layer_kind(layer), self.layout
-        bf16 = layer < layout.bf16_first_layers or layer >= self.model.num_layers - layout.bf16_last_layers
-        return kind._replace(bf16=True) if bf16 and layout.gemm_dtype == "fp8" else kind
+        if layout.gemm_dtype != "fp8":
+            return kind
+        if layer < layout.bf16_first_layers or layer >= self.model.num_layers - layout.bf16_last_layers:
+            return kind._replace(bf16=True)
+        return kind._replace(precisions=module_overrides(layout.module_precisions, DECODER_PREFIX.format(layer)))
+
+    def mtp_kind(self) -> LayerKind:
+        """The kind of a multi-token-prediction module's transformer layer, with its --te-precision-config-file
+        overrides (named under mtp.)."""
+        kind = LayerKind(self.model.num_experts == 0, 0)
+        if self.layout.gemm_dtype != "fp8":
+            return kind
+        return kind._replace(precisions=module_overrides(self.layout.module_precisions, MTP_PREFIX))
 
     def block_key(self, block: int) -> Block:
         """What sets block ``block``'s op list."""
@@ -321,9 +333,10 @@ class StepWorkload:
         """The forward recipe of a layer of ``kind`` (built once per kind)."""
         if kind not in self._cache:
             layout = bf16_layout(self.layout) if kind.bf16 else self.layout
-            self._cache[kind] = layer_recipe(
+            recipe = layer_recipe(
                 self.model, layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block
             )
+            self._cache[kind] = with_module_precisions(recipe, kind.precisions)
         return self._cache[kind]
 
     def _layers(self, block: Block) -> list[LayerSteps]:
@@ -336,7 +349,7 @@ class StepWorkload:
         if block.last:
             head = head_recipe(self.model, self.layout, local_seq)
             layers.append((len(block.layers), head))
-            mtp_kind = LayerKind(self.model.num_experts == 0, 0)
+            mtp_kind = self.mtp_kind()
             for _ in range(self.model.mtp_layers):
                 layers.append((len(layers), mtp_projection_recipe(self.model, self.layout, local_seq)))
                 layers.append((len(layers), self._recipe(mtp_kind)))

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
+from workloads.inputs import megatron_precision as precision
 from workloads.inputs.megatron_args import FIELD_FLAGS, UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
 from workloads.inputs.megatron_fsdp import fsdp_fp8_param_gather, fsdp_zero_stage, megatron_fsdp_grads_dtype
 from workloads.inputs.megatron_graphs import (
@@ -29,7 +30,6 @@ from workloads.inputs.megatron_graphs import (
     router_padding,
 )
 from workloads.inputs.megatron_pipeline import pipeline_fields
-from workloads.inputs.megatron_precision import bf16_layer_fields, optimizer_fields, sharded_optimizer
 from workloads.inputs.shell_script import command_words
 from workloads.specs.hints import in_megatron_words
 from workloads.specs.layouts import RECOMPUTE_MODULES, LayoutSpec
@@ -131,8 +131,9 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         "attention_backend": _attention_backend(args, notes),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
-        **optimizer_fields(args, notes),
-        **bf16_layer_fields(args, notes),
+        **precision.optimizer_fields(args, notes),
+        **precision.bf16_layer_fields(args, notes),
+        **precision.module_precision_fields(args, text_or_path),
         **_data_parallel(args, {arg.flag for arg in ignored}, notes),
         **cuda_graphs(args, notes),
     }
@@ -423,7 +424,7 @@ def _data_parallel(args: dict[str, Any], given: set[str], notes: list[str]) -> d
     """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding (megatron_fsdp.py) and DP
     communication overlap."""
     fsdp = fsdp_zero_stage(args, given, notes)
-    distributed = sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
+    distributed = precision.sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
     grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
     if params and not distributed:
         raise ConfigError(

@@ -153,6 +153,7 @@ FLAGS: dict[str, Flag] = {
     "--first-last-layers-bf16": Flag(S),
     "--num-layers-at-start-in-bf16": Flag(I),
     "--num-layers-at-end-in-bf16": Flag(I),
+    "--te-precision-config-file": Flag(T),
     "--use-distributed-optimizer": Flag(S),
     # FSDP (workloads/inputs/megatron_fsdp.py): its sharding as a ZeRO stage
     "--use-megatron-fsdp": Flag(S),
@@ -360,6 +361,7 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.muon_ns_steps": "--muon-num-ns-steps",
     "layout.bf16_first_layers": "--num-layers-at-start-in-bf16",
     "layout.bf16_last_layers": "--num-layers-at-end-in-bf16",
+    "layout.module_precisions": "--te-precision-config-file",
     "global_batch": "--global-batch-size",
     "seq_len": "--seq-length",
     "gpus": "--tensor/pipeline/context-parallel-size",

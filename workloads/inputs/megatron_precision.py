@@ -1,5 +1,5 @@
 """Megatron-LM's optimizer and mixed-precision choices beyond the GEMM recipe, in its own words (NVIDIA/Megatron-LM
-d98e8a64dd): ``--optimizer`` and ``--first-last-layers-bf16``.
+d98e8a64dd): ``--optimizer``, ``--first-last-layers-bf16`` and ``--te-precision-config-file``.
 
 ``--optimizer``: Adam, or Muon for the 2-D weights (workloads/specs/muon.py; megatron/training/arguments.py
 validate_args, "emerging optimizer check"). ``dist_muon`` (deprecated there: "Use --optimizer muon
@@ -15,7 +15,10 @@ context for those global layer indices).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from topologies.errors import ConfigError
 from workloads.specs.muon import MUON_NS_STEPS
@@ -64,3 +67,35 @@ def bf16_layer_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "bf16_first_layers": args.get("--num-layers-at-start-in-bf16", 1),
         "bf16_last_layers": args.get("--num-layers-at-end-in-bf16", 1),
     }
+
+
+def module_precision_fields(args: dict[str, Any], text_or_path: str | Path) -> dict[str, Any]:
+    """``--te-precision-config-file``'s ordered matchers as the layout's "pattern=recipe" rules
+    (workloads/specs/module_precision.py): each enabled glob matcher's pattern with its config's training recipe
+    (``fp8_quantization_recipe`` or ``fp4_quantization_recipe``; none: BF16). A relative path is read beside the flag
+    file, else from the working directory."""
+    name = args.get("--te-precision-config-file")
+    if not name:
+        return {}
+    path = Path(name)
+    beside = (
+        Path(text_or_path).parent / path if isinstance(text_or_path, Path) or "\n" not in str(text_or_path) else None
+    )
+    if not path.is_absolute() and beside is not None and beside.is_file():
+        path = beside
+    try:
+        config = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError("--te-precision-config-file", f"cannot read {name}: {error}") from error
+    recipes = {}
+    for key, entry in (config.get("configs") or {}).items():
+        training = entry.get("training_recipe") or {}
+        recipes[key] = training.get("fp8_quantization_recipe") or training.get("fp4_quantization_recipe") or "bf16"
+    rules = []
+    for key, matcher in (config.get("matchers") or {}).items():
+        if not matcher.get("enabled", True):
+            continue
+        if matcher.get("type", "glob") != "glob" or matcher.get("config") not in recipes:
+            raise ConfigError("--te-precision-config-file", f"matcher {key!r}: glob matchers of a listed config only")
+        rules.append(f"{matcher['pattern']}={recipes[matcher['config']]}")
+    return {"module_precisions": tuple(rules)}

@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, GEMM, REDUCE_SCATTER, Gemm, Step
-from workloads.specs.precision import Fp8Recipe
+from workloads.specs.precision import Fp8Recipe, recipe_of
 
 FP8_BYTES = 1
 FP4_BYTES = 0.5  # E2M1: two values per byte
@@ -143,6 +143,7 @@ def quantize_input(recipe: Fp8Recipe, gemm: Gemm, shards: int = 1, norm_amax: bo
     is TE's own norm output (LayerNormLinear), whose kernel computed the amax already."""
     if not gemm.fp8 or recipe == Fp8Recipe.NONE:
         return QuantWork(0.0, 0)
+    recipe = recipe_of(gemm.precision, recipe)  # a GEMM a module override gave another recipe is quantized by that one
     cost = QUANT_KERNELS[recipe]
     if norm_amax and recipe in NORM_AMAX_RECIPES:  # the amax buffer's fill replaces the zeroing and amax kernels
         cost = replace(cost, amax_pass=False, kernels=cost.kernels - 1)

@@ -6,7 +6,7 @@ steps) are variations of it, not copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.dispatchers.registry import DISPATCHERS
@@ -291,21 +291,17 @@ class LayoutSpec:
     optimizer: str = "adam"
     muon_ns_steps: int = MUON_NS_STEPS
     muon_tp_mode: str = "duplicated"
-    # Megatron's --first-last-layers-bf16: the first / last layers (global indices) run BF16 GEMMs in an FP8 / FP4 run
+    # Megatron's --first-last-layers-bf16: the first / last layers (global indices) run BF16 GEMMs in an FP8 / FP4 run;
+    # --te-precision-config-file's matchers, "pattern=recipe" in order (workloads/specs/module_precision.py)
     bf16_first_layers: int = 0
     bf16_last_layers: int = 0
+    module_precisions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
-        for name in (
-            "expert_loads",
-            "block_layers",
-            "recompute_modules",
-            "cuda_graph_scope",
-            "lora_modules",
-        ):  # YAML gives lists; keep it hashable
-            if isinstance(getattr(self, name), list):
-                object.__setattr__(self, name, tuple(getattr(self, name)))
+        for field in fields(self):  # YAML gives lists (the tuple fields); keep the spec hashable
+            if isinstance(getattr(self, field.name), list):
+                object.__setattr__(self, field.name, tuple(getattr(self, field.name)))
         check_types("layout", self)
         choices = {
             "attention": ATTENTION_MODES,

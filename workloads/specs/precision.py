@@ -62,6 +62,22 @@ FP8_RECIPE_PRECISION = {
 }
 
 
+_PRECISION_RECIPE = {  # a module override's recipe by the precision it gives (per-tensor: current scaling)
+    GemmPrecision.FP8_TENSORWISE: Fp8Recipe.TENSORWISE,
+    GemmPrecision.FP8_BLOCKWISE: Fp8Recipe.BLOCKWISE,
+    GemmPrecision.FP8_MXFP8: Fp8Recipe.MXFP8,
+    GemmPrecision.NVFP4: Fp8Recipe.NVFP4,
+}
+
+
+def recipe_of(precision: GemmPrecision, default: Fp8Recipe) -> Fp8Recipe:
+    """The recipe that quantizes a GEMM of ``precision``: the run's own, or the one that gives that precision (a
+    module overridden to another recipe: workloads/specs/module_precision.py)."""
+    if FP8_RECIPE_PRECISION.get(default) == precision:
+        return default
+    return _PRECISION_RECIPE.get(precision, default)
+
+
 def to_fp8_gemms(steps: list[Step], group_size: int = 1, recipe: str = "") -> list[Step]:
     """Mark the linear-layer GEMMs FP8 under ``recipe`` (DeepSeek-V3 Sec. 3.3); attention and ``bf16_only`` GEMMs stay BF16.
     A GEMM right after an all-gather into it gets its input from ``input_shards`` sequence shards, one right

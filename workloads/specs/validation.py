@@ -12,6 +12,7 @@ from topologies.errors import ConfigError, check_positive_int
 from workloads.schedules.registry import SCHEDULES, block_count
 from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
+from workloads.specs.module_precision import parse_rule
 from workloads.specs.peft import SPLIT_W_SCHEDULES
 
 if TYPE_CHECKING:  # the specs import this module
@@ -60,6 +61,8 @@ def check_step(
         _check_peft(model, layout)
     if layout.optimizer == "muon":
         _check_muon(layout)
+    for rule in layout.module_precisions:  # --te-precision-config-file's matchers, each "pattern=recipe"
+        parse_rule(rule)
     for field in ("bf16_first_layers", "bf16_last_layers"):  # megatron/core/transformer/transformer_config.py
         if not 0 <= getattr(layout, field) <= model.num_layers // layout.pp:
             raise ConfigError(
