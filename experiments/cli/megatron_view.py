@@ -36,6 +36,16 @@ def _optimizer(layout: LayoutSpec) -> str:
     return _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}")
 
 
+def _precision(layout: LayoutSpec) -> str:
+    """The GEMM precision, with the layers and modules kept out of the recipe."""
+    if layout.gemm_dtype != "fp8":
+        return layout.gemm_dtype.upper()
+    exceptions = [f"first {layout.bf16_first_layers} layers BF16"] if layout.bf16_first_layers else []
+    exceptions += [f"last {layout.bf16_last_layers} layers BF16"] if layout.bf16_last_layers else []
+    exceptions += [f"{len(layout.module_precisions)} module rules"] if layout.module_precisions else []
+    return f"FP8 ({', '.join([layout.fp8_recipe, *exceptions])})"
+
+
 def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool = True) -> str:
     """The parallel layout and options as Megatron names them, as moesim read them (``experts``: the model has any;
     a dense model's EP and ETP mean nothing)."""
@@ -44,7 +54,7 @@ def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool =
     degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}"] if experts else ["no experts"]
     degrees += [f"CP {layout.cp}", f"PP {layout.pp}"]
     degrees += [f"VP {layout.virtual_stages}", f"DP {data_parallel(layout, num_gpus)}"]
-    precision = layout.gemm_dtype.upper() + (f" ({layout.fp8_recipe})" if layout.gemm_dtype == "fp8" else "")
+    precision = _precision(layout)
     return "; ".join(
         [
             ", ".join(degrees),

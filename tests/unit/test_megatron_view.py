@@ -25,6 +25,10 @@ def test_understood_names_megatron_s_degrees_and_options() -> None:
     assert understood(layout, 240, "h800", experts=False).startswith("TP 8 (SP), no experts, CP 1, PP 15,")
     muon = understood(layout.with_(optimizer="muon", muon_tp_mode="blockwise"), 240, "h800")
     assert "--optimizer muon (layer-wise distributed, 5 Newton-Schulz steps, blockwise)" in muon
+    fp4 = layout.with_(
+        gemm_dtype="fp8", fp8_recipe="nvfp4", bf16_last_layers=14, module_precisions=("*.linear_qkv=bf16",)
+    )
+    assert "FP8 (nvfp4, last 14 layers BF16, 1 module rules)" in understood(fp4, 240, "gb300")
 
 
 def test_memory_terms_of_the_peak_stage_and_ignored_in_one_line() -> None:
