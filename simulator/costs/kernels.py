@@ -194,13 +194,6 @@ def dp_gradient_bytes_per_param(grad_sync: str, main_grads_dtype: str) -> int:
     return BYTES_BF16 if grad_sync == "bf16-a2a" else DTYPE_BYTES[main_grads_dtype]
 
 
-def dp_param_bytes_per_param(fp8_param_gather: bool) -> int:
-    """Bytes per parameter of the distributed optimizer's all-gather: BF16, or FP8 with --fp8-param-gather
-    (Megatron-Core gathers the FP8 data and builds the transpose after it, fp8_utils post_all_gather_processing;
-    the BF16 embedding and head are counted at one byte too, a slight undercount on the first and last stage)."""
-    return 1 if fp8_param_gather else BYTES_BF16
-
-
 def dp_gradient_efficiency(grad_sync: str) -> float:
     """The efficiency of DP gradient traffic on the NIC: MegaScale-MoE's BF16 all-to-all (Sec. 5) is NCCL's
     all-to-all over the NIC, the FP32 reduce-scatter is a ring (simulator.costs.collective_efficiency)."""

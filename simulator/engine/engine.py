@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import simpy
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency, dp_param_bytes_per_param
+from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency
 from simulator.costs.optimizer_step import newton_schulz_s, optimizer_step_s
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
@@ -46,6 +46,7 @@ from simulator.streams.tasks import TaskTiming
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
+from workloads.graph.fsdp import param_gather_bytes
 from workloads.graph.optimizer_work import adam_shard_params, stage_newton_schulz
 from workloads.graph.step import StepWorkload
 from workloads.schedules.pipeline_tasks import Task
@@ -220,7 +221,7 @@ class Engine:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
         # experts sync over expert_dp; under ZeRO-2 / 3 the units' gradients / weights go unit by unit in the tasks
         groups = self.workload.step_sync_groups(stage)
-        param_bytes = dp_param_bytes_per_param(self.workload.layout.fp8_param_gather)
+        param_bytes = param_gather_bytes(self.workload.layout)  # BF16, or FP8 / FP4 with scales (--fp8-param-gather)
         params = 0.0
         for _, params_synced, dp in groups:
             if dp > 1:

@@ -51,9 +51,9 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5335, 6074),  # measured 6,288: -15.2% / -3.4%
+    "gb300-deepseek-v3-256": (5335, 6073),  # measured 6,288: -15.2% / -3.4%
     "gb200-deepseek-v3-256": (4556, 5188),  # measured 4,912: -7.2% / +5.6%
-    "gb300-gpt-oss-120b-64": (30367, 33037),  # measured 33,024: -8.0% / +0.0%
+    "gb300-gpt-oss-120b-64": (30367, 33036),  # measured 33,024: -8.0% / +0.0%
     "gb200-gpt-oss-120b-64": (28475, 30912),  # measured 28,672: -0.7% / +7.8%
     "gb300-qwen3-30b-a3b-8": (44943, 49729),  # measured 44,544: +0.9% / +11.6%
     "gb200-qwen3-30b-a3b-8": (42251, 46863),  # measured 39,936: +5.8% / +17.3%
@@ -83,27 +83,27 @@ PINNED = {
     # Megatron-Bridge's dense Llama 3 70B rows (BRIDGE_DENSE), added at stop 50 with the NVFP4 curve at TE's NVFP4 /
     # MXFP8 ratio (the NVFP4 rows were 5,381 / 6,199 and 3,978 / 4,568 on the curve leveled at TE's NVFP4 layer alone)
     "bridge-gb300-llama3-70b-64-mxfp8": (3930, 4568),  # measured 4,864: -19.2% / -6.1%
-    "bridge-gb300-llama3-70b-64-nvfp4": (5880, 6756),  # measured 7,296: -19.4% / -7.4%
+    "bridge-gb300-llama3-70b-64-nvfp4": (5882, 6758),  # measured 7,296: -19.4% / -7.4%
     "bridge-gb200-llama3-70b-64-mxfp8": (3831, 4435),  # measured 3,712: +3.2% / +19.5%
     "bridge-gb200-llama3-70b-64-nvfp4": (4521, 5194),  # measured 4,864: -7.1% / +6.8%
     "bridge-gb300-llama3.1-405b-256-fp8": (838, 974),  # measured 1,048: -20.1% / -7.0%
     "bridge-gb300-llama3.1-405b-256-mxfp8": (799, 930),  # measured 952: -16.1% / -2.4%
-    "bridge-gb300-llama3.1-405b-256-nvfp4": (1243, 1417),  # measured 1,413: -12.0% / +0.2%
+    "bridge-gb300-llama3.1-405b-256-nvfp4": (1243, 1417),  # measured 1,413: -12.0% / +0.3%
     "bridge-gb200-llama3.1-405b-256-fp8": (824, 958),  # measured 843: -2.3% / +13.7% (over HBM)
     "bridge-gb200-llama3.1-405b-256-mxfp8": (803, 936),  # measured 783: +2.6% / +19.5%
-    "bridge-gb200-llama3.1-405b-256-nvfp4": (945, 1091),  # measured 1,166: -18.9% / -6.5%
+    "bridge-gb200-llama3.1-405b-256-nvfp4": (946, 1091),  # measured 1,166: -18.9% / -6.4%
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
     "bridge-b200-gpt-oss-120b-64-bf16": (19456, 21273),  # measured 13,568: +43.4% / +56.8%
     "bridge-b300-gpt-oss-120b-64-bf16": (21625, 24243),  # measured 15,232: +42.0% / +59.2%
     "bridge-b200-qwen3-30b-a3b-8-mxfp8": (30143, 32597),  # measured 27,136: +11.1% / +20.1%
     "bridge-b300-qwen3-30b-a3b-8-mxfp8": (34699, 38052),  # measured 30,720: +13.0% / +23.9%
     "bridge-b200-deepseek-v3-256-mxfp8": (3137, 3433),  # measured 3,328: -5.7% / +3.2%
-    "bridge-b300-deepseek-v3-256-mxfp8": (3662, 4126),  # measured 3,541: +3.4% / +16.5%
+    "bridge-b300-deepseek-v3-256-mxfp8": (3662, 4125),  # measured 3,541: +3.4% / +16.5%
     "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4330, 4393),  # measured 3,776: +14.7% / +16.4%
     "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5890, 6489),  # measured 5,936: -0.8% / +9.3%
     # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
     "bridge-gb300-llama3-70b-sft-32-fp8": (4253, 4868),  # measured 4,819: -11.7% / +1.0%
-    "bridge-gb300-llama3-70b-sft-32-mxfp8": (4148, 4760),  # measured 4,312: -3.8% / +10.4%
+    "bridge-gb300-llama3-70b-sft-32-mxfp8": (4148, 4759),  # measured 4,312: -3.8% / +10.4%
     "bridge-gb200-llama3-70b-sft-32-fp8": (3472, 3972),  # measured 3,864: -10.2% / +2.8%
     "bridge-gb200-llama3-70b-sft-32-mxfp8": (3404, 3907),  # measured 3,593: -5.3% / +8.7%
     "bridge-gb300-llama3-70b-lora-8-fp8": (6340, 7293),  # measured 7,481: -15.3% / -2.5%

@@ -19,13 +19,14 @@ from simulator.costs.kernels import (
     comm_kernel_sms,
     dp_gradient_bytes_per_param,
     dp_gradient_efficiency,
-    dp_param_bytes_per_param,
     nic_wire_bytes,
 )
 from tests.toys import TOY_CALIBRATION as CAL
 from topologies.cluster import cluster_preset
 from topologies.hardware import gpu_preset
+from workloads.graph.fsdp import param_gather_bytes
 from workloads.ops import ALL_GATHER, ALL_TO_ALL, COLLECTIVE, COMM, Group, Op, Transport
+from workloads.specs.layouts import LayoutSpec
 
 H800 = gpu_preset("h800")
 
@@ -96,7 +97,9 @@ def test_dp_bytes_follow_the_gradient_and_weight_dtypes() -> None:
     assert dp_gradient_bytes_per_param("bf16-a2a", "fp32") == 2  # MegaScale-MoE Sec. 5: BF16 all-to-all
     assert dp_gradient_bytes_per_param("fp32-rs", "fp32") == 4
     assert dp_gradient_bytes_per_param("fp32-rs", "bf16") == 2  # --grad-reduce-in-bf16
-    assert dp_param_bytes_per_param(False) == 2 and dp_param_bytes_per_param(True) == 1  # --fp8-param-gather
+    # the weights' all-gather: BF16, FP8 with --fp8-param-gather (workloads.graph.fsdp.param_gather_bytes)
+    fp8 = LayoutSpec("t", gemm_dtype="fp8", fp8_recipe="tensorwise")
+    assert (param_gather_bytes(fp8), param_gather_bytes(fp8.with_(fp8_param_gather=True))) == (2.0, 1.0)
 
 
 def test_hybridep_transport_reads_its_own_nvlink5_rates() -> None:

@@ -13,7 +13,7 @@ from simulator.engine.placement import FoldedPlacement
 from simulator.engine.ranks import Place
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.graph.fsdp import FSDP_AG, FSDP_RS, MXFP8_BLOCK, dp_group_in_node, param_gather_bytes, unit_params
+from workloads.graph.fsdp import FSDP_AG, FSDP_RS, dp_group_in_node, param_gather_bytes, unit_params
 from workloads.graph.step import StepWorkload
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import Group
@@ -21,6 +21,7 @@ from workloads.schedules.base import BACKWARD, FORWARD
 from workloads.schedules.pipeline_tasks import TaskKey
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, ModelSpec
+from workloads.specs.precision import MXFP8_BLOCK
 
 MOE = ModelSpec("toy-moe", 4, 1024, 8, 4, 2048, 8, 2, 1024)
 
@@ -45,6 +46,7 @@ def test_gather_bytes_bf16_fp8_mxfp8() -> None:
     fp8 = _layout(gemm_dtype="fp8", fp8_recipe="blockwise", fp8_param_gather=True)
     assert param_gather_bytes(fp8) == 1.0
     assert param_gather_bytes(fp8.with_(fp8_recipe="mxfp8")) == 1.0 + 1.0 / MXFP8_BLOCK
+    assert param_gather_bytes(fp8.with_(fp8_recipe="nvfp4")) == 0.5 + 1.0 / 16  # E2M1 and an E4M3 scale per 16
 
 
 def test_a_unit_gathers_its_weights_at_half_the_bytes_in_fp8() -> None:

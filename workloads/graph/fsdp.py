@@ -46,7 +46,7 @@ from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, COMPUTE, REDUCE_SC
 from workloads.schedules.registry import per_unit_comm_runs
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, ModelSpec
-from workloads.specs.precision import DTYPE_BYTES, MXFP8_BLOCK
+from workloads.specs.precision import DTYPE_BYTES, GATHERED_WEIGHT_BYTES
 
 FSDP_AG = "fsdp_ag"  # the all-gather stream (Megatron FSDP and FSDP2 each run one)
 FSDP_RS = "fsdp_rs"  # the reduce-scatter stream
@@ -64,10 +64,11 @@ def scatters_per_unit(layout: LayoutSpec) -> bool:
 
 
 def param_gather_bytes(layout: LayoutSpec) -> float:
-    """Bytes per parameter of a unit's all-gather: BF16, or FP8 under fp8_param_gather (MXFP8 with its scales)."""
+    """Bytes per parameter of a weight's all-gather: BF16, or the run's FP8 / FP4 with its scales under
+    fp8_param_gather (--fp8-param-gather, --fp4-param-gather; workloads.specs.precision.GATHERED_WEIGHT_BYTES)."""
     if not layout.fp8_param_gather:
         return float(BYTES_BF16)
-    return 1.0 + (1.0 / MXFP8_BLOCK if layout.fp8_recipe == "mxfp8" else 0.0)
+    return GATHERED_WEIGHT_BYTES[layout.fp8_recipe or "delayed"]
 
 
 def grad_scatter_bytes(layout: LayoutSpec) -> float:

@@ -376,6 +376,7 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         raise ConfigError("--fp16", "--bf16 and --fp16 exclude each other")
     if not (args.get("--bf16") or args.get("--fp16")):
         notes.append("no --bf16 or --fp16: Megatron would keep FP32 weights; moesim simulates BF16 training")
+    fsdp2 = args.get("--use-torch-fsdp2")  # FSDP2 gathers BF16
     fp8 = args.get("--fp8-format")
     recipe = args.get("--fp8-recipe", "delayed")  # TransformerConfig default
     if fp8 and recipe == "custom":
@@ -389,6 +390,8 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
     fp4 = args.get("--fp4-format")  # NVFP4, exclusive with FP8 (Megatron-LM d98e8a64 validate_args): one recipe here
     if fp4 and fp8:
         raise ConfigError("--fp4-format", "--fp4-format and --fp8-format cannot be used simultaneously")
+    if args.get("--fp4-param-gather") and not fp4:  # megatron/training/arguments.py validate_args
+        raise ConfigError("--fp4-param-gather", "must be used together with --fp4-format.")
     if not fp4 and "--fp4-recipe" in args:
         ignored.append(IgnoredArg("--fp4-recipe", "no --fp4-format: no FP4 GEMMs"))
     fp8, recipe = (fp4, "nvfp4") if fp4 else (fp8, recipe)
@@ -415,14 +418,13 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         **dtypes,
         "gemm_dtype": "fp8" if fp8 else "bf16",
         "fp8_recipe": recipe if fp8 else "",
-        "fp8_param_gather": bool(args.get("--fp8-param-gather")) and not args.get("--use-torch-fsdp2"),
+        "fp8_param_gather": bool(args.get("--fp8-param-gather") or args.get("--fp4-param-gather")) and not fsdp2,
         "param_remainders": remainders,
     }
 
 
 def _data_parallel(args: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
-    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding (megatron_fsdp.py) and DP
-    communication overlap."""
+    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding, DP communication overlap."""
     fsdp = fsdp_zero_stage(args, given, notes)
     distributed = precision.sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
     grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))

@@ -150,6 +150,7 @@ FLAGS: dict[str, Flag] = {
     "--muon-num-ns-steps": Flag(I),
     "--muon-tp-mode": Flag(T, MUON_TP_MODES),
     "--muon-fp32-matmul-prec": Flag(T, ("highest", "high", "medium")),
+    "--fp4-param-gather": Flag(S),
     "--first-last-layers-bf16": Flag(S),
     "--num-layers-at-start-in-bf16": Flag(I),
     "--num-layers-at-end-in-bf16": Flag(I),

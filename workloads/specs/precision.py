@@ -49,6 +49,18 @@ class Fp8Recipe(Label):
 
 FP8_RECIPES = tuple(recipe.value for recipe in Fp8Recipe)
 MXFP8_BLOCK = 32  # elements per E8M0 scale of MXFP8 (OCP Microscaling Formats v1.0, Sec. 5.3)
+NVFP4_BLOCK = 16  # elements per E4M3 scale of NVFP4 (TE NVFP4BlockScaling: 1 x 16 blocks)
+# Bytes per parameter of a weight all-gathered in the run's low precision (--fp8-param-gather, --fp4-param-gather): the
+# row-wise data and its scales (Megatron FSDP, docs/user-guide/features/megatron_fsdp.md "Quantized Parameters"; the
+# column-wise copy is made after the gather). Per-tensor FP8: one scale per tensor; FP8 blockwise: one FP32 scale per
+# 128 x 128 block of a weight, 1/4,096 of its bytes, not counted.
+GATHERED_WEIGHT_BYTES = {
+    "delayed": 1.0,
+    "tensorwise": 1.0,
+    "blockwise": 1.0,
+    "mxfp8": 1.0 + 1 / MXFP8_BLOCK,
+    "nvfp4": 0.5 + 1 / NVFP4_BLOCK,
+}
 # The GEMM kernel each recipe runs. Megatron-Core's delayed and tensorwise (current) scaling both scale per
 # tensor (TE recipe.DelayedScaling / Float8CurrentScaling, cuBLAS FP8 GEMMs); NONE is the presets' FP8
 # training, DeepSeek-V3's fine-grained 1x128 / 128x128 scaling (Sec. 3.3.2).
