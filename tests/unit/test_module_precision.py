@@ -79,6 +79,9 @@ def test_megatron_reads_the_config_file_and_refuses_fp4_without_fp4_cores(tmp_pa
     )
     layout = parse_megatron_args(flags).resolve(DENSE).layout
     assert layout.module_precisions == ("*.linear_qkv=bf16", "*.linear_fc2=mxfp8")  # in order, the disabled left out
+    inline = flags.read_text().replace("precision.yaml", str(tmp_path / "precision.yaml")).strip()
+    long = "--hidden-dropout 0.0 " * 300 + inline  # inline flags too long to name a file: no path beside them
+    assert parse_megatron_args(long).resolve(DENSE).layout.module_precisions == layout.module_precisions
     (tmp_path / "bad.yaml").write_text("configs: {}\nmatchers:\n  m: {config: x, type: regex, pattern: '.*'}\n")
     with pytest.raises(ConfigError, match="glob matchers"):
         parse_megatron_args(str(flags.read_text()).replace("precision.yaml", str(tmp_path / "bad.yaml")))

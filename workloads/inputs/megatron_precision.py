@@ -78,11 +78,12 @@ def module_precision_fields(args: dict[str, Any], text_or_path: str | Path) -> d
     if not name:
         return {}
     path = Path(name)
-    beside = (
-        Path(text_or_path).parent / path if isinstance(text_or_path, Path) or "\n" not in str(text_or_path) else None
-    )
-    if not path.is_absolute() and beside is not None and beside.is_file():
-        path = beside
+    try:  # flags read from a file: a relative name is read beside it
+        flags_file = Path(str(text_or_path).strip())
+        if not path.is_absolute() and flags_file.is_file() and (flags_file.parent / path).is_file():
+            path = flags_file.parent / path
+    except (OSError, ValueError):  # inline flags (a name too long for a file)
+        pass
     try:
         config = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as error:
