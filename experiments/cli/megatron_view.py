@@ -30,9 +30,10 @@ def _recompute(layout: LayoutSpec) -> str:
 
 def _optimizer(layout: LayoutSpec) -> str:
     """The optimizer and its sharding as Megatron's flags set them."""
-    if layout.optimizer == "muon":
+    if layout.optimizer != "adam":
         sharding = "layer-wise distributed" if layout.zero_stage else "replicated"
-        return f"--optimizer muon ({sharding}, {layout.muon_ns_steps} Newton-Schulz steps, {layout.muon_tp_mode})"
+        steps = f"{layout.muon_ns_steps} Newton-Schulz steps"
+        return f"--optimizer {layout.optimizer} ({sharding}, {steps}, {layout.muon_tp_mode})"
     return _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}")
 
 

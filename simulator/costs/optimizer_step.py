@@ -28,7 +28,8 @@ Under Muon (workloads/specs/muon.py; NVIDIA-NeMo/Emerging-Optimizers Orthogonali
 newton_schulz), per parameter of the matrices it updates: the gradient into FP32, its norm and clip as above; the
 momentum (gradient read, buffer read and written); the Newton-Schulz input normalized (FP32 read and written), cast
 to BF16 and the result back to FP32, then scaled (read and written); the decoupled weight decay and the update of the
-master weight (read and written, the update read); the weight back into the model's buffer. The Newton-Schulz GEMMs
+master weight (read and written, the update read); the weight back into the model's buffer; under ``adaptive_muon``
+AdaMuon's second moment of the update (its EMA, then the division by its root). The Newton-Schulz GEMMs
 themselves are timed as GEMMs (``newton_schulz_s``).
 
 Frameworks other than Megatron-Core (MegaScale-MoE is built on Megatron-LM; DeepSeek-V3's HAI-LLM is not public):
@@ -42,7 +43,7 @@ from simulator.costs.kernels import gemm_time_s, memory_time_s
 from topologies.hardware import GpuSpec
 from workloads.ops import Gemm
 from workloads.specs.layouts import LayoutSpec
-from workloads.specs.muon import MUON_STATE_BYTES
+from workloads.specs.muon import matrix_state_bytes
 from workloads.specs.precision import DTYPE_BYTES
 
 FP32_BYTES = 4
@@ -81,11 +82,15 @@ def muon_bytes_per_param(layout: LayoutSpec) -> tuple[float, int]:
     """(HBM bytes, kernel passes) of Muon's step per parameter of the matrices it updates (module docstring)."""
     grad = DTYPE_BYTES[layout.main_grads_dtype]
     to_main = 0 if grad == FP32_BYTES else grad + FP32_BYTES
-    momentum = FP32_BYTES + 2 * MUON_STATE_BYTES
+    momentum = FP32_BYTES + 2 * FP32_BYTES
+    # AdaMuon's second moment: its EMA of the squared update (update read, moment read and written), then the update
+    # divided by its root (both read, the update written)
+    moment2 = 6 * FP32_BYTES if matrix_state_bytes(layout.optimizer) > FP32_BYTES else 0
     conversions = 2 * FP32_BYTES + (FP32_BYTES + BF16_BYTES) * 2 + 2 * FP32_BYTES  # normalize, BF16 and back, scale
     update = 3 * FP32_BYTES
     back = FP32_BYTES + BF16_BYTES
-    return to_main + 3 * FP32_BYTES + momentum + conversions + update + back, int(to_main > 0) + 8
+    passes = int(to_main > 0) + 8 + 2 * (moment2 > 0)
+    return to_main + 3 * FP32_BYTES + momentum + moment2 + conversions + update + back, passes
 
 
 def optimizer_step_s(

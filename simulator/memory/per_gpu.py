@@ -14,7 +14,7 @@ from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
-from workloads.specs.muon import MUON_STATE_BYTES
+from workloads.specs.muon import matrix_state_bytes, orthogonalized
 from workloads.specs.precision import DTYPE_BYTES
 
 GIB = 2**30
@@ -289,11 +289,11 @@ def optimizer_state_bytes(workload: StepWorkload, stage: int) -> float:
     layout = workload.layout
     zero = layout.zero_stage >= 1
     groups = workload.stage_param_groups(stage)
-    if layout.optimizer != "muon":
+    if not orthogonalized(layout.optimizer):
         return sum(g.trained * optimizer_bytes_per_param(layout) / (g.dp if zero else 1) for g in groups)
     shard = sum(g.trained / (g.dp if zero else 1) for g in groups)
     adam = adam_shard_params(workload, stage)
-    muon = DTYPE_BYTES[layout.main_params_dtype] + MUON_STATE_BYTES
+    muon = DTYPE_BYTES[layout.main_params_dtype] + matrix_state_bytes(layout.optimizer)
     return adam * optimizer_bytes_per_param(layout) + (shard - adam) * muon
 
 

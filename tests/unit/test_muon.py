@@ -141,3 +141,18 @@ def test_megatron_optimizer_flags() -> None:
         layout("--optimizer muon --use-megatron-fsdp")
     with pytest.raises(ConfigError, match="optimizer"):
         StepWorkload(DENSE, MUON.with_(zero_stage=3), 8, 8, 16, 1024)
+
+
+def test_adaptive_muon_adds_adamuons_second_moment() -> None:
+    """--optimizer adaptive_muon: Muon's Newton-Schulz GEMMs and momentum, and AdaMuon's elementwise FP32 second moment
+    (Emerging-Optimizers AdaptiveMuon, moment2_method "adamuon"): 4 + 4 + 4 bytes per matrix parameter."""
+    adaptive = StepWorkload(DENSE, MUON.with_(optimizer="adaptive_muon"), 8, 8, 16, 1024)
+    muon = StepWorkload(DENSE, MUON, 8, 8, 16, 1024)
+    assert stage_newton_schulz(adaptive, 0) == stage_newton_schulz(muon, 0)
+    dense, embedding = muon.stage_param_groups(0)[0], 1024 * 1024 / 2
+    expected = (embedding * 12 + (dense.trained - embedding) * 12) / 2
+    assert stage_memory(adaptive, 0).optimizer_bytes == pytest.approx(expected)
+    gpu = cluster_preset("h100", 8).gpu
+    assert optimizer_s(adaptive, 0, gpu, DEFAULT_CALIBRATION) > optimizer_s(muon, 0, gpu, DEFAULT_CALIBRATION)
+    job = parse_megatron_args(GPT_1B + "--optimizer adaptive_muon --use-distributed-optimizer").resolve(DENSE)
+    assert (job.layout.optimizer, job.layout.zero_stage) == ("adaptive_muon", 1)

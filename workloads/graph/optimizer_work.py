@@ -7,7 +7,7 @@ from collections import Counter
 
 from workloads.graph.step import StepWorkload
 from workloads.ops import Gemm
-from workloads.specs.muon import layer_matrices, mtp_matrices, newton_schulz_gemms
+from workloads.specs.muon import layer_matrices, mtp_matrices, newton_schulz_gemms, orthogonalized
 
 
 def adam_shard_params(workload: StepWorkload, stage: int) -> float:
@@ -15,7 +15,7 @@ def adam_shard_params(workload: StepWorkload, stage: int) -> float:
     embedding and the output layer (its norms and biases are counted with the matrices)."""
     groups = workload.stage_param_groups(stage)
     zero = workload.layout.zero_stage >= 1
-    if workload.layout.optimizer != "muon":
+    if not orthogonalized(workload.layout.optimizer):
         return sum(g.trained / (g.dp if zero else 1) for g in groups)
     return workload.embedding_params(stage) / (workload.dp * workload.layout.cp if zero else 1)
 
@@ -24,7 +24,7 @@ def stage_newton_schulz(workload: StepWorkload, stage: int) -> list[tuple[Gemm, 
     """The Newton-Schulz GEMMs one GPU of ``stage`` runs in a step under Muon, each with how many of it: every
     weight of the stage's layers (and MTP modules on the last block) at its TP mode's shape, times the GPU's share,
     1 / (its group's DP size) under the layer-wise distributed optimizer (zero_stage 1), else all. Empty under Adam."""
-    if workload.layout.optimizer != "muon":
+    if not orthogonalized(workload.layout.optimizer):
         return []
     key = ("newton_schulz", stage)
     if key not in workload._cache:

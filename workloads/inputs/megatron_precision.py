@@ -5,7 +5,9 @@ d98e8a64dd): ``--optimizer``, ``--first-last-layers-bf16`` and ``--te-precision-
 validate_args, "emerging optimizer check"). ``dist_muon`` (deprecated there: "Use --optimizer muon
 --use-distributed-optimizer instead") and ``muon`` with ``--use-distributed-optimizer`` run the layer-wise distributed
 optimizer (ZeRO-1's traffic and state sharding); ``muon`` alone keeps every state on every rank and all-reduces the
-gradients. The other emerging optimizers (``lion``, ``soap``, ``adaptive_muon``) and ``sgd`` are refused.
+gradients. ``adaptive_muon`` adds AdaMuon's elementwise second moment (OptimizerConfig's adaptive_muon_moment2_method
+default, "adamuon"; no flag sets it). The other
+emerging optimizers (``lion``, ``soap``) and ``sgd`` are refused.
 
 ``--first-last-layers-bf16``: the first and last layers of an FP8 / FP4 run in BF16
 (megatron/core/transformer/transformer_config.py first_last_layers_bf16, num_layers_at_start_in_bf16 and
@@ -31,8 +33,10 @@ def optimizer_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     name = args.get("--optimizer", "adam")
     if name == "adam":
         return {"optimizer": "adam"}
-    if name not in ("muon", "dist_muon"):
-        raise ConfigError("--optimizer", f"{name!r} not modelled: moesim simulates adam and muon (dist_muon)")
+    if name not in ("muon", "dist_muon", "adaptive_muon"):
+        raise ConfigError(
+            "--optimizer", f"{name!r} not modelled: moesim simulates adam, muon (dist_muon), adaptive_muon"
+        )
     for flag in ("--use-megatron-fsdp", "--use-torch-fsdp2"):
         if args.get(flag):
             raise ConfigError(flag, f"Emerging optimizer does not support {flag[6:]} for now (Megatron-LM)")
@@ -41,7 +45,7 @@ def optimizer_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if args.get("--muon-fp32-matmul-prec", "medium") != "medium":
         notes.append("--muon-fp32-matmul-prec: the Newton-Schulz GEMMs timed in BF16, as at medium")
     return {
-        "optimizer": "muon",
+        "optimizer": "adaptive_muon" if name == "adaptive_muon" else "muon",
         "muon_ns_steps": args.get("--muon-num-ns-steps", MUON_NS_STEPS),
         "muon_tp_mode": args.get("--muon-tp-mode", "duplicated"),
     }

@@ -25,7 +25,8 @@ Megatron-Core imports):
   of the Newton-Schulz work is counted as the mean, 1 / (its group's DP size). Not distributed, every rank runs all
   of it.
 
-State per Muon-managed weight: the FP32 master weight and one momentum buffer (the Adam-managed rest keeps Adam's).
+State per Muon-managed weight: the FP32 master weight and one momentum buffer, and under ``adaptive_muon`` an
+elementwise second moment (the Adam-managed rest keeps Adam's).
 Refused: ZeRO-2/3 and FSDP ("Emerging optimizer does not support Megatron-FSDP / Torch-FSDP2",
 megatron/training/arguments.py) and LoRA (not combined in any published recipe).
 """
@@ -37,10 +38,24 @@ from typing import NamedTuple
 from workloads.ops import Gemm, LayerKind
 from workloads.specs.models import ModelSpec, qk_head_dim
 
-OPTIMIZERS = ("adam", "muon")
+# "adaptive_muon": Muon with AdaMuon's elementwise second moment of the orthogonalized update (Emerging-Optimizers
+# AdaptiveMuon, moment2_method "adamuon", Megatron-Core's default adaptive_muon_moment2_method)
+OPTIMIZERS = ("adam", "muon", "adaptive_muon")
 MUON_NS_STEPS = 5  # OptimizerConfig.muon_num_ns_steps
 MUON_TP_MODES = ("duplicated", "blockwise", "distributed")  # OptimizerConfig.muon_tp_mode, "duplicated" default
-MUON_STATE_BYTES = 4  # the FP32 momentum buffer (zeros_like the FP32 main gradient)
+FP32_BYTES = 4
+
+
+def orthogonalized(optimizer: str) -> bool:
+    """Whether ``optimizer`` orthogonalizes the 2-D weights' updates (Muon and its adaptive form)."""
+    return optimizer in ("muon", "adaptive_muon")
+
+
+def matrix_state_bytes(optimizer: str) -> int:
+    """Optimizer-state bytes per parameter of a matrix beside the master weight: Muon's FP32 momentum (zeros_like
+    the FP32 main gradient), and AdaMuon's FP32 second moment."""
+    return FP32_BYTES * (2 if optimizer == "adaptive_muon" else 1)
+
 
 ROWS, COLS, WHOLE = "rows", "cols", ""  # how TP splits a weight: column-parallel, row-parallel, not at all
 

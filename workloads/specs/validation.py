@@ -13,6 +13,7 @@ from workloads.schedules.registry import SCHEDULES, block_count
 from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
 from workloads.specs.module_precision import parse_rule
+from workloads.specs.muon import orthogonalized
 from workloads.specs.peft import SPLIT_W_SCHEDULES
 
 if TYPE_CHECKING:  # the specs import this module
@@ -59,7 +60,7 @@ def check_step(
         raise ConfigError("layout.ffn", "a latent MoE (moe_latent_size) is simulated with expert parallelism (ffn ep)")
     if layout.peft != "none":
         _check_peft(model, layout)
-    if layout.optimizer == "muon":
+    if orthogonalized(layout.optimizer):
         _check_muon(layout)
     for rule in layout.module_precisions:  # --te-precision-config-file's matchers, each "pattern=recipe"
         parse_rule(rule)
