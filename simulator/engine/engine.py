@@ -47,7 +47,7 @@ from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
 from workloads.graph.fsdp import param_gather_bytes
-from workloads.graph.optimizer_work import adam_shard_params, stage_newton_schulz
+from workloads.graph.optimizer_work import optimizer_shard, stage_newton_schulz
 from workloads.graph.step import StepWorkload
 from workloads.schedules.pipeline_tasks import Task
 
@@ -373,11 +373,10 @@ class Engine:
 def optimizer_s(workload: StepWorkload, stage: int, gpu: GpuSpec, cal: Calibration) -> float:
     """The optimizer step of one GPU of ``stage`` after its gradients are reduced (memory-bound: the passes of
     simulator/costs/optimizer_step.py)."""
-    zero = workload.layout.zero_stage >= 1  # ZeRO-1 and up: each GPU updates its shard only
-    groups = workload.stage_param_groups(stage)  # the trained parameters only (a frozen base has no step)
-    shard = sum(g.trained / (g.dp if zero else 1) for g in groups)
-    adam = adam_shard_params(workload, stage)  # under Muon, the embedding's and output layer's
-    step_s = optimizer_step_s(workload.layout, shard, sum(g.trained for g in groups), gpu, cal, adam)
+    # ZeRO-1 and up: each GPU updates its shard only; the trained parameters only (a frozen base has no step)
+    shard, adam = optimizer_shard(workload, stage)  # under Muon, Adam's the embedding's and output layer's
+    held = sum(g.trained for g in workload.stage_param_groups(stage))
+    step_s = optimizer_step_s(workload.layout, shard, held, gpu, cal, adam)
     return step_s + newton_schulz_s(stage_newton_schulz(workload, stage), gpu, cal)
 
 

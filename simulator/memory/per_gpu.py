@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from simulator.memory.activations import megatron_layer_bytes
-from workloads.graph.optimizer_work import adam_shard_params
+from workloads.graph.optimizer_work import optimizer_shard
 from workloads.graph.step import StepWorkload, bf16_layout
 from workloads.ops import BYTES_BF16, Module
 from workloads.schedules.base import ScheduleShape
@@ -282,17 +282,11 @@ def optimizer_bytes_per_param(layout: LayoutSpec) -> int:
     return master + DTYPE_BYTES[layout.exp_avg_dtype] + DTYPE_BYTES[layout.exp_avg_sq_dtype]
 
 
-def optimizer_state_bytes(workload: StepWorkload, stage: int) -> float:
-    """Optimizer states per GPU of a stage: Adam's (optimizer_bytes_per_param) for every trained parameter of its
-    shard, or under Muon the FP32 master weight and one momentum buffer for the matrices, Adam's for the embedding
-    and output layer (workloads/specs/muon.py)."""
+def muon_state_bytes(workload: StepWorkload, stage: int) -> float:
+    """Optimizer states per GPU of a stage under Muon: the FP32 master weight and Muon's states for the matrices of
+    its shard, Adam's (optimizer_bytes_per_param) for the embedding and output layer (workloads/specs/muon.py)."""
     layout = workload.layout
-    zero = layout.zero_stage >= 1
-    groups = workload.stage_param_groups(stage)
-    if not orthogonalized(layout.optimizer):
-        return sum(g.trained * optimizer_bytes_per_param(layout) / (g.dp if zero else 1) for g in groups)
-    shard = sum(g.trained / (g.dp if zero else 1) for g in groups)
-    adam = adam_shard_params(workload, stage)
+    shard, adam = optimizer_shard(workload, stage)
     muon = DTYPE_BYTES[layout.main_params_dtype] + matrix_state_bytes(layout.optimizer)
     return adam * optimizer_bytes_per_param(layout) + (shard - adam) * muon
 
@@ -316,7 +310,8 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     # pre-create the transpose"; blockwise "create column-wise storage"). What they save is all-gather bytes.
     params = sharded(BYTES_BF16, 3, trained=False)  # frozen weights (LoRA's base) are held all the same
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
-    optimizer = optimizer_state_bytes(workload, stage)
+    adam = not orthogonalized(layout.optimizer)
+    optimizer = sharded(optimizer_bytes_per_param(layout), 1) if adam else muon_state_bytes(workload, stage)
     activations = in_flight_activation_bytes(workload, stage)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model

@@ -13,7 +13,7 @@ from simulator.engine.engine import optimizer_s
 from simulator.memory.per_gpu import stage_memory
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
-from workloads.graph.optimizer_work import adam_shard_params, stage_newton_schulz
+from workloads.graph.optimizer_work import optimizer_shard, stage_newton_schulz
 from workloads.graph.step import StepWorkload
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.yaml_files import load_model
@@ -115,8 +115,8 @@ def test_muon_keeps_a_master_weight_and_one_momentum_adam_the_embeddings() -> No
     adam, muon = StepWorkload(DENSE, LAYOUT, 8, 8, 16, 1024), StepWorkload(DENSE, MUON, 8, 8, 16, 1024)
     dense = adam.stage_param_groups(0)[0]
     embedding = 1024 * 1024 / 2  # stage 0's input embedding, vocabulary-parallel over TP 2
-    assert adam_shard_params(muon, 0) == embedding / 2  # ZeRO-1 over DP 2
-    assert adam_shard_params(adam, 0) == dense.trained / 2
+    assert optimizer_shard(muon, 0) == (dense.trained / 2, embedding / 2)  # ZeRO-1 over DP 2
+    assert optimizer_shard(adam, 0) == (dense.trained / 2, dense.trained / 2)
     assert stage_memory(adam, 0).optimizer_bytes == pytest.approx(dense.trained * 12 / 2)
     expected = (embedding * 12 + (dense.trained - embedding) * 8) / 2
     assert stage_memory(muon, 0).optimizer_bytes == pytest.approx(expected)

@@ -10,14 +10,15 @@ from workloads.ops import Gemm
 from workloads.specs.muon import layer_matrices, mtp_matrices, newton_schulz_gemms, orthogonalized
 
 
-def adam_shard_params(workload: StepWorkload, stage: int) -> float:
-    """Parameters of the GPU's optimizer shard that Adam updates: all of them under Adam; under Muon the
-    embedding and the output layer (its norms and biases are counted with the matrices)."""
-    groups = workload.stage_param_groups(stage)
+def optimizer_shard(workload: StepWorkload, stage: int) -> tuple[float, float]:
+    """(parameters of the GPU's optimizer shard, of them those Adam updates): the trained parameters, ZeRO-1 and up
+    sharded over each group's DP; Adam updates all of them, or under Muon the embedding and the output layer (its
+    norms and biases are counted with the matrices)."""
     zero = workload.layout.zero_stage >= 1
+    shard = sum(g.trained / (g.dp if zero else 1) for g in workload.stage_param_groups(stage))
     if not orthogonalized(workload.layout.optimizer):
-        return sum(g.trained / (g.dp if zero else 1) for g in groups)
-    return workload.embedding_params(stage) / (workload.dp * workload.layout.cp if zero else 1)
+        return shard, shard
+    return shard, workload.embedding_params(stage) / (workload.dp * workload.layout.cp if zero else 1)
 
 
 def stage_newton_schulz(workload: StepWorkload, stage: int) -> list[tuple[Gemm, float]]:

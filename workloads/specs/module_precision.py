@@ -59,6 +59,8 @@ def parse_rule(rule: str) -> tuple[str, str]:
 def module_overrides(rules: tuple[str, ...], prefix: str) -> tuple[tuple[str, str], ...]:
     """(recipe step, recipe) for every linear layer of a layer named under ``prefix`` that a rule matches, the first
     matching rule's."""
+    if not rules:  # every layer's kind asks, with or without rules
+        return ()
     parsed = [parse_rule(rule) for rule in rules]
     overrides = []
     for step, module in MEGATRON_MODULES.items():
