@@ -40,9 +40,7 @@ class Mechanisms(NamedTuple):
     """What a prediction's error depends on, most telling first (the order the band relaxes them in reverse)."""
 
     moe: bool
-    hybrid: (
-        bool  # Mamba-2 (or other non-attention) blocks beside attention: a hybrid model's (ModelSpec.hybrid_pattern)
-    )
+    hybrid: bool  # Mamba-2 blocks beside attention: a hybrid model's (ModelSpec.hybrid_pattern)
     dispatcher: str
     generation: str
     precision: str

@@ -30,6 +30,7 @@ from workloads.inputs.yaml_files import load_layout, load_model
 from workloads.specs.hints import memory_hint
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
+from workloads.specs.module_precision import parse_rule
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
 
@@ -266,7 +267,7 @@ def prepare(
     model, layout, cluster = resolve(model, layout, cluster, gpus)
     if micro_batch is not None:
         layout = layout.with_(micro_batch=micro_batch)
-    nvfp4 = layout.fp8_recipe == "nvfp4" or any(rule.endswith("=nvfp4") for rule in layout.module_precisions)
+    nvfp4 = layout.fp8_recipe == "nvfp4" or any(parse_rule(rule)[1] == "nvfp4" for rule in layout.module_precisions)
     if nvfp4 and layout.gemm_dtype == "fp8" and not cluster.gpu.peak_fp4_flops:
         raise ConfigError(
             "layout.fp8_recipe", f"NVFP4 (--fp4-format) needs FP4 tensor cores (Blackwell); {cluster.gpu.name} has none"
