@@ -34,7 +34,11 @@ def _optimizer(layout: LayoutSpec) -> str:
         sharding = "layer-wise distributed" if layout.zero_stage else "replicated"
         steps = f"{layout.muon_ns_steps} Newton-Schulz steps"
         return f"--optimizer {layout.optimizer} ({sharding}, {steps}, {layout.muon_tp_mode})"
-    return _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}")
+    words = _OPTIMIZER.get(layout.zero_stage, f"ZeRO-{layout.zero_stage}")
+    if layout.dp_instances > 1:  # workloads/specs/hybrid_dp.py
+        across = "optimizer sharded" if layout.outer_dp_sharding == "optim" else "all-reduced"
+        words += f" in {layout.dp_instances} DP instances ({across} across them)"
+    return words
 
 
 def _precision(layout: LayoutSpec) -> str:

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 import simpy
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
-from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency
 from simulator.costs.optimizer_step import newton_schulz_s, optimizer_step_s
+from simulator.engine import dp_bytes
 from simulator.engine.faults import Faults
 from simulator.engine.gc_budget import fewer_collections
 from simulator.engine.grad_sync import (
@@ -46,7 +46,6 @@ from simulator.streams.tasks import TaskTiming
 from topologies.cluster import ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
-from workloads.graph.fsdp import param_gather_bytes
 from workloads.graph.optimizer_work import optimizer_shard, stage_newton_schulz
 from workloads.graph.step import StepWorkload
 from workloads.schedules.pipeline_tasks import Task
@@ -218,40 +217,47 @@ class Engine:
 
     # --- data parallelism ----------------------------------------------------------------------------
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
-        """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step over its NIC."""
-        # experts sync over expert_dp; under ZeRO-2 / 3 the units' gradients / weights go unit by unit in the tasks
-        groups = self.workload.step_sync_groups(stage)
-        param_bytes = param_gather_bytes(self.workload.layout)  # BF16, or FP8 / FP4 with scales (--fp8-param-gather)
-        params = 0.0
-        for _, params_synced, dp in groups:
-            if dp > 1:
-                params += params_synced * param_bytes * ((dp - 1) / dp) / self.cal.ring_efficiency
-        return self._grad_wire_bytes([(grads, dp) for grads, _, dp in groups]), params
+        """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step in its DP ring."""
+        return dp_bytes.dp_wire_bytes(self.workload, self.cal, stage)
 
     def dp_grad_transfers(self, stage: int) -> int:
         """How many DP gradient transfers a GPU of ``stage`` makes per step: one per model chunk with gradients to
-        reduce under the interleaved schedule's per-chunk sync, else one per bucket (none without DP bytes)."""
-        if self.workload.dp > 1 and self._per_chunk:
-            chunks = range(self.workload.chunks)
-            return sum(self._grad_wire_bytes(self.workload.chunk_grad_groups(stage, c)) > 0 for c in chunks)
-        return self._buckets_per_step if self.dp_wire_bytes(stage)[0] > 0 else 0
+        reduce under the interleaved schedule's per-chunk sync, else one per bucket (none without DP bytes); twice
+        that across DP instances."""
+        w, cal = self.workload, self.cal
+        twice = 1 + (w.layout.dp_instances > 1)
+        if w.dp > 1 and self._per_chunk:
+            grads = (
+                dp_bytes.grad_wire_bytes(w.layout, w.chunk_grad_groups(stage, c))
+                + dp_bytes.dp_outer_wire_bytes(w, cal, stage, (c,))[0]
+                for c in range(w.chunks)
+            )
+            return twice * sum(grad > 0 for grad in grads)
+        grad = self.dp_wire_bytes(stage)[0] + dp_bytes.dp_outer_wire_bytes(w, cal, stage)[0]
+        return twice * self._buckets_per_step if grad > 0 else 0
 
-    def _grad_wire_bytes(self, groups: list[tuple[float, int]]) -> float:
-        """Gradient wire bytes per GPU of (parameters reduced, DP group size) pairs."""
-        layout = self.workload.layout  # Sec. 5: BF16 all-to-all, FP32 local sum; or a reduce-scatter
-        per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
-        grad = 0.0
-        for grads, dp in groups:
-            if dp > 1:
-                grad += grads * per_param * ((dp - 1) / dp) / dp_gradient_efficiency(layout.grad_sync)
-        return grad
+    def _dp_bucket(self, place: Place, kind: str, index: int, nbytes: float, outer_bytes: float) -> simpy.Event:
+        """One DP bucket: its ring inside the DP group (or instance), and with several instances (workloads/specs/
+        hybrid_dp.py) its ring across them, after it (gradients: the shard's reduction) or before it (Hybrid-FSDP's
+        weights: the shard's gather)."""
+        inner = DpBucket(kind, index), self.placement.dp_links(place), nbytes
+        if outer_bytes <= 0:
+            return self._dp_send(place, *inner)
+        outer = DpBucket(kind, index, outer=True), self.placement.dp_outer_links(place), outer_bytes
+        first, second = (outer, inner) if kind == "dp-params" else (inner, outer)
+
+        def both():
+            yield self._dp_send(place, *first)
+            yield self._dp_send(place, *second)
+
+        return self.env.process(both())
 
     def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):
         """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
         _, params = self.dp_wire_bytes(place.stage)
-        links = self.placement.dp_links(place)
+        _, outer = dp_bytes.dp_outer_wire_bytes(self.workload, self.cal, place.stage)
         for bucket in range(buckets):
-            yield self._dp_send(place, "dp-params", bucket, links, params / buckets)
+            yield self._dp_bucket(place, "dp-params", bucket, params / buckets, outer / buckets)
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
         if not gate.triggered:
@@ -261,20 +267,22 @@ class Engine:
     def _reduce_chunk(self, place: Place, chunk: int, transfers: list[simpy.Event]) -> None:
         """Start the DP reduction of one model chunk's gradients (simulator/engine/grad_sync.py), all its buckets
         at once as Megatron-Core's start_grad_sync issues them."""
-        grad = self._grad_wire_bytes(self.workload.chunk_grad_groups(place.stage, chunk))
-        if grad <= 0:
+        grad = dp_bytes.grad_wire_bytes(self.workload.layout, self.workload.chunk_grad_groups(place.stage, chunk))
+        outer, _ = dp_bytes.dp_outer_wire_bytes(self.workload, self.cal, place.stage, (chunk,))
+        if grad <= 0 and outer <= 0:
             return
-        transfers.append(self._dp_send(place, "dp-grads", chunk, self.placement.dp_links(place), grad))
+        transfers.append(self._dp_bucket(place, "dp-grads", chunk, grad, outer))
 
     def _buckets(self, place: Place, transfers: list[simpy.Event], early: EarlyBuckets | None = None):
         """Reduce gradients bucket by bucket (one per layer): all at once now, or (``early``: its task has just
         begun) each as that task's share of layers before it is done, the task's time taken alone (exact where
         tasks are memoized; the buckets left when the task ends start then)."""
         grad, _ = self.dp_wire_bytes(place.stage)
+        outer, _ = dp_bytes.dp_outer_wire_bytes(self.workload, self.cal, place.stage)
         buckets = self._buckets_per_step
-        if grad <= 0:
+        if grad <= 0 and outer <= 0:
             return
-        links, env, duration_s = self.placement.dp_links(place), self.env, 0.0
+        env, duration_s = self.env, 0.0
         if early is not None:
             duration_s = self._expected_s(place, early.task)
         begin = env.now
@@ -282,7 +290,7 @@ class Engine:
             ready = begin + (bucket + 1) * duration_s / buckets
             if early is not None and ready > env.now and not early.done.triggered:
                 yield env.timeout(ready - env.now) | early.done
-            transfers.append(self._dp_send(place, "dp-grads", bucket, links, grad / buckets))
+            transfers.append(self._dp_bucket(place, "dp-grads", bucket, grad / buckets, outer / buckets))
 
     def _expected_s(self, place: Place, task: Task) -> float:
         """How long ``task`` will take: the last task of its kind on this place took (the same ops: exact where
@@ -313,16 +321,16 @@ class Engine:
         yield self.env.timeout(optimizer_s(self.workload, stage, self.gpu, self.cal))
         log.end_s = self.env.now
 
-    def _dp_send(self, place: Place, kind: str, index: int, links: tuple, nbytes: float) -> simpy.Event:
-        """One DP transfer (``kind`` "dp-params" or "dp-grads", bucket or chunk ``index``), told to the probes when
-        it ends."""
-        transfer = self.placement.dp_transfer(place, DpBucket(kind, index), links, nbytes)
+    def _dp_send(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
+        """One DP transfer (``bucket``: "dp-params" or "dp-grads", bucket or chunk index, inside the DP instance or
+        across them), told to the probes when it ends."""
+        transfer = self.placement.dp_transfer(place, bucket, links, nbytes)
         if self.probes:
             stage, start = place.stage, self.env.now
 
             def log(_event: simpy.Event) -> None:
                 for probe in self.probes:
-                    probe.on_transfer(Transfer(kind, stage, stage, start, self.env.now, nbytes, (index,)))
+                    probe.on_transfer(Transfer(bucket.kind, stage, stage, start, self.env.now, nbytes, (bucket.index,)))
 
             transfer.callbacks.append(log)
         return transfer

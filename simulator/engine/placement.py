@@ -69,6 +69,7 @@ class DpBucket(NamedTuple):
 
     kind: str  # "dp-params" | "dp-grads"
     index: int
+    outer: bool = False  # across the DP instances (workloads/specs/hybrid_dp.py), else inside one
 
 
 class Placement:
@@ -97,7 +98,11 @@ class Placement:
         raise NotImplementedError
 
     def dp_links(self, place: Place) -> tuple:
-        """Links ``place``'s DP parameter gathers and gradient reductions load."""
+        """Links ``place``'s DP parameter gathers and gradient reductions load (inside its DP instance)."""
+        raise NotImplementedError
+
+    def dp_outer_links(self, place: Place) -> tuple:
+        """Links ``place``'s reductions across the DP instances load (workloads/specs/hybrid_dp.py)."""
         raise NotImplementedError
 
     def start_task(
@@ -258,19 +263,32 @@ class FoldedPlacement(Placement):
         return self._pp_routes[route]
 
     def dp_links(self, place: Place) -> tuple:
-        """Where the ring stays in the representative's scale-up domain, every hop on NVLink. Else a bucket
-        ends at its slowest hop, a cross-node one: the ring's wrap from its last member back to the first
-        (its members' GPU numbers grow along the ring, RankMap.dp_successor, so that hop crosses nodes;
-        O(1) at any DP degree), its NIC on one rail or over PXN. With two replica classes, the hop from
-        ``place``'s class into the other's."""
+        """Where the ring (over the first DP instance: all alike) stays in the representative's scale-up domain,
+        every hop on NVLink. Else a bucket ends at its slowest hop, a cross-node one: the ring's wrap from its last
+        member back to the first (its members' GPU numbers grow along the ring, RankMap.dp_successor, so that hop
+        crosses nodes; O(1) at any DP degree), its NIC on one rail or over PXN. With two replica classes, the hop
+        from ``place``'s class into the other's."""
+        ranks = self.ranks
+        last = (
+            Place(ranks.dp_inner - 1, place.stage, 0)
+            if ranks.dp > 1
+            else Place(0, place.stage, (ranks.cp - 1) * ranks.n)
+        )
+        return self._ring_wrap(place, last)
+
+    def dp_outer_links(self, place: Place) -> tuple:
+        """The ring across the DP instances, as ``dp_links``: its wrap from the last instance's first replica."""
+        return self._ring_wrap(place, Place(self.ranks.dp - self.ranks.dp_inner, place.stage, 0))
+
+    def _ring_wrap(self, place: Place, last: Place) -> tuple:
+        """The links of a DP ring's slowest hop, from ``last`` back to replica 0 (see ``dp_links``)."""
         stage, ranks, gpn = place.stage, self.ranks, self.cluster.gpus_per_node
         cls = place.replica
         into = self.classes[-1 - cls]  # the other class, or this one where there is one
-        first = ranks.gpu(Place(0, stage, 0))
-        last = ranks.gpu(Place(ranks.dp - 1, stage, 0) if ranks.dp > 1 else Place(0, stage, (ranks.cp - 1) * ranks.n))
-        if first // gpn == last // gpn:
+        first, last_gpu = ranks.gpu(Place(0, stage, 0)), ranks.gpu(last)
+        if first // gpn == last_gpu // gpn:
             return _at("nvl_out", stage, cls), _at("nvl_in", stage, into)
-        links = self._cross_node_links(last, first, stage, stage, "dp", cls, into)
+        links = self._cross_node_links(last_gpu, first, stage, stage, "dp", cls, into)
         spine = _at("spine_dp", stage, cls)
         return (*links, spine) if spine in self._capacities else links
 

@@ -57,12 +57,21 @@ class RankMap:
     ep: int
     etp: int
     gpus_per_node: int
+    instances: int = 1  # DP instances (workloads/specs/hybrid_dp.py): consecutive replicas, dp / instances each
 
     @classmethod
     def of(cls, workload: StepWorkload) -> RankMap:
         layout = workload.layout
         ep = layout.ep_degree if layout.ffn == "ep" else layout.intra_size
-        return cls(workload.pp, workload.dp, layout.intra_size, layout.cp, ep, layout.etp, workload.gpus_per_node)
+        return cls(
+            workload.pp, workload.dp, layout.intra_size, layout.cp, ep, layout.etp, workload.gpus_per_node,
+            layout.dp_instances,
+        )  # fmt: skip
+
+    @property
+    def dp_inner(self) -> int:
+        """Replicas of one DP instance."""
+        return self.dp // self.instances
 
     @property
     def group(self) -> int:
@@ -99,13 +108,16 @@ class RankMap:
             return tuple(Place(d, s, base + r) for r in range(self.n))
         if kind == CP:
             return tuple(Place(d, s, c * self.n + j % self.n) for c in range(self.cp))
-        if kind == DP:  # the replicas and CP ranks of one TP rank: dense weights shard over DP x CP
-            return tuple(Place(r, s, c * self.n + j % self.n) for r in range(self.dp) for c in range(self.cp))
+        if kind == DP:  # the replicas (of its instance) and CP ranks of one TP rank: dense weights shard over DP x CP
+            first = d - d % self.dp_inner
+            replicas = range(first, first + self.dp_inner)
+            return tuple(Place(r, s, c * self.n + j % self.n) for r in replicas for c in range(self.cp))
         local = d * self.group + j  # the expert layers' order over the stage's GPUs
         experts = self.ep * self.etp
-        if kind == EDP:  # the same position in every expert group of the stage: the replicas of its experts
-            locals_ = range(local % experts, self.dp * self.group, experts)
-            return tuple(Place(i // self.group, s, i % self.group) for i in locals_)
+        if kind == EDP:  # the same position in every expert group of the stage (of its instance): its experts' replicas
+            span = self.dp * self.group // self.instances
+            start = local - local % span + local % experts
+            return tuple(Place(i // self.group, s, i % self.group) for i in range(start, start + span, experts))
         if kind == EP:
             first = local - local % experts + local % self.etp
             locals_ = range(first, first + experts, self.etp)
@@ -120,7 +132,12 @@ class RankMap:
         """Next place on ``place``'s DP ring: the same stage and local rank in the next replica; with one
         replica, the next CP rank (dense gradients reduce over DP x CP). A ring over every replica and CP
         rank would put a hop between rails, and its PXN detour on a neighbour's NIC, on each wrap."""
-        if self.dp > 1:
-            return Place((place.replica + 1) % self.dp, place.stage, place.rank)
+        if self.dp > 1:  # inside its DP instance
+            first = place.replica - place.replica % self.dp_inner
+            return Place(first + (place.replica - first + 1) % self.dp_inner, place.stage, place.rank)
         cp_rank, tp_rank = divmod(place.rank, self.n)
         return Place(place.replica, place.stage, (cp_rank + 1) % self.cp * self.n + tp_rank)
+
+    def dp_outer_successor(self, place: Place) -> Place:
+        """Next place on ``place``'s ring across the DP instances: the same position in the next instance."""
+        return Place((place.replica + self.dp_inner) % self.dp, place.stage, place.rank)

@@ -102,7 +102,7 @@ class UnfoldedPlacement(Placement):
         )
         self._gpu = {place: ranks.gpu(place) for place in self.places}
         self._barriers: dict[tuple, _Barrier] = {}
-        self._dp_rings: dict[Place, tuple[Place, ...]] = {}
+        self._dp_rings: dict[tuple[Place, bool], tuple[Place, ...]] = {}
         self._routes: dict[tuple[int, int], tuple] = {}
         self._groups: dict[tuple[Place, str], tuple[int, ...]] = {}  # GPUs of each place's groups
         self._members: dict[tuple[Place, str], tuple[Place, ...]] = {}
@@ -132,6 +132,8 @@ class UnfoldedPlacement(Placement):
                 if 0 <= stage < w.pp:
                     self.pp_links(place, place.at_stage(stage))
             self.dp_links(place)
+            if self.ranks.instances > 1:
+                self.dp_outer_links(place)
             for signature, op in kinds.items():
                 self._plans[(place, signature)] = self._plan(place, op)
 
@@ -202,6 +204,9 @@ class UnfoldedPlacement(Placement):
     def dp_links(self, place: Place) -> tuple:
         return self._route(self._gpu[place], self._gpu[self.ranks.dp_successor(place)])
 
+    def dp_outer_links(self, place: Place) -> tuple:
+        return self._route(self._gpu[place], self._gpu[self.ranks.dp_outer_successor(place)])
+
     def start_task(self, place, task, ops, costs, lanes, timing) -> simpy.Event:
         nic = costs.nic_bytes
         joined: dict[int, simpy.Event] = {}  # op index: the barrier's all-joined event (run_task's fused ops read it)
@@ -269,16 +274,18 @@ class UnfoldedPlacement(Placement):
         self._end_when_landed(barrier, flows)
         return barrier
 
-    def _dp_ring(self, place: Place) -> tuple[Place, ...]:
-        """``place``'s DP ring (the cycle of RankMap.dp_successor through it), in GPU order."""
-        if place not in self._dp_rings:
+    def _dp_ring(self, place: Place, outer: bool = False) -> tuple[Place, ...]:
+        """``place``'s DP ring (the cycle of RankMap.dp_successor through it; ``outer``: of dp_outer_successor, across
+        the DP instances), in GPU order."""
+        successor_of = self.ranks.dp_outer_successor if outer else self.ranks.dp_successor
+        if (place, outer) not in self._dp_rings:
             cycle = [place]
-            while (successor := self.ranks.dp_successor(cycle[-1])) != place:
+            while (successor := successor_of(cycle[-1])) != place:
                 cycle.append(successor)
             ring = tuple(sorted(cycle, key=self._gpu.__getitem__))  # one key per ring, whoever asks first
             for member in ring:
-                self._dp_rings[member] = ring
-        return self._dp_rings[place]
+                self._dp_rings[(member, outer)] = ring
+        return self._dp_rings[(place, outer)]
 
     def dp_transfer(self, place: Place, bucket: DpBucket, links: tuple, nbytes: float) -> simpy.Event:
         """A DP bucket is a ring collective (an NCCL all-gather or reduce-scatter, which every member must
@@ -289,11 +296,12 @@ class UnfoldedPlacement(Placement):
         of tests/unit/test_faults.py::test_folded_equals_unfolded_with_faults, SMALL, straggler 5, host_launch_s
         13.48 us: tests/toys.py SCENARIO_CALIBRATION), which no NCCL reduce-scatter does and the folded placement,
         whose replicas run in step, cannot show."""
-        ring = self._dp_ring(place)
+        ring = self._dp_ring(place, bucket.outer)
         barrier, last = self._join((ring[0], bucket), len(ring))
         if not last:
             return barrier.done
-        return self._end_when_landed(barrier, [self.transfer(self.dp_links(member), nbytes) for member in ring])
+        links_of = self.dp_outer_links if bucket.outer else self.dp_links
+        return self._end_when_landed(barrier, [self.transfer(links_of(member), nbytes) for member in ring])
 
 
 def _signature(op: Op) -> tuple[str, bool, bool]:

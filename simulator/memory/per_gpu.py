@@ -12,6 +12,7 @@ from workloads.graph.step import StepWorkload, bf16_layout
 from workloads.ops import BYTES_BF16, Module
 from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
+from workloads.specs import hybrid_dp
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.muon import matrix_state_bytes, orthogonalized
@@ -298,10 +299,12 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     zero = layout.zero_stage
     groups = workload.stage_param_groups(stage)  # each group shards over its own DP size (experts: expert_dp)
 
-    def sharded(bytes_per_param: float, from_stage: int, trained: bool = True) -> float:
-        """Bytes per GPU of the groups' trained parameters (or of all held, ``trained`` False), ZeRO-sharded."""
+    def sharded(bytes_per_param: float, from_stage: int, trained: bool = True, ways=hybrid_dp.inner) -> float:
+        """Bytes per GPU of the groups' trained parameters (or of all held, ``trained`` False), ZeRO-sharded over each
+        group's DP instance (``ways``: or, the optimizer state, as workloads/specs/hybrid_dp.py shards it)."""
         return sum(
-            (g.trained if trained else g.held) * bytes_per_param / (g.dp if zero >= from_stage else 1) for g in groups
+            (g.trained if trained else g.held) * bytes_per_param / (ways(g.dp, layout) if zero >= from_stage else 1)
+            for g in groups
         )
 
     # FP8 weights (--fp8-param-gather) cost as much as BF16 ones: each keeps its FP8 data and an FP8
@@ -311,7 +314,11 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     params = sharded(BYTES_BF16, 3, trained=False)  # frozen weights (LoRA's base) are held all the same
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
     adam = not orthogonalized(layout.optimizer)
-    optimizer = sharded(optimizer_bytes_per_param(layout), 1) if adam else muon_state_bytes(workload, stage)
+    optimizer = (
+        sharded(optimizer_bytes_per_param(layout), 1, ways=hybrid_dp.optimizer_ways)
+        if adam
+        else muon_state_bytes(workload, stage)
+    )
     activations = in_flight_activation_bytes(workload, stage)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model

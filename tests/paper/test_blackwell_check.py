@@ -19,6 +19,7 @@ from experiments.validation.blackwell.rows import (
     BRIDGE_DGX,
     BRIDGE_FINETUNE,
     BRIDGE_MUON,
+    BRIDGE_ULTRA,
     MCORE_REPORT,
     MLM_PR_5728,
     ROWS,
@@ -122,6 +123,10 @@ PINNED = {
     "bridge-gb200-nemotron-3-super-64-nvfp4": (10521, 10704),  # measured 7,168: +46.8% / +49.3%
     "bridge-b300-nemotron-3-super-64-mxfp8": (7132, 7231),  # measured 7,867: -9.3% / -8.1%
     "bridge-b300-nemotron-3-super-64-nvfp4": (10703, 10923),  # measured 8,131: +31.6% / +34.3%
+    # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
+    # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300)
+    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3720, 4104),  # measured 3,552: +4.7% / +15.5%
+    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3232, 3503),  # measured 2,528: +27.8% / +38.6%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -140,7 +145,7 @@ def results() -> dict[str, tuple[RowResult, RowResult]]:
 def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert {row.name for row in ROWS} == set(PINNED)
     assert {row.cluster for row in ROWS} == {"gb300", "gb200", "b300", "b200"}
-    assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 10
+    assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 12
     assert {row.source for row in ROWS} == set(SOURCES) and len(BRIDGE_ROWS) == 8 and len(MLM_ROWS) == 6
     assert len(REPORT_ROWS) == 7 and all(row.name.startswith("mcore-") for row in REPORT_ROWS)
     assert len(DENSE_ROWS) == 10 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)
@@ -159,6 +164,19 @@ def test_the_kimi_k2_row_runs_muon_s_newton_schulz() -> None:
     adam = row_report(row, model=run.model, layout=run.layout.with_(optimizer="adam"))
     assert 0.01 < muon.step_time_s / adam.step_time_s - 1 < 0.05
     assert muon.peak_memory_gib < adam.peak_memory_gib
+
+
+def test_the_ultra_rows_shard_inside_each_nvlink_domain() -> None:
+    """Nemotron 3 Ultra's recipes run Megatron FSDP in 4 instances of one 64-GPU NVLink domain each, the optimizer
+    state sharded across them (Hybrid-FSDP): its per-layer gathers stay on NVLink, so the same job as one FSDP group
+    over all 256 GPUs exposes more FSDP communication and runs slower."""
+    for row in (row for row in ROWS if row.source == BRIDGE_ULTRA):
+        run = row.job()
+        assert (run.layout.dp_instances, run.layout.outer_dp_sharding, run.layout.zero_stage) == (4, "optim", 3)
+        hybrid = row_report(row, model=run.model, layout=run.layout)
+        whole = row_report(row, model=run.model, layout=run.layout.with_(dp_instances=1, outer_dp_sharding="no_shard"))
+        assert whole.exposed_comm_s["fsdp"] > 2 * hybrid.exposed_comm_s["fsdp"]
+        assert whole.step_time_s > hybrid.step_time_s
 
 
 def test_lora_runs_faster_per_gpu_than_sft_as_measured(results: dict[str, tuple[RowResult, RowResult]]) -> None:

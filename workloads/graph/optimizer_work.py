@@ -7,18 +7,20 @@ from collections import Counter
 
 from workloads.graph.step import StepWorkload
 from workloads.ops import Gemm
+from workloads.specs.hybrid_dp import optimizer_ways
 from workloads.specs.muon import layer_matrices, mtp_matrices, newton_schulz_gemms, orthogonalized
 
 
 def optimizer_shard(workload: StepWorkload, stage: int) -> tuple[float, float]:
     """(parameters of the GPU's optimizer shard, of them those Adam updates): the trained parameters, ZeRO-1 and up
-    sharded over each group's DP; Adam updates all of them, or under Muon the embedding and the output layer (its
+    sharded over each group's DP (its instance's, workloads/specs/hybrid_dp.py optimizer_ways); Adam updates all of them, or under Muon the embedding and the output layer (its
     norms and biases are counted with the matrices)."""
-    zero = workload.layout.zero_stage >= 1
-    shard = sum(g.trained / (g.dp if zero else 1) for g in workload.stage_param_groups(stage))
-    if not orthogonalized(workload.layout.optimizer):
+    layout = workload.layout
+    zero = layout.zero_stage >= 1
+    shard = sum(g.trained / (optimizer_ways(g.dp, layout) if zero else 1) for g in workload.stage_param_groups(stage))
+    if not orthogonalized(layout.optimizer):
         return shard, shard
-    return shard, workload.embedding_params(stage) / (workload.dp * workload.layout.cp if zero else 1)
+    return shard, workload.embedding_params(stage) / (optimizer_ways(workload.dp * layout.cp, layout) if zero else 1)
 
 
 def stage_newton_schulz(workload: StepWorkload, stage: int) -> list[tuple[Gemm, float]]:

@@ -15,6 +15,7 @@ from workloads.recipes.layers import head_recipe, layer_recipe, mtp_projection_r
 from workloads.schedules.base import BACKWARD, BACKWARD_INPUT, FORWARD, FORWARD_BACKWARD_DELAYED, PAIRED, Schedule, Task
 from workloads.schedules.pipeline_tasks import Block, TaskKey
 from workloads.schedules.registry import make_schedule
+from workloads.specs import hybrid_dp
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
 from workloads.specs.module_precision import DECODER_PREFIX, MTP_PREFIX, module_overrides, with_module_precisions
@@ -70,6 +71,7 @@ class StepWorkload:
     def __post_init__(self) -> None:
         check_step(self.model, self.layout, self.num_gpus, self.gpus_per_node, self.global_batch, self.seq_len)
         fsdp.check_unit_schedule(self.layout, max(self.dp * self.layout.cp, self.expert_dp))
+        hybrid_dp.check_step(self.layout, self.dp, self.layout.cp, self.expert_dp)
 
     # --- sizes -----------------------------------------------------------------------------------
     @property
@@ -193,37 +195,59 @@ class StepWorkload:
 
     def step_sync_groups(self, stage: int) -> list[tuple[float, float, int]]:
         """Per DP group of a stage, (parameters whose gradients the step's one reduce-scatter reduces, parameters
-        its one all-gather gathers, the group's size): all of them, less the units' under ZeRO-2 (gradients) and
-        ZeRO-3 (weights), which go unit by unit inside the tasks (workloads/graph/fsdp.py); under ZeRO-0 the
-        gradients' all-reduce, counted as two reduce-scatters' worth, and no gather."""
+        its one all-gather gathers, the GPUs it runs over: the group, or its instance, workloads/specs/hybrid_dp.py):
+        all of them, less the units' under ZeRO-2 (gradients) and ZeRO-3 (weights), which go unit by unit inside the
+        tasks (workloads/graph/fsdp.py); under ZeRO-0 the gradients' all-reduce, counted as two reduce-scatters'
+        worth, and no gather."""
         groups = self.stage_param_groups(stage)
         if self.layout.zero_stage == 0:  # DDP all-reduces the gradients (a ring reduce-scatter and all-gather of
             # them: twice the bytes) and gathers no weights (megatron/core/distributed/param_and_grad_buffer.py
             # start_grad_sync at NVIDIA/Megatron-LM d98e8a64dd: all_reduce without use_distributed_optimizer)
             return [(2 * g.synced, 0.0, g.dp) for g in groups]
+        inner = [hybrid_dp.inner(g.dp, self.layout) for g in groups]
         if self.unit_comm is None:
-            return [(g.synced, g.synced, g.dp) for g in groups]
+            return [(g.synced, g.synced, size) for g, size in zip(groups, inner)]
         units = [0.0, 0.0]
         for layer in self.stage_layers(stage):
             for part, count in enumerate(fsdp.unit_params(self.model, self.layout, self.model.layer_kind(layer))):
                 units[part] += count
         gathered = fsdp.gathers_per_unit(self.layout)
-        return [(g.synced - u, g.synced - u if gathered else g.synced, g.dp) for g, u in zip(groups, units)]
+        return [
+            (g.synced - u, g.synced - u if gathered else g.synced, size) for g, u, size in zip(groups, units, inner)
+        ]
+
+    def outer_sync_groups(self, stage: int, chunks: tuple[int, ...] | None = None) -> list[tuple[float, float, int]]:
+        """Per DP group of a stage (of its ``chunks`` only, if given), what crosses the instances once a step
+        (workloads/specs/hybrid_dp.py): (gradients, as reduce-scatters' worth of the instance's shard; weights the
+        shard's all-gather gathers, Hybrid-FSDP's; the instances). Empty with one instance."""
+        layout, instances = self.layout, self.layout.dp_instances
+        if instances == 1:
+            return []
+        gathered = layout.outer_dp_sharding == "optim"
+        factor = hybrid_dp.outer_grad_factor(layout)
+        out = []
+        for g in self.stage_param_groups(stage, chunks):
+            shard = g.synced / hybrid_dp.inner(g.dp, layout)
+            out.append((factor * shard, shard if gathered else 0.0, instances))
+        return out
 
     def chunk_grad_groups(self, stage: int, chunk: int) -> list[tuple[float, int]]:
-        """Per DP group, (parameters whose gradients one model chunk of ``stage`` reduces on its own, the group's
-        size): Megatron-Core's per-chunk grad sync of the interleaved schedule (ZeRO-0 and ZeRO-1: under ZeRO-0
-        the all-reduce, counted as two reduce-scatters' worth, as in step_sync_groups)."""
+        """Per DP group, (parameters whose gradients one model chunk of ``stage`` reduces on its own, the GPUs it
+        reduces over): Megatron-Core's per-chunk grad sync of the interleaved schedule (ZeRO-0 and ZeRO-1: under
+        ZeRO-0 the all-reduce, counted as two reduce-scatters' worth, as in step_sync_groups; over the instance)."""
         factor = 2 if self.layout.zero_stage == 0 else 1
-        return [(factor * g.synced, g.dp) for g in self.stage_param_groups(stage, (chunk,))]
+        groups = self.stage_param_groups(stage, (chunk,))
+        return [(factor * g.synced, hybrid_dp.inner(g.dp, self.layout)) for g in groups]
 
     @cached_property
     def unit_comm(self) -> fsdp.UnitComm | None:
         """The per-unit (transformer layer) all-gathers and reduce-scatters of ZeRO-2 / ZeRO-3 / FSDP, or None."""
         layout = self.layout
         experts = layout.ep_degree * layout.etp if layout.ffn == "ep" else layout.intra_size
-        in_node = fsdp.dp_group_in_node(self.pp, self.dp, layout.intra_size, layout.cp, experts, self.gpus_per_node)
-        return fsdp.unit_comm(self.model, layout, self.dp * layout.cp, self.expert_dp, not in_node)
+        dp = hybrid_dp.inner(self.dp, layout)  # units gather and scatter inside the DP instance
+        in_node = fsdp.dp_group_in_node(self.pp, dp, layout.intra_size, layout.cp, experts, self.gpus_per_node)
+        expert_dp = hybrid_dp.inner(self.expert_dp, layout)
+        return fsdp.unit_comm(self.model, layout, dp * layout.cp, expert_dp, not in_node)
 
     def stage_params_per_gpu(self, stage: int) -> tuple[float, float]:
         """(parameters held, parameters synced over the NICs) per GPU of a stage, over its groups."""

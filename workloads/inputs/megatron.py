@@ -21,7 +21,7 @@ from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs import megatron_precision as precision
 from workloads.inputs.megatron_args import FIELD_FLAGS, UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
-from workloads.inputs.megatron_fsdp import fsdp_fp8_param_gather, fsdp_zero_stage, megatron_fsdp_grads_dtype
+from workloads.inputs.megatron_fsdp import data_parallel_fields, fsdp_fp8_param_gather, megatron_fsdp_grads_dtype
 from workloads.inputs.megatron_graphs import (
     cuda_graphs,
     flex_dispatcher_sms,
@@ -134,7 +134,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **precision.optimizer_fields(args, notes),
         **precision.bf16_layer_fields(args, notes),
         **precision.module_precision_fields(args, text_or_path),
-        **_data_parallel(args, {arg.flag for arg in ignored}, notes),
+        **data_parallel_fields(args, {arg.flag for arg in ignored}, notes),
         **cuda_graphs(args, notes),
     }
     overrides = megatron_model.overrides(args, extra)
@@ -421,20 +421,3 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         "fp8_param_gather": bool(args.get("--fp8-param-gather") or args.get("--fp4-param-gather")) and not fsdp2,
         "param_remainders": remainders,
     }
-
-
-def _data_parallel(args: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
-    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding, DP communication overlap."""
-    fsdp = fsdp_zero_stage(args, given, notes)
-    distributed = precision.sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
-    grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
-    if params and not distributed:
-        raise ConfigError(
-            "--overlap-param-gather", "only supported with distributed optimizer, megatron fsdp, or dist_muon"
-        )
-    if params and not grads:
-        raise ConfigError("--overlap-param-gather", "needs --overlap-grad-reduce")
-    if distributed and grads and not params:
-        notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
-    zero = fsdp if fsdp is not None else int(distributed)
-    return {"zero_stage": zero, "grad_sync": "fp32-rs", "dp_overlap": grads}

@@ -161,6 +161,8 @@ FLAGS: dict[str, Flag] = {
     "--use-torch-fsdp2": Flag(S),
     "--data-parallel-sharding-strategy": Flag(T, ("no_shard", "optim", "optim_grads", "optim_grads_params")),
     "--megatron-fsdp-main-grads-dtype": Flag(T, ("fp32", "bf16", "fp16", "auto")),
+    "--num-distributed-optimizer-instances": Flag(I),  # workloads/specs/hybrid_dp.py
+    "--outer-dp-sharding-strategy": Flag(T, ("no_shard", "optim")),
     "--overlap-grad-reduce": Flag(S),
     "--overlap-param-gather": Flag(S),
     "--use-precision-aware-optimizer": Flag(S),
@@ -358,6 +360,8 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.dispatcher_sms": "--moe-flex-dispatcher-num-sms (or --moe-deepep-num-sms / --moe-hybridep-num-sms)",
     "layout.router_quant_padding": "--moe-router-padding-for-quantization (or --moe-router-padding-for-fp8)",
     "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
+    "layout.dp_instances": "--num-distributed-optimizer-instances",
+    "layout.outer_dp_sharding": "--outer-dp-sharding-strategy",
     "layout.optimizer": "--optimizer",
     "layout.muon_ns_steps": "--muon-num-ns-steps",
     "layout.bf16_first_layers": "--num-layers-at-start-in-bf16",

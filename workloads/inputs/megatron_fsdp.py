@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from topologies.errors import ConfigError
+from workloads.inputs.megatron_precision import sharded_optimizer
 
 STRATEGY_ZERO = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
 
@@ -101,3 +102,33 @@ def fsdp_fp8_param_gather(args: dict[str, Any], notes: list[str]) -> None:
         raise ConfigError("--fp8-param-gather", "only supported with distributed optimizer, torch fsdp2, megatron fsdp")
     if args.get("--use-torch-fsdp2"):
         notes.append("--use-torch-fsdp2: Megatron-LM turns --fp8-param-gather off (FSDP2 gathers BF16 weights)")
+
+
+def hybrid_dp_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """--num-distributed-optimizer-instances and --outer-dp-sharding-strategy as layout fields (workloads/specs/
+    hybrid_dp.py, which holds Megatron's rules between them); the outer strategy means something only with Megatron
+    FSDP across more than one instance ("This option is only effective when Hybrid FSDP is enabled",
+    megatron/training/arguments.py at d98e8a64dd)."""
+    instances = args.get("--num-distributed-optimizer-instances", 1)
+    outer = args.get("--outer-dp-sharding-strategy", "no_shard")
+    if outer != "no_shard" and not (args.get("--use-megatron-fsdp") and instances > 1):
+        notes.append("--outer-dp-sharding-strategy without Megatron FSDP across instances: no effect")
+        outer = "no_shard"
+    return {"dp_instances": instances, "outer_dp_sharding": outer}
+
+
+def data_parallel_fields(args: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
+    """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding, DP communication overlap."""
+    fsdp = fsdp_zero_stage(args, given, notes)
+    distributed = sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
+    grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
+    if params and not distributed:
+        raise ConfigError(
+            "--overlap-param-gather", "only supported with distributed optimizer, megatron fsdp, or dist_muon"
+        )
+    if params and not grads:
+        raise ConfigError("--overlap-param-gather", "needs --overlap-grad-reduce")
+    if distributed and grads and not params:
+        notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
+    zero = fsdp if fsdp is not None else int(distributed)
+    return {"zero_stage": zero, "grad_sync": "fp32-rs", "dp_overlap": grads, **hybrid_dp_fields(args, notes)}

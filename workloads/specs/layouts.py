@@ -12,6 +12,7 @@ from topologies.errors import ConfigError, lookup_preset
 from workloads.dispatchers.registry import DISPATCHERS
 from workloads.ops import Module
 from workloads.schedules.registry import SCHEDULES
+from workloads.specs import hybrid_dp
 from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
@@ -63,6 +64,7 @@ def check_layout(layout: LayoutSpec) -> None:
         raise ConfigError("layout.router_quant_padding", "needs Megatron-Core's alltoall or flex token dispatcher")
     _check_sequence_parallel(layout)
     _check_memory_options(layout)
+    hybrid_dp.check_layout(layout)
 
 
 def _check_sequence_parallel(layout: LayoutSpec) -> None:
@@ -178,6 +180,10 @@ class LayoutSpec:
     recompute: str = "sar"
     grad_sync: str = "bf16-a2a"  # Sec. 5: BF16 all-to-all + FP32 local sum, or FP32 reduce-scatter
     zero_stage: int = 1
+    # DP instances (Megatron --num-distributed-optimizer-instances; workloads/specs/hybrid_dp.py): ZeRO shards and FSDP
+    # units over DP / dp_instances GPUs, gradients reduced across them once a step; HSDP "no_shard" or Hybrid-FSDP "optim"
+    dp_instances: int = 1
+    outer_dp_sharding: str = "no_shard"
     capacity_factor: float = 1.25  # expert GEMMs run on capacity-padded buffers
     dp_overlap: bool = True  # MegaScale (NSDI'24): DP sync overlapped with the first/last micro-batches
     a2a_topk_threshold: int = 6  # MegaScale-MoE's dispatch switches from all-to-all to AG/RS above this top-k
@@ -331,7 +337,8 @@ class LayoutSpec:
         for field, allowed in choices.items():
             if getattr(self, field) not in allowed:
                 raise ConfigError(f"layout.{field}", f"must be one of {', '.join(allowed)}")
-        for field in ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp", "lora_rank", "muon_ns_steps"):
+        positive = ("intra_size", "pp", "micro_batch", "virtual_stages", "cp", "etp", "lora_rank", "muon_ns_steps")
+        for field in (*positive, "dp_instances"):
             if getattr(self, field) < 1:
                 raise ConfigError(f"layout.{field}", "must be a positive integer")
         if self.zero_stage not in (0, 1, 2, 3):
@@ -344,8 +351,6 @@ class LayoutSpec:
                 raise ConfigError(
                     "layout.recompute_modules", f"{module!r} is not one of {', '.join(RECOMPUTE_MODULES)}"
                 )
-        if any(count < 0 for count in self.block_layers):
-            raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {list(self.block_layers)}")
         check_layout(self)
 
     @property

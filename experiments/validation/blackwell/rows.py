@@ -63,6 +63,10 @@ flags, examples/models/nemotron-3-super-120b-a12b.yaml: the latent MoE (workload
 the hybrid model at 512 experts. The NVFP4 recipes run their last 14 layers in BF16 (--first-last-layers-bf16,
 simulated) and keep the attention, the latent projections and the MTP modules in BF16 too (perf_recipes/nemotronh/
 te_quant.cfg, no Megatron-LM flag: simulated in NVFP4).
+
+Rows of a tenth source: 26.08's Nemotron 3 Ultra 550B-A55B on 256 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
+bridge-{gb300,gb200}-nemotron-3-ultra-256-mxfp8.sh): Megatron FSDP sharded inside each 64-GPU NVLink domain, the
+optimizer state across the four too (Hybrid-FSDP, --num-distributed-optimizer-instances 4, workloads/specs/hybrid_dp.py).
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ BRIDGE_MUON = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md at v0.5.0
 BRIDGE_LATENT = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.06 and 26.08, Nemotron 3 Super (latent MoE)"
 )
+BRIDGE_ULTRA = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, Nemotron 3 Ultra (Hybrid-FSDP)"
 SOURCES = (
     BRIDGE_26_08,
     MLM_PR_5728,
@@ -99,6 +104,7 @@ SOURCES = (
     BRIDGE_FINETUNE,
     BRIDGE_MUON,
     BRIDGE_LATENT,
+    BRIDGE_ULTRA,
 )
 # LoRA as Megatron-Bridge's fine-tuning recipes run it (no Megatron-LM flag: layout fields; workloads/specs/peft.py)
 LORA_QKV = LayoutSpec("megatron-args", peft="lora", lora_modules=("linear_qkv",))
@@ -320,6 +326,23 @@ ROWS: tuple[BlackwellRow, ...] = (
             ("b300", "mxfp8", 7867),  # 26.06, on 8-GPU DGX-B300 nodes: EP 8 inside a node
             ("b300", "nvfp4", 8131),
         )
+    ),
+    # BRIDGE_ULTRA: Nemotron 3 Ultra 550B-A55B (Super's architecture at 108 layers) on 256 GPUs, MXFP8, EP 64, Megatron
+    # FSDP inside each 64-GPU NVLink domain and the optimizer state sharded across the 4 (workloads/specs/hybrid_dp.py);
+    # TP 1 on GB300, 2 on GB200; the expert MLP's activation offloading is not modelled (its rows are over HBM)
+    *(
+        BlackwellRow(
+            f"bridge-{gpu}-nemotron-3-ultra-256-mxfp8",
+            "nemotron-3-ultra-550b-a55b",
+            gpu,
+            256,
+            256,
+            8192,
+            tokens,
+            False,
+            BRIDGE_ULTRA,
+        )
+        for gpu, tokens in (("gb300", 3552), ("gb200", 2528))
     ),
 )
 
