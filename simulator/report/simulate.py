@@ -31,6 +31,7 @@ from workloads.specs.hints import memory_hint
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.module_precision import parse_rule
+from workloads.specs.peft import frozen_base
 
 COMM_KINDS = ("tp", "sp", "ep", "pp", "dp")
 
@@ -357,7 +358,7 @@ def build_report(
     dp = workload.dp
     model_flops = sum(log.model_flops for log in stages) * (workload.num_gpus // workload.pp)  # GPUs per stage
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
-    frozen = workload.layout.peft != "none"  # LoRA: the frozen weights take no gradient (workloads/specs/peft.py)
+    frozen = frozen_base(workload.layout)  # LoRA: the frozen weights take no gradient (workloads/specs/peft.py)
     six_n = six_n_flops_per_token(workload.model, workload.seq_len, frozen) * workload.tokens_per_step
     megatron_job = megatron_args(workload.model, workload.layout)
     megatron = megatron_flops(megatron_job, workload.global_batch, workload.seq_len, frozen)

@@ -50,6 +50,7 @@ from workloads.ops import (
 from workloads.recipes.fp8_quant import quantize_input
 from workloads.specs.cuda_graphs import capture
 from workloads.specs.layouts import LayoutSpec
+from workloads.specs.peft import frozen_base
 from workloads.specs.precision import DTYPE_BYTES, Fp8Recipe
 
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2 paper Sec. 4: backward = 2.5x forward FLOPs
@@ -69,12 +70,11 @@ class _OpList:
         self.group_size = layout.intra_size
         self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
         self.capture = capture(layout.cuda_graph_scope)
-        # Weight gradients are added into the main gradients inside the wgrad GEMM's epilogue: Megatron-LM's
-        # --gradient-accumulation-fusion is on by default (--no-gradient-accumulation-fusion turns it off),
-        # Megatron-Bridge's GPTModelProvider enables it where the fused kernel exists (gradient_accumulation_fusion
-        # = fusions.can_enable_gradient_accumulation_fusion), and TE's linear layers take it as fuse_wgrad_accumulation.
+        # Weight gradients are added into the main gradients in the wgrad GEMM's epilogue: Megatron-LM's default
+        # (--no-gradient-accumulation-fusion turns it off), Megatron-Bridge's GPTModelProvider where the fused kernel
+        # exists (fusions.can_enable_gradient_accumulation_fusion), TE's linear layers' fuse_wgrad_accumulation.
         self.main_grad_bytes = DTYPE_BYTES[layout.main_grads_dtype]
-        self.frozen = layout.peft != "none"  # LoRA: the base weights take no gradient (workloads/specs/peft.py)
+        self.frozen = frozen_base(layout)  # LoRA: the base weights take no gradient (workloads/specs/peft.py)
 
     def graph(self, step: Step) -> GraphPart:
         """The CUDA graph that captures ``step``'s kernels under the layout's scopes (NONE: eager)."""

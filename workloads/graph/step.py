@@ -19,7 +19,7 @@ from workloads.specs import hybrid_dp
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
 from workloads.specs.module_precision import DECODER_PREFIX, MTP_PREFIX, module_overrides, with_module_precisions
-from workloads.specs.peft import lora_expert_params, lora_params_per_layer
+from workloads.specs.peft import frozen_base, lora_expert_params, lora_params_per_layer
 from workloads.specs.validation import check_step, data_parallel
 
 DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
@@ -168,7 +168,7 @@ class StepWorkload:
         held_dense += self._embedding_params(blocks)
         synced_dense += self._embedding_params(blocks)
         dp = self.dp * self.layout.cp  # CP ranks hold the same weights: the dense gradients reduce over DP x CP
-        if layout.peft == "lora":  # the base frozen: only the adapters (split as their linears) train and sync
+        if frozen_base(layout):  # the base frozen: only the adapters (split as their linears) train and sync
             rank, modules = layout.lora_rank, layout.lora_modules
             adapters = sum(lora_params_per_layer(m, rank, modules, kind.dense) for kind in kinds) / n
             routed = sum(lora_expert_params(m, rank, modules) for kind in kinds if not kind.dense)

@@ -23,7 +23,7 @@ do not split the weight gradients off (not ZB1P, DualPipe, DualPipeV) and with Z
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # the specs import this module
     from workloads.specs.models import ModelSpec
@@ -32,6 +32,17 @@ PEFT_MODES = ("none", "lora")
 LORA_RANK = 32  # Megatron-Bridge LoRA.dim's default
 LORA_MODULES = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")  # LoRA.target_modules' default
 SPLIT_W_SCHEDULES = ("zb1p", "dualpipe", "dualpipev")  # their W tasks are the weight gradients LoRA does not run
+
+
+class PeftLayout(Protocol):
+    """The layout field this module reads (workloads.specs.layouts.LayoutSpec)."""
+
+    peft: str
+
+
+def frozen_base(layout: PeftLayout) -> bool:
+    """Whether the base weights are frozen and only the adapters train (LoRA)."""
+    return layout.peft != "none"
 
 
 def lora_linears(model: ModelSpec, dense: bool = True) -> dict[str, tuple[int, int]]:

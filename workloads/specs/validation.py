@@ -14,7 +14,7 @@ from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
 from workloads.specs.module_precision import parse_rule
 from workloads.specs.muon import orthogonalized
-from workloads.specs.peft import SPLIT_W_SCHEDULES
+from workloads.specs.peft import SPLIT_W_SCHEDULES, frozen_base
 
 if TYPE_CHECKING:  # the specs import this module
     from workloads.specs.layouts import LayoutSpec
@@ -58,7 +58,7 @@ def check_step(
         _check_hybrid(model, layout)
     if model.moe_latent_size and layout.ffn != "ep":
         raise ConfigError("layout.ffn", "a latent MoE (moe_latent_size) is simulated with expert parallelism (ffn ep)")
-    if layout.peft != "none":
+    if frozen_base(layout):
         _check_peft(model, layout)
     if orthogonalized(layout.optimizer):
         _check_muon(layout)
@@ -92,7 +92,7 @@ def _check_muon(layout: LayoutSpec) -> None:
         raise ConfigError(
             "layout.optimizer", "Muon runs with ZeRO 0 or 1 (its layer-wise distributed optimizer), not FSDP"
         )
-    if layout.peft != "none":
+    if frozen_base(layout):
         raise ConfigError("layout.optimizer", "LoRA is simulated with Adam only")
 
 
