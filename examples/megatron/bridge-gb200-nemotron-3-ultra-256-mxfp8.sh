@@ -9,9 +9,9 @@
 # recipes/nemotronh/h100/nemotron_3_ultra.py: two MTP depths sharing one module). Model:
 # examples/models/nemotron-3-ultra-550b-a55b.yaml. Published: docs/performance-summary.md, 26.08 container,
 # DGX-GB200, Nemotron_3_Ultra, MXFP8: 2528 tokens/s/GPU. Out of the validation corpus (python -m
-# experiments.validation.blackwell.check). Not modelled: the fine-grained activation offloading of the expert MLP's
-# activation input (--fine-grained-activation-offloading, --offload-modules fused_group_mlp), TE's CuteDSL fused
-# grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1), keep_mtp_spec_in_bf16 (the MTP modules simulated in MXFP8).
+# experiments.validation.blackwell.check). The expert MLP's activation input offloaded to host memory is modelled for
+# memory, its copies are not timed; not modelled: TE's CuteDSL fused grouped MLP (NVTE_CUTEDSL_FUSED_GROUPED_MLP=1),
+# keep_mtp_spec_in_bf16 (the MTP modules simulated in MXFP8).
 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 1 --context-parallel-size 1 --sequence-parallel
 --expert-model-parallel-size 64 --expert-tensor-parallel-size 1
 --micro-batch-size 1 --global-batch-size 256 --seq-length 8192

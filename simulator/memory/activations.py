@@ -219,7 +219,34 @@ def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, den
         return tokens * whole * BYTES_BF16 * model.hidden_size
     modules = frozenset(Module(name) for name in layout.recompute_modules)
     kept = [s for s in layer_saved(model, layout, dense, block) if not s.module.rerun_by(modules)]
+    kept = [s for s in kept if not offloaded(s, layout, tokens * (whole if s.between_tp_blocks else 1))]
     return tokens * sum(s.bytes_per_token * (whole if s.between_tp_blocks else 1) for s in kept)
+
+
+# The saved tensors each fine-grained offload module takes to host memory: its input (Megatron-LM
+# docs/user-guide/features/fine_grained_activation_offloading.md, "Offloadable Modules"; fused_group_mlp the fused
+# grouped MLP's saved inputs); GEMM inputs are counted in elements at the saved GEMM input's bytes, the rest BF16.
+OFFLOADED = {
+    "attn_norm": ("attn_norm_input",),
+    "qkv_linear": ("qkv_input", "down_proj_inputs_fp8", "attn_norm_output"),
+    "core_attn": ("q_k_v",),
+    "attn_proj": ("attn_out", "attn_out_e5m6", "out_proj_input_fp8"),
+    "mlp_norm": ("ffn_norm_input",),
+    "expert_fc1": ("expert_fc1_input",),
+    "moe_act": ("expert_fc1_output",),
+    "fused_group_mlp": ("expert_fc1_input", "expert_fc1_output", "expert_fc2_input"),
+}
+_GEMM_INPUTS = ("qkv_input", "down_proj_inputs_fp8", "out_proj_input_fp8", "expert_fc1_input", "expert_fc2_input")
+
+
+def offloaded(saved: Saved, layout: LayoutSpec, tokens: float) -> bool:
+    """Whether ``saved`` (``tokens`` rows of it per micro-batch) goes to host memory under the layout's fine-grained
+    activation offloading (workloads/specs/memory_options.py): named by an offload module, and at least
+    offload_min_elements elements."""
+    if not any(saved.name in OFFLOADED[module] for module in layout.offload_modules):
+        return False
+    element_bytes = gemm_input_bytes(layout) if saved.name in _GEMM_INPUTS else BYTES_BF16
+    return tokens * saved.bytes_per_token / element_bytes >= layout.offload_min_elements
 
 
 def _tp(layout: LayoutSpec) -> int:

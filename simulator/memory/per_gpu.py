@@ -135,7 +135,8 @@ def block_activation_bytes(workload: StepWorkload, layers: range) -> float:
 
 def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
     """Activations each layer of a block keeps per micro-batch, in layer order; under partial full recomputation
-    the block's last ``recompute_kept_layers`` layers hold everything and the others only their input."""
+    the block's last ``recompute_kept_layers`` layers hold everything and the others only their input; the first
+    ``offload_layers`` hold nothing but the one in transit."""
     layout, model = workload.layout, workload.model
     kept = min(layout.recompute_kept_layers, len(layers)) if layout.recompute == "full" else 0
     stored = _stored_whole(layout) if kept else layout
@@ -151,6 +152,9 @@ def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
             whole = bf16_layout(whole) if kind.bf16 else whole
             size = by_kind[key] = layer_activation_bytes(model, whole, workload.seq_len, kind.dense, kind.block)
         sizes.append(size)
+    offloaded = min(layout.offload_layers, len(sizes))  # their whole state to host memory, one layer's in transit
+    if offloaded:  # (--cpu-offloading-num-layers: workloads/specs/memory_options.py)
+        sizes = [max(sizes[:offloaded]), *[0.0] * (offloaded - 1), *sizes[offloaded:]]
     return sizes
 
 

@@ -127,6 +127,9 @@ PINNED = {
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300)
     "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3720, 4104),  # measured 3,552: +4.7% / +15.5%
     "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3232, 3503),  # measured 2,528: +27.8% / +38.6%
+    # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
+    "bridge-gb300-llama3-70b-64-fp8": (4428, 5126),  # measured 5,248: -15.6% / -2.3%
+    "bridge-gb200-llama3-70b-64-fp8": (4357, 5045),  # measured 4,224: +3.1% / +19.4%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -148,7 +151,7 @@ def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 12
     assert {row.source for row in ROWS} == set(SOURCES) and len(BRIDGE_ROWS) == 8 and len(MLM_ROWS) == 6
     assert len(REPORT_ROWS) == 7 and all(row.name.startswith("mcore-") for row in REPORT_ROWS)
-    assert len(DENSE_ROWS) == 10 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)
+    assert len(DENSE_ROWS) == 12 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)
     lora = [row.name for row in FINETUNE_ROWS if row.job().layout.peft == "lora"]
     assert len(FINETUNE_ROWS) == 8 and lora == [row.name for row in FINETUNE_ROWS if "-lora-" in row.name]
 

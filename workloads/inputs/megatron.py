@@ -21,7 +21,12 @@ from topologies.errors import ConfigError
 from workloads.inputs import megatron_model
 from workloads.inputs import megatron_precision as precision
 from workloads.inputs.megatron_args import FIELD_FLAGS, UNKNOWN, IgnoredArg, parse_arguments, positive, read_text
-from workloads.inputs.megatron_fsdp import data_parallel_fields, fsdp_fp8_param_gather, megatron_fsdp_grads_dtype
+from workloads.inputs.megatron_fsdp import (
+    data_parallel_fields,
+    fsdp_fp8_param_gather,
+    megatron_fsdp_grads_dtype,
+    offload_fields,
+)
 from workloads.inputs.megatron_graphs import (
     cuda_graphs,
     flex_dispatcher_sms,
@@ -135,6 +140,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **precision.bf16_layer_fields(args, notes),
         **precision.module_precision_fields(args, text_or_path),
         **data_parallel_fields(args, {arg.flag for arg in ignored}, notes),
+        **offload_fields(args, notes),
         **cuda_graphs(args, notes),
     }
     overrides = megatron_model.overrides(args, extra)

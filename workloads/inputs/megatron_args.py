@@ -27,6 +27,7 @@ from workloads.inputs.megatron_flag_list import (  # noqa: F401 (re-exported: th
 from workloads.inputs.megatron_precision import OPTIMIZER_CHOICES
 from workloads.inputs.shell_script import command_words
 from workloads.specs.limits import check_limit
+from workloads.specs.memory_options import OFFLOAD_MODULES
 from workloads.specs.muon import MUON_TP_MODES
 
 SOURCE = "--megatron-args"
@@ -163,6 +164,11 @@ FLAGS: dict[str, Flag] = {
     "--megatron-fsdp-main-grads-dtype": Flag(T, ("fp32", "bf16", "fp16", "auto")),
     "--num-distributed-optimizer-instances": Flag(I),  # workloads/specs/hybrid_dp.py
     "--outer-dp-sharding-strategy": Flag(T, ("no_shard", "optim")),
+    # activation offloading (workloads/specs/memory_options.py): memory only
+    "--cpu-offloading-num-layers": Flag(I),
+    "--fine-grained-activation-offloading": Flag(S),
+    "--offload-modules": Flag(TS, OFFLOAD_MODULES),
+    "--min-offloaded-tensor-size": Flag(I),
     "--overlap-grad-reduce": Flag(S),
     "--overlap-param-gather": Flag(S),
     "--use-precision-aware-optimizer": Flag(S),
@@ -362,6 +368,9 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
     "layout.dp_instances": "--num-distributed-optimizer-instances",
     "layout.outer_dp_sharding": "--outer-dp-sharding-strategy",
+    "layout.offload_layers": "--cpu-offloading-num-layers",
+    "layout.offload_modules": "--fine-grained-activation-offloading --offload-modules",
+    "layout.offload_min_elements": "--min-offloaded-tensor-size",
     "layout.optimizer": "--optimizer",
     "layout.muon_ns_steps": "--muon-num-ns-steps",
     "layout.bf16_first_layers": "--num-layers-at-start-in-bf16",

@@ -1,4 +1,5 @@
-"""Megatron FSDP (--use-megatron-fsdp) and PyTorch FSDP2 (--use-torch-fsdp2) as the sharding they give a job.
+"""Megatron FSDP (--use-megatron-fsdp) and PyTorch FSDP2 (--use-torch-fsdp2) as the sharding they give a job; with
+them the job's other memory options: hierarchical DP and activation offloading.
 
 Memory is modelled: --data-parallel-sharding-strategy no_shard / optim / optim_grads / optim_grads_params shards
 nothing / the optimizer state / and the gradients / and the weights over data parallelism, ZeRO-0 to ZeRO-3
@@ -132,3 +133,23 @@ def data_parallel_fields(args: dict[str, Any], given: set[str], notes: list[str]
         notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
     zero = fsdp if fsdp is not None else int(distributed)
     return {"zero_stage": zero, "grad_sync": "fp32-rs", "dp_overlap": grads, **hybrid_dp_fields(args, notes)}
+
+
+def offload_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Activation offloading as layout fields (workloads/specs/memory_options.py, which holds Megatron's rules):
+    --cpu-offloading-num-layers N > 0 turns --cpu-offloading on (megatron/training/arguments.py validate_args at
+    d98e8a64dd); --offload-modules count only under --fine-grained-activation-offloading."""
+    layers = args.get("--cpu-offloading-num-layers", 0)
+    fine = bool(args.get("--fine-grained-activation-offloading"))
+    modules = tuple(args.get("--offload-modules", ())) if fine else ()
+    if args.get("--offload-modules") and not fine:
+        notes.append("--offload-modules without --fine-grained-activation-offloading: no effect")
+    if fine and not modules:  # TransformerConfig.__post_init__: "assert self.offload_modules is not None and ..."
+        raise ConfigError("--offload-modules", "--fine-grained-activation-offloading needs --offload-modules")
+    if layers or modules:
+        notes.append("activation offloading: its memory is modelled, its host copies are not timed")
+    return {
+        "offload_layers": layers,
+        "offload_modules": modules,
+        "offload_min_elements": args.get("--min-offloaded-tensor-size", 1_048_576),
+    }

@@ -12,7 +12,7 @@ from topologies.errors import ConfigError, lookup_preset
 from workloads.dispatchers.registry import DISPATCHERS
 from workloads.ops import Module
 from workloads.schedules.registry import SCHEDULES
-from workloads.specs import hybrid_dp
+from workloads.specs import hybrid_dp, memory_options
 from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
@@ -63,7 +63,7 @@ def check_layout(layout: LayoutSpec) -> None:
     if layout.router_quant_padding and layout.token_dispatcher in ("allgather", "megascale"):
         raise ConfigError("layout.router_quant_padding", "needs Megatron-Core's alltoall or flex token dispatcher")
     _check_sequence_parallel(layout)
-    _check_memory_options(layout)
+    memory_options.check_layout(layout)
     hybrid_dp.check_layout(layout)
 
 
@@ -80,40 +80,6 @@ def _check_sequence_parallel(layout: LayoutSpec) -> None:
     if layout.recompute == "sar":  # SAR and its memory formula (MegaScale-MoE Sec. 4.1) shard the sequence
         raise ConfigError(
             "layout.recompute", "MegaScale-MoE's \"sar\" needs sequence_parallel (Megatron-Core's modes do not)"
-        )
-
-
-def _check_memory_options(layout: LayoutSpec) -> None:
-    """Selective recomputation, FP8 weights and the optimizer's storage: each option with the one it needs."""
-    if layout.recompute_modules and layout.recompute != "selective":
-        raise ConfigError("layout.recompute_modules", f'needs recompute "selective", not {layout.recompute!r}')
-    if layout.keep_dispatch and layout.ffn != "ep":
-        raise ConfigError("layout.keep_dispatch", 'keeps what the EP dispatch received: needs ffn "ep"')
-    if layout.keep_dispatch and layout.recompute != "sar":
-        raise ConfigError(
-            "layout.keep_dispatch",
-            f'needs recompute "sar" (selective: "moe" re-sends, "moe_act" keeps), not {layout.recompute!r}',
-        )
-    if layout.gemm_dtype != "fp8":
-        for field in ("fp8_param_gather", "fp8_recipe"):
-            if getattr(layout, field):
-                raise ConfigError(f"layout.{field}", 'needs gemm_dtype "fp8" (FP8 training)')
-    if layout.fp8_activation_cache and (layout.gemm_dtype != "fp8" or "moe_act" not in layout.recompute_modules):
-        raise ConfigError(
-            "layout.fp8_activation_cache",
-            "DeepSeek-V3's FP8 activation cache (Sec. 3.3.3) goes with FP8 training and recomputes the SwiGLU output: "
-            'needs gemm_dtype "fp8" and recompute "selective" with moe_act in recompute_modules',
-        )
-    if layout.paged_stash_factor and not layout.expert_rank_capacity:
-        raise ConfigError(
-            "layout.paged_stash_factor", "stashes the budget-sized activations: needs expert_rank_capacity"
-        )
-    for field in ("expert_rank_capacity", "paged_stash_factor"):
-        if getattr(layout, field) < 0:
-            raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
-    if layout.param_remainders and layout.main_params_dtype != "fp32":
-        raise ConfigError(
-            "layout.param_remainders", "keeps the low bits of FP32 master weights: main_params_dtype fp32"
         )
 
 
@@ -229,6 +195,12 @@ class LayoutSpec:
     # (recompute_modules moe_act). Counted tensor by tensor (simulator.memory.activations); the E5M6 and FP8
     # conversion kernels are not timed.
     fp8_activation_cache: bool = False
+    # Activations offloaded to host memory (workloads/specs/memory_options.py): the first offload_layers layers' whole
+    # (--cpu-offloading-num-layers), or the inputs of offload_modules of at least offload_min_elements elements
+    # (--fine-grained-activation-offloading --offload-modules --min-offloaded-tensor-size); memory only (not timed).
+    offload_layers: int = 0
+    offload_modules: tuple[str, ...] = ()
+    offload_min_elements: int = 1_048_576
     # The flex dispatcher's static per-rank budget (Megatron --moe-expert-rank-capacity-factor, TransformerConfig
     # moe_expert_rank_capacity_factor): receive buffers, and the routed activations the experts keep, sized for
     # local tokens x top-k x this factor (0: sized by the tokens received); under the paged stash

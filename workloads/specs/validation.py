@@ -62,6 +62,10 @@ def check_step(
         _check_peft(model, layout)
     if orthogonalized(layout.optimizer):
         _check_muon(layout)
+    if layout.offload_layers >= model.num_layers:  # megatron/core/transformer/transformer_config.py __post_init__
+        raise ConfigError(
+            "layout.offload_layers", f"CPU offloading can be done only for layers less than {model.num_layers}"
+        )
     for rule in layout.module_precisions:  # --te-precision-config-file's matchers, each "pattern=recipe"
         parse_rule(rule)
     for field in ("bf16_first_layers", "bf16_last_layers"):  # megatron/core/transformer/transformer_config.py

@@ -29,9 +29,9 @@ but no flag expresses (activation and optimizer-state offloading, CPU/NUMA bindi
 graphs (attn, moe_router, moe_preprocess) "achieve 10% end-to-end speedup with about 7 GB extra memory on DeepSeek-V3
 GB200 training" (Sec. 4.3.6), the GB200 row's recipe simulated with and without its graphs (``partial_graph_gain``).
 Rows of a fourth source, dense: Megatron-Bridge's Llama 3 70B pre-training on 64 DGX-GB300 / DGX-GB200 GPUs, MXFP8
-and NVFP4 ("26.04.01 NeMo Container" in docs/performance-summary-archive.md at 4ab94dfa; recipes at the release's tag
-v0.4.2, written as flags in examples/megatron/bridge-{gb300,gb200}-llama3-70b-64-*.sh; the FP8 rows of that table run
-Megatron FSDP with CPU offloading, not modelled), and its Llama 3.1 405B on 256, FP8 current scaling, MXFP8 and
+and NVFP4, and FP8 current scaling under Megatron FSDP with the activations of 20 / 40 layers offloaded to host
+memory ("26.04.01 NeMo Container" in docs/performance-summary-archive.md at 4ab94dfa; recipes at the release's tag
+v0.4.2, written as flags in examples/megatron/bridge-{gb300,gb200}-llama3-70b-64-*.sh), and its Llama 3.1 405B on 256, FP8 current scaling, MXFP8 and
 NVFP4 ("26.06 NeMo Container" in docs/performance-summary.md at v0.5.0, its recipes; bridge-*-llama3.1-405b-256-*.sh):
 no expert, dispatcher or routing, so they test the Blackwell GEMM and attention tables alone, and the NVFP4 / MXFP8
 pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 nodes over InfiniBand: Megatron-Bridge's
@@ -196,13 +196,21 @@ ROWS: tuple[BlackwellRow, ...] = (
         "mcore-gb300-qwen3-235b-a22b-128-128k", "qwen3-235b-a22b", "gb300", 128, 1024, 131072, 1556, False, MCORE_REPORT
     ),
     # BRIDGE_DENSE: Llama 3 70B on 64 GPUs, MXFP8 and NVFP4 (PP 4, VP 5; TP 1 on GB300, 2 on GB200): no expert or
-    # dispatcher in the way, the Blackwell GEMM tables and the FP4 curve alone (the FP8 rows of the same table run
-    # Megatron FSDP with CPU offloading, not modelled)
+    # dispatcher in the way, the Blackwell GEMM tables and the FP4 curve alone; FP8 current scaling at PP 1 and MBS 2
+    # under Megatron FSDP over all 64, the activations of 20 (GB300) or 40 (GB200) layers offloaded to host memory
+    # (memory only: the copies are not timed)
     *_dense_rows(
         "llama3-70b",
         64,
         256,
-        (("gb300", "mxfp8", 4864), ("gb300", "nvfp4", 7296), ("gb200", "mxfp8", 3712), ("gb200", "nvfp4", 4864)),
+        (
+            ("gb300", "mxfp8", 4864),
+            ("gb300", "nvfp4", 7296),
+            ("gb200", "mxfp8", 3712),
+            ("gb200", "nvfp4", 4864),
+            ("gb300", "fp8", 5248),
+            ("gb200", "fp8", 4224),
+        ),
     ),
     # and Llama 3.1 405B on 256 GPUs (26.06), FP8 current scaling, MXFP8 and NVFP4 (PP 8 on GB300, 16 on GB200)
     *_dense_rows(
@@ -329,7 +337,7 @@ ROWS: tuple[BlackwellRow, ...] = (
     ),
     # BRIDGE_ULTRA: Nemotron 3 Ultra 550B-A55B (Super's architecture at 108 layers) on 256 GPUs, MXFP8, EP 64, Megatron
     # FSDP inside each 64-GPU NVLink domain and the optimizer state sharded across the 4 (workloads/specs/hybrid_dp.py);
-    # TP 1 on GB300, 2 on GB200; the expert MLP's activation offloading is not modelled (its rows are over HBM)
+    # TP 1 on GB300, 2 on GB200; the expert MLP's activation input offloaded to host memory (memory only)
     *(
         BlackwellRow(
             f"bridge-{gpu}-nemotron-3-ultra-256-mxfp8",
