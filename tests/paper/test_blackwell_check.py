@@ -19,7 +19,6 @@ from experiments.validation.blackwell.rows import (
     BRIDGE_DGX,
     BRIDGE_FINETUNE,
     BRIDGE_MUON,
-    BRIDGE_ULTRA,
     MCORE_REPORT,
     MLM_PR_5728,
     ROWS,
@@ -167,19 +166,6 @@ def test_the_kimi_k2_row_runs_muon_s_newton_schulz() -> None:
     adam = row_report(row, model=run.model, layout=run.layout.with_(optimizer="adam"))
     assert 0.01 < muon.step_time_s / adam.step_time_s - 1 < 0.05
     assert muon.peak_memory_gib < adam.peak_memory_gib
-
-
-def test_the_ultra_rows_shard_inside_each_nvlink_domain() -> None:
-    """Nemotron 3 Ultra's recipes run Megatron FSDP in 4 instances of one 64-GPU NVLink domain each, the optimizer
-    state sharded across them (Hybrid-FSDP): its per-layer gathers stay on NVLink, so the same job as one FSDP group
-    over all 256 GPUs exposes more FSDP communication and runs slower."""
-    for row in (row for row in ROWS if row.source == BRIDGE_ULTRA):
-        run = row.job()
-        assert (run.layout.dp_instances, run.layout.outer_dp_sharding, run.layout.zero_stage) == (4, "optim", 3)
-        hybrid = row_report(row, model=run.model, layout=run.layout)
-        whole = row_report(row, model=run.model, layout=run.layout.with_(dp_instances=1, outer_dp_sharding="no_shard"))
-        assert whole.exposed_comm_s["fsdp"] > 2 * hybrid.exposed_comm_s["fsdp"]
-        assert whole.step_time_s > hybrid.step_time_s
 
 
 def test_lora_runs_faster_per_gpu_than_sft_as_measured(results: dict[str, tuple[RowResult, RowResult]]) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.validation.blackwell.check import row_report
+from experiments.validation.blackwell.rows import BRIDGE_ULTRA, ROWS
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency
 from simulator.engine.dp_bytes import dp_outer_wire_bytes, dp_wire_bytes
@@ -135,3 +137,16 @@ def test_units_gather_and_scatter_inside_the_instance() -> None:
     assert (whole.dense_dp, whole.expert_dp, split.dense_dp, split.expert_dp) == (16, 8, 8, 4)
     in_node = StepWorkload(MOE, _layout(zero_stage=3, dp_instances=4), GPUS, PER_NODE, 4 * GPUS, 512).unit_comm
     assert whole.across_nodes and not in_node.across_nodes
+
+
+def test_the_ultra_rows_shard_inside_each_nvlink_domain() -> None:
+    """Nemotron 3 Ultra's recipes run Megatron FSDP in 4 instances of one 64-GPU NVLink domain each, the optimizer
+    state sharded across them (Hybrid-FSDP): its per-layer gathers stay on NVLink, so the same job as one FSDP group
+    over all 256 GPUs exposes more FSDP communication and runs slower."""
+    for row in (row for row in ROWS if row.source == BRIDGE_ULTRA):
+        run = row.job()
+        assert (run.layout.dp_instances, run.layout.outer_dp_sharding, run.layout.zero_stage) == (4, "optim", 3)
+        hybrid = row_report(row, model=run.model, layout=run.layout)
+        whole = row_report(row, model=run.model, layout=run.layout.with_(dp_instances=1, outer_dp_sharding="no_shard"))
+        assert whole.exposed_comm_s["fsdp"] > 2 * hybrid.exposed_comm_s["fsdp"]
+        assert whole.step_time_s > hybrid.step_time_s
