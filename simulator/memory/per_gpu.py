@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from simulator.memory.activations import megatron_layer_bytes
@@ -32,6 +32,7 @@ class MemoryBreakdown:
     optimizer_bytes: float
     activations_bytes: float
     buffers_bytes: float
+    offloaded_bytes: float = 0.0  # activations held in host memory instead (not in the total: memory_options.py)
 
     @property
     def total_bytes(self) -> float:
@@ -44,6 +45,11 @@ class MemoryBreakdown:
     def terms_gib(self) -> dict[str, float]:
         """Each term in GiB: params, grads, optimizer, activations, buffers."""
         return {name: getattr(self, f"{name}_bytes") / GIB for name in TERMS}
+
+    def report_gib(self) -> dict[str, float]:
+        """The terms, the total and, where activations are offloaded, what goes to host memory, in GiB."""
+        offloaded = {"offloaded to host": self.offloaded_bytes / GIB} if self.offloaded_bytes else {}
+        return {**self.terms_gib(), "total": self.total_gib, **offloaded}
 
 
 def megascale_formula(layout: LayoutSpec) -> bool:
@@ -332,7 +338,11 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     # megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM d98e8a64dd)
     buffers = 4 * routed * max(workload.layout.capacity_factor, workload.layout.expert_rank_capacity)
     buffers += sharded_unit_bytes(workload, stage)
-    return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
+    offloaded = 0.0
+    if layout.offload_layers or layout.offload_modules:  # what the same step would hold without offloading
+        kept = replace(workload, layout=layout.with_(offload_layers=0, offload_modules=()))
+        offloaded = in_flight_activation_bytes(kept, stage) - activations
+    return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers, offloaded)
 
 
 def sharded_unit_bytes(workload: StepWorkload, stage: int) -> float:

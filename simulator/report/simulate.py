@@ -392,7 +392,7 @@ def build_report(
         exposed_comm_s=exposed,
         compute_busy_s=critical.compute_busy_s,
         peak_memory_gib=peak_of(memory).total_gib,  # each stage's breakdown computed once
-        memory_gib=[{**stage.terms_gib(), "total": stage.total_gib} for stage in memory],
+        memory_gib=[stage.report_gib() for stage in memory],
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
         schedule_bubble=balanced,

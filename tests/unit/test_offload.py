@@ -86,3 +86,15 @@ def test_offloaded_layers_hold_only_the_one_in_transit() -> None:
     offloaded = StepWorkload(MOE, _layout(offload_layers=3), 8, 8, 8, SEQ)
     sizes = block_layer_bytes(plain, range(4))
     assert block_layer_bytes(offloaded, range(4)) == [max(sizes[:3]), 0.0, 0.0, sizes[3]]
+
+
+def test_the_report_says_what_goes_to_host_memory() -> None:
+    """What offloading moves out is its own memory term, outside the GPU's total: the difference to the same step
+    without it."""
+    from simulator.memory.per_gpu import stage_memory
+
+    plain = stage_memory(StepWorkload(MOE, _layout(), 8, 8, 8, SEQ), 0)
+    offloaded = stage_memory(StepWorkload(MOE, _layout(offload_modules=("moe_act",)), 8, 8, 8, SEQ), 0)
+    assert plain.offloaded_bytes == 0.0 and offloaded.offloaded_bytes > 0
+    assert offloaded.activations_bytes + offloaded.offloaded_bytes == pytest.approx(plain.activations_bytes)
+    assert plain.total_bytes - offloaded.total_bytes == pytest.approx(offloaded.offloaded_bytes)
