@@ -81,7 +81,8 @@ def check_step(layout: HybridLayout, dp: int, cp: int, expert_dp: int) -> None:
     if dp % instances:
         raise ConfigError(
             "layout.dp_instances",
-            f"moesim splits whole DP replicas into instances: DP {dp} is not a multiple of {instances}",
+            f"moesim splits whole DP replicas into instances: DP {dp} is not a multiple of {instances} (choose a divisor"
+            f" of {dp})",
         )
 
 
