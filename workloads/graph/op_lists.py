@@ -6,20 +6,18 @@ collectives are transposed (all-gather <-> reduce-scatter), attention backward c
 on the comm stream and the weight-gradient GEMM is issued after it, so it hides the collective
 (MegaScale-MoE Sec. 4.1). With intra-op overlap, each collective is fused with its adjacent GEMM.
 
-With Transformer Engine's userbuffers (layout.tp_comm_overlap, Megatron's --tp-comm-overlap) only the TP
-collectives around TE's linear layers overlap, as TE runs them (transformer_engine/pytorch/module/
-layernorm_linear.py and linear.py ``backward``; the methods Megatron-Bridge configures per layer in
-src/megatron/bridge/training/comm_overlap.py TransformerLayerTPOverlapCfg): in forward the all-gather
-chunked into the QKV / FC1 GEMM and the reduce-scatter out of the proj / FC2 GEMM (qkv_fprop, fc1_fprop,
-proj_fprop, fc2_fprop: ring exchange, one chunk per TP rank); in backward the all-gather of the output
-gradient chunked into the proj / FC2 dgrad (proj_dgrad, fc2_dgrad), and for the column-parallel QKV / FC1
-two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gathered beside the dgrad GEMM
-(qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM
-(qkv_wgrad, fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps.
-Without userbuffers (layout.tp_async_backward) Megatron-Core's and TE's TP layers still run the two bulk
-overlaps, as async NCCL calls. Without sequence parallelism (layout.sequence_parallel false) the TP
-blocks end in an all-reduce, and a column-parallel layer's backward all-reduces its dgrad, under
-tp_async_backward asynchronously beside the wgrad GEMM.
+With Transformer Engine's userbuffers (layout.tp_comm_overlap, Megatron's --tp-comm-overlap) only the TP collectives
+around TE's linear layers overlap, as TE runs them (transformer_engine/pytorch/module/layernorm_linear.py and linear.py
+``backward``; the methods Megatron-Bridge configures per layer in src/megatron/bridge/training/comm_overlap.py
+TransformerLayerTPOverlapCfg): in forward the all-gather chunked into the QKV / FC1 GEMM and the reduce-scatter out of
+the proj / FC2 GEMM (qkv_fprop, fc1_fprop, proj_fprop, fc2_fprop: ring exchange, one chunk per TP rank); in backward the
+all-gather of the output gradient chunked into the proj / FC2 dgrad (proj_dgrad, fc2_dgrad), and for the column-parallel
+QKV / FC1 two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gathered beside the dgrad GEMM
+(qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM (qkv_wgrad,
+fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps. Without userbuffers
+(layout.tp_async_backward) Megatron-Core's and TE's TP layers still run the two bulk overlaps, as async NCCL calls.
+Without sequence parallelism the TP blocks end in an all-reduce, and a column-parallel layer's backward all-reduces its
+dgrad, under tp_async_backward asynchronously beside the wgrad GEMM.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from workloads.graph.main_grad import main_grad_add
 from workloads.ops import (
     ATTENTION,
     COLLECTIVE,
@@ -70,10 +69,9 @@ class _OpList:
         self.group_size = layout.intra_size
         self.fp8_recipe = Fp8Recipe(layout.fp8_recipe)
         self.capture = capture(layout.cuda_graph_scope)
-        # Weight gradients are added into the main gradients in the wgrad GEMM's epilogue: Megatron-LM's default
-        # (--no-gradient-accumulation-fusion turns it off), Megatron-Bridge's GPTModelProvider where the fused kernel
-        # exists (fusions.can_enable_gradient_accumulation_fusion), TE's linear layers' fuse_wgrad_accumulation.
+        # Weight gradients added into the main gradients in the wgrad GEMM's epilogue, or after it (main_grad.py)
         self.main_grad_bytes = DTYPE_BYTES[layout.main_grads_dtype]
+        self.fused_accumulation = layout.grad_accumulation_fusion
         self.frozen = frozen_base(layout)  # LoRA: the base weights take no gradient (workloads/specs/peft.py)
 
     def graph(self, step: Step) -> GraphPart:
@@ -394,10 +392,12 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
 
     def flush() -> None:
         for step, deps in deferred_wgrads if not ops.frozen else ():
-            wgrad = step.gemm.wgrad(ops.main_grad_bytes)
+            wgrad = step.gemm.wgrad(ops.main_grad_bytes if ops.fused_accumulation else 0)
             if (step.wgrad_kernels or 0) > 1:  # launched per group: TE's multi-stream path (workloads/recipes/moe.py)
                 wgrad = replace(wgrad, multi_stream=True)
-            ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=wgrad, name=f"{step.name}.wgrad")
+            done = ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=wgrad, name=f"{step.name}.wgrad")
+            if not ops.fused_accumulation:  # written out, then added (workloads/graph/main_grad.py)
+                ops.add(main_grad_add(wgrad, step, (done,), layer, ops.main_grad_bytes, ops.graph(step)))
         deferred_wgrads.clear()
 
     for position in range(len(steps) - 1, -1, -1):

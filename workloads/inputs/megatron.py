@@ -139,7 +139,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         **precision.optimizer_fields(args, notes),
         **precision.bf16_layer_fields(args, notes),
         **precision.module_precision_fields(args, text_or_path),
-        **data_parallel_fields(args, {arg.flag for arg in ignored}, notes),
+        **data_parallel_fields(args, notes),
         **offload_fields(args, notes),
         **cuda_graphs(args, notes),
     }

@@ -163,6 +163,7 @@ FLAGS: dict[str, Flag] = {
     "--data-parallel-sharding-strategy": Flag(T, ("no_shard", "optim", "optim_grads", "optim_grads_params")),
     "--megatron-fsdp-main-grads-dtype": Flag(T, ("fp32", "bf16", "fp16", "auto")),
     "--num-distributed-optimizer-instances": Flag(I),  # workloads/specs/hybrid_dp.py
+    "--no-gradient-accumulation-fusion": Flag(S),  # workloads/graph/main_grad.py
     "--outer-dp-sharding-strategy": Flag(T, ("no_shard", "optim")),
     # activation offloading (workloads/specs/memory_options.py): memory only
     "--cpu-offloading-num-layers": Flag(I),
@@ -367,6 +368,7 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "layout.router_quant_padding": "--moe-router-padding-for-quantization (or --moe-router-padding-for-fp8)",
     "layout.zero_stage": "--use-megatron-fsdp --data-parallel-sharding-strategy, --use-torch-fsdp2",
     "layout.dp_instances": "--num-distributed-optimizer-instances",
+    "layout.grad_accumulation_fusion": "--no-gradient-accumulation-fusion",
     "layout.outer_dp_sharding": "--outer-dp-sharding-strategy",
     "layout.offload_layers": "--cpu-offloading-num-layers",
     "layout.offload_modules": "--fine-grained-activation-offloading --offload-modules",

@@ -25,7 +25,7 @@ from workloads.inputs.megatron_precision import sharded_optimizer
 STRATEGY_ZERO = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
 
 
-def fsdp_zero_stage(args: dict[str, Any], given: set[str], notes: list[str]) -> int | None:
+def fsdp_zero_stage(args: dict[str, Any], notes: list[str]) -> int | None:
     """The ZeRO stage an FSDP job's memory follows, or None without FSDP; Megatron's rules in its words."""
     megatron, torch = bool(args.get("--use-megatron-fsdp")), bool(args.get("--use-torch-fsdp2"))
     strategy = args.get("--data-parallel-sharding-strategy")
@@ -50,7 +50,7 @@ def fsdp_zero_stage(args: dict[str, Any], given: set[str], notes: list[str]) -> 
                 "--use-torch-fsdp2 is not supported with MCore's distributed optimizer",
             ),
             (
-                "--no-gradient-accumulation-fusion" in given,
+                bool(args.get("--no-gradient-accumulation-fusion")),
                 "--use-torch-fsdp2 is not supported with gradient accumulation fusion",
             ),
             (
@@ -118,9 +118,9 @@ def hybrid_dp_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return {"dp_instances": instances, "outer_dp_sharding": outer}
 
 
-def data_parallel_fields(args: dict[str, Any], given: set[str], notes: list[str]) -> dict[str, Any]:
+def data_parallel_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """The distributed optimizer (ZeRO-1: 6 + 12/d bytes per parameter), FSDP's sharding, DP communication overlap."""
-    fsdp = fsdp_zero_stage(args, given, notes)
+    fsdp = fsdp_zero_stage(args, notes)
     distributed = sharded_optimizer(args) or bool(args.get("--use-megatron-fsdp"))
     grads, params = bool(args.get("--overlap-grad-reduce")), bool(args.get("--overlap-param-gather"))
     if params and not distributed:
@@ -132,7 +132,9 @@ def data_parallel_fields(args: dict[str, Any], given: set[str], notes: list[str]
     if distributed and grads and not params:
         notes.append("--overlap-grad-reduce without --overlap-param-gather: moesim overlaps both (one dp_overlap)")
     zero = fsdp if fsdp is not None else int(distributed)
-    return {"zero_stage": zero, "grad_sync": "fp32-rs", "dp_overlap": grads, **hybrid_dp_fields(args, notes)}
+    fused = not args.get("--no-gradient-accumulation-fusion")  # workloads/graph/main_grad.py
+    fields = {"zero_stage": zero, "grad_sync": "fp32-rs", "dp_overlap": grads, "grad_accumulation_fusion": fused}
+    return {**fields, **hybrid_dp_fields(args, notes)}
 
 
 def offload_fields(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:

@@ -212,6 +212,9 @@ class LayoutSpec:
     # main gradients, FP32 master weights and Adam moments; param_remainders keeps only the 16 low bits of
     # each FP32 master weight beside its BF16 copy (TE FusedAdam store_param_remainders).
     main_grads_dtype: str = "fp32"
+    # The wgrad GEMM adds into the main gradient in its epilogue (Megatron's default), else a kernel per weight adds its
+    # written-out product (--no-gradient-accumulation-fusion; workloads/graph/main_grad.py)
+    grad_accumulation_fusion: bool = True
     main_params_dtype: str = "fp32"
     exp_avg_dtype: str = "fp32"
     exp_avg_sq_dtype: str = "fp32"
