@@ -226,6 +226,8 @@ MORE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("--local-rank", LAUNCH),
     ("--lazy-mpu-init", LAUNCH),
     ("--fake-process-group", LAUNCH),
+    # a gate: the experimental features it allows change the step through their own flags (arguments.py at d98e8a64dd)
+    ("--enable-experimental", LAUNCH),
     ("--yaml-cfg", LAUNCH),
     ("--spec", LAUNCH),
     ("--distributed-timeout-seconds-after-init", LAUNCH),
