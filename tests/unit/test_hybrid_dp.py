@@ -150,3 +150,16 @@ def test_the_ultra_rows_shard_inside_each_nvlink_domain() -> None:
         whole = row_report(row, model=run.model, layout=run.layout.with_(dp_instances=1, outer_dp_sharding="no_shard"))
         assert whole.exposed_comm_s["fsdp"] > 2 * hybrid.exposed_comm_s["fsdp"]
         assert whole.step_time_s > hybrid.step_time_s
+
+
+def test_the_memory_hint_names_one_instance() -> None:
+    """Where the optimizer state (or FSDP's weights) is the biggest term, one DP instance shards it over all of DP:
+    the hint says so in Megatron's flag."""
+    from workloads.specs.hints import in_megatron_words, memory_hint
+
+    terms = {"params": 1.0, "grads": 1.0, "optimizer": 40.0, "activations": 5.0, "buffers": 0.1}
+    hint = in_megatron_words(memory_hint(terms, _layout(dp_instances=2)))
+    assert "--num-distributed-optimizer-instances 1" in hint
+    assert "instances" not in memory_hint(terms, _layout())
+    fsdp = {**terms, "params": 50.0}
+    assert "dp_instances=1" in memory_hint(fsdp, _layout(zero_stage=3, dp_instances=2))

@@ -64,11 +64,17 @@ def pp_layers_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> str:
 
 
 # The option that cuts each memory term, as a --set flag, in the order tried (the first that changes something).
+ONE_INSTANCE = "--set dp_instances=1 (shard over all of DP, not one instance)"  # workloads/specs/hybrid_dp.py
 MEMORY_CUTS = {
-    "params": (("zero_stage", 3, "--set zero_stage=3 (shard weights over DP)"), ("pp", None, "a larger --set pp")),
-    "grads": (("zero_stage", 2, "--set zero_stage=2 (shard gradients over DP)"),),
+    "params": (
+        ("zero_stage", 3, "--set zero_stage=3 (shard weights over DP)"),
+        ("dp_instances", 1, ONE_INSTANCE),
+        ("pp", None, "a larger --set pp"),
+    ),
+    "grads": (("zero_stage", 2, "--set zero_stage=2 (shard gradients over DP)"), ("dp_instances", 1, ONE_INSTANCE)),
     "optimizer": (
         ("zero_stage", 1, "--set zero_stage=1 (distributed optimizer)"),
+        ("dp_instances", 1, ONE_INSTANCE),
         ("exp_avg_dtype", "bf16", "--set exp_avg_dtype=bf16 --set exp_avg_sq_dtype=bf16"),
     ),
     "activations": (
@@ -110,6 +116,7 @@ MEGATRON_CUTS = {
         "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads (shard gradients over DP)"
     ),
     "--set zero_stage=1 (distributed optimizer)": "--use-distributed-optimizer",
+    ONE_INSTANCE: "--num-distributed-optimizer-instances 1 (shard over all of DP, not one instance)",
     "--set exp_avg_dtype=bf16 --set exp_avg_sq_dtype=bf16": (
         "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"
     ),
