@@ -44,6 +44,8 @@ def default_job(model: ModelSpec) -> str:
     return " ".join(flags)
 
 
+# The job's DP instances: each point keeps as many as divide its DP (workloads/specs/hybrid_dp.py fitted), and says so
+INSTANCE_FLAGS = ("--num-distributed-optimizer-instances", "--outer-dp-sharding-strategy")
 # The flags (by prefix) that megatron_flags (experiments/search/megatron.py) sets from a searched layout.
 SEARCHED_FLAGS = (
     "--tensor-model-parallel",
@@ -64,6 +66,7 @@ SEARCHED_FLAGS = (
     "--delay-wgrad-compute",
     "--global-batch-size",
     "--seq-length",
+    *INSTANCE_FLAGS,
 )
 
 
@@ -96,9 +99,9 @@ def compact_yaml(layout: LayoutSpec, header: list[str]) -> str:
     return "".join(f"# {line}\n" for line in header) + yaml.safe_dump(data, sort_keys=False)
 
 
-def job_flags(job_text: str, drop: tuple[str, ...] = ()) -> str:
+def job_flags(job_text: str, drop: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> str:
     """A Megatron job's own flags (inline or a file) without those the searched layout sets, which
-    ``megatron_flags`` prints (so that the full line sets each once) and those in ``drop``."""
+    ``megatron_flags`` prints (so that the full line sets each once), but those in ``keep``, and those in ``drop``."""
     words = command_words(read_text(job_text)).words
     words = words[next((i for i, w in enumerate(words) if w.startswith("--")), len(words)) :]
     kept: list[str] = []
@@ -106,7 +109,8 @@ def job_flags(job_text: str, drop: tuple[str, ...] = ()) -> str:
     for word in words:
         if skip and not word.startswith("--"):
             continue  # the value of a dropped flag
-        skip = word.split("=")[0].startswith(SEARCHED_FLAGS) or word.split("=")[0] in drop
+        name = word.split("=")[0]
+        skip = (name.startswith(SEARCHED_FLAGS) and name not in keep) or name in drop
         if not skip:
             kept.append(word)
     return shlex.join(kept)

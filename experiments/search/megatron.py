@@ -8,7 +8,7 @@ from pathlib import Path
 
 from experiments.common.paths import write_text
 from experiments.common.presets import megatron_base
-from experiments.search.answer import DISPATCHER_FLAGS, job_flags
+from experiments.search.answer import DISPATCHER_FLAGS, INSTANCE_FLAGS, job_flags
 from experiments.search.dispatch_choices import MEGATRON_DISPATCHERS
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
@@ -68,7 +68,8 @@ def write_base(
         for ffn, ep_flag in (("tp", ""), ("ep", " --expert-model-parallel-size 2")):  # the FFN's derived fields
             tp_flags = f" --tensor-model-parallel-size {tp}" + (" --sequence-parallel" if tp > 1 else "") + ep_flag
             try:
-                at_tp = parse_megatron_args(job_flags(args_text) + tp_flags).resolve(model_spec, settings, gpus)
+                flags = job_flags(args_text, keep=INSTANCE_FLAGS) + tp_flags
+                at_tp = parse_megatron_args(flags).resolve(model_spec, settings, gpus)
             except ConfigError:
                 continue  # a TP the model cannot take: its points are refused as invalid
             by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))
@@ -136,6 +137,9 @@ def megatron_flags(layout: LayoutSpec, row: dict[str, str]) -> str:
     if workload.model.moe_layers and DISPATCHERS[layout.token_dispatcher].megatron:  # the job's own, or searched
         flags.append(DISPATCHERS[layout.token_dispatcher].megatron)
     flags.append(f"--micro-batch-size {layout.micro_batch}")
+    if layout.dp_instances > 1:  # the job's, or fewer where they do not divide this DP (space.instances_for)
+        flags.append(f"--num-distributed-optimizer-instances {layout.dp_instances}")
+        flags.append(f"--outer-dp-sharding-strategy {layout.outer_dp_sharding}")
     if layout.ep_overlap:
         flags.append("--overlap-moe-expert-parallel-comm" + (" --delay-wgrad-compute" if layout.delay_wgrad else ""))
     if layout.recompute == "selective":

@@ -148,6 +148,8 @@ SEARCHED = (
     "recompute_modules",
     "recompute_to_fit",
     "token_dispatcher",
+    "dp_instances",  # not searched: the job's, as many as divide the point's DP (space.instances_for)
+    "outer_dp_sharding",
 )
 LEGEND = (
     "columns: attn = attention split (sp: Ulysses sequence parallel, tp: tensor parallel); ffn = experts "

@@ -25,6 +25,7 @@ from simulator.memory.per_gpu import peak_memory
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
 from workloads.schedules.registry import block_count
+from workloads.specs import hybrid_dp
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -221,8 +222,7 @@ class SearchSpace:
         )
 
 
-# --space: Megatron-Core's (the default; its base layout comes from a Megatron-LM job), MegaScale-MoE's (the wide
-# space over the megascale-moe preset), and the narrow grid of earlier releases.
+# --space: Megatron-Core's (default; base from a Megatron-LM job), MegaScale-MoE's (wide), earlier releases' (narrow)
 SPACES = {"megatron": SearchSpace.megatron, "megascale": SearchSpace.wide, "narrow": SearchSpace.narrow}
 
 
@@ -289,8 +289,8 @@ def _grid(model: ModelSpec, job: Job, space: SearchSpace) -> Iterator[dict[str, 
 
 
 def _one_stage(schedule: Schedule, space: SearchSpace) -> bool:
-    """Whether a schedule is searched at PP 1: the first one, and with EP overlap (Megatron-Core's combined
-    1F1B pairs micro-batches on one stage too) where the space has it as a plain 1F1B."""
+    """Whether a schedule is searched at PP 1: the first one, and with EP overlap (Megatron-Core's combined 1F1B
+    pairs micro-batches on one stage too) where the space has it as a plain 1F1B."""
     first = space.schedules[0]
     return schedule == first or (schedule.name == first.name and schedule.chunks == 1 and schedule.ep_overlap)
 
@@ -355,6 +355,7 @@ def _fitting(fields: dict[str, object], context: tuple) -> tuple[list[dict[str, 
     (intra size, FFN split))."""
     model, base, job, tiers, bases = context
     model, base = bases.get((fields["intra_size"], fields["ffn"]), (model, base))
+    fields = {**fields, **hybrid_dp.fitted(base, job.gpus, fields)}  # the job's DP instances, where they divide
     fit, error, tried = _least_recompute(model, base, job, fields, tiers)
     return fit, None if error is None else error.field, tried
 

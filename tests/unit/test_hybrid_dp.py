@@ -163,3 +163,25 @@ def test_the_memory_hint_names_one_instance() -> None:
     assert "instances" not in memory_hint(terms, _layout())
     fsdp = {**terms, "params": 50.0}
     assert "dp_instances=1" in memory_hint(fsdp, _layout(zero_stage=3, dp_instances=2))
+
+
+def test_search_keeps_as_many_instances_as_divide_the_point() -> None:
+    """moesim search keeps a job's DP instances where they divide the point's DP and expert DP, else their greatest
+    common divisor; at one, Hybrid-FSDP's outer sharding goes too."""
+    from workloads.specs.hybrid_dp import fitted
+
+    job = _layout(zero_stage=3, dp_instances=4, outer_dp_sharding="optim")  # TP 2, EP 4 on 32 GPUs: DP 16, EDP 8
+    assert fitted(_layout(), GPUS, {}) == {}
+    assert fitted(job, GPUS, {}) == {"dp_instances": 4, "outer_dp_sharding": "optim"}
+    assert fitted(job, GPUS, {"pp": 4}) == {"dp_instances": 2, "outer_dp_sharding": "optim"}  # DP 4, expert DP 2
+    assert fitted(job, GPUS, {"pp": 2, "ep": 16}) == {"dp_instances": 1, "outer_dp_sharding": "no_shard"}
+
+
+def test_search_answers_keep_the_instance_flags() -> None:
+    """The job's instance flags are the point's to print (dropped from the job's own flags), but kept when the job is
+    rebuilt at another TP, where the point then fits them."""
+    from experiments.search.answer import INSTANCE_FLAGS, job_flags
+
+    job = "--use-distributed-optimizer --num-distributed-optimizer-instances 4 --tensor-model-parallel-size 2"
+    assert "instances" not in job_flags(job)
+    assert job_flags(job, keep=INSTANCE_FLAGS) == "--use-distributed-optimizer --num-distributed-optimizer-instances 4"

@@ -24,6 +24,8 @@ gather of the weight shards before the instance's), over the ring of the instanc
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Protocol
 
 from topologies.errors import ConfigError
@@ -39,6 +41,12 @@ class HybridLayout(Protocol):
     outer_dp_sharding: str
     zero_stage: int
     optimizer: str
+    intra_size: int
+    cp: int
+    pp: int
+    ep: int
+    etp: int
+    ffn: str
 
 
 def check_layout(layout: HybridLayout) -> None:
@@ -102,3 +110,19 @@ def outer_grad_factor(layout: HybridLayout) -> float:
     if layout.dp_instances == 1:
         return 0.0
     return 1.0 if layout.outer_dp_sharding == "optim" else 2.0
+
+
+def fitted(layout: HybridLayout, gpus: int, changes: Mapping[str, object]) -> dict[str, object]:
+    """The layout's DP instances once ``changes`` (its parallel sizes: intra_size, cp, pp, ep, etp, ffn) apply on
+    ``gpus`` GPUs: as many as divide the new DP and expert DP, up to its own (their greatest common divisor); one
+    turns the outer sharding off. Empty where it runs one. What ``moesim search`` keeps of a job's instances."""
+    if layout.dp_instances == 1:
+        return {}
+
+    def get(name: str) -> object:
+        return changes.get(name, getattr(layout, name))
+
+    intra, pp = int(get("intra_size")), int(get("pp"))
+    experts = (int(get("ep")) or intra) * int(get("etp")) if get("ffn") == "ep" else intra
+    instances = math.gcd(layout.dp_instances, gpus // (intra * int(get("cp")) * pp), gpus // (experts * pp))
+    return {"dp_instances": instances, "outer_dp_sharding": layout.outer_dp_sharding if instances > 1 else "no_shard"}
