@@ -35,6 +35,7 @@ CASES = [
     ("megatron-lm", 16, 8, 4, 4, {"zero_stage": 3, "pp": 2, "intra_size": 2}, 0.005),  # replicas share nodes
     # hierarchical DP (workloads/specs/hybrid_dp.py): units inside 2 instances of 2 replicas, the shards across them
     ("megatron-lm", 16, 4, 4, 4, {"zero_stage": 3, "pp": 1, "intra_size": 4, "dp_instances": 2}, None),
+    ("sp-ep", 32, 4, 4, 4, {"zero_stage": 3, "pp": 2, "intra_size": 4, "dp_instances": 2}, None),  # expert DP too
     (
         "megatron-lm",
         16,
