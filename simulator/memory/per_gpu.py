@@ -32,7 +32,6 @@ class MemoryBreakdown:
     optimizer_bytes: float
     activations_bytes: float
     buffers_bytes: float
-    offloaded_bytes: float = 0.0  # activations held in host memory instead (not in the total: memory_options.py)
 
     @property
     def total_bytes(self) -> float:
@@ -46,9 +45,10 @@ class MemoryBreakdown:
         """Each term in GiB: params, grads, optimizer, activations, buffers."""
         return {name: getattr(self, f"{name}_bytes") / GIB for name in TERMS}
 
-    def report_gib(self) -> dict[str, float]:
-        """The terms, the total and, where activations are offloaded, what goes to host memory, in GiB."""
-        offloaded = {"offloaded to host": self.offloaded_bytes / GIB} if self.offloaded_bytes else {}
+    def report_gib(self, offloaded_bytes: float = 0.0) -> dict[str, float]:
+        """The terms, the total and, where activations are offloaded (``offloaded_bytes``, not in the total), what
+        goes to host memory, in GiB."""
+        offloaded = {"offloaded to host": offloaded_bytes / GIB} if offloaded_bytes else {}
         return {**self.terms_gib(), "total": self.total_gib, **offloaded}
 
 
@@ -338,11 +338,17 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     # megatron/core/transformer/moe/token_dispatcher.py at NVIDIA/Megatron-LM d98e8a64dd)
     buffers = 4 * routed * max(workload.layout.capacity_factor, workload.layout.expert_rank_capacity)
     buffers += sharded_unit_bytes(workload, stage)
-    offloaded = 0.0
-    if layout.offload_layers or layout.offload_modules:  # what the same step would hold without offloading
-        kept = replace(workload, layout=layout.with_(offload_layers=0, offload_modules=()))
-        offloaded = in_flight_activation_bytes(kept, stage) - activations
-    return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers, offloaded)
+    return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
+
+
+def offloaded_activation_bytes(workload: StepWorkload, stage: int) -> float:
+    """Activations a GPU of ``stage`` keeps in host memory instead (workloads/specs/memory_options.py): what the same
+    step would hold without offloading, less what it holds; for the report only, not for the memory checks."""
+    layout = workload.layout
+    if not (layout.offload_layers or layout.offload_modules):
+        return 0.0
+    kept = replace(workload, layout=layout.with_(offload_layers=0, offload_modules=()))
+    return in_flight_activation_bytes(kept, stage) - in_flight_activation_bytes(workload, stage)
 
 
 def sharded_unit_bytes(workload: StepWorkload, stage: int) -> float:

@@ -14,7 +14,7 @@ from simulator.engine.probes import Probe
 from simulator.engine.result import EngineResult
 from simulator.engine.unfolded import check_unfolded_size
 from simulator.fast.steady import ShortRuns, run_step
-from simulator.memory.per_gpu import GIB, fit_recompute, peak_memory, peak_of, stage_memory
+from simulator.memory.per_gpu import GIB, fit_recompute, offloaded_activation_bytes, peak_memory, peak_of, stage_memory
 from simulator.memory.verdict import ACTIVATION_UNCERTAINTY, Verdict, memory_verdict
 from simulator.report.bounds import step_lower_bound_s
 from simulator.report.bubbles import imbalance_idle, phase_means, schedule_bubble
@@ -392,7 +392,7 @@ def build_report(
         exposed_comm_s=exposed,
         compute_busy_s=critical.compute_busy_s,
         peak_memory_gib=peak_of(memory).total_gib,  # each stage's breakdown computed once
-        memory_gib=[stage.report_gib() for stage in memory],
+        memory_gib=[stage.report_gib(offloaded_activation_bytes(workload, stage.stage)) for stage in memory],
         simulated_ops=result.simulated_ops,
         sim_wall_s=wall_s,
         schedule_bubble=balanced,

@@ -91,10 +91,13 @@ def test_offloaded_layers_hold_only_the_one_in_transit() -> None:
 def test_the_report_says_what_goes_to_host_memory() -> None:
     """What offloading moves out is its own memory term, outside the GPU's total: the difference to the same step
     without it."""
-    from simulator.memory.per_gpu import stage_memory
+    from simulator.memory.per_gpu import offloaded_activation_bytes, stage_memory
 
-    plain = stage_memory(StepWorkload(MOE, _layout(), 8, 8, 8, SEQ), 0)
-    offloaded = stage_memory(StepWorkload(MOE, _layout(offload_modules=("moe_act",)), 8, 8, 8, SEQ), 0)
-    assert plain.offloaded_bytes == 0.0 and offloaded.offloaded_bytes > 0
-    assert offloaded.activations_bytes + offloaded.offloaded_bytes == pytest.approx(plain.activations_bytes)
-    assert plain.total_bytes - offloaded.total_bytes == pytest.approx(offloaded.offloaded_bytes)
+    plain_step = StepWorkload(MOE, _layout(), 8, 8, 8, SEQ)
+    offloading = StepWorkload(MOE, _layout(offload_modules=("moe_act",)), 8, 8, 8, SEQ)
+    plain, offloaded = stage_memory(plain_step, 0), stage_memory(offloading, 0)
+    moved = offloaded_activation_bytes(offloading, 0)
+    assert offloaded_activation_bytes(plain_step, 0) == 0.0 and moved > 0
+    assert offloaded.activations_bytes + moved == pytest.approx(plain.activations_bytes)
+    assert plain.total_bytes - offloaded.total_bytes == pytest.approx(moved)
+    assert offloaded.report_gib(moved)["offloaded to host"] == pytest.approx(moved / 2**30)
