@@ -106,9 +106,7 @@ def optimizer_ways(group_dp: int, layout: HybridLayout) -> int:
 
 def outer_grad_factor(layout: HybridLayout) -> float:
     """The cross-instance gradient reduction as reduce-scatters' worth of the shard: an all-reduce 2, Hybrid-FSDP's
-    reduce-scatter 1 (0 with one instance)."""
-    if layout.dp_instances == 1:
-        return 0.0
+    reduce-scatter 1."""
     return 1.0 if layout.outer_dp_sharding == "optim" else 2.0
 
 
