@@ -353,3 +353,5 @@ class LayerKind(NamedTuple):
     # (recipe step, recipe) of the layer's linear layers a --te-precision-config-file rule overrides
     # (workloads/specs/module_precision.py)
     precisions: tuple[tuple[str, str], ...] = ()
+    # DeepSeek-V4's attention: keys compressed this many to one beside the window (ModelSpec.compress_ratios; 0: none)
+    compress: int = 0

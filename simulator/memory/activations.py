@@ -70,6 +70,9 @@ def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     if model.attention == "mla":
         saved += _mla_projections_saved(model, layout)
         v_width = heads * model.v_head_dim
+    elif model.attention == "dsv4":
+        saved += _dsv4_projections_saved(model, layout)
+        v_width = model.q_width
     else:
         # TE fuses the norm into the QKV GEMM (LayerNormLinear), which keeps the norm output as its input
         saved.append(Saved("qkv_input", g * h, between_tp_blocks=True))
@@ -104,6 +107,26 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         Saved("latents", t * BYTES_BF16 * latents),  # the latent norms' inputs, full sequence on each GPU
         Saved("up_proj_inputs", t * g * latents, Module.MLA_UP_PROJ),  # the latent norms' outputs
         Saved("q_k_v", BYTES_BF16 * heads * (2 * d_qk + model.v_head_dim), Module.MLA_UP_PROJ),
+    ]
+
+
+def _dsv4_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
+    """DeepSeek-V4's attention (workloads/recipes/dsv4_attention.py) at TP 1, its CSA layers' (the most it keeps):
+    the norm output its projections read (one FP8 copy each under FP8), the query latent with its normalized copy,
+    the queries and the shared key-value head, the compressed keys (1 in 4 tokens) and the indexer's queries,
+    compressor inputs and top-k indices (int32). Assumed as MLA's: each GEMM keeps its input."""
+    h, g, d = model.hidden_size, gemm_input_bytes(layout), model.head_dim
+    projections = 4 if 4 in model.compress_ratios else 3  # q down, kv, compressor (and the indexer's weights)
+    inputs = projections * g * h if layout.gemm_dtype == "fp8" else BYTES_BF16 * h
+    index = model.index_heads * model.index_head_dim
+    return [
+        Saved("attn_norm_output", inputs, Module.LAYERNORM),
+        Saved("q_latent", BYTES_BF16 * model.q_lora_rank),
+        Saved("up_proj_inputs", g * model.q_lora_rank, Module.MLA_UP_PROJ),
+        Saved("q_kv", BYTES_BF16 * (model.q_width + d), Module.MLA_UP_PROJ),
+        Saved("compressed_kv", BYTES_BF16 * d / 4),
+        Saved("indexer", BYTES_BF16 * (index + model.index_heads) + 4 * model.index_topk),
+        Saved("out_group_proj_input", g * model.o_groups * model.o_lora_rank),
     ]
 
 
@@ -181,7 +204,8 @@ def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = 
         ffn = dense_mlp_saved(model.dense_ffn_size, model, layout, Module.MLP, "mlp")
     else:
         ffn = moe_saved(model, layout)
-    return [*attention, ffn_norm, *ffn]
+    streams = [Saved("mhc_streams", 2 * BYTES_BF16 * model.residual_streams * model.hidden_size)]
+    return [*attention, ffn_norm, *ffn, *(streams if model.residual_streams > 1 else [])]
 
 
 def mamba_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:

@@ -22,6 +22,11 @@ and out_proj at d_in = 2 h whatever the heads, and 7 d_in N scan FLOPs per token
 
 A latent MoE (moe_latent_size) counts its routed experts at the latent width and its up and down projections.
 
+DeepSeek-V4's attention has no branch in that count at d98e8a64 (its support is in a later Megatron-Core): counted
+here as Megatron counts MLA, every projection weight (workloads/specs/models.py dsv4_params) three GEMM passes and the
+core over the (query, key) pairs the layer attends (workloads/recipes/dsv4_attention.py attended_pairs), the mean over
+the layers and MTP modules.
+
 Not modelled because moesim's models do not have them: linear-attention layers and the attention output gate.
 """
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workloads.recipes.dsv4_attention import attended_pairs
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
@@ -71,6 +77,8 @@ class MegatronArgs:
     mamba_state_dim: int = 0
     mamba_num_groups: int = 0
     mamba_num_heads: int = 0
+    # DeepSeek-V4's attention: (FLOPs per token of its projections, of its core per unit of b s^2), per layer
+    sparse_attention: tuple[float, float] | None = None
 
 
 def padded_vocab_size(vocab_size: int, tensor_parallel: int) -> int:
@@ -79,9 +87,9 @@ def padded_vocab_size(vocab_size: int, tensor_parallel: int) -> int:
     return -(-vocab_size // multiple) * multiple
 
 
-def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
+def megatron_args(model: ModelSpec, layout: LayoutSpec, seq_len: int = 0) -> MegatronArgs:
     """The Megatron-LM arguments of a moesim model (--swiglu where its FFNs are gated; leading layers are the dense
-    ones)."""
+    ones); ``seq_len``: the sequence DeepSeek-V4's attention is counted over (its pairs are not s^2 / 2)."""
     tensor_parallel = layout.intra_size if layout.attention == "tp" else 1  # Ulysses SP keeps the whole vocabulary
     return MegatronArgs(
         num_layers=model.num_layers,
@@ -103,7 +111,16 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec) -> MegatronArgs:
         qk_pos_emb_head_dim=model.qk_rope_head_dim,
         **{name: getattr(model, name) for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim", "moe_latent_size")},
         **(_hybrid_args(model) if model.hybrid_pattern else {}),
+        sparse_attention=_sparse_attention(model, seq_len) if model.attention == "dsv4" else None,
     )
+
+
+def _sparse_attention(model: ModelSpec, seq_len: int) -> tuple[float, float]:
+    """DeepSeek-V4's attention terms: its projection weights, and its core's FLOPs over s^2 (mean of its layers)."""
+    passes = GEMM_PASSES * FMA_FLOPS
+    layers = range(model.num_layers + model.mtp_layers)
+    pairs = sum(attended_pairs(model, seq_len, model.compress_ratio(i)) for i in layers) / len(layers)
+    return passes * model.attention_params, passes * pairs / seq_len**2 * model.num_heads * 2 * model.head_dim
 
 
 def _hybrid_args(model: ModelSpec) -> dict:
@@ -121,6 +138,8 @@ def _hybrid_args(model: ModelSpec) -> dict:
 
 def _attention_terms(args: MegatronArgs) -> tuple[float, float]:
     """Per layer: (FLOPs per token of the projections, FLOPs per (token x sequence length) of core attention)."""
+    if args.sparse_attention is not None:
+        return args.sparse_attention
     passes = GEMM_PASSES * FMA_FLOPS
     h, heads = args.hidden_size, args.num_attention_heads
     if args.multi_latent_attention:

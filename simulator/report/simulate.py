@@ -360,7 +360,7 @@ def build_report(
     peak = cluster.gpu.peak_bf16_flops * cluster.num_gpus * step
     frozen = frozen_base(workload.layout)  # LoRA: the frozen weights take no gradient (workloads/specs/peft.py)
     six_n = six_n_flops_per_token(workload.model, workload.seq_len, frozen) * workload.tokens_per_step
-    megatron_job = megatron_args(workload.model, workload.layout)
+    megatron_job = megatron_args(workload.model, workload.layout, workload.seq_len)
     megatron = megatron_flops(megatron_job, workload.global_batch, workload.seq_len, frozen)
     critical = max(stages, key=lambda log: log.end_s)
     # Per kind, the stage that exposes the most of it (stages differ: e.g. dense-only or LM-head stages).

@@ -15,7 +15,8 @@ from workloads.ops import COMM, Gemm
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import dense_ffn_recipe, ep_ffn_recipe
 from workloads.specs.layouts import layout_preset
-from workloads.specs.models import mla_params, model_preset
+from workloads.specs.model_extensions import mla_params
+from workloads.specs.models import model_preset
 
 DSV3 = model_preset("deepseek-v3")
 DS_LAYOUT = layout_preset("deepseek-v3")

@@ -276,7 +276,7 @@ class StepWorkload:
     def mtp_kind(self) -> LayerKind:
         """The kind of a multi-token-prediction module's transformer layer, with its --te-precision-config-file
         overrides (named under mtp.)."""
-        kind = LayerKind(self.model.num_experts == 0, 0)
+        kind = self.model.mtp_layer_kind()
         if self.layout.gemm_dtype != "fp8":
             return kind
         return kind._replace(precisions=module_overrides(self.layout.module_precisions, MTP_PREFIX))
@@ -358,7 +358,7 @@ class StepWorkload:
         if kind not in self._cache:
             layout = bf16_layout(self.layout) if kind.bf16 else self.layout
             recipe = layer_recipe(
-                self.model, layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block
+                self.model, layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block, kind.compress
             )
             self._cache[kind] = with_module_precisions(recipe, kind.precisions)
         return self._cache[kind]

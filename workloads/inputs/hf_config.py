@@ -250,6 +250,28 @@ def _deepseek(c: _Config, name: str) -> dict[str, Any]:
     return fields
 
 
+def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
+    """DeepSeek-V4: its hybrid attention (workloads/recipes/dsv4_attention.py; compress_ratios lists the layers', then
+    the MTP modules'), mHC [hc_mult, hc_sinkhorn_iters], MoE in every layer with shared experts, MTP. Its first
+    num_hash_layers layers route by token id: timed with the learned router's gate GEMM (under 1% of their FLOPs)."""
+    fields = _experts(c, name, "n_routed_experts", "moe_intermediate_size")
+    fields.pop("window_layers", None)
+    read = {"q_lora_rank": "q_lora_rank", "qk_rope_head_dim": "qk_rope_head_dim", "o_lora_rank": "o_lora_rank"}
+    read |= {"o_groups": "o_groups", "sliding_window": "sliding_window", "index_heads": "index_n_heads"}
+    read |= {"index_head_dim": "index_head_dim", "index_topk": "index_topk", "residual_streams": "hc_mult"}
+    fields.update({field: c.int(key, default=0) for field, key in read.items()})
+    fields.update(
+        attention="dsv4",
+        compress_ratios=c.int_list("compress_ratios"),
+        sinkhorn_iterations=c.positive("hc_sinkhorn_iters", default=20),
+        num_shared_experts=c.int("n_shared_experts", default=0),
+        mtp_layers=c.int("num_nextn_predict_layers", default=0),
+    )
+    if len(fields["compress_ratios"]) < fields["num_layers"]:
+        raise c._fail("compress_ratios", f"must list each of the {fields['num_layers']} layers")
+    return fields
+
+
 def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     """GLM-4.5 and GLM-4.5-Air (HF modeling_glm4_moe): DeepSeek-V3's MoE pattern (first_k_dense_replace dense layers,
     then routed experts of moe_intermediate_size beside n_shared_experts shared ones) on GQA attention of head_dim,
@@ -351,6 +373,7 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     # Kimi K2 "reuses the DeepSeekV3CausalLM architecture"; model_type kimi_k2 only tells inference engines apart
     # (MoonshotAI/Kimi-K2 docs/deploy_guidance.md, "Others"): DeepSeek-V3's reader, at K2's 384 experts and 64 heads
     "kimi_k2": _deepseek,
+    "deepseek_v4": _deepseek_v4,
     "glm4_moe": _glm4_moe,
     "ernie4_5_moe": _ernie4_5_moe,
     "llama4": _llama4,

@@ -209,6 +209,10 @@ FLAGS: dict[str, Flag] = {
     "--qk-pos-emb-head-dim": Flag(I),
     "--v-head-dim": Flag(I),
     "--mtp-num-layers": Flag(I),
+    # mHC (megatron/core/transformer/transformer_config.py enable_mhc_connections and its fields at d98e8a64)
+    "--enable-mhc-connections": Flag(S),
+    "--mhc-num-residual-streams": Flag(I),
+    "--mhc-sinkhorn-iterations": Flag(I),
     # sliding windows and GPT-OSS's GLU (arguments.py _add_network_size_args; TransformerConfig)
     "--window-size": Flag(T),
     "--window-attn-skip-freq": Flag(T),

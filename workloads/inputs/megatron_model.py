@@ -65,6 +65,22 @@ def _target(flag: str, names: tuple[str, ...], ignored: list[IgnoredArg]) -> str
     return name
 
 
+MHC_STREAMS_DEFAULT = 4  # TransformerConfig.mhc_num_residual_streams at d98e8a64
+
+
+def _hyper_connections(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """mHC's residual streams and Sinkhorn iterations under --enable-mhc-connections (workloads/recipes/residual.py
+    hyper_connection_steps); without it, its size flags change nothing."""
+    sizes = ("--mhc-num-residual-streams", "--mhc-sinkhorn-iterations")
+    if not args.get("--enable-mhc-connections"):
+        ignored.extend(IgnoredArg(flag, "no effect without --enable-mhc-connections") for flag in sizes if flag in args)
+        return {}
+    out = {"residual_streams": args.get("--mhc-num-residual-streams", MHC_STREAMS_DEFAULT)}
+    if "--mhc-sinkhorn-iterations" in args:
+        out["sinkhorn_iterations"] = args["--mhc-sinkhorn-iterations"]
+    return out
+
+
 def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
     """ModelSpec fields the flags set on their own (base-independent), one flag each."""
     out: dict[str, Any] = {}
@@ -106,6 +122,7 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
         )
     if args.get("--mtp-use-repeated-layer"):
         out["mtp_repeated_layer"] = True
+    out.update(_hyper_connections(args, ignored))
     activation = ffn_activation(args)
     if activation:
         out["ffn_activation"] = activation

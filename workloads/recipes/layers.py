@@ -27,12 +27,13 @@ from workloads.ops import (
 from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
+from workloads.recipes.dsv4_attention import check_dsv4_layout, dsv4_recipe
 from workloads.recipes.fp8_quant import te_fp8_gathers
 from workloads.recipes.mamba import mamba_recipe
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
 from workloads.recipes.norms import norm_step
-from workloads.recipes.residual import input_grad_sums, megatron_qkv_copies, residual_step
+from workloads.recipes.residual import hyper_connection_steps, input_grad_sums, megatron_qkv_copies, residual_step
 from workloads.specs.cuda_graphs import tag_layer
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -151,12 +152,17 @@ def layer_recipe(
     dense: bool = False,
     window: int = 0,
     block: str = "",
+    compress: int = 0,
 ) -> list[Step]:
     """The forward steps of one layer on one GPU (dense or MoE FFN, attention over a ``window`` of keys or
-    all of them; a hybrid model's ``block`` alone: workloads.ops.LayerKind), with CP and the GEMM / comm precision."""
+    all of them, DeepSeek-V4's with its keys ``compress``ed; a hybrid model's ``block`` alone: workloads.ops.LayerKind),
+    with CP, mHC and the GEMM / comm precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
     attention: list[Step] = []
-    if block in ("", "attention"):
+    if block in ("", "attention") and model.attention == "dsv4":
+        check_dsv4_layout(layout)
+        attention = dsv4_recipe(model, layout, seq_len, compress)
+    elif block in ("", "attention"):
         recipe = mla_recipe if model.attention == "mla" else attention_recipe
         attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
     ffn: list[Step] = []
@@ -166,6 +172,12 @@ def layer_recipe(
         branch_sum = input_grad_sums("ffn_input_grad_sum", act_local, 2, Module.NONE, GraphPart.NONE)
         residual = residual_step("mlp_residual", act_local, backward=False)
         ffn = [*branch_sum, *ffn_recipe(model, layout, local_seq, gpus_per_node, dense), residual]
+    if model.residual_streams > 1:
+        tokens = layout.micro_batch * local_seq // layout.sequence_shards
+        attention, ffn = (
+            with_hyper_connections(part, name, model, tokens, layout)
+            for part, name in ((attention, "attn"), (ffn, "mlp"))
+        )
     steps = mamba_recipe(model, layout, local_seq) if block == "mamba" else tag_layer(attention, ffn, dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     if layout.comm_dtype == "fp8":
@@ -176,6 +188,16 @@ def layer_recipe(
         if layout.gemm_dtype == "fp8" and te_layers(layout)
         else steps
     )
+
+
+def with_hyper_connections(
+    steps: list[Step], name: str, model: ModelSpec, tokens: int, layout: LayoutSpec
+) -> list[Step]:
+    """A block's steps under mHC: the mappings and aggregation before it, the n-stream merge for its residual add."""
+    if not steps:
+        return steps
+    pre, merge = hyper_connection_steps(name, model, tokens, layout.fused_mhc)
+    return [*pre, *(merge if step.name == f"{name}_residual" else step for step in steps)]
 
 
 def head_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:

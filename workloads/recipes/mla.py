@@ -12,7 +12,8 @@ from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
-from workloads.specs.models import ModelSpec, qk_head_dim
+from workloads.specs.model_extensions import qk_head_dim
+from workloads.specs.models import ModelSpec
 
 UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up projection
 

@@ -7,7 +7,7 @@ autograd InputBuffer sums the second gradient that reaches a tensor into the fir
 
 from __future__ import annotations
 
-from workloads.ops import BYTES_BF16, MEMORY, GraphPart, Module, Step
+from workloads.ops import BYTES_BF16, GEMM, MEMORY, Gemm, GraphPart, Module, Step
 from workloads.specs.models import ModelSpec
 
 ADD_PASSES = 3  # an add or a gradient sum: two operands read, the result written
@@ -72,3 +72,55 @@ def megatron_qkv_copies(model: ModelSpec, tokens: int, shards: int) -> list[Step
         steps.append(Step("q_reshape_copy", MEMORY, mem_bytes=2 * q_elements * BYTES_BF16, bwd_kernels=0))
     steps.append(Step("qkv_grad_cat", MEMORY, backward_only=True, bwd_mem_bytes=2 * qkv_elements * BYTES_BF16))
     return steps
+
+
+# Megatron-Core's SinkhornKnopp at d98e8a64 (megatron/core/transformer/hyper_connection.py): forward, the row max and
+# the exp, then per iteration a sum, a clamp and a division for the rows and again for the columns; backward recomputes
+# the forward and runs autograd's backward of each (assumed: two kernels per forward one).
+SINKHORN_FWD_KERNELS_PER_ITERATION = 6
+SINKHORN_BWD_PER_FWD = 3
+BYTES_FP32 = 4
+
+
+def hyper_connection_steps(name: str, model: ModelSpec, tokens: int, fused: bool) -> tuple[list[Step], Step]:
+    """mHC around one block (attention or FFN) on ``tokens`` positions: the steps before it (the mapping projection
+    of the flattened n-stream state with its RMS norm, the Sinkhorn-Knopp projection of the n x n mixing matrix, the
+    aggregation of the n streams into the block's input) and the step that replaces its residual add (H_res times
+    the streams plus H_post times the block's output). Megatron-Core's HyperConnectionModule at d98e8a64:
+    _projection_and_get_norm and _compute_h (torch.compile), SinkhornKnopp, aggregate, and
+    fused_h_res_h_post_bda's bmm, expansion and bias-dropout-add; ``fused``: one kernel for the mappings with the
+    Sinkhorn iterations and the aggregation, one for the merge (Megatron-Bridge's use_fused_mhc). The n-stream
+    state is BF16; the mixing weights FP32."""
+    n, h = model.residual_streams, model.hidden_size
+    streams = tokens * n * h * BYTES_BF16
+    single = tokens * h * BYTES_BF16
+    mixes = tokens * (n * n + 2 * n) * BYTES_FP32
+    projection = Step(f"{name}_mhc_proj", GEMM, gemm=Gemm(tokens, n * n + 2 * n, n * h), bf16_only=True)
+    merge_bytes = 2 * streams + (single + streams) + 3 * streams  # bmm, expansion, add of the two (read 2, write 1)
+    if fused:
+        pre = Step(
+            f"{name}_mhc_pre", MEMORY, mem_bytes=streams + single + 2 * mixes, bwd_mem_bytes=2 * streams + single
+        )
+        merge = Step(f"{name}_mhc_merge", MEMORY, mem_bytes=2 * streams + single, bwd_mem_bytes=3 * streams + single)
+        return [projection, pre], merge
+    matrix = tokens * n * n * BYTES_FP32
+    sinkhorn_kernels = 2 + SINKHORN_FWD_KERNELS_PER_ITERATION * model.sinkhorn_iterations
+    sinkhorn = Step(
+        f"{name}_mhc_sinkhorn",
+        MEMORY,
+        mem_bytes=2 * matrix * sinkhorn_kernels,
+        kernels=sinkhorn_kernels,
+        bwd_mem_bytes=SINKHORN_BWD_PER_FWD * 2 * matrix * sinkhorn_kernels,
+        bwd_kernels=SINKHORN_BWD_PER_FWD * sinkhorn_kernels,
+    )
+    pre = [
+        Step(f"{name}_mhc_norm", MEMORY, mem_bytes=streams, bwd_mem_bytes=2 * streams),
+        projection,
+        Step(f"{name}_mhc_weights", MEMORY, mem_bytes=2 * mixes),
+        sinkhorn,
+        Step(f"{name}_mhc_aggregate", MEMORY, mem_bytes=streams + single, bwd_mem_bytes=2 * streams + single),
+    ]
+    merge = Step(
+        f"{name}_mhc_merge", MEMORY, mem_bytes=merge_bytes, kernels=3, bwd_mem_bytes=merge_bytes, bwd_kernels=3
+    )
+    return pre, merge

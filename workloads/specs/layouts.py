@@ -126,6 +126,10 @@ class LayoutSpec:
     # Megatron-Core's eager ops (--no-bias-swiglu-fusion; workloads/recipes/activation.py); a plain MLP's experts
     # with the router's probs applied inside their activation kernel or by an eager product after it
     fused_activation: bool = True
+    # mHC's kernels (model.residual_streams > 1; workloads/recipes/residual.py): Megatron-Core's own at d98e8a64 (an
+    # eager Sinkhorn-Knopp, 6 kernels an iteration) or one fused kernel per mapping (Megatron-Bridge's DeepSeek-V4
+    # recipes set use_fused_mhc: a cuTile kernel on Blackwell, examples/models/deepseek_v4/README.md at 067f987d)
+    fused_mhc: bool = False
     # Megatron-Core's TopKRouter kernels after the gating GEMM (workloads/recipes/router.py): TE's fused router
     # (--moe-router-fusion), the load-balancing loss (--moe-router-load-balancing-type aux_loss with
     # --moe-aux-loss-coeff > 0; fused only) and the random logits of --moe-router-force-load-balancing.

@@ -9,6 +9,7 @@ from topologies.errors import ConfigError, lookup_preset
 from workloads.ops import LayerKind
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
+from workloads.specs.model_extensions import HYBRID_BLOCKS, check_extensions, dsv4_params, mla_params
 
 
 class LayerParams(NamedTuple):
@@ -115,10 +116,27 @@ class ModelSpec:
     mamba_groups: int = 8
     mamba_conv_kernel: int = 4
     mamba_chunk: int = 128
+    # DeepSeek-V4's hybrid attention (attention "dsv4"; HF model_type deepseek_v4, workloads/recipes/dsv4_attention.py):
+    # MLA's low-rank query, one shared key-value head of kv_channels, a window of sliding_window keys in every layer
+    # and, per layer [compress_ratios], none (0), or the keys compressed m to one: all of them (HCA) or, at m = 4, the
+    # index_topk an indexer of index_heads x index_head_dim picks (CSA); the output projected in o_groups groups to
+    # o_lora_rank each, then to the hidden width.
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    compress_ratios: tuple[int, ...] = ()  # per layer, then per MTP module
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
+    # Manifold-constrained hyper-connections (mHC; Megatron-LM --enable-mhc-connections --mhc-num-residual-streams,
+    # HF hc_mult): the residual stream is this many copies of the hidden state, mixed around every attention and FFN
+    # block by per-token weights projected with Sinkhorn-Knopp iterations (megatron/core/transformer/
+    # hyper_connection.py at d98e8a64); 0 = a plain residual stream.
+    residual_streams: int = 0
+    sinkhorn_iterations: int = 20
 
     def __post_init__(self) -> None:
         """Check types and positivity; raise ConfigError naming the field."""
-        for name in ("window_layers", "mlp_only_layers"):  # YAML gives lists; keep the spec hashable
+        for name in ("window_layers", "mlp_only_layers", "compress_ratios"):  # YAML gives lists; keep it hashable
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("model", self)
@@ -137,7 +155,7 @@ class ModelSpec:
             raise ConfigError("model.num_kv_heads", f"must divide num_heads={self.num_heads}")
         if self.top_k > self.num_experts:
             raise ConfigError("model.top_k", f"must be <= num_experts={self.num_experts}")
-        _check_extensions(self)
+        check_extensions(self)
 
     def layer_kind(self, layer: int) -> LayerKind:
         """What sets layer ``layer``'s recipe: a dense or MoE FFN, its attention window, a hybrid model's block."""
@@ -145,7 +163,21 @@ class ModelSpec:
             symbol = self.hybrid_pattern[layer]
             return LayerKind(symbol != "E", 0, HYBRID_BLOCKS[symbol])
         dense = layer < self.num_dense_layers or layer in self.mlp_only_layers or self.num_experts == 0
+        if self.attention == "dsv4":  # every layer has the window; its compression from compress_ratios
+            return LayerKind(dense, self.sliding_window, compress=self.compress_ratio(layer))
         return LayerKind(dense, self.sliding_window if layer in self.window_layers else 0)
+
+    def mtp_layer_kind(self) -> LayerKind:
+        """The kind of a multi-token-prediction module's layer: an MoE (or dense) layer with full attention; under
+        DeepSeek-V4's attention its window and the compression listed after the layers' (HF compress_ratios)."""
+        if self.attention == "dsv4":
+            return LayerKind(self.num_experts == 0, self.sliding_window, compress=self.compress_ratio(self.num_layers))
+        return LayerKind(self.num_experts == 0, 0)
+
+    def compress_ratio(self, layer: int) -> int:
+        """DeepSeek-V4's compression of layer ``layer``'s keys (0: the window alone; an MTP module's index follows
+        the layers', 0 where the list stops)."""
+        return self.compress_ratios[layer] if layer < len(self.compress_ratios) else 0
 
     @property
     def mamba_inner(self) -> int:
@@ -212,6 +244,8 @@ class ModelSpec:
         """QKV and output projections of one layer (MLA: its down/up projections and norms)."""
         if self.attention == "mla":
             return mla_params(self)
+        if self.attention == "dsv4":
+            return dsv4_params(self)
         return self.hidden_size * self.qkv_width + self.q_width * self.hidden_size
 
     @property
@@ -253,8 +287,9 @@ class ModelSpec:
             return LayerParams(self.attention_params, 0, 0, 0, 0, 0, h)
         if block:  # "mlp" or "moe": the FFN's weights, one norm
             return self.layer_parts(block == "mlp")._replace(attention=0, norms=h)
+        norms = 2 * h + 2 * self.mhc_params  # each block's norm, and its mHC mapping projection (replicated)
         if dense:
-            return LayerParams(self.attention_params, self.ffn_matrices * h * self.dense_ffn_size, 0, 0, 0, 0, 2 * h)
+            return LayerParams(self.attention_params, self.ffn_matrices * h * self.dense_ffn_size, 0, 0, 0, 0, norms)
         return LayerParams(
             self.attention_params,
             0,
@@ -262,9 +297,16 @@ class ModelSpec:
             self.num_experts * self.expert_params,
             self.top_k * self.expert_params,
             h * self.num_experts,
-            2 * h,
+            norms,
             2 * h * self.moe_latent_size,
         )
+
+    @property
+    def mhc_params(self) -> int:
+        """One block's mHC weights: the projection of the n streams to the n^2 + 2n mixing logits, and its bias
+        (megatron/core/transformer/hyper_connection.py mapping_proj, bias; 0 without mHC)."""
+        n = self.residual_streams
+        return (n * n + 2 * n) * (n * self.hidden_size + 1) if n > 1 else 0
 
     def _over_layers(self, part) -> int:
         kinds = [self.layer_kind(i) for i in range(self.num_layers)]
@@ -323,63 +365,15 @@ _OPTIONAL_FIELDS = frozenset(
         "rope_unfused",
         "mamba_heads",
         "moe_latent_size",
+        "o_lora_rank",
+        "o_groups",
+        "compress_ratios",
+        "index_heads",
+        "index_head_dim",
+        "index_topk",
+        "residual_streams",
     }
 )
-FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")
-# --hybrid-override-pattern's symbols moesim simulates, and the block each names (LayerKind.block)
-HYBRID_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
-
-
-def _check_extensions(model: ModelSpec) -> None:
-    """Validate the beyond-the-paper fields: MLA ranks, dense layers."""
-    if model.attention not in ("gqa", "mla"):
-        raise ConfigError("model.attention", "must be gqa or mla")
-    if model.ffn_activation not in FFN_ACTIVATIONS:
-        raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
-    if model.hybrid_pattern:
-        _check_hybrid(model)
-    if model.attention == "mla":
-        for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-            if getattr(model, name) <= 0:
-                raise ConfigError(f"model.{name}", "must be positive for MLA attention")
-    dense_only = model.num_experts == 0
-    if model.num_dense_layers >= model.num_layers and not dense_only:
-        raise ConfigError("model.num_dense_layers", f"must be < num_layers={model.num_layers} (or num_experts 0)")
-    has_dense = dense_only or model.num_dense_layers or model.mlp_only_layers
-    if has_dense and model.dense_ffn_size <= 0:
-        raise ConfigError("model.dense_ffn_size", "must be positive when the model has dense layers")
-    if not dense_only:
-        for name in ("top_k", "expert_ffn_size"):
-            if getattr(model, name) <= 0:
-                raise ConfigError(f"model.{name}", "must be positive for a model with experts (num_experts > 0)")
-    for name in ("window_layers", "mlp_only_layers"):
-        outside = [i for i in getattr(model, name) if i >= model.num_layers]
-        if outside:
-            raise ConfigError(f"model.{name}", f"layer {outside[0]} is beyond num_layers={model.num_layers}")
-    if model.window_layers and model.sliding_window <= 0:
-        raise ConfigError("model.sliding_window", "must be positive when window_layers are given")
-
-
-def _check_hybrid(model: ModelSpec) -> None:
-    """A hybrid pattern: one known symbol per layer, each block's sizes given, no per-layer lists beside it."""
-    pattern = model.hybrid_pattern
-    unknown = sorted(set(pattern) - set(HYBRID_BLOCKS))
-    if unknown:
-        raise ConfigError(
-            "model.hybrid_pattern",
-            f"{unknown[0]!r} is not a block moesim simulates (M Mamba-2, * attention, - MLP, E MoE; Megatron's G, D "
-            "and + layers and pipeline separators | are not)",
-        )
-    if len(pattern) != model.num_layers:
-        raise ConfigError("model.hybrid_pattern", f"has {len(pattern)} layers, num_layers is {model.num_layers}")
-    for symbol, name in (("M", "mamba_heads"), ("E", "num_experts"), ("-", "dense_ffn_size")):
-        if symbol in pattern and getattr(model, name) <= 0:
-            raise ConfigError(f"model.{name}", f"must be positive for a pattern with {HYBRID_BLOCKS[symbol]} layers")
-    for name in ("num_dense_layers", "mlp_only_layers", "window_layers"):
-        if getattr(model, name):
-            raise ConfigError(f"model.{name}", "is not simulated beside hybrid_pattern (the pattern places each layer)")
-
-
 _T2 = "MegaScale-MoE Table 2"
 MODEL_PRESETS: dict[str, ModelSpec] = {
     # M1; vocabulary 65,536 [paper Sec. 6]
@@ -422,19 +416,3 @@ MODEL_PRESETS: dict[str, ModelSpec] = {
 def model_preset(name: str) -> ModelSpec:
     """The preset called ``name``, or a ConfigError that lists the choices."""
     return lookup_preset("model", MODEL_PRESETS, name)
-
-
-def qk_head_dim(model: ModelSpec) -> int:
-    """Query/key width per head: d_h + d_h^R."""
-    return model.qk_nope_head_dim + model.qk_rope_head_dim
-
-
-def mla_params(model: ModelSpec) -> int:
-    """Weights of one MLA block (DeepSeek-V2 Eq. 12-19 and its HF modeling code), norms included."""
-    h, heads, q_rank, kv_rank = model.hidden_size, model.num_heads, model.q_lora_rank, model.kv_lora_rank
-    q_width = heads * qk_head_dim(model)
-    query = h * q_rank + q_rank + q_rank * q_width if q_rank else h * q_width  # W^DQ, norm, W^UQ/W^QR
-    kv = h * (kv_rank + model.qk_rope_head_dim) + kv_rank  # W^DKV and W^KR, latent norm
-    kv += kv_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)  # W^UK, W^UV
-    out = heads * model.v_head_dim * h  # W^O
-    return query + kv + out

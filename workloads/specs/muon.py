@@ -36,7 +36,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from workloads.ops import Gemm, LayerKind
-from workloads.specs.models import ModelSpec, qk_head_dim
+from workloads.specs.model_extensions import qk_head_dim
+from workloads.specs.models import ModelSpec
 
 # "adaptive_muon": Muon with AdaMuon's elementwise second moment of the orthogonalized update (Emerging-Optimizers
 # AdaptiveMuon, moment2_method "adamuon", Megatron-Core's default adaptive_muon_moment2_method)

@@ -42,9 +42,9 @@ def check_step(
     _check_expert_groups(model, layout, num_gpus, gpus_per_node)
     _check_pipeline(model, layout, num_gpus, global_batch)
     _check_graphs(model, layout)
-    if "mla_up_proj" in layout.recompute_modules and model.attention != "mla":
+    if "mla_up_proj" in layout.recompute_modules and model.attention not in ("mla", "dsv4"):
         raise ConfigError(
-            "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla"
+            "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla or dsv4"
         )
     if not layout.sequence_parallel and layout.intra_size > 1 and model.moe_layers:
         raise ConfigError(  # megatron/core/transformer/moe/moe_layer.py MoELayer.forward at d98e8a64dd

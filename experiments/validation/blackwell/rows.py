@@ -64,6 +64,10 @@ the hybrid model at 512 experts. The NVFP4 recipes run their last 14 layers in B
 simulated) and keep the attention, the latent projections and the MTP modules in BF16 too (perf_recipes/nemotronh/
 te_quant.cfg, no Megatron-LM flag: simulated in NVFP4).
 
+Rows of an eleventh source: 26.08's DeepSeek-V4-Flash on 128 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
+{gb300,gb200}-deepseek-v4-flash-128.sh): the hybrid compressed attention (CSA with its indexer, HCA, a 128-key window)
+and mHC's four residual streams, from the checkpoint's config.json (examples/models/deepseek-v4-flash.json).
+
 Rows of a tenth source: 26.08's Nemotron 3 Ultra 550B-A55B on 256 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
 bridge-{gb300,gb200}-nemotron-3-ultra-256-mxfp8.sh): Megatron FSDP sharded inside each 64-GPU NVLink domain, the
 optimizer state across the four too (Hybrid-FSDP, --num-distributed-optimizer-instances 4, workloads/specs/hybrid_dp.py).
@@ -94,6 +98,7 @@ BRIDGE_LATENT = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.06 and 26.08, Nemotron 3 Super (latent MoE)"
 )
 BRIDGE_ULTRA = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, Nemotron 3 Ultra (Hybrid-FSDP)"
+BRIDGE_DSV4 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, DeepSeekV4 Flash"
 SOURCES = (
     BRIDGE_26_08,
     MLM_PR_5728,
@@ -105,9 +110,12 @@ SOURCES = (
     BRIDGE_MUON,
     BRIDGE_LATENT,
     BRIDGE_ULTRA,
+    BRIDGE_DSV4,
 )
 # LoRA as Megatron-Bridge's fine-tuning recipes run it (no Megatron-LM flag: layout fields; workloads/specs/peft.py)
 LORA_QKV = LayoutSpec("megatron-args", peft="lora", lora_modules=("linear_qkv",))
+# DeepSeek-V4's Blackwell recipes fuse mHC's kernels (use_fused_mhc: no Megatron-LM flag; LayoutSpec.fused_mhc)
+FUSED_MHC = LayoutSpec("megatron-args", fused_mhc=True)
 
 
 @dataclass(frozen=True)
@@ -352,10 +360,27 @@ ROWS: tuple[BlackwellRow, ...] = (
         )
         for gpu, tokens in (("gb300", 3552), ("gb200", 2528))
     ),
+    # BRIDGE_DSV4: DeepSeek-V4-Flash (284B-A13B) on 128 GPUs, MXFP8, TP 1, PP 1, EP 64 over one NVL72 domain, its hybrid
+    # compressed attention and mHC (workloads/recipes/dsv4_attention.py, residual.py) with the recipe's fused mHC kernel
+    *(
+        BlackwellRow(
+            f"{gpu}-deepseek-v4-flash-128",
+            "deepseek-v4-flash",
+            gpu,
+            128,
+            2048,
+            4096,
+            tokens,
+            False,
+            BRIDGE_DSV4,
+            FUSED_MHC,
+        )
+        for gpu, tokens in (("gb300", 8224), ("gb200", 7776))
+    ),
 )
 
 
 def megatron_flops_per_token(row: BlackwellRow) -> float:
     """Megatron-LM's model FLOPs per token of the row's recipe (the count behind its TFLOP/s/GPU log line)."""
     run = row.job()
-    return megatron_flops(megatron_args(run.model, run.layout), 1, row.seq_len) / row.seq_len
+    return megatron_flops(megatron_args(run.model, run.layout, row.seq_len), 1, row.seq_len) / row.seq_len

@@ -1,0 +1,121 @@
+"""DeepSeek-V4's hybrid attention and mHC (workloads/recipes/dsv4_attention.py, residual.py hyper_connection_steps):
+the checkpoint's parameter count, pair counts and steps by hand, the Megatron flags, the FLOP count against
+Megatron-Bridge's published model TFLOP/s, and the refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.report.megatron_flops import megatron_args, megatron_flops
+from topologies.errors import ConfigError
+from workloads.inputs.hf_config import load_hf_config
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.ops import BYTES_BF16
+from workloads.recipes.dsv4_attention import attended_pairs, compressed_pairs, dsv4_recipe, window_pairs
+from workloads.recipes.layers import layer_recipe
+from workloads.recipes.residual import hyper_connection_steps
+from workloads.specs.layouts import LayoutSpec
+from workloads.specs.models import ModelSpec, model_preset
+
+FLASH = load_hf_config("examples/models/deepseek-v4-flash.json")
+# a small DeepSeek-V4: 4 layers (window only, CSA, HCA, CSA), 8 heads of 64, 2 output groups, mHC of 4 streams
+SMALL = ModelSpec(
+    "small-dsv4",
+    4,
+    256,
+    8,
+    1,
+    128,
+    8,
+    2,
+    1000,
+    attention="dsv4",
+    kv_channels=64,
+    q_lora_rank=64,
+    qk_rope_head_dim=16,
+    o_lora_rank=32,
+    o_groups=2,
+    sliding_window=4,
+    compress_ratios=(0, 4, 128, 4),
+    index_heads=2,
+    index_head_dim=16,
+    index_topk=3,
+    residual_streams=4,
+)
+LAYOUT = LayoutSpec("megatron-args", intra_size=1, pp=1, micro_batch=1, token_dispatcher="alltoall", attention="tp")
+
+
+def test_flash_parameters_match_the_published_284b_a13b() -> None:
+    """DeepSeek-V4-Flash: 284B total, 13B activated (its Hugging Face model card); active without the input embedding."""
+    assert FLASH.total_params == pytest.approx(284e9, rel=0.005)
+    assert FLASH.active_params - FLASH.vocab_size * FLASH.hidden_size == pytest.approx(13e9, rel=0.03)
+    assert [FLASH.layer_kind(i).compress for i in (0, 1, 2, 3, 42)] == [0, 0, 4, 128, 4]
+    assert FLASH.mtp_layer_kind().compress == 0 and FLASH.mtp_layer_kind().window == 128
+
+
+def test_pairs_by_hand() -> None:
+    # 10 queries at ratio 4: queries 4-7 see one block, 8-10 two: 4 + 6; at most one (top-k 1): 4 + 3
+    assert compressed_pairs(10, 4) == 10 and compressed_pairs(10, 4, topk=1) == 7
+    assert window_pairs(10, 3) == 1 + 2 + 3 * 8 and window_pairs(10, 16) == 55
+    # HCA at 128 over 300 tokens: queries 128-255 one block, 256-300 two
+    assert compressed_pairs(300, 128) == 128 + 2 * 45
+    assert attended_pairs(SMALL, 10, 4) == window_pairs(10, 4) + compressed_pairs(10, 4, topk=3)
+
+
+def test_csa_hca_and_window_layers_run_their_own_steps() -> None:
+    names = {ratio: [step.name for step in dsv4_recipe(SMALL, LAYOUT, 64, ratio)] for ratio in (0, 4, 128)}
+    assert "compressor_proj" not in names[0] and "index_scores" not in names[0]
+    assert "compressor_proj" in names[128] and "index_scores" not in names[128]
+    assert {"compressor_proj", "index_q", "index_compressor_proj", "index_scores", "index_topk"} <= set(names[4])
+    csa = {step.name: step for step in dsv4_recipe(SMALL, LAYOUT, 64, 4)}
+    # 2 b pairs heads (d + d): keys and values one 64-wide head
+    pairs = window_pairs(64, 4) + compressed_pairs(64, 4, topk=3)
+    assert csa["sparse_attn"].flops == 2 * pairs * 8 * 128
+    assert csa["compressor_proj"].gemm.n == 2 * 2 * 64  # key-value and gate halves, two blocks' overlap at ratio 4
+    assert csa["o_group_proj"].gemm.groups == 2 and csa["o_group_proj"].gemm.k == 8 * 64 // 2
+    assert csa["index_topk"].mem_bytes == 2 * compressed_pairs(64, 4) * 4  # FP32 scores written, then read
+
+
+def test_hyper_connection_bytes_and_kernels_by_hand() -> None:
+    tokens, n, h = 64, 4, 256
+    streams, single = tokens * n * h * BYTES_BF16, tokens * h * BYTES_BF16
+    pre, merge = hyper_connection_steps("attn", SMALL, tokens, fused=False)
+    by_name = {step.name: step for step in pre}
+    assert by_name["attn_mhc_proj"].gemm.n == n * n + 2 * n and by_name["attn_mhc_proj"].gemm.k == n * h
+    assert by_name["attn_mhc_sinkhorn"].kernels == 2 + 6 * 20  # max and exp, then 6 kernels an iteration
+    assert by_name["attn_mhc_aggregate"].mem_bytes == streams + single
+    assert merge.mem_bytes == 2 * streams + (single + streams) + 3 * streams and merge.kernels == 3
+    pre, merge = hyper_connection_steps("attn", SMALL, tokens, fused=True)
+    assert [step.name for step in pre] == ["attn_mhc_proj", "attn_mhc_pre"] and merge.kernels == 1
+    assert merge.mem_bytes == 2 * streams + single
+
+
+def test_a_layer_under_mhc_merges_its_streams_instead_of_the_residual_add() -> None:
+    names = [step.name for step in layer_recipe(SMALL, LAYOUT, 64, 8, compress=4)]
+    assert "attn_residual" not in names and "mlp_residual" not in names
+    assert names.index("attn_mhc_proj") < names.index("attn_norm") < names.index("attn_mhc_merge")
+    assert names.index("attn_mhc_merge") < names.index("mlp_mhc_proj") < names.index("mlp_mhc_merge")
+
+
+def test_tp_and_cp_of_the_attention_are_refused_in_flag_words() -> None:
+    with pytest.raises(ConfigError, match="--tensor-model-parallel-size 1"):
+        layer_recipe(SMALL, LAYOUT.with_(intra_size=2), 64, 8, compress=4)
+    with pytest.raises(ConfigError, match="compress"):
+        SMALL.with_(compress_ratios=(0, 8, 0, 0))
+
+
+def test_megatron_mhc_flags() -> None:
+    base, mixtral = "--seq-length 64", model_preset("mixtral-8x7b")
+    run = parse_megatron_args(f"{base} --enable-mhc-connections --mhc-sinkhorn-iterations 10").resolve(mixtral)
+    assert run.model.residual_streams == 4 and run.model.sinkhorn_iterations == 10
+    off = parse_megatron_args(f"{base} --mhc-num-residual-streams 2").resolve(mixtral)
+    assert off.model.residual_streams == 0
+    assert any(arg.flag == "--mhc-num-residual-streams" for arg in off.ignored)
+
+
+def test_flops_per_token_match_megatron_bridges_published_count() -> None:
+    """Megatron-Bridge 26.08's DGX-GB200 row: 706 model TFLOP/s/GPU at 7,776 tokens/s/GPU (docs/performance-summary.md
+    at 067f987d), 90.8 GFLOPs per token at 4,096 tokens with one MTP module."""
+    run = parse_megatron_args("examples/megatron/gb200-deepseek-v4-flash-128.sh").resolve(FLASH)
+    per_token = megatron_flops(megatron_args(run.model, run.layout, 4096), 1, 4096) / 4096
+    assert per_token == pytest.approx(706e12 / 7776, rel=0.02)

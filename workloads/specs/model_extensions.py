@@ -1,0 +1,119 @@
+"""A model's fields beyond the paper's: the checks ModelSpec.__post_init__ runs on them (attention kinds, dense layers,
+hybrid patterns, DeepSeek-V4's attention) and the attention weights MLA and DeepSeek-V4 imply
+(ModelSpec.attention_params). They read a ModelSpec's fields only (typed Any: workloads/specs/models.py imports this
+module)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topologies.errors import ConfigError
+
+FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")
+# --hybrid-override-pattern's symbols moesim simulates, and the block each names (LayerKind.block)
+HYBRID_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def check_extensions(model: Any) -> None:
+    """Validate the beyond-the-paper fields: MLA ranks, dense layers."""
+    if model.attention not in ("gqa", "mla", "dsv4"):
+        raise ConfigError("model.attention", "must be gqa, mla or dsv4")
+    if model.attention == "dsv4":
+        _check_dsv4(model)
+    if model.ffn_activation not in FFN_ACTIVATIONS:
+        raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
+    if model.hybrid_pattern:
+        _check_hybrid(model)
+        if model.residual_streams > 1:
+            raise ConfigError("model.residual_streams", "mHC is simulated around attention and FFN blocks, not Mamba")
+    if model.attention == "mla":
+        for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            if getattr(model, name) <= 0:
+                raise ConfigError(f"model.{name}", "must be positive for MLA attention")
+    dense_only = model.num_experts == 0
+    if model.num_dense_layers >= model.num_layers and not dense_only:
+        raise ConfigError("model.num_dense_layers", f"must be < num_layers={model.num_layers} (or num_experts 0)")
+    has_dense = dense_only or model.num_dense_layers or model.mlp_only_layers
+    if has_dense and model.dense_ffn_size <= 0:
+        raise ConfigError("model.dense_ffn_size", "must be positive when the model has dense layers")
+    if not dense_only:
+        for name in ("top_k", "expert_ffn_size"):
+            if getattr(model, name) <= 0:
+                raise ConfigError(f"model.{name}", "must be positive for a model with experts (num_experts > 0)")
+    for name in ("window_layers", "mlp_only_layers"):
+        outside = [i for i in getattr(model, name) if i >= model.num_layers]
+        if outside:
+            raise ConfigError(f"model.{name}", f"layer {outside[0]} is beyond num_layers={model.num_layers}")
+    if model.window_layers and model.sliding_window <= 0:
+        raise ConfigError("model.sliding_window", "must be positive when window_layers are given")
+
+
+def _check_dsv4(model: Any) -> None:
+    """DeepSeek-V4's attention: its widths given, one shared key-value head, compressions it has kernels for."""
+    for name in ("q_lora_rank", "o_lora_rank", "o_groups", "kv_channels", "qk_rope_head_dim", "sliding_window"):
+        if getattr(model, name) <= 0:
+            raise ConfigError(f"model.{name}", "must be positive for DeepSeek-V4's attention (attention dsv4)")
+    if model.num_kv_heads != 1:
+        raise ConfigError("model.num_kv_heads", "must be 1 for DeepSeek-V4's attention (one shared key-value head)")
+    if model.num_heads % model.o_groups:
+        raise ConfigError("model.o_groups", f"must divide num_heads={model.num_heads}")
+    unknown = sorted(set(model.compress_ratios) - {0, 4, 128})
+    if unknown:
+        raise ConfigError("model.compress_ratios", f"{unknown[0]} is not 0, 4 or 128 (DeepSeek-V4's window, CSA, HCA)")
+    if 4 in model.compress_ratios and min(model.index_heads, model.index_head_dim, model.index_topk) <= 0:
+        raise ConfigError("model.index_topk", "index_heads, index_head_dim and index_topk must be positive with CSA")
+
+
+def _check_hybrid(model: Any) -> None:
+    """A hybrid pattern: one known symbol per layer, each block's sizes given, no per-layer lists beside it."""
+    pattern = model.hybrid_pattern
+    unknown = sorted(set(pattern) - set(HYBRID_BLOCKS))
+    if unknown:
+        raise ConfigError(
+            "model.hybrid_pattern",
+            f"{unknown[0]!r} is not a block moesim simulates (M Mamba-2, * attention, - MLP, E MoE; Megatron's G, D "
+            "and + layers and pipeline separators | are not)",
+        )
+    if len(pattern) != model.num_layers:
+        raise ConfigError("model.hybrid_pattern", f"has {len(pattern)} layers, num_layers is {model.num_layers}")
+    for symbol, name in (("M", "mamba_heads"), ("E", "num_experts"), ("-", "dense_ffn_size")):
+        if symbol in pattern and getattr(model, name) <= 0:
+            raise ConfigError(f"model.{name}", f"must be positive for a pattern with {HYBRID_BLOCKS[symbol]} layers")
+    for name in ("num_dense_layers", "mlp_only_layers", "window_layers"):
+        if getattr(model, name):
+            raise ConfigError(f"model.{name}", "is not simulated beside hybrid_pattern (the pattern places each layer)")
+
+
+def qk_head_dim(model: Any) -> int:
+    """Query/key width per head: d_h + d_h^R."""
+    return model.qk_nope_head_dim + model.qk_rope_head_dim
+
+
+def mla_params(model: Any) -> int:
+    """Weights of one MLA block (DeepSeek-V2 Eq. 12-19 and its HF modeling code), norms included."""
+    h, heads, q_rank, kv_rank = model.hidden_size, model.num_heads, model.q_lora_rank, model.kv_lora_rank
+    q_width = heads * qk_head_dim(model)
+    query = h * q_rank + q_rank + q_rank * q_width if q_rank else h * q_width  # W^DQ, norm, W^UQ/W^QR
+    kv = h * (kv_rank + model.qk_rope_head_dim) + kv_rank  # W^DKV and W^KR, latent norm
+    kv += kv_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)  # W^UK, W^UV
+    out = heads * model.v_head_dim * h  # W^O
+    return query + kv + out
+
+
+def dsv4_params(model: Any) -> int:
+    """Weights of one DeepSeek-V4 attention block, the mean over the layers (their compressors differ; every weight
+    counted exactly in the sum; HF DeepseekV4 checkpoint shapes): wq_a, q_norm, wq_b; wkv and kv_norm (one head);
+    wo_a (o_groups blocks, each heads / groups x head dim -> o_lora_rank) and wo_b; per layer, a compressor's wkv and
+    wgate (2 x head dim each at ratio 4, whose windows overlap, 1 x at 128) and norm, and at ratio 4 the indexer's
+    wq_b, weights_proj and its own compressor (overlapping, of index_head_dim)."""
+    h, heads, d, q_rank = model.hidden_size, model.num_heads, model.head_dim, model.q_lora_rank
+    shared = h * q_rank + q_rank + q_rank * heads * d + h * d + d
+    shared += heads * d * model.o_lora_rank + model.o_groups * model.o_lora_rank * h
+    di = model.index_head_dim
+    per_ratio = {
+        0: 0,
+        128: 2 * h * d + d,
+        4: 2 * h * 2 * d + d + q_rank * model.index_heads * di + h * model.index_heads + 2 * h * 2 * di + di,
+    }
+    ratios = [model.compress_ratio(layer) for layer in range(model.num_layers)]
+    return shared + round(sum(per_ratio[r] for r in ratios) / len(ratios))
