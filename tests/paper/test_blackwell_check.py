@@ -127,8 +127,8 @@ PINNED = {
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3670, 4044),  # measured 3,552: +3.3% / +13.8%
     "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3175, 3316),  # measured 2,528: +25.6% / +31.2%
-    "gb300-deepseek-v4-flash-128": (9378, 10387),  # measured 8,224: +14.0% / +26.3%
-    "gb200-deepseek-v4-flash-128": (9072, 9991),  # measured 7,776: +16.7% / +28.5%
+    "gb300-deepseek-v4-flash-128": (9175, 10183),  # measured 8,224: +11.6% / +23.8%
+    "gb200-deepseek-v4-flash-128": (8909, 9830),  # measured 7,776: +14.6% / +26.4%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
     # (-15.6% / +3.1% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-llama3-70b-64-fp8": (4375, 5056),  # measured 5,248: -16.6% / -3.7%

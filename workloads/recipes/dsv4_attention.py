@@ -13,10 +13,12 @@ to the hidden width. The shapes are the checkpoint's (compress_ratios, index_*, 
 
 Assumed, no kernel of it being published: the sparse attention kernel reaches the FlashAttention table's efficiency at
 its head width (512, read as the table's widest, 256) over a non-causal sequence as long as the mean keys a query
-attends; the indexer's scores run as a GEMM of index_head_dim depth over the compressed keys before each query
-(FP32 scores written and read once by the top-k); the compressor's key-value and gate projections run as one GEMM and
-its pooling as one memory-bound pass; the attention sink's extra logit is not charged. TP, CP and Ulysses SP of this
-attention are not modelled (DeepSeek-V4's published recipes run TP 1, CP 1).
+attends; the indexer's scores run as a BF16 GEMM of index_head_dim depth over the compressed keys before each query,
+FP8 training or not (Megatron-Core's DSA indexer at d98e8a64 is "a BF16 implementation of the fp8_index logic",
+experimental_attention_variant/dsa.py _compute_index_scores; the recipes fuse it, apply_dsa_kernel_fusion), its FP32
+scores written and read once by the top-k; the indexer loss (dsa_indexer_loss_coeff) is not charged; the compressor's
+key-value and gate projections run as one GEMM and its pooling as one memory-bound pass; the attention sink's extra
+logit is not charged. TP, CP and Ulysses SP of this attention are not modelled (its published recipes run TP 1, CP 1).
 """
 
 from __future__ import annotations
@@ -114,7 +116,12 @@ def dsv4_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, ratio: int) 
             Step("index_weights", GEMM, gemm=Gemm(tokens, index_heads, h)),
             *_compressor("index_compressor", tokens, index_dim, h, ratio),
             # every head's score of every compressed key before the query, weighted and summed over heads
-            Step("index_scores", GEMM, gemm=Gemm(tokens * index_heads, max(1, round(scored / tokens)), index_dim)),
+            Step(
+                "index_scores",
+                GEMM,
+                gemm=Gemm(tokens * index_heads, max(1, round(scored / tokens)), index_dim),
+                bf16_only=True,
+            ),
             Step("index_topk", MEMORY, mem_bytes=2 * scored * BYTES_SCORE, bwd_kernels=0),
         ]
     pairs = attended_pairs(model, seq_len, ratio)
