@@ -1,11 +1,14 @@
-# Megatron-LM arguments of Megatron-Bridge's MXFP8 DeepSeek-V4-Flash job on 128 GB200 (NVIDIA-NeMo/Megatron-Bridge@067f987d
-# src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v4.py deepseek_v4_flash_pretrain_128gpu_gb200_fp8mx_config
-# on recipes/deepseek/gb200/deepseek_v4.py deepseek_v4_flash_pretrain_64gpu_gb200_fp8mx_config: TP 1, PP 1, EP 64,
-# MBS 1, GBS 2,048, HybridEP on 32 SMs, full-iteration CUDA graph, selective recompute of mla_up_proj, fused mHC on
+# Megatron-LM arguments of Megatron-Bridge's MXFP8 DeepSeek-V4-Flash job on 128 GB200
+# (NVIDIA-NeMo/Megatron-Bridge@067f987d src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v4.py
+# deepseek_v4_flash_pretrain_128gpu_gb200_fp8mx_config on
+# recipes/deepseek/gb200/deepseek_v4.py deepseek_v4_flash_pretrain_64gpu_gb200_fp8mx_config: TP 1, PP 1, EP 64, MBS 1,
+# GBS 2,048, HybridEP on 32 SMs, full-iteration CUDA graph, selective recompute of mla_up_proj, fused mHC on
 # Blackwell, the precision-aware optimizer with BF16 moments). Model: examples/models/deepseek-v4-flash.json (HF
 # config.json; moe_router_load_balancing_type seq_aux_loss, coefficient 1e-4, forced balance). Published:
 # docs/performance-summary.md, 26.08, DGX-GB200, DeepSeekV4 Flash: 7,776 tokens/s/GPU.
-#   python -m experiments.validation.blackwell.check
+#   python -m experiments.validation.blackwell.check, or alone (fused mHC: a layout field, no Megatron-LM flag):
+#   moesim run --megatron-args examples/megatron/gb200-deepseek-v4-flash-128.sh \
+#     --model examples/models/deepseek-v4-flash.json --cluster gb200 --gpus 128 --set fused_mhc=true
 # Not expressible as Megatron-LM flags (dev Megatron-Core, not at NVIDIA/Megatron-LM@d98e8a64): use_fused_mhc (the
 # row's layout sets fused_mhc), apply_dsa_kernel_fusion, dsa_indexer_loss_coeff 0.01 with dsa_indexer_use_sparse_loss
 # (the indexer loss is not charged), csa_compress_rotary_base; NVTE_CUTEDSL_FUSED_GROUPED_MLP=1,
