@@ -125,6 +125,7 @@ class Module(Label):
     MOE = "moe"  # the MoE layer: router, dispatch, experts, combine (and the shared experts inside it)
     MOE_ACT = "moe_act"  # the experts' activation function
     SHARED_EXPERTS = "shared_experts"
+    MHC = "mhc"  # mHC's mappings, aggregation and merge around each block (workloads/recipes/residual.py)
 
     def rerun_by(self, modules: frozenset[Module]) -> bool:
         """Whether selective recomputation of ``modules`` re-runs a step of this module in backward: its own

@@ -204,7 +204,10 @@ def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = 
         ffn = dense_mlp_saved(model.dense_ffn_size, model, layout, Module.MLP, "mlp")
     else:
         ffn = moe_saved(model, layout)
-    streams = [Saved("mhc_streams", 2 * BYTES_BF16 * model.residual_streams * model.hidden_size)]
+    # the n streams before each block: the layer's input kept, the one between its blocks re-made under
+    # --recompute-modules mhc (Megatron-Core's output-discarding checkpoint of the merge, hyper_connection.py)
+    stream = BYTES_BF16 * model.residual_streams * model.hidden_size
+    streams = [Saved("mhc_layer_input", stream), Saved("mhc_block_streams", stream, Module.MHC)]
     return [*attention, ffn_norm, *ffn, *(streams if model.residual_streams > 1 else [])]
 
 

@@ -46,15 +46,18 @@ FLAGS = (
 )
 
 
-def _workload(global_batch: int, fused_mhc: bool) -> tuple[StepWorkload, object]:
-    run = parse_megatron_args(f"{FLAGS} --global-batch-size {global_batch}").resolve(SMALL, None, 8)
+def _workload(global_batch: int, fused_mhc: bool, extra: str = "") -> tuple[StepWorkload, object]:
+    run = parse_megatron_args(f"{FLAGS} --global-batch-size {global_batch} {extra}").resolve(SMALL, None, 8)
     layout = run.layout.with_(fused_mhc=fused_mhc)
     return StepWorkload(SMALL, layout, 8, 4, global_batch, 512), cluster_preset("h100", 8, domain_gpus=4)
 
 
-@pytest.mark.parametrize("fused_mhc", [False, True])
-def test_folded_equals_unfolded_and_op_level(fused_mhc: bool) -> None:
-    workload, cluster = _workload(16, fused_mhc)
+RECOMPUTE = "--recompute-granularity selective --recompute-modules mhc mla_up_proj"
+
+
+@pytest.mark.parametrize("fused_mhc, extra", [(False, ""), (True, ""), (True, RECOMPUTE)])
+def test_folded_equals_unfolded_and_op_level(fused_mhc: bool, extra: str) -> None:
+    workload, cluster = _workload(16, fused_mhc, extra)
     folded = Engine(workload, cluster).run()
     assert Engine(workload, cluster, placement="unfolded").run().step_time_s == pytest.approx(
         folded.step_time_s, rel=1e-9

@@ -10,7 +10,7 @@ from simulator.report.megatron_flops import megatron_args, megatron_flops
 from topologies.errors import ConfigError
 from workloads.inputs.hf_config import load_hf_config
 from workloads.inputs.megatron import parse_megatron_args
-from workloads.ops import BYTES_BF16
+from workloads.ops import BYTES_BF16, Module
 from workloads.recipes.dsv4_attention import attended_pairs, compressed_pairs, dsv4_recipe, window_pairs
 from workloads.recipes.layers import layer_recipe
 from workloads.recipes.residual import hyper_connection_steps
@@ -119,3 +119,17 @@ def test_flops_per_token_match_megatron_bridges_published_count() -> None:
     run = parse_megatron_args("examples/megatron/gb200-deepseek-v4-flash-128.sh").resolve(FLASH)
     per_token = megatron_flops(megatron_args(run.model, run.layout, 4096), 1, 4096) / 4096
     assert per_token == pytest.approx(706e12 / 7776, rel=0.02)
+
+
+def test_mhc_recompute_reruns_the_mhc_steps_and_frees_the_streams_between_blocks() -> None:
+    from simulator.memory.activations import layer_saved
+
+    kept = {saved.name: saved for saved in layer_saved(SMALL, LAYOUT, dense=False)}
+    assert kept["mhc_layer_input"].bytes_per_token == kept["mhc_block_streams"].bytes_per_token == 4 * 256 * 2
+    assert kept["mhc_block_streams"].module.rerun_by(frozenset({Module.MHC}))
+    assert not kept["mhc_layer_input"].module.rerun_by(frozenset({Module.MHC}))
+    steps = layer_recipe(SMALL, LAYOUT, 64, 8, compress=4)
+    assert {step.module for step in steps if "_mhc_" in step.name} == {Module.MHC}
+    flags = "--seq-length 64 --recompute-granularity selective --recompute-modules mhc mlp"
+    with pytest.raises(ConfigError, match="'mhc' and 'mlp'"):
+        parse_megatron_args(flags).resolve(model_preset("mixtral-8x7b"))

@@ -262,7 +262,7 @@ def test_recompute_flags() -> None:
             "--recompute-granularity selective --recompute-modules moe_act",
             "moe_act is only supported with --moe-grouped",
         ),
-        ("--recompute-granularity selective --recompute-modules mhc", "'mhc' not modelled"),
+        ("--recompute-granularity selective --recompute-modules gdp_qkv", "'gdp_qkv' not modelled"),
     ):
         with pytest.raises(ConfigError, match=rule):
             parse_megatron_args(f"--bf16 {flags}")

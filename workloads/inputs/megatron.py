@@ -365,6 +365,8 @@ def _recompute(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any
     for module in modules:
         if module not in RECOMPUTE_MODULES:
             raise ConfigError("--recompute-modules", f"{module!r} not modelled; moesim models {RECOMPUTE_MODULES}")
+    if "mhc" in modules and "mlp" in modules:  # TransformerConfig.__post_init__ at d98e8a64
+        raise ConfigError("--recompute-modules", "'mhc' and 'mlp' cannot be used together (Megatron-Core)")
     if "moe_act" in modules and not args.get("--moe-grouped-gemm"):
         raise ConfigError("--recompute-modules", "moe_act is only supported with --moe-grouped-gemm")
     shared = args.get("--moe-shared-expert-intermediate-size")

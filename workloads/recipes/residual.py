@@ -7,6 +7,8 @@ autograd InputBuffer sums the second gradient that reaches a tensor into the fir
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from workloads.ops import BYTES_BF16, GEMM, MEMORY, Gemm, GraphPart, Module, Step
 from workloads.specs.models import ModelSpec
 
@@ -102,7 +104,9 @@ def hyper_connection_steps(name: str, model: ModelSpec, tokens: int, fused: bool
             f"{name}_mhc_pre", MEMORY, mem_bytes=streams + single + 2 * mixes, bwd_mem_bytes=2 * streams + single
         )
         merge = Step(f"{name}_mhc_merge", MEMORY, mem_bytes=2 * streams + single, bwd_mem_bytes=3 * streams + single)
-        return [projection, pre], merge
+        return [replace(projection, module=Module.MHC), replace(pre, module=Module.MHC)], replace(
+            merge, module=Module.MHC
+        )
     matrix = tokens * n * n * BYTES_FP32
     sinkhorn_kernels = 2 + SINKHORN_FWD_KERNELS_PER_ITERATION * model.sinkhorn_iterations
     sinkhorn = Step(
@@ -123,4 +127,4 @@ def hyper_connection_steps(name: str, model: ModelSpec, tokens: int, fused: bool
     merge = Step(
         f"{name}_mhc_merge", MEMORY, mem_bytes=merge_bytes, kernels=3, bwd_mem_bytes=merge_bytes, bwd_kernels=3
     )
-    return pre, merge
+    return [replace(step, module=Module.MHC) for step in pre], replace(merge, module=Module.MHC)

@@ -46,6 +46,8 @@ def check_step(
         raise ConfigError(
             "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla or dsv4"
         )
+    if "mhc" in layout.recompute_modules and model.residual_streams <= 1:
+        raise ConfigError("layout.recompute_modules", "mhc recomputes mHC's mappings: the model has none (mHC off)")
     if not layout.sequence_parallel and layout.intra_size > 1 and model.moe_layers:
         raise ConfigError(  # megatron/core/transformer/moe/moe_layer.py MoELayer.forward at d98e8a64dd
             "layout.sequence_parallel",
