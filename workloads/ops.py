@@ -356,3 +356,5 @@ class LayerKind(NamedTuple):
     precisions: tuple[tuple[str, str], ...] = ()
     # DeepSeek-V4's attention: keys compressed this many to one beside the window (ModelSpec.compress_ratios; 0: none)
     compress: int = 0
+    # DeepSeek-V3.2's sparse attention: the layer runs its indexer (else it reuses an earlier layer's top-k)
+    indexer: bool = False

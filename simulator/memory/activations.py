@@ -102,8 +102,13 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         inputs = [Saved("down_proj_inputs_fp8", downs * g * h)]
     else:  # one BF16 norm output, read by both down projections
         inputs = [Saved("attn_norm_output", BYTES_BF16 * h, Module.LAYERNORM)]
+    # DSA's indexer (workloads/recipes/mla.py dsa_indexer): its queries, key and head weights, and the top-k indices
+    # (int64: torch.topk), every GPU of a TP group holding its whole sequence's
+    index = model.index_heads * model.index_head_dim + model.index_head_dim + model.index_heads
+    dsa = [Saved("dsa_indexer", t * (BYTES_BF16 * index + BYTES_INDEX * model.index_topk))] if model.dsa else []
     return [
         *inputs,
+        *dsa,
         Saved("latents", t * BYTES_BF16 * latents),  # the latent norms' inputs, full sequence on each GPU
         Saved("up_proj_inputs", t * g * latents, Module.MLA_UP_PROJ),  # the latent norms' outputs
         Saved("q_k_v", BYTES_BF16 * heads * (2 * d_qk + model.v_head_dim), Module.MLA_UP_PROJ),

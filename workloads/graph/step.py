@@ -358,7 +358,15 @@ class StepWorkload:
         if kind not in self._cache:
             layout = bf16_layout(self.layout) if kind.bf16 else self.layout
             recipe = layer_recipe(
-                self.model, layout, self.seq_len, self.gpus_per_node, kind.dense, kind.window, kind.block, kind.compress
+                self.model,
+                layout,
+                self.seq_len,
+                self.gpus_per_node,
+                kind.dense,
+                kind.window,
+                kind.block,
+                kind.compress,
+                kind.indexer,
             )
             self._cache[kind] = with_module_precisions(recipe, kind.precisions)
         return self._cache[kind]

@@ -15,10 +15,9 @@ from typing import Any
 
 from topologies.errors import ConfigError, short_repr
 from workloads.inputs.bounded_read import read_bounded
+from workloads.inputs.model_names import JSON_SUFFIX, is_hf_config_path
 from workloads.specs.limits import check_limit
 from workloads.specs.models import ModelSpec
-
-JSON_SUFFIX = ".json"
 
 
 class _Config:
@@ -247,7 +246,17 @@ def _deepseek(c: _Config, name: str) -> dict[str, Any]:
     )
     if first or later:
         fields["dense_ffn_size"] = c.int("intermediate_size")
+    fields.update(_indexer(c))  # DeepSeek-V3.2 and GLM-5's sparse attention (DSA) on MLA, where given
     return fields
+
+
+def _indexer(c: _Config) -> dict[str, Any]:
+    """An indexer's sizes (DSA, DeepSeek-V4's CSA) [index_n_heads, index_head_dim, index_topk; GLM-5's
+    index_topk_freq, index_skip_topk_offset]; 0 without one."""
+    sizes = {"index_heads": "index_n_heads", "index_head_dim": "index_head_dim", "index_topk": "index_topk"}
+    fields = {field: c.int(key, default=0) for field, key in sizes.items()}
+    offset = c.int("index_skip_topk_offset", default=0)
+    return fields | {"index_topk_freq": c.positive("index_topk_freq", 1), "index_skip_offset": offset}
 
 
 def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
@@ -256,10 +265,9 @@ def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
     num_hash_layers layers route by token id: timed with the learned router's gate GEMM (under 1% of their FLOPs)."""
     fields = _experts(c, name, "n_routed_experts", "moe_intermediate_size")
     fields.pop("window_layers", None)
-    read = {"q_lora_rank": "q_lora_rank", "qk_rope_head_dim": "qk_rope_head_dim", "o_lora_rank": "o_lora_rank"}
-    read |= {"o_groups": "o_groups", "sliding_window": "sliding_window", "index_heads": "index_n_heads"}
-    read |= {"index_head_dim": "index_head_dim", "index_topk": "index_topk", "residual_streams": "hc_mult"}
-    fields.update({field: c.int(key, default=0) for field, key in read.items()})
+    same = ("q_lora_rank", "qk_rope_head_dim", "o_lora_rank", "o_groups", "sliding_window")
+    fields.update({key: c.int(key, default=0) for key in same} | _indexer(c))
+    fields["residual_streams"] = c.int("hc_mult", default=0)
     fields.update(
         attention="dsv4",
         compress_ratios=c.int_list("compress_ratios"),
@@ -374,6 +382,8 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     # (MoonshotAI/Kimi-K2 docs/deploy_guidance.md, "Others"): DeepSeek-V3's reader, at K2's 384 experts and 64 heads
     "kimi_k2": _deepseek,
     "deepseek_v4": _deepseek_v4,
+    "deepseek_v32": _deepseek,  # DeepSeek-V3.2: V3's layers with DSA (index_topk)
+    "glm_moe_dsa": _deepseek,  # GLM-5: MLA with DSA, DeepSeek-V3's MoE keys
     "glm4_moe": _glm4_moe,
     "ernie4_5_moe": _ernie4_5_moe,
     "llama4": _llama4,
@@ -395,17 +405,6 @@ NOT_EXPRESSED = {
     "qwen3_next": "Gated DeltaNet linear-attention layers (layer_types linear_attention) are not modelled",
     "kimi_linear": "Kimi Delta Attention linear-attention layers (linear_attn_config kda_layers) are not modelled",
 }
-
-
-def is_hf_config_path(value: object) -> bool:
-    """A path ending in .json, or a folder holding a config.json."""
-    if not isinstance(value, (str, Path)):
-        return False
-    path = Path(value)
-    try:
-        return str(value).lower().endswith(JSON_SUFFIX) or (path.is_dir() and (path / "config.json").is_file())
-    except (OSError, ValueError):  # a name too long for a path, a NUL byte, ...: not a folder
-        return False
 
 
 def model_from_hf_dict(data: object, name: str, origin: str = "config.json") -> ModelSpec:

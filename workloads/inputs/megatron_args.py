@@ -209,6 +209,13 @@ FLAGS: dict[str, Flag] = {
     "--qk-pos-emb-head-dim": Flag(I),
     "--v-head-dim": Flag(I),
     "--mtp-num-layers": Flag(I),
+    # DSA (--experimental-attention-variant dsa; TransformerConfig dsa_indexer_* at d98e8a64)
+    "--experimental-attention-variant": Flag(T),
+    "--dsa-indexer-n-heads": Flag(I),
+    "--dsa-indexer-head-dim": Flag(I),
+    "--dsa-indexer-topk": Flag(I),
+    "--dsa-indexer-topk-freq": Flag(I),
+    "--dsa-indexer-skip-topk-offset": Flag(I),
     # mHC (megatron/core/transformer/transformer_config.py enable_mhc_connections and its fields at d98e8a64)
     "--enable-mhc-connections": Flag(S),
     "--mhc-num-residual-streams": Flag(I),

@@ -208,7 +208,6 @@ MORE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("--disable-dsa-", NOT_EXPRESSED),
     ("--mhc-init-", NOT_EXPRESSED),
     ("--mhc-recompute-", NOT_EXPRESSED),
-    ("--experimental-attention-variant", NOT_EXPRESSED),
     ("--disable-mamba-", NOT_EXPRESSED),
     ("--mtp-hybrid-override-pattern", NOT_EXPRESSED),
     ("--flight-recorder-", LOGGING),

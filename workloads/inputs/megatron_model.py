@@ -81,6 +81,41 @@ def _hyper_connections(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[
     return out
 
 
+DSA_FLAGS = {  # flag -> ModelSpec field (TransformerConfig dsa_indexer_* at d98e8a64)
+    "--dsa-indexer-n-heads": "index_heads",
+    "--dsa-indexer-head-dim": "index_head_dim",
+    "--dsa-indexer-topk": "index_topk",
+    "--dsa-indexer-topk-freq": "index_topk_freq",
+    "--dsa-indexer-skip-topk-offset": "index_skip_offset",
+}
+
+
+def _sparse_attention(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
+    """DeepSeek-V3.2's sparse attention under --experimental-attention-variant dsa (workloads/recipes/mla.py): its
+    indexer's sizes; Megatron's linear-attention variants (gdn, gdn2) are refused by name."""
+    variant = args.get("--experimental-attention-variant")
+    given = {field: args[flag] for flag, field in DSA_FLAGS.items() if flag in args}
+    if variant is None:
+        ignored.extend(
+            IgnoredArg(flag, "no effect without --experimental-attention-variant dsa")
+            for flag in DSA_FLAGS
+            if flag in args
+        )
+        return {}
+    if variant != "dsa":
+        raise ConfigError(
+            "--experimental-attention-variant", f"{variant!r}: linear-attention layers are not modelled (dsa is)"
+        )
+    if not args.get("--multi-latent-attention"):
+        raise ConfigError(
+            "--experimental-attention-variant", "dsa runs on MLA: add --multi-latent-attention (Megatron-Core)"
+        )
+    for flag in ("--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk"):
+        if flag not in args:
+            raise ConfigError(flag, "DSA needs its indexer's size: Megatron-Core has no default")
+    return given
+
+
 def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
     """ModelSpec fields the flags set on their own (base-independent), one flag each."""
     out: dict[str, Any] = {}
@@ -123,6 +158,7 @@ def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]
     if args.get("--mtp-use-repeated-layer"):
         out["mtp_repeated_layer"] = True
     out.update(_hyper_connections(args, ignored))
+    out.update(_sparse_attention(args, ignored))
     activation = ffn_activation(args)
     if activation:
         out["ffn_activation"] = activation

@@ -12,6 +12,7 @@ from workloads.inputs.bounded_read import read_bounded
 
 SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "models"  # a source checkout (pip install -e .)
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+JSON_SUFFIX = ".json"
 
 
 def hub_cache() -> Path:
@@ -55,3 +56,14 @@ def how_to_get(name: str) -> str:
             f"`huggingface-cli download {name} config.json` (or pass the config.json's path)"
         )
     return "or give a Hugging Face config.json path, a hub id in the local cache (Org/Name), or a model YAML"
+
+
+def is_hf_config_path(value: object) -> bool:
+    """A path ending in .json, or a folder holding a config.json."""
+    if not isinstance(value, (str, Path)):
+        return False
+    path = Path(value)
+    try:
+        return str(value).lower().endswith(JSON_SUFFIX) or (path.is_dir() and (path / "config.json").is_file())
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte, ...: not a folder
+        return False

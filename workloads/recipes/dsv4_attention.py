@@ -89,6 +89,21 @@ def _compressor(name: str, tokens: int, width: int, hidden: int, ratio: int) -> 
     ]
 
 
+def indexer_steps(model: ModelSpec, tokens: int, query_width: int, keys: list[Step], scored: float) -> list[Step]:
+    """An indexer on ``tokens`` positions (DeepSeek-V3.2's lightning indexer, DeepSeek-V4's CSA indexer): its
+    index_heads x index_head_dim queries from a ``query_width``-wide input (the query latent), its per-head weights
+    from the hidden state, its keys (``keys``' steps), a score per (query, key) of the ``scored`` pairs (every head's
+    dot product, weighted and summed over heads) and the top-k over them."""
+    heads, dim, h = model.index_heads, model.index_head_dim, model.hidden_size
+    return [
+        Step("index_q", GEMM, gemm=Gemm(tokens, heads * dim, query_width)),
+        Step("index_weights", GEMM, gemm=Gemm(tokens, heads, h)),
+        *keys,
+        Step("index_scores", GEMM, gemm=Gemm(tokens * heads, max(1, round(scored / tokens)), dim), bf16_only=True),
+        Step("index_topk", MEMORY, mem_bytes=2 * scored * BYTES_SCORE, bwd_kernels=0),
+    ]
+
+
 def dsv4_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, ratio: int) -> list[Step]:
     """Norm, low-rank query, shared key-value head, compressor and indexer (by ``ratio``), the sparse attention,
     the grouped output projection and the residual add, on one GPU holding the whole sequence (TP 1)."""
@@ -109,21 +124,9 @@ def dsv4_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, ratio: int) 
     if ratio:
         steps += _compressor("compressor", tokens, d, h, ratio)
     if ratio == CSA_RATIO:
-        index_heads, index_dim = model.index_heads, model.index_head_dim
         scored = layout.micro_batch * compressed_pairs(seq_len, ratio)
-        steps += [
-            Step("index_q", GEMM, gemm=Gemm(tokens, index_heads * index_dim, q_rank)),
-            Step("index_weights", GEMM, gemm=Gemm(tokens, index_heads, h)),
-            *_compressor("index_compressor", tokens, index_dim, h, ratio),
-            # every head's score of every compressed key before the query, weighted and summed over heads
-            Step(
-                "index_scores",
-                GEMM,
-                gemm=Gemm(tokens * index_heads, max(1, round(scored / tokens)), index_dim),
-                bf16_only=True,
-            ),
-            Step("index_topk", MEMORY, mem_bytes=2 * scored * BYTES_SCORE, bwd_kernels=0),
-        ]
+        keys = _compressor("index_compressor", tokens, model.index_head_dim, h, ratio)
+        steps += indexer_steps(model, tokens, q_rank, keys, scored)
     pairs = attended_pairs(model, seq_len, ratio)
     shape = AttentionShape(d, d, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend)
     flops = dsv4_attention_flops(model, layout, seq_len, ratio)

@@ -153,9 +153,11 @@ def layer_recipe(
     window: int = 0,
     block: str = "",
     compress: int = 0,
+    indexer: bool = False,
 ) -> list[Step]:
     """The forward steps of one layer on one GPU (dense or MoE FFN, attention over a ``window`` of keys or
-    all of them, DeepSeek-V4's with its keys ``compress``ed; a hybrid model's ``block`` alone: workloads.ops.LayerKind),
+    all of them, DeepSeek-V4's with its keys ``compress``ed, DSA's with or without its ``indexer``; a hybrid model's
+    ``block`` alone: workloads.ops.LayerKind),
     with CP, mHC and the GEMM / comm precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
     attention: list[Step] = []
@@ -163,8 +165,11 @@ def layer_recipe(
         check_dsv4_layout(layout)
         attention = dsv4_recipe(model, layout, seq_len, compress)
     elif block in ("", "attention"):
-        recipe = mla_recipe if model.attention == "mla" else attention_recipe
-        attention = apply_cp(recipe(model, layout, local_seq, window), model, layout, seq_len, gpus_per_node, window)
+        if model.attention == "mla":
+            recipe = mla_recipe(model, layout, local_seq, window, indexer)
+        else:
+            recipe = attention_recipe(model, layout, local_seq, window)
+        attention = apply_cp(recipe, model, layout, seq_len, gpus_per_node, window)
     ffn: list[Step] = []
     if block in ("", "mlp", "moe"):
         act_local = layout.micro_batch * local_seq // layout.sequence_shards * model.hidden_size * BYTES_BF16

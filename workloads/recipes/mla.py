@@ -7,8 +7,10 @@ the output projection maps H d_v back to h. Down/up projections are GEMMs; RMSNo
 
 from __future__ import annotations
 
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, AttentionShape, Gemm, Module, Step, attention_pairs
+from topologies.errors import ConfigError
+from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
+from workloads.recipes.dsv4_attention import indexer_steps, window_pairs
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
@@ -25,8 +27,11 @@ def mla_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, wind
     return 2.0 * layout.micro_batch * attention_pairs(seq_len, window) * heads_local * dims
 
 
-def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> list[Step]:
-    """Norm, MLA down/up projections, FlashAttention, output projection: Ulysses SP (n >= 1) or TP."""
+def mla_recipe(
+    model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0, indexer: bool = False
+) -> list[Step]:
+    """Norm, MLA down/up projections, FlashAttention, output projection: Ulysses SP (n >= 1) or TP. Under DSA
+    (model.dsa): the attention over each query's index_topk keys, after the layer's ``indexer`` where it runs one."""
     n, h, heads = layout.intra_size, model.hidden_size, model.num_heads
     tokens = layout.micro_batch * seq_len
     q_rank, kv_rank, rope = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim
@@ -55,6 +60,11 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
     flops = mla_attention_flops(model, layout, seq_len, window)
     shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
+    if model.dsa:
+        if n > 1 and not tp:
+            raise ConfigError("layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP")
+        steps += dsa_indexer(model, layout, seq_len, rows) if indexer else []
+        flash = sparse_attention(model, layout, seq_len, local_heads)
     residual = residual_step("attn_residual", act_local)
     if tp:
         return steps + [
@@ -69,3 +79,28 @@ def mla_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int =
     )
     steps += [to_heads, flash, to_sequence] if n > 1 else [flash]
     return steps + [Step("o_proj", GEMM, gemm=Gemm(rows, h, heads * d_v)), residual]
+
+
+def dsa_indexer(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows: int) -> list[Step]:
+    """DSA's indexer on ``rows`` positions (DeepSeek-V3.2 Sec. 2.1; Megatron-Core DSAIndexer at d98e8a64: linear_wq_b
+    from the query latent, linear_wk with its LayerNorm, linear_weights_proj, the Hadamard rotation of q and k,
+    the scores of every key before each query, the top-k). Assumed: each GPU of a TP group indexes its gathered
+    sequence whole, as it holds the latents."""
+    dim = model.index_head_dim
+    keys = [
+        Step("index_k", GEMM, gemm=Gemm(rows, dim, model.hidden_size)),
+        norm_step("index_k_norm", rows * dim * BYTES_BF16),
+        Step("index_rotate", MEMORY, mem_bytes=2 * rows * (model.index_heads + 1) * dim * BYTES_BF16, kernels=2),
+    ]
+    scored = layout.micro_batch * seq_len * (seq_len + 1) // 2  # every key up to each query's own
+    return indexer_steps(model, rows, model.q_lora_rank or model.hidden_size, keys, scored)
+
+
+def sparse_attention(model: ModelSpec, layout: LayoutSpec, seq_len: int, heads: int) -> Step:
+    """DSA's attention: each query over the min(position, index_topk) keys its indexer picked, timed as the dsv4
+    attention's sparse kernel is (workloads/recipes/dsv4_attention.py: FlashAttention's table at the mean keys)."""
+    pairs = window_pairs(seq_len, model.index_topk)
+    d_qk, d_v = qk_head_dim(model), model.v_head_dim
+    shape = AttentionShape(d_qk, d_v, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend)
+    flops = 2.0 * layout.micro_batch * pairs * heads * (d_qk + d_v)
+    return Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)

@@ -20,6 +20,10 @@ def check_extensions(model: Any) -> None:
         raise ConfigError("model.attention", "must be gqa, mla or dsv4")
     if model.attention == "dsv4":
         _check_dsv4(model)
+    if model.index_topk and model.attention == "mla" and min(model.index_heads, model.index_head_dim) <= 0:
+        raise ConfigError("model.index_heads", "index_heads and index_head_dim must be positive with index_topk (DSA)")
+    if model.index_topk_freq < 1:
+        raise ConfigError("model.index_topk_freq", f"must be >= 1, got {model.index_topk_freq}")
     if model.ffn_activation not in FFN_ACTIVATIONS:
         raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
     if model.hybrid_pattern:
@@ -97,7 +101,10 @@ def mla_params(model: Any) -> int:
     kv = h * (kv_rank + model.qk_rope_head_dim) + kv_rank  # W^DKV and W^KR, latent norm
     kv += kv_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)  # W^UK, W^UV
     out = heads * model.v_head_dim * h  # W^O
-    return query + kv + out
+    # DSA's indexer (Megatron-Core DSAIndexer: linear_wq_b, linear_wk with its LayerNorm, linear_weights_proj)
+    di, indexer_heads = model.index_head_dim, model.index_heads
+    indexer = (q_rank or h) * indexer_heads * di + h * di + 2 * di + h * indexer_heads if model.index_topk else 0
+    return query + kv + out + indexer
 
 
 def dsv4_params(model: Any) -> int:

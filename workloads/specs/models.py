@@ -127,6 +127,12 @@ class ModelSpec:
     index_heads: int = 0
     index_head_dim: int = 0
     index_topk: int = 0
+    # DeepSeek-V3.2's sparse attention (DSA) under MLA [index_topk > 0; Megatron --experimental-attention-variant dsa]:
+    # every query attends the index_topk keys its indexer picks; the layers whose number (from 1) minus
+    # max(index_skip_offset, 1) is a multiple of index_topk_freq run the indexer, the others reuse the last top-k
+    # (megatron/core/transformer/experimental_attention_variant/dsa.py is_dsa_skip_topk_layer at d98e8a64).
+    index_topk_freq: int = 1
+    index_skip_offset: int = 0
     # Manifold-constrained hyper-connections (mHC; Megatron-LM --enable-mhc-connections --mhc-num-residual-streams,
     # HF hc_mult): the residual stream is this many copies of the hidden state, mixed around every attention and FFN
     # block by per-token weights projected with Sinkhorn-Knopp iterations (megatron/core/transformer/
@@ -165,14 +171,26 @@ class ModelSpec:
         dense = layer < self.num_dense_layers or layer in self.mlp_only_layers or self.num_experts == 0
         if self.attention == "dsv4":  # every layer has the window; its compression from compress_ratios
             return LayerKind(dense, self.sliding_window, compress=self.compress_ratio(layer))
-        return LayerKind(dense, self.sliding_window if layer in self.window_layers else 0)
+        window = self.sliding_window if layer in self.window_layers else 0
+        return LayerKind(dense, window, indexer=self.runs_indexer(layer)) if self.dsa else LayerKind(dense, window)
+
+    @property
+    def dsa(self) -> bool:
+        """Whether MLA runs DeepSeek-V3.2's sparse attention (index_topk keys per query)."""
+        return self.attention == "mla" and self.index_topk > 0
+
+    def runs_indexer(self, layer: int) -> bool:
+        """Whether DSA layer ``layer`` (from 0) runs its indexer, not an earlier layer's top-k (Megatron's
+        is_dsa_skip_topk_layer); an MTP module's (``layer`` num_layers) does."""
+        offset = max(self.index_skip_offset, 1)
+        return layer >= self.num_layers or max(layer + 1 - offset, 0) % self.index_topk_freq == 0
 
     def mtp_layer_kind(self) -> LayerKind:
         """The kind of a multi-token-prediction module's layer: an MoE (or dense) layer with full attention; under
         DeepSeek-V4's attention its window and the compression listed after the layers' (HF compress_ratios)."""
         if self.attention == "dsv4":
             return LayerKind(self.num_experts == 0, self.sliding_window, compress=self.compress_ratio(self.num_layers))
-        return LayerKind(self.num_experts == 0, 0)
+        return LayerKind(self.num_experts == 0, 0, indexer=self.dsa)
 
     def compress_ratio(self, layer: int) -> int:
         """DeepSeek-V4's compression of layer ``layer``'s keys (0: the window alone; an MTP module's index follows
@@ -371,6 +389,7 @@ _OPTIONAL_FIELDS = frozenset(
         "index_heads",
         "index_head_dim",
         "index_topk",
+        "index_skip_offset",
         "residual_streams",
     }
 )

@@ -1,6 +1,7 @@
-"""DeepSeek-V4's attention and mHC (workloads/recipes/dsv4_attention.py, residual.py) through every engine path: the
-folded placement against every GPU unfolded, the memoized tasks against op level, and the steady shortcut against
-the full run, on a 4-layer DeepSeek-V4 with EP over two 4-GPU nodes."""
+"""DeepSeek-V4's attention and mHC (workloads/recipes/dsv4_attention.py, residual.py) and DeepSeek-V3.2's DSA
+(workloads/recipes/mla.py) through every engine path: the folded placement against every GPU unfolded, the memoized
+tasks against op level, and the steady shortcut against the full run, on 4-layer models with EP over two 4-GPU
+nodes."""
 
 from __future__ import annotations
 
@@ -39,6 +40,28 @@ SMALL = ModelSpec(
     residual_streams=4,
     mtp_layers=1,
 )
+# MLA with DSA, the indexer on layers 1 and 3 (from 1; Megatron's topk_freq 2), reused on 2 and 4
+SMALL_DSA = ModelSpec(
+    "small-dsa",
+    4,
+    512,
+    8,
+    8,
+    256,
+    8,
+    2,
+    2000,
+    attention="mla",
+    kv_lora_rank=64,
+    q_lora_rank=128,
+    qk_rope_head_dim=16,
+    qk_nope_head_dim=32,
+    v_head_dim=32,
+    index_heads=4,
+    index_head_dim=32,
+    index_topk=64,
+    index_topk_freq=2,
+)
 FLAGS = (
     "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 2 --expert-model-parallel-size 4 "
     "--micro-batch-size 1 --seq-length 512 --bf16 --moe-token-dispatcher-type alltoall --moe-grouped-gemm "
@@ -46,18 +69,24 @@ FLAGS = (
 )
 
 
-def _workload(global_batch: int, fused_mhc: bool, extra: str = "") -> tuple[StepWorkload, object]:
-    run = parse_megatron_args(f"{FLAGS} --global-batch-size {global_batch} {extra}").resolve(SMALL, None, 8)
+def _workload(
+    global_batch: int, fused_mhc: bool, extra: str = "", model: ModelSpec = SMALL
+) -> tuple[StepWorkload, object]:
+    run = parse_megatron_args(f"{FLAGS} --global-batch-size {global_batch} {extra}").resolve(model, None, 8)
     layout = run.layout.with_(fused_mhc=fused_mhc)
-    return StepWorkload(SMALL, layout, 8, 4, global_batch, 512), cluster_preset("h100", 8, domain_gpus=4)
+    return StepWorkload(model, layout, 8, 4, global_batch, 512), cluster_preset("h100", 8, domain_gpus=4)
 
 
 RECOMPUTE = "--recompute-granularity selective --recompute-modules mhc mla_up_proj"
 
 
-@pytest.mark.parametrize("fused_mhc, extra", [(False, ""), (True, ""), (True, RECOMPUTE)])
-def test_folded_equals_unfolded_and_op_level(fused_mhc: bool, extra: str) -> None:
-    workload, cluster = _workload(16, fused_mhc, extra)
+@pytest.mark.parametrize(
+    "fused_mhc, extra, model",
+    [(False, "", SMALL), (True, "", SMALL), (True, RECOMPUTE, SMALL), (False, "", SMALL_DSA)],
+    ids=["dsv4-eager-mhc", "dsv4-fused-mhc", "dsv4-recompute", "dsa"],
+)
+def test_folded_equals_unfolded_and_op_level(fused_mhc: bool, extra: str, model: ModelSpec) -> None:
+    workload, cluster = _workload(16, fused_mhc, extra, model)
     folded = Engine(workload, cluster).run()
     assert Engine(workload, cluster, placement="unfolded").run().step_time_s == pytest.approx(
         folded.step_time_s, rel=1e-9
@@ -68,9 +97,10 @@ def test_folded_equals_unfolded_and_op_level(fused_mhc: bool, extra: str) -> Non
         assert mine.busy_s == pytest.approx(theirs.busy_s, rel=1e-9) and mine.end_s == pytest.approx(theirs.end_s)
 
 
+@pytest.mark.parametrize("model", [SMALL, SMALL_DSA], ids=["dsv4", "dsa"])
 @pytest.mark.parametrize("global_batch", [64, 96, 128])
-def test_shortcut_equals_the_full_run(global_batch: int) -> None:
-    workload, cluster = _workload(global_batch, True)
+def test_shortcut_equals_the_full_run(global_batch: int, model: ModelSpec) -> None:
+    workload, cluster = _workload(global_batch, True, model=model)
     step = run_step(workload, cluster, DEFAULT_CALIBRATION)
     assert step.runs and sum(step.runs) < workload.micro_batches and step.bound_rel == 0
     assert_same_fields(step.result, Engine(workload, cluster).run())

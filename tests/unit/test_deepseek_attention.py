@@ -133,3 +133,39 @@ def test_mhc_recompute_reruns_the_mhc_steps_and_frees_the_streams_between_blocks
     flags = "--seq-length 64 --recompute-granularity selective --recompute-modules mhc mlp"
     with pytest.raises(ConfigError, match="'mhc' and 'mlp'"):
         parse_megatron_args(flags).resolve(model_preset("mixtral-8x7b"))
+
+
+def test_dsa_runs_the_indexer_on_megatrons_layers_and_attends_top_k() -> None:
+    """Megatron-Core's is_dsa_skip_topk_layer at d98e8a64: layers numbered from 1, offset max(offset, 1); GLM-5.2's
+    sharing (freq 4, offset 3): layers 1-3 compute, then every fourth (7, 11, ...)."""
+    v32 = load_hf_config("examples/models/deepseek-v3.2.json")
+    # V3's weights and, per layer, the indexer's: 1,536 x 64 x 128 + 7,168 x 128 + 2 x 128 + 7,168 x 64
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert (
+        v32.dsa and v32.total_params == load_hf_config("examples/models/deepseek-v3.json").total_params + 61 * indexer
+    )
+    assert all(v32.layer_kind(i).indexer for i in range(v32.num_layers))
+    shared = v32.with_(index_topk_freq=4, index_skip_offset=3)
+    assert [i + 1 for i in range(12) if shared.layer_kind(i).indexer] == [1, 2, 3, 7, 11]
+    layout = LAYOUT.with_(micro_batch=2)
+    steps = {step.name: step for step in layer_recipe(v32, layout, 4096, 8, indexer=True)}
+    # each query attends min(position, 2,048) keys: 2 b pairs heads (d_qk + d_v)
+    pairs = window_pairs(4096, 2048)
+    assert steps["sparse_attn"].flops == 2 * 2 * pairs * 128 * (192 + 128) and "flash_attn" not in steps
+    assert steps["index_topk"].mem_bytes == 2 * 2 * 4096 * 4097 // 2 * 4  # every key up to each query's own
+    assert steps["index_q"].gemm.k == 1536 and steps["index_k"].gemm.n == 128
+    reused = [step.name for step in layer_recipe(v32, layout, 4096, 8, indexer=False)]
+    assert "sparse_attn" in reused and not any(name.startswith("index_") for name in reused)
+
+
+def test_dsa_flags() -> None:
+    base = "--seq-length 4096 --multi-latent-attention --experimental-attention-variant dsa"
+    sizes = "--dsa-indexer-n-heads 64 --dsa-indexer-head-dim 128 --dsa-indexer-topk 2048 --dsa-indexer-topk-freq 4"
+    run = parse_megatron_args(f"{base} {sizes}").resolve(model_preset("deepseek-v3"))
+    assert (run.model.index_topk, run.model.index_topk_freq, run.model.dsa) == (2048, 4, True)
+    with pytest.raises(ConfigError, match="add --multi-latent-attention"):
+        parse_megatron_args(f"--seq-length 64 --experimental-attention-variant dsa {sizes}").resolve(FLASH)
+    with pytest.raises(ConfigError, match="linear-attention"):
+        parse_megatron_args("--seq-length 64 --experimental-attention-variant gdn").resolve(FLASH)
+    with pytest.raises(ConfigError, match="--dsa-indexer-topk"):
+        parse_megatron_args(f"{base} --dsa-indexer-n-heads 64 --dsa-indexer-head-dim 128").resolve(FLASH)
