@@ -19,7 +19,7 @@ from simulator.costs.kernels import (
 )
 from simulator.streams.task_summary import OVERLAPPED, tally_of
 from topologies.hardware import GpuSpec, HostCpu
-from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Op, Role
+from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Module, Op, Role
 
 BACKWARD_ROLES = (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
 
@@ -213,13 +213,15 @@ def launch_times_s(ops: tuple[Op, ...], cal: Calibration, gpu: GpuSpec, te_modul
     """Host time to issue each op: the host's time per kernel (``host_launch_s``, or ``grace_host_launch_s`` on a
     Grace host) when launched eagerly; a run of consecutive ops of one CUDA graph (same layer, part and
     direction: Megatron-Core captures forward and backward graphs per layer part) costs one launch, charged to
-    its first op (workloads/specs/cuda_graphs.py)."""
+    its first op (workloads/specs/cuda_graphs.py). mHC's kernels are Megatron-Core's own torch ops (nn.Linear, the
+    Sinkhorn loop: megatron/core/transformer/hyper_connection.py at d98e8a64), a bare torch op's each."""
     per_kernel_s = host_launch_per_kernel_s(cal, gpu, te_modules)
+    torch_op_s = host_launch_per_kernel_s(cal, gpu, te_modules=False)
     launch, previous = [], None
     for op in ops:
         graph = (op.layer, op.graph, op.role in BACKWARD_ROLES) if op.graph != GraphPart.NONE else None
         if graph is None:
-            launch.append(executed_work(op, gpu)[1] * per_kernel_s)
+            launch.append(executed_work(op, gpu)[1] * (torch_op_s if op.module == Module.MHC else per_kernel_s))
         else:
             launch.append(0.0 if graph == previous else per_kernel_s)
         previous = graph

@@ -169,3 +169,17 @@ def test_dsa_flags() -> None:
         parse_megatron_args("--seq-length 64 --experimental-attention-variant gdn").resolve(FLASH)
     with pytest.raises(ConfigError, match="--dsa-indexer-topk"):
         parse_megatron_args(f"{base} --dsa-indexer-n-heads 64 --dsa-indexer-head-dim 128").resolve(FLASH)
+
+
+def test_mhc_kernels_cost_the_host_a_bare_torch_op_each() -> None:
+    """hyper_connection.py's kernels are torch ops (nn.Linear, the Sinkhorn loop), not TE modules: TE #2053's
+    torch.nn.Linear host time per kernel on a DGX-H100, where a TE layer's kernels cost TE's."""
+    from simulator.costs.calibration import DEFAULT_CALIBRATION as cal
+    from simulator.streams.op_costs import launch_times_s
+    from topologies.cluster import cluster_preset
+    from workloads.ops import MEMORY, Op
+
+    gpu = cluster_preset("h100", 8).gpu
+    ops = (Op("sinkhorn", MEMORY, "compute", kernels=10, module=Module.MHC), Op("norm", MEMORY, "compute", kernels=10))
+    mhc, te = launch_times_s(ops, cal, gpu)
+    assert mhc == pytest.approx(10 * cal.torch_host_launch_s) and te == pytest.approx(10 * cal.host_launch_s)
