@@ -157,8 +157,7 @@ def layer_recipe(
 ) -> list[Step]:
     """The forward steps of one layer on one GPU (dense or MoE FFN, attention over a ``window`` of keys or
     all of them, DeepSeek-V4's with its keys ``compress``ed, DSA's with or without its ``indexer``; a hybrid model's
-    ``block`` alone: workloads.ops.LayerKind),
-    with CP, mHC and the GEMM / comm precision."""
+    ``block`` alone: workloads.ops.LayerKind), with CP, mHC and the GEMM / comm precision."""
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
     attention: list[Step] = []
     if block in ("", "attention") and model.attention == "dsv4":

@@ -7,8 +7,6 @@ autograd InputBuffer sums the second gradient that reaches a tensor into the fir
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from workloads.ops import BYTES_BF16, GEMM, MEMORY, Gemm, GraphPart, Module, Step
 from workloads.specs.models import ModelSpec
 
@@ -92,39 +90,39 @@ def hyper_connection_steps(name: str, model: ModelSpec, tokens: int, fused: bool
     _projection_and_get_norm and _compute_h (torch.compile), SinkhornKnopp, aggregate, and
     fused_h_res_h_post_bda's bmm, expansion and bias-dropout-add; ``fused``: one kernel for the mappings with the
     Sinkhorn iterations and the aggregation, one for the merge (Megatron-Bridge's use_fused_mhc). The n-stream
-    state is BF16; the mixing weights FP32."""
-    n, h = model.residual_streams, model.hidden_size
+    state is BF16; the mixing weights FP32. Every step is of Module.MHC (--recompute-modules mhc re-runs them)."""
+    n, h, mhc = model.residual_streams, model.hidden_size, Module.MHC
     streams = tokens * n * h * BYTES_BF16
     single = tokens * h * BYTES_BF16
     mixes = tokens * (n * n + 2 * n) * BYTES_FP32
-    projection = Step(f"{name}_mhc_proj", GEMM, gemm=Gemm(tokens, n * n + 2 * n, n * h), bf16_only=True)
-    merge_bytes = 2 * streams + (single + streams) + 3 * streams  # bmm, expansion, add of the two (read 2, write 1)
+    projection = Step(f"{name}_mhc_proj", GEMM, gemm=Gemm(tokens, n * n + 2 * n, n * h), bf16_only=True, module=mhc)
     if fused:
-        pre = Step(
-            f"{name}_mhc_pre", MEMORY, mem_bytes=streams + single + 2 * mixes, bwd_mem_bytes=2 * streams + single
-        )
-        merge = Step(f"{name}_mhc_merge", MEMORY, mem_bytes=2 * streams + single, bwd_mem_bytes=3 * streams + single)
-        return [replace(projection, module=Module.MHC), replace(pre, module=Module.MHC)], replace(
-            merge, module=Module.MHC
-        )
+        pre_bytes, pre_bwd = streams + single + 2 * mixes, 2 * streams + single
+        pre = Step(f"{name}_mhc_pre", MEMORY, mem_bytes=pre_bytes, bwd_mem_bytes=pre_bwd, module=mhc)
+        merge_bwd = 3 * streams + single
+        merge = Step(f"{name}_mhc_merge", MEMORY, mem_bytes=2 * streams + single, bwd_mem_bytes=merge_bwd, module=mhc)
+        return [projection, pre], merge
     matrix = tokens * n * n * BYTES_FP32
-    sinkhorn_kernels = 2 + SINKHORN_FWD_KERNELS_PER_ITERATION * model.sinkhorn_iterations
-    sinkhorn = Step(
-        f"{name}_mhc_sinkhorn",
-        MEMORY,
-        mem_bytes=2 * matrix * sinkhorn_kernels,
-        kernels=sinkhorn_kernels,
-        bwd_mem_bytes=SINKHORN_BWD_PER_FWD * 2 * matrix * sinkhorn_kernels,
-        bwd_kernels=SINKHORN_BWD_PER_FWD * sinkhorn_kernels,
-    )
+    kernels = 2 + SINKHORN_FWD_KERNELS_PER_ITERATION * model.sinkhorn_iterations
+    sinkhorn_bytes = 2 * matrix * kernels
+    backward = {"bwd_mem_bytes": SINKHORN_BWD_PER_FWD * sinkhorn_bytes, "bwd_kernels": SINKHORN_BWD_PER_FWD * kernels}
     pre = [
-        Step(f"{name}_mhc_norm", MEMORY, mem_bytes=streams, bwd_mem_bytes=2 * streams),
+        Step(f"{name}_mhc_norm", MEMORY, mem_bytes=streams, bwd_mem_bytes=2 * streams, module=mhc),
         projection,
-        Step(f"{name}_mhc_weights", MEMORY, mem_bytes=2 * mixes),
-        sinkhorn,
-        Step(f"{name}_mhc_aggregate", MEMORY, mem_bytes=streams + single, bwd_mem_bytes=2 * streams + single),
+        Step(f"{name}_mhc_weights", MEMORY, mem_bytes=2 * mixes, module=mhc),
+        Step(f"{name}_mhc_sinkhorn", MEMORY, mem_bytes=sinkhorn_bytes, kernels=kernels, module=mhc, **backward),
+        Step(
+            f"{name}_mhc_aggregate", MEMORY, mem_bytes=streams + single, bwd_mem_bytes=2 * streams + single, module=mhc
+        ),
     ]
+    merge_bytes = 2 * streams + (single + streams) + 3 * streams  # bmm, expansion, add of the two (read 2, write 1)
     merge = Step(
-        f"{name}_mhc_merge", MEMORY, mem_bytes=merge_bytes, kernels=3, bwd_mem_bytes=merge_bytes, bwd_kernels=3
+        f"{name}_mhc_merge",
+        MEMORY,
+        mem_bytes=merge_bytes,
+        kernels=3,
+        bwd_mem_bytes=merge_bytes,
+        bwd_kernels=3,
+        module=mhc,
     )
-    return [replace(step, module=Module.MHC) for step in pre], replace(merge, module=Module.MHC)
+    return pre, merge
