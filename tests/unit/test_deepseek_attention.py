@@ -154,6 +154,8 @@ def test_dsa_runs_the_indexer_on_megatrons_layers_and_attends_top_k() -> None:
     assert steps["sparse_attn"].flops == 2 * 2 * pairs * 128 * (192 + 128) and "flash_attn" not in steps
     assert steps["index_topk"].mem_bytes == 2 * 2 * 4096 * 4097 // 2 * 4  # every key up to each query's own
     assert steps["index_q"].gemm.k == 1536 and steps["index_k"].gemm.n == 128
+    with pytest.raises(ConfigError, match="--context-parallel-size 1"):
+        layer_recipe(v32, layout.with_(cp=2), 4096, 8, indexer=True)
     reused = [step.name for step in layer_recipe(v32, layout, 4096, 8, indexer=False)]
     assert "sparse_attn" in reused and not any(name.startswith("index_") for name in reused)
 

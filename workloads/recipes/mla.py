@@ -63,6 +63,8 @@ def mla_recipe(
     if model.dsa:
         if n > 1 and not tp:
             raise ConfigError("layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP")
+        if layout.cp > 1:  # its all-gather CP (cp_comm_type allgather) is not the ring workloads/recipes/cp.py times
+            raise ConfigError("layout.cp", "DSA's sparse attention is simulated without CP: --context-parallel-size 1")
         steps += dsa_indexer(model, layout, seq_len, rows) if indexer else []
         flash = sparse_attention(model, layout, seq_len, local_heads)
     residual = residual_step("attn_residual", act_local)
