@@ -102,6 +102,12 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         inputs = [Saved("down_proj_inputs_fp8", downs * g * h)]
     else:  # one BF16 norm output, read by both down projections
         inputs = [Saved("attn_norm_output", BYTES_BF16 * h, Module.LAYERNORM)]
+    # the up projections' outputs: Q, K and V per head; under DSA's absorbed form (workloads/recipes/mla.py
+    # absorbed_attention) the absorbed queries, the shared latent key and the per-head latent outputs
+    q_k_v = heads * (2 * d_qk + model.v_head_dim)
+    if model.dsa:
+        d_key = model.kv_lora_rank + model.qk_rope_head_dim
+        q_k_v = heads * d_key + d_key + heads * model.kv_lora_rank
     # DSA's indexer (workloads/recipes/mla.py dsa_indexer): its queries, key and head weights, and the top-k indices
     # (int64: torch.topk), every GPU of a TP group holding its whole sequence's
     index = model.index_heads * model.index_head_dim + model.index_head_dim + model.index_heads
@@ -111,7 +117,7 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         *dsa,
         Saved("latents", t * BYTES_BF16 * latents),  # the latent norms' inputs, full sequence on each GPU
         Saved("up_proj_inputs", t * g * latents, Module.MLA_UP_PROJ),  # the latent norms' outputs
-        Saved("q_k_v", BYTES_BF16 * heads * (2 * d_qk + model.v_head_dim), Module.MLA_UP_PROJ),
+        Saved("q_k_v", BYTES_BF16 * q_k_v, Module.MLA_UP_PROJ),
     ]
 
 

@@ -10,7 +10,7 @@ from simulator.report.megatron_flops import megatron_args, megatron_flops
 from topologies.errors import ConfigError
 from workloads.inputs.hf_config import load_hf_config
 from workloads.inputs.megatron import parse_megatron_args
-from workloads.ops import BYTES_BF16, Module
+from workloads.ops import BYTES_BF16, Gemm, Module
 from workloads.recipes.dsv4_attention import attended_pairs, compressed_pairs, dsv4_recipe, window_pairs
 from workloads.recipes.layers import layer_recipe
 from workloads.recipes.residual import hyper_connection_steps
@@ -149,9 +149,12 @@ def test_dsa_runs_the_indexer_on_megatrons_layers_and_attends_top_k() -> None:
     assert [i + 1 for i in range(12) if shared.layer_kind(i).indexer] == [1, 2, 3, 7, 11]
     layout = LAYOUT.with_(micro_batch=2)
     steps = {step.name: step for step in layer_recipe(v32, layout, 4096, 8, indexer=True)}
-    # each query attends min(position, 2,048) keys: 2 b pairs heads (d_qk + d_v)
+    # each query attends min(position, 2,048) keys in MLA's absorbed form: 2 b pairs heads (d_key + d_value), the
+    # shared latent key 512 + 64 wide and value 512; each head's query absorbed (128 -> 512), its output back (512 -> 128)
     pairs = window_pairs(4096, 2048)
-    assert steps["sparse_attn"].flops == 2 * 2 * pairs * 128 * (192 + 128) and "flash_attn" not in steps
+    assert steps["sparse_attn"].flops == 2 * 2 * pairs * 128 * (576 + 512) and "flash_attn" not in steps
+    assert "kv_up" not in steps and steps["q_absorb"].gemm == Gemm(2 * 4096, 512, 128, 128)
+    assert steps["v_up"].gemm == Gemm(2 * 4096, 128, 512, 128)
     assert steps["index_topk"].mem_bytes == 2 * 2 * 4096 * 4097 // 2 * 4  # every key up to each query's own
     assert steps["index_q"].gemm.k == 1536 and steps["index_k"].gemm.n == 128
     with pytest.raises(ConfigError, match="--context-parallel-size 1"):

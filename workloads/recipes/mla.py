@@ -65,8 +65,12 @@ def mla_recipe(
             raise ConfigError("layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP")
         if layout.cp > 1:  # its all-gather CP (cp_comm_type allgather) is not the ring workloads/recipes/cp.py times
             raise ConfigError("layout.cp", "DSA's sparse attention is simulated without CP: --context-parallel-size 1")
-        steps += dsa_indexer(model, layout, seq_len, rows) if indexer else []
-        flash = sparse_attention(model, layout, seq_len, local_heads)
+        steps = [step for step in steps if step.name != "kv_up"] + (
+            dsa_indexer(model, layout, seq_len, rows) if indexer else []
+        )
+        return [*steps, *absorbed_attention(model, layout, seq_len, rows, local_heads), *([scatter] if tp else [])] + [
+            residual_step("attn_residual", act_local)
+        ]
     residual = residual_step("attn_residual", act_local)
     if tp:
         return steps + [
@@ -98,11 +102,23 @@ def dsa_indexer(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows: int) -
     return indexer_steps(model, rows, model.q_lora_rank or model.hidden_size, keys, scored)
 
 
-def sparse_attention(model: ModelSpec, layout: LayoutSpec, seq_len: int, heads: int) -> Step:
-    """DSA's attention: each query over the min(position, index_topk) keys its indexer picked, timed as the dsv4
-    attention's sparse kernel is (workloads/recipes/dsv4_attention.py: FlashAttention's table at the mean keys)."""
+def absorbed_attention(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows: int, heads: int) -> list[Step]:
+    """DSA's attention in MLA's absorbed (MQA) form, as Megatron-Core runs it (AbsorbedMLASelfAttention at d98e8a64,
+    experimental_attention_variant/absorbed_mla.py; DeepSeek-V3.2 Sec. 2.1): each head's query absorbed into the
+    latent (q_nope times W_UK per head, an einsum), every query over the min(position, index_topk) keys its indexer
+    picked, all heads sharing the latent key (kv_lora_rank + the RoPE dims) and value (kv_lora_rank), the output taken
+    back per head by W_UV, then the output projection. The sparse kernel timed as the dsv4 attention's
+    (workloads/recipes/dsv4_attention.py: FlashAttention's table at the mean keys, its widest head dim)."""
+    kv_rank, nope, d_v = model.kv_lora_rank, model.qk_nope_head_dim, model.v_head_dim
+    d_key = kv_rank + model.qk_rope_head_dim
     pairs = window_pairs(seq_len, model.index_topk)
-    d_qk, d_v = qk_head_dim(model), model.v_head_dim
-    shape = AttentionShape(d_qk, d_v, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend)
-    flops = 2.0 * layout.micro_batch * pairs * heads * (d_qk + d_v)
-    return Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
+    shape = AttentionShape(
+        d_key, kv_rank, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend
+    )
+    flops = 2.0 * layout.micro_batch * pairs * heads * (d_key + kv_rank)
+    return [  # the absorptions are torch.einsum calls on BF16 weights, not TE linear layers: BF16 in an FP8 run
+        Step("q_absorb", GEMM, gemm=Gemm(rows, kv_rank, nope, heads), module=UP, bf16_only=True),
+        Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN),
+        Step("v_up", GEMM, gemm=Gemm(rows, d_v, kv_rank, heads), bf16_only=True),
+        Step("o_proj", GEMM, gemm=Gemm(rows, model.hidden_size, heads * d_v)),
+    ]
