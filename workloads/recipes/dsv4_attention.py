@@ -40,10 +40,13 @@ def check_dsv4_layout(layout: LayoutSpec) -> None:
         raise ConfigError(
             "layout.intra_size",
             f"DeepSeek-V4's attention is simulated at TP 1 only (its recipes' size), not {layout.attention.upper()} "
-            f"{layout.intra_size}: set --tensor-model-parallel-size 1",
+            f"{layout.intra_size}: --set intra_size=1 (Megatron: --tensor-model-parallel-size 1)",
         )
     if layout.cp > 1:
-        raise ConfigError("layout.cp", "DeepSeek-V4's attention is simulated without CP: set --context-parallel-size 1")
+        raise ConfigError(
+            "layout.cp",
+            "DeepSeek-V4's attention is simulated without CP: --set cp=1 (Megatron: --context-parallel-size 1)",
+        )
 
 
 def compressed_pairs(seq_len: int, ratio: int, topk: int = 0) -> int:

@@ -62,9 +62,14 @@ def mla_recipe(
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     if model.dsa:
         if n > 1 and not tp:
-            raise ConfigError("layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP")
+            raise ConfigError(
+                "layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP: --set attention=tp"
+            )
         if layout.cp > 1:  # its all-gather CP (cp_comm_type allgather) is not the ring workloads/recipes/cp.py times
-            raise ConfigError("layout.cp", "DSA's sparse attention is simulated without CP: --context-parallel-size 1")
+            raise ConfigError(
+                "layout.cp",
+                "DSA's sparse attention is simulated without CP: --set cp=1 (Megatron: --context-parallel-size 1)",
+            )
         steps = [step for step in steps if step.name != "kv_up"] + (
             dsa_indexer(model, layout, seq_len, rows) if indexer else []
         )
