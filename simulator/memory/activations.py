@@ -112,6 +112,9 @@ def _mla_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     # (int64: torch.topk), every GPU of a TP group holding its whole sequence's
     index = model.index_heads * model.index_head_dim + model.index_head_dim + model.index_heads
     dsa = [Saved("dsa_indexer", t * (BYTES_BF16 * index + BYTES_INDEX * model.index_topk))] if model.dsa else []
+    if model.dsa and layout.cp > 1:  # the CP group's gathered keys and values (workloads/recipes/cp.py dsa_cp_gather)
+        gathered = 2 * model.kv_lora_rank + model.qk_rope_head_dim + model.index_head_dim
+        dsa.append(Saved("dsa_cp_gathered", (layout.cp - 1) * BYTES_BF16 * gathered))
     return [
         *inputs,
         *dsa,

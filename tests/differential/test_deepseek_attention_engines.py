@@ -82,8 +82,14 @@ RECOMPUTE = "--recompute-granularity selective --recompute-modules mhc mla_up_pr
 
 @pytest.mark.parametrize(
     "fused_mhc, extra, model",
-    [(False, "", SMALL), (True, "", SMALL), (True, RECOMPUTE, SMALL), (False, "", SMALL_DSA)],
-    ids=["dsv4-eager-mhc", "dsv4-fused-mhc", "dsv4-recompute", "dsa"],
+    [
+        (False, "", SMALL),
+        (True, "", SMALL),
+        (True, RECOMPUTE, SMALL),
+        (False, "", SMALL_DSA),
+        (False, "--context-parallel-size 2", SMALL_DSA),
+    ],
+    ids=["dsv4-eager-mhc", "dsv4-fused-mhc", "dsv4-recompute", "dsa", "dsa-cp2"],
 )
 def test_folded_equals_unfolded_and_op_level(fused_mhc: bool, extra: str, model: ModelSpec) -> None:
     workload, cluster = _workload(16, fused_mhc, extra, model)

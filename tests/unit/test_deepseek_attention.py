@@ -157,8 +157,13 @@ def test_dsa_runs_the_indexer_on_megatrons_layers_and_attends_top_k() -> None:
     assert steps["v_up"].gemm == Gemm(2 * 4096, 128, 512, 128)
     assert steps["index_topk"].mem_bytes == 2 * 2 * 4096 * 4097 // 2 * 4  # every key up to each query's own
     assert steps["index_q"].gemm.k == 1536 and steps["index_k"].gemm.n == 128
-    with pytest.raises(ConfigError, match="--context-parallel-size 1"):
-        layer_recipe(v32, layout.with_(cp=2), 4096, 8, indexer=True)
+    # CP 4 over a 16,384-token sequence: each GPU's quarter of the pairs and of the indexer's scores, after an
+    # all-gather of the group's latent keys, values and indexer keys (2 x 512 + 64 + 128 wide, BF16)
+    split = {step.name: step for step in layer_recipe(v32, layout.with_(cp=4), 16384, 8, indexer=True)}
+    assert split["sparse_attn"].flops == pytest.approx(2 * 2 * window_pairs(16384, 2048) / 4 * 128 * (576 + 512))
+    assert split["index_scores"].gemm.m == 2 * 4096 * 64 and split["index_scores"].gemm.n == 8192
+    gather = split["dsa_cp_gather"]
+    assert gather.comm_bytes == 3 * 2 * 4096 * (2 * 512 + 64 + 128) * 2 and gather.group_size == 4
     reused = [step.name for step in layer_recipe(v32, layout, 4096, 8, indexer=False)]
     assert "sparse_attn" in reused and not any(name.startswith("index_") for name in reused)
 

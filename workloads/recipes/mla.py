@@ -65,11 +65,6 @@ def mla_recipe(
             raise ConfigError(
                 "layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP: --set attention=tp"
             )
-        if layout.cp > 1:  # its all-gather CP (cp_comm_type allgather) is not the ring workloads/recipes/cp.py times
-            raise ConfigError(
-                "layout.cp",
-                "DSA's sparse attention is simulated without CP: --set cp=1 (Megatron: --context-parallel-size 1)",
-            )
         steps = [step for step in steps if step.name != "kv_up"] + (
             dsa_indexer(model, layout, seq_len, rows) if indexer else []
         )
@@ -98,12 +93,13 @@ def dsa_indexer(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows: int) -
     the scores of every key before each query, the top-k). Assumed: each GPU of a TP group indexes its gathered
     sequence whole, as it holds the latents."""
     dim = model.index_head_dim
+    full = seq_len * layout.cp  # under CP: the GPU's queries against the gathered sequence's keys (apply_cp)
     keys = [
         Step("index_k", GEMM, gemm=Gemm(rows, dim, model.hidden_size)),
         norm_step("index_k_norm", rows * dim * BYTES_BF16),
         Step("index_rotate", MEMORY, mem_bytes=2 * rows * (model.index_heads + 1) * dim * BYTES_BF16, kernels=2),
     ]
-    scored = layout.micro_batch * seq_len * (seq_len + 1) // 2  # every key up to each query's own
+    scored = layout.micro_batch * full * (full + 1) // 2 / layout.cp  # every key up to each query's own
     return indexer_steps(model, rows, model.q_lora_rank or model.hidden_size, keys, scored)
 
 
@@ -116,7 +112,8 @@ def absorbed_attention(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows:
     (workloads/recipes/dsv4_attention.py: FlashAttention's table at the mean keys, its widest head dim)."""
     kv_rank, nope, d_v = model.kv_lora_rank, model.qk_nope_head_dim, model.v_head_dim
     d_key = kv_rank + model.qk_rope_head_dim
-    pairs = window_pairs(seq_len, model.index_topk)
+    full = seq_len * layout.cp  # under CP (load-balanced chunks): 1/cp of the whole sequence's pairs on each GPU
+    pairs = window_pairs(full, model.index_topk) / layout.cp
     shape = AttentionShape(
         d_key, kv_rank, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend
     )
