@@ -52,26 +52,22 @@ def mla_recipe(
         ]
     else:
         steps.append(Step("q_proj", GEMM, gemm=Gemm(rows, local_heads * d_qk, h)))
-    steps += [
-        Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)),
-        norm_step("kv_norm", rows * kv_rank * BYTES_BF16, module=UP),
-        Step("kv_up", GEMM, gemm=Gemm(rows, local_heads * (model.qk_nope_head_dim + d_v), kv_rank), module=UP),
-    ]
-    flops = mla_attention_flops(model, layout, seq_len, window)
-    shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
-    flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
-    if model.dsa:
+    steps.append(Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)))
+    steps.append(norm_step("kv_norm", rows * kv_rank * BYTES_BF16, module=UP))
+    residual = residual_step("attn_residual", act_local)
+    if model.dsa:  # the absorbed form: no K / V up projection (absorbed_attention)
         if n > 1 and not tp:
             raise ConfigError(
                 "layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP: --set attention=tp"
             )
-        steps = [step for step in steps if step.name != "kv_up"] + (
-            dsa_indexer(model, layout, seq_len, rows) if indexer else []
-        )
-        return [*steps, *absorbed_attention(model, layout, seq_len, rows, local_heads), *([scatter] if tp else [])] + [
-            residual_step("attn_residual", act_local)
-        ]
-    residual = residual_step("attn_residual", act_local)
+        steps += dsa_indexer(model, layout, seq_len, rows) if indexer else []
+        steps += absorbed_attention(model, layout, seq_len, rows, local_heads)
+        return [*steps, scatter, residual] if tp else [*steps, residual]
+    kv_width = local_heads * (model.qk_nope_head_dim + d_v)
+    steps.append(Step("kv_up", GEMM, gemm=Gemm(rows, kv_width, kv_rank), module=UP))
+    flops = mla_attention_flops(model, layout, seq_len, window)
+    shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
+    flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     if tp:
         return steps + [
             flash,
