@@ -1,5 +1,5 @@
 """A model's fields beyond the paper's: the checks ModelSpec.__post_init__ runs on them (attention kinds, dense layers,
-hybrid patterns, DeepSeek-V4's attention) and the attention weights MLA and DeepSeek-V4 imply
+hybrid patterns, DeepSeek-V4's attention, DSA) and the attention weights MLA (with DSA's indexer) and DeepSeek-V4 imply
 (ModelSpec.attention_params). They read a ModelSpec's fields only (typed Any: workloads/specs/models.py imports this
 module)."""
 
@@ -15,15 +15,13 @@ HYBRID_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def check_extensions(model: Any) -> None:
-    """Validate the beyond-the-paper fields: MLA ranks, dense layers."""
+    """Validate the beyond-the-paper fields: MLA ranks, DeepSeek-V4's and DSA's sizes, mHC, dense layers."""
     if model.attention not in ("gqa", "mla", "dsv4"):
         raise ConfigError("model.attention", "must be gqa, mla or dsv4")
     if model.attention == "dsv4":
         _check_dsv4(model)
     if model.index_topk and model.attention == "mla" and min(model.index_heads, model.index_head_dim) <= 0:
         raise ConfigError("model.index_heads", "index_heads and index_head_dim must be positive with index_topk (DSA)")
-    if model.index_topk_freq < 1:
-        raise ConfigError("model.index_topk_freq", f"must be >= 1, got {model.index_topk_freq}")
     if model.ffn_activation not in FFN_ACTIVATIONS:
         raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
     if model.hybrid_pattern:
