@@ -10,13 +10,14 @@ from simulator.memory.activations import megatron_layer_bytes
 from workloads.graph.optimizer_work import optimizer_shard
 from workloads.graph.step import StepWorkload, bf16_layout
 from workloads.ops import BYTES_BF16, Module
+from workloads.recipes.layers import te_layers
 from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
 from workloads.specs import hybrid_dp
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.muon import matrix_state_bytes, orthogonalized
-from workloads.specs.precision import DTYPE_BYTES
+from workloads.specs.precision import DTYPE_BYTES, Fp8Recipe
 
 GIB = 2**30
 TERMS = ("params", "grads", "optimizer", "activations", "buffers")
@@ -322,6 +323,7 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     # post_all_gather_processing: tensorwise "if backend does not support non-transposed FP8 GEMM [Hopper],
     # pre-create the transpose"; blockwise "create column-wise storage"). What they save is all-gather bytes.
     params = sharded(BYTES_BF16, 3, trained=False)  # frozen weights (LoRA's base) are held all the same
+    params += cached_weight_bytes(workload, stage)
     grads = sharded(DTYPE_BYTES[layout.main_grads_dtype], 2)  # gradients accumulate in FP32 (Sec. 5) by default
     adam = not orthogonalized(layout.optimizer)
     optimizer = (
@@ -339,6 +341,44 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
     buffers = 4 * routed * max(workload.layout.capacity_factor, workload.layout.expert_rank_capacity)
     buffers += sharded_unit_bytes(workload, stage)
     return MemoryBreakdown(stage, params, grads, optimizer, activations, buffers)
+
+
+# Transformer Engine keeps each linear layer's quantized weight between micro-batches (and steps) where Megatron-Core
+# passes is_first_microbatch, which it does unless disable_parameter_transpose_cache (no Megatron-LM flag):
+# megatron/core/extensions/transformer_engine.py at d98e8a64, TE transformer_engine/pytorch/module/linear.py
+# (cache_name "weight" when is_first_microbatch is not None). Bytes per weight of that copy, by recipe: per-tensor FP8
+# its data and transpose (TE makes the transpose for Hopper's TN-only FP8 GEMMs; the memory model does not know the
+# GPU, so Blackwell is charged it too); the block recipes a row- and a column-wise copy with their scales (MXFP8 one
+# E8M0 per 32; blockwise one FP32 per 128 x 128 weight block; NVFP4 half-byte data and one E4M3 per 16).
+CACHED_WEIGHT_BYTES = {
+    Fp8Recipe.DELAYED: 2.0,
+    Fp8Recipe.TENSORWISE: 2.0,
+    Fp8Recipe.BLOCKWISE: 2 * (1 + 4 / 128**2),
+    Fp8Recipe.MXFP8: 2 * (1 + 1 / 32),
+    Fp8Recipe.NVFP4: 2 * (0.5 + 1 / 16),
+}
+
+
+def cached_weight_bytes(workload: StepWorkload, stage: int) -> float:
+    """TE's cached low-precision copies of a GPU's linear-layer weights (attention projections, dense FFNs, shared and
+    routed experts; not the router, norms, embedding or output layer) on ``stage``: Megatron-Core's layers with TE
+    (workloads/recipes/layers.py te_layers) in FP8 / FP4 without --fp8-param-gather, whose weights are the quantized
+    ones already; BF16 layers (first / last layers kept BF16) keep none."""
+    layout, model = workload.layout, workload.model
+    per_weight = CACHED_WEIGHT_BYTES.get(Fp8Recipe(layout.fp8_recipe), 0.0)
+    if layout.gemm_dtype != "fp8" or layout.fp8_param_gather or not per_weight or not te_layers(layout):
+        return 0.0
+    n = layout.intra_size
+    experts_over = layout.ep_degree * layout.etp if layout.ffn == "ep" else n
+    kinds = [workload.layer_kind(layer) for layer in workload.stage_layers(stage)]
+    weights = 0.0
+    for kind in kinds:
+        if kind.bf16:
+            continue
+        parts = model.layer_parts(kind.dense, kind.block)
+        split = parts.attention + parts.dense_ffn + parts.shared
+        weights += (split if layout.attention == "sp" else split / n) + parts.experts / experts_over
+    return weights * per_weight
 
 
 def offloaded_activation_bytes(workload: StepWorkload, stage: int) -> float:
