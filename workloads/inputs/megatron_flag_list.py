@@ -155,7 +155,7 @@ OTHER_WORKLOAD = (
     "another workload (inference, RL, vision, retrieval, distillation, fine-tuning): no effect on pre-training"
 )
 NOT_EXPRESSED = (
-    NOT_MODELLED + ": an architecture moesim cannot express (Mamba, linear or sparse attention, hyper-connections)"
+    NOT_MODELLED + ": an architecture moesim cannot express (Mamba beside attention, linear attention, vision)"
 )
 NOT_MODELLED_OPTION = (
     NOT_MODELLED + ": a Megatron-Core option that may change step time or memory; simulated without it"
@@ -203,11 +203,13 @@ MORE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("--is-hybrid-model", NOT_EXPRESSED),
     ("--linear-", NOT_EXPRESSED),
     ("--gdp-", NOT_EXPRESSED),
-    ("--dsa-", NOT_EXPRESSED),
-    ("--no-dsa-", NOT_EXPRESSED),
-    ("--disable-dsa-", NOT_EXPRESSED),
-    ("--mhc-init-", NOT_EXPRESSED),
-    ("--mhc-recompute-", NOT_EXPRESSED),
+    # DSA's and mHC's options beside the sizes moesim reads (workloads/inputs/megatron_model.py): the indexer loss,
+    # kernel backend, rotation and scoring of the one, the init and block recomputation of the other
+    ("--dsa-", NOT_MODELLED_OPTION),
+    ("--no-dsa-", NOT_MODELLED_OPTION),
+    ("--disable-dsa-", NOT_MODELLED_OPTION),
+    ("--mhc-init-", SEED),
+    ("--mhc-recompute-", NOT_MODELLED_OPTION),
     ("--disable-mamba-", NOT_EXPRESSED),
     ("--mtp-hybrid-override-pattern", NOT_EXPRESSED),
     ("--flight-recorder-", LOGGING),
