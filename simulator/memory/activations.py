@@ -128,7 +128,7 @@ def _dsv4_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]
     """DeepSeek-V4's attention (workloads/recipes/dsv4_attention.py) at TP 1, its CSA layers' (the most it keeps):
     the norm output its projections read (one FP8 copy each under FP8), the query latent with its normalized copy,
     the queries and the shared key-value head, the compressed keys (1 in 4 tokens) and the indexer's queries,
-    compressor inputs and top-k indices (int32). Assumed as MLA's: each GEMM keeps its input."""
+    compressor inputs and top-k indices (int64: torch.topk, as DSA's). Assumed as MLA's: each GEMM keeps its input."""
     h, g, d = model.hidden_size, gemm_input_bytes(layout), model.head_dim
     projections = 4 if 4 in model.compress_ratios else 3  # q down, kv, compressor (and the indexer's weights)
     inputs = projections * g * h if layout.gemm_dtype == "fp8" else BYTES_BF16 * h
@@ -139,7 +139,7 @@ def _dsv4_projections_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]
         Saved("up_proj_inputs", g * model.q_lora_rank, Module.MLA_UP_PROJ),
         Saved("q_kv", BYTES_BF16 * (model.q_width + d), Module.MLA_UP_PROJ),
         Saved("compressed_kv", BYTES_BF16 * d / 4),
-        Saved("indexer", BYTES_BF16 * (index + model.index_heads) + 4 * model.index_topk),
+        Saved("indexer", BYTES_BF16 * (index + model.index_heads) + BYTES_INDEX * model.index_topk),
         Saved("out_group_proj_input", g * model.o_groups * model.o_lora_rank),
     ]
 
