@@ -105,7 +105,10 @@ def absorbed_attention(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows:
     latent (q_nope times W_UK per head, an einsum), every query over the min(position, index_topk) keys its indexer
     picked, all heads sharing the latent key (kv_lora_rank + the RoPE dims) and value (kv_lora_rank), the output taken
     back per head by W_UV, then the output projection. The sparse kernel timed as the dsv4 attention's
-    (workloads/recipes/dsv4_attention.py: FlashAttention's table at the mean keys, its widest head dim)."""
+    (workloads/recipes/dsv4_attention.py: FlashAttention's table at the mean keys, its widest head dim): 707 TFLOP/s
+    forward at 2,048 keys on Hopper before the sustained clock, beside DeepSeek's FlashMLA token-level sparse prefill
+    kernel for DSA, "up to 640 TFlops" on H800 (deepseek-ai/FlashMLA README, 2025-09-29); Megatron-Core's own sparse
+    kernels (dsa_kernel_backend: TileLang, cuDNN) publish none."""
     kv_rank, nope, d_v = model.kv_lora_rank, model.qk_nope_head_dim, model.v_head_dim
     d_key = kv_rank + model.qk_rope_head_dim
     full = seq_len * layout.cp  # under CP (load-balanced chunks): 1/cp of the whole sequence's pairs on each GPU
