@@ -117,6 +117,8 @@ def megatron_args(model: ModelSpec, layout: LayoutSpec, seq_len: int = 0) -> Meg
 
 def _sparse_attention(model: ModelSpec, seq_len: int) -> tuple[float, float]:
     """DeepSeek-V4's attention terms: its projection weights, and its core's FLOPs over s^2 (mean of its layers)."""
+    if seq_len <= 0:
+        raise ValueError("DeepSeek-V4's attention FLOPs depend on the sequence: pass megatron_args its seq_len")
     passes = GEMM_PASSES * FMA_FLOPS
     layers = range(model.num_layers + model.mtp_layers)
     pairs = sum(attended_pairs(model, seq_len, model.compress_ratio(i)) for i in layers) / len(layers)

@@ -8,6 +8,7 @@ import pytest
 
 from simulator.report.megatron_flops import megatron_args, megatron_flops
 from topologies.errors import ConfigError
+from workloads.graph.step import StepWorkload
 from workloads.inputs.hf_config import load_hf_config
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import BYTES_BF16, Gemm, Module
@@ -98,8 +99,14 @@ def test_a_layer_under_mhc_merges_its_streams_instead_of_the_residual_add() -> N
 
 
 def test_tp_and_cp_of_the_attention_are_refused_in_flag_words() -> None:
-    with pytest.raises(ConfigError, match="--tensor-model-parallel-size 1"):
-        layer_recipe(SMALL, LAYOUT.with_(intra_size=2), 64, 8, compress=4)
+    flags = "--expert-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 8 --seq-length 64 --bf16"
+    for parallel, words in (
+        ("--tensor-model-parallel-size 2 --sequence-parallel", "--tensor-model-parallel-size 1"),
+        ("--context-parallel-size 2", "--context-parallel-size 1"),
+    ):
+        run = parse_megatron_args(f"{flags} {parallel}").resolve(SMALL, None, 16)
+        with pytest.raises(ConfigError, match=words):
+            StepWorkload(SMALL, run.layout, 16, 8, 8, 64)
     with pytest.raises(ConfigError, match="compress"):
         SMALL.with_(compress_ratios=(0, 8, 0, 0))
 

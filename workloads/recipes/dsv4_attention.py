@@ -18,12 +18,12 @@ FP8 training or not (Megatron-Core's DSA indexer at d98e8a64 is "a BF16 implemen
 experimental_attention_variant/dsa.py _compute_index_scores; the recipes fuse it, apply_dsa_kernel_fusion), its FP32
 scores written and read once by the top-k; the indexer loss (dsa_indexer_loss_coeff) is not charged; the compressor's
 key-value and gate projections run as one GEMM and its pooling as one memory-bound pass; the attention sink's extra
-logit is not charged. TP, CP and Ulysses SP of this attention are not modelled (its published recipes run TP 1, CP 1).
+logit is not charged. TP, CP and Ulysses SP of this attention are not modelled (its published recipes run TP 1, CP 1;
+workloads/specs/validation.py refuses them).
 """
 
 from __future__ import annotations
 
-from topologies.errors import ConfigError
 from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
@@ -32,21 +32,6 @@ from workloads.specs.models import ModelSpec
 
 CSA_RATIO = 4  # the compression whose keys the indexer selects (HF compress_ratios: 0, 4 or 128)
 BYTES_SCORE = 4  # the indexer's FP32 score per (query, compressed key)
-
-
-def check_dsv4_layout(layout: LayoutSpec) -> None:
-    """DeepSeek-V4's attention runs on one GPU per sequence here: refuse TP, Ulysses SP and CP of it."""
-    if layout.intra_size > 1 and layout.attention in ("tp", "sp"):
-        raise ConfigError(
-            "layout.intra_size",
-            f"DeepSeek-V4's attention is simulated at TP 1 only (its recipes' size), not {layout.attention.upper()} "
-            f"{layout.intra_size}: --set intra_size=1 (Megatron: --tensor-model-parallel-size 1)",
-        )
-    if layout.cp > 1:
-        raise ConfigError(
-            "layout.cp",
-            "DeepSeek-V4's attention is simulated without CP: --set cp=1 (Megatron: --context-parallel-size 1)",
-        )
 
 
 def compressed_pairs(seq_len: int, ratio: int, topk: int = 0) -> int:

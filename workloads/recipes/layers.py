@@ -27,7 +27,7 @@ from workloads.ops import (
 from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
 from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
-from workloads.recipes.dsv4_attention import check_dsv4_layout, dsv4_recipe
+from workloads.recipes.dsv4_attention import dsv4_recipe
 from workloads.recipes.fp8_quant import te_fp8_gathers
 from workloads.recipes.mamba import mamba_recipe
 from workloads.recipes.mla import mla_recipe
@@ -161,7 +161,6 @@ def layer_recipe(
     local_seq = seq_len // layout.cp  # CP: every op but attention sees the GPU's s/cp tokens (workloads/recipes/cp.py)
     attention: list[Step] = []
     if block in ("", "attention") and model.attention == "dsv4":
-        check_dsv4_layout(layout)
         attention = dsv4_recipe(model, layout, seq_len, compress)
     elif block in ("", "attention"):
         if model.attention == "mla":

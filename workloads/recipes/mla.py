@@ -7,7 +7,6 @@ the output projection maps H d_v back to h. Down/up projections are GEMMs; RMSNo
 
 from __future__ import annotations
 
-from topologies.errors import ConfigError
 from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
 from workloads.recipes.dsv4_attention import indexer_steps, window_pairs
@@ -55,11 +54,7 @@ def mla_recipe(
     steps.append(Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)))
     steps.append(norm_step("kv_norm", rows * kv_rank * BYTES_BF16, module=UP))
     residual = residual_step("attn_residual", act_local)
-    if model.dsa:  # the absorbed form: no K / V up projection (absorbed_attention)
-        if n > 1 and not tp:
-            raise ConfigError(
-                "layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP: --set attention=tp"
-            )
+    if model.dsa:  # the absorbed form: no K / V up projection (absorbed_attention); under TP (validation.py)
         steps += dsa_indexer(model, layout, seq_len, rows) if indexer else []
         steps += absorbed_attention(model, layout, seq_len, rows, local_heads)
         return [*steps, scatter, residual] if tp else [*steps, residual]

@@ -172,7 +172,7 @@ class ModelSpec:
         if self.attention == "dsv4":  # every layer has the window; its compression from compress_ratios
             return LayerKind(dense, self.sliding_window, compress=self.compress_ratio(layer))
         window = self.sliding_window if layer in self.window_layers else 0
-        return LayerKind(dense, window, indexer=self.runs_indexer(layer)) if self.dsa else LayerKind(dense, window)
+        return LayerKind(dense, window, indexer=self.dsa and self.runs_indexer(layer))
 
     @property
     def dsa(self) -> bool:

@@ -46,6 +46,7 @@ def check_step(
         raise ConfigError(
             "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla or dsv4"
         )
+    _check_sparse_attention(model, layout)
     if "mhc" in layout.recompute_modules and model.residual_streams <= 1:
         raise ConfigError("layout.recompute_modules", "mhc recomputes mHC's mappings: the model has none (mHC off)")
     if not layout.sequence_parallel and layout.intra_size > 1 and model.moe_layers:
@@ -100,6 +101,26 @@ def _check_muon(layout: LayoutSpec) -> None:
         )
     if frozen_base(layout):
         raise ConfigError("layout.optimizer", "LoRA is simulated with Adam only")
+
+
+def _check_sparse_attention(model: ModelSpec, layout: LayoutSpec) -> None:
+    """DeepSeek-V4's attention runs on one GPU per sequence (its recipes' TP 1, CP 1); DSA under TP, not Ulysses SP
+    (workloads/recipes/dsv4_attention.py, mla.py)."""
+    if model.attention == "dsv4" and layout.intra_size > 1 and layout.attention in ("tp", "sp"):
+        raise ConfigError(
+            "layout.intra_size",
+            f"DeepSeek-V4's attention is simulated at TP 1 only (its recipes' size), not {layout.attention.upper()} "
+            f"{layout.intra_size}: --set intra_size=1 (Megatron: --tensor-model-parallel-size 1)",
+        )
+    if model.attention == "dsv4" and layout.cp > 1:
+        raise ConfigError(
+            "layout.cp",
+            "DeepSeek-V4's attention is simulated without CP: --set cp=1 (Megatron: --context-parallel-size 1)",
+        )
+    if model.dsa and layout.attention == "sp" and layout.intra_size > 1:
+        raise ConfigError(
+            "layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP: --set attention=tp"
+        )
 
 
 def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:
