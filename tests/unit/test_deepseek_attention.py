@@ -185,7 +185,17 @@ def test_dsa_flags() -> None:
     with pytest.raises(ConfigError, match="linear-attention"):
         parse_megatron_args("--seq-length 64 --experimental-attention-variant gdn").resolve(FLASH)
     with pytest.raises(ConfigError, match="--dsa-indexer-topk"):
-        parse_megatron_args(f"{base} --dsa-indexer-n-heads 64 --dsa-indexer-head-dim 128").resolve(FLASH)
+        parse_megatron_args(f"{base} --dsa-indexer-n-heads 64 --dsa-indexer-head-dim 128").resolve(
+            model_preset("deepseek-v3")
+        )
+    # a recipe's flags over DeepSeek-V3.2's config.json: the indexer's sizes are the checkpoint's
+    v32 = load_hf_config("examples/models/deepseek-v3.2.json")
+    run = parse_megatron_args(f"{base} --dsa-indexer-topk-freq 4").resolve(v32)
+    assert (run.model.index_heads, run.model.index_head_dim, run.model.index_topk) == (64, 128, 2048)
+    assert run.model.index_topk_freq == 4 and run.model.dsa
+    # and MLA is the checkpoint's too (kv_lora_rank), as moesim keeps a config.json's MLA without the flag elsewhere
+    bare = base.replace(" --multi-latent-attention", "")
+    assert parse_megatron_args(bare).resolve(v32).model.dsa
 
 
 def test_mhc_kernels_cost_the_host_a_bare_torch_op_each() -> None:

@@ -50,6 +50,14 @@ IGNORED: dict[str, str] = {
     # over the gathered weights once a step, is not timed
     "--reuse-grad-buf-for-mxfp8-param-ag": NOT_MODELLED + ": the copy from the gradient buffer into the weights "
     "after each parameter all-gather (its memory is what moesim counts under --fp8-param-gather)",
+    # DSA (workloads/recipes/mla.py): the indexer's KL loss against the main attention's scores (dsa.py
+    # compute_dsa_indexer_loss at d98e8a64: with no fused backend, an FP32 bmm over every head, query and key; the
+    # TileLang / cuDNN backends' hooks fuse it) has no published timing and is not charged; the sparse attention is
+    # timed at one rate whichever backend runs it (FlashAttention's table at the mean keys a query attends)
+    "--dsa-indexer-loss-coeff": NOT_MODELLED + ": DSA's indexer KL loss is not timed (no published timing of it)",
+    "--dsa-indexer-use-sparse-loss": NOT_MODELLED + ": DSA's indexer KL loss is not timed (no published timing of it)",
+    "--dsa-kernel-backend": NOT_MODELLED + ": DSA's sparse attention is timed at one rate whichever backend runs it "
+    "(workloads/recipes/mla.py absorbed_attention)",
     # attention sinks (GPT-OSS): one more logit per head and query, not timed; TE runs them in cuDNN's fused
     # attention, the kernel moesim times under --attention-backend auto (workloads/inputs/megatron.py)
     "--softmax-type": NUMERICS,

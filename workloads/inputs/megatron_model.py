@@ -106,14 +106,29 @@ def _sparse_attention(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[s
         raise ConfigError(
             "--experimental-attention-variant", f"{variant!r}: linear-attention layers are not modelled (dsa is)"
         )
-    if not args.get("--multi-latent-attention"):
+    return given  # MLA and the sizes the flags leave out may come from the model (config.json): checked in apply()
+
+
+def _check_dsa(args: dict[str, Any], model: ModelSpec) -> None:
+    """Under --experimental-attention-variant dsa: MLA (--multi-latent-attention, or a config.json with kv_lora_rank),
+    and the indexer's sizes from the flags or, where they leave them out, from the model (DeepSeek-V3.2's config.json
+    index_n_heads, index_head_dim, index_topk): Megatron-Core has no default for them (TransformerConfig dsa_indexer_*
+    None at d98e8a64)."""
+    if args.get("--experimental-attention-variant") != "dsa":
+        return
+    if model.attention != "mla":
         raise ConfigError(
             "--experimental-attention-variant", "dsa runs on MLA: add --multi-latent-attention (Megatron-Core)"
         )
-    for flag in ("--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk"):
-        if flag not in args:
-            raise ConfigError(flag, "DSA needs its indexer's size: Megatron-Core has no default")
-    return given
+    sizes = {"--dsa-indexer-n-heads": model.index_heads, "--dsa-indexer-head-dim": model.index_head_dim}
+    sizes["--dsa-indexer-topk"] = model.index_topk
+    for flag, size in sizes.items():
+        if size <= 0:
+            raise ConfigError(
+                flag,
+                "DSA needs its indexer's size: give the flag, or a config.json with index_n_heads, "
+                "index_head_dim and index_topk (Megatron-Core has no default)",
+            )
 
 
 def overrides(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
@@ -310,9 +325,11 @@ def apply(
                 "config.json unties (tie_word_embeddings false); simulated tied, as the job says"
             )
     try:
-        return base.with_(**fields)
+        model = base.with_(**fields)
     except TypeError as error:  # a field another engineer renamed: one line, not a traceback
         raise ConfigError("--megatron-args", f"model override not accepted: {error}") from None
+    _check_dsa(args, model)
+    return model
 
 
 def _windows(
