@@ -187,12 +187,16 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         peak_fp8_flops=5.0e15,  # dense; same sources
         hbm_bytes=186e9,  # 13.4 TB HBM3e / 72 GPUs, GB200 NVL72 datasheet
         hbm_bandwidth_Bps=8.0e12,  # 576 TB/s / 72 GPUs, GB200 NVL72 datasheet
-        sm_count=148,  # the B200 die pair (see the b200 preset); assumed the same in a GB200
+        # 152 SMs, four more than a B200's 148: "GB200 152 SM x 8192 x 2.062 GHz" (ByteDance-Seed/VeOmni PR #986, from the
+        # device), cuBLASLt's occupancy cap of 9,728 = 152 x 2,048 / 32 output elements (facebookexperimental/triton
+        # PR #2768), and MAMF's best GB200 shape 4096 x 9728 x 2048 (stas00/ml-engineering), N = 152 x 64
+        sm_count=152,
         # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet); NCCL's rate
         # on it below (_NVLINK5_NCCL_BPS, measured on an NVL72).
         nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,
         nvlink_latency_s=_NVLINK_LATENCY_S,
-        source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; NVLink 5 NCCL bus bandwidth "
+        source="NVIDIA GB200 NVL72 datasheet; NVIDIA Blackwell technical brief; SMs ByteDance-Seed/VeOmni PR #986; "
+        "NVLink 5 NCCL bus bandwidth "
         "680 GB/s on NVL72 (GTC25 S72583 via stas00/ml-engineering network/README.md)",
         generation=GpuGeneration.BLACKWELL,
         peak_fp4_flops=10.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
@@ -225,11 +229,13 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         peak_fp8_flops=5.0e15,  # dense; same
         hbm_bytes=288e9,  # the Blackwell Ultra GPU's 288 GB HBM3e (assumed as the B300's)
         hbm_bandwidth_Bps=8.0e12,
-        sm_count=160,  # the B300's (Blackwell Ultra)
+        # 152 SMs as the GB200's: cuBLASLt's occupancy cap bisected on a GB300, "sm_count 152 ... the same as
+        # GB200's" (facebookexperimental/triton PR #2768, 2026-08-06); the b300 preset keeps the die's 160 (not measured)
+        sm_count=152,
         nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,  # NVLink 5 on an NVL72, as the gb200's
         nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA GB300 NVL72 specifications via stas00/ml-engineering compute/accelerator/README.md (note 24); "
-        "memory and SMs as the b300's (assumed); NVLink 5 NCCL bus bandwidth as the gb200's",
+        "memory as the b300's (assumed); SMs facebookexperimental/triton PR #2768; NVLink 5 NCCL bus bandwidth as the gb200's",
         generation=GpuGeneration.BLACKWELL_ULTRA,
         peak_fp4_flops=15.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column
         host_cpu=HostCpu.GRACE,  # the Grace CPU of its superchip

@@ -17,11 +17,11 @@ from simulator.costs.gemm_points import BenchGpu, GemmKernel, GemmPoint
 
 # Dense peaks (no sparsity) per GPU: stas00/ml-engineering@744d01e compute/accelerator/README.md, "TFLOPS comparison
 # table" (B200 and B300 SXM 2,250 BF16 / 4,500 FP8, GB200 2,500 / 5,000, from the DGX B200 / B300 and GB200 NVL72
-# datasheets). SMs: B200 and GB200 148 (topologies.hardware b200); B300 160 ("Inside NVIDIA Blackwell Ultra",
-# NVIDIA technical blog, Hot Chips 2025: 160 SMs).
+# datasheets). SMs: B200 148 (topologies.hardware b200); GB200 152 (topologies.hardware gb200: the MAMF point below
+# was found at N = 9,728 = 152 x 64); B300 160 ("Inside NVIDIA Blackwell Ultra", NVIDIA technical blog, Hot Chips 2025).
 # Dense FP4 peaks: the same table's fp4 column (B200 9,000, GB200 10,000, B300 12,600 TFLOP/s).
 B200 = BenchGpu("B200 SXM", 2250.0, 4500.0, 148, 9000.0)
-GB200 = BenchGpu("GB200", 2500.0, 5000.0, 148, 10000.0)
+GB200 = BenchGpu("GB200", 2500.0, 5000.0, 152, 10000.0)
 B300 = BenchGpu("B300 SXM", 2250.0, 4500.0, 160, 12600.0)
 
 # stas00/ml-engineering@744d01e compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table":

@@ -33,15 +33,17 @@ def test_gb200_runs_faster_than_h800() -> None:
 
 
 def test_blackwell_ultra_presets() -> None:
-    """DGX B300 and GB300 NVL72: the B200's / GB200's BF16 and FP8 peaks (ml-engineering's table), 288 GB, 160 SMs,
+    """DGX B300 and GB300 NVL72: the B200's / GB200's BF16 and FP8 peaks (ml-engineering's table), 288 GB, 160 and 152 SMs,
     Blackwell Ultra's tables (Blackwell's GEMMs, cuDNN's GB300 attention), an 800 Gb/s ConnectX-8 per GPU, and the NVL72 rack of the gb200 preset."""
     b300, gb300 = gpu_preset("b300"), gpu_preset("gb300")
-    assert (b300.peak_bf16_flops, gb300.peak_bf16_flops, b300.hbm_bytes, gb300.sm_count) == (
+    assert (b300.peak_bf16_flops, gb300.peak_bf16_flops, b300.hbm_bytes, b300.sm_count, gb300.sm_count) == (
         2.25e15,
         2.5e15,
         288e9,
         160,
+        152,
     )
+    assert gpu_preset("gb200").sm_count == 152  # the devices' count (topologies/hardware.py), a B200's 148
     assert b300.generation == gb300.generation == GpuGeneration.BLACKWELL_ULTRA
     rack, node = cluster_preset("gb300", 256), cluster_preset("b300", 16)
     assert (rack.gpus_per_node, rack.nic_bandwidth_Bps, node.gpus_per_node, node.nic_bandwidth_Bps) == (
