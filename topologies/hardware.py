@@ -187,9 +187,10 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         peak_fp8_flops=5.0e15,  # dense; same sources
         hbm_bytes=186e9,  # 13.4 TB HBM3e / 72 GPUs, GB200 NVL72 datasheet
         hbm_bandwidth_Bps=8.0e12,  # 576 TB/s / 72 GPUs, GB200 NVL72 datasheet
-        # 152 SMs, four more than a B200's 148: "GB200 152 SM x 8192 x 2.062 GHz" (ByteDance-Seed/VeOmni PR #986, from the
-        # device), cuBLASLt's occupancy cap of 9,728 = 152 x 2,048 / 32 output elements (facebookexperimental/triton
-        # PR #2768), and MAMF's best GB200 shape 4096 x 9728 x 2048 (stas00/ml-engineering), N = 152 x 64
+        # 152 SMs, four more than a B200's 148: VeOmni's peak formula "GB200 152 SM x 8192 x 2.062 GHz"
+        # (ByteDance-Seed/VeOmni PR #986), cuBLASLt's occupancy cap of 9,728 = 152 x 2,048 / 32 output elements, "the
+        # same as GB200's" on a GB300 (facebookexperimental/triton PR #2768), and MAMF's best GB200 shape 4096 x 9728 x
+        # 2048 (stas00/ml-engineering), N = 152 x 64
         sm_count=152,
         # NVLink 5: 1.8 TB/s bidirectional per GPU = 900 GB/s per direction line rate (datasheet); NCCL's rate
         # on it below (_NVLINK5_NCCL_BPS, measured on an NVL72).

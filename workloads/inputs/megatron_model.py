@@ -120,9 +120,8 @@ def _check_dsa(args: dict[str, Any], model: ModelSpec) -> None:
         raise ConfigError(
             "--experimental-attention-variant", "dsa runs on MLA: add --multi-latent-attention (Megatron-Core)"
         )
-    sizes = {"--dsa-indexer-n-heads": model.index_heads, "--dsa-indexer-head-dim": model.index_head_dim}
-    sizes["--dsa-indexer-topk"] = model.index_topk
-    for flag, size in sizes.items():
+    sizes = (model.index_heads, model.index_head_dim, model.index_topk)
+    for flag, size in zip(("--dsa-indexer-n-heads", "--dsa-indexer-head-dim", "--dsa-indexer-topk"), sizes):
         if size <= 0:
             raise ConfigError(
                 flag,
