@@ -130,6 +130,8 @@ PINNED = {
     "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3175, 3316),  # measured 2,528: +25.6% / +31.2%
     "gb300-deepseek-v4-flash-128": (9225, 10235),  # measured 8,224: +12.2% / +24.5%
     "gb200-deepseek-v4-flash-128": (8846, 9765),  # measured 7,776: +13.8% / +25.6%
+    "bridge-gb300-gpt-oss-120b-64-bf16": (22362, 24888),  # measured 19,200: +16.5% / +29.6%
+    "bridge-gb200-gpt-oss-120b-64-bf16": (22388, 24958),  # measured 16,640: +34.5% / +50.0%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
     # (-15.6% / +3.1% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-llama3-70b-64-fp8": (4386, 5068),  # measured 5,248: -16.4% / -3.4%

@@ -68,6 +68,10 @@ Rows of an eleventh source: 26.08's DeepSeek-V4-Flash on 128 DGX-GB300 / DGX-GB2
 {gb300,gb200}-deepseek-v4-flash-128.sh): the hybrid compressed attention (CSA with its indexer, HCA, a 128-key window)
 and mHC's four residual streams, from the checkpoint's config.json (examples/models/deepseek-v4-flash.json).
 
+Rows of a twelfth source: 26.04.01's GPT-OSS-120B in BF16 on 64 DGX-GB300 / DGX-GB200 (recipes at v0.4.2,
+bridge-{gb300,gb200}-gpt-oss-120b-64-bf16.sh): the BF16 recipe of the DGX-B200 / DGX-B300 rows, eager but for TE's
+partial graphs (GB300) or with EP overlap (GB200), EP 64 over the NVL72 domain with the alltoall dispatcher.
+
 Rows of a tenth source: 26.08's Nemotron 3 Ultra 550B-A55B on 256 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
 bridge-{gb300,gb200}-nemotron-3-ultra-256-mxfp8.sh): Megatron FSDP sharded inside each 64-GPU NVLink domain, the
 optimizer state across the four too (Hybrid-FSDP, --num-distributed-optimizer-instances 4, workloads/specs/hybrid_dp.py).
@@ -99,6 +103,7 @@ BRIDGE_LATENT = (
 )
 BRIDGE_ULTRA = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, Nemotron 3 Ultra (Hybrid-FSDP)"
 BRIDGE_DSV4 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, DeepSeekV4 Flash"
+BRIDGE_BF16_NVL = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 26.04.01, GPT OSS 120B BF16 (NVL72)"
 SOURCES = (
     BRIDGE_26_08,
     MLM_PR_5728,
@@ -111,6 +116,7 @@ SOURCES = (
     BRIDGE_LATENT,
     BRIDGE_ULTRA,
     BRIDGE_DSV4,
+    BRIDGE_BF16_NVL,
 )
 # LoRA as Megatron-Bridge's fine-tuning recipes run it (no Megatron-LM flag: layout fields; workloads/specs/peft.py)
 LORA_QKV = LayoutSpec("megatron-args", peft="lora", lora_modules=("linear_qkv",))
@@ -376,6 +382,13 @@ ROWS: tuple[BlackwellRow, ...] = (
             FUSED_MHC,
         )
         for gpu, tokens in (("gb300", 8224), ("gb200", 7776))
+    ),
+    # BRIDGE_BF16_NVL: GPT-OSS-120B's BF16 recipe (the DGX-B200 / B300 rows') on 64 GPUs of one NVL72 domain, EP 64
+    *(
+        BlackwellRow(
+            f"bridge-{gpu}-gpt-oss-120b-64-bf16", "gpt-oss-120b", gpu, 64, 1280, 4096, tokens, False, BRIDGE_BF16_NVL
+        )
+        for gpu, tokens in (("gb300", 19200), ("gb200", 16640))
     ),
 )
 
