@@ -38,7 +38,8 @@ pairs test the FP4 curve. Rows of a fifth source, on 8-GPU DGX-B200 / DGX-B300 n
 GPT-OSS-120B in BF16 on 64 and Qwen3-30B-A3B in MXFP8 on 8 ("26.04.01 NeMo Container", recipes at v0.4.2;
 bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh), and DeepSeek-V3 in MXFP8 on
 256 (DGX-B200: 26.04.01, v0.4.2; DGX-B300: "26.06 NeMo Container", v0.5.0; bridge-{b200,b300}-deepseek-v3-256-mxfp8.sh)
-and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22b-256-mxfp8.sh).
+and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22b-256-mxfp8.sh), and GPT-OSS-120B's
+BF16 recipe in MXFP8 on DGX-B300 ("26.06 NeMo Container", v0.5.0; bridge-b300-gpt-oss-120b-64-mxfp8.sh).
 
 Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's DGX-GB300 row (its recipe at 067f987d,
 examples/megatron/gb300-nemotron-3-nano-8.sh) and 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
@@ -245,6 +246,8 @@ ROWS: tuple[BlackwellRow, ...] = (
     # Qwen3-30B-A3B in MXFP8 on one node, EP 8, HybridEP
     BlackwellRow("bridge-b200-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b200", 64, 1280, 4096, 13568, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-gpt-oss-120b-64-bf16", "gpt-oss-120b", "b300", 64, 1280, 4096, 15232, False, BRIDGE_DGX),
+    # and 26.06's MXFP8 recipe on DGX-B300 (v0.5.0): the BF16 V2 config in MXFP8, nothing else changed
+    BlackwellRow("bridge-b300-gpt-oss-120b-64-mxfp8", "gpt-oss-120b", "b300", 64, 1280, 4096, 18534, False, BRIDGE_DGX),
     BlackwellRow("bridge-b200-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b200", 8, 512, 4096, 27136, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b300", 8, 512, 4096, 30720, False, BRIDGE_DGX),
     # DeepSeek-V3 in MXFP8 on 256: DGX-B200 (26.04.01, v0.4.2: PP 8, VP 2, EP 32 over 4 nodes, DeepEP, EP overlap) and
