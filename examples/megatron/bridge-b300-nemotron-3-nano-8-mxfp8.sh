@@ -6,9 +6,9 @@
 # FP8 parameter gather into the gradient buffer); the model recipe
 # src/megatron/bridge/recipes/nemotronh/nemotron_3_nano.py: squared ReLU with use_fused_weighted_squared_relu, sigmoid
 # router with expert bias and seq_aux_loss 1e-4, router fusion off, permute fusion on, HybridEP 16 SMs, fused (cuDNN)
-# attention, native cross-entropy fusion, no recompute). Published: docs/performance-summary-archive.md (4ab94dfa),
-# "26.06 NeMo Container", DGX-B300, Nemotron_3_Nano, MXFP8: 37,316 tokens/s/GPU. Out of the corpus: python -m
-# experiments.validation.blackwell.check.
+# attention, no recompute; its native cross-entropy fusion made TE's by utils/overrides.py _set_common_perf_overrides).
+# Published: docs/performance-summary-archive.md (4ab94dfa), "26.06 NeMo Container", DGX-B300, Nemotron_3_Nano, MXFP8:
+# 37,316 tokens/s/GPU. Out of the corpus: python -m experiments.validation.blackwell.check.
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --context-parallel-size 1
 --expert-model-parallel-size 8 --expert-tensor-parallel-size 1
 --micro-batch-size 4 --global-batch-size 512 --seq-length 8192
@@ -21,4 +21,4 @@
 --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 1e-4
 --cuda-graph-impl transformer_engine --cuda-graph-modules attn mamba moe_router moe_preprocess
 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --grad-reduce-in-bf16
---cross-entropy-loss-fusion --cross-entropy-fusion-impl native
+--cross-entropy-loss-fusion --cross-entropy-fusion-impl te

@@ -60,8 +60,8 @@ PINNED = {
     "gb300-qwen3-30b-a3b-8": (44614, 49371),  # measured 44,544: +0.2% / +10.8%
     "gb200-qwen3-30b-a3b-8": (42021, 46634),  # measured 39,936: +5.2% / +16.8%
     "gb300-nemotron-3-nano-8": (48744, 52856),  # measured 39,936: +22.1% / +32.4%
-    "bridge-gb200-nemotron-3-nano-8-mxfp8": (35154, 35643),  # measured 33,522: +4.9% / +6.3%
-    "bridge-b300-nemotron-3-nano-8-mxfp8": (49963, 55209),  # measured 37,316: +33.9% / +47.9%
+    "bridge-gb200-nemotron-3-nano-8-mxfp8": (35086, 35573),  # measured 33,522: +4.7% / +6.1%
+    "bridge-b300-nemotron-3-nano-8-mxfp8": (51327, 56879),  # measured 37,316: +37.5% / +52.4%
     "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (30818, 31396),  # measured 28,672: +7.5% / +9.5% (stop 53)
     "gb300-qwen3-235b-a22b-256": (8014, 8940),  # measured 8,816: -9.1% / +1.4%
     "gb200-qwen3-235b-a22b-256": (7142, 8009),  # measured 7,280: -1.9% / +10.0%
