@@ -42,9 +42,9 @@ and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22
 BF16 recipe in MXFP8 on DGX-B300 ("26.06 NeMo Container", v0.5.0; bridge-b300-gpt-oss-120b-64-mxfp8.sh).
 
 Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's DGX-GB300 row (its recipe at 067f987d,
-examples/megatron/gb300-nemotron-3-nano-8.sh) and 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
-bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes. With
-them 26.08's Nemotron 3.5 Lightning on 8 DGX-GB200 ("the same architecture as Nemotron 3 Nano", trained with two MTP
+examples/megatron/gb300-nemotron-3-nano-8.sh), 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
+bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh) and 26.04.01's DGX-B200 row (v0.4.2,
+bridge-b200-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes. With them 26.08's Nemotron 3.5 Lightning on 8 DGX-GB200 ("the same architecture as Nemotron 3 Nano", trained with two MTP
 depths: bridge-gb200-nemotron-3.5-lightning-8-mxfp8.sh on Nano's model file).
 
 Rows of a seventh source: Megatron-Bridge 26.06's Llama 3 70B fine-tuning on DGX-GB300 / DGX-GB200 (archive at 4ab94dfa,
@@ -95,7 +95,7 @@ MCORE_REPORT = "NVIDIA Megatron-Core MoE report, arXiv 2603.07685v1 Table 11 (re
 BRIDGE_DENSE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 (70B) and 26.06 (405B), dense"
 BRIDGE_DGX = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 and 26.06, DGX-B200 / DGX-B300"
 BRIDGE_HYBRID = (
-    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.06 and 26.08, MXFP8, hybrid (Nemotron 3 Nano)"
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 to 26.08, MXFP8, hybrid (Nemotron 3 Nano)"
 )
 BRIDGE_FINETUNE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 26.06, Llama 3 70B SFT and LoRA"
 BRIDGE_MUON = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md at v0.5.0, 26.06, Kimi K2 trained with Muon"
@@ -285,6 +285,18 @@ ROWS: tuple[BlackwellRow, ...] = (
         512,
         8192,
         37316,
+        False,
+        BRIDGE_HYBRID,
+    ),
+    # and 26.04.01's DGX-B200 row (v0.4.2, MBS 2): measured as the same release's DGX-GB200 row (32,768 both)
+    BlackwellRow(
+        "bridge-b200-nemotron-3-nano-8-mxfp8",
+        "nemotron-3-nano-30b-a3b",
+        "b200",
+        8,
+        512,
+        8192,
+        32768,
         False,
         BRIDGE_HYBRID,
     ),
