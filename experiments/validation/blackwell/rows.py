@@ -44,7 +44,8 @@ BF16 recipe in MXFP8 on DGX-B300 ("26.06 NeMo Container", v0.5.0; bridge-b300-gp
 Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's DGX-GB300 row (its recipe at 067f987d,
 examples/megatron/gb300-nemotron-3-nano-8.sh), 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
 bridge-{gb200,b300}-nemotron-3-nano-8-mxfp8.sh) and 26.04.01's DGX-B200 row (v0.4.2,
-bridge-b200-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes. With them 26.08's Nemotron 3.5 Lightning on 8 DGX-GB200 ("the same architecture as Nemotron 3 Nano", trained with two MTP
+bridge-b200-nemotron-3-nano-8-mxfp8.sh): its Mamba-2 scan at the rate workloads/recipes/mamba.py assumes. With them
+26.08's Nemotron 3.5 Lightning on 8 DGX-GB200 ("the same architecture as Nemotron 3 Nano", trained with two MTP
 depths: bridge-gb200-nemotron-3.5-lightning-8-mxfp8.sh on Nano's model file).
 
 Rows of a seventh source: Megatron-Bridge 26.06's Llama 3 70B fine-tuning on DGX-GB300 / DGX-GB200 (archive at 4ab94dfa,
