@@ -12,6 +12,7 @@ from enum import Enum
 from typing import NamedTuple
 
 BYTES_BF16 = 2  # bytes per BF16 element: activations, weights and gradients on the wire
+BYTES_FP32 = 4  # bytes per FP32 element: router scores and probabilities, mixing weights, main gradients
 
 COMPUTE = "compute"
 COMM = "comm"

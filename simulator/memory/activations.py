@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from workloads.ops import BYTES_BF16, Module
+from workloads.ops import BYTES_BF16, BYTES_FP32, Module
 from workloads.recipes.activation import eager_saved
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -36,7 +36,6 @@ from workloads.specs.precision import MXFP8_BLOCK, Fp8Recipe
 
 BYTES_FP8 = 1
 BYTES_E5M6 = 12 / 8  # DeepSeek-V3's 12-bit activation format (1 sign, 5 exponent, 6 mantissa bits; Sec. 3.3.3)
-BYTES_FP32 = 4
 BYTES_INDEX = 8  # int64
 
 

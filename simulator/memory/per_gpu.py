@@ -9,7 +9,7 @@ from functools import lru_cache
 from simulator.memory.activations import megatron_layer_bytes
 from workloads.graph.optimizer_work import optimizer_shard
 from workloads.graph.step import StepWorkload, bf16_layout
-from workloads.ops import BYTES_BF16, Module
+from workloads.ops import BYTES_BF16, LayerKind, Module
 from workloads.recipes.layers import te_layers
 from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
@@ -364,21 +364,22 @@ def cached_weight_bytes(workload: StepWorkload, stage: int) -> float:
     routed experts; not the router, norms, embedding or output layer) on ``stage``: Megatron-Core's layers with TE
     (workloads/recipes/layers.py te_layers) in FP8 / FP4 without --fp8-param-gather, whose weights are the quantized
     ones already; BF16 layers (first / last layers kept BF16) keep none."""
-    layout, model = workload.layout, workload.model
+    layout = workload.layout
     per_weight = CACHED_WEIGHT_BYTES.get(Fp8Recipe(layout.fp8_recipe), 0.0)
     if layout.gemm_dtype != "fp8" or layout.fp8_param_gather or not per_weight or not te_layers(layout):
         return 0.0
-    n = layout.intra_size
-    experts_over = layout.ep_degree * layout.etp if layout.ffn == "ep" else n
     kinds = [workload.layer_kind(layer) for layer in workload.stage_layers(stage)]
-    weights = 0.0
-    for kind in kinds:
-        if kind.bf16:
-            continue
-        parts = model.layer_parts(kind.dense, kind.block)
-        split = parts.attention + parts.dense_ffn + parts.shared
-        weights += (split if layout.attention == "sp" else split / n) + parts.experts / experts_over
-    return weights * per_weight
+    return sum(held_linear_weights(workload, kind) for kind in kinds if not kind.bf16) * per_weight
+
+
+def held_linear_weights(workload: StepWorkload, kind: LayerKind) -> float:
+    """The linear-layer weights a GPU holds of one layer of ``kind``: attention, dense FFN and shared experts split
+    over TP (whole under Ulysses SP, which replicates them), routed experts over EP x ETP (over TP without EP)."""
+    layout = workload.layout
+    parts = workload.model.layer_parts(kind.dense, kind.block)
+    split = 1 if layout.attention == "sp" else layout.intra_size
+    experts = layout.ep_degree * layout.etp if layout.ffn == "ep" else layout.intra_size
+    return (parts.attention + parts.dense_ffn + parts.shared) / split + parts.experts / experts
 
 
 def offloaded_activation_bytes(workload: StepWorkload, stage: int) -> float:
@@ -401,14 +402,10 @@ def sharded_unit_bytes(workload: StepWorkload, stage: int) -> float:
     if layout.zero_stage < 2:
         return 0.0
     m = workload.model
-    n = layout.intra_size
-    experts = layout.ep_degree * layout.etp if layout.ffn == "ep" else n
-    split = 1 if layout.attention == "sp" else n
 
     def unit(layer: int) -> float:
         kind = m.layer_kind(layer)
-        p = m.layer_parts(kind.dense, kind.block)
-        return (p.attention + p.dense_ffn + p.shared) / split + p.replicated + p.experts / experts
+        return held_linear_weights(workload, kind) + m.layer_parts(kind.dense, kind.block).replicated
 
     largest = max((unit(layer) for layer in workload.stage_layers(stage)), default=0.0)
     per_param = DTYPE_BYTES[layout.main_grads_dtype] + (BYTES_BF16 if layout.zero_stage >= 3 else 0)

@@ -29,9 +29,19 @@ from __future__ import annotations
 
 from workloads.dispatchers.base import ExpertSteps, MoeContext, TokenDispatcher, Wire
 from workloads.dispatchers.steps import ep_collective, host_sync, permute, te_grouped_mlp, unpermute
-from workloads.ops import ALL_GATHER, ALL_TO_ALL, BYTES_BF16, MEMORY, Group, Module, Step, Transport, comm_step
+from workloads.ops import (
+    ALL_GATHER,
+    ALL_TO_ALL,
+    BYTES_BF16,
+    BYTES_FP32,
+    MEMORY,
+    Group,
+    Module,
+    Step,
+    Transport,
+    comm_step,
+)
 
-BYTES_FP32 = 4
 PROBS_CAST_BYTES_PER_SCORE = BYTES_BF16 + BYTES_FP32  # read BF16, write FP32 (and back in backward)
 PREPROCESS_KERNELS = 3  # the preprocess (scan) kernel, permute_preprocessing and pad_tokens_per_expert
 ROW_ID_MAP_BYTES_PER_SCORE = 1 + 4  # permute_preprocessing: the bool map read, the int32 row-id map written

@@ -24,14 +24,13 @@ workloads/specs/validation.py refuses them).
 
 from __future__ import annotations
 
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step
+from workloads.ops import ATTENTION, BYTES_BF16, BYTES_FP32, GEMM, MEMORY, AttentionShape, Gemm, Module, Step
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 
 CSA_RATIO = 4  # the compression whose keys the indexer selects (HF compress_ratios: 0, 4 or 128)
-BYTES_SCORE = 4  # the indexer's FP32 score per (query, compressed key)
 
 
 def compressed_pairs(seq_len: int, ratio: int, topk: int = 0) -> int:
@@ -60,10 +59,15 @@ def attended_pairs(model: ModelSpec, seq_len: int, ratio: int) -> int:
     return window_pairs(seq_len, model.sliding_window) + compressed_pairs(seq_len, ratio, topk)
 
 
-def dsv4_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, ratio: int) -> float:
-    """Forward attention FLOPs per GPU over the pairs it attends: 2 b pairs heads (d_qk + d_v), keys and values one
-    head-dim-wide shared head."""
-    return 2.0 * layout.micro_batch * attended_pairs(model, seq_len, ratio) * model.num_heads * 2 * model.head_dim
+def sparse_attention_step(layout: LayoutSpec, seq_len: int, pairs: float, heads: int, d_key: int, d_value: int) -> Step:
+    """The attention over ``pairs`` (query, key) pairs of one sequence of ``seq_len`` queries, every head sharing one
+    key and value head (DeepSeek-V4's, DSA's absorbed MLA): 2 b pairs heads (d_key + d_value) FLOPs forward, timed
+    as a non-causal sequence as long as the mean keys a query attends (the module docstring)."""
+    shape = AttentionShape(
+        d_key, d_value, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend
+    )
+    flops = 2.0 * layout.micro_batch * pairs * heads * (d_key + d_value)
+    return Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
 
 
 def _compressor(name: str, tokens: int, width: int, hidden: int, ratio: int) -> list[Step]:
@@ -88,7 +92,7 @@ def indexer_steps(model: ModelSpec, tokens: int, query_width: int, keys: list[St
         Step("index_weights", GEMM, gemm=Gemm(tokens, heads, h)),
         *keys,
         Step("index_scores", GEMM, gemm=Gemm(tokens * heads, max(1, round(scored / tokens)), dim), bf16_only=True),
-        Step("index_topk", MEMORY, mem_bytes=2 * scored * BYTES_SCORE, bwd_kernels=0),
+        Step("index_topk", MEMORY, mem_bytes=2 * scored * BYTES_FP32, bwd_kernels=0),
     ]
 
 
@@ -115,11 +119,8 @@ def dsv4_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, ratio: int) 
         scored = layout.micro_batch * compressed_pairs(seq_len, ratio)
         keys = _compressor("index_compressor", tokens, model.index_head_dim, h, ratio)
         steps += indexer_steps(model, tokens, q_rank, keys, scored)
-    pairs = attended_pairs(model, seq_len, ratio)
-    shape = AttentionShape(d, d, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend)
-    flops = dsv4_attention_flops(model, layout, seq_len, ratio)
     steps += [
-        Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN),
+        sparse_attention_step(layout, seq_len, attended_pairs(model, seq_len, ratio), heads, d, d),
         Step("o_group_proj", GEMM, gemm=Gemm(tokens, o_rank, heads * d // groups, groups)),
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, groups * o_rank)),
         residual_step("attn_residual", act),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
 from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
-from workloads.recipes.dsv4_attention import indexer_steps, window_pairs
+from workloads.recipes.dsv4_attention import indexer_steps, sparse_attention_step, window_pairs
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
@@ -108,13 +108,9 @@ def absorbed_attention(model: ModelSpec, layout: LayoutSpec, seq_len: int, rows:
     d_key = kv_rank + model.qk_rope_head_dim
     full = seq_len * layout.cp  # under CP (load-balanced chunks): 1/cp of the whole sequence's pairs on each GPU
     pairs = window_pairs(full, model.index_topk) / layout.cp
-    shape = AttentionShape(
-        d_key, kv_rank, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend
-    )
-    flops = 2.0 * layout.micro_batch * pairs * heads * (d_key + kv_rank)
     return [  # the absorptions are torch.einsum calls on BF16 weights, not TE linear layers: BF16 in an FP8 run
         Step("q_absorb", GEMM, gemm=Gemm(rows, kv_rank, nope, heads), module=UP, bf16_only=True),
-        Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN),
+        sparse_attention_step(layout, seq_len, pairs, heads, d_key, kv_rank),
         Step("v_up", GEMM, gemm=Gemm(rows, d_v, kv_rank, heads), bf16_only=True),
         Step("o_proj", GEMM, gemm=Gemm(rows, model.hidden_size, heads * d_v)),
     ]

@@ -7,7 +7,7 @@ autograd InputBuffer sums the second gradient that reaches a tensor into the fir
 
 from __future__ import annotations
 
-from workloads.ops import BYTES_BF16, GEMM, MEMORY, Gemm, GraphPart, Module, Step
+from workloads.ops import BYTES_BF16, BYTES_FP32, GEMM, MEMORY, Gemm, GraphPart, Module, Step
 from workloads.specs.models import ModelSpec
 
 ADD_PASSES = 3  # an add or a gradient sum: two operands read, the result written
@@ -79,7 +79,6 @@ def megatron_qkv_copies(model: ModelSpec, tokens: int, shards: int) -> list[Step
 # the forward and runs autograd's backward of each (assumed: two kernels per forward one).
 SINKHORN_FWD_KERNELS_PER_ITERATION = 6
 SINKHORN_BWD_PER_FWD = 3
-BYTES_FP32 = 4
 
 
 def hyper_connection_steps(name: str, model: ModelSpec, tokens: int, fused: bool) -> tuple[list[Step], Step]:

@@ -12,10 +12,9 @@ UNFUSED_KERNELS) and the aux loss is not declared.
 
 from __future__ import annotations
 
-from workloads.ops import BYTES_BF16, MEMORY, GraphPart, Module, Step
+from workloads.ops import BYTES_BF16, BYTES_FP32, MEMORY, GraphPart, Module, Step
 from workloads.specs.layouts import LayoutSpec
 
-BYTES_FP32 = 4
 BYTES_BOOL = 1
 ROUTER = GraphPart.MOE_ROUTER  # a "moe_router" CUDA-graph scope captures these (workloads/specs/cuda_graphs.py)
 
