@@ -157,13 +157,18 @@ GPU_PRESETS: dict[str, GpuSpec] = {
     ),
     # Blackwell GPU of an HGX / DGX B200 (1,000 W). NVIDIA DGX B200 datasheet: 72 PFLOP/s FP8 training per
     # 8-GPU system WITH sparsity -> 4.5e15 dense per GPU; BF16 half of that, 2.25e15 dense (Blackwell
-    # technical brief, HGX B200 column); 1,440 GB HBM3e and 64 TB/s per system -> 180 GB, 8 TB/s per GPU.
+    # technical brief, HGX B200 column); 1,440 GB HBM3e and 64 TB/s per system -> 180 GB, 8 TB/s per GPU. The device
+    # itself reports a 7,680-bit memory bus (15 / 16 of 8,192, as its 180 GB are of 192) at a 3,996 MHz memory clock:
+    # 960 B x 3.996e9 x 2 = 7.672 TB/s (pytorch/ao PR #4002, cudaGetDeviceProperties and nvidia-smi on a B200).
     "b200": GpuSpec(
         name="b200",
         peak_bf16_flops=2.25e15,  # dense; NVIDIA Blackwell technical brief (HGX B200)
         peak_fp8_flops=4.5e15,  # dense; DGX B200 datasheet 72 PF sparse / 8 / 2
         hbm_bytes=180e9,  # 1,440 GB / 8, DGX B200 datasheet
-        hbm_bandwidth_Bps=8.0e12,  # 64 TB/s / 8, DGX B200 datasheet
+        hbm_bandwidth_Bps=7680
+        / 8
+        * 3996e6
+        * 2,  # 7.672 TB/s: the device's 7,680-bit bus at 3,996 MHz, DDR (pytorch/ao PR #4002)
         # 74 SMs enabled on each of the two dies (Chips and Cheese, "Nvidia's B200: Keeping the CUDA
         # Juggernaut Rolling", 2025, from device queries).
         sm_count=148,
@@ -172,6 +177,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         nvlink_bandwidth_Bps=_NVLINK5_NCCL_BPS,
         nvlink_latency_s=_NVLINK_LATENCY_S,
         source="NVIDIA DGX B200 datasheet; NVIDIA Blackwell technical brief; Chips and Cheese B200 (SM count); "
+        "pytorch/ao PR #4002 (HBM bandwidth from the device's bus width and memory clock); "
         "NVLink 5 NCCL bus bandwidth 680 GB/s (GTC25 S72583 via stas00/ml-engineering network/README.md)",
         generation=GpuGeneration.BLACKWELL,
         peak_fp4_flops=9.0e15,  # dense FP4, stas00/ml-engineering@744d01e compute/accelerator/README.md fp4 column

@@ -201,7 +201,9 @@ SOURCES: dict[str, str] = {
         "pytorch/ao PR #4128: Triton FP8 quantization kernels at 0.79-0.87 of H100 SXM HBM bandwidth; TE's"
         " current-scaling quantization kernels in its H200 NVL GEMM benchmark (docs/examples/gemm_profiling at"
         " 1609c890, autocast - pre-quantized) take 3.50 ms per layer, 3.38 simulated with it"
-        " (experiments/validation/fp8_gemm_check.py); BabelStream Copy 0.87 on H100 SXM is a streaming kernel's ceiling"
+        " (experiments/validation/fp8_gemm_check.py); BabelStream Copy 0.87 on H100 SXM is a streaming kernel's ceiling."
+        " Blackwell's kernels reach 0.918 (Ultra 0.928) of it: cuDNN's norm benchmark on H200, GB200 and GB300"
+        " (simulator/costs/hbm_fraction.py)"
     ),
     "index_add_elements_per_s_per_sm": (
         "pytorch/pytorch PR #175760: index_add_ BF16 [4M, 128] dim 0 in 4,719 us on an H100 (unvectorized kernel)"

@@ -30,6 +30,7 @@ from simulator.costs.gemm_efficiency import (
     GemmEfficiencyTable,
     attention_efficiency,
 )
+from simulator.costs.hbm_fraction import BLACKWELL_HBM_FRACTION, BLACKWELL_ULTRA_HBM_FRACTION
 from topologies.hardware import GpuGeneration, GpuSpec
 
 # (family, backward, causal, head dim, per-sequence length) -> fraction of the GPU's BF16 peak
@@ -43,6 +44,9 @@ class KernelTables:
     gemm: GemmEfficiencyTable
     attention: AttentionTable
     attention_source: str
+    # the fraction of its HBM bandwidth its memory-bound kernels reach, relative to Hopper's
+    # (Calibration.memory_efficiency's anchor; simulator/costs/hbm_fraction.py)
+    hbm_fraction: float = 1.0
 
 
 _HOPPER = KernelTables(HOPPER_GEMM_TABLE, attention_efficiency, "FlashAttention-3 paper (arXiv 2407.08608) Figs. 5-6")
@@ -51,11 +55,14 @@ KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
     GpuGeneration.AMPERE: KernelTables(AMPERE_GEMM_TABLE, attention_efficiency, _HOPPER.attention_source),
     GpuGeneration.HOPPER: _HOPPER,
     GpuGeneration.BLACKWELL: KernelTables(
-        BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE
+        BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE, BLACKWELL_HBM_FRACTION
     ),
     # Blackwell Ultra: Blackwell's GEMM table (B300's own points are in it), its attention from cuDNN's GB300 run
     GpuGeneration.BLACKWELL_ULTRA: KernelTables(
-        BLACKWELL_GEMM_TABLE, blackwell_ultra_attention_efficiency, BLACKWELL_ULTRA_ATTENTION_SOURCE
+        BLACKWELL_GEMM_TABLE,
+        blackwell_ultra_attention_efficiency,
+        BLACKWELL_ULTRA_ATTENTION_SOURCE,
+        BLACKWELL_ULTRA_HBM_FRACTION,
     ),
 }
 
@@ -82,3 +89,9 @@ def kernel_tables(generation: GpuGeneration) -> KernelTables:
 def gemm_table(gpu: GpuSpec, cal: Calibration) -> GemmEfficiencyTable:
     """The GEMM table that times ``gpu``'s GEMMs: the calibration's where it fixes one, else the generation's."""
     return cal.gemm_efficiency if cal.gemm_efficiency is not None else KERNEL_TABLES[gpu.generation].gemm
+
+
+def memory_bandwidth_Bps(gpu: GpuSpec, cal: Calibration) -> float:
+    """The HBM bandwidth ``gpu``'s memory-bound kernels reach: the calibration's fraction (Hopper's) of its peak, times
+    its generation's fraction relative to Hopper's."""
+    return gpu.hbm_bandwidth_Bps * cal.memory_efficiency * KERNEL_TABLES[gpu.generation].hbm_fraction

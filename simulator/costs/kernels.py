@@ -13,7 +13,7 @@ from simulator.costs.collective_efficiency import (
     hybridep_efficiency,
     nvls_all_reduce_efficiency,
 )
-from simulator.costs.generations import gemm_table, runs_non_tn_fp8_gemm
+from simulator.costs.generations import gemm_table, memory_bandwidth_Bps, runs_non_tn_fp8_gemm
 from topologies.hardware import GpuGeneration, GpuSpec
 from workloads.ops import (
     ALL_REDUCE,
@@ -61,7 +61,7 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | 
     # FP8 operands are 1 byte (DeepSeek-V3 Sec. 3.3), FP4 ones half a byte; outputs stay BF16.
     operand_bytes = 0.5 if gemm.fp4 else 1.0 if gemm.fp8 else 2.0
     bytes_per_group = operand_bytes * (gemm.m * gemm.k + gemm.k * gemm.n) + 2.0 * gemm.m * gemm.n
-    memory_s = bytes_per_group / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
+    memory_s = bytes_per_group / memory_bandwidth_Bps(gpu, cal)
     accumulate_s = accumulate_epilogue_s(gemm, gpu, cal)
     if gemm.sequential:
         one = max(math.ceil(tiles / gpu.sm_count) * tile_s, memory_s) + accumulate_s + overhead_s
@@ -89,7 +89,7 @@ def accumulate_epilogue_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration) -> float:
     if not gemm.accumulate_bytes:
         return 0.0
     extra_bytes = (2 * gemm.accumulate_bytes - BYTES_BF16) * gemm.m * gemm.n
-    return extra_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency)
+    return extra_bytes / memory_bandwidth_Bps(gpu, cal)
 
 
 def attention_time_s(
@@ -120,7 +120,7 @@ def memory_time_s(
 ) -> float:
     """Memory-bound kernels: HBM traffic at the achievable bandwidth, plus each kernel's fixed time."""
     overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
-    return mem_bytes / (gpu.hbm_bandwidth_Bps * cal.memory_efficiency) + kernels * overhead_s
+    return mem_bytes / memory_bandwidth_Bps(gpu, cal) + kernels * overhead_s
 
 
 def executed_work(op: Op, gpu: GpuSpec) -> tuple[float, int]:

@@ -31,7 +31,9 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 from simulator.report.simulate import simulate
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit, the errors against
-# the published rows beside each. Re-pinned when the GB200 and GB300 presets took their devices' 152 SMs (148 and 160
+# the published rows beside each. Re-pinned when Blackwell's memory-bound kernels took their measured fraction of HBM
+# bandwidth relative to Hopper's (0.918 GB200, 0.928 GB300 on cuDNN's norm benchmark; simulator/costs/hbm_fraction.py)
+# and the b200 preset its device's 7.672 TB/s (8.0 before; pytorch/ao PR #4002): every row 0.1-2.7% slower. Re-pinned when the GB200 and GB300 presets took their devices' 152 SMs (148 and 160
 # before; topologies/hardware.py): every row within 1.1 points. Re-pinned at stop 48, eager kernels at a TE module's host time (99.66 us on Grace,
 # 37.08 us before) and the host running ahead into the interleaved schedule's next task: Megatron-LM's partial-CG rows
 # +29.8% -> +12.8% (235B) and +56.5% -> +31.7% (30B), its 30B BF16 row +28.5% -> +18.9%; the report's GB300
@@ -56,92 +58,92 @@ from simulator.report.simulate import simulate
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5356, 6096),  # measured 6,288: -14.8% / -3.1%
-    "gb200-deepseek-v3-256": (4575, 5210),  # measured 4,912: -6.9% / +6.1%
-    "gb300-gpt-oss-120b-64": (30319, 32989),  # measured 33,024: -8.2% / -0.1%
-    "gb200-gpt-oss-120b-64": (28445, 30882),  # measured 28,672: -0.8% / +7.7%
-    "gb300-qwen3-30b-a3b-8": (44614, 49371),  # measured 44,544: +0.2% / +10.8%
-    "gb200-qwen3-30b-a3b-8": (42021, 46634),  # measured 39,936: +5.2% / +16.8%
-    "gb300-nemotron-3-nano-8": (48744, 52856),  # measured 39,936: +22.1% / +32.4%
-    "bridge-gb200-nemotron-3-nano-8-mxfp8": (35086, 35573),  # measured 33,522: +4.7% / +6.1%
-    "bridge-b300-nemotron-3-nano-8-mxfp8": (51327, 56879),  # measured 37,316: +37.5% / +52.4%
-    "bridge-b200-nemotron-3-nano-8-mxfp8": (47004, 51479),  # measured 32,768: +43.4% / +57.1%
-    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (30818, 31396),  # measured 28,672: +7.5% / +9.5% (stop 53)
-    "gb300-qwen3-235b-a22b-256": (8014, 8940),  # measured 8,816: -9.1% / +1.4%
-    "gb200-qwen3-235b-a22b-256": (7142, 8009),  # measured 7,280: -1.9% / +10.0%
+    "gb300-deepseek-v3-256": (5291, 6011),  # measured 6,288: -15.9% / -4.4%
+    "gb200-deepseek-v3-256": (4523, 5142),  # measured 4,912: -7.9% / +4.7%
+    "gb300-gpt-oss-120b-64": (29562, 32095),  # measured 33,024: -10.5% / -2.8%
+    "gb200-gpt-oss-120b-64": (27688, 29992),  # measured 28,672: -3.4% / +4.6%
+    "gb300-qwen3-30b-a3b-8": (43605, 48138),  # measured 44,544: -2.1% / +8.1%
+    "gb200-qwen3-30b-a3b-8": (40988, 45364),  # measured 39,936: +2.6% / +13.6%
+    "gb300-nemotron-3-nano-8": (48115, 52118),  # measured 39,936: +20.5% / +30.5%
+    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34976, 35460),  # measured 33,522: +4.3% / +5.8%
+    "bridge-b300-nemotron-3-nano-8-mxfp8": (50474, 55833),  # measured 37,316: +35.3% / +49.6%
+    "bridge-b200-nemotron-3-nano-8-mxfp8": (45975, 50247),  # measured 32,768: +40.3% / +53.3%
+    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (30706, 31280),  # measured 28,672: +7.1% / +9.1% (stop 53)
+    "gb300-qwen3-235b-a22b-256": (7890, 8787),  # measured 8,816: -10.5% / -0.3%
+    "gb200-qwen3-235b-a22b-256": (7026, 7863),  # measured 7,280: -3.5% / +8.0%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7746, 8599),  # measured 8,162: -5.1% / +5.3%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6648, 7052),  # measured 5,919: +12.3% / +19.1%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (8017, 8899),  # measured 9,431: -15.0% / -5.6%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25930, 27786),  # measured 21,916: +18.3% / +26.8%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27388, 29218),  # measured 20,877: +31.2% / +40.0%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32813, 35667),  # measured 25,997: +26.2% / +37.2%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7605, 8426),  # measured 8,162: -6.8% / +3.2%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6602, 7001),  # measured 5,919: +11.5% / +18.3%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7885, 8737),  # measured 9,431: -16.4% / -7.4%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25750, 27579),  # measured 21,916: +17.5% / +25.8%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27034, 28815),  # measured 20,877: +29.5% / +38.0%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32171, 34909),  # measured 25,997: +23.7% / +34.3%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4645, 5103),  # measured 4,730: -1.8% / +7.9%
-    "mcore-gb200-deepseek-v3-256": (4442, 4946),  # measured 4,020: +10.5% / +23.0%
-    "mcore-gb200-deepseek-v3-256-bf16": (2899, 3328),  # measured 3,298: -12.1% / +0.9%
-    "mcore-gb300-qwen3-235b-a22b-256": (6207, 6788),  # measured 6,583: -5.7% / +3.1%
-    "mcore-gb200-qwen3-235b-a22b-256": (6825, 7565),  # measured 6,212: +9.9% / +21.8% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5115, 5608),  # measured 5,100: +0.3% / +10.0%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1384, 1607),  # measured 1,556: -11.0% / +3.3% (TP gathers MXFP8, stop 50)
+    "mcore-gb300-deepseek-v3-256": (4609, 5061),  # measured 4,730: -2.6% / +7.0%
+    "mcore-gb200-deepseek-v3-256": (4395, 4891),  # measured 4,020: +9.3% / +21.7%
+    "mcore-gb200-deepseek-v3-256-bf16": (2879, 3302),  # measured 3,298: -12.7% / +0.1%
+    "mcore-gb300-qwen3-235b-a22b-256": (6128, 6694),  # measured 6,583: -6.9% / +1.7%
+    "mcore-gb200-qwen3-235b-a22b-256": (6711, 7425),  # measured 6,212: +8.0% / +19.5% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5073, 5567),  # measured 5,100: -0.5% / +9.2%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1381, 1602),  # measured 1,556: -11.3% / +3.0% (TP gathers MXFP8, stop 50)
     # Megatron-Bridge's dense Llama 3 70B rows (BRIDGE_DENSE), added at stop 50 with the NVFP4 curve at TE's NVFP4 /
     # MXFP8 ratio (the NVFP4 rows were 5,381 / 6,199 and 3,978 / 4,568 on the curve leveled at TE's NVFP4 layer alone)
-    "bridge-gb300-llama3-70b-64-mxfp8": (3943, 4583),  # measured 4,864: -18.9% / -5.8%
-    "bridge-gb300-llama3-70b-64-nvfp4": (5896, 6774),  # measured 7,296: -19.2% / -7.1%
-    "bridge-gb200-llama3-70b-64-mxfp8": (3829, 4433),  # measured 3,712: +3.1% / +19.4%
-    "bridge-gb200-llama3-70b-64-nvfp4": (4517, 5190),  # measured 4,864: -7.1% / +6.7%
-    "bridge-gb300-llama3.1-405b-256-fp8": (840, 977),  # measured 1,048: -19.9% / -6.8%
-    "bridge-gb300-llama3.1-405b-256-mxfp8": (801, 932),  # measured 952: -15.9% / -2.1%
-    "bridge-gb300-llama3.1-405b-256-nvfp4": (1245, 1419),  # measured 1,413: -11.9% / +0.4%
-    "bridge-gb200-llama3.1-405b-256-fp8": (822, 957),  # measured 843: -2.5% / +13.5% (over HBM)
-    "bridge-gb200-llama3.1-405b-256-mxfp8": (802, 934),  # measured 783: +2.4% / +19.3%
-    "bridge-gb200-llama3.1-405b-256-nvfp4": (944, 1089),  # measured 1,166: -19.1% / -6.6%
+    "bridge-gb300-llama3-70b-64-mxfp8": (3913, 4542),  # measured 4,864: -19.6% / -6.6%
+    "bridge-gb300-llama3-70b-64-nvfp4": (5824, 6680),  # measured 7,296: -20.2% / -8.4%
+    "bridge-gb200-llama3-70b-64-mxfp8": (3797, 4390),  # measured 3,712: +2.3% / +18.3%
+    "bridge-gb200-llama3-70b-64-nvfp4": (4470, 5128),  # measured 4,864: -8.1% / +5.4%
+    "bridge-gb300-llama3.1-405b-256-fp8": (836, 971),  # measured 1,048: -20.3% / -7.4%
+    "bridge-gb300-llama3.1-405b-256-mxfp8": (796, 926),  # measured 952: -16.4% / -2.7%
+    "bridge-gb300-llama3.1-405b-256-nvfp4": (1236, 1407),  # measured 1,413: -12.5% / -0.5%
+    "bridge-gb200-llama3.1-405b-256-fp8": (817, 950),  # measured 843: -3.0% / +12.7% (over HBM)
+    "bridge-gb200-llama3.1-405b-256-mxfp8": (798, 929),  # measured 783: +1.9% / +18.6%
+    "bridge-gb200-llama3.1-405b-256-nvfp4": (937, 1080),  # measured 1,166: -19.6% / -7.3%
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
-    "bridge-b200-gpt-oss-120b-64-bf16": (19408, 21224),  # measured 13,568: +43.0% / +56.4%
-    "bridge-b300-gpt-oss-120b-64-bf16": (21558, 24171),  # measured 15,232: +41.5% / +58.7%
-    "bridge-b300-gpt-oss-120b-64-mxfp8": (27055, 29021),  # measured 18,534: +46.0% / +56.6%
-    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (30083, 32539),  # measured 27,136: +10.9% / +19.9%
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (34604, 37956),  # measured 30,720: +12.6% / +23.6%
-    "bridge-b200-deepseek-v3-256-mxfp8": (3131, 3430),  # measured 3,328: -5.9% / +3.1%
-    "bridge-b300-deepseek-v3-256-mxfp8": (3651, 4113),  # measured 3,541: +3.1% / +16.2%
-    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4329, 4392),  # measured 3,776: +14.6% / +16.3%
-    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5882, 6480),  # measured 5,936: -0.9% / +9.2%
+    "bridge-b200-gpt-oss-120b-64-bf16": (18901, 20619),  # measured 13,568: +39.3% / +52.0%
+    "bridge-b300-gpt-oss-120b-64-bf16": (21237, 23768),  # measured 15,232: +39.4% / +56.0%
+    "bridge-b300-gpt-oss-120b-64-mxfp8": (26564, 28455),  # measured 18,534: +43.3% / +53.5%
+    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (29450, 31798),  # measured 27,136: +8.5% / +17.2%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33994, 37223),  # measured 30,720: +10.7% / +21.2%
+    "bridge-b200-deepseek-v3-256-mxfp8": (3106, 3401),  # measured 3,328: -6.7% / +2.2%
+    "bridge-b300-deepseek-v3-256-mxfp8": (3625, 4081),  # measured 3,541: +2.4% / +15.2%
+    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4294, 4361),  # measured 3,776: +13.7% / +15.5%
+    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5824, 6411),  # measured 5,936: -1.9% / +8.0%
     # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
-    "bridge-gb300-llama3-70b-sft-32-fp8": (4222, 4834),  # measured 4,819: -12.4% / +0.3%
-    "bridge-gb300-llama3-70b-sft-32-mxfp8": (4117, 4725),  # measured 4,312: -4.5% / +9.6%
-    "bridge-gb200-llama3-70b-sft-32-fp8": (3444, 3941),  # measured 3,864: -10.9% / +2.0%
-    "bridge-gb200-llama3-70b-sft-32-mxfp8": (3376, 3875),  # measured 3,593: -6.0% / +7.9%
-    "bridge-gb300-llama3-70b-lora-8-fp8": (6271, 7216),  # measured 7,481: -16.2% / -3.5%
-    "bridge-gb300-llama3-70b-lora-8-mxfp8": (6139, 7084),  # measured 7,447: -17.6% / -4.9%
-    "bridge-gb200-llama3-70b-lora-8-fp8": (6178, 7112),  # measured 6,206: -0.4% / +14.6%
-    "bridge-gb200-llama3-70b-lora-8-mxfp8": (5719, 6595),  # measured 5,958: -4.0% / +10.7%
+    "bridge-gb300-llama3-70b-sft-32-fp8": (4172, 4768),  # measured 4,819: -13.4% / -1.1%
+    "bridge-gb300-llama3-70b-sft-32-mxfp8": (4071, 4665),  # measured 4,312: -5.6% / +8.2%
+    "bridge-gb200-llama3-70b-sft-32-fp8": (3398, 3882),  # measured 3,864: -12.1% / +0.5%
+    "bridge-gb200-llama3-70b-sft-32-mxfp8": (3334, 3820),  # measured 3,593: -7.2% / +6.3%
+    "bridge-gb300-llama3-70b-lora-8-fp8": (6202, 7125),  # measured 7,481: -17.1% / -4.8%
+    "bridge-gb300-llama3-70b-lora-8-mxfp8": (6076, 7000),  # measured 7,447: -18.4% / -6.0%
+    "bridge-gb200-llama3-70b-lora-8-fp8": (6102, 7011),  # measured 6,206: -1.7% / +13.0%
+    "bridge-gb200-llama3-70b-lora-8-mxfp8": (5651, 6506),  # measured 5,958: -5.1% / +9.2%
     # Megatron-Bridge 26.06's Kimi K2 trained with Muon (BRIDGE_MUON), added at stop 53 with Muon
-    "bridge-gb300-kimi-k2-256-mxfp8": (5428, 5951),  # measured 5,367: +1.1% / +10.9%
+    "bridge-gb300-kimi-k2-256-mxfp8": (5367, 5877),  # measured 5,367: -0.0% / +9.5%
     # Megatron-Bridge's Nemotron 3 Super 120B-A12B (BRIDGE_LATENT), added at stop 53; the NVFP4 rows with TE's group
     # NVFP4 quantization (one set of kernels for all experts) and their last 14 layers in BF16: GB300 +17.6% -> +38.1%,
     # GB200 -10.6% -> +42.0% (it was host-bound on 2 x 8 per-expert kernels of each quantization); then their
     # per-module recipe (te-precision-nemotron-3-super-nvfp4.yaml): +30.5%, +46.8%, B300 +31.6%
-    "bridge-gb300-nemotron-3-super-64-mxfp8": (11888, 12864),  # measured 9,856: +20.6% / +30.5%
-    "bridge-gb300-nemotron-3-super-64-nvfp4": (13350, 14546),  # measured 10,240: +30.4% / +42.1%
-    "bridge-gb200-nemotron-3-super-64-mxfp8": (8150, 8246),  # measured 7,040: +15.8% / +17.1%
-    "bridge-gb200-nemotron-3-super-64-nvfp4": (10515, 10700),  # measured 7,168: +46.7% / +49.3%
+    "bridge-gb300-nemotron-3-super-64-mxfp8": (11745, 12697),  # measured 9,856: +19.2% / +28.8%
+    "bridge-gb300-nemotron-3-super-64-nvfp4": (13171, 14334),  # measured 10,240: +28.6% / +40.0%
+    "bridge-gb200-nemotron-3-super-64-mxfp8": (8132, 8228),  # measured 7,040: +15.5% / +16.9%
+    "bridge-gb200-nemotron-3-super-64-nvfp4": (10407, 10672),  # measured 7,168: +45.2% / +48.9%
     "bridge-b300-nemotron-3-super-64-mxfp8": (7130, 7230),  # measured 7,867: -9.4% / -8.1%
-    "bridge-b300-nemotron-3-super-64-nvfp4": (10699, 10919),  # measured 8,131: +31.6% / +34.3%
+    "bridge-b300-nemotron-3-super-64-nvfp4": (10672, 10891),  # measured 8,131: +31.2% / +33.9%
     # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300;
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
-    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3668, 4041),  # measured 3,552: +3.3% / +13.8%
-    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3175, 3316),  # measured 2,528: +25.6% / +31.2%
-    "gb300-deepseek-v4-flash-128": (9225, 10235),  # measured 8,224: +12.2% / +24.5%
-    "gb200-deepseek-v4-flash-128": (8846, 9765),  # measured 7,776: +13.8% / +25.6%
-    "bridge-gb300-gpt-oss-120b-64-bf16": (22362, 24888),  # measured 19,200: +16.5% / +29.6%
-    "bridge-gb200-gpt-oss-120b-64-bf16": (22388, 24958),  # measured 16,640: +34.5% / +50.0%
+    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3623, 3986),  # measured 3,552: +2.0% / +12.2%
+    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3141, 3306),  # measured 2,528: +24.2% / +30.8%
+    "gb300-deepseek-v4-flash-128": (9093, 10073),  # measured 8,224: +10.6% / +22.5%
+    "gb200-deepseek-v4-flash-128": (8712, 9603),  # measured 7,776: +12.0% / +23.5%
+    "bridge-gb300-gpt-oss-120b-64-bf16": (21979, 24415),  # measured 19,200: +14.5% / +27.2%
+    "bridge-gb200-gpt-oss-120b-64-bf16": (21891, 24343),  # measured 16,640: +31.6% / +46.3%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
     # (-15.6% / +3.1% before --no-gradient-accumulation-fusion's main-gradient adds)
-    "bridge-gb300-llama3-70b-64-fp8": (4386, 5068),  # measured 5,248: -16.4% / -3.4%
-    "bridge-gb200-llama3-70b-64-fp8": (4317, 4990),  # measured 4,224: +2.2% / +18.1%
+    "bridge-gb300-llama3-70b-64-fp8": (4347, 5016),  # measured 5,248: -17.2% / -4.4%
+    "bridge-gb200-llama3-70b-64-fp8": (4274, 4932),  # measured 4,224: +1.2% / +16.8%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -241,18 +243,18 @@ def test_every_row_at_residual_1_is_pinned_and_printed() -> None:
 def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
     results: dict[str, RowResult],
 ) -> None:
-    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -15.2% to +5.8% of the measurement,
-    and each GB300 row 4.9-7.9 points below the GB200 row of the same model (measured GB300 / GB200 1.12-1.28x,
+    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -15.9% to +2.6% of the measurement,
+    and each GB300 row 4.7-7.9 points below the GB200 row of the same model (measured GB300 / GB200 1.12-1.28x,
     simulated 1.06-1.17x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the
-    simulator is Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run). Slow: every row but the two
-    Qwen3-30B-A3B ones (GPT-OSS-120B GB200 by 0.7% since the layer's residual adds, gradient sums and Q/K/V copies;
-    Qwen3-235B-A22B GB200 since HybridEP holds the recipe's 32 SMs; Qwen3-30B-A3B GB300 was slow by 0.3% between
-    those kernels and TE's FP8 gathers and norm backward bytes). (Before the MXFP8 GEMM curve
-    was TE's own, every row was slow, by 5-30%.)"""
+    simulator is Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run). Slow: every row but Qwen3-30B-A3B
+    on GB200 (Qwen3-30B-A3B GB300 +0.2% until Blackwell's memory-bound kernels took their measured share of HBM
+    bandwidth, simulator/costs/hbm_fraction.py: every row 0.3-2.6 points slower; GPT-OSS-120B GB200 slow since the
+    layer's residual adds, gradient sums and Q/K/V copies; Qwen3-235B-A22B GB200 since HybridEP holds the recipe's 32
+    SMs). (Before the MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%.)"""
     errors = {row.name: results[row.name].error for row in BRIDGE_ROWS}
-    assert all(-0.155 < error < 0.07 for error in errors.values()), errors
+    assert all(-0.165 < error < 0.04 for error in errors.values()), errors
     slow = {name for name, error in errors.items() if error < 0}
-    assert slow == {row.name for row in BRIDGE_ROWS} - {"gb200-qwen3-30b-a3b-8", "gb300-qwen3-30b-a3b-8"}
+    assert slow == {row.name for row in BRIDGE_ROWS} - {"gb200-qwen3-30b-a3b-8"}
     for model in {row.model for row in BRIDGE_ROWS}:
         gb300 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb300")
         gb200 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb200")
@@ -269,9 +271,10 @@ def test_the_fitted_residual_is_nearer_on_four_bridge_rows(
     residual 1 the three slow GB300 rows (DeepSeek-V3, GPT-OSS-120B, Qwen3-235B-A22B) and DeepSeek-V3 on GB200 are
     nearer their measurement, the other four nearer at the fitted residual (three GB300 rows before the refit 0.8425
     and HybridEP's 32 SMs; before the MXFP8 GEMM curve was TE's own, seven of eight were nearer at 1: the residual was
-    then compensating the slow MXFP8 GEMMs). On Megatron-LM's six only the GB300 full-CG Qwen3-235B-A22B row is nearer at
-    residual 1 (the GB200 one, -4.6% against +5.8%, was nearer at 1 between the layer's residual adds and TE's norm
-    backward bytes); the fast rows are nearer at the fitted residual, which is not evidence for it (see
+    then compensating the slow MXFP8 GEMMs). On Megatron-LM's six the two full-CG Qwen3-235B-A22B rows are nearer at
+    residual 1 (the GB200 one, -6.8% against +3.2%, only since Blackwell's memory-bound kernels took their measured
+    share of HBM bandwidth, simulator/costs/hbm_fraction.py; it was before, between the layer's residual adds and TE's
+    norm backward bytes); the fast rows are nearer at the fitted residual, which is not evidence for it (see
     test_megatron_lm_rows_split_by_recipe_not_by_gpu)."""
     nearer_at_1 = set()
     for row in BRIDGE_ROWS:
@@ -286,7 +289,7 @@ def test_the_fitted_residual_is_nearer_on_four_bridge_rows(
         "gb300-qwen3-235b-a22b-256",
     }
     mlm_nearer_at_1 = {r.name for r in MLM_ROWS if abs(unfitted(r).error) < abs(results[r.name].error)}
-    assert mlm_nearer_at_1 == {"mlm-gb300-qwen3-235b-a22b-128-full-cg"}
+    assert mlm_nearer_at_1 == {"mlm-gb300-qwen3-235b-a22b-128-full-cg", "mlm-gb200-qwen3-235b-a22b-128-full-cg"}
 
 
 def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, RowResult]) -> None:
@@ -326,33 +329,34 @@ def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, RowResul
 def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> None:
     """The report's one measured CUDA-graph gain on a stated recipe: partial graphs (attn, moe_router, moe_preprocess)
     give DeepSeek-V3 on 256 GB200 10% end to end (Sec. 4.3.6). Simulated, the eager recipe's host (99.66 us per kernel
-    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.018x (1.005x at a torch op's
-    37.08 us until stop 48). For the host to make the measured gain the stage issuing the most launches (1,936 per
+    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.017x (1.018x until Blackwell's
+    memory-bound kernels took their measured share of HBM bandwidth; 1.005x at a torch op's 37.08 us until stop 48). For the host to make the measured gain the stage issuing the most launches (1,936 per
     micro-batch, 255 ms measured per micro-batch) would need >= 145 us per kernel, 1.45x a te.Linear forward's on
     Grace: the rest of the gain is not in a per-kernel host cost of that size (docs/host_cost_sources.md)."""
     from experiments.validation.blackwell.check import REPORT_PARTIAL_GRAPH_GAIN, partial_graph_gain
 
     gain = partial_graph_gain()
     assert REPORT_PARTIAL_GRAPH_GAIN == 1.10
-    assert gain.simulated == pytest.approx(1.0182, abs=0.001)
+    assert gain.simulated == pytest.approx(1.0170, abs=0.001)
     assert gain.eager_launches == pytest.approx(1936, abs=2)
     assert gain.measured_micro_batch_s == pytest.approx(0.2547, rel=1e-3)
     assert gain.bound_per_kernel_s == pytest.approx(145e-6, rel=0.01)
 
 
-def test_te_mxfp8_quantization_on_b300_is_simulated_a_fifth_fast() -> None:
+def test_te_mxfp8_quantization_on_b300_is_simulated_fast_within_the_pages_spread() -> None:
     """TE's published B300 MXFP8 casts (autocast - pre-quantized, 1.823 ms per layer): each te.Linear forward casts its
-    input row- and column-wise and its weight row-wise (TE linear.py), 9.07 GB, which the simulator's 0.8 of HBM
-    bandwidth (Calibration.memory_efficiency, H100 / H200 measurements) moves in 1.467 ms, -19.5%. The gap, 0.356 ms,
-    is the size of the page's own spread between the two modes: its BF16 rows, with nothing to quantize, differ by
-    0.344 ms (12.758 autocast, 13.102 pre-quantized). Counting each input once (one MXFP8 copy) gave 1.226 ms, -32.7%.
-    The quantization cost is not under-counted by more than one layer's noise, so it is not moved on this one page."""
+    input row- and column-wise and its weight row-wise (TE linear.py), 9.07 GB, which the simulator moves in 1.578 ms,
+    -13.4%, at 0.8 of HBM bandwidth (Calibration.memory_efficiency, H100 / H200 measurements) times Blackwell Ultra's
+    measured share relative to Hopper's (0.928, cuDNN's norms on GB300 and H200: simulator/costs/hbm_fraction.py;
+    1.467 ms, -19.5%, at 0.8 alone). The gap, 0.245 ms, is within the page's own spread between the two modes: its
+    BF16 rows, with nothing to quantize, differ by 0.344 ms (12.758 autocast, 13.102 pre-quantized). Counting each
+    input once (one MXFP8 copy) gave 1.226 ms, -32.7%."""
     from experiments.validation.blackwell.kernels import TE_B300_MXFP8_QUANT_S, te_b300_mxfp8_quantization_s
 
     simulated = te_b300_mxfp8_quantization_s()
-    assert simulated == pytest.approx(1.4674e-3, rel=1e-3)
-    assert simulated / TE_B300_MXFP8_QUANT_S - 1 == pytest.approx(-0.195, abs=0.005)
-    assert 0.9 < (TE_B300_MXFP8_QUANT_S - simulated) / (13.102e-3 - 12.758e-3) < 1.1
+    assert simulated == pytest.approx(1.5778e-3, rel=1e-3)
+    assert simulated / TE_B300_MXFP8_QUANT_S - 1 == pytest.approx(-0.134, abs=0.005)
+    assert 0.6 < (TE_B300_MXFP8_QUANT_S - simulated) / (13.102e-3 - 12.758e-3) < 0.8
 
 
 def test_torchaos_grouped_gemm_is_another_kernel_than_the_curve() -> None:
@@ -459,13 +463,13 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     results: dict[str, RowResult],
 ) -> None:
     """The DGX-B200 / DGX-B300 rows' finding: GPT-OSS-120B in BF16 (the H100 corpus case's recipe function, at PP 1 and
-    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 42-43% fast on both, where the H100 case is +13.6%: measured,
+    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 39% fast on both, where the H100 case is +13.6%: measured,
     B200 reaches H100's model FLOP utilization (369 against 158 TFLOP/s/GPU, 0.164 and 0.160 of the dense BF16 peaks),
     simulated 1.3x it. moesim gives the B200 layout 2.1x the throughput of the H100 layout on the same B200 (no bubble,
     4x the rows per expert GEMM: 0.49 of peak against 0.41; the host no longer binding), while a GEMM of one shape runs
     at the same share of peak on both GPUs: what the B200 run does not gain from its layout is not found (issue 40).
-    The same recipe in MXFP8 on DGX-B300 (26.06) is as fast (+46%), and in BF16 on NVL72 (26.04.01) +17% / +35%,
-    where the 26.08 MXFP8 recipe with a full-iteration graph and the fused grouped MLP is within 9%: the miss follows
+    The same recipe in MXFP8 on DGX-B300 (26.06) is as fast (+43%), and in BF16 on NVL72 (26.04.01) +14% / +32%,
+    where the 26.08 MXFP8 recipe with a full-iteration graph and the fused grouped MLP is within 11%: the miss follows
     the eager recipe, not its precision or its platform."""
     dgx = {row.name: results[row.name] for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" in row.name}
     assert set(dgx) == {
@@ -476,8 +480,8 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     assert all(0.35 < result.error < 0.50 for result in dgx.values()), {n: r.error for n, r in dgx.items()}
     nvl = {row.name: results[row.name].error for row in ROWS if row.source == BRIDGE_BF16_NVL}
     assert len(nvl) == 2 and all(0.10 < error < 0.40 for error in nvl.values()), nvl
-    assert all(abs(results[f"{gpu}-gpt-oss-120b-64"].error) < 0.09 for gpu in ("gb300", "gb200"))
-    # the other DGX rows, in MXFP8 (Qwen3-30B-A3B on one node, Qwen3-235B-A22B and DeepSeek-V3 on 256): -6% to +15%,
+    assert all(abs(results[f"{gpu}-gpt-oss-120b-64"].error) < 0.11 for gpu in ("gb300", "gb200"))
+    # the other DGX rows, in MXFP8 (Qwen3-30B-A3B on one node, Qwen3-235B-A22B and DeepSeek-V3 on 256): -7% to +14%,
     # the H100 MoE rows' spread, so the GPT-OSS rows' miss is not the platform's
     others = [results[row.name].error for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" not in row.name]
-    assert len(others) == 6 and all(-0.07 < error < 0.16 for error in others), others
+    assert len(others) == 6 and all(-0.075 < error < 0.15 for error in others), others

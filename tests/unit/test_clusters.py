@@ -50,10 +50,11 @@ def test_jobs_that_do_not_pack_name_gpus(name: str, gpus: int, message: str) -> 
 
 
 def test_b200_and_h200_presets() -> None:
-    """DGX datasheets per GPU: B200 72 PF FP8 sparse / 8 / 2, 1,440 GB / 8; H200 141 GB at 4.8 TB/s."""
+    """DGX datasheets per GPU: B200 72 PF FP8 sparse / 8 / 2, 1,440 GB / 8, its HBM the device's 7,680-bit bus at 3,996
+    MHz (pytorch/ao PR #4002; the datasheet's 64 TB/s / 8 would be 8); H200 141 GB at 4.8 TB/s."""
     b200, h200 = gpu_preset("b200"), gpu_preset("h200")
     assert (b200.peak_fp8_flops, b200.peak_bf16_flops) == (72e15 / 8 / 2, 2.25e15)
-    assert (b200.hbm_bytes, b200.hbm_bandwidth_Bps, b200.sm_count) == (1440e9 / 8, 64e12 / 8, 148)
+    assert (b200.hbm_bytes, b200.hbm_bandwidth_Bps, b200.sm_count) == (1440e9 / 8, 7680 / 8 * 3996e6 * 2, 148)
     assert (h200.peak_bf16_flops, h200.hbm_bytes, h200.hbm_bandwidth_Bps) == (989e12, 141e9, 4.8e12)
     assert cluster_preset("b200", 16).gpus_per_node == cluster_preset("h200", 16).gpus_per_node == 8
 

@@ -22,7 +22,7 @@ from workloads.specs.precision import Fp8Recipe
 # bound how well one difference of two totals is known: BF16 quantizes nothing in either mode, yet runs 12.758 ms in
 # autocast against 13.102 pre-quantized, 0.344 ms apart (19% of 1.823). torchao's MXFP8 casts on B200 (pytorch/ao@
 # 98e81e01 torchao/prototype/moe_training/README.md "MXFP8 Kernel Breakdown by Pass": 580.6 us row-wise, 670.7 us
-# column-wise for 131,072 x 7,168, 0.53-0.61 of 8 TB/s) are torchao's own kernels, not TE's, so they are not used to
+# column-wise for 131,072 x 7,168, 0.55-0.64 of the B200's 7.672 TB/s) are torchao's own kernels, not TE's, so they are not used to
 # price TE's. Calibration.memory_efficiency (0.8, from H100 / H200 kernels) is what the simulator uses; the check states
 # the gap and the cost model is not changed.
 TE_B300_MXFP8_QUANT_S = 8.984e-3 - 7.161e-3
