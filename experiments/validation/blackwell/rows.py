@@ -39,7 +39,9 @@ GPT-OSS-120B in BF16 on 64 and Qwen3-30B-A3B in MXFP8 on 8 ("26.04.01 NeMo Conta
 bridge-{b200,b300}-gpt-oss-120b-64-bf16.sh, bridge-{b200,b300}-qwen3-30b-a3b-8-mxfp8.sh), and DeepSeek-V3 in MXFP8 on
 256 (DGX-B200: 26.04.01, v0.4.2; DGX-B300: "26.06 NeMo Container", v0.5.0; bridge-{b200,b300}-deepseek-v3-256-mxfp8.sh)
 and Qwen3-235B-A22B in MXFP8 on 256 (26.04.01; bridge-{b200,b300}-qwen3-235b-a22b-256-mxfp8.sh), and GPT-OSS-120B's
-BF16 recipe in MXFP8 on DGX-B300 ("26.06 NeMo Container", v0.5.0; bridge-b300-gpt-oss-120b-64-mxfp8.sh).
+BF16 recipe in MXFP8 on DGX-B300 ("26.06 NeMo Container", v0.5.0; bridge-b300-gpt-oss-120b-64-mxfp8.sh), and 26.06's
+Qwen3-30B-A3B recipe on DGX-B300 (v0.5.0; bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg.sh: a full-iteration CUDA graph,
+EP overlap and the fused grouped MLP where 26.04.01's ran partial graphs, measured 1.33x it on the same GPU).
 
 Rows of a sixth source: the hybrid Nemotron 3 Nano in MXFP8 on 8 GPUs, 26.08's DGX-GB300 row (its recipe at 067f987d,
 examples/megatron/gb300-nemotron-3-nano-8.sh), 26.06's DGX-GB200 and DGX-B300 rows (recipes at v0.5.0,
@@ -251,6 +253,10 @@ ROWS: tuple[BlackwellRow, ...] = (
     BlackwellRow("bridge-b300-gpt-oss-120b-64-mxfp8", "gpt-oss-120b", "b300", 64, 1280, 4096, 18534, False, BRIDGE_DGX),
     BlackwellRow("bridge-b200-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b200", 8, 512, 4096, 27136, False, BRIDGE_DGX),
     BlackwellRow("bridge-b300-qwen3-30b-a3b-8-mxfp8", "qwen3-30b-a3b", "b300", 8, 512, 4096, 30720, False, BRIDGE_DGX),
+    # and 26.06's on DGX-B300 (v0.5.0): a full-iteration CUDA graph, EP overlap, the fused grouped MLP, FP8 attention
+    BlackwellRow(
+        "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg", "qwen3-30b-a3b", "b300", 8, 512, 4096, 40769, True, BRIDGE_DGX
+    ),
     # DeepSeek-V3 in MXFP8 on 256: DGX-B200 (26.04.01, v0.4.2: PP 8, VP 2, EP 32 over 4 nodes, DeepEP, EP overlap) and
     # DGX-B300 (26.06, v0.5.0: PP 8, EP 8 inside a node, HybridEP); TE graphs on both
     BlackwellRow("bridge-b200-deepseek-v3-256-mxfp8", "deepseek-v3", "b200", 256, 4096, 4096, 3328, False, BRIDGE_DGX),
