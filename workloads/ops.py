@@ -22,9 +22,12 @@ GEMM = "gemm"
 ATTENTION = "attention"
 MEMORY = "memory"  # memory-bound elementwise kernels (norms, activations, permutations)
 MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the gradient and the input
-# A Mamba-2 scan's backward: its matmuls' gradients, two per forward matmul, as a GEMM's (assumed; the scan kernels'
-# backward is not benchmarked in public: workloads/recipes/mamba.py)
+# A Mamba-2 scan's backward: its matmuls' gradients, two per forward matmul, as a GEMM's (Megatron's FLOP count); its
+# kernels' time, 4.78x the forward's: mamba_ssm's Triton SSD on a B200, backward 674.47 us against forward 141.07 us
+# (NVIDIA/cudnn-frontend benchmark/linear_attention/results/mamba2/b200/2026-09-17-bf16.json, no gate, checkpointed
+# states recomputed in backward as Megatron-Core's mamba_split_conv1d_scan_combined does; workloads/recipes/mamba.py)
 SCAN_BACKWARD_FACTOR = 2.0
+SCAN_BACKWARD_TIME_RATIO = 674.47 / 141.07
 HOST_SYNC = "host_sync"  # a device-to-host copy the host waits for (e.g. tokens per expert)
 COLLECTIVE = "collective"
 FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE Sec. 4.2)
@@ -266,7 +269,7 @@ class Op:
     transpose_bytes: float = 0.0
     transpose_kernels: int = 0
     index_add_elements: float = 0.0  # memory-bound ops: elements scattered by index_add_ (Step.bwd_index_add_elements)
-    scan_flops: float = 0.0  # memory-bound ops: a Mamba-2 state-space scan's FLOPs (Step.scan_flops)
+    scan_state_bytes: float = 0.0  # memory-bound ops: a Mamba-2 scan's chunk states, one pass (Step.scan_state_bytes)
     collective: str = ""
     group: Group = Group.NONE
     group_size: int = 1
@@ -303,9 +306,11 @@ class Step:
     # elements the backward scatters with PyTorch's index_add_, timed at its measured element rate besides
     # ``bwd_mem_bytes`` (Calibration.index_add_elements_per_s_per_sm: the backward of an index_select)
     bwd_index_add_elements: float = 0.0
-    # Mamba-2's chunked state-space scan (workloads/recipes/mamba.py): the forward's matmul FLOPs, timed at the scan
-    # kernels' measured rate (Calibration.scan_peak_fraction) besides ``mem_bytes``; backward SCAN_BACKWARD_FACTOR x
+    # Mamba-2's chunked state-space scan (workloads/recipes/mamba.py): the forward's matmul FLOPs (counted, backward
+    # SCAN_BACKWARD_FACTOR x), and the bytes of one pass over its FP32 chunk states, which its kernels write and read
+    # Calibration.scan_state_passes times beside ``mem_bytes`` (backward: SCAN_BACKWARD_TIME_RATIO x both)
     scan_flops: float = 0.0
+    scan_state_bytes: float = 0.0
     wgrad_kernels: int | None = None  # GEMM steps: launches of the weight-gradient GEMM (None: ``kernels``)
     collective: str = ""
     group: Group = Group.NONE

@@ -62,7 +62,7 @@ class StageCosts:
 
 def _part_of(op: Op) -> str:
     """What a compute-stream op that is not a plain collective is spent on."""
-    if op.kind == MEMORY and op.scan_flops:
+    if op.kind == MEMORY and op.scan_state_bytes:
         return MAMBA_SCAN
     if op.kind == MEMORY:
         return FP8_QUANTIZATION if op.name.endswith(".quant") else OTHER_MEMORY

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from simulator.costs.gemm_efficiency import GemmEfficiencyTable
+from simulator.costs.scan_anchor import measured_state_passes
 from topologies.cluster import NCCL_BASE_LATENCY_S, NCCL_NET_STEP_LATENCY_S
 
 # CPU time of one torch.nn.Linear forward (one cuBLAS GEMM: a bare torch op) on a DGX-H100's Xeon and on a GB200's
@@ -16,6 +17,8 @@ from topologies.cluster import NCCL_BASE_LATENCY_S, NCCL_NET_STEP_LATENCY_S
 # GH200 90.53 / 33.17 us): what a TE module's host bookkeeping adds to a bare torch op
 TORCH_OP_HOST_S, GRACE_TORCH_OP_HOST_S = 13.48e-6, 37.08e-6
 TE_OVER_TORCH_HOST = (99.66 / 37.08 + 90.53 / 33.17) / 2
+# the defaults of memory_efficiency and graph_kernel_overhead_s (sources below), which the scan's state passes read
+MEMORY_EFFICIENCY, GRAPH_KERNEL_OVERHEAD_S = 0.8, 1.3e-6
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class Calibration:
     # BabelStream Copy / Triad 2.90 / 2.97 TB/s on H100 SXM, 0.87 / 0.89 (Azure/AI-benchmarking-guide
     # ND_H100_v5_results.md at f350e7e6); quack's CuTe-DSL RMSNorm and softmax about 3 TB/s, 0.90
     # (Dao-AILab/quack media/2025-07-10-membound-sol.md at ca5369be), where torch.compile's softmax reaches 0.56.
-    memory_efficiency: float = 0.8
+    memory_efficiency: float = MEMORY_EFFICIENCY
     # PyTorch's index_add_ (the backward of index_select, which Megatron-Core's unfused permute runs since
     # ADLR/megatron-lm!1915, 2024-10-29: moe_utils.permute's tokens.index_select(0, sorted_indices)) is bound by its
     # per-element index arithmetic, not by HBM: one H100 scatters a BF16 [4M, 128] source along dim 0 in 4,719 us and an
@@ -88,20 +91,18 @@ class Calibration:
     # 2.1x faster for BF16): 2^22 x 128 elements in 4,719 us, 113.8 G elements/s, over 6 B per element (0.68 TB/s).
     # Per SM (132 on an H100 SXM), so other GPUs scale with their SMs (assumed: no other GPU measured).
     index_add_elements_per_s_per_sm: float = 2**22 * 128 / 4719e-6 / 132
-    # Mamba-2's chunked state-space scan (the SSD kernels of mamba_ssm, which Megatron-Core's MambaMixer calls) runs its
-    # matmuls on tensor cores far below a GEMM's rate: TileLang's chunk_scan_fwd reaches 135.7 TFLOP/s on an H800 (batch
-    # 8, 80 heads of 64, state 128, chunk 256, sequence 16,384; tile-ai/tilelang benchmark/mamba2/README.md, PR #1109,
-    # which its figure shows ahead of mamba_ssm's Triton kernel), 0.137 of the BF16 peak. No benchmark of the Triton
-    # kernels Megatron-Core runs, nor of the scan's backward, is published: every scan FLOP (workloads/recipes/mamba.py)
-    # is timed at this fraction of the GPU's BF16 peak, times the tensor-core derate as a GEMM is (assumed).
-    scan_peak_fraction: float = 135.711e12 / 989.4e12
+    # Mamba-2's chunked state-space scan (mamba_ssm's Triton SSD, which Megatron-Core's MambaMixer calls) is bound by
+    # memory: its kernels pass over the FP32 chunk states this many times beside their token I/O
+    # (workloads/recipes/mamba.py scan_bytes), from the one published timing of those kernels, on a B200
+    # (simulator/costs/scan_anchor.py); the backward takes SCAN_BACKWARD_TIME_RATIO x the forward (workloads/ops.py).
+    scan_state_passes: float = measured_state_passes(MEMORY_EFFICIENCY, GRAPH_KERNEL_OVERHEAD_S)
     # The GPU's fixed time per kernel beside its work, with the host already ahead (the launch and teardown no
     # useful work fills): an empty kernel takes 2.1 us on an H100 launched from a stream and 1.3 us replayed
     # from a CUDA graph (Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for Llama-1B",
     # Spector, Juravsky et al., 2025-05-27, "kernel launch and teardown costs"); pytorch/pytorch #161104 times
     # a 1,024-element add at 1.1 us per call inside a CUDA graph. Until stop 35: 4 us, assumed.
     kernel_overhead_s: float = 2.1e-6
-    graph_kernel_overhead_s: float = 1.3e-6
+    graph_kernel_overhead_s: float = GRAPH_KERNEL_OVERHEAD_S
     # Host (CPU) time to issue one kernel of a Megatron-Core / Transformer Engine layer in eager mode (Python,
     # the TE module's bookkeeping, dispatcher, launch). The host runs ahead of the GPU while kernels are long; a
     # device-to-host sync empties that lead. Measured on a GB200's Grace host: one te.Linear forward (one cuBLAS
@@ -208,9 +209,9 @@ SOURCES: dict[str, str] = {
     "index_add_elements_per_s_per_sm": (
         "pytorch/pytorch PR #175760: index_add_ BF16 [4M, 128] dim 0 in 4,719 us on an H100 (unvectorized kernel)"
     ),
-    "scan_peak_fraction": (
-        "tile-ai/tilelang benchmark/mamba2/README.md (PR #1109): Mamba-2 chunk_scan_fwd at 135.7 TFLOP/s on an H800;"
-        " Megatron-Core's mamba_ssm Triton kernels and the backward assumed at that rate"
+    "scan_state_passes": (
+        "NVIDIA/cudnn-frontend benchmark/linear_attention/results/mamba2/b200/2026-09-17-bf16.json: mamba_ssm's Triton"
+        " SSD forward 141.07 us on a B200 (batch 2 x 2,048, 64 heads of 64, state 64, chunk 32); chunk 128 not measured"
     ),
     "kernel_overhead_s": "Hazy Research 'Look Ma, No Bubbles!' (2025-05-27): an empty kernel takes 2.1 us on H100",
     "graph_kernel_overhead_s": "the same: 1.3 us replayed from a CUDA graph; pytorch #161104: 1.1 us per graphed add",

@@ -147,8 +147,9 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
         return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention, overhead_s)
     if op.kind == MEMORY:
         index_add_s = op.index_add_elements / (cal.index_add_elements_per_s_per_sm * gpu.sm_count)
-        scan_s = op.scan_flops / (gpu.peak_bf16_flops * cal.scan_peak_fraction * tensor_core_derate(cal))
-        return memory_time_s(*executed_work(op, gpu), gpu, cal, overhead_s) + index_add_s + scan_s
+        mem_bytes, kernels = executed_work(op, gpu)
+        mem_bytes += op.scan_state_bytes * cal.scan_state_passes  # a Mamba-2 scan's chunk states
+        return memory_time_s(mem_bytes, kernels, gpu, cal, overhead_s) + index_add_s
     if op.kind == HOST_SYNC:
         return cal.host_sync_s
     if op.kind == GEMM:

@@ -3,12 +3,12 @@ saved tensors, the scan's time, Megatron's FLOP count, and the config.json and f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from simulator.costs.calibration import DEFAULT_CALIBRATION as CAL
-from simulator.costs.kernels import tensor_core_derate
 from simulator.costs.op_time import op_time_alone_s
 from simulator.memory.activations import layer_saved
 from simulator.report.clusters import load_cluster
@@ -65,18 +65,53 @@ def test_the_mamba_layer_splits_its_projections_over_tp() -> None:
     assert [s.name for s in steps if s.kind == "collective"] == ["tp_ag_mamba", "tp_rs_mamba"]
     # the scan: 4 of 8 heads and 1 of 2 groups on 1,024 tokens, Q = 128, P = 64, N = 128
     (scan,) = [op for op in fwd if op.name == "mamba_scan"]
-    assert scan.scan_flops == 1024 * (4 * (128 * 64 + 4 * 64 * 128) + 1 * 128 * 128) == scan_flops(TOY, 1024, 2)
+    assert scan.model_flops == 1024 * (4 * (128 * 64 + 4 * 64 * 128) + 1 * 128 * 128) == scan_flops(TOY, 1024, 2)
+    # its bytes: x read twice and y written (4 heads x 64, BF16), B and C read twice each (1 group x 128, BF16), C B^T
+    # written and read (128 FP32 per token); the chunk states, 8 chunks x 4 heads x 64 x 128 FP32
+    assert scan.mem_bytes == 1024 * (3 * 4 * 64 * 2 + 4 * 128 * 2 + 2 * 128 * 4)
+    assert scan.scan_state_bytes == 8 * 4 * 64 * 128 * 4
     (scan_bwd,) = [op for op in bwd if op.name.startswith("mamba_scan")]
-    assert scan_bwd.scan_flops == 2 * scan.scan_flops
+    assert scan_bwd.model_flops == 2 * scan.model_flops  # Megatron's count; its time is 4.78x the forward's (below)
+    ratio = 674.47 / 141.07  # the measured Triton backward over forward (workloads/ops.py)
+    assert scan_bwd.mem_bytes == pytest.approx(ratio * scan.mem_bytes, rel=1e-12)
+    assert scan_bwd.scan_state_bytes == pytest.approx(ratio * scan.scan_state_bytes, rel=1e-12)
 
 
-def test_the_scan_runs_at_its_measured_rate() -> None:
-    """Alone on an H100: its FLOPs at 0.137 of the BF16 peak times the tensor-core derate, plus 5 kernel launches."""
+def test_the_scan_moves_its_chunk_states_at_memory_bandwidth() -> None:
+    """Alone on an H100: its token I/O and 4.88 passes over its chunk states at 0.8 of HBM bandwidth, plus 5 kernel
+    launches; no tensor-core derate (the kernels are bound by memory)."""
     gpu = load_cluster("h100", 8).gpu
     _, fwd, _ = _ops(TOY, "mamba")
     (scan,) = [op for op in fwd if op.name == "mamba_scan"]
-    expected = scan.scan_flops / (gpu.peak_bf16_flops * CAL.scan_peak_fraction * tensor_core_derate(CAL))
-    assert op_time_alone_s(scan, gpu, CAL) == pytest.approx(expected + 5 * CAL.kernel_overhead_s, rel=1e-12)
+    moved = scan.mem_bytes + CAL.scan_state_passes * scan.scan_state_bytes
+    expected = moved / (gpu.hbm_bandwidth_Bps * CAL.memory_efficiency) + 5 * CAL.kernel_overhead_s
+    assert CAL.scan_state_passes == pytest.approx(4.876, abs=1e-3)
+    assert op_time_alone_s(scan, gpu, CAL) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_scan_reproduces_the_published_triton_timing_on_b200() -> None:
+    """The one published timing of mamba_ssm's Triton SSD (simulator/costs/scan_anchor.py): at its shape on a B200,
+    replayed from a CUDA graph, the simulated forward is its 141.07 us and the backward 2.7% under its 674.47 us."""
+    from simulator.costs.scan_anchor import BATCH, CHUNK, GROUPS, HEAD_DIM, HEADS, SEQ_LEN, STATE_DIM
+
+    bench = replace(
+        TOY,
+        hybrid_pattern="MMMM",
+        mamba_heads=HEADS,
+        mamba_head_dim=HEAD_DIM,
+        mamba_state_dim=STATE_DIM,
+        mamba_groups=GROUPS,
+        mamba_chunk=CHUNK,
+    )
+    layout = TP2.with_(intra_size=1, micro_batch=BATCH)
+    steps = layer_recipe(bench, layout, SEQ_LEN, 8, False, 0, "mamba")
+    fwd, bwd = forward_ops([(0, steps)], layout), backward_ops([(0, steps)], layout)
+    scan = next(op for op in fwd if op.name == "mamba_scan")
+    scan_bwd = next(op for op in bwd if op.name.startswith("mamba_scan"))
+    gpu, graphed = load_cluster("b200", 8).gpu, CAL.with_(kernel_overhead_s=CAL.graph_kernel_overhead_s)
+    assert op_time_alone_s(scan, gpu, graphed) == pytest.approx(141.07e-6, rel=1e-9)
+    # the ratio of the measured totals scales the bytes, beside its 10 kernels' fixed time: 656.4 us, 2.7% short
+    assert op_time_alone_s(scan_bwd, gpu, graphed) == pytest.approx(656.4e-6, rel=1e-3)
 
 
 def test_each_block_runs_only_its_part() -> None:

@@ -1,20 +1,19 @@
 """Forward and backward op lists of one pipeline task (a chunk of layers for one micro-batch).
 
-Backward is derived from the forward recipe: GEMMs split into input- and weight-gradient GEMMs,
-collectives are transposed (all-gather <-> reduce-scatter), attention backward costs 2.5x forward
-(FlashAttention's convention: the backward recomputes QK^T). With inter-op overlap, communication runs
-on the comm stream and the weight-gradient GEMM is issued after it, so it hides the collective
-(MegaScale-MoE Sec. 4.1). With intra-op overlap, each collective is fused with its adjacent GEMM.
+Backward is derived from the forward recipe: GEMMs split into input- and weight-gradient GEMMs, collectives are
+transposed (all-gather <-> reduce-scatter), attention backward costs 2.5x forward (it recomputes QK^T). With inter-op
+overlap, communication runs on the comm stream and the weight-gradient GEMM is issued after it, hiding the collective
+(MegaScale-MoE Sec. 4.1); with intra-op overlap each collective is fused with its adjacent GEMM.
 
 With Transformer Engine's userbuffers (layout.tp_comm_overlap, Megatron's --tp-comm-overlap) only the TP collectives
 around TE's linear layers overlap, as TE runs them (transformer_engine/pytorch/module/layernorm_linear.py and linear.py
 ``backward``; the methods Megatron-Bridge configures per layer in src/megatron/bridge/training/comm_overlap.py
 TransformerLayerTPOverlapCfg): in forward the all-gather chunked into the QKV / FC1 GEMM and the reduce-scatter out of
-the proj / FC2 GEMM (qkv_fprop, fc1_fprop, proj_fprop, fc2_fprop: ring exchange, one chunk per TP rank); in backward the
-all-gather of the output gradient chunked into the proj / FC2 dgrad (proj_dgrad, fc2_dgrad), and for the column-parallel
-QKV / FC1 two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gathered beside the dgrad GEMM
-(qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM (qkv_wgrad,
-fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps. Without userbuffers
+the proj / FC2 GEMM (qkv_fprop, fc1_fprop, proj_fprop, fc2_fprop: ring exchange, one chunk per TP rank); in backward
+the all-gather of the output gradient chunked into the proj / FC2 dgrad (proj_dgrad, fc2_dgrad), and for the
+column-parallel QKV / FC1 two bulk overlaps: the sequence-parallel input, saved as the local shard, re-gathered beside
+the dgrad GEMM (qkv_dgrad, fc1_dgrad: ``ln_out_needs_gather``) and the dgrad reduce-scattered beside the wgrad GEMM
+(qkv_wgrad, fc1_wgrad). A bulk collective runs on the comm stream beside the GEMM it overlaps. Without userbuffers
 (layout.tp_async_backward) Megatron-Core's and TE's TP layers still run the two bulk overlaps, as async NCCL calls.
 Without sequence parallelism the TP blocks end in an all-reduce, and a column-parallel layer's backward all-reduces its
 dgrad, under tp_async_backward asynchronously beside the wgrad GEMM.
@@ -37,6 +36,7 @@ from workloads.ops import (
     MEMORY,
     MEMORY_BACKWARD_FACTOR,
     SCAN_BACKWARD_FACTOR,
+    SCAN_BACKWARD_TIME_RATIO,
     TRANSPOSE,
     Gemm,
     GraphPart,
@@ -134,7 +134,7 @@ class _OpList:
             mem_bytes=mem_bytes,
             kernels=kernels,
             index_add_elements=step.bwd_index_add_elements if backward else 0.0,
-            scan_flops=scan_flops,
+            scan_state_bytes=step.scan_state_bytes * (SCAN_BACKWARD_TIME_RATIO if backward else 1.0),
             module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap

@@ -9,16 +9,18 @@ C times the incoming state), and the gated RMSNorm of y times SiLU(z) per group 
 then out_proj, a row-parallel linear. Tensor parallelism splits the heads and groups (ngroups must divide by TP),
 and sequence parallelism gathers the layer's input and reduce-scatters its output as attention's TP block does.
 
-Costs: the two projections are GEMMs; the conv and the gated norm are memory-bound kernels (their bytes below); the
-scan's matmul FLOPs run at its kernels' measured rate (Calibration.scan_peak_fraction). The memory-efficient path
-keeps in_proj's output and recomputes the conv in backward (counted in the conv's backward bytes).
+Costs: the two projections are GEMMs; the conv and the gated norm are memory-bound kernels (their bytes below); so is
+the scan, mamba_ssm's Triton SSD (``scan_bytes``): its token I/O and its FP32 chunk states, which its kernels write
+and read several times (Calibration.scan_state_passes, from the one published timing of those kernels). The
+memory-efficient path keeps in_proj's output and recomputes the conv in backward (counted in the conv's backward
+bytes).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from workloads.ops import BYTES_BF16, GEMM, MEMORY, Gemm, GraphPart, Step
+from workloads.ops import BYTES_BF16, BYTES_FP32, GEMM, MEMORY, SCAN_BACKWARD_TIME_RATIO, Gemm, GraphPart, Step
 from workloads.recipes.comm_pairs import tp_pair
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
@@ -47,6 +49,26 @@ def scan_flops(model: ModelSpec, tokens: int, shards: int) -> float:
     return tokens * (heads * (q * p + 4 * p * n) + groups * q * n)
 
 
+# The forward SSD's token I/O, per element of each tensor (mamba_ssm/ops/triton/ssd_combined.py
+# _mamba_chunk_scan_combined_fwd): x read by the chunk-state and chunk-scan kernels and y written (BF16, heads x P per
+# token), B and C read twice each (chunk state and C B^T; C B^T and chunk scan; BF16, groups x N), C B^T written and
+# read back (FP32, groups x Q per token). The chunk states (batch, chunks, heads, P, N) are FP32 (states_in_fp32).
+SCAN_X_PASSES, SCAN_BC_PASSES, SCAN_CB_PASSES = 3, 4, 2
+
+
+def scan_bytes(
+    tokens: float, heads: float, groups: float, head_dim: int, state_dim: int, chunk: int
+) -> tuple[float, float]:
+    """(token I/O bytes, bytes of one pass over the FP32 chunk states) of the forward SSD on ``tokens`` tokens of
+    ``heads`` heads of ``head_dim`` and ``groups`` groups of B and C (state ``state_dim``), in chunks of ``chunk``."""
+    per_token = (
+        SCAN_X_PASSES * heads * head_dim * BYTES_BF16
+        + SCAN_BC_PASSES * groups * state_dim * BYTES_BF16
+        + SCAN_CB_PASSES * groups * chunk * BYTES_FP32
+    )
+    return tokens * per_token, tokens / chunk * heads * head_dim * state_dim * BYTES_FP32
+
+
 def mamba_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Step]:
     """Norm, in_proj, conv, scan, gated norm, out_proj and the residual of one Mamba-2 layer, TP-split with SP."""
     n, h = layout.intra_size, model.hidden_size
@@ -56,6 +78,14 @@ def mamba_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Ste
     inner = model.mamba_inner // n
     gather, scatter = tp_pair("mamba", n, tokens * h * BYTES_BF16, sequence_parallel=layout.sequence_parallel)
     conv_elements = tokens * model.mamba_conv_channels / n
+    scan_io, scan_states = scan_bytes(
+        tokens,
+        model.mamba_heads / n,
+        model.mamba_groups / n,
+        model.mamba_head_dim,
+        model.mamba_state_dim,
+        model.mamba_chunk,
+    )
     steps = [
         norm_step("mamba_norm", act_local),
         gather,
@@ -70,10 +100,12 @@ def mamba_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> list[Ste
         Step(
             "mamba_scan",
             MEMORY,
+            mem_bytes=scan_io,
             kernels=SCAN_KERNELS,
             bwd_kernels=SCAN_BWD_KERNELS,
-            bwd_mem_bytes=0.0,
+            bwd_mem_bytes=SCAN_BACKWARD_TIME_RATIO * scan_io,
             scan_flops=scan_flops(model, tokens, n),
+            scan_state_bytes=scan_states,
         ),
         Step(
             "mamba_gated_norm",
