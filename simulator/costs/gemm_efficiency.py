@@ -255,9 +255,11 @@ ATTENTION_TFLOPS: dict[tuple[str, str, bool, int], tuple[float, ...]] = {
     ("fa2", "fwd", True, 256): (208, 251, 278, 293, 297, 298),
     ("fa2", "bwd", False, 64): (198, 238, 264, 279, 287, 291),
     ("fa2", "bwd", False, 128): (214, 260, 291, 310, 318, 322),
-    # cuDNN's fused attention, what Transformer Engine runs on Hopper (workloads/inputs/megatron.py): the cuDNN bars of
-    # the same figures, from transcriptions whose FA3 and FA2 bars equal the rows above. No causal head-dim-64
-    # or backward head-dim-256 row, as for FA3.
+}
+# cuDNN's fused attention, what Transformer Engine runs on Hopper (workloads/inputs/megatron.py): the cuDNN bars of the
+# same figures (cuDNN of mid-2024), from transcriptions whose FA3 and FA2 bars equal the rows above. No causal
+# head-dim-64 or backward head-dim-256 row, as for FA3.
+FA3_PAPER_CUDNN: dict[tuple[str, str, bool, int], tuple[float, ...]] = {
     ("cudnn", "fwd", False, 64): (335, 373, 395, 408, 412, 413),
     ("cudnn", "fwd", False, 128): (467, 574, 617, 609, 600, 595),  # 512: the other half of the swap above
     ("cudnn", "fwd", False, 256): (470, 546, 580, 581, 580, 581),
@@ -267,6 +269,33 @@ ATTENTION_TFLOPS: dict[tuple[str, str, bool, int], tuple[float, ...]] = {
     ("cudnn", "bwd", False, 128): (305, 408, 465, 499, 518, 516),
 }
 # fmt: on
+# cuDNN 9.19 (backend 91901) on an H200, the release of the 2026 containers: NVIDIA/cudnn-frontend
+# benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/llama3.1_20260227_034703.csv (batch 1, 64 query / 8 KV
+# heads of 128, BF16, FLOPs counted as above; an H200 runs the H100's tensor cores at its clocks), head dim 128 at
+# 2,048 to 16,384 tokens: 2-25% above the paper's bars, most at long sequences. (direction, causal) -> TFLOP/s.
+CUDNN_919_SEQ_LENS = (2048, 4096, 8192, 16384)
+CUDNN_919_H200: dict[tuple[str, bool], tuple[float, ...]] = {
+    ("fwd", False): (633, 671, 691, 702),
+    ("fwd", True): (484, 591, 644, 673),
+    ("bwd", False): (504, 560, 594, 612),
+}
+
+
+def cudnn_rows() -> dict[tuple[str, str, bool, int], tuple[float, ...]]:
+    """Hopper's cuDNN rows: the paper's bars at head dim 128 raised to cuDNN 9.19's measurement where it has one, and
+    every other head dim's by the same ratio at each length and direction (assumed: the newer cuDNN gains alike at
+    every head dim); below 2,048 tokens the paper's bars."""
+    rows = {}
+    for key, bars in FA3_PAPER_CUDNN.items():
+        reference, measured = FA3_PAPER_CUDNN[key[:3] + (128,)], dict(zip(CUDNN_919_SEQ_LENS, CUDNN_919_H200[key[1:3]]))
+        rows[key] = tuple(
+            bar * measured[length] / ref if length in measured else bar
+            for bar, ref, length in zip(bars, reference, ATTENTION_SEQ_LENS)
+        )
+    return rows
+
+
+ATTENTION_TFLOPS.update(cudnn_rows())
 ATTENTION_FAMILIES = ("fa3", "fa2", "cudnn")
 
 

@@ -9,18 +9,18 @@ and the residual-1 column.
 | deepseek alltoall BF16 | 7.119 / 7.817 (+9.8%) | 10.483 / 11.950 (+14.0%) |
 | deepseek flex+DeepEP BF16 | 5.682 / 5.942 (+4.6%) | 9.055 / 10.086 (+11.4%) |
 | deepseek flex+HybridEP BF16 | 5.391 / 5.977 (+10.9%) | 8.795 / 10.081 (+14.6%) |
-| deepseek alltoall FP8 | 7.609 / 7.815 (+2.7%) | 10.126 / 10.551 (+4.2%) |
-| deepseek flex+DeepEP FP8 | 6.035 / 5.837 (-3.3%) | 8.602 / 8.686 (+1.0%) |
-| deepseek flex+HybridEP FP8 | 5.143 / 5.200 (+1.1%) | 7.687 / 7.974 (+3.7%) |
-| mixtral alltoall BF16 | 4.327 / 4.349 (+0.5%) | 7.684 / 7.698 (+0.2%) |
-| mixtral flex+DeepEP BF16 | 4.636 / 4.239 (-8.6%) | 7.854 / 7.702 (-1.9%) |
-| mixtral flex+HybridEP BF16 | 4.343 / 4.310 (-0.8%) | 7.741 / 7.697 (-0.6%) |
-| mixtral alltoall FP8 | 3.788 / 3.728 (-1.6%) | 6.618 / 5.886 (-11.1%) |
-| mixtral flex+DeepEP FP8 | 4.101 / 3.618 (-11.8%) | 6.827 / 5.891 (-13.7%) |
-| mixtral flex+HybridEP FP8 | 3.701 / 3.582 (-3.2%) | 6.572 / 5.780 (-12.1%) |
+| deepseek alltoall FP8 | 7.609 / 7.825 (+2.8%) | 10.126 / 10.551 (+4.2%) |
+| deepseek flex+DeepEP FP8 | 6.035 / 5.846 (-3.1%) | 8.602 / 8.686 (+1.0%) |
+| deepseek flex+HybridEP FP8 | 5.143 / 5.209 (+1.3%) | 7.687 / 7.974 (+3.7%) |
+| mixtral alltoall BF16 | 4.327 / 4.358 (+0.7%) | 7.684 / 7.698 (+0.2%) |
+| mixtral flex+DeepEP BF16 | 4.636 / 4.249 (-8.4%) | 7.854 / 7.702 (-1.9%) |
+| mixtral flex+HybridEP BF16 | 4.343 / 4.319 (-0.5%) | 7.741 / 7.697 (-0.6%) |
+| mixtral alltoall FP8 | 3.788 / 3.737 (-1.3%) | 6.618 / 5.886 (-11.1%) |
+| mixtral flex+DeepEP FP8 | 4.101 / 3.628 (-11.5%) | 6.827 / 5.891 (-13.7%) |
+| mixtral flex+HybridEP FP8 | 3.701 / 3.592 (-2.9%) | 6.572 / 5.780 (-12.1%) |
 
-MAPE 4.9% forward, 7.4% backward (at residual 1: 7.7%, 10.0%); the alltoall rows include the probs' own NCCL
-all-to-all (workloads/dispatchers/steps.py probs_all_to_all, +12 us a layer each way in a node). The alltoall dispatcher's penalty over HybridEP is the per-copy wire
+MAPE 4.8% forward, 7.4% backward (at residual 1: 7.7%, 10.0%); the alltoall rows include the probs' own NCCL
+all-to-all (workloads/dispatchers/steps.py probs_all_to_all, +12 us a layer each way in a node). Forward rows up to 9.7 us longer since cuDNN 9.19's faster attention (the layer's, untimed) leaves the host less lead at the MoE layer. The alltoall dispatcher's penalty over HybridEP is the per-copy wire
 (one copy per routed expert against one per destination rank) and the sort-chunks passes: DeepSeek-like
 routing 1.31x forward / 1.19x backward simulated against 1.32x / 1.19x measured, Mixtral-like 1.01x / 1.00x
 against 1.00x / 0.99x; in FP8 HybridEP also skips TEGroupedMLP's padding kernels (it pads inside its dispatch):
@@ -43,15 +43,15 @@ PINNED_MS = {
     "deepseek_a2a_tp1ep8_bf16": (7.817, 11.950),
     "deepseek_deepep_tp1ep8_bf16": (5.942, 10.086),
     "deepseek_hybridep_tp1ep8_bf16": (5.977, 10.081),
-    "deepseek_a2a_tp1ep8_fp8": (7.815, 10.551),
-    "deepseek_deepep_tp1ep8_fp8": (5.837, 8.686),
-    "deepseek_hybridep_tp1ep8_fp8": (5.200, 7.974),
-    "mixtral_a2a_tp1ep8_bf16": (4.349, 7.698),
-    "mixtral_deepep_tp1ep8_bf16": (4.239, 7.702),
-    "mixtral_hybridep_tp1ep8_bf16": (4.310, 7.697),
-    "mixtral_a2a_tp1ep8_fp8": (3.728, 5.886),
-    "mixtral_deepep_tp1ep8_fp8": (3.618, 5.891),
-    "mixtral_hybridep_tp1ep8_fp8": (3.582, 5.780),
+    "deepseek_a2a_tp1ep8_fp8": (7.825, 10.551),
+    "deepseek_deepep_tp1ep8_fp8": (5.846, 8.686),
+    "deepseek_hybridep_tp1ep8_fp8": (5.209, 7.974),
+    "mixtral_a2a_tp1ep8_bf16": (4.358, 7.698),
+    "mixtral_deepep_tp1ep8_bf16": (4.249, 7.702),
+    "mixtral_hybridep_tp1ep8_bf16": (4.319, 7.697),
+    "mixtral_a2a_tp1ep8_fp8": (3.737, 5.886),
+    "mixtral_deepep_tp1ep8_fp8": (3.628, 5.891),
+    "mixtral_hybridep_tp1ep8_fp8": (3.592, 5.780),
 }
 PENALTY_TOLERANCE = 0.05  # relative, the alltoall / HybridEP time ratio against the measured one
 
