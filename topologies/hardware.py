@@ -81,6 +81,8 @@ class GpuSpec:
 # driving 8 GPUs: its 35 us floor makes this an upper bound) against the model's 8.4 + 7 x 3.4 = 32.2 us.
 # Until stop 36: 3 us, assumed.
 _NVLINK_LATENCY_S = 3.4e-6
+# A B200's HBM: its 7,680-bit bus, 960 B per transfer, at 3,996 MHz, DDR: 7.672 TB/s (b200 preset below)
+B200_HBM_BPS = 7680 / 8 * 3996e6 * 2
 # NCCL's bus bandwidth on NVLink 5 without NVLink SHARP: 680 GB/s, all-reduce on a GB200 NVL72 (850 with SHARP),
 # from NVIDIA's GTC 2025 talk S72583 as quoted by stas00/ml-engineering@744d01e network/README.md ("For all-reduce
 # on NVL72 ... a 25% improvement (850/680)"); the same slide's NVLink 4 pair, 370 / 480, is nccl-tests #212's
@@ -165,10 +167,7 @@ GPU_PRESETS: dict[str, GpuSpec] = {
         peak_bf16_flops=2.25e15,  # dense; NVIDIA Blackwell technical brief (HGX B200)
         peak_fp8_flops=4.5e15,  # dense; DGX B200 datasheet 72 PF sparse / 8 / 2
         hbm_bytes=180e9,  # 1,440 GB / 8, DGX B200 datasheet
-        hbm_bandwidth_Bps=7680
-        / 8
-        * 3996e6
-        * 2,  # 7.672 TB/s: the device's 7,680-bit bus at 3,996 MHz, DDR (pytorch/ao PR #4002)
+        hbm_bandwidth_Bps=B200_HBM_BPS,
         # 74 SMs enabled on each of the two dies (Chips and Cheese, "Nvidia's B200: Keeping the CUDA
         # Juggernaut Rolling", 2025, from device queries).
         sm_count=148,

@@ -27,7 +27,9 @@ MEMORY_BACKWARD_FACTOR = 2.0  # assumed: a backward elementwise kernel reads the
 # (NVIDIA/cudnn-frontend benchmark/linear_attention/results/mamba2/b200/2026-09-17-bf16.json, no gate, checkpointed
 # states recomputed in backward as Megatron-Core's mamba_split_conv1d_scan_combined does; workloads/recipes/mamba.py)
 SCAN_BACKWARD_FACTOR = 2.0
-SCAN_BACKWARD_TIME_RATIO = 674.47 / 141.07
+# that benchmark's two times (its shape: simulator/costs/scan_anchor.py)
+TRITON_SSD_FORWARD_S, TRITON_SSD_BACKWARD_S = 141.07e-6, 674.47e-6
+SCAN_BACKWARD_TIME_RATIO = TRITON_SSD_BACKWARD_S / TRITON_SSD_FORWARD_S
 HOST_SYNC = "host_sync"  # a device-to-host copy the host waits for (e.g. tokens per expert)
 COLLECTIVE = "collective"
 FUSED = "fused"  # a GEMM with its collective fused tile by tile (MegaScale-MoE Sec. 4.2)

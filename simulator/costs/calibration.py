@@ -34,9 +34,9 @@ class Calibration:
     # given here times every GPU (toy tests, what-ifs).
     gemm_efficiency: GemmEfficiencyTable | None = None
     # Attention kernel family ("fa3": FlashAttention-3 paper Figs. 5-6; "fa2" and "cudnn": the FlashAttention-2
-    # and cuDNN columns of the same figures, cuDNN's raised to cuDNN 9.19's H200 benchmark), looked up per op at its head dim, per-sequence length, mask and
-    # window (simulator/costs/attention_cost.py). A layout that names its kernel (attention_backend: Megatron-Core's
-    # TE layers run cuDNN's, workloads/inputs/megatron.py) overrides it.
+    # and cuDNN columns of the same figures, cuDNN's raised to cuDNN 9.19's H200 benchmark), looked up per op at its
+    # head dim, per-sequence length, mask and window (simulator/costs/attention_cost.py). A layout that names its
+    # kernel (attention_backend: Megatron-Core's TE layers run cuDNN's, workloads/inputs/megatron.py) overrides it.
     attention_kernel: str = "fa3"
     # Query and key tile edge of FA3's Hopper forward at head dim 128 under a causal or local mask
     # (flash-attention hopper/tile_size.h tile_size_fwd_sm90: kBlockM 128, kBlockN 128 when is_causal or

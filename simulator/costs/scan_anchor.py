@@ -18,16 +18,17 @@ from __future__ import annotations
 
 from simulator.costs.hbm_fraction import BLACKWELL_HBM_FRACTION
 from topologies.hardware import gpu_preset
+from workloads.ops import TRITON_SSD_FORWARD_S
 from workloads.recipes.mamba import SCAN_KERNELS, scan_bytes
 
-# The benchmark's shape and time (above)
-TRITON_SSD_FORWARD_S = 141.07e-6
+# The benchmark's shape (above)
 BATCH, SEQ_LEN, HEADS, HEAD_DIM, STATE_DIM, GROUPS, CHUNK = 2, 2048, 64, 64, 64, 1, 32
 
 
 def measured_state_passes(memory_efficiency: float, graph_kernel_overhead_s: float) -> float:
     """The passes over the chunk states that make the benchmark's forward time at a B200's memory-bound bandwidth."""
     io, states = scan_bytes(BATCH * SEQ_LEN, HEADS, GROUPS, HEAD_DIM, STATE_DIM, CHUNK)
+    # generations.memory_bandwidth_Bps's product, written out: generations imports the calibration this default is for
     bandwidth = gpu_preset("b200").hbm_bandwidth_Bps * memory_efficiency * BLACKWELL_HBM_FRACTION
     moved = (TRITON_SSD_FORWARD_S - SCAN_KERNELS * graph_kernel_overhead_s) * bandwidth
     return (moved - io) / states
