@@ -15,12 +15,15 @@ the boundary tiles not charged separately).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
+from simulator.costs.attention_shapes import MeasuredShape, measured_shape
 from simulator.costs.calibration import Calibration
-from simulator.costs.gemm_efficiency import ATTENTION_SEQ_LENS
+from simulator.costs.gemm_efficiency import ATTENTION_SEQ_LENS, interpolate_log
 from simulator.costs.generations import AttentionTable, kernel_tables
 from topologies.errors import ConfigError
-from topologies.hardware import GpuGeneration
+from topologies.hardware import GPU_PRESETS, GpuGeneration
+from workloads.graph.op_lists import ATTENTION_BACKWARD_FACTOR
 from workloads.ops import AttentionShape, attention_pairs
 
 
@@ -78,18 +81,58 @@ def attention_op_efficiency(
     Looked up at the head width with the op's FLOPs per query-key pair, (d_qk + d_v) / 2: the head dim
     itself for GQA / MHA; for MLA (192 / 128) 160, log-interpolated between the published 128 and 256
     (assumed: FA3 ships a 192 / 128 kernel the paper's figures do not measure). A sliding window at its
-    effective non-causal length (module docstring); full attention at its own length and mask.
+    effective non-causal length (module docstring); full attention at its own length and mask. A causal shape that
+    cuDNN's benchmark timed itself (MLA, GPT-OSS's window: simulator/costs/attention_shapes.py) is then corrected to
+    the measurement (``measured_ratio``).
     """
     fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
     if fixed is not None:
         return fixed
-    head_dim = (shape.head_dim + shape.head_dim_v) / 2
-    causal = shape.causal and not shape.sliding
     family = shape.kernel or cal.attention_kernel
     if family == "cudnn-fp8" and generation not in (GpuGeneration.BLACKWELL, GpuGeneration.BLACKWELL_ULTRA):
         raise ConfigError(
             "layout.attention_backend",
             f"cudnn-fp8 (FP8 attention) is timed from Blackwell measurements only; none published for {generation.value}",
         )
+    efficiency = _looked_up(shape, backward, cal, generation, family)
+    window = shape.window if shape.sliding else 0
+    measured = measured_shape(family, shape.head_dim, shape.head_dim_v, window, generation) if shape.causal else None
+    if measured is None:
+        return efficiency
+    return efficiency * measured_ratio(measured, backward, cal, float(shape.seq_len))
+
+
+def _looked_up(
+    shape: AttentionShape, backward: bool, cal: Calibration, generation: GpuGeneration, family: str
+) -> float:
+    """The generation's attention table at the op's head width, mask and (effective) sequence length."""
+    head_dim = (shape.head_dim + shape.head_dim_v) / 2
+    causal = shape.causal and not shape.sliding
     table = kernel_tables(generation).attention
     return _table_efficiency(table, family, backward, causal, head_dim, effective_seq_len(shape, cal))
+
+
+@lru_cache(maxsize=256)
+def _ratios(measured: MeasuredShape, backward: bool, cal: Calibration) -> tuple[tuple[float, float], ...]:
+    """(sequence length, measured efficiency / looked-up efficiency) at each length the benchmark timed: the measured
+    time turned into an efficiency on the FLOPs the op executes (moesim's count: ``attention_pairs``, the backward at
+    ATTENTION_BACKWARD_FACTOR, the executed fraction of its mask or window), on the measuring GPU's BF16 peak."""
+    times_ms = measured.backward_ms if backward else measured.forward_ms
+    factor = ATTENTION_BACKWARD_FACTOR if backward else 1.0
+    peak = GPU_PRESETS[measured.gpu].peak_bf16_flops
+    generation = GPU_PRESETS[measured.gpu].generation
+    points = []
+    for seq_len, time_ms in zip(measured.seq_lens, times_ms):
+        shape = AttentionShape(measured.head_dim, measured.head_dim_v, seq_len, True, measured.window, measured.family)
+        dims = measured.head_dim + measured.head_dim_v
+        counted = 2.0 * measured.batch * attention_pairs(seq_len, measured.window) * measured.heads * dims * factor
+        efficiency = counted * executed_fraction(shape, cal) / (time_ms * 1e-3 * peak)
+        points.append((float(seq_len), efficiency / _looked_up(shape, backward, cal, generation, measured.family)))
+    return tuple(points)
+
+
+def measured_ratio(measured: MeasuredShape, backward: bool, cal: Calibration, seq_len: float) -> float:
+    """What the looked-up efficiency of a directly measured shape is multiplied by at ``seq_len``: the measured over
+    looked-up ratio, log-interpolated between the measured lengths and held beyond them
+    (simulator/costs/attention_shapes.py)."""
+    return interpolate_log(_ratios(measured, backward, cal), seq_len)
