@@ -77,3 +77,28 @@ def cublaslt_fp4_simulated_tflops() -> dict[tuple[int, int, int], float]:
         seconds = gemm_time_s(Gemm(m, n, k, precision=GemmPrecision.NVFP4), gpu, BENCHMARK_CALIBRATION)
         rates[(m, n, k)] = 2.0 * m * n * k / seconds / 1e12
     return rates
+
+
+# A dense SwiGLU MLP's forward and backward in eager PyTorch on a B200, printed beside moesim's time for its kernels:
+# NVIDIA/cudnn-frontend@1a713353 benchmark/e2e/README.md, Qwen3.8 proxy, "Exact MLP fwd+bwd (M=8192, H=5120, I=17408):
+# raw eager Torch 10.796 ms" (BF16, a full 148-SM B200, p50 of 40 Williams-balanced batches of three repeats, CUDA
+# events). The module is three bias-free nn.Linear, down(silu(gate(y)) * up(y)) (benchmark/e2e/Qwen3.8/run_blocks.py
+# FullAttentionBlock): nine cuBLAS GEMMs (three forward, a data and a weight gradient each backward) and six
+# memory-bound kernels, silu and the product forward (5 passes over M x I), the product's two gradients and silu's
+# backward (9 passes), and the sum of the two input gradients (3 passes over M x H). Many back-to-back iterations, so
+# timed at the sustained clock (Calibration.sustained_clock_fraction), with and without the fitted residual.
+EAGER_SWIGLU_MLP_B200_S = 10.796e-3
+EAGER_SWIGLU_MLP = (8192, 5120, 17408)  # tokens, hidden, FFN
+
+
+def eager_swiglu_mlp_simulated_s(calibration: Calibration = DEFAULT_CALIBRATION) -> float:
+    """moesim's time for the eager SwiGLU MLP's forward and backward on the b200 preset."""
+    tokens, hidden, ffn = EAGER_SWIGLU_MLP
+    gemms = [Gemm(tokens, ffn, hidden)] * 2 + [Gemm(tokens, hidden, ffn)]  # gate, up, down
+    gemms += [Gemm(tokens, ffn, hidden), Gemm(hidden, ffn, tokens)]  # down: data and weight gradients
+    gemms += [Gemm(tokens, hidden, ffn), Gemm(ffn, hidden, tokens)] * 2  # gate, up: data and weight gradients
+    gpu = gpu_preset("b200")
+    elementwise_bytes = (5 + 9) * tokens * ffn * BYTES_BF16 + 3 * tokens * hidden * BYTES_BF16
+    return sum(gemm_time_s(gemm, gpu, calibration) for gemm in gemms) + memory_time_s(
+        elementwise_bytes, 6, gpu, calibration
+    )
