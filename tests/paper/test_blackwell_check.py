@@ -135,6 +135,9 @@ PINNED = {
     "bridge-gb200-nemotron-3-super-64-nvfp4": (9772, 10402),  # measured 7,168: +36.3% / +45.1%
     "bridge-b300-nemotron-3-super-64-mxfp8": (7083, 7173),  # measured 7,867: -10.0% / -8.8%
     "bridge-b300-nemotron-3-super-64-nvfp4": (10561, 10794),  # measured 8,131: +29.9% / +32.8%
+    # and 26.04.01's DGX-B200 rows (EP 64 over 8 nodes), added at stop 57: NVFP4 measured 0.88x MXFP8, simulated 0.97x
+    "bridge-b200-nemotron-3-super-64-mxfp8": (7460, 7875),  # measured 6,400: +16.6% / +23.0%
+    "bridge-b200-nemotron-3-super-64-nvfp4": (7248, 7665),  # measured 5,632: +28.7% / +36.1%
     # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300;
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
@@ -171,7 +174,7 @@ def unfitted(row: BlackwellRow) -> RowResult:
 def test_every_published_row_has_its_flag_file_and_a_pin() -> None:
     assert {row.name for row in ROWS} == set(PINNED)
     assert {row.cluster for row in ROWS} == {"gb300", "gb200", "b300", "b200"}
-    assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 13
+    assert [row.job().model.hybrid_pattern != "" for row in ROWS].count(True) == 15
     assert {row.source for row in ROWS} == set(SOURCES) and len(BRIDGE_ROWS) == 8 and len(MLM_ROWS) == 6
     assert len(REPORT_ROWS) == 7 and all(row.name.startswith("mcore-") for row in REPORT_ROWS)
     assert len(DENSE_ROWS) == 12 and all(row.job().model.num_experts == 0 for row in DENSE_ROWS)

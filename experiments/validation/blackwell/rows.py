@@ -61,8 +61,10 @@ Muon's states (workloads/specs/muon.py) beside DeepSeek-V3's architecture at 384
 (5,372 in the archive's 26.06 table at 067f987d; 5,072 in 26.02.01, 5,332 in 26.04, 5,328 in 26.04.01).
 
 Rows of a ninth source: Nemotron 3 Super 120B-A12B on 64 GPUs, MXFP8 and NVFP4: 26.08's DGX-GB300 / DGX-GB200 rows
-(recipes at 067f987d, bridge-{gb300,gb200}-nemotron-3-super-64-{mxfp8,nvfp4}.sh) and 26.06's DGX-B300 rows, EP 8 inside
-each node (recipes at v0.5.0, bridge-b300-nemotron-3-super-64-{mxfp8,nvfp4}.sh); the model from Megatron-LM's own
+(recipes at 067f987d, bridge-{gb300,gb200}-nemotron-3-super-64-{mxfp8,nvfp4}.sh), 26.06's DGX-B300 rows, EP 8 inside
+each node (recipes at v0.5.0, bridge-b300-nemotron-3-super-64-{mxfp8,nvfp4}.sh), and 26.04.01's DGX-B200 rows, EP 64
+over 8 nodes, MXFP8 eager and NVFP4 at TP 2 with TE graphs, NVFP4 measured 0.88x MXFP8 (recipes at v0.4.2,
+bridge-b200-nemotron-3-super-64-{mxfp8,nvfp4}.sh); the model from Megatron-LM's own
 flags, examples/models/nemotron-3-super-120b-a12b.yaml: the latent MoE (workloads/specs/models.py moe_latent_size) and
 the hybrid model at 512 experts. The NVFP4 recipes run their last 14 layers in BF16 (--first-last-layers-bf16,
 simulated) and keep the attention, the latent projections and the MTP modules in BF16 too (perf_recipes/nemotronh/
@@ -103,7 +105,7 @@ BRIDGE_HYBRID = (
 BRIDGE_FINETUNE = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 26.06, Llama 3 70B SFT and LoRA"
 BRIDGE_MUON = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md at v0.5.0, 26.06, Kimi K2 trained with Muon"
 BRIDGE_LATENT = (
-    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.06 and 26.08, Nemotron 3 Super (latent MoE)"
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary*.md, 26.04.01 to 26.08, Nemotron 3 Super (latent MoE)"
 )
 BRIDGE_ULTRA = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, Nemotron 3 Ultra (Hybrid-FSDP)"
 BRIDGE_DSV4 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, DeepSeekV4 Flash"
@@ -369,6 +371,8 @@ ROWS: tuple[BlackwellRow, ...] = (
             ("gb200", "nvfp4", 7168),
             ("b300", "mxfp8", 7867),  # 26.06, on 8-GPU DGX-B300 nodes: EP 8 inside a node
             ("b300", "nvfp4", 8131),
+            ("b200", "mxfp8", 6400),  # 26.04.01, on 8-GPU DGX-B200 nodes: EP 64 over 8 nodes, MXFP8 eager
+            ("b200", "nvfp4", 5632),  # and NVFP4 at TP 2 with TE graphs: 0.88x the MXFP8 row measured
         )
     ),
     # BRIDGE_ULTRA: Nemotron 3 Ultra 550B-A55B (Super's architecture at 108 layers) on 256 GPUs, MXFP8, EP 64, Megatron
