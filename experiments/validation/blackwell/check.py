@@ -45,12 +45,18 @@ from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 
 @dataclass(frozen=True)
 class RowResult:
-    """A row simulated at a calibration: throughput, whether memory was over HBM, the busiest stage's costs."""
+    """A row simulated at a calibration: throughput, whether memory was over HBM, and (``costs``) the busiest stage's
+    costs."""
 
     row: BlackwellRow
     tokens_per_s_per_gpu: float
     over_hbm: bool
-    costs: StageCosts
+    calibration: Calibration = DEFAULT_CALIBRATION
+
+    @property
+    def costs(self) -> StageCosts:
+        """The busiest stage's costs, timed when first asked (most readers want the throughput alone)."""
+        return row_costs(self.row, self.calibration)
 
     @property
     def error(self) -> float:
@@ -69,10 +75,17 @@ def simulate_row(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATI
     """The row's recipe simulated on its cluster (allow_oom: the memory verdict is reported, not enforced); once per
     row and calibration in a process (the table, the ratios and the tests ask again)."""
     model, layout = row_recipe(row)
+    report = row_report(row, calibration, model, layout)
+    return RowResult(row, report.tokens_per_s_per_gpu, report.oom, calibration)
+
+
+@cache
+def row_costs(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATION) -> StageCosts:
+    """Where one micro-batch of the row's busiest stage goes (experiments/common/stage_costs.py)."""
+    model, layout = row_recipe(row)
     sizes = (row.global_batch, row.seq_len)
-    workload, cluster, over_hbm = prepare(model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
-    rate = row_report(row, calibration, model, layout).tokens_per_s_per_gpu
-    return RowResult(row, rate, over_hbm, busiest_stage(workload, cluster, calibration))
+    workload, cluster, _ = prepare(model, layout, row.gpus, row.cluster, *sizes, None, True, calibration)
+    return busiest_stage(workload, cluster, calibration)
 
 
 def row_report(row: BlackwellRow, calibration: Calibration = DEFAULT_CALIBRATION, model=None, layout=None):
