@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topologies.hardware import GpuGeneration
+from topologies.hardware import GPU_PRESETS, GpuGeneration
 
 _CUDNN_H200 = (
     "NVIDIA/cudnn-frontend@3929da2e benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn "
@@ -55,48 +55,40 @@ class MeasuredShape:
     source: str
 
 
-_MLA_LENS = (2048, 4096, 8192, 16384, 32768)
-_WINDOW_LENS = (2048, 4096, 8192, 16384, 32768)
+_SEQ_LENS = (2048, 4096, 8192, 16384, 32768)
 # fmt: off
 MEASURED_SHAPES: tuple[MeasuredShape, ...] = (
     # DeepSeek-V3's MLA (config dsv3: 128 heads, 192 / 128, top_left causal); H200 at batch 1 (its 16,384 and 32,768
     # runs ran out of memory), GB200 / GB300 at batch 2
-    MeasuredShape("h200", "cudnn", 192, 128, 0, 1, 128, _MLA_LENS[:3],
+    MeasuredShape("h200", "cudnn", 192, 128, 0, 1, 128, _SEQ_LENS[:3],
                   (0.330, 1.148, 4.278), (1.271, 4.424, 16.162), _CUDNN_H200),
-    MeasuredShape("gb200", "cudnn", 192, 128, 0, 2, 128, _MLA_LENS,
+    MeasuredShape("gb200", "cudnn", 192, 128, 0, 2, 128, _SEQ_LENS,
                   (0.321, 0.977, 3.470, 13.103, 50.456), (1.015, 3.301, 13.023, 50.136, 210.687), _CUDNN_BLACKWELL),
-    MeasuredShape("gb300", "cudnn", 192, 128, 0, 2, 128, _MLA_LENS,
+    MeasuredShape("gb300", "cudnn", 192, 128, 0, 2, 128, _SEQ_LENS,
                   (0.268, 0.864, 3.013, 11.178, 44.189), (0.935, 3.017, 10.887, 41.569, 175.497), _CUDNN_BLACKWELL),
-    MeasuredShape("gb200", "cudnn-fp8", 192, 128, 0, 2, 128, _MLA_LENS,
+    MeasuredShape("gb200", "cudnn-fp8", 192, 128, 0, 2, 128, _SEQ_LENS,
                   (0.207, 0.656, 2.294, 8.845, 35.942), (0.682, 2.108, 7.530, 29.760, 122.033), _CUDNN_BLACKWELL),
-    MeasuredShape("gb300", "cudnn-fp8", 192, 128, 0, 2, 128, _MLA_LENS,
+    MeasuredShape("gb300", "cudnn-fp8", 192, 128, 0, 2, 128, _SEQ_LENS,
                   (0.150, 0.493, 1.758, 6.653, 26.146), (0.592, 1.800, 6.181, 23.761, 94.596), _CUDNN_BLACKWELL),
     # GPT-OSS's sliding window (config gpt_oss: 128 keys, head dim 64, 128 heads, batch 2), BF16
-    MeasuredShape("gb200", "cudnn", 64, 64, 128, 2, 128, _WINDOW_LENS,
+    MeasuredShape("gb200", "cudnn", 64, 64, 128, 2, 128, _SEQ_LENS,
                   (0.109, 0.210, 0.414, 0.822, 2.634), (0.237, 0.465, 0.911, 1.818, 3.692), _CUDNN_BLACKWELL),
-    MeasuredShape("gb300", "cudnn", 64, 64, 128, 2, 128, _WINDOW_LENS,
+    MeasuredShape("gb300", "cudnn", 64, 64, 128, 2, 128, _SEQ_LENS,
                   (0.104, 0.202, 0.397, 0.790, 2.530), (0.227, 0.442, 0.862, 1.712, 3.450), _CUDNN_BLACKWELL),
     # the H200 run of the same config at its earlier 1,024-key window (64 query / 8 KV heads, batch 2)
-    MeasuredShape("h200", "cudnn", 64, 64, 1024, 2, 64, _WINDOW_LENS,
+    MeasuredShape("h200", "cudnn", 64, 64, 1024, 2, 64, _SEQ_LENS,
                   (0.166, 0.358, 0.738, 1.499, 3.021), (0.488, 1.042, 2.149, 4.392, 9.045), _CUDNN_H200),
 )
 # fmt: on
-
-# The generation whose kernels each GPU's measurements time: a B200 takes the GB200's fractions of its peak, a B300 the
-# GB300's, as the attention tables do (blackwell_tables.py).
-_GENERATION = {
-    "h200": GpuGeneration.HOPPER,
-    "gb200": GpuGeneration.BLACKWELL,
-    "gb300": GpuGeneration.BLACKWELL_ULTRA,
-}
 
 
 def measured_shape(
     family: str, head_dim: int, head_dim_v: int, window: int, generation: GpuGeneration
 ) -> MeasuredShape | None:
-    """The measurement of this kernel family at these head widths and window on ``generation``, if one was published."""
+    """The measurement of this kernel family at these head widths and window on ``generation``, if one was published
+    (a B200 takes the GB200's, a B300 the GB300's, as fractions of their peaks, as the attention tables do)."""
     for shape in MEASURED_SHAPES:
         same = (shape.family, shape.head_dim, shape.head_dim_v, shape.window) == (family, head_dim, head_dim_v, window)
-        if same and _GENERATION[shape.gpu] == generation:
+        if same and GPU_PRESETS[shape.gpu].generation == generation:
             return shape
     return None
