@@ -153,6 +153,12 @@ def attention_pairs(seq_len: int, window: int = 0) -> int:
     return 2 * seq_len * window - window * window
 
 
+def attention_flops(batch: float, pairs: float, heads: float, head_dim: int, head_dim_v: int) -> float:
+    """Forward attention FLOPs of ``batch`` sequences over ``pairs`` counted (query, key) pairs each: QK^T and AV,
+    2 b pairs heads (d_qk + d_v); the backward is ATTENTION_BACKWARD_FACTOR x (workloads/graph/op_lists.py)."""
+    return 2.0 * batch * pairs * heads * (head_dim + head_dim_v)
+
+
 class GemmPrecision(Enum):
     """Operand precision of a GEMM and, for FP8, the scaling recipe, which picks the kernel that runs it:
     per-tensor scales (Transformer Engine's delayed and current "tensorwise" recipes) are applied once in

@@ -24,7 +24,7 @@ from simulator.costs.generations import AttentionTable, kernel_tables
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS, GpuGeneration
 from workloads.graph.op_lists import ATTENTION_BACKWARD_FACTOR
-from workloads.ops import AttentionShape, attention_pairs
+from workloads.ops import AttentionShape, attention_flops, attention_pairs
 
 
 def window_key_blocks(seq_len: int, window: int, block: int) -> int:
@@ -124,8 +124,10 @@ def _ratios(measured: MeasuredShape, backward: bool, cal: Calibration) -> tuple[
     points = []
     for seq_len, time_ms in zip(measured.seq_lens, times_ms):
         shape = AttentionShape(measured.head_dim, measured.head_dim_v, seq_len, True, measured.window, measured.family)
-        dims = measured.head_dim + measured.head_dim_v
-        counted = 2.0 * measured.batch * attention_pairs(seq_len, measured.window) * measured.heads * dims * factor
+        pairs = attention_pairs(seq_len, measured.window)
+        counted = (
+            attention_flops(measured.batch, pairs, measured.heads, measured.head_dim, measured.head_dim_v) * factor
+        )
         efficiency = counted * executed_fraction(shape, cal) / (time_ms * 1e-3 * peak)
         points.append((float(seq_len), efficiency / _looked_up(shape, backward, cal, generation, measured.family)))
     return tuple(points)

@@ -24,7 +24,18 @@ workloads/specs/validation.py refuses them).
 
 from __future__ import annotations
 
-from workloads.ops import ATTENTION, BYTES_BF16, BYTES_FP32, GEMM, MEMORY, AttentionShape, Gemm, Module, Step
+from workloads.ops import (
+    ATTENTION,
+    BYTES_BF16,
+    BYTES_FP32,
+    GEMM,
+    MEMORY,
+    AttentionShape,
+    Gemm,
+    Module,
+    Step,
+    attention_flops,
+)
 from workloads.recipes.norms import norm_step
 from workloads.recipes.residual import residual_step
 from workloads.specs.layouts import LayoutSpec
@@ -66,7 +77,7 @@ def sparse_attention_step(layout: LayoutSpec, seq_len: int, pairs: float, heads:
     shape = AttentionShape(
         d_key, d_value, max(1, round(pairs / seq_len)), causal=False, kernel=layout.attention_backend
     )
-    flops = 2.0 * layout.micro_batch * pairs * heads * (d_key + d_value)
+    flops = attention_flops(layout.micro_batch, pairs, heads, d_key, d_value)
     return Step("sparse_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
 
 

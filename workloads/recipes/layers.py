@@ -22,6 +22,7 @@ from workloads.ops import (
     GraphPart,
     Module,
     Step,
+    attention_flops,
     attention_pairs,
 )
 from workloads.recipes.comm_pairs import megatron_tp, tp_pair, ulysses_pair
@@ -40,11 +41,12 @@ from workloads.specs.models import ModelSpec
 from workloads.specs.precision import Fp8Recipe, to_fp8_comm, to_fp8_gemms
 
 
-def attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
+def layer_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
     """Forward attention FLOPs per GPU: QK^T and AV for heads/n heads over ``attention_pairs`` (s x s
     without a window: FlashAttention's and Megatron's non-causal convention)."""
     heads_local = model.num_heads / layout.intra_size
-    return 4.0 * layout.micro_batch * attention_pairs(seq_len, window) * model.head_dim * heads_local
+    pairs = attention_pairs(seq_len, window)
+    return attention_flops(layout.micro_batch, pairs, heads_local, model.head_dim, model.head_dim)
 
 
 # Megatron's rotary table: one FP32 angle per position and head dimension ([s, 1, 1, d]; RotaryEmbedding.forward,
@@ -112,7 +114,7 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
     norm = norm_step("attn_norm", act_local, sar_recompute=True, module=Module.LAYERNORM)
     residual = residual_step("attn_residual", act_local)
-    flops = attention_flops(model, layout, seq_len, window)
+    flops = layer_attention_flops(model, layout, seq_len, window)
     shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     if layout.attention == "sp":

@@ -7,7 +7,18 @@ the output projection maps H d_v back to h. Down/up projections are GEMMs; RMSNo
 
 from __future__ import annotations
 
-from workloads.ops import ATTENTION, BYTES_BF16, GEMM, MEMORY, AttentionShape, Gemm, Module, Step, attention_pairs
+from workloads.ops import (
+    ATTENTION,
+    BYTES_BF16,
+    GEMM,
+    MEMORY,
+    AttentionShape,
+    Gemm,
+    Module,
+    Step,
+    attention_flops,
+    attention_pairs,
+)
 from workloads.recipes.comm_pairs import tp_pair, ulysses_pair
 from workloads.recipes.dsv4_attention import indexer_steps, sparse_attention_step, window_pairs
 from workloads.recipes.norms import norm_step
@@ -22,8 +33,8 @@ UP = Module.MLA_UP_PROJ  # Megatron-Core fuses each latent norm into its up proj
 def mla_attention_flops(model: ModelSpec, layout: LayoutSpec, seq_len: int, window: int = 0) -> float:
     """Forward attention FLOPs per GPU, non-causal: 2 b s^2 (H/n) (d_qk + d_v) (QK^T and AV)."""
     heads_local = model.num_heads / layout.intra_size
-    dims = qk_head_dim(model) + model.v_head_dim
-    return 2.0 * layout.micro_batch * attention_pairs(seq_len, window) * heads_local * dims
+    pairs = attention_pairs(seq_len, window)
+    return attention_flops(layout.micro_batch, pairs, heads_local, qk_head_dim(model), model.v_head_dim)
 
 
 def mla_recipe(
