@@ -70,6 +70,10 @@ the hybrid model at 512 experts. The NVFP4 recipes run their last 14 layers in B
 simulated) and keep the attention, the latent projections and the MTP modules in BF16 too (perf_recipes/nemotronh/
 te_quant.cfg, no Megatron-LM flag: simulated in NVFP4).
 
+Rows of a tenth source: 26.08's Nemotron 3 Ultra 550B-A55B on 256 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
+bridge-{gb300,gb200}-nemotron-3-ultra-256-mxfp8.sh): Megatron FSDP sharded inside each 64-GPU NVLink domain, the
+optimizer state across the four too (Hybrid-FSDP, --num-distributed-optimizer-instances 4, workloads/specs/hybrid_dp.py).
+
 Rows of an eleventh source: 26.08's DeepSeek-V4-Flash on 128 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
 {gb300,gb200}-deepseek-v4-flash-128.sh): the hybrid compressed attention (CSA with its indexer, HCA, a 128-key window)
 and mHC's four residual streams, from the checkpoint's config.json (examples/models/deepseek-v4-flash.json).
@@ -77,10 +81,6 @@ and mHC's four residual streams, from the checkpoint's config.json (examples/mod
 Rows of a twelfth source: 26.04.01's GPT-OSS-120B in BF16 on 64 DGX-GB300 / DGX-GB200 (recipes at v0.4.2,
 bridge-{gb300,gb200}-gpt-oss-120b-64-bf16.sh): the BF16 recipe of the DGX-B200 / DGX-B300 rows, eager but for TE's
 partial graphs (GB300) or with EP overlap (GB200), EP 64 over the NVL72 domain with the alltoall dispatcher.
-
-Rows of a tenth source: 26.08's Nemotron 3 Ultra 550B-A55B on 256 DGX-GB300 / DGX-GB200 in MXFP8 (recipes at 067f987d,
-bridge-{gb300,gb200}-nemotron-3-ultra-256-mxfp8.sh): Megatron FSDP sharded inside each 64-GPU NVLink domain, the
-optimizer state across the four too (Hybrid-FSDP, --num-distributed-optimizer-instances 4, workloads/specs/hybrid_dp.py).
 """
 
 from __future__ import annotations
