@@ -92,7 +92,7 @@ def job_dispatchers(args_text: str, model: ModelSpec, gpus: int, own: str) -> tu
     """The job's own token dispatcher ``own``, then each other of Megatron-Core's with which Megatron-LM builds the job
     the same but for the dispatcher (resolved at EP 2): a flag that needs one dispatcher (--moe-shared-expert-overlap:
     alltoall or flex; --moe-expert-rank-capacity-factor: flex with hybridep) or a setting that follows from one
-    (drop-and-pad skips the host sync under alltoall only) keeps the others out of the search."""
+    (drop-and-pad skips the host sync under alltoall and HybridEP only) keeps the others out of the search."""
     at_ep = " --expert-model-parallel-size 2"
     try:
         job = parse_megatron_args(job_flags(args_text) + at_ep).resolve(model, None, gpus)

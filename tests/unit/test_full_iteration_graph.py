@@ -120,6 +120,17 @@ def test_no_host_sync_inside_the_graph() -> None:
             "--moe-token-dispatcher-type alltoall --moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity",
             False,
         ),
+        (
+            (
+                "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+                "--moe-expert-capacity-factor 1.1 --moe-pad-expert-input-to-capacity"
+            ),
+            False,
+        ),
+        (
+            "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-expert-capacity-factor 1.1",
+            True,
+        ),
     ],
 )
 def test_static_shapes_remove_the_sync(flags: str, sync: bool) -> None:

@@ -86,9 +86,9 @@ def test_fix_pins_the_dispatcher() -> None:
         ("--moe-token-dispatcher-type flex --moe-enable-deepep", ("flex-deepep", "alltoall", "allgather", "flex-hybridep")),
         # --moe-shared-expert-overlap: alltoall or flex only
         ("--moe-token-dispatcher-type alltoall --moe-shared-expert-overlap", ("alltoall", "flex-deepep", "flex-hybridep")),
-        # drop-and-pad skips the host sync under alltoall only; deepep refuses padding
+        # drop-and-pad skips the host sync under alltoall and HybridEP; deepep refuses padding
         ("--moe-token-dispatcher-type alltoall --moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity",
-         ("alltoall",)),
+         ("alltoall", "flex-hybridep")),
         # a static per-rank budget needs the hybridep backend
         (("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-expert-rank-capacity-factor 2 "
           "--moe-grouped-gemm --moe-use-grouped-tensor"),

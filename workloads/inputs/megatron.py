@@ -208,6 +208,11 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         raise ConfigError("--moe-pad-expert-input-to-capacity", "needs --moe-expert-capacity-factor")
     if pad and dispatcher == "flex" and backend == "deepep":  # transformer_config.py __post_init__ at d98e8a64dd
         raise ConfigError("--moe-pad-expert-input-to-capacity", "the flex dispatcher's deepep backend refuses it")
+    if capacity is not None and dispatcher == "flex" and backend == "ncclep":  # token_dispatcher.py _NCCLEPManager
+        raise ConfigError(
+            "--moe-expert-capacity-factor", "the flex dispatcher's ncclep backend has no drop and pad yet"
+        )
+    hybridep = dispatcher == "flex" and backend == "hybridep"
     if capacity is not None and capacity < 1.0:
         raise ConfigError("--moe-expert-capacity-factor", f"{capacity} < 1 drops tokens: not modelled (use >= 1)")
     if capacity is not None and not pad:
@@ -230,9 +235,11 @@ def _experts(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "expert_gemm": "multi_stream" if args.get("--moe-grouped-gemm") else "sequential",
         "fused_permute": bool(args.get("--moe-permute-fusion")),
         "router_quant_padding": router_padding(args, notes),
-        # token_dispatcher.py: only the all-to-all dispatcher with drop-and-pad skips the device-to-host copy
-        # and the flex dispatcher's static per-rank budget (--moe-expert-rank-capacity-factor) skips it too
-        "host_sync_per_moe_layer": not (pad and dispatcher == "alltoall") and not budget,
+        # token_dispatcher.py at d98e8a64dd: drop-and-pad fixes the tokens per expert on the host for the all-to-all
+        # dispatcher and for HybridEP (_HybridEPManager.setup_metadata: num_permuted_tokens = capacity x EP x local
+        # experts, no device-to-host copy), and so does the flex dispatcher's static per-rank budget
+        # (--moe-expert-rank-capacity-factor); every other dispatcher waits for the counts each MoE layer
+        "host_sync_per_moe_layer": not (pad and (dispatcher == "alltoall" or hybridep)) and not budget,
         "capacity_factor": capacity or 1.0,
         "dropless": ffn == "ep" and not pad,
         "ep_max_nodes": group_topk or 0,
