@@ -81,6 +81,11 @@ and mHC's four residual streams, from the checkpoint's config.json (examples/mod
 Rows of a twelfth source: 26.04.01's GPT-OSS-120B in BF16 on 64 DGX-GB300 / DGX-GB200 (recipes at v0.4.2,
 bridge-{gb300,gb200}-gpt-oss-120b-64-bf16.sh): the BF16 recipe of the DGX-B200 / DGX-B300 rows, eager but for TE's
 partial graphs (GB300) or with EP overlap (GB200), EP 64 over the NVL72 domain with the alltoall dispatcher.
+
+Rows of a thirteenth source: the GB200 rows of Megatron-Bridge's model verification cards (067f987d, examples/
+model_verification_cards/*/card.yaml pretrain_performance.GB200, 2026-07) whose recipe no row above has: Nemotron 3
+Super and Nemotron 3.5 Lightning in BF16 (bridge-gb200-nemotron-3-super-64-bf16.sh,
+bridge-gb200-nemotron-3.5-lightning-8-bf16.sh). The cards' DGX-H100 rows are validation cases.
 """
 
 from __future__ import annotations
@@ -110,6 +115,7 @@ BRIDGE_LATENT = (
 BRIDGE_ULTRA = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, Nemotron 3 Ultra (Hybrid-FSDP)"
 BRIDGE_DSV4 = "NVIDIA-NeMo/Megatron-Bridge@067f987d docs/performance-summary.md, 26.08, DeepSeekV4 Flash"
 BRIDGE_BF16_NVL = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 26.04.01, GPT OSS 120B BF16 (NVL72)"
+BRIDGE_CARDS = "NVIDIA-NeMo/Megatron-Bridge@067f987d examples/model_verification_cards, 2026-07, BF16 hybrids on GB200"
 SOURCES = (
     BRIDGE_26_08,
     MLM_PR_5728,
@@ -123,6 +129,7 @@ SOURCES = (
     BRIDGE_ULTRA,
     BRIDGE_DSV4,
     BRIDGE_BF16_NVL,
+    BRIDGE_CARDS,
 )
 # LoRA as Megatron-Bridge's fine-tuning recipes run it (no Megatron-LM flag: layout fields; workloads/specs/peft.py)
 LORA_QKV = LayoutSpec("megatron-args", peft="lora", lora_modules=("linear_qkv",))
@@ -415,6 +422,16 @@ ROWS: tuple[BlackwellRow, ...] = (
             f"bridge-{gpu}-gpt-oss-120b-64-bf16", "gpt-oss-120b", gpu, 64, 1280, 4096, tokens, False, BRIDGE_BF16_NVL
         )
         for gpu, tokens in (("gb300", 19200), ("gb200", 16640))
+    ),
+    # BRIDGE_CARDS: the BF16 recipes of the two hybrids on GB200 (verification cards; the MXFP8 / NVFP4 rows above are
+    # the performance summary's): Nemotron 3 Super at TP 2, EP 64 (its card's 9,926 ms step: 6,602 tokens/s/GPU) and
+    # Nemotron 3.5 Lightning at EP 8, MBS 2
+    *(
+        BlackwellRow(f"bridge-gb200-{name}-bf16", model, "gb200", gpus, 512, 8192, tokens, False, BRIDGE_CARDS)
+        for name, model, gpus, tokens in (
+            ("nemotron-3-super-64", "nemotron-3-super-120b-a12b", 64, 6602),
+            ("nemotron-3.5-lightning-8", "nemotron-3-nano-30b-a3b", 8, 28750),
+        )
     ),
 )
 
