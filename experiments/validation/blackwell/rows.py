@@ -82,10 +82,8 @@ Rows of a twelfth source: 26.04.01's GPT-OSS-120B in BF16 on 64 DGX-GB300 / DGX-
 bridge-{gb300,gb200}-gpt-oss-120b-64-bf16.sh): the BF16 recipe of the DGX-B200 / DGX-B300 rows, eager but for TE's
 partial graphs (GB300) or with EP overlap (GB200), EP 64 over the NVL72 domain with the alltoall dispatcher.
 
-Rows of a thirteenth source: the GB200 rows of Megatron-Bridge's model verification cards (067f987d, examples/
-model_verification_cards/*/card.yaml pretrain_performance.GB200, 2026-07) whose recipe no row above has: Nemotron 3
-Super and Nemotron 3.5 Lightning in BF16 (bridge-gb200-nemotron-3-super-64-bf16.sh,
-bridge-gb200-nemotron-3.5-lightning-8-bf16.sh). The cards' DGX-H100 rows are validation cases.
+Rows of a thirteenth source: Megatron-Bridge's verification cards (067f987d, card.yaml pretrain_performance.GB200)
+whose recipe no row above has, Nemotron 3 Super and 3.5 Lightning in BF16 (bridge-gb200-nemotron-*-bf16.sh).
 """
 
 from __future__ import annotations
@@ -423,9 +421,7 @@ ROWS: tuple[BlackwellRow, ...] = (
         )
         for gpu, tokens in (("gb300", 19200), ("gb200", 16640))
     ),
-    # BRIDGE_CARDS: the BF16 recipes of the two hybrids on GB200 (verification cards; the MXFP8 / NVFP4 rows above are
-    # the performance summary's): Nemotron 3 Super at TP 2, EP 64 (its card's 9,926 ms step: 6,602 tokens/s/GPU) and
-    # Nemotron 3.5 Lightning at EP 8, MBS 2
+    # BRIDGE_CARDS: Super at TP 2, EP 64 (its card's 9,926 ms step: 6,602 tokens/s/GPU), Lightning at EP 8, MBS 2
     *(
         BlackwellRow(f"bridge-gb200-{name}-bf16", model, "gb200", gpus, 512, 8192, tokens, False, BRIDGE_CARDS)
         for name, model, gpus, tokens in (
