@@ -271,15 +271,15 @@ def test_a_baseline_must_be_a_case_of_the_folder(tmp_path: Path) -> None:
 def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     corpus = validation_cases.load_cases()
     names = [case.name for case in corpus]
-    assert len(names) == len(set(names)) == 54
+    assert len(names) == len(set(names)) == 56
     nemo = [c for c in corpus if c.name.startswith("nemo-")]  # NeMo 24.07's dense H100 table
     assert len(nemo) == 11 and all(c.megatron_args and c.cluster == "h100" and c.source.get("commit") for c in nemo)
     assert sorted(c.name for c in corpus if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
     bridge = [c for c in corpus if c.name.startswith("bridge-")]
-    assert len(bridge) == 25 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
+    assert len(bridge) == 27 and all(c.megatron_args and c.cluster == "h100" for c in bridge)
     assert [c.layout.peft for c in bridge if c.layout is not None and c.layout.peft != "none"] == ["lora"]
     assert all(c.source.get("commit") for c in bridge)
-    assert sum(c.group == "matched" for c in corpus) == 5
+    assert sum(c.group == "matched" for c in corpus) == 7
     assert all(c.measured_model_tflops_per_gpu for c in bridge if c.group == validation_cases.CORPUS)
     recipes = [c for c in corpus if c.name.startswith("mlm-recipes-")]  # Megatron-LM PR #5728's H100 rows
     assert len(recipes) == 3 and all(c.megatron_args and c.cluster == "h100" for c in recipes)
