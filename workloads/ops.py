@@ -200,6 +200,17 @@ class AttentionShape:
         return 0 < self.window < self.seq_len
 
 
+@dataclass(frozen=True)
+class DeltaRule:
+    """What one chunked gated-delta-rule call of a Gated DeltaNet layer sees (workloads/recipes/mamba.py gdn_recipe),
+    for its measured time (simulator/costs/delta_rule.py): the micro-batch's tokens and one GPU's value heads."""
+
+    tokens: int
+    value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+
+
 @dataclass(frozen=True, slots=True)
 class Gemm:
     """A (grouped) GEMM: ``groups`` products of (m x k) @ (k x n); sequential = one kernel per group;
@@ -278,6 +289,7 @@ class Op:
     transpose_kernels: int = 0
     index_add_elements: float = 0.0  # memory-bound ops: elements scattered by index_add_ (Step.bwd_index_add_elements)
     scan_state_bytes: float = 0.0  # memory-bound ops: a Mamba-2 scan's chunk states, one pass (Step.scan_state_bytes)
+    delta_rule: DeltaRule | None = None  # a Gated DeltaNet's recurrence, timed at its measured speed (Step.delta_rule)
     collective: str = ""
     group: Group = Group.NONE
     group_size: int = 1
@@ -319,6 +331,9 @@ class Step:
     # Calibration.scan_state_passes times beside ``mem_bytes`` (backward: SCAN_BACKWARD_TIME_RATIO x both)
     scan_flops: float = 0.0
     scan_state_bytes: float = 0.0
+    # A Gated DeltaNet's chunked delta rule (workloads/recipes/mamba.py gdn_recipe): timed at FLA's measured speed
+    # for its tokens and heads, forward or backward (simulator/costs/delta_rule.py), its FLOPs counted in scan_flops
+    delta_rule: DeltaRule | None = None
     wgrad_kernels: int | None = None  # GEMM steps: launches of the weight-gradient GEMM (None: ``kernels``)
     collective: str = ""
     group: Group = Group.NONE
@@ -360,8 +375,8 @@ class LayerKind(NamedTuple):
 
     dense: bool  # a dense FFN instead of the MoE
     window: int  # sliding-window attention over this many keys; 0 = full causal attention
-    # A hybrid model's layer holds one block (ModelSpec.hybrid_pattern): "mamba" (a Mamba-2 mixer), "attention",
-    # "mlp" (a dense FFN) or "moe"; "" is a transformer layer, attention and an FFN
+    # A hybrid model's layer holds one block (ModelSpec.hybrid_pattern): "mamba" (a Mamba-2 mixer), "gdn" (a Gated
+    # DeltaNet mixer), "attention", "mlp" (a dense FFN) or "moe"; "" is a transformer layer, attention and an FFN
     block: str = ""
     # BF16 GEMMs in an FP8 / FP4 run (LayoutSpec.bf16_first_layers / bf16_last_layers: Megatron's first / last layers)
     bf16: bool = False

@@ -27,10 +27,12 @@ FUSED_PAIRS = "fused GEMM + collective"  # MegaScale-MoE's intra-operator overla
 HOST_SYNCS = "host syncs"
 OTHER_MEMORY = "other memory-bound"
 MAMBA_SCAN = "Mamba-2 scan"  # a hybrid model's chunked state-space scan (workloads/recipes/mamba.py)
+DELTA_RULE = "GDN delta rule"  # a Gated DeltaNet's chunked recurrence (workloads/recipes/mamba.py gdn_recipe)
 _COMPUTE_PARTS = (
     Part.GEMM.value,
     Part.ATTENTION.value,
     MAMBA_SCAN,
+    DELTA_RULE,
     FP8_QUANTIZATION,
     OTHER_MEMORY,
     FUSED_PAIRS,
@@ -64,6 +66,8 @@ def _part_of(op: Op) -> str:
     """What a compute-stream op that is not a plain collective is spent on."""
     if op.kind == MEMORY and op.scan_state_bytes:
         return MAMBA_SCAN
+    if op.delta_rule is not None:
+        return DELTA_RULE
     if op.kind == MEMORY:
         return FP8_QUANTIZATION if op.name.endswith(".quant") else OTHER_MEMORY
     if op.kind == FUSED:  # a GEMM with its collective, or ring attention (CP) with its key-value exchange

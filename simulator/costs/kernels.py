@@ -13,6 +13,7 @@ from simulator.costs.collective_efficiency import (
     hybridep_efficiency,
     nvls_all_reduce_efficiency,
 )
+from simulator.costs.delta_rule import delta_rule_time_s
 from simulator.costs.generations import gemm_table, memory_bandwidth_Bps, runs_non_tn_fp8_gemm
 from topologies.hardware import GpuGeneration, GpuSpec
 from workloads.ops import (
@@ -31,6 +32,7 @@ from workloads.ops import (
     Group,
     GroupedDim,
     Op,
+    Role,
     Transport,
 )
 from workloads.specs.precision import DTYPE_BYTES
@@ -145,6 +147,9 @@ def compute_time_s(op: Op, gpu: GpuSpec, cal: Calibration) -> float:
         return gemm_time_s(op.gemm, gpu, cal, overhead_s)
     if op.kind == ATTENTION or (op.kind == FUSED and op.flops):  # FUSED without a GEMM: ring attention (CP)
         return attention_time_s(op.flops, op.attention_backward, gpu, cal, op.attention, overhead_s)
+    if op.delta_rule is not None:  # a Gated DeltaNet's recurrence: FLA's measured time, its kernels' gaps included
+        rule, backward = op.delta_rule, op.role in (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
+        return delta_rule_time_s(rule.tokens, rule.value_heads, rule.key_head_dim, rule.value_head_dim, backward, gpu)
     if op.kind == MEMORY:
         index_add_s = op.index_add_elements / (cal.index_add_elements_per_s_per_sm * gpu.sm_count)
         mem_bytes, kernels = executed_work(op, gpu)

@@ -83,6 +83,8 @@ def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     else:
         saved.append(Saved("attn_out", BYTES_BF16 * v_width))  # FlashAttention's O = the output projection's input
     saved.append(Saved("attn_lse", BYTES_FP32 * heads))  # FlashAttention's log-sum-exp, FP32 per head
+    if model.attention_output_gate:  # the gate (BF16) and its FP32 sigmoid, the multiply's inputs
+        saved.append(Saved("attn_output_gate", (BYTES_BF16 + BYTES_FP32) * model.q_width, Module.CORE_ATTN))
     if fp8 and not layout.fp8_activation_cache:
         saved.append(Saved("out_proj_input_fp8", g * v_width))  # TE's quantized copy of O
     return saved
@@ -207,8 +209,8 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
 
 def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = "") -> list[Saved]:
     """Every tensor one layer (a hybrid model's ``block`` alone) keeps for backward, per local token."""
-    if block == "mamba":
-        return mamba_saved(model, layout)
+    if block in ("mamba", "gdn"):
+        return mamba_saved(model, layout) if block == "mamba" else gdn_saved(model, layout)
     attention = attention_saved(model, layout) if block in ("", "attention") else []
     if block == "attention":
         return attention
@@ -291,3 +293,25 @@ def offloaded(saved: Saved, layout: LayoutSpec, tokens: float) -> bool:
 
 def _tp(layout: LayoutSpec) -> int:
     return layout.intra_size
+
+
+def gdn_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
+    """A Gated DeltaNet layer's saved tensors per local token (workloads/recipes/mamba.py gdn_recipe): its norm's and
+    in_proj's inputs, in_proj's output (the conv's input, the gate z, beta and the decay inputs), the conv's output,
+    the prepared q, k and v the kernel reads (L2-normed, contiguous) with its FP32 decay and beta per value head,
+    the recurrence's output, the gated norm's FP32 rstd per head and out_proj's input. Taken as autograd keeps
+    each op's inputs (megatron/core/ssm/gated_delta_net/gdn.py at d98e8a64); FLA's kernel recomputes its chunk
+    states in backward (chunk_gated_delta_rule_bwd)."""
+    h, g = model.hidden_size, gemm_input_bytes(layout)
+    qk, v = model.gdn_key_heads * model.gdn_key_head_dim, model.gdn_value_heads * model.gdn_value_head_dim
+    heads = model.gdn_value_heads
+    return [
+        Saved("gdn_norm_input", BYTES_BF16 * h, between_tp_blocks=True),
+        Saved("gdn_in_proj_input", g * h, between_tp_blocks=True),
+        Saved("gdn_in_proj_output", BYTES_BF16 * (2 * qk + 2 * v + 2 * heads)),
+        Saved("gdn_conv_output", BYTES_BF16 * (2 * qk + v)),
+        Saved("gdn_kernel_inputs", BYTES_BF16 * (2 * qk + v) + BYTES_FP32 * 2 * heads),
+        Saved("gdn_rule_output", BYTES_BF16 * v),
+        Saved("gdn_norm_rstd", BYTES_FP32 * heads),
+        Saved("gdn_out_proj_input", g * v),
+    ]

@@ -18,7 +18,9 @@ every sequence is seq_len tokens, so sum(L) = b s and sum(L^2) = b s^2. What it 
 
 A hybrid model (``hybrid_flops`` of the same file, ``is_hybrid_model``) is counted per block: attention (its
 projections and 2 s^2 h p core FLOPs), plain or gated MLPs, MoE layers, Mamba layers as Megatron writes them (in_proj
-and out_proj at d_in = 2 h whatever the heads, and 7 d_in N scan FLOPs per token), and the logits.
+and out_proj at d_in = 2 h whatever the heads, and 7 d_in N scan FLOPs per token), Gated DeltaNet layers
+(``gdn_layer_flops``: in_proj, the conv, 4 d_v^2 per value head and token for the delta rule, out_proj), and the
+logits.
 
 A latent MoE (moe_latent_size) counts its routed experts at the latent width and its up and down projections.
 
@@ -27,7 +29,7 @@ here as Megatron counts MLA, every projection weight (workloads/specs/models.py 
 core over the (query, key) pairs the layer attends (workloads/recipes/dsv4_attention.py attended_pairs), the mean over
 the layers and MTP modules.
 
-Not modelled because moesim's models do not have them: linear-attention layers and the attention output gate.
+Megatron's count has no term for the attention output gate's half of the query projection; nor has this one.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class MegatronArgs:
     mamba_state_dim: int = 0
     mamba_num_groups: int = 0
     mamba_num_heads: int = 0
+    num_gdn_layers: int = 0
+    gdn: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)  # qk heads, v heads, qk head dim, v head dim, conv width
     # DeepSeek-V4's attention: (FLOPs per token of its projections, of its core per unit of b s^2), per layer
     sparse_attention: tuple[float, float] | None = None
 
@@ -126,7 +130,7 @@ def _sparse_attention(model: ModelSpec, seq_len: int) -> tuple[float, float]:
 
 
 def _hybrid_args(model: ModelSpec) -> dict:
-    """A hybrid model's block counts and Mamba sizes (MegatronArgs fields)."""
+    """A hybrid model's block counts and Mamba and GDN sizes (MegatronArgs fields)."""
     return {
         "hybrid": True,
         "num_attention_layers": model.blocks("attention"),
@@ -135,6 +139,14 @@ def _hybrid_args(model: ModelSpec) -> dict:
         "mamba_state_dim": model.mamba_state_dim,
         "mamba_num_groups": model.mamba_groups,
         "mamba_num_heads": model.mamba_heads,
+        "num_gdn_layers": model.blocks("gdn"),
+        "gdn": (
+            model.gdn_key_heads,
+            model.gdn_value_heads,
+            model.gdn_key_head_dim,
+            model.gdn_value_head_dim,
+            model.gdn_conv_kernel,
+        ),
     }
 
 
@@ -202,6 +214,9 @@ def _hybrid_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float
     d_in = 2 * h  # Megatron's count, whatever the heads (mamba_layer_flops)
     in_proj = 2 * d_in + 2 * args.mamba_num_groups * args.mamba_state_dim + args.mamba_num_heads
     mamba = 2 * tokens * h * in_proj + 7 * tokens * d_in * args.mamba_state_dim + 2 * tokens * d_in * h
+    qk_heads, v_heads, qk_dim, v_dim, conv = args.gdn  # gdn_layer_flops: in_proj, conv1d, the delta rule, out_proj
+    qk, v = qk_heads * qk_dim, v_heads * v_dim
+    gdn = 2 * tokens * (h * (2 * qk + 2 * v + 2 * v_heads) + conv * (2 * qk + v) + v_heads * v_dim**2 * 4 + h * v)
     logits = 2 * tokens * h * args.padded_vocab_size * (1 + args.mtp_num_layers)
     # Megatron counts each MTP depth's "*E" layers too (hybrid_layer_allocation.get_hybrid_layer_counts)
     mtp = args.mtp_num_layers
@@ -210,6 +225,7 @@ def _hybrid_flops(args: MegatronArgs, batch_size: int, seq_length: int) -> float
         + args.num_mlp_layers * mlp
         + (args.num_moe_layers + mtp) * moe
         + args.num_mamba_layers * mamba
+        + args.num_gdn_layers * gdn
         + logits
     )
     return GEMM_PASSES * forward

@@ -42,6 +42,8 @@ PUBLISHED = [
     ("glm-4.5-air", 106e9, 12e9, (3, 2), 2),
     ("llama-4-maverick", 400e9, 17e9, (3, 2), 0),  # meta-llama/Llama-4-Maverick-17B-128E model card: 17B active, 400B
     ("minimax-m2", 230e9, 10e9, (3, 2), 1),  # MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active (MTP not counted)
+    # Qwen/Qwen3-Next-80B-A3B model card: "80B in total and 3B activated" (its exact count: tests/unit/test_gdn.py)
+    ("qwen3-next-80b-a3b", 80e9, 3e9, (2, 1), 2),
 ]
 
 

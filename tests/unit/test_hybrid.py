@@ -129,8 +129,8 @@ def test_the_mamba_layer_saves_in_projs_output() -> None:
 
 
 def test_patterns_are_checked() -> None:
-    with pytest.raises(ConfigError, match="'G' is not a block moesim simulates"):
-        TOY.with_(hybrid_pattern="M*-G")
+    with pytest.raises(ConfigError, match="'D' is not a block moesim simulates"):
+        TOY.with_(hybrid_pattern="M*-D")
     with pytest.raises(ConfigError, match="has 3 layers"):
         TOY.with_(hybrid_pattern="M*E")
     with pytest.raises(ConfigError, match="context parallelism"):

@@ -79,8 +79,7 @@ class _OpList:
         return self.capture(step.graph)
 
     def fuses(self, step: Step) -> bool:
-        """Whether a collective fuses into its adjacent GEMM: every one under intra-op overlap, the TP ones
-        around TE's linear layers under userbuffers."""
+        """Whether a collective fuses into its GEMM: all under intra-op overlap, TE's TP ones under userbuffers."""
         return self.fuse or (self.tp_overlap and userbuffers(step))
 
     def add(self, op: Op) -> int:
@@ -135,6 +134,7 @@ class _OpList:
             kernels=kernels,
             index_add_elements=step.bwd_index_add_elements if backward else 0.0,
             scan_state_bytes=step.scan_state_bytes * (SCAN_BACKWARD_TIME_RATIO if backward else 1.0),
+            delta_rule=step.delta_rule,
             module=step.module,
         )
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap

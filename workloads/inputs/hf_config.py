@@ -15,6 +15,7 @@ from typing import Any
 
 from topologies.errors import ConfigError, short_repr
 from workloads.inputs.bounded_read import read_bounded
+from workloads.inputs.hf_hybrid import nemotron_h, qwen3_next
 from workloads.inputs.model_names import JSON_SUFFIX, is_hf_config_path
 from workloads.specs.limits import check_limit
 from workloads.specs.models import ModelSpec
@@ -26,7 +27,7 @@ class _Config:
     def __init__(self, data: dict, origin: str) -> None:
         self.data, self.origin = data, origin
 
-    def _fail(self, key: str, rule: str) -> ConfigError:
+    def fail(self, key: str, rule: str) -> ConfigError:
         return ConfigError(f"model.{key}", f"{rule} ({self.origin})")
 
     def int(self, key: str, *fallbacks: str, default: int | None = None) -> int:
@@ -36,17 +37,17 @@ class _Config:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise self._fail(name, f"must be an integer, got {value!r}")
+                raise self.fail(name, f"must be an integer, got {value!r}")
             return value
         if default is None:
-            raise self._fail(key, "missing key in config.json")
+            raise self.fail(key, "missing key in config.json")
         return default
 
     def positive(self, key: str, default: int) -> int:
         """An integer >= 1 (a layer frequency): a zero or negative one names the key."""
         value = self.int(key, default=default)
         if value < 1:
-            raise self._fail(key, f"must be >= 1, got {value}")
+            raise self.fail(key, f"must be >= 1, got {value}")
         return value
 
     def bool(self, key: str, default: bool) -> bool:
@@ -54,13 +55,13 @@ class _Config:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._fail(key, f"must be true or false, got {value!r}")
+            raise self.fail(key, f"must be true or false, got {value!r}")
         return value
 
     def int_list(self, key: str) -> tuple[int, ...]:
         value = self.data.get(key) or []
         if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in value):
-            raise self._fail(key, f"must be a list of integers, got {value!r}")
+            raise self.fail(key, f"must be a list of integers, got {value!r}")
         return tuple(value)
 
     def layer_types(self, layers: int) -> tuple[int, ...]:
@@ -69,10 +70,10 @@ class _Config:
         if types is None:
             return ()
         if not isinstance(types, list) or len(types) != layers:
-            raise self._fail("layer_types", f"must list one type for each of the {layers} layers")
+            raise self.fail("layer_types", f"must list one type for each of the {layers} layers")
         unknown = sorted({t for t in types if t not in ("full_attention", "sliding_attention")})
         if unknown:
-            raise self._fail("layer_types", f"unknown layer type {unknown[0]!r}")
+            raise self.fail("layer_types", f"unknown layer type {unknown[0]!r}")
         return tuple(i for i, t in enumerate(types) if t == "sliding_attention")
 
 
@@ -122,65 +123,25 @@ def _nemotron(c: _Config, name: str) -> dict[str, Any]:
     """Nemotron-4 and Minitron (HF modeling_nemotron: NemotronMLP is up_proj, the activation, down_proj, no gate):
     every layer a plain MLP of intermediate_size with squared ReLU [hidden_act relu2]."""
     if c.data.get("hidden_act", "relu2") != "relu2":
-        raise c._fail("hidden_act", f"a nemotron MLP runs relu2, got {short_repr(c.data.get('hidden_act'))}")
+        raise c.fail("hidden_act", f"a nemotron MLP runs relu2, got {short_repr(c.data.get('hidden_act'))}")
     return {**_dense(c, name), "ffn_activation": "squared_relu"}
 
 
-# NemotronH's layers_block_type names (transformers' NemotronHConfig turns hybrid_override_pattern into them)
-_BLOCK_SYMBOLS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-
-
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
-    """Nemotron-H and Nemotron 3 (HF modeling_nemotron_h, NVIDIA's NemotronHForCausalLM): one block per layer as
-    hybrid_override_pattern (or layers_block_type) lists them: Mamba-2 mixers (mamba_num_heads of mamba_head_dim,
-    ssm_state_size, n_groups, conv_kernel, chunk_size), attention without rotary embedding, plain MLPs of
-    intermediate_size and MoE layers of n_routed_experts (moe_intermediate_size; the shared expert of
-    moe_shared_expert_intermediate_size; a latent MoE's moe_latent_size), every MLP with squared ReLU [mlp_hidden_act
-    relu2]; MTP modules of attention and MoE [num_nextn_predict_layers, mtp_layers_block_type]."""
-    pattern = c.data.get("hybrid_override_pattern")
-    if pattern is None and isinstance(c.data.get("layers_block_type"), list):
-        types = c.data["layers_block_type"]
-        unknown = sorted({t for t in types if t not in _BLOCK_SYMBOLS}, key=str)
-        if unknown:
-            raise c._fail("layers_block_type", f"{short_repr(unknown[0])} is not a block moesim simulates")
-        pattern = "".join(_BLOCK_SYMBOLS[t] for t in types)
-    if not isinstance(pattern, str) or not pattern:
-        raise c._fail("hybrid_override_pattern", "a nemotron_h config.json must give its layers' pattern")
-    act = c.data.get("mlp_hidden_act", c.data.get("hidden_act", "relu2"))
-    if act != "relu2":
-        raise c._fail("mlp_hidden_act", f"a nemotron_h MLP runs relu2, got {short_repr(act)}")
-    fields = {
-        **_common(c, name),
-        "rope": False,  # NemotronHAttention applies no rotary embedding
-        "hybrid_pattern": pattern,
-        "ffn_activation": "squared_relu",
-        "mamba_heads": c.int("mamba_num_heads"),
-        "mamba_head_dim": c.int("mamba_head_dim"),
-        "mamba_state_dim": c.int("ssm_state_size"),
-        "mamba_groups": c.int("n_groups"),
-        "mamba_conv_kernel": c.int("conv_kernel", default=4),
-        "mamba_chunk": c.int("chunk_size", default=128),
-        "num_experts": 0,
-        "top_k": 0,
-        "expert_ffn_size": 0,
-    }
-    if "-" in pattern:
-        fields["dense_ffn_size"] = c.int("intermediate_size")
-    mtp = c.data.get("mtp_layers_block_type") or []
-    if mtp and mtp != ["attention", "moe"]:
-        raise c._fail("mtp_layers_block_type", f"{short_repr(mtp)}: moesim's MTP module is attention, then MoE")
-    fields["mtp_layers"] = c.int("num_nextn_predict_layers", default=1 if mtp else 0)
-    if "E" in pattern:
-        shared = c.int("moe_shared_expert_intermediate_size", default=0) * c.int("n_shared_experts", default=1)
-        fields.update(
-            num_experts=c.int("n_routed_experts"),
-            top_k=c.int("num_experts_per_tok"),
-            expert_ffn_size=c.int("moe_intermediate_size"),
-            num_shared_experts=1 if shared else 0,
-            shared_expert_ffn_size=shared,
-            moe_latent_size=c.int("moe_latent_size", default=0),
-        )
-    return fields
+    """Nemotron-H and Nemotron 3 (workloads/inputs/hf_hybrid.py)."""
+    return nemotron_h(c, _common(c, name))
+
+
+def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
+    """Qwen3-Next, Qwen3.5 / 3.6 (workloads/inputs/hf_hybrid.py), the text model of a multimodal config; layer_types
+    names the mixers there, not sliding windows."""
+    if c.data.get("model_type") in ("qwen3_5_moe", "qwen3_5") and "text_config" in c.data:
+        text = c.data["text_config"]
+        if not isinstance(text, dict):
+            raise c.fail("text_config", "must hold the text model's config")
+        c = _Config(text, c.origin)
+    without_types = _Config({k: v for k, v in c.data.items() if k != "layer_types"}, c.origin)
+    return qwen3_next(c, _common(without_types, name))
 
 
 def _experts(c: _Config, name: str, experts_key: str, width_key: str) -> dict[str, Any]:
@@ -276,7 +237,7 @@ def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
         mtp_layers=c.int("num_nextn_predict_layers", default=0),
     )
     if len(fields["compress_ratios"]) < fields["num_layers"]:
-        raise c._fail("compress_ratios", f"must list each of the {fields['num_layers']} layers")
+        raise c.fail("compress_ratios", f"must list each of the {fields['num_layers']} layers")
     return fields
 
 
@@ -305,7 +266,7 @@ def _minimax_m2(c: _Config, name: str) -> dict[str, Any]:
     well under 0.1%."""
     fields = _experts(c, name, "num_local_experts", "intermediate_size")
     if c.int("shared_intermediate_size", default=0):
-        raise c._fail("shared_intermediate_size", "a MiniMax shared expert is not modelled; only 0 is read")
+        raise c.fail("shared_intermediate_size", "a MiniMax shared expert is not modelled; only 0 is read")
     fields.update(
         qk_layernorm=c.bool("use_qk_norm", False),
         mtp_layers=c.int("num_mtp_modules", default=0) if c.bool("use_mtp", False) else 0,
@@ -351,7 +312,7 @@ def _llama4(c: _Config, name: str) -> dict[str, Any]:
     text = c.data.get("text_config")
     if c.data.get("model_type") == "llama4":
         if not isinstance(text, dict):
-            raise c._fail("text_config", "a llama4 config.json must hold its text model under text_config")
+            raise c.fail("text_config", "a llama4 config.json must hold its text model under text_config")
         c = _Config(text, c.origin)
     fields = _common(c, name)
     layers, step = fields["num_layers"], c.positive("interleave_moe_layer_step", default=1)
@@ -395,6 +356,12 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "qwen3": _dense,
     "nemotron": _nemotron,
     "nemotron_h": _nemotron_h,
+    # the hybrids of Gated DeltaNet and gated attention; Qwen3.5 / 3.6 under text_config
+    "qwen3_next": _qwen3_next,
+    "qwen3_5_moe": _qwen3_next,
+    "qwen3_5_moe_text": _qwen3_next,
+    "qwen3_5": _qwen3_next,
+    "qwen3_5_text": _qwen3_next,
 }
 
 
@@ -402,7 +369,6 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
 NOT_EXPRESSED = {
     "jamba": "a hybrid Mamba-Transformer (attn_layer_period): Mamba layers are not modelled",
     "falcon_h1": "a hybrid with Mamba-2 heads beside attention in every layer: Mamba layers are not modelled",
-    "qwen3_next": "Gated DeltaNet linear-attention layers (layer_types linear_attention) are not modelled",
     "kimi_linear": "Kimi Delta Attention linear-attention layers (linear_attn_config kda_layers) are not modelled",
 }
 

@@ -215,7 +215,7 @@ MORE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("--mamba-", NOT_EXPRESSED),
     ("--hybrid-", NOT_EXPRESSED),
     ("--is-hybrid-model", NOT_EXPRESSED),
-    ("--linear-", NOT_EXPRESSED),
+    ("--linear-attention-freq", NOT_EXPRESSED),
     ("--gdp-", NOT_EXPRESSED),
     # DSA's and mHC's options beside the sizes moesim reads (workloads/inputs/megatron_model.py): the indexer loss,
     # kernel backend, rotation and scoring of the one, the init and block recomputation of the other

@@ -34,6 +34,12 @@ DIRECT = {  # flag -> the ModelSpec fields it may set, the first that exists
     "--mamba-state-dim": ("mamba_state_dim",),
     "--mamba-num-groups": ("mamba_groups",),
     "--moe-latent-size": ("moe_latent_size",),
+    "--linear-num-key-heads": ("gdn_key_heads",),  # a hybrid pattern's G layers (Gated DeltaNet)
+    "--linear-num-value-heads": ("gdn_value_heads",),
+    "--linear-key-head-dim": ("gdn_key_head_dim",),
+    "--linear-value-head-dim": ("gdn_value_head_dim",),
+    "--linear-conv-kernel-dim": ("gdn_conv_kernel",),
+    "--attention-output-gate": ("attention_output_gate",),
 }
 # --multi-latent-attention: flag -> (field, Megatron's default) (arguments.py _add_mla_args)
 MLA = {
@@ -56,6 +62,7 @@ MOE_TOPK_DEFAULT = 2  # --moe-router-topk (arguments.py _add_moe_args)
 # GPT-2's byte-level BPE vocabulary (its encoder.json, Radford et al. 2019), which Megatron's GPT2BPETokenizer reads
 GPT2_BPE_VOCAB = 50257
 MAMBA_EXPAND = 2  # MambaMixer's d_inner = expand x hidden; heads = d_inner / head dim without --mamba-num-heads
+GDN_HEADS = (16, 32)  # a G layer's key and value heads without --linear-num-key-heads / --linear-num-value-heads
 
 
 def _target(flag: str, names: tuple[str, ...], ignored: list[IgnoredArg]) -> str | None:
@@ -92,7 +99,7 @@ DSA_FLAGS = {  # flag -> ModelSpec field (TransformerConfig dsa_indexer_* at d98
 
 def _sparse_attention(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[str, Any]:
     """DeepSeek-V3.2's sparse attention under --experimental-attention-variant dsa (workloads/recipes/mla.py): its
-    indexer's sizes; Megatron's linear-attention variants (gdn, gdn2) are refused by name."""
+    indexer's sizes; the GPT model's linear-attention variants are refused by name (a hybrid pattern's G layers run)."""
     variant = args.get("--experimental-attention-variant")
     given = {field: args[flag] for flag, field in DSA_FLAGS.items() if flag in args}
     if variant is None:
@@ -104,7 +111,9 @@ def _sparse_attention(args: dict[str, Any], ignored: list[IgnoredArg]) -> dict[s
         return {}
     if variant != "dsa":
         raise ConfigError(
-            "--experimental-attention-variant", f"{variant!r}: linear-attention layers are not modelled (dsa is)"
+            "--experimental-attention-variant",
+            f"{variant!r}: a GPT model's linear-attention variant is not read; give Gated DeltaNet layers as a "
+            "config.json (Qwen3-Next, Qwen3.5) or as G layers of --hybrid-override-pattern with the --linear-* sizes",
         )
     return given  # MLA and the sizes the flags leave out may come from the model (config.json): checked in apply()
 
@@ -267,6 +276,8 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     }
     if "M" in pattern and "--mamba-num-heads" not in args:
         fields["mamba_heads"] = MAMBA_EXPAND * hidden // args.get("--mamba-head-dim", ModelSpec.mamba_head_dim)
+    if "G" in pattern:  # TransformerConfig's linear_num_key_heads / linear_num_value_heads defaults (d98e8a64)
+        fields.update(gdn_key_heads=GDN_HEADS[0], gdn_value_heads=GDN_HEADS[1])
     return ModelSpec(**fields)
 
 

@@ -30,7 +30,7 @@ from workloads.recipes.cp import apply_cp
 from workloads.recipes.cross_entropy import cross_entropy_step
 from workloads.recipes.dsv4_attention import dsv4_recipe
 from workloads.recipes.fp8_quant import te_fp8_gathers
-from workloads.recipes.mamba import mamba_recipe
+from workloads.recipes.mamba import gdn_recipe, mamba_recipe
 from workloads.recipes.mla import mla_recipe
 from workloads.recipes.moe import ffn_recipe
 from workloads.recipes.norms import norm_step
@@ -117,14 +117,17 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     flops = layer_attention_flops(model, layout, seq_len, window)
     shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
+    qkv_width = model.qkv_width + (q if model.attention_output_gate else 0)  # the gate: a second query's width
+    gate = output_gate_steps(model, tokens, n)
     if layout.attention == "sp":
-        to_heads, to_sequence = ulysses_pair(n, local * model.qkv_width * BYTES_BF16, local * q * BYTES_BF16)
+        to_heads, to_sequence = ulysses_pair(n, local * qkv_width * BYTES_BF16, local * q * BYTES_BF16)
         return [
             norm,
-            Step("qkv_proj", GEMM, gemm=Gemm(local, model.qkv_width, h)),
+            Step("qkv_proj", GEMM, gemm=Gemm(local, qkv_width, h)),
             to_heads,  # after the all-to-all (which fuses into the QKV GEMM): n-th of the heads, every position
             *qk_steps(model, tokens, n),
             flash,
+            *gate,
             to_sequence,
             Step("o_proj", GEMM, gemm=Gemm(local, h, q)),
             residual,
@@ -136,13 +139,31 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
         gather,
         # TELayerNormColumnParallelLinear: the norm inside TE's module (NVIDIA/Megatron-LM@d98e8a64
         # megatron/core/models/gpt/gpt_layer_specs.py, linear_qkv=backend.column_parallel_layer_norm_linear())
-        Step("qkv_proj", GEMM, gemm=Gemm(tokens, model.qkv_width // n, h), norm_input=True),
+        Step("qkv_proj", GEMM, gemm=Gemm(tokens, qkv_width // n, h), norm_input=True),
         *(megatron_qkv_copies(model, tokens, n) if te_layers(layout) else []),
         *qk_steps(model, tokens, n),
         flash,
+        *gate,
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, q // n)),
         scatter,
         residual,
+    ]
+
+
+# Megatron-Core's attention output gate, eager torch ops over the attention output's elements
+# (megatron/core/transformer/attention.py _apply_output_gate at d98e8a64): the gate made contiguous (BF16 read and
+# written), cast to FP32 (2 + 4 B), its sigmoid (4 + 4), the output times it in FP32 (2 + 4 read, 4 written), back to
+# BF16 (4 + 2): 34 B per element in 5 kernels.
+OUTPUT_GATE_BYTES, OUTPUT_GATE_KERNELS = 4 + 6 + 8 + 10 + 6, 5
+
+
+def output_gate_steps(model: ModelSpec, tokens: int, n: int) -> list[Step]:
+    """The sigmoid gate on the attention output (ModelSpec.attention_output_gate; none without it)."""
+    if not model.attention_output_gate:
+        return []
+    gate_bytes = OUTPUT_GATE_BYTES * tokens * model.q_width / n
+    return [
+        Step("attn_output_gate", MEMORY, mem_bytes=gate_bytes, kernels=OUTPUT_GATE_KERNELS, module=Module.CORE_ATTN)
     ]
 
 
@@ -183,7 +204,10 @@ def layer_recipe(
             with_hyper_connections(part, name, model, tokens, layout)
             for part, name in ((attention, "attn"), (ffn, "mlp"))
         )
-    steps = mamba_recipe(model, layout, local_seq) if block == "mamba" else tag_layer(attention, ffn, dense)
+    if block in ("mamba", "gdn"):
+        steps = (mamba_recipe if block == "mamba" else gdn_recipe)(model, layout, local_seq)
+    else:
+        steps = tag_layer(attention, ffn, dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     if layout.comm_dtype == "fp8":
         return to_fp8_comm(steps)

@@ -11,7 +11,7 @@ from topologies.errors import ConfigError
 
 FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")
 # --hybrid-override-pattern's symbols moesim simulates, and the block each names (LayerKind.block)
-HYBRID_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+HYBRID_BLOCKS = {"M": "mamba", "G": "gdn", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def check_extensions(model: Any) -> None:
@@ -73,12 +73,15 @@ def _check_hybrid(model: Any) -> None:
     if unknown:
         raise ConfigError(
             "model.hybrid_pattern",
-            f"{unknown[0]!r} is not a block moesim simulates (M Mamba-2, * attention, - MLP, E MoE; Megatron's G, D "
-            "and + layers and pipeline separators | are not)",
+            f"{unknown[0]!r} is not a block moesim simulates (M Mamba-2, G Gated DeltaNet, * attention, - MLP, E MoE; "
+            "Megatron's D and + layers and pipeline separators | are not)",
         )
     if len(pattern) != model.num_layers:
         raise ConfigError("model.hybrid_pattern", f"has {len(pattern)} layers, num_layers is {model.num_layers}")
-    for symbol, name in (("M", "mamba_heads"), ("E", "num_experts"), ("-", "dense_ffn_size")):
+    if "G" in pattern and model.gdn_key_heads and model.gdn_value_heads % model.gdn_key_heads:
+        raise ConfigError("model.gdn_value_heads", f"must be a multiple of gdn_key_heads={model.gdn_key_heads}")
+    blocks = (("M", "mamba_heads"), ("G", "gdn_key_heads"), ("G", "gdn_value_heads"), ("E", "num_experts"))
+    for symbol, name in (*blocks, ("-", "dense_ffn_size")):
         if symbol in pattern and getattr(model, name) <= 0:
             raise ConfigError(f"model.{name}", f"must be positive for a pattern with {HYBRID_BLOCKS[symbol]} layers")
     for name in ("num_dense_layers", "mlp_only_layers", "window_layers"):
@@ -122,3 +125,23 @@ def dsv4_params(model: Any) -> int:
     }
     ratios = [model.compress_ratio(layer) for layer in range(model.num_layers)]
     return shared + round(sum(per_ratio[r] for r in ratios) / len(ratios))
+
+
+def gdn_widths(model: Any) -> tuple[int, int]:
+    """A Gated DeltaNet mixer's query / key width (each) and value width: heads x head dim."""
+    return model.gdn_key_heads * model.gdn_key_head_dim, model.gdn_value_heads * model.gdn_value_head_dim
+
+
+def gdn_in_proj_width(model: Any) -> int:
+    """in_proj's output: q, k, v, the output gate z (as wide as v), and per value head the beta and decay inputs."""
+    qk, v = gdn_widths(model)
+    return 2 * qk + 2 * v + 2 * model.gdn_value_heads
+
+
+def gdn_params(model: Any) -> int:
+    """One Gated DeltaNet mixer (HF modeling_qwen3_next Qwen3NextGatedDeltaNet): in_proj_qkvz and in_proj_ba, the
+    depthwise conv over q, k and v (no bias), dt_bias and A_log per value head, the gated norm, out_proj."""
+    qk, v = gdn_widths(model)
+    h = model.hidden_size
+    conv = (2 * qk + v) * model.gdn_conv_kernel
+    return h * gdn_in_proj_width(model) + conv + 2 * model.gdn_value_heads + model.gdn_value_head_dim + v * h

@@ -9,7 +9,7 @@ from topologies.errors import ConfigError, lookup_preset
 from workloads.ops import LayerKind
 from workloads.specs.fieldtypes import check_types
 from workloads.specs.limits import check_limit
-from workloads.specs.model_extensions import HYBRID_BLOCKS, check_extensions, dsv4_params, mla_params
+from workloads.specs.model_extensions import HYBRID_BLOCKS, check_extensions, dsv4_params, gdn_params, mla_params
 
 
 class LayerParams(NamedTuple):
@@ -116,6 +116,18 @@ class ModelSpec:
     mamba_groups: int = 8
     mamba_conv_kernel: int = 4
     mamba_chunk: int = 128
+    # A Gated DeltaNet mixer ("G" in hybrid_pattern: Qwen3-Next, Qwen3.5 / 3.6; HF linear_* keys, Megatron-LM
+    # --linear-num-key-heads etc.; megatron/core/ssm/gated_delta_net/gdn.py at d98e8a64): key heads (queries as many)
+    # of gdn_key_head_dim, value heads of gdn_value_head_dim, the causal conv's width.
+    gdn_key_heads: int = 0
+    gdn_value_heads: int = 0
+    gdn_key_head_dim: int = 128
+    gdn_value_head_dim: int = 128
+    gdn_conv_kernel: int = 4
+    # A sigmoid gate on the attention output before its projection (Qwen3-Next's full attention, HF attn_output_gate;
+    # Megatron-LM --attention-output-gate, megatron/core/transformer/attention.py _apply_output_gate): the query
+    # projection twice as wide.
+    attention_output_gate: bool = False
     # DeepSeek-V4's hybrid attention (attention "dsv4"; HF model_type deepseek_v4, workloads/recipes/dsv4_attention.py):
     # MLA's low-rank query, one shared key-value head of kv_channels, a window of sliding_window keys in every layer
     # and, per layer [compress_ratios], none (0), or the keys compressed m to one: all of them (HCA) or, at m = 4, the
@@ -264,7 +276,8 @@ class ModelSpec:
             return mla_params(self)
         if self.attention == "dsv4":
             return dsv4_params(self)
-        return self.hidden_size * self.qkv_width + self.q_width * self.hidden_size
+        gate = self.q_width if self.attention_output_gate else 0  # the output gate's half of the query projection
+        return self.hidden_size * (self.qkv_width + gate) + self.q_width * self.hidden_size
 
     @property
     def expert_params(self) -> int:
@@ -281,7 +294,7 @@ class ModelSpec:
         return sum(not self.layer_kind(i).dense for i in range(self.num_layers))
 
     def blocks(self, block: str) -> int:
-        """Layers of a hybrid model holding ``block`` ("mamba", "attention", "mlp", "moe")."""
+        """Layers of a hybrid model holding ``block`` ("mamba", "gdn", "attention", "mlp", "moe")."""
         return sum(self.layer_kind(i).block == block for i in range(self.num_layers))
 
     @property
@@ -297,10 +310,10 @@ class ModelSpec:
     def layer_parts(self, dense: bool, block: str = "") -> LayerParams:
         """The weights of one (dense or MoE) layer by part: the one parameter model that the parameter
         counts, the 6N FLOPs, memory and DP sync (workloads.graph.step.stage_param_groups) all use. A hybrid
-        model's layer (``block``) holds one of the parts and one norm; a Mamba-2 mixer counts as its attention."""
+        model's layer (``block``) holds one of the parts and one norm; a Mamba-2 or GDN mixer counts as attention."""
         h = self.hidden_size
-        if block == "mamba":
-            return LayerParams(self.mamba_params, 0, 0, 0, 0, 0, h)
+        if block in ("mamba", "gdn"):
+            return LayerParams(self.mamba_params if block == "mamba" else gdn_params(self), 0, 0, 0, 0, 0, h)
         if block == "attention":
             return LayerParams(self.attention_params, 0, 0, 0, 0, 0, h)
         if block:  # "mlp" or "moe": the FFN's weights, one norm
@@ -355,44 +368,15 @@ class ModelSpec:
         return replace(self, **changes)
 
 
-_OPTIONAL_FIELDS = frozenset(
-    {
-        "kv_lora_rank",
-        "q_lora_rank",
-        "qk_rope_head_dim",
-        "qk_nope_head_dim",
-        "v_head_dim",
-        "num_dense_layers",
-        "dense_ffn_size",
-        "num_shared_experts",
-        "tied_embeddings",
-        "num_experts",
-        "top_k",
-        "expert_ffn_size",
-        "kv_channels",
-        "sliding_window",
-        "window_layers",
-        "mlp_only_layers",
-        "shared_expert_ffn_size",
-        "mtp_layers",
-        "mtp_repeated_layer",
-        "qk_layernorm",
-        "rope",
-        "expert_act_clamp",
-        "expert_bias",
-        "rope_unfused",
-        "mamba_heads",
-        "moe_latent_size",
-        "o_lora_rank",
-        "o_groups",
-        "compress_ratios",
-        "index_heads",
-        "index_head_dim",
-        "index_topk",
-        "index_skip_offset",
-        "residual_streams",
-    }
+# Fields that may be 0 (or empty, or False): every other number must be positive
+_OPTIONAL_NAMES = (
+    "kv_lora_rank q_lora_rank qk_rope_head_dim qk_nope_head_dim v_head_dim num_dense_layers dense_ffn_size "
+    "num_shared_experts tied_embeddings num_experts top_k expert_ffn_size kv_channels sliding_window window_layers "
+    "mlp_only_layers shared_expert_ffn_size mtp_layers mtp_repeated_layer qk_layernorm rope expert_act_clamp "
+    "expert_bias rope_unfused mamba_heads moe_latent_size o_lora_rank o_groups compress_ratios index_heads "
+    "index_head_dim index_topk index_skip_offset residual_streams gdn_key_heads gdn_value_heads attention_output_gate"
 )
+_OPTIONAL_FIELDS = frozenset(_OPTIONAL_NAMES.split())
 _T2 = "MegaScale-MoE Table 2"
 MODEL_PRESETS: dict[str, ModelSpec] = {
     # M1; vocabulary 65,536 [paper Sec. 6]

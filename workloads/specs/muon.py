@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from workloads.ops import Gemm, LayerKind
-from workloads.specs.model_extensions import qk_head_dim
+from workloads.specs.model_extensions import gdn_in_proj_width, gdn_widths, qk_head_dim
 from workloads.specs.models import ModelSpec
 
 # "adaptive_muon": Muon with AdaMuon's elementwise second moment of the orthogonalized update (Emerging-Optimizers
@@ -93,7 +93,8 @@ def _attention(model: ModelSpec) -> list[MuonMatrix]:
             MuonMatrix(h, heads * model.v_head_dim, 1, COLS),
         ]
     kv = model.num_kv_heads * model.head_dim
-    return [MuonMatrix(model.q_width, h, 1, ROWS), MuonMatrix(kv, h, 2, ROWS), MuonMatrix(h, model.q_width, 1, COLS)]
+    query = model.q_width * (2 if model.attention_output_gate else 1)  # the output gate's half of the query projection
+    return [MuonMatrix(query, h, 1, ROWS), MuonMatrix(kv, h, 2, ROWS), MuonMatrix(h, model.q_width, 1, COLS)]
 
 
 def _moe(model: ModelSpec) -> list[MuonMatrix]:
@@ -107,11 +108,12 @@ def _moe(model: ModelSpec) -> list[MuonMatrix]:
 
 
 def layer_matrices(model: ModelSpec, kind: LayerKind) -> list[MuonMatrix]:
-    """The weights Muon orthogonalizes in one layer of ``kind`` (a Mamba-2 mixer: in_proj and out_proj; its
-    depthwise conv is 3-D, Adam's)."""
+    """The weights Muon orthogonalizes in one layer of ``kind`` (a Mamba-2 or Gated DeltaNet mixer: in_proj and
+    out_proj; its depthwise conv is 3-D, Adam's)."""
     h = model.hidden_size
     mixer = {
         "mamba": [MuonMatrix(model.mamba_in_proj_width, h, 1, ROWS), MuonMatrix(h, model.mamba_inner, 1, COLS)],
+        "gdn": [MuonMatrix(gdn_in_proj_width(model), h, 1, ROWS), MuonMatrix(h, gdn_widths(model)[1], 1, COLS)],
         "attention": _attention(model),
     }
     if kind.block in mixer:

@@ -141,6 +141,12 @@ def _check_hybrid(model: ModelSpec, layout: LayoutSpec) -> None:
             "layout.intra_size",
             f"TP {n} must divide the Mamba heads ({model.mamba_heads}) and groups ({model.mamba_groups})",
         )
+    if "G" in model.hybrid_pattern and (model.gdn_key_heads % n or model.gdn_value_heads % n):
+        raise ConfigError(
+            "layout.intra_size",
+            f"TP {n} must divide the Gated DeltaNet key heads ({model.gdn_key_heads}) and value heads "
+            f"({model.gdn_value_heads})",
+        )
 
 
 def _check_graphs(model: ModelSpec, layout: LayoutSpec) -> None:
