@@ -127,3 +127,15 @@ def test_a_step_charges_each_gdn_layer_the_measured_rule() -> None:
     workload, cluster, _ = prepare(run.model, run.layout, 64, "gb200", 1024, 4096, None, True)
     costs = busiest_stage(workload, cluster, DEFAULT_CALIBRATION)
     assert costs.compute_s["GDN delta rule"] == pytest.approx(36 * (0.250 + 0.776) * 1e-3, rel=1e-9)
+
+
+def test_a_gpt_form_layout_and_layer_count_name_two_blocks_a_layer() -> None:
+    """Megatron-Bridge runs Qwen3-Next as a GPT model (48 layers, its layout "Et*4|(t*7|)*5t*8|tmL"); the config.json
+    gives 96 blocks, mixer then MoE: the GPT form's counts place two blocks each, the block form the same split."""
+    base = "--pipeline-model-parallel-size 2 --expert-model-parallel-size 32 --mtp-num-layers 1 --bf16"
+    gpt = parse_megatron_args(f'{base} --num-layers 48 --pipeline-model-parallel-layout "Et*4|(t*7|)*5t*8|tmL"')
+    blocks = parse_megatron_args(f'{base} --pipeline-model-parallel-layout "Et*8|(t*14|)*5t*16|t*2mL"')
+    model = QWEN3_NEXT.with_(mtp_layers=1)
+    runs = [flags.resolve(model, None, 64) for flags in (gpt, blocks)]
+    assert runs[0].model.num_layers == 96 and runs[0].layout == runs[1].layout
+    assert runs[0].layout.block_layers == (8, 14, 14, 14, 14, 14, 16, 2)

@@ -16,6 +16,7 @@ from typing import Any
 from topologies.errors import ConfigError
 from workloads.inputs.megatron_args import NOT_MODELLED, Flag, IgnoredArg, Kind, typed
 from workloads.inputs.megatron_pipeline import layer_pattern
+from workloads.specs.model_extensions import paired_layers
 from workloads.specs.models import ModelSpec
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(ModelSpec))
@@ -286,6 +287,8 @@ def apply(
 ) -> ModelSpec:
     """``base`` with the overrides, the MLA ranks, the MoE layer pattern and the padded vocabulary."""
     fields = dict(fields)
+    if paired_layers(base) and fields.get("num_layers", 0) * 2 == base.num_layers:  # GPT-form layers, two blocks each
+        fields["num_layers"] = base.num_layers
     mla = fields.get("attention") == "mla" or base.attention == "mla"
     for flag, (name, default) in MLA.items():
         if flag in args and not mla:

@@ -20,6 +20,7 @@ from topologies.errors import ConfigError
 from workloads.graph.step import block_layer_counts
 from workloads.inputs.megatron_args import Flag, Kind, positive, typed
 from workloads.inputs.megatron_graphs import granularity
+from workloads.specs.model_extensions import paired_layers
 from workloads.specs.models import ModelSpec
 
 MAX_EXPANDED = 100_000  # characters / list items a layout string or layer pattern may unroll to
@@ -33,13 +34,15 @@ class StageLayout(NamedTuple):
     mtp: tuple[int, ...]
 
 
-def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int) -> StageLayout:
+def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int, paired: bool = False) -> StageLayout:
     """Blocks of ``--pipeline-model-parallel-layout`` ("Et*3|(tt|)*29,m|L"): '|' splits blocks, ``(..)*n`` and
     ``x*n`` repeat, commas are cosmetic; E embedding, t transformer layer, m MTP module, L loss.
 
     As Megatron-Core checks: the blocks are a multiple of pp, E comes first and L last, once each, and
     the t and m counts equal the model's layers and MTP modules. moesim also needs E on the first block and
-    L on the last (the head and the embedding sit there, workloads.graph.step)."""
+    L on the last (the head and the embedding sit there, workloads.graph.step). ``paired``: the model's hybrid pattern
+    writes each transformer layer as two blocks, mixer then FFN (Qwen3-Next's, workloads/inputs/hf_hybrid.py), so a
+    layout of Megatron's GPT form (t a layer: half the blocks) places two blocks per t."""
     unrolled = text.replace(",", "")
     for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
         unrolled = re.sub(pattern, _repeat, unrolled)
@@ -55,6 +58,8 @@ def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int) -> StageL
     if "E" not in blocks[0] or "L" not in blocks[-1]:
         raise ConfigError(LAYOUT_FLAG, "moesim places the embedding on the first block and the loss on the last")
     layers = tuple(block.count("t") for block in blocks)
+    if paired and 2 * sum(layers) == num_layers:
+        layers = tuple(2 * count for count in layers)
     if sum(layers) != num_layers:
         raise ConfigError(LAYOUT_FLAG, f"places {sum(layers)} transformer layers, the model has {num_layers}")
     mtp = tuple(block.count("m") for block in blocks)
@@ -208,7 +213,7 @@ def pipeline_fields(args: dict[str, Any], model: ModelSpec, fields: dict[str, An
     if text is not None:
         if first is not None or last is not None or embedding or loss:
             raise ConfigError("--pipeline-model-parallel-layout", "replaces the first/last and account-for flags")
-        split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0))
+        split = parse_layout(text, pp, layers, getattr(model, "mtp_layers", 0), paired_layers(model))
         implied = len(split.layers) // pp
         if paired and chunks != implied:
             raise ConfigError(

@@ -145,3 +145,11 @@ def gdn_params(model: Any) -> int:
     h = model.hidden_size
     conv = (2 * qk + v) * model.gdn_conv_kernel
     return h * gdn_in_proj_width(model) + conv + 2 * model.gdn_value_heads + model.gdn_value_head_dim + v * h
+
+
+def paired_layers(model: Any) -> bool:
+    """Whether a hybrid pattern is Megatron's GPT layers written as blocks, a mixer (Gated DeltaNet or attention)
+    then an FFN each, as a Qwen3-Next config.json gives it (workloads/inputs/hf_hybrid.py): a layout or a layer count
+    of that GPT form names half the blocks."""
+    pattern = model.hybrid_pattern
+    return "G" in pattern and all(pattern[i] in "G*" and pattern[i + 1] in "E-" for i in range(0, len(pattern), 2))
