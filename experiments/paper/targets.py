@@ -18,7 +18,7 @@ TARGETS = {  # what each target simulates, for reproduce --help
     "schedules": "beyond the paper: DeepSeek-V3 on 2,048 H800 under 1F1B, ZB1P, DualPipe, DualPipeV, EP overlap",
     "moe-layer": "beyond the paper: one MoE layer on one H100 against SonicMoE's measured kernels (Fig. 14)",
     "moe-perf": "beyond the paper: one MoE layer on 8 H100, alltoall / DeepEP / HybridEP, Megatron-LM's perf test",
-    "blackwell": "out of the corpus: 73 published B200, B300, GB200, GB300 runs, MoE and dense (they band Blackwell runs)",
+    "blackwell": "out of the corpus: 76 published B200, B300, GB200, GB300 runs, MoE and dense (they band Blackwell runs)",
 }
 
 

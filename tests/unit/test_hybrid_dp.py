@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from experiments.validation.blackwell.check import row_report
-from experiments.validation.blackwell.rows import BRIDGE_ULTRA, ROWS
+from experiments.validation.blackwell.rows import ROWS
+from experiments.validation.blackwell.sources import BRIDGE_ULTRA
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency
 from simulator.engine.dp_bytes import dp_outer_wire_bytes, dp_wire_bytes

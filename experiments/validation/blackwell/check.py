@@ -31,7 +31,8 @@ from experiments.validation.blackwell.kernels import (
     te_b300_mxfp8_quantization_s,
     torchao_grouped_simulated_s,
 )
-from experiments.validation.blackwell.rows import ROWS, SOURCES, BlackwellRow
+from experiments.validation.blackwell.rows import ROWS, BlackwellRow
+from experiments.validation.blackwell.sources import SOURCES
 from simulator.costs.calibration import (
     BENCHMARK_CALIBRATION,
     DEFAULT_CALIBRATION,

@@ -14,7 +14,8 @@ from pathlib import Path
 from experiments.common.error_band import mechanisms_of
 from experiments.common.paths import write_csv
 from experiments.validation.blackwell.check import row_recipe, row_report
-from experiments.validation.blackwell.rows import ROWS, SOURCES, BlackwellRow
+from experiments.validation.blackwell.rows import ROWS, BlackwellRow
+from experiments.validation.blackwell.sources import SOURCES
 from topologies.cluster import cluster_preset
 
 CSV_NAME = "blackwell-check.csv"
