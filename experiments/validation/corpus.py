@@ -54,6 +54,10 @@ MEASURED = {  # tokens/s per GPU, or tokens/s of the whole job (divided by gpus)
     "tokens_per_s": "number",
     "model_tflops_per_gpu": "number",
     "derivation": "str",
+    # peak allocated memory per GPU (torch.cuda.max_memory_allocated) in the unit the source prints: GB of 1e9 bytes
+    # (Megatron-Bridge's report_memory, src/megatron/bridge/training/utils/train_utils.py) or GiB
+    "peak_allocated_gb": "number",
+    "peak_allocated_gib": "number",
 }
 SOURCE = {  # label: the short name tables show (default: document and release)
     "label": "str",
@@ -118,6 +122,7 @@ class Case:
     gaps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     derivation: str = ""
+    measured_peak_allocated_gib: float | None = None  # per GPU, where the source publishes it (GB converted)
 
     @property
     def source_label(self) -> str:
@@ -268,7 +273,17 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         gaps=plain.get("gaps", ()),
         notes=plain.get("notes", ()),
         derivation=measured.get("derivation", ""),
+        measured_peak_allocated_gib=_peak_allocated_gib(origin, measured),
     )
+
+
+def _peak_allocated_gib(origin: str, measured: dict[str, Any]) -> float | None:
+    """The measured peak allocated memory in GiB (None where the source gives none)."""
+    if "peak_allocated_gb" in measured and "peak_allocated_gib" in measured:
+        raise ConfigError(f"{origin}:measured.peak_allocated_gb", "give at most one of it and peak_allocated_gib")
+    if "peak_allocated_gb" in measured:
+        return measured["peak_allocated_gb"] * 1e9 / 2**30
+    return measured.get("peak_allocated_gib")
 
 
 def load_case(path: str | Path) -> Case:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from experiments.validation.case_result import MISS, CaseResult
 from experiments.validation.corpus import CORPUS, Case
 from experiments.validation.derates import dense_and_moe, effective_derate, implied_derate
+from experiments.validation.memory_check import memory_json, memory_lines, memory_markdown, memory_rows
 from experiments.validation.pairs import pairs, pairs_markdown, pairs_table
 from experiments.validation.release_pairs import release_pairs_json, release_pairs_lines, release_pairs_markdown
 from simulator.costs.calibration import DEFAULT_CALIBRATION
@@ -87,6 +88,7 @@ def to_json(results: list[CaseResult]) -> dict[str, Any]:
             for p in pairs(results)
         ],
         "release_pairs": release_pairs_json(results),
+        "memory": memory_json(memory_rows(results)),
         "not_run": [r.case.name for r in results if not r.ran],
         "fitted": [r.case.name for r in results if r.case.fitted],
     }
@@ -264,6 +266,7 @@ def markdown(results: list[CaseResult]) -> str:
     ] or ["- none (each case file lists the other releases it was checked against)"]
     lines += release_pairs_markdown(results)
     lines += _memory_lines(results)
+    lines += memory_markdown(memory_rows(results))
     misses = [r for r in results if r.ran and abs(r.error) > MISS]
     lines += ["", f"Misses over {MISS:.0%} ({len(misses)}) and their likely causes:", ""]
     lines += [
@@ -319,5 +322,6 @@ def table(results: list[CaseResult]) -> str:
     not_run = [r.case.name for r in results if not r.ran]
     if not_run:
         lines.append(f"not run ({len(not_run)}): {', '.join(not_run)}")
+    lines += memory_lines(memory_rows(results))
     matched = pairs_table(pairs(results))
     return "\n".join(lines) + (f"\n\n{matched}" if matched else "")

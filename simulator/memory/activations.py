@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from workloads.ops import BYTES_BF16, BYTES_FP32, Module
 from workloads.recipes.activation import eager_saved
+from workloads.recipes.layers import te_layers
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.precision import MXFP8_BLOCK, Fp8Recipe
@@ -315,3 +316,36 @@ def gdn_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         Saved("gdn_norm_rstd", BYTES_FP32 * heads),
         Saved("gdn_out_proj_input", g * v),
     ]
+
+
+# Bytes per logit the loss keeps from the LM head's forward to its backward. TE's Triton cross entropy (Megatron-Core
+# --cross-entropy-fusion-impl te) writes the gradient into the BF16 logits in place and keeps them
+# (transformer_engine/pytorch/triton/cross_entropy.py at TE 4220403); Megatron-Core's own vocab-parallel loss copies
+# the logits to FP32 (``vocab_parallel_logits.float()``), exponentiates the copy in place and saves it, the BF16
+# logits living beside it while the copy is made (megatron/core/tensor_parallel/cross_entropy.py at NVIDIA/Megatron-LM
+# d98e8a64): 4 + 2 bytes. Stacks whose loss is not published (MegaScale-MoE's, DeepSeek-V3's) are charged the BF16
+# logits alone, what any head that materializes them holds. Measured: Megatron-Bridge's recompute study of Nemotron 3 Nano (16 H100, sequence 8,192,
+# vocabulary 131,072; skills/nemo-mbridge-perf-activation-recompute/SKILL.md at Megatron-Bridge 067f987d) OOMed where
+# "the output projection still needed 2 GiB": 8,192 x 131,072 BF16 logits.
+LOGIT_BYTES_TE = BYTES_BF16
+LOGIT_BYTES_UNFUSED = BYTES_FP32 + BYTES_BF16
+# A multi-token prediction depth's projection keeps the two RMSNorm inputs (the shifted tokens' embedding and the
+# previous depth's hidden state) and eh_proj's input, their 2h concatenation (DeepSeek-V3 Sec. 2.2;
+# megatron/core/transformer/multi_token_prediction.py at d98e8a64): 4h BF16 elements per token.
+MTP_PROJECTION_ELEMENTS_PER_HIDDEN = 4
+
+
+def logits_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
+    """The logits the head and each multi-token prediction depth keep per GPU for one micro-batch, from the head's
+    forward to its backward (vocabulary-parallel over t: b s / cp tokens x V / t each)."""
+    logits = layout.micro_batch * (seq_len // layout.cp) // _tp(layout) * model.vocab_size
+    megatron_loss = te_layers(layout) and layout.cross_entropy != "te"
+    per_logit = LOGIT_BYTES_UNFUSED if megatron_loss else LOGIT_BYTES_TE
+    return (1 + model.mtp_layers) * logits * per_logit
+
+
+def mtp_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, mtp_layer_bytes: float) -> float:
+    """What the multi-token prediction depths keep per GPU per micro-batch beside their logits: each depth's projection
+    inputs and its layer's activations (``mtp_layer_bytes``: one depth's)."""
+    projection = MTP_PROJECTION_ELEMENTS_PER_HIDDEN * model.hidden_size * BYTES_BF16 * local_tokens(layout, seq_len)
+    return model.mtp_layers * (projection + mtp_layer_bytes)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from simulator.memory.activations import megatron_layer_bytes
+from simulator.memory.activations import logits_bytes, megatron_layer_bytes, mtp_bytes
 from workloads.graph.optimizer_work import optimizer_shard
 from workloads.graph.step import StepWorkload, bf16_layout
 from workloads.ops import BYTES_BF16, LayerKind, Module
@@ -162,6 +162,12 @@ def block_layer_bytes(workload: StepWorkload, layers: range) -> list[float]:
     offloaded = min(layout.offload_layers, len(sizes))  # their whole state to host memory, one layer's in transit
     if offloaded:  # (--cpu-offloading-num-layers: workloads/specs/memory_options.py)
         sizes = [max(sizes[:offloaded]), *[0.0] * (offloaded - 1), *sizes[offloaded:]]
+    if layers == workload.block_ranges[-1] and model.mtp_layers:  # the MTP depths after the last layer
+        mtp = workload.mtp_kind()
+        mtp_layer = layer_activation_bytes(
+            model, bf16_layout(layout) if mtp.bf16 else layout, workload.seq_len, mtp.dense, mtp.block
+        )
+        sizes.append(mtp_bytes(model, layout, workload.seq_len, mtp_layer))
     return sizes
 
 
@@ -332,6 +338,10 @@ def stage_memory(workload: StepWorkload, stage: int) -> MemoryBreakdown:
         else muon_state_bytes(workload, stage)
     )
     activations = in_flight_activation_bytes(workload, stage)
+    # one micro-batch's logits where the head sits: its loss's backward follows its forward (a zero-bubble schedule
+    # deferring the head's weight gradient would keep their gradients longer: not counted)
+    if len(workload.block_ranges) - 1 in workload.schedule.stage_blocks(stage):
+        activations += logits_bytes(workload.model, layout, workload.seq_len)
     local = workload.layout.micro_batch * workload.seq_len // (workload.layout.intra_size * workload.layout.cp)
     m = workload.model
     routed = local * m.top_k * m.hidden_size * BYTES_BF16

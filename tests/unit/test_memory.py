@@ -7,11 +7,13 @@ from dataclasses import replace
 import pytest
 
 from experiments.cli.main import main
+from simulator.memory.activations import logits_bytes, mtp_bytes
 from simulator.memory.per_gpu import GIB, activation_bytes_per_layer, peak_memory, stage_memory
 from simulator.report.simulate import simulate
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
+from workloads.inputs.yaml_files import load_model
 from workloads.specs.layouts import MEGASCALE_MOE, MEGATRON_LM
 from workloads.specs.models import MODEL_PRESETS, ModelSpec
 
@@ -140,12 +142,31 @@ def test_interleaved_peak_counts_each_in_flight_forward_with_its_own_block() -> 
 def test_report_memory_is_each_stage_breakdown_and_their_peak() -> None:
     """The report's per-stage memory and its peak are stage_memory and peak_memory of the step's workload, to the
     bit (built from one breakdown per stage): tiny model, PP 2 with 1F1B, so stage 0 holds 2 micro-batches' and
-    stage 1 one micro-batch's activations."""
+    stage 1 one micro-batch's activations, and beside them the head's logits: 512 / 8 tokens x 32,000 in BF16
+    (MegaScale-MoE's loss is not published)."""
     tiny = ModelSpec("tiny", 4, 1024, 16, 4, 2048, 8, 2, 32000)
     cluster = cluster_preset("h800", 16)
     report = simulate(tiny, MEGASCALE_MOE.with_(pp=2), cluster=cluster, global_batch=8, seq_len=512)
     step = StepWorkload(tiny, MEGASCALE_MOE.with_(pp=2), 16, 8, 8, 512)
     stages = [stage_memory(step, s) for s in range(2)]
-    assert stages[0].activations_bytes == 2 * stages[1].activations_bytes
+    logits = 512 // 8 * 32000 * 2
+    assert stages[0].activations_bytes == 2 * (stages[1].activations_bytes - logits)
     assert report.memory_gib == [{**b.terms_gib(), "total": b.total_gib} for b in stages]
     assert report.peak_memory_gib == peak_memory(step).total_gib == max(b.total_gib for b in stages)
+
+
+def test_the_head_keeps_its_logits_and_each_mtp_depth_its_own() -> None:
+    """Nemotron 3 Nano's head at sequence 8,192 (vocabulary 131,072, TE's fused loss): its BF16 logits are the 2 GiB
+    Megatron-Bridge's recompute study saw "the output projection still needed" (skills/nemo-mbridge-perf-activation-
+    recompute), here over TP 2; two MTP depths keep two more logits, and each its projection's 4h inputs and one
+    layer's activations."""
+    nano = load_model("examples/models/nemotron-3-nano-30b-a3b.json")
+    layout = MEGATRON_LM.with_(name="te-loss", cross_entropy="te", intra_size=2, micro_batch=1)
+    tokens = 8192 // 2  # vocabulary-parallel over TP 2: every token, half the vocabulary; counted per token
+    assert logits_bytes(nano, layout, 8192) == tokens * 131072 * 2 == 2**30
+    megatron_loss = layout.with_(cross_entropy="", token_dispatcher="alltoall")  # Megatron-Core's own loss
+    assert logits_bytes(nano, megatron_loss, 8192) == tokens * 131072 * (4 + 2)  # FP32 copy beside the BF16
+    with_mtp = replace(nano, mtp_layers=2)
+    assert logits_bytes(with_mtp, layout, 8192) == 3 * 2**30
+    layer = 1e6  # one MTP depth's layer activations, as given
+    assert mtp_bytes(with_mtp, layout, 8192, layer) == 2 * (4 * nano.hidden_size * 2 * tokens + layer)

@@ -89,6 +89,10 @@ BAD = [
     ({"measured": {"model_tflops_per_gpu": 2}}, "tiny.yaml:measured.tokens_per_s_per_gpu: give exactly one"),
     ({"measured": {"tokens_per_s": 1, "tokens_per_s_per_gpu": 1}}, "tiny.yaml:measured.tokens_per_s_per_gpu"),
     ({"measured": [1]}, "tiny.yaml:measured: must be a mapping"),
+    (
+        {"measured": {"tokens_per_s_per_gpu": 1, "peak_allocated_gb": 60, "peak_allocated_gib": 56}},
+        "tiny.yaml:measured.peak_allocated_gb: give at most one",
+    ),
     ({"source": {"release": "x"}}, "tiny.yaml:source.document: missing required key"),
     ({"recipe": {"tp": {"a": 1}}}, "tiny.yaml:recipe.tp: must be a scalar or a list of scalars"),
     ({"other_releases": {"release": "x"}}, "tiny.yaml:other_releases: must be a list"),
@@ -154,7 +158,10 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     cases = tmp_path / "cases"
     cases.mkdir()
     # measured 1/1.25 of the prediction: the prediction is 25% high, error +0.25
-    write(cases, tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": predicted / 1.25}), "high.yaml")
+    # its source also prints the peak allocated memory, in GB of 1e9 bytes: the simulated peak is 10% under it
+    peak_gb = probe.report.peak_memory_gib * 2**30 / 1e9 / 0.9
+    measured = {"tokens_per_s_per_gpu": predicted / 1.25, "peak_allocated_gb": peak_gb}
+    write(cases, tiny_case(tmp_path, measured=measured), "high.yaml")
     write(cases, tiny_case(tmp_path, measured={"tokens_per_s_per_gpu": predicted / 0.8}), "low.yaml")
     write(cases, tiny_case(tmp_path, gpus=24), "broken.yaml")  # 24 GPUs do not divide into intra 8 x PP 2
     out = tmp_path / "out"
@@ -163,7 +170,10 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
     report = json.loads(captured.out)
     derates = {"effective_derate", "derate_dense", "derate_moe"}
     mapes = {"mape", "mape_external", "mape_paper", "group_mape"}
-    assert set(report) == {"cases", "not_run", "fitted", "pairs", "release_pairs"} | mapes | derates
+    assert set(report) == {"cases", "not_run", "fitted", "pairs", "release_pairs", "memory"} | mapes | derates
+    assert [row["case"] for row in report["memory"]["cases"]] == ["high"]  # the one case with a published peak
+    assert report["memory"]["cases"][0]["error"] == pytest.approx(-0.1)
+    assert report["memory"]["mape"] == pytest.approx(0.1)
     broken, high, low = report["cases"]
     for row in (high, low):
         tokens = {"measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu"}
@@ -171,6 +181,7 @@ def test_json_shape_and_the_sign_of_the_error(tmp_path: Path, capsys: pytest.Cap
         assert row["memory_verdict"] in ("fits", "may not fit")
     section = (out / "REPRODUCTION.md").read_text()
     assert "Memory (simulator/memory/verdict.py): 2 of the 2 cases simulated fit within 80% of HBM" in section
+    assert "Peak memory per GPU against the allocator's published peak" in section and "| high |" in section
     assert (high["case"], low["case"]) == ("high", "low")
     assert high["predicted_tokens_per_s_per_gpu"] == pytest.approx(predicted)
     assert high["error"] == pytest.approx(0.25)
