@@ -48,8 +48,8 @@ def _summary(rows: list[MemoryRow]) -> str:
     low, high = min(row.error for row in rows), max(row.error for row in rows)
     return (
         f"Peak memory per GPU against the allocator's published peak (experiments/validation/memory_check.py): "
-        f"MAPE {memory_mape(rows):.1%} over {len(rows)} cases, from {low:+.1%} to {high:+.1%} (moesim counts what layers "
-        "save, not the working tensors of the layer running at the peak or CUDA-graph pools)"
+        f"MAPE {memory_mape(rows):.1%} over {len(rows)} cases, from {low:+.1%} to {high:+.1%} "
+        "(moesim counts what layers save, not the working tensors of the layer running at the peak or CUDA-graph pools)"
     )
 
 

@@ -324,9 +324,9 @@ def gdn_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
 # the logits to FP32 (``vocab_parallel_logits.float()``), exponentiates the copy in place and saves it, the BF16
 # logits living beside it while the copy is made (megatron/core/tensor_parallel/cross_entropy.py at NVIDIA/Megatron-LM
 # d98e8a64): 4 + 2 bytes. Stacks whose loss is not published (MegaScale-MoE's, DeepSeek-V3's) are charged the BF16
-# logits alone, what any head that materializes them holds. Measured: Megatron-Bridge's recompute study of Nemotron 3 Nano (16 H100, sequence 8,192,
-# vocabulary 131,072; skills/nemo-mbridge-perf-activation-recompute/SKILL.md at Megatron-Bridge 067f987d) OOMed where
-# "the output projection still needed 2 GiB": 8,192 x 131,072 BF16 logits.
+# logits alone, what any head that materializes them holds. Measured: Megatron-Bridge's recompute study of Nemotron 3
+# Nano (16 H100, sequence 8,192, vocabulary 131,072; skills/nemo-mbridge-perf-activation-recompute/SKILL.md at
+# Megatron-Bridge 067f987d) OOMed where "the output projection still needed 2 GiB": 8,192 x 131,072 BF16 logits.
 LOGIT_BYTES_TE = BYTES_BF16
 LOGIT_BYTES_UNFUSED = BYTES_FP32 + BYTES_BF16
 # A multi-token prediction depth's projection keeps the two RMSNorm inputs (the shifted tokens' embedding and the
