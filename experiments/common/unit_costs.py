@@ -9,36 +9,46 @@ from typing import TypeVar
 
 Item = TypeVar("Item")
 
-# CPU seconds of each unit of `moesim reproduce all` (targets by name, validation cases by case name), each run
-# in a fork of a process that imported everything (as reproduce all's workers are), on the 2-core development
-# machine (load 1-2 from another session), the mean of two `reproduce all` runs at c57b7c5 (issue #16: the
-# Qwen3-235B case and layouts-ep had doubled since the last measurement, so layouts-ep started late and ended
-# the run alone; the schedules and the DeepSeek-V3 report case: one such run each after DualPipe took the Fig. 4
-# order, 9294421); a unit not listed counts as free.
+# CPU seconds of each unit of `moesim reproduce all` (targets by name, validation cases by case name) on the 2-core
+# development machine at 0c33187 (issue 38, 2026-12-07): each target alone (`moesim reproduce NAME --jobs 1`) less
+# the 1.0 s of imports a worker pays once, each case as `moesim validate --jobs 1` times it (both calibrations); a
+# unit not listed counts as free. Until then the estimates were those of c57b7c5, before the dispatchers, Blackwell
+# and the newer cases (the Blackwell rows 5.3 -> 9.4, the DeepSeek-V3 report case 7.7 -> 1.9, Qwen3-235B's r2509 case
+# unlisted at 5.2).
 UNIT_CPU_S = {
-    "schedules": 8.1,  # nine DeepSeek-V3 steps of 32 micro-batches, NIC tasks partly at op level (too short to extrapolate)
-    # DualPipe over 120 micro-batches: extrapolated from 56 at the fitted residual (1.5), whole at 1 (no lock at 56)
-    "deepseek-v3-report-h800-2048": 7.7,
-    "scaleup-domain": 4.7,  # its PP-60 and PP-30 steps extrapolate from 66 and 36 micro-batches
-    "layouts-ep": 3.8,  # two of its cross-node EP 32 steps (36 micro-batches) lock no period: run whole
-    "bridge-qwen3-235b-a22b-h100-0256": 2.9,
-    "bridge-deepseek-v3-h100-1024": 2.3,
-    "bridge-llama-3.1-405b-h100-1024": 2.0,  # a 48-micro-batch run with a quarter of its NIC tasks at op level (CP 2 across nodes)
-    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 2.7 together
-    "table3": 1.35,
-    "weak-scaling": 1.35,
-    "skew": 1.3,
-    "fig14": 1.05,
-    "fig16": 1.0,
-    "moe-layer": 2.0,  # twelve one-GPU layers, forward and backward, at two calibrations
-    "moe-perf": 2.0,  # twelve 8-GPU layers, forward and backward, at two calibrations (assumed like moe-layer)
-    "blackwell": 5.3,  # 39 Blackwell steps at the fitted calibration (stop 50, one run)
-    "r-ratio": 0.6,
-    "bridge-llama-3.1-70b-h100-0064": 0.4,
-    "fig17": 0.4,
-    "fig7": 0.2,
-    "bridge-qwen3-30b-a3b-h100-0016": 0.1,
-    "bridge-gpt-oss-120b-h100-0064": 0.1,
+    "blackwell": 9.4,  # 76 Blackwell steps at the fitted calibration
+    "schedules": 5.1,  # nine DeepSeek-V3 steps under every schedule
+    "bridge-qwen3-235b-a22b-h100-0256-r2509": 5.2,  # locks nowhere: 32 micro-batches tried, then 24 and 48 (bounded)
+    "bridge-deepseek-v3-h100-1024": 3.0,
+    "bridge-qwen3-235b-a22b-h100-0256-r2511": 2.4,
+    "bridge-deepseek-v3-h100-1024-bf16": 2.2,
+    "mlm-recipes-qwen3-235b-a22b-h100-0256-bf16": 2.0,
+    "deepseek-v3-report-h800-2048": 1.9,
+    "bridge-llama-3.1-405b-h100-1024": 1.9,
+    "scaleup-domain": 1.4,
+    "layouts-ep": 1.2,
+    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 1.2 together
+    "table3": 0.5,
+    "weak-scaling": 0.45,
+    "fig14": 0.45,
+    "skew": 0.45,
+    "fig16": 0.4,
+    "bridge-ab-qwen3-30b-a3b-bf16-alltoall-epoverlap": 0.4,
+    "bridge-ab-qwen3-30b-a3b-bf16-alltoall-epoverlap-delaywgrad": 0.4,
+    "moe-layer": 0.3,
+    "nemo-gpt3-175b-h100-0128": 0.3,
+    "nemo-gpt3-175b-h100-0512": 0.3,
+    "bridge-llama-3.1-70b-h100-0064": 0.3,
+    "bridge-ab-qwen3-30b-a3b-bf16-hybridep-epoverlap": 0.3,
+    "fig17": 0.25,
+    "r-ratio": 0.25,
+    "bridge-qwen3-235b-a22b-h100-0256": 0.2,
+    "bridge-nemotron-3-super-h100-0064-bf16": 0.2,
+    "bridge-llama3-70b-lora-h100-0008": 0.2,
+    "nemo-llama2-70b-h100-0064": 0.2,
+    "bridge-qwen3-30b-a3b-h100-0016-r2602.01": 0.2,
+    "fig7": 0.1,
+    "moe-perf": 0.1,
 }
 
 

@@ -101,8 +101,9 @@ def test_reproduce_all_splits_into_units_that_cover_every_target_and_case_once(t
     # costliest first, a unit of cases with the validation write it gates
     costs = [unit.cpu_s + (reproduce.VALIDATION_WRITE_CPU_S if unit.cases else 0.0) for unit in units]
     assert costs == sorted(costs, reverse=True)
-    # the costliest: the schedules (8.1 CPU-s), then DeepSeek-V3's own run (7.7: its step at residual 1 run whole)
-    assert units[0].targets == ("schedules",) and [c.name for c in units[1].cases] == ["deepseek-v3-report-h800-2048"]
+    # the costliest: the Blackwell rows (9.4 CPU-s), then Qwen3-235B's r2509 case (5.2: it locks nowhere)
+    assert units[0].targets == ("blackwell",)
+    assert [c.name for c in units[1].cases] == ["bridge-qwen3-235b-a22b-h100-0256-r2509"]
     paper = next(unit for unit in units if "table3" in unit.targets)
     assert paper.targets == ("table3", "table5", "weak-scaling") and len(paper.cases) == 14  # T3's 10, T5's 4
     assert all(c.source_label.startswith("MegaScale-MoE Table") for c in paper.cases)
