@@ -9,6 +9,9 @@ x86 H100 host directly (docs/host_cost_sources.md); this says, per case:
 
 - the host's launch time per micro-batch of the busiest stage (its share of the stage's simulated time: near 1,
   the host is the bottleneck) and the GPU's idle time waiting for it (experiments/common/stage_costs.py);
+- ``per expert``: the share of those launches that TE issues per expert from one C++ call (a grouped GEMM's
+  ``nvte_multi_tensor_gemm`` and its input's ``split_quantize``): the same per-kernel cost is charged to them as to
+  a Python-level op, which TE's own code says they are not (docs/host_cost_sources.md);
 - ``fill``: the per-kernel cost at which the busiest stage's launches alone would take the whole measured step
   (measured step time over the launches the stage issues per step): a bound on any per-kernel host explanation;
 - ``implied``: the per-kernel cost at which the simulated step meets the measurement (bisection over whole
@@ -29,11 +32,13 @@ from experiments.common.roots import bisect_root
 from experiments.common.stage_costs import per_micro_batch, stage_costs
 from experiments.validation.corpus import Case
 from simulator.costs.calibration import DEFAULT_CALIBRATION, Calibration
+from simulator.costs.kernels import executed_work
 from simulator.engine.timing import task_timer
 from simulator.report.simulate import prepare
 from simulator.report.simulate import simulate as simulate_at
 from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from topologies.errors import ConfigError
+from workloads.ops import GraphPart, Op
 from workloads.recipes.layers import te_layers
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -56,6 +61,7 @@ class HostBound:
     case: str
     host_launch_s: float
     launches: float  # host launches per micro-batch of the busiest stage (a CUDA-graphed run counts once)
+    per_expert_launches: float  # of them, those TE issues per expert from one C++ call (per_expert_launches)
     host_s: float  # the host's launch time per micro-batch of the busiest stage
     stage_s: float  # the busiest stage's micro-batch, each task timed alone
     gpu_idle_s: float  # of it, the GPU idle waiting for the host's launches
@@ -67,16 +73,39 @@ class HostBound:
         return self.host_s / self.stage_s if self.stage_s else 0.0
 
     @property
+    def per_expert_share(self) -> float:
+        return self.per_expert_launches / self.launches if self.launches else 0.0
+
+    @property
     def idle_share(self) -> float:
         return self.gpu_idle_s / self.stage_s if self.stage_s else 0.0
 
 
+def per_expert_launches(ops: tuple[Op, ...], gpu) -> int:
+    """The eager kernels of ``ops`` that Transformer Engine issues per expert from one C++ call: a grouped GEMM's
+    one cuBLAS GEMM per group (transformer_engine/common/gemm/cublaslt_gemm.cu nvte_multi_tensor_gemm) and its
+    input's quantization, split and quantized tensor by tensor (transformer_engine/pytorch/csrc/extensions/cast.cpp
+    split_quantize, multi_tensor_quantize_impl; the ``<gemm>.quant`` op it depends on)."""
+    kernels = 0
+    for op in ops:
+        gemm = op.gemm
+        if op.graph != GraphPart.NONE or gemm is None or gemm.groups < 2 or gemm.sequential:
+            continue
+        kernels += executed_work(op, gpu)[1]
+        kernels += sum(
+            executed_work(ops[d], gpu)[1]
+            for d in op.deps
+            if ops[d].name.endswith(".quant") and ops[d].graph == GraphPart.NONE
+        )
+    return kernels
+
+
 def busiest_stage_host(
     case: Case, job: CaseJob, calibration: Calibration = DEFAULT_CALIBRATION
-) -> tuple[float, float, float, float, int]:
+) -> tuple[float, float, float, float, int, float]:
     """The busiest stage (most time per micro-batch, its tasks timed alone) of the case's ``job``: host launches
-    and host launch seconds per micro-batch, the stage's seconds and its GPU idle for the host per micro-batch, and
-    the micro-batches of a step."""
+    and host launch seconds per micro-batch, the stage's seconds and its GPU idle for the host per micro-batch, the
+    micro-batches of a step, and the stage's per-expert launches per micro-batch (per_expert_launches)."""
     workload, cluster, _ = prepare(
         job.model, job.layout, case.gpus, case.cluster, case.global_batch, case.seq_len, None, True, calibration
     )
@@ -93,8 +122,13 @@ def busiest_stage_host(
         if best is None or costs.duration_s > best[2]:
             per_kernel_s = host_launch_per_kernel_s(calibration, cluster.gpu, te)
             launches = host_s / per_kernel_s if per_kernel_s else 0.0
-            best = (launches, host_s, costs.duration_s, costs.host_wait_s)
-    return (*best, workload.schedule.micro_batches)
+            experts = sum(
+                share * per_expert_launches(tuple(t.op for t in timer(stage, kind).ops), cluster.gpu)
+                for kind, share in shares.items()
+            )
+            best = (launches, host_s, costs.duration_s, costs.host_wait_s, experts)
+    *stage, experts = best
+    return (*stage, workload.schedule.micro_batches, experts)
 
 
 def implied_host_launch_s(
@@ -128,13 +162,13 @@ def host_bound(case: Case, job: CaseJob, settings: dict[str, Any]) -> HostBound 
     """The case's host diagnostic at the fitted calibration (None: the case does not run)."""
     calibration = DEFAULT_CALIBRATION
     try:
-        launches, host_s, stage_s, idle_s, micro_batches = busiest_stage_host(case, job, calibration)
+        launches, host_s, stage_s, idle_s, micro_batches, experts = busiest_stage_host(case, job, calibration)
         implied = implied_host_launch_s(case, job, settings, calibration)
     except ConfigError:
         return None
     step_s = case.global_batch * case.seq_len / (case.measured_tokens_per_s_per_gpu * case.gpus)
     fill = step_s / (launches * micro_batches) if launches else None
-    return HostBound(case.name, calibration.host_launch_s, launches, host_s, stage_s, idle_s, fill, implied)
+    return HostBound(case.name, calibration.host_launch_s, launches, experts, host_s, stage_s, idle_s, fill, implied)
 
 
 def _us(seconds: float | None, at_end: bool = False) -> str:
@@ -150,7 +184,7 @@ def host_table(rows: list[HostBound | None], errors: dict[str, float]) -> str:
         f"{DEFAULT_CALIBRATION.host_launch_s * 1e6:.2f} us per eager kernel (experiments/validation/host_bound.py)"
     )
     header = (
-        f"{'case':<60} {'error':>7} {'launches':>9} {'host ms':>8} {'share':>6} {'GPU idle ms':>11} "
+        f"{'case':<60} {'error':>7} {'launches':>9} {'per expert':>10} {'host ms':>8} {'share':>6} {'GPU idle ms':>11} "
         f"{'fill us':>8}  implied us per kernel"
     )
     lines = [title, header]
@@ -160,7 +194,8 @@ def host_table(rows: list[HostBound | None], errors: dict[str, float]) -> str:
         implied = _us(row.implied_s, row.implied_s is not None and row.implied_s >= HOST_RANGE_S[1])
         fill = f"{row.fill_s * 1e6:.1f}" if row.fill_s is not None else "-"
         lines.append(
-            f"{row.case:<60} {errors.get(row.case, 0.0):>+7.1%} {row.launches:>9.0f} {row.host_s * 1e3:>8.1f} "
+            f"{row.case:<60} {errors.get(row.case, 0.0):>+7.1%} {row.launches:>9.0f} {row.per_expert_share:>10.0%} "
+            f"{row.host_s * 1e3:>8.1f} "
             f"{row.host_share:>6.0%} {row.gpu_idle_s * 1e3:>11.1f} {fill:>8}  {implied}"
         )
     return "\n".join(lines)
@@ -171,6 +206,7 @@ def host_json(row: HostBound) -> dict[str, float | None]:
     return {
         "host_launch_s": row.host_launch_s,
         "launches_per_micro_batch": row.launches,
+        "per_expert_launches_per_micro_batch": row.per_expert_launches,
         "host_s_per_micro_batch": row.host_s,
         "host_share": row.host_share,
         "gpu_idle_for_host_s_per_micro_batch": row.gpu_idle_s,

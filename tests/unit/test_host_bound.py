@@ -65,11 +65,11 @@ def test_launch_time_is_linear_in_the_per_kernel_cost_and_a_free_host_never_idle
     case = _case(HOST_BOUND)
     h = DEFAULT_CALIBRATION.host_launch_s
     job = case_job(case)
-    launches, host_s, stage_s, idle_s, micro_batches = busiest_stage_host(case, job)
-    launches_2, host_2_s, stage_2_s, idle_2_s, _ = busiest_stage_host(
+    launches, host_s, stage_s, idle_s, micro_batches, _ = busiest_stage_host(case, job)
+    launches_2, host_2_s, stage_2_s, idle_2_s, *_ = busiest_stage_host(
         case, job, DEFAULT_CALIBRATION.with_(host_launch_s=2 * h)
     )
-    _, host_0_s, stage_0_s, idle_0_s, _ = busiest_stage_host(case, job, DEFAULT_CALIBRATION.with_(host_launch_s=0.0))
+    _, host_0_s, stage_0_s, idle_0_s, *_ = busiest_stage_host(case, job, DEFAULT_CALIBRATION.with_(host_launch_s=0.0))
     assert launches == pytest.approx(launches_2) and launches > 1000
     assert host_2_s == pytest.approx(2 * host_s)
     assert (host_0_s, idle_0_s) == (0.0, 0.0)
@@ -82,7 +82,7 @@ def test_fill_is_the_measured_step_over_the_stage_launches_of_a_step() -> None:
     launches per step (per micro-batch x micro-batches)."""
     case = _case(ALLTOALL)
     row = host_row(case)
-    launches, _, _, _, micro_batches = busiest_stage_host(case, case_job(case))
+    launches, _, _, _, micro_batches, _ = busiest_stage_host(case, case_job(case))
     step_s = 1024 * 4096 / (case.measured_tokens_per_s_per_gpu * 16)
     assert row is not None and row.fill_s == pytest.approx(step_s / (launches * micro_batches))
     # the eager all-to-all case: the host runs ahead (under half the stage's time, little idle), so the implied cost is
@@ -121,3 +121,21 @@ def test_validate_host_prints_the_table_and_json(tmp_path: Path, capsys: pytest.
     assert host["host_s_per_micro_batch"] == pytest.approx(
         host["launches_per_micro_batch"] * DEFAULT_CALIBRATION.host_launch_s
     )
+
+
+def test_per_expert_launches_counted_by_hand() -> None:
+    """TE's per-expert launches from one C++ call, per micro-batch, counted by hand: Qwen3-30B-A3B at EP 16 has 8 local
+    experts in each of 48 layers, each with two FCs whose GEMM runs forward, as input gradient and as weight gradient
+    (48 x 8 x 2 x 3 = 2,304 in BF16); FP8 tensorwise adds, per expert and FC, the forward input's and the output
+    gradient's quantization at 4 kernels each (zero amax, amax, scale, cast-transpose: 48 x 8 x 2 x 2 x 4 = 6,144).
+    Nemotron 3 Nano at EP 8 (16 local experts, 23 MoE layers) recomputes its MoE layers: a fourth GEMM pass."""
+    counts = {}
+    for name in ("bridge-ab-qwen3-30b-a3b-bf16-hybridep", "bridge-qwen3-30b-a3b-h100-0016",
+                 "bridge-ab-nemotron-3-nano-bf16-recompute-moe"):  # fmt: skip
+        case = _case(name)
+        launches, *_, per_expert = busiest_stage_host(case, case_job(case))
+        counts[name] = (per_expert, launches)
+    assert counts["bridge-ab-qwen3-30b-a3b-bf16-hybridep"][0] == 48 * 8 * 2 * 3
+    assert counts["bridge-qwen3-30b-a3b-h100-0016"][0] == 48 * 8 * 2 * 3 + 48 * 8 * 2 * 2 * 4
+    assert counts["bridge-ab-nemotron-3-nano-bf16-recompute-moe"][0] == 23 * 16 * 2 * 4
+    assert all(per_expert < launches for per_expert, launches in counts.values())
