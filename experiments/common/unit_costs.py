@@ -27,7 +27,7 @@ UNIT_CPU_S = {
     "bridge-llama-3.1-405b-h100-1024": 1.9,
     "scaleup-domain": 1.4,
     "layouts-ep": 1.2,
-    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS): 1.2 together
+    # table3 runs with Table 5, weak scaling and the paper's validation cases (PAPER_TARGETS), whose points are its own
     "table3": 0.5,
     "weak-scaling": 0.45,
     "fig14": 0.45,

@@ -38,6 +38,7 @@ from simulator.report.simulate import prepare
 from simulator.report.simulate import simulate as simulate_at
 from simulator.streams.op_costs import host_launch_per_kernel_s, launch_times_s
 from topologies.errors import ConfigError
+from topologies.hardware import GpuSpec
 from workloads.ops import GraphPart, Op
 from workloads.recipes.layers import te_layers
 from workloads.specs.layouts import LayoutSpec
@@ -81,7 +82,7 @@ class HostBound:
         return self.gpu_idle_s / self.stage_s if self.stage_s else 0.0
 
 
-def per_expert_launches(ops: tuple[Op, ...], gpu) -> int:
+def per_expert_launches(ops: tuple[Op, ...], gpu: GpuSpec) -> int:
     """The eager kernels of ``ops`` that Transformer Engine issues per expert from one C++ call: a grouped GEMM's
     one cuBLAS GEMM per group (transformer_engine/common/gemm/cublaslt_gemm.cu nvte_multi_tensor_gemm) and its
     input's quantization, split and quantized tensor by tensor (transformer_engine/pytorch/csrc/extensions/cast.cpp
