@@ -32,6 +32,7 @@ from workloads.ops import BYTES_BF16, BYTES_FP32, Module
 from workloads.recipes.activation import eager_saved
 from workloads.recipes.layers import te_layers
 from workloads.specs.layouts import LayoutSpec
+from workloads.specs.model_extensions import gdn_widths
 from workloads.specs.models import ModelSpec
 from workloads.specs.precision import MXFP8_BLOCK, Fp8Recipe
 
@@ -210,8 +211,10 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
 
 def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = "") -> list[Saved]:
     """Every tensor one layer (a hybrid model's ``block`` alone) keeps for backward, per local token."""
-    if block in ("mamba", "gdn"):
-        return mamba_saved(model, layout) if block == "mamba" else gdn_saved(model, layout)
+    if block == "mamba":
+        return mamba_saved(model, layout)
+    if block == "gdn":
+        return gdn_saved(model, layout)
     attention = attention_saved(model, layout) if block in ("", "attention") else []
     if block == "attention":
         return attention
@@ -304,7 +307,7 @@ def gdn_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     each op's inputs (megatron/core/ssm/gated_delta_net/gdn.py at d98e8a64); FLA's kernel recomputes its chunk
     states in backward (chunk_gated_delta_rule_bwd)."""
     h, g = model.hidden_size, gemm_input_bytes(layout)
-    qk, v = model.gdn_key_heads * model.gdn_key_head_dim, model.gdn_value_heads * model.gdn_value_head_dim
+    qk, v = gdn_widths(model)
     heads = model.gdn_value_heads
     return [
         Saved("gdn_norm_input", BYTES_BF16 * h, between_tp_blocks=True),
@@ -338,7 +341,7 @@ MTP_PROJECTION_ELEMENTS_PER_HIDDEN = 4
 def logits_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) -> float:
     """The logits the head and each multi-token prediction depth keep per GPU for one micro-batch, from the head's
     forward to its backward (vocabulary-parallel over t: b s / cp tokens x V / t each)."""
-    logits = layout.micro_batch * (seq_len // layout.cp) // _tp(layout) * model.vocab_size
+    logits = local_tokens(layout, seq_len) * model.vocab_size
     megatron_loss = te_layers(layout) and layout.cross_entropy != "te"
     per_logit = LOGIT_BYTES_UNFUSED if megatron_loss else LOGIT_BYTES_TE
     return (1 + model.mtp_layers) * logits * per_logit

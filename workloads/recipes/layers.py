@@ -167,6 +167,10 @@ def output_gate_steps(model: ModelSpec, tokens: int, n: int) -> list[Step]:
     ]
 
 
+# A hybrid model's recurrent mixer blocks: the whole layer is the mixer (workloads/recipes/mamba.py)
+MIXER_RECIPES = {"mamba": mamba_recipe, "gdn": gdn_recipe}
+
+
 def layer_recipe(
     model: ModelSpec,
     layout: LayoutSpec,
@@ -204,10 +208,8 @@ def layer_recipe(
             with_hyper_connections(part, name, model, tokens, layout)
             for part, name in ((attention, "attn"), (ffn, "mlp"))
         )
-    if block in ("mamba", "gdn"):
-        steps = (mamba_recipe if block == "mamba" else gdn_recipe)(model, layout, local_seq)
-    else:
-        steps = tag_layer(attention, ffn, dense)
+    mixer = MIXER_RECIPES.get(block)
+    steps = mixer(model, layout, local_seq) if mixer else tag_layer(attention, ffn, dense)
     steps = to_fp8_gemms(steps, layout.intra_size, layout.fp8_recipe) if layout.gemm_dtype == "fp8" else steps
     if layout.comm_dtype == "fp8":
         return to_fp8_comm(steps)
