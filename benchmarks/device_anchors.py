@@ -13,7 +13,15 @@ runs after warm-ups; a "sustained" entry runs one GEMM back to back for tens of 
 - memory-bound kernels (Calibration.memory_efficiency): a device copy, and the token permutation's gather
   (index_select) and its backward's atomic scatter-add (index_add_, scatter_add_) at SonicMoE's 30B point and
   one Qwen3-30B-A3B micro-batch, which no published H100 measurement gives;
-- FlashAttention through SDPA (flash and cuDNN backends), causal, head dim 128.
+- FlashAttention through SDPA (flash and cuDNN backends), causal, head dim 128;
+- the host's CPU time per kernel it issues (issue 40's open question: moesim charges every eager kernel of a
+  Megatron-Core layer one TE module's host time, Calibration.host_launch_s, including the per-expert kernels TE
+  issues from one C++ loop): a Python-issued torch op on a small tensor, and one `torch._foreach_mul_` call over
+  tensors of two dtypes, which PyTorch's slow path runs as one kernel per tensor from C++ (its kernels counted
+  with torch.profiler, so the per-kernel figure does not rest on that reading);
+- the GPU's fixed time per kernel (Calibration.kernel_overhead_s, graph_kernel_overhead_s): tiny kernels back to back
+  with the host ahead (behind a `torch.cuda._sleep`), from a stream and replayed from a CUDA graph, and a BF16 copy
+  at per-expert sizes (256 to 16,384 rows of 2,048), which the simulator prices as HBM bytes plus that fixed time.
 
 A measurement that fails (an API missing in this PyTorch, out of memory) is recorded with its error, and the
 rest still run. Nothing here is read by the simulator: the comparison is what a session looks at.
@@ -138,6 +146,97 @@ def permutation(tokens: int, top_k: int, hidden: int) -> dict:
     }
 
 
+# Tiny kernels: a 1,024-element tensor (2 KB) makes a kernel's work negligible beside its fixed cost.
+TINY_ELEMENTS = 1024
+# Host launches timed per entry, and tiny kernels per GPU timing: the host issues them behind a ~0.1 s sleep kernel,
+# a few hundred, assumed within what CUDA queues before a launch blocks (were it not, the host's gaps would be timed).
+HOST_CALLS = 20000
+GPU_CALLS = 500
+SLEEP_CYCLES = 200_000_000
+
+
+def ahead_s_per_call(fn: Callable[[], object], calls: int = GPU_CALLS) -> float:
+    """GPU seconds per call of ``fn`` issued ``calls`` times while the GPU sleeps: the host is ahead, so the kernels
+    run back to back and the time between the events is theirs alone."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(SLEEP_CYCLES)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / calls
+
+
+def kernels_per_call(fn: Callable[[], object]) -> int | None:
+    """CUDA kernels one call of ``fn`` launches, counted by torch.profiler (None where the profiler cannot say)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        return sum(1 for event in prof.events() if event.device_type == torch.autograd.DeviceType.CUDA)
+    except Exception:  # noqa: BLE001 -- no kernel count: the entry keeps its CPU time
+        return None
+
+
+def host_launch(issued_by: str, tensors: int = 64) -> dict:
+    """CPU time of this thread per call, the GPU keeping up: ``python``, one torch op on a tiny tensor per call;
+    ``cpp_loop``, one torch._foreach_mul_ over ``tensors`` tiny tensors of alternating dtypes (slow path: a kernel
+    per tensor launched from C++)."""
+    if issued_by == "python":
+        x = bf16(TINY_ELEMENTS)
+        fn, calls = (lambda: x.mul_(1.0)), HOST_CALLS
+    else:
+        dtypes = (torch.bfloat16, torch.float32)
+        group = [torch.ones(TINY_ELEMENTS, device="cuda", dtype=dtypes[i % 2]) for i in range(tensors)]
+        fn, calls = (lambda: torch._foreach_mul_(group, 1.0)), HOST_CALLS // tensors
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    began = time.thread_time()
+    for _ in range(calls):
+        fn()
+    cpu_s = time.thread_time() - began
+    torch.cuda.synchronize()
+    return {
+        "issued_by": issued_by,
+        "tensors": 1 if issued_by == "python" else tensors,
+        "calls": calls,
+        "cpu_s_per_call": cpu_s / calls,
+        "kernels_per_call": kernels_per_call(fn),
+    }
+
+
+def kernel_overhead(replay: str) -> dict:
+    """GPU seconds per tiny kernel back to back: launched from a stream, or replayed from a CUDA graph."""
+    x = bf16(TINY_ELEMENTS)
+    if replay == "stream":
+        seconds = ahead_s_per_call(lambda: x.add_(1.0))
+    else:
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            x.add_(1.0)  # warm-up on a side stream, as graph capture asks
+        torch.cuda.current_stream().wait_stream(side)
+        with torch.cuda.graph(graph):
+            for _ in range(GPU_CALLS):
+                x.add_(1.0)
+        seconds = ahead_s_per_call(graph.replay, calls=1) / GPU_CALLS
+    return {"replay": replay, "bytes_moved": 4 * TINY_ELEMENTS, "seconds": seconds}
+
+
+def small_copy(rows: int, hidden: int = 2048) -> dict:
+    """GPU seconds per BF16 device copy of rows x hidden, back to back with the host ahead."""
+    src = bf16(rows, hidden)
+    dst = torch.empty_like(src)
+    seconds = ahead_s_per_call(lambda: dst.copy_(src), calls=200)
+    return {"rows": rows, "hidden": hidden, "bytes_moved": 4 * rows * hidden, "seconds": seconds}
+
+
 def attention(backend: str, seq_len: int, heads: int = 32, head_dim: int = 128) -> dict:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention
@@ -181,6 +280,14 @@ def measurements(sustain_s: float) -> list[tuple[str, str, Callable[[], dict]]]:
         ("attention", "flash, causal, 4096", lambda: attention("flash", 4096)),
         ("attention", "flash, causal, 8192", lambda: attention("flash", 8192)),
         ("attention", "cudnn, causal, 4096", lambda: attention("cudnn", 4096)),
+        ("host_launch", "a torch op issued from Python", lambda: host_launch("python")),
+        ("host_launch", "torch._foreach_mul_ slow path: a kernel per tensor from C++", lambda: host_launch("cpp_loop")),
+        ("kernel_overhead", "tiny add, from a stream", lambda: kernel_overhead("stream")),
+        ("kernel_overhead", "tiny add, replayed from a CUDA graph", lambda: kernel_overhead("graph")),
+        *(
+            ("small_copy", f"BF16 copy, {rows} x 2048", lambda rows=rows: small_copy(rows))
+            for rows in (256, 1024, 4096, 16384)
+        ),
     ]
 
 

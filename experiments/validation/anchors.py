@@ -4,7 +4,9 @@
 simulator's (at the published kernel speeds and benchmark clocks: simulator.costs.calibration.BENCHMARK_CALIBRATION,
 the level the tables were measured at; the GPU preset named), and measured / simulated: above 1 the simulator is
 fast there. The sustained entry gives the measured sustained / burst throughput beside
-Calibration.sustained_clock_fraction; the permutation entries price each kernel as one HBM pass over the routed
+Calibration.sustained_clock_fraction; the host entries the CPU time per issued kernel beside what moesim charges
+such a kernel (host_comparison); the kernel-overhead and small-copy entries a kernel's fixed time plus its bytes at
+the achievable HBM rate; the permutation entries price each kernel as one HBM pass over the routed
 copies read and one written at Calibration.memory_efficiency, which is what the simulator charges (the atomic
 scatter-adds of the backward included) and what no published H100 measurement checks. A diagnostic: nothing
 here feeds the simulator.
@@ -81,6 +83,13 @@ def compare(entry: dict, gpu: GpuSpec, cal: Calibration = BENCHMARK_CALIBRATION)
         return comparisons
     if kind == "sustained":
         return [sustained_comparison(entry)]
+    if kind == "host_launch":
+        return [host_comparison(entry, cal)]
+    if kind == "kernel_overhead":
+        overhead_s = cal.kernel_overhead_s if entry["replay"] == "stream" else cal.graph_kernel_overhead_s
+        return [Comparison(label, entry["seconds"], memory_time_s(entry["bytes_moved"], 1, gpu, cal, overhead_s))]
+    if kind == "small_copy":
+        return [Comparison(label, entry["seconds"], memory_time_s(entry["bytes_moved"], 1, gpu, cal))]
     raise ValueError(f"unknown measurement kind {kind!r}")
 
 
@@ -95,6 +104,20 @@ def sustained_comparison(entry: dict, cal: Calibration = DEFAULT_CALIBRATION) ->
         flop / settled,
         entry["burst_seconds"] / cal.sustained_clock_fraction,
     )
+
+
+def host_comparison(entry: dict, cal: Calibration) -> Comparison:
+    """The host's CPU time per kernel it issued (per call over the kernels the profiler counted, else one per tensor)
+    against what moesim charges such a kernel: a torch op issued from Python, ``torch_host_launch_s`` (the bare
+    torch op of stacks without TE); a kernel of a C++ loop, ``host_launch_s`` (what each per-expert kernel of TE's
+    C++ loops is charged today: one TE module's host time)."""
+    kernels = entry["kernels_per_call"] or entry["tensors"]
+    if entry["issued_by"] == "python":
+        charged_s, charge = cal.torch_host_launch_s, "torch_host_launch_s"
+    else:
+        charged_s, charge = cal.host_launch_s, "host_launch_s"
+    label = f"{entry['label']}: CPU per kernel ({kernels} a call) against {charge}"
+    return Comparison(label, entry["cpu_s_per_call"] / kernels, charged_s)
 
 
 def table(measured: dict, gpu: GpuSpec, cal: Calibration = BENCHMARK_CALIBRATION) -> str:

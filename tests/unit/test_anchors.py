@@ -67,3 +67,29 @@ def test_failed_measurements_are_listed_not_compared(tmp_path, capsys) -> None:
     path.write_text(json.dumps(measured))
     main([str(path)])
     assert "measured on NVIDIA H200" in capsys.readouterr().out
+
+
+def test_host_entries_are_cpu_per_kernel_against_what_moesim_charges() -> None:
+    """A Python-issued op at 9 us against the bare torch op's 13.48 us; a C++ loop of 64 kernels whose kernel count
+    the profiler could not give (one a tensor) at 256 us a call, 4 us a kernel, against the TE module's 36.51 us."""
+    python = {"kind": "host_launch", "label": "py", "issued_by": "python", "tensors": 1, "calls": 10}
+    loop = {"kind": "host_launch", "label": "cpp", "issued_by": "cpp_loop", "tensors": 64, "calls": 10}
+    (p,) = compare(python | {"cpu_s_per_call": 9e-6, "kernels_per_call": 1}, H200)
+    (c,) = compare(loop | {"cpu_s_per_call": 256e-6, "kernels_per_call": None}, H200)
+    assert (p.measured_s, p.simulated_s) == (9e-6, DEFAULT_CALIBRATION.torch_host_launch_s) == (9e-6, 13.48e-6)
+    assert c.measured_s == pytest.approx(4e-6)
+    assert c.simulated_s == DEFAULT_CALIBRATION.host_launch_s == pytest.approx(36.51e-6, abs=0.01e-6)
+    (counted,) = compare(loop | {"cpu_s_per_call": 256e-6, "kernels_per_call": 32}, H200)
+    assert counted.measured_s == pytest.approx(8e-6)  # the profiler's count wins over one kernel a tensor
+
+
+def test_tiny_kernels_and_small_copies_are_a_fixed_time_plus_their_bytes() -> None:
+    """3,840 B at 3.84 TB/s is 1 ns: a tiny kernel is priced 2.101 us from a stream and 1.301 us from a graph; a 3.84 MB
+    copy 1 us + 2.1 us, so a measured 6.2 us is twice the simulated."""
+    tiny = {"kind": "kernel_overhead", "label": "t", "bytes_moved": 3840, "seconds": 2.101e-6}
+    (stream,), (graph,) = compare(tiny | {"replay": "stream"}, H200), compare(tiny | {"replay": "graph"}, H200)
+    assert stream.simulated_s == pytest.approx(2.101e-6) and stream.ratio == pytest.approx(1.0)
+    assert graph.simulated_s == pytest.approx(1.301e-6)
+    copy = {"kind": "small_copy", "label": "c", "rows": 469, "hidden": 2048, "bytes_moved": 3.84e6, "seconds": 6.2e-6}
+    (c,) = compare(copy, H200)
+    assert c.simulated_s == pytest.approx(3.1e-6) and c.ratio == pytest.approx(2.0)
