@@ -56,6 +56,12 @@ def test_full_iteration_flags() -> None:
             "--cuda-graph-modules",
             "cannot be combined with cuda_graph_impl='transformer_engine'",
         ),
+        (  # the deprecated spelling the user typed is the one the error names
+            "--cuda-graph-impl transformer_engine --cuda-graph-scope full_iteration",
+            "--cuda-graph-scope",
+            "cannot be combined with cuda_graph_impl='transformer_engine'",
+        ),
+        (f"{FULL} --cuda-graph-scope attn", "--cuda-graph-scope", "--cuda-graph-scope must be empty when"),
         (
             "--cuda-graph-impl local --recompute-granularity full --recompute-method block --recompute-num-layers 1",
             "--recompute-granularity",

@@ -39,28 +39,26 @@ def cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if args.get("--cuda-graph-scope") and args.get("--cuda-graph-modules"):
         raise ConfigError("--cuda-graph-scope", "--cuda-graph-scope and --cuda-graph-modules cannot be used together.")
     scopes = list(args.get("--cuda-graph-modules") or args.get("--cuda-graph-scope") or [])
+    given = "--cuda-graph-scope" if args.get("--cuda-graph-scope") else "--cuda-graph-modules"  # the user's spelling
     if "full_iteration" in scopes:
         if impl not in ("none", "local", "full_iteration"):
             raise ConfigError(
-                "--cuda-graph-modules",
-                f"cuda_graph_modules='full_iteration' cannot be combined with cuda_graph_impl={impl!r}.",
+                given, f"cuda_graph_modules='full_iteration' cannot be combined with cuda_graph_impl={impl!r}."
             )
         impl = "full_iteration"
         scopes.remove("full_iteration")
     if "full_iteration_inference" in scopes:
         scopes.remove("full_iteration_inference")
-        notes.append("--cuda-graph-modules full_iteration_inference: inference graphs, no effect on training")
+        notes.append(f"{given} full_iteration_inference: inference graphs, no effect on training")
     if impl == "none":
         if scopes:
-            notes.append("--cuda-graph-modules without --cuda-graph-impl: no CUDA graphs (Megatron ignores it)")
+            notes.append(f"{given} without --cuda-graph-impl: no CUDA graphs (Megatron ignores it)")
         return {"cuda_graph_scope": ()}
     if granularity(args) == "full" and impl != "full_iteration":  # TransformerConfig.__post_init__
         raise ConfigError("--recompute-granularity", "full recompute is only supported with full iteration CUDA graph.")
     if impl == "full_iteration":
         if scopes:
-            raise ConfigError(
-                "--cuda-graph-modules", "--cuda-graph-modules must be empty when --cuda-graph-impl=full_iteration."
-            )
+            raise ConfigError(given, f"{given} must be empty when --cuda-graph-impl=full_iteration.")
         # validate_args turns the check off itself under --fp16 with dynamic loss scaling (no --loss-scale)
         checked = not args.get("--no-check-for-nan-in-loss-and-grad")
         if checked and not (args.get("--fp16") and not args.get("--loss-scale")):
@@ -72,7 +70,7 @@ def cuda_graphs(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     kept = tuple(dict.fromkeys(_GRAPH_SCOPES.get(s, s) for s in scopes)) or ("layer",)
     for scope in kept:
         if scope not in GRAPH_SCOPES or scope == ITERATION:
-            raise ConfigError("--cuda-graph-modules", f"{scope!r} is not one of {', '.join(MODULE_SCOPES)}")
+            raise ConfigError(given, f"{scope!r} is not one of {', '.join(MODULE_SCOPES)}")
     return {"cuda_graph_scope": kept}
 
 
