@@ -63,7 +63,7 @@ def compare(entry: dict, gpu: GpuSpec, cal: Calibration = BENCHMARK_CALIBRATION)
     kind, label = entry["kind"], entry["label"]
     if kind in ("dense", "fp8_tensorwise", "grouped", "grouped_wgrad"):
         return [Comparison(label, entry["seconds"], gemm_time_s(_gemm(entry), gpu, cal))]
-    if kind == "copy":
+    if kind in ("copy", "small_copy"):
         return [Comparison(label, entry["seconds"], memory_time_s(entry["bytes_moved"], 1, gpu, cal))]
     if kind == "permutation":
         one_pass_s = memory_time_s(2 * entry["routed_bytes"], 1, gpu, cal)
@@ -88,8 +88,6 @@ def compare(entry: dict, gpu: GpuSpec, cal: Calibration = BENCHMARK_CALIBRATION)
     if kind == "kernel_overhead":
         overhead_s = cal.kernel_overhead_s if entry["replay"] == "stream" else cal.graph_kernel_overhead_s
         return [Comparison(label, entry["seconds"], memory_time_s(entry["bytes_moved"], 1, gpu, cal, overhead_s))]
-    if kind == "small_copy":
-        return [Comparison(label, entry["seconds"], memory_time_s(entry["bytes_moved"], 1, gpu, cal))]
     raise ValueError(f"unknown measurement kind {kind!r}")
 
 
