@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from itertools import pairwise
 
+from simulator.costs.gemm_efficiency import interpolate_log
 from topologies.hardware import GpuGeneration, GpuSpec
 
 MEASURED_HEAD_DIM = 128
@@ -72,16 +73,12 @@ def table_for(gpu: GpuSpec) -> DeltaRuleTable:
 
 
 def _along_tokens(lengths: tuple[int, ...], times: tuple[float, ...], tokens: float) -> float:
-    """Log-log between measured lengths; proportional to the tokens beyond them."""
+    """Log-log between measured lengths (interpolate_log over the log times); proportional to the tokens beyond them."""
     if tokens <= lengths[0]:
         return times[0] * tokens / lengths[0]
     if tokens >= lengths[-1]:
         return times[-1] * tokens / lengths[-1]
-    for (t0, y0), (t1, y1) in pairwise(zip(lengths, times)):
-        if tokens <= t1:
-            w = math.log(tokens / t0) / math.log(t1 / t0)
-            return math.exp(math.log(y0) + w * (math.log(y1) - math.log(y0)))
-    raise AssertionError("unreachable")
+    return math.exp(interpolate_log(tuple(zip(lengths, map(math.log, times))), tokens))
 
 
 def _along_heads(rows: dict[int, float], heads: float) -> float:
