@@ -4,7 +4,8 @@ inside the DP group (or its instance), and across the DP instances (workloads/sp
 A ring all-gather or reduce-scatter of P parameters over d GPUs sends (d - 1) / d of them per GPU; gradients at the
 layout's gradient-sync bytes per parameter and efficiency (simulator/costs/kernels.py: MegaScale-MoE Sec. 5's BF16
 all-to-all, or a reduce-scatter of the main gradients), weights BF16 or FP8 / FP4 with scales under
---fp8-param-gather (workloads/graph/fsdp.py param_gather_bytes)."""
+--fp8-param-gather (workloads/graph/fsdp.py param_gather_bytes). Where a ring leaves the node, each group's bytes
+are its share on one GPU's NIC (``ring_nic_share``)."""
 
 from __future__ import annotations
 
@@ -15,25 +16,50 @@ from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import LayoutSpec
 
 
-def grad_wire_bytes(layout: LayoutSpec, groups: list[tuple[float, int]]) -> float:
-    """Gradient wire bytes per GPU of (parameters reduced, GPUs of the ring) pairs."""
+def ring_nic_share(in_node: int, size: int, nic_per_nvlink_Bps: float) -> float:
+    """The share of a DP ring's bytes per GPU that one GPU's NIC carries, for a ring of ``size`` GPUs with ``in_node``
+    of them in each node. NCCL lays its rings (channels) so that each of a node's members is where some of them leave
+    it, on its own NIC, and collectives over rings aggregate the NICs' bandwidth where an all-to-all cannot
+    (NVIDIA/nccl-tests #267): 256 H100 with 8 x 400G NICs per node all-gather 2 GB at 200 GB/s of bus bandwidth
+    (NVIDIA/nccl #1218), 4.3x one NIC's 46-48 GB/s (nccl-tests #290). So a node's crossing bytes spread over its
+    ``in_node`` NICs, while each member takes the rest, (k - 1) / k, over NVLink; NVLink keeps up with at most
+    1 + NVLink / NIC members' NICs (k - 1 of them reach each member over its NVLink), so the share is one over the lesser
+    of the two. A ring inside one node runs on NVLink alone (the placement's links): 1."""
+    if in_node <= 1 or in_node >= size:
+        return 1.0
+    return 1.0 / min(in_node, 1.0 + 1.0 / nic_per_nvlink_Bps)
+
+
+def grad_wire_bytes(
+    layout: LayoutSpec, groups: list[tuple[float, int]], shares: tuple[float, ...] = (1.0, 1.0)
+) -> float:
+    """Gradient wire bytes per GPU of (parameters reduced, GPUs of the ring) pairs, each at its NIC share."""
     per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
     efficiency = dp_gradient_efficiency(layout.grad_sync)
-    return sum(grads * per_param * ((dp - 1) / dp) / efficiency for grads, dp in groups if dp > 1)
+    pairs = zip(groups, shares)  # the dense group first, then the experts', where there are
+    return sum(grads * per_param * ((dp - 1) / dp) / efficiency * share for (grads, dp), share in pairs if dp > 1)
 
 
-def param_wire_bytes(layout: LayoutSpec, cal: Calibration, groups: list[tuple[float, int]]) -> float:
-    """Weight all-gather wire bytes per GPU of (parameters gathered, GPUs of the ring) pairs."""
+def param_wire_bytes(
+    layout: LayoutSpec, cal: Calibration, groups: list[tuple[float, int]], shares: tuple[float, ...] = (1.0, 1.0)
+) -> float:
+    """Weight all-gather wire bytes per GPU of (parameters gathered, GPUs of the ring) pairs, each at its NIC share."""
     per_param = param_gather_bytes(layout)
-    return sum(params * per_param * ((dp - 1) / dp) / cal.ring_efficiency for params, dp in groups if dp > 1)
+    pairs = zip(groups, shares)  # the dense group first, then the experts', where there are
+    return sum(
+        params * per_param * ((dp - 1) / dp) / cal.ring_efficiency * share for (params, dp), share in pairs if dp > 1
+    )
 
 
-def dp_wire_bytes(workload: StepWorkload, cal: Calibration, stage: int) -> tuple[float, float]:
+def dp_wire_bytes(
+    workload: StepWorkload, cal: Calibration, stage: int, shares: tuple[float, ...] = (1.0, 1.0)
+) -> tuple[float, float]:
     """(gradient, weight) wire bytes each GPU of ``stage`` sends per step in its DP group's (or instance's) ring;
-    experts sync over expert DP; under ZeRO-2 / 3 the units' gradients / weights go unit by unit in the tasks."""
+    experts sync over expert DP; under ZeRO-2 / 3 the units' gradients / weights go unit by unit in the tasks.
+    ``shares``: the dense and the expert ring's NIC shares (``ring_nic_share``)."""
     groups = workload.step_sync_groups(stage)
-    grads = grad_wire_bytes(workload.layout, [(grads, dp) for grads, _, dp in groups])
-    return grads, param_wire_bytes(workload.layout, cal, [(params, dp) for _, params, dp in groups])
+    grads = grad_wire_bytes(workload.layout, [(grads, dp) for grads, _, dp in groups], shares)
+    return grads, param_wire_bytes(workload.layout, cal, [(params, dp) for _, params, dp in groups], shares)
 
 
 def dp_outer_wire_bytes(

@@ -37,7 +37,7 @@ from simulator.engine.grad_sync import (
 from simulator.engine.host_lead import host_end_s, lead_s
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
 from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
-from simulator.engine.ranks import Place
+from simulator.engine.ranks import DP, EDP, Place, RankMap
 from simulator.engine.result import EngineResult, StageLog, phase_spans
 from simulator.engine.sim_env import environment
 from simulator.engine.timer import CostCache, MemoTimer, OpTimer
@@ -99,6 +99,7 @@ class Engine:
         self._pp_bytes = workload.pp_bytes_per_gpu
         self._per_chunk = per_chunk_sync(workload)  # the interleaved schedule's per-chunk grad sync
         self._buckets_per_step = workload.layers_per_chunk * workload.chunks  # DP buckets: one per layer
+        self._ranks, self._nic_shares = RankMap.of(workload), {}
 
     @property
     def simulated_ops(self) -> int:
@@ -216,9 +217,18 @@ class Engine:
         log.pipeline_end_s = env.now
 
     # --- data parallelism ----------------------------------------------------------------------------
+    def nic_shares(self, stage: int) -> tuple[float, float]:
+        """The dense and the expert DP ring's share of their bytes on one NIC of ``stage`` (dp_bytes.ring_nic_share)."""
+        shares = self._nic_shares.get(stage)
+        if shares is None:
+            per_nvlink = self.cluster.nic_effective_Bps / self.gpu.nvlink_bandwidth_Bps
+            counts = (self._ranks.members_in_node(stage, kind) for kind in (DP, EDP))
+            shares = self._nic_shares[stage] = tuple(dp_bytes.ring_nic_share(*count, per_nvlink) for count in counts)
+        return shares
+
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step in its DP ring."""
-        return dp_bytes.dp_wire_bytes(self.workload, self.cal, stage)
+        return dp_bytes.dp_wire_bytes(self.workload, self.cal, stage, self.nic_shares(stage))
 
     def dp_grad_transfers(self, stage: int) -> int:
         """How many DP gradient transfers a GPU of ``stage`` makes per step: one per model chunk with gradients to
@@ -228,7 +238,7 @@ class Engine:
         twice = 1 + (w.layout.dp_instances > 1)
         if w.dp > 1 and self._per_chunk:
             grads = (
-                dp_bytes.grad_wire_bytes(w.layout, w.chunk_grad_groups(stage, c))
+                dp_bytes.grad_wire_bytes(w.layout, w.chunk_grad_groups(stage, c), self.nic_shares(stage))
                 + dp_bytes.dp_outer_wire_bytes(w, cal, stage, (c,))[0]
                 for c in range(w.chunks)
             )
@@ -267,7 +277,8 @@ class Engine:
     def _reduce_chunk(self, place: Place, chunk: int, transfers: list[simpy.Event]) -> None:
         """Start the DP reduction of one model chunk's gradients (simulator/engine/grad_sync.py), all its buckets
         at once as Megatron-Core's start_grad_sync issues them."""
-        grad = dp_bytes.grad_wire_bytes(self.workload.layout, self.workload.chunk_grad_groups(place.stage, chunk))
+        groups = self.workload.chunk_grad_groups(place.stage, chunk)
+        grad = dp_bytes.grad_wire_bytes(self.workload.layout, groups, self.nic_shares(place.stage))
         outer, _ = dp_bytes.dp_outer_wire_bytes(self.workload, self.cal, place.stage, (chunk,))
         if grad <= 0 and outer <= 0:
             return

@@ -17,6 +17,7 @@ consecutive blocks, and with group = GPUs per node rank j sits on rail j.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from workloads.graph.step import StepWorkload
@@ -102,22 +103,38 @@ class RankMap:
 
     def members(self, place: Place, kind: str) -> tuple[Place, ...]:
         """The places of ``place``'s group of ``kind`` (TP/SP, CP, EP, ETP, DP or EDP), in ring order."""
+        return tuple(self._members(place, kind))
+
+    def members_in_node(self, stage: int, kind: str) -> tuple[int, int]:
+        """(members of the first replica's DP or EDP group of ``stage`` in its node, members in all). Its members'
+        GPU numbers grow along the ring, so those in the node come first: counted in O(GPUs per node)."""
+        first = Place(0, stage, 0)
+        node = self.gpu(first) // self.gpus_per_node
+        count = 0
+        for member in self._members(first, kind):
+            if self.gpu(member) // self.gpus_per_node != node:
+                break
+            count += 1
+        size = self.dp_inner * self.cp if kind == DP else self.dp * self.group // self.instances // (self.ep * self.etp)
+        return count, size
+
+    def _members(self, place: Place, kind: str) -> Iterator[Place]:
         d, s, j = place.replica, place.stage, place.rank
         if kind == TP:
             base = j - j % self.n
-            return tuple(Place(d, s, base + r) for r in range(self.n))
+            return (Place(d, s, base + r) for r in range(self.n))
         if kind == CP:
-            return tuple(Place(d, s, c * self.n + j % self.n) for c in range(self.cp))
+            return (Place(d, s, c * self.n + j % self.n) for c in range(self.cp))
         if kind == DP:  # the replicas (of its instance) and CP ranks of one TP rank: dense weights shard over DP x CP
             first = d - d % self.dp_inner
             replicas = range(first, first + self.dp_inner)
-            return tuple(Place(r, s, c * self.n + j % self.n) for r in replicas for c in range(self.cp))
+            return (Place(r, s, c * self.n + j % self.n) for r in replicas for c in range(self.cp))
         local = d * self.group + j  # the expert layers' order over the stage's GPUs
         experts = self.ep * self.etp
         if kind == EDP:  # the same position in every expert group of the stage (of its instance): its experts' replicas
             span = self.dp * self.group // self.instances
             start = local - local % span + local % experts
-            return tuple(Place(i // self.group, s, i % self.group) for i in range(start, start + span, experts))
+            return (Place(i // self.group, s, i % self.group) for i in range(start, start + span, experts))
         if kind == EP:
             first = local - local % experts + local % self.etp
             locals_ = range(first, first + experts, self.etp)
@@ -126,7 +143,7 @@ class RankMap:
             locals_ = range(first, first + self.etp)
         else:
             raise ValueError(f"unknown group kind {kind!r}")
-        return tuple(Place(i // self.group, s, i % self.group) for i in locals_)
+        return (Place(i // self.group, s, i % self.group) for i in locals_)
 
     def dp_successor(self, place: Place) -> Place:
         """Next place on ``place``'s DP ring: the same stage and local rank in the next replica; with one

@@ -59,7 +59,7 @@ from simulator.report.simulate import simulate
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5627, 6377),  # measured 6,288: -10.5% / +1.4%
+    "gb300-deepseek-v3-256": (5655, 6412),  # measured 6,288: -10.1% / +2.0%
     "gb200-deepseek-v3-256": (4536, 5156),  # measured 4,912: -7.6% / +5.0%
     "gb300-gpt-oss-120b-64": (29562, 32095),  # measured 33,024: -10.5% / -2.8%
     "gb200-gpt-oss-120b-64": (27688, 29992),  # measured 28,672: -3.4% / +4.6%
@@ -70,13 +70,13 @@ PINNED = {
     "bridge-b300-nemotron-3-nano-8-mxfp8": (46168, 50271),  # measured 37,316: +23.7% / +34.7%
     "bridge-b200-nemotron-3-nano-8-mxfp8": (42116, 45396),  # measured 32,768: +28.5% / +38.5%
     "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (29174, 30955),  # measured 28,672: +1.8% / +8.0% (stop 53)
-    "gb300-qwen3-235b-a22b-256": (7890, 8787),  # measured 8,816: -10.5% / -0.3%
+    "gb300-qwen3-235b-a22b-256": (7897, 8796),  # measured 8,816: -10.4% / -0.2%
     "gb200-qwen3-235b-a22b-256": (7026, 7863),  # measured 7,280: -3.5% / +8.0%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7605, 8426),  # measured 8,162: -6.8% / +3.2%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6602, 7001),  # measured 5,919: +11.5% / +18.3%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7885, 8737),  # measured 9,431: -16.4% / -7.4%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7702, 8555),  # measured 8,162: -5.6% / +4.8%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6675, 7090),  # measured 5,919: +12.8% / +19.8%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7891, 8755),  # measured 9,431: -16.3% / -7.2%
     "mlm-gb200-qwen3-30b-a3b-16-bf16": (25750, 27579),  # measured 21,916: +17.5% / +25.8%
     "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27034, 28815),  # measured 20,877: +29.5% / +38.0%
     "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32171, 34909),  # measured 25,997: +23.7% / +34.3%
@@ -87,7 +87,7 @@ PINNED = {
     "mcore-gb200-deepseek-v3-256-bf16": (2881, 3304),  # measured 3,298: -12.7% / +0.2%
     "mcore-gb300-qwen3-235b-a22b-256": (6128, 6694),  # measured 6,583: -6.9% / +1.7%
     "mcore-gb200-qwen3-235b-a22b-256": (6711, 7425),  # measured 6,212: +8.0% / +19.5% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5073, 5567),  # measured 5,100: -0.5% / +9.2%
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5086, 5583),  # measured 5,100: -0.3% / +9.5%
     "mcore-gb300-qwen3-235b-a22b-128-128k": (1381, 1602),  # measured 1,556: -11.3% / +3.0% (TP gathers MXFP8, stop 50)
     # Megatron-Bridge's dense Llama 3 70B rows (BRIDGE_DENSE), added at stop 50 with the NVFP4 curve at TE's NVFP4 /
     # MXFP8 ratio (the NVFP4 rows were 5,381 / 6,199 and 3,978 / 4,568 on the curve leveled at TE's NVFP4 layer alone)
@@ -95,24 +95,24 @@ PINNED = {
     "bridge-gb300-llama3-70b-64-nvfp4": (5824, 6680),  # measured 7,296: -20.2% / -8.4%
     "bridge-gb200-llama3-70b-64-mxfp8": (3797, 4390),  # measured 3,712: +2.3% / +18.3%
     "bridge-gb200-llama3-70b-64-nvfp4": (4470, 5128),  # measured 4,864: -8.1% / +5.4%
-    "bridge-gb300-llama3.1-405b-256-fp8": (836, 971),  # measured 1,048: -20.3% / -7.4%
-    "bridge-gb300-llama3.1-405b-256-mxfp8": (796, 926),  # measured 952: -16.4% / -2.7%
-    "bridge-gb300-llama3.1-405b-256-nvfp4": (1236, 1407),  # measured 1,413: -12.5% / -0.5%
+    "bridge-gb300-llama3.1-405b-256-fp8": (836, 971),  # measured 1,048: -20.2% / -7.3%
+    "bridge-gb300-llama3.1-405b-256-mxfp8": (797, 928),  # measured 952: -16.2% / -2.6%
+    "bridge-gb300-llama3.1-405b-256-nvfp4": (1237, 1408),  # measured 1,413: -12.5% / -0.4%
     "bridge-gb200-llama3.1-405b-256-fp8": (817, 950),  # measured 843: -3.0% / +12.7% (over HBM)
     "bridge-gb200-llama3.1-405b-256-mxfp8": (798, 929),  # measured 783: +1.9% / +18.6%
     "bridge-gb200-llama3.1-405b-256-nvfp4": (937, 1080),  # measured 1,166: -19.6% / -7.3%
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
-    "bridge-b200-gpt-oss-120b-64-bf16": (19037, 20756),  # measured 13,568: +40.3% / +53.0%
-    "bridge-b300-gpt-oss-120b-64-bf16": (21378, 23917),  # measured 15,232: +40.3% / +57.0%
-    "bridge-b300-gpt-oss-120b-64-mxfp8": (26784, 28669),  # measured 18,534: +44.5% / +54.7%
-    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (29450, 31798),  # measured 27,136: +8.5% / +17.2%
+    "bridge-b200-gpt-oss-120b-64-bf16": (19398, 21186),  # measured 13,568: +43.0% / +56.1%
+    "bridge-b300-gpt-oss-120b-64-bf16": (21390, 23932),  # measured 15,232: +40.4% / +57.1%
+    "bridge-b300-gpt-oss-120b-64-mxfp8": (26799, 28686),  # measured 18,534: +44.6% / +54.8%
+    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (29450, 31799),  # measured 27,136: +8.5% / +17.2%
     "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33994, 37223),  # measured 30,720: +10.7% / +21.2%
     # 26.06's recipe on the same DGX-B300: full-iteration CUDA graph, EP overlap, the fused grouped MLP, FP8 attention
     "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (40862, 45287),  # measured 40,769: +0.2% / +11.1%
-    "bridge-b200-deepseek-v3-256-mxfp8": (3106, 3393),  # measured 3,328: -6.7% / +1.9%
-    "bridge-b300-deepseek-v3-256-mxfp8": (3622, 4077),  # measured 3,541: +2.3% / +15.1%
-    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4294, 4361),  # measured 3,776: +13.7% / +15.5%
-    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5824, 6411),  # measured 5,936: -1.9% / +8.0%
+    "bridge-b200-deepseek-v3-256-mxfp8": (3125, 3415),  # measured 3,328: -6.1% / +2.6%
+    "bridge-b300-deepseek-v3-256-mxfp8": (3630, 4087),  # measured 3,541: +2.5% / +15.4%
+    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4302, 4369),  # measured 3,776: +13.9% / +15.7%
+    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5825, 6414),  # measured 5,936: -1.9% / +8.1%
     # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
     "bridge-gb300-llama3-70b-sft-32-fp8": (4172, 4768),  # measured 4,819: -13.4% / -1.1%
     "bridge-gb300-llama3-70b-sft-32-mxfp8": (4071, 4665),  # measured 4,312: -5.6% / +8.2%
@@ -132,18 +132,18 @@ PINNED = {
     "bridge-gb300-nemotron-3-super-64-nvfp4": (12184, 13102),  # measured 10,240: +19.0% / +27.9%
     "bridge-gb200-nemotron-3-super-64-mxfp8": (8080, 8165),  # measured 7,040: +14.8% / +16.0%
     "bridge-gb200-nemotron-3-super-64-nvfp4": (9772, 10402),  # measured 7,168: +36.3% / +45.1%
-    "bridge-b300-nemotron-3-super-64-mxfp8": (7083, 7173),  # measured 7,867: -10.0% / -8.8%
-    "bridge-b300-nemotron-3-super-64-nvfp4": (10561, 10794),  # measured 8,131: +29.9% / +32.8%
+    "bridge-b300-nemotron-3-super-64-mxfp8": (7085, 7175),  # measured 7,867: -9.9% / -8.8%
+    "bridge-b300-nemotron-3-super-64-nvfp4": (10601, 10839),  # measured 8,131: +30.4% / +33.3%
     # and 26.04.01's DGX-B200 rows (EP 64 over 8 nodes), added at stop 57: NVFP4 measured 0.88x MXFP8, simulated 0.97x
-    "bridge-b200-nemotron-3-super-64-mxfp8": (7460, 7875),  # measured 6,400: +16.6% / +23.0%
-    "bridge-b200-nemotron-3-super-64-nvfp4": (7248, 7665),  # measured 5,632: +28.7% / +36.1%
+    "bridge-b200-nemotron-3-super-64-mxfp8": (7499, 7926),  # measured 6,400: +17.2% / +23.8%
+    "bridge-b200-nemotron-3-super-64-nvfp4": (7273, 7693),  # measured 5,632: +29.1% / +36.6%
     # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300;
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3447, 3761),  # measured 3,552: -3.0% / +5.9%
     "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3006, 3229),  # measured 2,528: +18.9% / +27.7%
-    "gb300-deepseek-v4-flash-128": (9093, 10073),  # measured 8,224: +10.6% / +22.5%
-    "gb200-deepseek-v4-flash-128": (8712, 9603),  # measured 7,776: +12.0% / +23.5%
+    "gb300-deepseek-v4-flash-128": (9099, 10081),  # measured 8,224: +10.6% / +22.6%
+    "gb200-deepseek-v4-flash-128": (8853, 9821),  # measured 7,776: +13.9% / +26.3%
     "bridge-gb300-gpt-oss-120b-64-bf16": (22115, 24556),  # measured 19,200: +15.2% / +27.9%
     "bridge-gb200-gpt-oss-120b-64-bf16": (22085, 24545),  # measured 16,640: +32.7% / +47.5%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
@@ -159,7 +159,7 @@ PINNED = {
     # measured; the B200's EP 64 over 8 nodes with DeepEP leaves 367 ms exposed
     "bridge-gb300-qwen3-next-80b-a3b-64-mxfp8": (14559, 14683),  # measured 11,328: +28.5% / +29.6%
     "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8063, 8094),  # measured 9,856: -18.2% / -17.9%
-    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7511, 7653),  # measured 4,864: +54.4% / +57.3%
+    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7530, 7672),  # measured 4,864: +54.8% / +57.7%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -260,7 +260,8 @@ def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
     results: dict[str, RowResult],
 ) -> None:
     """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -10.5% to +2.6% of the measurement,
-    and each GB300 row 2.9-7.1 points below the GB200 row of the same model (measured GB300 / GB200 1.12-1.28x,
+    and each GB300 row 2.4-7.1 points below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a
+    node spread over its members' NICs, simulator/engine/dp_bytes.py ring_nic_share; measured GB300 / GB200 1.12-1.28x,
     simulated 1.06-1.24x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the
     simulator is Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run; DeepSeek-V3's GB300 recipe runs
     cuDNN's FP8 attention, at cuDNN's own timing of the MLA shape since simulator/costs/attention_shapes.py: -15.9%
@@ -276,7 +277,7 @@ def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
     for model in {row.model for row in BRIDGE_ROWS}:
         gb300 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb300")
         gb200 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb200")
-        assert 0.025 < gb200.error - gb300.error < 0.075, model
+        assert 0.02 < gb200.error - gb300.error < 0.075, model
         measured = gb300.row.measured_tokens_per_s_per_gpu / gb200.row.measured_tokens_per_s_per_gpu
         simulated = gb300.tokens_per_s_per_gpu / gb200.tokens_per_s_per_gpu
         assert measured > 1.09 and simulated < measured, model

@@ -87,12 +87,13 @@ def test_the_simulated_gb300_gemms_are_gb200s_per_sample(results: dict[str, Pair
 
 def test_every_gb300_pair_is_measured_faster_than_simulated(results: dict[str, PairResult]) -> None:
     """Issue 40 item 3: every published GB300 / GB200 pair, MoE or dense, runs a larger ratio than the simulated, by
-    3-18% (by 4-18% until DeepSeek-V3's GB300 recipe, which runs cuDNN's FP8 attention, took cuDNN's own timing of the
+    2.7-18% (3-18% until DP rings that leave a node spread over its members' NICs, simulator/engine/dp_bytes.py
+    ring_nic_share, which sped DeepSeek-V3's GB300 row more than its GB200 one; 4-18% until DeepSeek-V3's GB300 recipe, which runs cuDNN's FP8 attention, took cuDNN's own timing of the
     MLA shape: simulator/costs/attention_shapes.py)."""
     gb300_pairs = [r for r in results.values() if r.pair.faster.startswith(("gb300", "mlm-gb300", "mcore-gb300"))]
     gb300_pairs += _dense("(GB300/GB200)", results)
     assert len(gb300_pairs) == 9
-    assert all(r.unexplained > 1.03 for r in gb300_pairs)
+    assert all(r.unexplained > 1.025 for r in gb300_pairs)
 
 
 def test_mxfp8_over_fp8_current_scaling_gemms_are_tes_ratio_and_the_rest_is_fast(
