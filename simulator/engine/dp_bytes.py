@@ -16,10 +16,11 @@ from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import LayoutSpec
 
 
-def ring_nic_share(in_node: int, size: int, nic_per_nvlink_Bps: float) -> float:
+def ring_nic_share(in_node: int, size: int, nic_over_nvlink: float) -> float:
     """The share of a DP ring's bytes per GPU that one GPU's NIC carries, for a ring of ``size`` GPUs with ``in_node``
-    of them in each node. NCCL lays its rings (channels) so that each of a node's members is where some of them leave
-    it, on its own NIC, and collectives over rings aggregate the NICs' bandwidth where an all-to-all cannot
+    of them in each node (``nic_over_nvlink``: the NIC's bandwidth over NVLink's). NCCL lays its rings (channels) so
+    that each of a node's members is where some of them leave it, on its own NIC, and collectives over rings aggregate
+    the NICs' bandwidth where an all-to-all cannot
     (NVIDIA/nccl-tests #267): 256 H100 with 8 x 400G NICs per node all-gather 2 GB at 200 GB/s of bus bandwidth
     (NVIDIA/nccl #1218), 4.3x one NIC's 46-48 GB/s (nccl-tests #290). So a node's crossing bytes spread over its
     ``in_node`` NICs, while each member takes the rest, (k - 1) / k, over NVLink; NVLink keeps up with at most
@@ -27,7 +28,7 @@ def ring_nic_share(in_node: int, size: int, nic_per_nvlink_Bps: float) -> float:
     of the two. A ring inside one node runs on NVLink alone (the placement's links): 1."""
     if in_node <= 1 or in_node >= size:
         return 1.0
-    return 1.0 / min(in_node, 1.0 + 1.0 / nic_per_nvlink_Bps)
+    return 1.0 / min(in_node, 1.0 + 1.0 / nic_over_nvlink)
 
 
 def grad_wire_bytes(
