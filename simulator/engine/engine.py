@@ -37,7 +37,7 @@ from simulator.engine.grad_sync import (
 from simulator.engine.host_lead import host_end_s, lead_s
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
 from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
-from simulator.engine.ranks import DP, EDP, Place, RankMap
+from simulator.engine.ranks import DP, EDP, Place
 from simulator.engine.result import EngineResult, StageLog, phase_spans
 from simulator.engine.sim_env import environment
 from simulator.engine.timer import CostCache, MemoTimer, OpTimer
@@ -99,7 +99,7 @@ class Engine:
         self._pp_bytes = workload.pp_bytes_per_gpu
         self._per_chunk = per_chunk_sync(workload)  # the interleaved schedule's per-chunk grad sync
         self._buckets_per_step = workload.layers_per_chunk * workload.chunks  # DP buckets: one per layer
-        self._ranks, self._nic_shares = RankMap.of(workload), {}
+        self._nic_shares: dict[int, tuple[float, float]] = {}  # per stage (nic_shares)
 
     @property
     def simulated_ops(self) -> int:
@@ -222,7 +222,7 @@ class Engine:
         shares = self._nic_shares.get(stage)
         if shares is None:
             per_nvlink = self.cluster.nic_effective_Bps / self.gpu.nvlink_bandwidth_Bps
-            counts = (self._ranks.members_in_node(stage, kind) for kind in (DP, EDP))
+            counts = (self.placement.ranks.members_in_node(stage, kind) for kind in (DP, EDP))
             shares = self._nic_shares[stage] = tuple(dp_bytes.ring_nic_share(*count, per_nvlink) for count in counts)
         return shares
 
