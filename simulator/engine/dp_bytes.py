@@ -71,3 +71,21 @@ def dp_outer_wire_bytes(
     groups = workload.outer_sync_groups(stage, chunks)
     grads = grad_wire_bytes(workload.layout, [(grads, n) for grads, _, n in groups])
     return grads, param_wire_bytes(workload.layout, cal, [(params, n) for _, params, n in groups])
+
+
+def grad_transfers(
+    workload: StepWorkload, cal: Calibration, stage: int, shares: tuple[float, float], per_chunk: bool, buckets: int
+) -> int:
+    """How many DP gradient transfers a GPU of ``stage`` makes per step: one per model chunk with gradients to
+    reduce under the interleaved schedule's per-chunk sync (``per_chunk``), else one per bucket of ``buckets`` (none
+    without DP bytes); twice that across DP instances."""
+    twice = 1 + (workload.layout.dp_instances > 1)
+    if workload.dp > 1 and per_chunk:
+        grads = (
+            grad_wire_bytes(workload.layout, workload.chunk_grad_groups(stage, chunk), shares)
+            + dp_outer_wire_bytes(workload, cal, stage, (chunk,))[0]
+            for chunk in range(workload.chunks)
+        )
+        return twice * sum(grad > 0 for grad in grads)
+    grad = dp_wire_bytes(workload, cal, stage, shares)[0] + dp_outer_wire_bytes(workload, cal, stage)[0]
+    return twice * buckets if grad > 0 else 0

@@ -30,8 +30,11 @@ from simulator.engine.gc_budget import fewer_collections
 from simulator.engine.grad_sync import (
     ChunkSyncs,
     EarlyBuckets,
+    ParamGather,
     buckets_during_last_backward,
     chunk_syncs,
+    chunks_gathered,
+    forward_ends_s,
     per_chunk_sync,
 )
 from simulator.engine.host_lead import host_end_s, lead_s
@@ -48,7 +51,7 @@ from topologies.errors import ConfigError
 from topologies.hardware import GpuSpec
 from workloads.graph.optimizer_work import optimizer_shard, stage_newton_schulz
 from workloads.graph.step import StepWorkload
-from workloads.schedules.pipeline_tasks import Task
+from workloads.schedules.pipeline_tasks import FORWARD, Task
 
 
 class Engine:
@@ -147,13 +150,14 @@ class Engine:
     def _stage(
         self,
         place: Place,
-        dp_gate: simpy.Event | None,
+        gather: ParamGather | None,
         syncs: ChunkSyncs | None = None,
         early: EarlyBuckets | None = None,
     ):
-        """Run ``place``'s tasks in order; ``syncs``: the model chunks whose gradient reduction starts after a task
-        (the interleaved schedule's per-chunk grad sync, ``chunk_syncs``); ``early``: the task during which the
-        gradient buckets start as they fill (``buckets_during_last_backward``)."""
+        """Run ``place``'s tasks in order; ``gather``: its DP weight gather (grad_sync.ParamGather); ``syncs``: the
+        model chunks whose gradient reduction starts after a task (the interleaved schedule's per-chunk grad sync,
+        ``chunk_syncs``); ``early``: the task during which the gradient buckets start as they fill
+        (``buckets_during_last_backward``)."""
         env, log, probes, run = self.env, self._logs[place], self.probes, self.timer.run
         stage, schedule, sent_at = place.stage, self.workload.schedule, self._sent_at
         number = self._numbers[place]
@@ -161,9 +165,10 @@ class Engine:
         peers = [(peer, self._numbers[peer]) for peer in map(place.at_stage, range(self.workload.pp))]
         tasks, exposed = log.tasks, log.exposed_comm_s
         first_forward = True
+        held_s = 0.0  # a chunk's first forward held for its weights (after it ends): told with the next task
         runs_ahead, host_end, lead = self.workload.host_runs_ahead, None, 0.0  # the host's lead (host_lead.py)
         for task in self.workload.stage_order(stage):
-            pp_wait_s = dp_wait_s = 0.0  # this task's waits (told to the probes)
+            pp_wait_s, dp_wait_s, held_s = 0.0, held_s, 0.0  # this task's waits (told to the probes)
             for flow in schedule.inputs(stage, task):
                 key = (flow[0], flow[1], flow[2], number)
                 arrival = self._arrival(key)
@@ -174,11 +179,14 @@ class Engine:
                     wait_s = env.now - max(wait_start, sent)
                     log.pp_wait_s += wait_s
                     pp_wait_s += wait_s
-            if first_forward and dp_gate is not None and not dp_gate.triggered:
-                wait_start = env.now
-                yield dp_gate
-                dp_wait_s = env.now - wait_start
-                log.dp_exposed_s += dp_wait_s
+            if first_forward and gather is not None:
+                if not gather.started:  # not aligned: the first forward's pre-hook starts the gather
+                    self._start_gather(place, gather)
+                if not gather.gate.triggered:
+                    wait_start = env.now
+                    yield gather.gate
+                    log.dp_exposed_s += env.now - wait_start
+                    dp_wait_s += env.now - wait_start
             first_forward = False
             for probe in probes:
                 probe.on_inputs(place, stage, task, pp_wait_s, dp_wait_s)
@@ -206,10 +214,16 @@ class Engine:
             if syncs is not None and task in syncs.after:
                 for chunk in syncs.after[task]:
                     self._reduce_chunk(place, chunk, syncs.transfers)
+            if gather is not None and task.direction is FORWARD and task.chunk not in gather.forwarded:
+                gather.forwarded.add(task.chunk)
+                yield from self._forward_waits(gather, task.chunk, timing.compute_busy_s)
+                held_s = env.now - end
+                log.dp_exposed_s += held_s
+                log.params_gathered_s = max(log.params_gathered_s, env.now)  # no steady period begins before it
             for flow in schedule.outputs(stage, task):
                 peer, peer_number = peers[flow.stage]
                 key = (flow[0], flow[1], flow[2], peer_number)
-                sent_at[key] = end
+                sent_at[key] = env.now
                 if flow.stage == stage:  # DualPipeV's turn from chunk 0 to chunk 1 stays in the GPU's memory
                     self._arrival(key).succeed()
                 else:
@@ -231,20 +245,9 @@ class Engine:
         return dp_bytes.dp_wire_bytes(self.workload, self.cal, stage, self.nic_shares(stage))
 
     def dp_grad_transfers(self, stage: int) -> int:
-        """How many DP gradient transfers a GPU of ``stage`` makes per step: one per model chunk with gradients to
-        reduce under the interleaved schedule's per-chunk sync, else one per bucket (none without DP bytes); twice
-        that across DP instances."""
-        w, cal = self.workload, self.cal
-        twice = 1 + (w.layout.dp_instances > 1)
-        if w.dp > 1 and self._per_chunk:
-            grads = (
-                dp_bytes.grad_wire_bytes(w.layout, w.chunk_grad_groups(stage, c), self.nic_shares(stage))
-                + dp_bytes.dp_outer_wire_bytes(w, cal, stage, (c,))[0]
-                for c in range(w.chunks)
-            )
-            return twice * sum(grad > 0 for grad in grads)
-        grad = self.dp_wire_bytes(stage)[0] + dp_bytes.dp_outer_wire_bytes(w, cal, stage)[0]
-        return twice * self._buckets_per_step if grad > 0 else 0
+        """How many DP gradient transfers a GPU of ``stage`` makes per step (dp_bytes.grad_transfers)."""
+        shares = self.nic_shares(stage)
+        return dp_bytes.grad_transfers(self.workload, self.cal, stage, shares, self._per_chunk, self._buckets_per_step)
 
     def _dp_bucket(self, place: Place, kind: str, index: int, nbytes: float, outer_bytes: float) -> simpy.Event:
         """One DP bucket: its ring inside the DP group (or instance), and with several instances (workloads/specs/
@@ -262,17 +265,37 @@ class Engine:
 
         return self.env.process(both())
 
-    def _param_gather(self, place: Place, gate: simpy.Event, buckets: int):
-        """All-gather parameters bucket by bucket; with DP overlap the first bucket opens the stage."""
+    def _start_gather(self, place: Place, gather: ParamGather) -> None:
+        gather.started = True
+        self.env.process(self._param_gather(place, gather))
+
+    def _param_gather(self, place: Place, gather: ParamGather):
+        """All-gather parameters bucket by bucket, chunk after chunk; with DP overlap the first bucket opens the
+        stage."""
         _, params = self.dp_wire_bytes(place.stage)
         _, outer = dp_bytes.dp_outer_wire_bytes(self.workload, self.cal, place.stage)
+        gate, chunks, buckets = gather.gate, gather.chunks, gather.buckets
         for bucket in range(buckets):
             yield self._dp_bucket(place, "dp-params", bucket, params / buckets, outer / buckets)
             if bucket == 0 and self.workload.layout.dp_overlap and not gate.triggered:
                 gate.succeed()
+            for chunk in chunks_gathered(bucket, buckets, len(chunks)):
+                chunks[chunk].succeed(self.env.now)
         if not gate.triggered:
             gate.succeed()
-        self._logs[place].params_gathered_s = self.env.now
+        log = self._logs[place]
+        log.params_gathered_s = max(log.params_gathered_s, self.env.now)
+
+    def _forward_waits(self, gather: ParamGather, chunk: int, forward_s: float):
+        """Hold ``chunk``'s first forward (just run, its compute ``forward_s`` long: a wait for EP peers inside it is
+        not the layers' work) until its last bucket has landed and that bucket's layers have run
+        (grad_sync.forward_ends_s)."""
+        landed = gather.chunks[chunk]
+        if not landed.triggered:
+            yield landed
+        until = forward_ends_s(landed.value, forward_s, gather.buckets / len(gather.chunks))
+        if until > self.env.now:
+            yield self.env.timeout(until - self.env.now)
 
     def _reduce_chunk(self, place: Place, chunk: int, transfers: list[simpy.Event]) -> None:
         """Start the DP reduction of one model chunk's gradients (simulator/engine/grad_sync.py), all its buckets
@@ -347,14 +370,15 @@ class Engine:
         return transfer
 
     def _stage_with_sync(self, place: Place):
-        gate = None
+        gather = None
         if self.workload.dp > 1:
-            gate = self.env.event()
-            self.env.process(self._param_gather(place, gate, self._buckets_per_step))
+            gather = ParamGather.of(self.env, self.workload.stage_order(place.stage), self._buckets_per_step)
+            if self.workload.layout.align_param_gather:
+                self._start_gather(place, gather)
         syncs = chunk_syncs(self.workload, place.stage) if self.workload.dp > 1 and self._per_chunk else None
         during = buckets_during_last_backward(self.workload, place.stage) if syncs is None else None
         early = EarlyBuckets(during, self.env.event()) if during is not None else None
-        yield from self._stage(place, gate, syncs, early)
+        yield from self._stage(place, gather, syncs, early)
         yield from self._grad_sync(place, syncs, early)
 
     def run(self) -> EngineResult:

@@ -1,4 +1,5 @@
-"""When each model chunk's gradients start their DP reduction under Megatron-Core's interleaved schedule.
+"""When each model chunk's gradients start their DP reduction under Megatron-Core's interleaved schedule, and what a
+chunk's first forward waits for in the DP weight gather (``ParamGather``, at the end).
 
 With --overlap-grad-reduce Megatron-Core (and Megatron-Bridge, whose setup passes align_grad_reduce, default True)
 sets ``config.grad_sync_func`` to each chunk's ``start_grad_sync``
@@ -25,6 +26,7 @@ as well.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import simpy
@@ -108,3 +110,46 @@ def buckets_during_last_backward(workload: StepWorkload, stage: int) -> Task | N
         if weight_gradients_of(task) is not None:
             last = task
     return last
+
+
+# --- the weight gather ----------------------------------------------------------------------------------------------
+# Megatron-Core with --overlap-param-gather (NVIDIA/Megatron-LM d98e8a64: distributed_data_parallel.py
+# _make_forward_pre_hook, param_and_grad_buffer.py finish_param_sync): each module's forward pre-hook waits for its
+# bucket's all-gather before it runs and only then dispatches the next bucket's, so a model chunk's first forward
+# ends no earlier than its last bucket lands plus that bucket's share of the forward. Under --align-param-gather
+# (Megatron-LM's default with the interleaved schedule, arguments.py validate_args) the schedule starts every stage's
+# gather as the step starts (config.param_sync_func); without it the first forward's pre-hook starts it, so a stage
+# gathers only once its first forward's inputs are in. Without --overlap-param-gather the optimizer step gathers every
+# bucket before the next forward: the stage's first task waits for the last one.
+
+
+@dataclass
+class ParamGather:
+    """A stage's weight gather: ``gate`` fires when its first task may start (its first bucket landed, or every
+    bucket without DP overlap), ``chunks[c]`` when model chunk ``c``'s buckets have all landed (its value: the
+    time); ``started`` once the gather runs; ``forwarded``: the chunks whose first forward has run."""
+
+    gate: simpy.Event
+    chunks: list[simpy.Event]
+    buckets: int
+    started: bool = False
+    forwarded: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, env: simpy.Environment, order: Iterable[Task], buckets: int) -> ParamGather:
+        """The gather in ``buckets`` buckets (at least one per chunk) of a stage whose tasks run in ``order`` (it holds
+        the model chunks its tasks name: DualPipe's two directions among them)."""
+        chunks = 1 + max(task.chunk for task in order)
+        return cls(env.event(), [env.event() for _ in range(chunks)], max(buckets, chunks))
+
+
+def chunks_gathered(bucket: int, buckets: int, chunks: int) -> range:
+    """The chunks whose buckets are all in once ``bucket`` (of ``buckets``, split evenly over ``chunks`` in chunk
+    order, as the schedule first runs them) has landed."""
+    return range(bucket * chunks // buckets, (bucket + 1) * chunks // buckets)
+
+
+def forward_ends_s(landed_s: float, forward_s: float, buckets: float) -> float:
+    """The earliest end of a chunk's first forward, ``forward_s`` long over its ``buckets`` buckets, whose last
+    bucket landed at ``landed_s``: that bucket's layers still run after it lands."""
+    return landed_s + forward_s / buckets

@@ -149,7 +149,8 @@ def mser_truncation(spans_s: list[float]) -> int:
     for d in range(len(spans_s) // 2 + 1):
         rest = spans_s[d:]
         mean = sum(rest) / len(rest)
-        statistic = sum((x - mean) ** 2 for x in rest) / len(rest) ** 2
+        # products, not ** 2: a step of overflowing spans (a straggler of 1e308) gives inf instead of raising
+        statistic = sum((x - mean) * (x - mean) for x in rest) / (len(rest) * len(rest))
         if best is None or statistic < best:
             best, best_d = statistic, d
     return best_d

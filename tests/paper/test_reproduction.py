@@ -92,7 +92,7 @@ def test_stored_fit_matches_the_fit():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="Issue #11's band [0.85, 1.15]: the refit residual is 0.8441 (the fit row's own stack launches at a bare torch op's host time, unchanged when Megatron-Core's kernels took a TE module's; 0.8443 before TE's FP8 gathers and norm backward bytes; 0.8425 before the layer's residual adds, gradient sums and Q/K/V copies; 0.8438 before the first stage's gradient buckets started under its last backward; 0.8432 before the optimizer step by passes and the embedding gradient, 0.8468 before the token dispatchers' kernels; "
+    reason="Issue #11's band [0.85, 1.15]: the refit residual is 0.8458 (0.8441 before a model chunk's first forward waited for its last weight bucket; the fit row's own stack launches at a bare torch op's host time, unchanged when Megatron-Core's kernels took a TE module's; 0.8443 before TE's FP8 gathers and norm backward bytes; 0.8425 before the layer's residual adds, gradient sums and Q/K/V copies; 0.8438 before the first stage's gradient buckets started under its last backward; 0.8432 before the optimizer step by passes and the embedding gradient, 0.8468 before the token dispatchers' kernels; "
     "below 0.85 since NCCL's latency model sends an all-to-all to every peer at once, one step where 3 us per peer "
     "were charged: the fit row's step lost more all-to-all latency than its ring collectives gained, so its GEMMs "
     "take the rest).",
@@ -163,6 +163,13 @@ def test_weak_scaling_ratio(weak_frame):
     assert weak_frame.speedup.between(low - WEAK_SCALING_SPEEDUP_TOLERANCE, high + WEAK_SCALING_SPEEDUP_TOLERANCE).all()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="A near tie, flipped: MegaScale-MoE 0.52% against Megatron-LM 0.50% (paper 0.2% and 2.74%) since a model "
+    "chunk's first forward waits for its last weight bucket (Megatron-Core's forward pre-hooks); the exposed DP time "
+    "grows with (d-1)/d in both, 0.04 s and 0.06 s from 480 to 1,440 GPUs, a larger share of MegaScale-MoE's shorter "
+    "step. Before, 0.28% against 0.36%; neither reproduces the paper's 2.74%, which the fluid model does not explain.",
+)
 def test_weak_scaling_megatron_lm_degrades_more(weak_frame):
     assert weak_scaling.degradation(weak_frame, "megascale-moe") < weak_scaling.degradation(weak_frame, "megatron-lm")
 

@@ -159,6 +159,15 @@ def test_ep_overlap_flags_are_simulated_with_virtual_stages() -> None:
     assert not alone.layout.delay_wgrad and alone.ignored[-1].flag == "--delay-wgrad-compute"
 
 
+def test_param_gather_is_aligned_only_under_the_interleaved_schedule() -> None:
+    """Megatron-LM's validate_args turns --align-param-gather off without the interleaved schedule; with it, it stays
+    on unless --no-align-param-gather."""
+    interleaved = FLAGS + " --num-virtual-stages-per-pipeline-rank 2"
+    assert not layout(FLAGS).align_param_gather
+    assert layout(interleaved).align_param_gather
+    assert not layout(interleaved + " --no-align-param-gather").align_param_gather
+
+
 def test_explicit_batch_and_sequence_flags_win(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*RUN, "--megatron-args", FLAGS, "--global-batch", "64", "--seq-len", "2048"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -172,6 +172,7 @@ FLAGS: dict[str, Flag] = {
     "--min-offloaded-tensor-size": Flag(I),
     "--overlap-grad-reduce": Flag(S),
     "--overlap-param-gather": Flag(S),
+    "--no-align-param-gather": Flag(S),  # workloads/specs/layouts.py align_param_gather
     "--use-precision-aware-optimizer": Flag(S),
     "--main-grads-dtype": Flag(T, ("fp32", "bf16")),
     "--grad-reduce-in-bf16": Flag(S),

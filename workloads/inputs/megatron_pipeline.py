@@ -260,6 +260,9 @@ def pipeline_fields(args: dict[str, Any], model: ModelSpec, fields: dict[str, An
         "virtual_stages": chunks,
         "schedule": "interleaved" if chunks > 1 else "1f1b",
         "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
+        # validate_args (NVIDIA/Megatron-LM d98e8a64 arguments.py): --align-param-gather is on by default and turned off
+        # without the interleaved schedule
+        "align_param_gather": chunks > 1 and not args.get("--no-align-param-gather"),
     }
     if granularity(args) == "full":
         recomputed = args["--recompute-num-layers"]

@@ -156,6 +156,10 @@ class LayoutSpec:
     outer_dp_sharding: str = "no_shard"
     capacity_factor: float = 1.25  # expert GEMMs run on capacity-padded buffers
     dp_overlap: bool = True  # MegaScale (NSDI'24): DP sync overlapped with the first/last micro-batches
+    # true: every stage starts gathering its weights as the step starts (Megatron's --align-param-gather, its default
+    # under the interleaved schedule; the paper's stack does not say); false: each stage as its first forward starts.
+    # Either way a layer's forward waits for its bucket (simulator/engine/grad_sync.py ParamGather).
+    align_param_gather: bool = True
     a2a_topk_threshold: int = 6  # MegaScale-MoE's dispatch switches from all-to-all to AG/RS above this top-k
     # Beyond the paper (validated in workloads.specs.validation; defaults = the paper's layouts).
     ep: int = 0  # EP degree; 0 = intra_size (in-node EP); > GPUs per node spans nodes (DeepEP style)
