@@ -39,6 +39,7 @@ def draw_step(draw: st.DrawFn, gpn: int, n: int, cp: int, pp: int, dp: int, afte
     changes["gemm_dtype"] = draw(st.sampled_from(["bf16", "fp8"]))
     changes["recompute"] = draw(st.sampled_from(["none", "sar", "full"]))
     changes["dp_overlap"] = draw(st.booleans())
+    changes["align_param_gather"] = draw(st.booleans())  # Megatron-LM 1F1B: each stage gathers from its first forward
     base = draw(st.sampled_from(["megascale-moe", "megatron-lm", "sp-ep"]))
     micro_batches = pp * draw(st.sampled_from([1, 2])) * (2 if schedule.startswith("dualpipe") else 1)
     nic_Bps = draw(st.sampled_from([2e9, 25e9, 50e9]))

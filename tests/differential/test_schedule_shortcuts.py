@@ -88,6 +88,22 @@ def test_each_schedule_extrapolates_to_its_full_run(name: str, pp: int, micro_ba
         assert abs(step.result.step_time_s / full.step_time_s - 1) <= LINE_STEP_BOUND_REL
 
 
+@pytest.mark.parametrize("pp, micro_batches", [(2, 64), (4, 96)])
+def test_gathers_from_the_first_forward_extrapolate_as_aligned_ones(pp: int, micro_batches: int) -> None:
+    """Megatron-LM's plain 1F1B (no --align-param-gather: each stage starts its weight gather at its first forward,
+    grad_sync.ParamGather) takes the path the aligned 1F1B takes: exact at PP 2, the one-run line at PP 4."""
+    workload, cluster = _step({"schedule": "1f1b", "align_param_gather": False}, micro_batches, pp)
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    if pp == 2:
+        assert step.bound_rel == 0.0
+        assert_same_fields(step.result, full)
+        return
+    assert (step.bound_rel, len(step.runs)) == (LINE_BOUND_REL, 1)
+    error, field = relative_error(fields_of(step.result), fields_of(full))
+    assert error <= step.bound_rel, field
+
+
 @pytest.mark.parametrize("name, pp, micro_batches", [("zb1p", 2, 96), ("1f1b", 4, 96), ("dualpipe+ep_overlap", 4, 128)])
 def test_the_two_run_line_where_one_run_does_not_hold(
     monkeypatch: pytest.MonkeyPatch, name: str, pp: int, micro_batches: int
