@@ -23,9 +23,9 @@ SCHEDULES = ("1f1b", "interleaved", "zb1p", "dualpipe", "dualpipev")
 
 def draw_step(draw: st.DrawFn, gpn: int, n: int, cp: int, pp: int, dp: int, after=None) -> tuple:
     """A step on ``n`` x ``cp`` x ``pp`` x ``dp`` GPUs of ``gpn`` per node: model, schedule, EP / ETP and
-    dispatcher, precision, recompute, DP overlap, layout preset, micro-batches and NIC drawn, then ``after(draw,
-    gpus)``'s draw (a fault, say); (workload, cluster, what ``after`` drew). An invalid combination is assumed
-    away."""
+    dispatcher, precision, recompute, DP overlap (the weight gather aligned as Megatron-LM aligns it), layout preset,
+    micro-batches and NIC drawn, then ``after(draw, gpus)``'s draw (a fault, say); (workload, cluster, what ``after``
+    drew). An invalid combination is assumed away."""
     gpus = n * cp * pp * dp
     model = draw(st.sampled_from([TINY, TINY16, DENSE]))
     schedule = draw(st.sampled_from(SCHEDULES))
@@ -39,7 +39,9 @@ def draw_step(draw: st.DrawFn, gpn: int, n: int, cp: int, pp: int, dp: int, afte
     changes["gemm_dtype"] = draw(st.sampled_from(["bf16", "fp8"]))
     changes["recompute"] = draw(st.sampled_from(["none", "sar", "full"]))
     changes["dp_overlap"] = draw(st.booleans())
-    changes["align_param_gather"] = draw(st.booleans())  # Megatron-LM 1F1B: each stage gathers from its first forward
+    # as Megatron-LM sets it (no draw, so the examples stay those drawn before): without the interleaved schedule each
+    # stage gathers its weights from its first forward
+    changes["align_param_gather"] = schedule == "interleaved"
     base = draw(st.sampled_from(["megascale-moe", "megatron-lm", "sp-ep"]))
     micro_batches = pp * draw(st.sampled_from([1, 2])) * (2 if schedule.startswith("dualpipe") else 1)
     nic_Bps = draw(st.sampled_from([2e9, 25e9, 50e9]))
