@@ -31,25 +31,28 @@ def ring_nic_share(in_node: int, size: int, nic_over_nvlink: float) -> float:
     return 1.0 / min(in_node, 1.0 + 1.0 / nic_over_nvlink)
 
 
+def _ring_bytes(
+    groups: list[tuple[float, int]], shares: tuple[float, ...], per_param: float, efficiency: float
+) -> float:
+    """Ring wire bytes per GPU of (parameters, GPUs of the ring) pairs, each at its NIC share (the dense group first,
+    then the experts', where there are): (d - 1) / d of them, ``per_param`` bytes each at ``efficiency``."""
+    pairs = zip(groups, shares)
+    return sum(params * per_param * ((dp - 1) / dp) / efficiency * share for (params, dp), share in pairs if dp > 1)
+
+
 def grad_wire_bytes(
     layout: LayoutSpec, groups: list[tuple[float, int]], shares: tuple[float, ...] = (1.0, 1.0)
 ) -> float:
     """Gradient wire bytes per GPU of (parameters reduced, GPUs of the ring) pairs, each at its NIC share."""
     per_param = dp_gradient_bytes_per_param(layout.grad_sync, layout.main_grads_dtype)
-    efficiency = dp_gradient_efficiency(layout.grad_sync)
-    pairs = zip(groups, shares)  # the dense group first, then the experts', where there are
-    return sum(grads * per_param * ((dp - 1) / dp) / efficiency * share for (grads, dp), share in pairs if dp > 1)
+    return _ring_bytes(groups, shares, per_param, dp_gradient_efficiency(layout.grad_sync))
 
 
 def param_wire_bytes(
     layout: LayoutSpec, cal: Calibration, groups: list[tuple[float, int]], shares: tuple[float, ...] = (1.0, 1.0)
 ) -> float:
     """Weight all-gather wire bytes per GPU of (parameters gathered, GPUs of the ring) pairs, each at its NIC share."""
-    per_param = param_gather_bytes(layout)
-    pairs = zip(groups, shares)  # the dense group first, then the experts', where there are
-    return sum(
-        params * per_param * ((dp - 1) / dp) / cal.ring_efficiency * share for (params, dp), share in pairs if dp > 1
-    )
+    return _ring_bytes(groups, shares, param_gather_bytes(layout), cal.ring_efficiency)
 
 
 def dp_wire_bytes(
