@@ -39,10 +39,11 @@ def read_yaml(what: str, path: str | Path) -> dict:
 def _loader() -> type:
     """PyYAML's safe loader, reading YAML 1.2 / JSON floats too: ``50e9`` and ``1e-6`` are numbers, not strings
     (YAML 1.1 wants ``5.0e+10``), so SI values such as a cluster's bandwidths can be written as people write them.
-    Built on first use: yaml is imported by what reads YAML, not by ``import simulator`` (issue #16)."""
+    Built on first use: yaml is imported by what reads YAML, not by ``import simulator`` (issue #16). libyaml's
+    parser where PyYAML was built with it (the same nodes, several times faster), else PyYAML's own."""
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         pass
 
     Loader.add_implicit_resolver(
