@@ -58,7 +58,8 @@ def write_base(
         run = job.resolve(model_spec, settings, gpus)
     except ConfigError as error:  # said in Megatron's flag terms
         raise job.explain(error) from None
-    layout = searchable(run.layout, not run.model.moe_layers)
+    aligns = not job.args.get("--no-align-param-gather")
+    layout = searchable(run.layout, not run.model.moe_layers, aligns)
     folder.mkdir(parents=True, exist_ok=True)
     model_path, layout_path = folder / "model.yaml", folder / "job-layout.yaml"
     write_text(model_path, model_to_yaml(run.model))
@@ -74,7 +75,7 @@ def write_base(
                 continue  # a TP the model cannot take: its points are refused as invalid
             by_tp[tp, ffn] = (str(folder / f"model-tp{tp}.yaml"), str(folder / f"job-layout-tp{tp}-{ffn}.yaml"))
             write_text(by_tp[tp, ffn][0], model_to_yaml(at_tp.model))
-            write_text(by_tp[tp, ffn][1], layout_to_yaml(searchable(at_tp.layout, not at_tp.model.moe_layers)))
+            write_text(by_tp[tp, ffn][1], layout_to_yaml(searchable(at_tp.layout, not at_tp.model.moe_layers, aligns)))
     return MegatronBase(
         str(model_path),
         str(layout_path),
@@ -110,10 +111,19 @@ def job_dispatchers(args_text: str, model: ModelSpec, gpus: int, own: str) -> tu
     return tuple(kept)
 
 
-def searchable(layout: LayoutSpec, dense: bool) -> LayoutSpec:
+def searchable(layout: LayoutSpec, dense: bool, aligns: bool = True) -> LayoutSpec:
     """A job's layout as the base of searched points: sequence parallelism on, its own pipeline split dropped; a
-    dense model's FFN under TP (Megatron resolves EP 1 as ffn "ep", dropless, which a TP FFN point would break)."""
-    layout = layout.with_(name="megatron-job", sequence_parallel=True, block_layers=(), recompute_kept_layers=0)
+    dense model's FFN under TP (Megatron resolves EP 1 as ffn "ep", dropless, which a TP FFN point would break).
+    ``align_param_gather`` says whether the job lets Megatron-LM align the weight gathers (no
+    --no-align-param-gather); each point then aligns only under the interleaved schedule, as Megatron-LM does
+    (experiments/search/space.py megatron_aligned)."""
+    layout = layout.with_(
+        name="megatron-job",
+        sequence_parallel=True,
+        block_layers=(),
+        recompute_kept_layers=0,
+        align_param_gather=aligns,
+    )
     return layout.with_(ffn="tp", dropless=False, ep=0, etp=1) if dense else layout
 
 

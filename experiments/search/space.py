@@ -360,6 +360,17 @@ def _fitting(fields: dict[str, object], context: tuple) -> tuple[list[dict[str, 
     return fit, None if error is None else error.field, tried
 
 
+def megatron_aligned(
+    point: dict[str, object], bases: dict[tuple[int, str], tuple[ModelSpec, LayoutSpec]]
+) -> dict[str, object]:
+    """A Megatron job's point with its weight gathers aligned as Megatron-LM aligns them: only under the interleaved
+    schedule, where the job allows it (validate_args, NVIDIA/Megatron-LM d98e8a64 arguments.py), so that the
+    printed arguments run back to the ranked step."""
+    base = bases.get((int(point["intra_size"]), str(point["ffn"])))
+    allowed = base is not None and base[1].align_param_gather
+    return {**point, "align_param_gather": allowed and point["schedule"] == "interleaved"}
+
+
 def layouts(
     model: ModelSpec,
     base: LayoutSpec,
@@ -385,6 +396,8 @@ def layouts(
         if uneven and not space.uneven_pp:
             pruned.divide += 1
             continue
+        if bases:
+            point = megatron_aligned(point, bases)
         checked.append({**point, "uneven_pp": uneven} if uneven else point)
     context = (model, base, job, tiers, bases or {})
     if workers is None:

@@ -149,7 +149,12 @@ def test_the_default_search_answers_in_megatron_words(capsys) -> None:
     assert command.startswith("moesim run --model mixtral-8x7b --cluster h800 --gpus 16 --megatron-args ")
     assert main([*shlex.split(command)[1:], "--json"]) == 0
     step_s = float(re.search(r"\s(\d+\.\d{3})\s", " ".join(ranked[0])).group(1))  # step s: 3 decimals
-    assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(step_s, abs=5e-4)
+    tokens_per_s = float(re.search(r"\s([\d,]{5,})\s", " ".join(ranked[0])).group(1).replace(",", ""))
+    again = json.loads(capsys.readouterr().out)
+    assert again["step_time_s"] == pytest.approx(step_s, abs=5e-4)
+    # to the printed token: the arguments set every field the row simulated (the weight gathers aligned under
+    # interleaving only, as Megatron-LM aligns them, is one such)
+    assert again["tokens_per_s"] == pytest.approx(tokens_per_s, abs=0.5)
 
 
 def test_each_tp_simulates_the_vocabulary_megatron_pads(tmp_path) -> None:
