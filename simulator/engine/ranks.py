@@ -115,8 +115,20 @@ class RankMap:
             if self.gpu(member) // self.gpus_per_node != node:
                 break
             count += 1
-        size = self.dp_inner * self.cp if kind == DP else self.dp * self.group // self.instances // (self.ep * self.etp)
-        return count, size
+        return count, self.size(kind)
+
+    def size(self, kind: str) -> int:
+        """Members of a group of ``kind``: what ``members`` walks, without walking it."""
+        if kind == DP:
+            return self.dp_inner * self.cp
+        if kind == EDP:
+            return self._edp_span // (self.ep * self.etp)
+        return {TP: self.n, CP: self.cp, EP: self.ep, ETP: self.etp}[kind]
+
+    @property
+    def _edp_span(self) -> int:
+        """GPUs of one stage of one DP instance, numbered in the expert layers' order: one EDP group's stride."""
+        return self.dp * self.group // self.instances
 
     def _members(self, place: Place, kind: str) -> Iterator[Place]:
         d, s, j = place.replica, place.stage, place.rank
@@ -132,9 +144,8 @@ class RankMap:
         local = d * self.group + j  # the expert layers' order over the stage's GPUs
         experts = self.ep * self.etp
         if kind == EDP:  # the same position in every expert group of the stage (of its instance): its experts' replicas
-            span = self.dp * self.group // self.instances
-            start = local - local % span + local % experts
-            return (Place(i // self.group, s, i % self.group) for i in range(start, start + span, experts))
+            start = local - local % self._edp_span + local % experts
+            return (Place(i // self.group, s, i % self.group) for i in range(start, start + self._edp_span, experts))
         if kind == EP:
             first = local - local % experts + local % self.etp
             locals_ = range(first, first + experts, self.etp)

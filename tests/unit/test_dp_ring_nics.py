@@ -8,7 +8,7 @@ import pytest
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.dp_bytes import dp_wire_bytes, ring_nic_share
 from simulator.engine.engine import Engine
-from simulator.engine.ranks import DP, EDP, Place, RankMap
+from simulator.engine.ranks import CP, DP, EDP, EP, ETP, TP, Place, RankMap
 from topologies.cluster import cluster_preset
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import LayoutSpec
@@ -26,6 +26,24 @@ def test_members_in_node_by_hand() -> None:
     assert RankMap(pp=1, dp=32, n=2, cp=1, ep=2, etp=1, gpus_per_node=8).members_in_node(0, DP) == (4, 32)
     # TP 8 fills the node: one replica per node, every stage
     assert RankMap(pp=4, dp=2, n=8, cp=1, ep=8, etp=1, gpus_per_node=8).members_in_node(3, DP) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    "ranks",
+    [
+        RankMap(pp=1, dp=64, n=1, cp=1, ep=8, etp=1, gpus_per_node=8),
+        RankMap(pp=2, dp=8, n=2, cp=2, ep=4, etp=2, gpus_per_node=8),
+        RankMap(pp=3, dp=12, n=4, cp=1, ep=16, etp=1, gpus_per_node=4, instances=3),
+        RankMap(pp=1, dp=6, n=1, cp=2, ep=3, etp=1, gpus_per_node=72, instances=2),
+    ],
+)
+def test_a_groups_size_is_its_members(ranks: RankMap) -> None:
+    """``size`` (what members_in_node counts the ring by) is the length of the group ``members`` walks, for every
+    kind and every place."""
+    for gpu in range(ranks.pp * ranks.dp * ranks.group):
+        place = ranks.place(gpu)
+        for kind in (TP, CP, EP, ETP, DP, EDP):
+            assert len(ranks.members(place, kind)) == ranks.size(kind), (place, kind)
 
 
 def test_share_by_hand() -> None:
