@@ -43,6 +43,21 @@ class Published:
 # H800 NVLink as measured (DeepSeek-V3 report Sec. 3.2.2; topologies.hardware h800): DeepEP's intranode
 # numbers below are relative to it.
 _H800_NVLINK_GBPS = 160.0
+# A 400 Gb/s CX7 NIC at NCCL's rate (topologies.cluster nic_efficiency 0.94 of 50 GB/s): DeepEP's internode numbers
+# below are relative to it.
+_CX7_NCCL_GBPS = 47.0
+
+
+def on_the_wire(logical_gbps: float, ranks: int) -> float:
+    """The bandwidth a DeepEP-class kernel moves over its link, from the "logical bandwidth" its benchmark prints:
+    that counts every token a rank receives, its own included (DeepEP tests/legacy/test_intranode.py: recv_x.numel(),
+    test_internode.py: tokens to its own node among the RDMA ones; README at dd758caf: "the results are logical
+    bandwidth ... 90 GB/s actually contains local rank traffic"; HybridEP tests/test_hybrid_ep.py likewise; the
+    maintainer in deepseek-ai/DeepEP#285: EP16's "bus bandwidth is only 43 * 0.5 = 21.5GB/s", #141). Under the
+    benchmarks' uniform routing over ``ranks`` ranks (or nodes), (ranks - 1) / ranks of those bytes cross the link;
+    the simulator counts only those (workloads/ep/plan.py), so it divides them by this rate."""
+    return logical_gbps * (ranks - 1) / ranks
+
 
 EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
     (Algorithm.RING, Link.NVLINK): Published(
@@ -66,21 +81,26 @@ EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
         "epoverlap's gaps list what was searched)",
     ),
     (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
-        153.0 / _H800_NVLINK_GBPS,
-        "deepseek-ai/DeepEP README, intranode EP 8 on H800: dispatch 153 GB/s (NVLink) of the 160 GB/s measured",
+        on_the_wire(153.0, 8) / _H800_NVLINK_GBPS,
+        "deepseek-ai/DeepEP README (V1), intranode EP 8 on H800: dispatch 153 GB/s (NVLink), logical: 134 on the "
+        "wire of the 160 GB/s measured",
     ),
     (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
-        158.0 / _H800_NVLINK_GBPS,
-        "deepseek-ai/DeepEP README, intranode EP 8 on H800: combine 158 GB/s (NVLink) of the 160 GB/s measured",
+        on_the_wire(158.0, 8) / _H800_NVLINK_GBPS,
+        "deepseek-ai/DeepEP README (V1), intranode EP 8 on H800: combine 158 GB/s (NVLink), logical: 138 on the "
+        "wire of the 160 GB/s measured",
     ),
+    # EP 64 (8 nodes), the largest row; EP 16's is NVLink-bound on the H800 (deepseek-ai/DeepEP#285), EP 32's
+    # 58 / 57 GB/s logical are 43.5 / 42.8 on the wire. DeepEP V2 (README at dd758caf, SM90, CX7): EP 8 x 4 61 / 61
+    # GB/s logical, 45.8 on the wire.
     (Algorithm.DEEPEP_DISPATCH, Link.NIC): Published(
-        1.0,
-        "deepseek-ai/DeepEP README, internode: 43-58 GB/s RDMA bottleneck bandwidth for EP 16-64 on 400 Gb/s "
-        "CX7, i.e. the NIC's NCCL rate (the 46-48 GB/s above)",
+        on_the_wire(51.0, 8) / _CX7_NCCL_GBPS,
+        "deepseek-ai/DeepEP README (V1), internode EP 64 on H800 + 400 Gb/s CX7: dispatch 51 GB/s RDMA, logical: "
+        "44.6 on the wire, of the NIC's 47 at NCCL's rate",
     ),
     (Algorithm.DEEPEP_COMBINE, Link.NIC): Published(
-        1.0,
-        "deepseek-ai/DeepEP README, internode combine: 43-58 GB/s RDMA for EP 16-64, the NIC's NCCL rate",
+        on_the_wire(50.0, 8) / _CX7_NCCL_GBPS,
+        "deepseek-ai/DeepEP README (V1), internode EP 64: combine 50 GB/s RDMA, logical: 43.8 on the wire of 47",
     ),
 }
 # NCCL's all-to-all over NVLink: Calibration.all_to_all_efficiency (1.0: "non-allreduce operations" reach the
@@ -98,12 +118,14 @@ _NVLINK5_GBPS = 680.0
 # table), so the NIC entries stay Hopper's.
 _BLACKWELL_EFFICIENCY: dict[tuple[Algorithm, Link], Published] = {
     (Algorithm.DEEPEP_DISPATCH, Link.NVLINK): Published(
-        643.0 / _NVLINK5_GBPS,
-        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs of NCCL's 680",
+        on_the_wire(643.0, 8) / _NVLINK5_GBPS,
+        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: dispatch 643 GB/s NVLink at 24 SMs, logical: 563 "
+        "on the wire of NCCL's 680",
     ),
     (Algorithm.DEEPEP_COMBINE, Link.NVLINK): Published(
-        675.0 / _NVLINK5_GBPS,
-        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs of NCCL's 680",
+        on_the_wire(675.0, 8) / _NVLINK5_GBPS,
+        "deepseek-ai/DeepEP@dd758caf README, SM100 (B200) EP 8: combine 675 GB/s NVLink at 24 SMs, logical: 591 "
+        "on the wire of NCCL's 680",
     ),
 }
 # Blackwell Ultra (B300, GB300): the same NVLink 5; DeepEP publishes SM100 only, taken for SM103 (assumed).
@@ -244,11 +266,13 @@ HYBRIDEP_NVLINK5_GBPS: dict[str, dict[int, tuple[float, float]]] = {
 
 
 def hybridep_efficiency(gpu_name: str, ranks: int) -> float | None:
-    """HybridEP's published BF16 kernel rate over NCCL's NVLink 5 rate at the nearest published rank count at or
-    above ``ranks`` (the largest beyond), the harmonic mean of dispatch and combine; None where unpublished."""
+    """HybridEP's published BF16 kernel rate on the wire (``on_the_wire``: its algorithm bandwidth counts a rank's own
+    tokens) over NCCL's NVLink 5 rate at the nearest published rank count at or above ``ranks`` (the largest
+    beyond), the harmonic mean of dispatch and combine; None where unpublished."""
     table = HYBRIDEP_NVLINK5_GBPS.get(gpu_name)
     if not table:
         return None
     published = sorted(table)
-    dispatch, combine = table[next((r for r in published if r >= ranks), published[-1])]
+    at = next((r for r in published if r >= ranks), published[-1])
+    dispatch, combine = (on_the_wire(rate, at) for rate in table[at])
     return 2 / (_NVLINK5_GBPS / dispatch + _NVLINK5_GBPS / combine)

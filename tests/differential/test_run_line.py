@@ -47,12 +47,12 @@ def test_the_line_declines_too_few_periods() -> None:
 
 
 def test_the_line_declines_stages_out_of_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ZB1P at PP 4 from 20 micro-batches: its stages' paces differ by more than PACE_REL (a slack still being
+    """ZB1P at PP 4 from 12 micro-batches: its stages' paces differ by more than PACE_REL (a slack still being
     spent), so the line declines it whatever the periods it keeps, and takes it once the pace rule is loosened;
     from 40 the stages keep one pace."""
     monkeypatch.setattr(run_line, "MIN_PERIODS", 1)
-    assert _line("zb1p", 4, 128, 20)[0] is None
+    assert _line("zb1p", 4, 128, 12)[0] is None
     monkeypatch.setattr(run_line, "PACE_REL", 1.0)
-    assert _line("zb1p", 4, 128, 20)[0] is not None
+    assert _line("zb1p", 4, 128, 12)[0] is not None
     monkeypatch.undo()
     assert _line("zb1p", 4, 128, 40)[0] is not None

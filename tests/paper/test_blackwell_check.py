@@ -59,36 +59,36 @@ from simulator.report.simulate import simulate
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5664, 6412),  # measured 6,288: -9.9% / +2.0%
-    "gb200-deepseek-v3-256": (4543, 5156),  # measured 4,912: -7.5% / +5.0%
-    "gb300-gpt-oss-120b-64": (29592, 32095),  # measured 33,024: -10.4% / -2.8%
-    "gb200-gpt-oss-120b-64": (27716, 29992),  # measured 28,672: -3.3% / +4.6%
-    "gb300-qwen3-30b-a3b-8": (43658, 48138),  # measured 44,544: -2.0% / +8.1%
-    "gb200-qwen3-30b-a3b-8": (41039, 45364),  # measured 39,936: +2.8% / +13.6%
-    "gb300-nemotron-3-nano-8": (44057, 47078),  # measured 39,936: +10.3% / +17.9%
-    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34629, 35044),  # measured 33,522: +3.3% / +4.5%
-    "bridge-b300-nemotron-3-nano-8-mxfp8": (46217, 50271),  # measured 37,316: +23.9% / +34.7%
-    "bridge-b200-nemotron-3-nano-8-mxfp8": (42155, 45396),  # measured 32,768: +28.6% / +38.5%
-    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (29198, 30955),  # measured 28,672: +1.8% / +8.0% (stop 53)
-    "gb300-qwen3-235b-a22b-256": (7908, 8796),  # measured 8,816: -10.3% / -0.2%
-    "gb200-qwen3-235b-a22b-256": (7035, 7863),  # measured 7,280: -3.4% / +8.0%
+    "gb300-deepseek-v3-256": (5658, 6405),  # measured 6,288: -10.0% / +1.9%
+    "gb200-deepseek-v3-256": (4540, 5152),  # measured 4,912: -7.6% / +4.9%
+    "gb300-gpt-oss-120b-64": (29351, 31811),  # measured 33,024: -11.1% / -3.7%
+    "gb200-gpt-oss-120b-64": (27601, 29858),  # measured 28,672: -3.7% / +4.1%
+    "gb300-qwen3-30b-a3b-8": (43249, 47642),  # measured 44,544: -2.9% / +7.0%
+    "gb200-qwen3-30b-a3b-8": (40735, 44993),  # measured 39,936: +2.0% / +12.7%
+    "gb300-nemotron-3-nano-8": (43527, 46474),  # measured 39,936: +9.0% / +16.4%
+    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34523, 34936),  # measured 33,522: +3.0% / +4.2%
+    "bridge-b300-nemotron-3-nano-8-mxfp8": (45392, 49297),  # measured 37,316: +21.6% / +32.1%
+    "bridge-b200-nemotron-3-nano-8-mxfp8": (41638, 44796),  # measured 32,768: +27.1% / +36.7%
+    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (28944, 30863),  # measured 28,672: +1.0% / +7.6% (stop 53)
+    "gb300-qwen3-235b-a22b-256": (7889, 8773),  # measured 8,816: -10.5% / -0.5%
+    "gb200-qwen3-235b-a22b-256": (7022, 7847),  # measured 7,280: -3.5% / +7.8%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7712, 8555),  # measured 8,162: -5.5% / +4.8%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6680, 7090),  # measured 5,919: +12.9% / +19.8%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7901, 8755),  # measured 9,431: -16.2% / -7.2%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25772, 27579),  # measured 21,916: +17.6% / +25.8%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (27055, 28815),  # measured 20,877: +29.6% / +38.0%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (32204, 34909),  # measured 25,997: +23.9% / +34.3%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7697, 8537),  # measured 8,162: -5.7% / +4.6%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6677, 7086),  # measured 5,919: +12.8% / +19.7%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7886, 8736),  # measured 9,431: -16.4% / -7.4%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25614, 27399),  # measured 21,916: +16.9% / +25.0%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (26798, 28524),  # measured 20,877: +28.4% / +36.6%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (31721, 34343),  # measured 25,997: +22.0% / +32.1%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4610, 5056),  # measured 4,730: -2.5% / +6.9%
-    "mcore-gb200-deepseek-v3-256": (4405, 4896),  # measured 4,020: +9.6% / +21.8%
-    "mcore-gb200-deepseek-v3-256-bf16": (2885, 3304),  # measured 3,298: -12.5% / +0.2%
-    "mcore-gb300-qwen3-235b-a22b-256": (6135, 6694),  # measured 6,583: -6.8% / +1.7%
-    "mcore-gb200-qwen3-235b-a22b-256": (6719, 7425),  # measured 6,212: +8.2% / +19.5% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5093, 5583),  # measured 5,100: -0.1% / +9.5%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1383, 1602),  # measured 1,556: -11.1% / +3.0% (TP gathers MXFP8, stop 50)
+    "mcore-gb300-deepseek-v3-256": (4608, 5055),  # measured 4,730: -2.6% / +6.9%
+    "mcore-gb200-deepseek-v3-256": (4397, 4887),  # measured 4,020: +9.4% / +21.6%
+    "mcore-gb200-deepseek-v3-256-bf16": (2882, 3299),  # measured 3,298: -12.6% / +0.0%
+    "mcore-gb300-qwen3-235b-a22b-256": (6094, 6646),  # measured 6,583: -7.4% / +1.0%
+    "mcore-gb200-qwen3-235b-a22b-256": (6701, 7402),  # measured 6,212: +7.9% / +19.2% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5088, 5579),  # measured 5,100: -0.2% / +9.4%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1381, 1599),  # measured 1,556: -11.3% / +2.8% (TP gathers MXFP8, stop 50)
     # Megatron-Bridge's dense Llama 3 70B rows (BRIDGE_DENSE), added at stop 50 with the NVFP4 curve at TE's NVFP4 /
     # MXFP8 ratio (the NVFP4 rows were 5,381 / 6,199 and 3,978 / 4,568 on the curve leveled at TE's NVFP4 layer alone)
     "bridge-gb300-llama3-70b-64-mxfp8": (3920, 4542),  # measured 4,864: -19.4% / -6.6%
@@ -103,16 +103,16 @@ PINNED = {
     "bridge-gb200-llama3.1-405b-256-nvfp4": (939, 1080),  # measured 1,166: -19.5% / -7.3%
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
     "bridge-b200-gpt-oss-120b-64-bf16": (18382, 19834),  # measured 13,568: +35.5% / +46.2%
-    "bridge-b300-gpt-oss-120b-64-bf16": (21419, 23810),  # measured 15,232: +40.6% / +56.3%
-    "bridge-b300-gpt-oss-120b-64-mxfp8": (26822, 28686),  # measured 18,534: +44.7% / +54.8%
-    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (29478, 31799),  # measured 27,136: +8.6% / +17.2%
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (34032, 37223),  # measured 30,720: +10.8% / +21.2%
+    "bridge-b300-gpt-oss-120b-64-bf16": (21251, 23616),  # measured 15,232: +39.5% / +55.0%
+    "bridge-b300-gpt-oss-120b-64-mxfp8": (26558, 28385),  # measured 18,534: +43.3% / +53.1%
+    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (28999, 31242),  # measured 27,136: +6.9% / +15.1%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33188, 36216),  # measured 30,720: +8.0% / +17.9%
     # 26.06's recipe on the same DGX-B300: full-iteration CUDA graph, EP overlap, the fused grouped MLP, FP8 attention
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (40913, 45287),  # measured 40,769: +0.4% / +11.1%
-    "bridge-b200-deepseek-v3-256-mxfp8": (3128, 3415),  # measured 3,328: -6.0% / +2.6%
-    "bridge-b300-deepseek-v3-256-mxfp8": (3603, 4042),  # measured 3,541: +1.8% / +14.1%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (40542, 44832),  # measured 40,769: -0.6% / +10.0%
+    "bridge-b200-deepseek-v3-256-mxfp8": (3083, 3382),  # measured 3,328: -7.4% / +1.6%
+    "bridge-b300-deepseek-v3-256-mxfp8": (3585, 4018),  # measured 3,541: +1.2% / +13.5%
     "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4290, 4354),  # measured 3,776: +13.6% / +15.3%
-    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5827, 6408),  # measured 5,936: -1.8% / +8.0%
+    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5755, 6320),  # measured 5,936: -3.1% / +6.5%
     # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
     "bridge-gb300-llama3-70b-sft-32-fp8": (4179, 4768),  # measured 4,819: -13.3% / -1.1%
     "bridge-gb300-llama3-70b-sft-32-mxfp8": (4078, 4665),  # measured 4,312: -5.4% / +8.2%
@@ -123,27 +123,27 @@ PINNED = {
     "bridge-gb200-llama3-70b-lora-8-fp8": (6112, 7011),  # measured 6,206: -1.5% / +13.0%
     "bridge-gb200-llama3-70b-lora-8-mxfp8": (5661, 6506),  # measured 5,958: -5.0% / +9.2%
     # Megatron-Bridge 26.06's Kimi K2 trained with Muon (BRIDGE_MUON), added at stop 53 with Muon
-    "bridge-gb300-kimi-k2-256-mxfp8": (5369, 5874),  # measured 5,367: +0.0% / +9.4%
+    "bridge-gb300-kimi-k2-256-mxfp8": (5332, 5830),  # measured 5,367: -0.6% / +8.6%
     # Megatron-Bridge's Nemotron 3 Super 120B-A12B (BRIDGE_LATENT), added at stop 53; the NVFP4 rows with TE's group
     # NVFP4 quantization (one set of kernels for all experts) and their last 14 layers in BF16: GB300 +17.6% -> +38.1%,
     # GB200 -10.6% -> +42.0% (it was host-bound on 2 x 8 per-expert kernels of each quantization); then their
     # per-module recipe (te-precision-nemotron-3-super-nvfp4.yaml): +30.5%, +46.8%, B300 +31.6%
-    "bridge-gb300-nemotron-3-super-64-mxfp8": (10963, 11721),  # measured 9,856: +11.2% / +18.9%
-    "bridge-gb300-nemotron-3-super-64-nvfp4": (12195, 13102),  # measured 10,240: +19.1% / +27.9%
+    "bridge-gb300-nemotron-3-super-64-mxfp8": (10936, 11690),  # measured 9,856: +11.0% / +18.6%
+    "bridge-gb300-nemotron-3-super-64-nvfp4": (12161, 13063),  # measured 10,240: +18.8% / +27.6%
     "bridge-gb200-nemotron-3-super-64-mxfp8": (8081, 8165),  # measured 7,040: +14.8% / +16.0%
-    "bridge-gb200-nemotron-3-super-64-nvfp4": (9780, 10402),  # measured 7,168: +36.4% / +45.1%
-    "bridge-b300-nemotron-3-super-64-mxfp8": (7086, 7175),  # measured 7,867: -9.9% / -8.8%
-    "bridge-b300-nemotron-3-super-64-nvfp4": (10610, 10839),  # measured 8,131: +30.5% / +33.3%
+    "bridge-gb200-nemotron-3-super-64-nvfp4": (9758, 10384),  # measured 7,168: +36.1% / +44.9%
+    "bridge-b300-nemotron-3-super-64-mxfp8": (7080, 7169),  # measured 7,867: -10.0% / -8.9%
+    "bridge-b300-nemotron-3-super-64-nvfp4": (10571, 10826),  # measured 8,131: +30.0% / +33.1%
     # and 26.04.01's DGX-B200 rows (EP 64 over 8 nodes), added at stop 57: NVFP4 measured 0.88x MXFP8, simulated 0.97x
-    "bridge-b200-nemotron-3-super-64-mxfp8": (7505, 7926),  # measured 6,400: +17.3% / +23.8%
-    "bridge-b200-nemotron-3-super-64-nvfp4": (7278, 7693),  # measured 5,632: +29.2% / +36.6%
+    "bridge-b200-nemotron-3-super-64-mxfp8": (7333, 7731),  # measured 6,400: +14.6% / +20.8%
+    "bridge-b200-nemotron-3-super-64-nvfp4": (7117, 7513),  # measured 5,632: +26.4% / +33.4%
     # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300;
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
-    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3451, 3761),  # measured 3,552: -2.9% / +5.9%
-    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3009, 3229),  # measured 2,528: +19.0% / +27.7%
-    "gb300-deepseek-v4-flash-128": (9111, 10081),  # measured 8,224: +10.8% / +22.6%
-    "gb200-deepseek-v4-flash-128": (8864, 9821),  # measured 7,776: +14.0% / +26.3%
+    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3444, 3753),  # measured 3,552: -3.0% / +5.7%
+    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3004, 3224),  # measured 2,528: +18.8% / +27.5%
+    "gb300-deepseek-v4-flash-128": (9079, 10042),  # measured 8,224: +10.4% / +22.1%
+    "gb200-deepseek-v4-flash-128": (8834, 9784),  # measured 7,776: +13.6% / +25.8%
     "bridge-gb300-gpt-oss-120b-64-bf16": (22143, 24556),  # measured 19,200: +15.3% / +27.9%
     "bridge-gb200-gpt-oss-120b-64-bf16": (22113, 24545),  # measured 16,640: +32.9% / +47.5%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
@@ -152,14 +152,14 @@ PINNED = {
     "bridge-gb200-llama3-70b-64-fp8": (4281, 4932),  # measured 4,224: +1.4% / +16.8%
     # the verification cards' BF16 hybrids on GB200 (BRIDGE_CARDS), added at stop 59: Super as fast as its MXFP8 /
     # NVFP4 rows are, so its gap on Blackwell is not the low-precision recipes'
-    "bridge-gb200-nemotron-3-super-64-bf16": (8236, 8996),  # measured 6,602: +24.7% / +36.3%
-    "bridge-gb200-nemotron-3.5-lightning-8-bf16": (28172, 31079),  # measured 28,750: -2.0% / +8.1%
+    "bridge-gb200-nemotron-3-super-64-bf16": (8221, 8978),  # measured 6,602: +24.5% / +36.0%
+    "bridge-gb200-nemotron-3.5-lightning-8-bf16": (27936, 30792),  # measured 28,750: -2.8% / +7.1%
     # 26.04.01's Qwen3-Next (BRIDGE_QWEN3_NEXT), added at stop 59 with the Gated DeltaNet layers: GB200 waits for its
     # Grace host at MBS 2 (launch idle 312 of 508 ms a micro-batch), GB300 not at MBS 4: 1.81x simulated, 1.15x
     # measured; the B200's EP 64 over 8 nodes with DeepEP leaves 367 ms exposed
-    "bridge-gb300-qwen3-next-80b-a3b-64-mxfp8": (14560, 14683),  # measured 11,328: +28.5% / +29.6%
-    "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8064, 8094),  # measured 9,856: -18.2% / -17.9%
-    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7532, 7672),  # measured 4,864: +54.9% / +57.7%
+    "bridge-gb300-qwen3-next-80b-a3b-64-mxfp8": (14540, 14663),  # measured 11,328: +28.4% / +29.4%
+    "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8058, 8088),  # measured 9,856: -18.2% / -17.9%
+    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7225, 7354),  # measured 4,864: +48.5% / +51.2%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -259,19 +259,20 @@ def test_every_row_at_residual_1_is_pinned_and_printed() -> None:
 def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
     results: dict[str, RowResult],
 ) -> None:
-    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -10.5% to +2.6% of the measurement,
-    and each GB300 row 2.4-7.1 points below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a
+    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -11.1% to +2.0% of the measurement,
+    and each GB300 row 2.4-7.4 points below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a
     node spread over its members' NICs, simulator/engine/dp_bytes.py ring_nic_share; measured GB300 / GB200 1.12-1.28x,
-    simulated 1.06-1.24x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the
+    simulated 1.06-1.25x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the
     simulator is Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run; DeepSeek-V3's GB300 recipe runs
     cuDNN's FP8 attention, at cuDNN's own timing of the MLA shape since simulator/costs/attention_shapes.py: -15.9%
     and 8.0 points below GB200 before). Slow: every row but Qwen3-30B-A3B
     on GB200 (Qwen3-30B-A3B GB300 +0.2% until Blackwell's memory-bound kernels took their measured share of HBM
     bandwidth, simulator/costs/hbm_fraction.py: every row 0.3-2.6 points slower; GPT-OSS-120B GB200 slow since the
     layer's residual adds, gradient sums and Q/K/V copies; Qwen3-235B-A22B GB200 since HybridEP holds the recipe's 32
-    SMs). (Before the MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%.)"""
+    SMs). (Before the MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%. Before DeepEP's and HybridEP's
+    published rates were read as on the wire, their logical bandwidths counting a rank's own tokens, -10.5% to +2.8%.)"""
     errors = {row.name: results[row.name].error for row in BRIDGE_ROWS}
-    assert all(-0.11 < error < 0.03 for error in errors.values()), errors
+    assert all(-0.115 < error < 0.03 for error in errors.values()), errors
     slow = {name for name, error in errors.items() if error < 0}
     assert slow == {row.name for row in BRIDGE_ROWS} - {"gb200-qwen3-30b-a3b-8"}
     for model in {row.model for row in BRIDGE_ROWS}:
@@ -503,13 +504,13 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     results: dict[str, RowResult],
 ) -> None:
     """The DGX-B200 / DGX-B300 rows' finding: GPT-OSS-120B in BF16 (the H100 corpus case's recipe function, at PP 1 and
-    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 39% fast on both, where the H100 case is +13.6%: measured,
+    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 35-40% fast on both, where the H100 case is +13.6%: measured,
     B200 reaches H100's model FLOP utilization (369 against 158 TFLOP/s/GPU, 0.164 and 0.160 of the dense BF16 peaks),
     simulated 1.3x it. moesim gives the B200 layout 2.1x the throughput of the H100 layout on the same B200 (no bubble,
     4x the rows per expert GEMM: 0.49 of peak against 0.41; the host no longer binding), while a GEMM of one shape runs
     at the same share of peak on both GPUs: what the B200 run does not gain from its layout is not found (issue 40).
     The same recipe in MXFP8 on DGX-B300 (26.06) is as fast (+43%), and in BF16 on NVL72 (26.04.01) +14% / +32%,
-    where the 26.08 MXFP8 recipe with a full-iteration graph and the fused grouped MLP is within 11%: the miss follows
+    where the 26.08 MXFP8 recipe with a full-iteration graph and the fused grouped MLP is within 11.5%: the miss follows
     the eager recipe, not its precision or its platform."""
     dgx = {row.name: results[row.name] for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" in row.name}
     assert set(dgx) == {
@@ -520,7 +521,7 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     assert all(0.35 < result.error < 0.50 for result in dgx.values()), {n: r.error for n, r in dgx.items()}
     nvl = {row.name: results[row.name].error for row in ROWS if row.source == BRIDGE_BF16_NVL}
     assert len(nvl) == 2 and all(0.10 < error < 0.40 for error in nvl.values()), nvl
-    assert all(abs(results[f"{gpu}-gpt-oss-120b-64"].error) < 0.11 for gpu in ("gb300", "gb200"))
+    assert all(abs(results[f"{gpu}-gpt-oss-120b-64"].error) < 0.115 for gpu in ("gb300", "gb200"))
     # the other DGX rows, in MXFP8 (Qwen3-30B-A3B on one node, two recipes on B300, Qwen3-235B-A22B and DeepSeek-V3 on
     # 256): -7% to +14%,
     # the H100 MoE rows' spread, so the GPT-OSS rows' miss is not the platform's
@@ -531,10 +532,10 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
 def test_a_full_iteration_graph_recipe_gains_less_than_measured_on_one_dgx_b300(results: dict[str, RowResult]) -> None:
     """Qwen3-30B-A3B on one DGX-B300 in MXFP8 under two releases' recipes: 26.04.01's (TE's partial graphs over the
     router and preprocess, no EP overlap) and 26.06's (a full-iteration CUDA graph, EP overlap with delayed wgrads, the
-    fused grouped MLP, FP8 attention). Measured 1.33x; simulated 1.20x: the 26.06 row within 1%, the 26.04.01 row +11%,
+    fused grouped MLP, FP8 attention). Measured 1.33x; simulated 1.22x: the 26.06 row within 1%, the 26.04.01 row +8%,
     as Megatron-LM's own full / partial graph pairs on GB200 (1.38x / 1.25x measured, 1.15x / 1.19x simulated)."""
     full, partial = results["bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg"], results["bridge-b300-qwen3-30b-a3b-8-mxfp8"]
     measured = full.row.measured_tokens_per_s_per_gpu / partial.row.measured_tokens_per_s_per_gpu
     simulated = full.tokens_per_s_per_gpu / partial.tokens_per_s_per_gpu
     assert measured == pytest.approx(1.327, abs=1e-3) and 1.15 < simulated < 1.25
-    assert abs(full.error) < 0.01 and 0.08 < partial.error < 0.14
+    assert abs(full.error) < 0.01 and 0.06 < partial.error < 0.14

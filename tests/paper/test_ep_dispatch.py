@@ -14,11 +14,11 @@ from experiments.beyond.ep_dispatch import ALLTOALL, EP_SIZES, HYBRIDEP, MEASURE
 
 # (cluster, dispatcher, routing) -> simulated dispatch us at EP 8 / 16 / 32 / 64 (the combine is simulated the same)
 PINNED = {
-    ("gb200", HYBRIDEP, "top-8"): (374, 535, 675, 734),
-    ("gb200", HYBRIDEP, "group-limited"): (260, 305, 351, 374),
+    ("gb200", HYBRIDEP, "top-8"): (426, 570, 697, 755),
+    ("gb200", HYBRIDEP, "group-limited"): (296, 325, 362, 384),
     ("gb200", ALLTOALL, "top-8"): (616, 659, 681, 692),
-    ("h100", HYBRIDEP, "top-8"): (790, 1267, 3409, 5810),
-    ("h100", HYBRIDEP, "group-limited"): (545, 1267, 3409, 3990),
+    ("h100", HYBRIDEP, "top-8"): (901, 1365, 3625, 6180),
+    ("h100", HYBRIDEP, "group-limited"): (621, 1365, 3625, 4243),
     ("h100", ALLTOALL, "top-8"): (1154, 5020, 7519, 8768),
 }
 
@@ -50,12 +50,12 @@ def test_nccl_all_to_all_is_within_a_quarter_and_never_slow(table7: dict[tuple[s
 
 def test_hybridep_depends_on_the_unstated_routing(table7: dict[tuple[str, str, int], DispatchRow]) -> None:
     """HybridEP sends one copy per destination rank (node across nodes), so the routing sets its bytes. With top-8
-    unrestricted (HybridEP's own benchmark's router) GB200 is within -7% to +10% at EP 8-64; with DeepSeek-V3's
-    group-limited routing 26-50% fast. On H100 the two bracket the measurement at EP 8 (+19% / -18%) and EP 64
-    (+26% / -14%)."""
+    unrestricted (HybridEP's own benchmark's router) GB200 is -1% to +21% at EP 8-64 (its rates on the wire: the
+    README's algorithm bandwidths count a rank's own tokens); with DeepSeek-V3's group-limited routing 16-48% fast.
+    On H100 the two bracket the measurement at EP 8 (+36% / -6%) and EP 64 (+34% / -8%)."""
     gb200 = [table7[("gb200", HYBRIDEP, ep)] for ep in EP_SIZES]
-    assert all(abs(error) < 0.11 for row in gb200 for error in row.errors("top-8"))
-    assert all(-0.51 < error < -0.25 for row in gb200 for error in row.errors("group-limited"))
+    assert all(-0.02 < error < 0.22 for row in gb200 for error in row.errors("top-8"))
+    assert all(-0.49 < error < -0.15 for row in gb200 for error in row.errors("group-limited"))
     for ep in (8, 64):
         row = table7[("h100", HYBRIDEP, ep)]
         assert min(row.errors("top-8")) > 0 > max(row.errors("group-limited")), ep

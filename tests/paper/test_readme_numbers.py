@@ -148,8 +148,9 @@ def test_error_band_lines() -> None:
 
 
 def test_search_pick_for_gpt_oss_example() -> None:
-    """The GPT-OSS-120B pick docs/megatron.md quotes (EP 64 at PP 1 and micro-batch 2 with EP overlap and the flex
-    dispatcher's HybridEP backend), simulated from its printed flags with the recipe's other flags."""
+    """The GPT-OSS-120B pick docs/megatron.md quotes (EP 32 at PP 1 and micro-batch 2 with selective recomputation, EP
+    overlap and the flex dispatcher's HybridEP backend), simulated from its printed flags with the recipe's other
+    flags."""
     common = (
         "--global-batch-size 1280 --seq-length 4096 --bf16 --swiglu "
         "--untie-embeddings-and-output-weights --moe-grouped-gemm "
@@ -159,10 +160,11 @@ def test_search_pick_for_gpt_oss_example() -> None:
         "--overlap-param-gather --grad-reduce-in-bf16 --cross-entropy-loss-fusion --cross-entropy-fusion-impl te"
     )
     pick = (
-        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 64 "
+        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --expert-model-parallel-size 32 "
         "--micro-batch-size 2 "
         "--expert-tensor-parallel-size 1 --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
-        "--overlap-moe-expert-parallel-comm --delay-wgrad-compute"
+        "--overlap-moe-expert-parallel-comm --delay-wgrad-compute "
+        "--recompute-granularity selective --recompute-modules layernorm moe_act"
     )
     shown = _after(_page("megatron.md"), "GPT-OSS-120B job (64 H100", r"HybridEP backend, ([\d.]+) s")
     run = parse_megatron_args(f"{common} {pick}").resolve(load_model("examples/models/gpt-oss-120b.json"), None, 64)

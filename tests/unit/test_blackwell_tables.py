@@ -179,9 +179,12 @@ def test_nvlink5_collectives() -> None:
     assert nvls_all_reduce_efficiency("gb200", 8) == pytest.approx(850 / 680)
     assert nvls_all_reduce_efficiency("h800", 8) == pytest.approx(215 / 160)  # Hopper's unchanged
     assert nvls_all_reduce_efficiency("h100", 8) == pytest.approx(480 / 370)
-    assert deepep_efficiency(Link.NVLINK, GpuGeneration.BLACKWELL) == pytest.approx(2 / (680 / 643 + 680 / 675))
-    assert deepep_efficiency(Link.NVLINK) == pytest.approx(2 / (160 / 153 + 160 / 158))
-    assert deepep_efficiency(Link.NIC, GpuGeneration.BLACKWELL) == deepep_efficiency(Link.NIC) == 1.0
+    # DeepEP V2's logical bandwidths at EP 8: 7 / 8 of them on the wire
+    assert deepep_efficiency(Link.NVLINK, GpuGeneration.BLACKWELL) == pytest.approx(2 / (680 / 643 + 680 / 675) * 7 / 8)
+    assert deepep_efficiency(Link.NVLINK) == pytest.approx(2 / (160 / 153 + 160 / 158) * 7 / 8)
+    # over the NIC the same on both (DeepEP V2 measures SM100 as SM90): V1's EP 64 rows, 7 / 8 on the wire, of 47 GB/s
+    assert deepep_efficiency(Link.NIC, GpuGeneration.BLACKWELL) == deepep_efficiency(Link.NIC)
+    assert deepep_efficiency(Link.NIC) == pytest.approx(2 / (47 / 51 + 47 / 50) * 7 / 8)
 
 
 def test_a_blackwell_prediction_says_no_blackwell_run_is_validated() -> None:
@@ -197,9 +200,10 @@ def test_a_blackwell_prediction_says_no_blackwell_run_is_validated() -> None:
 
 def test_hybridep_nvlink5_rates() -> None:
     """HybridEP's GB200 NVL kernel rates (README_Hybrid-EP.md, 32 SMs): 764.03 / 737.13 GB/s at 8 ranks over NCCL's
-    680; 20 ranks read at the 24-rank row; beyond 36 the 36-rank row; none for a GPU without a table."""
-    assert hybridep_efficiency("gb200", 8) == pytest.approx(2 / (680 / 764.03 + 680 / 737.13))
-    assert hybridep_efficiency("gb200", 20) == pytest.approx(2 / (680 / 665.97 + 680 / 639.80))
+    680, (r - 1) / r of them on the wire at r ranks (algorithm bandwidths count a rank's own tokens); 20 ranks read
+    at the 24-rank row; beyond 36 the 36-rank row; none for a GPU without a table."""
+    assert hybridep_efficiency("gb200", 8) == pytest.approx(2 / (680 / 764.03 + 680 / 737.13) * 7 / 8)
+    assert hybridep_efficiency("gb200", 20) == pytest.approx(2 / (680 / 665.97 + 680 / 639.80) * 23 / 24)
     assert hybridep_efficiency("gb200", 64) == hybridep_efficiency("gb200", 36)
     assert hybridep_efficiency("h100", 8) is None
 

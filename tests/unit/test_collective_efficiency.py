@@ -38,9 +38,13 @@ def test_every_entry_has_a_source_and_a_fraction() -> None:
 
 
 def test_deepep_intranode_bandwidths_over_h800_nvlink() -> None:
-    # DeepEP README: dispatch 153 GB/s, combine 158 GB/s over NVLink, whose measured rate is 160 GB/s
-    assert efficiency(Algorithm.DEEPEP_DISPATCH, Link.NVLINK) == 153 / 160
-    assert efficiency(Algorithm.DEEPEP_COMBINE, Link.NVLINK) == 158 / 160
+    # DeepEP README: dispatch 153 GB/s, combine 158 GB/s over NVLink, whose measured rate is 160 GB/s; logical
+    # bandwidths, a rank's own tokens counted: 7 / 8 of them cross NVLink at EP 8
+    assert efficiency(Algorithm.DEEPEP_DISPATCH, Link.NVLINK) == 153 * 7 / 8 / 160
+    assert efficiency(Algorithm.DEEPEP_COMBINE, Link.NVLINK) == 158 * 7 / 8 / 160
+    # internode, EP 64 on 8 nodes: 51 / 50 GB/s RDMA, 7 / 8 of them to other nodes, over the NIC's 47 at NCCL's rate
+    assert efficiency(Algorithm.DEEPEP_DISPATCH, Link.NIC) == pytest.approx(51 * 7 / 8 / 47, rel=1e-12)
+    assert efficiency(Algorithm.DEEPEP_COMBINE, Link.NIC) == pytest.approx(50 * 7 / 8 / 47, rel=1e-12)
 
 
 def test_dp_gradients_over_the_nic_are_not_charged_the_nvlink_all_to_all_efficiency() -> None:
@@ -51,8 +55,9 @@ def test_dp_gradients_over_the_nic_are_not_charged_the_nvlink_all_to_all_efficie
 
 
 def test_deepep_transport_runs_at_deepeps_rates_and_nccl_at_nccls() -> None:
-    # a round trip of dispatch (153 GB/s) and combine (158 GB/s) of equal bytes: 2 / (1/153 + 1/158) GB/s, in a
-    # node or across nodes; NCCL's all-to-all at the (toy) Calibration.all_to_all_efficiency
+    # a round trip of dispatch (153 GB/s) and combine (158 GB/s) of equal bytes: 2 / (1/153 + 1/158) GB/s logical,
+    # 7 / 8 of it on the wire, in a node or across nodes; the NIC bytes at 2 / (1/51 + 1/50) x 7 / 8 GB/s of 47;
+    # NCCL's all-to-all at the (toy) Calibration.all_to_all_efficiency
     a2a = Op(
         "ep",
         COLLECTIVE,
@@ -68,11 +73,12 @@ def test_deepep_transport_runs_at_deepeps_rates_and_nccl_at_nccls() -> None:
         "d", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=155e6, group_size=8, transport=Transport.DEEPEP
     )
     in_node = Op("a", COLLECTIVE, COMM, collective=ALL_TO_ALL, comm_bytes=7e6, group_size=8)
-    harmonic_gbps = 2 / (1 / 153 + 1 / 158)
+    harmonic_gbps = 2 / (1 / 153 + 1 / 158) * 7 / 8
     assert collective_wire_bytes(a2a, CAL, H800) == pytest.approx(155e6 * 160 / harmonic_gbps, rel=1e-12)
     assert collective_wire_bytes(deepep_in_node, CAL, H800) == collective_wire_bytes(a2a, CAL, H800)
     assert collective_wire_bytes(in_node, CAL, H800) == pytest.approx(14e6, rel=1e-12)  # toy NCCL efficiency 0.5
-    assert nic_wire_bytes(a2a) == 5e6 and nic_wire_bytes(in_node) == 0.0
+    nic_gbps = 2 / (1 / 51 + 1 / 50) * 7 / 8
+    assert nic_wire_bytes(a2a) == pytest.approx(5e6 * 47 / nic_gbps, rel=1e-12) and nic_wire_bytes(in_node) == 0.0
     ag = Op("g", COLLECTIVE, COMM, collective=ALL_GATHER, comm_bytes=7e6, group_size=8)
     assert collective_wire_bytes(ag, CAL, H800) == 7e6
 
@@ -103,8 +109,9 @@ def test_dp_bytes_follow_the_gradient_and_weight_dtypes() -> None:
 
 
 def test_hybridep_transport_reads_its_own_nvlink5_rates() -> None:
-    """HybridEP on a GB200 NVL (README_Hybrid-EP.md kernel rows, 32 SMs): EP 8 at 764.03 / 737.13 GB/s, EP 64 at the
-    36-rank row, 632.31 / 596.99, over NCCL's 680; on a GB300 the GB200's (assumed); on a GPU without a table
+    """HybridEP on a GB200 NVL (README_Hybrid-EP.md kernel rows, 32 SMs, algorithm bandwidths that count a rank's own
+    tokens: (r - 1) / r of them on the wire at r ranks): EP 8 at 764.03 / 737.13 GB/s, EP 64 at the 36-rank row,
+    632.31 / 596.99, over NCCL's 680; on a GB300 the GB200's (assumed); on a GPU without a table
     (H800) DeepEP's rate, as before HybridEP had its own; its NIC bytes and SMs are DeepEP's."""
 
     def op(group_size: int, transport: Transport) -> Op:
@@ -122,8 +129,8 @@ def test_hybridep_transport_reads_its_own_nvlink5_rates() -> None:
 
     gb200, gb300 = gpu_preset("gb200"), gpu_preset("gb300")
     ep8, ep64 = op(8, Transport.HYBRIDEP), op(64, Transport.HYBRIDEP)
-    assert collective_wire_bytes(ep8, CAL, gb200) == pytest.approx(100e6 * (680 / 764.03 + 680 / 737.13) / 2)
-    assert collective_wire_bytes(ep64, CAL, gb200) == pytest.approx(100e6 * (680 / 632.31 + 680 / 596.99) / 2)
+    assert collective_wire_bytes(ep8, CAL, gb200) == pytest.approx(100e6 * (680 / 764.03 + 680 / 737.13) / 2 * 8 / 7)
+    assert collective_wire_bytes(ep64, CAL, gb200) == pytest.approx(100e6 * (680 / 632.31 + 680 / 596.99) / 2 * 36 / 35)
     assert collective_wire_bytes(ep64, CAL, gb300) == collective_wire_bytes(ep64, CAL, gb200)
     assert collective_wire_bytes(ep8, CAL, H800) == collective_wire_bytes(op(8, Transport.DEEPEP), CAL, H800)
     assert nic_wire_bytes(ep8) == nic_wire_bytes(op(8, Transport.DEEPEP))

@@ -59,7 +59,8 @@ def test_engine_runs_cross_node_ep_at_op_level_on_the_nic() -> None:
     """deepseekmoe, EP 16 over 2 nodes, top-6: per GPU 512 tokens x 2,048 x 2 B; D = 2 (1 - C(32,6)/C(64,6)).
 
     Each of the 28 MoE layers moves 5 EP collectives over the NIC (dispatch, combine, their backward and
-    the SAR re-dispatch), each with 2,097,152 B x D / 2.
+    the SAR re-dispatch), each with 2,097,152 B x D / 2, on the wire at DeepEP's internode rate: the NIC's bytes
+    are those over its efficiency (the harmonic mean of 51 and 50 GB/s x 7 / 8 of 47).
     """
     workload = _workload(ep=16)
     assert workload.tasks_use_nic
@@ -67,7 +68,7 @@ def test_engine_runs_cross_node_ep_at_op_level_on_the_nic() -> None:
     assert not engine.memoize  # tasks share the NIC with PP/DP traffic: memoization would not be exact
     result = engine.run()
     d = 2 * (1 - 906_192 / 74_974_368)  # C(32,6), C(64,6)
-    ep_nic = 28 * 5 * 512 * 2048 * 2 * d / 2
+    ep_nic = 28 * 5 * 512 * 2048 * 2 * d / 2 / (2 / (47 / 51 + 47 / 50) * 7 / 8)
     grad, params = engine.dp_wire_bytes(0)
     assert result.network_bytes[("nic_out", 0)] == pytest.approx(ep_nic + grad + params, rel=1e-9)
     assert result.network_bytes[("nic_in", 0)] == pytest.approx(ep_nic + grad + params, rel=1e-9)
@@ -82,7 +83,8 @@ def test_a2a_latency_is_one_step_over_the_slowest_link() -> None:
     """EP 16 of deepseekmoe (512 tokens x 2,048 x 2 B per GPU, top-6), once over 2 nodes of 8 GPUs and once
     inside one 16-GPU node. An all-to-all sends to every peer at once: NCCL's fixed 8.4 us and one step, over
     the network (14 us) across nodes, over NVLink (3.4 us) inside one; the NVLink bytes: 6 x 7/8 copies at
-    DeepEP's intranode efficiency (the harmonic mean of its 153 and 158 of 160 GB/s, dispatch and combine) vs
+    DeepEP's intranode efficiency (the harmonic mean of its 153 and 158 of 160 GB/s, dispatch and combine, logical
+    bandwidths of which 7 / 8 cross NVLink) vs
     6 x 15/16 at NCCL's in-node all-to-all efficiency (1.0: the ring's bus bandwidth, nccl-tests#212), at
     160 GB/s. The NIC part of the cross-node one runs
     beside it."""
@@ -99,7 +101,7 @@ def test_a2a_latency_is_one_step_over_the_slowest_link() -> None:
         seq_len=4096,
     )
     gpu = cluster_preset("h800", 16).gpu
-    deepep = 2 / (160 / 153 + 160 / 158)
+    deepep = 2 / (160 / 153 + 160 / 158) * 7 / 8
     cases = ((cross, 6 * 7 / 8, deepep, 14e-6), (in_node, 6 * 15 / 16, 1.0, 3.4e-6))
     for workload, copies, efficiency, step_s in cases:
         op = _dispatch(workload)
