@@ -114,8 +114,8 @@ def job_dispatchers(args_text: str, model: ModelSpec, gpus: int, own: str) -> tu
 def searchable(layout: LayoutSpec, dense: bool, aligns: bool = True) -> LayoutSpec:
     """A job's layout as the base of searched points: sequence parallelism on, its own pipeline split dropped; a
     dense model's FFN under TP (Megatron resolves EP 1 as ffn "ep", dropless, which a TP FFN point would break).
-    ``align_param_gather`` says whether the job lets Megatron-LM align the weight gathers (no
-    --no-align-param-gather); each point then aligns only under the interleaved schedule, as Megatron-LM does
+    ``aligns``: whether the job lets Megatron-LM align the weight gathers (no --no-align-param-gather), kept as the
+    base's align_param_gather; each point then aligns only under the interleaved schedule, as Megatron-LM does
     (experiments/search/space.py megatron_aligned)."""
     layout = layout.with_(
         name="megatron-job",
