@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from topologies.cluster import ClusterSpec
 from topologies.hardware import GpuGeneration
 
 
@@ -43,9 +44,9 @@ class Published:
 # H800 NVLink as measured (DeepSeek-V3 report Sec. 3.2.2; topologies.hardware h800): DeepEP's intranode
 # numbers below are relative to it.
 _H800_NVLINK_GBPS = 160.0
-# A 400 Gb/s CX7 NIC at NCCL's rate (topologies.cluster nic_efficiency 0.94 of 50 GB/s): DeepEP's internode numbers
-# below are relative to it.
-_CX7_NCCL_GBPS = 47.0
+# A 400 Gb/s CX7 NIC at NCCL's rate (the cluster's defaults: nic_efficiency 0.94 of 50 GB/s): DeepEP's internode
+# numbers below are relative to it.
+_CX7_NCCL_GBPS = ClusterSpec.nic_bandwidth_Bps * ClusterSpec.nic_efficiency / 1e9
 
 
 def on_the_wire(logical_gbps: float, ranks: int) -> float:

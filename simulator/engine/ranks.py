@@ -144,8 +144,9 @@ class RankMap:
         local = d * self.group + j  # the expert layers' order over the stage's GPUs
         experts = self.ep * self.etp
         if kind == EDP:  # the same position in every expert group of the stage (of its instance): its experts' replicas
-            start = local - local % self._edp_span + local % experts
-            return (Place(i // self.group, s, i % self.group) for i in range(start, start + self._edp_span, experts))
+            span = self._edp_span
+            start = local - local % span + local % experts
+            return (Place(i // self.group, s, i % self.group) for i in range(start, start + span, experts))
         if kind == EP:
             first = local - local % experts + local % self.etp
             locals_ = range(first, first + experts, self.etp)
