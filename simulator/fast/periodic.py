@@ -39,6 +39,9 @@ PERIOD_SEARCH = 64  # the longest period looked for (interleaved 1F1B's is pp)
 # most q micro-batches more, so that a state that alternates two timings (DualPipeV's) locks on 2 q; longer ones
 # (interleaved 1F1B's pp) modulo q, where that margin would cost a whole period's run.
 ALTERNATING_MAX_PERIOD = 2
+# A transient decays geometrically where each period's offset is at most this fraction of the one before
+# (``settling_periods``; the combined 1F1B's NIC-bound F&B tasks halve theirs, DeepSeek-V3's 1F1B stage 0 -0.14)
+DECAY_MAX = 0.7
 EMPTY: Mapping[int, int] = MappingProxyType({})  # candidates' default: no count suggested
 
 # A field: (unit, name...) -> value; each unit has its own noise floor.
@@ -243,7 +246,8 @@ def periods_short(records: Records, q: int, lam_s: float, after_s: float, send_r
     lambda is the steady state's: a run too short for any, as a straggler's interleaved 1F1B at 16 micro-
     batches, whose most common shift is still the warm-up's). It is a guess (it takes the unrepeated task
     after the window for the cool-down's, where it may be a transient's that pauses), which the longer run's
-    own lock check confirms or refutes. It catches a transient that settles a little too late for this run
+    own lock check confirms or refutes; where a transient still decays geometrically, ``settling_periods`` says how
+    long it has yet to run, and the larger guess is taken. It catches a transient that settles a little too late for this run
     (Qwen3-235B on 256 H100s at compute_residual 1: 0.81 s between its last unrepeated task and the
     cool-down's first at 32 micro-batches, the window 0.99 s; 40 locks), where doubling costs more."""
     end_s = max((end for stage in records for _, _, end in stage), default=0.0)
@@ -264,7 +268,59 @@ def periods_short(records: Records, q: int, lam_s: float, after_s: float, send_r
             needed = max(needed, (t0 + span - stop) / lam_s)
         k = max(1, math.ceil(needed))
         fewest = k if fewest is None else min(fewest, k)
-    return fewest
+    settling = settling_periods(records, q, lam_s, after_s, send_reach_s)  # a transient that decays still
+    return settling if fewest is None else fewest if settling is None else max(fewest, settling)
+
+
+def settling_periods(records: Records, q: int, lam_s: float, after_s: float, send_reach_s: float = 0.0) -> int | None:
+    """How many periods longer than this run (which did not lock) a run would have to be for ``lock_window`` to find a
+    window where the run's steady tasks still carry a transient that decays geometrically (None where none does).
+
+    A task's offset is how far its twin's begin and end are from one period (lambda) after its own. A transient
+    decays geometrically where each period's offset is at most DECAY_MAX of the one before (DeepSeek-V3's 1F1B on
+    2,048 H800s: stage 0's offsets 1.1e-4, -1.5e-5, 2.2e-6, ... s, a factor of -0.14 a period, still 6e-9 s at the
+    cool-down of a 22-micro-batch run, where LOCK_REL wants 6e-12). A run k periods longer has the same tasks before
+    the insertion point, so its transient goes on decaying at that rate through the inserted periods: each offset
+    falls under the lock's tolerance log(tol / offset) / log(ratio) periods after its task, and the cool-down (the
+    first task with no twin or an offset that does not decay) comes k lambda later. The window then needs the
+    settled tasks, a window's span and one period before the cool-down and the run's end. A guess, as
+    ``periods_short``'s: the longer run's own lock check confirms or refutes it."""
+    end_s = max((end for stage in records for _, _, end in stage), default=0.0)
+    tol = LOCK_REL * end_s
+    if lam_s <= tol or not math.isfinite(end_s):
+        return None
+    settled_s, cooldown_s = None, end_s
+    for stage in records:
+        seen = {task: (begin, end) for task, begin, end in stage}
+        for task, begin, _ in stage:
+            now = _offset(seen, task, q, lam_s)
+            if begin < after_s - tol or (now is not None and now <= tol):
+                continue
+            before, after = _offset(seen, shifted(task, -q), q, lam_s), _offset(seen, shifted(task, q), q, lam_s)
+            ratio = None
+            if now is not None and before is not None and before > tol:
+                ratio = now / before if now <= DECAY_MAX * before else None
+            elif now is not None and after is not None and tol < after <= DECAY_MAX * now:
+                ratio = after / now  # the head of a decaying run of offsets
+            if ratio is None:
+                cooldown_s = min(cooldown_s, begin)
+                continue
+            periods = math.ceil(math.log(tol / now) / math.log(ratio)) if ratio > 0 else 1
+            settled_s = max(settled_s or begin, begin + periods * lam_s)
+    if settled_s is None:
+        return None
+    t0 = max(settled_s, after_s)
+    span = window_span(records, lam_s, send_reach_s)
+    needed = max(t0 + span - cooldown_s, t0 + span + lam_s - end_s) / lam_s
+    return max(1, math.ceil(needed)) if math.isfinite(needed) else None
+
+
+def _offset(seen: Mapping[Task, tuple[float, float]], task: Task, q: int, lam_s: float) -> float | None:
+    """How far ``task``'s one-period-later twin begins or ends from lambda after it (None: either is not in ``seen``)."""
+    here, twin = seen.get(task), seen.get(shifted(task, q))
+    if here is None or twin is None:
+        return None
+    return max(abs(twin[0] - here[0] - lam_s), abs(twin[1] - here[1] - lam_s))
 
 
 def locked(records: Records, q: int, lam_s: float, after_s: float, send_reach_s: float = 0.0) -> bool:

@@ -19,6 +19,7 @@ from simulator.fast.periodic import (
     locked,
     period,
     periods_short,
+    settling_periods,
     shift_s,
     task_counts,
 )
@@ -198,6 +199,28 @@ def test_a_run_short_of_a_lock_says_by_how_many_periods() -> None:
     assert lock_window(_settling(8), 1, 3.0, 0.0, send_reach_s=3.5) == (6.0, 14.0)
     # A stage whose every task drifts never repeats one: no evidence of lambda, no guess
     assert periods_short(_timeline(8, drift_s=1e-6), 1, 3.0, 0.0) is None
+
+
+def _decaying(periods: int) -> list[list[tuple]]:
+    """One stage, F(i) at 3i + 1e-3 x (-0.2)^i s (a transient whose offset shrinks by 0.2 a period, as DeepSeek-V3's
+    1F1B stage 0 settles at -0.14), one second each, the last two 1.5 s long (the cool-down)."""
+    late = [1e-3 * (-0.2) ** i for i in range(periods)]
+    lengths = [1.5 if i >= periods - 2 else 1.0 for i in range(periods)]
+    return [[(Task(FORWARD, i, 0), 3.0 * i + late[i], 3.0 * i + late[i] + lengths[i]) for i in range(periods)]]
+
+
+def test_a_decaying_transient_names_the_count_that_locks() -> None:
+    """The offsets fall under LOCK_REL x the run's end (about 5e-11 s) from F(11) on, 1.2e-3 x 0.2^i: 16 periods are the
+    fewest that lock (a window from F(11), its span and one period before the cool-down). Every shorter run from 9 on
+    names exactly the periods it is short of; 8 names one more (17 locks too), and a transient that does not decay
+    names none (``_settling``: offsets of 0.1 s twice)."""
+    assert lock_window(_decaying(15), 1, 3.0, 0.0) is None
+    assert lock_window(_decaying(16), 1, 3.0, 0.0) is not None
+    for periods in range(9, 16):
+        assert periods + periods_short(_decaying(periods), 1, 3.0, 0.0) == 16
+    assert periods_short(_decaying(8), 1, 3.0, 0.0) == 9
+    assert lock_window(_decaying(17), 1, 3.0, 0.0) is not None
+    assert settling_periods(_settling(6), 1, 3.0, 0.0) is None
 
 
 def test_candidates_try_the_count_a_short_run_names_before_doubling() -> None:
