@@ -246,10 +246,10 @@ def periods_short(records: Records, q: int, lam_s: float, after_s: float, send_r
     lambda is the steady state's: a run too short for any, as a straggler's interleaved 1F1B at 16 micro-
     batches, whose most common shift is still the warm-up's). It is a guess (it takes the unrepeated task
     after the window for the cool-down's, where it may be a transient's that pauses), which the longer run's
-    own lock check confirms or refutes; where a transient still decays geometrically, ``settling_periods`` says how
-    long it has yet to run, and the larger guess is taken. It catches a transient that settles a little too late for this run
+    own lock check confirms or refutes. It catches a transient that settles a little too late for this run
     (Qwen3-235B on 256 H100s at compute_residual 1: 0.81 s between its last unrepeated task and the
-    cool-down's first at 32 micro-batches, the window 0.99 s; 40 locks), where doubling costs more."""
+    cool-down's first at 32 micro-batches, the window 0.99 s; 40 locks), where doubling costs more. Where a
+    transient still decays geometrically, ``settling_periods`` says how long it has yet to run: the larger guess."""
     end_s = max((end for stage in records for _, _, end in stage), default=0.0)
     tol = LOCK_REL * end_s
     if lam_s <= tol:
@@ -287,7 +287,7 @@ def settling_periods(records: Records, q: int, lam_s: float, after_s: float, sen
     ``periods_short``'s: the longer run's own lock check confirms or refutes it."""
     end_s = max((end for stage in records for _, _, end in stage), default=0.0)
     tol = LOCK_REL * end_s
-    if lam_s <= tol or not math.isfinite(end_s):
+    if lam_s <= tol or not 0.0 < tol < math.inf:
         return None
     settled_s, cooldown_s = None, end_s
     for stage in records:
@@ -305,7 +305,7 @@ def settling_periods(records: Records, q: int, lam_s: float, after_s: float, sen
             if ratio is None:
                 cooldown_s = min(cooldown_s, begin)
                 continue
-            periods = math.ceil(math.log(tol / now) / math.log(ratio)) if ratio > 0 else 1
+            periods = math.ceil(math.log(tol / now) / math.log(ratio))
             settled_s = max(settled_s or begin, begin + periods * lam_s)
     if settled_s is None:
         return None
