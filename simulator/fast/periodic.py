@@ -226,9 +226,9 @@ def unrepeated(records: Records, q: int, lam_s: float, tol_s: float) -> list[flo
     bad: list[float] = []
     for stage in records:
         seen = {task: (begin, end) for task, begin, end in stage}
-        for task, begin, end in stage:
-            twin = seen.get(shifted(task, q))
-            if twin is None or abs(twin[0] - begin - lam_s) > tol_s or abs(twin[1] - end - lam_s) > tol_s:
+        for task, begin, _ in stage:
+            offset = _offset(seen, task, q, lam_s)
+            if offset is None or offset > tol_s:
                 bad.append(begin)
     bad.sort()
     return bad
@@ -289,7 +289,7 @@ def settling_periods(records: Records, q: int, lam_s: float, after_s: float, sen
     tol = LOCK_REL * end_s
     if lam_s <= tol or not 0.0 < tol < math.inf:
         return None
-    settled_s, cooldown_s = None, end_s
+    settled_s, cooldown_s = -math.inf, end_s
     for stage in records:
         seen = {task: (begin, end) for task, begin, end in stage}
         for task, begin, _ in stage:
@@ -298,16 +298,17 @@ def settling_periods(records: Records, q: int, lam_s: float, after_s: float, sen
                 continue
             before, after = _offset(seen, shifted(task, -q), q, lam_s), _offset(seen, shifted(task, q), q, lam_s)
             ratio = None
-            if now is not None and before is not None and before > tol:
+            if now is None:
+                pass  # no twin: the cool-down
+            elif before is not None and before > tol:
                 ratio = now / before if now <= DECAY_MAX * before else None
-            elif now is not None and after is not None and tol < after <= DECAY_MAX * now:
+            elif after is not None and tol < after <= DECAY_MAX * now:
                 ratio = after / now  # the head of a decaying run of offsets
             if ratio is None:
                 cooldown_s = min(cooldown_s, begin)
-                continue
-            periods = math.ceil(math.log(tol / now) / math.log(ratio))
-            settled_s = max(settled_s or begin, begin + periods * lam_s)
-    if settled_s is None:
+            else:
+                settled_s = max(settled_s, begin + math.ceil(math.log(tol / now) / math.log(ratio)) * lam_s)
+    if settled_s == -math.inf:
         return None
     t0 = max(settled_s, after_s)
     span = window_span(records, lam_s, send_reach_s)
