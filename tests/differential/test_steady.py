@@ -226,13 +226,16 @@ def test_a_decaying_transient_names_the_count_that_locks() -> None:
 def test_candidates_try_the_count_a_short_run_names_before_doubling() -> None:
     """Interleaved PP 8 over 512 micro-batches: a run at 32 that names 33 (one micro-batch short) is followed by
     40 (the first count congruent modulo 8), then the doubling goes on from 32; a name at or past the doubled
-    count is ignored. A guess that would crowd the doubled run out of the budget is not tried: interleaved
-    PP 4 over 96, 16 then 32 (16 + 2 x 32 + 4 < 96); 20 before 32 would leave no room for it."""
+    count is ignored. A guess is tried where its own runs fit in the budget, as a count's must, even where it leaves
+    no room for the doubled run: interleaved PP 4 over 96 doubles 16 to 32, and tries 20 instead where the run at
+    16 names it (16 + 2 x 20 + 4 < 96; then 36 + 2 x 32 + 4 > 96); over 64, 28 is not tried (16 + 2 x 28 + 4 > 64)."""
     schedule = make_schedule("interleaved", 8, 512, 4)
     assert list(candidates(schedule, {32: 33}))[:3] == [(32, 8, 8), (40, 8, 8), (64, 8, 8)]
     assert list(candidates(schedule, {32: 64}))[:2] == [(32, 8, 8), (64, 8, 8)]
     short = make_schedule("interleaved", 4, 96, 2)
-    assert list(candidates(short)) == list(candidates(short, {16: 20})) == [(16, 4, 4), (32, 4, 4)]
+    assert list(candidates(short)) == [(16, 4, 4), (32, 4, 4)]
+    assert list(candidates(short, {16: 20})) == [(16, 4, 4), (20, 4, 4)]
+    assert list(candidates(make_schedule("interleaved", 4, 64, 2), {16: 28})) == [(16, 4, 4)]
     # 1F1B keeps the runs congruent modulo 2 q = 2: a run at 10 one micro-batch short names 11, and 12 runs
     assert list(candidates(make_schedule("1f1b", 4, 200), {10: 11}))[:3] == [(10, 1, 1), (12, 1, 1), (20, 1, 1)]
 
