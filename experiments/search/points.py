@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from simulator.report.clusters import load_cluster
@@ -46,12 +47,19 @@ ALIAS_KINDS = {"zipf": "float"}
 
 def simulate_kinds() -> dict[str, str]:
     """simulate() keywords a point may set and their scalar types (from the annotations; ``X | None`` -> X)."""
-    kinds = {}
+    return dict(_simulate_kinds())
+
+
+@cache
+def _simulate_kinds() -> tuple[tuple[str, str], ...]:
+    """``simulate_kinds`` as pairs, read once: every key of every point is classified through it (inspect.signature
+    took 0.9 of the 1.3 CPU-s that building 765 search points took)."""
+    pairs = []
     for name, parameter in inspect.signature(simulate).parameters.items():
         kind = str(parameter.annotation).replace(" | None", "")
         if name not in NOT_SETTINGS and kind in SCALAR_KINDS:
-            kinds[name] = kind
-    return kinds
+            pairs.append((name, kind))
+    return tuple(pairs)
 
 
 def kinds(target: str) -> dict[str, str]:

@@ -27,6 +27,14 @@ that say where the difference is and is not:
   backward, 15 shapes of 11 models): GB300 moves 0.97-1.04x GB200's bytes per second forward (median 1.01x),
   0.98-1.05x backward (median 1.04x); the presets' HBM (8 TB/s both) give 1.00x. HBM is not what GB300 does faster.
 
+- One recipe on a Grace and an x86 host: Megatron-Bridge's MXFP8 Nemotron 3 Nano on 8 GPUs (flag files
+  examples/megatron/bridge-{gb200,b200}-nemotron-3-nano-8-mxfp8.sh, the same flags), GB200 (26.06) 33,522 and B200
+  (26.04.01) 32,768 tokens/s/GPU: 1.02x measured (26.04.01's own GB200 row 32,768, 1.00x), 0.83x simulated. The whole
+  gap is the host: the GB200's busiest micro-batch waits 136.7 ms for its Grace's launches against the B200's 16.6 ms
+  for its Xeon's (TE #2053's per-kernel CPU costs, 99.66 against 36.51 us, docs/host_cost_sources.md); without the
+  wait it runs 1.08x faster. The measured pair says the two hosts cost this recipe alike; neither figure is changed
+  on one pair (the sensitivity runs, both ways, are in docs/host_cost_sources.md).
+
 Looked for and not found (issue 40 item 3): a GEMM measurement on GB300. Published Blackwell Ultra GEMM numbers are
 B300's: the MAMF table (stas00/ml-engineering@744d01e compute/accelerator/README.md: B300 1,769 BF16 / 3,353 FP8
 TFLOP/s against B200 1,745-1,771 / 3,432-3,435 and GB200 1,822 / 3,616, each GPU's best shape) and TE's
@@ -106,6 +114,14 @@ PAIRS: tuple[Pair, ...] = (
         )
         for gpus in ("gb300/gb200", "gb200/b200")
         for precision, name in (("fp8cs", "FP8-CS"), ("mxfp8", "MXFP8"))
+    ),
+    # One recipe on a Grace and an x86 host: Megatron-Bridge's MXFP8 Nemotron 3 Nano on 8 GPUs, the same flags on
+    # GB200 (26.06) and B200 (26.04.01, whose GB200 row measured 32,768 as well)
+    Pair(
+        "Nemotron 3 Nano MXFP8 GB200 over B200, Megatron-Bridge 26.06 / 26.04.01",
+        "bridge-gb200-nemotron-3-nano-8-mxfp8",
+        "bridge-b200-nemotron-3-nano-8-mxfp8",
+        True,
     ),
     # MXFP8 over FP8 current scaling on each GPU: not a GB300 question (the same on all three), printed beside it
     *(
