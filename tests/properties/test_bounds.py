@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
 import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,9 @@ from workloads.inputs.yaml_files import load_model
 from workloads.schedules.base import BACKWARD, FORWARD
 from workloads.schedules.pipeline_tasks import TaskKey
 from workloads.specs.layouts import layout_preset
+
+# One worker runs them all: points() and classes() are built once (under xdist's load groups, 25.5 CPU-s -> 19.9).
+pytestmark = pytest.mark.xdist_group("bounds")
 
 # Two small searches: few micro-batches (full runs, deep bubbles) and more (steady-state shortcut), in node
 # and cross-node EP (op-level tasks on the NIC), every schedule of the wide space.
