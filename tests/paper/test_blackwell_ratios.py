@@ -18,6 +18,9 @@ from experiments.validation.blackwell.ratios import (
     table,
 )
 
+# On the Blackwell check's worker: the rows both simulate are simulated once (blackwell/check.py simulate_row's cache).
+pytestmark = pytest.mark.xdist_group("blackwell_check")
+
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, PairResult]:
