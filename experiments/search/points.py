@@ -52,8 +52,8 @@ def simulate_kinds() -> dict[str, str]:
 
 @cache
 def _simulate_kinds() -> tuple[tuple[str, str], ...]:
-    """``simulate_kinds`` as pairs, read once: every key of every point is classified through it (inspect.signature
-    took 0.9 of the 1.3 CPU-s that building 765 search points took)."""
+    """``simulate_kinds`` as pairs, read once: every key of every point is classified through it (765 search points
+    were built in 0.43 CPU-s reading the signature per key, 0.10 reading it once)."""
     pairs = []
     for name, parameter in inspect.signature(simulate).parameters.items():
         kind = str(parameter.annotation).replace(" | None", "")
