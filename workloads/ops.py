@@ -193,6 +193,7 @@ class AttentionShape:
     causal: bool = True
     window: int = 0  # keys a query attends to; 0 = all keys before it
     kernel: str = ""  # the kernel family (layout.attention_backend); "" = the calibration's
+    dropout: bool = False  # attention dropout inside the kernel (ModelSpec.attention_dropout > 0)
 
     @property
     def sliding(self) -> bool:

@@ -8,7 +8,7 @@
 # sequence parallelism, FP8 hybrid with delayed scaling, the distributed optimizer overlapping its BF16 gradient
 # reduce-scatter and parameter all-gather, no recomputation) and the userbuffers TP overlap its 175b.yaml names
 # for H100 at TP 4 (ub_cfg_h100_h12288_tp4_mbs1_seqlen2048); neither config at that tag is this row's (VP 12,
-# GBS 2,048). Not simulated: its hidden and attention dropout of 0.1 (moesim times dropout-free steps).
+# GBS 2,048). Its hidden and attention dropout of 0.1 come with the model file (examples/models/gpt3-175b.yaml).
 --tensor-model-parallel-size 4 --sequence-parallel --tp-comm-overlap --pipeline-model-parallel-size 8
 --num-virtual-stages-per-pipeline-rank 6
 --micro-batch-size 1 --global-batch-size 256 --seq-length 2048

@@ -83,7 +83,7 @@ def attention_op_efficiency(
     (assumed: FA3 ships a 192 / 128 kernel the paper's figures do not measure). A sliding window at its
     effective non-causal length (module docstring); full attention at its own length and mask. A causal shape that
     cuDNN's benchmark timed itself (MLA, GPT-OSS's window: simulator/costs/attention_shapes.py) is then corrected to
-    the measurement (``measured_ratio``).
+    the measurement (``measured_ratio``). With dropout the kernel takes its generation's measured dropout time longer.
     """
     fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
     if fixed is not None:
@@ -95,6 +95,8 @@ def attention_op_efficiency(
             f"cudnn-fp8 (FP8 attention) is timed from Blackwell measurements only; none published for {generation.value}",
         )
     efficiency = _looked_up(shape, backward, cal, generation, family)
+    if shape.dropout:  # the kernel's dropout (simulator/costs/generations.py HOPPER_ATTENTION_DROPOUT_TIME)
+        efficiency /= kernel_tables(generation).attention_dropout_time
     window = shape.window if shape.sliding else 0
     measured = measured_shape(family, shape.head_dim, shape.head_dim_v, window, generation) if shape.causal else None
     if measured is None:

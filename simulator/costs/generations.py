@@ -47,15 +47,41 @@ class KernelTables:
     # the fraction of its HBM bandwidth its memory-bound kernels reach, relative to Hopper's
     # (Calibration.memory_efficiency's anchor; simulator/costs/hbm_fraction.py)
     hbm_fraction: float = 1.0
+    # an attention kernel's time with dropout over its time without (simulator/costs/attention_cost.py)
+    attention_dropout_time: float = 1.0
 
 
-_HOPPER = KernelTables(HOPPER_GEMM_TABLE, attention_efficiency, "FlashAttention-3 paper (arXiv 2407.08608) Figs. 5-6")
+# Attention dropout inside cuDNN's fused attention, which Transformer Engine runs under Megatron's [s, b, h, d] layout:
+# DotProductAttention forward and backward, BF16, 4 x 4,096 tokens, 16 heads of 128, p 0.0 against 0.1, median of 50
+# (NVIDIA/TransformerEngine issue #3312, 2026-08-04): H200 (TE 2.15) 0.594 -> 0.614 ms, B300 (TE 2.14.1) 0.480 -> 0.525
+# ms. The packed (thd) layout pays far more (1.26x on H200, 5.24x on B300: cuDNN's composite engine), not modelled:
+# Megatron-Core runs it for packed sequences (PackedSeqParams), whose attention moesim does not time. Taken for every p > 0 (the random numbers cost the same whatever p) and both directions alike (assumed: only
+# their sum was timed); the B300's for Blackwell too (assumed: no SM100 sbhd timing found).
+HOPPER_ATTENTION_DROPOUT_TIME = 0.614 / 0.594
+BLACKWELL_ATTENTION_DROPOUT_TIME = 0.525 / 0.480
+
+
+_HOPPER = KernelTables(
+    HOPPER_GEMM_TABLE,
+    attention_efficiency,
+    "FlashAttention-3 paper (arXiv 2407.08608) Figs. 5-6",
+    attention_dropout_time=HOPPER_ATTENTION_DROPOUT_TIME,
+)
 KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
     # the A100: Hopper's BF16 curve at its MAMF point's level; Hopper's attention fractions, assumed
-    GpuGeneration.AMPERE: KernelTables(AMPERE_GEMM_TABLE, attention_efficiency, _HOPPER.attention_source),
+    GpuGeneration.AMPERE: KernelTables(
+        AMPERE_GEMM_TABLE,
+        attention_efficiency,
+        _HOPPER.attention_source,
+        attention_dropout_time=HOPPER_ATTENTION_DROPOUT_TIME,
+    ),
     GpuGeneration.HOPPER: _HOPPER,
     GpuGeneration.BLACKWELL: KernelTables(
-        BLACKWELL_GEMM_TABLE, blackwell_attention_efficiency, BLACKWELL_ATTENTION_SOURCE, BLACKWELL_HBM_FRACTION
+        BLACKWELL_GEMM_TABLE,
+        blackwell_attention_efficiency,
+        BLACKWELL_ATTENTION_SOURCE,
+        BLACKWELL_HBM_FRACTION,
+        BLACKWELL_ATTENTION_DROPOUT_TIME,
     ),
     # Blackwell Ultra: Blackwell's GEMM table (B300's own points are in it), its attention from cuDNN's GB300 run
     GpuGeneration.BLACKWELL_ULTRA: KernelTables(
@@ -63,6 +89,7 @@ KERNEL_TABLES: dict[GpuGeneration, KernelTables] = {
         blackwell_ultra_attention_efficiency,
         BLACKWELL_ULTRA_ATTENTION_SOURCE,
         BLACKWELL_ULTRA_HBM_FRACTION,
+        BLACKWELL_ATTENTION_DROPOUT_TIME,
     ),
 }
 

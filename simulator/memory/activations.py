@@ -9,8 +9,10 @@ the paper's 34 s b h / t, and why:
 
 - FlashAttention stores no s x s tensor: the 5 a s^2 b term is gone (the paper's Sec. 5 remark; FlashAttention
   keeps Q, K, V, the output O and the FP32 log-sum-exp per head and query).
-- No dropout masks (their 2 s b h): the Megatron-Bridge recipes train with hidden and attention dropout 0,
-  and PyTorch's dropout at p = 0 returns its input without a mask (aten/src/ATen/native/Dropout.cpp).
+- Dropout masks (their 2 s b h) only under hidden dropout: one bool per element after each block (the attention,
+  the FFN, a Mamba or Gated DeltaNet mixer); the Megatron-Bridge recipes train with hidden and attention dropout 0,
+  and PyTorch's dropout at p = 0 returns its input without a mask (aten/src/ATen/native/Dropout.cpp). Attention
+  dropout keeps none: the fused kernel regenerates its random numbers from a saved seed in backward.
 - SwiGLU: fc1 is 2F wide and its output is the activation's input; fc2's input is F wide. A plain MLP (GeLU,
   squared ReLU): fc1 is F wide.
 - FP8 (TE ``_Linear.forward``, "Cache state for backward pass": ``saved_inputmat`` is the quantized input,
@@ -31,6 +33,7 @@ from typing import NamedTuple
 from workloads.ops import BYTES_BF16, BYTES_FP32, Module
 from workloads.recipes.activation import eager_saved
 from workloads.recipes.layers import te_layers
+from workloads.recipes.residual import MASK_BYTES
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.model_extensions import gdn_widths
 from workloads.specs.models import ModelSpec
@@ -209,13 +212,23 @@ def moe_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
     return saved
 
 
+def dropout_mask(model: ModelSpec, name: str) -> list[Saved]:
+    """The bool mask a block's bias-dropout-add keeps under hidden dropout (workloads/recipes/residual.py), between
+    the TP blocks as the residual stream is."""
+    return (
+        [Saved(f"{name}_dropout_mask", MASK_BYTES * model.hidden_size, between_tp_blocks=True)]
+        if model.hidden_dropout
+        else []
+    )
+
+
 def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = "") -> list[Saved]:
     """Every tensor one layer (a hybrid model's ``block`` alone) keeps for backward, per local token."""
     if block == "mamba":
-        return mamba_saved(model, layout)
+        return [*mamba_saved(model, layout), *dropout_mask(model, "mamba")]
     if block == "gdn":
-        return gdn_saved(model, layout)
-    attention = attention_saved(model, layout) if block in ("", "attention") else []
+        return [*gdn_saved(model, layout), *dropout_mask(model, "gdn")]
+    attention = [*attention_saved(model, layout), *dropout_mask(model, "attn")] if block in ("", "attention") else []
     if block == "attention":
         return attention
     ffn_norm = Saved("ffn_norm_input", BYTES_BF16 * model.hidden_size, between_tp_blocks=True)
@@ -227,7 +240,8 @@ def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = 
     # --recompute-modules mhc (Megatron-Core's output-discarding checkpoint of the merge, hyper_connection.py)
     stream = BYTES_BF16 * model.residual_streams * model.hidden_size
     streams = [Saved("mhc_layer_input", stream), Saved("mhc_block_streams", stream, Module.MHC)]
-    return [*attention, ffn_norm, *ffn, *(streams if model.residual_streams > 1 else [])]
+    mask = dropout_mask(model, "mlp")
+    return [*attention, ffn_norm, *ffn, *mask, *(streams if model.residual_streams > 1 else [])]
 
 
 def mamba_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:

@@ -92,6 +92,18 @@ MEGATRON_ROUTER_HYBRIDEP = {
     "host_sync_per_moe_layer": True,
 }
 FEATURES = [
+    # Hidden and attention dropout (NeMo's GPT-3): the masked bias-dropout-adds and the slower attention kernel
+    (
+        "dropout",
+        replace(TINY, name="tiny-dropout", hidden_dropout=0.1, attention_dropout=0.1),
+        16,
+        4,
+        8,
+        {"intra_size": 4, "ep": 8},
+        None,
+        None,
+        None,
+    ),
     # A hybrid model under Megatron's TP 4 with cross-node EP: Mamba layers' TP collectives beside the MoE layers' EP.
     ("hybrid", TINY_HYBRID, 16, 4, 8, {**TE_TP, "attention": "tp", "intra_size": 4, "ep": 8}, None, None, None),
     # CP on NVLink: intra_size x cp = 4 GPUs of one node; ring hops on NVLink, DP over the replicas' NICs.

@@ -50,6 +50,13 @@ class _Config:
             raise self.fail(key, f"must be >= 1, got {value}")
         return value
 
+    def probability(self, key: str) -> float:
+        """A dropout probability in [0, 1); 0 where the key is absent or null."""
+        value = self.data.get(key) or 0.0
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise self.fail(key, f"must be a probability in [0, 1), got {value!r}")
+        return float(value)
+
     def bool(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if value is None:
@@ -92,6 +99,8 @@ def _common(c: _Config, name: str) -> dict[str, Any]:
         "tied_embeddings": c.bool("tie_word_embeddings", False),
         "kv_channels": c.int("head_dim", default=0),
         "rope": "rope_theta" in c.data,  # every supported family rotates q and k by rope_theta's frequencies
+        "hidden_dropout": c.probability("hidden_dropout"),
+        "attention_dropout": c.probability("attention_dropout"),
     }
     window = c.int("sliding_window", default=0)
     if "layer_types" in c.data:  # GPT-OSS and newer configs name each layer's attention

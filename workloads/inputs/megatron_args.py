@@ -188,6 +188,8 @@ FLAGS: dict[str, Flag] = {
     "--num-query-groups": Flag(I),
     "--kv-channels": Flag(I),
     "--swiglu": Flag(S),
+    "--hidden-dropout": Flag(F),
+    "--attention-dropout": Flag(F),
     "--squared-relu": Flag(S),
     "--use-fused-weighted-squared-relu": Flag(S),
     "--num-experts": Flag(I),
@@ -403,4 +405,6 @@ FIELD_FLAGS = {  # a validation error's field -> the Megatron flags that set it
     "model.num_kv_heads": "--num-query-groups",
     "model.num_experts": "--num-experts",
     "model.expert_ffn_size": "--moe-ffn-hidden-size",
+    "model.hidden_dropout": "--hidden-dropout",
+    "model.attention_dropout": "--attention-dropout",
 }

@@ -84,8 +84,6 @@ IGNORED: dict[str, str] = {
     **dict.fromkeys(("--seed", "--init-method-std", "--use-cpu-initialization"), SEED),
     **dict.fromkeys(
         (
-            "--hidden-dropout",
-            "--attention-dropout",
             "--normalization",
             "--norm-epsilon",
             "--max-position-embeddings",

@@ -41,6 +41,8 @@ DIRECT = {  # flag -> the ModelSpec fields it may set, the first that exists
     "--linear-value-head-dim": ("gdn_value_head_dim",),
     "--linear-conv-kernel-dim": ("gdn_conv_kernel",),
     "--attention-output-gate": ("attention_output_gate",),
+    "--hidden-dropout": ("hidden_dropout",),
+    "--attention-dropout": ("attention_dropout",),
 }
 # --multi-latent-attention: flag -> (field, Megatron's default) (arguments.py _add_mla_args)
 MLA = {
@@ -60,6 +62,7 @@ DEFINING = ("--hidden-size", "--num-attention-heads")
 HYBRID_PATTERNS = ("--hybrid-layer-pattern", "--hybrid-override-pattern")
 ROPE_TYPES = frozenset({"rope", "mrope", "yarn"})  # --position-embedding-type values that rotate queries and keys
 MOE_TOPK_DEFAULT = 2  # --moe-router-topk (arguments.py _add_moe_args)
+DROPOUT_DEFAULT = 0.1  # --hidden-dropout and --attention-dropout (arguments.py _add_network_size_args at d98e8a64)
 # GPT-2's byte-level BPE vocabulary (its encoder.json, Radford et al. 2019), which Megatron's GPT2BPETokenizer reads
 GPT2_BPE_VOCAB = 50257
 MAMBA_EXPAND = 2  # MambaMixer's d_inner = expand x hidden; heads = d_inner / head dim without --mamba-num-heads
@@ -240,7 +243,7 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     """The model Megatron-LM builds from the flags alone (``defines_model``), at its defaults where a flag is absent
     (arguments.py validate_args and _add_*_args at d98e8a64dd): no --num-experts, a dense model; --ffn-hidden-size
     4 h, or int(4 h x 2/3 / 64) x 64 for a gated unit; --moe-router-topk 2; learned absolute positions; multi-head
-    attention; the embedding and output layer tied. ``apply`` then lays the flags' overrides over it, as over a
+    attention; the embedding and output layer tied; hidden and attention dropout 0.1. ``apply`` then lays the flags' overrides over it, as over a
     --model. Megatron reads the vocabulary from the tokenizer: without --vocab-size (or --padded-vocab-size, or GPT-2's
     BPE tokenizer) the flags do not give it, and that is an error."""
     hidden = args["--hidden-size"]
@@ -273,6 +276,8 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
         "vocab_size": vocab,
         "rope": False,
         "tied_embeddings": True,  # unless --untie-embeddings-and-output-weights (apply)
+        "hidden_dropout": DROPOUT_DEFAULT,  # unless --hidden-dropout / --attention-dropout (DIRECT)
+        "attention_dropout": DROPOUT_DEFAULT,
         "source": "Megatron-LM flags (--megatron-args), Megatron's defaults where a flag is absent",
     }
     if "M" in pattern and "--mamba-num-heads" not in args:

@@ -134,6 +134,6 @@ def dsv4_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, ratio: int) 
         sparse_attention_step(layout, seq_len, attended_pairs(model, seq_len, ratio), heads, d, d),
         Step("o_group_proj", GEMM, gemm=Gemm(tokens, o_rank, heads * d // groups, groups)),
         Step("o_proj", GEMM, gemm=Gemm(tokens, h, groups * o_rank)),
-        residual_step("attn_residual", act),
+        residual_step("attn_residual", act, dropout=model.hidden_dropout),
     ]
     return steps

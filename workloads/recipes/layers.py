@@ -113,9 +113,16 @@ def attention_recipe(model: ModelSpec, layout: LayoutSpec, seq_len: int, window:
     local = tokens // layout.sequence_shards  # tokens per GPU outside the TP block: s/n, or s without SP
     act_local = local * h * BYTES_BF16  # one [b, s/n, h] activation
     norm = norm_step("attn_norm", act_local, sar_recompute=True, module=Module.LAYERNORM)
-    residual = residual_step("attn_residual", act_local)
+    residual = residual_step("attn_residual", act_local, dropout=model.hidden_dropout)
     flops = layer_attention_flops(model, layout, seq_len, window)
-    shape = AttentionShape(model.head_dim, model.head_dim, seq_len, window=window, kernel=layout.attention_backend)
+    shape = AttentionShape(
+        model.head_dim,
+        model.head_dim,
+        seq_len,
+        window=window,
+        kernel=layout.attention_backend,
+        dropout=model.attention_dropout > 0,
+    )
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     qkv_width = model.qkv_width + (q if model.attention_output_gate else 0)  # the gate: a second query's width
     gate = output_gate_steps(model, tokens, n)
@@ -200,7 +207,7 @@ def layer_recipe(
         act_local = layout.micro_batch * local_seq // layout.sequence_shards * model.hidden_size * BYTES_BF16
         # the MLP's input feeds its norm and its residual: their gradients are summed after the norm's backward
         branch_sum = input_grad_sums("ffn_input_grad_sum", act_local, 2, Module.NONE, GraphPart.NONE)
-        residual = residual_step("mlp_residual", act_local, backward=False)
+        residual = residual_step("mlp_residual", act_local, backward=False, dropout=model.hidden_dropout)
         ffn = [*branch_sum, *ffn_recipe(model, layout, local_seq, gpus_per_node, dense), residual]
     if model.residual_streams > 1:
         tokens = layout.micro_batch * local_seq // layout.sequence_shards

@@ -139,7 +139,7 @@ def _mixer(
         ),
         Step(f"{name}_out_proj", GEMM, gemm=Gemm(tokens, h, int(inner))),
         scatter,
-        residual_step(f"{name}_residual", act_local),
+        residual_step(f"{name}_residual", act_local, dropout=model.hidden_dropout),
     ]
 
 

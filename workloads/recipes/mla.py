@@ -64,7 +64,7 @@ def mla_recipe(
         steps.append(Step("q_proj", GEMM, gemm=Gemm(rows, local_heads * d_qk, h)))
     steps.append(Step("kv_down", GEMM, gemm=Gemm(rows, kv_rank + rope, h)))
     steps.append(norm_step("kv_norm", rows * kv_rank * BYTES_BF16, module=UP))
-    residual = residual_step("attn_residual", act_local)
+    residual = residual_step("attn_residual", act_local, dropout=model.hidden_dropout)
     if model.dsa:  # the absorbed form: no K / V up projection (absorbed_attention); under TP (validation.py)
         steps += dsa_indexer(model, layout, seq_len, rows) if indexer else []
         steps += absorbed_attention(model, layout, seq_len, rows, local_heads)
@@ -72,7 +72,9 @@ def mla_recipe(
     kv_width = local_heads * (model.qk_nope_head_dim + d_v)
     steps.append(Step("kv_up", GEMM, gemm=Gemm(rows, kv_width, kv_rank), module=UP))
     flops = mla_attention_flops(model, layout, seq_len, window)
-    shape = AttentionShape(d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend)
+    shape = AttentionShape(
+        d_qk, d_v, seq_len, window=window, kernel=layout.attention_backend, dropout=model.attention_dropout > 0
+    )
     flash = Step("flash_attn", ATTENTION, flops=flops, attention=shape, module=Module.CORE_ATTN)
     if tp:
         return steps + [

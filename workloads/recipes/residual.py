@@ -11,20 +11,27 @@ from workloads.ops import BYTES_BF16, BYTES_FP32, GEMM, MEMORY, Gemm, GraphPart,
 from workloads.specs.models import ModelSpec
 
 ADD_PASSES = 3  # an add or a gradient sum: two operands read, the result written
+MASK_BYTES = 1  # a dropout mask's element: torch.native_dropout returns a bool mask
 
 
-def residual_step(name: str, act_bytes: float, backward: bool = True) -> Step:
-    """A residual add, out = residual + branch output (Megatron-Core's bias-dropout-add without bias or dropout:
-    ``out = residual + out``, megatron/core/fusions/fused_bias_dropout.py lines 11-58 and 69-73 (jit_fuser) at
-    NVIDIA/Megatron-LM@d98e8a64, one fused kernel; transformer_layer.py lines 754 and 1105 apply it after
-    the attention and after the MLP), on ``act_bytes`` of activation.
+def residual_step(name: str, act_bytes: float, backward: bool = True, dropout: float = 0.0) -> Step:
+    """A residual add, out = residual + dropout(branch output) (Megatron-Core's bias-dropout-add,
+    megatron/core/fusions/fused_bias_dropout.py lines 11-58 and 69-73 (jit_fuser) at NVIDIA/Megatron-LM@d98e8a64,
+    one fused kernel; transformer_layer.py lines 754 and 1105 apply it after the attention and after the MLP), on
+    ``act_bytes`` of activation.
 
-    Its backward hands the output gradient to both operands unchanged (dropout off: the recipes model none).
-    With ``backward`` the kernel charged in backward is the sum autograd runs where the residual's input also
-    fed the branch (read 2, write 1); without, the caller charges that sum where it runs (``input_grad_sums``)."""
-    if not backward:
-        return Step(name, MEMORY, mem_bytes=ADD_PASSES * act_bytes, bwd_kernels=0)
-    return Step(name, MEMORY, mem_bytes=ADD_PASSES * act_bytes, bwd_mem_bytes=ADD_PASSES * act_bytes)
+    Without dropout (p = 0: PyTorch's dropout returns its input) its backward hands the output gradient to both
+    operands unchanged. With ``backward`` the kernel charged in backward is the sum autograd runs where the
+    residual's input also fed the branch (read 2, write 1); without, the caller charges that sum where it runs
+    (``input_grad_sums``). With hidden ``dropout`` > 0 the fused forward also writes the dropout's mask, a bool per
+    element (torch.native_dropout), and the branch's gradient is the output gradient times the mask: one more
+    backward kernel reading both and writing the gradient (native_dropout_backward)."""
+    mask_bytes = act_bytes / BYTES_BF16 * MASK_BYTES if dropout > 0 else 0.0
+    forward = ADD_PASSES * act_bytes + mask_bytes
+    masked = ((2 * act_bytes + mask_bytes),) if dropout > 0 else ()  # the gradient read and written, the mask read
+    summed = (ADD_PASSES * act_bytes,) if backward else ()
+    backward_bytes = (*summed, *masked)
+    return Step(name, MEMORY, mem_bytes=forward, bwd_kernels=len(backward_bytes), bwd_mem_bytes=sum(backward_bytes))
 
 
 def input_grad_sums(name: str, act_bytes: float, consumers: int, module: Module, graph: GraphPart) -> list[Step]:

@@ -24,6 +24,9 @@ def check_extensions(model: Any) -> None:
         raise ConfigError("model.index_heads", "index_heads and index_head_dim must be positive with index_topk (DSA)")
     if model.ffn_activation not in FFN_ACTIVATIONS:
         raise ConfigError("model.ffn_activation", f"must be one of {', '.join(FFN_ACTIVATIONS)}")
+    for name in ("hidden_dropout", "attention_dropout"):
+        if not 0 <= getattr(model, name) < 1:
+            raise ConfigError(f"model.{name}", f"a dropout probability must be in [0, 1), got {getattr(model, name)}")
     if model.hybrid_pattern:
         _check_hybrid(model)
         if model.residual_streams > 1:

@@ -96,6 +96,11 @@ class ModelSpec:
     # MLP.__init__); its FLOPs count 3 FFN GEMMs with SwiGLU, 2 without (megatron/training/training.py
     # num_floating_point_operations, gated_linear_multiplier).
     ffn_activation: str = "swiglu"
+    # Dropout probabilities in training (Megatron-LM --hidden-dropout, --attention-dropout; HF config.json
+    # hidden_dropout, attention_dropout; NeMo's GPT-3 0.1): the hidden one after the attention and the FFN (Megatron-Core's
+    # bias-dropout-add, workloads/recipes/residual.py), the attention one inside the attention kernel.
+    hidden_dropout: float = 0.0
+    attention_dropout: float = 0.0
     # A hybrid model (Nemotron-H, Nemotron 3) has one block per layer, written as Megatron-LM's
     # --hybrid-override-pattern and HF's hybrid_override_pattern write it: "M" a Mamba-2 mixer, "*" attention, "-" a
     # dense MLP, "E" an MoE FFN (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols); "" every layer
@@ -374,7 +379,8 @@ _OPTIONAL_NAMES = (
     "num_shared_experts tied_embeddings num_experts top_k expert_ffn_size kv_channels sliding_window window_layers "
     "mlp_only_layers shared_expert_ffn_size mtp_layers mtp_repeated_layer qk_layernorm rope expert_act_clamp "
     "expert_bias rope_unfused mamba_heads moe_latent_size o_lora_rank o_groups compress_ratios index_heads "
-    "index_head_dim index_topk index_skip_offset residual_streams gdn_key_heads gdn_value_heads attention_output_gate"
+    "index_head_dim index_topk index_skip_offset residual_streams gdn_key_heads gdn_value_heads attention_output_gate "
+    "hidden_dropout attention_dropout"
 )
 _OPTIONAL_FIELDS = frozenset(_OPTIONAL_NAMES.split())
 _T2 = "MegaScale-MoE Table 2"
