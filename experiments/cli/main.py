@@ -357,9 +357,10 @@ def _run(args: argparse.Namespace) -> None:
         if megatron:
             from experiments.cli.megatron_view import ignored_line, memory_terms, understood
 
-            print(
-                f"  understood       {understood(layout, cluster.num_gpus, cluster.gpu.name, args.model.num_experts > 0)}"
-            )
+            model = args.model
+            dropout = (model.hidden_dropout, model.attention_dropout)
+            line = understood(layout, cluster.num_gpus, cluster.gpu.name, model.num_experts > 0, dropout)
+            print(f"  understood       {line}")
             print(f"  memory terms     {memory_terms(report.memory_gib)} (peak stage)")
             print(f"  ignored          {ignored_line(megatron.ignored)}")
             print("\n".join(f"  note             {note}" for note in megatron.notes))

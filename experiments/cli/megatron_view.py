@@ -51,9 +51,12 @@ def _precision(layout: LayoutSpec) -> str:
     return f"FP8 ({', '.join([layout.fp8_recipe, *exceptions])})"
 
 
-def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool = True) -> str:
+def understood(
+    layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool = True, dropout: tuple[float, float] = (0.0, 0.0)
+) -> str:
     """The parallel layout and options as Megatron names them, as moesim read them (``experts``: the model has any;
-    a dense model's EP and ETP mean nothing)."""
+    a dense model's EP and ETP mean nothing; ``dropout``: the model's hidden and attention dropout, named where
+    either is on, since Megatron-LM defaults both to 0.1 where the flags alone give the model)."""
     tp = layout.intra_size if layout.attention == "tp" else 1
     degrees = [f"TP {tp}" + (" (SP)" if layout.sequence_parallel and tp > 1 else "")]
     degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}"] if experts else ["no experts"]
@@ -67,6 +70,7 @@ def understood(layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool =
             _recompute(layout),
             _optimizer(layout),
             precision,
+            *([f"--hidden-dropout {dropout[0]:g} --attention-dropout {dropout[1]:g}"] if any(dropout) else []),
             f"{num_gpus} x {gpu_name}",
         ]
     )

@@ -29,6 +29,11 @@ def test_understood_names_megatron_s_degrees_and_options() -> None:
         gemm_dtype="fp8", fp8_recipe="nvfp4", bf16_last_layers=14, module_precisions=("*.linear_qkv=bf16",)
     )
     assert "FP8 (nvfp4, last 14 layers BF16, 1 module rules)" in understood(fp4, 240, "gb300")
+    # dropout named where on (Megatron-LM's default 0.1 for a model the flags alone give)
+    assert "dropout" not in line
+    assert "; BF16; --hidden-dropout 0.1 --attention-dropout 0; 240 x h800" in understood(
+        layout, 240, "h800", True, (0.1, 0)
+    )
 
 
 def test_memory_terms_of_the_peak_stage_and_ignored_in_one_line() -> None:
