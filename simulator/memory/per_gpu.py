@@ -85,18 +85,20 @@ def megascale_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) ->
     [bsk/n, h] tensor: k units more, and nothing is re-sent (workloads.graph.op_lists).
     The formula counts BF16 elements in units of bsh/n; full recomputation keeps only the layer input;
     selective recomputation keeps the no-SAR amount less what its modules free (``selective_freed``).
-    CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp).
+    CP: each GPU keeps its s/cp tokens, so bsh/n becomes bsh/(n cp). Under hidden dropout the two bias-dropout-adds'
+    one-byte masks add one unit (simulator/memory/activations.py dropout_mask).
     """
     m = model
     n, k = layout.intra_size, m.top_k
     f = m.expert_ffn_size / m.hidden_size
     bsh_over_n_bytes = layout.micro_batch * seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
+    masks = 1.0 if m.hidden_dropout else 0.0
     if layout.recompute == "sar":
-        factor = 2 * k * f + 4 + 2 / m.q_per_kv + (k if layout.keep_dispatch else 0)
+        factor = 2 * k * f + 4 + 2 / m.q_per_kv + (k if layout.keep_dispatch else 0) + masks
     elif layout.recompute == "full":
         return bsh_over_n_bytes  # only the layer input
     else:
-        factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv
+        factor = 2 * n + 2 * k + 3 * k * f + 12 + 5 / m.q_per_kv + masks
     if layout.recompute != "selective":
         return factor * bsh_over_n_bytes + _dispatcher_bytes(model, layout, seq_len)
     modules = frozenset(Module(name) for name in layout.recompute_modules)

@@ -12,6 +12,7 @@ import pytest
 from simulator.costs.attention_cost import attention_op_efficiency
 from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.memory.activations import local_tokens, megatron_layer_bytes
+from simulator.memory.per_gpu import megascale_layer_bytes
 from topologies.errors import ConfigError
 from topologies.hardware import GpuGeneration
 from workloads.inputs.megatron import parse_megatron_args
@@ -19,8 +20,8 @@ from workloads.inputs.megatron_model import flags_model
 from workloads.inputs.yaml_files import load_model
 from workloads.ops import AttentionShape
 from workloads.recipes.residual import residual_step
-from workloads.specs.layouts import LayoutSpec
-from workloads.specs.models import ModelSpec
+from workloads.specs.layouts import LayoutSpec, layout_preset
+from workloads.specs.models import ModelSpec, model_preset
 
 DENSE = ModelSpec("d", 4, 1024, 8, 8, 0, 0, 0, 1024, dense_ffn_size=4096)
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
@@ -92,3 +93,13 @@ def test_a_config_json_gives_its_dropout(tmp_path) -> None:
     with pytest.raises(ConfigError, match="attention_dropout"):
         load_model(path)
     assert load_model(MODELS / "gpt3-5b.yaml").hidden_dropout == 0.1  # NeMo's 5b.yaml
+
+
+def test_megascale_s_formula_counts_the_masks_as_one_unit() -> None:
+    """MegaScale-MoE's closed form (Sec. 4.1) in units of b s h / n BF16 bytes: two one-byte masks are one unit."""
+    model, layout = model_preset("paper-352b"), layout_preset("megascale-moe")
+    unit = layout.micro_batch * 4096 * model.hidden_size / (layout.intra_size * layout.cp) * 2
+    extra = megascale_layer_bytes(replace(model, hidden_dropout=0.1), layout, 4096) - megascale_layer_bytes(
+        model, layout, 4096
+    )
+    assert extra == pytest.approx(unit)
