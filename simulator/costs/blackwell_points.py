@@ -27,7 +27,7 @@ B300 = BenchGpu("B300 SXM", 2250.0, 4500.0, 160, 12600.0)
 # stas00/ml-engineering@744d01e compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table":
 # torch.matmul / torch._scaled_mm (per-tensor FP8, cuBLAS), the best of a brute-force shape search, mean of 100
 # iterations after 50 warm-up; "Best Shape MxNxK".
-_MAMF = "stas00/ml-engineering@744d01e compute/accelerator/README.md MAMF table"
+_MAMF = MAMF_SOURCE = "stas00/ml-engineering@744d01e compute/accelerator/README.md MAMF table"
 # NVIDIA/TransformerEngine@d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst, "NVIDIA B300 SXM6 AC", model config
 # hidden 4096, ffn 16384, M = 31 x 512 = 15,872 tokens, CUDA events, 10 warm-up + 100 timed. BF16 runs no quantization,
 # so its autocast fprop rows are kernel times; shapes are printed M x K x N.

@@ -56,6 +56,7 @@ from collections.abc import Callable
 
 from simulator.costs.blackwell_points import (
     B200,
+    B300,
     CUDNN_GB200_TFLOPS,
     CUDNN_GB300_OVER_GB200,
     CUDNN_SEQ_LENS,
@@ -65,6 +66,7 @@ from simulator.costs.blackwell_points import (
     FA4_PEAK_TFLOPS,
     FA4_SOURCE,
     GB200,
+    MAMF_SOURCE,
     GemmSum,
     blackwell_points,
     blackwell_sums,
@@ -145,6 +147,25 @@ def blackwell_gemm_table() -> GemmEfficiencyTable:
 
 
 BLACKWELL_GEMM_TABLE = blackwell_gemm_table()
+
+# The GPU presets whose own best-shape MAMF points are in the table (topologies.hardware name -> bench GPU)
+MAMF_GPUS = {"b200": B200, "gb200": GB200, "b300": B300}
+
+
+def mamf_level(gpu_name: str, kernel: GemmKernel) -> float:
+    """A Blackwell GPU's GEMM speed relative to the pooled table, from its own best-shape MAMF point (one protocol,
+    stas00/ml-engineering's MAMF finder, on every GPU): the point's efficiency over the mean of the MAMF points of
+    the same family. The table is a fraction of each GPU's datasheet peak, and the datasheets quote their peaks at
+    clocks that differ from GPU to GPU (ByteDance-Seed/VeOmni PR #986: B200 2,250 TFLOP/s against 148 SMs x 8,192 x
+    1.965 GHz = 2,382 at its boost clock, GB200 2,500 against 2,565): the MAMF finder reaches 0.78 of the B200's
+    BF16 peak, 0.73 of the GB200's, 0.79 of the B300's (FP8: 0.76, 0.72, 0.83), so a GB200 runs the same GEMMs at
+    1,822 / 1,745 = 1.04x a B200 (FP8 1.05x), not the datasheets' 1.11x. 1 for a GPU with no MAMF point of its own
+    (the GB300: the pooled level)."""
+    bench = MAMF_GPUS.get(gpu_name)
+    if bench is None:
+        return 1.0
+    mamf = {p.gpu: point_efficiency(p) for p in blackwell_points(kernel) if p.source.startswith(MAMF_SOURCE)}
+    return mamf[bench] / (sum(mamf.values()) / len(mamf)) if bench in mamf else 1.0
 
 
 def _hopper_peak(family: str) -> float:

@@ -22,6 +22,7 @@ from simulator.costs.blackwell_tables import (
     BLACKWELL_ULTRA_ATTENTION_SOURCE,
     blackwell_attention_efficiency,
     blackwell_ultra_attention_efficiency,
+    mamf_level,
 )
 from simulator.costs.calibration import Calibration
 from simulator.costs.gemm_efficiency import (
@@ -30,8 +31,10 @@ from simulator.costs.gemm_efficiency import (
     GemmEfficiencyTable,
     attention_efficiency,
 )
+from simulator.costs.gemm_points import GemmKernel
 from simulator.costs.hbm_fraction import BLACKWELL_HBM_FRACTION, BLACKWELL_ULTRA_HBM_FRACTION
 from topologies.hardware import GpuGeneration, GpuSpec
+from workloads.ops import GemmPrecision
 
 # (family, backward, causal, head dim, per-sequence length) -> fraction of the GPU's BF16 peak
 AttentionTable = Callable[[str, bool, bool, float, float], float]
@@ -116,6 +119,22 @@ def kernel_tables(generation: GpuGeneration) -> KernelTables:
 def gemm_table(gpu: GpuSpec, cal: Calibration) -> GemmEfficiencyTable:
     """The GEMM table that times ``gpu``'s GEMMs: the calibration's where it fixes one, else the generation's."""
     return cal.gemm_efficiency if cal.gemm_efficiency is not None else KERNEL_TABLES[gpu.generation].gemm
+
+
+# The MAMF family whose measured per-GPU level scales a precision's curve: FP8's for every 8- and 4-bit recipe, whose
+# Blackwell curves are the FP8 per-tensor curve at TE's measured ratios (simulator/costs/blackwell_tables.py)
+_MAMF_FAMILY = {GemmPrecision.BF16: GemmKernel.BF16_DENSE}
+
+
+def gemm_level(gpu: GpuSpec, precision: GemmPrecision, cal: Calibration) -> float:
+    """What multiplies the generation's GEMM table for ``gpu``: its own measured level where it has one (Blackwell,
+    blackwell_tables.mamf_level), else 1 (and 1 under a calibration that fixes the table)."""
+    if cal.gemm_efficiency is not None or gpu.generation not in (
+        GpuGeneration.BLACKWELL,
+        GpuGeneration.BLACKWELL_ULTRA,
+    ):
+        return 1.0
+    return mamf_level(gpu.name, _MAMF_FAMILY.get(precision, GemmKernel.FP8_TENSORWISE_DENSE))
 
 
 def memory_bandwidth_Bps(gpu: GpuSpec, cal: Calibration) -> float:

@@ -14,7 +14,7 @@ from simulator.costs.collective_efficiency import (
     nvls_all_reduce_efficiency,
 )
 from simulator.costs.delta_rule import delta_rule_time_s
-from simulator.costs.generations import gemm_table, memory_bandwidth_Bps, runs_non_tn_fp8_gemm
+from simulator.costs.generations import gemm_level, gemm_table, memory_bandwidth_Bps, runs_non_tn_fp8_gemm
 from topologies.hardware import GpuGeneration, GpuSpec
 from workloads.ops import (
     ALL_REDUCE,
@@ -57,6 +57,7 @@ def gemm_time_s(gemm: Gemm, gpu: GpuSpec, cal: Calibration, overhead_s: float | 
     by_rows = gemm.groups > 1 and not gemm.sequential and gemm.grouped == GroupedDim.ROWS
     table = gemm_table(gpu, cal)
     efficiency = table.tile_efficiency(gemm.k, gemm.precision, gemm.m if by_rows else None)
+    efficiency *= gemm_level(gpu, gemm.precision, cal)
     if gemm.multi_stream and gemm.groups > 1 and not gemm.sequential:  # TE GroupedLinear: one GEMM per group
         efficiency *= table.multi_stream_share(gemm.flops / gemm.groups)
     tile_s = tile_flop / (peak_flops / gpu.sm_count * efficiency * tensor_core_derate(cal))

@@ -30,7 +30,9 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 from simulator.report.simulate import simulate
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit, the errors against
-# the published rows beside each. Re-pinned when the Mamba-2 scan became mamba_ssm's Triton SSD bound by memory, at
+# the published rows beside each. Re-pinned when each Blackwell GPU's GEMMs took its own MAMF level (simulator/costs/blackwell_tables.py
+# mamf_level: GB200 0.95 / 0.94 of the pooled table in BF16 / FP8, B200 1.02 / 0.99, B300 1.03 / 1.07, GB300 1): the
+# GB200 rows 0.1-5.2 points slower, the B300 rows 0.4-3.4 faster, the B200 rows within 1.0. Re-pinned when the Mamba-2 scan became mamba_ssm's Triton SSD bound by memory, at
 # its one published timing (simulator/costs/scan_anchor.py): the 13 hybrid rows 1-10% slower, nearer their measurements
 # but Ultra on GB300 (+2.0% -> -3.0%) and Super MXFP8 on B300 (-9.5% -> -10.0%). Re-pinned when Blackwell's memory-bound kernels took their measured fraction of HBM
 # bandwidth relative to Hopper's (0.918 GB200, 0.928 GB300 on cuDNN's norm benchmark; simulator/costs/hbm_fraction.py)
@@ -60,68 +62,68 @@ from simulator.report.simulate import simulate
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
     "gb300-deepseek-v3-256": (5658, 6405),  # measured 6,288: -10.0% / +1.9%
-    "gb200-deepseek-v3-256": (4540, 5152),  # measured 4,912: -7.6% / +4.9%
+    "gb200-deepseek-v3-256": (4392, 4990),  # measured 4,912: -10.6% / +1.6%
     "gb300-gpt-oss-120b-64": (29351, 31811),  # measured 33,024: -11.1% / -3.7%
-    "gb200-gpt-oss-120b-64": (27601, 29858),  # measured 28,672: -3.7% / +4.1%
+    "gb200-gpt-oss-120b-64": (26927, 29189),  # measured 28,672: -6.1% / +1.8%
     "gb300-qwen3-30b-a3b-8": (43249, 47642),  # measured 44,544: -2.9% / +7.0%
-    "gb200-qwen3-30b-a3b-8": (40735, 44993),  # measured 39,936: +2.0% / +12.7%
+    "gb200-qwen3-30b-a3b-8": (39839, 44068),  # measured 39,936: -0.2% / +10.3%
     "gb300-nemotron-3-nano-8": (43527, 46474),  # measured 39,936: +9.0% / +16.4%
-    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34523, 34936),  # measured 33,522: +3.0% / +4.2%
-    "bridge-b300-nemotron-3-nano-8-mxfp8": (45392, 49297),  # measured 37,316: +21.6% / +32.1%
-    "bridge-b200-nemotron-3-nano-8-mxfp8": (41638, 44796),  # measured 32,768: +27.1% / +36.7%
-    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (28944, 30863),  # measured 28,672: +1.0% / +7.6% (stop 53)
+    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34374, 34807),  # measured 33,522: +2.5% / +3.8%
+    "bridge-b300-nemotron-3-nano-8-mxfp8": (46644, 50543),  # measured 37,316: +25.0% / +35.4%
+    "bridge-b200-nemotron-3-nano-8-mxfp8": (41575, 44735),  # measured 32,768: +26.9% / +36.5%
+    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (28328, 30309),  # measured 28,672: -1.2% / +5.7% (stop 53)
     "gb300-qwen3-235b-a22b-256": (7889, 8773),  # measured 8,816: -10.5% / -0.5%
-    "gb200-qwen3-235b-a22b-256": (7022, 7847),  # measured 7,280: -3.5% / +7.8%
+    "gb200-qwen3-235b-a22b-256": (6805, 7617),  # measured 7,280: -6.5% / +4.6%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7697, 8537),  # measured 8,162: -5.7% / +4.6%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6677, 7086),  # measured 5,919: +12.8% / +19.7%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7485, 8315),  # measured 8,162: -8.3% / +1.9%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6563, 7006),  # measured 5,919: +10.9% / +18.4%
     "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7886, 8736),  # measured 9,431: -16.4% / -7.4%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25614, 27399),  # measured 21,916: +16.9% / +25.0%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (26798, 28524),  # measured 20,877: +28.4% / +36.6%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (31721, 34343),  # measured 25,997: +22.0% / +32.1%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25236, 27032),  # measured 21,916: +15.1% / +23.3%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (26449, 28188),  # measured 20,877: +26.7% / +35.0%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (31169, 33795),  # measured 25,997: +19.9% / +30.0%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
     "mcore-gb300-deepseek-v3-256": (4608, 5055),  # measured 4,730: -2.6% / +6.9%
-    "mcore-gb200-deepseek-v3-256": (4397, 4887),  # measured 4,020: +9.4% / +21.6%
-    "mcore-gb200-deepseek-v3-256-bf16": (2882, 3299),  # measured 3,298: -12.6% / +0.0%
+    "mcore-gb200-deepseek-v3-256": (4260, 4759),  # measured 4,020: +6.0% / +18.4%
+    "mcore-gb200-deepseek-v3-256-bf16": (2779, 3185),  # measured 3,298: -15.7% / -3.4%
     "mcore-gb300-qwen3-235b-a22b-256": (6094, 6646),  # measured 6,583: -7.4% / +1.0%
-    "mcore-gb200-qwen3-235b-a22b-256": (6701, 7402),  # measured 6,212: +7.9% / +19.2% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (5088, 5579),  # measured 5,100: -0.2% / +9.4%
+    "mcore-gb200-qwen3-235b-a22b-256": (6520, 7215),  # measured 6,212: +5.0% / +16.1% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (4945, 5486),  # measured 5,100: -3.0% / +7.6%
     "mcore-gb300-qwen3-235b-a22b-128-128k": (1381, 1599),  # measured 1,556: -11.3% / +2.8% (TP gathers MXFP8, stop 50)
     # Megatron-Bridge's dense Llama 3 70B rows (BRIDGE_DENSE), added at stop 50 with the NVFP4 curve at TE's NVFP4 /
     # MXFP8 ratio (the NVFP4 rows were 5,381 / 6,199 and 3,978 / 4,568 on the curve leveled at TE's NVFP4 layer alone)
     "bridge-gb300-llama3-70b-64-mxfp8": (3920, 4542),  # measured 4,864: -19.4% / -6.6%
     "bridge-gb300-llama3-70b-64-nvfp4": (5834, 6680),  # measured 7,296: -20.0% / -8.4%
-    "bridge-gb200-llama3-70b-64-mxfp8": (3804, 4390),  # measured 3,712: +2.5% / +18.3%
-    "bridge-gb200-llama3-70b-64-nvfp4": (4477, 5128),  # measured 4,864: -8.0% / +5.4%
+    "bridge-gb200-llama3-70b-64-mxfp8": (3634, 4199),  # measured 3,712: -2.1% / +13.1%
+    "bridge-gb200-llama3-70b-64-nvfp4": (4298, 4928),  # measured 4,864: -11.6% / +1.3%
     "bridge-gb300-llama3.1-405b-256-fp8": (838, 971),  # measured 1,048: -20.1% / -7.3%
     "bridge-gb300-llama3.1-405b-256-mxfp8": (799, 928),  # measured 952: -16.1% / -2.6%
     "bridge-gb300-llama3.1-405b-256-nvfp4": (1239, 1408),  # measured 1,413: -12.3% / -0.4%
-    "bridge-gb200-llama3.1-405b-256-fp8": (819, 950),  # measured 843: -2.9% / +12.7% (over HBM)
-    "bridge-gb200-llama3.1-405b-256-mxfp8": (799, 929),  # measured 783: +2.1% / +18.6%
-    "bridge-gb200-llama3.1-405b-256-nvfp4": (939, 1080),  # measured 1,166: -19.5% / -7.3%
+    "bridge-gb200-llama3.1-405b-256-fp8": (778, 904),  # measured 843: -7.7% / +7.2% (over HBM)
+    "bridge-gb200-llama3.1-405b-256-mxfp8": (759, 883),  # measured 783: -3.1% / +12.7%
+    "bridge-gb200-llama3.1-405b-256-nvfp4": (896, 1032),  # measured 1,166: -23.2% / -11.5%
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
-    "bridge-b200-gpt-oss-120b-64-bf16": (18382, 19834),  # measured 13,568: +35.5% / +46.2%
-    "bridge-b300-gpt-oss-120b-64-bf16": (21251, 23616),  # measured 15,232: +39.5% / +55.0%
-    "bridge-b300-gpt-oss-120b-64-mxfp8": (26558, 28385),  # measured 18,534: +43.3% / +53.1%
-    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (28999, 31242),  # measured 27,136: +6.9% / +15.1%
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33188, 36216),  # measured 30,720: +8.0% / +17.9%
+    "bridge-b200-gpt-oss-120b-64-bf16": (18519, 19969),  # measured 13,568: +36.5% / +47.2%
+    "bridge-b300-gpt-oss-120b-64-bf16": (21658, 24013),  # measured 15,232: +42.2% / +57.6%
+    "bridge-b300-gpt-oss-120b-64-mxfp8": (27077, 28884),  # measured 18,534: +46.1% / +55.8%
+    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (28974, 31217),  # measured 27,136: +6.8% / +15.0%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33827, 36859),  # measured 30,720: +10.1% / +20.0%
     # 26.06's recipe on the same DGX-B300: full-iteration CUDA graph, EP overlap, the fused grouped MLP, FP8 attention
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (40542, 44832),  # measured 40,769: -0.6% / +10.0%
-    "bridge-b200-deepseek-v3-256-mxfp8": (3083, 3382),  # measured 3,328: -7.4% / +1.6%
-    "bridge-b300-deepseek-v3-256-mxfp8": (3585, 4018),  # measured 3,541: +1.2% / +13.5%
-    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4290, 4354),  # measured 3,776: +13.6% / +15.3%
-    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5755, 6320),  # measured 5,936: -3.1% / +6.5%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (41499, 45821),  # measured 40,769: +1.8% / +12.4%
+    "bridge-b200-deepseek-v3-256-mxfp8": (3090, 3399),  # measured 3,328: -7.1% / +2.1%
+    "bridge-b300-deepseek-v3-256-mxfp8": (3684, 4123),  # measured 3,541: +4.0% / +16.4%
+    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4288, 4352),  # measured 3,776: +13.6% / +15.3%
+    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5891, 6459),  # measured 5,936: -0.8% / +8.8%
     # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
     "bridge-gb300-llama3-70b-sft-32-fp8": (4179, 4768),  # measured 4,819: -13.3% / -1.1%
     "bridge-gb300-llama3-70b-sft-32-mxfp8": (4078, 4665),  # measured 4,312: -5.4% / +8.2%
-    "bridge-gb200-llama3-70b-sft-32-fp8": (3404, 3882),  # measured 3,864: -11.9% / +0.5%
-    "bridge-gb200-llama3-70b-sft-32-mxfp8": (3339, 3820),  # measured 3,593: -7.1% / +6.3%
+    "bridge-gb200-llama3-70b-sft-32-fp8": (3254, 3717),  # measured 3,864: -15.8% / -3.8%
+    "bridge-gb200-llama3-70b-sft-32-mxfp8": (3188, 3653),  # measured 3,593: -11.3% / +1.7%
     "bridge-gb300-llama3-70b-lora-8-fp8": (6213, 7125),  # measured 7,481: -17.0% / -4.8%
     "bridge-gb300-llama3-70b-lora-8-mxfp8": (6086, 7000),  # measured 7,447: -18.3% / -6.0%
-    "bridge-gb200-llama3-70b-lora-8-fp8": (6112, 7011),  # measured 6,206: -1.5% / +13.0%
-    "bridge-gb200-llama3-70b-lora-8-mxfp8": (5661, 6506),  # measured 5,958: -5.0% / +9.2%
+    "bridge-gb200-llama3-70b-lora-8-fp8": (5844, 6713),  # measured 6,206: -5.8% / +8.2%
+    "bridge-gb200-llama3-70b-lora-8-mxfp8": (5409, 6223),  # measured 5,958: -9.2% / +4.5%
     # Megatron-Bridge 26.06's Kimi K2 trained with Muon (BRIDGE_MUON), added at stop 53 with Muon
     "bridge-gb300-kimi-k2-256-mxfp8": (5332, 5830),  # measured 5,367: -0.6% / +8.6%
     # Megatron-Bridge's Nemotron 3 Super 120B-A12B (BRIDGE_LATENT), added at stop 53; the NVFP4 rows with TE's group
@@ -130,36 +132,36 @@ PINNED = {
     # per-module recipe (te-precision-nemotron-3-super-nvfp4.yaml): +30.5%, +46.8%, B300 +31.6%
     "bridge-gb300-nemotron-3-super-64-mxfp8": (10936, 11690),  # measured 9,856: +11.0% / +18.6%
     "bridge-gb300-nemotron-3-super-64-nvfp4": (12161, 13063),  # measured 10,240: +18.8% / +27.6%
-    "bridge-gb200-nemotron-3-super-64-mxfp8": (8081, 8165),  # measured 7,040: +14.8% / +16.0%
-    "bridge-gb200-nemotron-3-super-64-nvfp4": (9758, 10384),  # measured 7,168: +36.1% / +44.9%
-    "bridge-b300-nemotron-3-super-64-mxfp8": (7080, 7169),  # measured 7,867: -10.0% / -8.9%
-    "bridge-b300-nemotron-3-super-64-nvfp4": (10571, 10826),  # measured 8,131: +30.0% / +33.1%
+    "bridge-gb200-nemotron-3-super-64-mxfp8": (8049, 8137),  # measured 7,040: +14.3% / +15.6%
+    "bridge-gb200-nemotron-3-super-64-nvfp4": (9548, 10191),  # measured 7,168: +33.2% / +42.2%
+    "bridge-b300-nemotron-3-super-64-mxfp8": (7114, 7198),  # measured 7,867: -9.6% / -8.5%
+    "bridge-b300-nemotron-3-super-64-nvfp4": (10685, 10873),  # measured 8,131: +31.4% / +33.7%
     # and 26.04.01's DGX-B200 rows (EP 64 over 8 nodes), added at stop 57: NVFP4 measured 0.88x MXFP8, simulated 0.97x
-    "bridge-b200-nemotron-3-super-64-mxfp8": (7333, 7731),  # measured 6,400: +14.6% / +20.8%
-    "bridge-b200-nemotron-3-super-64-nvfp4": (7117, 7513),  # measured 5,632: +26.4% / +33.4%
+    "bridge-b200-nemotron-3-super-64-mxfp8": (7324, 7727),  # measured 6,400: +14.4% / +20.7%
+    "bridge-b200-nemotron-3-super-64-nvfp4": (7130, 7525),  # measured 5,632: +26.6% / +33.6%
     # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300;
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3444, 3753),  # measured 3,552: -3.0% / +5.7%
-    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (3004, 3224),  # measured 2,528: +18.8% / +27.5%
+    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (2923, 3145),  # measured 2,528: +15.6% / +24.4%
     "gb300-deepseek-v4-flash-128": (9079, 10042),  # measured 8,224: +10.4% / +22.1%
-    "gb200-deepseek-v4-flash-128": (8834, 9784),  # measured 7,776: +13.6% / +25.8%
+    "gb200-deepseek-v4-flash-128": (8609, 9551),  # measured 7,776: +10.7% / +22.8%
     "bridge-gb300-gpt-oss-120b-64-bf16": (22143, 24556),  # measured 19,200: +15.3% / +27.9%
-    "bridge-gb200-gpt-oss-120b-64-bf16": (22113, 24545),  # measured 16,640: +32.9% / +47.5%
+    "bridge-gb200-gpt-oss-120b-64-bf16": (21469, 23872),  # measured 16,640: +29.0% / +43.5%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
     # (-15.6% / +3.1% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-llama3-70b-64-fp8": (4355, 5016),  # measured 5,248: -17.0% / -4.4%
-    "bridge-gb200-llama3-70b-64-fp8": (4281, 4932),  # measured 4,224: +1.4% / +16.8%
+    "bridge-gb200-llama3-70b-64-fp8": (4094, 4722),  # measured 4,224: -3.1% / +11.8%
     # the verification cards' BF16 hybrids on GB200 (BRIDGE_CARDS), added at stop 59: Super as fast as its MXFP8 /
     # NVFP4 rows are, so its gap on Blackwell is not the low-precision recipes'
-    "bridge-gb200-nemotron-3-super-64-bf16": (8221, 8978),  # measured 6,602: +24.5% / +36.0%
-    "bridge-gb200-nemotron-3.5-lightning-8-bf16": (27936, 30792),  # measured 28,750: -2.8% / +7.1%
+    "bridge-gb200-nemotron-3-super-64-bf16": (8000, 8754),  # measured 6,602: +21.2% / +32.6%
+    "bridge-gb200-nemotron-3.5-lightning-8-bf16": (27157, 29991),  # measured 28,750: -5.5% / +4.3%
     # 26.04.01's Qwen3-Next (BRIDGE_QWEN3_NEXT), added at stop 59 with the Gated DeltaNet layers: GB200 waits for its
     # Grace host at MBS 2 (launch idle 312 of 508 ms a micro-batch), GB300 not at MBS 4: 1.81x simulated, 1.15x
     # measured; the B200's EP 64 over 8 nodes with DeepEP leaves 367 ms exposed
     "bridge-gb300-qwen3-next-80b-a3b-64-mxfp8": (14540, 14663),  # measured 11,328: +28.4% / +29.4%
-    "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8058, 8088),  # measured 9,856: -18.2% / -17.9%
-    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7225, 7354),  # measured 4,864: +48.5% / +51.2%
+    "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8050, 8081),  # measured 9,856: -18.3% / -18.0%
+    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7224, 7353),  # measured 4,864: +48.5% / +51.2%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -256,11 +258,14 @@ def test_every_row_at_residual_1_is_pinned_and_printed() -> None:
     assert all(row.name in printed for row in ROWS) and "torchao's MXFP8 grouped GEMM on B200" in printed
 
 
-def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
+def test_bridge_gb300_over_gb200_rows_come_within_6_percent_of_the_measured_ratio(
     results: dict[str, RowResult],
 ) -> None:
-    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -11.1% to +2.0% of the measurement,
-    and each GB300 row 2.4-7.4 points below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a
+    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -11.1% to -0.2% of the measurement,
+    every one slow, and the GB300 over GB200 ratio of each model is simulated 0.95-1.01x the measured (DeepSeek-V3 1.288x
+    against 1.280x) since each GPU's GEMMs run at its own MAMF level (simulator/costs/blackwell_tables.py mamf_level: the
+    GB200's 0.94-0.95 of the pooled table, the GB300's, unmeasured, at it). Before, each GB300 row lay 2.4-7.4 points
+    below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a
     node spread over its members' NICs, simulator/engine/dp_bytes.py ring_nic_share; measured GB300 / GB200 1.12-1.28x,
     simulated 1.06-1.25x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the
     simulator is Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run; DeepSeek-V3's GB300 recipe runs
@@ -272,24 +277,22 @@ def test_every_bridge_gb300_row_is_predicted_below_its_gb200_row(
     SMs). (Before the MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%. Before DeepEP's and HybridEP's
     published rates were read as on the wire, their logical bandwidths counting a rank's own tokens, -10.5% to +2.8%.)"""
     errors = {row.name: results[row.name].error for row in BRIDGE_ROWS}
-    assert all(-0.115 < error < 0.03 for error in errors.values()), errors
-    slow = {name for name, error in errors.items() if error < 0}
-    assert slow == {row.name for row in BRIDGE_ROWS} - {"gb200-qwen3-30b-a3b-8"}
+    assert all(-0.115 < error < 0.0 for error in errors.values()), errors
     for model in {row.model for row in BRIDGE_ROWS}:
         gb300 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb300")
         gb200 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb200")
-        assert 0.02 < gb200.error - gb300.error < 0.075, model
         measured = gb300.row.measured_tokens_per_s_per_gpu / gb200.row.measured_tokens_per_s_per_gpu
         simulated = gb300.tokens_per_s_per_gpu / gb200.tokens_per_s_per_gpu
-        assert measured > 1.09 and simulated < measured, model
+        assert measured > 1.09 and 0.94 < simulated / measured < 1.01, model
 
 
-def test_the_fitted_residual_is_nearer_on_four_bridge_rows(
+def test_residual_1_is_nearer_on_six_bridge_rows(
     results: dict[str, RowResult],
 ) -> None:
     """Issue 40 item 4, counted on the Bridge rows: the residual fitted on H800 MegaScale-MoE slows every one; at
-    residual 1 the three slow GB300 rows (DeepSeek-V3, GPT-OSS-120B, Qwen3-235B-A22B) and DeepSeek-V3 on GB200 are
-    nearer their measurement, the other four nearer at the fitted residual (three GB300 rows before the refit 0.8425
+    residual 1 DeepSeek-V3, GPT-OSS-120B and Qwen3-235B-A22B on both GPUs are nearer their measurement, the two
+    Qwen3-30B-A3B rows nearer at the fitted residual (GPT-OSS-120B and Qwen3-235B-A22B on GB200 were too until the GB200
+    took its own MAMF level, simulator/costs/blackwell_tables.py mamf_level; three GB300 rows before the refit 0.8425
     and HybridEP's 32 SMs; before the MXFP8 GEMM curve was TE's own, seven of eight were nearer at 1: the residual was
     then compensating the slow MXFP8 GEMMs). On Megatron-LM's six the two full-CG Qwen3-235B-A22B rows are nearer at
     residual 1 (the GB200 one, -6.8% against +3.2%, only since Blackwell's memory-bound kernels took their measured
@@ -306,7 +309,9 @@ def test_the_fitted_residual_is_nearer_on_four_bridge_rows(
         "gb300-deepseek-v3-256",
         "gb200-deepseek-v3-256",
         "gb300-gpt-oss-120b-64",
+        "gb200-gpt-oss-120b-64",
         "gb300-qwen3-235b-a22b-256",
+        "gb200-qwen3-235b-a22b-256",
     }
     mlm_nearer_at_1 = {r.name for r in MLM_ROWS if abs(unfitted(r).error) < abs(results[r.name].error)}
     assert mlm_nearer_at_1 == {"mlm-gb300-qwen3-235b-a22b-128-full-cg", "mlm-gb200-qwen3-235b-a22b-128-full-cg"}
@@ -349,7 +354,8 @@ def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, RowResul
 def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> None:
     """The report's one measured CUDA-graph gain on a stated recipe: partial graphs (attn, moe_router, moe_preprocess)
     give DeepSeek-V3 on 256 GB200 10% end to end (Sec. 4.3.6). Simulated, the eager recipe's host (99.66 us per kernel
-    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.018x (1.017x until the MLA
+    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.013x (1.018x until the GB200's
+    GEMMs took its own MAMF level, simulator/costs/blackwell_tables.py mamf_level; 1.017x until the MLA
     attention took cuDNN's own timing of its shape, simulator/costs/attention_shapes.py; 1.018x until Blackwell's
     memory-bound kernels took their measured share of HBM bandwidth; 1.005x at a torch op's 37.08 us until stop 48). For the host to make the measured gain the stage issuing the most launches (1,936 per
     micro-batch, 255 ms measured per micro-batch) would need >= 145 us per kernel, 1.45x a te.Linear forward's on
@@ -358,7 +364,7 @@ def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> No
 
     gain = partial_graph_gain()
     assert REPORT_PARTIAL_GRAPH_GAIN == 1.10
-    assert gain.simulated == pytest.approx(1.0182, abs=0.001)
+    assert gain.simulated == pytest.approx(1.0127, abs=0.001)
     assert gain.eager_launches == pytest.approx(1936, abs=2)
     assert gain.measured_micro_batch_s == pytest.approx(0.2547, rel=1e-3)
     assert gain.bound_per_kernel_s == pytest.approx(145e-6, rel=0.01)
@@ -382,19 +388,21 @@ def test_te_mxfp8_quantization_on_b300_is_simulated_fast_within_the_pages_spread
 
 def test_torchaos_grouped_gemm_is_another_kernel_than_the_curve() -> None:
     """torchao's B200 MXFP8 grouped GEMM, 1838.1 us for 8 x 16,384 rows (torch._scaled_grouped_mm): moesim's MXFP8
-    curve (TE's cuBLAS kernels) gives the same shape 1225 us at benchmark clocks, so torchao's kernel runs at 0.67x
-    what TE's measured MXFP8 / FP8-current ratio puts TE's at. Printed, not fitted: moesim runs Megatron-Core."""
+    curve (TE's cuBLAS kernels) gives the same shape 1237 us at benchmark clocks (at the B200's own FP8 MAMF level,
+    0.99 of the pooled table; 1225 us at the pooled level), so torchao's kernel runs at 0.67x what TE's measured
+    MXFP8 / FP8-current ratio puts TE's at. Printed, not fitted: moesim runs Megatron-Core."""
     from experiments.validation.blackwell.kernels import TORCHAO_GROUPED_S, torchao_grouped_simulated_s
 
     simulated = torchao_grouped_simulated_s()
-    assert simulated == pytest.approx(1225.0e-6, rel=1e-3)
-    assert simulated / TORCHAO_GROUPED_S - 1 == pytest.approx(-0.334, abs=0.005)
+    assert simulated == pytest.approx(1236.8e-6, rel=1e-3)
+    assert simulated / TORCHAO_GROUPED_S - 1 == pytest.approx(-0.327, abs=0.005)
 
 
 def test_an_eager_swiglu_mlp_on_b200_is_timed_at_the_sustained_clock_without_the_residual() -> None:
     """cudnn-frontend's B200 MLP A/B (M 8,192, hidden 5,120, FFN 17,408, BF16, eager PyTorch): 10.796 ms forward and
-    backward, 0.54 of the BF16 peak. moesim's GEMM table and memory-bound kernels at the sustained clock alone give
-    10.739 ms (-0.5%); at the benchmarks' clocks 9.236 (-14.4%); with the fitted residual too 12.554 (+16.3%). On this
+    backward, 0.54 of the BF16 peak. moesim's GEMM table (at the B200's own BF16 MAMF level, 1.02 of the pooled one)
+    and memory-bound kernels at the sustained clock alone give 10.564 ms (-2.1%; -0.5% at the pooled level); at the
+    benchmarks' clocks 9.088 (-15.8%); with the fitted residual too 12.347 (+14.4%). On this
     Blackwell kernel sequence the sustained clock is the whole gap between the published kernel points and a long
     run: the fitted residual is not a kernel speed (issue 40 item 4). Printed, not fitted."""
     from experiments.validation.blackwell.kernels import EAGER_SWIGLU_MLP_B200_S, eager_swiglu_mlp_simulated_s
@@ -405,9 +413,9 @@ def test_an_eager_swiglu_mlp_on_b200_is_timed_at_the_sustained_clock_without_the
         "bench": eager_swiglu_mlp_simulated_s(BENCHMARK_CALIBRATION),
         "fitted": eager_swiglu_mlp_simulated_s(),
     }
-    assert at["clock"] / EAGER_SWIGLU_MLP_B200_S - 1 == pytest.approx(-0.005, abs=0.002)
-    assert at["bench"] / EAGER_SWIGLU_MLP_B200_S - 1 == pytest.approx(-0.144, abs=0.002)
-    assert at["fitted"] / EAGER_SWIGLU_MLP_B200_S - 1 == pytest.approx(0.163, abs=0.002)
+    assert at["clock"] / EAGER_SWIGLU_MLP_B200_S - 1 == pytest.approx(-0.021, abs=0.002)
+    assert at["bench"] / EAGER_SWIGLU_MLP_B200_S - 1 == pytest.approx(-0.158, abs=0.002)
+    assert at["fitted"] / EAGER_SWIGLU_MLP_B200_S - 1 == pytest.approx(0.144, abs=0.002)
 
 
 def test_cudnn_table_transfers_to_gpt_oss_shape_on_gb200() -> None:
@@ -437,8 +445,9 @@ def test_cudnn_table_transfers_to_gpt_oss_shape_on_gb200() -> None:
 def test_dense_rows_split_by_gpu(results: dict[str, RowResult]) -> None:
     """The dense rows' finding (Llama 3 70B on 64 GPUs, Llama 3.1 405B on 256). By GPU: every GB300 row is slow at the
     fitted residual, by 12-20%, as the MoE GB300 rows above are (the presets give GB300 and GB200 the same dense
-    BF16 / FP8 peaks); the GB200 FP8 and MXFP8 rows are within 3% (-2.3% to +3.2%); the GB200 NVFP4 rows are slow
-    (-7.1%, -18.9%). NVFP4 over MXFP8 on one GPU and layout (70B): measured 1.500x on GB300 (TP 1), simulated 1.496x,
+    BF16 / FP8 peaks); the GB200 FP8 and MXFP8 rows are slow by 2-8% (-2.9% to +2.5% before the GB200's GEMMs took its
+    own MAMF level, 0.94 of the pooled table in FP8: simulator/costs/blackwell_tables.py mamf_level); the GB200 NVFP4
+    rows are slower (-11.6%, -23.2%). NVFP4 over MXFP8 on one GPU and layout (70B): measured 1.500x on GB300 (TP 1), simulated 1.496x,
     the NVFP4 curve being the MXFP8 curve at TE's same-run B300 ratio (1.37x when it was leveled at TE's NVFP4 layer
     alone); on GB200 (TP 2, the NVFP4 recipe without TP overlap) measured 1.310x, simulated 1.180x (1.047x before,
     1.158x while the block recipes' TP all-gathers moved BF16). On GB200 the measured NVFP4 gain is as large as on
@@ -449,9 +458,9 @@ def test_dense_rows_split_by_gpu(results: dict[str, RowResult]) -> None:
         if name.startswith("bridge-gb300"):
             assert -0.21 < result.error < -0.11, name
         elif name.endswith("nvfp4"):
-            assert -0.20 < result.error < -0.05, name
+            assert -0.24 < result.error < -0.10, name
         else:
-            assert abs(result.error) < 0.035, name
+            assert -0.08 < result.error < -0.02, name
     for gpu, measured, low, high in (("gb300", 7296 / 4864, 1.47, 1.52), ("gb200", 4864 / 3712, 1.13, 1.19)):
         nvfp4, mxfp8 = fitted[f"bridge-{gpu}-llama3-70b-64-nvfp4"], fitted[f"bridge-{gpu}-llama3-70b-64-mxfp8"]
         simulated = nvfp4.tokens_per_s_per_gpu / mxfp8.tokens_per_s_per_gpu
@@ -532,10 +541,10 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
 def test_a_full_iteration_graph_recipe_gains_less_than_measured_on_one_dgx_b300(results: dict[str, RowResult]) -> None:
     """Qwen3-30B-A3B on one DGX-B300 in MXFP8 under two releases' recipes: 26.04.01's (TE's partial graphs over the
     router and preprocess, no EP overlap) and 26.06's (a full-iteration CUDA graph, EP overlap with delayed wgrads, the
-    fused grouped MLP, FP8 attention). Measured 1.33x; simulated 1.22x: the 26.06 row within 1%, the 26.04.01 row +8%,
+    fused grouped MLP, FP8 attention). Measured 1.33x; simulated 1.22x: the 26.06 row within 2%, the 26.04.01 row +10%,
     as Megatron-LM's own full / partial graph pairs on GB200 (1.38x / 1.25x measured, 1.15x / 1.19x simulated)."""
     full, partial = results["bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg"], results["bridge-b300-qwen3-30b-a3b-8-mxfp8"]
     measured = full.row.measured_tokens_per_s_per_gpu / partial.row.measured_tokens_per_s_per_gpu
     simulated = full.tokens_per_s_per_gpu / partial.tokens_per_s_per_gpu
     assert measured == pytest.approx(1.327, abs=1e-3) and 1.15 < simulated < 1.25
-    assert abs(full.error) < 0.01 and 0.06 < partial.error < 0.14
+    assert abs(full.error) < 0.02 and 0.06 < partial.error < 0.14

@@ -16,6 +16,7 @@ from simulator.costs.blackwell_tables import (
     K_SCALE,
     blackwell_attention_efficiency,
     blackwell_gemm_table,
+    mamf_level,
     sum_efficiency,
     te_pair_ratio,
 )
@@ -23,7 +24,7 @@ from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.costs.collective_efficiency import Link, hybridep_efficiency, nvls_all_reduce_efficiency
 from simulator.costs.gemm_efficiency import HOPPER_GEMM_TABLE, attention_efficiency, point_efficiency
 from simulator.costs.gemm_points import GemmKernel
-from simulator.costs.generations import gemm_table
+from simulator.costs.generations import gemm_level, gemm_table
 from simulator.costs.kernels import attention_time_s, deepep_efficiency, gemm_time_s, tensor_core_derate
 from topologies.errors import ConfigError
 from topologies.hardware import GpuGeneration, GpuSpec, gpu_preset
@@ -75,10 +76,29 @@ def test_blackwell_gpus_get_blackwell_tables_and_a_fixed_table_overrides() -> No
     assert gemm_table(b200, CAL) is BLACKWELL_GEMM_TABLE
     assert gemm_table(b200, CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)) is HOPPER_GEMM_TABLE
     # a compute-bound BF16 GEMM on the B200 preset by hand: 64 x 64 tiles of 128 x 128 = 4096 tiles, 28 waves of 148
-    # SMs; a tile is 2 x 128 x 128 x 8192 FLOPs at the SM's share of 2.25 PFLOP/s x the table's efficiency x derate
-    efficiency = BLACKWELL_GEMM_TABLE.tile_efficiency(8192, GemmPrecision.BF16)
+    # SMs; a tile is 2 x 128 x 128 x 8192 FLOPs at the SM's share of 2.25 PFLOP/s x the table's efficiency x the B200's
+    # own MAMF level (its 1,745 TFLOP/s point, 0.781 of its peak, over the three MAMF points' mean, 0.767) x derate
+    level = mamf_level("b200", GemmKernel.BF16_DENSE)
+    assert level == pytest.approx(0.781 / 0.767, abs=2e-3)
+    efficiency = BLACKWELL_GEMM_TABLE.tile_efficiency(8192, GemmPrecision.BF16) * level
     tile_s = 2 * 128 * 128 * 8192 / (2.25e15 / 148 * efficiency * tensor_core_derate(CAL))
     assert gemm_time_s(Gemm(8192, 8192, 8192), b200, CAL) == pytest.approx(28 * tile_s + CAL.kernel_overhead_s)
+
+
+def test_each_blackwell_gpu_runs_at_its_own_mamf_level() -> None:
+    """The MAMF finder's best shapes, one protocol on each GPU (stas00/ml-engineering): BF16 1,745 / 1,822 / 1,769
+    TFLOP/s on B200 / GB200 / B300, FP8 3,432.5 / 3,615.6 / 3,353.3. The same GEMM then runs on a GB200 at its MAMF
+    ratio to a B200's (1.04x BF16, 1.05x FP8, within the waves of its 152 against 148 SMs), not at the datasheets'
+    2,500 / 2,250 = 1.11x; a GB300, with no MAMF point of its own, at the pooled table's level."""
+    b200, gb200, gb300 = (gpu_preset(name) for name in ("b200", "gb200", "gb300"))
+    for precision, mamf in ((GemmPrecision.BF16, 1822.0 / 1745.0), (GemmPrecision.FP8_TENSORWISE, 3615.6 / 3432.5)):
+        gemm = Gemm(16384, 16384, 8192, precision=precision)
+        ratio = gemm_time_s(gemm, b200, CAL) / gemm_time_s(gemm, gb200, CAL)
+        assert ratio == pytest.approx(mamf, rel=0.03), precision
+    assert mamf_level("gb300", GemmKernel.BF16_DENSE) == mamf_level("h100", GemmKernel.BF16_DENSE) == 1.0
+    assert gemm_level(gb300, GemmPrecision.NVFP4, CAL) == 1.0
+    assert gemm_level(gb200, GemmPrecision.NVFP4, CAL) == mamf_level("gb200", GemmKernel.FP8_TENSORWISE_DENSE)
+    assert gemm_level(gb200, GemmPrecision.BF16, CAL.with_(gemm_efficiency=HOPPER_GEMM_TABLE)) == 1.0
 
 
 def test_mxfp8_is_the_fp8_curve_at_tes_same_run_ratio() -> None:

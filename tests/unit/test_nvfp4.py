@@ -9,7 +9,7 @@ import pytest
 
 from experiments.cli.main import main
 from simulator.costs.blackwell_points import B300, BLACKWELL_SUMS
-from simulator.costs.blackwell_tables import BLACKWELL_GEMM_TABLE, te_pair_ratio
+from simulator.costs.blackwell_tables import BLACKWELL_GEMM_TABLE, mamf_level, te_pair_ratio
 from simulator.costs.calibration import BENCHMARK_CALIBRATION
 from simulator.costs.gemm_points import GemmKernel
 from simulator.costs.kernels import gemm_time_s
@@ -52,10 +52,12 @@ def test_nvfp4_is_the_mxfp8_curve_at_tes_same_run_ratio() -> None:
 
 
 def test_nvfp4_gemms_run_at_the_fp4_peak_with_half_byte_operands() -> None:
-    """On a GB200 a large NVFP4 GEMM takes its FP4 peak (10 PFLOP/s) times the NVFP4 curve; Hopper's table has none."""
+    """On a GB200 a large NVFP4 GEMM takes its FP4 peak (10 PFLOP/s) times the NVFP4 curve at the GB200's own FP8 MAMF
+    level (simulator/costs/blackwell_tables.py mamf_level); Hopper's table has none."""
     gpu, cal = gpu_preset("gb200"), BENCHMARK_CALIBRATION.with_(kernel_overhead_s=0.0)
     gemm = Gemm(16384, 16384, 16384, precision=GemmPrecision.NVFP4)
     level = BLACKWELL_GEMM_TABLE.tile_efficiency(16384, GemmPrecision.NVFP4)
+    level *= mamf_level("gb200", GemmKernel.FP8_TENSORWISE_DENSE)
     waves = math.ceil(128 * 128 / gpu.sm_count)
     expected = waves * 2 * 128 * 128 * 16384 / (10e15 / gpu.sm_count * level)
     assert gemm_time_s(gemm, gpu, cal) == pytest.approx(expected, rel=1e-12)

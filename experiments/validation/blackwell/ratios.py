@@ -1,7 +1,8 @@
 """GB300 over GB200 from Blackwell's own measurements: what the published pairs measure against what moesim gives.
 
 The GB300 rows of the Blackwell check (experiments/validation/blackwell/check.py) run 1.12-1.28x their GB200 rows
-measured and 1.04-1.12x simulated. This module sets the pairs side by side and adds the two published measurements
+measured and 1.09-1.29x simulated (each GPU's GEMMs at its own MAMF level, simulator/costs/blackwell_tables.py
+mamf_level; 1.06-1.24x at the pooled level). This module sets the pairs side by side and adds the two published measurements
 that say where the difference is and is not:
 
 - One recipe on three GPUs: Megatron-Bridge's Llama 3 8B pre-training on 8 GPUs, FP8 current scaling and MXFP8
@@ -9,12 +10,13 @@ that say where the difference is and is not:
   examples/megatron/bridge-{gb300,gb200,b200}-llama3-8b-8-{fp8cs,mxfp8}.sh, one recipe but for GB300's micro-batch of
   4). Dense, TP 1, PP 1, CUDA graph over the whole iteration: no expert or pipeline communication, no host-bound
   launches; GEMMs are 59-68% of the simulated micro-batch and attention 20-26%. Measured GB300 / GB200 1.19x (FP8-CS)
-  and 1.21x (MXFP8), GB200 / B200 1.03x and 1.01x. moesim gives 1.02x and 1.09-1.10x: its GB300 GEMMs run at its
-  GB200's speed (the same dense peaks, 2.5 / 5 PFLOP/s, and the same Blackwell GEMM table) and its GB200 GEMMs at
-  1.11x its B200's (the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16), where the measured pairs put GB200
-  at B200's speed and GB300 1.16x (FP8-CS) / 1.18x (MXFP8) above what the simulator gives it, which already includes
-  cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it with GEMMs alone would take
-  GB300's GEMMs 1.29-1.32x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
+  and 1.21x (MXFP8), GB200 / B200 1.03x and 1.01x. moesim gives 1.07x and 1.06x: its GB300 GEMMs run at the pooled
+  Blackwell table's level (the same dense peaks as the GB200, 2.5 / 5 PFLOP/s, and no MAMF point of its own), its
+  GB200 GEMMs at the GB200's own MAMF level, 0.94 of it in FP8, and 1.05x its B200's (their MAMF points' ratio, where
+  the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16, gave 1.11x and the pairs 1.02x and 1.09-1.10x). The
+  measured pairs put GB200 near B200's speed and GB300 1.11x (FP8-CS) / 1.13x (MXFP8) above what the simulator gives
+  it, which already includes cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it
+  with GEMMs alone would take GB300's GEMMs 1.20-1.23x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
   against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is not the GEMM rate,
   or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.98-0.99x
   (Blackwell's MXFP8 GEMM curve is the FP8 per-tensor one at TE's same-run B300 ratio, MXFP8 GEMMs 5% behind FP8-CS's,
@@ -30,9 +32,9 @@ that say where the difference is and is not:
 - One recipe on a Grace and an x86 host: Megatron-Bridge's MXFP8 Nemotron 3 Nano on 8 GPUs (flag files
   examples/megatron/bridge-{gb200,b200}-nemotron-3-nano-8-mxfp8.sh, the same flags), GB200 (26.06) 33,522 and B200
   (26.04.01) 32,768 tokens/s/GPU: 1.02x measured (26.04.01's own GB200 row 32,768, 1.00x), 0.83x simulated. The whole
-  gap is the host: the GB200's busiest micro-batch waits 136.7 ms for its Grace's launches against the B200's 16.6 ms
+  gap is the host: the GB200's busiest micro-batch waits 129.9 ms for its Grace's launches against the B200's 16.5 ms
   for its Xeon's (TE #2053's per-kernel CPU costs, 99.66 against 36.51 us, docs/host_cost_sources.md); without the
-  wait it runs 1.08x faster. The measured pair says the two hosts cost this recipe alike; neither figure is changed
+  wait it runs 1.05x faster. The measured pair says the two hosts cost this recipe alike; neither figure is changed
   on one pair (the sensitivity runs, both ways, are in docs/host_cost_sources.md).
 
 Looked for and not found (issue 40 item 3): a GEMM measurement on GB300. Published Blackwell Ultra GEMM numbers are
