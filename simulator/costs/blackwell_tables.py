@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 
 from simulator.costs.blackwell_points import (
     B200,
@@ -152,6 +153,7 @@ BLACKWELL_GEMM_TABLE = blackwell_gemm_table()
 MAMF_GPUS = {"b200": B200, "gb200": GB200, "b300": B300}
 
 
+@cache
 def mamf_level(gpu_name: str, kernel: GemmKernel) -> float:
     """A Blackwell GPU's GEMM speed relative to the pooled table, from its own best-shape MAMF point (one protocol,
     stas00/ml-engineering's MAMF finder, on every GPU): the point's efficiency over the mean of the MAMF points of

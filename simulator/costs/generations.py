@@ -58,8 +58,9 @@ class KernelTables:
 # DotProductAttention forward and backward, BF16, 4 x 4,096 tokens, 16 heads of 128, p 0.0 against 0.1, median of 50
 # (NVIDIA/TransformerEngine issue #3312, 2026-08-04): H200 (TE 2.15) 0.594 -> 0.614 ms, B300 (TE 2.14.1) 0.480 -> 0.525
 # ms. The packed (thd) layout pays far more (1.26x on H200, 5.24x on B300: cuDNN's composite engine), not modelled:
-# Megatron-Core runs it for packed sequences (PackedSeqParams), whose attention moesim does not time. Taken for every p > 0 (the random numbers cost the same whatever p) and both directions alike (assumed: only
-# their sum was timed); the B300's for Blackwell too (assumed: no SM100 sbhd timing found).
+# Megatron-Core runs it for packed sequences (PackedSeqParams), whose attention moesim does not time. Taken for every
+# p > 0 (the random numbers cost the same whatever p) and both directions alike (assumed: only their sum was timed);
+# the B300's for Blackwell too (assumed: no SM100 sbhd timing found).
 HOPPER_ATTENTION_DROPOUT_TIME = 0.614 / 0.594
 BLACKWELL_ATTENTION_DROPOUT_TIME = 0.525 / 0.480
 
@@ -129,10 +130,8 @@ _MAMF_FAMILY = {GemmPrecision.BF16: GemmKernel.BF16_DENSE}
 def gemm_level(gpu: GpuSpec, precision: GemmPrecision, cal: Calibration) -> float:
     """What multiplies the generation's GEMM table for ``gpu``: its own measured level where it has one (Blackwell,
     blackwell_tables.mamf_level), else 1 (and 1 under a calibration that fixes the table)."""
-    if cal.gemm_efficiency is not None or gpu.generation not in (
-        GpuGeneration.BLACKWELL,
-        GpuGeneration.BLACKWELL_ULTRA,
-    ):
+    blackwell = gpu.generation in (GpuGeneration.BLACKWELL, GpuGeneration.BLACKWELL_ULTRA)
+    if cal.gemm_efficiency is not None or not blackwell:
         return 1.0
     return mamf_level(gpu.name, _MAMF_FAMILY.get(precision, GemmKernel.FP8_TENSORWISE_DENSE))
 

@@ -30,9 +30,10 @@ from simulator.costs.calibration import UNFITTED_CALIBRATION
 from simulator.report.simulate import simulate
 
 # name -> (simulated at the fitted residual, simulated at residual 1), tokens/s/GPU, at this commit, the errors against
-# the published rows beside each. Re-pinned when each Blackwell GPU's GEMMs took its own MAMF level (simulator/costs/blackwell_tables.py
-# mamf_level: GB200 0.95 / 0.94 of the pooled table in BF16 / FP8, B200 1.02 / 0.99, B300 1.03 / 1.07, GB300 1): the
-# GB200 rows 0.1-5.2 points slower, the B300 rows 0.4-3.4 faster, the B200 rows within 1.0. Re-pinned when the Mamba-2 scan became mamba_ssm's Triton SSD bound by memory, at
+# the published rows beside each. Re-pinned when each Blackwell GPU's GEMMs took its own MAMF level
+# (simulator/costs/blackwell_tables.py mamf_level: GB200 0.95 / 0.94 of the pooled table in BF16 / FP8, B200 1.02 /
+# 0.99, B300 1.03 / 1.07, GB300 1): the GB200 rows 0.1-5.2 points slower, the B300 rows 0.4-3.4 faster, the B200 rows
+# within 1.0. Re-pinned when the Mamba-2 scan became mamba_ssm's Triton SSD bound by memory, at
 # its one published timing (simulator/costs/scan_anchor.py): the 13 hybrid rows 1-10% slower, nearer their measurements
 # but Ultra on GB300 (+2.0% -> -3.0%) and Super MXFP8 on B300 (-9.5% -> -10.0%). Re-pinned when Blackwell's memory-bound kernels took their measured fraction of HBM
 # bandwidth relative to Hopper's (0.918 GB200, 0.928 GB300 on cuDNN's norm benchmark; simulator/costs/hbm_fraction.py)
@@ -262,11 +263,10 @@ def test_bridge_gb300_over_gb200_rows_come_within_6_percent_of_the_measured_rati
     results: dict[str, RowResult],
 ) -> None:
     """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -11.1% to -0.2% of the measurement,
-    every one slow, and the GB300 over GB200 ratio of each model is simulated 0.95-1.01x the measured (DeepSeek-V3 1.288x
-    against 1.280x) since each GPU's GEMMs run at its own MAMF level (simulator/costs/blackwell_tables.py mamf_level: the
-    GB200's 0.94-0.95 of the pooled table, the GB300's, unmeasured, at it). Before, each GB300 row lay 2.4-7.4 points
-    below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a
-    node spread over its members' NICs, simulator/engine/dp_bytes.py ring_nic_share; measured GB300 / GB200 1.12-1.28x,
+    every one slow, and the GB300 over GB200 ratio of each model is simulated 0.95-1.01x the measured (DeepSeek-V3
+    1.288x against 1.280x) since each GPU's GEMMs run at its own MAMF level (simulator/costs/blackwell_tables.py
+    mamf_level: the GB200's 0.94-0.95 of the pooled table, the GB300's, unmeasured, at it). Before, each GB300 row lay
+    2.4-7.4 points below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a node spread over its members' NICs, simulator/engine/dp_bytes.py ring_nic_share; measured GB300 / GB200 1.12-1.28x,
     simulated 1.06-1.25x: the presets give the two the same dense peaks and HBM bandwidth; what separates them in the
     simulator is Blackwell Ultra's measured attention, cuDNN's GB300 / GB200 run; DeepSeek-V3's GB300 recipe runs
     cuDNN's FP8 attention, at cuDNN's own timing of the MLA shape since simulator/costs/attention_shapes.py: -15.9%
@@ -447,9 +447,10 @@ def test_dense_rows_split_by_gpu(results: dict[str, RowResult]) -> None:
     fitted residual, by 12-20%, as the MoE GB300 rows above are (the presets give GB300 and GB200 the same dense
     BF16 / FP8 peaks); the GB200 FP8 and MXFP8 rows are slow by 2-8% (-2.9% to +2.5% before the GB200's GEMMs took its
     own MAMF level, 0.94 of the pooled table in FP8: simulator/costs/blackwell_tables.py mamf_level); the GB200 NVFP4
-    rows are slower (-11.6%, -23.2%). NVFP4 over MXFP8 on one GPU and layout (70B): measured 1.500x on GB300 (TP 1), simulated 1.496x,
-    the NVFP4 curve being the MXFP8 curve at TE's same-run B300 ratio (1.37x when it was leveled at TE's NVFP4 layer
-    alone); on GB200 (TP 2, the NVFP4 recipe without TP overlap) measured 1.310x, simulated 1.180x (1.047x before,
+    rows are slower (-11.6%, -23.2%). NVFP4 over MXFP8 on one GPU and layout (70B): measured 1.500x on GB300 (TP 1),
+    simulated 1.488x, the NVFP4 curve being the MXFP8 curve at TE's same-run B300 ratio (1.37x when it was leveled at
+    TE's NVFP4 layer alone); on GB200 (TP 2, the NVFP4 recipe without TP overlap) measured 1.310x, simulated 1.183x
+    (1.047x before,
     1.158x while the block recipes' TP all-gathers moved BF16). On GB200 the measured NVFP4 gain is as large as on
     GB300 (405B: 1.49x and 1.48x, each in its own layout), where the FP4 peaks (10 and 15 PFLOP/s) put GB200's lower:
     the simulator scales NVFP4 with the FP4 peak, which these rows do not bear out on GB200."""

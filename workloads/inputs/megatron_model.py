@@ -243,9 +243,9 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     """The model Megatron-LM builds from the flags alone (``defines_model``), at its defaults where a flag is absent
     (arguments.py validate_args and _add_*_args at d98e8a64dd): no --num-experts, a dense model; --ffn-hidden-size
     4 h, or int(4 h x 2/3 / 64) x 64 for a gated unit; --moe-router-topk 2; learned absolute positions; multi-head
-    attention; the embedding and output layer tied; hidden and attention dropout 0.1. ``apply`` then lays the flags' overrides over it, as over a
-    --model. Megatron reads the vocabulary from the tokenizer: without --vocab-size (or --padded-vocab-size, or GPT-2's
-    BPE tokenizer) the flags do not give it, and that is an error."""
+    attention; the embedding and output layer tied; hidden and attention dropout 0.1. ``apply`` then lays the flags'
+    overrides over it, as over a --model. Megatron reads the vocabulary from the tokenizer: without --vocab-size (or
+    --padded-vocab-size, or GPT-2's BPE tokenizer) the flags do not give it, and that is an error."""
     hidden = args["--hidden-size"]
     gated = ffn_activation(args) == "swiglu"
     ffn = args.get("--ffn-hidden-size") or (int(4 * hidden * 2 / 3 / 64) * 64 if gated else 4 * hidden)

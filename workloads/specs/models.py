@@ -97,8 +97,8 @@ class ModelSpec:
     # num_floating_point_operations, gated_linear_multiplier).
     ffn_activation: str = "swiglu"
     # Dropout probabilities in training (Megatron-LM --hidden-dropout, --attention-dropout; HF config.json
-    # hidden_dropout, attention_dropout; NeMo's GPT-3 0.1): the hidden one after the attention and the FFN (Megatron-Core's
-    # bias-dropout-add, workloads/recipes/residual.py), the attention one inside the attention kernel.
+    # hidden_dropout, attention_dropout; NeMo's GPT-3 0.1): the hidden one after the attention and the FFN
+    # (Megatron-Core's bias-dropout-add, workloads/recipes/residual.py), the attention one inside the attention kernel.
     hidden_dropout: float = 0.0
     attention_dropout: float = 0.0
     # A hybrid model (Nemotron-H, Nemotron 3) has one block per layer, written as Megatron-LM's

@@ -2,8 +2,8 @@
 
 The GB300 rows of the Blackwell check (experiments/validation/blackwell/check.py) run 1.12-1.28x their GB200 rows
 measured and 1.09-1.29x simulated (each GPU's GEMMs at its own MAMF level, simulator/costs/blackwell_tables.py
-mamf_level; 1.06-1.24x at the pooled level). This module sets the pairs side by side and adds the two published measurements
-that say where the difference is and is not:
+mamf_level; 1.06-1.24x at the pooled level). This module sets the pairs side by side and adds the two published
+measurements that say where the difference is and is not:
 
 - One recipe on three GPUs: Megatron-Bridge's Llama 3 8B pre-training on 8 GPUs, FP8 current scaling and MXFP8
   (docs/performance-summary.md at NVIDIA-NeMo/Megatron-Bridge v0.2.1, "25.11 NeMo Container"; flag files
@@ -16,9 +16,9 @@ that say where the difference is and is not:
   the datasheet peaks, GB200 2.5 against B200 2.25 PFLOP/s BF16, gave 1.11x and the pairs 1.02x and 1.09-1.10x). The
   measured pairs put GB200 near B200's speed and GB300 1.11x (FP8-CS) / 1.13x (MXFP8) above what the simulator gives
   it, which already includes cuDNN's measured GB300 attention speed-up (1.10x on this recipe's attention). Closing it
-  with GEMMs alone would take GB300's GEMMs 1.20-1.23x GB200's (``PairResult.gemm_speedup_to_close``), more than the vendors' power limits (1,400
-  against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part of the gap is not the GEMM rate,
-  or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.98-0.99x
+  with GEMMs alone would take GB300's GEMMs 1.20-1.23x GB200's (``PairResult.gemm_speedup_to_close``), more than the
+  vendors' power limits (1,400 against 1,200 W, 1.17x) give a power-bound GEMM at equal energy per operation: part
+  of the gap is not the GEMM rate, or is in the GB200 rows. Beside it, on every GPU alike, MXFP8 over FP8-CS: measured 0.95-0.96x, simulated 0.98-0.99x
   (Blackwell's MXFP8 GEMM curve is the FP8 per-tensor one at TE's same-run B300 ratio, MXFP8 GEMMs 5% behind FP8-CS's,
   simulator/costs/blackwell_tables.py; the simulated MXFP8 quantization, one pass, is a fifth cheaper than FP8-CS's
   amax pass and cast, with no transpose on Blackwell (workloads/recipes/fp8_quant.py), which more than makes up for
