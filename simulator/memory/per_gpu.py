@@ -11,6 +11,7 @@ from workloads.graph.optimizer_work import optimizer_shard
 from workloads.graph.step import StepWorkload, bf16_layout
 from workloads.ops import BYTES_BF16, LayerKind, Module
 from workloads.recipes.layers import te_layers
+from workloads.recipes.residual import MASK_BYTES
 from workloads.schedules.base import ScheduleShape
 from workloads.schedules.pipeline_tasks import FORWARD, PAIRED
 from workloads.specs import hybrid_dp
@@ -92,7 +93,7 @@ def megascale_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int) ->
     n, k = layout.intra_size, m.top_k
     f = m.expert_ffn_size / m.hidden_size
     bsh_over_n_bytes = layout.micro_batch * seq_len * m.hidden_size / (n * layout.cp) * BYTES_BF16
-    masks = 1.0 if m.hidden_dropout else 0.0
+    masks = 2 * MASK_BYTES / BYTES_BF16 if m.hidden_dropout else 0.0  # the attention's and the FFN's, in bsh/n units
     if layout.recompute == "sar":
         factor = 2 * k * f + 4 + 2 / m.q_per_kv + (k if layout.keep_dispatch else 0) + masks
     elif layout.recompute == "full":
