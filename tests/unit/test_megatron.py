@@ -223,12 +223,26 @@ def test_pipeline_layout_string_as_in_megatron_docs() -> None:
             )
 
 
+def test_an_moe_job_without_grouped_gemm_is_told_it_runs_sequential_mlp() -> None:
+    """Megatron-Core without --moe-grouped-gemm runs SequentialMLP (one expert's GEMMs after another): simulated
+    as such, and said, since every published MoE recipe sets the flag; a dense model is told nothing."""
+    run = parse_megatron_args("--bf16 --swiglu --untie-embeddings-and-output-weights").resolve(MIXTRAL)
+    assert run.layout.expert_gemm == "sequential"
+    assert [note for note in run.notes if note.startswith("no --moe-grouped-gemm: ")]
+    grouped = parse_megatron_args("--bf16 --swiglu --untie-embeddings-and-output-weights --moe-grouped-gemm")
+    assert not [note for note in grouped.resolve(MIXTRAL).notes if "grouped-gemm" in note]
+    dense = parse_megatron_args("--bf16 --swiglu --untie-embeddings-and-output-weights").resolve(
+        MIXTRAL.with_(num_experts=0, top_k=0, dense_ffn_size=MIXTRAL.expert_ffn_size)
+    )
+    assert not [note for note in dense.notes if "grouped-gemm" in note]
+
+
 def test_model_flags_override_where_present() -> None:
     run = parse_megatron_args(
         "--bf16 --num-layers 8 --hidden-size 2048 --num-attention-heads 16 --group-query-attention "
         "--num-query-groups 4 --ffn-hidden-size 8192 --num-experts 16 --moe-router-topk 4 "
         "--moe-shared-expert-intermediate-size 4096 --moe-layer-freq '[0]*2+[1]*5+[0]' --vocab-size 50000 "
-        "--untie-embeddings-and-output-weights --swiglu"
+        "--untie-embeddings-and-output-weights --swiglu --moe-grouped-gemm"
     ).resolve(MIXTRAL)
     m = run.model
     assert (m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads, m.num_experts, m.top_k) == (8, 2048, 16, 4, 16, 4)

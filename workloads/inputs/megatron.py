@@ -80,6 +80,11 @@ class MegatronJob:
         fields = {**self.layout_fields, **pipeline_fields(self.args, model, self.layout_fields, notes)}
         _ep_overlap(fields, ignored)
         fields.update(self._etp_that_fits(fields, num_gpus, notes))
+        if model.num_experts and not self.args.get("--moe-grouped-gemm"):
+            notes.append(
+                "no --moe-grouped-gemm: Megatron-Core runs SequentialMLP, each local expert's GEMMs one after another "
+                "from Python, and so does moesim; every published MoE recipe sets --moe-grouped-gemm"
+            )
         base = base_layout or LayoutSpec("megatron-args")
         layout = base.with_(name="megatron-args" if base_layout is None else f"{base.name}+megatron-args", **fields)
         return MegatronRun(model, layout, self.global_batch, self.seq_len, tuple(ignored), tuple(notes))
