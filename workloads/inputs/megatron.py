@@ -81,10 +81,7 @@ class MegatronJob:
         _ep_overlap(fields, ignored)
         fields.update(self._etp_that_fits(fields, num_gpus, notes))
         if model.num_experts and not self.args.get("--moe-grouped-gemm"):
-            notes.append(
-                "no --moe-grouped-gemm: Megatron-Core runs SequentialMLP, each local expert's GEMMs one after another "
-                "from Python, and so does moesim; every published MoE recipe sets --moe-grouped-gemm"
-            )
+            notes.append(megatron_model.SEQUENTIAL_MLP_NOTE)
         base = base_layout or LayoutSpec("megatron-args")
         layout = base.with_(name="megatron-args" if base_layout is None else f"{base.name}+megatron-args", **fields)
         return MegatronRun(model, layout, self.global_batch, self.seq_len, tuple(ignored), tuple(notes))

@@ -287,6 +287,13 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     return ModelSpec(**fields)
 
 
+# Megatron-Core without --moe-grouped-gemm: SequentialMLP, which moesim simulates (layout expert_gemm "sequential")
+SEQUENTIAL_MLP_NOTE = (
+    "no --moe-grouped-gemm: Megatron-Core runs SequentialMLP, each local expert's GEMMs one after another from Python, "
+    "and so does moesim; every published MoE recipe sets --moe-grouped-gemm"
+)
+
+
 def apply(
     args: dict[str, Any], fields: dict[str, Any], base: ModelSpec, notes: list[str], ignored: list[IgnoredArg]
 ) -> ModelSpec:
