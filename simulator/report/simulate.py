@@ -305,7 +305,9 @@ def check_memory(workload: StepWorkload, cluster: ClusterSpec, allow_oom: bool =
             f"{peak.total_gib:.1f} GiB per GPU (stage {peak.stage}) exceeds the "
             f"{hbm / GIB:.1f} GiB ({hbm / 1e9:.0f} GB) HBM of {cluster.gpu.name}, and "
             f"{verdict.low_bytes / GIB:.1f} GiB with the activations {ACTIVATION_UNCERTAINTY:.0%} lower (the memory "
-            "model's margin)" + memory_hint(peak.terms_gib(), workload.layout) + " (allow_oom=True)",
+            "model's margin)"
+            + memory_hint(peak.terms_gib(), workload.layout, bool(workload.model.num_experts))
+            + " (allow_oom=True)",
         )
     return peak.total_bytes > hbm
 

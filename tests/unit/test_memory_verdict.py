@@ -8,7 +8,7 @@ import pytest
 
 from simulator.memory.per_gpu import GIB, MemoryBreakdown
 from simulator.memory.verdict import ACTIVATION_UNCERTAINTY, FITS_FRACTION, Verdict, memory_verdict
-from workloads.specs.hints import memory_hint
+from workloads.specs.hints import in_megatron_words, memory_hint
 from workloads.specs.layouts import LayoutSpec
 
 HBM = 80 * GIB
@@ -51,6 +51,18 @@ def test_the_hint_skips_recompute_modules_already_set() -> None:
     selective = LayoutSpec(name="x", recompute="selective", recompute_modules=("layernorm", "moe_act"))
     assert "--set recompute=full" in memory_hint(terms, selective)
     assert "--set recompute=sar" in memory_hint(terms, selective.with_(recompute_modules=("layernorm",)))
+
+
+def test_a_dense_model_is_told_the_selective_recomputation_megatron_has_for_it() -> None:
+    """SAR's Megatron flags recompute the MoE activation (--recompute-modules moe_act), which a dense model lacks:
+    its hint recomputes the MLP, in Megatron's words --recompute-modules core_attn layernorm mlp, then full."""
+    terms = {"params": 15.0, "grads": 29.9, "optimizer": 11.2, "activations": 79.8, "buffers": 0.0}
+    selective = LayoutSpec(name="x", recompute="selective", recompute_modules=("core_attn",))
+    hint = in_megatron_words(memory_hint(terms, selective, moe=False))
+    assert "--recompute-modules core_attn layernorm mlp" in hint and "moe_act" not in hint
+    with_mlp = selective.with_(recompute_modules=("core_attn", "mlp"))
+    assert "--recompute-granularity full" in in_megatron_words(memory_hint(terms, with_mlp, moe=False))
+    assert "moe_act layernorm" in in_megatron_words(memory_hint(terms, selective))  # a model with MoE layers: SAR's
 
 
 @pytest.mark.parametrize(

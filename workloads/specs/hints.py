@@ -64,6 +64,9 @@ def pp_layers_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> str:
 
 
 # The option that cuts each memory term, as a --set flag, in the order tried (the first that changes something).
+# SAR is tried for a model with MoE layers, whose Megatron form recomputes the MoE activation (MEGATRON_CUTS); a dense
+# model's nearest Megatron cut recomputes its whole MLP (--recompute-modules mlp) instead.
+DENSE_SELECTIVE = "--set recompute=selective --set recompute_modules=[core_attn,layernorm,mlp]"
 ONE_INSTANCE = "--set dp_instances=1 (shard over all of DP, not one instance)"  # workloads/specs/hybrid_dp.py
 MEMORY_CUTS = {
     "params": (
@@ -80,6 +83,7 @@ MEMORY_CUTS = {
     "activations": (
         ("sequence_parallel", True, "--set sequence_parallel=true (Megatron's --sequence-parallel)"),
         ("recompute", "sar", "--set recompute=sar"),
+        ("recompute_modules", "mlp", DENSE_SELECTIVE),
         ("recompute", "full", "--set recompute=full"),
         ("micro_batch", 1, "--micro-batch 1"),
     ),
@@ -94,6 +98,8 @@ def _cuts(layout: LayoutSpec, field: str, value: object) -> bool:
     current = getattr(layout, field)
     if value is None:
         return True
+    if field == "recompute_modules":  # a module added to selective recomputation (from none or selective)
+        return layout.recompute in ("none", "selective") and value not in current
     if (field, value, current) == ("recompute", "sar", "selective") and SAR_MODULES <= set(layout.recompute_modules):
         return False  # its Megatron flags (MEGATRON_CUTS) are already set: the next, stronger cut is the hint
     if field == "zero_stage" and value >= 2 and not per_unit_comm_runs(layout.schedule, layout.ep_overlap):
@@ -122,6 +128,7 @@ MEGATRON_CUTS = {
     ),
     "--set sequence_parallel=true (Megatron's --sequence-parallel)": "--sequence-parallel",
     "--set recompute=sar": "--recompute-granularity selective --recompute-modules moe_act layernorm",
+    DENSE_SELECTIVE: "--recompute-granularity selective --recompute-modules core_attn layernorm mlp",
     "--set recompute=full": "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
     "--micro-batch 1": "--micro-batch-size 1",
     "--set capacity_factor=1.0": "--moe-expert-capacity-factor 1.0",
@@ -137,8 +144,11 @@ def in_megatron_words(rule: str) -> str:
     return rule
 
 
-def memory_hint(terms: dict[str, float], layout: LayoutSpec) -> str:
-    """Clause for an out-of-memory layout: the biggest term (GiB) and the first option that cuts it."""
+def memory_hint(terms: dict[str, float], layout: LayoutSpec, moe: bool = True) -> str:
+    """Clause for an out-of-memory layout: the biggest term (GiB) and the first option that cuts it (SAR for a model
+    with MoE layers, ``moe``; the whole MLP's selective recomputation for a dense one)."""
     term = max(terms, key=terms.__getitem__)
-    flag = next((flag for field, value, flag in MEMORY_CUTS[term] if _cuts(layout, field, value)), "a larger --set pp")
+    skipped = "recompute_modules" if moe else "sar"
+    cuts = [cut for cut in MEMORY_CUTS[term] if skipped not in cut[:2]]
+    flag = next((flag for field, value, flag in cuts if _cuts(layout, field, value)), "a larger --set pp")
     return f"; the biggest term is {term} ({terms[term]:.1f} GiB): try {flag}, more GPUs, or --allow-oom"
