@@ -75,9 +75,12 @@ def test_the_hint_offers_no_sharding_the_schedule_refuses(changes: dict[str, obj
     check_unit_schedule): for an EP-overlap, DualPipe or ZB layout the params and grads hints must not offer them."""
     params_first = {"params": 30.0, "grads": 10.0, "optimizer": 5.0, "activations": 20.0, "buffers": 0.0}
     grads_first = {**params_first, "params": 5.0, "grads": 30.0}
-    plain = LayoutSpec(name="x", zero_stage=1)
+    plain = LayoutSpec(name="x", zero_stage=1, main_grads_dtype="bf16")
     assert "--set zero_stage=3" in memory_hint(params_first, plain)
     assert "--set zero_stage=2" in memory_hint(grads_first, plain)
+    # FP32 gradient buffers: BF16 ones first (Megatron-Bridge's recipes), in Megatron's words --grad-reduce-in-bf16
+    fp32 = plain.with_(main_grads_dtype="fp32")
+    assert "--grad-reduce-in-bf16" in in_megatron_words(memory_hint(grads_first, fp32.with_(**changes)))
     refused = plain.with_(**changes)
     assert "zero_stage" not in memory_hint(params_first, refused)
     assert "a larger --set pp" in memory_hint(params_first, refused)

@@ -74,7 +74,12 @@ MEMORY_CUTS = {
         ("dp_instances", 1, ONE_INSTANCE),
         ("pp", None, "a larger --set pp"),
     ),
-    "grads": (("zero_stage", 2, "--set zero_stage=2 (shard gradients over DP)"), ("dp_instances", 1, ONE_INSTANCE)),
+    "grads": (
+        # Megatron-Bridge's recipes keep BF16 gradient buffers (grad_reduce_in_fp32 False): half of FP32's
+        ("main_grads_dtype", "bf16", "--set main_grads_dtype=bf16 (BF16 gradient buffers)"),
+        ("zero_stage", 2, "--set zero_stage=2 (shard gradients over DP)"),
+        ("dp_instances", 1, ONE_INSTANCE),
+    ),
     "optimizer": (
         ("zero_stage", 1, "--set zero_stage=1 (distributed optimizer)"),
         ("dp_instances", 1, ONE_INSTANCE),
@@ -122,6 +127,7 @@ MEGATRON_CUTS = {
         "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads (shard gradients over DP)"
     ),
     "--set zero_stage=1 (distributed optimizer)": "--use-distributed-optimizer",
+    "--set main_grads_dtype=bf16 (BF16 gradient buffers)": "--grad-reduce-in-bf16 (BF16 gradient buffers)",
     ONE_INSTANCE: "--num-distributed-optimizer-instances 1 (shard over all of DP, not one instance)",
     "--set exp_avg_dtype=bf16 --set exp_avg_sq_dtype=bf16": (
         "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"
