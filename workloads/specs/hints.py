@@ -154,7 +154,7 @@ def memory_hint(terms: dict[str, float], layout: LayoutSpec, moe: bool = True) -
     """Clause for an out-of-memory layout: the biggest term (GiB) and the first option that cuts it (SAR for a model
     with MoE layers, ``moe``; the whole MLP's selective recomputation for a dense one)."""
     term = max(terms, key=terms.__getitem__)
-    skipped = "recompute_modules" if moe else "sar"
-    cuts = [cut for cut in MEMORY_CUTS[term] if skipped not in cut[:2]]
+    skipped = ("recompute_modules", "mlp") if moe else ("recompute", "sar")
+    cuts = [cut for cut in MEMORY_CUTS[term] if cut[:2] != skipped]
     flag = next((flag for field, value, flag in cuts if _cuts(layout, field, value)), "a larger --set pp")
     return f"; the biggest term is {term} ({terms[term]:.1f} GiB): try {flag}, more GPUs, or --allow-oom"
