@@ -63,6 +63,21 @@ def test_an_out_of_memory_megatron_job_is_told_megatron_flags(capsys: pytest.Cap
     assert "--set" not in str(job.explain(ConfigError("memory", "x: try --set zero_stage=1 (distributed optimizer)")))
 
 
+def test_a_megatron_job_is_told_its_layout_and_batch_fixes_in_megatron_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The pipeline degree and global batch a hint proposes are named by Megatron's flags for a Megatron job, by
+    moesim's for its own (workloads/specs/hints.py MEGATRON_CUTS)."""
+    flags = "--bf16 --swiglu --moe-grouped-gemm --seq-length 4096 --global-batch-size "
+    assert main(["run", *QWEN, "--megatron-args", flags + "64 --pipeline-model-parallel-size 5"]) == 2
+    error = capsys.readouterr().err
+    assert "or --pipeline-model-parallel-size 4 (or 8, 2)" in error and "--set" not in error
+    assert main(["run", *QWEN, "--megatron-args", flags + "63"]) == 2
+    assert "try --global-batch-size 48 or 64" in capsys.readouterr().err
+    assert main(["run", *QWEN]) == 2  # moesim's default layout (intra_size x pp = 120): its hint in moesim's flags
+    assert "or --set pp=2 (or 1)" in capsys.readouterr().err
+
+
 def test_the_run_report_of_a_megatron_job(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", *QWEN, "--megatron-args", SCRIPT]) == 0
     lines = {line[:18].strip(): line[19:] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}

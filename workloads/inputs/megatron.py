@@ -112,10 +112,10 @@ class MegatronJob:
 
     def explain(self, error: ConfigError) -> ConfigError:
         """``error`` with the Megatron flags behind its field named, when there are some."""
-        if error.field == "memory":  # its hint in Megatron's flags (workloads/specs/hints.py MEGATRON_CUTS)
-            return ConfigError(error.field, in_megatron_words(error.rule))
-        flags = FIELD_FLAGS.get(error.field)
-        return ConfigError(f"{error.field} ({flags})", error.rule) if flags else error
+        rule = in_megatron_words(error.rule)  # its hint in Megatron's flags (workloads/specs/hints.py MEGATRON_CUTS)
+        flags = None if error.field == "memory" else FIELD_FLAGS.get(error.field)
+        changed = flags or rule != error.rule
+        return ConfigError(f"{error.field} ({flags})" if flags else error.field, rule) if changed else error
 
 
 def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:

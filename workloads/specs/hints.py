@@ -139,12 +139,14 @@ MEGATRON_CUTS = {
     "--micro-batch 1": "--micro-batch-size 1",
     "--set capacity_factor=1.0": "--moe-expert-capacity-factor 1.0",
     "a larger --set pp": "a larger --pipeline-model-parallel-size",
+    "--set pp=": "--pipeline-model-parallel-size ",  # gpus_hint and pp_layers_hint
+    "try --global-batch ": "try --global-batch-size ",  # batch_hint
     "or --allow-oom (allow_oom=True)": "or moesim's --allow-oom to simulate it anyway",
 }
 
 
 def in_megatron_words(rule: str) -> str:
-    """A memory hint with each moesim option replaced by the Megatron-LM flags that do the same."""
+    """A hint with each moesim option replaced by the Megatron-LM flags that do the same."""
     for moesim, megatron in MEGATRON_CUTS.items():
         rule = rule.replace(moesim, megatron)
     return rule
