@@ -50,3 +50,20 @@ def test_a_name_not_on_this_machine_says_how_to_get_it(tmp_path: Path, monkeypat
         load_model("Org/Nope")
     with pytest.raises(ConfigError, match=r"^model: unknown preset 'nope'.*config.json path"):
         load_model("nope")
+
+
+def test_a_misspelled_name_is_told_the_nearest_preset_or_shipped_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``llama3-8b`` is no preset and no shipped file, but examples/models ships llama-3.1-8b: the error names it
+    (and the next nearest), a hub id is matched by its model part, a name near nothing gets no guess."""
+    with pytest.raises(ConfigError, match=r"did you mean llama-3\.1-8b \(or llama-3\.1-70b"):
+        load_model("llama3-8b")
+    with pytest.raises(ConfigError, match=r"did you mean mixtral-8x7b \(or mixtral-8x22b\)\?"):
+        load_model("mixtral8x7b")  # a preset and a shipped config.json by the same name: named once
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    with pytest.raises(ConfigError, match=r"did you mean qwen3-32b .*huggingface-cli download"):
+        load_model("Qwen/Qwen3-30B")
+    with pytest.raises(ConfigError) as nothing_near:
+        load_model("zzzz")
+    assert "did you mean" not in str(nothing_near.value)

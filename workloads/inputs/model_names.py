@@ -48,14 +48,26 @@ def find_config(name: str) -> Path | None:
     return cached_config(name) if _HUB_ID.match(name) else None
 
 
-def how_to_get(name: str) -> str:
-    """What to do when ``name`` is neither a preset nor a config.json on this machine."""
+def shipped_names() -> list[str]:
+    """The model names examples/models ships a config.json for (none outside a source checkout)."""
+    return sorted(path.stem for path in SHIPPED.glob(f"*{JSON_SUFFIX}")) if SHIPPED.is_dir() else []
+
+
+def how_to_get(name: str, presets: tuple[str, ...] = ()) -> str:
+    """What to do when ``name`` is neither a preset nor a config.json on this machine: the nearest names among
+    ``presets`` and the shipped configs first (``llama3-8b``: did you mean llama-3.1-8b)."""
+    import difflib  # NOTE: loaded only for this error
+
+    names = list(dict.fromkeys([*presets, *shipped_names()]))
+    near = difflib.get_close_matches(name.rsplit("/", 1)[-1].lower(), names, n=3, cutoff=0.6)
+    others = f" (or {', '.join(near[1:])})" if len(near) > 1 else ""
+    mean = f"did you mean {near[0]}{others}? (examples/models holds the shipped config.json files); " if near else ""
     if _HUB_ID.match(name):
         return (
-            f"{name!r} is not in the local Hugging Face cache ({hub_cache()}); fetch its config with "
+            f"{mean}{name!r} is not in the local Hugging Face cache ({hub_cache()}); fetch its config with "
             f"`huggingface-cli download {name} config.json` (or pass the config.json's path)"
         )
-    return "or give a Hugging Face config.json path, a hub id in the local cache (Org/Name), or a model YAML"
+    return f"{mean}or give a Hugging Face config.json path, a hub id in the local cache (Org/Name), or a model YAML"
 
 
 def is_hf_config_path(value: object) -> bool:

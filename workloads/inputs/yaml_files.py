@@ -154,7 +154,7 @@ def load_model(source: ModelSpec | str | Path) -> ModelSpec:
     try:
         return model_preset(source)
     except ConfigError as error:
-        raise ConfigError("model", f"{error.rule}; {how_to_get(source)}") from None
+        raise ConfigError("model", f"{error.rule}; {how_to_get(source, tuple(MODEL_PRESETS))}") from None
 
 
 def load_layout(source: LayoutSpec | str | Path) -> LayoutSpec:
