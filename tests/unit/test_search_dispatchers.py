@@ -132,6 +132,7 @@ def test_a_flex_winner_runs_back_to_its_step(capsys: pytest.CaptureFixture[str])
     step time ranked first; the line sets the dispatcher once, as the flex type with its backend."""
     argv = ["search", "--model", QWEN, "--cluster", "h800", "--gpus", "16", "--global-batch", "32", "--seq-len", "4096"]
     pins = ["--fix", "token_dispatcher=flex-hybridep", "--fix", "pp=2", "--fix", "cp=1", "--fix", "micro_batch=1"]
+    pins += ["--fix", "ep=8"]  # the winner's EP, a third of the points
     assert main([*argv, *pins, "--top", "2", "--quiet"]) == 0
     out = capsys.readouterr().out
     row = out.splitlines()[3]
