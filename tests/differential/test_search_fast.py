@@ -1,5 +1,6 @@
 """Differential tests of what makes ``moesim search`` fast: task timings reused across points (simulator/engine/timer.py
-``TIMINGS``) and bound-based pruning (experiments/search/bound.py) change no result, on any backend."""
+``TIMINGS``) and bound-based pruning (experiments/search/bound.py) change no result, on one process or two (on a
+dask cluster: tests/differential/test_distributed.py ``test_a_search_on_dask_ranks_the_rows_found_here``)."""
 
 from __future__ import annotations
 
@@ -84,18 +85,3 @@ def test_pruned_search_ranks_as_the_exhaustive_one(jobs: int) -> None:
     assert 3 <= len(ran) < len(points)
     assert f"{len(points) - len(ran)} skipped" in lines[-1]
     assert all(b is not None for b in bounds(points[:4], jobs=jobs))
-
-
-def test_pruned_search_on_a_dask_local_cluster() -> None:
-    """The same search on a dask LocalCluster of two worker processes ranks the same rows."""
-    distributed = pytest.importorskip("dask.distributed")
-    # 17 layouts of PP 2 (EP none, 4 or 8; SP or TP attention; 1 to 8 GPUs wide), 8 skipped by their bounds.
-    space = SearchSpace.wide().fix(["micro_batch=1", "cp=1", "schedule=1f1b", "pp=2"])
-    points, _ = candidates("mixtral-8x7b", 16, space=space, **JOB)
-    local = rank(points, jobs=1, top=3, progress=lambda _: None)
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        remote = rank(points, scheduler=client, top=3, progress=lambda _: None)
-    assert [without_wall(r) for r in remote] == [without_wall(r) for r in local]

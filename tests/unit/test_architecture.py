@@ -5,6 +5,7 @@ no module over ~400 lines is left unexplained."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import networkx as nx
@@ -53,7 +54,12 @@ def _imports(modules: dict[str, Path]) -> nx.DiGraph:
 
 
 MODULES = _modules()
-GRAPH = _imports(MODULES)
+
+
+@cache
+def import_graph() -> nx.DiGraph:
+    """The project's import graph, built when a test here first needs it (not as each xdist worker collects)."""
+    return _imports(MODULES)
 
 
 def _unit(module: str) -> str:
@@ -72,18 +78,18 @@ def _rank(unit: str) -> tuple[int, int]:
 
 
 def test_no_module_circle() -> None:
-    circles = [sorted(c) for c in nx.strongly_connected_components(GRAPH) if len(c) > 1]
+    circles = [sorted(c) for c in nx.strongly_connected_components(import_graph()) if len(c) > 1]
     assert circles == []
 
 
 def test_no_subpackage_circle() -> None:
-    units = nx.DiGraph((_unit(a), _unit(b)) for a, b in GRAPH.edges if _unit(a) != _unit(b))
+    units = nx.DiGraph((_unit(a), _unit(b)) for a, b in import_graph().edges if _unit(a) != _unit(b))
     assert [sorted(c) for c in nx.strongly_connected_components(units) if len(c) > 1] == []
 
 
 def test_imports_run_down_the_layers() -> None:
     upward = []
-    for importer, imported in GRAPH.edges:
+    for importer, imported in import_graph().edges:
         a, b = _unit(importer), _unit(imported)
         if a == b or a in PACKAGES:  # within a sub-package; a package's own __init__ may name its parts
             continue

@@ -41,6 +41,13 @@ _PLAIN = {"int": (int,), "float": (float, int), "bool": (bool,), "str": (str,)}
 
 def check_value(field: str, kind: str, value: Any) -> Any:
     """Return value (an int widened to float for float fields) or raise ConfigError naming field."""
+    plain = _PLAIN.get(kind)
+    if plain is not None and type(value) in plain:  # NOTE: most fields, first: a spec checks each of its ~100 fields
+        if kind == "float":
+            value = float(value)
+            if not math.isfinite(value):
+                raise ConfigError(field, f"must be a finite number, got {short_repr(value)}")
+        return value
     if kind.startswith("tuple[") and kind.endswith(", ...]"):  # a YAML list of one item type
         item_kind = kind[len("tuple[") : -len(", ...]")]
         if not isinstance(value, (list, tuple)):
@@ -48,13 +55,6 @@ def check_value(field: str, kind: str, value: Any) -> Any:
                 field, f"must be a list of {TYPE_NAMES[item_kind].split(' ', 1)[1]}s, got {short_repr(value)}"
             )
         return tuple(check_value(f"{field}[{i}]", item_kind, item) for i, item in enumerate(value))
-    plain = _PLAIN.get(kind)
-    if plain is not None and type(value) in plain:
-        if kind == "float":
-            value = float(value)
-            if not math.isfinite(value):
-                raise ConfigError(field, f"must be a finite number, got {short_repr(value)}")
-        return value
     ok = {
         "int": isinstance(value, numbers.Integral) and not is_bool(value),
         "float": isinstance(value, numbers.Real) and not is_bool(value),
@@ -72,10 +72,19 @@ def check_value(field: str, kind: str, value: Any) -> Any:
     return value
 
 
+@lru_cache(maxsize=64)
+def field_names(cls: type) -> tuple[str, ...]:
+    """The dataclass fields of ``cls`` by name, once per class (``dataclasses.fields`` builds its tuple each call)."""
+    return tuple(name for name, _kind in _field_kinds(cls))
+
+
 def check_types(prefix: str, spec: Any) -> None:
     """Raise ConfigError unless every field of the dataclass instance ``spec`` has its declared type."""
     for name, kind in _field_kinds(type(spec)):
         value = getattr(spec, name)
+        plain = _PLAIN.get(kind)
+        if plain is not None and type(value) in plain and kind != "float":  # NOTE: check_value's first case, inline
+            continue
         checked = check_value(f"{prefix}.{name}", kind, value)
         if type(checked) is not type(value) and kind in ("int", "tuple[int, ...]"):  # a numpy integer: store the int
             object.__setattr__(spec, name, checked)

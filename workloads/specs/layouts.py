@@ -6,7 +6,7 @@ steps) are variations of it, not copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.dispatchers.registry import DISPATCHERS
@@ -14,7 +14,7 @@ from workloads.ops import Module
 from workloads.schedules.registry import SCHEDULES
 from workloads.specs import hybrid_dp, memory_options
 from workloads.specs.cuda_graphs import GRAPH_SCOPES, ITERATION
-from workloads.specs.fieldtypes import check_types
+from workloads.specs.fieldtypes import check_types, field_names
 from workloads.specs.limits import check_limit
 from workloads.specs.muon import MUON_NS_STEPS, MUON_TP_MODES, OPTIMIZERS
 from workloads.specs.peft import LORA_MODULES, LORA_RANK, PEFT_MODES
@@ -288,9 +288,9 @@ class LayoutSpec:
 
     def __post_init__(self) -> None:
         """Check types and the rules between fields; raise ConfigError naming the field."""
-        for field in fields(self):  # YAML gives lists (the tuple fields); keep the spec hashable
-            if isinstance(getattr(self, field.name), list):
-                object.__setattr__(self, field.name, tuple(getattr(self, field.name)))
+        for name in field_names(type(self)):  # YAML gives lists (the tuple fields); keep the spec hashable
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("layout", self)
         choices = {
             "attention": ATTENTION_MODES,

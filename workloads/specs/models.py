@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from topologies.errors import ConfigError, lookup_preset
 from workloads.ops import LayerKind
-from workloads.specs.fieldtypes import check_types
+from workloads.specs.fieldtypes import check_types, field_names
 from workloads.specs.limits import check_limit
 from workloads.specs.model_extensions import HYBRID_BLOCKS, check_extensions, dsv4_params, gdn_params, mla_params
 
@@ -164,14 +164,14 @@ class ModelSpec:
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         check_types("model", self)
         check_limit("model.num_layers", "layers", self.num_layers, "layers")
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in _OPTIONAL_FIELDS:
-                if any(item < 0 for item in (value if isinstance(value, tuple) else (value,))):
-                    raise ConfigError(f"model.{f.name}", f"must be >= 0, got {value}")
+        for name in field_names(type(self)):
+            value = getattr(self, name)
+            if name in _OPTIONAL_FIELDS:
+                if any(item < 0 for item in value) if isinstance(value, tuple) else value < 0:
+                    raise ConfigError(f"model.{name}", f"must be >= 0, got {value}")
                 continue
             if isinstance(value, int) and value <= 0:
-                raise ConfigError(f"model.{f.name}", f"must be a positive integer, got {value}")
+                raise ConfigError(f"model.{name}", f"must be a positive integer, got {value}")
         if not self.kv_channels and self.hidden_size % self.num_heads:
             raise ConfigError("model.num_heads", f"must divide hidden_size={self.hidden_size} (or give kv_channels)")
         if self.num_heads % self.num_kv_heads:
