@@ -10,9 +10,7 @@ lane's communication hides behind the other's compute, as DeepSeek's overlapped_
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from workloads.ops import COMPUTE, Op, Role
+from workloads.ops import COMPUTE, Op, Role, evolved
 
 
 def split_backward(ops: tuple[Op, ...]) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
@@ -23,8 +21,8 @@ def split_backward(ops: tuple[Op, ...]) -> tuple[tuple[Op, ...], tuple[Op, ...]]
     for i in keep:
         op = ops[i]
         assert all(dep in new_index for dep in op.deps), f"{op.name} depends on a weight gradient"
-        input_ops.append(replace(op, deps=tuple(new_index[dep] for dep in op.deps)))
-    weight_ops = tuple(replace(op, deps=(), stream=COMPUTE) for op in ops if op.role == Role.WEIGHT_GRAD)
+        input_ops.append(evolved(op, deps=tuple(new_index[dep] for dep in op.deps)))
+    weight_ops = tuple(evolved(op, deps=(), stream=COMPUTE) for op in ops if op.role == Role.WEIGHT_GRAD)
     return tuple(input_ops), weight_ops
 
 
@@ -51,5 +49,5 @@ def merged(
     for lane, i in order:
         op = lanes[lane][i]
         old = deps.get((lane, i), op.deps)
-        out.append(replace(op, stream=streams.get((lane, i), op.stream), deps=tuple(new_index[(lane, d)] for d in old)))
+        out.append(evolved(op, stream=streams.get((lane, i), op.stream), deps=tuple(new_index[(lane, d)] for d in old)))
     return tuple(out)

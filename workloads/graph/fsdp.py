@@ -39,10 +39,10 @@ megatron_fsdp.md "Quantized Parameters"); the reduce-scatter moves the main grad
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from topologies.errors import ConfigError
-from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, COMPUTE, REDUCE_SCATTER, Group, Op, Role
+from workloads.ops import ALL_GATHER, BYTES_BF16, COLLECTIVE, COMPUTE, REDUCE_SCATTER, Group, Op, Role, evolved
 from workloads.schedules.registry import per_unit_comm_runs
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, ModelSpec
@@ -180,7 +180,7 @@ def with_unit_comm(
     def place(entries: list) -> None:
         for entry in entries:
             op, (deps, _) = entry
-            out.append(replace(op, deps=tuple(new_index[d] for d in deps)))
+            out.append(evolved(op, deps=tuple(new_index[d] for d in deps)))
             placed[id(entry)] = len(out) - 1
 
     for index, op in enumerate(ops):
@@ -193,7 +193,7 @@ def with_unit_comm(
             if k >= BUFFERED_UNITS:
                 extra += tuple(placed[id(entry)] for entry in scattered[order[k - BUFFERED_UNITS]])
         deps = tuple(new_index[d] for d in op.deps) + extra
-        out.append(replace(op, deps=deps))
+        out.append(evolved(op, deps=deps))
         new_index[index] = len(out) - 1
         place(after.get(index, []))
     return tuple(out)

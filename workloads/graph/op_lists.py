@@ -22,7 +22,6 @@ dgrad, under tp_async_backward asynchronously beside the wgrad GEMM.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from workloads.graph.main_grad import main_grad_add
 from workloads.ops import (
@@ -45,6 +44,7 @@ from workloads.ops import (
     Op,
     Role,
     Step,
+    evolved,
 )
 from workloads.recipes.fp8_quant import quantize_input
 from workloads.specs.cuda_graphs import capture
@@ -140,7 +140,7 @@ class _OpList:
         if kind == ATTENTION and (step.comm_bytes or step.nic_bytes):  # ring attention: K/V blocks overlap
             scale = step.bwd_scale if backward else 1.0
             size = step.group_size or self.group_size
-            op = replace(
+            op = evolved(
                 op,
                 kind=FUSED,
                 collective=step.collective,
@@ -247,7 +247,7 @@ class _OpList:
         kind = TRANSPOSE[comm.collective] if backward else comm.collective
         size = comm.group_size or self.group_size
         scale = comm.bwd_scale if backward else 1.0
-        self.ops[gemm_index] = replace(
+        self.ops[gemm_index] = evolved(
             op,
             name=f"{op.name}+{comm.name}",
             kind=FUSED,
@@ -394,7 +394,7 @@ def _emit_layer_backward(ops: _OpList, layer: int, steps: list[Step], grad: int,
         for step, deps in deferred_wgrads if not ops.frozen else ():
             wgrad = step.gemm.wgrad(ops.main_grad_bytes if ops.fused_accumulation else 0)
             if (step.wgrad_kernels or 0) > 1:  # launched per group: TE's multi-stream path (workloads/recipes/moe.py)
-                wgrad = replace(wgrad, multi_stream=True)
+                wgrad = evolved(wgrad, multi_stream=True)
             done = ops.compute(step, layer, deps, Role.WEIGHT_GRAD, gemm=wgrad, name=f"{step.name}.wgrad")
             if not ops.fused_accumulation:  # written out, then added (workloads/graph/main_grad.py)
                 ops.add(main_grad_add(wgrad, step, (done,), layer, ops.main_grad_bytes, ops.graph(step)))

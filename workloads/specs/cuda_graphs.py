@@ -23,9 +23,8 @@ captured: torch refuses a device-to-host wait during capture, so the MoE layers 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
-from workloads.ops import HOST_SYNC, GraphPart, Step
+from workloads.ops import HOST_SYNC, GraphPart, Step, evolved
 
 ITERATION = "iteration"  # --cuda-graph-impl full_iteration: the whole forward-backward, one graph
 ALL_PARTS = frozenset({GraphPart.ATTN, GraphPart.MLP, GraphPart.MOE_ROUTER, GraphPart.MOE, GraphPart.MAMBA})
@@ -59,10 +58,10 @@ def capture(scopes: tuple[str, ...]) -> Callable[[GraphPart], GraphPart]:
 def tag_layer(attention: list[Step], ffn: list[Step], dense: bool) -> list[Step]:
     """A layer's steps marked with their part: attention, a dense MLP, or the MoE layer (its router steps
     come marked), which stops at the first host sync: what follows runs eagerly."""
-    steps = [replace(step, graph=GraphPart.ATTN) for step in attention]
+    steps = [evolved(step, graph=GraphPart.ATTN) for step in attention]
     part = GraphPart.MLP if dense else GraphPart.MOE
     for step in ffn:
         if step.kind == HOST_SYNC:
             part = GraphPart.NONE
-        steps.append(step if step.graph != GraphPart.NONE else replace(step, graph=part))
+        steps.append(step if step.graph != GraphPart.NONE else evolved(step, graph=part))
     return steps
