@@ -9,6 +9,7 @@ try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is
     import dataclasses
     import json
     from collections.abc import Callable
+    from contextlib import nullcontext
     from typing import TYPE_CHECKING
 
     from experiments.cli import run_outputs
@@ -20,6 +21,7 @@ try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is
     from experiments.common.progress import add_quiet
     from simulator.costs.calibration import DEFAULT_CALIBRATION
     from simulator.engine.faults import Faults
+    from simulator.engine.gc_budget import fewer_full_collections
     from simulator.report.clusters import DEFAULT_CLUSTER, load_cluster
     from simulator.report.simulate import prepare, simulate, split_if_balanced
     from topologies.bounds import check_physical
@@ -400,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     except KeyboardInterrupt:
         return interrupted()
-    return exit_status(lambda: _dispatch(args))
+    with fewer_full_collections() if args.command not in ("run", "presets", "bench") else nullcontext():  # many steps
+        return exit_status(lambda: _dispatch(args))
 
 
 def _dispatch(args: argparse.Namespace) -> None:

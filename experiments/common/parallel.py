@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from simulator.engine.gc_budget import fewer_full_collections
 from topologies.errors import ConfigError
 
 Item = TypeVar("Item")
@@ -125,7 +126,7 @@ def in_order(work: Callable[[Item], Result], items: Iterable[Item], jobs: int) -
     if jobs <= 1:
         return map(work, items)
     pool = _pool(jobs)
-    futures = [pool.submit(work, item) for item in items]
+    futures = [pool.submit(_one, work, item) for item in items]
     return _results(pool, futures)
 
 
@@ -165,8 +166,16 @@ def connect(scheduler: str | object):
 
 
 def _batch(work: Callable[..., Result], items: list, shared: tuple) -> list[Result]:
-    """One task of a map: ``work(item, *shared)`` for each item of a batch (module level: it is pickled)."""
-    return [work(item, *shared) for item in items]
+    """One task of a map: ``work(item, *shared)`` for each item of a batch (module level: it is pickled), with the
+    job's fewer full garbage collections (simulator/engine/gc_budget.py) on the worker."""
+    with fewer_full_collections():
+        return [work(item, *shared) for item in items]
+
+
+def _one(work: Callable[[Item], Result], item: Item) -> Result:
+    """``in_order``'s task: ``work(item)`` with the job's fewer full garbage collections, as ``_batch``."""
+    with fewer_full_collections():
+        return work(item)
 
 
 class Workers:

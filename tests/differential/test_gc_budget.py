@@ -66,3 +66,29 @@ def test_reports_equal_with_cpythons_collections(monkeypatch, model, layout, gpu
     monkeypatch.setattr(gc_budget, "ENABLED", False)
     default = simulate(model, layout, gpus, **kwargs)
     assert replace(fewer, sim_wall_s=0.0) == replace(default, sim_wall_s=0.0)
+
+
+def test_a_job_has_fewer_full_collections_and_its_steps_their_own(collector):
+    """Through a job (a search, a sweep, validate, reproduce) a full collection waits for 100 generation-1 passes; a
+    step inside it freezes and raises generation 0 as ever; both restore what they found."""
+    gc.set_threshold(700, 10, 10)
+    with gc_budget.fewer_full_collections():
+        assert gc.get_threshold() == (700, 10, 100) == gc_budget.JOB_THRESHOLDS
+        with fewer_collections():
+            assert gc.get_threshold() == (10_000, 10, 100) and gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (700, 10, 100) and gc.get_freeze_count() == 0
+    assert gc.get_threshold() == (700, 10, 10)
+    gc.set_threshold(0)  # automatic collection off: stays off
+    with gc_budget.fewer_full_collections():
+        assert gc.get_threshold()[0] == 0
+
+
+@pytest.mark.parametrize("argv, job", [(["presets"], False), (["validate", "--case", "x"], True)])
+def test_the_command_line_runs_jobs_with_fewer_full_collections(collector, monkeypatch, argv, job):
+    from experiments.cli import main as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_dispatch", lambda args: seen.append(gc.get_threshold()))
+    gc.set_threshold(700, 10, 10)
+    assert cli.main(argv) == 0
+    assert seen == [(700, 10, 100) if job else (700, 10, 10)] and gc.get_threshold() == (700, 10, 10)
