@@ -9,11 +9,13 @@ import os
 
 from hypothesis import settings
 
+from simulator.engine.gc_budget import JOB_THRESHOLDS
+
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# A worker's full collections traverse every object alive, the caches of its earlier tests' simulations among them (0.2 s
-# each, 26-32 a worker: 12 CPU-s of a 2-core run): one after 100 generation-1 passes instead of CPython's 10 (the
-# default run 144 -> 140 s, peak RSS 530 -> 585 MB). Engine runs set their own (simulator/engine/gc_budget.py).
-gc.set_threshold(700, 10, 100)
+# A worker is a job of many steps: its full collections traverse every object alive, the caches of its earlier tests'
+# simulations among them (0.2 s each, 26-32 a worker: 12 CPU-s of a 2-core run), so they wait as a command's do
+# (simulator/engine/gc_budget.py JOB_THRESHOLDS; the default run 144 -> 140 s, peak RSS 530 -> 585 MB).
+gc.set_threshold(*JOB_THRESHOLDS)
