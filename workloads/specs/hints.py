@@ -6,6 +6,7 @@ their one-line errors (an empty string when nothing nearby fits).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from workloads.schedules.registry import block_count, per_unit_comm_runs
@@ -47,6 +48,24 @@ def gpus_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int) -> str:
     if pps:
         others = f" (or {', '.join(map(str, pps[1:]))})" if len(pps) > 1 else ""
         options.append(f"--set pp={pps[0]}{others}")
+    return f"; try {', or '.join(options)}" if options else ""
+
+
+def ep_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int, fits: list[int]) -> str:
+    """Clause for an EP x ETP group that the stage's GPUs do not take: the EP degrees that fit (``fits``, nearest
+    first), else a pp or a GPU count whose stages hold the group."""
+    group = layout.ep_degree * layout.etp
+    if group % layout.intra_size == 0:  # the group is whole: a stage of more GPUs takes it
+        pps = [pp for pp in _pp_that_fit(model, layout, num_gpus) if (num_gpus // pp) % group == 0]
+        unit = layout.intra_size * layout.cp  # a stage's GPUs: a multiple of unit and of the group
+        step = layout.pp * unit * group // math.gcd(unit, group)
+        counts = [count for count in nearest_multiples(num_gpus, step) if count > num_gpus]
+    else:
+        pps, counts = [], []
+    options = [f"--set ep={' or '.join(map(str, sorted(fits, key=lambda ep: (abs(ep - layout.ep_degree), -ep))[:2]))}"]
+    options = options if fits else []
+    options += [f"--set pp={pps[0]}"] if pps else []
+    options += [f"--gpus {counts[0]}"] if counts else []
     return f"; try {', or '.join(options)}" if options else ""
 
 
@@ -139,7 +158,8 @@ MEGATRON_CUTS = {
     "--micro-batch 1": "--micro-batch-size 1",
     "--set capacity_factor=1.0": "--moe-expert-capacity-factor 1.0",
     "a larger --set pp": "a larger --pipeline-model-parallel-size",
-    "--set pp=": "--pipeline-model-parallel-size ",  # gpus_hint and pp_layers_hint
+    "--set pp=": "--pipeline-model-parallel-size ",  # gpus_hint, pp_layers_hint and ep_hint
+    "--set ep=": "--expert-model-parallel-size ",  # ep_hint
     "try --global-batch ": "try --global-batch-size ",  # batch_hint
     "or --allow-oom (allow_oom=True)": "or moesim's --allow-oom to simulate it anyway",
 }

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from topologies.errors import ConfigError, check_positive_int
 from workloads.schedules.registry import SCHEDULES, block_count
-from workloads.specs.hints import batch_hint, gpus_hint, pp_layers_hint
+from workloads.specs.hints import batch_hint, ep_hint, gpus_hint, pp_layers_hint
 from workloads.specs.limits import check_limit
 from workloads.specs.module_precision import parse_rule
 from workloads.specs.muon import orthogonalized
@@ -206,6 +206,20 @@ def _check_expert_loads(model: ModelSpec, layout: LayoutSpec) -> None:
         raise ConfigError("layout.expert_loads", f"must be {model.num_experts} non-negative loads, not all 0")
 
 
+def _expert_group_rule(ep: int, etp: int, n: int, pp: int, num_gpus: int) -> str:
+    """What an EP x ETP group of ``ep`` breaks among the stage's GPUs ('' if nothing)."""
+    group, stage_gpus = ep * etp, num_gpus // pp
+    if group % n:
+        # NOTE: moesim's own rule: Megatron-Core's MoE parallel folding would let the group cut across TP groups
+        return (
+            f"EP {ep} x ETP {etp} = {group} is not a multiple of intra_size {n}: moesim lays each expert group "
+            "over whole TP/SP groups"
+        )
+    if stage_gpus % group:
+        return f"EP {ep} x ETP {etp} = {group} does not divide the {stage_gpus} GPUs of a stage ({num_gpus} / pp {pp})"
+    return ""
+
+
 def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int) -> None:
     """EP x ETP groups: ETP inside the node, EP in or across whole nodes, top-k reachable under node limits."""
     ep, n, etp = layout.ep_degree, layout.intra_size, layout.etp
@@ -214,10 +228,16 @@ def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gp
     if (ep == n and etp == 1) or layout.ffn != "ep":
         return
     per_node = gpus_per_node // etp  # EP ranks per node: ETP groups sit inside the node (Megatron's order)
-    if (ep * etp) % n or (num_gpus // layout.pp) % (ep * etp):
-        raise ConfigError(
-            "layout.ep", f"EP {ep} x ETP {etp} must be a multiple of intra_size {n} and divide GPUs per stage"
-        )
+    broken = _expert_group_rule(ep, etp, n, layout.pp, num_gpus)
+    if broken:
+        fits = [  # NOTE: the experts' divisors, not every degree up to the GPU count (a million GPUs)
+            other
+            for other in range(1, model.num_experts + 1)
+            if model.num_experts % other == 0
+            and not _expert_group_rule(other, etp, n, layout.pp, num_gpus)
+            and (other % per_node == 0 if other > per_node else per_node % other == 0)
+        ]
+        raise ConfigError("layout.ep", broken + ep_hint(model, layout, num_gpus, fits))
     if model.num_experts % ep:
         raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {ep}")
     if ep > per_node and ep % per_node:
