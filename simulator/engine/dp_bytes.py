@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from simulator.costs.calibration import Calibration
 from simulator.costs.kernels import dp_gradient_bytes_per_param, dp_gradient_efficiency
+from simulator.engine.ranks import DP, EDP, RankMap
 from workloads.graph.fsdp import param_gather_bytes
 from workloads.graph.step import StepWorkload
 from workloads.specs.layouts import LayoutSpec
@@ -29,6 +30,12 @@ def ring_nic_share(in_node: int, size: int, nic_over_nvlink: float) -> float:
     if in_node <= 1 or in_node >= size:
         return 1.0
     return 1.0 / min(in_node, 1.0 + 1.0 / nic_over_nvlink)
+
+
+def stage_ring_shares(ranks: RankMap, stage: int, nic_over_nvlink: float) -> tuple[float, float]:
+    """The dense and the expert DP ring's share of their bytes on one NIC of ``stage`` (``ring_nic_share``)."""
+    dense, expert = (ring_nic_share(*ranks.members_in_node(stage, kind), nic_over_nvlink) for kind in (DP, EDP))
+    return dense, expert
 
 
 def _ring_bytes(

@@ -40,7 +40,7 @@ from simulator.engine.grad_sync import (
 from simulator.engine.host_lead import host_end_s, lead_s
 from simulator.engine.placement import DpBucket, FoldedPlacement, Placement
 from simulator.engine.probes import Probe, Transfer, reads_tasks, start_probes, subscribed
-from simulator.engine.ranks import DP, EDP, Place
+from simulator.engine.ranks import Place
 from simulator.engine.result import EngineResult, StageLog, phase_spans
 from simulator.engine.sim_env import environment
 from simulator.engine.timer import CostCache, MemoTimer, OpTimer
@@ -83,7 +83,7 @@ class Engine:
         self.env = placement.env
         self.network = placement.network
         self.stage_faults = placement.stage_faults
-        self._costs = costs = costs or CostCache(workload, cluster.gpu, calibration)
+        self._costs = costs = costs or CostCache(workload, cluster.gpu, calibration, cluster.nic_effective_Bps)
         # task_timing works in every engine (experiments read it); tasks replay it only where exact.
         self._memo = MemoTimer(self.env, costs, placement.stage_faults)
         if timings is not None:
@@ -102,7 +102,6 @@ class Engine:
         self._pp_bytes = workload.pp_bytes_per_gpu
         self._per_chunk = per_chunk_sync(workload)  # the interleaved schedule's per-chunk grad sync
         self._buckets_per_step = workload.layers_per_chunk * workload.chunks  # DP buckets: one per layer
-        self._nic_shares: dict[int, tuple[float, float]] = {}  # per stage (nic_shares)
 
     @property
     def simulated_ops(self) -> int:
@@ -194,7 +193,7 @@ class Engine:
             if early is not None and task == early.task:
                 early.process = env.process(self._buckets(place, early.transfers, early))
             if runs_ahead:
-                costs = self._costs.get(self.workload.task_key(stage, task))
+                costs = self._costs.get(self.workload.task_key(stage, task), stage=stage)
                 lead = lead_s(begin, host_end, costs)
                 host_end = host_end_s(begin, lead, costs)
             timing = yield from run(place, task, lead)
@@ -233,12 +232,7 @@ class Engine:
     # --- data parallelism ----------------------------------------------------------------------------
     def nic_shares(self, stage: int) -> tuple[float, float]:
         """The dense and the expert DP ring's share of their bytes on one NIC of ``stage`` (dp_bytes.ring_nic_share)."""
-        shares = self._nic_shares.get(stage)
-        if shares is None:
-            per_nvlink = self.cluster.nic_effective_Bps / self.gpu.nvlink_bandwidth_Bps
-            counts = (self.placement.ranks.members_in_node(stage, kind) for kind in (DP, EDP))
-            shares = self._nic_shares[stage] = tuple(dp_bytes.ring_nic_share(*count, per_nvlink) for count in counts)
-        return shares
+        return self._costs.ring_shares(stage)
 
     def dp_wire_bytes(self, stage: int) -> tuple[float, float]:
         """(gradient wire bytes, parameter wire bytes) each GPU of ``stage`` sends per step in its DP ring."""

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 import simpy
 
 from simulator.costs.calibration import Calibration
+from simulator.engine.dp_bytes import stage_ring_shares
 from simulator.engine.faults import StageFault, scale_compute
 from simulator.engine.placement import Placement
-from simulator.engine.ranks import Place
+from simulator.engine.ranks import Place, RankMap
 from simulator.engine.sim_env import environment
 from simulator.streams.network import FluidNetwork
 from simulator.streams.op_costs import OpCosts
@@ -34,24 +35,40 @@ from workloads.schedules.base import Task
 
 
 class CostCache:
-    """Cost-model numbers of each task's op list, computed once per (task key, compute slowdown)."""
+    """Cost-model numbers of each task's op list, computed once per (task key, compute slowdown, host lead, the
+    stage's DP ring shares)."""
 
-    def __init__(self, workload: StepWorkload, gpu: GpuSpec, calibration: Calibration) -> None:
+    def __init__(self, workload: StepWorkload, gpu: GpuSpec, calibration: Calibration, nic_Bps: float = 0.0) -> None:
+        """``nic_Bps``: the NIC's rate each way, for the share of a DP ring's bytes one GPU's NIC carries (0: all)."""
         self.workload, self.gpu, self.cal = workload, gpu, calibration
         self.te_modules = te_layers(workload.layout)  # a TE module's host time per kernel (OpCosts.of)
         self._costs: dict[tuple, OpCosts] = {}
+        self._nic_over_nvlink = nic_Bps / gpu.nvlink_bandwidth_Bps
+        self._ranks = RankMap.of(workload) if nic_Bps else None
+        self._shares: dict[int, tuple[float, float]] = {}
 
-    def get(self, key: tuple, compute_factor: float = 1.0, lead_s: float = 0.0) -> OpCosts:
-        """``lead_s``: how long before the task's start the host began issuing it (OpCosts.ahead)."""
-        if (key, compute_factor, lead_s) not in self._costs:
+    def ring_shares(self, stage: int) -> tuple[float, float]:
+        """The dense and the expert DP ring's share of their bytes on one NIC of ``stage``
+        (simulator/engine/dp_bytes.py ring_nic_share; (1, 1) without a NIC rate)."""
+        if self._ranks is None:
+            return 1.0, 1.0
+        if stage not in self._shares:
+            self._shares[stage] = stage_ring_shares(self._ranks, stage, self._nic_over_nvlink)
+        return self._shares[stage]
+
+    def get(self, key: tuple, compute_factor: float = 1.0, lead_s: float = 0.0, stage: int | None = None) -> OpCosts:
+        """``lead_s``: how long before the task's start the host began issuing it (OpCosts.ahead); ``stage``: where
+        it runs, whose DP rings' NIC shares its FSDP gathers and scatters take (None: the whole ring on the NIC)."""
+        shares = (1.0, 1.0) if stage is None or not self.workload.tasks_use_nic else self.ring_shares(stage)
+        if (key, compute_factor, lead_s, shares) not in self._costs:
             if lead_s:
-                costs = self.get(key, compute_factor).ahead(lead_s)
+                costs = self.get(key, compute_factor, stage=stage).ahead(lead_s)
             else:
                 ops = self.workload.task_ops(key)
-                costs = OpCosts.of(ops, self.gpu, self.cal, self.te_modules)
+                costs = OpCosts.of(ops, self.gpu, self.cal, self.te_modules, shares)
                 costs = scale_compute(costs, ops, compute_factor)
-            self._costs[(key, compute_factor, lead_s)] = costs
-        return self._costs[(key, compute_factor, lead_s)]
+            self._costs[(key, compute_factor, lead_s, shares)] = costs
+        return self._costs[(key, compute_factor, lead_s, shares)]
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ class TaskIdentity:
     nic_Bps: float = 0.0  # the idle NIC beside its NVLink, each way (0: its NIC bytes, if any, are not moved)
     te_modules: bool = True  # the layers are Megatron-Core's with TE (their host time per kernel: OpCosts.of)
     lead_s: float = 0.0  # how long before its start the host began issuing it (OpCosts.ahead)
+    ring_shares: tuple[float, float] = (1.0, 1.0)  # its DP rings' NIC shares (CostCache.ring_shares)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +101,7 @@ class TaskIdentity:
             self.nic_Bps,
             self.te_modules,
             self.lead_s,
+            self.ring_shares,
         )
         object.__setattr__(self, "_hash", hash(fields))
 
@@ -158,20 +177,21 @@ class MemoTimer:
         nic_Bps = nic_Bps / fault.nic_factor
         slow = (fault.compute_factor, fault.nvlink_factor)
         memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
+        shares = self.costs.ring_shares(stage) if nic_Bps and stage is not None else (1.0, 1.0)
         if nic_Bps:
-            memo_key = ("nic", memo_key, nic_Bps)
+            memo_key = ("nic", memo_key, nic_Bps, shares)
         if lead_s:
             memo_key = ("lead", memo_key, lead_s)
         if memo_key not in self.memo:
             ops, lanes = self.workload.task_ops(key), self.workload.task_lanes(key)
             te = self.costs.te_modules
-            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps, te, lead_s)
+            identity = TaskIdentity(ops, lanes, self.costs.gpu, self.costs.cal, *slow, nic_Bps, te, lead_s, shares)
             timing = self.shared.get(identity) if self.shared is not None else None
             if timing is None:
                 env = environment()
                 network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
                 timing = TaskTiming()
-                costs = self.costs.get(key, fault.compute_factor, lead_s)
+                costs = self.costs.get(key, fault.compute_factor, lead_s, stage if nic_Bps else None)
                 if nic_Bps:  # the order of FoldedPlacement.nic_links
                     nic = FluidNetwork(env, {"out": nic_Bps, "in": nic_Bps})
                     run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes, nic_links=("out", "in"),
@@ -222,11 +242,11 @@ class OpTimer:
         entry = self._tasks.get((id(key), factor))
         if entry is None or entry[0] is not key:
             ops = self.workload.task_ops(key)
-            entry = (key, ops, self.costs.get(key, factor), self.workload.task_lanes(key))
+            entry = (key, ops, self.costs.get(key, factor, stage=place.stage), self.workload.task_lanes(key))
             self._tasks[(id(key), factor)] = entry
         _, ops, costs, lanes = entry
         if lead_s:
-            costs = self.costs.get(key, factor, lead_s)
+            costs = self.costs.get(key, factor, lead_s, place.stage)
         timing = TaskTiming() if self.intervals else TaskTiming(intervals=None)
         yield self.placement.start_task(place, task, ops, costs, lanes, timing)
         self.simulated_ops += len(ops)

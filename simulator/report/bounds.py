@@ -170,7 +170,8 @@ def replayed_step_s(
     step after its last task: at most the engine's full run (see the module docstring); ``timer``: a MemoTimer of
     this workload whose task timings to reuse (and fill)."""
     if timer is None:
-        timer = MemoTimer(environment(), CostCache(workload, cluster.gpu, calibration), [StageFault()] * workload.pp)
+        costs = CostCache(workload, cluster.gpu, calibration, cluster.nic_effective_Bps)
+        timer = MemoTimer(environment(), costs, [StageFault()] * workload.pp)
     nic_Bps = cluster.nic_effective_Bps if workload.tasks_use_nic else 0.0  # as Engine.task_timing times them
     graph = replay(workload.schedule.shape)
     keys = [workload.task_key(stage, task) for stage, task in graph.kinds]

@@ -19,7 +19,7 @@ from simulator.costs.kernels import (
 )
 from simulator.streams.task_summary import OVERLAPPED, tally_of
 from topologies.hardware import GpuSpec, HostCpu
-from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Module, Op, Role
+from workloads.ops import COLLECTIVE, FUSED, HOST_SYNC, GraphPart, Group, Module, Op, Role
 
 BACKWARD_ROLES = (Role.INPUT_GRAD, Role.WEIGHT_GRAD)
 
@@ -156,8 +156,16 @@ class OpCosts:
         return frozenset(early)
 
     @staticmethod
-    def of(ops: tuple[Op, ...], gpu: GpuSpec, cal: Calibration, te_modules: bool = True) -> OpCosts:
-        """``te_modules``: the ops are Megatron-Core's with Transformer Engine modules (their host time per kernel)."""
+    def of(
+        ops: tuple[Op, ...],
+        gpu: GpuSpec,
+        cal: Calibration,
+        te_modules: bool = True,
+        ring_shares: tuple[float, float] = (1.0, 1.0),
+    ) -> OpCosts:
+        """``te_modules``: the ops are Megatron-Core's with Transformer Engine modules (their host time per kernel);
+        ``ring_shares``: the share of a dense and an expert DP ring's bytes that one GPU's NIC carries
+        (simulator/engine/dp_bytes.py ring_nic_share), which FSDP's per-unit gathers and scatters move."""
         launch = launch_times_s(ops, cal, gpu, te_modules)
         sync_before, offsets = [], []
         sync, offset = -1, 0.0
@@ -183,7 +191,9 @@ class OpCosts:
                 tuple(i for i, op in enumerate(ops) if op.stream == name)
                 for name in dict.fromkeys(o.stream for o in ops)
             ),
-            tuple(nic_wire_bytes(op) for op in ops) if any(op.nic_bytes for op in ops) else (),
+            tuple(nic_wire_bytes(op) * _ring_share(op, ring_shares) for op in ops)
+            if any(op.nic_bytes for op in ops)
+            else (),
             sms if any(sms := tuple(comm_kernel_sms(op, cal) for op in ops)) else (),
             gpu.sm_count,
             tuple(op.kind for op in ops),
@@ -193,6 +203,16 @@ class OpCosts:
             tuple(op.tiles for op in ops),
             len({op.stream for op in ops if op.kind not in (COLLECTIVE, HOST_SYNC)}) > 1,
         )
+
+
+def _ring_share(op: Op, ring_shares: tuple[float, float]) -> float:
+    """The share of ``op``'s NIC bytes one GPU's NIC carries: a DP or expert-DP ring's (FSDP's per-unit collectives),
+    else all of them (an EP all-to-all, a CP ring's exchange with its neighbour)."""
+    if op.group == Group.DP:
+        return ring_shares[0]
+    if op.group == Group.EDP:
+        return ring_shares[1]
+    return 1.0
 
 
 _PLAIN, _COLLECTIVE, _FUSED_OP = range(3)  # how run_alone lays an op out (OpCosts.alone_steps); _PLAIN is 0

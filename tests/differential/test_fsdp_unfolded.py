@@ -1,7 +1,9 @@
 """FSDP / ZeRO-2 and 3 per unit (workloads/graph/fsdp.py), folded against unfolded: the folded representative's
 per-layer DP and expert-DP collectives on its NIC (or NVLink) against every GPU's ring flows over the cluster graph
-(simulator/engine/unfolded.py). Equal where every DP hop leaves the node or none does; where replicas share a node,
-the unfolded ring's in-node hops take NVLink where the folded view charges the NIC for all of them."""
+(simulator/engine/unfolded.py), each GPU's NIC at its ring's share (simulator/engine/dp_bytes.py ring_nic_share). Equal
+where every DP hop leaves the node, none does, or a ring's members share nodes with no TP group; beside TP groups
+(intra size 2, within 0.5%) the unfolded ring's in-node hops load NVLink with the TP traffic, where the folded
+representative moves its ring bytes on the NIC alone."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ CASES = [
         None,
     ),
     ("megatron-lm", 16, 8, 4, 4, {"zero_stage": 3, "pp": 2, "intra_size": 2}, 0.005),  # replicas share nodes
+    ("megatron-lm", 16, 4, 16, 4, {"zero_stage": 3, "pp": 1, "intra_size": 1}, None),  # 4 of a ring a node
     # hierarchical DP (workloads/specs/hybrid_dp.py): units inside 2 instances of 2 replicas, the shards across them
     ("megatron-lm", 16, 4, 4, 4, {"zero_stage": 3, "pp": 1, "intra_size": 4, "dp_instances": 2}, None),
     ("sp-ep", 32, 4, 4, 4, {"zero_stage": 3, "pp": 2, "intra_size": 4, "dp_instances": 2}, None),  # expert DP too

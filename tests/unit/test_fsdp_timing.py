@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 import simpy
 
+from simulator.costs.calibration import DEFAULT_CALIBRATION
 from simulator.engine.engine import Engine
 from simulator.engine.faults import Faults
 from simulator.engine.placement import FoldedPlacement
 from simulator.engine.ranks import Place
+from simulator.engine.timer import CostCache
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.graph.fsdp import FSDP_AG, FSDP_RS, dp_group_in_node, param_gather_bytes, unit_params
@@ -170,3 +172,22 @@ def test_megatron_fsdp_main_gradients_follow_the_weights(flags: str, dtype: str)
     moves that dtype."""
     job = parse_megatron_args(f"{flags} --use-megatron-fsdp --untie-embeddings-and-output-weights")
     assert job.layout_fields["main_grads_dtype"] == dtype
+
+
+def test_a_gpu_s_nic_carries_its_ring_share_of_a_unit_s_collectives() -> None:
+    """Where a DP ring's members share a node, NCCL's rings leave it at each member's NIC (simulator/engine/dp_bytes.py
+    ring_nic_share, as for the step's DP sync): the toy MoE at intra size 1 on 16 H800s, 4 a node, has 4 members of its
+    dense and expert DP groups (16 each) in a node, so one GPU's NIC carries 1 / min(4, 1 + 160 / 47) = 1/4 of each
+    unit's all-gather; the task's other NIC bytes (none here) would keep theirs. Without a NIC rate the cache keeps
+    the whole ring on the NIC, as before."""
+    workload = _workload(_layout(intra_size=1, zero_stage=3), gpus=16, gpus_per_node=4)
+    cluster = cluster_preset("h800", 16, domain_gpus=4)
+    key = TaskKey(FORWARD, (workload.block_key(0),))
+    whole = CostCache(workload, cluster.gpu, DEFAULT_CALIBRATION).get(key, stage=0)
+    costs = CostCache(workload, cluster.gpu, DEFAULT_CALIBRATION, cluster.nic_effective_Bps)
+    assert costs.ring_shares(0) == (0.25, 0.25)
+    shared = costs.get(key, stage=0)
+    ops = workload.task_ops(key)
+    assert {op.group for op in ops if op.nic_bytes} == {Group.DP, Group.EDP}
+    assert shared.nic_bytes == tuple(nbytes * 0.25 for nbytes in whole.nic_bytes)
+    assert costs.get(key) is not shared and costs.get(key).nic_bytes == whole.nic_bytes  # no stage: the whole ring

@@ -143,14 +143,16 @@ def test_units_gather_and_scatter_inside_the_instance() -> None:
 def test_the_ultra_rows_shard_inside_each_nvlink_domain() -> None:
     """Nemotron 3 Ultra's recipes run Megatron FSDP in 4 instances of one 64-GPU NVLink domain each, the optimizer
     state sharded across them (Hybrid-FSDP): its per-layer gathers stay on NVLink, so the same job as one FSDP group
-    over all 256 GPUs exposes more FSDP communication and runs slower."""
+    over all 256 GPUs exposes more FSDP communication (GB200 0.64 against 0.059 s, GB300 0.068 against 0.047 s). Whether
+    it runs slower depends on the NIC: GB200 (400G) 3.03 against 2.80 s, GB300 (800G) 2.28 against 2.38 s, where the
+    one group's gathers, each GPU's NIC at its ring's share (dp_bytes.ring_nic_share), hide behind compute and
+    Hybrid-FSDP still pays its shard's reduce-scatter and all-gather across the instances."""
     for row in (row for row in ROWS if row.source == BRIDGE_ULTRA):
         run = row.job()
         assert (run.layout.dp_instances, run.layout.outer_dp_sharding, run.layout.zero_stage) == (4, "optim", 3)
         hybrid = row_report(row, model=run.model, layout=run.layout)
         whole = row_report(row, model=run.model, layout=run.layout.with_(dp_instances=1, outer_dp_sharding="no_shard"))
-        assert whole.exposed_comm_s["fsdp"] > 2 * hybrid.exposed_comm_s["fsdp"]
-        assert whole.step_time_s > hybrid.step_time_s
+        assert whole.exposed_comm_s["fsdp"] > hybrid.exposed_comm_s["fsdp"]
 
 
 def test_the_memory_hint_names_one_instance() -> None:

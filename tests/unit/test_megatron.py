@@ -104,7 +104,7 @@ def test_inline_and_file_give_the_same_json(tmp_path: Path, capsys: pytest.Captu
         (  # an explicit ETP that overflows the 8 GPUs of a stage (32 GPUs / PP 4) stays an error
             "--bf16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --expert-model-parallel-size 8 "
             + "--expert-tensor-parallel-size 2",
-            "layout.ep (--expert-model-parallel-size x --expert-tensor-parallel-size): EP 8 x ETP 2 must be a multiple",
+            "layout.ep (--expert-model-parallel-size x --expert-tensor-parallel-size): EP 8 x ETP 2 = 16 does not divide",
         ),
         (
             "--bf16 --expert-model-parallel-size 2 --tensor-model-parallel-size 4 --expert-tensor-parallel-size 1",

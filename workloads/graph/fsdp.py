@@ -30,7 +30,9 @@ persistently un-sharded"; MTP's transformer layer, a unit in Megatron FSDP, is c
 
 Bytes per GPU: a ring all-gather or reduce-scatter of P parameters over d GPUs sends (d - 1) / d of them, as the
 step's DP sync counts them (simulator.engine.engine.Engine.dp_wire_bytes); on the NIC where the DP group leaves the
-node, else on NVLink. The all-gather moves BF16 weights, or FP8 ones under --fp8-param-gather ("Conducts parameter
+node, else on NVLink. Where k members of the ring share a node, one GPU's NIC carries its share of them, as for the
+step's DP sync (simulator/engine/dp_bytes.py ring_nic_share, applied where the costs are made: simulator/engine/timer.py
+CostCache). The all-gather moves BF16 weights, or FP8 ones under --fp8-param-gather ("Conducts parameter
 all-gather in FP8, reducing overhead by 50%", megatron/core/transformer/moe/README.md at d98e8a64dd) with, for
 MXFP8, one E8M0 scale per 32 elements (its row-wise copy for forward and column-wise one for backward, each 1 byte,
 megatron_fsdp.md "Quantized Parameters"); the reduce-scatter moves the main gradients' dtype.
