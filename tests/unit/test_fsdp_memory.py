@@ -53,6 +53,20 @@ def test_fsdp2_rules(flags: str, words: str) -> None:
     assert error.value.field == "--use-torch-fsdp2" and words in error.value.rule
 
 
+def test_an_fsdp2_job_with_ep_is_told_the_flags_that_give_its_sharding() -> None:
+    """Megatron-LM refuses FSDP2 with EP or PP; PyTorch-native stacks run it, so the refusal names the Megatron FSDP
+    flags that give the same sharding, and those run with EP."""
+    with pytest.raises(ConfigError) as error:
+        parse_megatron_args(FSDP2 + " --expert-model-parallel-size 2")
+    assert error.value.rule.endswith(
+        "give --use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params instead)"
+    )
+    route = parse_megatron_args(
+        "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params --expert-model-parallel-size 2"
+    )
+    assert route.layout_fields["zero_stage"] == 3 == parse_megatron_args(FSDP2).layout_fields["zero_stage"]
+
+
 def test_fsdp2_shards_everything() -> None:
     assert parse_megatron_args(FSDP2).layout_fields["zero_stage"] == 3
 

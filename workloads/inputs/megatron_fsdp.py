@@ -23,6 +23,12 @@ from topologies.errors import ConfigError
 from workloads.inputs.megatron_precision import sharded_optimizer
 
 STRATEGY_ZERO = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+# Megatron-LM's refusals above are its own: PyTorch-native stacks (NeMo AutoModel, torchtitan) run FSDP2 with EP and PP,
+# and the sharding they give is Megatron FSDP's optim_grads_params, which moesim times the same way (BF16 gathers).
+OTHER_STACKS = (
+    " (Megatron-LM's rule; for a PyTorch-native FSDP2 job with it, as NeMo AutoModel or torchtitan run, give "
+    "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params instead)"
+)
 
 
 def fsdp_zero_stage(args: dict[str, Any], notes: list[str]) -> int | None:
@@ -39,11 +45,11 @@ def fsdp_zero_stage(args: dict[str, Any], notes: list[str]) -> int | None:
         rules = (
             (
                 args.get("--pipeline-model-parallel-size", 1) == 1,
-                "--use-torch-fsdp2 is not supported with pipeline parallelism",
+                "--use-torch-fsdp2 is not supported with pipeline parallelism" + OTHER_STACKS,
             ),
             (
                 args.get("--expert-model-parallel-size", 1) == 1,
-                "--use-torch-fsdp2 is not supported with expert parallelism",
+                "--use-torch-fsdp2 is not supported with expert parallelism" + OTHER_STACKS,
             ),
             (
                 not args.get("--use-distributed-optimizer"),
