@@ -79,3 +79,17 @@ def test_api_sizes(kwargs: dict, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         simulate("paper-352b", "megascale-moe", 240, **kwargs)
     assert info.value.field == field
+
+
+def test_a_set_that_moves_the_blocks_of_a_split_job_says_where_to_change_them(capsys: pytest.CaptureFixture) -> None:
+    """DeepSeek-V3's 61 layers over PP 4: --megatron-args splits them 15, 16, 15, 15 (one fewer on the last, then
+    the first blocks); a --set of virtual stages then asks for 32 blocks of that split, and the refusal says the
+    split was made for 4 and where to change them."""
+    flags = "--pipeline-model-parallel-size 4 --expert-model-parallel-size 64 --global-batch-size 512 --seq-length 4096"
+    model = ["--model", "examples/models/deepseek-v3.json", "--cluster", "h100", "--gpus", "256"]
+    sets = ["--set", "virtual_stages=8", "--set", "schedule=interleaved"]
+    assert main(["run", *model, "--megatron-args", flags + " --bf16 --moe-grouped-gemm", *sets]) == 2
+    assert capsys.readouterr().err.endswith(
+        "32 pipeline blocks, 61 in all; got (15, 16, 15, 15), a split into 4 blocks: change pp or virtual stages where "
+        "the layers were split (--megatron-args or the layout), not with --set\n"
+    )

@@ -256,9 +256,18 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
     """The layers over the pipeline's blocks; the batch over DP replicas and micro-batches; the schedule."""
     blocks, counts = block_count(layout.schedule, layout.pp, layout.virtual_stages), layout.block_layers
     if counts and (len(counts) != blocks or sum(counts) != model.num_layers):
+        # NOTE: a --set of pp or virtual_stages over a job whose layers were split (--megatron-args splits uneven
+        # layers itself) lands here with the old split: say where to change the blocks
+        moved = (
+            f", a split into {len(counts)} blocks: change pp or virtual stages where the layers were split "
+            "(--megatron-args or the layout), not with --set"
+            if len(counts) != blocks and sum(counts) == model.num_layers
+            else ""
+        )
         raise ConfigError(
             "layout.block_layers",
-            f"must give the layers of each of the {blocks} pipeline blocks, {model.num_layers} in all; got {counts}",
+            f"must give the layers of each of the {blocks} pipeline blocks, {model.num_layers} in all; got {counts}"
+            + moved,
         )
     if not counts and not (layout.uneven_pp or layout.balance_blocks) and model.num_layers % blocks:
         raise ConfigError(
