@@ -56,10 +56,15 @@ class CostCache:
             self._shares[stage] = stage_ring_shares(self._ranks, stage, self._nic_over_nvlink)
         return self._shares[stage]
 
+    def task_shares(self, stage: int | None) -> tuple[float, float]:
+        """The DP rings' NIC shares a task of ``stage`` moves its FSDP gathers and scatters at ((1, 1): None, or no
+        task bytes on the NIC)."""
+        return (1.0, 1.0) if stage is None or not self.workload.tasks_use_nic else self.ring_shares(stage)
+
     def get(self, key: tuple, compute_factor: float = 1.0, lead_s: float = 0.0, stage: int | None = None) -> OpCosts:
         """``lead_s``: how long before the task's start the host began issuing it (OpCosts.ahead); ``stage``: where
         it runs, whose DP rings' NIC shares its FSDP gathers and scatters take (None: the whole ring on the NIC)."""
-        shares = (1.0, 1.0) if stage is None or not self.workload.tasks_use_nic else self.ring_shares(stage)
+        shares = self.task_shares(stage)
         if (key, compute_factor, lead_s, shares) not in self._costs:
             if lead_s:
                 costs = self.get(key, compute_factor, stage=stage).ahead(lead_s)
@@ -177,7 +182,8 @@ class MemoTimer:
         nic_Bps = nic_Bps / fault.nic_factor
         slow = (fault.compute_factor, fault.nvlink_factor)
         memo_key = key if slow == (1.0, 1.0) else (key, slow)  # a slowed stage's tasks are timed apart
-        shares = self.costs.ring_shares(stage) if nic_Bps and stage is not None else (1.0, 1.0)
+        on_nic = stage if nic_Bps else None  # the shares apply where its NIC bytes move
+        shares = self.costs.task_shares(on_nic)
         if nic_Bps:
             memo_key = ("nic", memo_key, nic_Bps, shares)
         if lead_s:
@@ -191,7 +197,7 @@ class MemoTimer:
                 env = environment()
                 network = FluidNetwork(env, {"nvl": self.costs.gpu.nvlink_bandwidth_Bps / fault.nvlink_factor})
                 timing = TaskTiming()
-                costs = self.costs.get(key, fault.compute_factor, lead_s, stage if nic_Bps else None)
+                costs = self.costs.get(key, fault.compute_factor, lead_s, on_nic)
                 if nic_Bps:  # the order of FoldedPlacement.nic_links
                     nic = FluidNetwork(env, {"out": nic_Bps, "in": nic_Bps})
                     run_task(env, ops, costs, network, ("nvl",), timing, lanes=lanes, nic_links=("out", "in"),

@@ -62,8 +62,8 @@ def ep_hint(model: ModelSpec, layout: LayoutSpec, num_gpus: int, fits: list[int]
         counts = [count for count in nearest_multiples(num_gpus, step) if count > num_gpus]
     else:
         pps, counts = [], []
-    options = [f"--set ep={' or '.join(map(str, sorted(fits, key=lambda ep: (abs(ep - layout.ep_degree), -ep))[:2]))}"]
-    options = options if fits else []
+    nearest = sorted(fits, key=lambda ep: (abs(ep - layout.ep_degree), -ep))[:2]
+    options = [f"--set ep={' or '.join(map(str, nearest))}"] if nearest else []
     options += [f"--set pp={pps[0]}"] if pps else []
     options += [f"--gpus {counts[0]}"] if counts else []
     return f"; try {', or '.join(options)}" if options else ""
