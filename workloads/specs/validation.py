@@ -216,7 +216,9 @@ def _expert_group_rule(ep: int, etp: int, n: int, pp: int, num_gpus: int) -> str
             "over whole TP/SP groups"
         )
     if stage_gpus % group:
-        return f"EP {ep} x ETP {etp} = {group} does not divide the {stage_gpus} GPUs of a stage ({num_gpus} / pp {pp})"
+        return (
+            f"EP {ep} x ETP {etp} = {group} does not divide the {stage_gpus:,} GPUs of a stage ({num_gpus:,} / pp {pp})"
+        )
     return ""
 
 
