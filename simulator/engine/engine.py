@@ -72,7 +72,8 @@ class Engine:
     ) -> None:
         """``memoize``: time each distinct task once where that is exact (``Placement.memoizable``), else every op;
         ``timings``: a memo of task timings to share with other engines of the same model, layout and cluster
-        (the steady-state shortcut's runs, simulator/fast/steady.py); ``costs``: a cost cache to share."""
+        (the steady-state shortcut's runs, simulator/fast/steady.py); ``costs``: a cost cache to share, made with the
+        cluster's NIC rate (its DP rings' NIC shares are the step's, ``nic_shares``)."""
         self.probes = subscribed(probes)  # observers of this run (simulator/engine/probes.py)
         if isinstance(placement, str):
             placement = make_placement(placement, environment(), workload, cluster, faults or Faults())
