@@ -222,6 +222,16 @@ def _expert_group_rule(ep: int, etp: int, n: int, pp: int, num_gpus: int) -> str
     return ""
 
 
+def _node_rule(ep: int, per_node: int) -> str:
+    """What an EP degree breaks of the node's ``per_node`` EP ranks: whole nodes across them, a divisor inside ('' if
+    nothing)."""
+    if ep > per_node and ep % per_node:
+        return f"cross-node EP {ep} must be a multiple of {per_node} EP ranks per node"
+    if ep < per_node and per_node % ep:
+        return f"in-node EP {ep} must divide the {per_node} EP ranks of a node"
+    return ""
+
+
 def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gpus_per_node: int) -> None:
     """EP x ETP groups: ETP inside the node, EP in or across whole nodes, top-k reachable under node limits."""
     ep, n, etp = layout.ep_degree, layout.intra_size, layout.etp
@@ -237,15 +247,14 @@ def _check_expert_groups(model: ModelSpec, layout: LayoutSpec, num_gpus: int, gp
             for other in range(1, model.num_experts + 1)
             if model.num_experts % other == 0
             and not _expert_group_rule(other, etp, n, layout.pp, num_gpus)
-            and (other % per_node == 0 if other > per_node else per_node % other == 0)
+            and not _node_rule(other, per_node)
         ]
         raise ConfigError("layout.ep", broken + ep_hint(model, layout, num_gpus, fits))
     if model.num_experts % ep:
         raise ConfigError("model.num_experts", f"{model.num_experts} experts not divisible by EP degree {ep}")
-    if ep > per_node and ep % per_node:
-        raise ConfigError("layout.ep", f"cross-node EP {ep} must be a multiple of {per_node} EP ranks per node")
-    if ep < per_node and per_node % ep:
-        raise ConfigError("layout.ep", f"in-node EP {ep} must divide the {per_node} EP ranks of a node")
+    node = _node_rule(ep, per_node)
+    if node:
+        raise ConfigError("layout.ep", node)
     nodes = max(ep // per_node, 1)
     reachable = model.num_experts // nodes * (min(layout.ep_max_nodes, nodes) if layout.ep_max_nodes else nodes)
     if model.top_k > reachable:
