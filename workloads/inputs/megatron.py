@@ -34,6 +34,7 @@ from workloads.inputs.megatron_graphs import (
     rank_capacity,
     router_padding,
 )
+from workloads.inputs.megatron_legacy import modernized
 from workloads.inputs.megatron_pipeline import pipeline_fields
 from workloads.inputs.shell_script import command_words
 from workloads.specs.hints import in_megatron_words
@@ -123,6 +124,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
     command = command_words(read_text(text_or_path))
     args, ignored = parse_arguments(command.words)
     notes: list[str] = []
+    args = modernized(args, notes)  # 2021-22 spellings (--checkpoint-activations, --DDP-impl) as today's flags
     if command.unresolved:
         names = ", ".join(dict.fromkeys(command.unresolved))
         notes.append(f"shell variables the script does not set, left as written: {names}")
@@ -419,12 +421,10 @@ def _precision(args: dict[str, Any], ignored: list[IgnoredArg], notes: list[str]
         "exp_avg_dtype": args.get("--exp-avg-dtype", "fp32"),
         "exp_avg_sq_dtype": args.get("--exp-avg-sq-dtype", "fp32"),
     }
-    for name, dtype in dtypes.items():
-        if dtype != "fp32" and not aware:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
-    if args.get("--grad-reduce-in-bf16"):  # DDP's gradient buffers (the main grads) in BF16, reduced in BF16
-        dtypes["main_grads_dtype"] = "bf16"  # (DistributedDataParallelConfig.grad_reduce_in_fp32 = False)
+    if unaware := [name for name, dtype in dtypes.items() if dtype != "fp32" and not aware]:
+        flag = "--" + unaware[0].replace("_", "-")
+        raise ConfigError(flag, "can only be fp32 without --use-precision-aware-optimizer (OptimizerConfig)")
+    dtypes["main_grads_dtype"] = precision.ddp_grads_dtype(args, dtypes["main_grads_dtype"])
     if args.get("--use-megatron-fsdp"):  # Megatron FSDP keeps gradient buffers of its own dtype
         dtypes["main_grads_dtype"] = megatron_fsdp_grads_dtype(args, notes)
     # TE FusedAdam keeps 16-bit remainders of FP32 master weights (store_param_remainders, default True)

@@ -146,6 +146,8 @@ FLAGS: dict[str, Flag] = {
     "--recompute-num-layers": Flag(I),
     "--recompute-modules": Flag(TS),
     "--recompute-activations": Flag(S),
+    "--accumulate-allreduce-grads-in-fp32": Flag(S),  # FP32 gradient buffers in an --fp16 job (megatron_precision)
+    "--merge-file": Flag(T),  # a BPE merges file: GPT-2's tokenizer where none is named (megatron_model)
     # optimizer and data parallelism
     "--optimizer": Flag(T, OPTIMIZER_CHOICES),
     "--muon-num-ns-steps": Flag(I),
@@ -247,6 +249,18 @@ FLAGS: dict[str, Flag] = {
 }
 
 
+# Flags of older Megatron-LM releases (2021-22) that today's parser no longer has (--checkpoint-activations it keeps,
+# only to exit), rewritten into today's by workloads/inputs/megatron_legacy.py.
+LEGACY_FLAGS: dict[str, Flag] = {
+    "--checkpoint-activations": Flag(S),
+    "--checkpoint-num-layers": Flag(I),
+    "--activations-checkpoint-method": Flag(T, ("uniform", "block")),
+    "--activations-checkpoint-num-layers": Flag(I),
+    "--DDP-impl": Flag(T, ("local", "torch")),
+}
+READ_FLAGS = {**FLAGS, **LEGACY_FLAGS}
+
+
 class IgnoredArg(NamedTuple):
     """A flag the step does not depend on (or moesim does not model), with the reason."""
 
@@ -307,8 +321,8 @@ def parse_arguments(words: list[str]) -> Arguments:
     values: dict[str, Any] = {}
     ignored: dict[str, IgnoredArg] = {}
     for name, raw in groups:
-        if name in FLAGS:
-            values[name] = typed(name, FLAGS[name], raw)
+        if name in READ_FLAGS:
+            values[name] = typed(name, READ_FLAGS[name], raw)
         else:
             ignored[name] = IgnoredArg(name, ignored_reason(name))
     return Arguments(values, tuple(ignored.values()))
@@ -324,7 +338,7 @@ def positive(args: dict[str, Any], flag: str, default: int | None) -> Any:
 
 def flag_class(name: str) -> str:
     """A flag's class: "modelled" (moesim reads its value), else its reason's (megatron_flag_list.reason_class)."""
-    return "modelled" if name in FLAGS else reason_class(ignored_reason(name))
+    return "modelled" if name in READ_FLAGS else reason_class(ignored_reason(name))
 
 
 def typed(name: str, flag: Flag, raw: list[str]) -> Any:

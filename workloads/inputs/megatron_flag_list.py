@@ -84,7 +84,7 @@ IGNORED: dict[str, str] = {
     ),
     **dict.fromkeys(("--train-iters", "--train-samples", "--exit-interval", "--exit-duration-in-mins"), SCHEDULE),
     **dict.fromkeys(("--split", "--mock-data", "--num-workers", "--dataloader-type", "--eod-mask-loss"), DATA),
-    **dict.fromkeys(("--vocab-file", "--merge-file"), TOKENIZER),
+    "--vocab-file": TOKENIZER,
     **dict.fromkeys(("--save", "--load", "--finetune", "--use-checkpoint-args", "--async-save"), CHECKPOINT),
     **dict.fromkeys(("--seed", "--init-method-std", "--use-cpu-initialization"), SEED),
     **dict.fromkeys(
@@ -93,7 +93,6 @@ IGNORED: dict[str, str] = {
             "--norm-epsilon",
             "--max-position-embeddings",
             "--attention-softmax-in-fp32",
-            "--accumulate-allreduce-grads-in-fp32",
             "--no-masked-softmax-fusion",
             "--use-rotary-position-embeddings",
             "--no-position-embedding",

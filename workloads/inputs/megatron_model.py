@@ -245,13 +245,17 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     4 h, or int(4 h x 2/3 / 64) x 64 for a gated unit; --moe-router-topk 2; learned absolute positions; multi-head
     attention; the embedding and output layer tied; hidden and attention dropout 0.1. ``apply`` then lays the flags'
     overrides over it, as over a --model. Megatron reads the vocabulary from the tokenizer: without --vocab-size (or
-    --padded-vocab-size, or GPT-2's BPE tokenizer) the flags do not give it, and that is an error."""
+    --padded-vocab-size, or GPT-2's BPE tokenizer, named or read from a --merge-file) the flags do not give it, and
+    that is an error."""
     hidden = args["--hidden-size"]
     gated = ffn_activation(args) == "swiglu"
     ffn = args.get("--ffn-hidden-size") or (int(4 * hidden * 2 / 3 / 64) * 64 if gated else 4 * hidden)
     experts = args.get("--num-experts") or 0
     vocab = args.get("--padded-vocab-size", args.get("--vocab-size"))
-    if vocab is None and args.get("--tokenizer-type") == "GPT2BPETokenizer":
+    # pretrain_gpt.py's default tokenizer is GPT-2's BPE (pretrain(..., args_defaults={'tokenizer_type':
+    # 'GPT2BPETokenizer'}), from 2021's scripts to d98e8a64dd), the one tokenizer that reads a --merge-file
+    tokenizer = args.get("--tokenizer-type", "GPT2BPETokenizer" if args.get("--merge-file") else None)
+    if vocab is None and tokenizer == "GPT2BPETokenizer":
         vocab = GPT2_BPE_VOCAB
     if vocab is None:
         raise ConfigError(

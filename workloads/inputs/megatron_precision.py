@@ -104,3 +104,14 @@ def module_precision_fields(args: dict[str, Any], text_or_path: str | Path) -> d
             raise ConfigError("--te-precision-config-file", f"matcher {key!r}: glob matchers of a listed config only")
         rules.append(f"{matcher['pattern']}={recipes[matcher['config']]}")
     return {"module_precisions": tuple(rules)}
+
+
+def ddp_grads_dtype(args: dict[str, Any], requested: str) -> str:
+    """The dtype of DDP's gradient buffers (the main grads, which the DP reduce moves): BF16 under
+    --grad-reduce-in-bf16; in an --fp16 job FP16 unless --accumulate-allreduce-grads-in-fp32 (validate_args forces
+    FP32 accumulation for --bf16 only, and DistributedDataParallelConfig.grad_reduce_in_fp32 is that flag: arguments.py,
+    training.py at d98e8a64dd); else ``requested`` (--main-grads-dtype, FP32 by default)."""
+    if args.get("--grad-reduce-in-bf16"):
+        return "bf16"
+    fp32 = args.get("--accumulate-allreduce-grads-in-fp32") or "--main-grads-dtype" in args
+    return "fp16" if args.get("--fp16") and not fp32 else requested

@@ -25,7 +25,7 @@ FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16
 # Storage bytes of the optimizer's tensors by dtype name (Megatron-Core's --main-grads-dtype,
 # --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; "fp8" is stored as uint8 there).
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-MAIN_GRADS_DTYPES = ("fp32", "bf16")
+MAIN_GRADS_DTYPES = ("fp32", "bf16", "fp16")
 MAIN_PARAMS_DTYPES = ("fp32", "fp16")
 MOMENT_DTYPES = ("fp32", "fp16", "bf16", "fp8")
 

@@ -1,5 +1,5 @@
-"""Regenerate megatron_flags_<commit>.tsv from a Megatron-LM checkout, without importing it (it needs torch):
-``python -m workloads.inputs.megatron_flag_extract /path/to/Megatron-LM | cut -f1,2 > list.tsv`` (then strip the
+"""Regenerate workloads/inputs/megatron_flags_<commit>.tsv from a Megatron-LM checkout, without importing it (it needs torch):
+``python -m experiments.cli.megatron_flag_extract /path/to/Megatron-LM | cut -f1,2 > list.tsv`` (then strip the
 ``:ConfigClass`` suffix of the second column). Every --flag of megatron/training/arguments.py: the literal
 ``add_argument`` names, and the names ArgumentGroupFactory (megatron/training/argument_utils.py) generates from the
 config dataclasses it is given, by its rules (``--field-name``; a bool defaulting to True as ``--no-`` and

@@ -1,0 +1,76 @@
+"""Megatron-LM's older spellings, read as the Megatron that took them did and rewritten into today's flags.
+
+Published launch scripts of 2021-22 (Megatron-LM's own ``examples/academic_paper_scripts/sc21``, the SC21 paper's
+runs; Megatron-DeepSpeed's BLOOM and MT-NLG scripts) say full recomputation and the data-parallel wrapper in words
+that Megatron-LM has since renamed. Ignored, a 2021 job would be simulated without recomputation (a third of its
+compute) and with another gradient all-reduce. Each rewrite leaves a note saying what it read.
+
+- ``--checkpoint-activations`` [``--checkpoint-num-layers N``]: before 2021-08 the switch for full recomputation,
+  uniform chunks of N layers (default 1); Megatron-LM 6985e589 (2021-08) reads it as "no longer valid ...
+  Defaulting to activation-checkpoint-method=uniform" (megatron/arguments.py validate_args); today's Megatron-LM
+  exits on it, moesim reads it as the Megatron that ran those scripts did (Megatron-DeepSpeed still takes it).
+- ``--activations-checkpoint-method uniform|block`` [``--activations-checkpoint-num-layers N``, default 1]: the
+  2021-22 spelling of ``--recompute-granularity full --recompute-method M --recompute-num-layers N`` (6985e589
+  megatron/arguments.py _add_training_args; renamed with selective recomputation in 2022).
+- ``--DDP-impl local|torch`` (default local): ``local``, Megatron's own DDP, all-reduces the gradients once the
+  backward of the last micro-batch is done (6985e589 megatron/training.py train_step: ``allreduce_gradients``);
+  ``torch``, PyTorch's DDP, all-reduces gradient buckets while that backward runs (megatron/schedules.py runs the
+  other micro-batches under ``model.no_sync``), which is what ``--overlap-grad-reduce`` says today.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topologies.errors import ConfigError
+
+LEGACY_RECOMPUTE = ("--checkpoint-activations", "--activations-checkpoint-method")
+LEGACY_RECOMPUTE_LAYERS = ("--checkpoint-num-layers", "--activations-checkpoint-num-layers")
+
+
+def modernized(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``args`` with the legacy flags above replaced by today's (a copy; ``args`` itself is not changed)."""
+    args = dict(args)
+    _recompute(args, notes)
+    _ddp_impl(args, notes)
+    return args
+
+
+def _recompute(args: dict[str, Any], notes: list[str]) -> None:
+    switch = args.pop("--checkpoint-activations", False)
+    method = args.pop("--activations-checkpoint-method", None)
+    layers = [args.pop(flag) for flag in LEGACY_RECOMPUTE_LAYERS if flag in args]
+    if not (switch or method):
+        if layers:
+            notes.append(f"{' / '.join(LEGACY_RECOMPUTE_LAYERS)} without {' or '.join(LEGACY_RECOMPUTE)}: no effect")
+        return
+    if "--recompute-granularity" in args or args.get("--recompute-activations"):
+        raise ConfigError(
+            LEGACY_RECOMPUTE[1] if method else LEGACY_RECOMPUTE[0],
+            "Megatron-LM's 2021-22 spelling of full recomputation beside --recompute-granularity / "
+            "--recompute-activations: keep one",
+        )
+    spelled = f"--activations-checkpoint-method {method}" if method else "--checkpoint-activations"
+    method = method or "uniform"
+    count = layers[-1] if layers else 1
+    args.update({"--recompute-granularity": "full", "--recompute-method": method, "--recompute-num-layers": count})
+    notes.append(
+        f"{spelled}: Megatron-LM's 2021-22 spelling of --recompute-granularity full --recompute-method {method} "
+        f"--recompute-num-layers {count}"
+    )
+
+
+def _ddp_impl(args: dict[str, Any], notes: list[str]) -> None:
+    impl = args.pop("--DDP-impl", None)
+    if impl is None:
+        return
+    if impl == "torch":
+        if args.get("--use-distributed-optimizer"):  # Megatron-LM 2022 validate_args: the optimizer needs local DDP
+            raise ConfigError("--DDP-impl", "the distributed optimizer needs --DDP-impl local (Megatron-LM)")
+        args["--overlap-grad-reduce"] = True
+        notes.append(
+            "--DDP-impl torch: PyTorch DDP all-reduces gradient buckets during the last micro-batch's backward, "
+            "read as --overlap-grad-reduce"
+        )
+    elif not args.get("--overlap-grad-reduce"):  # 2023's local DDP took --overlap-grad-reduce too
+        notes.append("--DDP-impl local: Megatron's DDP all-reduces the gradients after the backward, not overlapped")
