@@ -16,6 +16,7 @@ from simulator.costs.collective_efficiency import (
 from simulator.costs.delta_rule import delta_rule_time_s
 from simulator.costs.generations import gemm_level, gemm_table, memory_bandwidth_Bps, runs_non_tn_fp8_gemm
 from topologies.hardware import GpuGeneration, GpuSpec
+from workloads.graph.op_lists import ATTENTION_BACKWARD_FACTOR
 from workloads.ops import (
     ALL_REDUCE,
     ALL_TO_ALL,
@@ -34,6 +35,7 @@ from workloads.ops import (
     Op,
     Role,
     Transport,
+    attention_pairs,
 )
 from workloads.specs.precision import DTYPE_BYTES
 
@@ -104,8 +106,10 @@ def attention_time_s(
     overhead_s: float | None = None,
 ) -> float:
     """FlashAttention: the FLOPs the kernel executes for its shape (simulator.costs.attention_cost) at the kernel's
-    efficiency there x the compute residual. Without a shape (toy ops): full causal attention at the fixed
-    efficiencies of the calibration."""
+    efficiency there x the compute residual; the unfused kernels where the layout runs them. Without a shape (toy
+    ops): full causal attention at the fixed efficiencies of the calibration."""
+    if shape is not None and shape.kernel == "unfused":
+        return unfused_attention_time_s(flops, backward, gpu, cal, shape, overhead_s)
     if shape is None:
         fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
         if fixed is None:
@@ -116,6 +120,44 @@ def attention_time_s(
         efficiency = attention_op_efficiency(shape, backward, cal, gpu.generation)
     overhead_s = cal.kernel_overhead_s if overhead_s is None else overhead_s
     return executed / (gpu.peak_bf16_flops * efficiency * tensor_core_derate(cal)) + overhead_s
+
+
+# Bytes per score element (16-bit scores, a bool dropout mask) of unfused attention's memory-bound kernels, forward
+# and backward: the fused scale-mask-softmax reads and writes the scores, its backward reads its output and the
+# gradient and writes one (Megatron's scaled_upper_triang_masked_softmax, megatron/core/fusions/fused_softmax.py);
+# dropout reads and writes them and writes its mask, its backward reads the gradient and the mask and writes one.
+UNFUSED_SOFTMAX_BYTES = (2 + 2, 2 + 2 + 2)
+UNFUSED_DROPOUT_BYTES = (2 + 2 + 1, 2 + 1 + 2)
+
+
+def unfused_attention_time_s(
+    flops: float, backward: bool, gpu: GpuSpec, cal: Calibration, shape: AttentionShape, overhead_s: float | None
+) -> float:
+    """Attention without a fused kernel: Megatron-Core's local DotProductAttention (megatron/core/transformer/
+    dot_product_attention.py), TE's UnfusedDotProductAttention, and Megatron-LM's attention before FlashAttention
+    (2021-22): its batched GEMMs and its passes over the s x s scores (``unfused_attention_work``), each a kernel."""
+    gemms, score_bytes, kernels = unfused_attention_work(flops, backward, shape)
+    gemm_s = sum(gemm_time_s(gemm, gpu, cal, overhead_s) for gemm in gemms)
+    return gemm_s + memory_time_s(score_bytes, kernels, gpu, cal, overhead_s)
+
+
+def unfused_attention_work(flops: float, backward: bool, shape: AttentionShape) -> tuple[tuple[Gemm, ...], float, int]:
+    """(batched GEMMs, HBM bytes over the scores, memory-bound kernels) of unfused attention. Per head it multiplies
+    Q K^T into an s x s score matrix (torch.baddbmm), masks, scales and softmaxes it (one fused kernel), drops out
+    probabilities under attention dropout, and multiplies them by V (torch.bmm); the causal mask is applied, not
+    skipped, so all s^2 pairs are computed. Backward (autograd): dP = dO V^T, dV = P^T dO, the dropout and softmax
+    backwards, dQ = dS K, dK = dS^T Q. The scores' HBM traffic is what FlashAttention removes (Dao et al., 2022,
+    Sec. 2.2). ``flops``: the op's counted FLOPs (workloads.ops.attention_flops; the backward's at
+    ATTENTION_BACKWARD_FACTOR), from which the sequences x heads of the batched GEMMs follow."""
+    s, d, dv = shape.seq_len, shape.head_dim, shape.head_dim_v
+    forward_flops = flops / ATTENTION_BACKWARD_FACTOR if backward else flops
+    heads = max(round(forward_flops / (2 * attention_pairs(s, shape.window) * (d + dv))), 1)
+    if backward:  # dP, dV, dQ, dK
+        gemms = (Gemm(s, s, dv, heads), Gemm(s, dv, s, heads), Gemm(s, d, s, heads), Gemm(s, d, s, heads))
+    else:  # Q K^T, P V
+        gemms = (Gemm(s, s, d, heads), Gemm(s, dv, s, heads))
+    per_score = UNFUSED_SOFTMAX_BYTES[backward] + (UNFUSED_DROPOUT_BYTES[backward] if shape.dropout else 0)
+    return gemms, per_score * heads * s * s, 1 + bool(shape.dropout)
 
 
 def memory_time_s(

@@ -65,8 +65,8 @@ def gemm_input_bytes(layout: LayoutSpec) -> float:
     return BYTES_FP8 * (1 + 1 / MXFP8_BLOCK) if layout.fp8_recipe == Fp8Recipe.MXFP8 else BYTES_FP8
 
 
-def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
-    """Attention's saved tensors per local token (GQA or MLA)."""
+def attention_saved(model: ModelSpec, layout: LayoutSpec, seq_len: int = 0) -> list[Saved]:
+    """Attention's saved tensors per local token (GQA or MLA); unfused attention's scores need ``seq_len``."""
     h, heads = model.hidden_size, model.num_heads
     g = gemm_input_bytes(layout)
     fp8 = layout.gemm_dtype == "fp8"
@@ -87,7 +87,11 @@ def attention_saved(model: ModelSpec, layout: LayoutSpec) -> list[Saved]:
         saved.append(Saved("attn_out_e5m6", BYTES_E5M6 * v_width))
     else:
         saved.append(Saved("attn_out", BYTES_BF16 * v_width))  # FlashAttention's O = the output projection's input
-    saved.append(Saved("attn_lse", BYTES_FP32 * heads))  # FlashAttention's log-sum-exp, FP32 per head
+    if layout.attention_backend == "unfused":  # Korthikanti 4.1's 5 a s^2 b: probabilities, dropout mask and output
+        per_score = BYTES_BF16 + (MASK_BYTES + BYTES_BF16 if model.attention_dropout else 0)
+        saved.append(Saved("attn_scores", per_score * heads * seq_len, Module.CORE_ATTN))
+    else:
+        saved.append(Saved("attn_lse", BYTES_FP32 * heads))  # FlashAttention's log-sum-exp, FP32 per head
     if model.attention_output_gate:  # the gate (BF16) and its FP32 sigmoid, the multiply's inputs
         saved.append(Saved("attn_output_gate", (BYTES_BF16 + BYTES_FP32) * model.q_width, Module.CORE_ATTN))
     if fp8 and not layout.fp8_activation_cache:
@@ -222,13 +226,16 @@ def dropout_mask(model: ModelSpec, name: str) -> list[Saved]:
     )
 
 
-def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = "") -> list[Saved]:
-    """Every tensor one layer (a hybrid model's ``block`` alone) keeps for backward, per local token."""
+def layer_saved(model: ModelSpec, layout: LayoutSpec, dense: bool, block: str = "", seq_len: int = 0) -> list[Saved]:
+    """Every tensor one layer (a hybrid model's ``block`` alone) keeps for backward, per local token, at ``seq_len``
+    tokens a sequence (what unfused attention's scores grow with)."""
     if block == "mamba":
         return [*mamba_saved(model, layout), *dropout_mask(model, "mamba")]
     if block == "gdn":
         return [*gdn_saved(model, layout), *dropout_mask(model, "gdn")]
-    attention = [*attention_saved(model, layout), *dropout_mask(model, "attn")] if block in ("", "attention") else []
+    attention = (
+        [*attention_saved(model, layout, seq_len), *dropout_mask(model, "attn")] if block in ("", "attention") else []
+    )
     if block == "attention":
         return attention
     ffn_norm = Saved("ffn_norm_input", BYTES_BF16 * model.hidden_size, between_tp_blocks=True)
@@ -278,7 +285,7 @@ def megatron_layer_bytes(model: ModelSpec, layout: LayoutSpec, seq_len: int, den
     if layout.recompute == "full":
         return tokens * whole * BYTES_BF16 * model.hidden_size
     modules = frozenset(Module(name) for name in layout.recompute_modules)
-    kept = [s for s in layer_saved(model, layout, dense, block) if not s.module.rerun_by(modules)]
+    kept = [s for s in layer_saved(model, layout, dense, block, seq_len) if not s.module.rerun_by(modules)]
     kept = [s for s in kept if not offloaded(s, layout, tokens * (whole if s.between_tp_blocks else 1))]
     return tokens * sum(s.bytes_per_token * (whole if s.between_tp_blocks else 1) for s in kept)
 

@@ -160,10 +160,10 @@ def test_layout_backend_reaches_every_attention_op() -> None:
         ("--attention-backend fused", "cudnn"),
         ("--attention-backend auto --transformer-impl transformer_engine", "cudnn"),
         ("--attention-backend flash", ""),
-        ("--transformer-impl local", ""),
+        ("--transformer-impl local", "unfused"),  # Megatron-Core's DotProductAttention
     ],
 )
 def test_megatron_flags(flags: str, backend: str) -> None:
-    """TE runs cuDNN's fused attention on Hopper+ unless FlashAttention is asked for; local layers keep the
-    calibration's FlashAttention."""
+    """TE runs cuDNN's fused attention on Hopper+ unless FlashAttention is asked for; local layers run Megatron-Core's
+    unfused DotProductAttention."""
     assert megatron_field(f"--micro-batch-size 1 {flags}", "attention_backend") == backend

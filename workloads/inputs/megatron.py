@@ -137,7 +137,7 @@ def parse_megatron_args(text_or_path: str | Path) -> MegatronJob:
         # bias_activation_fusion: on unless --no-bias-swiglu-fusion (SwiGLU) or --no-bias-gelu-fusion (otherwise; off
         # without biases: arguments.py validate_args), dense MLPs and experts alike (argument_utils.py)
         "fused_activation": _fused_activation(args),
-        "attention_backend": _attention_backend(args, notes),
+        "attention_backend": _attention_backend(args),
         **_recompute(args, extra),
         **_precision(args, extra, notes),
         **precision.optimizer_fields(args, notes),
@@ -311,22 +311,20 @@ def _fused_activation(args: dict[str, Any]) -> bool:
     return not (args.get("--no-bias-gelu-fusion") or args.get("--disable-bias-linear"))
 
 
-def _attention_backend(args: dict[str, Any], notes: list[str]) -> str:
+def _attention_backend(args: dict[str, Any]) -> str:
     """The attention kernel Megatron-Core's TE attention runs. Defaults: transformer_impl transformer_engine,
     attention_backend auto (megatron/core/transformer/transformer_config.py at core_v0.17.0). With both flash
     and fused attention available, TE gives FusedAttention (cuDNN) preference on Hopper+ "for performance
     reasons" (TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/utils.py
     get_attention_backend, v2.12 and v2.14), and it alone runs GPT-OSS's learnable softmax (TE PR #2148): "cudnn".
-    --attention-backend flash keeps the calibration's FlashAttention; a local (non-TE) layer does too."""
+    --attention-backend flash keeps the calibration's FlashAttention. A local (non-TE) layer runs Megatron-Core's
+    DotProductAttention (gpt_layer_specs.py get_gpt_layer_local_spec) and --attention-backend unfused / local TE's
+    UnfusedDotProductAttention or that one: "unfused", the s x s scores materialized."""
     impl = args.get("--transformer-impl") or "transformer_engine"
     backend = args.get("--attention-backend") or "auto"
-    if impl != "transformer_engine" or backend == "flash":
-        return ""
-    if backend in ("unfused", "local"):
-        notes.append(
-            f"--attention-backend {backend}: unfused attention is not simulated; timed as cuDNN's fused kernel"
-        )
-    return "cudnn"
+    if impl == "local" or backend in ("unfused", "local"):
+        return "unfused"
+    return "" if impl != "transformer_engine" or backend == "flash" else "cudnn"
 
 
 def _cross_entropy(args: dict[str, Any]) -> str:

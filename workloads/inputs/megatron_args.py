@@ -257,6 +257,11 @@ LEGACY_FLAGS: dict[str, Flag] = {
     "--activations-checkpoint-method": Flag(T, ("uniform", "block")),
     "--activations-checkpoint-num-layers": Flag(I),
     "--DDP-impl": Flag(T, ("local", "torch")),
+    # FlashAttention in those scripts (Megatron-LM's legacy model; Megatron-DeepSpeed's -v2 and -triton); no effect on
+    # Megatron-Core's layers, whose --attention-backend chooses
+    "--use-flash-attn": Flag(S),
+    "--use-flash-attn-v2": Flag(S),
+    "--use-flash-attn-triton": Flag(S),
 }
 READ_FLAGS = {**FLAGS, **LEGACY_FLAGS}
 

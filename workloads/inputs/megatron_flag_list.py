@@ -105,7 +105,6 @@ IGNORED: dict[str, str] = {
             "--use-mcore-models",
             "--distributed-backend",
             "--distributed-timeout-minutes",
-            "--use-flash-attn",
             "--no-create-attention-mask-in-dataloader",
             "--manual-gc",
             "--manual-gc-interval",

@@ -16,6 +16,10 @@ compute) and with another gradient all-reduce. Each rewrite leaves a note saying
   backward of the last micro-batch is done (6985e589 megatron/training.py train_step: ``allreduce_gradients``);
   ``torch``, PyTorch's DDP, all-reduces gradient buckets while that backward runs (megatron/schedules.py runs the
   other micro-batches under ``model.no_sync``), which is what ``--overlap-grad-reduce`` says today.
+- Attention: the Megatron-LM that took these flags had no Transformer Engine layers and, until ``--use-flash-attn``
+  (2023; Megatron-DeepSpeed's ``--use-flash-attn-v2`` / ``-triton``), no FlashAttention: its ParallelAttention
+  (6985e589 megatron/model/transformer.py) multiplies Q K^T into s x s scores (``torch.baddbmm``), softmaxes them in
+  Megatron's fused kernel and multiplies them by V (``torch.bmm``): today's ``--transformer-impl local``.
 """
 
 from __future__ import annotations
@@ -25,15 +29,32 @@ from typing import Any
 from topologies.errors import ConfigError
 
 LEGACY_RECOMPUTE = ("--checkpoint-activations", "--activations-checkpoint-method")
+FLASH_FLAGS = ("--use-flash-attn", "--use-flash-attn-v2", "--use-flash-attn-triton")
 LEGACY_RECOMPUTE_LAYERS = ("--checkpoint-num-layers", "--activations-checkpoint-num-layers")
 
 
 def modernized(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """``args`` with the legacy flags above replaced by today's (a copy; ``args`` itself is not changed)."""
+    legacy = any(flag in args for flag in (*LEGACY_RECOMPUTE, "--DDP-impl"))
     args = dict(args)
     _recompute(args, notes)
     _ddp_impl(args, notes)
+    _attention(args, notes, legacy)
     return args
+
+
+def _attention(args: dict[str, Any], notes: list[str], legacy: bool) -> None:
+    flash = [flag for flag in FLASH_FLAGS if args.pop(flag, False)]
+    if not legacy or "--transformer-impl" in args or "--attention-backend" in args:
+        return
+    if flash:
+        args["--attention-backend"] = "flash"
+    else:
+        args["--transformer-impl"] = "local"
+        notes.append(
+            "a 2021-22 Megatron-LM command line without --use-flash-attn: its own attention, the s x s scores "
+            "materialized (baddbmm, fused softmax, bmm), as --transformer-impl local"
+        )
 
 
 def _recompute(args: dict[str, Any], notes: list[str]) -> None:

@@ -93,8 +93,9 @@ COMM_DTYPES = ("bf16", "fp8")
 TOKEN_DISPATCHERS = tuple(DISPATCHERS)  # workloads/dispatchers/registry.py
 CROSS_ENTROPY_IMPLS = ("", "te")
 # "" = the calibration's family; "cudnn-fp8": cuDNN's FP8 attention (TE fp8_dpa, Megatron-Core's
-# fp8_dot_product_attention, which has no Megatron-LM flag), published on Blackwell only (simulator/costs/blackwell_tables.py)
-ATTENTION_BACKENDS = ("", "fa3", "fa2", "cudnn", "cudnn-fp8")
+# fp8_dot_product_attention, which has no Megatron-LM flag), published on Blackwell only (simulator/costs/blackwell_tables.py);
+# "unfused": the s x s scores materialized (simulator/costs/kernels.py unfused_attention_time_s)
+ATTENTION_BACKENDS = ("", "fa3", "fa2", "cudnn", "cudnn-fp8", "unfused")
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ class LayoutSpec:
     # The attention kernel family (simulator/costs/attention_cost.py): "" the calibration's (Calibration.attention_kernel,
     # FlashAttention-3); "cudnn" cuDNN's fused attention, which Transformer Engine runs on Hopper+ whenever it is
     # available (Megatron --transformer-impl transformer_engine, --attention-backend auto or fused); "cudnn-fp8" its FP8
-    # attention (TE fp8_dpa), timed on Blackwell only.
+    # attention (TE fp8_dpa), timed on Blackwell only; "unfused" the score matrices materialized, as Megatron-Core's local
+    # DotProductAttention, TE's UnfusedDotProductAttention and Megatron-LM before FlashAttention run it.
     attention_backend: str = ""
     # "sar": MegaScale-MoE's selective activation rematerialization (Sec. 4.1): norms, TP all-gathers, the
     # permutation and the dispatch re-run in backward, so the dispatch is communicated again (its 2k

@@ -117,6 +117,11 @@ def _check_sparse_attention(model: ModelSpec, layout: LayoutSpec) -> None:
             "layout.cp",
             "DeepSeek-V4's attention is simulated without CP: --set cp=1 (Megatron: --context-parallel-size 1)",
         )
+    if layout.attention_backend == "unfused" and (layout.cp > 1 or model.attention != "gqa"):
+        raise ConfigError(  # Megatron-Core runs context parallelism in TE's fused / flash attention only
+            "layout.attention_backend",
+            "unfused attention is simulated for GQA / MHA layers without CP: --set cp=1, or a fused attention backend",
+        )
     if model.dsa and layout.attention == "sp" and layout.intra_size > 1:
         raise ConfigError(
             "layout.attention", "DSA's sparse attention is simulated under TP, not Ulysses SP: --set attention=tp"
