@@ -127,12 +127,13 @@ class ClusterSpec:
 # Presets as data: the ClusterSpec fields of each (num_gpus comes from the job). Unless said otherwise a
 # preset has the paper's network (App. A.1): 8 GPUs per node on NVSwitch, one 400 Gb/s NIC (50 GB/s) per
 # GPU, rail-optimized. The paper does not describe its fabric; it stays a parameter.
-# NOTE: a DGX A100 actually ships 200 Gb/s HDR NICs (25 GB/s); pass nic_bandwidth_Bps=25e9 for that.
 _NVL72 = {"gpu": GPU_PRESETS["gb200"], "domain_gpus": 72, "gpus_per_host": 4}
 CLUSTER_PRESETS: dict[str, dict[str, Any]] = {
     "h800": {"gpu": GPU_PRESETS["h800"]},  # the paper's cluster (Table 4, App. A.1)
     "h100": {"gpu": GPU_PRESETS["h100"]},
-    "a100": {"gpu": GPU_PRESETS["a100"]},
+    # DGX A100: eight single-port 200 Gb/s HDR ConnectX-6 for the compute fabric, one per GPU (NVIDIA DGX A100
+    # datasheet; Selene, where Megatron-LM's SC21 runs were measured, is built of them)
+    "a100": {"gpu": GPU_PRESETS["a100"], "nic_bandwidth_Bps": 25e9},
     "h20": {"gpu": GPU_PRESETS["h20"]},
     # DGX H200 and DGX B200: 8 GPUs on NVSwitch, eight single-port 400 Gb/s ConnectX-7 for the compute
     # fabric, one per GPU (NVIDIA DGX BasePOD reference architecture, core components).

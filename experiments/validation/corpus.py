@@ -1,6 +1,7 @@
 """The `moesim validate` corpus: one published training run a YAML file, read strictly.
 
-A case names the model (a preset or a Hugging Face config.json / moesim YAML, relative to the repository),
+A case names the model (a preset or a Hugging Face config.json / moesim YAML, relative to the repository, or
+``megatron-flags``: the one its Megatron-LM arguments define),
 the job (moesim layout fields or a preset, and / or Megatron-LM arguments), the cluster preset, GPUs, global
 batch and sequence length, the measured tokens/s (per GPU, or of the whole job) and model TFLOP/s per GPU
 where published, and the source (document, release, commit, recipe, row); optionally a ``group`` (default
@@ -20,6 +21,8 @@ from typing import Any
 from topologies.cluster import cluster_preset
 from topologies.errors import ConfigError
 from workloads.inputs.bounded_read import read_bounded
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.megatron_model import defines_model, flags_model
 from workloads.inputs.yaml_files import layout_from_dict, load_layout, load_model, parse_yaml
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
@@ -27,6 +30,7 @@ from workloads.specs.models import ModelSpec
 ROOT = Path(__file__).resolve().parents[2]  # the repository: relative model / layout paths start here
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 DISAGREE = 0.10  # releases of one row that differ by more than this are listed (the newest is used)
+MODEL_FROM_FLAGS = "megatron-flags"  # model: the one the case's megatron_args define
 
 TOP = {
     "name": "str",
@@ -205,6 +209,19 @@ def _path_or_name(text: str) -> str:
     return text
 
 
+def case_model(name: str, megatron_args: str) -> ModelSpec:
+    """The case's model: a preset or file, or (``MODEL_FROM_FLAGS``) the one its Megatron-LM arguments define, as
+    ``moesim run --megatron-args`` without --model takes it (workloads/inputs/megatron_model.py flags_model)."""
+    if name != MODEL_FROM_FLAGS:
+        return load_model(_path_or_name(name))
+    args = parse_megatron_args(megatron_args).args
+    if not defines_model(args):
+        raise ConfigError(
+            "model", f"{MODEL_FROM_FLAGS} needs megatron_args with --num-layers, --hidden-size, --num-attention-heads"
+        )
+    return flags_model(args)
+
+
 def _prefixed(where: str, call: Callable[[], Any]) -> Any:
     """``call()``, with a ConfigError's field prefixed by ``where`` (the case file)."""
     try:
@@ -248,7 +265,7 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         layout = _prefixed(origin, lambda: layout_from_dict(layout, name))
     elif isinstance(layout, str):
         layout = _prefixed(origin, lambda: load_layout(_path_or_name(layout)))
-    model = _prefixed(origin, lambda: load_model(_path_or_name(plain["model"])))
+    model = _prefixed(origin, lambda: case_model(plain["model"], plain.get("megatron_args", "")))
     _prefixed(origin, lambda: cluster_preset(plain["cluster"], plain["gpus"]))
     return Case(
         name=name,
