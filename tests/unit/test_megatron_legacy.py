@@ -64,3 +64,23 @@ def test_fp16_jobs_keep_fp16_gradient_buffers_unless_told_fp32() -> None:
     assert _fields("--fp16 --accumulate-allreduce-grads-in-fp32")["main_grads_dtype"] == "fp32"
     assert _fields("--bf16")["main_grads_dtype"] == "fp32"
     assert _fields("--bf16 --grad-reduce-in-bf16")["main_grads_dtype"] == "bf16"
+
+
+def test_megatron_deepspeed_zero_stages_and_vocabulary_padding() -> None:
+    """Megatron-DeepSpeed: ZeRO-1 (and stage 0 under BF16, DeepSpeed's BF16_Optimizer) shards the optimizer states as
+    the distributed optimizer does; stages 2 and 3 as Megatron FSDP, refused beside DeepSpeed's pipeline."""
+    assert _fields("--deepspeed --zero-stage 1 --fp16")["zero_stage"] == 1
+    assert _fields("--deepspeed --zero-stage 0 --bf16")["zero_stage"] == 1
+    assert _fields("--deepspeed --zero-stage 0 --fp16")["zero_stage"] == 0
+    assert _fields("--deepspeed --zero-stage 3 --bf16")["zero_stage"] == 3
+    assert _fields("--zero-stage 3 --bf16")["zero_stage"] == 0  # without --deepspeed, Megatron's own path
+    with pytest.raises(ConfigError, match="stage 0 or 1 only"):
+        parse_megatron_args("--deepspeed --zero-stage 2 --pipeline-model-parallel-size 4")
+    bloom = parse_megatron_args(
+        "--num-layers 70 --hidden-size 14336 --num-attention-heads 112 --pad-vocab-size-to 250880 "
+        "--pp-partition-method 'type:transformer|embedding' --checkpoint-activations --deepspeed --bf16"
+    )
+    assert flags_model(bloom.args).vocab_size == 250880
+    assert (
+        bloom.args["--account-for-embedding-in-pipeline-split"] and bloom.args["--account-for-loss-in-pipeline-split"]
+    )

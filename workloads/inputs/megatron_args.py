@@ -249,8 +249,8 @@ FLAGS: dict[str, Flag] = {
 }
 
 
-# Flags of older Megatron-LM releases (2021-22) that today's parser no longer has (--checkpoint-activations it keeps,
-# only to exit), rewritten into today's by workloads/inputs/megatron_legacy.py.
+# Flags of older Megatron-LM releases (2021-22) and of Megatron-DeepSpeed that today's parser does not have
+# (--checkpoint-activations it keeps, only to exit), rewritten into today's by workloads/inputs/megatron_legacy.py.
 LEGACY_FLAGS: dict[str, Flag] = {
     "--checkpoint-activations": Flag(S),
     "--checkpoint-num-layers": Flag(I),
@@ -262,6 +262,11 @@ LEGACY_FLAGS: dict[str, Flag] = {
     "--use-flash-attn": Flag(S),
     "--use-flash-attn-v2": Flag(S),
     "--use-flash-attn-triton": Flag(S),
+    # Megatron-DeepSpeed's
+    "--deepspeed": Flag(S),
+    "--zero-stage": Flag(I),
+    "--pad-vocab-size-to": Flag(I),
+    "--pp-partition-method": Flag(T),
 }
 READ_FLAGS = {**FLAGS, **LEGACY_FLAGS}
 

@@ -20,6 +20,14 @@ compute) and with another gradient all-reduce. Each rewrite leaves a note saying
   (2023; Megatron-DeepSpeed's ``--use-flash-attn-v2`` / ``-triton``), no FlashAttention: its ParallelAttention
   (6985e589 megatron/model/transformer.py) multiplies Q K^T into s x s scores (``torch.baddbmm``), softmaxes them in
   Megatron's fused kernel and multiplies them by V (``torch.bmm``): today's ``--transformer-impl local``.
+- Megatron-DeepSpeed (bigscience-workshop/ and microsoft/Megatron-DeepSpeed megatron/arguments.py): ``--deepspeed``
+  with ``--zero-stage 1`` shards the optimizer states over data parallelism, as ``--use-distributed-optimizer`` does,
+  and so does stage 0 under ``--bf16`` (DeepSpeed's BF16_Optimizer partitions them itself: "bf16 must use z0! it
+  implements its own zero stage 1 equivalent", bigscience train/tr11-176B-ml/tr11-176B-ml.slurm); stages 2 and 3
+  shard the gradients and the weights too, Megatron FSDP's ``optim_grads`` and ``optim_grads_params``, which
+  DeepSpeed's pipeline refuses beside PP. ``--pad-vocab-size-to N`` pads the vocabulary to N exactly;
+  ``--pp-partition-method type:transformer|embedding`` counts the first and last stages' embeddings as layers of the
+  split (BLOOM's README: "pp rank 0: [embed | 5 transformer blocks] ... pp rank 11: [5 transformer blocks | embed]").
 """
 
 from __future__ import annotations
@@ -40,7 +48,36 @@ def modernized(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     _recompute(args, notes)
     _ddp_impl(args, notes)
     _attention(args, notes, legacy)
+    _deepspeed(args, notes)
     return args
+
+
+def _deepspeed(args: dict[str, Any], notes: list[str]) -> None:
+    if "--pad-vocab-size-to" in args:
+        args.setdefault("--padded-vocab-size", args.pop("--pad-vocab-size-to"))
+    if args.pop("--pp-partition-method", "") == "type:transformer|embedding":
+        args.update({"--account-for-embedding-in-pipeline-split": True, "--account-for-loss-in-pipeline-split": True})
+        notes.append(
+            "--pp-partition-method type:transformer|embedding: the embedding and the output layer each count as a "
+            "layer of the split, as --account-for-embedding/loss-in-pipeline-split"
+        )
+    stage = args.pop("--zero-stage", 1)  # Megatron-DeepSpeed's default
+    if not args.pop("--deepspeed", False):
+        return
+    if stage not in range(4):
+        raise ConfigError("--zero-stage", f"DeepSpeed's ZeRO stages are 0 to 3, got {stage}")
+    if stage >= 2 and args.get("--pipeline-model-parallel-size", 1) > 1:
+        raise ConfigError("--zero-stage", "DeepSpeed's pipeline runs with ZeRO stage 0 or 1 only: --zero-stage 1")
+    if stage >= 2:
+        args["--use-megatron-fsdp"] = True
+        args["--data-parallel-sharding-strategy"] = "optim_grads" if stage == 2 else "optim_grads_params"
+        read = "the gradients (and at stage 3 the weights) sharded too, as Megatron FSDP"
+    elif stage == 1 or args.get("--bf16"):
+        args["--use-distributed-optimizer"] = True
+        read = "the optimizer states sharded over data parallelism, as --use-distributed-optimizer"
+    else:
+        read = "the optimizer states on every data-parallel rank"
+    notes.append(f"--deepspeed --zero-stage {stage}: {read}")
 
 
 def _attention(args: dict[str, Any], notes: list[str], legacy: bool) -> None:
