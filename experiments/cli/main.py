@@ -131,7 +131,8 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         default="folded",
         help="folded: one GPU per stage stands for all (default); unfolded: every GPU, small clusters only",
     )
-    run.add_argument("--routing", choices=("uniform", "zipf"), default=None, help="expert load (default uniform)")
+    routing_help = "expert routing (default uniform; consecutive: NeMo AutoModel's fake balanced gate)"
+    run.add_argument("--routing", choices=("uniform", "zipf", "consecutive"), default=None, help=routing_help)
     run.add_argument("--zipf", type=number(0), default=None, help="Zipf exponent of skewed routing")
     run.add_argument("--seed", type=integer(0), default=None, help="seed of the routing Generator")
     run.add_argument("--dropless", action="store_true", help="no capacity padding or token dropping")

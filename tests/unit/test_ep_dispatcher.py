@@ -10,7 +10,7 @@ from simulator.costs.calibration import Calibration
 from simulator.costs.kernels import collective_wire_bytes, comm_kernel_sms, nic_wire_bytes
 from topologies.errors import ConfigError
 from topologies.hardware import gpu_preset
-from workloads.ep.plan import ep_dispatch_bytes, ep_plan, nccl_all_to_all_bytes
+from workloads.ep.plan import ep_dispatch_bytes, ep_plan, expected_nodes, nccl_all_to_all_bytes
 from workloads.graph.step import StepWorkload
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import COLLECTIVE, Transport
@@ -33,9 +33,9 @@ def test_nccl_sends_every_remote_copy_over_the_nic() -> None:
     assert deepep.nvlink_bytes == nccl.nvlink_bytes
 
 
-def _plan(degree: int, dispatcher: str):
+def _plan(degree: int, dispatcher: str, routing: str = "uniform", experts: int = 64):
     return ep_plan(
-        num_experts=64,
+        num_experts=experts,
         top_k=8,
         hidden_size=4096,
         tokens_local=4096,
@@ -47,6 +47,7 @@ def _plan(degree: int, dispatcher: str):
         max_nodes=0,
         capacity_factor=1.0,
         dispatcher=dispatcher,
+        routing=routing,
     )
 
 
@@ -132,3 +133,16 @@ def test_megatron_dispatchers_and_presets() -> None:
     assert layout_preset("megascale-moe").token_dispatcher == "megascale"
     with pytest.raises(ConfigError, match="^layout.token_dispatcher: must be one of megascale, alltoall"):
         layout_preset("megascale-moe").with_(token_dispatcher="nccl")
+
+
+def test_consecutive_routing_sends_one_copy_per_rank_or_node_its_block_spans() -> None:
+    """NeMo AutoModel's benchmark gate (layout routing "consecutive"): a token's 8 adjacent experts. Inside a node (EP
+    8, 128 experts) DeepEP sends it to the one rank holding them, 7/8 of the time another; across nodes (EP 64, 256
+    experts) once to the one node, 7/8 of the time another; NCCL's all-to-all sends each of the k copies anyway."""
+    uniform, consecutive = (
+        _plan(8, "flex-deepep", routing, 128).nvlink_bytes for routing in ("uniform", "consecutive")
+    )
+    assert consecutive == TOKEN_BYTES * 7 / 8
+    assert uniform == pytest.approx(TOKEN_BYTES * expected_nodes(128, 8, 8, 0) * 7 / 8, rel=1e-12)
+    assert _plan(64, "flex-deepep", "consecutive", 256).nic_bytes == TOKEN_BYTES * 7 / 8
+    assert _plan(64, "alltoall", "consecutive", 256).nic_bytes == _plan(64, "alltoall", "uniform", 256).nic_bytes

@@ -17,7 +17,7 @@ from math import comb
 from workloads.dispatchers.base import Wire
 from workloads.dispatchers.registry import DISPATCHERS
 from workloads.ops import BYTES_BF16
-from workloads.specs.routing import RoutingStats
+from workloads.specs.routing import RoutingStats, consecutive_units
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ def ep_dispatch_bytes(
     gpus_per_node: int,
     max_nodes: int = 0,
     bytes_per_element: int = BYTES_BF16,
+    routing: str = "uniform",
 ) -> EpBytes:
     """Per-GPU NIC and NVLink egress of one EP dispatch with node-limited routing (uniform routing).
 
@@ -63,12 +64,13 @@ def ep_dispatch_bytes(
     receives as much as it sends). On NVLink each of the k copies moves unless its expert sits on the
     GPU it arrived at (the sender for its own node, the same-rail GPU for a remote node), probability
     1/G, so NVLink egress = tokens x h x bytes x k (G - 1) / G, counting the arrivals each GPU forwards
-    for its peers. With N = 1 this is the paper's Eq. 3; copies are not deduplicated per GPU.
+    for its peers. With N = 1 this is the paper's Eq. 3; copies are not deduplicated per GPU. Under "consecutive"
+    routing D is the nodes a token's adjacent experts span (workloads/specs/routing.py consecutive_units).
     """
     g = min(ep, gpus_per_node)
     nodes = ep // g
     token_bytes = tokens_local * hidden_size * bytes_per_element
-    d = expected_nodes(num_experts, top_k, nodes, max_nodes)
+    d = distinct_units(num_experts, top_k, nodes, max_nodes, routing)
     remote = d * (nodes - 1) / nodes
     return EpBytes(token_bytes * remote, token_bytes * top_k * (g - 1) / g, d, remote)
 
@@ -99,8 +101,22 @@ def nccl_all_to_all_bytes(
     return EpBytes(token_bytes * remote, token_bytes * top_k * (g - 1) / g, float(top_k), remote)
 
 
+def distinct_units(num_experts: int, top_k: int, units: int, max_units: int, routing: str) -> float:
+    """Expected distinct units (nodes or ranks) among a token's k experts: ``expected_nodes`` for random routing,
+    ``consecutive_units`` for "consecutive" routing's adjacent experts."""
+    if routing == "consecutive":
+        return consecutive_units(num_experts, top_k, units)
+    return expected_nodes(num_experts, top_k, units, max_units)
+
+
 def rank_copies_bytes(
-    tokens_local: int, hidden_size: int, top_k: int, num_experts: int, ranks: int, max_ranks: int = 0
+    tokens_local: int,
+    hidden_size: int,
+    top_k: int,
+    num_experts: int,
+    ranks: int,
+    max_ranks: int = 0,
+    routing: str = "uniform",
 ) -> float:
     """Per-GPU NVLink egress of one dispatch inside one node when a token goes once to each rank holding any
     of its experts (DeepEP's intranode dispatch and HybridEP send a token once per destination rank and expand
@@ -108,8 +124,9 @@ def rank_copies_bytes(
     among its k uniformly routed experts (``expected_nodes`` with ranks for nodes; ``max_ranks``: group-limited
     routing, Megatron's --moe-router-group-topk, its groups taken as ranks as they are taken as nodes across
     nodes), of which (g - 1) / g are other ranks. DeepSeek-like routing (E 32 on 8 ranks, top-8 within 4
-    groups) sends 3.85 copies where NCCL's all-to-all sends 8; Mixtral-like (E 8, top-2) sends 2 either way."""
-    d = expected_nodes(num_experts, top_k, ranks, max_ranks)
+    groups) sends 3.85 copies where NCCL's all-to-all sends 8; Mixtral-like (E 8, top-2) sends 2 either way.
+    Under "consecutive" routing the ranks a token's adjacent experts span (``distinct_units``)."""
+    d = distinct_units(num_experts, top_k, ranks, max_ranks, routing)
     return tokens_local * hidden_size * BYTES_BF16 * d * (ranks - 1) / ranks
 
 
@@ -153,6 +170,7 @@ def ep_plan(
     dropless: bool = False,
     stats: RoutingStats | None = None,
     dispatcher: str = "megascale",
+    routing: str = "uniform",
 ) -> EpPlan:
     """The EP plan of one MoE layer for ``tokens_local`` tokens per GPU (``stats``: skewed routing).
 
@@ -162,7 +180,8 @@ def ep_plan(
     all-gather over the whole group, each GPU sending n - 1 token blocks of which N / n cross the NIC, as a ring's
     hops do); inside one node one per copy
     (Eq. 3), the g members' tokens (``all_gather``), or one per destination rank (DeepEP and HybridEP:
-    ``rank_copies``).
+    ``rank_copies``). ``routing``: "consecutive" routing sends a token to the few ranks and nodes its adjacent
+    experts span where a dispatcher sends one copy per rank or node.
     """
     g = min(degree, ranks_per_node)
     nodes = max(degree // ranks_per_node, 1)
@@ -182,12 +201,15 @@ def ep_plan(
         cross = nccl_all_to_all_bytes(tokens_local, hidden_size, top_k, degree, ranks_per_node)
         nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
     elif degree > g:  # across nodes: DeepEP all-to-all, NIC once per remote node + NVLink fan-out
-        cross = ep_dispatch_bytes(tokens_local, hidden_size, top_k, num_experts, degree, ranks_per_node, max_nodes)
+        cross = ep_dispatch_bytes(
+            tokens_local, hidden_size, top_k, num_experts, degree, ranks_per_node, max_nodes, routing=routing
+        )
         nvlink, nic, all_gather = cross.nvlink_bytes * scale, cross.nic_bytes * scale, False
     elif all_gather:
         nvlink, nic = group_tokens * hidden_size * BYTES_BF16 * (g - 1) / g, 0.0
     elif DISPATCHERS[dispatcher].in_node_wire(top_k, all_gather_above_top_k=top_k) == Wire.PER_RANK:
-        nvlink, nic = rank_copies_bytes(tokens_local, hidden_size, top_k, num_experts, g, max_nodes) * scale, 0.0
+        copies = rank_copies_bytes(tokens_local, hidden_size, top_k, num_experts, g, max_nodes, routing)
+        nvlink, nic = copies * scale, 0.0
     else:
         nvlink, nic = routed_bytes * (g - 1) / g, 0.0
     dropped = stats.dropped_fraction if stats is not None else 0.0

@@ -90,6 +90,7 @@ def layout_ep_plan(model: ModelSpec, layout: LayoutSpec, seq_len: int, gpus_per_
         dropless=layout.dropless,
         stats=stats,
         dispatcher=layout.token_dispatcher,
+        routing=layout.routing,
     )
 
 

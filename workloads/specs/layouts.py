@@ -166,7 +166,7 @@ class LayoutSpec:
     # Beyond the paper (validated in workloads.specs.validation; defaults = the paper's layouts).
     ep: int = 0  # EP degree; 0 = intra_size (in-node EP); > GPUs per node spans nodes (DeepEP style)
     ep_max_nodes: int = 0  # node-limited routing M: a token reaches at most M nodes; 0 = unlimited
-    routing: str = "uniform"  # expert load: "uniform" | "zipf" (workloads.specs.routing)
+    routing: str = "uniform"  # expert routing: "uniform" | "zipf" | "consecutive" (workloads.specs.routing)
     zipf_exponent: float = 1.0
     seed: int = 0  # seeds the numpy Generator of skewed routing
     dropless: bool = False  # expert GEMMs run on the tokens received, no capacity padding or dropping

@@ -16,7 +16,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-ROUTINGS = ("uniform", "zipf")
+# "consecutive": NeMo AutoModel's benchmark gate (fake_balanced_gate: FakeBalancedGate routes token t to experts
+# t k .. t k + k - 1 mod E with equal weights, nemo_automodel/components/moe/layers.py), balanced like "uniform" but
+# each token's experts adjacent, so on few ranks and nodes (``consecutive_units``)
+ROUTINGS = ("uniform", "zipf", "consecutive")
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ def expert_loads(
         if vector.shape != (num_experts,) or (vector < 0).any() or vector.sum() <= 0:
             raise ValueError(f"expert_loads must be {num_experts} non-negative numbers, not all zero")
         return vector / vector.sum()
-    if routing == "uniform":
+    if routing in ("uniform", "consecutive"):
         return np.full(num_experts, 1.0 / num_experts)
     if routing != "zipf":
         raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}")
@@ -104,3 +107,13 @@ def layout_routing_stats(
     rng = np.random.default_rng(seed)
     shares = expert_loads(num_experts, routing, zipf_exponent, rng, loads)
     return routing_stats(shares, tokens_per_gpu, top_k, ep, None if dropless else capacity_factor)
+
+
+def consecutive_units(num_experts: int, top_k: int, units: int) -> float:
+    """Distinct units (ranks or nodes, each a contiguous block of E / units experts) holding a token's k experts under
+    "consecutive" routing, averaged over the tokens: token t's experts are t k .. t k + k - 1 mod E, so the blocks
+    start at the multiples of k mod E (each equally often over a micro-batch of many tokens)."""
+    per_unit = num_experts // units
+    starts = range(0, num_experts * top_k // math.gcd(num_experts, top_k), top_k)
+    spans = [len({(start + j) % num_experts // per_unit for j in range(top_k)}) for start in starts]
+    return sum(spans) / len(spans)
