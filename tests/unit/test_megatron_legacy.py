@@ -84,3 +84,8 @@ def test_megatron_deepspeed_zero_stages_and_vocabulary_padding() -> None:
     assert (
         bloom.args["--account-for-embedding-in-pipeline-split"] and bloom.args["--account-for-loss-in-pipeline-split"]
     )
+
+
+def test_megatron_deepspeed_runs_its_own_attention_unless_told_flash() -> None:
+    assert _fields("--deepspeed --zero-stage 1 --bf16")["attention_backend"] == "unfused"
+    assert _fields("--deepspeed --zero-stage 1 --bf16 --use-flash-attn-v2")["attention_backend"] == ""

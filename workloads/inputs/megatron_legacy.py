@@ -1,4 +1,4 @@
-"""Megatron-LM's older spellings, read as the Megatron that took them did and rewritten into today's flags.
+"""Megatron-LM's older spellings and Megatron-DeepSpeed's, read as the Megatron that took them did, in today's flags.
 
 Published launch scripts of 2021-22 (Megatron-LM's own ``examples/academic_paper_scripts/sc21``, the SC21 paper's
 runs; Megatron-DeepSpeed's BLOOM and MT-NLG scripts) say full recomputation and the data-parallel wrapper in words
@@ -19,7 +19,8 @@ compute) and with another gradient all-reduce. Each rewrite leaves a note saying
 - Attention: the Megatron-LM that took these flags had no Transformer Engine layers and, until ``--use-flash-attn``
   (2023; Megatron-DeepSpeed's ``--use-flash-attn-v2`` / ``-triton``), no FlashAttention: its ParallelAttention
   (6985e589 megatron/model/transformer.py) multiplies Q K^T into s x s scores (``torch.baddbmm``), softmaxes them in
-  Megatron's fused kernel and multiplies them by V (``torch.bmm``): today's ``--transformer-impl local``.
+  Megatron's fused kernel and multiplies them by V (``torch.bmm``): today's ``--transformer-impl local``; and so does
+  Megatron-DeepSpeed's unless it is given one of those flags.
 - Megatron-DeepSpeed (bigscience-workshop/ and microsoft/Megatron-DeepSpeed megatron/arguments.py): ``--deepspeed``
   with ``--zero-stage 1`` shards the optimizer states over data parallelism, as ``--use-distributed-optimizer`` does,
   and so does stage 0 under ``--bf16`` (DeepSpeed's BF16_Optimizer partitions them itself: "bf16 must use z0! it
@@ -43,41 +44,13 @@ LEGACY_RECOMPUTE_LAYERS = ("--checkpoint-num-layers", "--activations-checkpoint-
 
 def modernized(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """``args`` with the legacy flags above replaced by today's (a copy; ``args`` itself is not changed)."""
-    legacy = any(flag in args for flag in (*LEGACY_RECOMPUTE, "--DDP-impl"))
+    legacy = any(flag in args for flag in (*LEGACY_RECOMPUTE, "--DDP-impl", "--deepspeed"))  # no TE layers then
     args = dict(args)
     _recompute(args, notes)
     _ddp_impl(args, notes)
     _attention(args, notes, legacy)
     _deepspeed(args, notes)
     return args
-
-
-def _deepspeed(args: dict[str, Any], notes: list[str]) -> None:
-    if "--pad-vocab-size-to" in args:
-        args.setdefault("--padded-vocab-size", args.pop("--pad-vocab-size-to"))
-    if args.pop("--pp-partition-method", "") == "type:transformer|embedding":
-        args.update({"--account-for-embedding-in-pipeline-split": True, "--account-for-loss-in-pipeline-split": True})
-        notes.append(
-            "--pp-partition-method type:transformer|embedding: the embedding and the output layer each count as a "
-            "layer of the split, as --account-for-embedding/loss-in-pipeline-split"
-        )
-    stage = args.pop("--zero-stage", 1)  # Megatron-DeepSpeed's default
-    if not args.pop("--deepspeed", False):
-        return
-    if stage not in range(4):
-        raise ConfigError("--zero-stage", f"DeepSpeed's ZeRO stages are 0 to 3, got {stage}")
-    if stage >= 2 and args.get("--pipeline-model-parallel-size", 1) > 1:
-        raise ConfigError("--zero-stage", "DeepSpeed's pipeline runs with ZeRO stage 0 or 1 only: --zero-stage 1")
-    if stage >= 2:
-        args["--use-megatron-fsdp"] = True
-        args["--data-parallel-sharding-strategy"] = "optim_grads" if stage == 2 else "optim_grads_params"
-        read = "the gradients (and at stage 3 the weights) sharded too, as Megatron FSDP"
-    elif stage == 1 or args.get("--bf16"):
-        args["--use-distributed-optimizer"] = True
-        read = "the optimizer states sharded over data parallelism, as --use-distributed-optimizer"
-    else:
-        read = "the optimizer states on every data-parallel rank"
-    notes.append(f"--deepspeed --zero-stage {stage}: {read}")
 
 
 def _attention(args: dict[str, Any], notes: list[str], legacy: bool) -> None:
@@ -132,3 +105,31 @@ def _ddp_impl(args: dict[str, Any], notes: list[str]) -> None:
         )
     elif not args.get("--overlap-grad-reduce"):  # 2023's local DDP took --overlap-grad-reduce too
         notes.append("--DDP-impl local: Megatron's DDP all-reduces the gradients after the backward, not overlapped")
+
+
+def _deepspeed(args: dict[str, Any], notes: list[str]) -> None:
+    if "--pad-vocab-size-to" in args:
+        args.setdefault("--padded-vocab-size", args.pop("--pad-vocab-size-to"))
+    if args.pop("--pp-partition-method", "") == "type:transformer|embedding":
+        args.update({"--account-for-embedding-in-pipeline-split": True, "--account-for-loss-in-pipeline-split": True})
+        notes.append(
+            "--pp-partition-method type:transformer|embedding: the embedding and the output layer each count as a "
+            "layer of the split, as --account-for-embedding/loss-in-pipeline-split"
+        )
+    stage = args.pop("--zero-stage", 1)  # Megatron-DeepSpeed's default
+    if not args.pop("--deepspeed", False):
+        return
+    if stage not in range(4):
+        raise ConfigError("--zero-stage", f"DeepSpeed's ZeRO stages are 0 to 3, got {stage}")
+    if stage >= 2 and args.get("--pipeline-model-parallel-size", 1) > 1:
+        raise ConfigError("--zero-stage", "DeepSpeed's pipeline runs with ZeRO stage 0 or 1 only: --zero-stage 1")
+    if stage >= 2:
+        args["--use-megatron-fsdp"] = True
+        args["--data-parallel-sharding-strategy"] = "optim_grads" if stage == 2 else "optim_grads_params"
+        read = "the gradients (and at stage 3 the weights) sharded too, as Megatron FSDP"
+    elif stage == 1 or args.get("--bf16"):
+        args["--use-distributed-optimizer"] = True
+        read = "the optimizer states sharded over data parallelism, as --use-distributed-optimizer"
+    else:
+        read = "the optimizer states on every data-parallel rank"
+    notes.append(f"--deepspeed --zero-stage {stage}: {read}")
