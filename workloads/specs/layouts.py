@@ -43,7 +43,7 @@ def check_layout(layout: LayoutSpec) -> None:
         raise ConfigError("layout.block_layers", f"layer counts must be >= 0, got {layout.block_layers}")
     if layout.ffn != "ep":
         if layout.routing != "uniform" or layout.dropless or layout.expert_loads or layout.ep:
-            raise ConfigError("layout.ffn", "routing skew, dropless, expert_loads and ep need ffn: ep")
+            raise ConfigError("layout.ffn", "zipf or consecutive routing, dropless, expert_loads and ep need ffn: ep")
         if layout.etp > 1:
             raise ConfigError(
                 "layout.etp", 'expert-tensor parallelism needs ffn "ep" (ffn "tp" already splits experts)'
