@@ -48,6 +48,8 @@ def test_checkpoint_activations_is_uniform_full_recomputation_of_its_chunk() -> 
 def test_old_and_new_recomputation_flags_together_are_refused() -> None:
     with pytest.raises(ConfigError, match="keep one"):
         parse_megatron_args("--checkpoint-activations --recompute-granularity selective")
+    with pytest.raises(ConfigError, match="^--activations-checkpoint-num-layers: must be >= 1"):
+        parse_megatron_args("--activations-checkpoint-method block --activations-checkpoint-num-layers 0")
 
 
 def test_ddp_impl_says_whether_the_gradient_all_reduce_overlaps_the_backward() -> None:

@@ -70,7 +70,7 @@ def _attention(args: dict[str, Any], notes: list[str], legacy: bool) -> None:
 def _recompute(args: dict[str, Any], notes: list[str]) -> None:
     switch = args.pop("--checkpoint-activations", False)
     method = args.pop("--activations-checkpoint-method", None)
-    layers = [args.pop(flag) for flag in LEGACY_RECOMPUTE_LAYERS if flag in args]
+    layers = [(flag, args.pop(flag)) for flag in LEGACY_RECOMPUTE_LAYERS if flag in args]
     if not (switch or method):
         if layers:
             notes.append(f"{' / '.join(LEGACY_RECOMPUTE_LAYERS)} without {' or '.join(LEGACY_RECOMPUTE)}: no effect")
@@ -83,7 +83,9 @@ def _recompute(args: dict[str, Any], notes: list[str]) -> None:
         )
     spelled = f"--activations-checkpoint-method {method}" if method else "--checkpoint-activations"
     method = method or "uniform"
-    count = layers[-1] if layers else 1
+    flag, count = layers[-1] if layers else (LEGACY_RECOMPUTE_LAYERS[1], 1)
+    if count < 1:
+        raise ConfigError(flag, f"must be >= 1, got {count}")
     args.update({"--recompute-granularity": "full", "--recompute-method": method, "--recompute-num-layers": count})
     notes.append(
         f"{spelled}: Megatron-LM's 2021-22 spelling of --recompute-granularity full --recompute-method {method} "
