@@ -108,13 +108,13 @@ def attention_time_s(
     """FlashAttention: the FLOPs the kernel executes for its shape (simulator.costs.attention_cost) at the kernel's
     efficiency there x the compute residual; the unfused kernels where the layout runs them. Without a shape (toy
     ops): full causal attention at the fixed efficiencies of the calibration."""
-    if shape is not None and shape.kernel == "unfused":
-        return unfused_attention_time_s(flops, backward, gpu, cal, shape, overhead_s)
     if shape is None:
         fixed = cal.attention_bwd_efficiency if backward else cal.attention_fwd_efficiency
         if fixed is None:
             raise ValueError("an attention op without a shape needs fixed attention efficiencies")
         executed, efficiency = flops * cal.attention_causal_fraction, fixed
+    elif shape.kernel == "unfused":
+        return unfused_attention_time_s(flops, backward, gpu, cal, shape, overhead_s)
     else:
         executed = flops * executed_fraction(shape, cal)
         efficiency = attention_op_efficiency(shape, backward, cal, gpu.generation)

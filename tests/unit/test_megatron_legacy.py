@@ -75,7 +75,9 @@ def test_megatron_deepspeed_zero_stages_and_vocabulary_padding() -> None:
     assert _fields("--deepspeed --zero-stage 0 --bf16")["zero_stage"] == 1
     assert _fields("--deepspeed --zero-stage 0 --fp16")["zero_stage"] == 0
     assert _fields("--deepspeed --zero-stage 3 --bf16")["zero_stage"] == 3
-    assert _fields("--zero-stage 3 --bf16")["zero_stage"] == 0  # without --deepspeed, Megatron's own path
+    alone = parse_megatron_args("--zero-stage 3 --bf16")
+    assert alone.layout_fields["zero_stage"] == 0  # without --deepspeed, Megatron's own path, and said so
+    assert any(note.startswith("--zero-stage without --deepspeed: no effect") for note in alone.notes)
     with pytest.raises(ConfigError, match="stage 0 or 1 only"):
         parse_megatron_args("--deepspeed --zero-stage 2 --pipeline-model-parallel-size 4")
     bloom = parse_megatron_args(

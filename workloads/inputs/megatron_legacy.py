@@ -118,8 +118,11 @@ def _deepspeed(args: dict[str, Any], notes: list[str]) -> None:
             "--pp-partition-method type:transformer|embedding: the embedding and the output layer each count as a "
             "layer of the split, as --account-for-embedding/loss-in-pipeline-split"
         )
+    given = "--zero-stage" in args
     stage = args.pop("--zero-stage", 1)  # Megatron-DeepSpeed's default
     if not args.pop("--deepspeed", False):
+        if given:
+            notes.append("--zero-stage without --deepspeed: no effect (DeepSpeed's ZeRO runs under --deepspeed only)")
         return
     if stage not in range(4):
         raise ConfigError("--zero-stage", f"DeepSpeed's ZeRO stages are 0 to 3, got {stage}")

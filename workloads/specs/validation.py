@@ -46,7 +46,7 @@ def check_step(
         raise ConfigError(
             "layout.recompute_modules", "mla_up_proj recomputes MLA's up projections: model.attention mla or dsv4"
         )
-    _check_sparse_attention(model, layout)
+    _check_attention_kernels(model, layout)
     if "mhc" in layout.recompute_modules and model.residual_streams <= 1:
         raise ConfigError("layout.recompute_modules", "mhc recomputes mHC's mappings: the model has none (mHC off)")
     if not layout.sequence_parallel and layout.intra_size > 1 and model.moe_layers:
@@ -103,9 +103,9 @@ def _check_muon(layout: LayoutSpec) -> None:
         raise ConfigError("layout.optimizer", "LoRA is simulated with Adam only")
 
 
-def _check_sparse_attention(model: ModelSpec, layout: LayoutSpec) -> None:
+def _check_attention_kernels(model: ModelSpec, layout: LayoutSpec) -> None:
     """DeepSeek-V4's attention runs on one GPU per sequence (its recipes' TP 1, CP 1); DSA under TP, not Ulysses SP
-    (workloads/recipes/dsv4_attention.py, mla.py)."""
+    (workloads/recipes/dsv4_attention.py, mla.py); unfused attention without CP, GQA / MHA only."""
     if model.attention == "dsv4" and layout.intra_size > 1 and layout.attention in ("tp", "sp"):
         raise ConfigError(
             "layout.intra_size",
@@ -120,7 +120,8 @@ def _check_sparse_attention(model: ModelSpec, layout: LayoutSpec) -> None:
     if layout.attention_backend == "unfused" and (layout.cp > 1 or model.attention != "gqa"):
         raise ConfigError(  # Megatron-Core runs context parallelism in TE's fused / flash attention only
             "layout.attention_backend",
-            "unfused attention is simulated for GQA / MHA layers without CP: --set cp=1, or a fused attention backend",
+            "unfused attention is simulated for GQA / MHA layers without CP: --set cp=1 (Megatron: "
+            "--context-parallel-size 1), or a fused backend (--transformer-impl transformer_engine)",
         )
     if model.dsa and layout.attention == "sp" and layout.intra_size > 1:
         raise ConfigError(
