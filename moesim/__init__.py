@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from simulator.report.simulate import Report, simulate
     from topologies.cluster import CLUSTER_PRESETS, ClusterSpec, cluster_preset
     from topologies.errors import ConfigError
-    from workloads.inputs.hf_config import load_hf_config as hf_model
+    from workloads.inputs.huggingface.config import load_hf_config as hf_model
     from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
     from workloads.specs.models import MODEL_PRESETS, ModelSpec, model_preset
 
@@ -36,7 +36,7 @@ _WHERE = {  # public name -> (module, name there)
     "CLUSTER_PRESETS": ("topologies.cluster", "CLUSTER_PRESETS"),
     "cluster_preset": ("topologies.cluster", "cluster_preset"),
     "ConfigError": ("topologies.errors", "ConfigError"),
-    "hf_model": ("workloads.inputs.hf_config", "load_hf_config"),
+    "hf_model": ("workloads.inputs.huggingface.config", "load_hf_config"),
 }
 __all__ = [
     "CLUSTER_PRESETS",

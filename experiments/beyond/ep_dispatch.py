@@ -25,7 +25,7 @@ from simulator.costs.calibration import BENCHMARK_CALIBRATION, Calibration
 from simulator.engine.timing import time_task
 from simulator.report.simulate import prepare
 from workloads.dispatchers.registry import DISPATCHERS
-from workloads.inputs.hf_config import model_from_hf_dict
+from workloads.inputs.huggingface.config import model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.schedules.base import FORWARD, Task
 

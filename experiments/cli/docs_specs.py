@@ -145,7 +145,7 @@ def yaml_reference_markdown() -> str:
         "## Model files (`--model FILE.yaml`): `ModelSpec`",
         "",
         "`workloads/specs/models.py`. `name` defaults to the file's stem. A Hugging Face `config.json` is read",
-        "into the same fields (`workloads/inputs/hf_config.py`).",
+        "into the same fields (`workloads/inputs/huggingface/config.py`).",
         "",
         *spec_fields(ModelSpec, model_preset("mixtral-8x7b")),
         "",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from experiments.common.paths import atomic_path
 from topologies.errors import ConfigError
-from workloads.inputs.model_names import is_hf_config_path
+from workloads.inputs.huggingface.names import is_hf_config_path
 from workloads.inputs.yaml_files import is_yaml_path
 from workloads.specs.limits import limit
 

@@ -26,7 +26,7 @@ import numpy as np
 from simulator.costs.calibration import DEFAULT_CALIBRATION, FITTED_AT_BENCHMARK_CLOCKS, Calibration
 from simulator.engine.timing import TaskTime, time_task
 from simulator.report.simulate import prepare
-from workloads.inputs.hf_config import model_from_hf_dict
+from workloads.inputs.huggingface.config import model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import Module
 from workloads.schedules.base import BACKWARD, FORWARD, Task

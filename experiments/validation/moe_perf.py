@@ -34,7 +34,7 @@ from simulator.costs.calibration import BENCHMARK_CALIBRATION, FITTED_AT_BENCHMA
 from simulator.engine.timing import TaskTime, time_task
 from simulator.report.simulate import prepare
 from workloads.dispatchers.registry import DISPATCHERS
-from workloads.inputs.hf_config import model_from_hf_dict
+from workloads.inputs.huggingface.config import model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import Group, Module
 from workloads.schedules.base import BACKWARD, FORWARD, Task

@@ -23,7 +23,7 @@ from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
 from workloads.graph.step import StepWorkload
-from workloads.inputs.hf_config import load_hf_config, model_from_hf_dict
+from workloads.inputs.huggingface.config import load_hf_config, model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.megatron_args import FLAGS as MEGATRON_FLAG_TABLE
 from workloads.inputs.megatron_args import Kind

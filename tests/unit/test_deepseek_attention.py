@@ -9,7 +9,7 @@ import pytest
 from simulator.report.megatron_flops import megatron_args, megatron_flops
 from topologies.errors import ConfigError
 from workloads.graph.step import StepWorkload
-from workloads.inputs.hf_config import load_hf_config
+from workloads.inputs.huggingface.config import load_hf_config
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.ops import BYTES_BF16, Gemm, Module
 from workloads.recipes.dsv4_attention import attended_pairs, compressed_pairs, dsv4_recipe, window_pairs

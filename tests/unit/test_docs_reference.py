@@ -79,7 +79,7 @@ def test_every_preset_is_named_in_the_files_page() -> None:
 
 def test_every_config_json_model_type_is_named() -> None:
     """docs/megatron.md names each model_type moesim reads, docs/limits.md each it refuses."""
-    from workloads.inputs.hf_config import NOT_EXPRESSED, READERS
+    from workloads.inputs.huggingface.config import NOT_EXPRESSED, READERS
 
     read = (DOCS / "megatron.md").read_text()
     refused = (DOCS / "limits.md").read_text()

@@ -12,7 +12,7 @@ from simulator.report.megatron_flops import megatron_args, megatron_flops
 from simulator.report.simulate import prepare
 from topologies.errors import ConfigError
 from topologies.hardware import gpu_preset
-from workloads.inputs.hf_config import load_hf_config, model_from_hf_dict
+from workloads.inputs.huggingface.config import load_hf_config, model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.recipes.layers import layer_recipe
 from workloads.specs.layouts import LayoutSpec

@@ -44,6 +44,11 @@ PUBLISHED = [
     ("minimax-m2", 230e9, 10e9, (3, 2), 1),  # MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active (MTP not counted)
     # Qwen/Qwen3-Next-80B-A3B model card: "80B in total and 3B activated" (its exact count: tests/unit/test_gdn.py)
     ("qwen3-next-80b-a3b", 80e9, 3e9, (2, 1), 2),
+    # the dense decoders of earlier runs (workloads/inputs/huggingface/classic.py): each model card's count
+    ("gpt-neox-20b", 20_554_567_680, 20_554_567_680, (3, 3), 0),  # EleutherAI/gpt-neox-20b model card
+    ("bloom-176b", 176_247_271_424, 176_247_271_424, (3, 3), 0),  # bigscience/bloom model card
+    ("falcon-180b", 180e9, 180e9, (2, 2), 0),  # tiiuae/falcon-180B model card: "a 180B parameters" model
+    ("gemma-2-27b", 27e9, 27e9, (2, 2), 0),  # Gemma 2 report (arXiv 2408.00118), Table 1: 27B
 ]
 
 
@@ -118,7 +123,7 @@ def test_moe_layer_frequency() -> None:
     """DeepSeek: MoE on layers i >= first_k_dense_replace with i % moe_layer_freq == 0; Qwen: on layers with
     (i + 1) % decoder_sparse_step == 0 outside mlp_only_layers."""
     data = json.loads((MODELS / "deepseek-v2-lite.json").read_text())
-    from workloads.inputs.hf_config import model_from_hf_dict
+    from workloads.inputs.huggingface.config import model_from_hf_dict
 
     every_other = model_from_hf_dict({**data, "num_hidden_layers": 6, "moe_layer_freq": 2}, "x")
     assert [every_other.layer_kind(i).dense for i in range(6)] == [True, True, False, True, False, True]
@@ -176,7 +181,7 @@ def test_a_config_json_simulates() -> None:
 def test_mistral_is_llama_with_its_window_on_every_layer() -> None:
     """Mistral 7B v0.1's config.json (mistralai/Mistral-7B-v0.1: 32 layers, hidden 4,096, 32 heads in 8 KV groups,
     SwiGLU 14,336, vocabulary 32,000, sliding_window 4,096); v0.2's null window is full attention."""
-    from workloads.inputs.hf_config import model_from_hf_dict
+    from workloads.inputs.huggingface.config import model_from_hf_dict
 
     data = {
         "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,

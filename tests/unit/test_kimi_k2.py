@@ -1,4 +1,4 @@
-"""model_type kimi_k2 (workloads/inputs/hf_config.py): DeepSeek-V3's architecture at 384 experts and 64 heads, read
+"""model_type kimi_k2 (workloads/inputs/huggingface/config.py): DeepSeek-V3's architecture at 384 experts and 64 heads, read
 from examples/models/kimi-k2.json (moonshotai/Kimi-K2-Instruct's config.json keys); model types with layers moesim
 cannot express (Mamba, linear attention) refused by name."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from topologies.errors import ConfigError
-from workloads.inputs.hf_config import model_from_hf_dict
+from workloads.inputs.huggingface.config import model_from_hf_dict
 from workloads.inputs.yaml_files import load_model
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"

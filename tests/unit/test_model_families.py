@@ -1,4 +1,4 @@
-"""Model types read from config.json beside DeepSeek, Qwen, Mixtral and GPT-OSS (workloads/inputs/hf_config.py):
+"""Model types read from config.json beside DeepSeek, Qwen, Mixtral and GPT-OSS (workloads/inputs/huggingface/config.py):
 glm4_moe, ernie4_5_moe, minimax_m2 and Llama 4's text model, each counted by hand from its config.json keys."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from simulator.report.simulate import simulate
 from topologies.errors import ConfigError
-from workloads.inputs.hf_config import load_hf_config, model_from_hf_dict
+from workloads.inputs.huggingface.config import load_hf_config, model_from_hf_dict
 from workloads.specs.layouts import layout_preset
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"

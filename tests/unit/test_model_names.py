@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from topologies.errors import ConfigError
-from workloads.inputs.hf_config import load_hf_config
-from workloads.inputs.model_names import SHIPPED, cached_config, hub_cache
+from workloads.inputs.huggingface.config import load_hf_config
+from workloads.inputs.huggingface.names import SHIPPED, cached_config, hub_cache
 from workloads.inputs.yaml_files import load_model
 
 

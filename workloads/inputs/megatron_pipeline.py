@@ -41,7 +41,7 @@ def parse_layout(text: str, pp: int, num_layers: int, mtp_layers: int, paired: b
     As Megatron-Core checks: the blocks are a multiple of pp, E comes first and L last, once each, and
     the t and m counts equal the model's layers and MTP modules. moesim also needs E on the first block and
     L on the last (the head and the embedding sit there, workloads.graph.step). ``paired``: the model's hybrid pattern
-    writes each transformer layer as two blocks, mixer then FFN (Qwen3-Next's, workloads/inputs/hf_hybrid.py), so a
+    writes each transformer layer as two blocks, mixer then FFN (Qwen3-Next's, workloads/inputs/huggingface/hybrid.py), so a
     layout of Megatron's GPT form (t a layer: half the blocks) places two blocks per t."""
     unrolled = text.replace(",", "")
     for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):

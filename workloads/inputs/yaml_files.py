@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from topologies.errors import ConfigError
 from workloads.inputs.bounded_read import read_bounded
-from workloads.inputs.hf_config import load_hf_config
-from workloads.inputs.model_names import find_config, how_to_get, is_hf_config_path
+from workloads.inputs.huggingface.config import load_hf_config
+from workloads.inputs.huggingface.names import find_config, how_to_get, is_hf_config_path
 from workloads.specs.fieldtypes import check_value, field_types
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec, layout_preset
 from workloads.specs.limits import check_limit, limit

@@ -9,7 +9,7 @@ from typing import Any
 
 from topologies.errors import ConfigError
 
-FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu")
+FFN_ACTIVATIONS = ("swiglu", "gelu", "squared_relu", "relu")
 # --hybrid-override-pattern's symbols moesim simulates, and the block each names (LayerKind.block)
 HYBRID_BLOCKS = {"M": "mamba", "G": "gdn", "*": "attention", "-": "mlp", "E": "moe"}
 
@@ -152,7 +152,7 @@ def gdn_params(model: Any) -> int:
 
 def paired_layers(model: Any) -> bool:
     """Whether a hybrid pattern is Megatron's GPT layers written as blocks, a mixer (Gated DeltaNet or attention)
-    then an FFN each, as a Qwen3-Next config.json gives it (workloads/inputs/hf_hybrid.py): a layout or a layer count
+    then an FFN each, as a Qwen3-Next config.json gives it (workloads/inputs/huggingface/hybrid.py): a layout or a layer count
     of that GPT form names half the blocks."""
     pattern = model.hybrid_pattern
     return "G" in pattern and all(pattern[i] in "G*" and pattern[i + 1] in "E-" for i in range(0, len(pattern), 2))

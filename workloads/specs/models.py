@@ -62,7 +62,7 @@ class ModelSpec:
     dense_ffn_size: int = 0  # their intermediate width
     num_shared_experts: int = 0  # experts every token goes through (width expert_ffn_size)
     tied_embeddings: bool = False  # input embedding and output head share one matrix
-    # Real-model features (HF config.json keys in brackets; workloads/inputs/hf_config.py reads them).
+    # Real-model features (HF config.json keys in brackets; workloads/inputs/huggingface/config.py reads them).
     kv_channels: int = 0  # width of one attention head [head_dim]; 0 = hidden_size / num_heads
     sliding_window: int = 0  # keys a query attends to in the window layers [sliding_window]; 0 = none
     window_layers: tuple[int, ...] = ()  # layers with sliding-window attention [layer_types]
@@ -90,8 +90,8 @@ class ModelSpec:
     rope_unfused: bool = False
     # The activation of every FFN (dense layers, shared and routed experts): "swiglu", a gated linear unit whose FC1
     # computes the gate and the linear halves (2F wide: three h x F matrices; Megatron --swiglu, HF hidden_act silu);
-    # "gelu" or "squared_relu", a plain MLP whose FC1 is F wide (two matrices): Megatron's GeLU default without
-    # --swiglu (GPT-3), relu(x)^2 under --squared-relu (Nemotron-4, HF hidden_act relu2). Megatron-Core's MLP sizes
+    # "gelu", "squared_relu" or "relu", a plain MLP whose FC1 is F wide (two matrices): Megatron's GeLU default
+    # without --swiglu (GPT-3), relu(x)^2 under --squared-relu (Nemotron-4, HF hidden_act relu2), OPT's ReLU. Megatron-Core's MLP sizes
     # FC1's output ffn_hidden_size * 2 if gated_linear_unit, else ffn_hidden_size (megatron/core/transformer/mlp.py
     # MLP.__init__); its FLOPs count 3 FFN GEMMs with SwiGLU, 2 without (megatron/training/training.py
     # num_floating_point_operations, gated_linear_multiplier).

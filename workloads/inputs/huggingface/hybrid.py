@@ -1,7 +1,7 @@
 """The hybrid models' config.json readers: Nemotron-H / Nemotron 3 (Mamba-2, attention, MLP and MoE blocks) and
 Qwen3-Next / Qwen3.5 / Qwen3.6 (Gated DeltaNet or gated attention, then an MoE or a dense FFN, in every layer). Each
 returns a hybrid pattern, one block per symbol (workloads/specs/model_extensions.py HYBRID_BLOCKS), beside the fields
-every decoder shares (``common``, workloads/inputs/hf_config.py, which dispatches to these)."""
+every decoder shares (``common``, workloads/inputs/huggingface/config.py, which dispatches to these)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from topologies.errors import ConfigError, short_repr
 
 
 class ConfigReads(Protocol):
-    """The typed reads of one config mapping (workloads/inputs/hf_config.py _Config)."""
+    """The typed reads of one config mapping (workloads/inputs/huggingface/config.py _Config)."""
 
     data: dict
     origin: str

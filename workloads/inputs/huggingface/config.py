@@ -15,8 +15,9 @@ from typing import Any
 
 from topologies.errors import ConfigError, short_repr
 from workloads.inputs.bounded_read import read_bounded
-from workloads.inputs.hf_hybrid import nemotron_h, qwen3_next
-from workloads.inputs.model_names import JSON_SUFFIX, is_hf_config_path
+from workloads.inputs.huggingface.classic import ALIASES, FAMILIES, canonical, classic_fields
+from workloads.inputs.huggingface.hybrid import nemotron_h, qwen3_next
+from workloads.inputs.huggingface.names import JSON_SUFFIX, is_hf_config_path
 from workloads.specs.limits import check_limit
 from workloads.specs.models import ModelSpec
 
@@ -136,13 +137,21 @@ def _nemotron(c: _Config, name: str) -> dict[str, Any]:
     return {**_dense(c, name), "ffn_activation": "squared_relu"}
 
 
+def _classic(c: _Config, name: str) -> dict[str, Any]:
+    """GPT-2, OPT, BLOOM, GPT-NeoX, Falcon, MPT, Gemma, Phi-3, StarCoder2, OLMo, Granite (classic.py): the family's
+    keys renamed to the shared ones over its config class's defaults, then its MLP, KV heads and positions."""
+    model_type = c.data["model_type"]
+    renamed = _Config(canonical(model_type, c.data), c.origin)
+    return classic_fields(renamed, model_type, _common(renamed, name))
+
+
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
-    """Nemotron-H and Nemotron 3 (workloads/inputs/hf_hybrid.py)."""
+    """Nemotron-H and Nemotron 3 (workloads/inputs/huggingface/hybrid.py)."""
     return nemotron_h(c, _common(c, name))
 
 
 def _qwen3_next(c: _Config, name: str) -> dict[str, Any]:
-    """Qwen3-Next, Qwen3.5 / 3.6 (workloads/inputs/hf_hybrid.py), the text model of a multimodal config; layer_types
+    """Qwen3-Next, Qwen3.5 / 3.6 (workloads/inputs/huggingface/hybrid.py), the text model of a multimodal config; layer_types
     names the mixers there, not sliding windows."""
     if c.data.get("model_type") in ("qwen3_5_moe", "qwen3_5") and "text_config" in c.data:
         text = c.data["text_config"]
@@ -371,6 +380,7 @@ READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "qwen3_5_moe_text": _qwen3_next,
     "qwen3_5": _qwen3_next,
     "qwen3_5_text": _qwen3_next,
+    **dict.fromkeys((*FAMILIES, *ALIASES), _classic),
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from workloads.inputs.bounded_read import read_bounded
 
-SHIPPED = Path(__file__).resolve().parents[2] / "examples" / "models"  # a source checkout (pip install -e .)
+SHIPPED = Path(__file__).resolve().parents[3] / "examples" / "models"  # a source checkout (pip install -e .)
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 JSON_SUFFIX = ".json"
 
