@@ -14,6 +14,7 @@ try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is
 
     from experiments.cli import run_outputs
     from experiments.cli.failures import exit_status, interrupted
+    from experiments.cli.fault_flags import add_fault_arguments
     from experiments.common import presets
     from experiments.common.args import OneLineParser, bandwidth, integer, nonempty, number
     from experiments.common.error_band import band_json, band_of
@@ -98,7 +99,15 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         help="Megatron-LM training arguments (inline, starting with --, or a file): layout, batch, sequence, "
         "precision and model flags; --layout then only fills the fields Megatron has no flag for",
     )
-    run.add_argument("--gpus", type=integer(1), default=240, help="number of GPUs (default 240)")
+    run.add_argument(
+        "--automodel",
+        type=nonempty,
+        metavar="FILE.yaml",
+        help="a NeMo AutoModel recipe YAML, run as its Megatron-Core equivalent (its model, nodes and flags)",
+    )
+    run.add_argument(
+        "--gpus", type=integer(1), default=None, help="number of GPUs (default 240; an --automodel recipe's nodes)"
+    )
     run.add_argument(
         "--cluster",
         type=nonempty,
@@ -145,38 +154,7 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         metavar="FIELD=VALUE",
         help="override a layout field, e.g. --set pp=10 --set schedule=interleaved --set virtual_stages=2",
     )
-    run.add_argument(
-        "--straggler",
-        action="append",
-        default=[],
-        metavar="GPU:FACTOR",
-        help="GPU's compute kernels take FACTOR (>= 1) times longer; repeatable",
-    )
-    run.add_argument(
-        "--degrade",
-        action="append",
-        default=[],
-        metavar="LINK:FACTOR",
-        help="divide a port's bandwidth by FACTOR; LINK is nic:GPU or nvlink:GPU; repeatable",
-    )
-    run.add_argument(
-        "--fail-link",
-        action="append",
-        default=[],
-        metavar="LINK",
-        help="that NIC is down (nic:GPU); its traffic shares a node neighbour's NIC; repeatable",
-    )
-    run.add_argument(
-        "--gpu-speed-spread",
-        type=float,
-        default=0.0,
-        metavar="S",
-        help="every GPU's kernels take 1 + S x u times as long, u uniform in [0, 1) per GPU (seeded); "
-        "same-SKU GPUs vary 8%% on average (Sinha et al., SC'22): try 0.08",
-    )
-    run.add_argument(
-        "--gpu-speed-seed", type=integer(0), default=0, metavar="N", help="seed of the speed spread's draws"
-    )
+    add_fault_arguments(run)
     run_outputs.add_arguments(run)
 
 
@@ -274,6 +252,9 @@ def _layout(args: argparse.Namespace, layout: LayoutSpec) -> LayoutSpec:
     return layout.with_(**changes) if changes else layout
 
 
+DEFAULT_GPUS = 240
+
+
 def _cluster(args: argparse.Namespace) -> ClusterSpec:
     """The cluster (preset or YAML file) of --gpus GPUs, with --nic-gbps applied (GB/s -> bytes/s, once, here)."""
     cluster = load_cluster(args.cluster, args.gpus)
@@ -297,6 +278,12 @@ def _megatron(args: argparse.Namespace, job: MegatronJob, gpus: int) -> tuple[ar
 
 def _run(args: argparse.Namespace) -> None:
     run_outputs.check_paths(args)  # before any simulation
+    notes: tuple[str, ...] = ()
+    if args.automodel:
+        from experiments.cli.automodel_cli import automodel_args
+
+        args, notes = automodel_args(args)
+    args.gpus = args.gpus or DEFAULT_GPUS
     if not args.megatron_args:
         args.model = args.model or presets.DEFAULT_MODEL
     cluster = _cluster(args)
@@ -307,6 +294,7 @@ def _run(args: argparse.Namespace) -> None:
 
         job = parse_megatron_args(args.megatron_args)
         args, megatron = _megatron(args, job, cluster.num_gpus)
+        megatron = megatron._replace(notes=(*notes, *megatron.notes))
     base = megatron.layout if megatron else load_layout(args.layout or "megascale-moe")
     layout = _layout(args, base)
     args.global_batch = DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch

@@ -1,0 +1,35 @@
+"""``moesim run --automodel FILE.yaml``: a NeMo AutoModel recipe run as its Megatron-Core equivalent
+(workloads/inputs/automodel.py), filling --megatron-args, --model, --gpus and --routing where they were not given."""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.report.clusters import load_cluster
+from topologies.errors import ConfigError
+from workloads.inputs.automodel import read_automodel
+from workloads.inputs.huggingface.names import SHIPPED, cached_config
+from workloads.inputs.yaml_files import load_model
+
+
+def _model_source(name: str) -> str:
+    """A hub id's config from the local Hugging Face cache, else the shipped config of the same repository name
+    (examples/models writes each from that repository's config.json), else the name as given."""
+    if "/" in name and cached_config(name) is None and (SHIPPED / f"{name.rsplit('/', 1)[1].lower()}.json").is_file():
+        return name.rsplit("/", 1)[1].lower()
+    return name
+
+
+def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[str, ...]]:
+    """``args`` with the recipe's Megatron flags, model, GPU count (benchmark.num_nodes full nodes of the cluster, else
+    one node) and routing, each only where the command line left it out; and the notes on what runs otherwise."""
+    if args.megatron_args:
+        raise ConfigError("automodel", "give --automodel or --megatron-args, not both")
+    recipe = read_automodel(args.automodel)
+    model = load_model(args.model or _model_source(recipe.model))
+    gpus = args.gpus or (recipe.nodes or 1) * load_cluster(args.cluster, 8).gpus_per_node
+    flags, notes = recipe.megatron_args(model.num_layers, model.gated_ffn, model.tied_embeddings, gpus)
+    sets = list(args.set or []) + ([f"schedule={recipe.schedule}"] if recipe.schedule == "dualpipev" else [])
+    routing = args.routing or ("consecutive" if recipe.fake_balanced_gate else None)
+    changes = {"megatron_args": flags, "model": model, "gpus": gpus, "routing": routing, "set": sets}
+    return argparse.Namespace(**{**vars(args), **changes}), notes

@@ -1,0 +1,108 @@
+"""NeMo AutoModel recipes as their Megatron-Core equivalent (workloads/inputs/automodel.py, `moesim run --automodel`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.cli.main import main
+from topologies.errors import ConfigError
+from workloads.inputs.automodel import read_automodel
+from workloads.inputs.megatron import parse_megatron_args
+from workloads.inputs.yaml_files import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+QWEN3 = ROOT / "examples" / "automodel" / "qwen3_moe_30b_te_deepep.yaml"
+DSV3 = ROOT / "examples" / "automodel" / "deepseek_v3_te_deepep.yaml"
+
+
+def _recipe(tmp_path: Path, **changes: dict) -> Path:
+    """The DeepSeek-V3 recipe with ``changes`` merged into its top-level sections."""
+    data = yaml.safe_load(DSV3.read_text())
+    for section, values in changes.items():
+        data[section] = {**data.get(section, {}), **values}
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_the_shipped_recipe_is_the_corpus_case_s_megatron_equivalent() -> None:
+    """The Qwen3-30B-A3B recipe resolves to the layout of the hand-written case automodel-qwen3-30b-a3b-h100-0008."""
+    case = yaml.safe_load((ROOT / "experiments/validation/cases/automodel-qwen3-30b-a3b-h100-0008.yaml").read_text())
+    model = load_model("qwen3-30b-a3b")
+    flags, notes = read_automodel(QWEN3).megatron_args(model.num_layers, model.gated_ffn, model.tied_embeddings, 8)
+    ours, theirs = parse_megatron_args(flags), parse_megatron_args(case["megatron_args"])
+    assert ours.layout_fields == theirs.layout_fields and ours.global_batch == theirs.global_batch == 512
+    assert ours.seq_len == theirs.seq_len == 4096 and "FSDP2" in notes[0]
+
+
+def test_virtual_stages_follow_calculate_virtual_stages(tmp_path: Path) -> None:
+    # DeepSeek-V3: ceil(61 / 2) = 31 stages over pp 4, rounded down to 28: 7 a rank; up: 32, 8 a rank
+    assert read_automodel(DSV3).virtual_stages(61) == 7
+    up = _recipe(tmp_path, autopipeline={"round_virtual_stages_to_pp_multiple": "up"})
+    assert read_automodel(up).virtual_stages(61) == 8
+    unset = _recipe(tmp_path, autopipeline={"layers_per_stage": None})
+    assert read_automodel(unset).virtual_stages(61) == 2  # a looped schedule's default: two stages a rank
+    with pytest.raises(ConfigError, match="31 stages .* multiple of pp 4"):
+        read_automodel(_recipe(tmp_path, autopipeline={"round_virtual_stages_to_pp_multiple": None})).virtual_stages(61)
+
+
+def test_the_layers_split_as_automodel_splits_them() -> None:
+    """61 layers over 28 stages: 2 each, the first 5 one more; the embedding first, the head last."""
+    flags, _ = read_automodel(DSV3).megatron_args(61, True, False, 256)
+    layout = flags.split("--pipeline-model-parallel-layout '")[1].split("'")[0]
+    stages = layout.split("|")
+    assert len(stages) == 28 and stages[0] == "Ettt" and stages[-1] == "ttL"
+    assert [s.strip("EL").count("t") for s in stages] == [3] * 5 + [2] * 23
+
+
+def test_a_pipelined_step_of_several_flushes_is_simulated_one_flush_at_a_time(tmp_path: Path) -> None:
+    recipe = read_automodel(_recipe(tmp_path, step_scheduler={"global_batch_size": 2048}))
+    flags, notes = recipe.megatron_args(61, True, False, 256)
+    assert "--global-batch-size 512" in flags and "--micro-batch-size 1" in flags
+    assert any("4 pipeline flushes of 512" in note for note in notes)
+
+
+def test_backends_map_to_megatron_flags(tmp_path: Path) -> None:
+    backend = {"enable_deepep": False, "attn": "sdpa", "te_fp8": {"recipe": "block"}, "experts": "torch"}
+    recipe = read_automodel(_recipe(tmp_path, model={"backend": backend}, distributed={"_target_": "x.DDPManager"}))
+    flags, notes = recipe.megatron_args(61, True, False, 256)
+    assert "--moe-token-dispatcher-type allgather" in flags and "--moe-grouped-gemm" not in flags
+    assert "--fp8-recipe blockwise" in flags and "--attention-backend flash" in flags
+    assert "--use-megatron-fsdp" not in flags and not recipe.fake_balanced_gate
+    assert notes == (
+        "experts without DeepEP simulated as Megatron's allgather dispatcher (all-gather, reduce-scatter)",
+    )
+    hsdp = read_automodel(_recipe(tmp_path, distributed={"dp_replicate_size": 2})).megatron_args(61, True, False, 256)
+    assert "--num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy no_shard" in hsdp[0]
+
+
+def test_refusals_name_the_recipe_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError, match="pp_schedule.*'gpipe' is not simulated"):
+        _ = read_automodel(_recipe(tmp_path, autopipeline={"pp_schedule": "GPipe"})).schedule
+    with pytest.raises(ConfigError, match="global_batch_size.*multiple of 64 data-parallel ranks"):
+        read_automodel(_recipe(tmp_path, step_scheduler={"global_batch_size": 500})).megatron_args(61, True, False, 256)
+    assert main(["run", "--automodel", str(DSV3), "--megatron-args=--bf16"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_moesim_run_takes_the_recipe_s_model_nodes_and_routing() -> None:
+    """DeepSeek-V3's recipe: 32 nodes of the h100 preset, the shipped config for deepseek-ai/DeepSeek-V3 (not in a
+    local hub cache here), the fake balanced gate as consecutive routing."""
+    import contextlib
+    import io
+
+    def run(*extra: str) -> dict:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["run", "--automodel", str(DSV3), "--cluster", "h100", "--json", *extra]) == 0
+        return json.loads(out.getvalue())
+
+    report = run()
+    assert (report["gpus"], report["model"], report["pp"], report["micro_batches"]) == (256, "deepseek-v3", 4, 8)
+    assert any("FSDP2" in note for note in report["megatron_notes"])
+    # the gate's consecutive routing sends a token's k copies to fewer ranks than uniform routing (DeepEP: once each)
+    assert report["tokens_per_s_per_gpu"] > run("--routing", "uniform")["tokens_per_s_per_gpu"]

@@ -1,0 +1,203 @@
+"""A NeMo AutoModel recipe YAML (its examples/benchmark/configs and LLM pre-training recipes) as the Megatron-LM
+flags of its Megatron-Core equivalent, the model it names and its GPU count: the translation docs/modelling.md ("Jobs
+of other stacks") gives, and the validation corpus's ``automodel-*`` cases are written in.
+
+moesim models Megatron-Core's layers, so an AutoModel job runs as their equivalent (notes say where): FSDP2 as Megatron
+FSDP sharding optimizer state, gradients and weights; its DeepEP experts as the flex dispatcher with DeepEP, its
+other experts (all-gather and reduce-scatter, nemo_automodel/components/moe/layers.py GroupedExperts) as the
+allgather dispatcher; the fake balanced gate as ``routing: consecutive``; activation checkpointing of every block as
+full recomputation; torch.distributed.pipelining's schedules as Megatron's. The virtual stages follow AutoModel's
+``calculate_virtual_stages`` (nemo_automodel/components/distributed/pipelining/functional.py): ceil(layers /
+layers_per_stage) stages rounded to a multiple of pp as round_virtual_stages_to_pp_multiple says, two a rank for a
+looped schedule without layers_per_stage. Its pipeline runs one local batch a flush and accumulates gradients over
+flushes (recipes/llm/train_ft.py: ``pp_batch_size = local_batch_size``), so a pipelined step of several flushes is
+simulated as one flush, whose tokens per second per GPU are the step's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from topologies.errors import ConfigError, short_repr
+from workloads.inputs.yaml_files import read_yaml
+
+# torch.distributed.pipelining schedule names (lower case, as AutoModel's pp_schedule takes them) -> moesim's schedule
+SCHEDULES = {"1f1b": "1f1b", "interleaved1f1b": "interleaved", "dualpipev": "dualpipev"}
+FSDP2, DDP = "FSDP2Manager", "DDPManager"
+FP8_RECIPES = {  # TEFp8Config recipe -> Megatron flags (TE's Float8BlockScaling is E4M3; current scaling HYBRID)
+    "block": "--fp8-format e4m3 --fp8-recipe blockwise",
+    "current": "--fp8-format hybrid --fp8-recipe tensorwise",
+}
+
+
+class _Reads:
+    """Typed reads of the recipe's nested keys; errors name the key path and the file."""
+
+    def __init__(self, data: dict, origin: str) -> None:
+        self.data, self.origin = data, origin
+
+    def get(self, path: str, default: Any = None) -> Any:
+        node: Any = self.data
+        for key in path.split("."):
+            if not isinstance(node, dict) or node.get(key) is None:
+                return default
+            node = node[key]
+        return node
+
+    def int(self, path: str, default: int | None = None, minimum: int = 1) -> int:
+        value = self.get(path, default)
+        if value is None:
+            raise ConfigError(f"automodel.{path}", f"missing in {self.origin}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"automodel.{path}", f"must be an integer >= {minimum}, got {short_repr(value)}")
+        return value
+
+    def bool(self, path: str, default: bool = False) -> bool:
+        value = self.get(path, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"automodel.{path}", f"must be true or false, got {short_repr(value)}")
+        return value
+
+    def word(self, path: str, default: str) -> str:
+        value = self.get(path, default)
+        if not isinstance(value, str):
+            raise ConfigError(f"automodel.{path}", f"must be a string, got {short_repr(value)}")
+        return value
+
+
+@dataclass(frozen=True)
+class AutoModelRecipe:
+    """What an AutoModel YAML sets, read once; ``megatron_args`` turns it into flags for a model and GPU count."""
+
+    model: str  # model.config.pretrained_model_name_or_path (or model.pretrained_model_name_or_path)
+    nodes: int | None  # benchmark.num_nodes
+    reads: _Reads
+
+    @property
+    def fake_balanced_gate(self) -> bool:
+        return self.reads.bool("model.backend.fake_balanced_gate")
+
+    @property
+    def schedule(self) -> str:
+        """moesim's schedule for autopipeline.pp_schedule (1F1B where the job has no pipeline)."""
+        if self.reads.int("distributed.pp_size", 1) == 1:
+            return "1f1b"
+        name = self.reads.word("autopipeline.pp_schedule", "1f1b").lower()
+        if name not in SCHEDULES:
+            known = ", ".join(SCHEDULES)
+            raise ConfigError("automodel.autopipeline.pp_schedule", f"{name!r} is not simulated; moesim runs {known}")
+        return SCHEDULES[name]
+
+    def virtual_stages(self, num_layers: int) -> int:
+        """Stages per pipeline rank, as AutoModel's calculate_virtual_stages sizes them."""
+        r, pp = self.reads, self.reads.int("distributed.pp_size", 1)
+        if self.schedule != "interleaved":  # DualPipeV's two stages a rank are its schedule's own
+            return 1
+        per_stage = r.get("autopipeline.layers_per_stage")
+        if per_stage is None:
+            return 2
+        stages = math.ceil(num_layers / r.int("autopipeline.layers_per_stage"))
+        rounding = r.word("autopipeline.round_virtual_stages_to_pp_multiple", "")
+        if stages % pp:
+            if rounding not in ("up", "down"):
+                rule = f"{stages} stages ({num_layers} layers / {per_stage}) must be a multiple of pp {pp}"
+                raise ConfigError("automodel.autopipeline.layers_per_stage", f"{rule}, or set round_...: up or down")
+            stages += pp - stages % pp if rounding == "up" else -(stages % pp)
+        if stages < pp or stages > num_layers:
+            raise ConfigError("automodel.autopipeline.layers_per_stage", f"{stages} stages for {num_layers} layers")
+        return stages // pp
+
+    def megatron_args(self, num_layers: int, gated: bool, tied: bool, gpus: int) -> tuple[str, tuple[str, ...]]:
+        """The Megatron-LM flags of this job on ``gpus`` GPUs for a model of ``num_layers`` layers (``gated``: a
+        SwiGLU MLP; ``tied``: the head tied to the embedding), and the notes on what is simulated otherwise."""
+        r, notes = self.reads, []
+        tp, cp, pp = (r.int(f"distributed.{k}_size", 1) for k in ("tp", "cp", "pp"))
+        ep, replicas = r.int("distributed.ep_size", 1), r.int("distributed.dp_replicate_size", 1)
+        if gpus % (tp * cp * pp):
+            raise ConfigError("automodel.distributed", f"tp x cp x pp = {tp * cp * pp} does not divide {gpus} GPUs")
+        dp = gpus // (tp * cp * pp)
+        batch, local = r.int("step_scheduler.global_batch_size"), r.int("step_scheduler.local_batch_size")
+        if batch % (dp * local):
+            rule = f"must be a multiple of {dp} data-parallel ranks x local_batch_size {local}"
+            raise ConfigError("automodel.step_scheduler.global_batch_size", f"{batch} {rule}")
+        micro = r.int("autopipeline.pp_microbatch_size", 1) if pp > 1 else local
+        if pp > 1 and batch > dp * local:
+            notes.append(
+                f"AutoModel runs the step's {batch} sequences as {batch // (dp * local)} pipeline flushes of {dp * local}"
+                f" (pp_batch_size = local_batch_size {local}): simulated as one flush, whose tokens/s per GPU are the step's"
+            )
+            batch = dp * local
+        flags = [
+            f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp} --context-parallel-size {cp}",
+            f"--expert-model-parallel-size {ep} --micro-batch-size {micro} --global-batch-size {batch}",
+            f"--seq-length {r.int('dataset.seq_len', r.get('dataset.seq_length'))} --bf16",
+        ]
+        flags += ["--sequence-parallel"] if tp > 1 and r.bool("distributed.sequence_parallel") else []
+        if (vp := self.virtual_stages(num_layers)) > 1:
+            flags.append(f"--pipeline-model-parallel-layout {_stage_layout(num_layers, pp * vp)}")
+        flags += _data_parallel(r.word("distributed._target_", FSDP2).rpartition(".")[2], replicas, notes)
+        flags += ["--swiglu"] if gated else []
+        flags += [] if tied else ["--untie-embeddings-and-output-weights"]
+        flags += ["--mtp-num-layers 0"]  # AutoModel's models train no MTP module
+        if r.bool("parallelizer.activation_checkpointing"):
+            flags.append("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
+        flags += _moe(r, notes)
+        recipe = r.get("model.backend.te_fp8.recipe", r.get("model.backend.te_fp8"))
+        if recipe is not None:
+            if recipe not in FP8_RECIPES:
+                raise ConfigError("automodel.model.backend.te_fp8.recipe", f"{short_repr(recipe)}: block or current")
+            flags.append(FP8_RECIPES[recipe])
+        if r.word("model.backend.attn", "te") == "sdpa":
+            flags.append("--attention-backend flash")  # PyTorch SDPA's FlashAttention-2 kernels
+        return " ".join(flags), tuple(notes)
+
+
+def _stage_layout(num_layers: int, stages: int) -> str:
+    """AutoModel's split of the layers over its stages (functional.py generate_hf_model_fqn_per_model_part: each stage
+    num_layers // stages layers, the first num_layers % stages one more; the embedding on the first, the head on the
+    last) as Megatron's --pipeline-model-parallel-layout, stages in model order."""
+    base, extra = divmod(num_layers, stages)
+    blocks = ["t" * (base + (stage < extra)) for stage in range(stages)]
+    return "'" + "|".join(["E" + blocks[0], *blocks[1:-1], blocks[-1] + "L"]) + "'"
+
+
+def _data_parallel(manager: str, replicas: int, notes: list[str]) -> list[str]:
+    """FSDP2 (HSDP across dp_replicate_size replicas) as Megatron FSDP; DDP as Megatron's DDP."""
+    if manager == DDP:
+        return []
+    if manager != FSDP2:
+        raise ConfigError("automodel.distributed._target_", f"{manager!r}: moesim reads {FSDP2} and {DDP}")
+    notes.append(
+        "FSDP2 simulated as Megatron FSDP sharding optimizer state, gradients and weights (optim_grads_params)"
+    )
+    flags = ["--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"]
+    if replicas > 1:
+        flags.append(f"--num-distributed-optimizer-instances {replicas} --outer-dp-sharding-strategy no_shard")
+    return flags
+
+
+def _moe(r: _Reads, notes: list[str]) -> list[str]:
+    """The MoE layer's dispatcher and experts: DeepEP (enable_deepep, or dispatcher deepep) with grouped GEMMs, else
+    the all-gather / reduce-scatter experts; TE or grouped_gemm experts as grouped GEMMs, torch's one expert at a time."""
+    deepep = r.bool("model.backend.enable_deepep") or r.word("model.backend.dispatcher", "") == "deepep"
+    experts = r.word("model.backend.experts", "gmm" if deepep else "torch")
+    flags = ["--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep"] if deepep else []
+    if not deepep:
+        flags.append("--moe-token-dispatcher-type allgather")
+        notes.append("experts without DeepEP simulated as Megatron's allgather dispatcher (all-gather, reduce-scatter)")
+    flags += ["--moe-grouped-gemm"] if experts in ("te", "gmm") else []
+    return [*flags, "--moe-permute-fusion --moe-router-fusion"]
+
+
+def read_automodel(path: str | Path) -> AutoModelRecipe:
+    """The recipe at ``path``: the model it names (its hub id or config path) and its node count, if given."""
+    reads = _Reads(read_yaml("automodel", path), str(path)[:200])
+    model = reads.get("model.config.pretrained_model_name_or_path", reads.get("model.pretrained_model_name_or_path"))
+    if not isinstance(model, str) or not model:
+        raise ConfigError("automodel.model", "must name model.config.pretrained_model_name_or_path")
+    nodes = reads.int("benchmark.num_nodes") if reads.get("benchmark.num_nodes") is not None else None
+    reads.word("distributed._target_", FSDP2)  # a string, checked before any simulation
+    return AutoModelRecipe(model, nodes, reads)
