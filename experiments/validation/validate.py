@@ -240,7 +240,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object: cases and mape")
     parser.add_argument("--cases", default=str(CASES_DIR), help="a case file or a folder of them (default: corpus)")
     parser.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case; repeatable")
-    parser.add_argument("--out", default="results", help="output folder (default results/)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default results/ for the whole corpus; a --case or --cases subset writes only with --out)",
+    )
     parser.add_argument("--jobs", type=integer(1), default=None, help="local worker processes (default: one per CPU)")
     parser.add_argument(
         "--breakdown",
@@ -259,9 +263,14 @@ def main(args: argparse.Namespace) -> None:
     """Run the cases, print the table (or JSON) and write the CSV, the plot and the REPRODUCTION.md section."""
     from experiments.common.results_md import update_section
 
-    out = check_output_dir("out", args.out)  # before any case runs
+    subset = bool(args.case) or Path(args.cases).resolve() != CASES_DIR.resolve()
+    # the corpus's table in results/ is what `moesim run` bands its predictions with: a subset does not replace it
+    out = check_output_dir("out", args.out or "results") if args.out or not subset else None  # before any case runs
     results = run_cases(load_cases(args.cases, args.case), jobs=args.jobs)
-    update_section(out, "validation", write_outputs(results, out))
+    if out is not None:
+        update_section(out, "validation", write_outputs(results, out))
+    else:
+        print("moesim: a subset of the corpus: results/ left as it is (--out DIR writes its table)", file=sys.stderr)
     hosts = _host_rows(results, args.jobs) if args.host else {}
     if args.json:
         summary = to_json(results)

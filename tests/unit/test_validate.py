@@ -385,3 +385,13 @@ def test_breakdown_says_where_a_miss_goes(tmp_path: Path, capsys: pytest.Capture
     assert len(lines) == 1 and lines[0].startswith("bridge-llama-3.1-70b-h100-0064 (")
     assert "; at residual 1 (stage " in lines[0] and "the lightest stage" in lines[0]
     assert lines[0].split(": Where one micro-batch")[1] in (tmp_path / "REPRODUCTION.md").read_text()
+
+
+def test_a_subset_leaves_the_corpus_table_alone(tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture) -> None:
+    """`moesim validate --case X` without --out writes nothing: results/validation.csv is the whole corpus's table,
+    which `moesim run`'s error band reads (a one-case table there would band every prediction by one run)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "--case", "paper-t3-megatron-lm-0480", "--jobs", "1"]) == 0
+    assert not (tmp_path / "results").exists() and "results/ left as it is" in capsys.readouterr().err
+    assert main(["validate", "--case", "paper-t3-megatron-lm-0480", "--jobs", "1", "--out", "mine"]) == 0
+    assert (tmp_path / "mine" / "validation.csv").read_text().count("\n") == 2  # the header and the case
