@@ -350,7 +350,8 @@ def _run(args: argparse.Namespace) -> None:
 
             model = args.model
             dropout = (model.hidden_dropout, model.attention_dropout)
-            line = understood(layout, cluster.num_gpus, cluster.gpu.name, model.num_experts > 0, dropout)
+            fp16 = bool(job and job.args.get("--fp16"))
+            line = understood(layout, cluster.num_gpus, cluster.gpu.name, model.num_experts > 0, dropout, fp16)
             print(f"  understood       {line}")
             print(f"  memory terms     {memory_terms(report.memory_gib)} (peak stage)")
             print(f"  ignored          {ignored_line(megatron.ignored)}")

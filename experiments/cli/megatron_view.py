@@ -41,10 +41,11 @@ def _optimizer(layout: LayoutSpec) -> str:
     return words
 
 
-def _precision(layout: LayoutSpec) -> str:
-    """The GEMM precision, with the layers and modules kept out of the recipe."""
+def _precision(layout: LayoutSpec, fp16: bool = False) -> str:
+    """The GEMM precision, with the layers and modules kept out of the recipe (``fp16``: an --fp16 job, whose
+    16-bit GEMMs run at BF16's speed)."""
     if layout.gemm_dtype != "fp8":
-        return layout.gemm_dtype.upper()
+        return "FP16" if fp16 else layout.gemm_dtype.upper()
     exceptions = [f"first {layout.bf16_first_layers} layers BF16"] if layout.bf16_first_layers else []
     exceptions += [f"last {layout.bf16_last_layers} layers BF16"] if layout.bf16_last_layers else []
     exceptions += [f"{len(layout.module_precisions)} module rules"] if layout.module_precisions else []
@@ -52,17 +53,23 @@ def _precision(layout: LayoutSpec) -> str:
 
 
 def understood(
-    layout: LayoutSpec, num_gpus: int, gpu_name: str, experts: bool = True, dropout: tuple[float, float] = (0.0, 0.0)
+    layout: LayoutSpec,
+    num_gpus: int,
+    gpu_name: str,
+    experts: bool = True,
+    dropout: tuple[float, float] = (0.0, 0.0),
+    fp16: bool = False,
 ) -> str:
     """The parallel layout and options as Megatron names them, as moesim read them (``experts``: the model has any;
     a dense model's EP and ETP mean nothing; ``dropout``: the model's hidden and attention dropout, named where
-    either is on, since Megatron-LM defaults both to 0.1 where the flags alone give the model)."""
+    either is on, since Megatron-LM defaults both to 0.1 where the flags alone give the model; ``fp16``: an --fp16
+    job)."""
     tp = layout.intra_size if layout.attention == "tp" else 1
     degrees = [f"TP {tp}" + (" (SP)" if layout.sequence_parallel and tp > 1 else "")]
     degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}"] if experts else ["no experts"]
     degrees += [f"CP {layout.cp}", f"PP {layout.pp}"]
     degrees += [f"VP {layout.virtual_stages}", f"DP {data_parallel(layout, num_gpus)}"]
-    precision = _precision(layout)
+    precision = _precision(layout, fp16)
     return "; ".join(
         [
             ", ".join(degrees),

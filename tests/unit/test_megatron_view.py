@@ -34,6 +34,8 @@ def test_understood_names_megatron_s_degrees_and_options() -> None:
     assert "; BF16; --hidden-dropout 0.1 --attention-dropout 0; 240 x h800" in understood(
         layout, 240, "h800", True, (0.1, 0)
     )
+    # an --fp16 job: its 16-bit GEMMs are timed as BF16's, and said as the job gave them
+    assert "; FP16; 240 x h800" in understood(layout, 240, "h800", fp16=True)
 
 
 def test_memory_terms_of_the_peak_stage_and_ignored_in_one_line() -> None:
