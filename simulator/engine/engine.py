@@ -133,12 +133,16 @@ class Engine:
         NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
         op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
         the process would have started: the same instant, and the same step results (tests/scenarios/test_pipeline.py)."""
-        nbytes, env, placement = self._pp_bytes, self.env, self.placement
+        nbytes, env, placement, split = self._pp_bytes, self.env, self.placement, self.workload.pp_split
 
         def leave(_event: simpy.Event) -> None:
             start = env.now
-            landed = placement.transfer(placement.pp_links(src, dst), nbytes)
-            landed.callbacks.append(lambda _e: land(start))
+            landed = placement.transfer(placement.pp_links(src, dst), nbytes / split)
+            landed.callbacks.append(lambda _e: land(start) if split == 1 else gather(start))
+
+        def gather(start: float) -> None:  # a split send's all-gather on the receivers' NVLink ring (SC21 Sec. 4.1)
+            gathered = placement.transfer(placement.tp_ring_links(dst), nbytes * (split - 1) / split)
+            gathered.callbacks.append(lambda _e: land(start))
 
         def land(start: float) -> None:
             for probe in self.probes:

@@ -97,6 +97,10 @@ class Placement:
         """Links a PP send from ``src`` to ``dst`` loads."""
         raise NotImplementedError
 
+    def tp_ring_links(self, place: Place) -> tuple:
+        """Links ``place``'s hop of a ring over its TP group loads (a split PP send's all-gather)."""
+        raise NotImplementedError
+
     def dp_links(self, place: Place) -> tuple:
         """Links ``place``'s DP parameter gathers and gradient reductions load (inside its DP instance)."""
         raise NotImplementedError
@@ -261,6 +265,10 @@ class FoldedPlacement(Placement):
                 else self._cross_node_links(a, b, src.stage, dst.stage, "pp", cls, cls)
             )
         return self._pp_routes[route]
+
+    def tp_ring_links(self, place: Place) -> tuple:
+        # the representative's NVLink egress and ingress on the NIC network, as a PP send inside a node takes them
+        return _at("nvl_out", place.stage, place.replica), _at("nvl_in", place.stage, place.replica)
 
     def dp_links(self, place: Place) -> tuple:
         """Where the ring (over the first DP instance: all alike) stays in the representative's scale-up domain,

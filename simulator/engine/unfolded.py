@@ -42,7 +42,7 @@ import simpy
 
 from simulator.engine.faults import Faults, fault_path
 from simulator.engine.placement import DpBucket, Placement
-from simulator.engine.ranks import Place, group_kind
+from simulator.engine.ranks import TP, Place, group_kind
 from simulator.streams.network import FluidNetwork
 from simulator.streams.tasks import run_task
 from topologies.cluster import ClusterSpec, build_cluster
@@ -131,6 +131,8 @@ class UnfoldedPlacement(Placement):
             for stage in {place.stage - 1, place.stage + 1, 0, w.pp - 1} - {place.stage}:  # 1F1B, interleaved, DualPipe
                 if 0 <= stage < w.pp:
                     self.pp_links(place, place.at_stage(stage))
+            if w.pp_split > 1:
+                self.tp_ring_links(place)
             self.dp_links(place)
             if self.ranks.instances > 1:
                 self.dp_outer_links(place)
@@ -200,6 +202,10 @@ class UnfoldedPlacement(Placement):
 
     def pp_links(self, src: Place, dst: Place) -> tuple:
         return self._route(self._gpu[src], self._gpu[dst])
+
+    def tp_ring_links(self, place: Place) -> tuple:
+        group = self.ranks.members(place, TP)
+        return self._route(self._gpu[place], self._gpu[group[(group.index(place) + 1) % len(group)]])
 
     def dp_links(self, place: Place) -> tuple:
         return self._route(self._gpu[place], self._gpu[self.ranks.dp_successor(place)])

@@ -143,6 +143,26 @@ FEATURES = [
         None,
         None,
     ),
+    # ... with 2021-22 Megatron-LM's split PP sends: a quarter of each over the NIC, then the receivers' NVLink all-gather
+    (
+        "tp-no-sp-scatter-gather",
+        TINY_DENSE,
+        16,
+        4,
+        8,
+        {
+            "attention": "tp",
+            "ffn": "tp",
+            "intra_size": 4,
+            "recompute": "none",
+            **TE_TP,
+            **NO_SP_ASYNC,
+            "pp_scatter_gather": True,
+        },
+        None,
+        None,
+        None,
+    ),
     ("ep-node-limited", TINY16, 32, 4, 8, {"intra_size": 4, "ep": 16, "ep_max_nodes": 2}, None, None, None),
     # LoRA on a MoE model with cross-node EP: the routed experts' shared adapters reduced over expert DP
     ("lora-moe", TINY, 16, 4, 8, {"intra_size": 4, "ep": 8, "peft": "lora"}, None, None, None),

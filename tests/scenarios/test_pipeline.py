@@ -157,6 +157,36 @@ def test_two_stage_pipeline_pp_send() -> None:
     assert result.network_bytes[("nic_out", 1)] == result.network_bytes[("nic_in", 0)] == 2_097_152
 
 
+def test_a_split_pp_send_crosses_the_nic_in_eighths_then_is_gathered_on_nvlink() -> None:
+    """2021-22 Megatron-LM's scatter/gather (LayoutSpec.pp_scatter_gather, SC21 Sec. 4.1): TP 8 without sequence
+    parallelism sends the whole [b, s, h] = 1 x 4096 x 2048 x 2 B = 16,777,216 B from every TP rank; split, each sends
+    an eighth over its NIC (2,097,152 B at 50 GB/s = 41.94304 us) and the receivers all-gather the other seven eighths
+    on NVLink (14,680,064 B at the GPU's NVLink rate). The tasks are the same either way, so the step (two sends on
+    its critical path, test_two_stage_pipeline_pp_send) moves by exactly twice the difference of the two sends."""
+    dense = TINY.with_(name="equal-dense", num_experts=0, top_k=0, expert_ffn_size=0, dense_ffn_size=4096)
+    runs = {}
+    for split in (False, True):
+        workload, cluster = _workload(
+            dense, pp=2, dp=1, micro_batches=1, nic_bandwidth_Bps=50e9, nic_efficiency=1.0, nic_latency_s=5e-6
+        )
+        changes = {
+            "attention": "tp",
+            "ffn": "tp",
+            "recompute": "none",
+            "inter_op_overlap": False,
+            "intra_op_overlap": False,
+        }
+        layout = workload.layout.with_(**changes, sequence_parallel=False, pp_scatter_gather=split)
+        workload = StepWorkload(dense, layout, cluster.num_gpus, 8, 1, SEQ_LEN)
+        assert (workload.pp_bytes_per_gpu, workload.pp_split) == (16_777_216, 8 if split else 1)
+        runs[split] = Engine(workload, cluster, CAL).run()
+    whole_s = 16_777_216 / 50e9
+    split_s = 2_097_152 / 50e9 + 14_680_064 / cluster.gpu.nvlink_bandwidth_Bps
+    assert runs[True].step_time_s - runs[False].step_time_s == pytest.approx(2 * (split_s - whole_s), rel=1e-9)
+    assert runs[True].network_bytes[("nic_out", 0)] == 2_097_152  # an eighth of the activation left stage 0's NIC
+    assert runs[True].network_bytes[("nvl_out", 1)] == 14_680_064  # the rest of it gathered on stage 1's NVLink
+
+
 def test_two_stage_pipeline_sends_as_the_probes_see_them() -> None:
     """test_two_stage_pipeline_pp_send's two sends, told to a TransferLog (engine._send's callbacks): the
     activation leaves stage 0 one NIC latency (5 us) after F(0) ends and lands 41.94304 us later; the gradient

@@ -93,3 +93,18 @@ def test_megatron_deepspeed_zero_stages_and_vocabulary_padding() -> None:
 def test_megatron_deepspeed_runs_its_own_attention_unless_told_flash() -> None:
     assert _fields("--deepspeed --zero-stage 1 --bf16")["attention_backend"] == "unfused"
     assert _fields("--deepspeed --zero-stage 1 --bf16 --use-flash-attn-v2")["attention_backend"] == ""
+
+
+def test_a_legacy_job_splits_its_pp_sends_over_its_tp_ranks() -> None:
+    """2021-22 Megatron-LM (and DeepSpeed's pipeline) split each PP send of a TP layer over the TP ranks unless told
+    --no-scatter-gather-tensors-in-pipeline; today's Megatron-Core sends whole tensors, the flag unused."""
+    sc21 = "--checkpoint-activations --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4"
+    job = parse_megatron_args(sc21)
+    assert job.layout_fields["pp_scatter_gather"] and any("SC21 Sec. 4.1" in note for note in job.notes)
+    off = parse_megatron_args(sc21 + " --no-scatter-gather-tensors-in-pipeline")
+    assert not off.layout_fields["pp_scatter_gather"] and not any("SC21 Sec. 4.1" in n for n in off.notes)
+    assert "--no-scatter-gather-tensors-in-pipeline" not in {arg.flag for arg in off.ignored}
+    modern = parse_megatron_args("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4")
+    assert not modern.layout_fields["pp_scatter_gather"] and modern.ignored == ()
+    # with sequence parallelism the send is already each rank's share: flagged, but no split (StepWorkload.pp_split)
+    assert not any("SC21" in n for n in parse_megatron_args(sc21 + " --sequence-parallel").notes)

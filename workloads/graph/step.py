@@ -108,6 +108,12 @@ class StepWorkload:
         local = self.layout.micro_batch * self.seq_len // (self.layout.sequence_shards * self.layout.cp)
         return local * self.model.hidden_size * BYTES_BF16
 
+    @property
+    def pp_split(self) -> int:
+        """TP ranks each PP send is split over (LayoutSpec.pp_scatter_gather: n without sequence parallelism), else 1."""
+        layout = self.layout
+        return layout.intra_size if layout.pp_scatter_gather and not layout.sequence_parallel else 1
+
     # --- pipeline ------------------------------------------------------------------------------------
     @cached_property
     def schedule(self) -> Schedule:

@@ -181,6 +181,7 @@ def _parallel(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
         "tp_comm_overlap": bool(args.get("--tp-comm-overlap")),
         # without userbuffers Megatron-Core's TP layers still overlap their backward re-gather and reduce-scatter
         "tp_async_backward": tp > 1,
+        "pp_scatter_gather": tp > 1 and not args.get("--no-scatter-gather-tensors-in-pipeline"),  # megatron_legacy
     }
 
 

@@ -267,6 +267,8 @@ LEGACY_FLAGS: dict[str, Flag] = {
     "--zero-stage": Flag(I),
     "--pad-vocab-size-to": Flag(I),
     "--pp-partition-method": Flag(T),
+    # today's Megatron-LM still parses it, unused: its p2p communication no longer splits sends
+    "--no-scatter-gather-tensors-in-pipeline": Flag(S),
 }
 READ_FLAGS = {**FLAGS, **LEGACY_FLAGS}
 

@@ -29,6 +29,10 @@ compute) and with another gradient all-reduce. Each rewrite leaves a note saying
   DeepSpeed's pipeline refuses beside PP. ``--pad-vocab-size-to N`` pads the vocabulary to N exactly;
   ``--pp-partition-method type:transformer|embedding`` counts the first and last stages' embeddings as layers of the
   split (BLOOM's README: "pp rank 0: [embed | 5 transformer blocks] ... pp rank 11: [5 transformer blocks | embed]").
+- PP sends: that Megatron-LM split each send of a TP layer without sequence parallelism over the TP ranks, which send
+  1/t each and all-gather it on the receiving node (SC21 Sec. 4.1; 6985e589 megatron/p2p_communication.py, on unless
+  ``--no-scatter-gather-tensors-in-pipeline``), and DeepSpeed's pipeline partitions its sends alike (PipelineEngine
+  ``is_pipe_partitioned`` under model parallelism); today's Megatron-Core sends the whole tensor from every rank.
 """
 
 from __future__ import annotations
@@ -50,7 +54,20 @@ def modernized(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     _ddp_impl(args, notes)
     _attention(args, notes, legacy)
     _deepspeed(args, notes)
+    _scatter_gather(args, notes, legacy)
     return args
+
+
+def _scatter_gather(args: dict[str, Any], notes: list[str], legacy: bool) -> None:
+    """A legacy job's PP sends split over its TP ranks (above); today's never (the flag set, as it reads)."""
+    split = legacy and not args.get("--no-scatter-gather-tensors-in-pipeline")
+    args["--no-scatter-gather-tensors-in-pipeline"] = not split
+    tp, pp = args.get("--tensor-model-parallel-size", 1), args.get("--pipeline-model-parallel-size", 1)
+    if split and tp > 1 and pp > 1 and not args.get("--sequence-parallel"):
+        notes.append(
+            f"PP sends split over the {tp} TP ranks and all-gathered on the receiving node's NVLink (2021-22 Megatron-LM"
+            " and DeepSpeed's pipeline; SC21 Sec. 4.1; --no-scatter-gather-tensors-in-pipeline turns it off)"
+        )
 
 
 def _attention(args: dict[str, Any], notes: list[str], legacy: bool) -> None:

@@ -257,6 +257,10 @@ class LayoutSpec:
     # refuses TP without sequence parallelism in training (megatron/core/transformer/moe/moe_layer.py at
     # d98e8a64dd). Ulysses SP (attention "sp") shards the sequence either way.
     sequence_parallel: bool = True
+    # Megatron-LM 2021-22 and DeepSpeed's pipeline split each PP send of a TP layer without sequence parallelism over
+    # the TP ranks, which send 1/n each and all-gather it on the receiving node's NVLink (SC21 Sec. 4.1,
+    # megatron/p2p_communication.py scatter_gather_tensors_in_pipeline; DeepSpeed PipelineEngine pipe_partitioned)
+    pp_scatter_gather: bool = False
     # The MoE layer's token dispatcher (workloads/dispatchers/registry.py): "megascale" MegaScale-MoE's own
     # (in-node all-to-all or AG/RS above a2a_topk_threshold, DeepEP-style across nodes), or Megatron-Core's
     # --moe-token-dispatcher-type: "alltoall", "allgather", "flex-deepep", "flex-hybridep". Each issues its own
