@@ -76,6 +76,8 @@ def test_backends_map_to_megatron_flags(tmp_path: Path) -> None:
     assert notes == (
         "experts without DeepEP simulated as Megatron's allgather dispatcher (all-gather, reduce-scatter)",
     )
+    dense, _ = read_automodel(DSV3).megatron_args(80, True, False, 256, experts=False)  # a dense model: no MoE flags
+    assert "--moe-" not in dense and "--expert-model-parallel-size" not in dense
     hsdp = read_automodel(_recipe(tmp_path, distributed={"dp_replicate_size": 2})).megatron_args(61, True, False, 256)
     assert "--num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy no_shard" in hsdp[0]
 

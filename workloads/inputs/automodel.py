@@ -104,15 +104,19 @@ class AutoModelRecipe:
         if stages % pp:
             if rounding not in ("up", "down"):
                 rule = f"{stages} stages ({num_layers} layers / {per_stage}) must be a multiple of pp {pp}"
-                raise ConfigError("automodel.autopipeline.layers_per_stage", f"{rule}, or set round_...: up or down")
+                fix = "or set autopipeline.round_virtual_stages_to_pp_multiple to up or down"
+                raise ConfigError("automodel.autopipeline.layers_per_stage", f"{rule}; {fix}")
             stages += pp - stages % pp if rounding == "up" else -(stages % pp)
         if stages < pp or stages > num_layers:
             raise ConfigError("automodel.autopipeline.layers_per_stage", f"{stages} stages for {num_layers} layers")
         return stages // pp
 
-    def megatron_args(self, num_layers: int, gated: bool, tied: bool, gpus: int) -> tuple[str, tuple[str, ...]]:
+    def megatron_args(
+        self, num_layers: int, gated: bool, tied: bool, gpus: int, experts: bool = True
+    ) -> tuple[str, tuple[str, ...]]:
         """The Megatron-LM flags of this job on ``gpus`` GPUs for a model of ``num_layers`` layers (``gated``: a
-        SwiGLU MLP; ``tied``: the head tied to the embedding), and the notes on what is simulated otherwise."""
+        SwiGLU MLP; ``tied``: the head tied to the embedding; ``experts``: an MoE model), and the notes on what is
+        simulated otherwise."""
         r, notes = self.reads, []
         tp, cp, pp = (r.int(f"distributed.{k}_size", 1) for k in ("tp", "cp", "pp"))
         ep, replicas = r.int("distributed.ep_size", 1), r.int("distributed.dp_replicate_size", 1)
@@ -132,7 +136,7 @@ class AutoModelRecipe:
             batch = dp * local
         flags = [
             f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp} --context-parallel-size {cp}",
-            f"--expert-model-parallel-size {ep} --micro-batch-size {micro} --global-batch-size {batch}",
+            f"--micro-batch-size {micro} --global-batch-size {batch}",
             f"--seq-length {r.int('dataset.seq_len', r.get('dataset.seq_length'))} --bf16",
         ]
         flags += ["--sequence-parallel"] if tp > 1 and r.bool("distributed.sequence_parallel") else []
@@ -144,7 +148,7 @@ class AutoModelRecipe:
         flags += ["--mtp-num-layers 0"]  # AutoModel's models train no MTP module
         if r.bool("parallelizer.activation_checkpointing"):
             flags.append("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
-        flags += _moe(r, notes)
+        flags += [f"--expert-model-parallel-size {ep}", *_moe(r, notes)] if experts else []
         recipe = r.get("model.backend.te_fp8.recipe", r.get("model.backend.te_fp8"))
         if recipe is not None:
             if recipe not in FP8_RECIPES:
