@@ -10,6 +10,7 @@ try:  # the command's modules take about a second to load: a Ctrl-C meanwhile is
     import json
     from collections.abc import Callable
     from contextlib import nullcontext
+    from pathlib import Path
     from typing import TYPE_CHECKING
 
     from experiments.cli import run_outputs
@@ -294,7 +295,8 @@ def _run(args: argparse.Namespace) -> None:
 
         job = parse_megatron_args(args.megatron_args)
         args, megatron = _megatron(args, job, cluster.num_gpus)
-        megatron = megatron._replace(notes=(*notes, *megatron.notes))
+        named = megatron.layout.with_(name=Path(args.automodel).stem) if args.automodel else megatron.layout
+        megatron = megatron._replace(layout=named, notes=(*notes, *megatron.notes))
     base = megatron.layout if megatron else load_layout(args.layout or "megascale-moe")
     layout = _layout(args, base)
     args.global_batch = DEFAULT_GLOBAL_BATCH if args.global_batch is None else args.global_batch
