@@ -23,11 +23,12 @@ from topologies.cluster import CLUSTER_PRESETS, ClusterSpec
 from topologies.errors import ConfigError
 from topologies.hardware import GPU_PRESETS
 from workloads.graph.step import StepWorkload
+from workloads.inputs.automodel import automodel_from_dict
 from workloads.inputs.huggingface.config import load_hf_config, model_from_hf_dict
 from workloads.inputs.megatron import parse_megatron_args
 from workloads.inputs.megatron_args import FLAGS as MEGATRON_FLAG_TABLE
 from workloads.inputs.megatron_args import Kind
-from workloads.inputs.yaml_files import layout_from_dict, model_from_dict, parse_yaml
+from workloads.inputs.yaml_files import layout_from_dict, load_model, model_from_dict, parse_yaml
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
 from workloads.specs.models import MODEL_PRESETS, ModelSpec
 
@@ -122,6 +123,25 @@ def test_fuzz_cluster_dicts(data: object, gpus: int) -> None:
 HF_CONFIGS = [json.loads(path.read_text()) for path in sorted(HF_FOLDER.glob("*.json"))]
 HF_KEYS = sorted({key for config in HF_CONFIGS for key in config})
 HF_DICTS = st.one_of([mutated(config, HF_KEYS) for config in HF_CONFIGS])
+# each shipped AutoModel recipe with its model and GPU count (its benchmark.num_nodes, else one node of 8)
+AUTOMODEL_RECIPES = [
+    (yaml.safe_load((HF_FOLDER.parent / "automodel" / name).read_text()), load_model(model), gpus)
+    for name, model, gpus in (
+        ("deepseek_v3_te_deepep.yaml", "deepseek-v3", 256),
+        ("qwen3_moe_30b_te_deepep.yaml", "qwen3-30b-a3b", 8),
+    )
+]
+
+
+def _automodel_layout(data: object, model: ModelSpec, gpus: int) -> LayoutSpec:
+    """The layout an AutoModel recipe mapping's Megatron flags resolve to: the translation always gives a job
+    Megatron's reader takes, or one ConfigError."""
+    if not isinstance(data, dict):
+        raise ConfigError("automodel", "must be a mapping")
+    recipe = automodel_from_dict(data, "grid")
+    flags, _ = recipe.megatron_args(model.num_layers, model.gated_ffn, model.tied_embeddings, gpus)
+    _ = recipe.schedule, recipe.fake_balanced_gate
+    return parse_megatron_args(flags).resolve(model, None, gpus).layout
 
 
 @FAST
@@ -170,6 +190,23 @@ GRIDS = {  # target: (what builds a spec, the grid; built when its test runs, no
     "hf_config": (
         lambda data: model_from_hf_dict(data, "grid"),
         lambda: [d for config in HF_CONFIGS for d in single_changes(config, HF_KEYS)],
+    ),
+    # an AutoModel recipe with one section, or one key of one section, changed: flags or one ConfigError
+    "automodel": (
+        lambda item: _automodel_layout(*item),
+        lambda: [
+            (d, model, gpus)
+            for recipe, model, gpus in AUTOMODEL_RECIPES
+            for d in [
+                *single_changes(recipe, sorted(recipe)),
+                *(
+                    {**recipe, section: changed}
+                    for section in sorted(recipe)
+                    if isinstance(recipe[section], dict)
+                    for changed in single_changes(recipe[section], sorted(recipe[section]))
+                ),
+            ]
+        ],
     ),
 }
 

@@ -198,7 +198,12 @@ def _moe(r: _Reads, notes: list[str]) -> list[str]:
 
 def read_automodel(path: str | Path) -> AutoModelRecipe:
     """The recipe at ``path``: the model it names (its hub id or config path) and its node count, if given."""
-    reads = _Reads(read_yaml("automodel", path), str(path)[:200])
+    return automodel_from_dict(read_yaml("automodel", path), str(path)[:200])
+
+
+def automodel_from_dict(data: dict, origin: str) -> AutoModelRecipe:
+    """The recipe of a parsed AutoModel YAML mapping (``origin`` names it in errors)."""
+    reads = _Reads(data, origin)
     model = reads.get("model.config.pretrained_model_name_or_path", reads.get("model.pretrained_model_name_or_path"))
     if not isinstance(model, str) or not model:
         raise ConfigError("automodel.model", "must name model.config.pretrained_model_name_or_path")
