@@ -129,10 +129,15 @@ FAMILIES: dict[str, Family] = {
     ),
     # Gemma2Config: sliding windows of 4,096 on the even layers (layer_types where the file gives them)
     "gemma2": Family(defaults={**_GEMMA_DEFAULTS, "vocab_size": 256000, "sliding_window": 4096}, gated=True),
-    # Gemma3TextConfig: every sliding_window_pattern-th layer global, the others windowed; q / k RMSNorms
+    # Gemma3TextConfig: every sliding_window_pattern-th layer global, the others windowed; q / k RMSNorms. A multimodal
+    # config writes its text_config as a diff against these defaults (PretrainedConfig.to_diff_dict), so all are given
     "gemma3_text": Family(
         defaults={
             **_GEMMA_DEFAULTS,
+            "hidden_size": 2304,
+            "intermediate_size": 9216,
+            "num_hidden_layers": 26,
+            "num_attention_heads": 8,
             "vocab_size": 262208,
             "rope_theta": 1_000_000.0,
             "sliding_window": 4096,
