@@ -29,7 +29,7 @@ def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[
     model = load_model(args.model or _model_source(recipe.model))
     gpus = args.gpus or (recipe.nodes or 1) * load_cluster(args.cluster, 8).gpus_per_node
     flags, notes = recipe.megatron_args(
-        model.num_layers, model.gated_ffn, model.tied_embeddings, gpus, model.num_experts > 0
+        model.num_layers, model.gated_ffn, model.tied_embeddings, gpus, model.num_experts > 0, args.seq_len
     )
     sets = list(args.set or []) + ([f"schedule={recipe.schedule}"] if recipe.schedule == "dualpipev" else [])
     routing = args.routing or ("consecutive" if recipe.fake_balanced_gate else None)

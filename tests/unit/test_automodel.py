@@ -82,6 +82,16 @@ def test_backends_map_to_megatron_flags(tmp_path: Path) -> None:
     assert "--num-distributed-optimizer-instances 2 --outer-dp-sharding-strategy no_shard" in hsdp[0]
 
 
+def test_a_recipe_without_a_sequence_length_takes_the_command_line_s(tmp_path: Path) -> None:
+    data = yaml.safe_load(DSV3.read_text())
+    del data["dataset"]
+    (tmp_path / "finetune.yaml").write_text(yaml.safe_dump(data))
+    recipe = read_automodel(tmp_path / "finetune.yaml")
+    with pytest.raises(ConfigError, match="dataset.seq_len: missing in .*; give --seq-len"):
+        recipe.megatron_args(61, True, False, 256)
+    assert "--seq-length 2048 " in recipe.megatron_args(61, True, False, 256, seq_len=2048)[0]
+
+
 def test_refusals_name_the_recipe_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ConfigError, match="pp_schedule.*'gpipe' is not simulated"):
         _ = read_automodel(_recipe(tmp_path, autopipeline={"pp_schedule": "GPipe"})).schedule

@@ -91,6 +91,13 @@ class AutoModelRecipe:
             raise ConfigError("automodel.autopipeline.pp_schedule", f"{name!r} is not simulated; moesim runs {known}")
         return SCHEDULES[name]
 
+    def _seq_len(self, given: int | None) -> int:
+        """dataset.seq_len (or seq_length), else ``given`` (moesim run --seq-len)."""
+        found = self.reads.get("dataset.seq_len", self.reads.get("dataset.seq_length"))
+        if found is None and given is None:
+            raise ConfigError("automodel.dataset.seq_len", f"missing in {self.reads.origin}; give --seq-len")
+        return self.reads.int("dataset.seq_len", found) if found is not None else given
+
     def virtual_stages(self, num_layers: int) -> int:
         """Stages per pipeline rank, as AutoModel's calculate_virtual_stages sizes them."""
         r, pp = self.reads, self.reads.int("distributed.pp_size", 1)
@@ -112,10 +119,11 @@ class AutoModelRecipe:
         return stages // pp
 
     def megatron_args(
-        self, num_layers: int, gated: bool, tied: bool, gpus: int, experts: bool = True
+        self, num_layers: int, gated: bool, tied: bool, gpus: int, experts: bool = True, seq_len: int | None = None
     ) -> tuple[str, tuple[str, ...]]:
         """The Megatron-LM flags of this job on ``gpus`` GPUs for a model of ``num_layers`` layers (``gated``: a
-        SwiGLU MLP; ``tied``: the head tied to the embedding; ``experts``: an MoE model), and the notes on what is
+        SwiGLU MLP; ``tied``: the head tied to the embedding; ``experts``: an MoE model; ``seq_len``: the sequence
+        where the recipe's dataset gives none, as fine-tuning recipes' datasets do not), and the notes on what is
         simulated otherwise."""
         r, notes = self.reads, []
         tp, cp, pp = (r.int(f"distributed.{k}_size", 1) for k in ("tp", "cp", "pp"))
@@ -137,7 +145,7 @@ class AutoModelRecipe:
         flags = [
             f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp} --context-parallel-size {cp}",
             f"--micro-batch-size {micro} --global-batch-size {batch}",
-            f"--seq-length {r.int('dataset.seq_len', r.get('dataset.seq_length'))} --bf16",
+            f"--seq-length {self._seq_len(seq_len)} --bf16",
         ]
         flags += ["--sequence-parallel"] if tp > 1 and r.bool("distributed.sequence_parallel") else []
         if (vp := self.virtual_stages(num_layers)) > 1:
