@@ -154,3 +154,20 @@ def test_errors_name_the_family_key() -> None:
     with pytest.raises(ConfigError, match="kv_n_heads"):
         model_from_hf_dict({"model_type": "mpt", "d_model": 64, "n_heads": 2, "n_layers": 2, "vocab_size": 10,
                             "attn_config": {"attn_type": "grouped_query_attention", "kv_n_heads": 0}}, "x")  # fmt: skip
+
+
+def test_mixtral_keyed_moe_families() -> None:
+    """Phi-3.5-MoE (microsoft/Phi-3.5-MoE-instruct config.json) reads as Mixtral does: 41.9B parameters, 6.6B active
+    (its model card: 16 x 3.8B experts, 6.6B active); Granite MoE with a shared expert adds its shared MLP."""
+    phi = model_from_hf_dict(
+        {"model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400, "num_attention_heads": 32,
+         "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 16, "num_experts_per_tok": 2,
+         "vocab_size": 32064, "rope_theta": 10000.0}, "phi-3.5-moe")  # fmt: skip
+    assert (phi.num_experts, phi.top_k, phi.expert_ffn_size) == (16, 2, 6400)
+    assert round(phi.total_params / 1e9, 1) == 41.9 and round(phi.active_params / 1e9, 1) == 6.6
+    granite = {"model_type": "granitemoeshared", "hidden_size": 1024, "intermediate_size": 512, "num_attention_heads": 16,
+               "num_hidden_layers": 24, "num_local_experts": 32, "num_experts_per_tok": 8, "vocab_size": 49155,
+               "shared_intermediate_size": 1024}  # fmt: skip
+    model = model_from_hf_dict(granite, "granite-moe-shared")
+    assert (model.num_shared_experts, model.shared_expert_ffn_size, model.top_k) == (1, 1024, 8)
+    assert model_from_hf_dict({**granite, "shared_intermediate_size": 0}, "g").num_shared_experts == 0

@@ -176,6 +176,13 @@ def _mixtral(c: _Config, name: str) -> dict[str, Any]:
     return _experts(c, name, "num_local_experts", "intermediate_size")
 
 
+def _granite_shared(c: _Config, name: str) -> dict[str, Any]:
+    """Granite MoE with a shared expert (HF GraniteMoeSharedConfig): Mixtral's keys and one shared MLP of
+    shared_intermediate_size (0: none)."""
+    fields, shared = _mixtral(c, name), c.int("shared_intermediate_size", default=0)
+    return fields | ({"num_shared_experts": 1, "shared_expert_ffn_size": shared} if shared else {})
+
+
 def _gpt_oss(c: _Config, name: str) -> dict[str, Any]:
     """GPT-OSS: Mixtral's layout plus biased experts (HF modeling_gpt_oss GptOssExperts), the clamp of its
     SwiGLU [swiglu_limit] and YaRN RoPE, which Megatron-Core applies unfused (ModelSpec.rope_unfused)."""
@@ -351,6 +358,9 @@ def _llama4(c: _Config, name: str) -> dict[str, Any]:
 
 READERS: dict[str, Callable[[_Config, str], dict[str, Any]]] = {
     "mixtral": _mixtral,
+    "phimoe": _mixtral,  # Phi-3.5-MoE: Mixtral's keys (HF PhimoeConfig)
+    "granitemoe": _mixtral,  # Granite 3 MoE: Mixtral's keys (HF GraniteMoeConfig); its multipliers change no work
+    "granitemoeshared": _granite_shared,
     "gpt_oss": _gpt_oss,
     "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
