@@ -171,3 +171,16 @@ def test_mixtral_keyed_moe_families() -> None:
     model = model_from_hf_dict(granite, "granite-moe-shared")
     assert (model.num_shared_experts, model.shared_expert_ffn_size, model.top_k) == (1, 1024, 8)
     assert model_from_hf_dict({**granite, "shared_intermediate_size": 0}, "g").num_shared_experts == 0
+
+
+def test_dbrx_reads_its_moe_from_ffn_config() -> None:
+    """DBRX (databricks/dbrx-base config.json): 16 experts of 10,752, top 4, 8 KV heads: 131.6B parameters, 36.5B
+    active (Databricks' announcement: 132B total, 36B active)."""
+    dbrx = {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40, "vocab_size": 100352,
+            "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+            "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}}  # fmt: skip
+    model = model_from_hf_dict(dbrx, "dbrx")
+    assert (model.num_experts, model.top_k, model.expert_ffn_size, model.num_kv_heads) == (16, 4, 10752, 8)
+    assert (round(model.total_params / 1e9), round(model.active_params / 1e9)) == (132, 36)
+    with pytest.raises(ConfigError, match="ffn_config.moe_top_k"):
+        model_from_hf_dict({**dbrx, "ffn_config": {"moe_top_k": 0}}, "x")

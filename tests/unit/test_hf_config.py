@@ -143,7 +143,7 @@ def test_folder_holding_a_config_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change, field",
     [
-        ({"model_type": "dbrx"}, "model.model_type"),
+        ({"model_type": "arctic"}, "model.model_type"),
         ({"hidden_size": None}, "model.hidden_size"),
         ({"num_experts_per_tok": "8"}, "model.num_experts_per_tok"),
         ({"layer_types": ["full_attention"]}, "model.layer_types"),

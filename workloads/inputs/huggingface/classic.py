@@ -1,5 +1,6 @@
 """The dense decoders of earlier published training runs and their successors: GPT-2 and StarCoder (gpt_bigcode),
-OPT, BLOOM, GPT-NeoX (Pythia), Falcon, MPT, Gemma 1 to 3, Phi-3, StarCoder2, OLMo and OLMo 2 / 3, Granite.
+OPT, BLOOM, GPT-NeoX (Pythia), Falcon, MPT, Gemma 1 to 3, Phi-3, StarCoder2, OLMo and OLMo 2 / 3, Granite; and
+DBRX, an MoE written in MPT's key names.
 
 Each family spells the shared keys its own way (transformers' ``attribute_map``: GPT-2's ``n_layer`` is
 ``num_hidden_layers``) and its saved config.json leaves out what its config class defaults (``save_pretrained``
@@ -159,6 +160,12 @@ FAMILIES: dict[str, Family] = {
     "olmo3": Family(gated=True, qk_norm=True),
     # GraniteConfig: Llama's layers; its embedding, residual and logit multipliers change no kernel's work
     "granite": Family(gated=True),
+    # DbrxConfig: MPT's names for the shared keys, the MoE in ffn_config and the KV heads in attn_config (_dbrx)
+    "dbrx": Family(
+        {"hidden_size": ("d_model",), "num_attention_heads": ("n_heads",), "num_hidden_layers": ("n_layers",)},
+        {"tie_word_embeddings": False},
+        gated=True,
+    ),
 }
 # transformers maps Falcon's first configs to FalconConfig (CONFIG_MAPPING_NAMES) and Gemma 3's multimodal configs
 # hold the text model under text_config
@@ -215,10 +222,34 @@ def _mpt_attention(c: ConfigReads, heads: int) -> tuple[int, float]:
     return kv, float(dropout)
 
 
+def _section_int(c: ConfigReads, section: str, key: str, default: int) -> int:
+    """A positive integer of a nested config section (DBRX's attn_config / ffn_config), its class default if absent."""
+    block = c.data.get(section) or {}
+    value = block.get(key, default) if isinstance(block, dict) else block
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise c.fail(f"{section}.{key}", f"must be a positive integer, got {short_repr(value)}")
+    return value
+
+
+def _dbrx(c: ConfigReads, common: dict[str, Any]) -> dict[str, Any]:
+    """DBRX (HF modeling_dbrx): every layer an MoE of ffn_config's moe_num_experts GLU experts of ffn_hidden_size, top
+    moe_top_k, and GQA attention of attn_config's kv_n_heads (the defaults of DbrxFFNConfig / DbrxAttentionConfig)."""
+    return {
+        **common,
+        "num_kv_heads": _section_int(c, "attn_config", "kv_n_heads", 1),
+        "num_experts": _section_int(c, "ffn_config", "moe_num_experts", 4),
+        "top_k": _section_int(c, "ffn_config", "moe_top_k", 1),
+        "expert_ffn_size": _section_int(c, "ffn_config", "ffn_hidden_size", 3584),
+        "rope": True,
+    }
+
+
 def classic_fields(c: ConfigReads, model_type: str, common: dict[str, Any]) -> dict[str, Any]:
     """A classic family's ModelSpec fields: ``common`` (config.py's _common on ``canonical``'s mapping) with every
     layer a dense MLP, its key-value heads and its positions."""
     model_type = ALIASES.get(model_type, model_type)
+    if model_type == "dbrx":
+        return _dbrx(c, common)
     family = FAMILIES[model_type]
     hidden, heads, layers = common["hidden_size"], common["num_heads"], common["num_layers"]
     width = c.int(family.ffn, default=0) if family.ffn else 0
