@@ -8,15 +8,16 @@ import argparse
 from simulator.report.clusters import load_cluster
 from topologies.errors import ConfigError
 from workloads.inputs.automodel import read_automodel
-from workloads.inputs.huggingface.names import SHIPPED, cached_config
+from workloads.inputs.huggingface.names import cached_config, find_config
 from workloads.inputs.yaml_files import load_model
 
 
 def _model_source(name: str) -> str:
     """A hub id's config from the local Hugging Face cache, else the shipped config of the same repository name
     (examples/models writes each from that repository's config.json), else the name as given."""
-    if "/" in name and cached_config(name) is None and (SHIPPED / f"{name.rsplit('/', 1)[1].lower()}.json").is_file():
-        return name.rsplit("/", 1)[1].lower()
+    repository = name.rsplit("/", 1)[-1]
+    if "/" in name and cached_config(name) is None and find_config(repository) is not None:
+        return repository.lower()
     return name
 
 

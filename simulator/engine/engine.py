@@ -100,7 +100,7 @@ class Engine:
         self._arrivals: dict[tuple, simpy.Event] = {}
         self._sent_at: dict[tuple, float] = {}
         self._numbers = {place: number for number, place in enumerate(placement.places)}  # PP arrivals' keys
-        self._pp_bytes = workload.pp_bytes_per_gpu
+        self._pp_bytes, self._pp_split = workload.pp_bytes_per_gpu, workload.pp_split
         self._per_chunk = per_chunk_sync(workload)  # the interleaved schedule's per-chunk grad sync
         self._buckets_per_step = workload.layers_per_chunk * workload.chunks  # DP buckets: one per layer
 
@@ -133,7 +133,7 @@ class Engine:
         NOTE: two callbacks, not a process: no process start and end events and no generator (a fifth of an
         op-level step's events). The latency timeout is scheduled as the task ends, not an event step later as
         the process would have started: the same instant, and the same step results (tests/scenarios/test_pipeline.py)."""
-        nbytes, env, placement, split = self._pp_bytes, self.env, self.placement, self.workload.pp_split
+        nbytes, env, placement, split = self._pp_bytes, self.env, self.placement, self._pp_split
 
         def leave(_event: simpy.Event) -> None:
             start = env.now

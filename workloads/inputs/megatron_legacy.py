@@ -59,7 +59,8 @@ def modernized(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
 
 
 def _scatter_gather(args: dict[str, Any], notes: list[str], legacy: bool) -> None:
-    """A legacy job's PP sends split over its TP ranks (above); today's never (the flag set, as it reads)."""
+    """A legacy job's PP sends split over its TP ranks (above); a job of today's Megatron gets the flag set, since its
+    sends are whole tensors either way."""
     split = legacy and not args.get("--no-scatter-gather-tensors-in-pipeline")
     args["--no-scatter-gather-tensors-in-pipeline"] = not split
     tp, pp = args.get("--tensor-model-parallel-size", 1), args.get("--pipeline-model-parallel-size", 1)
