@@ -8,17 +8,7 @@ import argparse
 from simulator.report.clusters import load_cluster
 from topologies.errors import ConfigError
 from workloads.inputs.automodel import read_automodel
-from workloads.inputs.huggingface.names import cached_config, find_config
 from workloads.inputs.yaml_files import load_model
-
-
-def _model_source(name: str) -> str:
-    """A hub id's config from the local Hugging Face cache, else the shipped config of the same repository name
-    (examples/models writes each from that repository's config.json), else the name as given."""
-    repository = name.rsplit("/", 1)[-1]
-    if "/" in name and cached_config(name) is None and find_config(repository) is not None:
-        return repository.lower()
-    return name
 
 
 def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[str, ...]]:
@@ -27,7 +17,7 @@ def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[
     if args.megatron_args:
         raise ConfigError("automodel", "give --automodel or --megatron-args, not both")
     recipe = read_automodel(args.automodel)
-    model = load_model(args.model or _model_source(recipe.model))
+    model = load_model(args.model or recipe.model)  # a hub id: the local cache's config, else the shipped one
     gpus = args.gpus or (recipe.nodes or 1) * load_cluster(args.cluster, 8).gpus_per_node
     flags, notes = recipe.megatron_args(
         model.num_layers, model.gated_ffn, model.tied_embeddings, gpus, model.num_experts > 0, args.seq_len

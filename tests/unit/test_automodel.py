@@ -114,7 +114,7 @@ def test_moesim_run_takes_the_recipe_s_model_nodes_and_routing() -> None:
         return json.loads(out.getvalue())
 
     report = run()
-    assert (report["gpus"], report["model"], report["pp"], report["micro_batches"]) == (256, "deepseek-v3", 4, 8)
+    assert (report["gpus"], report["model"], report["pp"], report["micro_batches"]) == (256, "DeepSeek-V3", 4, 8)
     assert report["layout"] == "deepseek_v3_te_deepep"  # the recipe's name, not "megatron-args"
     assert any("FSDP2" in note for note in report["megatron_notes"])
     # the gate's consecutive routing sends a token's k copies to fewer ranks than uniform routing (DeepEP: once each)

@@ -9,7 +9,7 @@ import pytest
 
 from topologies.errors import ConfigError
 from workloads.inputs.huggingface.config import load_hf_config
-from workloads.inputs.huggingface.names import SHIPPED, cached_config, hub_cache
+from workloads.inputs.huggingface.names import SHIPPED, SHIPPED_REPOSITORIES, cached_config, hub_cache
 from workloads.inputs.yaml_files import load_model
 
 
@@ -67,3 +67,27 @@ def test_a_misspelled_name_is_told_the_nearest_preset_or_shipped_config(
     with pytest.raises(ConfigError) as nothing_near:
         load_model("zzzz")
     assert "did you mean" not in str(nothing_near.value)
+
+
+def test_a_hub_id_not_in_the_cache_takes_the_shipped_config_of_its_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty cache: ``Qwen/Qwen3-30B-A3B`` (any case) is the shipped qwen3-30b-a3b.json, named by the hub id."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    shipped = load_hf_config(SHIPPED / "qwen3-30b-a3b.json")
+    for hub_id in ("Qwen/Qwen3-30B-A3B", "qwen/qwen3-30b-a3b"):
+        model = load_model(hub_id)
+        assert model.with_(name=shipped.name) == shipped and model.name == hub_id.split("/")[1]
+    with pytest.raises(ConfigError, match="huggingface-cli download Qwen/Qwen3-30B-A3B-Instruct"):
+        load_model("Qwen/Qwen3-30B-A3B-Instruct")  # another repository: not guessed
+
+
+def test_every_shipped_config_names_its_repository_as_the_readme_does() -> None:
+    """SHIPPED_REPOSITORIES and examples/models/README.md's table list the same hub id for every shipped file."""
+    table = {}
+    for line in (SHIPPED / "README.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.split("|")[1:-1]]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith(".json`"):
+            table[cells[0].strip("`").removesuffix(".json")] = cells[1].split()[0].lower()
+    assert sorted(table) == sorted(path.stem for path in SHIPPED.glob("*.json"))
+    assert {hub_id: stem for stem, hub_id in table.items()} == SHIPPED_REPOSITORIES

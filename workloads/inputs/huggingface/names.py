@@ -1,6 +1,7 @@
 """Models by name beyond the presets: a Hugging Face config.json shipped in examples/models (``qwen3-30b-a3b``) or
-one in the local Hugging Face cache by its hub id (``Qwen/Qwen3-30B-A3B``). Nothing is downloaded: where the file is
-not on this machine, the error says how to get it."""
+one by its hub id (``Qwen/Qwen3-30B-A3B``): the local Hugging Face cache's, else the shipped config written from
+that repository (``SHIPPED_REPOSITORIES``). Nothing is downloaded: where neither is on this machine, the error says
+how to get it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,49 @@ from workloads.inputs.bounded_read import read_bounded
 SHIPPED = Path(__file__).resolve().parents[3] / "examples" / "models"  # a source checkout (pip install -e .)
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 JSON_SUFFIX = ".json"
+
+
+# The hub repository each shipped config.json was written from (examples/models/README.md's table; a test keeps
+# the two alike), by lower-case hub id: ``--model Org/Name`` takes the shipped file when the cache has none.
+SHIPPED_REPOSITORIES: dict[str, str] = {
+    "bigscience/bloom": "bloom-176b",
+    "deepseek-ai/deepseek-v2-lite": "deepseek-v2-lite",
+    "deepseek-ai/deepseek-v3": "deepseek-v3",
+    "deepseek-ai/deepseek-v3.2-exp": "deepseek-v3.2",
+    "deepseek-ai/deepseek-v4-flash": "deepseek-v4-flash",
+    "baidu/ernie-4.5-21b-a3b-pt": "ernie-4.5-21b-a3b",
+    "tiiuae/falcon-180b": "falcon-180b",
+    "google/gemma-2-27b": "gemma-2-27b",
+    "zai-org/glm-4.5": "glm-4.5",
+    "zai-org/glm-4.5-air": "glm-4.5-air",
+    "eleutherai/gpt-neox-20b": "gpt-neox-20b",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+    "openai/gpt-oss-20b": "gpt-oss-20b",
+    "moonshotai/kimi-k2-instruct": "kimi-k2",
+    "meta-llama/llama-3.1-405b": "llama-3.1-405b",
+    "meta-llama/llama-3.1-70b": "llama-3.1-70b",
+    "meta-llama/llama-3.1-8b": "llama-3.1-8b",
+    "meta-llama/llama-4-maverick-17b-128e": "llama-4-maverick",
+    "meta-llama/llama-4-scout-17b-16e": "llama-4-scout",
+    "minimaxai/minimax-m2": "minimax-m2",
+    "mistralai/mixtral-8x22b-v0.1": "mixtral-8x22b",
+    "mistralai/mixtral-8x7b-v0.1": "mixtral-8x7b",
+    "nvidia/nvidia-nemotron-3-nano-30b-a3b-bf16": "nemotron-3-nano-30b-a3b",
+    "nvidia/nemotron-4-340b-base": "nemotron-4-340b",
+    "allenai/olmoe-1b-7b-0924": "olmoe-1b-7b",
+    "qwen/qwen2-57b-a14b": "qwen2-57b-a14b",
+    "qwen/qwen3-235b-a22b": "qwen3-235b-a22b",
+    "qwen/qwen3-30b-a3b": "qwen3-30b-a3b",
+    "qwen/qwen3-32b": "qwen3-32b",
+    "qwen/qwen3-next-80b-a3b": "qwen3-next-80b-a3b",
+}
+
+
+def shipped_for(hub_id: str) -> Path | None:
+    """The shipped config.json written from the hub repository ``hub_id`` (any case), if one is."""
+    stem = SHIPPED_REPOSITORIES.get(hub_id.lower())
+    path = SHIPPED / f"{stem}{JSON_SUFFIX}" if stem else None
+    return path if path is not None and path.is_file() else None
 
 
 def hub_cache() -> Path:
@@ -38,14 +82,17 @@ def cached_config(hub_id: str) -> Path | None:
 
 
 def find_config(name: str) -> Path | None:
-    """A config.json for a model ``name`` that is not a preset: shipped, or cached by its hub id."""
+    """A config.json for a model ``name`` that is not a preset: shipped by that name, else by its hub id the local
+    cache's, else the shipped one written from that repository (``shipped_for``)."""
     shipped = SHIPPED / f"{name.lower()}.json"
     try:
         if shipped.is_file():
             return shipped
     except (OSError, ValueError):  # a name too long for a file, a NUL byte: no shipped config
         return None
-    return cached_config(name) if _HUB_ID.match(name) else None
+    if not _HUB_ID.match(name):
+        return None
+    return cached_config(name) or shipped_for(name)
 
 
 def shipped_names() -> list[str]:
