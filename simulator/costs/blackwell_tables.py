@@ -26,7 +26,17 @@ the same shape (experiments/validation/blackwell/check.py), not fitted. Pooling 
 0.47 of peak from K 2,048 to 7,168 and Llama 3 8B's MXFP8 / FP8-CS at 0.86x against 0.95-0.96x measured.
 
 Grouped GEMMs: Hopper's rows-per-group factors (assumed: no Blackwell grouped GEMM below 4,096 rows per group was
-found published). NVFP4 (Megatron-LM's --fp4-format) as MXFP8 is made: the same page times the same 12 GEMMs of the same
+found published), and where they run as Transformer Engine's GroupedLinear (``--moe-grouped-gemm``), one cuBLAS GEMM
+per expert on TE's streams at Hopper's measured share of one grouped kernel (gemm_efficiency.multi_stream_factor):
+TE takes that path on Blackwell for every precision, its CUTLASS grouped kernel being Hopper-only
+(NVIDIA/TransformerEngine@4220403, the TE of Megatron-Bridge v0.5.0: transformer_engine/common/gemm/cublaslt_gemm.cu
+nvte_multi_tensor_gemm runs cutlass_grouped_gemm only ``if (is_hopper && use_cutlass)``; pytorch/module/
+grouped_linear.py calls general_grouped_gemm, that function). Assumed: the share depends on the FLOPs per expert as
+measured on an H100, where the same FLOPs take about half the time on a Blackwell GPU (keyed by the GEMM's time
+instead, no row of the Blackwell check moves by 0.8 points more). Before stop 73 Blackwell took no such share: its MoE
+rows ran up to 2.1 points faster (none slower).
+
+NVFP4 (Megatron-LM's --fp4-format) as MXFP8 is made: the same page times the same 12 GEMMs of the same
 B300 pre-quantized as NVFP4 in 3.764 ms, so the NVFP4 curve is the MXFP8 curve at that measured ratio (each over its
 own dense peak, FP4 12.6 and FP8 4.5 PFLOP/s: 0.714) at every K, and the layer's 12 GEMMs keep TE's 1.90x. Leveled at
 its own layer alone (0.41 of the FP4 peak, until issue 40's stop 50) it ran 1.63x MXFP8 there, and Megatron-Bridge's
@@ -140,10 +150,11 @@ def blackwell_gemm_table() -> GemmEfficiencyTable:
         fp8_blockwise=mxfp8,
         fp8_mxfp8=mxfp8,
         nvfp4=nvfp4,
+        multi_stream=hopper.multi_stream,  # TE GroupedLinear's per-expert cuBLAS GEMMs (module docstring)
         source="simulator/costs/blackwell_points.py: MAMF 744d01e (B200, GB200, B300; BF16, FP8); TransformerEngine "
         "d0067d0d gemm_profiling (B300; MXFP8 as its MXFP8 / FP8-current ratio on the FP8 curve, NVFP4 as its NVFP4 / "
         "MXFP8 ratio on the MXFP8 curve); pytorch/ao #2427 "
-        "(B200); below the smallest K and by rows per group, Hopper's (assumed)",
+        "(B200); below the smallest K, by rows per group and TE's per-expert GEMMs' share, Hopper's (assumed)",
     )
 
 

@@ -62,36 +62,36 @@ from simulator.report.simulate import simulate
 # TEGroupedMLP's FP8 padding): -36.1%, -21.9%, -23.1%, -12.2%, -19.6%, -11.5%, -25.7%, -16.4%; before cuDNN's own
 # Blackwell attention table: -39.2%, -24.0%, -22.4%, -11.5%, -23.3%, -15.6%, -28.1%, -18.8% at the fitted residual.
 PINNED = {
-    "gb300-deepseek-v3-256": (5658, 6405),  # measured 6,288: -10.0% / +1.9%
-    "gb200-deepseek-v3-256": (4392, 4990),  # measured 4,912: -10.6% / +1.6%
-    "gb300-gpt-oss-120b-64": (29351, 31811),  # measured 33,024: -11.1% / -3.7%
-    "gb200-gpt-oss-120b-64": (26927, 29189),  # measured 28,672: -6.1% / +1.8%
-    "gb300-qwen3-30b-a3b-8": (43249, 47642),  # measured 44,544: -2.9% / +7.0%
-    "gb200-qwen3-30b-a3b-8": (39839, 44068),  # measured 39,936: -0.2% / +10.3%
-    "gb300-nemotron-3-nano-8": (43527, 46474),  # measured 39,936: +9.0% / +16.4%
-    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34374, 34807),  # measured 33,522: +2.5% / +3.8%
-    "bridge-b300-nemotron-3-nano-8-mxfp8": (46644, 50543),  # measured 37,316: +25.0% / +35.4%
-    "bridge-b200-nemotron-3-nano-8-mxfp8": (41575, 44735),  # measured 32,768: +26.9% / +36.5%
-    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (28328, 30309),  # measured 28,672: -1.2% / +5.7% (stop 53)
-    "gb300-qwen3-235b-a22b-256": (7889, 8773),  # measured 8,816: -10.5% / -0.5%
-    "gb200-qwen3-235b-a22b-256": (6805, 7617),  # measured 7,280: -6.5% / +4.6%
+    "gb300-deepseek-v3-256": (5600, 6342),  # measured 6,288: -10.9% / +0.9%
+    "gb200-deepseek-v3-256": (4356, 4952),  # measured 4,912: -11.3% / +0.8%
+    "gb300-gpt-oss-120b-64": (29082, 31544),  # measured 33,024: -11.9% / -4.5%
+    "gb200-gpt-oss-120b-64": (26685, 28948),  # measured 28,672: -6.9% / +1.0%
+    "gb300-qwen3-30b-a3b-8": (42944, 47329),  # measured 44,544: -3.6% / +6.3%
+    "gb200-qwen3-30b-a3b-8": (39562, 43781),  # measured 39,936: -0.9% / +9.6%
+    "gb300-nemotron-3-nano-8": (43335, 46288),  # measured 39,936: +8.5% / +15.9%
+    "bridge-gb200-nemotron-3-nano-8-mxfp8": (34349, 34785),  # measured 33,522: +2.5% / +3.8%
+    "bridge-b300-nemotron-3-nano-8-mxfp8": (46370, 50271),  # measured 37,316: +24.3% / +34.7%
+    "bridge-b200-nemotron-3-nano-8-mxfp8": (41378, 44542),  # measured 32,768: +26.3% / +35.9%
+    "bridge-gb200-nemotron-3.5-lightning-8-mxfp8": (28233, 30217),  # measured 28,672: -1.5% / +5.4% (stop 53)
+    "gb300-qwen3-235b-a22b-256": (7814, 8694),  # measured 8,816: -11.4% / -1.4%
+    "gb200-qwen3-235b-a22b-256": (6747, 7556),  # measured 7,280: -7.3% / +3.8%
     # Megatron-LM's recipes (MLM_PR_5728), measured (model TFLOP/s/GPU over Megatron's 148.03 / 23.006 GFLOP per
     # token) and the errors at the fitted residual / at 1 beside each
-    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7485, 8315),  # measured 8,162: -8.3% / +1.9%
-    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6563, 7006),  # measured 5,919: +10.9% / +18.4%
-    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7886, 8736),  # measured 9,431: -16.4% / -7.4%
-    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25236, 27032),  # measured 21,916: +15.1% / +23.3%
-    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (26449, 28188),  # measured 20,877: +26.7% / +35.0%
-    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (31169, 33795),  # measured 25,997: +19.9% / +30.0%
+    "mlm-gb200-qwen3-235b-a22b-128-full-cg": (7409, 8236),  # measured 8,162: -9.2% / +0.9%
+    "mlm-gb200-qwen3-235b-a22b-128-partial-cg": (6518, 6993),  # measured 5,919: +10.1% / +18.1%
+    "mlm-gb300-qwen3-235b-a22b-128-full-cg": (7808, 8655),  # measured 9,431: -17.2% / -8.2%
+    "mlm-gb200-qwen3-30b-a3b-16-bf16": (25085, 26886),  # measured 21,916: +14.5% / +22.7%
+    "mlm-gb200-qwen3-30b-a3b-16-partial-cg": (26350, 28093),  # measured 20,877: +26.2% / +34.6%
+    "mlm-gb200-qwen3-30b-a3b-16-paged-stash": (30996, 33623),  # measured 25,997: +19.2% / +29.3%
     # the Megatron-Core MoE report's Table 11 (MCORE_REPORT, tokens/s/GPU), added with the shared experts ahead of
     # the router (workloads/recipes/moe.py shared_experts_first; before it the GB200 MXFP8 DeepSeek-V3 row was 3,879)
-    "mcore-gb300-deepseek-v3-256": (4608, 5055),  # measured 4,730: -2.6% / +6.9%
-    "mcore-gb200-deepseek-v3-256": (4260, 4759),  # measured 4,020: +6.0% / +18.4%
-    "mcore-gb200-deepseek-v3-256-bf16": (2779, 3185),  # measured 3,298: -15.7% / -3.4%
-    "mcore-gb300-qwen3-235b-a22b-256": (6094, 6646),  # measured 6,583: -7.4% / +1.0%
-    "mcore-gb200-qwen3-235b-a22b-256": (6520, 7215),  # measured 6,212: +5.0% / +16.1% (over HBM: no offloading)
-    "mcore-gb200-qwen3-235b-a22b-256-bf16": (4945, 5486),  # measured 5,100: -3.0% / +7.6%
-    "mcore-gb300-qwen3-235b-a22b-128-128k": (1381, 1599),  # measured 1,556: -11.3% / +2.8% (TP gathers MXFP8, stop 50)
+    "mcore-gb300-deepseek-v3-256": (4579, 5044),  # measured 4,730: -3.2% / +6.6%
+    "mcore-gb200-deepseek-v3-256": (4227, 4732),  # measured 4,020: +5.2% / +17.7%
+    "mcore-gb200-deepseek-v3-256-bf16": (2751, 3154),  # measured 3,298: -16.6% / -4.4%
+    "mcore-gb300-qwen3-235b-a22b-256": (6047, 6599),  # measured 6,583: -8.1% / +0.2%
+    "mcore-gb200-qwen3-235b-a22b-256": (6462, 7155),  # measured 6,212: +4.0% / +15.2% (over HBM: no offloading)
+    "mcore-gb200-qwen3-235b-a22b-256-bf16": (4888, 5463),  # measured 5,100: -4.1% / +7.1%
+    "mcore-gb300-qwen3-235b-a22b-128-128k": (1378, 1597),  # measured 1,556: -11.4% / +2.6% (TP gathers MXFP8, stop 50)
     # Megatron-Bridge's dense Llama 3 70B rows (BRIDGE_DENSE), added at stop 50 with the NVFP4 curve at TE's NVFP4 /
     # MXFP8 ratio (the NVFP4 rows were 5,381 / 6,199 and 3,978 / 4,568 on the curve leveled at TE's NVFP4 layer alone)
     "bridge-gb300-llama3-70b-64-mxfp8": (3920, 4542),  # measured 4,864: -19.4% / -6.6%
@@ -105,17 +105,17 @@ PINNED = {
     "bridge-gb200-llama3.1-405b-256-mxfp8": (759, 883),  # measured 783: -3.1% / +12.7%
     "bridge-gb200-llama3.1-405b-256-nvfp4": (896, 1032),  # measured 1,166: -23.2% / -11.5%
     # Megatron-Bridge 26.04.01's GPT-OSS-120B BF16 on 64 DGX-B200 / DGX-B300 (BRIDGE_DGX), added at stop 50
-    "bridge-b200-gpt-oss-120b-64-bf16": (18519, 19969),  # measured 13,568: +36.5% / +47.2%
-    "bridge-b300-gpt-oss-120b-64-bf16": (21658, 24013),  # measured 15,232: +42.2% / +57.6%
-    "bridge-b300-gpt-oss-120b-64-mxfp8": (27077, 28884),  # measured 18,534: +46.1% / +55.8%
-    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (28974, 31217),  # measured 27,136: +6.8% / +15.0%
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33827, 36859),  # measured 30,720: +10.1% / +20.0%
+    "bridge-b200-gpt-oss-120b-64-bf16": (18326, 19779),  # measured 13,568: +35.1% / +45.8%
+    "bridge-b300-gpt-oss-120b-64-bf16": (21336, 23699),  # measured 15,232: +40.1% / +55.6%
+    "bridge-b300-gpt-oss-120b-64-mxfp8": (26918, 28731),  # measured 18,534: +45.2% / +55.0%
+    "bridge-b200-qwen3-30b-a3b-8-mxfp8": (28854, 31099),  # measured 27,136: +6.3% / +14.6%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8": (33635, 36665),  # measured 30,720: +9.5% / +19.4%
     # 26.06's recipe on the same DGX-B300: full-iteration CUDA graph, EP overlap, the fused grouped MLP, FP8 attention
-    "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (41499, 45821),  # measured 40,769: +1.8% / +12.4%
-    "bridge-b200-deepseek-v3-256-mxfp8": (3090, 3399),  # measured 3,328: -7.1% / +2.1%
-    "bridge-b300-deepseek-v3-256-mxfp8": (3684, 4123),  # measured 3,541: +4.0% / +16.4%
-    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4288, 4352),  # measured 3,776: +13.6% / +15.3%
-    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5891, 6459),  # measured 5,936: -0.8% / +8.8%
+    "bridge-b300-qwen3-30b-a3b-8-mxfp8-fullcg": (41210, 45522),  # measured 40,769: +1.1% / +11.7%
+    "bridge-b200-deepseek-v3-256-mxfp8": (3081, 3391),  # measured 3,328: -7.4% / +1.9%
+    "bridge-b300-deepseek-v3-256-mxfp8": (3666, 4105),  # measured 3,541: +3.5% / +15.9%
+    "bridge-b200-qwen3-235b-a22b-256-mxfp8": (4283, 4349),  # measured 3,776: +13.4% / +15.2%
+    "bridge-b300-qwen3-235b-a22b-256-mxfp8": (5857, 6425),  # measured 5,936: -1.3% / +8.2%
     # Megatron-Bridge 26.06's Llama 3 70B fine-tuning rows (BRIDGE_FINETUNE), added at stop 52 with LoRA
     "bridge-gb300-llama3-70b-sft-32-fp8": (4179, 4768),  # measured 4,819: -13.3% / -1.1%
     "bridge-gb300-llama3-70b-sft-32-mxfp8": (4078, 4665),  # measured 4,312: -5.4% / +8.2%
@@ -126,43 +126,43 @@ PINNED = {
     "bridge-gb200-llama3-70b-lora-8-fp8": (5844, 6713),  # measured 6,206: -5.8% / +8.2%
     "bridge-gb200-llama3-70b-lora-8-mxfp8": (5409, 6223),  # measured 5,958: -9.2% / +4.5%
     # Megatron-Bridge 26.06's Kimi K2 trained with Muon (BRIDGE_MUON), added at stop 53 with Muon
-    "bridge-gb300-kimi-k2-256-mxfp8": (5332, 5830),  # measured 5,367: -0.6% / +8.6%
+    "bridge-gb300-kimi-k2-256-mxfp8": (5277, 5773),  # measured 5,367: -1.7% / +7.6%
     # Megatron-Bridge's Nemotron 3 Super 120B-A12B (BRIDGE_LATENT), added at stop 53; the NVFP4 rows with TE's group
     # NVFP4 quantization (one set of kernels for all experts) and their last 14 layers in BF16: GB300 +17.6% -> +38.1%,
     # GB200 -10.6% -> +42.0% (it was host-bound on 2 x 8 per-expert kernels of each quantization); then their
     # per-module recipe (te-precision-nemotron-3-super-nvfp4.yaml): +30.5%, +46.8%, B300 +31.6%
-    "bridge-gb300-nemotron-3-super-64-mxfp8": (10936, 11690),  # measured 9,856: +11.0% / +18.6%
-    "bridge-gb300-nemotron-3-super-64-nvfp4": (12161, 13063),  # measured 10,240: +18.8% / +27.6%
+    "bridge-gb300-nemotron-3-super-64-mxfp8": (10890, 11645),  # measured 9,856: +10.5% / +18.2%
+    "bridge-gb300-nemotron-3-super-64-nvfp4": (12111, 13014),  # measured 10,240: +18.3% / +27.1%
     "bridge-gb200-nemotron-3-super-64-mxfp8": (8049, 8137),  # measured 7,040: +14.3% / +15.6%
-    "bridge-gb200-nemotron-3-super-64-nvfp4": (9548, 10191),  # measured 7,168: +33.2% / +42.2%
-    "bridge-b300-nemotron-3-super-64-mxfp8": (7114, 7198),  # measured 7,867: -9.6% / -8.5%
-    "bridge-b300-nemotron-3-super-64-nvfp4": (10685, 10873),  # measured 8,131: +31.4% / +33.7%
+    "bridge-gb200-nemotron-3-super-64-nvfp4": (9511, 10159),  # measured 7,168: +32.7% / +41.7%
+    "bridge-b300-nemotron-3-super-64-mxfp8": (7110, 7195),  # measured 7,867: -9.6% / -8.5%
+    "bridge-b300-nemotron-3-super-64-nvfp4": (10678, 10866),  # measured 8,131: +31.3% / +33.6%
     # and 26.04.01's DGX-B200 rows (EP 64 over 8 nodes), added at stop 57: NVFP4 measured 0.88x MXFP8, simulated 0.97x
-    "bridge-b200-nemotron-3-super-64-mxfp8": (7324, 7727),  # measured 6,400: +14.4% / +20.7%
-    "bridge-b200-nemotron-3-super-64-nvfp4": (7130, 7525),  # measured 5,632: +26.6% / +33.6%
+    "bridge-b200-nemotron-3-super-64-mxfp8": (7295, 7699),  # measured 6,400: +14.0% / +20.3%
+    "bridge-b200-nemotron-3-super-64-nvfp4": (7102, 7500),  # measured 5,632: +26.1% / +33.2%
     # Megatron-Bridge 26.08's Nemotron 3 Ultra 550B-A55B under Hybrid-FSDP (BRIDGE_ULTRA), added at stop 54 with
     # --num-distributed-optimizer-instances (as full FSDP over the 256 GPUs, as the flag was ignored before: -9% on GB300;
     # +4.7% / +27.8% before --no-gradient-accumulation-fusion's main-gradient adds)
-    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3444, 3753),  # measured 3,552: -3.0% / +5.7%
-    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (2923, 3145),  # measured 2,528: +15.6% / +24.4%
-    "gb300-deepseek-v4-flash-128": (9079, 10042),  # measured 8,224: +10.4% / +22.1%
-    "gb200-deepseek-v4-flash-128": (8609, 9551),  # measured 7,776: +10.7% / +22.8%
-    "bridge-gb300-gpt-oss-120b-64-bf16": (22143, 24556),  # measured 19,200: +15.3% / +27.9%
-    "bridge-gb200-gpt-oss-120b-64-bf16": (21469, 23872),  # measured 16,640: +29.0% / +43.5%
+    "bridge-gb300-nemotron-3-ultra-256-mxfp8": (3421, 3730),  # measured 3,552: -3.7% / +5.0%
+    "bridge-gb200-nemotron-3-ultra-256-mxfp8": (2908, 3130),  # measured 2,528: +15.0% / +23.8%
+    "gb300-deepseek-v4-flash-128": (9032, 9993),  # measured 8,224: +9.8% / +21.5%
+    "gb200-deepseek-v4-flash-128": (8564, 9503),  # measured 7,776: +10.1% / +22.2%
+    "bridge-gb300-gpt-oss-120b-64-bf16": (21829, 24229),  # measured 19,200: +13.7% / +26.2%
+    "bridge-gb200-gpt-oss-120b-64-bf16": (21158, 23547),  # measured 16,640: +27.2% / +41.5%
     # the archive's FP8 Llama 3 70B rows (BRIDGE_DENSE), Megatron FSDP with CPU activation offloading, added at stop 54
     # (-15.6% / +3.1% before --no-gradient-accumulation-fusion's main-gradient adds)
     "bridge-gb300-llama3-70b-64-fp8": (4355, 5016),  # measured 5,248: -17.0% / -4.4%
     "bridge-gb200-llama3-70b-64-fp8": (4094, 4722),  # measured 4,224: -3.1% / +11.8%
     # the verification cards' BF16 hybrids on GB200 (BRIDGE_CARDS), added at stop 59: Super as fast as its MXFP8 /
     # NVFP4 rows are, so its gap on Blackwell is not the low-precision recipes'
-    "bridge-gb200-nemotron-3-super-64-bf16": (8000, 8754),  # measured 6,602: +21.2% / +32.6%
-    "bridge-gb200-nemotron-3.5-lightning-8-bf16": (27157, 29991),  # measured 28,750: -5.5% / +4.3%
+    "bridge-gb200-nemotron-3-super-64-bf16": (7949, 8703),  # measured 6,602: +20.4% / +31.8%
+    "bridge-gb200-nemotron-3.5-lightning-8-bf16": (26982, 29810),  # measured 28,750: -6.1% / +3.7%
     # 26.04.01's Qwen3-Next (BRIDGE_QWEN3_NEXT), added at stop 59 with the Gated DeltaNet layers: GB200 waits for its
     # Grace host at MBS 2 (launch idle 312 of 508 ms a micro-batch), GB300 not at MBS 4: 1.81x simulated, 1.15x
     # measured; the B200's EP 64 over 8 nodes with DeepEP leaves 367 ms exposed
-    "bridge-gb300-qwen3-next-80b-a3b-64-mxfp8": (14540, 14663),  # measured 11,328: +28.4% / +29.4%
-    "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8050, 8081),  # measured 9,856: -18.3% / -18.0%
-    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7224, 7353),  # measured 4,864: +48.5% / +51.2%
+    "bridge-gb300-qwen3-next-80b-a3b-64-mxfp8": (14534, 14658),  # measured 11,328: +28.3% / +29.4%
+    "bridge-gb200-qwen3-next-80b-a3b-64-mxfp8": (8049, 8081),  # measured 9,856: -18.3% / -18.0%
+    "bridge-b200-qwen3-next-80b-a3b-64-mxfp8": (7213, 7343),  # measured 4,864: +48.3% / +51.0%
 }
 # One xdist worker runs the module: the rows are simulated once (the fixture; simulate_row caches), not per worker.
 pytestmark = pytest.mark.xdist_group("blackwell_check")
@@ -262,8 +262,9 @@ def test_every_row_at_residual_1_is_pinned_and_printed() -> None:
 def test_bridge_gb300_over_gb200_rows_come_within_6_percent_of_the_measured_ratio(
     results: dict[str, RowResult],
 ) -> None:
-    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -11.1% to -0.2% of the measurement,
-    every one slow, and the GB300 over GB200 ratio of each model is simulated 0.95-1.01x the measured (DeepSeek-V3
+    """The finding of the Bridge 26.08 rows: at the fitted residual they lie from -11.9% to -0.9% of the measurement,
+    every one slow (-11.1% to -0.2% until TE's per-expert GEMMs took Hopper's multi-stream share on Blackwell too,
+    simulator/costs/blackwell_tables.py, stop 73), and the GB300 over GB200 ratio of each model is simulated 0.95-1.01x the measured (DeepSeek-V3
     1.288x against 1.280x) since each GPU's GEMMs run at its own MAMF level (simulator/costs/blackwell_tables.py
     mamf_level: the GB200's 0.94-0.95 of the pooled table, the GB300's, unmeasured, at it). Before, each GB300 row lay
     2.4-7.4 points below the GB200 row of the same model (2.9 for DeepSeek-V3 until DP rings leaving a node spread over its members' NICs, simulator/engine/dp_bytes.py ring_nic_share; measured GB300 / GB200 1.12-1.28x,
@@ -277,7 +278,7 @@ def test_bridge_gb300_over_gb200_rows_come_within_6_percent_of_the_measured_rati
     SMs). (Before the MXFP8 GEMM curve was TE's own, every row was slow, by 5-30%. Before DeepEP's and HybridEP's
     published rates were read as on the wire, their logical bandwidths counting a rank's own tokens, -10.5% to +2.8%.)"""
     errors = {row.name: results[row.name].error for row in BRIDGE_ROWS}
-    assert all(-0.115 < error < 0.0 for error in errors.values()), errors
+    assert all(-0.12 < error < 0.0 for error in errors.values()), errors
     for model in {row.model for row in BRIDGE_ROWS}:
         gb300 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb300")
         gb200 = next(results[r.name] for r in BRIDGE_ROWS if r.model == model and r.cluster == "gb200")
@@ -354,7 +355,8 @@ def test_megatron_lm_rows_split_by_recipe_not_by_gpu(results: dict[str, RowResul
 def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> None:
     """The report's one measured CUDA-graph gain on a stated recipe: partial graphs (attn, moe_router, moe_preprocess)
     give DeepSeek-V3 on 256 GB200 10% end to end (Sec. 4.3.6). Simulated, the eager recipe's host (99.66 us per kernel
-    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.013x (1.018x until the GB200's
+    on Grace, TE #2053's te.Linear forward) mostly stays ahead of the GPU: the gain is 1.011x (1.013x until TE's
+    per-expert GEMMs took Hopper's multi-stream share on Blackwell, stop 73; 1.018x until the GB200's
     GEMMs took its own MAMF level, simulator/costs/blackwell_tables.py mamf_level; 1.017x until the MLA
     attention took cuDNN's own timing of its shape, simulator/costs/attention_shapes.py; 1.018x until Blackwell's
     memory-bound kernels took their measured share of HBM bandwidth; 1.005x at a torch op's 37.08 us until stop 48). For the host to make the measured gain the stage issuing the most launches (1,936 per
@@ -364,7 +366,7 @@ def test_partial_cuda_graphs_gain_on_deepseek_v3_gb200_is_not_reproduced() -> No
 
     gain = partial_graph_gain()
     assert REPORT_PARTIAL_GRAPH_GAIN == 1.10
-    assert gain.simulated == pytest.approx(1.0127, abs=0.001)
+    assert gain.simulated == pytest.approx(1.0110, abs=0.001)
     assert gain.eager_launches == pytest.approx(1936, abs=2)
     assert gain.measured_micro_batch_s == pytest.approx(0.2547, rel=1e-3)
     assert gain.bound_per_kernel_s == pytest.approx(145e-6, rel=0.01)
@@ -514,13 +516,13 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     results: dict[str, RowResult],
 ) -> None:
     """The DGX-B200 / DGX-B300 rows' finding: GPT-OSS-120B in BF16 (the H100 corpus case's recipe function, at PP 1 and
-    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 35-40% fast on both, where the H100 case is +13.6%: measured,
+    MBS 4 where the H100 runs PP 4 and MBS 1) comes out 35-40% fast on both, where the H100 case is +13.4%: measured,
     B200 reaches H100's model FLOP utilization (369 against 158 TFLOP/s/GPU, 0.164 and 0.160 of the dense BF16 peaks),
     simulated 1.3x it. moesim gives the B200 layout 2.1x the throughput of the H100 layout on the same B200 (no bubble,
     4x the rows per expert GEMM: 0.49 of peak against 0.41; the host no longer binding), while a GEMM of one shape runs
     at the same share of peak on both GPUs: what the B200 run does not gain from its layout is not found (issue 40).
-    The same recipe in MXFP8 on DGX-B300 (26.06) is as fast (+43%), and in BF16 on NVL72 (26.04.01) +14% / +32%,
-    where the 26.08 MXFP8 recipe with a full-iteration graph and the fused grouped MLP is within 11.5%: the miss follows
+    The same recipe in MXFP8 on DGX-B300 (26.06) is as fast (+45%), and in BF16 on NVL72 (26.04.01) +14% / +27%,
+    where the 26.08 MXFP8 recipe with a full-iteration graph and the fused grouped MLP is within 12%: the miss follows
     the eager recipe, not its precision or its platform."""
     dgx = {row.name: results[row.name] for row in ROWS if row.source == BRIDGE_DGX and "gpt-oss" in row.name}
     assert set(dgx) == {
@@ -531,7 +533,7 @@ def test_dgx_gpt_oss_bf16_rows_are_fast_where_the_h100_case_is_less_so(
     assert all(0.35 < result.error < 0.50 for result in dgx.values()), {n: r.error for n, r in dgx.items()}
     nvl = {row.name: results[row.name].error for row in ROWS if row.source == BRIDGE_BF16_NVL}
     assert len(nvl) == 2 and all(0.10 < error < 0.40 for error in nvl.values()), nvl
-    assert all(abs(results[f"{gpu}-gpt-oss-120b-64"].error) < 0.115 for gpu in ("gb300", "gb200"))
+    assert all(abs(results[f"{gpu}-gpt-oss-120b-64"].error) < 0.12 for gpu in ("gb300", "gb200"))
     # the other DGX rows, in MXFP8 (Qwen3-30B-A3B on one node, two recipes on B300, Qwen3-235B-A22B and DeepSeek-V3 on
     # 256): -7% to +14%,
     # the H100 MoE rows' spread, so the GPT-OSS rows' miss is not the platform's
