@@ -81,7 +81,17 @@ class ClusterSpec:
                 "domain_gpus_used", f"{used} must be whole hosts of {host} GPUs, at most domain_gpus={self.domain_gpus}"
             )
         if self.num_gpus > used and self.num_gpus % used:
-            raise ConfigError("gpus", f"{self.num_gpus} must be a multiple of the {used} GPUs a job uses per domain")
+            lower, higher = self.num_gpus // used * used, (self.num_gpus // used + 1) * used
+            fewer = (
+                f" (or the {_PARTIAL_RACKS} presets, whose jobs take 64 GPUs of each 72-GPU rack)"
+                if used == 72 and self.domain_gpus == 72 and self.num_gpus % 64 == 0
+                else ""
+            )
+            raise ConfigError(
+                "gpus",
+                f"{self.num_gpus} must be a multiple of the {used} GPUs a job uses per domain; try {lower} or "
+                f"{higher}{fewer}",
+            )
         if self.num_gpus > host and self.num_gpus % host:
             raise ConfigError("gpus", f"{self.num_gpus} must be whole hosts of {host} GPUs")
 
@@ -128,6 +138,7 @@ class ClusterSpec:
 # preset has the paper's network (App. A.1): 8 GPUs per node on NVSwitch, one 400 Gb/s NIC (50 GB/s) per
 # GPU, rail-optimized. The paper does not describe its fabric; it stays a parameter.
 _NVL72 = {"gpu": GPU_PRESETS["gb200"], "domain_gpus": 72, "gpus_per_host": 4}
+_PARTIAL_RACKS = "gb200 / gb300"  # the NVL72 presets whose jobs take 64 GPUs of each rack (CLUSTER_PRESETS)
 CLUSTER_PRESETS: dict[str, dict[str, Any]] = {
     "h800": {"gpu": GPU_PRESETS["h800"]},  # the paper's cluster (Table 4, App. A.1)
     "h100": {"gpu": GPU_PRESETS["h100"]},

@@ -322,7 +322,10 @@ def _run(args: argparse.Namespace) -> None:
     except ConfigError as error:
         raise (job.explain(error) if job else error) from None
     if job and job.unknown:  # after the run: a refused run says one line, the error (issue #13)
-        print(f"moesim: warning: unknown Megatron arguments ignored: {', '.join(job.unknown)}", file=sys.stderr)
+        from workloads.inputs.megatron_flag_list import with_nearest
+
+        unknown = ", ".join(map(with_nearest, job.unknown))
+        print(f"moesim: warning: unknown Megatron arguments ignored: {unknown}", file=sys.stderr)
     busiest = _busiest_stage(args, layout, cluster) if args.breakdown else None
     band = band_of(load_model(args.model), layout, cluster.gpu)  # how far to trust it (error_band.py)
     if args.json:

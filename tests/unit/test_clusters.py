@@ -37,10 +37,17 @@ def test_gb200_nvl72_uses_the_whole_rack() -> None:
 @pytest.mark.parametrize(
     ("name", "gpus", "message"),
     [
-        ("gb200", 100, "gpus: 100 must be a multiple of the 64 GPUs a job uses per domain"),
+        ("gb200", 100, "gpus: 100 must be a multiple of the 64 GPUs a job uses per domain; try 64 or 128"),
         ("gb200", 6, "gpus: 6 must be whole hosts of 4 GPUs"),
-        ("gb200-nvl72", 64 * 3, "gpus: 192 must be a multiple of the 72 GPUs a job uses per domain"),
-        ("b200", 12, "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain"),
+        (
+            "gb200-nvl72",
+            64 * 3,
+            (
+                "gpus: 192 must be a multiple of the 72 GPUs a job uses per domain; try 144 or 216 (or the gb200 / "
+                "gb300 presets, whose jobs take 64 GPUs of each 72-GPU rack)"
+            ),
+        ),
+        ("b200", 12, "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain; try 8 or 16"),
     ],
 )
 def test_jobs_that_do_not_pack_name_gpus(name: str, gpus: int, message: str) -> None:

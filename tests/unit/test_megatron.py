@@ -136,9 +136,14 @@ def test_refused_run_with_unknown_flags_is_one_line(capsys: pytest.CaptureFixtur
 
 
 def test_unknown_flags_are_listed_with_one_warning(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([*RUN, "--megatron-args", FLAGS + " --foo 1 2 --bar --overlap-moe-expert-parallel-comm"]) == 0
+    """One line; a misspelt flag is told the Megatron-LM flag it is nearest (Megatron's parser takes no abbreviation)."""
+    flags = FLAGS + " --foo 1 2 --bar --overlap-moe-expert-parallel-comm --context-parallel 2"
+    assert main([*RUN, "--megatron-args", flags]) == 0
     out, err = capsys.readouterr()
-    assert err == "moesim: warning: unknown Megatron arguments ignored: --foo, --bar\n"
+    assert err == (
+        "moesim: warning: unknown Megatron arguments ignored: --foo, --bar, --context-parallel "
+        "(did you mean --context-parallel-size?)\n"
+    )
     ignored = json.loads(out)["ignored_args"]
     assert {"flag": "--foo", "reason": UNKNOWN} in ignored and {"flag": "--bar", "reason": UNKNOWN} in ignored
     overlap = next(arg for arg in ignored if arg["flag"] == "--overlap-moe-expert-parallel-comm")

@@ -45,4 +45,4 @@ def test_run_point_is_the_flat_report_or_only_the_error() -> None:
         k: v for k, v in expected.items() if k != "sim_wall_s"
     }
     bad = make_point("mixtral-8x7b", "megascale-moe", 12, {}, **SMALL)
-    assert run_point(bad) == {"error": "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain"}
+    assert run_point(bad) == {"error": "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain; try 8 or 16"}

@@ -69,7 +69,7 @@ def test_cluster_spec_validation() -> None:
     gpu = GPU_PRESETS["h800"]
     with pytest.raises(ConfigError) as err:
         ClusterSpec(gpu, 12)
-    assert str(err.value) == "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain"
+    assert str(err.value) == "gpus: 12 must be a multiple of the 8 GPUs a job uses per domain; try 8 or 16"
     for field, value in [
         ("nic_bandwidth_Bps", -1.0),
         ("nic_efficiency", 1.5),

@@ -302,6 +302,15 @@ def ignored_reason(name: str) -> str:
     return GROUP_REASONS.get(group, NOT_MODELLED_OPTION)
 
 
+def with_nearest(name: str) -> str:
+    """``name``, and the pinned Megatron-LM flag it most likely misspells where one is near (Megatron's parser takes
+    no abbreviation, allow_abbrev=False, so ``--tensor-model-parallel`` is no flag there either)."""
+    import difflib  # NOTE: loaded only for this warning
+
+    near = difflib.get_close_matches(name, pinned_flags(), n=1, cutoff=0.85)
+    return f"{name} (did you mean {near[0]}?)" if near else name
+
+
 def reason_class(reason: str) -> str:
     """The class of a reason: "not modelled", "unknown" or "no effect"."""
     if reason.startswith((NOT_MODELLED, NOT_SIMULATED)):
