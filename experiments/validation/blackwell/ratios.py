@@ -49,7 +49,11 @@ sustained (power-saturated) GEMM rate, where a 1,400 W GB300 and a 1,200 W GB200
 alone (ml-engineering branch fast-mamf compute/accelerator/README.md: MSMF 1,456 BF16 / 2,796 FP8 TFLOP/s at ~994 W
 and 1,339 MHz, against 1,965 MHz in burst); no GB200, B300 or GB300 sustained clock or MSMF was found. Without one,
 any GB300 GEMM speed-up would be fitted on these rows, so the cost model is not changed here: this check states the
-gap.
+gap. Found since (stop 73) and not entered: facebookexperimental/triton PR #2023 (2026-07-14) on a GB300 with its SM
+clock locked at 2,070 MHz, "measured cuBLAS GEMM ~617 tflops at 500 W vs ~1600-2174 tflops at 1400 W": a range, with
+no dtype, shape or protocol. Were its top BF16, it would be 1.19x the GB200's MAMF point (1,822), the speed-up the
+pairs ask for, and a power-limited clock the mechanism (1,400 W against the GB200's 1,200); one such point is not a
+table.
 
 ``python -m experiments.validation.blackwell.ratios`` prints the table.
 """
