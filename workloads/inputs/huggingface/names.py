@@ -55,8 +55,10 @@ SHIPPED_REPOSITORIES: dict[str, str] = {
 def shipped_for(hub_id: str) -> Path | None:
     """The shipped config.json written from the hub repository ``hub_id`` (any case), if one is."""
     stem = SHIPPED_REPOSITORIES.get(hub_id.lower())
-    path = SHIPPED / f"{stem}{JSON_SUFFIX}" if stem else None
-    return path if path is not None and path.is_file() else None
+    if stem is None:
+        return None
+    path = SHIPPED / f"{stem}{JSON_SUFFIX}"
+    return path if path.is_file() else None
 
 
 def hub_cache() -> Path:
