@@ -83,7 +83,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--max-points",
         type=integer(1),
         default=None,
-        help="refuse before any work if the space holds more layouts than this, counted by formula (default 2000)",
+        help="refuse before any work if the space holds more layouts than this, counted by formula (default 8,000)",
     )
     search.add_argument("--write-layout", metavar="FILE", default=None, help="write the fastest layout as a YAML file")
     add_quiet(search)

@@ -11,6 +11,7 @@ from experiments.common.parallel import Workers
 from experiments.common.paths import temporary_folder
 from experiments.common.progress import Lines
 from experiments.search.bound import BoundPruner, bounds, by_bound
+from experiments.search.fix_values import space_choices
 from experiments.search.space import Job, Pruned, SearchSpace, layouts
 from experiments.search.space_size import space_size
 from experiments.search.sweep import Params, read_rows, run_sweep
@@ -20,6 +21,7 @@ from topologies.errors import ConfigError
 from workloads.graph.step import DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LEN
 from workloads.inputs.yaml_files import layout_to_yaml, load_layout, load_model
 from workloads.specs.layouts import LAYOUT_PRESETS, LayoutSpec
+from workloads.specs.models import ModelSpec
 
 BASE_LAYOUT = "megascale-moe"  # the techniques (overlaps, kernels, ZeRO-1) searched layouts keep
 # Layouts of the space, by formula: each memory-checked, those that fit bounded (~0.03 CPU-s), those that can rank
@@ -66,16 +68,30 @@ def check_size(
 ) -> int:
     """The layouts of ``space`` by formula (experiments/search/space_size.py); more than ``most`` is a ConfigError
     before any is built."""
-    size = space_size(load_model(model), job_of(cluster, gpus, global_batch, seq_len), space)
+    model_spec, job = load_model(model), job_of(cluster, gpus, global_batch, seq_len)
+    size = space_size(model_spec, job, space)
     if size > most:
         raise ConfigError(
             "max-points",
             f"the space holds {size:,} layouts (by formula, before any is built), over --max-points {most:,}; "
-            "pin dimensions with --fix (e.g. --fix micro_batch=1 --fix cp=1), or raise --max-points (each layout "
+            f"pin dimensions with --fix ({_pinned_sizes(model_spec, job, space)}), or raise --max-points (each layout "
             "costs a memory check, about 5 ms, those that fit a bound, about 0.03 s, and those that can rank a "
             "simulation, about 0.3 s)",
         )
     return size
+
+
+def _pinned_sizes(model: ModelSpec, job: Job, space: SearchSpace) -> str:
+    """What the usual first pins, one CP rank and one sequence per micro-batch, leave of ``space``, alone and
+    together (by formula), so that the --max-points refusal says how far each gets."""
+    choices = space_choices(space)
+    pins = [f"{key}=1" for key in ("micro_batch", "cp") if len(choices.get(key, ())) > 1 and "1" in choices[key]]
+    if not pins:
+        return "e.g. --fix micro_batch=1 --fix cp=1"
+    sizes = [f"--fix {pin} leaves {space_size(model, job, space.fix([pin])):,} layouts" for pin in pins]
+    if len(pins) > 1:
+        sizes.append(f"both {space_size(model, job, space.fix(pins)):,}")
+    return ", ".join(sizes)
 
 
 def fastest(table: Path, top: int) -> list[dict[str, str]]:

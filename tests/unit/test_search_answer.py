@@ -69,6 +69,11 @@ def test_the_default_searches_fit_their_limit() -> None:
     )
 
 
+def test_the_help_states_the_max_points_default(capsys) -> None:
+    assert main(["search", "--help"]) == 0
+    assert f"counted by formula (default {DEFAULT_MAX_POINTS:,})" in " ".join(capsys.readouterr().out.split())
+
+
 def test_max_points_refuses_before_any_layout_is_built(monkeypatch, capsys) -> None:
     def no_work(*args, **kwargs):
         raise AssertionError("layouts were built before the refusal")

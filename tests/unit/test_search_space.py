@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from experiments.cli.main import main
@@ -90,6 +92,21 @@ def test_too_many_points_is_refused_before_any_simulation(wide) -> None:
     count = space_size(MODEL, job(), SearchSpace.wide())
     assert count >= len({tuple((k, v) for k, v in p.items() if not k.startswith("recompute")) for p in wide[0]})
     with pytest.raises(ConfigError, match=rf"max-points: the space holds {count:,} layouts .* over --max-points 5"):
+        search("mixtral-8x7b", 16, max_points=5, progress=lambda _: None, **ARGS)
+
+
+def test_the_refusal_says_what_the_usual_pins_leave() -> None:
+    """--max-points' refusal counts, by formula, what one sequence per micro-batch and one CP rank leave, alone and
+    together, where the space searches both."""
+    space = SearchSpace.wide()
+    alone = [space_size(MODEL, job(), space.fix([pin])) for pin in ("micro_batch=1", "cp=1")]
+    both = space_size(MODEL, job(), space.fix(["micro_batch=1", "cp=1"]))
+    assert both < min(alone) and max(alone) < space_size(MODEL, job(), space)
+    message = (
+        f"pin dimensions with --fix (--fix micro_batch=1 leaves {alone[0]:,} layouts, --fix cp=1 leaves "
+        f"{alone[1]:,} layouts, both {both:,})"
+    )
+    with pytest.raises(ConfigError, match=re.escape(message)):
         search("mixtral-8x7b", 16, max_points=5, progress=lambda _: None, **ARGS)
 
 
