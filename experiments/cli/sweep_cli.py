@@ -22,6 +22,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "--scheduler", type=nonempty, default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786"
     )
+    sweep.add_argument(
+        "--out",
+        type=nonempty,
+        default=None,
+        help="write the table here (.csv or .parquet; rerun to resume) instead of the sweep file's output",
+    )
     add_quiet(sweep)
 
     search = commands.add_parser("search", help="find the fastest layouts that fit in memory")
@@ -94,7 +100,7 @@ def dispatch(args: argparse.Namespace) -> None:
     if args.command == "sweep":
         from experiments.search.sweep import main_sweep
 
-        main_sweep(args.file, args.jobs, args.scheduler, args.quiet)
+        main_sweep(args.file, args.jobs, args.scheduler, args.quiet, args.out)
     else:
         from experiments.search.search_main import main_search
 

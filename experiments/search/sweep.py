@@ -68,14 +68,18 @@ REPORT_COLUMNS = [f.name for f in dataclasses.fields(Report) if f.name not in ("
 ]
 
 
-def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
-    """Read a sweep file: the grid's points (cartesian product) and the output path."""
+def load_sweep(path: str | Path, out: str | Path | None = None) -> tuple[list[Params], Path]:
+    """Read a sweep file: the grid's points (cartesian product) and the output path (``out``, relative to the working
+    folder, where given; else the file's ``output``, relative to the file)."""
     spec = dict(read_yaml("sweep", path))  # a readable YAML mapping, or ConfigError("sweep", ...)
     output = spec.pop("output", None)
+    field = "sweep.output" if out is None else "out"
+    if out is not None:
+        output = Path(out).absolute()
     if not output:
-        raise ConfigError("sweep.output", "give an output path ending in .csv or .parquet")
+        raise ConfigError(field, "give an output path ending in .csv or .parquet (or --out)")
     if Path(str(output)).suffix not in (".csv", ".parquet"):
-        raise ConfigError("sweep.output", f"must end in .csv or .parquet, got '{output}'")
+        raise ConfigError(field, f"must end in .csv or .parquet, got '{output}'")
     if Path(str(output)).suffix == ".parquet":
         check_parquet()
     for key in spec:
@@ -86,7 +90,7 @@ def load_sweep(path: str | Path) -> tuple[list[Params], Path]:
     output = Path(str(output))
     if not output.is_absolute():
         output = Path(path).parent / output
-    check_output_file("sweep.output", output, (".csv", ".parquet"))
+    check_output_file(field, output, (".csv", ".parquet"))
     for key, value in spec.items():
         values = value if isinstance(value, list) else [value]
         if not values:
@@ -383,9 +387,9 @@ def _run_locked(
     say(f"sweep: {number} points{skipped} in {time.perf_counter() - start:.1f} s -> {output}")
 
 
-def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False) -> None:
-    """CLI entry: load the sweep file and run it."""
-    points, output = load_sweep(path)
+def main_sweep(path: str, jobs: int, scheduler: str | None, quiet: bool = False, out: str | None = None) -> None:
+    """CLI entry: load the sweep file and run it (into ``out`` where given)."""
+    points, output = load_sweep(path, out)
     run_sweep(points, output, jobs=jobs, scheduler=scheduler, quiet=quiet)
 
 

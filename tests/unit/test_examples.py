@@ -13,6 +13,7 @@ from experiments.cli.main import main
 from experiments.search.sweep import load_sweep
 from experiments.validation import corpus as validation_cases
 from simulator.report.clusters import load_cluster
+from topologies.errors import ConfigError
 from workloads.inputs.yaml_files import load_layout
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -38,6 +39,15 @@ def test_sweep_file_loads() -> None:
     points, output = load_sweep(EXAMPLES / "sweeps" / "ep-vs-nic.yaml")
     assert len(points) == 6 and output == EXAMPLES / "sweeps" / "ep-vs-nic.csv"
     assert all(Path(p["layout"]).exists() for p in points)
+
+
+def test_sweep_out_replaces_the_files_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out: the table goes where the command line says, relative to the working folder, not beside the file."""
+    monkeypatch.chdir(tmp_path)
+    points, output = load_sweep(EXAMPLES / "sweeps" / "ep-vs-nic.yaml", "table.csv")
+    assert len(points) == 6 and output == tmp_path / "table.csv"
+    with pytest.raises(ConfigError, match=r"^out: must end in \.csv or \.parquet"):
+        load_sweep(EXAMPLES / "sweeps" / "ep-vs-nic.yaml", "table.txt")
 
 
 def test_megatron_arguments_file_runs(capsys) -> None:
