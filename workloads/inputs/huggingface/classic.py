@@ -213,10 +213,10 @@ def _mpt_attention(c: ConfigReads, heads: int) -> tuple[int, float]:
     if not isinstance(attn, dict):
         raise c.fail("attn_config", f"must be a mapping, got {short_repr(attn)}")
     kind = attn.get("attn_type", "multihead_attention")
-    kv = {"multiquery_attention": 1, "grouped_query_attention": attn.get("kv_n_heads", heads)}.get(kind, heads)
+    kv = 1 if kind == "multiquery_attention" else heads
+    if kind == "grouped_query_attention":
+        kv = _section_int(c, "attn_config", "kv_n_heads", heads)
     dropout = attn.get("attn_pdrop") or 0.0
-    if isinstance(kv, bool) or not isinstance(kv, int) or kv < 1:
-        raise c.fail("attn_config.kv_n_heads", f"must be a positive integer, got {short_repr(kv)}")
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         raise c.fail("attn_config.attn_pdrop", f"must be a probability in [0, 1), got {short_repr(dropout)}")
     return kv, float(dropout)
