@@ -12,8 +12,8 @@ from workloads.inputs.yaml_files import load_model
 
 
 def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[str, ...]]:
-    """``args`` with the recipe's Megatron flags, model, GPU count (benchmark.num_nodes full nodes of the cluster, else
-    one node) and routing, each only where the command line left it out; and the notes on what runs otherwise."""
+    """``args`` with the recipe's Megatron flags, model, GPU count (ci.nodes, else benchmark.num_nodes, full nodes of the
+    cluster, else one node) and routing, each only where the command line left it out; and the notes on what runs otherwise."""
     if args.megatron_args:
         raise ConfigError("automodel", "give --automodel or --megatron-args, not both")
     recipe = read_automodel(args.automodel)

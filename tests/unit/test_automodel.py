@@ -119,3 +119,96 @@ def test_moesim_run_takes_the_recipe_s_model_nodes_and_routing() -> None:
     assert any("FSDP2" in note for note in report["megatron_notes"])
     # the gate's consecutive routing sends a token's k copies to fewer ranks than uniform routing (DeepEP: once each)
     assert report["tokens_per_s_per_gpu"] > run("--routing", "uniform")["tokens_per_s_per_gpu"]
+
+
+# Today's recipe layout (NVIDIA-NeMo/Automodel@36044ad, examples/llm_benchmark/gpt_oss/gptoss_120b_te_deepep.yaml):
+# distributed.strategy and distributed.pipeline, activation checkpointing under distributed, the dispatcher by name
+TODAY = {
+    "benchmark": {"num_nodes": 8},
+    "step_scheduler": {"global_batch_size": 512, "local_batch_size": 1},
+    "distributed": {"strategy": "fsdp2", "tp_size": 1, "cp_size": 1, "pp_size": 1, "ep_size": 64},
+    "model": {
+        "config": {"pretrained_model_name_or_path": "openai/gpt-oss-120b"},
+        "backend": {"attn": "te", "experts": "torch_mm", "dispatcher": "hybridep", "dispatcher_num_sms": 64},
+    },
+    "dataset": {"seq_len": 4096},
+}
+
+
+def _today(tmp_path: Path, **changes: dict) -> Path:
+    """TODAY with ``changes`` merged into its sections (a None value deletes the key)."""
+    data = {section: dict(values) for section, values in TODAY.items()}
+    for section, values in changes.items():
+        merged = {**data.get(section, {}), **values}
+        data[section] = {key: value for key, value in merged.items() if value is not None}
+    path = tmp_path / "today.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_today_s_recipe_keys_are_read(tmp_path: Path) -> None:
+    recipe = read_automodel(_today(tmp_path))
+    flags, notes = recipe.megatron_args(36, True, False, 64)
+    assert "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep" in flags
+    assert "--moe-flex-dispatcher-num-sms 64" in flags and "--moe-grouped-gemm" in flags
+    assert "--use-megatron-fsdp" in flags and "--recompute" not in flags and "--attention-backend" not in flags
+    assert recipe.nodes == 8 and not any("allgather" in note for note in notes)
+    # without a dispatcher or experts key: BackendConfig's defaults in NVIDIA's container, DeepEP with 20 SMs and
+    # torch._grouped_mm
+    defaults, _ = read_automodel(
+        _today(tmp_path, model={"backend": {"attn": "te"}, "config": TODAY["model"]["config"]})
+    ).megatron_args(36, True, False, 64)
+    assert "--moe-flex-dispatcher-backend deepep --moe-flex-dispatcher-num-sms 20" in defaults
+    assert "--moe-grouped-gemm" in defaults
+
+
+def test_today_s_pipeline_and_checkpointing_keys(tmp_path: Path) -> None:
+    pipeline = {"pp_schedule": "interleaved1f1b", "layers_per_stage": 2, "round_virtual_stages_to_pp_multiple": "down"}
+    path = _today(tmp_path, distributed={"pp_size": 4, "pipeline": pipeline, "activation_checkpointing": True})
+    recipe = read_automodel(path)
+    assert recipe.schedule == "interleaved" and recipe.virtual_stages(61) == 7  # as the 2025 autopipeline keys
+    flags, _ = recipe.megatron_args(61, True, False, 256)
+    assert "--recompute-granularity full" in flags and "--pipeline-model-parallel-layout" in flags
+    selective, notes = read_automodel(
+        _today(tmp_path, distributed={"activation_checkpointing": "selective"})
+    ).megatron_args(36, True, False, 64)
+    assert "--recompute-granularity selective --recompute-modules layernorm moe_act" in selective
+    assert any("TorchTitan" in note for note in notes)
+    with pytest.raises(ConfigError, match="distributed.activation_checkpointing: 'some'"):
+        read_automodel(_today(tmp_path, distributed={"activation_checkpointing": "some"})).megatron_args(
+            36, True, False, 64
+        )
+
+
+def test_today_s_strategies_attention_and_dispatchers(tmp_path: Path) -> None:
+    ddp, _ = read_automodel(_today(tmp_path, distributed={"strategy": "ddp"})).megatron_args(36, True, False, 64)
+    assert "--use-megatron-fsdp" not in ddp
+    mfsdp, _ = read_automodel(_today(tmp_path, distributed={"strategy": "megatron_fsdp"})).megatron_args(
+        36, True, False, 64
+    )
+    assert "--use-megatron-fsdp" in mfsdp
+    with pytest.raises(ConfigError, match="distributed.strategy: 'zero9'"):
+        read_automodel(_today(tmp_path, distributed={"strategy": "zero9"}))
+    backend = dict(TODAY["model"]["backend"])
+    flex, notes = read_automodel(
+        _today(tmp_path, model={"backend": {**backend, "attn": "flex", "dispatcher": "uccl_ep"}})
+    ).megatron_args(36, True, False, 64)
+    assert "--attention-backend flash" in flex and "--moe-flex-dispatcher-backend deepep" in flex
+    assert any("FlexAttention" in note for note in notes) and any("UCCL-EP" in note for note in notes)
+    with pytest.raises(ConfigError, match="dispatcher: 'mok'"):
+        read_automodel(_today(tmp_path, model={"backend": {**backend, "dispatcher": "mok"}})).megatron_args(
+            36, True, False, 64
+        )
+    # a Hugging Face model's own attention implementation where the backend names none (Llama's SDPA)
+    hf = {"pretrained_model_name_or_path": "meta-llama/Llama-3.1-70B", "attn_implementation": "sdpa", "config": None}
+    hf["backend"] = {"rms_norm": "torch_fp32"}
+    dense, _ = read_automodel(_today(tmp_path, model=hf)).megatron_args(80, True, False, 64, experts=False)
+    assert "--attention-backend flash" in dense
+
+
+def test_the_nodes_the_recipe_s_ci_launches(tmp_path: Path) -> None:
+    """Nemotron 3 Super's benchmark recipe says num_nodes 1 beside EP 64; its CI launches 8 nodes."""
+    recipe = read_automodel(_today(tmp_path, ci={"nodes": 8}, benchmark={"num_nodes": 1}))
+    assert recipe.nodes == 8
+    _, notes = recipe.megatron_args(36, True, False, 64)
+    assert any("ci.nodes 8 and benchmark.num_nodes 1 differ" in note for note in notes)

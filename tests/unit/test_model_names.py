@@ -64,6 +64,9 @@ def test_a_misspelled_name_is_told_the_nearest_preset_or_shipped_config(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
     with pytest.raises(ConfigError, match=r"did you mean qwen3-32b .*huggingface-cli download"):
         load_model("Qwen/Qwen3-30B")
+    # Nemotron 3 Super ships as a model YAML written from Megatron-LM's flags, not as a config.json: its path is named
+    with pytest.raises(ConfigError, match=r"did you mean examples/models/nemotron-3-super-120b-a12b\.yaml\?"):
+        load_model("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16")
     with pytest.raises(ConfigError) as nothing_near:
         load_model("zzzz")
     assert "did you mean" not in str(nothing_near.value)

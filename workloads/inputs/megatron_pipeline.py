@@ -237,7 +237,14 @@ def pipeline_fields(args: dict[str, Any], model: ModelSpec, fields: dict[str, An
                 )
             total = layers + embedding + loss
             if total % pp or (total // pp) % per_chunk:
-                raise ConfigError("--num-layers-per-virtual-pipeline-stage", "must divide the layers per rank")
+                counted = " (the embedding and loss counted as layers)" if embedding or loss else ""
+                raise ConfigError(
+                    "--num-layers-per-virtual-pipeline-stage",
+                    f"{per_chunk} does not divide the layers per rank: {total} layers{counted} over PP {pp} give "
+                    f"{total / pp:g} (Megatron-LM refuses this too); give --num-virtual-stages-per-pipeline-rank "
+                    "instead (with --decoder-first/last-pipeline-num-layers for an uneven split) or a "
+                    "--pipeline-model-parallel-layout",
+                )
             chunks = total // pp // per_chunk
         chunks = chunks or 1
         plain = first is None and last is None and not embedding and not loss

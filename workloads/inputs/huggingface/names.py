@@ -107,10 +107,21 @@ def how_to_get(name: str, presets: tuple[str, ...] = ()) -> str:
     ``presets`` and the shipped configs first (``llama3-8b``: did you mean llama-3.1-8b)."""
     import difflib  # NOTE: loaded only for this error
 
+    key = name.rsplit("/", 1)[-1].lower()
     names = list(dict.fromkeys([*presets, *shipped_names()]))
-    near = difflib.get_close_matches(name.rsplit("/", 1)[-1].lower(), names, n=3, cutoff=0.6)
+    near = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+    # a shipped model YAML (written from Megatron-LM's flags, as Nemotron 3 Super's), passed by its path, where it is
+    # nearer than every preset and config.json
+    stems = [path.stem for path in SHIPPED.glob("*.yaml")] if SHIPPED.is_dir() else []
+    files = difflib.get_close_matches(key, stems, n=1, cutoff=0.6)
+
+    def ratio(other: str) -> float:
+        return difflib.SequenceMatcher(None, key, other).ratio()
+
+    if files and (not near or ratio(files[0]) > ratio(near[0])):
+        near = [f"examples/models/{files[0]}.yaml", *near[:2]]
     others = f" (or {', '.join(near[1:])})" if len(near) > 1 else ""
-    mean = f"did you mean {near[0]}{others}? (examples/models holds the shipped config.json files); " if near else ""
+    mean = f"did you mean {near[0]}{others}? (examples/models holds the shipped models); " if near else ""
     if _HUB_ID.match(name):
         return (
             f"{mean}{name!r} is not in the local Hugging Face cache ({hub_cache()}); fetch its config with "
