@@ -282,7 +282,7 @@ def test_a_baseline_must_be_a_case_of_the_folder(tmp_path: Path) -> None:
 def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     corpus = validation_cases.load_cases()
     names = [case.name for case in corpus]
-    assert len(names) == len(set(names)) == 70
+    assert len(names) == len(set(names)) == 73
     nemo = [c for c in corpus if c.name.startswith("nemo-")]  # NeMo 24.07's dense H100 table
     assert len(nemo) == 11 and all(c.megatron_args and c.cluster == "h100" and c.source.get("commit") for c in nemo)
     assert sorted(c.name for c in corpus if c.fitted) == ["paper-t3-megascale-moe-0240", "paper-t5-4-sp-ep-inter-intra"]
@@ -299,7 +299,9 @@ def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     assert len(sc21) == 10 and all(c.cluster == "a100" and c.model.name == "megatron-flags" for c in sc21)
     assert all("--activations-checkpoint-method uniform" in c.megatron_args and c.derivation for c in sc21)
     automodel = [c for c in corpus if c.name.startswith("automodel-")]  # NeMo AutoModel's table: a group of its own
-    assert len(automodel) == 4 and all(c.group == "automodel" and c.layout.routing == "consecutive" for c in automodel)
+    assert len(automodel) == 7 and all(c.group == "automodel" and c.megatron_args for c in automodel)
+    gated = [c for c in automodel if c.model.num_experts]  # its fake balanced gate; the dense Llama 3.1 70B has none
+    assert len(gated) == 6 and all(c.layout.routing == "consecutive" for c in gated)
     with pytest.raises(ConfigError, match="unknown case"):
         validation_cases.load_cases(names=["nope"])
 
