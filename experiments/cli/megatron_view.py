@@ -68,7 +68,8 @@ def understood(
     degrees = [f"TP {tp}" + (" (SP)" if layout.sequence_parallel and tp > 1 else "")]
     degrees += [f"EP {layout.ep_degree}", f"ETP {layout.etp}"] if experts else ["no experts"]
     degrees += [f"CP {layout.cp}", f"PP {layout.pp}"]
-    degrees += [f"VP {layout.virtual_stages}", f"DP {data_parallel(layout, num_gpus)}"]
+    group = f" (groups of {layout.microbatch_group} micro-batches)" if layout.microbatch_group else ""
+    degrees += [f"VP {layout.virtual_stages}{group}", f"DP {data_parallel(layout, num_gpus)}"]
     precision = _precision(layout, fp16)
     return "; ".join(
         [

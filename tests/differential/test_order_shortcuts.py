@@ -8,6 +8,7 @@ import pytest
 from simulator.fast.periodic import index_step, task_counts
 from simulator.memory.per_gpu import held_chunks
 from simulator.report.bounds import shape_task_counts
+from topologies.errors import ConfigError
 from workloads.schedules.base import Phase, Schedule, Task, shape_order
 from workloads.schedules.dualpipe import DualPipe, DualPipeV
 from workloads.schedules.one_f_one_b import Interleaved, OneFOneB, ZeroBubble1P
@@ -30,6 +31,9 @@ SHAPES = [
     (DualPipe, 8, 1, False, False, (16, 18, 48)),
     (DualPipeV, 4, 2, False, False, (8, 9, 12, 40)),
 ]
+# (stages, chunks, group, micro-batch counts): the interleaved schedule in groups of N micro-batches
+# (--microbatch-group-size-per-virtual-pipeline-stage), the last group whole (m mod N = 0) or holding the rest (>= pp)
+GROUPED = [(2, 2, 3, (3, 5, 6, 8, 11, 29)), (4, 2, 6, (6, 10, 12, 16, 40)), (2, 3, 4, (4, 6, 7, 22))]
 
 # (class, stages, chunks, ep_overlap, m): shapes whose cost is compared at m and 64 m
 GROWING = [
@@ -49,6 +53,11 @@ def cases():
             schedule = kind(stages, m, chunks, ep_overlap=overlap, delay_wgrad=delay)
             schedule.check()
             yield pytest.param(schedule, id=f"{kind.name}-pp{stages}-v{chunks}-ov{int(overlap)}{int(delay)}-m{m}")
+    for stages, chunks, group, counts in GROUPED:
+        for m in counts:
+            schedule = Interleaved(stages, m, chunks, group=group)
+            schedule.check()
+            yield pytest.param(schedule, id=f"interleaved-pp{stages}-v{chunks}-group{group}-m{m}")
 
 
 def walked_chunks(schedule: Schedule, stage: int, count: int) -> tuple[int, ...]:
@@ -123,6 +132,35 @@ def test_interleaved_prefix_by_hand():
     schedule = Interleaved(2, 4, 2)
     assert schedule.in_flight(0) == 5
     assert schedule.forward_chunks(0, 5) == (0, 0, 1, 1, 0)
+
+
+def test_interleaved_groups_by_hand():
+    """Megatron-Core's get_schedule_table at pp 2, v 2, groups of 3 over 5 micro-batches: the whole group 0-2 through
+    chunk 0 then chunk 1, then the rest 3-4 likewise; stage 0 warms up (2 - 0 - 1) 2 + (2 - 1) 3 = 5 forwards, pairs
+    each next forward with the backwards in the same table order, chunks reversed, and drains the last five."""
+    schedule = Interleaved(2, 5, 2, group=3)
+    forwards = [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1), (3, 0), (4, 0), (3, 1), (4, 1)]
+    backwards = [(mb, 1 - chunk) for mb, chunk in forwards]
+    expected = [(FORWARD, *f) for f in forwards[:5]]
+    for i in range(5):
+        expected += [(FORWARD, *forwards[5 + i]), (BACKWARD, *backwards[i])]
+    expected += [(BACKWARD, *b) for b in backwards[5:]]
+    assert [(t.direction, t.micro_batch, t.chunk) for t in schedule.order(0)] == expected
+    assert schedule.in_flight(0) == 6 and schedule.in_flight(1) == 4  # stage 1: (2 - 1 - 1) 2 + 3 = 3 warm-up
+
+
+@pytest.mark.parametrize(
+    "stages, m, group, message",
+    [
+        (4, 10, 0, r"interleaved 1F1B needs micro-batches \(10\) divisible by pp"),
+        (4, 10, 3, r"3 must lie in \[pp = 4, micro-batches = 10\]"),
+        (4, 10, 12, r"12 must lie in"),
+        (4, 14, 6, r"14 micro-batches in groups of 6 leave 2, which Megatron-Core refuses unless 0 or >= pp \(4\)"),
+    ],
+)
+def test_interleaved_groups_refused_as_megatron_core_refuses_them(stages, m, group, message):
+    with pytest.raises(ConfigError, match=message):
+        Interleaved(stages, m, 2, group=group).check()
 
 
 @pytest.mark.parametrize("schedule", list(cases()))

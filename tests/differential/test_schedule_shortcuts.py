@@ -6,7 +6,8 @@ does within budget: along the steady periods of the failed exact attempt's run w
 (simulator/fast/run_line.py: ZB1P and DualPipeV with EP overlap at PP 2; 1F1B, ZB1P and DualPipe with EP overlap at
 PP 4, from the failed attempt's run or the two-run line's longer one), else through two full runs
 (simulator/fast/bounded.py; held with the one-run line declined). The exact path is
-kept where it locks: 1F1B, DualPipe and DualPipeV at PP 2, interleaved 1F1B from 96 micro-batches on."""
+kept where it locks: 1F1B, DualPipe and DualPipeV at PP 2, interleaved 1F1B from 96 micro-batches on (in groups of 6
+micro-batches where the last group holds the rest: below)."""
 
 from __future__ import annotations
 
@@ -141,3 +142,21 @@ def test_the_report_says_when_a_step_is_bounded() -> None:
         assert report.steady_runs and "steady_bound" not in report.to_row()
     assert f"extrapolated, within {LINE_BOUND_REL:.2%})" in lines["zb1p"]  # along one run's steady periods
     assert "extrapolated" not in lines["1f1b"] and lines["1f1b"].endswith("micro-batches)")
+
+
+@pytest.mark.parametrize("micro_batches, exact", [(96, False), (128, True), (130, True)])
+def test_interleaved_groups_extrapolate_to_their_full_run(micro_batches: int, exact: bool) -> None:
+    """The interleaved schedule in groups of 6 micro-batches (--microbatch-group-size-per-virtual-pipeline-stage) at
+    PP 2: the last group whole at 96 (no shorter run's state repeats in budget: the two-run line) and holding 2 or 4
+    at 128 and 130 (runs congruent modulo the group keep that rest: a state that repeats, the exact path)."""
+    workload, cluster = _step({**VP2, "microbatch_group": 6}, micro_batches, 2)
+    assert workload.schedule.group_size == 6
+    step = run_step(workload, cluster, DEFAULT_CALIBRATION)
+    full = Engine(workload, cluster, DEFAULT_CALIBRATION).run()
+    assert step.runs and sum(step.runs) < micro_batches and all(run % 6 == micro_batches % 6 for run in step.runs)
+    if exact:
+        assert step.bound_rel == 0.0
+        assert_same_fields(step.result, full)
+        return
+    error, field = relative_error(fields_of(step.result), fields_of(full))
+    assert step.bound_rel == BOUND_REL and error <= step.bound_rel, field

@@ -324,3 +324,20 @@ def test_dispatcher_capacity_and_routing_flags() -> None:
     assert layout("--bf16 --tensor-model-parallel-size 2 --sequence-parallel").ffn == "tp"
     with pytest.raises(ConfigError, match="^--moe-pad-expert-input-to-capacity: needs --moe-expert-capacity"):
         parse_megatron_args("--bf16 --moe-pad-expert-input-to-capacity")
+
+
+def test_microbatch_groups_run_what_megatron_core_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """Megatron-Bridge's GLM-5.2 recipe on 416 H100s (src/megatron/bridge/recipes/glm/h100/glm5.py at 067f987d: PP 13,
+    VP 2, GBS 1,024 over DP 32, microbatch_group_size_per_vp_stage 16): 32 micro-batches in two groups of 16, which
+    pp 13 does not divide; without the flag Megatron-Core, and moesim, refuse them. Here on a 26-layer dense model."""
+    flags = (
+        "--bf16 --num-layers 26 --hidden-size 1024 --num-attention-heads 8 --vocab-size 32000 --seq-length 4096 "
+        "--pipeline-model-parallel-size 13 --num-virtual-stages-per-pipeline-rank 2 --global-batch-size 1024 "
+        "--micro-batch-size 1"
+    )
+    group = " --microbatch-group-size-per-virtual-pipeline-stage 16"
+    assert layout(flags + group).microbatch_group == 16 and layout(flags).microbatch_group == 0
+    assert main(["run", "--megatron-args", flags + group, "--gpus", "416", "--cluster", "h100"]) == 0
+    assert "VP 2 (groups of 16 micro-batches)" in capsys.readouterr().out
+    assert main(["run", "--megatron-args", flags, "--gpus", "416", "--cluster", "h100"]) == 2
+    assert "interleaved 1F1B needs micro-batches (32) divisible by pp" in capsys.readouterr().err

@@ -118,8 +118,8 @@ class StepWorkload:
     @cached_property
     def schedule(self) -> Schedule:
         layout = self.layout
-        overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
-        return make_schedule(layout.schedule, self.pp, self.micro_batches, self.chunks, **overlap)
+        options = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad, "group": layout.microbatch_group}
+        return make_schedule(layout.schedule, self.pp, self.micro_batches, self.chunks, **options)
 
     @cached_property
     def block_ranges(self) -> tuple[range, ...]:

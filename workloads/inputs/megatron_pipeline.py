@@ -263,8 +263,10 @@ def pipeline_fields(args: dict[str, Any], model: ModelSpec, fields: dict[str, An
         raise ConfigError(
             "--pipeline-model-parallel-size", f"the interleaved schedule needs pp >= {minimum} (Megatron-LM)"
         )
+    group = positive(args, "--microbatch-group-size-per-virtual-pipeline-stage", None)
     out: dict[str, Any] = {
         "virtual_stages": chunks,
+        "microbatch_group": group if chunks > 1 and group is not None else 0,  # the interleaved schedule's alone
         "schedule": "interleaved" if chunks > 1 else "1f1b",
         "block_layers": () if len(set(blocks)) == 1 else tuple(blocks),
         # validate_args (NVIDIA/Megatron-LM d98e8a64 arguments.py): --align-param-gather is on by default and turned off

@@ -35,10 +35,16 @@ class ScheduleShape(NamedTuple):
     chunks: int
     ep_overlap: bool
     delay_wgrad: bool
+    group: int = 0
 
     def build(self) -> Schedule:
         return self.kind(
-            self.stages, self.micro_batches, self.chunks, ep_overlap=self.ep_overlap, delay_wgrad=self.delay_wgrad
+            self.stages,
+            self.micro_batches,
+            self.chunks,
+            ep_overlap=self.ep_overlap,
+            delay_wgrad=self.delay_wgrad,
+            group=self.group,
         )
 
 
@@ -97,11 +103,21 @@ class Schedule:
         return True
 
     def __init__(
-        self, stages: int, micro_batches: int, chunks: int = 1, *, ep_overlap: bool = False, delay_wgrad: bool = False
+        self,
+        stages: int,
+        micro_batches: int,
+        chunks: int = 1,
+        *,
+        ep_overlap: bool = False,
+        delay_wgrad: bool = False,
+        group: int = 0,
     ) -> None:
         self.stages, self.micro_batches, self.chunks = stages, micro_batches, chunks
         # Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm, --delay-wgrad-compute): see pair_steady
         self.ep_overlap, self.delay_wgrad = ep_overlap, delay_wgrad
+        # the interleaved schedule's micro-batches per group (--microbatch-group-size-per-virtual-pipeline-stage;
+        # 0: pp, Megatron-Core's default); the other schedules have none
+        self.group = group
 
     # --- what a schedule defines ---------------------------------------------------------------------
     def lazy_order(self, stage: int) -> Iterator[Task]:
@@ -169,7 +185,7 @@ class Schedule:
     def shape(self) -> ScheduleShape:
         """What sets this schedule's orders: equal shapes run equal orders."""
         return ScheduleShape(
-            type(self), self.stages, self.micro_batches, self.chunks, self.ep_overlap, self.delay_wgrad
+            type(self), self.stages, self.micro_batches, self.chunks, self.ep_overlap, self.delay_wgrad, self.group
         )
 
     def resized(self, micro_batches: int) -> Schedule:

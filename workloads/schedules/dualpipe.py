@@ -4,6 +4,7 @@ the pipeline and a forward and a backward chunk overlap (F&B)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from topologies.errors import ConfigError
 from workloads.schedules.base import Schedule, SteadyCut
@@ -29,7 +30,7 @@ class DualPipe(Schedule):
     name = "dualpipe"
     fill_per_stage = 3
 
-    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
+    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: Any) -> None:
         super().__init__(stages, micro_batches, 1, **overlap)  # the F&B pairs are DualPipe's own (step 4)
 
     @property
@@ -162,7 +163,7 @@ class DualPipeV(Schedule):
     check_own_weight_passes = DualPipe.check_own_weight_passes
     pair_steady = DualPipe.pair_steady
 
-    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> None:
+    def __init__(self, stages: int, micro_batches: int, chunks: int = 1, **overlap: Any) -> None:
         super().__init__(stages, micro_batches, 2, **overlap)
 
     def block_of(self, stage: int, chunk: int) -> int:

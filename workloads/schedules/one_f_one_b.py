@@ -91,27 +91,45 @@ class ZeroBubble1P(Schedule):
 
 
 class Interleaved(Schedule):
-    """Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21): micro-batches in groups of ``stages``."""
+    """Megatron-LM's interleaved 1F1B (Narayanan et al., SC'21): micro-batches in groups of N (``group``, Megatron's
+    --microbatch-group-size-per-virtual-pipeline-stage, pp by default), each group through every chunk in turn, the
+    last group holding what is left (Megatron-Core schedules.py get_schedule_table and get_pp_rank_microbatches at
+    d98e8a64: warm-up (pp - rank - 1) 2 + (v - 1) N forwards)."""
 
     name = "interleaved"
     host_waits_at_exchange = False  # --overlap-p2p-communication, Megatron-LM's default with virtual stages
     virtual_stages = True
     whole_chunk_tasks = True
 
+    @property
+    def group_size(self) -> int:
+        """Micro-batches per group (N)."""
+        return self.group or self.stages
+
     def _warmup(self, stage: int) -> int:
-        return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.stages
+        return (self.stages - stage - 1) * 2 + (self.chunks - 1) * self.group_size
+
+    def _table(self, k: int) -> tuple[int, int]:
+        """The (micro-batch, chunk) of the k-th forward (get_schedule_table): whole groups of N, then the rest."""
+        n, chunks = self.group_size, self.chunks
+        whole = self.micro_batches // n * n  # micro-batches in whole groups
+        if k < whole * chunks:
+            group, within = divmod(k, n * chunks)
+            return group * n + within % n, within // n
+        rest = self.micro_batches - whole
+        chunk, index = divmod(k - whole * chunks, rest)
+        return whole + index, chunk
 
     def lazy_order(self, stage: int) -> Iterator[Task]:
-        stages, chunks = self.stages, self.chunks
+        chunks = self.chunks
         total = self.micro_batches * chunks
 
         def forward(k: int) -> Task:
-            group, within = divmod(k, stages * chunks)
-            return Task(FORWARD, group * stages + within % stages, within // stages)
+            return Task(FORWARD, *self._table(k))
 
         def backward(k: int) -> Task:
-            group, within = divmod(k, stages * chunks)
-            return Task(BACKWARD, group * stages + within % stages, chunks - 1 - within // stages)
+            micro_batch, chunk = self._table(k)
+            return Task(BACKWARD, micro_batch, chunks - 1 - chunk)
 
         warmup = min(self._warmup(stage) + self.extra_warmup, total)
         for k in range(warmup):
@@ -125,23 +143,32 @@ class Interleaved(Schedule):
         return min(self._warmup(stage) + 1 + self.extra_warmup, self.micro_batches * self.chunks)
 
     def steady_cut(self, stage: int) -> SteadyCut:
-        """Past the full warm-up and one whole steady period (pp v steady pairs), each pp micro-batches add pp v
-        steady pairs: forward k = warm-up + i with backward i for i over a period, whose chunks repeat every pp v
-        (a group of pp micro-batches per chunk), so any pp v consecutive pairs have the same kinds."""
-        stages, chunks = self.stages, self.chunks
-        group = stages * chunks
+        """Past the full warm-up, one whole steady period (N v steady pairs) and the last group's rest (r = m mod N,
+        which a count N apart keeps), each N micro-batches add N v steady pairs: a whole group inserted before the
+        rest, forward k = warm-up + i with backward i for i over a period, whose chunks repeat every N v, so any N v
+        consecutive pairs of the whole groups have the same kinds."""
+        n, chunks = self.group_size, self.chunks
+        period = n * chunks
         warmup = self._warmup(stage) + self.extra_warmup
         kinds: dict[Task, int] = {}
-        for i in range(group):
-            forward = Task(FORWARD, 0, (warmup + i) % group // stages)
-            backward = Task(BACKWARD, 0, chunks - 1 - i % group // stages)
+        for i in range(period):
+            forward = Task(FORWARD, 0, (warmup + i) % period // n)
+            backward = Task(BACKWARD, 0, chunks - 1 - i % period // n)
             for kind in map(kind_of, self.pair_steady(forward, backward)):
                 kinds[kind] = kinds.get(kind, 0) + 1
-        return SteadyCut(-(-warmup // chunks) + stages, stages, kinds)
+        return SteadyCut(-(-warmup // chunks) + n + self.micro_batches % n, n, kinds)
 
     def check(self) -> None:
         self.check_overlap()
-        if self.micro_batches % self.stages:
+        n, m = self.group_size, self.micro_batches
+        if self.group and not self.stages <= n <= m:
+            flag = "--microbatch-group-size-per-virtual-pipeline-stage"
+            raise ConfigError(flag, f"{n} must lie in [pp = {self.stages}, micro-batches = {m}] (Megatron-Core)")
+        if m % n and (not self.group or m % n < self.stages):
+            if not self.group:
+                raise ConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp")
             raise ConfigError(
-                "global_batch", f"interleaved 1F1B needs micro-batches ({self.micro_batches}) divisible by pp"
+                "global_batch",
+                f"{m} micro-batches in groups of {n} leave {m % n}, which Megatron-Core refuses unless 0 or >= pp "
+                f"({self.stages})",
             )

@@ -3,6 +3,8 @@ closed-form bubbles of each schedule from its papers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from topologies.errors import ConfigError
 from workloads.schedules.base import Schedule
 from workloads.schedules.dualpipe import DualPipe, DualPipeV
@@ -19,11 +21,11 @@ def block_count(name: str, stages: int, chunks: int = 1) -> int:
     return make_schedule(name, stages, 1, chunks).blocks
 
 
-def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1, **overlap: bool) -> Schedule:
-    """The schedule called ``name`` (a LayoutSpec.schedule value); ``overlap``: ep_overlap, delay_wgrad."""
+def make_schedule(name: str, stages: int, micro_batches: int, chunks: int = 1, **options: Any) -> Schedule:
+    """The schedule called ``name`` (a LayoutSpec.schedule value); ``options``: ep_overlap, delay_wgrad, group."""
     if name not in SCHEDULES:
         raise ConfigError("layout.schedule", f"must be one of {', '.join(SCHEDULES)}")
-    return SCHEDULES[name](stages, micro_batches, chunks, **overlap)
+    return SCHEDULES[name](stages, micro_batches, chunks, **options)
 
 
 def per_unit_comm_runs(name: str, ep_overlap: bool) -> bool:

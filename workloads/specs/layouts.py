@@ -36,7 +36,15 @@ def check_layout(layout: LayoutSpec) -> None:
         raise ConfigError("layout.routing", f"must be one of {', '.join(ROUTINGS)}")
     if layout.gemm_dtype not in GEMM_DTYPES:
         raise ConfigError("layout.gemm_dtype", f"must be one of {', '.join(GEMM_DTYPES)}")
-    for field in ("ep", "ep_max_nodes", "zipf_exponent", "seed", "recompute_kept_layers", "dispatcher_sms"):
+    for field in (
+        "ep",
+        "ep_max_nodes",
+        "zipf_exponent",
+        "seed",
+        "recompute_kept_layers",
+        "dispatcher_sms",
+        "microbatch_group",
+    ):
         if getattr(layout, field) < 0:
             raise ConfigError(f"layout.{field}", f"must be >= 0, got {getattr(layout, field)}")
     if any(count < 0 for count in layout.block_layers):
@@ -110,6 +118,8 @@ class LayoutSpec:
     micro_batch: int = 1
     schedule: str = "1f1b"
     virtual_stages: int = 1
+    # the interleaved schedule's micro-batches per group (--microbatch-group-size-per-virtual-pipeline-stage); 0: pp
+    microbatch_group: int = 0
     inter_op_overlap: bool = True  # communication on its own stream beside independent compute
     intra_op_overlap: bool = True  # collectives fused into their GEMMs, tile by tile (Sec. 4.2)
     # Expert GEMMs: "grouped" one grouped kernel per GEMM (MegaScale-MoE); "sequential" one GEMM after another

@@ -299,7 +299,7 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
             f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
             + batch_hint(global_batch, dp * layout.micro_batch),
         )
-    overlap = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad}
+    options = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad, "group": layout.microbatch_group}
     micro_batches = global_batch // (dp * layout.micro_batch)
     check_limit(
         "global_batch",
@@ -307,4 +307,4 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
         micro_batches,
         f"micro-batches per pipeline (global_batch {global_batch} / (dp x micro_batch))",
     )
-    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **overlap).check()
+    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **options).check()
