@@ -12,13 +12,14 @@ from workloads.inputs.yaml_files import load_model
 
 
 def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[str, ...]]:
-    """``args`` with the recipe's Megatron flags, model, GPU count (ci.nodes, else benchmark.num_nodes, full nodes of the
-    cluster, else one node) and routing, each only where the command line left it out; and the notes on what runs otherwise."""
+    """``args`` with the recipe's Megatron flags, model, GPU count (ci.nodes, else benchmark.num_nodes, hosts of the
+    cluster: 8 GPUs on a DGX, 4 on a GB200 tray; else one host) and routing, each only where the command line left it
+    out; and the notes on what runs otherwise."""
     if args.megatron_args:
         raise ConfigError("automodel", "give --automodel or --megatron-args, not both")
     recipe = read_automodel(args.automodel)
     model = load_model(args.model or recipe.model)  # a hub id: the local cache's config, else the shipped one
-    gpus = args.gpus or (recipe.nodes or 1) * load_cluster(args.cluster, 8).gpus_per_node
+    gpus = args.gpus or (recipe.nodes or 1) * load_cluster(args.cluster, 8).host_gpus  # a GB200 node: 4 GPUs
     flags, notes = recipe.megatron_args(
         model.num_layers, model.gated_ffn, model.tied_embeddings, gpus, model.num_experts > 0, args.seq_len
     )

@@ -212,3 +212,16 @@ def test_the_nodes_the_recipe_s_ci_launches(tmp_path: Path) -> None:
     assert recipe.nodes == 8
     _, notes = recipe.megatron_args(36, True, False, 64)
     assert any("ci.nodes 8 and benchmark.num_nodes 1 differ" in note for note in notes)
+
+
+def test_a_gb200_node_is_a_tray_of_four(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """AutoModel's GB200 recipes count 4-GPU trays as nodes (qwen3_moe_30b_te_mxfp8_gb200.yaml: "2 nodes x 4 GB200"):
+    two nodes and EP 8 are 8 GPUs there and 16 on DGX H100s; TE's MXFP8 recipe is Megatron's --fp8-recipe mxfp8."""
+    backend = {**TODAY["model"]["backend"], "te_fp8": {"recipe": "mxfp8"}}
+    model = {"config": {"pretrained_model_name_or_path": "Qwen/Qwen3-30B-A3B"}, "backend": backend}
+    path = _today(tmp_path, ci={"nodes": 2}, distributed={"ep_size": 8}, model=model)
+    assert "--fp8-format e4m3 --fp8-recipe mxfp8" in read_automodel(path).megatron_args(48, True, False, 8)[0]
+    assert main(["run", "--automodel", str(path), "--cluster", "gb200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpus"] == 8
+    assert main(["run", "--automodel", str(path), "--cluster", "h100", "--json", "--allow-oom"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpus"] == 16

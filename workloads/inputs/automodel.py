@@ -42,6 +42,7 @@ ATTENTION = {"te": None, "cudnn": "fused", "sdpa": "flash", "flex": "flash", "ea
 FP8_RECIPES = {  # TEFp8Config recipe -> Megatron flags (TE's Float8BlockScaling is E4M3; current scaling HYBRID)
     "block": "--fp8-format e4m3 --fp8-recipe blockwise",
     "current": "--fp8-format hybrid --fp8-recipe tensorwise",
+    "mxfp8": "--fp8-format e4m3 --fp8-recipe mxfp8",  # TE's MXFP8BlockScaling (BackendConfig TEFp8Config)
 }
 
 
@@ -180,7 +181,9 @@ class AutoModelRecipe:
         recipe = r.get("model.backend.te_fp8.recipe", r.get("model.backend.te_fp8"))
         if recipe is not None:
             if recipe not in FP8_RECIPES:
-                raise ConfigError("automodel.model.backend.te_fp8.recipe", f"{short_repr(recipe)}: block or current")
+                raise ConfigError(
+                    "automodel.model.backend.te_fp8.recipe", f"{short_repr(recipe)}: {', '.join(FP8_RECIPES)}"
+                )
             flags.append(FP8_RECIPES[recipe])
         flags += _attention(r, notes)
         launched, declared = r.get("ci.nodes"), r.get("benchmark.num_nodes")
@@ -299,7 +302,11 @@ def automodel_from_dict(data: dict, origin: str) -> AutoModelRecipe:
     reads = _Reads(data, origin)
     model = reads.get("model.config.pretrained_model_name_or_path", reads.get("model.pretrained_model_name_or_path"))
     if not isinstance(model, str) or not model:
-        raise ConfigError("automodel.model", "must name model.config.pretrained_model_name_or_path")
+        raise ConfigError(
+            "automodel.model",
+            "must name model.config.pretrained_model_name_or_path (an inline model config is not read: give --model, "
+            "a config.json, a hub id or a preset)",
+        )
     where = reads.first("ci.nodes", "benchmark.num_nodes")
     nodes = reads.int(where) if reads.get(where) is not None else None
     _manager(reads)  # checked before any simulation
