@@ -23,7 +23,13 @@ def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[
     flags, notes = recipe.megatron_args(
         model.num_layers, model.gated_ffn, model.tied_embeddings, gpus, model.num_experts > 0, args.seq_len
     )
-    sets = list(args.set or []) + ([f"schedule={recipe.schedule}"] if recipe.schedule == "dualpipev" else [])
+    sets = [*recipe.precision_sets, *(args.set or [])]  # the command line's own settings last: they win
+    sets += [f"schedule={recipe.schedule}"] if recipe.schedule == "dualpipev" else []
+    if recipe.precision_sets:
+        notes = (
+            *notes,
+            "BF16 weights stepped in place, Adam's moments in BF16, no FP32 master copy (AutoModel's BF16 model)",
+        )
     routing = args.routing or ("consecutive" if recipe.fake_balanced_gate else None)
     changes = {"megatron_args": flags, "model": model, "gpus": gpus, "routing": routing, "set": sets}
     return argparse.Namespace(**{**vars(args), **changes}), notes

@@ -41,6 +41,7 @@ TOP = {
     "seq_len": "int",
     "layout": "layout",
     "megatron_args": "args",
+    "set": "set",  # layout fields over what the Megatron arguments give (what no Megatron flag can say)
     "measured": "measured",
     "source": "source",
     "recipe": "recipe",
@@ -123,6 +124,7 @@ class Case:
     change: str = ""
     release_pair: str = ""  # another release's case at the same printed settings, > PAIR_GAP apart; and why
     release_pair_note: str = ""
+    layout_set: tuple[tuple[str, Any], ...] = ()  # the case's ``set``: layout fields applied after megatron_args
     gaps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     derivation: str = ""
@@ -266,6 +268,10 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
     elif isinstance(layout, str):
         layout = _prefixed(origin, lambda: load_layout(_path_or_name(layout)))
     model = _prefixed(origin, lambda: case_model(plain["model"], plain.get("megatron_args", "")))
+    settings = data.get("set", {})
+    if not isinstance(settings, dict) or not plain.get("megatron_args") and settings:
+        raise ConfigError(f"{origin}:set", f"must be a mapping of layout fields beside megatron_args, got {settings!r}")
+    _prefixed(origin, lambda: LayoutSpec("set").with_(**settings))  # the fields exist and check
     _prefixed(origin, lambda: cluster_preset(plain["cluster"], plain["gpus"]))
     return Case(
         name=name,
@@ -287,6 +293,7 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
         change=baseline.get("change", ""),
         release_pair=pair.get("case", ""),
         release_pair_note=pair.get("note", ""),
+        layout_set=tuple(settings.items()),
         gaps=plain.get("gaps", ()),
         notes=plain.get("notes", ()),
         derivation=measured.get("derivation", ""),

@@ -20,6 +20,13 @@ if TYPE_CHECKING:  # NOTE: pandas loads when a table is written, not at start-up
     import pandas as pd
 
 
+# what each group beside the headline's corpus holds (a case's ``group``)
+GROUP_TEXT = {
+    "matched": "published runs that change one or two settings of another case",
+    "automodel": "NeMo AutoModel's PyTorch-native jobs, simulated as their Megatron-Core equivalent",
+}
+
+
 def _counted(results: Iterable[CaseResult], group: str) -> list[CaseResult]:
     """The cases of ``group`` that count: ran and not fitted."""
     return [r for r in results if r.counts_in(group)]
@@ -225,7 +232,7 @@ def markdown(results: list[CaseResult]) -> str:
             + ")"
             + (f"; fitted, so left out: {', '.join(fitted)}." if fitted else ".")
             + "".join(
-                f" The {group} runs (published runs that change one or two settings of another case) have their"
+                f" The {group} runs ({GROUP_TEXT.get(group, 'a group of their own')}) have their"
                 f" own: {_mape_text(results, group)}, not in the headline."
                 for group in other_groups(results)
             )

@@ -72,7 +72,8 @@ def _megatron_job(case: Case) -> Job:
         for arg in run.ignored
         if arg.reason.startswith((NOT_SIMULATED, NOT_MODELLED, UNKNOWN))
     )
-    return Job(run.model, run.layout, missing, run.notes, job.explain)
+    layout = run.layout.with_(**dict(case.layout_set)) if case.layout_set else run.layout
+    return Job(run.model, layout, missing, run.notes, job.explain)
 
 
 def case_job(case: Case) -> Job:

@@ -44,7 +44,7 @@ from topologies.hardware import GpuSpec
 from workloads.ops import Gemm
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.muon import matrix_state_bytes
-from workloads.specs.precision import DTYPE_BYTES
+from workloads.specs.precision import DTYPE_BYTES, MAIN_PARAMS_BYTES
 
 FP32_BYTES = 4
 BF16_BYTES = 2
@@ -64,7 +64,7 @@ def shard_bytes_per_param(layout: LayoutSpec) -> tuple[float, int]:
     grad = DTYPE_BYTES[layout.main_grads_dtype]
     moments = 2 * (DTYPE_BYTES[layout.exp_avg_dtype] + DTYPE_BYTES[layout.exp_avg_sq_dtype])  # read and write
     if decoupled_gradients(layout):
-        master = 2 * BF16_BYTES if layout.param_remainders else 2 * DTYPE_BYTES[layout.main_params_dtype]
+        master = 2 * BF16_BYTES if layout.param_remainders else 2 * MAIN_PARAMS_BYTES[layout.main_params_dtype]
         weight = 2 * BF16_BYTES  # FusedAdam reads and writes the BF16 model weight
         norm_and_clip = grad + 2 * grad
         return norm_and_clip + grad + master + weight + moments, 3

@@ -18,7 +18,7 @@ from workloads.specs import hybrid_dp
 from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import ModelSpec
 from workloads.specs.muon import matrix_state_bytes, orthogonalized
-from workloads.specs.precision import DTYPE_BYTES, Fp8Recipe
+from workloads.specs.precision import DTYPE_BYTES, MAIN_PARAMS_BYTES, Fp8Recipe
 
 GIB = 2**30
 TERMS = ("params", "grads", "optimizer", "activations", "buffers")
@@ -299,7 +299,7 @@ def optimizer_bytes_per_param(layout: LayoutSpec) -> int:
     param_remainders the master weight costs 2 bytes, the 16 low bits of its FP32 value beside the BF16
     weight (TE FusedAdam ``store_param_remainders``, Megatron-Core OptimizerConfig default True).
     """
-    master = 2 if layout.param_remainders else DTYPE_BYTES[layout.main_params_dtype]
+    master = 2 if layout.param_remainders else MAIN_PARAMS_BYTES[layout.main_params_dtype]
     return master + DTYPE_BYTES[layout.exp_avg_dtype] + DTYPE_BYTES[layout.exp_avg_sq_dtype]
 
 
@@ -308,7 +308,7 @@ def muon_state_bytes(workload: StepWorkload, stage: int) -> float:
     its shard, Adam's (optimizer_bytes_per_param) for the embedding and output layer (workloads/specs/muon.py)."""
     layout = workload.layout
     shard, adam = optimizer_shard(workload, stage)
-    muon = DTYPE_BYTES[layout.main_params_dtype] + matrix_state_bytes(layout.optimizer)
+    muon = MAIN_PARAMS_BYTES[layout.main_params_dtype] + matrix_state_bytes(layout.optimizer)
     return adam * optimizer_bytes_per_param(layout) + (shard - adam) * muon
 
 

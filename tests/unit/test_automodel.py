@@ -225,3 +225,17 @@ def test_a_gb200_node_is_a_tray_of_four(tmp_path: Path, capsys: pytest.CaptureFi
     assert json.loads(capsys.readouterr().out)["gpus"] == 8
     assert main(["run", "--automodel", str(path), "--cluster", "h100", "--json", "--allow-oom"]) == 0
     assert json.loads(capsys.readouterr().out)["gpus"] == 16
+
+
+def test_automodel_s_bf16_weights_need_no_master_copy(tmp_path: Path) -> None:
+    """AutoModel builds the model in BF16 (from_config's torch_dtype auto) and torch.optim steps it in place: no FP32
+    master, BF16 moments; TE's FusedAdam keeps FP32 moments; FP32 weights are Megatron's defaults."""
+    assert read_automodel(_today(tmp_path)).precision_sets == (
+        "main_params_dtype=none",
+        "exp_avg_dtype=bf16",
+        "exp_avg_sq_dtype=bf16",
+    )
+    fused = _today(tmp_path, optimizer={"_target_": "transformer_engine.pytorch.optimizers.FusedAdam"})
+    assert read_automodel(fused).precision_sets == ("main_params_dtype=none",)
+    fp32 = _today(tmp_path, model={**TODAY["model"], "torch_dtype": "torch.float32"})
+    assert read_automodel(fp32).precision_sets == ()

@@ -145,6 +145,8 @@ def test_precision_aware_optimizer_bytes() -> None:
     assert fp16.optimizer_bytes == pytest.approx((2 + 2 + 1) * HELD / 2)
     with pytest.raises(ConfigError, match="^layout.param_remainders: keeps the low bits of FP32"):
         layout.with_(main_params_dtype="fp16", param_remainders=True)
+    none = stage_memory(workload(layout.with_(main_params_dtype="none")), 0)  # BF16 weights stepped in place
+    assert none.optimizer_bytes == pytest.approx((0 + 2 + 1) * HELD / 2) and none.params_bytes == mem.params_bytes
 
 
 def test_fp8_weights_keep_a_column_wise_copy() -> None:

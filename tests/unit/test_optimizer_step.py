@@ -34,6 +34,16 @@ def test_precision_aware_with_remainders() -> None:
     assert shard_bytes_per_param(layout.with_(exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16"))[0] == 24
 
 
+def test_bf16_weights_stepped_in_place() -> None:
+    """No master copy (main_params_dtype none: PyTorch-native BF16 training, NeMo AutoModel's): the BF16 gradient for the
+    norm (2), the clip (2 + 2) and Adam (2); the BF16 weight read and written (4); BF16 m and v read and written (8):
+    20 B in 3 passes; TE FusedAdam's FP32 moments (16) make it 28."""
+    layout = LayoutSpec("t", main_grads_dtype="bf16", main_params_dtype="none", exp_avg_dtype="bf16")
+    assert decoupled_gradients(layout)
+    assert shard_bytes_per_param(layout.with_(exp_avg_sq_dtype="bf16")) == (20, 3)
+    assert shard_bytes_per_param(layout.with_(exp_avg_dtype="fp32")) == (28, 3)
+
+
 def test_megatron_flags_pick_the_path() -> None:
     """The Megatron-LM arguments reach the decoupled path only as Megatron-Core's
     use_precision_aware_optimizer_no_fp8_or_ds_fp8 does: BF16 without FP8 current scaling."""

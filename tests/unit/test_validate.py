@@ -300,6 +300,9 @@ def test_the_shipped_corpus_loads(tmp_path: Path) -> None:
     assert all("--activations-checkpoint-method uniform" in c.megatron_args and c.derivation for c in sc21)
     automodel = [c for c in corpus if c.name.startswith("automodel-")]  # NeMo AutoModel's table: a group of its own
     assert len(automodel) == 7 and all(c.group == "automodel" and c.megatron_args for c in automodel)
+    assert all(
+        dict(c.layout_set)["main_params_dtype"] == "none" for c in automodel
+    )  # its BF16 weights, stepped in place
     gated = [c for c in automodel if c.model.num_experts]  # its fake balanced gate; the dense Llama 3.1 70B has none
     assert len(gated) == 6 and all(c.layout.routing == "consecutive" for c in gated)
     with pytest.raises(ConfigError, match="unknown case"):
@@ -397,3 +400,16 @@ def test_a_subset_leaves_the_corpus_table_alone(tmp_path: Path, monkeypatch, cap
     assert not (tmp_path / "results").exists() and "results/ left as it is" in capsys.readouterr().err
     assert main(["validate", "--case", "paper-t3-megatron-lm-0480", "--jobs", "1", "--out", "mine"]) == 0
     assert (tmp_path / "mine" / "validation.csv").read_text().count("\n") == 2  # the header and the case
+
+
+def test_a_case_s_set_goes_over_its_megatron_arguments() -> None:
+    """``set:`` says what no Megatron flag can (AutoModel's BF16 weights with no master copy): applied after the
+    arguments, whose defaults would otherwise win; its fields are checked when the case loads."""
+    path = validation_cases.CASES_DIR / "automodel-qwen3-30b-a3b-h100-0008.yaml"
+    data = yaml.safe_load(path.read_text())
+    case = validation_cases.case_from_dict(data, "c", "c.yaml")
+    assert validate.case_job(case).layout.main_params_dtype == "none"
+    plain = validation_cases.case_from_dict({k: v for k, v in data.items() if k != "set"}, "c", "c.yaml")
+    assert validate.case_job(plain).layout.main_params_dtype == "fp32"  # Megatron-LM's default
+    with pytest.raises(ConfigError, match="c.yaml"):
+        validation_cases.case_from_dict({**data, "set": {"main_params_dtype": "bf8"}}, "c", "c.yaml")

@@ -102,6 +102,20 @@ class AutoModelRecipe:
         return self.reads.bool("model.backend.fake_balanced_gate")
 
     @property
+    def precision_sets(self) -> tuple[str, ...]:
+        """moesim layout settings (``--set``) for the weights' dtype: AutoModel builds the model in BF16 unless
+        model.torch_dtype says otherwise (auto_model.py from_config / from_pretrained: "auto" is bfloat16), and its
+        torch.optim optimizer then steps those BF16 weights, its moments in BF16, with no FP32 master copy; with
+        FP32 weights (the pattern its FSDP2Config docs name for Megatron-style master weights) Megatron's defaults;
+        Transformer Engine's FusedAdam keeps FP32 moments (master_weights False, exp_avg_dtype float32 by default)."""
+        dtype = str(self.reads.get("model.torch_dtype", "auto")).lower().removeprefix("torch.")
+        if dtype in ("float32", "fp32"):
+            return ()
+        if "FusedAdam" in str(self.reads.get("optimizer._target_", "")):  # TE's: FP32 moments, no master by default
+            return ("main_params_dtype=none",)
+        return ("main_params_dtype=none", "exp_avg_dtype=bf16", "exp_avg_sq_dtype=bf16")
+
+    @property
     def schedule(self) -> str:
         """moesim's schedule for the pipeline's pp_schedule (1F1B where the job has no pipeline)."""
         if self.reads.int("distributed.pp_size", 1) == 1:

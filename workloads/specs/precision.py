@@ -26,7 +26,11 @@ FP8_COMM_SCALE = FP8_COMM_BYTES_PER_ELEMENT / BYTES_BF16  # 0.515625 of the BF16
 # --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; "fp8" is stored as uint8 there).
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 MAIN_GRADS_DTYPES = ("fp32", "bf16", "fp16")
-MAIN_PARAMS_DTYPES = ("fp32", "fp16")
+# "none": no master copy, the optimizer steps the model's own BF16 weights with its moments in their dtype (PyTorch-
+# native BF16 training, NeMo AutoModel's default: from_config's torch_dtype "auto" is bfloat16, nemo_automodel
+# _transformers/auto_model.py at 36044ad; Megatron-LM's --main-params-dtype has no such choice)
+MAIN_PARAMS_DTYPES = ("fp32", "fp16", "none")
+MAIN_PARAMS_BYTES = {**DTYPE_BYTES, "none": 0}
 MOMENT_DTYPES = ("fp32", "fp16", "bf16", "fp8")
 
 
