@@ -28,7 +28,7 @@ def automodel_args(args: argparse.Namespace) -> tuple[argparse.Namespace, tuple[
     if recipe.precision_sets:
         notes = (
             *notes,
-            "BF16 weights stepped in place, Adam's moments in BF16, no FP32 master copy (AutoModel's BF16 model)",
+            "AutoModel's BF16 weights stepped in place, no FP32 master copy: --set " + " ".join(recipe.precision_sets),
         )
     routing = args.routing or ("consecutive" if recipe.fake_balanced_gate else None)
     changes = {"megatron_args": flags, "model": model, "gpus": gpus, "routing": routing, "set": sets}
