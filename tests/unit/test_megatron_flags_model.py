@@ -49,6 +49,10 @@ def test_the_flags_model_needs_the_vocabulary() -> None:
         flags_model(parse_megatron_args(flags + " --tokenizer-type Llama2Tokenizer").args)
     # GPT-2's BPE files, as Megatron-LM's GPT-3 example reads them: 50,257 tokens
     assert flags_model(parse_megatron_args(flags + " --tokenizer-type GPT2BPETokenizer").args).vocab_size == 50257
+    # Megatron's TikTokenizer without --vocab-size: DEFAULT_TIKTOKEN_MAX_VOCAB, 2**17 (its functional tests' 61 GPT
+    # and MoE configs name the tokenizer and a vocabulary file, no size)
+    tiktoken = parse_megatron_args(flags + " --tokenizer-type TikTokenizer --tiktoken-pattern v2").args
+    assert flags_model(tiktoken).vocab_size == 131072
 
 
 def test_position_embedding_type_sets_rope_over_a_model_too() -> None:

@@ -65,6 +65,9 @@ MOE_TOPK_DEFAULT = 2  # --moe-router-topk (arguments.py _add_moe_args)
 DROPOUT_DEFAULT = 0.1  # --hidden-dropout and --attention-dropout (arguments.py _add_network_size_args at d98e8a64)
 # GPT-2's byte-level BPE vocabulary (its encoder.json, Radford et al. 2019), which Megatron's GPT2BPETokenizer reads
 GPT2_BPE_VOCAB = 50257
+# the vocabulary of Megatron's TikTokenizer without --vocab-size (megatron/core/tokenizers/text/libraries/
+# tiktoken_tokenizer.py at d98e8a64: DEFAULT_TIKTOKEN_MAX_VOCAB = 2**17)
+TIKTOKEN_VOCAB = 2**17
 MAMBA_EXPAND = 2  # MambaMixer's d_inner = expand x hidden; heads = d_inner / head dim without --mamba-num-heads
 GDN_HEADS = (16, 32)  # a G layer's key and value heads without --linear-num-key-heads / --linear-num-value-heads
 
@@ -255,8 +258,8 @@ def flags_model(args: dict[str, Any]) -> ModelSpec:
     # pretrain_gpt.py's default tokenizer is GPT-2's BPE (pretrain(..., args_defaults={'tokenizer_type':
     # 'GPT2BPETokenizer'}), from 2021's scripts to d98e8a64dd), the one tokenizer that reads a --merge-file
     tokenizer = args.get("--tokenizer-type", "GPT2BPETokenizer" if args.get("--merge-file") else None)
-    if vocab is None and tokenizer == "GPT2BPETokenizer":
-        vocab = GPT2_BPE_VOCAB
+    if vocab is None:
+        vocab = {"GPT2BPETokenizer": GPT2_BPE_VOCAB, "TikTokenizer": TIKTOKEN_VOCAB}.get(tokenizer)
     if vocab is None:
         raise ConfigError(
             "--vocab-size",
