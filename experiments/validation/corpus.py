@@ -271,7 +271,7 @@ def case_from_dict(data: Any, name: str, origin: str) -> Case:
     settings = data.get("set", {})
     if not isinstance(settings, dict) or not plain.get("megatron_args") and settings:
         raise ConfigError(f"{origin}:set", f"must be a mapping of layout fields beside megatron_args, got {settings!r}")
-    _prefixed(origin, lambda: LayoutSpec("set").with_(**settings))  # the fields exist and check
+    _prefixed(origin, lambda: layout_from_dict(settings, "set"))  # known fields, each checked
     _prefixed(origin, lambda: cluster_preset(plain["cluster"], plain["gpus"]))
     return Case(
         name=name,

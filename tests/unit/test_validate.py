@@ -413,3 +413,5 @@ def test_a_case_s_set_goes_over_its_megatron_arguments() -> None:
     assert validate.case_job(plain).layout.main_params_dtype == "fp32"  # Megatron-LM's default
     with pytest.raises(ConfigError, match="c.yaml"):
         validation_cases.case_from_dict({**data, "set": {"main_params_dtype": "bf8"}}, "c", "c.yaml")
+    with pytest.raises(ConfigError, match="c.yaml:layout.nope: unknown key"):  # one line, not a TypeError
+        validation_cases.case_from_dict({**data, "set": {"nope": 1}}, "c", "c.yaml")

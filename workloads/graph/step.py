@@ -20,7 +20,7 @@ from workloads.specs.layouts import LayoutSpec
 from workloads.specs.models import LayerKind, LayerParams, ModelSpec
 from workloads.specs.module_precision import DECODER_PREFIX, MTP_PREFIX, module_overrides, with_module_precisions
 from workloads.specs.peft import frozen_base, lora_expert_params, lora_params_per_layer
-from workloads.specs.validation import check_step, data_parallel
+from workloads.specs.validation import check_step, data_parallel, schedule_options
 
 DEFAULT_GLOBAL_BATCH = 720  # sequences, MegaScale-MoE Sec. 6
 DEFAULT_SEQ_LEN = 8192
@@ -117,9 +117,9 @@ class StepWorkload:
     # --- pipeline ------------------------------------------------------------------------------------
     @cached_property
     def schedule(self) -> Schedule:
-        layout = self.layout
-        options = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad, "group": layout.microbatch_group}
-        return make_schedule(layout.schedule, self.pp, self.micro_batches, self.chunks, **options)
+        return make_schedule(
+            self.layout.schedule, self.pp, self.micro_batches, self.chunks, **schedule_options(self.layout)
+        )
 
     @cached_property
     def block_ranges(self) -> tuple[range, ...]:

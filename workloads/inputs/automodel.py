@@ -35,7 +35,7 @@ SCHEDULES = {"1f1b": "1f1b", "interleaved1f1b": "interleaved", "dualpipev": "dua
 FSDP2, DDP = "FSDP2Manager", "DDPManager"
 # distributed.strategy (today's key) -> the manager class the 2025 key named (config.py _STRATEGY_MAP)
 STRATEGIES = {"fsdp2": FSDP2, "megatron_fsdp": FSDP2, "megatron-fsdp": FSDP2, "mfsdp": FSDP2, "ddp": DDP}
-FLEX = {"deepep": "deepep", "hybridep": "hybridep"}  # model.backend.dispatcher -> --moe-flex-dispatcher-backend
+FLEX = ("deepep", "hybridep")  # model.backend.dispatcher values that are Megatron's flex dispatcher backends
 GROUPED_EXPERTS = ("te", "gmm", "torch_mm", "torch_mm_mxfp8")  # BackendConfig.experts that run grouped GEMMs
 # model.backend.attn -> Megatron's --attention-backend, or None for TE's DotProductAttention (the default)
 ATTENTION = {"te": None, "cudnn": "fused", "sdpa": "flash", "flex": "flash", "eager": "unfused"}
@@ -291,10 +291,10 @@ def _moe(r: _Reads, notes: list[str]) -> list[str]:
         dispatcher = "deepep"
     if dispatcher not in (*FLEX, "torch"):
         raise ConfigError("automodel.model.backend.dispatcher", f"{dispatcher!r}: moesim runs deepep, hybridep, torch")
-    flex = FLEX.get(dispatcher)
+    flex = dispatcher in FLEX
     experts = r.word("model.backend.experts", "torch_mm" if today else "gmm" if flex else "torch")
     if flex:
-        flags = [f"--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend {flex}"]
+        flags = [f"--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend {dispatcher}"]
         if today:  # BackendConfig.dispatcher_num_sms, 20 by default, for either backend
             flags.append(f"--moe-flex-dispatcher-num-sms {r.int('model.backend.dispatcher_num_sms', 20)}")
     else:

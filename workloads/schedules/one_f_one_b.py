@@ -164,9 +164,9 @@ class Interleaved(Schedule):
         if self.group and not self.stages <= n <= m:
             flag = "--microbatch-group-size-per-virtual-pipeline-stage"
             raise ConfigError(flag, f"{n} must lie in [pp = {self.stages}, micro-batches = {m}] (Megatron-Core)")
-        if m % n and (not self.group or m % n < self.stages):
-            if not self.group:
-                raise ConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp")
+        if not self.group and m % n:
+            raise ConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp")
+        if 0 < m % n < self.stages:
             raise ConfigError(
                 "global_batch",
                 f"{m} micro-batches in groups of {n} leave {m % n}, which Megatron-Core refuses unless 0 or >= pp "

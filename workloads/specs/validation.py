@@ -21,6 +21,11 @@ if TYPE_CHECKING:  # the specs import this module
     from workloads.specs.models import ModelSpec
 
 
+def schedule_options(layout: LayoutSpec) -> dict[str, object]:
+    """What a schedule takes of the layout beside its stages, micro-batches and chunks (registry.make_schedule)."""
+    return {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad, "group": layout.microbatch_group}
+
+
 def check_step(
     model: ModelSpec,
     layout: LayoutSpec,
@@ -299,7 +304,6 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
             f"{global_batch} not divisible by dp x micro_batch = {dp * layout.micro_batch}"
             + batch_hint(global_batch, dp * layout.micro_batch),
         )
-    options = {"ep_overlap": layout.ep_overlap, "delay_wgrad": layout.delay_wgrad, "group": layout.microbatch_group}
     micro_batches = global_batch // (dp * layout.micro_batch)
     check_limit(
         "global_batch",
@@ -307,4 +311,4 @@ def _check_pipeline(model: ModelSpec, layout: LayoutSpec, num_gpus: int, global_
         micro_batches,
         f"micro-batches per pipeline (global_batch {global_batch} / (dp x micro_batch))",
     )
-    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **options).check()
+    SCHEDULES[layout.schedule](layout.pp, micro_batches, layout.virtual_stages, **schedule_options(layout)).check()
